@@ -1,0 +1,11 @@
+//===- NNDialect.h - The nn dialect -----------------------------*- C++ -*-===//
+
+#ifndef BITPIPE_DIALECT_NN_IR_NNDIALECT_H
+#define BITPIPE_DIALECT_NN_IR_NNDIALECT_H
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dialect.h"
+
+#include "bitpipe/Dialect/NN/IR/NNOpsDialect.h.inc"
+
+#endif // BITPIPE_DIALECT_NN_IR_NNDIALECT_H

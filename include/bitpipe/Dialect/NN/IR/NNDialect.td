@@ -1,0 +1,24 @@
+//===- NNDialect.td - The nn dialect ------------------------*- tablegen -*-===//
+
+#ifndef BITPIPE_DIALECT_NN_NNDIALECT_TD
+#define BITPIPE_DIALECT_NN_NNDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def NN_Dialect : Dialect {
+  let name = "nn";
+  let cppNamespace = "::bitpipe::nn";
+  let summary = "Tensor-level transformer operations and their backward rules";
+  let description = [{
+    The op set of GPT- and BERT-style transformers at tensor level: embedding,
+    layer_norm, linear, attention, gelu, add and cross_entropy, with verifiers
+    and shape inference. Every forward op names its backward through
+    `NN_BackwardOpInterface`.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
+class NN_Op<string mnemonic, list<Trait> traits = []>
+    : Op<NN_Dialect, mnemonic, traits>;
+
+#endif // BITPIPE_DIALECT_NN_NNDIALECT_TD

@@ -1,0 +1,15 @@
+//===- NNOps.h - nn operations ----------------------------------*- C++ -*-===//
+
+#ifndef BITPIPE_DIALECT_NN_IR_NNOPS_H
+#define BITPIPE_DIALECT_NN_IR_NNOPS_H
+
+#include "bitpipe/Dialect/NN/IR/NNDialect.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "bitpipe/Dialect/NN/IR/NNOps.h.inc"
+
+#endif // BITPIPE_DIALECT_NN_IR_NNOPS_H

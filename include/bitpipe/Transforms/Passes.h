@@ -1,0 +1,18 @@
+//===- Passes.h - bitpipe passes --------------------------------*- C++ -*-===//
+
+#ifndef BITPIPE_TRANSFORMS_PASSES_H
+#define BITPIPE_TRANSFORMS_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace bitpipe {
+
+#define GEN_PASS_DECL
+#include "bitpipe/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "bitpipe/Transforms/Passes.h.inc"
+
+} // namespace bitpipe
+
+#endif // BITPIPE_TRANSFORMS_PASSES_H

@@ -1,0 +1,29 @@
+# -*- Python -*-
+# lit configuration for bitpipe's FileCheck tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "BITPIPE"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".json"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.bitpipe_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%examples", os.path.join(config.bitpipe_src_root, "examples")))
+
+# Captured SSA names must not leak between CHECK-LABEL blocks.
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.bitpipe_tools_dir, config.llvm_tools_dir]
+tools = ["bitpipe-opt", "bitpipe-import"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
