@@ -14,3 +14,5 @@ void NNDialect::initialize() {
 #include "bitpipe/Dialect/NN/IR/NNOps.cpp.inc"
       >();
 }
+
+#include "bitpipe/Dialect/NN/IR/NNInterfaces.cpp.inc"

@@ -1,11 +1,353 @@
-//===- NNOps.cpp - nn operations: verifiers and shape inference -----------===//
+//===- NNOps.cpp - nn operations: shape inference and verifiers -----------===//
+//
+// Each forward op has one shape function that both infers the result type
+// and, given an error emitter, explains what is wrong with its operands. The
+// verifier and InferTypeOpInterface share it, so they cannot disagree.
+//
+//===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace bitpipe::nn;
+
+namespace {
+
+/// Produces the diagnostic of the op being checked; null when only inferring
+/// (the diagnostic is then dropped).
+using ErrorFn = llvm::function_ref<InFlightDiagnostic()>;
+
+bool sameDim(int64_t a, int64_t b) {
+  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
+}
+
+bool sameShape(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  return a.size() == b.size() &&
+         llvm::all_of(llvm::zip(a, b), [](auto p) {
+           return sameDim(std::get<0>(p), std::get<1>(p));
+         });
+}
+
+std::string dimStr(int64_t d) {
+  return ShapedType::isDynamic(d) ? "?" : std::to_string(d);
+}
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// Every value in `values` has the element type of the first one.
+LogicalResult checkElementTypes(ErrorFn emitError, ValueRange values,
+                                ArrayRef<StringRef> names) {
+  Type expected = tensorType(values[0]).getElementType();
+  for (auto [value, name] : llvm::zip(values, names)) {
+    Type got = tensorType(value).getElementType();
+    if (got != expected)
+      return emitError() << "expects " << name << " to have element type "
+                         << expected << " (as " << names[0] << "), got "
+                         << got;
+  }
+  return success();
+}
+
+LogicalResult checkRank(ErrorFn emitError, RankedTensorType type,
+                        StringRef name, int64_t rank, StringRef layout) {
+  if (type.getRank() != rank)
+    return emitError() << "expects " << name << " of rank " << rank << " "
+                       << layout << ", got " << type;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Shape functions of the forward ops.
+//===----------------------------------------------------------------------===//
+
+FailureOr<Type> inferEmbedding(ErrorFn emitError, Value tokens, Value wte,
+                               Value wpe) {
+  auto tokType = tensorType(tokens), wteType = tensorType(wte),
+       wpeType = tensorType(wpe);
+  if (failed(checkRank(emitError, tokType, "tokens", 2, "[batch, seq]")) ||
+      failed(checkRank(emitError, wteType, "wte", 2, "[vocab, hidden]")) ||
+      failed(checkRank(emitError, wpeType, "wpe", 2,
+                       "[max_positions, hidden]")) ||
+      failed(checkElementTypes(emitError, {wte, wpe}, {"wte", "wpe"})))
+    return failure();
+  int64_t hidden = wteType.getDimSize(1);
+  if (!sameDim(wpeType.getDimSize(1), hidden))
+    return emitError() << "expects wpe's hidden size "
+                       << dimStr(wpeType.getDimSize(1))
+                       << " to equal wte's " << dimStr(hidden);
+  int64_t seq = tokType.getDimSize(1), maxPos = wpeType.getDimSize(0);
+  if (!ShapedType::isDynamic(seq) && !ShapedType::isDynamic(maxPos) &&
+      seq > maxPos)
+    return emitError() << "sequence length " << seq
+                       << " exceeds the position table's " << maxPos
+                       << " rows";
+  return Type(RankedTensorType::get({tokType.getDimSize(0), seq, hidden},
+                                    wteType.getElementType()));
+}
+
+FailureOr<Type> inferLayerNorm(ErrorFn emitError, Value input, Value gamma,
+                               Value beta) {
+  auto inType = tensorType(input);
+  if (inType.getRank() < 1)
+    return emitError() << "expects an input of rank >= 1, got " << inType;
+  if (failed(checkElementTypes(emitError, {input, gamma, beta},
+                               {"input", "gamma", "beta"})))
+    return failure();
+  int64_t features = inType.getShape().back();
+  for (auto [value, name] : {std::pair{gamma, "gamma"}, {beta, "beta"}}) {
+    auto type = tensorType(value);
+    if (type.getRank() != 1 || !sameDim(type.getDimSize(0), features))
+      return emitError() << "expects " << name << " of shape ["
+                         << dimStr(features)
+                         << "] (the input's last dimension), got " << type;
+  }
+  return Type(inType);
+}
+
+FailureOr<Type> inferLinear(ErrorFn emitError, Value input, Value weight,
+                            Value bias) {
+  auto inType = tensorType(input), wType = tensorType(weight);
+  if (inType.getRank() < 1)
+    return emitError() << "expects an input of rank >= 1, got " << inType;
+  if (failed(checkRank(emitError, wType, "weight", 2, "[out, in]")))
+    return failure();
+  SmallVector<Value> values = {input, weight};
+  SmallVector<StringRef> names = {"input", "weight"};
+  if (bias) {
+    values.push_back(bias);
+    names.push_back("bias");
+  }
+  if (failed(checkElementTypes(emitError, values, names)))
+    return failure();
+  int64_t in = inType.getShape().back(), out = wType.getDimSize(0);
+  if (!sameDim(wType.getDimSize(1), in))
+    return emitError() << "expects weight of shape [out, " << dimStr(in)
+                       << "] (in = the input's last dimension), got " << wType;
+  if (bias) {
+    auto bType = tensorType(bias);
+    if (bType.getRank() != 1 || !sameDim(bType.getDimSize(0), out))
+      return emitError() << "expects bias of shape [" << dimStr(out)
+                         << "] (the weight's out dimension), got " << bType;
+  }
+  SmallVector<int64_t> shape(inType.getShape());
+  shape.back() = out;
+  return Type(RankedTensorType::get(shape, inType.getElementType()));
+}
+
+FailureOr<Type> inferAttention(ErrorFn emitError, Value qkv,
+                               int64_t numHeads) {
+  auto type = tensorType(qkv);
+  if (failed(checkRank(emitError, type, "qkv", 3, "[batch, seq, 3 * hidden]")))
+    return failure();
+  int64_t fused = type.getDimSize(2);
+  if (ShapedType::isDynamic(fused))
+    return emitError() << "expects a static fused q/k/v dimension, got "
+                       << type;
+  if (fused % 3 != 0)
+    return emitError() << "expects the last dimension of qkv (" << fused
+                       << ") to be 3 * hidden";
+  int64_t hidden = fused / 3;
+  if (numHeads <= 0 || hidden % numHeads != 0)
+    return emitError() << "expects hidden size " << hidden
+                       << " to be a multiple of num_heads (" << numHeads
+                       << ")";
+  return Type(RankedTensorType::get(
+      {type.getDimSize(0), type.getDimSize(1), hidden}, type.getElementType()));
+}
+
+FailureOr<Type> inferCrossEntropy(ErrorFn emitError, Value logits,
+                                  Value labels) {
+  auto lType = tensorType(logits), yType = tensorType(labels);
+  if (lType.getRank() < 2)
+    return emitError() << "expects logits of rank >= 2 [..., vocab], got "
+                       << lType;
+  if (!sameShape(lType.getShape().drop_back(), yType.getShape()))
+    return emitError() << "expects labels shaped as the logits without their "
+                          "last (vocab) dimension, got logits "
+                       << lType << " and labels " << yType;
+  return Type(RankedTensorType::get({}, Float32Type::get(logits.getContext())));
+}
+
+/// The op's single result has the type its shape function inferred.
+LogicalResult checkInferred(Operation *op, ErrorFn emitError,
+                            FailureOr<Type> inferred) {
+  if (failed(inferred))
+    return failure();
+  Type got = op->getResult(0).getType();
+  auto gotTensor = cast<RankedTensorType>(got);
+  auto want = cast<RankedTensorType>(*inferred);
+  if (gotTensor.getElementType() == want.getElementType() &&
+      sameShape(gotTensor.getShape(), want.getShape()))
+    return success();
+  return emitError() << "expects result type " << *inferred
+                     << " (inferred from the operands), got " << got;
+}
+
+/// Stores the inferred type, or fails.
+LogicalResult storeInferred(FailureOr<Type> type,
+                            SmallVectorImpl<Type> &inferred) {
+  if (failed(type))
+    return failure();
+  inferred.push_back(*type);
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Forward ops: InferTypeOpInterface and verifiers share the shape functions.
+//===----------------------------------------------------------------------===//
+
+// The shape functions report problems during verification; during inference
+// (builders, parsing) they stay silent, and the verifier reports them later.
+#define NN_DEFINE_INFERENCE(OP, CALL)                                          \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,  \
+                                     OP::Adaptor adaptor,                      \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    auto emitError = [] { return InFlightDiagnostic(); };                      \
+    (void)emitError;                                                           \
+    return storeInferred(CALL, inferred);                                      \
+  }                                                                            \
+  LogicalResult OP::verify() {                                                 \
+    auto emitError = [this] { return emitOpError(); };                         \
+    auto adaptor = OP::Adaptor(*this);                                         \
+    return checkInferred(*this, emitError, CALL);                              \
+  }
+
+NN_DEFINE_INFERENCE(EmbeddingOp,
+                    inferEmbedding(emitError, adaptor.getTokens(),
+                                   adaptor.getWte(), adaptor.getWpe()))
+NN_DEFINE_INFERENCE(LayerNormOp,
+                    inferLayerNorm(emitError, adaptor.getInput(),
+                                   adaptor.getGamma(), adaptor.getBeta()))
+NN_DEFINE_INFERENCE(LinearOp,
+                    inferLinear(emitError, adaptor.getInput(),
+                                adaptor.getWeight(), adaptor.getBias()))
+NN_DEFINE_INFERENCE(AttentionOp,
+                    inferAttention(emitError, adaptor.getQkv(),
+                                   adaptor.getNumHeadsAttr().getInt()))
+NN_DEFINE_INFERENCE(GeluOp, FailureOr<Type>(adaptor.getInput().getType()))
+NN_DEFINE_INFERENCE(CrossEntropyOp,
+                    inferCrossEntropy(emitError, adaptor.getLogits(),
+                                      adaptor.getLabels()))
+#undef NN_DEFINE_INFERENCE
+
+LogicalResult AddOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                      AddOp::Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(adaptor.getLhs().getType());
+  return success();
+}
+
+LogicalResult AddOp::verify() {
+  if (getLhs().getType() != getRhs().getType())
+    return emitOpError() << "expects operands of one type (no broadcasting), "
+                            "got "
+                         << getLhs().getType() << " and "
+                         << getRhs().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops: their operand and result shapes follow from the forward's.
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Checks that `value` has exactly `expected` (shape and element type).
+LogicalResult expectType(ErrorFn emitError, Value value, StringRef name,
+                         Type expected, StringRef why) {
+  if (!expected || value.getType() == expected)
+    return success();
+  auto got = tensorType(value), want = cast<RankedTensorType>(expected);
+  if (got.getElementType() == want.getElementType() &&
+      sameShape(got.getShape(), want.getShape()))
+    return success();
+  return emitError() << "expects " << name << " of type " << expected << " ("
+                     << why << "), got " << value.getType();
+}
+} // namespace
+
+LogicalResult EmbeddingGradOp::verify() {
+  auto emitError = [this] { return emitOpError(); };
+  FailureOr<Type> fwd =
+      inferEmbedding(emitError, getTokens(), getWteGrad(), getWpeGrad());
+  if (failed(fwd))
+    return failure();
+  return expectType(emitError, getGrad(), "grad", *fwd,
+                    "the embedding's output");
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  auto emitError = [this] { return emitOpError(); };
+  if (failed(inferLayerNorm(emitError, getInput(), getGamma(), getGamma())))
+    return failure();
+  Type in = getInput().getType(), gamma = getGamma().getType();
+  return success(
+      succeeded(expectType(emitError, getGrad(), "grad", in, "as the input")) &&
+      succeeded(expectType(emitError, getInputGrad(), "input_grad", in,
+                           "as the input")) &&
+      succeeded(expectType(emitError, getGammaGrad(), "gamma_grad", gamma,
+                           "as gamma")) &&
+      succeeded(expectType(emitError, getBetaGrad(), "beta_grad", gamma,
+                           "as gamma")));
+}
+
+LogicalResult LinearInputGradOp::verify() {
+  auto emitError = [this] { return emitOpError(); };
+  // The forward maps input_grad's type to grad's type through `weight`.
+  FailureOr<Type> fwd =
+      inferLinear(emitError, getInputGrad(), getWeight(), Value());
+  if (failed(fwd))
+    return failure();
+  return expectType(emitError, getGrad(), "grad", *fwd,
+                    "the linear op's output");
+}
+
+LogicalResult LinearWeightGradOp::verify() {
+  auto emitError = [this] { return emitOpError(); };
+  FailureOr<Type> fwd =
+      inferLinear(emitError, getInput(), getWeightGrad(), getBiasGrad());
+  if (failed(fwd))
+    return failure();
+  return expectType(emitError, getGrad(), "grad", *fwd,
+                    "the linear op's output");
+}
+
+LogicalResult AttentionGradOp::verify() {
+  auto emitError = [this] { return emitOpError(); };
+  FailureOr<Type> fwd =
+      inferAttention(emitError, getQkv(), getNumHeadsAttr().getInt());
+  if (failed(fwd))
+    return failure();
+  return success(
+      succeeded(expectType(emitError, getGrad(), "grad", *fwd,
+                           "the attention's output")) &&
+      succeeded(expectType(emitError, getQkvGrad(), "qkv_grad",
+                           getQkv().getType(), "as qkv")));
+}
+
+LogicalResult GeluGradOp::verify() {
+  auto emitError = [this] { return emitOpError(); };
+  Type in = getInput().getType();
+  return success(
+      succeeded(expectType(emitError, getGrad(), "grad", in, "as the input")) &&
+      succeeded(expectType(emitError, getInputGrad(), "input_grad", in,
+                           "as the input")));
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  auto emitError = [this] { return emitOpError(); };
+  if (failed(inferCrossEntropy(emitError, getLogits(), getLabels())))
+    return failure();
+  return expectType(emitError, getLogitsGrad(), "logits_grad",
+                    getLogits().getType(), "as the logits");
+}
 
 #define GET_OP_CLASSES
 #include "bitpipe/Dialect/NN/IR/NNOps.cpp.inc"

@@ -3,7 +3,6 @@
 #ifndef BITPIPE_DIALECT_NN_IR_NNDIALECT_H
 #define BITPIPE_DIALECT_NN_IR_NNDIALECT_H
 
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dialect.h"
 
 #include "bitpipe/Dialect/NN/IR/NNOpsDialect.h.inc"

@@ -15,7 +15,6 @@ def NN_Dialect : Dialect {
     and shape inference. Every forward op names its backward through
     `NN_BackwardOpInterface`.
   }];
-  let dependentDialects = ["::mlir::tensor::TensorDialect"];
 }
 
 class NN_Op<string mnemonic, list<Trait> traits = []>

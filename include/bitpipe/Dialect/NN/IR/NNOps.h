@@ -4,8 +4,11 @@
 #define BITPIPE_DIALECT_NN_IR_NNOPS_H
 
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
+#include "bitpipe/Dialect/NN/IR/NNInterfaces.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 

@@ -1,0 +1,96 @@
+//===- NNGradOps.td - nn backward operations ----------------*- tablegen -*-===//
+//
+// The ops that forward ops' backward rules emit. Input-gradient work and
+// weight-gradient work are separate ops (the latter carry NN_WeightGradient)
+// so that a zero-bubble schedule can run them at different times. Weight
+// gradients are per micro-batch; accumulation over micro-batches is the
+// runtime's business.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_DIALECT_NN_NNGRADOPS_TD
+#define BITPIPE_DIALECT_NN_NNGRADOPS_TD
+
+class NN_GradOp<string mnemonic, list<Trait> traits = []>
+    : NN_Op<mnemonic, traits # [Pure]> {
+  let hasVerifier = 1;
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_EmbeddingGradOp : NN_GradOp<"embedding_grad", [NN_WeightGradient]> {
+  let summary = "gradients of the token and position embedding tables";
+  let description = [{
+    Scatter-adds `grad[b, t, :]` into row `tokens[b, t]` of the token-table
+    gradient and into row t of the position-table gradient. The result types
+    give the tables' shapes.
+  }];
+  let arguments = (ins NN_IndexTensor:$tokens, NN_FloatTensor:$grad);
+  let results = (outs NN_FloatTensor:$wte_grad, NN_FloatTensor:$wpe_grad);
+}
+
+def NN_LayerNormGradOp : NN_GradOp<"layer_norm_grad"> {
+  let summary = "gradients of layer_norm's input, gain and bias";
+  let description = [{
+    Recomputes the row statistics from `input` (cheaper to keep than to
+    store) and returns the input, gain and bias gradients.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$grad,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$input_grad, NN_FloatTensor:$gamma_grad,
+                      NN_FloatTensor:$beta_grad);
+}
+
+def NN_LinearInputGradOp : NN_GradOp<"linear_input_grad"> {
+  let summary = "gradient of a linear op's input: grad * weight";
+  let arguments = (ins NN_FloatTensor:$grad, NN_FloatTensor:$weight);
+  let results = (outs NN_FloatTensor:$input_grad);
+}
+
+def NN_LinearWeightGradOp
+    : NN_GradOp<"linear_weight_grad", [NN_WeightGradient]> {
+  let summary = "gradients of a linear op's weight (and bias, if it has one)";
+  let description = [{
+    `weight_grad = grad^T * input` summed over all leading dimensions, and
+    `bias_grad = sum(grad)` when the op has a second result.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$grad);
+  let results = (outs NN_FloatTensor:$weight_grad,
+                      Optional<NN_FloatTensor>:$bias_grad);
+}
+
+def NN_AttentionGradOp : NN_GradOp<"attention_grad"> {
+  let summary = "gradient of attention's fused q/k/v operand";
+  let description = [{
+    Recomputes the attention probabilities block by block from `qkv` (as
+    FlashAttention's backward does) and returns the gradient of `qkv`.
+  }];
+  let arguments = (ins NN_FloatTensor:$qkv, NN_FloatTensor:$grad,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+                       UnitAttr:$causal);
+  let results = (outs NN_FloatTensor:$qkv_grad);
+  let assemblyFormat = [{
+    $qkv `,` $grad `heads` `(` $num_heads `)` (`causal` $causal^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def NN_GeluGradOp : NN_GradOp<"gelu_grad"> {
+  let summary = "gradient of gelu's input";
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$grad);
+  let results = (outs NN_FloatTensor:$input_grad);
+}
+
+def NN_CrossEntropyGradOp : NN_GradOp<"cross_entropy_grad"> {
+  let summary = "gradient of the mean cross-entropy with respect to the logits";
+  let description = [{
+    `(softmax(logits) - onehot(labels)) * loss_grad / count` on positions
+    whose label is not `ignore_index`, 0 elsewhere.
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
+                       NN_Scalar:$loss_grad,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs NN_FloatTensor:$logits_grad);
+}
+
+#endif // BITPIPE_DIALECT_NN_NNGRADOPS_TD

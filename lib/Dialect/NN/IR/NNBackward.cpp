@@ -1,0 +1,154 @@
+//===- NNBackward.cpp - Backward rules of the nn forward ops --------------===//
+//
+// For every forward op: the backward ops it emits, the forward values those
+// read (what a stage must keep per in-flight micro-batch), and which operands
+// are weights. `getSavedValues` lists exactly the forward values that
+// `buildBackward` passes to the ops it creates; a unit test checks that.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Dialect/NN/IR/NNOps.h"
+
+using namespace mlir;
+using namespace bitpipe::nn;
+
+//===----------------------------------------------------------------------===//
+// embedding
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  auto grad = b.create<EmbeddingGradOp>(getLoc(), getWte().getType(),
+                                        getWpe().getType(), getTokens(),
+                                        resultGrads[0]);
+  operandGrads.assign({Value(), grad.getWteGrad(), grad.getWpeGrad()});
+  return success();
+}
+SmallVector<Value> EmbeddingOp::getSavedValues() { return {getTokens()}; }
+bool EmbeddingOp::isWeightOperand(unsigned index) { return index != 0; }
+ArrayRef<StringLiteral> EmbeddingOp::getBackwardOpNames() {
+  static constexpr StringLiteral names[] = {"nn.embedding_grad"};
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// layer_norm
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  Type in = getInput().getType(), gamma = getGamma().getType();
+  auto grad = b.create<LayerNormGradOp>(getLoc(), in, gamma, gamma, getInput(),
+                                        getGamma(), resultGrads[0],
+                                        getEpsilonAttr());
+  operandGrads.assign(
+      {grad.getInputGrad(), grad.getGammaGrad(), grad.getBetaGrad()});
+  return success();
+}
+SmallVector<Value> LayerNormOp::getSavedValues() {
+  return {getInput(), getGamma()};
+}
+bool LayerNormOp::isWeightOperand(unsigned index) { return index != 0; }
+ArrayRef<StringLiteral> LayerNormOp::getBackwardOpNames() {
+  static constexpr StringLiteral names[] = {"nn.layer_norm_grad"};
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// linear: the input gradient and the weight gradient are separate ops.
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Value grad = resultGrads[0];
+  auto inputGrad = b.create<LinearInputGradOp>(
+      getLoc(), getInput().getType(), grad, getWeight());
+  Type biasType = getBias() ? getBias().getType() : Type();
+  auto weightGrad = b.create<LinearWeightGradOp>(
+      getLoc(), getWeight().getType(), biasType, getInput(), grad);
+  operandGrads.assign({inputGrad.getInputGrad(), weightGrad.getWeightGrad()});
+  if (getBias())
+    operandGrads.push_back(weightGrad.getBiasGrad());
+  return success();
+}
+SmallVector<Value> LinearOp::getSavedValues() {
+  return {getInput(), getWeight()};
+}
+bool LinearOp::isWeightOperand(unsigned index) { return index != 0; }
+ArrayRef<StringLiteral> LinearOp::getBackwardOpNames() {
+  static constexpr StringLiteral names[] = {"nn.linear_input_grad",
+                                            "nn.linear_weight_grad"};
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// attention: recomputes the probabilities from qkv, so only qkv is kept.
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
+                                         SmallVectorImpl<Value> &operandGrads) {
+  auto grad = b.create<AttentionGradOp>(getLoc(), getQkv().getType(), getQkv(),
+                                        resultGrads[0], getNumHeadsAttr(),
+                                        getCausalAttr());
+  operandGrads.assign({grad.getQkvGrad()});
+  return success();
+}
+SmallVector<Value> AttentionOp::getSavedValues() { return {getQkv()}; }
+bool AttentionOp::isWeightOperand(unsigned) { return false; }
+ArrayRef<StringLiteral> AttentionOp::getBackwardOpNames() {
+  static constexpr StringLiteral names[] = {"nn.attention_grad"};
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// gelu
+//===----------------------------------------------------------------------===//
+
+LogicalResult GeluOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
+                                    SmallVectorImpl<Value> &operandGrads) {
+  auto grad = b.create<GeluGradOp>(getLoc(), getInput().getType(), getInput(),
+                                   resultGrads[0]);
+  operandGrads.assign({grad.getInputGrad()});
+  return success();
+}
+SmallVector<Value> GeluOp::getSavedValues() { return {getInput()}; }
+bool GeluOp::isWeightOperand(unsigned) { return false; }
+ArrayRef<StringLiteral> GeluOp::getBackwardOpNames() {
+  static constexpr StringLiteral names[] = {"nn.gelu_grad"};
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// add: the gradient flows unchanged to both operands; nothing is kept.
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddOp::buildBackward(OpBuilder &, ValueRange resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.assign({resultGrads[0], resultGrads[0]});
+  return success();
+}
+SmallVector<Value> AddOp::getSavedValues() { return {}; }
+bool AddOp::isWeightOperand(unsigned) { return false; }
+ArrayRef<StringLiteral> AddOp::getBackwardOpNames() { return {}; }
+
+//===----------------------------------------------------------------------===//
+// cross_entropy: labels have no gradient.
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+CrossEntropyOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) {
+  auto grad = b.create<CrossEntropyGradOp>(
+      getLoc(), getLogits().getType(), getLogits(), getLabels(),
+      resultGrads[0], getIgnoreIndexAttr());
+  operandGrads.assign({grad.getLogitsGrad(), Value()});
+  return success();
+}
+SmallVector<Value> CrossEntropyOp::getSavedValues() {
+  return {getLogits(), getLabels()};
+}
+bool CrossEntropyOp::isWeightOperand(unsigned) { return false; }
+ArrayRef<StringLiteral> CrossEntropyOp::getBackwardOpNames() {
+  static constexpr StringLiteral names[] = {"nn.cross_entropy_grad"};
+  return names;
+}

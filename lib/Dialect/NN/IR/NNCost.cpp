@@ -1,0 +1,71 @@
+//===- NNCost.cpp - FLOP counts of the nn forward ops ---------------------===//
+//
+// Conventions (the numbers the partitioner balances and the simulator
+// times):
+//   * a matrix product of [M, K] x [K, N] costs 2*M*K*N FLOPs;
+//   * linear: forward 2*M*K*N (+ M*N for the bias); backward twice the
+//     product (input gradient and weight gradient, 2*M*K*N each) (+ M*N for
+//     the bias gradient);
+//   * attention on [B, T, 3H]: forward 4*B*T*T*H (QK^T and PV over the full
+//     T x T square, causal or not, as Megatron-LM's and the BitPipe paper's
+//     FLOP formulas count it); backward twice that;
+//   * element-wise work counts FLOPs per element: add 1 (its backward is
+//     free), layer_norm 5, gelu 8, and each backward twice its forward;
+//   * embedding: forward adds the position row (1 per output element),
+//     backward scatter-adds into two tables (2 per element);
+//   * cross_entropy over M positions of V logits: forward 4*M*V (max,
+//     subtract, exp, sum), backward 2*M*V (softmax minus one-hot, scale).
+// Costs need static shapes; the cost pass rejects dynamic ones first.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Dialect/NN/IR/NNOps.h"
+
+using namespace mlir;
+using namespace bitpipe::nn;
+
+static int64_t numElements(Value v) {
+  return cast<RankedTensorType>(v.getType()).getNumElements();
+}
+
+int64_t EmbeddingOp::getForwardFlops() { return numElements(getResult()); }
+int64_t EmbeddingOp::getBackwardFlops() { return 2 * numElements(getResult()); }
+
+int64_t LayerNormOp::getForwardFlops() { return 5 * numElements(getInput()); }
+int64_t LayerNormOp::getBackwardFlops() { return 2 * getForwardFlops(); }
+
+/// 2*M*K*N for the product of the linear op's input and weight.
+static int64_t linearProductFlops(LinearOp op) {
+  auto w = cast<RankedTensorType>(op.getWeight().getType());
+  // numElements(result) = M*N; times K.
+  return 2 * numElements(op.getResult()) * w.getDimSize(1);
+}
+
+int64_t LinearOp::getForwardFlops() {
+  return linearProductFlops(*this) + (getBias() ? numElements(getResult()) : 0);
+}
+int64_t LinearOp::getBackwardFlops() {
+  return 2 * linearProductFlops(*this) +
+         (getBias() ? numElements(getResult()) : 0);
+}
+
+int64_t AttentionOp::getForwardFlops() {
+  auto out = cast<RankedTensorType>(getResult().getType());
+  int64_t seq = out.getDimSize(1);
+  // B*T*H = numElements(out); QK^T and PV each cost 2*B*T*T*H.
+  return 4 * numElements(getResult()) * seq;
+}
+int64_t AttentionOp::getBackwardFlops() { return 2 * getForwardFlops(); }
+
+int64_t GeluOp::getForwardFlops() { return 8 * numElements(getInput()); }
+int64_t GeluOp::getBackwardFlops() { return 2 * getForwardFlops(); }
+
+int64_t AddOp::getForwardFlops() { return numElements(getResult()); }
+int64_t AddOp::getBackwardFlops() { return 0; }
+
+int64_t CrossEntropyOp::getForwardFlops() {
+  return 4 * numElements(getLogits());
+}
+int64_t CrossEntropyOp::getBackwardFlops() {
+  return 2 * numElements(getLogits());
+}

@@ -1,0 +1,255 @@
+// RUN: bitpipe-opt %s -split-input-file -verify-diagnostics
+
+func.func @embedding_tokens_rank(%t: tensor<8xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8xf32>) {
+  // expected-error @+1 {{'nn.embedding' op expects tokens of rank 2 [batch, seq], got 'tensor<8xi32>'}}
+  %x = nn.embedding %t, %wte, %wpe : (tensor<8xi32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_wte_rank(%t: tensor<2x4xi32>, %wte: tensor<16xf32>, %wpe: tensor<4x8xf32>) {
+  // expected-error @+1 {{expects wte of rank 2 [vocab, hidden], got 'tensor<16xf32>'}}
+  %x = nn.embedding %t, %wte, %wpe : (tensor<2x4xi32>, tensor<16xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_wpe_rank(%t: tensor<2x4xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8x1xf32>) {
+  // expected-error @+1 {{expects wpe of rank 2 [max_positions, hidden], got 'tensor<4x8x1xf32>'}}
+  %x = nn.embedding %t, %wte, %wpe : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x8x1xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_element_types(%t: tensor<2x4xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8xbf16>) {
+  // expected-error @+1 {{expects wpe to have element type 'f32' (as wte), got 'bf16'}}
+  %x = nn.embedding %t, %wte, %wpe : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x8xbf16>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_hidden(%t: tensor<2x4xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x6xf32>) {
+  // expected-error @+1 {{expects wpe's hidden size 6 to equal wte's 8}}
+  %x = nn.embedding %t, %wte, %wpe : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x6xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_too_long(%t: tensor<2x5xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8xf32>) {
+  // expected-error @+1 {{sequence length 5 exceeds the position table's 4 rows}}
+  %x = nn.embedding %t, %wte, %wpe : (tensor<2x5xi32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<2x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_token_type(%t: tensor<2x4xf32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8xf32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %x = nn.embedding %t, %wte, %wpe : (tensor<2x4xf32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @result_type_mismatch(%t: tensor<2x4xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8xf32>) {
+  // expected-error @+1 {{'nn.embedding' op expects result type 'tensor<2x4x8xf32>' (inferred from the operands), got 'tensor<2x4x9xf32>'}}
+  %x = nn.embedding %t, %wte, %wpe : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<2x4x9xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scalar(%x: tensor<f32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm' op expects an input of rank >= 1, got 'tensor<f32>'}}
+  %y = nn.layer_norm %x, %g, %g : (tensor<f32>, tensor<8xf32>, tensor<8xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_gamma(%x: tensor<2x8xf32>, %g: tensor<6xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm' op expects gamma of shape [8] (the input's last dimension), got 'tensor<6xf32>'}}
+  %y = nn.layer_norm %x, %g, %b : (tensor<2x8xf32>, tensor<6xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_beta(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<2x8xf32>) {
+  // expected-error @+1 {{expects beta of shape [8] (the input's last dimension), got 'tensor<2x8xf32>'}}
+  %y = nn.layer_norm %x, %g, %b : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_element_type(%x: tensor<2x8xbf16>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{expects gamma to have element type 'bf16' (as input), got 'f32'}}
+  %y = nn.layer_norm %x, %g, %g : (tensor<2x8xbf16>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xbf16>
+  return
+}
+
+// -----
+
+func.func @linear_weight_rank(%x: tensor<2x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.linear' op expects weight of rank 2 [out, in], got 'tensor<8xf32>'}}
+  %y = nn.linear %x, %w : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_in_features(%x: tensor<2x8xf32>, %w: tensor<16x6xf32>) {
+  // expected-error @+1 {{'nn.linear' op expects weight of shape [out, 8] (in = the input's last dimension), got 'tensor<16x6xf32>'}}
+  %y = nn.linear %x, %w : (tensor<2x8xf32>, tensor<16x6xf32>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias(%x: tensor<2x8xf32>, %w: tensor<16x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.linear' op expects bias of shape [16] (the weight's out dimension), got 'tensor<8xf32>'}}
+  %y = nn.linear %x, %w, %b : (tensor<2x8xf32>, tensor<16x8xf32>, tensor<8xf32>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_scalar(%x: tensor<f32>, %w: tensor<16x8xf32>) {
+  // expected-error @+1 {{'nn.linear' op expects an input of rank >= 1, got 'tensor<f32>'}}
+  %y = nn.linear %x, %w : (tensor<f32>, tensor<16x8xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_element_type(%x: tensor<2x8xf32>, %w: tensor<16x8xbf16>) {
+  // expected-error @+1 {{'nn.linear' op expects weight to have element type 'f32' (as input), got 'bf16'}}
+  %y = nn.linear %x, %w : (tensor<2x8xf32>, tensor<16x8xbf16>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_rank(%qkv: tensor<4x24xf32>) {
+  // expected-error @+1 {{'nn.attention' op expects qkv of rank 3 [batch, seq, 3 * hidden], got 'tensor<4x24xf32>'}}
+  %a = nn.attention %qkv heads(2) : (tensor<4x24xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_not_fused(%qkv: tensor<2x4x20xf32>) {
+  // expected-error @+1 {{'nn.attention' op expects the last dimension of qkv (20) to be 3 * hidden}}
+  %a = nn.attention %qkv heads(2) : (tensor<2x4x20xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_heads(%qkv: tensor<2x4x24xf32>) {
+  // expected-error @+1 {{'nn.attention' op expects hidden size 8 to be a multiple of num_heads (3)}}
+  %a = nn.attention %qkv heads(3) : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_zero_heads(%qkv: tensor<2x4x24xf32>) {
+  // expected-error @+1 {{attribute 'num_heads' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %a = nn.attention %qkv heads(0) : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_dynamic(%qkv: tensor<2x4x?xf32>) {
+  // expected-error @+1 {{'nn.attention' op expects a static fused q/k/v dimension, got 'tensor<2x4x?xf32>'}}
+  %a = nn.attention %qkv heads(2) : (tensor<2x4x?xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @add_types(%a: tensor<2x8xf32>, %b: tensor<1x8xf32>) {
+  // expected-error @+1 {{'nn.add' op expects operands of one type (no broadcasting), got 'tensor<2x8xf32>' and 'tensor<1x8xf32>'}}
+  %y = nn.add %a, %b : (tensor<2x8xf32>, tensor<1x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_rank(%l: tensor<16xf32>, %y: tensor<i32>) {
+  // expected-error @+1 {{'nn.cross_entropy' op expects logits of rank >= 2 [..., vocab], got 'tensor<16xf32>'}}
+  %loss = nn.cross_entropy %l, %y : (tensor<16xf32>, tensor<i32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_labels(%l: tensor<2x4x16xf32>, %y: tensor<2x5xi32>) {
+  // expected-error @+1 {{'nn.cross_entropy' op expects labels shaped as the logits without their last (vocab) dimension, got logits 'tensor<2x4x16xf32>' and labels 'tensor<2x5xi32>'}}
+  %loss = nn.cross_entropy %l, %y : (tensor<2x4x16xf32>, tensor<2x5xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @embedding_grad(%t: tensor<2x4xi32>, %dy: tensor<2x4x6xf32>) {
+  // expected-error @+1 {{'nn.embedding_grad' op expects grad of type 'tensor<2x4x8xf32>' (the embedding's output), got 'tensor<2x4x6xf32>'}}
+  %a, %b = nn.embedding_grad %t, %dy : (tensor<2x4xi32>, tensor<2x4x6xf32>) -> (tensor<16x8xf32>, tensor<4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %dy: tensor<2x8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm_grad' op expects beta_grad of type 'tensor<8xf32>' (as gamma), got 'tensor<2x8xf32>'}}
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @linear_input_grad(%dy: tensor<2x16xf32>, %w: tensor<16x8xf32>) {
+  // expected-error @+1 {{'nn.linear_input_grad' op expects weight of shape [out, 6] (in = the input's last dimension), got 'tensor<16x8xf32>'}}
+  %dx = nn.linear_input_grad %dy, %w : (tensor<2x16xf32>, tensor<16x8xf32>) -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @linear_weight_grad(%x: tensor<2x8xf32>, %dy: tensor<2x12xf32>) {
+  // expected-error @+1 {{'nn.linear_weight_grad' op expects grad of type 'tensor<2x16xf32>' (the linear op's output), got 'tensor<2x12xf32>'}}
+  %dw = nn.linear_weight_grad %x, %dy : (tensor<2x8xf32>, tensor<2x12xf32>) -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad(%qkv: tensor<2x4x24xf32>, %dy: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'nn.attention_grad' op expects qkv_grad of type 'tensor<2x4x24xf32>' (as qkv), got 'tensor<2x4x8xf32>'}}
+  %d = nn.attention_grad %qkv, %dy heads(2) : (tensor<2x4x24xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_grad(%x: tensor<2x8xf32>, %dy: tensor<2x4xf32>) {
+  // expected-error @+1 {{'nn.gelu_grad' op expects grad of type 'tensor<2x8xf32>' (as the input), got 'tensor<2x4xf32>'}}
+  %d = nn.gelu_grad %x, %dy : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad(%l: tensor<2x16xf32>, %y: tensor<2xi32>, %dl: tensor<f32>) {
+  // expected-error @+1 {{'nn.cross_entropy_grad' op expects logits_grad of type 'tensor<2x16xf32>' (as the logits), got 'tensor<2x8xf32>'}}
+  %d = nn.cross_entropy_grad %l, %y, %dl : (tensor<2x16xf32>, tensor<2xi32>, tensor<f32>) -> tensor<2x8xf32>
+  return
+}

@@ -1,0 +1,72 @@
+// RUN: bitpipe-opt %s | bitpipe-opt | FileCheck %s
+// RUN: bitpipe-opt %s --mlir-print-op-generic | bitpipe-opt | FileCheck %s
+
+// One pre-LN GPT block with its embedding and loss, hidden 8, 2 heads.
+// CHECK-LABEL: func @gpt_block
+func.func @gpt_block(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>,
+                     %wte: tensor<16x8xf32>, %wpe: tensor<4x8xf32>,
+                     %g: tensor<8xf32>, %b: tensor<8xf32>,
+                     %wqkv: tensor<24x8xf32>, %bqkv: tensor<24xf32>,
+                     %wfc: tensor<32x8xf32>, %wproj: tensor<8x32xf32>) -> tensor<f32> {
+  // CHECK: %[[X:.*]] = nn.embedding %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
+  %x = nn.embedding %tokens, %wte, %wpe : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: %[[LN:.*]] = nn.layer_norm %[[X]], %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %ln = nn.layer_norm %x, %g, %b : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: nn.layer_norm %[[X]], %{{.*}}, %{{.*}} {epsilon = 9.99999997E-7 : f32}
+  %ln2 = nn.layer_norm %x, %g, %b {epsilon = 1.0e-6 : f32} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: %[[QKV:.*]] = nn.linear %[[LN]], %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<24x8xf32>, tensor<24xf32>) -> tensor<2x4x24xf32>
+  %qkv = nn.linear %ln, %wqkv, %bqkv : (tensor<2x4x8xf32>, tensor<24x8xf32>, tensor<24xf32>) -> tensor<2x4x24xf32>
+  // CHECK: %[[A:.*]] = nn.attention %[[QKV]] heads(2) causal : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  %a = nn.attention %qkv heads(2) causal : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  // CHECK: nn.attention %[[QKV]] heads(2) : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  %bi = nn.attention %qkv heads(2) : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  // CHECK: %[[R:.*]] = nn.add %[[X]], %[[A]] : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %r = nn.add %x, %a : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: %[[H:.*]] = nn.linear %[[R]], %{{.*}} : (tensor<2x4x8xf32>, tensor<32x8xf32>) -> tensor<2x4x32xf32>
+  %h = nn.linear %r, %wfc : (tensor<2x4x8xf32>, tensor<32x8xf32>) -> tensor<2x4x32xf32>
+  // CHECK: %[[GE:.*]] = nn.gelu %[[H]] : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+  %ge = nn.gelu %h : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+  %p = nn.linear %ge, %wproj : (tensor<2x4x32xf32>, tensor<8x32xf32>) -> tensor<2x4x8xf32>
+  // Output projection tied to the token embedding: no bias.
+  // CHECK: %[[LOGITS:.*]] = nn.linear %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %logits = nn.linear %p, %wte : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  // CHECK: %[[LOSS:.*]] = nn.cross_entropy %[[LOGITS]], %{{.*}} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  %loss = nn.cross_entropy %logits, %labels : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  // CHECK: nn.cross_entropy %[[LOGITS]], %{{.*}} {ignore_index = 0 : i64}
+  %loss0 = nn.cross_entropy %logits, %labels {ignore_index = 0} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  // CHECK: return %[[LOSS]]
+  return %loss : tensor<f32>
+}
+
+// CHECK-LABEL: func @backward_ops
+func.func @backward_ops(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>,
+                        %x: tensor<2x4x8xf32>, %dy: tensor<2x4x8xf32>,
+                        %g: tensor<8xf32>, %w: tensor<24x8xf32>,
+                        %qkv: tensor<2x4x24xf32>, %dqkvout: tensor<2x4x24xf32>,
+                        %logits: tensor<2x4x16xf32>, %dloss: tensor<f32>) {
+  // CHECK: nn.embedding_grad %{{.*}}, %{{.*}} : (tensor<2x4xi32>, tensor<2x4x8xf32>) -> (tensor<16x8xf32>, tensor<4x8xf32>)
+  %dwte, %dwpe = nn.embedding_grad %tokens, %dy : (tensor<2x4xi32>, tensor<2x4x8xf32>) -> (tensor<16x8xf32>, tensor<4x8xf32>)
+  // CHECK: nn.layer_norm_grad
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: nn.linear_input_grad %{{.*}}, %{{.*}} : (tensor<2x4x24xf32>, tensor<24x8xf32>) -> tensor<2x4x8xf32>
+  %dlin = nn.linear_input_grad %dqkvout, %w : (tensor<2x4x24xf32>, tensor<24x8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: nn.linear_weight_grad %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<2x4x24xf32>) -> (tensor<24x8xf32>, tensor<24xf32>)
+  %dw, %dbias = nn.linear_weight_grad %x, %dqkvout : (tensor<2x4x8xf32>, tensor<2x4x24xf32>) -> (tensor<24x8xf32>, tensor<24xf32>)
+  // CHECK: nn.linear_weight_grad %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<2x4x24xf32>) -> tensor<24x8xf32>
+  %dwonly = nn.linear_weight_grad %x, %dqkvout : (tensor<2x4x8xf32>, tensor<2x4x24xf32>) -> tensor<24x8xf32>
+  // CHECK: nn.attention_grad %{{.*}}, %{{.*}} heads(2) causal : (tensor<2x4x24xf32>, tensor<2x4x8xf32>) -> tensor<2x4x24xf32>
+  %dqkv = nn.attention_grad %qkv, %dy heads(2) causal : (tensor<2x4x24xf32>, tensor<2x4x8xf32>) -> tensor<2x4x24xf32>
+  // CHECK: nn.gelu_grad
+  %dge = nn.gelu_grad %x, %dy : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: nn.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<f32>) -> tensor<2x4x16xf32>
+  %dlogits = nn.cross_entropy_grad %logits, %labels, %dloss : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<f32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// bf16 activations and weights are accepted as well.
+// CHECK-LABEL: func @bf16
+func.func @bf16(%x: tensor<2x4x8xbf16>, %w: tensor<24x8xbf16>) -> tensor<2x4x24xbf16> {
+  // CHECK: nn.linear %{{.*}}, %{{.*}} : (tensor<2x4x8xbf16>, tensor<24x8xbf16>) -> tensor<2x4x24xbf16>
+  %y = nn.linear %x, %w : (tensor<2x4x8xbf16>, tensor<24x8xbf16>) -> tensor<2x4x24xbf16>
+  return %y : tensor<2x4x24xbf16>
+}
