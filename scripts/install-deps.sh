@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build python3
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
-  libgtest-dev
+  libgtest-dev libzstd-dev zlib1g-dev
   libopenmpi-dev openmpi-bin
   libopenblas-dev
 )

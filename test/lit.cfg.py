@@ -24,6 +24,9 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
+# FileCheck, not, count and split-file come from the LLVM installation.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
 tool_dirs = [config.bitpipe_tools_dir, config.llvm_tools_dir]
 tools = ["bitpipe-opt", "bitpipe-import"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

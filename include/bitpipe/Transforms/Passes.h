@@ -3,6 +3,9 @@
 #ifndef BITPIPE_TRANSFORMS_PASSES_H
 #define BITPIPE_TRANSFORMS_PASSES_H
 
+#include "bitpipe/Dialect/NN/IR/NNDialect.h"
+
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace bitpipe {

@@ -14,7 +14,18 @@ def NN_Dialect : Dialect {
     layer_norm, linear, attention, gelu, add and cross_entropy, with verifiers
     and shape inference. Every forward op names its backward through
     `NN_BackwardOpInterface`.
+
+    Discardable attributes that model IR carries (bitpipe-import writes
+    them; the dialect verifies them):
+      * on ops: `nn.layer` (the layer index, >= 0; the partitioner cuts only
+        between layers) and `nn.cost` (bitpipe-annotate-cost's numbers);
+      * on functions: `nn.model` (the configuration, a dictionary);
+      * on function arguments: `nn.param` (a parameter's name), `nn.init`
+        (`{kind = "normal", std = ...}`, `{kind = "zeros"}` or
+        `{kind = "ones"}`) and `nn.input` ("tokens" or "labels").
   }];
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
 }
 
 class NN_Op<string mnemonic, list<Trait> traits = []>

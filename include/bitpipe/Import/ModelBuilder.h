@@ -1,0 +1,34 @@
+//===- ModelBuilder.h - Model IR for GPT- and BERT-style models -*- C++ -*-===//
+//
+// Builds the model IR that every bitpipe pass starts from: one `func.func`
+// that takes the parameters and one micro-batch (tokens, labels) and returns
+// the loss, written with `nn` ops.
+//
+// Conventions the later passes rely on:
+//   * parameters come first, each with `nn.param = "<name>"` and
+//     `nn.init = {kind = "normal"|"zeros"|"ones", std = ...}`; then the
+//     inputs, with `nn.input = "tokens"` and `nn.input = "labels"`;
+//   * every op carries `nn.layer = k`: 0 for the embedding, 1..L for the
+//     transformer layers, L+1 for the head (final norm, output projection,
+//     loss); the partitioner cuts only between layers;
+//   * the function carries `nn.model`, the configuration as a dictionary.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_IMPORT_MODELBUILDER_H
+#define BITPIPE_IMPORT_MODELBUILDER_H
+
+#include "bitpipe/Import/ModelConfig.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace bitpipe {
+
+/// A module holding the model function of `config`.
+mlir::OwningOpRef<mlir::ModuleOp> buildModel(mlir::MLIRContext &context,
+                                             const ModelConfig &config);
+
+} // namespace bitpipe
+
+#endif // BITPIPE_IMPORT_MODELBUILDER_H

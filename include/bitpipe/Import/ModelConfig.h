@@ -1,0 +1,59 @@
+//===- ModelConfig.h - Transformer model configurations ---------*- C++ -*-===//
+//
+// The hyper-parameters of a GPT- or BERT-style model, read from bitpipe's own
+// JSON schema or from a Hugging Face `config.json` (GPT-2 or BERT keys).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_IMPORT_MODELCONFIG_H
+#define BITPIPE_IMPORT_MODELCONFIG_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace bitpipe {
+
+enum class ModelFamily { GPT, BERT };
+
+/// "gpt" / "bert".
+llvm::StringRef stringifyModelFamily(ModelFamily family);
+std::optional<ModelFamily> parseModelFamily(llvm::StringRef name);
+
+struct ModelConfig {
+  std::string name;           ///< For the function name and messages.
+  ModelFamily family = ModelFamily::GPT;
+  int64_t layers = 0;
+  int64_t hidden = 0;
+  int64_t heads = 0;
+  int64_t vocab = 0;
+  int64_t maxPositions = 0;
+  int64_t seqLen = 0;         ///< Tokens per sample.
+  int64_t microbatchSize = 0; ///< Samples per micro-batch.
+  double layerNormEpsilon = 1e-5;
+};
+
+/// Values given on the command line; they override the file's.
+struct ModelConfigOverrides {
+  std::optional<ModelFamily> family;
+  std::optional<int64_t> seqLen;
+  std::optional<int64_t> microbatchSize;
+};
+
+/// Parses `contents` (the text of `path`) as bitpipe's schema or as a Hugging
+/// Face config.json. Errors name the file and the field.
+llvm::Expected<ModelConfig>
+parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
+                 const ModelConfigOverrides &overrides = {});
+
+/// Reads and parses the file at `path`.
+llvm::Expected<ModelConfig>
+loadModelConfig(llvm::StringRef path,
+                const ModelConfigOverrides &overrides = {});
+
+} // namespace bitpipe
+
+#endif // BITPIPE_IMPORT_MODELCONFIG_H

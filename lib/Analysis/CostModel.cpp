@@ -1,0 +1,119 @@
+//===- CostModel.cpp - FLOPs and bytes of model IR ------------------------===//
+
+#include "bitpipe/Analysis/CostModel.h"
+
+#include "bitpipe/Dialect/NN/IR/NNOps.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+
+using namespace mlir;
+using namespace bitpipe;
+
+static int64_t bytesOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return type.getNumElements() *
+         ((type.getElementTypeBitWidth() + 7) / 8);
+}
+
+/// The weight operands and the saved activations of an nn forward op.
+static void classifyValues(Operation *op, SmallVectorImpl<Value> &weights,
+                           SmallVectorImpl<Value> &activations) {
+  auto backward = dyn_cast<nn::BackwardOpInterface>(op);
+  if (!backward)
+    return;
+  for (OpOperand &operand : op->getOpOperands())
+    if (backward.isWeightOperand(operand.getOperandNumber()))
+      weights.push_back(operand.get());
+  for (Value saved : backward.getSavedValues())
+    if (!llvm::is_contained(weights, saved))
+      activations.push_back(saved);
+}
+
+Cost bitpipe::costOfOp(Operation *op) {
+  Cost cost;
+  if (auto flops = dyn_cast<nn::CostOpInterface>(op)) {
+    cost.forwardFlops = flops.getForwardFlops();
+    cost.backwardFlops = flops.getBackwardFlops();
+  }
+  SmallVector<Value> weights, activations;
+  classifyValues(op, weights, activations);
+  for (Value w : weights)
+    cost.parameterBytes += bytesOf(w);
+  for (Value a : activations)
+    cost.activationBytes += bytesOf(a);
+  return cost;
+}
+
+namespace {
+/// Sums costs while counting every parameter and activation value once.
+struct Accumulator {
+  Cost cost;
+  int64_t parameterCount = 0;
+  llvm::DenseSet<Value> seenWeights, seenActivations;
+
+  void add(Operation *op) {
+    Cost c = costOfOp(op);
+    cost.forwardFlops += c.forwardFlops;
+    cost.backwardFlops += c.backwardFlops;
+    SmallVector<Value> weights, activations;
+    classifyValues(op, weights, activations);
+    for (Value w : weights)
+      if (seenWeights.insert(w).second) {
+        cost.parameterBytes += bytesOf(w);
+        parameterCount += cast<RankedTensorType>(w.getType()).getNumElements();
+      }
+    for (Value a : activations)
+      if (seenActivations.insert(a).second)
+        cost.activationBytes += bytesOf(a);
+  }
+};
+} // namespace
+
+FailureOr<ModelCost> bitpipe::analyzeModelCost(func::FuncOp fn) {
+  llvm::MapVector<int64_t, std::pair<Accumulator, LayerCost>> layers;
+  Accumulator model;
+  WalkResult walk = fn.walk([&](Operation *op) -> WalkResult {
+    if (!isa<nn::NNDialect>(op->getDialect()))
+      return WalkResult::advance();
+    SmallVector<Type> types(op->getOperandTypes());
+    llvm::append_range(types, op->getResultTypes());
+    for (Type type : types)
+      if (auto t = dyn_cast<RankedTensorType>(type); t && !t.hasStaticShape())
+        return op->emitOpError()
+               << "needs static shapes for cost analysis, got " << type;
+    auto layer = op->getAttrOfType<IntegerAttr>("nn.layer");
+    if (!layer)
+      return op->emitOpError()
+             << "has no 'nn.layer' attribute: cost analysis groups ops by "
+                "layer (bitpipe-import sets it)";
+    auto &[acc, info] = layers[layer.getInt()];
+    info.layer = layer.getInt();
+    ++info.numOps;
+    if (isa<nn::EmbeddingOp>(op))
+      info.kind = "embedding";
+    else if (isa<nn::CrossEntropyOp>(op))
+      info.kind = "head";
+    acc.add(op);
+    model.add(op);
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+
+  ModelCost result;
+  for (auto &[layer, entry] : layers) {
+    auto &[acc, info] = entry;
+    if (info.kind.empty())
+      info.kind = "transformer";
+    info.cost = acc.cost;
+    info.parameterCount = acc.parameterCount;
+    result.layers.push_back(info);
+  }
+  llvm::sort(result.layers, [](const LayerCost &a, const LayerCost &b) {
+    return a.layer < b.layer;
+  });
+  result.total = model.cost;
+  result.parameterCount = model.parameterCount;
+  return result;
+}

@@ -1,0 +1,220 @@
+//===- ModelBuilder.cpp - Model IR for GPT- and BERT-style models ---------===//
+//
+// GPT (GPT-2 / Megatron-LM): token + learned position embedding; L pre-LN
+// layers; final layer norm; output projection tied to the token embedding;
+// next-token cross-entropy.
+// BERT: the same layers with bidirectional attention and final layer norm;
+// masked-LM head (dense h -> h, GELU, layer norm, output projection tied to
+// the token embedding, with its own bias); cross-entropy on the masked
+// positions only (the others carry the ignore index).
+// Initialisation (GPT-2): weights normal(0, 0.02), biases zero, layer-norm
+// gains one, the two residual output projections of each layer normal(0,
+// 0.02 / sqrt(2L)).
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Import/ModelBuilder.h"
+
+#include "bitpipe/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace bitpipe;
+using namespace bitpipe::nn;
+
+namespace {
+
+/// How a parameter is initialised.
+struct Init {
+  StringRef kind;
+  double std = 0;
+};
+constexpr double kInitStd = 0.02;
+
+/// Collects the function's parameters and inputs, then builds its body.
+class ModelBuilder {
+public:
+  ModelBuilder(MLIRContext &ctx, const ModelConfig &config)
+      : ctx(ctx), config(config), b(&ctx), f32(b.getF32Type()) {}
+
+  OwningOpRef<ModuleOp> build();
+
+private:
+  /// Declares a parameter; returns its index among the function arguments.
+  unsigned param(StringRef name, ArrayRef<int64_t> shape, Init init);
+  Value arg(unsigned index) { return body->getArgument(index); }
+  /// Sets the layer of every op created from now on.
+  void setLayer(int64_t layer) { currentLayer = layer; }
+  template <typename OpT, typename... Args> Value create(Args &&...args);
+
+  Value layerNorm(Value x, StringRef prefix);
+  Value linear(Value x, StringRef prefix);
+  Value transformerLayer(Value x, int64_t index);
+
+  MLIRContext &ctx;
+  const ModelConfig &config;
+  OpBuilder b;
+  Type f32;
+
+  // Declared before the body is built.
+  SmallVector<Type> argTypes;
+  SmallVector<NamedAttrList> argAttrs;
+  // Parameter name -> argument index, in declaration order.
+  llvm::StringMap<unsigned> paramIndex;
+  Block *body = nullptr;
+  int64_t currentLayer = 0;
+};
+
+unsigned ModelBuilder::param(StringRef name, ArrayRef<int64_t> shape,
+                             Init init) {
+  unsigned index = argTypes.size();
+  argTypes.push_back(RankedTensorType::get(shape, f32));
+  NamedAttrList attrs;
+  attrs.append("nn.param", b.getStringAttr(name));
+  NamedAttrList initAttrs;
+  initAttrs.append("kind", b.getStringAttr(init.kind));
+  if (init.kind == "normal")
+    initAttrs.append("std", b.getF64FloatAttr(init.std));
+  attrs.append("nn.init", initAttrs.getDictionary(&ctx));
+  argAttrs.push_back(attrs);
+  paramIndex[name] = index;
+  return index;
+}
+
+template <typename OpT, typename... Args>
+Value ModelBuilder::create(Args &&...args) {
+  auto op = b.create<OpT>(b.getUnknownLoc(), std::forward<Args>(args)...);
+  op->setAttr("nn.layer", b.getI64IntegerAttr(currentLayer));
+  return op->getResult(0);
+}
+
+Value ModelBuilder::layerNorm(Value x, StringRef prefix) {
+  Value gamma = arg(paramIndex[(prefix + ".weight").str()]);
+  Value beta = arg(paramIndex[(prefix + ".bias").str()]);
+  return create<LayerNormOp>(x, gamma, beta,
+                             b.getF32FloatAttr(config.layerNormEpsilon));
+}
+
+Value ModelBuilder::linear(Value x, StringRef prefix) {
+  Value w = arg(paramIndex[(prefix + ".weight").str()]);
+  Value bias = arg(paramIndex[(prefix + ".bias").str()]);
+  return create<LinearOp>(x, w, bias);
+}
+
+Value ModelBuilder::transformerLayer(Value x, int64_t index) {
+  std::string p = "layers." + std::to_string(index);
+  Value h = layerNorm(x, p + ".ln1");
+  Value qkv = linear(h, p + ".attn.qkv");
+  UnitAttr causal =
+      config.family == ModelFamily::GPT ? b.getUnitAttr() : UnitAttr();
+  Value a = create<AttentionOp>(qkv, b.getI64IntegerAttr(config.heads), causal);
+  x = create<AddOp>(x, linear(a, p + ".attn.proj"));
+  h = layerNorm(x, p + ".ln2");
+  Value m = create<GeluOp>(linear(h, p + ".mlp.fc"));
+  return create<AddOp>(x, linear(m, p + ".mlp.proj"));
+}
+
+OwningOpRef<ModuleOp> ModelBuilder::build() {
+  int64_t h = config.hidden, L = config.layers;
+  bool bert = config.family == ModelFamily::BERT;
+  Init weight{"normal", kInitStd};
+  Init residual{"normal", kInitStd / std::sqrt(2.0 * L)};
+  Init zeros{"zeros"}, ones{"ones"};
+  auto normParams = [&](const std::string &prefix) {
+    param(prefix + ".weight", {h}, ones);
+    param(prefix + ".bias", {h}, zeros);
+  };
+  auto linearParams = [&](const std::string &prefix, int64_t out, int64_t in,
+                          Init init) {
+    param(prefix + ".weight", {out, in}, init);
+    param(prefix + ".bias", {out}, zeros);
+  };
+
+  // Parameters, in the order the model uses them.
+  unsigned wte = param("embed.tokens", {config.vocab, h}, weight);
+  unsigned wpe = param("embed.positions", {config.maxPositions, h}, weight);
+  for (int64_t i = 0; i < L; ++i) {
+    std::string p = "layers." + std::to_string(i);
+    normParams(p + ".ln1");
+    linearParams(p + ".attn.qkv", 3 * h, h, weight);
+    linearParams(p + ".attn.proj", h, h, residual);
+    normParams(p + ".ln2");
+    linearParams(p + ".mlp.fc", 4 * h, h, weight);
+    linearParams(p + ".mlp.proj", h, 4 * h, residual);
+  }
+  normParams("final_ln");
+  unsigned headBias = 0;
+  if (bert) {
+    linearParams("head.dense", h, h, weight);
+    normParams("head.ln");
+    headBias = param("head.bias", {config.vocab}, zeros);
+  }
+
+  // Inputs: one micro-batch of token ids and labels.
+  auto ids = RankedTensorType::get({config.microbatchSize, config.seqLen},
+                                   b.getI32Type());
+  for (StringRef input : {"tokens", "labels"}) {
+    argTypes.push_back(ids);
+    NamedAttrList attrs;
+    attrs.append("nn.input", b.getStringAttr(input));
+    argAttrs.push_back(attrs);
+  }
+  unsigned tokens = argTypes.size() - 2, labels = argTypes.size() - 1;
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  auto fn = b.create<func::FuncOp>(
+      b.getUnknownLoc(), config.name,
+      b.getFunctionType(argTypes, {RankedTensorType::get({}, f32)}));
+  for (auto [i, attrs] : llvm::enumerate(argAttrs))
+    fn.setArgAttrs(i, attrs.getDictionary(&ctx));
+  fn->setAttr("nn.model",
+              b.getDictionaryAttr({
+                  b.getNamedAttr("family", b.getStringAttr(stringifyModelFamily(
+                                               config.family))),
+                  b.getNamedAttr("layers", b.getI64IntegerAttr(L)),
+                  b.getNamedAttr("hidden", b.getI64IntegerAttr(h)),
+                  b.getNamedAttr("heads", b.getI64IntegerAttr(config.heads)),
+                  b.getNamedAttr("vocab", b.getI64IntegerAttr(config.vocab)),
+                  b.getNamedAttr("max_positions",
+                                 b.getI64IntegerAttr(config.maxPositions)),
+                  b.getNamedAttr("seq_len", b.getI64IntegerAttr(config.seqLen)),
+                  b.getNamedAttr("microbatch_size",
+                                 b.getI64IntegerAttr(config.microbatchSize)),
+              }));
+  body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+
+  setLayer(0);
+  Value x = create<EmbeddingOp>(arg(tokens), arg(wte), arg(wpe));
+  for (int64_t i = 0; i < L; ++i) {
+    setLayer(i + 1);
+    x = transformerLayer(x, i);
+  }
+  setLayer(L + 1);
+  x = layerNorm(x, "final_ln");
+  Value logits;
+  if (bert) {
+    Value t = create<GeluOp>(linear(x, "head.dense"));
+    t = layerNorm(t, "head.ln");
+    logits = create<LinearOp>(t, arg(wte), arg(headBias));
+  } else {
+    logits = create<LinearOp>(x, arg(wte), Value());
+  }
+  Value loss = create<CrossEntropyOp>(logits, arg(labels),
+                                      b.getI64IntegerAttr(-100));
+  b.create<func::ReturnOp>(b.getUnknownLoc(), loss);
+  return module;
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> bitpipe::buildModel(MLIRContext &context,
+                                          const ModelConfig &config) {
+  context.loadDialect<NNDialect, func::FuncDialect>();
+  return ModelBuilder(context, config).build();
+}

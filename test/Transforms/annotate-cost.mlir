@@ -1,0 +1,59 @@
+// RUN: bitpipe-opt %s --bitpipe-annotate-cost | FileCheck %s
+// RUN: bitpipe-opt %s --bitpipe-annotate-cost=print-summary -o /dev/null | FileCheck %s --check-prefix=SUMMARY
+
+// A one-layer model, worked out by hand. B = 2, T = 4 (M = 8 positions),
+// H = 8 (2 heads), V = 16, f32 (4 bytes). x = [2, 4, 8] has 64 elements.
+//
+// layer 0 embedding:  fwd 64 (one add per element), bwd 2 * 64 = 128;
+//                     params wte 16*8 + wpe 4*8 = 160 (640 bytes);
+//                     saved: tokens 8 x i32 = 32 bytes.
+// layer 1 layer_norm: fwd 5 * 64 = 320, bwd 640; params 16 (64 bytes);
+//                     saved x (256 bytes).
+//         linear qkv: fwd 2*8*8*24 = 3072 + bias 8*24 = 192 -> 3264;
+//                     bwd 2 * 3072 + 192 = 6336; params 24*8 + 24 = 216
+//                     (864 bytes); saved ln (256 bytes).
+//         attention:  fwd 4*B*T*T*H = 4*2*4*4*8 = 1024, bwd 2048;
+//                     saved qkv 8*24*4 = 768 bytes.
+//         add:        fwd 64, bwd 0, saves nothing.
+//         gelu:       fwd 8 * 64 = 512, bwd 1024; saved r (256 bytes).
+//   layer 1 total:    fwd 5184, bwd 10048, params 232 (928 bytes),
+//                     act 256 + 256 + 768 + 256 = 1536.
+// layer 2 linear:     fwd 2*8*8*16 = 2048, bwd 4096; param wte (512 bytes,
+//                     the tied embedding); saved ge (256 bytes).
+//         cross_entr: fwd 4*8*16 = 512, bwd 2*8*16 = 256; saved logits
+//                     8*16*4 = 512 + labels 32 = 544 bytes.
+//   layer 2 total:    fwd 2560, bwd 4352, params 128 (512 bytes), act 800.
+// model: fwd 7808, bwd 14528; params 392 (1568 bytes): wte counted once;
+//        act 32 + 1536 + 800 = 2368.
+
+// CHECK-LABEL: func @tiny
+func.func @tiny(%wte: tensor<16x8xf32>, %wpe: tensor<4x8xf32>,
+                %g: tensor<8xf32>, %b: tensor<8xf32>,
+                %w: tensor<24x8xf32>, %bias: tensor<24xf32>,
+                %tok: tensor<2x4xi32>, %lab: tensor<2x4xi32>) -> tensor<f32> {
+  // CHECK: nn.embedding {{.*}}nn.cost = {act_bytes = 32 : i64, bwd_flops = 128 : i64, fwd_flops = 64 : i64, param_bytes = 640 : i64}
+  %x = nn.embedding %tok, %wte, %wpe {nn.layer = 0} : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: nn.layer_norm {{.*}}nn.cost = {act_bytes = 256 : i64, bwd_flops = 640 : i64, fwd_flops = 320 : i64, param_bytes = 64 : i64}
+  %ln = nn.layer_norm %x, %g, %b {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: nn.linear {{.*}}nn.cost = {act_bytes = 256 : i64, bwd_flops = 6336 : i64, fwd_flops = 3264 : i64, param_bytes = 864 : i64}
+  %qkv = nn.linear %ln, %w, %bias {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<24x8xf32>, tensor<24xf32>) -> tensor<2x4x24xf32>
+  // CHECK: nn.attention {{.*}}nn.cost = {act_bytes = 768 : i64, bwd_flops = 2048 : i64, fwd_flops = 1024 : i64, param_bytes = 0 : i64}
+  %a = nn.attention %qkv heads(2) causal {nn.layer = 1} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  // CHECK: nn.add {{.*}}nn.cost = {act_bytes = 0 : i64, bwd_flops = 0 : i64, fwd_flops = 64 : i64, param_bytes = 0 : i64}
+  %r = nn.add %x, %a {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: nn.gelu {{.*}}nn.cost = {act_bytes = 256 : i64, bwd_flops = 1024 : i64, fwd_flops = 512 : i64, param_bytes = 0 : i64}
+  %ge = nn.gelu %r {nn.layer = 1} : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: nn.linear {{.*}}nn.cost = {act_bytes = 256 : i64, bwd_flops = 4096 : i64, fwd_flops = 2048 : i64, param_bytes = 512 : i64}
+  %logits = nn.linear %ge, %wte {nn.layer = 2} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  // CHECK: nn.cross_entropy {{.*}}nn.cost = {act_bytes = 544 : i64, bwd_flops = 256 : i64, fwd_flops = 512 : i64, param_bytes = 0 : i64}
+  %loss = nn.cross_entropy %logits, %lab {nn.layer = 2} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// SUMMARY:      cost of @tiny, per micro-batch
+// SUMMARY-NEXT: layer   kind           ops        fwd_flops        bwd_flops         params    param_bytes      act_bytes
+// SUMMARY-NEXT: 0       embedding        1               64              128            160            640             32
+// SUMMARY-NEXT: 1       transformer      5             5184            10048            232            928           1536
+// SUMMARY-NEXT: 2       head             2             2560             4352            128            512            800
+// SUMMARY-NEXT: total                    8             7808            14528            392           1568           2368
+// SUMMARY-NEXT: parameters: 392 (0.000 billion)

@@ -1,0 +1,88 @@
+//===- bitpipe-import.cpp - Writes model IR from a model configuration ----===//
+//
+//   bitpipe-import [gpt|bert] --config FILE [--seq-len N]
+//                  [--microbatch-size N] [-o OUT.mlir]
+//
+// FILE is bitpipe's JSON schema or a Hugging Face config.json. The output is
+// written to a temporary file and renamed, so a failed run leaves nothing
+// half-written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Import/ModelBuilder.h"
+#include "bitpipe/Import/ModelConfig.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+static cl::opt<std::string> familyArg(cl::Positional,
+                                      cl::desc("[gpt|bert]"),
+                                      cl::init(""));
+static cl::opt<std::string> configPath("config", cl::Required,
+                                       cl::desc("Model configuration (JSON)"),
+                                       cl::value_desc("file"));
+static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
+                                       cl::value_desc("file"), cl::init("-"));
+static cl::opt<int64_t> seqLen("seq-len",
+                               cl::desc("Tokens per sample (overrides the "
+                                        "config)"),
+                               cl::init(0));
+static cl::opt<int64_t>
+    microbatchSize("microbatch-size",
+                   cl::desc("Samples per micro-batch (overrides the config)"),
+                   cl::init(0));
+
+static int fail(const Twine &message) {
+  WithColor::error(errs(), "bitpipe-import") << message << "\n";
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM y(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "bitpipe model importer: writes model IR for a "
+                              "GPT- or BERT-style configuration\n");
+
+  bitpipe::ModelConfigOverrides overrides;
+  if (!familyArg.empty()) {
+    overrides.family = bitpipe::parseModelFamily(familyArg);
+    if (!overrides.family)
+      return fail("unknown model family '" + familyArg +
+                  "' (expected gpt or bert)");
+  }
+  if (seqLen.getNumOccurrences()) {
+    if (seqLen <= 0)
+      return fail("--seq-len must be positive, got " + Twine(seqLen));
+    overrides.seqLen = seqLen;
+  }
+  if (microbatchSize.getNumOccurrences()) {
+    if (microbatchSize <= 0)
+      return fail("--microbatch-size must be positive, got " +
+                  Twine(microbatchSize));
+    overrides.microbatchSize = microbatchSize;
+  }
+
+  Expected<bitpipe::ModelConfig> config =
+      bitpipe::loadModelConfig(configPath, overrides);
+  if (!config)
+    return fail(toString(config.takeError()));
+
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      bitpipe::buildModel(context, *config);
+  if (failed(mlir::verify(*module)))
+    return fail("internal error: the generated model IR does not verify");
+
+  if (Error e = writeToOutput(outputPath, [&](raw_ostream &os) {
+        module->print(os);
+        return Error::success();
+      }))
+    return fail(outputPath + ": " + toString(std::move(e)));
+  return 0;
+}
