@@ -43,9 +43,18 @@ void insertAllReducesAfterLastBackward(
     const std::function<std::vector<std::vector<int>>(int rank)> &groupsOfRank) {
   for (int r = 0; r < schedule.numRanks(); ++r) {
     std::vector<Action> &actions = schedule.ranks[r];
-    // Position (index) of the last B/W of each group; insert from the back
-    // so that earlier positions stay valid.
-    std::vector<std::pair<int, std::vector<int>>> inserts;
+    // Position (index) of the last B/W of each group. A group with no
+    // backward here (no micro-batch took that direction through this rank)
+    // still needs its AR, at the end: the partner's gradient must reach
+    // this replica. Insert from the back so that earlier positions stay
+    // valid; ties (only at the end) in reverse group order so that the
+    // groups keep their order.
+    struct Insert {
+      int pos, order;
+      std::vector<int> group;
+    };
+    std::vector<Insert> inserts;
+    int order = 0;
     for (std::vector<int> group : groupsOfRank(r)) {
       std::sort(group.begin(), group.end());
       int last = -1;
@@ -56,13 +65,17 @@ void insertAllReducesAfterLastBackward(
             std::binary_search(group.begin(), group.end(), a.stage))
           last = i;
       }
-      if (last >= 0)
-        inserts.emplace_back(last, std::move(group));
+      if (last < 0)
+        last = static_cast<int>(actions.size()) - 1;
+      inserts.push_back({last, order++, std::move(group)});
     }
-    std::stable_sort(inserts.begin(), inserts.end(),
-                     [](const auto &x, const auto &y) { return x.first > y.first; });
-    for (auto &[pos, group] : inserts)
-      actions.insert(actions.begin() + pos + 1, Action::allReduce(group));
+    std::sort(inserts.begin(), inserts.end(),
+              [](const Insert &x, const Insert &y) {
+                return std::tie(x.pos, x.order) > std::tie(y.pos, y.order);
+              });
+    for (Insert &in : inserts)
+      actions.insert(actions.begin() + in.pos + 1,
+                     Action::allReduce(std::move(in.group)));
   }
 }
 

@@ -33,8 +33,10 @@ std::vector<int> bidirectionalMicrobatchPipelines(int devices,
                                                   int microbatches);
 
 /// For every group of stages, inserts AR(group) on every rank right after
-/// that rank's last B or W of any stage of the group (ranks that hold no
-/// stage of the group get no AR). `groupsOfRank(r)` lists rank r's groups.
+/// that rank's last B or W of any stage of the group; at the end of the list
+/// when the rank ran no backward of the group (no micro-batch took that
+/// direction), since its replica still needs the partner's gradient.
+/// `groupsOfRank(r)` lists rank r's groups, in the order ties are kept.
 void insertAllReducesAfterLastBackward(
     Schedule &schedule,
     const std::function<std::vector<std::vector<int>>(int rank)> &groupsOfRank);
