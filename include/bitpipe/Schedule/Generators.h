@@ -1,0 +1,73 @@
+//===- Generators.h - Pipeline schedule generators --------------*- C++ -*-===//
+//
+// Each generator returns the per-rank programs of one training step for D
+// devices and N micro-batches, or an error that says what it requires.
+// generateSchedule() dispatches by the name a user writes in a pass option.
+//
+// Conventions shared by all generators:
+//  - Actions only reference stages their rank holds in the placement.
+//  - Bidirectional schedules (chimera, bitpipe) group micro-batches in units
+//    of D: in unit m div D, the first D/2 go down (pipeline 0), the others
+//    up (pipeline 1). Schedule::microbatchPipeline records the choice.
+//  - Only the replicated schedules (chimera, bitpipe) carry AR actions: a
+//    rank's AR of a stage comes after its last backward of that stage. The
+//    single-replica schedules leave data-parallel all-reduce to a pass.
+//  - When a schedule departs from its textbook form (N not a multiple of
+//    what it wants), Schedule::note says how it was built.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_SCHEDULE_GENERATORS_H
+#define BITPIPE_SCHEDULE_GENERATORS_H
+
+#include "bitpipe/Schedule/Error.h"
+#include "bitpipe/Schedule/Schedule.h"
+
+#include <string>
+#include <vector>
+
+namespace bitpipe::sched {
+
+struct ScheduleOptions {
+  std::string schedule;     ///< A name from scheduleNames().
+  int devices = 0;          ///< D, the pipeline ranks.
+  int microbatches = 0;     ///< N, micro-batches per training step.
+  int chunksPerDevice = 2;  ///< v, interleaved-1f1b only.
+};
+
+/// Dispatches on options.schedule.
+Result<Schedule> generateSchedule(const ScheduleOptions &options);
+
+/// "gpipe", "1f1b", "interleaved-1f1b", "chimera", "bitpipe", "zb-h1".
+const std::vector<std::string> &scheduleNames();
+
+/// All forwards, then all backwards (Huang et al. 2019). Any D >= 1, N >= 1.
+Result<Schedule> generateGPipe(int devices, int microbatches);
+
+/// PipeDream-flush / DAPPLE 1F1B: rank r runs min(D-1-r, N) warm-up
+/// forwards, then alternates one forward and one backward. Any D, N >= 1.
+Result<Schedule> generateOneFOneB(int devices, int microbatches);
+
+/// Megatron-LM's interleaved 1F1B on loopPlacement(D, v): micro-batches
+/// advance through the v chunks in groups of D. v >= 2 and N a multiple of D
+/// is the textbook form; other N >= D use a final, smaller group when the
+/// result is deadlock-free (see the note), else an error.
+Result<Schedule> generateInterleaved1F1B(int devices, int microbatches,
+                                         int chunksPerDevice);
+
+/// Chimera (Li & Hoefler 2021) on bidirectionalPlacement(D), D even: units of
+/// D micro-batches (D/2 down, D/2 up) directly concatenated.
+Result<Schedule> generateChimera(int devices, int microbatches);
+
+/// BitPipe on bidirectionalVPlacement(D), D even: exactly the reference
+/// per-rank order of bitpipe-order.md when N is a multiple of D.
+Result<Schedule> generateBitPipe(int devices, int microbatches);
+
+/// ZB-H1 (Qi et al. 2023): 1F1B with backward split into B (input gradient)
+/// and W (weight gradient); W passes are deferred to fill the cool-down
+/// bubble, with 1F1B's number of in-flight forwards.
+Result<Schedule> generateZeroBubbleH1(int devices, int microbatches);
+
+} // namespace bitpipe::sched
+
+#endif // BITPIPE_SCHEDULE_GENERATORS_H

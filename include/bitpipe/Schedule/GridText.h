@@ -1,0 +1,46 @@
+//===- GridText.h - The text grid of a schedule, both ways ------*- C++ -*-===//
+//
+// One line per rank, actions in execution order separated by single spaces:
+//
+//   P0: F0.s0 F1.s0 B0.s7 W0.s7 AR(4,7)
+//
+// The same spelling as Action::str() and the worked examples of
+// bitpipe-order.md, so that golden tests and lit tests show a schedule at a
+// glance. The parser reads that text back (tests, hand-written schedules,
+// invalid inputs for the verifier) and names the line and token it rejects.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_SCHEDULE_GRIDTEXT_H
+#define BITPIPE_SCHEDULE_GRIDTEXT_H
+
+#include "bitpipe/Schedule/Error.h"
+#include "bitpipe/Schedule/Schedule.h"
+
+#include <string>
+#include <vector>
+
+namespace bitpipe::sched {
+
+using RankPrograms = std::vector<std::vector<Action>>;
+
+/// "P<rank>: a b c" (just "P<rank>:" when the list is empty), no newline.
+std::string formatRank(int rank, const std::vector<Action> &actions);
+
+/// Every rank's line, each ending with '\n'.
+std::string formatGrid(const RankPrograms &ranks);
+std::string formatGrid(const Schedule &schedule);
+
+/// Parses one token: "F<mb>.s<stage>", "B..", "W..", "AR(<s>,<s>,...)".
+/// Numbers are non-negative decimals; AR lists at least one stage.
+Result<Action> parseAction(const std::string &token);
+
+/// Parses a grid. Blank lines are skipped; every other line is
+/// "P<rank>:" followed by tokens. The ranks must be 0..R-1, each once, in
+/// order. Errors say "line L: ..." and, for a bad action, "token T '...'"
+/// (both 1-based).
+Result<RankPrograms> parseGrid(const std::string &text);
+
+} // namespace bitpipe::sched
+
+#endif // BITPIPE_SCHEDULE_GRIDTEXT_H

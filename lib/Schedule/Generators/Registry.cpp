@@ -1,0 +1,34 @@
+//===- Registry.cpp - Schedule generators by name -------------------------===//
+
+#include "bitpipe/Schedule/Generators.h"
+
+namespace bitpipe::sched {
+
+const std::vector<std::string> &scheduleNames() {
+  static const std::vector<std::string> names = {
+      "gpipe", "1f1b", "interleaved-1f1b", "chimera", "bitpipe", "zb-h1"};
+  return names;
+}
+
+Result<Schedule> generateSchedule(const ScheduleOptions &o) {
+  if (o.schedule == "gpipe")
+    return generateGPipe(o.devices, o.microbatches);
+  if (o.schedule == "1f1b")
+    return generateOneFOneB(o.devices, o.microbatches);
+  if (o.schedule == "interleaved-1f1b")
+    return generateInterleaved1F1B(o.devices, o.microbatches,
+                                   o.chunksPerDevice);
+  if (o.schedule == "chimera")
+    return generateChimera(o.devices, o.microbatches);
+  if (o.schedule == "bitpipe")
+    return generateBitPipe(o.devices, o.microbatches);
+  if (o.schedule == "zb-h1")
+    return generateZeroBubbleH1(o.devices, o.microbatches);
+  std::string known;
+  for (const std::string &n : scheduleNames())
+    known += (known.empty() ? "" : ", ") + n;
+  return Result<Schedule>::failure("unknown schedule '" + o.schedule +
+                                   "' (expected one of " + known + ")");
+}
+
+} // namespace bitpipe::sched
