@@ -1,0 +1,21 @@
+//===- Add.cpp - Residual add -----------------------------------*- C++ -*-===//
+//
+// out = a + b. The backward needs no kernel (both operand gradients are the
+// output gradient); this kernel also sums gradients where a value fans out.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+using namespace bitpipe::runtime::cpu;
+
+extern "C" bp_status_t bp_add_fwd(const float *a, const float *b, float *out,
+                                  int64_t n) {
+  if (!allNonNull({a, b, out}) || !allPositive({n}))
+    return BP_ERR_INVALID_ARGUMENT;
+  // Element-wise with no reads after the write of the same index, so out may
+  // alias a or b.
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = a[i] + b[i];
+  return BP_OK;
+}

@@ -1,0 +1,101 @@
+//===- CrossEntropy.cpp - Softmax cross-entropy with ignore index -*- C++ -*-=//
+//
+// Mean over the rows whose label is not the ignore index (BERT's masked LM
+// labels only the masked positions). A micro-batch with no labelled row has
+// loss 0 and zero gradients rather than 0/0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+#include <cmath>
+
+using namespace bitpipe::runtime::cpu;
+
+namespace {
+/// A row's log-sum-exp kept in two parts, lse = max + logSum, with
+/// logSum = log(sum_j exp(row[j] - max)). Subtracting the max means no exp
+/// overflows (the largest term is exp(0) = 1) and the sum is >= 1, so the log
+/// never sees 0. The parts are kept apart because max + logSum, rounded to
+/// float, loses the low bits of logSum when the logits are large (at 1e4 the
+/// float spacing is ~1e-3); callers use (row[j] - max) - logSum instead,
+/// where row[j] - max is exact for nearby values.
+struct RowLogSumExp {
+  float max;
+  float logSum;
+};
+} // namespace
+
+static RowLogSumExp rowLogSumExp(const float *row, int64_t V) {
+  float mx = row[0];
+  for (int64_t j = 1; j < V; ++j)
+    mx = row[j] > mx ? row[j] : mx;
+  float sum = 0.0f;
+  for (int64_t j = 0; j < V; ++j)
+    sum += std::exp(row[j] - mx);
+  return {mx, std::log(sum)};
+}
+
+/// Checks the labels and counts the rows that are not ignored.
+static bool countLabelled(const int32_t *labels, int64_t N, int64_t V,
+                          int32_t ignoreIndex, int64_t &count) {
+  count = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    if (labels[i] == ignoreIndex)
+      continue;
+    if (labels[i] < 0 || labels[i] >= V)
+      return false;
+    ++count;
+  }
+  return true;
+}
+
+extern "C" bp_status_t bp_cross_entropy_fwd(const float *logits,
+                                            const int32_t *labels, float *loss,
+                                            int64_t N, int64_t V,
+                                            int32_t ignore_index) {
+  int64_t count;
+  if (!allNonNull({logits, labels, loss}) || !allPositive({N, V}) ||
+      !countLabelled(labels, N, V, ignore_index, count))
+    return BP_ERR_INVALID_ARGUMENT;
+  // The per-row losses are summed in double: N can be B * T = tens of
+  // thousands, and the mean should not depend on summation order much.
+  double total = 0.0;
+  for (int64_t i = 0; i < N; ++i) {
+    if (labels[i] == ignore_index)
+      continue;
+    const float *row = logits + i * V;
+    RowLogSumExp lse = rowLogSumExp(row, V);
+    // -log softmax(row)[label] = logSum - (row[label] - max).
+    total += static_cast<double>(lse.logSum) - (row[labels[i]] - lse.max);
+  }
+  *loss = count ? static_cast<float>(total / static_cast<double>(count)) : 0.0f;
+  return BP_OK;
+}
+
+extern "C" bp_status_t bp_cross_entropy_bwd(const float *logits,
+                                            const int32_t *labels, float dloss,
+                                            float *dlogits, int64_t N,
+                                            int64_t V, int32_t ignore_index) {
+  int64_t count;
+  if (!allNonNull({logits, labels, dlogits}) || !allPositive({N, V}) ||
+      !countLabelled(labels, N, V, ignore_index, count))
+    return BP_ERR_INVALID_ARGUMENT;
+  const float scale = count ? dloss / static_cast<float>(count) : 0.0f;
+  for (int64_t i = 0; i < N; ++i) {
+    const float *row = logits + i * V;
+    float *drow = dlogits + i * V;
+    if (labels[i] == ignore_index) {
+      for (int64_t j = 0; j < V; ++j)
+        drow[j] = 0.0f;
+      continue;
+    }
+    // Each element is read before the same element is written, so dlogits
+    // may alias logits.
+    RowLogSumExp lse = rowLogSumExp(row, V);
+    for (int64_t j = 0; j < V; ++j)
+      drow[j] = std::exp((row[j] - lse.max) - lse.logSum) * scale;
+    drow[labels[i]] -= scale;
+  }
+  return BP_OK;
+}

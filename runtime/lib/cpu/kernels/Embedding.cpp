@@ -1,0 +1,63 @@
+//===- Embedding.cpp - Token + position embedding ---------------*- C++ -*-===//
+//
+// Forward gathers a token row and adds the position row; backward scatters
+// the gradient back, adding when a token repeats.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+using namespace bitpipe::runtime::cpu;
+
+/// Checks the shared arguments, including that every token id is in [0, V):
+/// an out-of-range id would read or write outside wte.
+static bool validEmbeddingArgs(const int32_t *tokens, int64_t B, int64_t T,
+                               int64_t H, int64_t V) {
+  if (!allPositive({B, T, H, V}))
+    return false;
+  for (int64_t i = 0; i < B * T; ++i)
+    if (tokens[i] < 0 || tokens[i] >= V)
+      return false;
+  return true;
+}
+
+extern "C" bp_status_t bp_embedding_fwd(const int32_t *tokens, const float *wte,
+                                        const float *wpe, float *out, int64_t B,
+                                        int64_t T, int64_t H, int64_t V) {
+  if (!allNonNull({tokens, wte, wpe, out}) ||
+      !validEmbeddingArgs(tokens, B, T, H, V))
+    return BP_ERR_INVALID_ARGUMENT;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < T; ++t) {
+      const float *tokRow = wte + static_cast<int64_t>(tokens[b * T + t]) * H;
+      const float *posRow = wpe + t * H;
+      float *outRow = out + (b * T + t) * H;
+      for (int64_t c = 0; c < H; ++c)
+        outRow[c] = tokRow[c] + posRow[c];
+    }
+  }
+  return BP_OK;
+}
+
+extern "C" bp_status_t bp_embedding_bwd(const int32_t *tokens,
+                                        const float *dout, float *dwte,
+                                        float *dwpe, int64_t B, int64_t T,
+                                        int64_t H, int64_t V) {
+  if (!allNonNull({tokens, dout, dwte, dwpe}) ||
+      !validEmbeddingArgs(tokens, B, T, H, V))
+    return BP_ERR_INVALID_ARGUMENT;
+  // Sequential scatter-add: repeated tokens are summed without races because
+  // the loop is single-threaded. A parallel version would partition by token.
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < T; ++t) {
+      const float *g = dout + (b * T + t) * H;
+      float *tokRow = dwte + static_cast<int64_t>(tokens[b * T + t]) * H;
+      float *posRow = dwpe + t * H;
+      for (int64_t c = 0; c < H; ++c) {
+        tokRow[c] += g[c];
+        posRow[c] += g[c];
+      }
+    }
+  }
+  return BP_OK;
+}

@@ -1,0 +1,80 @@
+//===- LayerNorm.cpp - Layer normalisation over the last dim ----*- C++ -*-===//
+//
+// The forward saves each row's mean and reciprocal standard deviation so that
+// the backward need not recompute the statistics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+#include <cmath>
+
+using namespace bitpipe::runtime::cpu;
+
+extern "C" bp_status_t bp_layer_norm_fwd(const float *x, const float *gamma,
+                                         const float *beta, float *y,
+                                         float *mean, float *rstd, int64_t N,
+                                         int64_t H, float eps) {
+  if (!allNonNull({x, gamma, beta, y, mean, rstd}) || !allPositive({N, H}) ||
+      !(eps >= 0.0f))
+    return BP_ERR_INVALID_ARGUMENT;
+  const float invH = 1.0f / static_cast<float>(H);
+  for (int64_t i = 0; i < N; ++i) {
+    const float *xr = x + i * H;
+    float *yr = y + i * H;
+    // Two passes: the variance of centred values does not suffer the
+    // cancellation of E[x^2] - E[x]^2 when |mean| >> std.
+    float sum = 0.0f;
+    for (int64_t c = 0; c < H; ++c)
+      sum += xr[c];
+    float mu = sum * invH;
+    float sq = 0.0f;
+    for (int64_t c = 0; c < H; ++c) {
+      float d = xr[c] - mu;
+      sq += d * d;
+    }
+    float rs = 1.0f / std::sqrt(sq * invH + eps);
+    for (int64_t c = 0; c < H; ++c)
+      yr[c] = (xr[c] - mu) * rs * gamma[c] + beta[c];
+    mean[i] = mu;
+    rstd[i] = rs;
+  }
+  return BP_OK;
+}
+
+extern "C" bp_status_t bp_layer_norm_bwd(const float *dy, const float *x,
+                                         const float *gamma, const float *mean,
+                                         const float *rstd, float *dx,
+                                         float *dgamma, float *dbeta, int64_t N,
+                                         int64_t H) {
+  if (!allNonNull({dy, x, gamma, mean, rstd, dx, dgamma, dbeta}) ||
+      !allPositive({N, H}))
+    return BP_ERR_INVALID_ARGUMENT;
+  const float invH = 1.0f / static_cast<float>(H);
+  for (int64_t i = 0; i < N; ++i) {
+    const float *dyr = dy + i * H;
+    const float *xr = x + i * H;
+    float *dxr = dx + i * H;
+    const float mu = mean[i], rs = rstd[i];
+    // With xhat = (x - mu) rstd and g = dy * gamma, differentiating through
+    // mu and rstd gives
+    //   dx = rstd (g - mean(g) - xhat mean(g xhat)).
+    float meanG = 0.0f, meanGX = 0.0f;
+    for (int64_t c = 0; c < H; ++c) {
+      float xhat = (xr[c] - mu) * rs;
+      float g = dyr[c] * gamma[c];
+      meanG += g;
+      meanGX += g * xhat;
+      dgamma[c] += dyr[c] * xhat;
+      dbeta[c] += dyr[c];
+    }
+    meanG *= invH;
+    meanGX *= invH;
+    for (int64_t c = 0; c < H; ++c) {
+      float xhat = (xr[c] - mu) * rs;
+      float g = dyr[c] * gamma[c];
+      dxr[c] = rs * (g - meanG - xhat * meanGX);
+    }
+  }
+  return BP_OK;
+}

@@ -1,0 +1,62 @@
+//===- Linear.cpp - Fully connected layer through OpenBLAS ------*- C++ -*-===//
+//
+// y = x W^T + b with W [Out, In]. Every product is one cblas_sgemm on the
+// row-major buffers as they are; the transposes are sgemm flags, not copies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+#include <cblas.h>
+#include <cstring>
+
+using namespace bitpipe::runtime::cpu;
+
+extern "C" bp_status_t bp_linear_fwd(const float *x, const float *w,
+                                     const float *b, float *y, int64_t N,
+                                     int64_t In, int64_t Out) {
+  if (!allNonNull({x, w, y}) || !allPositive({N, In, Out}))
+    return BP_ERR_INVALID_ARGUMENT;
+  // Broadcast the bias into y first and let sgemm add onto it (beta = 1):
+  // one pass over y instead of a second pass after the product.
+  float beta = 0.0f;
+  if (b) {
+    for (int64_t i = 0; i < N; ++i)
+      std::memcpy(y + i * Out, b, static_cast<size_t>(Out) * sizeof(float));
+    beta = 1.0f;
+  }
+  // y[N, Out] = x[N, In] * W[Out, In]^T
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Out, In, 1.0f, x, In,
+              w, In, beta, y, Out);
+  return BP_OK;
+}
+
+extern "C" bp_status_t bp_linear_bwd_input(const float *dy, const float *w,
+                                           float *dx, int64_t N, int64_t In,
+                                           int64_t Out) {
+  if (!allNonNull({dy, w, dx}) || !allPositive({N, In, Out}))
+    return BP_ERR_INVALID_ARGUMENT;
+  // dx[N, In] = dy[N, Out] * W[Out, In]
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, In, Out, 1.0f, dy,
+              Out, w, In, 0.0f, dx, In);
+  return BP_OK;
+}
+
+extern "C" bp_status_t bp_linear_bwd_weight(const float *dy, const float *x,
+                                            float *dw, float *db, int64_t N,
+                                            int64_t In, int64_t Out) {
+  if (!allNonNull({dy, x, dw}) || !allPositive({N, In, Out}))
+    return BP_ERR_INVALID_ARGUMENT;
+  // dW[Out, In] += dy[N, Out]^T * x[N, In]; beta = 1 accumulates over
+  // micro-batches (and over tied uses of the same weight).
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Out, In, N, 1.0f, dy,
+              Out, x, In, 1.0f, dw, In);
+  if (db) {
+    for (int64_t i = 0; i < N; ++i) {
+      const float *row = dy + i * Out;
+      for (int64_t o = 0; o < Out; ++o)
+        db[o] += row[o];
+    }
+  }
+  return BP_OK;
+}

@@ -1,0 +1,323 @@
+//===- GradCheckTest.cpp - Backward kernels vs finite differences -*- C++ -*-=//
+//
+// Every fp32 backward kernel against central finite differences, in double,
+// of the double reference forward in Reference.h. A tensor-valued op is
+// turned into a scalar loss L = sum(w * y) with fixed random weights w; the
+// kernel is fed dy = w, so its result must equal dL/dinput. Tolerance:
+// kGradRtol (1e-3) relative, with an absolute floor of 1e-4 x the gradient's
+// largest entry (see allClose).
+//
+// Also: weight gradients accumulate (a second call doubles them).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Reference.h"
+#include "TestUtil.h"
+#include "bitpipe/runtime.h"
+#include "kernels/Attention.h"
+
+#include <gtest/gtest.h>
+
+using namespace bitpipe::runtime;
+using namespace bitpipe::runtime::test;
+
+namespace {
+
+std::vector<double> times(const std::vector<double> &v, double s) {
+  std::vector<double> r(v);
+  for (double &x : r)
+    x *= s;
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+TEST(EmbeddingBwd, MatchesFiniteDifferencesAndAccumulates) {
+  const int64_t B = 2, T = 4, H = 3, V = 5, P = 6;
+  // Token 2 appears three times: its gradient row is a sum.
+  std::vector<int32_t> tokens = {2, 0, 2, 4, 1, 2, 3, 0};
+  auto wte = randomFloats(V * H, 21), wpe = randomFloats(P * H, 22),
+       w = randomFloats(B * T * H, 23);
+  auto wteD = toDouble(wte), wpeD = toDouble(wpe), wD = toDouble(w);
+  auto loss = [&] {
+    return weightedSum(ref::embedding(tokens, wteD, wpeD, B, T, H), wD);
+  };
+  auto fdWte = finiteDifferences(wteD, loss);
+  auto fdWpe = finiteDifferences(wpeD, loss);
+
+  std::vector<float> dwte(V * H, 0.0f), dwpe(P * H, 0.0f);
+  ASSERT_EQ(bp_embedding_bwd(tokens.data(), w.data(), dwte.data(), dwpe.data(),
+                             B, T, H, V),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dwte, fdWte));
+  EXPECT_TRUE(gradMatches(dwpe, fdWpe)); // Rows T..P-1 stay 0.
+
+  ASSERT_EQ(bp_embedding_bwd(tokens.data(), w.data(), dwte.data(), dwpe.data(),
+                             B, T, H, V),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dwte, times(fdWte, 2)));
+  EXPECT_TRUE(gradMatches(dwpe, times(fdWpe, 2)));
+}
+
+//===----------------------------------------------------------------------===//
+// Layer norm
+//===----------------------------------------------------------------------===//
+
+TEST(LayerNormBwd, MatchesFiniteDifferencesAndAccumulates) {
+  const int64_t N = 4, H = 10;
+  const float eps = 1e-5f;
+  auto x = randomFloats(N * H, 24, -2.0f, 3.0f);
+  auto gamma = randomFloats(H, 25, 0.5f, 1.5f), beta = randomFloats(H, 26),
+       w = randomFloats(N * H, 27);
+  auto xD = toDouble(x), gD = toDouble(gamma), bD = toDouble(beta),
+       wD = toDouble(w);
+  auto loss = [&] {
+    return weightedSum(ref::layerNorm(xD, gD, bD, N, H, double(eps)), wD);
+  };
+  auto fdX = finiteDifferences(xD, loss);
+  auto fdGamma = finiteDifferences(gD, loss);
+  auto fdBeta = finiteDifferences(bD, loss);
+
+  std::vector<float> y(N * H), mean(N), rstd(N);
+  ASSERT_EQ(bp_layer_norm_fwd(x.data(), gamma.data(), beta.data(), y.data(),
+                              mean.data(), rstd.data(), N, H, eps),
+            BP_OK);
+  std::vector<float> dx(N * H, 7.0f), dgamma(H, 0.0f), dbeta(H, 0.0f);
+  ASSERT_EQ(bp_layer_norm_bwd(w.data(), x.data(), gamma.data(), mean.data(),
+                              rstd.data(), dx.data(), dgamma.data(),
+                              dbeta.data(), N, H),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dx, fdX));
+  EXPECT_TRUE(gradMatches(dgamma, fdGamma));
+  EXPECT_TRUE(gradMatches(dbeta, fdBeta));
+
+  // dgamma, dbeta accumulate; dx is overwritten (not doubled).
+  ASSERT_EQ(bp_layer_norm_bwd(w.data(), x.data(), gamma.data(), mean.data(),
+                              rstd.data(), dx.data(), dgamma.data(),
+                              dbeta.data(), N, H),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dx, fdX));
+  EXPECT_TRUE(gradMatches(dgamma, times(fdGamma, 2)));
+  EXPECT_TRUE(gradMatches(dbeta, times(fdBeta, 2)));
+}
+
+//===----------------------------------------------------------------------===//
+// Linear
+//===----------------------------------------------------------------------===//
+
+TEST(LinearBwd, InputGradientMatchesFiniteDifferences) {
+  const int64_t N = 3, In = 7, Out = 5;
+  auto x = randomFloats(N * In, 28), wt = randomFloats(Out * In, 29),
+       b = randomFloats(Out, 30), w = randomFloats(N * Out, 31);
+  auto xD = toDouble(x), wtD = toDouble(wt), bD = toDouble(b), wD = toDouble(w);
+  auto fdX = finiteDifferences(xD, [&] {
+    return weightedSum(ref::linear(xD, wtD, bD, N, In, Out), wD);
+  });
+  std::vector<float> dx(N * In, 7.0f); // Written, not accumulated.
+  ASSERT_EQ(bp_linear_bwd_input(w.data(), wt.data(), dx.data(), N, In, Out),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dx, fdX));
+}
+
+TEST(LinearBwd, WeightGradientMatchesFiniteDifferencesAndAccumulates) {
+  const int64_t N = 4, In = 6, Out = 3;
+  auto x = randomFloats(N * In, 32), wt = randomFloats(Out * In, 33),
+       b = randomFloats(Out, 34), w = randomFloats(N * Out, 35);
+  auto xD = toDouble(x), wtD = toDouble(wt), bD = toDouble(b), wD = toDouble(w);
+  auto loss = [&] {
+    return weightedSum(ref::linear(xD, wtD, bD, N, In, Out), wD);
+  };
+  auto fdW = finiteDifferences(wtD, loss);
+  auto fdB = finiteDifferences(bD, loss);
+
+  std::vector<float> dw(Out * In, 0.0f), db(Out, 0.0f);
+  ASSERT_EQ(bp_linear_bwd_weight(w.data(), x.data(), dw.data(), db.data(), N,
+                                 In, Out),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dw, fdW));
+  EXPECT_TRUE(gradMatches(db, fdB));
+
+  // A second micro-batch's call adds: gradient accumulation.
+  ASSERT_EQ(bp_linear_bwd_weight(w.data(), x.data(), dw.data(), db.data(), N,
+                                 In, Out),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dw, times(fdW, 2)));
+  EXPECT_TRUE(gradMatches(db, times(fdB, 2)));
+
+  // Without a bias, db is not touched and dw still accumulates.
+  ASSERT_EQ(
+      bp_linear_bwd_weight(w.data(), x.data(), dw.data(), nullptr, N, In, Out),
+      BP_OK);
+  EXPECT_TRUE(gradMatches(dw, times(fdW, 3)));
+  EXPECT_TRUE(gradMatches(db, times(fdB, 2)));
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+// T not a multiple of the blocks, blockQ != blockK, unit blocks, blocks
+// larger than T, and (T = 70) the default 64 x 64 blocks with a partial one.
+const AttentionCase kAttentionCases[] = {
+    {2, 10, 8, 2, 4, 3, true},   {2, 10, 8, 2, 4, 3, false},
+    {1, 9, 6, 3, 2, 4, true},    {1, 9, 6, 3, 2, 4, false},
+    {1, 5, 4, 1, 1, 1, true},    {1, 5, 4, 2, 8, 8, false},
+    {1, 70, 4, 2, 64, 64, true}, {1, 70, 4, 2, 64, 64, false}};
+
+class AttentionBwd : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionBwd, MatchesFiniteDifferences) {
+  const AttentionCase c = GetParam();
+  auto qkv = randomFloats(c.B * c.T * 3 * c.H, 36, -1.5f, 1.5f);
+  auto w = randomFloats(c.B * c.T * c.H, 37);
+  auto qkvD = toDouble(qkv), wD = toDouble(w);
+  auto fd = finiteDifferences(qkvD, [&] {
+    return weightedSum(ref::attention(qkvD, c.B, c.T, c.H, c.nh, c.causal), wD);
+  });
+
+  std::vector<float> out(c.B * c.T * c.H), lse(c.B * c.nh * c.T);
+  ASSERT_EQ(cpu::attentionForward(qkv.data(), out.data(), lse.data(), c.B, c.T,
+                                  c.H, c.nh, c.causal, c.blockQ, c.blockK),
+            BP_OK);
+  std::vector<float> dqkv(qkv.size(), 7.0f); // Written, not accumulated.
+  ASSERT_EQ(cpu::attentionBackward(qkv.data(), out.data(), w.data(), lse.data(),
+                                   dqkv.data(), c.B, c.T, c.H, c.nh, c.causal,
+                                   c.blockQ, c.blockK),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dqkv, fd));
+}
+
+INSTANTIATE_TEST_SUITE_P(Blocks, AttentionBwd,
+                         ::testing::ValuesIn(kAttentionCases),
+                         attentionCaseName);
+
+TEST(AttentionBwdAbi, MatchesFiniteDifferencesThroughTheCAbi) {
+  const int64_t B = 2, T = 67, H = 4, nh = 2;
+  auto qkv = randomFloats(B * T * 3 * H, 38, -1.5f, 1.5f);
+  auto w = randomFloats(B * T * H, 39);
+  auto qkvD = toDouble(qkv), wD = toDouble(w);
+  for (int32_t causal : {1, 0}) {
+    auto fd = finiteDifferences(qkvD, [&] {
+      return weightedSum(ref::attention(qkvD, B, T, H, nh, causal != 0), wD);
+    });
+    std::vector<float> out(B * T * H), lse(B * nh * T), dqkv(qkv.size());
+    ASSERT_EQ(bp_attention_fwd(qkv.data(), out.data(), lse.data(), B, T, H, nh,
+                               causal),
+              BP_OK);
+    ASSERT_EQ(bp_attention_bwd(qkv.data(), out.data(), w.data(), lse.data(),
+                               dqkv.data(), B, T, H, nh, causal),
+              BP_OK);
+    EXPECT_TRUE(gradMatches(dqkv, fd)) << "causal=" << causal;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// GELU
+//===----------------------------------------------------------------------===//
+
+TEST(GeluBwd, MatchesFiniteDifferences) {
+  auto x = randomFloats(64, 40, -5.0f, 5.0f);
+  x.push_back(0.0f);
+  auto w = randomFloats(x.size(), 41);
+  auto xD = toDouble(x), wD = toDouble(w);
+  auto fd =
+      finiteDifferences(xD, [&] { return weightedSum(ref::gelu(xD), wD); });
+  std::vector<float> dx(x.size());
+  ASSERT_EQ(bp_gelu_bwd(w.data(), x.data(), dx.data(), x.size()), BP_OK);
+  EXPECT_TRUE(gradMatches(dx, fd));
+}
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+TEST(CrossEntropyBwd, MatchesFiniteDifferencesWithIgnoredRows) {
+  const int64_t N = 5, V = 7;
+  auto logits = randomFloats(N * V, 42, -3.0f, 3.0f);
+  std::vector<int32_t> labels = {3, BP_IGNORE_INDEX, 0, 6, BP_IGNORE_INDEX};
+  auto lD = toDouble(logits);
+  auto fd = finiteDifferences(
+      lD, [&] { return ref::crossEntropy(lD, labels, N, V, BP_IGNORE_INDEX); });
+  std::vector<float> dlogits(N * V, 7.0f);
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+                                 dlogits.data(), N, V, BP_IGNORE_INDEX),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dlogits, fd));
+  // Ignored rows are exactly 0, not merely small.
+  for (int64_t j = 0; j < V; ++j) {
+    EXPECT_EQ(dlogits[1 * V + j], 0.0f);
+    EXPECT_EQ(dlogits[4 * V + j], 0.0f);
+  }
+
+  // dloss scales the gradient (e.g. 1 / micro-batches).
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 0.25f,
+                                 dlogits.data(), N, V, BP_IGNORE_INDEX),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dlogits, times(fd, 0.25)));
+}
+
+TEST(CrossEntropyBwd, InPlaceOverLogits) {
+  const int64_t N = 3, V = 6;
+  auto logits = randomFloats(N * V, 43, -3.0f, 3.0f);
+  std::vector<int32_t> labels = {5, 0, BP_IGNORE_INDEX};
+  auto lD = toDouble(logits);
+  auto fd = finiteDifferences(
+      lD, [&] { return ref::crossEntropy(lD, labels, N, V, BP_IGNORE_INDEX); });
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+                                 logits.data(), N, V, BP_IGNORE_INDEX),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(logits, fd));
+}
+
+TEST(CrossEntropyBwd, StableForLargeLogits) {
+  // Logits near 1e4: exp overflows without the max, and a log-sum-exp
+  // rounded to float at 1e4 would be off by ~1e-3 in every probability.
+  const int64_t N = 2, V = 5;
+  auto logits = randomFloats(N * V, 46, -2.0f, 2.0f);
+  for (float &x : logits)
+    x += 1e4f;
+  std::vector<int32_t> labels = {4, 1};
+  auto lD = toDouble(logits);
+  auto fd = finiteDifferences(
+      lD, [&] { return ref::crossEntropy(lD, labels, N, V, BP_IGNORE_INDEX); });
+  std::vector<float> dlogits(N * V);
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+                                 dlogits.data(), N, V, BP_IGNORE_INDEX),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dlogits, fd));
+}
+
+TEST(CrossEntropyBwd, AllIgnoredGivesZeroGradients) {
+  const int64_t N = 2, V = 3;
+  auto logits = randomFloats(N * V, 44);
+  std::vector<int32_t> labels(N, BP_IGNORE_INDEX);
+  std::vector<float> dlogits(N * V, 7.0f);
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+                                 dlogits.data(), N, V, BP_IGNORE_INDEX),
+            BP_OK);
+  for (float g : dlogits)
+    EXPECT_EQ(g, 0.0f);
+}
+
+TEST(CrossEntropyBwd, OtherIgnoreIndex) {
+  // The ignore index is a parameter: with -1, the label -100 is out of range.
+  const int64_t N = 3, V = 4;
+  auto logits = randomFloats(N * V, 45);
+  std::vector<int32_t> labels = {1, -1, 2};
+  auto lD = toDouble(logits);
+  auto fd = finiteDifferences(
+      lD, [&] { return ref::crossEntropy(lD, labels, N, V, -1); });
+  std::vector<float> dlogits(N * V);
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+                                 dlogits.data(), N, V, -1),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dlogits, fd));
+  labels[1] = BP_IGNORE_INDEX;
+  EXPECT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+                                 dlogits.data(), N, V, -1),
+            BP_ERR_INVALID_ARGUMENT);
+}
+
+} // namespace

@@ -1,0 +1,337 @@
+//===- KernelsTest.cpp - Forward kernels against the reference --*- C++ -*-===//
+//
+// Each fp32 forward kernel against the double reference of Reference.h on
+// small shapes (relative tolerance kFwdRtol), plus a few known values and the
+// argument checks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Reference.h"
+#include "TestUtil.h"
+#include "bitpipe/runtime.h"
+#include "kernels/Attention.h"
+
+#include <cmath>
+#include <gtest/gtest.h>
+
+using namespace bitpipe::runtime;
+using namespace bitpipe::runtime::test;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+TEST(EmbeddingFwd, MatchesReference) {
+  const int64_t B = 2, T = 5, H = 6, V = 7, P = 8;
+  // Repeated tokens, including the same token twice in one sequence.
+  std::vector<int32_t> tokens = {3, 0, 6, 3, 1, 2, 2, 5, 4, 0};
+  auto wte = randomFloats(V * H, 1), wpe = randomFloats(P * H, 2);
+  std::vector<float> out(B * T * H);
+  ASSERT_EQ(bp_embedding_fwd(tokens.data(), wte.data(), wpe.data(), out.data(),
+                             B, T, H, V),
+            BP_OK);
+  EXPECT_TRUE(allClose(
+      out, ref::embedding(tokens, toDouble(wte), toDouble(wpe), B, T, H),
+      kFwdRtol));
+}
+
+TEST(EmbeddingFwd, RejectsOutOfRangeTokens) {
+  const int64_t B = 1, T = 2, H = 2, V = 3;
+  auto wte = randomFloats(V * H, 1), wpe = randomFloats(T * H, 2);
+  std::vector<float> out(B * T * H, 42.0f);
+  for (int32_t bad : {-1, 3}) {
+    std::vector<int32_t> tokens = {0, bad};
+    EXPECT_EQ(bp_embedding_fwd(tokens.data(), wte.data(), wpe.data(),
+                               out.data(), B, T, H, V),
+              BP_ERR_INVALID_ARGUMENT);
+  }
+  // Checked before anything is written.
+  for (float x : out)
+    EXPECT_EQ(x, 42.0f);
+}
+
+//===----------------------------------------------------------------------===//
+// Layer norm
+//===----------------------------------------------------------------------===//
+
+TEST(LayerNormFwd, MatchesReferenceIncludingSavedStatistics) {
+  const int64_t N = 7, H = 33;
+  const float eps = 1e-5f;
+  // An offset mean (3) tests the two-pass variance.
+  auto x = randomFloats(N * H, 3, 2.0f, 4.0f);
+  auto gamma = randomFloats(H, 4, 0.5f, 1.5f), beta = randomFloats(H, 5);
+  std::vector<float> y(N * H), mean(N), rstd(N);
+  ASSERT_EQ(bp_layer_norm_fwd(x.data(), gamma.data(), beta.data(), y.data(),
+                              mean.data(), rstd.data(), N, H, eps),
+            BP_OK);
+  std::vector<double> refMean, refRstd;
+  auto refY = ref::layerNorm(toDouble(x), toDouble(gamma), toDouble(beta), N, H,
+                             double(eps), &refMean, &refRstd);
+  EXPECT_TRUE(allClose(y, refY, kFwdRtol));
+  EXPECT_TRUE(allClose(mean, refMean, kFwdRtol));
+  EXPECT_TRUE(allClose(rstd, refRstd, kFwdRtol));
+}
+
+TEST(LayerNormFwd, NormalisesRows) {
+  // Unit gain, zero bias: every output row has mean 0 and variance ~1.
+  const int64_t N = 3, H = 64;
+  auto x = randomFloats(N * H, 6, -5.0f, 9.0f);
+  std::vector<float> gamma(H, 1.0f), beta(H, 0.0f), y(N * H), mean(N), rstd(N);
+  ASSERT_EQ(bp_layer_norm_fwd(x.data(), gamma.data(), beta.data(), y.data(),
+                              mean.data(), rstd.data(), N, H, 0.0f),
+            BP_OK);
+  for (int64_t i = 0; i < N; ++i) {
+    double s = 0, sq = 0;
+    for (int64_t c = 0; c < H; ++c) {
+      s += y[i * H + c];
+      sq += double(y[i * H + c]) * y[i * H + c];
+    }
+    EXPECT_NEAR(s / H, 0.0, 1e-6);
+    EXPECT_NEAR(sq / H, 1.0, 1e-5);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Linear
+//===----------------------------------------------------------------------===//
+
+TEST(LinearFwd, MatchesReferenceWithAndWithoutBias) {
+  const int64_t N = 5, In = 13, Out = 9; // Non-square on purpose.
+  auto x = randomFloats(N * In, 7), w = randomFloats(Out * In, 8),
+       b = randomFloats(Out, 9);
+  std::vector<float> y(N * Out);
+  ASSERT_EQ(bp_linear_fwd(x.data(), w.data(), b.data(), y.data(), N, In, Out),
+            BP_OK);
+  EXPECT_TRUE(allClose(
+      y, ref::linear(toDouble(x), toDouble(w), toDouble(b), N, In, Out),
+      kFwdRtol));
+
+  ASSERT_EQ(bp_linear_fwd(x.data(), w.data(), nullptr, y.data(), N, In, Out),
+            BP_OK);
+  EXPECT_TRUE(allClose(y, ref::linear(toDouble(x), toDouble(w), {}, N, In, Out),
+                       kFwdRtol));
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+// Blocks that divide T, that do not (partial last blocks), with blockQ !=
+// blockK (tiles straddling the causal diagonal unevenly), of size 1, and
+// larger than T. blockQ = blockK = 64 is what the C ABI uses.
+const AttentionCase kAttentionCases[] = {
+    {2, 8, 8, 2, 4, 4, true},    {2, 8, 8, 2, 4, 4, false},
+    {2, 10, 8, 2, 4, 3, true},   {2, 10, 8, 2, 4, 3, false},
+    {1, 11, 12, 3, 3, 5, true},  {1, 11, 12, 3, 3, 5, false},
+    {1, 7, 4, 1, 1, 1, true},    {1, 7, 4, 1, 1, 1, false},
+    {1, 5, 8, 2, 16, 16, true},  {1, 70, 8, 2, 64, 64, true},
+    {1, 70, 8, 2, 64, 64, false}};
+
+class AttentionFwd : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionFwd, MatchesReference) {
+  const AttentionCase c = GetParam();
+  // Scores of a few units, so the softmax is far from uniform.
+  auto qkv = randomFloats(c.B * c.T * 3 * c.H, 10, -2.0f, 2.0f);
+  std::vector<float> out(c.B * c.T * c.H), lse(c.B * c.nh * c.T);
+  ASSERT_EQ(cpu::attentionForward(qkv.data(), out.data(), lse.data(), c.B, c.T,
+                                  c.H, c.nh, c.causal, c.blockQ, c.blockK),
+            BP_OK);
+  std::vector<double> refLse;
+  auto refOut =
+      ref::attention(toDouble(qkv), c.B, c.T, c.H, c.nh, c.causal, &refLse);
+  EXPECT_TRUE(allClose(out, refOut, kFwdRtol));
+  EXPECT_TRUE(allClose(lse, refLse, kFwdRtol));
+}
+
+INSTANTIATE_TEST_SUITE_P(Blocks, AttentionFwd,
+                         ::testing::ValuesIn(kAttentionCases),
+                         attentionCaseName);
+
+TEST(AttentionAbi, MatchesReferenceAcrossDefaultBlocks) {
+  // T = 130 spans three default blocks, the last partial.
+  const int64_t B = 1, T = 130, H = 16, nh = 2;
+  auto qkv = randomFloats(B * T * 3 * H, 11, -2.0f, 2.0f);
+  for (int32_t causal : {1, 0}) {
+    std::vector<float> out(B * T * H), lse(B * nh * T);
+    ASSERT_EQ(bp_attention_fwd(qkv.data(), out.data(), lse.data(), B, T, H, nh,
+                               causal),
+              BP_OK);
+    std::vector<double> refLse;
+    auto refOut =
+        ref::attention(toDouble(qkv), B, T, H, nh, causal != 0, &refLse);
+    EXPECT_TRUE(allClose(out, refOut, kFwdRtol)) << "causal=" << causal;
+    EXPECT_TRUE(allClose(lse, refLse, kFwdRtol)) << "causal=" << causal;
+  }
+}
+
+TEST(AttentionAbi, CausalFirstRowIsItsOwnValue) {
+  // Query 0 sees only key 0, so its output is v[0] exactly (one weight 1).
+  const int64_t B = 1, T = 6, H = 4, nh = 2;
+  auto qkv = randomFloats(B * T * 3 * H, 12, -3.0f, 3.0f);
+  std::vector<float> out(B * T * H), lse(B * nh * T);
+  ASSERT_EQ(
+      bp_attention_fwd(qkv.data(), out.data(), lse.data(), B, T, H, nh, 1),
+      BP_OK);
+  for (int64_t c = 0; c < H; ++c)
+    EXPECT_FLOAT_EQ(out[c], qkv[2 * H + c]);
+}
+
+TEST(AttentionAbi, LargeScoresDoNotOverflow) {
+  // Scores of order 1e3: exp would overflow without the running max.
+  const int64_t B = 1, T = 9, H = 4, nh = 1;
+  auto qkv = randomFloats(B * T * 3 * H, 13, -40.0f, 40.0f);
+  std::vector<float> out(B * T * H), lse(B * nh * T);
+  ASSERT_EQ(
+      bp_attention_fwd(qkv.data(), out.data(), lse.data(), B, T, H, nh, 0),
+      BP_OK);
+  std::vector<double> refLse;
+  auto refOut = ref::attention(toDouble(qkv), B, T, H, nh, false, &refLse);
+  EXPECT_TRUE(allClose(out, refOut, 1e-4));
+  EXPECT_TRUE(allClose(lse, refLse, kFwdRtol));
+}
+
+TEST(AttentionAbi, RejectsHeadsThatDoNotDivideH) {
+  std::vector<float> qkv(3 * 6), out(6), lse(4);
+  EXPECT_EQ(bp_attention_fwd(qkv.data(), out.data(), lse.data(), 1, 1, 6, 4, 1),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_attention_bwd(qkv.data(), out.data(), out.data(), lse.data(),
+                             qkv.data(), 1, 1, 6, 4, 1),
+            BP_ERR_INVALID_ARGUMENT);
+}
+
+//===----------------------------------------------------------------------===//
+// GELU and add
+//===----------------------------------------------------------------------===//
+
+TEST(GeluFwd, MatchesReferenceAndKnownValues) {
+  auto x = randomFloats(101, 14, -6.0f, 6.0f);
+  x.push_back(0.0f);
+  x.push_back(1.0f);
+  std::vector<float> y(x.size());
+  ASSERT_EQ(bp_gelu_fwd(x.data(), y.data(), x.size()), BP_OK);
+  EXPECT_TRUE(allClose(y, ref::gelu(toDouble(x)), kFwdRtol));
+  EXPECT_EQ(y[101], 0.0f);
+  // 0.5 (1 + tanh(sqrt(2/pi) 1.044715)), the tanh form's value at 1 (the
+  // erf form's 0.8413447 differs in the fourth digit).
+  EXPECT_NEAR(y[102], 0.8411920, 1e-6);
+}
+
+TEST(AddFwd, AddsAndMayAliasAnOperand) {
+  auto a = randomFloats(17, 15), b = randomFloats(17, 16);
+  auto expected = ref::add(toDouble(a), toDouble(b));
+  std::vector<float> out(17);
+  ASSERT_EQ(bp_add_fwd(a.data(), b.data(), out.data(), 17), BP_OK);
+  EXPECT_TRUE(allClose(out, expected, kFwdRtol));
+  ASSERT_EQ(bp_add_fwd(a.data(), b.data(), a.data(), 17), BP_OK);
+  EXPECT_TRUE(allClose(a, expected, kFwdRtol));
+}
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+TEST(CrossEntropyFwd, MatchesReferenceWithIgnoredRows) {
+  const int64_t N = 6, V = 11;
+  auto logits = randomFloats(N * V, 17, -3.0f, 3.0f);
+  std::vector<int32_t> labels = {4, BP_IGNORE_INDEX, 0, 10, BP_IGNORE_INDEX, 7};
+  float loss = -1.0f;
+  ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss, N, V,
+                                 BP_IGNORE_INDEX),
+            BP_OK);
+  double expected =
+      ref::crossEntropy(toDouble(logits), labels, N, V, BP_IGNORE_INDEX);
+  EXPECT_NEAR(loss, expected, kFwdRtol * std::fabs(expected));
+  // The mean is over the 4 labelled rows, not all 6: a mean over N would be
+  // 4/6 of this.
+  double sumOverLabelled = expected * 4;
+  EXPECT_GT(std::fabs(loss - sumOverLabelled / N), 0.1 * std::fabs(loss));
+}
+
+TEST(CrossEntropyFwd, UniformLogitsGiveLogV) {
+  const int64_t N = 3, V = 50;
+  std::vector<float> logits(N * V, 0.25f);
+  std::vector<int32_t> labels = {0, 17, 49};
+  float loss;
+  ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss, N, V,
+                                 BP_IGNORE_INDEX),
+            BP_OK);
+  EXPECT_NEAR(loss, std::log(50.0), 1e-6);
+}
+
+TEST(CrossEntropyFwd, StableForLargeLogits) {
+  // exp(1e4) overflows float; the log-sum-exp must subtract the max.
+  const int64_t N = 2, V = 5;
+  auto logits = randomFloats(N * V, 18, -2.0f, 2.0f);
+  for (float &x : logits)
+    x += 1e4f;
+  std::vector<int32_t> labels = {1, 3};
+  float loss;
+  ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss, N, V,
+                                 BP_IGNORE_INDEX),
+            BP_OK);
+  ASSERT_TRUE(std::isfinite(loss));
+  double expected =
+      ref::crossEntropy(toDouble(logits), labels, N, V, BP_IGNORE_INDEX);
+  // The logits themselves are only accurate to ~1e-3 at 1e4 (float spacing),
+  // but the reference sees the same rounded values, so only the kernel's
+  // arithmetic differs.
+  EXPECT_NEAR(loss, expected, 1e-4);
+}
+
+TEST(CrossEntropyFwd, AllIgnoredGivesZero) {
+  const int64_t N = 3, V = 4;
+  auto logits = randomFloats(N * V, 19);
+  std::vector<int32_t> labels(N, BP_IGNORE_INDEX);
+  float loss = 123.0f;
+  ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss, N, V,
+                                 BP_IGNORE_INDEX),
+            BP_OK);
+  EXPECT_EQ(loss, 0.0f);
+}
+
+TEST(CrossEntropyFwd, RejectsOutOfRangeLabels) {
+  const int64_t N = 2, V = 4;
+  auto logits = randomFloats(N * V, 20);
+  float loss;
+  for (int32_t bad : {-1, 4, -99}) {
+    std::vector<int32_t> labels = {0, bad};
+    EXPECT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss, N, V,
+                                   BP_IGNORE_INDEX),
+              BP_ERR_INVALID_ARGUMENT)
+        << "label " << bad;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Argument checks common to all kernels
+//===----------------------------------------------------------------------===//
+
+TEST(Arguments, NullPointersAndNonPositiveSizesAreRejected) {
+  std::vector<float> a(4, 1.0f), b(4, 1.0f);
+  EXPECT_EQ(bp_add_fwd(nullptr, b.data(), a.data(), 4),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_add_fwd(a.data(), b.data(), a.data(), 0),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_gelu_fwd(a.data(), nullptr, 4), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_linear_fwd(a.data(), b.data(), nullptr, a.data(), 2, -2, 1),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_linear_bwd_weight(a.data(), b.data(), nullptr, nullptr, 1, 2, 2),
+            BP_ERR_INVALID_ARGUMENT);
+  float mean, rstd;
+  EXPECT_EQ(bp_layer_norm_fwd(a.data(), b.data(), b.data(), a.data(), &mean,
+                              &rstd, 1, 4, -1.0f),
+            BP_ERR_INVALID_ARGUMENT);
+}
+
+} // namespace
+
+extern "C" int bpCHeaderAddOnePlusTwo(float *out);
+
+TEST(CAbi, CallableFromC) {
+  float out = 0.0f;
+  EXPECT_EQ(bpCHeaderAddOnePlusTwo(&out), 0);
+  EXPECT_EQ(out, 3.0f);
+}

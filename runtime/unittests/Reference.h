@@ -1,0 +1,162 @@
+//===- Reference.h - Plain reference forwards of the nn ops -----*- C++ -*-===//
+//
+// Test-only. The obvious textbook loops, templated on the scalar type and
+// instantiated in double: the kernels' forwards are compared with them, and
+// the kernels' backwards with their central finite differences. Nothing here
+// is blocked or clever, so that it is easy to believe.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_UNITTESTS_REFERENCE_H
+#define BITPIPE_RUNTIME_UNITTESTS_REFERENCE_H
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace bitpipe::runtime::ref {
+
+/// out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :]
+template <typename S>
+std::vector<S> embedding(const std::vector<int32_t> &tokens,
+                         const std::vector<S> &wte, const std::vector<S> &wpe,
+                         int64_t B, int64_t T, int64_t H) {
+  std::vector<S> out(B * T * H);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t c = 0; c < H; ++c)
+        out[(b * T + t) * H + c] =
+            wte[tokens[b * T + t] * H + c] + wpe[t * H + c];
+  return out;
+}
+
+/// Row-wise layer norm; also returns the mean and 1/std of each row.
+template <typename S>
+std::vector<S> layerNorm(const std::vector<S> &x, const std::vector<S> &gamma,
+                         const std::vector<S> &beta, int64_t N, int64_t H,
+                         S eps, std::vector<S> *mean = nullptr,
+                         std::vector<S> *rstd = nullptr) {
+  std::vector<S> y(N * H);
+  if (mean)
+    mean->assign(N, S(0));
+  if (rstd)
+    rstd->assign(N, S(0));
+  for (int64_t i = 0; i < N; ++i) {
+    S mu = 0;
+    for (int64_t c = 0; c < H; ++c)
+      mu += x[i * H + c];
+    mu /= S(H);
+    S var = 0;
+    for (int64_t c = 0; c < H; ++c)
+      var += (x[i * H + c] - mu) * (x[i * H + c] - mu);
+    var /= S(H);
+    S rs = S(1) / std::sqrt(var + eps);
+    for (int64_t c = 0; c < H; ++c)
+      y[i * H + c] = (x[i * H + c] - mu) * rs * gamma[c] + beta[c];
+    if (mean)
+      (*mean)[i] = mu;
+    if (rstd)
+      (*rstd)[i] = rs;
+  }
+  return y;
+}
+
+/// y = x W^T + b, W [Out, In]; b may be empty (no bias).
+template <typename S>
+std::vector<S> linear(const std::vector<S> &x, const std::vector<S> &w,
+                      const std::vector<S> &b, int64_t N, int64_t In,
+                      int64_t Out) {
+  std::vector<S> y(N * Out);
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t o = 0; o < Out; ++o) {
+      S acc = b.empty() ? S(0) : b[o];
+      for (int64_t k = 0; k < In; ++k)
+        acc += x[i * In + k] * w[o * In + k];
+      y[i * Out + o] = acc;
+    }
+  return y;
+}
+
+/// Multi-head attention on fused qkv [B, T, 3H], materialising each full
+/// score row. Optionally returns the row log-sum-exps as [B, nh, T].
+template <typename S>
+std::vector<S> attention(const std::vector<S> &qkv, int64_t B, int64_t T,
+                         int64_t H, int64_t nh, bool causal,
+                         std::vector<S> *lse = nullptr) {
+  const int64_t d = H / nh;
+  const S scale = S(1) / std::sqrt(S(d));
+  std::vector<S> out(B * T * H, S(0));
+  if (lse)
+    lse->assign(B * nh * T, S(0));
+  auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h, int64_t c) {
+    return qkv[(b * T + t) * 3 * H + part * H + h * d + c];
+  };
+  std::vector<S> p(T);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < nh; ++h)
+      for (int64_t i = 0; i < T; ++i) {
+        const int64_t nKeys = causal ? i + 1 : T;
+        S mx = -INFINITY;
+        for (int64_t j = 0; j < nKeys; ++j) {
+          S s = 0;
+          for (int64_t c = 0; c < d; ++c)
+            s += at(b, i, 0, h, c) * at(b, j, 1, h, c);
+          p[j] = s * scale;
+          mx = p[j] > mx ? p[j] : mx;
+        }
+        S sum = 0;
+        for (int64_t j = 0; j < nKeys; ++j) {
+          p[j] = std::exp(p[j] - mx);
+          sum += p[j];
+        }
+        for (int64_t j = 0; j < nKeys; ++j)
+          for (int64_t c = 0; c < d; ++c)
+            out[(b * T + i) * H + h * d + c] += p[j] / sum * at(b, j, 2, h, c);
+        if (lse)
+          (*lse)[(b * nh + h) * T + i] = mx + std::log(sum);
+      }
+  return out;
+}
+
+/// GELU, tanh form.
+template <typename S> std::vector<S> gelu(const std::vector<S> &x) {
+  const S k = std::sqrt(S(2) / S(M_PI));
+  std::vector<S> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    y[i] = S(0.5) * x[i] *
+           (S(1) + std::tanh(k * (x[i] + S(0.044715) * x[i] * x[i] * x[i])));
+  return y;
+}
+
+template <typename S>
+std::vector<S> add(const std::vector<S> &a, const std::vector<S> &b) {
+  std::vector<S> y(a.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    y[i] = a[i] + b[i];
+  return y;
+}
+
+/// Mean cross-entropy over rows whose label is not ignoreIndex; 0 if none.
+template <typename S>
+S crossEntropy(const std::vector<S> &logits, const std::vector<int32_t> &labels,
+               int64_t N, int64_t V, int32_t ignoreIndex) {
+  S total = 0;
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; ++i) {
+    if (labels[i] == ignoreIndex)
+      continue;
+    S mx = logits[i * V];
+    for (int64_t j = 1; j < V; ++j)
+      mx = logits[i * V + j] > mx ? logits[i * V + j] : mx;
+    S sum = 0;
+    for (int64_t j = 0; j < V; ++j)
+      sum += std::exp(logits[i * V + j] - mx);
+    total += mx + std::log(sum) - logits[i * V + labels[i]];
+    ++count;
+  }
+  return count ? total / S(count) : S(0);
+}
+
+} // namespace bitpipe::runtime::ref
+
+#endif // BITPIPE_RUNTIME_UNITTESTS_REFERENCE_H
