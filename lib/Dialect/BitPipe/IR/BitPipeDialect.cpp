@@ -25,18 +25,18 @@ LogicalResult BitPipeDialect::verifyOperationAttribute(Operation *op,
                                                        NamedAttribute attr) {
   if (attr.getName() == kPlacementAttrName) {
     if (!isa<PlacementAttr>(attr.getValue()))
-      return op->emitError() << "'" << kPlacementAttrName
-                             << "' expects a #bitpipe.placement, got "
-                             << attr.getValue();
+      return op->emitError()
+             << "'" << kPlacementAttrName
+             << "' expects a #bitpipe.placement, got " << attr.getValue();
     return success();
   }
 
   if (attr.getName() == kWorldSizeAttrName) {
     auto size = dyn_cast<IntegerAttr>(attr.getValue());
     if (!size || size.getValue().getSExtValue() < 1)
-      return op->emitError() << "'" << kWorldSizeAttrName
-                             << "' expects a positive integer, got "
-                             << attr.getValue();
+      return op->emitError()
+             << "'" << kWorldSizeAttrName
+             << "' expects a positive integer, got " << attr.getValue();
     // World = pipeline x data parallel: each pipeline device is replicated
     // the same number of times.
     if (auto placement = op->getAttrOfType<PlacementAttr>(kPlacementAttrName);

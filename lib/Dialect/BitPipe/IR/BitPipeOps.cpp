@@ -25,8 +25,8 @@ using namespace bitpipe::bp;
 /// `[4, 7]`, as the assembly format prints a list.
 static std::string formatList(ArrayRef<int64_t> values) {
   return "[" +
-         llvm::join(llvm::map_range(values,
-                                    [](int64_t v) { return std::to_string(v); }),
+         llvm::join(llvm::map_range(
+                        values, [](int64_t v) { return std::to_string(v); }),
                     ", ") +
          "]";
 }
@@ -60,9 +60,9 @@ static LogicalResult verifyPeer(Operation *op, ProgramOp program, int64_t peer,
               "stages of one rank)";
   if (std::optional<int64_t> worldSize = getWorldSize(program);
       worldSize && peer >= *worldSize)
-    return op->emitOpError() << action << " rank " << peer
-                             << ", expected a rank below bitpipe.world_size = "
-                             << *worldSize;
+    return op->emitOpError()
+           << action << " rank " << peer
+           << ", expected a rank below bitpipe.world_size = " << *worldSize;
   return success();
 }
 
@@ -99,8 +99,7 @@ static LogicalResult verifySavedSource(Operation *op, Value saved,
   if (forward.getStage() == stage && forward.getMicrobatch() == microbatch)
     return success();
   InFlightDiagnostic diag =
-      op->emitOpError() << "of stage " << stage << " micro-batch "
-                        << microbatch
+      op->emitOpError() << "of stage " << stage << " micro-batch " << microbatch
                         << " expects the saved state of the same stage and "
                            "micro-batch, but it comes from the forward of "
                            "stage "
@@ -144,8 +143,8 @@ static StringRef transferPrefix(TransferKind kind) {
 // ProgramOp
 //===----------------------------------------------------------------------===//
 
-void ProgramOp::build(OpBuilder &builder, OperationState &state,
-                      StringRef name, int64_t rank) {
+void ProgramOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                      int64_t rank) {
   state.addAttribute(getSymNameAttrName(state.name),
                      builder.getStringAttr(name));
   state.addAttribute(getRankAttrName(state.name),
@@ -184,10 +183,9 @@ LogicalResult ProgramOp::verify() {
     if (&other == getOperation())
       break;
     auto program = dyn_cast<ProgramOp>(other);
-    if (program && program.getRankAttr() &&
-        program.getRank() == getRank())
-      return emitOpError() << "has rank " << getRank()
-                           << ", which program @" << program.getSymName()
+    if (program && program.getRankAttr() && program.getRank() == getRank())
+      return emitOpError() << "has rank " << getRank() << ", which program @"
+                           << program.getSymName()
                            << " already has; expected one program per rank";
   }
   return success();
@@ -223,17 +221,16 @@ LogicalResult ProgramOp::verifyRegions() {
 //===----------------------------------------------------------------------===//
 
 void LoadInputOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
-  setNameFn(getResult(), (stringifyInputKind(getKind()) + "_m" +
-                          Twine(getMicrobatch()))
-                             .str());
+  setNameFn(
+      getResult(),
+      (stringifyInputKind(getKind()) + "_m" + Twine(getMicrobatch())).str());
 }
 
 //===----------------------------------------------------------------------===//
 // ForwardOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-ForwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult ForwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return verifyStageCallee(*this, getCalleeAttr(), getInputs().getTypes(),
                            getOutputs().getTypes(), symbolTable);
 }
@@ -266,8 +263,7 @@ void ForwardOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 // BackwardOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-BackwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult BackwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return verifyStageCallee(*this, getCalleeAttr(), getGrads().getTypes(),
                            getOutputs().getTypes(), symbolTable);
 }
@@ -291,8 +287,7 @@ WeightGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 LogicalResult WeightGradOp::verify() {
-  if (failed(verifySavedSource(*this, getSaved(), getStage(),
-                               getMicrobatch())))
+  if (failed(verifySavedSource(*this, getSaved(), getStage(), getMicrobatch())))
     return failure();
 
   // The weight half needs the output gradients the input half computed.

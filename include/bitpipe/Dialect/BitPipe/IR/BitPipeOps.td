@@ -12,7 +12,6 @@
 include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.td"
 include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.td"
 include "bitpipe/Dialect/BitPipe/IR/BitPipeTypes.td"
-include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/OpAsmInterface.td"
 include "mlir/IR/SymbolInterfaces.td"
