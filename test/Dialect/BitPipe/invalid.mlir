@@ -114,6 +114,17 @@ bitpipe.program @rank0 rank 0 {
 
 // -----
 
+// Only a forward makes saved state; anything else (here an argument, which a
+// program may not have either) is rejected at the use.
+func.func private @stage_1_bwd()
+"bitpipe.program"() <{rank = 0 : i64, sym_name = "rank0"}> ({
+^bb0(%s: !bitpipe.saved):
+  // expected-error @+1 {{'bitpipe.backward' op expects its !bitpipe.saved operand to be produced by a bitpipe.forward}}
+  bitpipe.backward @stage_1_bwd(%s) stage 1 microbatch 0 : (!bitpipe.saved) -> ()
+}) : () -> ()
+
+// -----
+
 func.func private @stage_1(tensor<4xf32>) -> tensor<4xf32>
 func.func private @stage_2_bwd(tensor<4xf32>) -> tensor<4xf32>
 bitpipe.program @rank0 rank 0 {
