@@ -1,11 +1,404 @@
 //===- BitPipeOps.cpp - bitpipe operations: verifiers ---------------------===//
+//
+// Verifiers are local: each looks at the op, its program and the module's
+// attributes. Whole-schedule properties (every send has its recv, no
+// deadlock) need all programs at once and belong to the schedule verifier.
+//
+//===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace bitpipe::bp;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// `[4, 7]`, as the assembly format prints a list.
+static std::string formatList(ArrayRef<int64_t> values) {
+  return "[" +
+         llvm::join(llvm::map_range(
+                        values, [](int64_t v) { return std::to_string(v); }),
+                    ", ") +
+         "]";
+}
+
+static bool isSortedAndUnique(ArrayRef<int64_t> values) {
+  for (size_t i = 1; i < values.size(); ++i)
+    if (values[i - 1] >= values[i])
+      return false;
+  return true;
+}
+
+/// The `bitpipe.world_size` of the module holding `program`, if it has one.
+static std::optional<int64_t> getWorldSize(ProgramOp program) {
+  Operation *parent = program->getParentOp();
+  if (!parent)
+    return std::nullopt;
+  auto size =
+      parent->getAttrOfType<IntegerAttr>(BitPipeDialect::kWorldSizeAttrName);
+  if (!size)
+    return std::nullopt;
+  return size.getInt();
+}
+
+/// Checks that `peer` is another rank of the world.
+static LogicalResult verifyPeer(Operation *op, ProgramOp program, int64_t peer,
+                                StringRef action) {
+  if (peer == program.getRank())
+    return op->emitOpError()
+           << action << " its own rank " << peer
+           << "; expected another rank (use bitpipe.local_copy between "
+              "stages of one rank)";
+  if (std::optional<int64_t> worldSize = getWorldSize(program);
+      worldSize && peer >= *worldSize)
+    return op->emitOpError()
+           << action << " rank " << peer
+           << ", expected a rank below bitpipe.world_size = " << *worldSize;
+  return success();
+}
+
+/// Checks that `callee` names a function of type `inputs -> results`.
+static LogicalResult verifyStageCallee(Operation *op, FlatSymbolRefAttr callee,
+                                       TypeRange inputs, TypeRange results,
+                                       SymbolTableCollection &symbolTable) {
+  auto fn =
+      symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(op, callee);
+  if (!fn)
+    return op->emitOpError() << "expects " << callee
+                             << " to be a stage function, but the module has "
+                                "no function of that name";
+  auto expected = FunctionType::get(op->getContext(), inputs, results);
+  if (fn.getFunctionType() == expected)
+    return success();
+  InFlightDiagnostic diag = op->emitOpError()
+                            << "expects stage function " << callee
+                            << " of type " << expected << ", but it has type "
+                            << fn.getFunctionType();
+  diag.attachNote(fn.getLoc()) << "stage function declared here";
+  return diag;
+}
+
+/// Checks that `saved` was kept by the forward of the same stage and
+/// micro-batch, so a backward cannot stand before (or apart from) its
+/// forward.
+static LogicalResult verifySavedSource(Operation *op, Value saved,
+                                       int64_t stage, int64_t microbatch) {
+  auto forward = saved.getDefiningOp<ForwardOp>();
+  if (!forward)
+    return op->emitOpError() << "expects its !bitpipe.saved operand to be "
+                                "produced by a bitpipe.forward";
+  if (forward.getStage() == stage && forward.getMicrobatch() == microbatch)
+    return success();
+  InFlightDiagnostic diag =
+      op->emitOpError() << "of stage " << stage << " micro-batch " << microbatch
+                        << " expects the saved state of the same stage and "
+                           "micro-batch, but it comes from the forward of "
+                           "stage "
+                        << forward.getStage() << " micro-batch "
+                        << forward.getMicrobatch();
+  diag.attachNote(forward.getLoc()) << "forward here";
+  return diag;
+}
+
+/// `custom<Kind>`: an enum attribute as a bare keyword, `activation`.
+template <typename EnumAttrT>
+static ParseResult parseKind(OpAsmParser &parser, EnumAttrT &attr) {
+  using EnumT = decltype(std::declval<EnumAttrT>().getValue());
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<EnumT> value = symbolizeEnum<EnumT>(keyword);
+  if (!value)
+    return parser.emitError(loc) << "unknown kind '" << keyword << "'";
+  attr = EnumAttrT::get(parser.getContext(), *value);
+  return success();
+}
+
+template <typename EnumAttrT>
+static void printKind(OpAsmPrinter &printer, Operation *, EnumAttrT attr) {
+  printer << stringifyEnum(attr.getValue());
+}
+
+/// Default SSA names that carry the stage and micro-batch: `%act_s3_m2`.
+static std::string resultName(StringRef prefix, int64_t stage,
+                              int64_t microbatch) {
+  return (prefix + "_s" + Twine(stage) + "_m" + Twine(microbatch)).str();
+}
+
+static StringRef transferPrefix(TransferKind kind) {
+  return kind == TransferKind::Activation ? "act" : "grad";
+}
+
+//===----------------------------------------------------------------------===//
+// ProgramOp
+//===----------------------------------------------------------------------===//
+
+void ProgramOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                      int64_t rank) {
+  state.addAttribute(getSymNameAttrName(state.name),
+                     builder.getStringAttr(name));
+  state.addAttribute(getRankAttrName(state.name),
+                     builder.getI64IntegerAttr(rank));
+  state.addRegion()->emplaceBlock();
+}
+
+StringRef ProgramOp::getDefaultDialect() {
+  return BitPipeDialect::getDialectNamespace();
+}
+
+/// The body of a program; `{}` stands for an empty one, so an empty program
+/// round-trips.
+static ParseResult parseProgramBody(OpAsmParser &parser, Region &body) {
+  if (parser.parseRegion(body))
+    return failure();
+  if (body.empty())
+    body.emplaceBlock();
+  return success();
+}
+
+static void printProgramBody(OpAsmPrinter &printer, ProgramOp, Region &body) {
+  printer.printRegion(body, /*printEntryBlockArgs=*/false,
+                      /*printBlockTerminators=*/false);
+}
+
+LogicalResult ProgramOp::verify() {
+  if (std::optional<int64_t> worldSize = getWorldSize(*this);
+      worldSize && getRank() >= *worldSize)
+    return emitOpError() << "has rank " << getRank()
+                         << ", expected a rank below bitpipe.world_size = "
+                         << *worldSize;
+
+  // Report a duplicate once, at the later of the two programs.
+  for (Operation &other : *(*this)->getBlock()) {
+    if (&other == getOperation())
+      break;
+    auto program = dyn_cast<ProgramOp>(other);
+    if (program && program.getRankAttr() && program.getRank() == getRank())
+      return emitOpError() << "has rank " << getRank() << ", which program @"
+                           << program.getSymName()
+                           << " already has; expected one program per rank";
+  }
+  return success();
+}
+
+LogicalResult ProgramOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != 0)
+    return emitOpError() << "expects a body without arguments";
+
+  // A (stage, micro-batch) runs forward at most once per step. Backwards
+  // follow: each consumes the handle of one forward (ForwardOp::verify).
+  llvm::DenseMap<std::pair<int64_t, int64_t>, ForwardOp> forwards;
+  for (auto forward : body.getOps<ForwardOp>()) {
+    auto [it, inserted] = forwards.try_emplace(
+        {forward.getStage(), forward.getMicrobatch()}, forward);
+    if (inserted)
+      continue;
+    InFlightDiagnostic diag =
+        forward.emitOpError()
+        << "runs stage " << forward.getStage() << " micro-batch "
+        << forward.getMicrobatch()
+        << " a second time; expected one forward per stage and micro-batch "
+           "in a program";
+    diag.attachNote(it->second.getLoc()) << "first forward here";
+    return diag;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LoadInputOp
+//===----------------------------------------------------------------------===//
+
+void LoadInputOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(
+      getResult(),
+      (stringifyInputKind(getKind()) + "_m" + Twine(getMicrobatch())).str());
+}
+
+//===----------------------------------------------------------------------===//
+// ForwardOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ForwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyStageCallee(*this, getCalleeAttr(), getInputs().getTypes(),
+                           getOutputs().getTypes(), symbolTable);
+}
+
+LogicalResult ForwardOp::verify() {
+  // What a forward keeps is freed by one backward (and, when the backward is
+  // split, one weight_grad); a second consumer would read freed memory.
+  unsigned backwards = 0, weightGrads = 0;
+  for (Operation *user : getSaved().getUsers()) {
+    backwards += isa<BackwardOp>(user);
+    weightGrads += isa<WeightGradOp>(user);
+  }
+  if (backwards > 1 || weightGrads > 1)
+    return emitOpError() << "of stage " << getStage() << " micro-batch "
+                         << getMicrobatch()
+                         << " has its saved state consumed by " << backwards
+                         << " bitpipe.backward and " << weightGrads
+                         << " bitpipe.weight_grad ops; expected at most one "
+                            "of each";
+  return success();
+}
+
+void ForwardOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  for (Value output : getOutputs())
+    setNameFn(output, resultName("act", getStage(), getMicrobatch()));
+  setNameFn(getSaved(), resultName("saved", getStage(), getMicrobatch()));
+}
+
+//===----------------------------------------------------------------------===//
+// BackwardOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BackwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyStageCallee(*this, getCalleeAttr(), getGrads().getTypes(),
+                           getOutputs().getTypes(), symbolTable);
+}
+
+LogicalResult BackwardOp::verify() {
+  return verifySavedSource(*this, getSaved(), getStage(), getMicrobatch());
+}
+
+void BackwardOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  for (Value output : getOutputs())
+    setNameFn(output, resultName("grad", getStage(), getMicrobatch()));
+}
+
+//===----------------------------------------------------------------------===//
+// WeightGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+WeightGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyStageCallee(*this, getCalleeAttr(), {}, {}, symbolTable);
+}
+
+LogicalResult WeightGradOp::verify() {
+  if (failed(verifySavedSource(*this, getSaved(), getStage(), getMicrobatch())))
+    return failure();
+
+  // The weight half needs the output gradients the input half computed.
+  auto forward = getSaved().getDefiningOp<ForwardOp>();
+  for (Operation *op = forward->getNextNode(); op && op != getOperation();
+       op = op->getNextNode())
+    if (auto backward = dyn_cast<BackwardOp>(op);
+        backward && backward.getSaved() == getSaved())
+      return success();
+  return emitOpError() << "of stage " << getStage() << " micro-batch "
+                       << getMicrobatch()
+                       << " expects the bitpipe.backward of the same saved "
+                          "state to run before it";
+}
+
+//===----------------------------------------------------------------------===//
+// Transfers
+//===----------------------------------------------------------------------===//
+
+LogicalResult SendOp::verify() {
+  return verifyPeer(*this, getParentOp(), getPeer(), "sends to");
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyPeer(*this, getParentOp(), getPeer(), "receives from");
+}
+
+void RecvOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getResult(),
+            resultName(transferPrefix(getKind()), getStage(), getMicrobatch()));
+}
+
+void LocalCopyOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getResult(),
+            resultName(transferPrefix(getKind()), getStage(), getMicrobatch()));
+}
+
+//===----------------------------------------------------------------------===//
+// AllReduceStartOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceStartOp::verify() {
+  ArrayRef<int64_t> stages = getStages();
+  if (stages.empty())
+    return emitOpError() << "expects at least one stage";
+  if (!isSortedAndUnique(stages) || stages.front() < 0)
+    return emitOpError() << "expects stages sorted, unique and non-negative, "
+                            "got "
+                         << formatList(stages);
+
+  ArrayRef<int64_t> group = getGroup();
+  if (group.size() < 2)
+    return emitOpError() << "expects a group of at least 2 ranks, got "
+                         << formatList(group)
+                         << "; stages without replicas need no all-reduce";
+  if (!isSortedAndUnique(group) || group.front() < 0)
+    return emitOpError() << "expects group sorted, unique and non-negative, "
+                            "got "
+                         << formatList(group);
+
+  ProgramOp program = getParentOp();
+  if (!llvm::is_contained(group, program.getRank()))
+    return emitOpError() << "expects group " << formatList(group)
+                         << " to contain the rank of its program, "
+                         << program.getRank();
+  if (std::optional<int64_t> worldSize = getWorldSize(program);
+      worldSize && group.back() >= *worldSize)
+    return emitOpError() << "expects group " << formatList(group)
+                         << " within bitpipe.world_size = " << *worldSize;
+
+  // Only allreduce_wait takes a token; an unwaited all-reduce would leave
+  // the gradients undefined, a second wait would wait on nothing.
+  size_t waits = std::distance(getToken().use_begin(), getToken().use_end());
+  if (waits != 1)
+    return emitOpError() << "expects its token to be waited exactly once by "
+                            "bitpipe.allreduce_wait, but it is waited "
+                         << waits << " times";
+  return success();
+}
+
+void AllReduceStartOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  setNameFn(getToken(), ("token_b" + Twine(getBucket())).str());
+}
+
+//===----------------------------------------------------------------------===//
+// OptimizerStepOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult OptimizerStepOp::verify() {
+  llvm::SetVector<Value> pending;
+  for (Operation &op : *(*this)->getBlock()) {
+    if (&op == getOperation())
+      break;
+    if (auto start = dyn_cast<AllReduceStartOp>(op))
+      pending.insert(start.getToken());
+    else if (auto wait = dyn_cast<AllReduceWaitOp>(op))
+      pending.remove(wait.getToken());
+  }
+  if (pending.empty())
+    return success();
+
+  auto start = pending.front().getDefiningOp<AllReduceStartOp>();
+  InFlightDiagnostic diag =
+      emitOpError() << "runs before the all-reduce of stages "
+                    << formatList(start.getStages()) << " (bucket "
+                    << start.getBucket()
+                    << ") is waited for; expected a bitpipe.allreduce_wait "
+                       "of its token before it";
+  diag.attachNote(start.getLoc()) << "all-reduce started here";
+  return diag;
+}
 
 #define GET_OP_CLASSES
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.cpp.inc"

@@ -1,4 +1,9 @@
 //===- BitPipeDialect.td - The bitpipe dialect -------------*- tablegen -*-===//
+//
+// The dialect definition and the base classes of its ops, types and
+// attributes. Types, attributes/enums and ops each live in their own file.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_DIALECT_BITPIPE_BITPIPEDIALECT_TD
 #define BITPIPE_DIALECT_BITPIPE_BITPIPEDIALECT_TD
@@ -10,10 +15,61 @@ def BitPipe_Dialect : Dialect {
   let cppNamespace = "::bitpipe::bp";
   let summary = "Pipeline stages, placement and per-rank training programs";
   let description = [{
-    Stages (chunks of the model), their placement on devices, and the
-    per-rank programs of a pipeline-parallel training step: forward/backward
-    of a stage for a micro-batch, send/recv, local copies, asynchronous
-    gradient all-reduce (start/wait with tokens) and the optimizer step.
+    The `bitpipe` dialect describes one pipeline-parallel training step as one
+    ordered program per rank, so that the IR reads like the schedule it came
+    from. The text schedule
+
+    ```
+    P0: F0.s0 F1.s1 B1.s1 AR(1) B0.s0 AR(0)
+    ```
+
+    becomes, for rank 0,
+
+    ```mlir
+    bitpipe.program @rank0 rank 0 {
+      %y, %saved = forward @stage_0(%ids) stage 0 microbatch 0 : ...
+      ...
+      %t = allreduce_start stages [1] group [0, 1] bucket 0 : !bitpipe.token
+      ...
+      allreduce_wait %t
+      optimizer_step
+    }
+    ```
+
+    Stages are outlined functions on tensors (`func.func`). Their visible
+    signature is the data that flows between stages; the stage's parameters,
+    its gradient accumulators and the activations its forward keeps for its
+    backward are stage state that the lowering binds. The last of these is
+    made visible in the program as a `!bitpipe.saved` handle, so that the
+    memory a schedule keeps alive is explicit and a backward cannot be
+    written before its forward.
+
+    Gradient all-reduce is asynchronous: `allreduce_start` returns a
+    `!bitpipe.token` (as IREE's stream dialect returns timepoints) that must
+    be waited for before the optimizer step.
+
+    Module-level discardable attributes:
+    - `bitpipe.world_size = N : i64`: number of ranks (pipeline x data
+      parallel); every program rank and peer is below it.
+    - `bitpipe.placement = #bitpipe.placement<...>`: the stage-to-device map.
+  }];
+
+  let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+
+  let extraClassDeclaration = [{
+    /// Discardable attributes the dialect understands on a module.
+    static constexpr ::llvm::StringLiteral kWorldSizeAttrName =
+        "bitpipe.world_size";
+    static constexpr ::llvm::StringLiteral kPlacementAttrName =
+        "bitpipe.placement";
+
+  private:
+    void registerTypes();
+    void registerAttributes();
+
+  public:
   }];
 }
 

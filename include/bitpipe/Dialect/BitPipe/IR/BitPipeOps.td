@@ -1,9 +1,319 @@
 //===- BitPipeOps.td - bitpipe operations -------------------*- tablegen -*-===//
+//
+// The ops of a per-rank program. Every op that stands for a cell of the
+// schedule grid carries `stage` and `microbatch`, so a printer can show the
+// program as `F0.s0 F1.s1 B1.s1 ...` without looking at anything else.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_DIALECT_BITPIPE_BITPIPEOPS_TD
 #define BITPIPE_DIALECT_BITPIPE_BITPIPEOPS_TD
 
+include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.td"
 include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.td"
-include "mlir/Interfaces/SideEffectInterfaces.td"
+include "bitpipe/Dialect/BitPipe/IR/BitPipeTypes.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+// Stage, micro-batch, rank and bucket numbers: I64Attr read as int64_t (not
+// uint64_t), so they compare with other ranks without casts.
+def BitPipe_I64Attr : TypedSignlessIntegerAttrBase<I64, "int64_t",
+                                                   "64-bit signless integer attribute"> {
+  let convertFromStorage = "$_self.getValue().getSExtValue()";
+}
+def BitPipe_IndexAttr : ConfinedAttr<BitPipe_I64Attr, [IntNonNegative]>;
+
+// An op that lives in a program and has a readable default SSA name.
+class BitPipe_ProgramOp<string mnemonic, list<Trait> traits = []>
+    : BitPipe_Op<mnemonic, !listconcat(traits, [HasParent<"ProgramOp">])>;
+
+class BitPipe_NamedResultsOp<string mnemonic, list<Trait> traits = []>
+    : BitPipe_ProgramOp<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>])>;
+
+//===----------------------------------------------------------------------===//
+// Programs
+//===----------------------------------------------------------------------===//
+
+def BitPipe_ProgramOp : BitPipe_Op<"program", [
+    Symbol, IsolatedFromAbove, SingleBlock, NoTerminator,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getDefaultDialect"]>]> {
+  let summary = "the ordered program of one rank for one training step";
+  let description = [{
+    The ops of the body run in order; their order is the schedule of this
+    rank. Inside a program the `bitpipe.` prefix may be left out, and the
+    printer leaves it out.
+
+    ```mlir
+    bitpipe.program @rank0 rank 0 {
+      %ids = load_input tokens microbatch 0 : tensor<2x16xi32>
+      %y, %saved = forward @stage_0(%ids) stage 0 microbatch 0
+          : (tensor<2x16xi32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
+      send activation %y to 1 stage 0 microbatch 0 : tensor<2x16x32xf32>
+      ...
+      optimizer_step
+    }
+    ```
+
+    Programs of one module have distinct ranks, each below the module's
+    `bitpipe.world_size` when it has one.
+  }];
+
+  let arguments = (ins SymbolNameAttr:$sym_name, BitPipe_IndexAttr:$rank);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `rank` $rank attr-dict-with-keyword custom<ProgramBody>($body)
+  }];
+
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name, "int64_t":$rank)>
+  ];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def BitPipe_LoadInputOp : BitPipe_NamedResultsOp<"load_input"> {
+  let summary = "a micro-batch of training data";
+  let description = [{
+    The tokens fed to the first stage, or the targets the loss stage compares
+    against (with the ignore index at unmasked positions, for BERT).
+
+    ```mlir
+    %ids = bitpipe.load_input tokens microbatch 0 : tensor<2x16xi32>
+    ```
+  }];
+
+  let arguments = (ins BitPipe_InputKindAttr:$kind,
+                       BitPipe_IndexAttr:$microbatch);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    custom<Kind>($kind) `microbatch` $microbatch attr-dict `:` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Compute: forward, backward, weight gradient
+//===----------------------------------------------------------------------===//
+
+def BitPipe_ForwardOp : BitPipe_NamedResultsOp<"forward", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "run a stage's forward on one micro-batch";
+  let description = [{
+    Calls the stage function `callee`, whose type is the op's operand types
+    to its result types without the trailing `!bitpipe.saved`. The handle
+    stands for the activations kept for the backward of this stage and
+    micro-batch (`F2.s3` in a text schedule).
+
+    ```mlir
+    %y, %saved = bitpipe.forward @stage_3(%x) stage 3 microbatch 2
+        : (tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
+    ```
+  }];
+
+  let arguments = (ins FlatSymbolRefAttr:$callee,
+                       Variadic<AnyType>:$inputs,
+                       BitPipe_IndexAttr:$stage,
+                       BitPipe_IndexAttr:$microbatch);
+  let results = (outs Variadic<AnyType>:$outputs,
+                      BitPipe_SavedType:$saved);
+  let assemblyFormat = [{
+    $callee `(` $inputs `)` `stage` $stage `microbatch` $microbatch attr-dict
+    `:` functional-type($inputs, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def BitPipe_BackwardOp : BitPipe_NamedResultsOp<"backward", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "run a stage's backward (or its input-gradient half)";
+  let description = [{
+    Consumes the `!bitpipe.saved` handle of the forward of the same stage and
+    micro-batch, and the gradient of the stage's outputs; returns the
+    gradient of its inputs and accumulates its weight gradients (`B2.s3`).
+    `callee` has type `(grads) -> (results)`: the saved activations reach it
+    through the handle, not as tensors. When the backward is split, the
+    callee computes only the input gradient and a `bitpipe.weight_grad`
+    follows.
+
+    ```mlir
+    %gx = bitpipe.backward @stage_3_bwd(%saved, %gy) stage 3 microbatch 2
+        : (!bitpipe.saved, tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
+    ```
+  }];
+
+  let arguments = (ins FlatSymbolRefAttr:$callee,
+                       BitPipe_SavedType:$saved,
+                       Variadic<AnyType>:$grads,
+                       BitPipe_IndexAttr:$stage,
+                       BitPipe_IndexAttr:$microbatch);
+  let results = (outs Variadic<AnyType>:$outputs);
+  let assemblyFormat = [{
+    $callee `(` $saved (`,` $grads^)? `)` `stage` $stage
+    `microbatch` $microbatch attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def BitPipe_WeightGradOp : BitPipe_ProgramOp<"weight_grad", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "the weight-gradient half of a split backward";
+  let description = [{
+    Accumulates the weight gradients of a stage for one micro-batch, after
+    the input-gradient half (`bitpipe.backward`) of the same handle has run
+    (`W2.s3`). Zero-bubble schedules move it into bubbles. `callee` has type
+    `() -> ()`.
+
+    ```mlir
+    bitpipe.weight_grad @stage_3_wgrad(%saved) stage 3 microbatch 2
+    ```
+  }];
+
+  let arguments = (ins FlatSymbolRefAttr:$callee,
+                       BitPipe_SavedType:$saved,
+                       BitPipe_IndexAttr:$stage,
+                       BitPipe_IndexAttr:$microbatch);
+  let assemblyFormat = [{
+    $callee `(` $saved `)` `stage` $stage `microbatch` $microbatch attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Transfers
+//===----------------------------------------------------------------------===//
+
+// `stage` of a transfer is the stage that produced the value (the forward
+// whose output it is, or the backward whose input gradient it is), so a send
+// and its recv carry the same (kind, stage, microbatch).
+
+def BitPipe_SendOp : BitPipe_ProgramOp<"send"> {
+  let summary = "send a tensor to another rank";
+  let description = [{
+    Point-to-point send of an activation (forward) or gradient (backward) to
+    rank `peer`, matched by a `bitpipe.recv` with the same kind, stage and
+    micro-batch in the peer's program. A hand-off on the same rank is a
+    `bitpipe.local_copy`.
+
+    ```mlir
+    bitpipe.send activation %y to 1 stage 0 microbatch 0 : tensor<2x16x32xf32>
+    ```
+  }];
+
+  let arguments = (ins BitPipe_TransferKindAttr:$kind,
+                       AnyRankedTensor:$value,
+                       BitPipe_IndexAttr:$peer,
+                       BitPipe_IndexAttr:$stage,
+                       BitPipe_IndexAttr:$microbatch);
+  let assemblyFormat = [{
+    custom<Kind>($kind) $value `to` $peer `stage` $stage `microbatch` $microbatch attr-dict
+    `:` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+def BitPipe_RecvOp : BitPipe_NamedResultsOp<"recv"> {
+  let summary = "receive a tensor from another rank";
+  let description = [{
+    The other end of a `bitpipe.send` on rank `peer`.
+
+    ```mlir
+    %x = bitpipe.recv activation from 0 stage 0 microbatch 0 : tensor<2x16x32xf32>
+    ```
+  }];
+
+  let arguments = (ins BitPipe_TransferKindAttr:$kind,
+                       BitPipe_IndexAttr:$peer,
+                       BitPipe_IndexAttr:$stage,
+                       BitPipe_IndexAttr:$microbatch);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    custom<Kind>($kind) `from` $peer `stage` $stage `microbatch` $microbatch attr-dict
+    `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def BitPipe_LocalCopyOp : BitPipe_NamedResultsOp<"local_copy",
+    [SameOperandsAndResultType]> {
+  let summary = "hand a tensor to another stage on the same rank";
+  let description = [{
+    Where two consecutive stages sit on the same device (the bottom of
+    BitPipe's V), the hand-off is a copy, not a transfer. Keeping it as an op
+    lets the schedule show it and the lowering choose to alias.
+
+    ```mlir
+    %x = bitpipe.local_copy activation %y stage 3 microbatch 0 : tensor<2x16x32xf32>
+    ```
+  }];
+
+  let arguments = (ins BitPipe_TransferKindAttr:$kind,
+                       AnyRankedTensor:$value,
+                       BitPipe_IndexAttr:$stage,
+                       BitPipe_IndexAttr:$microbatch);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    custom<Kind>($kind) $value `stage` $stage `microbatch` $microbatch attr-dict
+    `:` type($value)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Gradient synchronisation and the optimizer
+//===----------------------------------------------------------------------===//
+
+def BitPipe_AllReduceStartOp : BitPipe_NamedResultsOp<"allreduce_start"> {
+  let summary = "start an asynchronous all-reduce of stage gradients";
+  let description = [{
+    Sums the accumulated gradients of `stages` (one bucket) over the ranks of
+    `group`, which lists every rank holding a replica of them, this one
+    included. The program goes on at once; the returned token is waited for,
+    exactly once, before the optimizer step (`AR(4,7)` in a text schedule).
+    Every rank of the group starts its all-reduces in the same order.
+
+    ```mlir
+    %t = bitpipe.allreduce_start stages [4, 7] group [0, 3] bucket 0 : !bitpipe.token
+    ```
+  }];
+
+  let arguments = (ins DenseI64ArrayAttr:$stages,
+                       DenseI64ArrayAttr:$group,
+                       BitPipe_IndexAttr:$bucket);
+  let results = (outs BitPipe_TokenType:$token);
+  let assemblyFormat = [{
+    `stages` $stages `group` $group `bucket` $bucket attr-dict
+    `:` type($token)
+  }];
+  let hasVerifier = 1;
+}
+
+def BitPipe_AllReduceWaitOp : BitPipe_ProgramOp<"allreduce_wait"> {
+  let summary = "wait for an all-reduce to complete";
+  let description = [{
+    ```mlir
+    bitpipe.allreduce_wait %t
+    ```
+  }];
+
+  let arguments = (ins BitPipe_TokenType:$token);
+  let assemblyFormat = "$token attr-dict";
+}
+
+def BitPipe_OptimizerStepOp : BitPipe_ProgramOp<"optimizer_step"> {
+  let summary = "update this rank's parameters from their gradients";
+  let description = [{
+    Applies the optimizer (AdamW) to every stage this rank holds. All
+    gradient all-reduces started before it must have been waited for.
+
+    ```mlir
+    bitpipe.optimizer_step
+    ```
+  }];
+
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
 
 #endif // BITPIPE_DIALECT_BITPIPE_BITPIPEOPS_TD

@@ -1,0 +1,24 @@
+//===- BitPipeAttrs.h - bitpipe attributes and enums ------------*- C++ -*-===//
+
+#ifndef BITPIPE_DIALECT_BITPIPE_IR_BITPIPEATTRS_H
+#define BITPIPE_DIALECT_BITPIPE_IR_BITPIPEATTRS_H
+
+#include "mlir/IR/Attributes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeEnums.h.inc"
+
+namespace bitpipe::bp {
+/// Custom parameter parsers and printers of #bitpipe.placement.
+mlir::FailureOr<PlacementKind> parsePlacementKind(mlir::AsmParser &parser);
+mlir::FailureOr<llvm::SmallVector<mlir::DenseI64ArrayAttr>>
+parsePipelines(mlir::AsmParser &parser);
+void printPipelines(mlir::AsmPrinter &printer,
+                    llvm::ArrayRef<mlir::DenseI64ArrayAttr> pipelines);
+} // namespace bitpipe::bp
+
+#define GET_ATTRDEF_CLASSES
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h.inc"
+
+#endif // BITPIPE_DIALECT_BITPIPE_IR_BITPIPEATTRS_H

@@ -1,0 +1,96 @@
+//===- BitPipeAttrs.td - bitpipe attributes ----------------*- tablegen -*-===//
+
+#ifndef BITPIPE_DIALECT_BITPIPE_BITPIPEATTRS_TD
+#define BITPIPE_DIALECT_BITPIPE_BITPIPEATTRS_TD
+
+include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.td"
+include "bitpipe/Dialect/BitPipe/IR/BitPipeEnums.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+class BitPipe_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<BitPipe_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+//===----------------------------------------------------------------------===//
+// Enum attributes: `#bitpipe.transfer_kind<activation>` on their own (and in
+// the generic form); ops print them as a bare keyword through
+// `custom<Kind>`: `bitpipe.send activation %y to 1 ...`.
+//===----------------------------------------------------------------------===//
+
+class BitPipe_EnumAttr<EnumAttrInfo info, string name>
+    : EnumAttr<BitPipe_Dialect, info, name> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def BitPipe_TransferKindAttr
+    : BitPipe_EnumAttr<BitPipe_TransferKind, "transfer_kind">;
+def BitPipe_InputKindAttr
+    : BitPipe_EnumAttr<BitPipe_InputKind, "input_kind">;
+
+//===----------------------------------------------------------------------===//
+// Placement
+//===----------------------------------------------------------------------===//
+
+// Printed quoted, because `bidirectional-v` is not a keyword.
+def BitPipe_PlacementKindParameter
+    : AttrOrTypeParameter<"::bitpipe::bp::PlacementKind", "placement kind"> {
+  let parser = "::bitpipe::bp::parsePlacementKind($_parser)";
+  let printer = "$_printer << '\"' << "
+                "::bitpipe::bp::stringifyPlacementKind($_self) << '\"'";
+}
+
+// One stage -> device array per pipeline, printed as `[[0, 1], [1, 0]]`.
+def BitPipe_PipelinesParameter
+    : ArrayRefParameter<"::mlir::DenseI64ArrayAttr",
+                        "stage-to-device map of each pipeline"> {
+  let parser = "::bitpipe::bp::parsePipelines($_parser)";
+  let printer = "::bitpipe::bp::printPipelines($_printer, $_self)";
+}
+
+def BitPipe_PlacementAttr : BitPipe_Attr<"Placement", "placement"> {
+  let summary = "where each stage of each pipeline runs";
+  let description = [{
+    `pipelines[p][s]` is the device that runs stage `s` of pipeline `p`.
+    `loop` and `v` have one pipeline; `bidirectional` and `bidirectional-v`
+    have two (BitPipe's "down" and "up"), and the devices that hold the same
+    stage in different pipelines are replicas that all-reduce its gradients.
+
+    BitPipe on 4 devices (8 stages, a V per direction):
+
+    ```mlir
+    #bitpipe.placement<kind = "bidirectional-v", devices = 4,
+                       pipelines = [[0, 1, 2, 3, 3, 2, 1, 0],
+                                    [3, 2, 1, 0, 0, 1, 2, 3]]>
+    ```
+  }];
+
+  let parameters = (ins BitPipe_PlacementKindParameter:$kind,
+                        "int64_t":$devices,
+                        BitPipe_PipelinesParameter:$pipelines);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+
+  let extraClassDeclaration = [{
+    unsigned getNumPipelines() const { return getPipelines().size(); }
+    /// Stages per pipeline (the verifier makes it the same for all).
+    unsigned getNumStages() const {
+      return getPipelines().empty() ? 0 : getPipelines().front().size();
+    }
+    /// The device that runs `stage` of `pipeline`.
+    int64_t getDevice(unsigned pipeline, unsigned stage) const {
+      return getPipelines()[pipeline][stage];
+    }
+    /// The devices that hold a replica of `stage`, sorted and unique: the
+    /// group that all-reduces its gradients (without data parallelism).
+    ::llvm::SmallVector<int64_t> getReplicaGroup(unsigned stage) const;
+    /// getReplicaGroup for every stage, indexed by stage.
+    ::llvm::SmallVector<::llvm::SmallVector<int64_t>> getReplicaGroups() const;
+    /// The (pipeline, stage) chunks held by `device`, pipeline-major.
+    ::llvm::SmallVector<std::pair<unsigned, unsigned>>
+    getChunks(int64_t device) const;
+  }];
+}
+
+#endif // BITPIPE_DIALECT_BITPIPE_BITPIPEATTRS_TD

@@ -1,0 +1,299 @@
+// RUN: bitpipe-opt %s -split-input-file -verify-diagnostics
+
+//===----------------------------------------------------------------------===//
+// #bitpipe.placement and the module attributes
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{#bitpipe.placement puts stage 1 of pipeline 0 on device 4, expected a device in [0, 4)}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 4, pipelines = [[0, 4, 2, 3]]>} {}
+
+// -----
+
+// expected-error @+1 {{#bitpipe.placement expects every pipeline to have the same number of stages, but pipeline 1 has 3 and pipeline 0 has 4}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "bidirectional", devices = 4, pipelines = [[0, 1, 2, 3], [3, 2, 1]]>} {}
+
+// -----
+
+// expected-error @+1 {{#bitpipe.placement of kind "bidirectional-v" expects 2 pipeline(s), got 1}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "bidirectional-v", devices = 2, pipelines = [[0, 1, 1, 0]]>} {}
+
+// -----
+
+// expected-error @+2 {{unknown placement kind "zigzag"; expected "loop", "v", "bidirectional" or "bidirectional-v"}}
+// expected-error @+1 {{failed to parse BitPipe_PlacementAttr parameter 'kind'}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "zigzag", devices = 2, pipelines = [[0, 1]]>} {}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.placement' expects a #bitpipe.placement, got "v"}}
+module attributes {bitpipe.placement = "v"} {}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.world_size' expects a positive integer, got 0 : i64}}
+module attributes {bitpipe.world_size = 0 : i64} {}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.world_size' = 6 is not a multiple of the placement's 4 devices}}
+module attributes {bitpipe.world_size = 6 : i64, bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 4, pipelines = [[0, 1, 2, 3]]>} {}
+
+//===----------------------------------------------------------------------===//
+// bitpipe.program
+//===----------------------------------------------------------------------===//
+
+// -----
+
+bitpipe.program @a rank 0 {}
+// expected-error @+1 {{'bitpipe.program' op has rank 0, which program @a already has; expected one program per rank}}
+bitpipe.program @b rank 0 {}
+
+// -----
+
+module attributes {bitpipe.world_size = 2 : i64} {
+  // expected-error @+1 {{'bitpipe.program' op has rank 2, expected a rank below bitpipe.world_size = 2}}
+  bitpipe.program @rank2 rank 2 {}
+}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.program' op expects a body without arguments}}
+"bitpipe.program"() <{rank = 0 : i64, sym_name = "rank0"}> ({
+^bb0(%arg0: tensor<4xf32>):
+}) : () -> ()
+
+// -----
+
+func.func @not_in_a_program() {
+  // expected-error @+1 {{'bitpipe.optimizer_step' op expects parent op 'bitpipe.program'}}
+  bitpipe.optimizer_step
+  return
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.load_input' op attribute 'microbatch' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %x = bitpipe.load_input tokens microbatch -1 : tensor<2x16xi32>
+}
+
+//===----------------------------------------------------------------------===//
+// bitpipe.forward, bitpipe.backward, bitpipe.weight_grad
+//===----------------------------------------------------------------------===//
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  %x = bitpipe.load_input tokens microbatch 0 : tensor<2x16xi32>
+  // expected-error @+1 {{'bitpipe.forward' op expects @stage_0 to be a stage function, but the module has no function of that name}}
+  %y, %s = bitpipe.forward @stage_0(%x) stage 0 microbatch 0 : (tensor<2x16xi32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
+}
+
+// -----
+
+// expected-note @+1 {{stage function declared here}}
+func.func private @stage_0(tensor<2x16xi32>) -> tensor<2x16x64xf32>
+bitpipe.program @rank0 rank 0 {
+  %x = bitpipe.load_input tokens microbatch 0 : tensor<2x16xi32>
+  // expected-error @+1 {{'bitpipe.forward' op expects stage function @stage_0 of type '(tensor<2x16xi32>) -> tensor<2x16x32xf32>', but it has type '(tensor<2x16xi32>) -> tensor<2x16x64xf32>'}}
+  %y, %s = bitpipe.forward @stage_0(%x) stage 0 microbatch 0 : (tensor<2x16xi32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
+}
+
+// -----
+
+func.func private @stage_1(tensor<4xf32>) -> tensor<4xf32>
+func.func private @stage_1_bwd(tensor<4xf32>) -> tensor<4xf32>
+bitpipe.program @rank0 rank 0 {
+  %x = bitpipe.recv activation from 1 stage 0 microbatch 2 : tensor<4xf32>
+  // expected-note @+1 {{forward here}}
+  %y, %s = bitpipe.forward @stage_1(%x) stage 1 microbatch 2 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
+  %g = bitpipe.recv gradient from 1 stage 2 microbatch 3 : tensor<4xf32>
+  // expected-error @+1 {{'bitpipe.backward' op of stage 1 micro-batch 3 expects the saved state of the same stage and micro-batch, but it comes from the forward of stage 1 micro-batch 2}}
+  %gx = bitpipe.backward @stage_1_bwd(%s, %g) stage 1 microbatch 3 : (!bitpipe.saved, tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+// Only a forward makes saved state; anything else (here an argument, which a
+// program may not have either) is rejected at the use.
+func.func private @stage_1_bwd()
+"bitpipe.program"() <{rank = 0 : i64, sym_name = "rank0"}> ({
+^bb0(%s: !bitpipe.saved):
+  // expected-error @+1 {{'bitpipe.backward' op expects its !bitpipe.saved operand to be produced by a bitpipe.forward}}
+  bitpipe.backward @stage_1_bwd(%s) stage 1 microbatch 0 : (!bitpipe.saved) -> ()
+}) : () -> ()
+
+// -----
+
+func.func private @stage_1(tensor<4xf32>) -> tensor<4xf32>
+func.func private @stage_2_bwd(tensor<4xf32>) -> tensor<4xf32>
+bitpipe.program @rank0 rank 0 {
+  %x = bitpipe.recv activation from 1 stage 0 microbatch 2 : tensor<4xf32>
+  // expected-note @+1 {{forward here}}
+  %y, %s = bitpipe.forward @stage_1(%x) stage 1 microbatch 2 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
+  %g = bitpipe.recv gradient from 1 stage 3 microbatch 2 : tensor<4xf32>
+  // expected-error @+1 {{'bitpipe.backward' op of stage 2 micro-batch 2 expects the saved state of the same stage and micro-batch, but it comes from the forward of stage 1 micro-batch 2}}
+  %gx = bitpipe.backward @stage_2_bwd(%s, %g) stage 2 microbatch 2 : (!bitpipe.saved, tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+func.func private @stage_1(tensor<4xf32>) -> tensor<4xf32>
+func.func private @stage_1_bwd(tensor<4xf32>) -> tensor<4xf32>
+bitpipe.program @rank0 rank 0 {
+  %x = bitpipe.recv activation from 1 stage 0 microbatch 0 : tensor<4xf32>
+  // expected-error @+1 {{'bitpipe.forward' op of stage 1 micro-batch 0 has its saved state consumed by 2 bitpipe.backward and 0 bitpipe.weight_grad ops; expected at most one of each}}
+  %y, %s = bitpipe.forward @stage_1(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
+  %gx = bitpipe.backward @stage_1_bwd(%s, %x) stage 1 microbatch 0 : (!bitpipe.saved, tensor<4xf32>) -> tensor<4xf32>
+  %gx2 = bitpipe.backward @stage_1_bwd(%s, %x) stage 1 microbatch 0 : (!bitpipe.saved, tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+func.func private @stage_1(tensor<4xf32>) -> tensor<4xf32>
+bitpipe.program @rank0 rank 0 {
+  %x = bitpipe.recv activation from 1 stage 0 microbatch 0 : tensor<4xf32>
+  // expected-note @+1 {{first forward here}}
+  %y, %s = bitpipe.forward @stage_1(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
+  // expected-error @+1 {{'bitpipe.forward' op runs stage 1 micro-batch 0 a second time; expected one forward per stage and micro-batch in a program}}
+  %y2, %s2 = bitpipe.forward @stage_1(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
+}
+
+// -----
+
+func.func private @stage_1(tensor<4xf32>) -> tensor<4xf32>
+func.func private @stage_1_igrad(tensor<4xf32>) -> tensor<4xf32>
+func.func private @stage_1_wgrad()
+bitpipe.program @rank0 rank 0 {
+  %x = bitpipe.recv activation from 1 stage 0 microbatch 0 : tensor<4xf32>
+  %y, %s = bitpipe.forward @stage_1(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
+  // expected-error @+1 {{'bitpipe.weight_grad' op of stage 1 micro-batch 0 expects the bitpipe.backward of the same saved state to run before it}}
+  bitpipe.weight_grad @stage_1_wgrad(%s) stage 1 microbatch 0
+  %gx = bitpipe.backward @stage_1_igrad(%s, %x) stage 1 microbatch 0 : (!bitpipe.saved, tensor<4xf32>) -> tensor<4xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Transfers
+//===----------------------------------------------------------------------===//
+
+// -----
+
+bitpipe.program @rank1 rank 1 {
+  %x = bitpipe.recv activation from 0 stage 0 microbatch 0 : tensor<4xf32>
+  // expected-error @+1 {{'bitpipe.send' op sends to its own rank 1; expected another rank (use bitpipe.local_copy between stages of one rank)}}
+  bitpipe.send activation %x to 1 stage 1 microbatch 0 : tensor<4xf32>
+}
+
+// -----
+
+bitpipe.program @rank1 rank 1 {
+  // expected-error @+1 {{'bitpipe.recv' op receives from its own rank 1; expected another rank (use bitpipe.local_copy between stages of one rank)}}
+  %x = bitpipe.recv activation from 1 stage 0 microbatch 0 : tensor<4xf32>
+}
+
+// -----
+
+module attributes {bitpipe.world_size = 4 : i64} {
+  bitpipe.program @rank1 rank 1 {
+    %x = bitpipe.recv activation from 0 stage 0 microbatch 0 : tensor<4xf32>
+    // expected-error @+1 {{'bitpipe.send' op sends to rank 4, expected a rank below bitpipe.world_size = 4}}
+    bitpipe.send activation %x to 4 stage 1 microbatch 0 : tensor<4xf32>
+  }
+}
+
+// -----
+
+bitpipe.program @rank1 rank 1 {
+  // expected-error @+1 {{unknown kind 'weights'}}
+  %x = bitpipe.recv weights from 0 stage 0 microbatch 0 : tensor<4xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// bitpipe.allreduce_start, bitpipe.allreduce_wait, bitpipe.optimizer_step
+//===----------------------------------------------------------------------===//
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.allreduce_start' op expects stages sorted, unique and non-negative, got [7, 4]}}
+  %t = bitpipe.allreduce_start stages [7, 4] group [0, 3] bucket 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.allreduce_start' op expects group sorted, unique and non-negative, got [3, 0]}}
+  %t = bitpipe.allreduce_start stages [4, 7] group [3, 0] bucket 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.allreduce_start' op expects group sorted, unique and non-negative, got [0, 0]}}
+  %t = bitpipe.allreduce_start stages [4, 7] group [0, 0] bucket 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.allreduce_start' op expects a group of at least 2 ranks, got [0]; stages without replicas need no all-reduce}}
+  %t = bitpipe.allreduce_start stages [4, 7] group [0] bucket 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.allreduce_start' op expects group [1, 2] to contain the rank of its program, 0}}
+  %t = bitpipe.allreduce_start stages [4, 7] group [1, 2] bucket 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
+}
+
+// -----
+
+module attributes {bitpipe.world_size = 4 : i64} {
+  bitpipe.program @rank0 rank 0 {
+    // expected-error @+1 {{'bitpipe.allreduce_start' op expects group [0, 7] within bitpipe.world_size = 4}}
+    %t = bitpipe.allreduce_start stages [4, 7] group [0, 7] bucket 0 : !bitpipe.token
+    bitpipe.allreduce_wait %t
+  }
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.allreduce_start' op expects its token to be waited exactly once by bitpipe.allreduce_wait, but it is waited 0 times}}
+  %t = bitpipe.allreduce_start stages [4, 7] group [0, 3] bucket 0 : !bitpipe.token
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.allreduce_start' op expects its token to be waited exactly once by bitpipe.allreduce_wait, but it is waited 2 times}}
+  %t = bitpipe.allreduce_start stages [4, 7] group [0, 3] bucket 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
+  bitpipe.allreduce_wait %t
+}
+
+// -----
+
+// A wait on anything but a token does not type-check.
+bitpipe.program @rank0 rank 0 {
+  // expected-note @+1 {{prior use here}}
+  %x = bitpipe.recv activation from 1 stage 0 microbatch 0 : tensor<4xf32>
+  // expected-error @+1 {{use of value '%x' expects different type than prior uses: '!bitpipe.token' vs 'tensor<4xf32>'}}
+  bitpipe.allreduce_wait %x
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-note @+1 {{all-reduce started here}}
+  %t = bitpipe.allreduce_start stages [4, 7] group [0, 3] bucket 2 : !bitpipe.token
+  // expected-error @+1 {{'bitpipe.optimizer_step' op runs before the all-reduce of stages [4, 7] (bucket 2) is waited for; expected a bitpipe.allreduce_wait of its token before it}}
+  bitpipe.optimizer_step
+  bitpipe.allreduce_wait %t
+}

@@ -1,0 +1,166 @@
+// RUN: bitpipe-opt %s -split-input-file | bitpipe-opt -split-input-file | FileCheck %s
+// RUN: bitpipe-opt %s -split-input-file --mlir-print-op-generic | bitpipe-opt -split-input-file | FileCheck %s
+
+// Two ranks, two stages, two micro-batches, bidirectional (Chimera/BitPipe
+// without the V): micro-batch 0 runs down (s0 on rank 0, s1 on rank 1),
+// micro-batch 1 runs up (s0 on rank 1, s1 on rank 0). Both ranks hold both
+// stages and all-reduce each one's gradients right after its last backward.
+//
+//   P0: F0.s0 F1.s1 B1.s1 AR(1) B0.s0 AR(0)
+//   P1: F1.s0 F0.s1 B0.s1 AR(1) B1.s0 AR(0)
+
+// CHECK: module attributes {bitpipe.placement = #bitpipe.placement<kind = "bidirectional", devices = 2, pipelines = {{\[}}[0, 1], [1, 0]]>, bitpipe.world_size = 2 : i64}
+module attributes {
+  bitpipe.world_size = 2 : i64,
+  bitpipe.placement = #bitpipe.placement<kind = "bidirectional", devices = 2,
+                                         pipelines = [[0, 1], [1, 0]]>
+} {
+  // Stage functions (outlined by bitpipe-partition and
+  // bitpipe-generate-backward; declarations suffice here).
+  func.func private @stage_0(tensor<2x16xi32>) -> tensor<2x16x32xf32>
+  func.func private @stage_0_bwd(tensor<2x16x32xf32>)
+  func.func private @stage_1(tensor<2x16x32xf32>, tensor<2x16xi32>) -> tensor<f32>
+  func.func private @stage_1_bwd() -> tensor<2x16x32xf32>
+
+  // CHECK-LABEL: bitpipe.program @rank0 rank 0 {
+  bitpipe.program @rank0 rank 0 {
+    // CHECK-NEXT: %[[IDS:.+]] = load_input tokens microbatch 0 : tensor<2x16xi32>
+    // CHECK-NEXT: %[[Y:.+]], %[[SAVED0:.+]] = forward @stage_0(%[[IDS]]) stage 0 microbatch 0 : (tensor<2x16xi32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
+    // CHECK-NEXT: send activation %[[Y]] to 1 stage 0 microbatch 0 : tensor<2x16x32xf32>
+    %ids = bitpipe.load_input tokens microbatch 0 : tensor<2x16xi32>
+    %y, %saved0 = bitpipe.forward @stage_0(%ids) stage 0 microbatch 0
+        : (tensor<2x16xi32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
+    bitpipe.send activation %y to 1 stage 0 microbatch 0 : tensor<2x16x32xf32>
+
+    // CHECK-NEXT: %[[X:.+]] = recv activation from 1 stage 0 microbatch 1 : tensor<2x16x32xf32>
+    // CHECK-NEXT: %[[TGT:.+]] = load_input targets microbatch 1 : tensor<2x16xi32>
+    // CHECK-NEXT: %[[LOSS:.+]], %[[SAVED1:.+]] = forward @stage_1(%[[X]], %[[TGT]]) stage 1 microbatch 1 : (tensor<2x16x32xf32>, tensor<2x16xi32>) -> (tensor<f32>, !bitpipe.saved)
+    %x = bitpipe.recv activation from 1 stage 0 microbatch 1 : tensor<2x16x32xf32>
+    %tgt = bitpipe.load_input targets microbatch 1 : tensor<2x16xi32>
+    %loss, %saved1 = bitpipe.forward @stage_1(%x, %tgt) stage 1 microbatch 1
+        : (tensor<2x16x32xf32>, tensor<2x16xi32>) -> (tensor<f32>, !bitpipe.saved)
+
+    // CHECK-NEXT: %[[GX:.+]] = backward @stage_1_bwd(%[[SAVED1]]) stage 1 microbatch 1 : (!bitpipe.saved) -> tensor<2x16x32xf32>
+    // CHECK-NEXT: send gradient %[[GX]] to 1 stage 1 microbatch 1 : tensor<2x16x32xf32>
+    // CHECK-NEXT: %[[T1:.+]] = allreduce_start stages [1] group [0, 1] bucket 0 : !bitpipe.token
+    %gx = bitpipe.backward @stage_1_bwd(%saved1) stage 1 microbatch 1
+        : (!bitpipe.saved) -> tensor<2x16x32xf32>
+    bitpipe.send gradient %gx to 1 stage 1 microbatch 1 : tensor<2x16x32xf32>
+    %t1 = bitpipe.allreduce_start stages [1] group [0, 1] bucket 0 : !bitpipe.token
+
+    // CHECK-NEXT: %[[GY:.+]] = recv gradient from 1 stage 1 microbatch 0 : tensor<2x16x32xf32>
+    // CHECK-NEXT: backward @stage_0_bwd(%[[SAVED0]], %[[GY]]) stage 0 microbatch 0 : (!bitpipe.saved, tensor<2x16x32xf32>) -> ()
+    // CHECK-NEXT: %[[T0:.+]] = allreduce_start stages [0] group [0, 1] bucket 1 : !bitpipe.token
+    %gy = bitpipe.recv gradient from 1 stage 1 microbatch 0 : tensor<2x16x32xf32>
+    bitpipe.backward @stage_0_bwd(%saved0, %gy) stage 0 microbatch 0
+        : (!bitpipe.saved, tensor<2x16x32xf32>) -> ()
+    %t0 = bitpipe.allreduce_start stages [0] group [0, 1] bucket 1 : !bitpipe.token
+
+    // CHECK-NEXT: allreduce_wait %[[T1]]
+    // CHECK-NEXT: allreduce_wait %[[T0]]
+    // CHECK-NEXT: optimizer_step
+    // CHECK-NEXT: }
+    bitpipe.allreduce_wait %t1
+    bitpipe.allreduce_wait %t0
+    bitpipe.optimizer_step
+  }
+
+  // The prefix may be left out inside a program, as the printer does.
+  // CHECK-LABEL: bitpipe.program @rank1 rank 1 {
+  bitpipe.program @rank1 rank 1 {
+    // CHECK-NEXT: %[[IDS:.+]] = load_input tokens microbatch 1
+    // CHECK-NEXT: %[[Y:.+]], %[[SAVED1:.+]] = forward @stage_0(%[[IDS]]) stage 0 microbatch 1
+    // CHECK-NEXT: send activation %[[Y]] to 0 stage 0 microbatch 1
+    %ids = load_input tokens microbatch 1 : tensor<2x16xi32>
+    %y, %saved1 = forward @stage_0(%ids) stage 0 microbatch 1
+        : (tensor<2x16xi32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
+    send activation %y to 0 stage 0 microbatch 1 : tensor<2x16x32xf32>
+
+    // CHECK-NEXT: %[[X:.+]] = recv activation from 0 stage 0 microbatch 0
+    // CHECK-NEXT: %[[TGT:.+]] = load_input targets microbatch 0
+    // CHECK-NEXT: %[[LOSS:.+]], %[[SAVED0:.+]] = forward @stage_1(%[[X]], %[[TGT]]) stage 1 microbatch 0
+    %x = recv activation from 0 stage 0 microbatch 0 : tensor<2x16x32xf32>
+    %tgt = load_input targets microbatch 0 : tensor<2x16xi32>
+    %loss, %saved0 = forward @stage_1(%x, %tgt) stage 1 microbatch 0
+        : (tensor<2x16x32xf32>, tensor<2x16xi32>) -> (tensor<f32>, !bitpipe.saved)
+
+    // CHECK-NEXT: %[[GX:.+]] = backward @stage_1_bwd(%[[SAVED0]]) stage 1 microbatch 0
+    // CHECK-NEXT: send gradient %[[GX]] to 0 stage 1 microbatch 0
+    // CHECK-NEXT: %[[T1:.+]] = allreduce_start stages [1] group [0, 1] bucket 0
+    %gx = backward @stage_1_bwd(%saved0) stage 1 microbatch 0
+        : (!bitpipe.saved) -> tensor<2x16x32xf32>
+    send gradient %gx to 0 stage 1 microbatch 0 : tensor<2x16x32xf32>
+    %t1 = allreduce_start stages [1] group [0, 1] bucket 0 : !bitpipe.token
+
+    // CHECK-NEXT: %[[GY:.+]] = recv gradient from 0 stage 1 microbatch 1
+    // CHECK-NEXT: backward @stage_0_bwd(%[[SAVED1]], %[[GY]]) stage 0 microbatch 1
+    // CHECK-NEXT: %[[T0:.+]] = allreduce_start stages [0] group [0, 1] bucket 1
+    %gy = recv gradient from 0 stage 1 microbatch 1 : tensor<2x16x32xf32>
+    backward @stage_0_bwd(%saved1, %gy) stage 0 microbatch 1
+        : (!bitpipe.saved, tensor<2x16x32xf32>) -> ()
+    %t0 = allreduce_start stages [0] group [0, 1] bucket 1 : !bitpipe.token
+
+    // CHECK-NEXT: allreduce_wait %[[T1]]
+    // CHECK-NEXT: allreduce_wait %[[T0]]
+    // CHECK-NEXT: optimizer_step
+    allreduce_wait %t1
+    allreduce_wait %t0
+    optimizer_step
+  }
+}
+
+// -----
+
+// The bottom of a V: stages 1 and 2 both sit on device 1, so the hand-off is
+// a local copy, and a split backward (input gradient, then weight gradient).
+
+// CHECK: #bitpipe.placement<kind = "v", devices = 2, pipelines = {{\[}}[0, 1, 1, 0]]>
+module attributes {
+  bitpipe.world_size = 2 : i64,
+  bitpipe.placement = #bitpipe.placement<kind = "v", devices = 2,
+                                         pipelines = [[0, 1, 1, 0]]>
+} {
+  func.func private @stage_1(tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
+  func.func private @stage_1_igrad(tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
+  func.func private @stage_1_wgrad()
+  func.func private @stage_2(tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
+  func.func private @stage_2_bwd(tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
+
+  // CHECK-LABEL: bitpipe.program @rank1 rank 1 {
+  bitpipe.program @rank1 rank 1 {
+    // CHECK-NEXT: %[[X1:.+]] = recv activation from 0 stage 0 microbatch 0
+    // CHECK-NEXT: %[[Y1:.+]], %[[S1:.+]] = forward @stage_1(%[[X1]]) stage 1 microbatch 0
+    // CHECK-NEXT: %[[X2:.+]] = local_copy activation %[[Y1]] stage 1 microbatch 0 : tensor<2x16x32xf32>
+    // CHECK-NEXT: %[[Y2:.+]], %[[S2:.+]] = forward @stage_2(%[[X2]]) stage 2 microbatch 0
+    // CHECK-NEXT: send activation %[[Y2]] to 0 stage 2 microbatch 0
+    %x1 = recv activation from 0 stage 0 microbatch 0 : tensor<2x16x32xf32>
+    %y1, %s1 = forward @stage_1(%x1) stage 1 microbatch 0
+        : (tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
+    %x2 = local_copy activation %y1 stage 1 microbatch 0 : tensor<2x16x32xf32>
+    %y2, %s2 = forward @stage_2(%x2) stage 2 microbatch 0
+        : (tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
+    send activation %y2 to 0 stage 2 microbatch 0 : tensor<2x16x32xf32>
+
+    // CHECK-NEXT: %[[G3:.+]] = recv gradient from 0 stage 3 microbatch 0
+    // CHECK-NEXT: %[[G2:.+]] = backward @stage_2_bwd(%[[S2]], %[[G3]]) stage 2 microbatch 0
+    // CHECK-NEXT: %[[G2C:.+]] = local_copy gradient %[[G2]] stage 2 microbatch 0
+    // CHECK-NEXT: %[[G1:.+]] = backward @stage_1_igrad(%[[S1]], %[[G2C]]) stage 1 microbatch 0
+    // CHECK-NEXT: send gradient %[[G1]] to 0 stage 1 microbatch 0
+    // CHECK-NEXT: weight_grad @stage_1_wgrad(%[[S1]]) stage 1 microbatch 0{{$}}
+    %g3 = recv gradient from 0 stage 3 microbatch 0 : tensor<2x16x32xf32>
+    %g2 = backward @stage_2_bwd(%s2, %g3) stage 2 microbatch 0
+        : (!bitpipe.saved, tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
+    %g2c = local_copy gradient %g2 stage 2 microbatch 0 : tensor<2x16x32xf32>
+    %g1 = backward @stage_1_igrad(%s1, %g2c) stage 1 microbatch 0
+        : (!bitpipe.saved, tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
+    send gradient %g1 to 0 stage 1 microbatch 0 : tensor<2x16x32xf32>
+    weight_grad @stage_1_wgrad(%s1) stage 1 microbatch 0
+    // CHECK-NEXT: optimizer_step
+    optimizer_step
+  }
+
+  // An empty program round-trips.
+  // CHECK-LABEL: bitpipe.program @rank0 rank 0 {
+  // CHECK-NEXT: }
+  bitpipe.program @rank0 rank 0 {}
+}
