@@ -314,3 +314,34 @@ TEST(Simulator, RefusesSchedulesItCannotRun) {
             std::string::npos)
       << r.error;
 }
+
+TEST(Simulator, RingAllReduceCostGrowsWithTheGroup) {
+  CostModel cost;
+  cost.allReduceLatency = 0.25;
+  cost.allReduceBandwidth = 2;
+  EXPECT_DOUBLE_EQ(cost.allReduceTime(8, 1), 0.0); // Nothing to exchange.
+  EXPECT_DOUBLE_EQ(cost.allReduceTime(8, 2), 0.25 + 8.0 / 2);
+  EXPECT_DOUBLE_EQ(cost.allReduceTime(8, 4), 0.25 + 1.5 * 8 / 2);
+  EXPECT_DOUBLE_EQ(CostModel::allReduceBytesPerRank(8, 4), 12.0);
+
+  // Four data-parallel replicas of a one-stage model.
+  Placement p;
+  p.numDevices = 4;
+  p.numStages = 1;
+  for (int d = 0; d < 4; ++d)
+    p.pipelines.push_back(Pipeline{{d}});
+  Schedule s = emptySchedule("dp4", p, 4);
+  s.microbatchPipeline = {0, 1, 2, 3};
+  s.ranks = parseGrid("P0: F0.s0 B0.s0 AR(0)\nP1: F1.s0 B1.s0 AR(0)\n"
+                      "P2: F2.s0 B2.s0 AR(0)\nP3: F3.s0 B3.s0 AR(0)\n");
+  cost.gradientBytes = {8};
+  cost.allReduceBandwidth = 1;
+  SimResult sim = run(s, cost);
+  ASSERT_FALSE(sim.deadlocked) << sim.deadlockReport();
+  // 3 slots of compute, then 0.25 + 2*3/4*8 = 12.25, fully exposed.
+  EXPECT_DOUBLE_EQ(sim.makespan, 15.25);
+  EXPECT_DOUBLE_EQ(sim.allReduceTime, 12.25); // One collective.
+  EXPECT_DOUBLE_EQ(sim.allReduceOverlap, 0.0);
+  for (const RankStats &st : sim.ranks)
+    EXPECT_DOUBLE_EQ(st.allReduceBytesSent, 12.0);
+}
