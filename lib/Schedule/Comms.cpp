@@ -42,7 +42,9 @@ bool ActionTable::inRange(const Action &action) const {
 }
 
 int ActionTable::slot(ActionKind kind, int microbatch, int stage) const {
-  int k = kind == ActionKind::Forward ? 0 : kind == ActionKind::Backward ? 1 : 2;
+  int k = kind == ActionKind::Forward    ? 0
+          : kind == ActionKind::Backward ? 1
+                                         : 2;
   return (k * numMicrobatches_ + microbatch) * numStages_ + stage;
 }
 
@@ -125,11 +127,10 @@ Result<CommProgram> lowerComms(const Schedule &schedule) {
       if (a.kind == ActionKind::AllReduce)
         continue;
       if (!table.inRange(a)) {
-        result.error = "rank " + std::to_string(r) + ": " + a.str() +
-                       " is out of range (" +
-                       std::to_string(schedule.numMicrobatches) +
-                       " micro-batches, " + std::to_string(numStages) +
-                       " stages)";
+        result.error =
+            "rank " + std::to_string(r) + ": " + a.str() +
+            " is out of range (" + std::to_string(schedule.numMicrobatches) +
+            " micro-batches, " + std::to_string(numStages) + " stages)";
         return result;
       }
       ActionSite &site = table.at(a.kind, a.microbatch, a.stage);
@@ -172,7 +173,7 @@ Result<CommProgram> lowerComms(const Schedule &schedule) {
       if (a.kind == ActionKind::Backward &&
           !needs(r, a, Action::forward(m, s), site))
         return result;
-      bool hasInput = a.kind == ActionKind::Forward ? s > 0
+      bool hasInput = a.kind == ActionKind::Forward    ? s > 0
                       : a.kind == ActionKind::Backward ? s + 1 < numStages
                                                        : false;
       if (!hasInput)
@@ -208,15 +209,15 @@ Result<CommProgram> lowerComms(const Schedule &schedule) {
                        t.producer(), i, in->second, t.src});
       }
       out.push_back({a.kind == ActionKind::AllReduce ? CommKind::AllReduce
-                                                      : CommKind::Compute,
+                                                     : CommKind::Compute,
                      a, i, -1, -1});
       auto o = outputOf.find({r, i});
       if (o != outputOf.end()) {
         const Transfer &t = program.transfers[o->second];
-        CommKind kind = t.local()
-                            ? (t.gradient ? CommKind::LocalCopyB
-                                          : CommKind::LocalCopyF)
-                            : (t.gradient ? CommKind::SendB : CommKind::SendF);
+        CommKind kind =
+            t.local()
+                ? (t.gradient ? CommKind::LocalCopyB : CommKind::LocalCopyF)
+                : (t.gradient ? CommKind::SendB : CommKind::SendF);
         out.push_back({kind, a, i, o->second, t.local() ? -1 : t.dst});
       }
     }

@@ -32,8 +32,8 @@ namespace {
 
 /// One all-reduce collective: the matching ARs of a replica group.
 struct Collective {
-  std::vector<int> members;  ///< The group, sorted.
-  std::vector<int> stages;   ///< From the first member that issued it.
+  std::vector<int> members; ///< The group, sorted.
+  std::vector<int> stages;  ///< From the first member that issued it.
   double bytes = 0;
   int reached = 0;
   double lastReach = 0;
@@ -72,8 +72,9 @@ private:
   void finalize();
 
   int slot(const Action &a) const {
-    int k = a.kind == ActionKind::Forward ? 0
-            : a.kind == ActionKind::Backward ? 1 : 2;
+    int k = a.kind == ActionKind::Forward    ? 0
+            : a.kind == ActionKind::Backward ? 1
+                                             : 2;
     return (k * numMicrobatches_ + a.microbatch) * numStages_ + a.stage;
   }
   double duration(const Action &a) const {
@@ -131,6 +132,12 @@ std::string Simulation::prepare() {
       return "pipeline " + std::to_string(k) + " places " +
              std::to_string(devs.size()) + " stages, the placement has " +
              std::to_string(numStages_);
+    for (int st = 0; st < numStages_; ++st)
+      if (devs[st] < 0 || devs[st] >= numRanks_)
+        return "pipeline " + std::to_string(k) + " places stage " +
+               std::to_string(st) + " on device " + std::to_string(devs[st]) +
+               ", but the schedule has " + std::to_string(numRanks_) +
+               " ranks";
   }
   if (static_cast<int>(program_.ranks.size()) != numRanks_)
     return "the lowered program has " + std::to_string(program_.ranks.size()) +
@@ -173,8 +180,8 @@ std::string Simulation::prepare() {
           members.insert(groups[s].begin(), groups[s].end());
           if (!std::count(groups[s].begin(), groups[s].end(), r))
             return "rank " + std::to_string(r) + ": " + a.str() +
-                   " all-reduces stage " + std::to_string(s) +
-                   ", which rank " + std::to_string(r) + " does not hold";
+                   " all-reduces stage " + std::to_string(s) + ", which rank " +
+                   std::to_string(r) + " does not hold";
         }
         std::vector<int> group(members.begin(), members.end());
         int k = seen[group]++;
@@ -213,25 +220,25 @@ bool Simulation::computeReady(int rank, const Action &a, int actionIndex) {
   return true;
 }
 
-std::string Simulation::waitReason(int rank, const Action &a,
-                                   int actionIndex) {
+std::string Simulation::waitReason(int rank, const Action &a, int actionIndex) {
   std::string head = "rank " + std::to_string(rank) + ": " + a.str() + " (" +
                      describe(a) + ") waits for ";
   auto in = inputTransfer_.find({rank, actionIndex});
   if (in != inputTransfer_.end() && !arrived_[in->second]) {
     const Transfer &t = program_.transfers[in->second];
     Action producer = t.producer();
-    std::string what = (t.gradient ? "the gradient of " : "the activation of ") +
-                       producer.str() + " from rank " + std::to_string(t.src);
+    std::string what =
+        (t.gradient ? "the gradient of " : "the activation of ") +
+        producer.str() + " from rank " + std::to_string(t.src);
     if (done_[slot(producer)])
       return head + what + ", which was never sent";
     std::string why = ", which has not run";
     if (t.src != rank && pc_[t.src] < program_.ranks[t.src].size())
-      why += " (rank " + std::to_string(t.src) + " is itself blocked at " +
-             schedule_.ranks[t.src][program_.ranks[t.src][pc_[t.src]]
-                                        .actionIndex]
-                 .str() +
-             ")";
+      why +=
+          " (rank " + std::to_string(t.src) + " is itself blocked at " +
+          schedule_.ranks[t.src][program_.ranks[t.src][pc_[t.src]].actionIndex]
+              .str() +
+          ")";
     return head + what + why;
   }
   if (a.kind == ActionKind::Backward)
@@ -423,8 +430,7 @@ void Simulation::finalize() {
           continue;
         auto it = c.actionIndexOf.find(m);
         if (it == c.actionIndexOf.end())
-          who += " rank " + std::to_string(m) +
-                 " has no matching all-reduce;";
+          who += " rank " + std::to_string(m) + " has no matching all-reduce;";
         else if (pc_[m] < program_.ranks[m].size())
           who += " rank " + std::to_string(m) + " is blocked before it;";
       }
@@ -471,8 +477,8 @@ Result<SimResult> Simulation::run() {
 
 } // namespace
 
-Result<SimResult> simulate(const Schedule &schedule,
-                           const CommProgram &program, const CostModel &cost) {
+Result<SimResult> simulate(const Schedule &schedule, const CommProgram &program,
+                           const CostModel &cost) {
   return Simulation(schedule, program, cost).run();
 }
 

@@ -80,9 +80,8 @@ bool Verifier::checkShape() {
   if (static_cast<int>(s_.microbatchPipeline.size()) != s_.numMicrobatches)
     report(DiagKind::Malformed, -1, -1,
            "microbatchPipeline has " +
-               std::to_string(s_.microbatchPipeline.size()) +
-               " entries for " + std::to_string(s_.numMicrobatches) +
-               " micro-batches");
+               std::to_string(s_.microbatchPipeline.size()) + " entries for " +
+               std::to_string(s_.numMicrobatches) + " micro-batches");
   for (size_t m = 0; m < s_.microbatchPipeline.size(); ++m) {
     int k = s_.microbatchPipeline[m];
     if (k < 0 || k >= static_cast<int>(p.pipelines.size()))
@@ -120,7 +119,8 @@ void Verifier::checkActions() {
         continue;
       if (!table.inRange(a)) {
         report(DiagKind::OutOfRange, r, i,
-               rankName(r) + ": " + a.str() + " is out of range: the schedule has " +
+               rankName(r) + ": " + a.str() +
+                   " is out of range: the schedule has " +
                    std::to_string(s_.numMicrobatches) + " micro-batches and " +
                    std::to_string(p.numStages) + " stages");
         continue;
@@ -132,9 +132,9 @@ void Verifier::checkActions() {
       ActionSite &site = table.at(a.kind, a.microbatch, a.stage);
       if (site.found()) {
         report(DiagKind::Duplicate, r, i,
-               rankName(r) + ": " + describe(a) + " runs twice (first at step " +
-                   std::to_string(site.index) + " of " + rankName(site.rank) +
-                   ")",
+               rankName(r) + ": " + describe(a) +
+                   " runs twice (first at step " + std::to_string(site.index) +
+                   " of " + rankName(site.rank) + ")",
                {site, {r, i}});
         continue;
       }
@@ -146,8 +146,8 @@ void Verifier::checkActions() {
                rankName(r) + ": " + describe(a) + " runs on " + rankName(r) +
                    ", but micro-batch " + std::to_string(a.microbatch) +
                    " travels pipeline " + std::to_string(pipeline) +
-                   ", which places stage " + std::to_string(a.stage) +
-                   " on " + rankName(expected));
+                   ", which places stage " + std::to_string(a.stage) + " on " +
+                   rankName(expected));
     }
   }
 
@@ -210,8 +210,8 @@ void Verifier::checkAllReduces() {
           report(DiagKind::AllReduceForeignStage, r, i,
                  rankName(r) + ": " + a.str() + " all-reduces stage " +
                      std::to_string(st) + ", which " + rankName(r) +
-                     " does not hold (replica group " +
-                     formatSet(groups_[st]) + ")");
+                     " does not hold (replica group " + formatSet(groups_[st]) +
+                     ")");
           ok = false;
         }
       }
@@ -241,8 +241,8 @@ void Verifier::checkAllReduces() {
             std::count(a.stages.begin(), a.stages.end(), later.stage)) {
           report(DiagKind::AllReduceBeforeGradients, r, i,
                  rankName(r) + ": " + a.str() + " (" + describe(a) +
-                     ") starts before the " + describe(later) +
-                     ", which " + rankName(r) + " runs later",
+                     ") starts before the " + describe(later) + ", which " +
+                     rankName(r) + " runs later",
                  {{r, i}, {r, j}});
           break;
         }
@@ -279,7 +279,8 @@ void Verifier::checkAllReduces() {
       if (reported || refSeq.size() == seq.size())
         continue;
       bool refLonger = refSeq.size() > seq.size();
-      int longRank = refLonger ? ref : other, shortRank = refLonger ? other : ref;
+      int longRank = refLonger ? ref : other,
+          shortRank = refLonger ? other : ref;
       const Seq &longer = refLonger ? refSeq : seq;
       int idx = longer[n].first;
       report(DiagKind::AllReduceMismatch, longRank, idx,
@@ -316,19 +317,18 @@ void Verifier::checkAllReduces() {
 void Verifier::checkChannelOrder(const CommProgram &program) {
   auto name = [&](int t) {
     const Transfer &tr = program.transfers[t];
-    return std::string(tr.gradient ? "the gradient of " : "the activation of ") +
+    return std::string(tr.gradient ? "the gradient of "
+                                   : "the activation of ") +
            tr.producer().str();
   };
   for (const ChannelMismatch &mm : checkChannels(program)) {
-    std::string channel = "channel " + rankName(mm.src) + " -> " +
-                          rankName(mm.dst) + ": ";
+    std::string channel =
+        "channel " + rankName(mm.src) + " -> " + rankName(mm.dst) + ": ";
     std::string pos = ordinal(mm.position + 1);
-    int consumer = mm.recvItem >= 0
-                       ? program.ranks[mm.dst][mm.recvItem].actionIndex
-                       : -1;
-    int producer = mm.sendItem >= 0
-                       ? program.ranks[mm.src][mm.sendItem].actionIndex
-                       : -1;
+    int consumer =
+        mm.recvItem >= 0 ? program.ranks[mm.dst][mm.recvItem].actionIndex : -1;
+    int producer =
+        mm.sendItem >= 0 ? program.ranks[mm.src][mm.sendItem].actionIndex : -1;
     std::vector<ActionSite> marks;
     if (consumer >= 0)
       marks.push_back({mm.dst, consumer});

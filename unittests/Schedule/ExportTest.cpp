@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -108,9 +108,8 @@ private:
     if (s_[i_] == '-')
       ++i_;
     while (i_ < s_.size() &&
-           (std::isdigit(static_cast<unsigned char>(s_[i_])) ||
-            s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E' ||
-            s_[i_] == '+' || s_[i_] == '-'))
+           (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.' ||
+            s_[i_] == 'e' || s_[i_] == 'E' || s_[i_] == '+' || s_[i_] == '-'))
       ++i_;
     return i_ > start && std::isdigit(static_cast<unsigned char>(s_[i_ - 1]));
   }
@@ -137,8 +136,8 @@ SimResult simulated(const Schedule &s, const CostModel &cost = CostModel()) {
 
 TEST(Export, JsonCheckerRejectsBrokenJson) {
   // The checker itself must be able to fail.
-  for (const char *bad : {"{", "{\"a\":}", "[1,]", "{\"a\":1}}", "{'a':1}",
-                          "[\"x\" \"y\"]"}) {
+  for (const char *bad :
+       {"{", "{\"a\":}", "[1,]", "{\"a\":1}}", "{'a':1}", "[\"x\" \"y\"]"}) {
     std::string text = bad;
     EXPECT_FALSE(JsonChecker(text).valid()) << bad;
   }
@@ -211,8 +210,8 @@ TEST(Export, SvgHasOneBoxPerAction) {
   // 64 F/B boxes and 8 all-reduce markers.
   EXPECT_EQ(count(svg, "<rect class=\"action\""), 72);
   EXPECT_EQ(count(svg, "<text"), count(svg, "</text>"));
-  EXPECT_EQ(count(svg, "<rect"), count(svg, "/>") + count(svg, "</rect>") -
-                                     count(svg, "<line"));
+  EXPECT_EQ(count(svg, "<rect"),
+            count(svg, "/>") + count(svg, "</rect>") - count(svg, "<line"));
   // Title with name, D, N, makespan and bubble ratio (2/14).
   EXPECT_NE(svg.find("bitpipe  D=4  N=4  makespan 28  bubble 14.286%"),
             std::string::npos);

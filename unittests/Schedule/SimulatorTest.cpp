@@ -306,6 +306,14 @@ TEST(Simulator, RefusesSchedulesItCannotRun) {
   EXPECT_EQ(r.error, "rank 0: AR(1) all-reduces stage 1, which rank 0 does "
                      "not hold");
 
+  // A replica on a device the schedule has no rank for.
+  Schedule ghost = dataParallelWithAllReduce();
+  ghost.placement.pipelines.push_back(Pipeline{{2, 2}});
+  r = simulate(ghost, CostModel());
+  EXPECT_FALSE(r);
+  EXPECT_EQ(r.error, "pipeline 2 places stage 0 on device 2, but the "
+                     "schedule has 2 ranks");
+
   Schedule missing = oneFOneB(2, 2);
   missing.ranks[0].erase(missing.ranks[0].begin()); // No F0.s0.
   r = simulate(missing, CostModel());

@@ -48,7 +48,8 @@ inline Schedule emptySchedule(const std::string &name, Placement placement,
 
 /// All forwards, then all backwards.
 inline Schedule gpipe(int numDevices, int numMicrobatches) {
-  Schedule s = emptySchedule("gpipe", loopPlacement(numDevices), numMicrobatches);
+  Schedule s =
+      emptySchedule("gpipe", loopPlacement(numDevices), numMicrobatches);
   for (int r = 0; r < numDevices; ++r) {
     for (int m = 0; m < numMicrobatches; ++m)
       s.ranks[r].push_back(Action::forward(m, r));
@@ -60,7 +61,8 @@ inline Schedule gpipe(int numDevices, int numMicrobatches) {
 
 /// 1F1B: rank r warms up with D-1-r forwards, alternates, then drains.
 inline Schedule oneFOneB(int numDevices, int numMicrobatches) {
-  Schedule s = emptySchedule("1f1b", loopPlacement(numDevices), numMicrobatches);
+  Schedule s =
+      emptySchedule("1f1b", loopPlacement(numDevices), numMicrobatches);
   for (int r = 0; r < numDevices; ++r) {
     int warmup = std::min(numDevices - 1 - r, numMicrobatches);
     std::vector<Action> &a = s.ranks[r];

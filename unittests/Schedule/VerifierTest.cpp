@@ -64,9 +64,8 @@ TEST(Verifier, AcceptsValidSchedules) {
 TEST(Verifier, GridRoundTripsTheDesignNotation) {
   EXPECT_EQ(formatGrid(bitpipeD4N4()), kBitPipeD4N4);
   Schedule s = oneFOneB(2, 2);
-  EXPECT_EQ(formatGrid(s, {{1, 2}}),
-            "P0: F0.s0 F1.s0 B0.s0 B1.s0\n"
-            "P1: F0.s1 B0.s1 >>F1.s1<< B1.s1\n");
+  EXPECT_EQ(formatGrid(s, {{1, 2}}), "P0: F0.s0 F1.s0 B0.s0 B1.s0\n"
+                                     "P1: F0.s1 B0.s1 >>F1.s1<< B1.s1\n");
 }
 
 TEST(Verifier, BackwardBeforeItsForward) {
@@ -95,9 +94,10 @@ TEST(Verifier, BackwardBeforeItsForward) {
 TEST(Verifier, MissingMicrobatch) {
   Schedule s = oneFOneB(2, 3);
   for (std::vector<Action> &rank : s.ranks)
-    rank.erase(std::remove_if(rank.begin(), rank.end(),
-                              [](const Action &a) { return a.microbatch == 2; }),
-               rank.end());
+    rank.erase(
+        std::remove_if(rank.begin(), rank.end(),
+                       [](const Action &a) { return a.microbatch == 2; }),
+        rank.end());
   std::vector<Diagnostic> diags = verify(s);
   std::vector<Diagnostic> missing = ofKind(diags, DiagKind::Missing);
   ASSERT_EQ(missing.size(), 4u) << formatDiagnostics(diags);

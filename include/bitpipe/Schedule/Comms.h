@@ -56,7 +56,8 @@ private:
 /// One hand-off of an activation (F) or a gradient (B) between consecutive
 /// stages of one micro-batch.
 struct Transfer {
-  bool gradient = false;  ///< false: F(m,from) -> F(m,to); true: B(m,from) -> B(m,to).
+  bool gradient =
+      false; ///< false: F(m,from) -> F(m,to); true: B(m,from) -> B(m,to).
   int microbatch = -1;
   int fromStage = -1;
   int toStage = -1;
@@ -101,7 +102,7 @@ struct CommAction {
 
 /// A schedule with its transfers made explicit.
 struct CommProgram {
-  std::vector<Transfer> transfers;          ///< Local copies included.
+  std::vector<Transfer> transfers; ///< Local copies included.
   std::vector<std::vector<CommAction>> ranks;
 
   /// One line per rank, "P<r>: " then the steps' str(), space-separated.
@@ -119,11 +120,12 @@ Result<CommProgram> lowerComms(const Schedule &schedule);
 struct ChannelMismatch {
   int src = -1;
   int dst = -1;
-  int position = 0;     ///< 0-based position on the channel.
+  int position = 0;      ///< 0-based position on the channel.
   int sendTransfer = -1; ///< Transfer src sends there, -1 if src sends no more.
-  int recvTransfer = -1; ///< Transfer dst expects there, -1 if dst expects no more.
-  int sendItem = -1;     ///< Index of the send in program.ranks[src], or -1.
-  int recvItem = -1;     ///< Index of the receive in program.ranks[dst], or -1.
+  int recvTransfer =
+      -1;            ///< Transfer dst expects there, -1 if dst expects no more.
+  int sendItem = -1; ///< Index of the send in program.ranks[src], or -1.
+  int recvItem = -1; ///< Index of the receive in program.ranks[dst], or -1.
 };
 
 /// Checks that on every channel the k-th send and the k-th receive carry the

@@ -44,23 +44,23 @@ struct TimelineEvent {
   Action action = Action::forward(-1, -1);
   /// Compute/AllReduce: index into Schedule::ranks[rank]; P2P: -1.
   int actionIndex = -1;
-  int peer = -1;      ///< P2P: the other end of the transfer.
+  int peer = -1; ///< P2P: the other end of the transfer.
   double start = 0;
   double end = 0;
-  double bytes = 0;   ///< P2P: bytes moved; AllReduce: bytes this rank sends.
+  double bytes = 0; ///< P2P: bytes moved; AllReduce: bytes this rank sends.
 };
 
 struct RankStats {
-  double busy = 0;          ///< Sum of compute durations.
-  double idle = 0;          ///< makespan - busy.
-  double bubbleRatio = 0;   ///< idle / makespan.
-  double computeEnd = 0;    ///< End of the rank's last compute action.
-  int peakInFlight = 0;     ///< Max (stage, micro-batch) with F done, B not.
+  double busy = 0;        ///< Sum of compute durations.
+  double idle = 0;        ///< makespan - busy.
+  double bubbleRatio = 0; ///< idle / makespan.
+  double computeEnd = 0;  ///< End of the rank's last compute action.
+  int peakInFlight = 0;   ///< Max (stage, micro-batch) with F done, B not.
   double peakInFlightBytes = 0; ///< Same, weighted by CostModel::stash.
-  double bytesSent = 0;     ///< Point-to-point bytes (local copies excluded).
+  double bytesSent = 0; ///< Point-to-point bytes (local copies excluded).
   double allReduceBytesSent = 0; ///< Ring all-reduce bytes this rank sends.
-  double allReduceTime = 0; ///< Sum of this rank's collectives' durations.
-  double allReduceHidden = 0; ///< Part of that before the rank's computeEnd.
+  double allReduceTime = 0;      ///< Sum of this rank's collectives' durations.
+  double allReduceHidden = 0;    ///< Part of that before the rank's computeEnd.
 };
 
 /// What a rank was waiting for when the run stopped progressing.
@@ -98,8 +98,8 @@ struct SimResult {
 /// schedule that runs into a deadlock succeeds with `deadlocked` set.
 Result<SimResult> simulate(const Schedule &schedule, const CostModel &cost);
 /// Same, from an already lowered program (what a pass produced).
-Result<SimResult> simulate(const Schedule &schedule,
-                           const CommProgram &program, const CostModel &cost);
+Result<SimResult> simulate(const Schedule &schedule, const CommProgram &program,
+                           const CostModel &cost);
 
 } // namespace bitpipe::sched
 

@@ -1,4 +1,4 @@
-//===- Verifier.h - Checks that a schedule can run and is complete -*- C++ -*-===//
+//===- Verifier.h - Checks a schedule can run and is complete -*- C++ -*-===//
 //
 // The verifier answers "is this a correct training step?" before anything
 // runs: every (stage, micro-batch) computed exactly once on the device the

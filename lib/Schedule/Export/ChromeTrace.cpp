@@ -43,14 +43,16 @@ const char *passName(ActionKind kind) {
 
 std::string metadata(const char *what, int pid, int tid,
                      const std::string &name) {
-  return std::string("{\"name\":\"") + what + "\",\"ph\":\"M\",\"pid\":" +
-         std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
-         ",\"args\":{\"name\":\"" + jsonEscape(name) + "\"}}";
+  return std::string("{\"name\":\"") + what +
+         "\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) +
+         ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":\"" +
+         jsonEscape(name) + "\"}}";
 }
 
 std::string sortIndex(const char *what, int pid, int tid, int index) {
-  return std::string("{\"name\":\"") + what + "\",\"ph\":\"M\",\"pid\":" +
-         std::to_string(pid) + ",\"tid\":" + std::to_string(tid) +
+  return std::string("{\"name\":\"") + what +
+         "\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) +
+         ",\"tid\":" + std::to_string(tid) +
          ",\"args\":{\"sort_index\":" + std::to_string(index) + "}}";
 }
 
@@ -90,10 +92,10 @@ std::string toChromeTrace(const Schedule &schedule, const SimResult &sim,
       int pipeline = pipelineOf(schedule, e.action.microbatch);
       args = "\"microbatch\":" + std::to_string(e.action.microbatch) +
              ",\"stage\":" + std::to_string(e.action.stage) + ",\"pass\":\"" +
-             passName(e.action.kind) + "\",\"peer\":" +
-             std::to_string(e.peer) + ",\"bytes\":" + formatNumber(e.bytes) +
-             ",\"pipeline\":" + std::to_string(pipeline) +
-             ",\"direction\":\"" + directionName(schedule, pipeline) + "\"";
+             passName(e.action.kind) + "\",\"peer\":" + std::to_string(e.peer) +
+             ",\"bytes\":" + formatNumber(e.bytes) +
+             ",\"pipeline\":" + std::to_string(pipeline) + ",\"direction\":\"" +
+             directionName(schedule, pipeline) + "\"";
       break;
     }
     case Lane::AllReduce: {
@@ -107,13 +109,12 @@ std::string toChromeTrace(const Schedule &schedule, const SimResult &sim,
       break;
     }
     }
-    events.push_back("{\"name\":\"" + jsonEscape(name) + "\",\"cat\":\"" +
-                     cat + "\",\"ph\":\"X\",\"pid\":" +
-                     std::to_string(e.rank) + ",\"tid\":" +
-                     std::to_string(tid) + ",\"ts\":" +
-                     formatNumber(e.start * scale) + ",\"dur\":" +
-                     formatNumber((e.end - e.start) * scale) + ",\"args\":{" +
-                     args + "}}");
+    events.push_back("{\"name\":\"" + jsonEscape(name) + "\",\"cat\":\"" + cat +
+                     "\",\"ph\":\"X\",\"pid\":" + std::to_string(e.rank) +
+                     ",\"tid\":" + std::to_string(tid) +
+                     ",\"ts\":" + formatNumber(e.start * scale) +
+                     ",\"dur\":" + formatNumber((e.end - e.start) * scale) +
+                     ",\"args\":{" + args + "}}");
   }
 
   std::vector<std::string> meta;
@@ -126,19 +127,19 @@ std::string toChromeTrace(const Schedule &schedule, const SimResult &sim,
   for (auto [rank, tid] : p2pThreads) {
     bool send = tid < 100 + numRanks;
     int peer = send ? tid - 100 : tid - 100 - numRanks;
-    meta.push_back(metadata("thread_name", rank, tid,
-                            (send ? "send to P" : "recv from P") +
-                                std::to_string(peer)));
+    meta.push_back(
+        metadata("thread_name", rank, tid,
+                 (send ? "send to P" : "recv from P") + std::to_string(peer)));
   }
 
-  std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"schedule\":\"" +
-                    jsonEscape(schedule.name) + "\",\"devices\":" +
-                    std::to_string(schedule.placement.numDevices) +
-                    ",\"microbatches\":" +
-                    std::to_string(schedule.numMicrobatches) +
-                    ",\"makespan\":" + formatNumber(sim.makespan) +
-                    ",\"bubble_ratio\":" + formatNumber(sim.bubbleRatio) +
-                    "},\"traceEvents\":[\n";
+  std::string out =
+      "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"schedule\":\"" +
+      jsonEscape(schedule.name) +
+      "\",\"devices\":" + std::to_string(schedule.placement.numDevices) +
+      ",\"microbatches\":" + std::to_string(schedule.numMicrobatches) +
+      ",\"makespan\":" + formatNumber(sim.makespan) +
+      ",\"bubble_ratio\":" + formatNumber(sim.bubbleRatio) +
+      "},\"traceEvents\":[\n";
   bool first = true;
   for (const std::vector<std::string> *list : {&meta, &events})
     for (const std::string &e : *list) {

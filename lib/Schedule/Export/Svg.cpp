@@ -21,10 +21,10 @@ using detail::xmlEscape;
 
 namespace {
 
-constexpr int kLeft = 56;   // Room for "P3" labels.
-constexpr int kTop = 44;    // Room for the title.
+constexpr int kLeft = 56; // Room for "P3" labels.
+constexpr int kTop = 44;  // Room for the title.
 constexpr int kRight = 16;
-constexpr int kGap = 6;     // Between ranks.
+constexpr int kGap = 6; // Between ranks.
 constexpr const char *kAllReduceColour = "#8e6bbf";
 
 // Pipeline 0 ("down") in blues, pipeline 1 ("up") in oranges, further
@@ -34,8 +34,9 @@ const char *colour(int pipeline, ActionKind kind) {
                                     {"#fcd2a6", "#f59a4a", "#b5520f"},
                                     {"#c7e6c0", "#74c476", "#2f7d32"}};
   int row = std::clamp(pipeline, 0, 2);
-  int col = kind == ActionKind::Forward ? 0
-            : kind == ActionKind::WeightGrad ? 1 : 2;
+  int col = kind == ActionKind::Forward      ? 0
+            : kind == ActionKind::WeightGrad ? 1
+                                             : 2;
   return table[row][col];
 }
 
@@ -59,8 +60,8 @@ std::string toSvg(const Schedule &schedule, const SimResult &sim,
   std::string title = (schedule.name.empty() ? "schedule" : schedule.name) +
                       "  D=" + std::to_string(schedule.placement.numDevices) +
                       "  N=" + std::to_string(schedule.numMicrobatches) +
-                      "  makespan " + formatNumber(sim.makespan) +
-                      "  bubble " + formatNumber(sim.bubbleRatio * 100) + "%";
+                      "  makespan " + formatNumber(sim.makespan) + "  bubble " +
+                      formatNumber(sim.bubbleRatio * 100) + "%";
 
   std::string out;
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
@@ -126,7 +127,8 @@ std::string toSvg(const Schedule &schedule, const SimResult &sim,
     std::string fill, label;
   };
   std::vector<Entry> legend;
-  size_t numPipelines = std::max<size_t>(1, schedule.placement.pipelines.size());
+  size_t numPipelines =
+      std::max<size_t>(1, schedule.placement.pipelines.size());
   for (size_t k = 0; k < std::min<size_t>(numPipelines, 3); ++k) {
     std::string dir = detail::directionName(schedule, static_cast<int>(k));
     legend.push_back({colour(k, ActionKind::Forward), "F " + dir});

@@ -29,16 +29,16 @@ Result<std::size_t> writeFileAtomic(const std::string &path,
     result.error = "cannot create " + tmp + ": " + std::strerror(errno);
     return result;
   }
-  bool ok = std::fwrite(contents.data(), 1, contents.size(), f) ==
-                contents.size() &&
-            std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  bool ok =
+      std::fwrite(contents.data(), 1, contents.size(), f) == contents.size() &&
+      std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   if (std::fclose(f) != 0 || !ok)
     return fail("cannot write");
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     int saved = errno;
     std::remove(tmp.c_str());
-    result.error = "cannot rename " + tmp + " to " + path + ": " +
-                   std::strerror(saved);
+    result.error =
+        "cannot rename " + tmp + " to " + path + ": " + std::strerror(saved);
     return result;
   }
   result.value = contents.size();
