@@ -1,0 +1,65 @@
+//===- Export.h - Timelines and schedules for other tools -------*- C++ -*-===//
+//
+// Writers that turn a schedule (and its simulation) into files people and
+// other tools read: a Chrome trace (Perfetto, chrome://tracing), an SVG
+// timeline in the style of the BitPipe paper's figures, and the CSV that
+// torch.distributed.pipelining loads. Every writer returns a string; files
+// are written with writeFileAtomic so a reader never sees half a file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_SCHEDULE_EXPORT_H
+#define BITPIPE_SCHEDULE_EXPORT_H
+
+#include "bitpipe/Schedule/Error.h"
+#include "bitpipe/Schedule/Schedule.h"
+#include "bitpipe/Schedule/Simulator.h"
+
+#include <cstddef>
+#include <string>
+
+namespace bitpipe::sched {
+
+struct ChromeTraceOptions {
+  /// Simulator time unit in microseconds (ts and dur are in microseconds).
+  double microsecondsPerUnit = 1000.0;
+};
+
+/// Chrome trace JSON object: one process per rank ("rank r"), compute on
+/// thread 0, the rank's all-reduces on thread 1, and one thread per p2p
+/// channel end ("send to P2", "recv from P0"), so that no two complete
+/// ("ph":"X") events of one thread overlap.
+std::string toChromeTrace(const Schedule &schedule, const SimResult &sim,
+                          const ChromeTraceOptions &options = {});
+
+struct SvgOptions {
+  double pixelsPerUnit = 24.0; ///< Horizontal scale.
+  int computeRowHeight = 26;
+  int allReduceRowHeight = 10;
+};
+
+/// A standalone SVG: one row per rank (compute lane plus a thin all-reduce
+/// lane), one <rect class="action"> per F/B/W/AR with the micro-batch number
+/// in it, colour by pipeline (down: blues, up: oranges; F light, B dark, W
+/// between) and all-reduces in purple. Empty space is idle time. Title and
+/// legend state the schedule name, D, N, makespan and bubble ratio.
+std::string toSvg(const Schedule &schedule, const SimResult &sim,
+                  const SvgOptions &options = {});
+
+/// torch.distributed.pipelining's compute_only CSV: row r lists rank r's
+/// actions as `{stage}{F|B|I|W}{microbatch}` ("0F0" = forward of stage 0,
+/// micro-batch 0). Full backward is "B"; with split backward, B is written
+/// "I" (input gradient) and W "W". All-reduces are not compute actions in
+/// that format and are left out. Stage numbers are global; torch infers one
+/// rank per stage, so bidirectional schedules (a stage on two ranks) export
+/// faithfully but do not load into torch's single-direction runtime.
+std::string toTorchCsv(const Schedule &schedule);
+
+/// Writes `contents` to `path` atomically: to `path.tmp`, flushed to disk,
+/// then renamed over `path`. Returns the number of bytes written.
+Result<std::size_t> writeFileAtomic(const std::string &path,
+                                    const std::string &contents);
+
+} // namespace bitpipe::sched
+
+#endif // BITPIPE_SCHEDULE_EXPORT_H

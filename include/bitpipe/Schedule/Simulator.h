@@ -1,0 +1,106 @@
+//===- Simulator.h - Event simulation of a pipeline schedule ----*- C++ -*-===//
+//
+// Runs a schedule against a CostModel and measures it: makespan, bubbles,
+// peak activation memory, bytes moved, how much of the gradient all-reduce
+// hides behind compute, and the timeline the exporters draw.
+//
+// Model. Each rank has three independent resources: its compute stream, its
+// point-to-point links (one FIFO channel per (src,dst) pair) and its
+// all-reduce channel. The compute stream runs the rank's F/B/W actions in
+// program order; an action starts when the stream is free and its inputs are
+// there (a received activation/gradient, or the rank's own earlier result).
+// A send starts when its producer finishes and the channel is free; the
+// producer's rank does not wait for it. An AR is issued when the rank's
+// program reaches it (it does not block compute); the collective starts once
+// every member of the stages' replica group has issued its matching AR
+// (matched per group, in program order) and all members' all-reduce channels
+// are free. The step ends when all compute and all all-reduces are done,
+// since the optimizer step waits for the gradients.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_SCHEDULE_SIMULATOR_H
+#define BITPIPE_SCHEDULE_SIMULATOR_H
+
+#include "bitpipe/Schedule/Comms.h"
+#include "bitpipe/Schedule/CostModel.h"
+#include "bitpipe/Schedule/Error.h"
+#include "bitpipe/Schedule/Schedule.h"
+
+#include <string>
+#include <vector>
+
+namespace bitpipe::sched {
+
+enum class Lane { Compute, P2P, AllReduce };
+
+/// One interval of the simulated run.
+struct TimelineEvent {
+  Lane lane = Lane::Compute;
+  int rank = -1;
+  /// Compute: SendX/RecvX/AllReduce as in CommKind (Compute for F/B/W).
+  CommKind kind = CommKind::Compute;
+  /// Compute/AllReduce: the action; P2P: the action whose output moves.
+  Action action = Action::forward(-1, -1);
+  /// Compute/AllReduce: index into Schedule::ranks[rank]; P2P: -1.
+  int actionIndex = -1;
+  int peer = -1; ///< P2P: the other end of the transfer.
+  double start = 0;
+  double end = 0;
+  double bytes = 0; ///< P2P: bytes moved; AllReduce: bytes this rank sends.
+};
+
+struct RankStats {
+  double busy = 0;        ///< Sum of compute durations.
+  double idle = 0;        ///< makespan - busy.
+  double bubbleRatio = 0; ///< idle / makespan.
+  double computeEnd = 0;  ///< End of the rank's last compute action.
+  int peakInFlight = 0;   ///< Max (stage, micro-batch) with F done, B not.
+  double peakInFlightBytes = 0; ///< Same, weighted by CostModel::stash.
+  double bytesSent = 0; ///< Point-to-point bytes (local copies excluded).
+  double allReduceBytesSent = 0; ///< Ring all-reduce bytes this rank sends.
+  double allReduceTime = 0;      ///< Sum of this rank's collectives' durations.
+  double allReduceHidden = 0;    ///< Part of that before the rank's computeEnd.
+};
+
+/// What a rank was waiting for when the run stopped progressing.
+struct BlockedRank {
+  int rank = -1;
+  int actionIndex = -1; ///< Index into Schedule::ranks[rank].
+  std::string reason;   ///< In words: the action and what it waits for.
+};
+
+struct SimResult {
+  double makespan = 0;
+  /// Compute-only: total idle / (ranks * makespan). Exposed all-reduce time
+  /// at the end of the step counts as idle.
+  double bubbleRatio = 0;
+  std::vector<RankStats> ranks;
+  double totalBytesSent = 0;
+  /// Sum of the durations of all collectives (each counted once).
+  double allReduceTime = 0;
+  /// Fraction of all-reduce time that ran while the participating rank still
+  /// had compute to do: sum(allReduceHidden) / sum(rank allReduceTime).
+  /// 1 when there is no all-reduce time at all.
+  double allReduceOverlap = 1;
+  /// Every compute, transfer (on both ends) and all-reduce (on each member).
+  std::vector<TimelineEvent> timeline;
+
+  /// True when the run stopped with work left: the schedule cannot run.
+  bool deadlocked = false;
+  std::vector<BlockedRank> blocked;
+  /// "deadlock: ..." then one line per blocked rank. Empty when none.
+  std::string deadlockReport() const;
+};
+
+/// Simulates `schedule`. Fails when the schedule cannot be lowered (see
+/// lowerComms) or an all-reduce names a stage its rank does not hold; a
+/// schedule that runs into a deadlock succeeds with `deadlocked` set.
+Result<SimResult> simulate(const Schedule &schedule, const CostModel &cost);
+/// Same, from an already lowered program (what a pass produced).
+Result<SimResult> simulate(const Schedule &schedule, const CommProgram &program,
+                           const CostModel &cost);
+
+} // namespace bitpipe::sched
+
+#endif // BITPIPE_SCHEDULE_SIMULATOR_H

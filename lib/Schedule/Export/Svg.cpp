@@ -1,0 +1,158 @@
+//===- Svg.cpp - Simulated timeline as an SVG picture ---------------------===//
+//
+// Drawn like the BitPipe paper's schedule figures: ranks top to bottom, time
+// left to right, a box per action labelled with its micro-batch, the two
+// directions in two colour families.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Schedule/Export.h"
+
+#include "ExportUtil.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace bitpipe::sched {
+
+using detail::formatNumber;
+using detail::pipelineOf;
+using detail::xmlEscape;
+
+namespace {
+
+constexpr int kLeft = 56; // Room for "P3" labels.
+constexpr int kTop = 44;  // Room for the title.
+constexpr int kRight = 16;
+constexpr int kGap = 6; // Between ranks.
+constexpr const char *kAllReduceColour = "#8e6bbf";
+
+// Pipeline 0 ("down") in blues, pipeline 1 ("up") in oranges, further
+// pipelines in greens; forward light, weight gradient medium, backward dark.
+const char *colour(int pipeline, ActionKind kind) {
+  static const char *table[3][3] = {{"#b8d4f0", "#5b9bd5", "#1f4e89"},
+                                    {"#fcd2a6", "#f59a4a", "#b5520f"},
+                                    {"#c7e6c0", "#74c476", "#2f7d32"}};
+  int row = std::clamp(pipeline, 0, 2);
+  int col = kind == ActionKind::Forward      ? 0
+            : kind == ActionKind::WeightGrad ? 1
+                                             : 2;
+  return table[row][col];
+}
+
+bool darkBox(ActionKind kind) { return kind == ActionKind::Backward; }
+
+} // namespace
+
+std::string toSvg(const Schedule &schedule, const SimResult &sim,
+                  const SvgOptions &options) {
+  const int numRanks = schedule.numRanks();
+  const double ppu = options.pixelsPerUnit;
+  const int rowH = options.computeRowHeight;
+  const int arH = options.allReduceRowHeight;
+  const int rankH = rowH + arH + kGap;
+  const double plotW = std::max(1.0, sim.makespan * ppu);
+  const int legendTop = kTop + numRanks * rankH + 14;
+  const int legendH = 44;
+  const int width = kLeft + static_cast<int>(plotW + 0.999) + kRight;
+  const int height = legendTop + legendH;
+
+  std::string title = (schedule.name.empty() ? "schedule" : schedule.name) +
+                      "  D=" + std::to_string(schedule.placement.numDevices) +
+                      "  N=" + std::to_string(schedule.numMicrobatches) +
+                      "  makespan " + formatNumber(sim.makespan) + "  bubble " +
+                      formatNumber(sim.bubbleRatio * 100) + "%";
+
+  std::string out;
+  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+         std::to_string(width) + "\" height=\"" + std::to_string(height) +
+         "\" viewBox=\"0 0 " + std::to_string(width) + " " +
+         std::to_string(height) +
+         "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
+  out += "<title>" + xmlEscape(title) + "</title>\n";
+  out += "<rect class=\"background\" x=\"0\" y=\"0\" width=\"100%\" "
+         "height=\"100%\" fill=\"white\"/>\n";
+  out += "<text x=\"" + std::to_string(kLeft) +
+         "\" y=\"24\" font-size=\"15\" font-weight=\"bold\">" +
+         xmlEscape(title) + "</text>\n";
+
+  // Rank labels and lane guides: idle time is what stays empty.
+  for (int r = 0; r < numRanks; ++r) {
+    int y = kTop + r * rankH;
+    out += "<text x=\"8\" y=\"" + std::to_string(y + rowH / 2 + 5) +
+           "\" font-size=\"13\">P" + std::to_string(r) + "</text>\n";
+    out += "<line x1=\"" + std::to_string(kLeft) + "\" y1=\"" +
+           std::to_string(y + rowH + arH / 2) + "\" x2=\"" +
+           formatNumber(kLeft + plotW) + "\" y2=\"" +
+           std::to_string(y + rowH + arH / 2) +
+           "\" stroke=\"#dddddd\" stroke-width=\"1\"/>\n";
+  }
+
+  for (const TimelineEvent &e : sim.timeline) {
+    if (e.lane == Lane::P2P)
+      continue;
+    int y = kTop + e.rank * rankH;
+    double x = kLeft + e.start * ppu;
+    double w = (e.end - e.start) * ppu;
+    if (e.lane == Lane::AllReduce) {
+      // Free all-reduces still get a visible marker.
+      w = std::max(w, 3.0);
+      out += "<rect class=\"action\" x=\"" + formatNumber(x) + "\" y=\"" +
+             std::to_string(y + rowH + 1) + "\" width=\"" + formatNumber(w) +
+             "\" height=\"" + std::to_string(arH - 2) + "\" fill=\"" +
+             kAllReduceColour + "\" stroke=\"black\" stroke-width=\"0.5\">" +
+             "<title>" + xmlEscape(e.action.str()) + " [" +
+             formatNumber(e.start) + ", " + formatNumber(e.end) +
+             "]</title></rect>\n";
+      continue;
+    }
+    const Action &a = e.action;
+    int pipeline = pipelineOf(schedule, a.microbatch);
+    out += "<rect class=\"action\" x=\"" + formatNumber(x) + "\" y=\"" +
+           std::to_string(y) + "\" width=\"" + formatNumber(w) +
+           "\" height=\"" + std::to_string(rowH) + "\" fill=\"" +
+           colour(pipeline, a.kind) +
+           "\" stroke=\"black\" stroke-width=\"0.5\"><title>" +
+           xmlEscape(a.str()) + " [" + formatNumber(e.start) + ", " +
+           formatNumber(e.end) + "]</title></rect>\n";
+    out += "<text x=\"" + formatNumber(x + w / 2) + "\" y=\"" +
+           std::to_string(y + rowH / 2 + 4) +
+           "\" font-size=\"11\" text-anchor=\"middle\" fill=\"" +
+           (darkBox(a.kind) ? "white" : "black") + "\">" +
+           std::to_string(a.microbatch) + "</text>\n";
+  }
+
+  // Legend: one swatch per colour in use.
+  struct Entry {
+    std::string fill, label;
+  };
+  std::vector<Entry> legend;
+  size_t numPipelines =
+      std::max<size_t>(1, schedule.placement.pipelines.size());
+  for (size_t k = 0; k < std::min<size_t>(numPipelines, 3); ++k) {
+    std::string dir = detail::directionName(schedule, static_cast<int>(k));
+    legend.push_back({colour(k, ActionKind::Forward), "F " + dir});
+    legend.push_back({colour(k, ActionKind::Backward), "B " + dir});
+    if (schedule.splitBackward)
+      legend.push_back({colour(k, ActionKind::WeightGrad), "W " + dir});
+  }
+  legend.push_back({kAllReduceColour, "all-reduce"});
+  int x = kLeft;
+  for (const Entry &entry : legend) {
+    out += "<rect class=\"legend\" x=\"" + std::to_string(x) + "\" y=\"" +
+           std::to_string(legendTop) + "\" width=\"14\" height=\"14\" fill=\"" +
+           entry.fill + "\" stroke=\"black\" stroke-width=\"0.5\"/>\n";
+    out += "<text x=\"" + std::to_string(x + 18) + "\" y=\"" +
+           std::to_string(legendTop + 12) + "\" font-size=\"12\">" +
+           xmlEscape(entry.label) + "</text>\n";
+    x += 34 + 7 * static_cast<int>(entry.label.size());
+  }
+  out += "<text x=\"" + std::to_string(kLeft) + "\" y=\"" +
+         std::to_string(legendTop + 34) +
+         "\" font-size=\"11\" fill=\"#555555\">time in slots; empty space is "
+         "idle; numbers are micro-batches</text>\n";
+  out += "</svg>\n";
+  return out;
+}
+
+} // namespace bitpipe::sched

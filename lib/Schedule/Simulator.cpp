@@ -1,0 +1,495 @@
+//===- Simulator.cpp - Event simulation of a pipeline schedule ------------===//
+//
+// A discrete-event loop: a min-heap of "compute finished" and "transfer
+// arrived" events. After each event every rank advances through its lowered
+// program as far as its dependencies allow. When the heap runs dry with
+// program left on some rank, nothing can ever change again: a deadlock.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Schedule/Simulator.h"
+
+#include "bitpipe/Schedule/Describe.h"
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <set>
+#include <utility>
+
+namespace bitpipe::sched {
+
+std::string SimResult::deadlockReport() const {
+  if (!deadlocked)
+    return "";
+  std::string out = "deadlock: no rank can make progress\n";
+  for (const BlockedRank &b : blocked)
+    out += "  " + b.reason + "\n";
+  return out;
+}
+
+namespace {
+
+/// One all-reduce collective: the matching ARs of a replica group.
+struct Collective {
+  std::vector<int> members; ///< The group, sorted.
+  std::vector<int> stages;  ///< From the first member that issued it.
+  double bytes = 0;
+  int reached = 0;
+  double lastReach = 0;
+  bool started = false;
+  std::map<int, int> actionIndexOf; ///< rank -> index of its AR action.
+};
+
+struct Event {
+  double time;
+  long seq;
+  bool isCompute; ///< Otherwise a transfer arrival.
+  int id;         ///< Rank, or transfer.
+  bool operator>(const Event &o) const {
+    return time != o.time ? time > o.time : seq > o.seq;
+  }
+};
+
+class Simulation {
+public:
+  Simulation(const Schedule &schedule, const CommProgram &program,
+             const CostModel &cost)
+      : schedule_(schedule), program_(program), cost_(cost),
+        numRanks_(schedule.numRanks()),
+        numMicrobatches_(schedule.numMicrobatches),
+        numStages_(schedule.placement.numStages) {}
+
+  Result<SimResult> run();
+
+private:
+  std::string prepare();
+  bool advance(int rank);
+  bool computeReady(int rank, const Action &a, int actionIndex);
+  std::string waitReason(int rank, const Action &a, int actionIndex);
+  void startCollective(int id);
+  void finishCompute(int rank);
+  void finalize();
+
+  int slot(const Action &a) const {
+    int k = a.kind == ActionKind::Forward    ? 0
+            : a.kind == ActionKind::Backward ? 1
+                                             : 2;
+    return (k * numMicrobatches_ + a.microbatch) * numStages_ + a.stage;
+  }
+  double duration(const Action &a) const {
+    switch (a.kind) {
+    case ActionKind::Forward:
+      return cost_.forwardTime(a.stage);
+    case ActionKind::Backward:
+      return cost_.backwardTime(a.stage);
+    case ActionKind::WeightGrad:
+      return cost_.weightGradTime(a.stage);
+    case ActionKind::AllReduce:
+      return 0;
+    }
+    return 0;
+  }
+  void push(double time, bool isCompute, int id) {
+    events_.push({time, seq_++, isCompute, id});
+  }
+
+  const Schedule &schedule_;
+  const CommProgram &program_;
+  const CostModel &cost_;
+  int numRanks_, numMicrobatches_, numStages_;
+
+  SimResult out_;
+  double now_ = 0;
+  long seq_ = 0;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+
+  // Per rank.
+  std::vector<size_t> pc_;
+  std::vector<bool> busy_;
+  std::vector<Action> running_;
+  std::vector<int> inFlight_;
+  std::vector<double> inFlightBytes_;
+  std::map<std::pair<int, int>, double> channelFree_;
+  std::vector<double> allReduceFree_;
+  // Per compute action (by slot): finished?, and the rank of each F.
+  std::vector<bool> done_;
+  std::vector<int> forwardRank_;
+  // Per transfer.
+  std::vector<bool> arrived_;
+  std::map<std::pair<int, int>, int> inputTransfer_; ///< (rank, index) -> id.
+  // All-reduce.
+  std::vector<Collective> collectives_;
+  std::map<std::pair<int, int>, int> collectiveOf_; ///< (rank, index) -> id.
+  std::vector<std::vector<std::pair<double, double>>> arIntervals_;
+};
+
+std::string Simulation::prepare() {
+  const Placement &p = schedule_.placement;
+  for (size_t k = 0; k < p.pipelines.size(); ++k) {
+    const std::vector<int> &devs = p.pipelines[k].stageDevice;
+    if (static_cast<int>(devs.size()) != numStages_)
+      return "pipeline " + std::to_string(k) + " places " +
+             std::to_string(devs.size()) + " stages, the placement has " +
+             std::to_string(numStages_);
+    for (int st = 0; st < numStages_; ++st)
+      if (devs[st] < 0 || devs[st] >= numRanks_)
+        return "pipeline " + std::to_string(k) + " places stage " +
+               std::to_string(st) + " on device " + std::to_string(devs[st]) +
+               ", but the schedule has " + std::to_string(numRanks_) +
+               " ranks";
+  }
+  if (static_cast<int>(program_.ranks.size()) != numRanks_)
+    return "the lowered program has " + std::to_string(program_.ranks.size()) +
+           " ranks, the schedule " + std::to_string(numRanks_);
+
+  pc_.assign(numRanks_, 0);
+  busy_.assign(numRanks_, false);
+  running_.assign(numRanks_, Action::forward(-1, -1));
+  inFlight_.assign(numRanks_, 0);
+  inFlightBytes_.assign(numRanks_, 0);
+  allReduceFree_.assign(numRanks_, 0);
+  size_t slots = 3 * static_cast<size_t>(std::max(0, numMicrobatches_)) *
+                 std::max(0, numStages_);
+  done_.assign(slots, false);
+  forwardRank_.assign(slots, -1);
+  arrived_.assign(program_.transfers.size(), false);
+  arIntervals_.assign(numRanks_, {});
+  out_.ranks.assign(numRanks_, RankStats());
+
+  for (size_t t = 0; t < program_.transfers.size(); ++t) {
+    const Transfer &tr = program_.transfers[t];
+    inputTransfer_[{tr.dst, tr.consumerIndex}] = static_cast<int>(t);
+  }
+
+  // Match all-reduces: the k-th AR of a rank with replica group G meets the
+  // k-th AR of every other member of G.
+  std::vector<std::vector<int>> groups = p.replicaGroups();
+  std::map<std::pair<std::vector<int>, int>, int> byKey;
+  for (int r = 0; r < numRanks_; ++r) {
+    std::map<std::vector<int>, int> seen;
+    const std::vector<Action> &actions = schedule_.ranks[r];
+    for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
+      const Action &a = actions[i];
+      if (a.kind == ActionKind::AllReduce) {
+        std::set<int> members;
+        for (int s : a.stages) {
+          if (s < 0 || s >= numStages_)
+            return "rank " + std::to_string(r) + ": " + a.str() +
+                   " names a stage that does not exist";
+          members.insert(groups[s].begin(), groups[s].end());
+          if (!std::count(groups[s].begin(), groups[s].end(), r))
+            return "rank " + std::to_string(r) + ": " + a.str() +
+                   " all-reduces stage " + std::to_string(s) + ", which rank " +
+                   std::to_string(r) + " does not hold";
+        }
+        std::vector<int> group(members.begin(), members.end());
+        int k = seen[group]++;
+        auto [it, fresh] = byKey.insert({{group, k}, 0});
+        if (fresh) {
+          it->second = static_cast<int>(collectives_.size());
+          Collective c;
+          c.members = group;
+          c.stages = a.stages;
+          for (int s : a.stages)
+            c.bytes += cost_.gradient(s);
+          collectives_.push_back(c);
+        }
+        collectives_[it->second].actionIndexOf[r] = i;
+        collectiveOf_[{r, i}] = it->second;
+      } else if (!(a.microbatch >= 0 && a.microbatch < numMicrobatches_ &&
+                   a.stage >= 0 && a.stage < numStages_)) {
+        return "rank " + std::to_string(r) + ": " + a.str() +
+               " is out of range";
+      }
+    }
+  }
+  return "";
+}
+
+bool Simulation::computeReady(int rank, const Action &a, int actionIndex) {
+  auto in = inputTransfer_.find({rank, actionIndex});
+  if (in != inputTransfer_.end() && !arrived_[in->second])
+    return false;
+  if (a.kind == ActionKind::Backward &&
+      !done_[slot(Action::forward(a.microbatch, a.stage))])
+    return false;
+  if (a.kind == ActionKind::WeightGrad &&
+      !done_[slot(Action::backward(a.microbatch, a.stage))])
+    return false;
+  return true;
+}
+
+std::string Simulation::waitReason(int rank, const Action &a, int actionIndex) {
+  std::string head = "rank " + std::to_string(rank) + ": " + a.str() + " (" +
+                     describe(a) + ") waits for ";
+  auto in = inputTransfer_.find({rank, actionIndex});
+  if (in != inputTransfer_.end() && !arrived_[in->second]) {
+    const Transfer &t = program_.transfers[in->second];
+    Action producer = t.producer();
+    std::string what =
+        (t.gradient ? "the gradient of " : "the activation of ") +
+        producer.str() + " from rank " + std::to_string(t.src);
+    if (done_[slot(producer)])
+      return head + what + ", which was never sent";
+    std::string why = ", which has not run";
+    if (t.src != rank && pc_[t.src] < program_.ranks[t.src].size())
+      why +=
+          " (rank " + std::to_string(t.src) + " is itself blocked at " +
+          schedule_.ranks[t.src][program_.ranks[t.src][pc_[t.src]].actionIndex]
+              .str() +
+          ")";
+    return head + what + why;
+  }
+  if (a.kind == ActionKind::Backward)
+    return head + "its forward " +
+           Action::forward(a.microbatch, a.stage).str() + ", which has not run";
+  if (a.kind == ActionKind::WeightGrad)
+    return head + "its backward " +
+           Action::backward(a.microbatch, a.stage).str() +
+           ", which has not run";
+  return head + "nothing (simulator bug)";
+}
+
+void Simulation::startCollective(int id) {
+  Collective &c = collectives_[id];
+  c.started = true;
+  double start = now_;
+  for (int m : c.members)
+    start = std::max(start, allReduceFree_[m]);
+  int n = static_cast<int>(c.members.size());
+  double dur = cost_.allReduceTime(c.bytes, n);
+  double perRank = CostModel::allReduceBytesPerRank(c.bytes, n);
+  out_.allReduceTime += dur;
+  for (int m : c.members) {
+    allReduceFree_[m] = start + dur;
+    TimelineEvent e;
+    e.lane = Lane::AllReduce;
+    e.rank = m;
+    e.kind = CommKind::AllReduce;
+    e.actionIndex = c.actionIndexOf[m];
+    e.action = schedule_.ranks[m][e.actionIndex];
+    e.start = start;
+    e.end = start + dur;
+    e.bytes = perRank;
+    out_.timeline.push_back(e);
+    RankStats &st = out_.ranks[m];
+    st.allReduceTime += dur;
+    st.allReduceBytesSent += perRank;
+    arIntervals_[m].push_back({start, start + dur});
+  }
+}
+
+bool Simulation::advance(int r) {
+  bool progressed = false;
+  const std::vector<CommAction> &items = program_.ranks[r];
+  while (!busy_[r] && pc_[r] < items.size()) {
+    const CommAction &c = items[pc_[r]];
+    switch (c.kind) {
+    case CommKind::Compute: {
+      const Action &a = schedule_.ranks[r][c.actionIndex];
+      if (!computeReady(r, a, c.actionIndex))
+        return progressed;
+      double dur = duration(a);
+      TimelineEvent e;
+      e.lane = Lane::Compute;
+      e.rank = r;
+      e.action = a;
+      e.actionIndex = c.actionIndex;
+      e.start = now_;
+      e.end = now_ + dur;
+      out_.timeline.push_back(e);
+      out_.ranks[r].busy += dur;
+      busy_[r] = true;
+      running_[r] = a;
+      push(now_ + dur, /*isCompute=*/true, r);
+      break;
+    }
+    case CommKind::AllReduce: {
+      auto it = collectiveOf_.find({r, c.actionIndex});
+      if (it != collectiveOf_.end()) {
+        Collective &col = collectives_[it->second];
+        col.lastReach = now_;
+        if (++col.reached == static_cast<int>(col.members.size()))
+          startCollective(it->second);
+      }
+      break;
+    }
+    case CommKind::SendF:
+    case CommKind::SendB: {
+      const Transfer &t = program_.transfers[c.transfer];
+      double bytes = cost_.boundary(t.gradient ? t.toStage : t.fromStage);
+      double &free = channelFree_[{t.src, t.dst}];
+      double start = std::max(now_, free);
+      double end = start + cost_.p2pTime(bytes);
+      free = end;
+      out_.ranks[r].bytesSent += bytes;
+      out_.totalBytesSent += bytes;
+      bool grad = c.kind == CommKind::SendB;
+      TimelineEvent e;
+      e.lane = Lane::P2P;
+      e.action = t.producer();
+      e.start = start;
+      e.end = end;
+      e.bytes = bytes;
+      e.rank = t.src;
+      e.peer = t.dst;
+      e.kind = c.kind;
+      out_.timeline.push_back(e);
+      e.rank = t.dst;
+      e.peer = t.src;
+      e.kind = grad ? CommKind::RecvB : CommKind::RecvF;
+      out_.timeline.push_back(e);
+      push(end, /*isCompute=*/false, c.transfer);
+      break;
+    }
+    case CommKind::LocalCopyF:
+    case CommKind::LocalCopyB:
+      // Free: the consumer may start at once.
+      arrived_[c.transfer] = true;
+      break;
+    case CommKind::RecvF:
+    case CommKind::RecvB:
+      if (!arrived_[c.transfer])
+        return progressed;
+      break;
+    }
+    ++pc_[r];
+    progressed = true;
+  }
+  return progressed;
+}
+
+void Simulation::finishCompute(int r) {
+  const Action &a = running_[r];
+  busy_[r] = false;
+  done_[slot(a)] = true;
+  out_.ranks[r].computeEnd = now_;
+  if (a.kind == ActionKind::Forward) {
+    forwardRank_[slot(a)] = r;
+    RankStats &st = out_.ranks[r];
+    st.peakInFlight = std::max(st.peakInFlight, ++inFlight_[r]);
+    inFlightBytes_[r] += cost_.stash(a.stage);
+    st.peakInFlightBytes = std::max(st.peakInFlightBytes, inFlightBytes_[r]);
+  } else if (a.kind == ActionKind::Backward) {
+    // The stash lives where the forward ran.
+    int f = forwardRank_[slot(Action::forward(a.microbatch, a.stage))];
+    if (f >= 0) {
+      --inFlight_[f];
+      inFlightBytes_[f] -= cost_.stash(a.stage);
+    }
+  }
+}
+
+void Simulation::finalize() {
+  double makespan = 0;
+  for (const TimelineEvent &e : out_.timeline)
+    makespan = std::max(makespan, e.end);
+  out_.makespan = makespan;
+  double idle = 0, arTime = 0, arHidden = 0;
+  for (int r = 0; r < numRanks_; ++r) {
+    RankStats &st = out_.ranks[r];
+    st.idle = makespan - st.busy;
+    st.bubbleRatio = makespan > 0 ? st.idle / makespan : 0;
+    idle += st.idle;
+    for (auto [s, e] : arIntervals_[r])
+      st.allReduceHidden += std::max(0.0, std::min(e, st.computeEnd) - s);
+    arTime += st.allReduceTime;
+    arHidden += st.allReduceHidden;
+  }
+  out_.bubbleRatio =
+      makespan > 0 && numRanks_ > 0 ? idle / (numRanks_ * makespan) : 0;
+  out_.allReduceOverlap = arTime > 0 ? arHidden / arTime : 1;
+  std::stable_sort(out_.timeline.begin(), out_.timeline.end(),
+                   [](const TimelineEvent &a, const TimelineEvent &b) {
+                     if (a.rank != b.rank)
+                       return a.rank < b.rank;
+                     if (a.lane != b.lane)
+                       return a.lane < b.lane;
+                     return a.start < b.start;
+                   });
+
+  // Whatever is left over explains a deadlock.
+  for (int r = 0; r < numRanks_; ++r) {
+    const std::vector<CommAction> &items = program_.ranks[r];
+    if (pc_[r] >= items.size())
+      continue;
+    const CommAction &c = items[pc_[r]];
+    const Action &a = schedule_.ranks[r][c.actionIndex];
+    out_.blocked.push_back({r, c.actionIndex, waitReason(r, a, c.actionIndex)});
+  }
+  for (const Collective &c : collectives_) {
+    if (c.started)
+      continue;
+    for (auto [r, index] : c.actionIndexOf) {
+      if (pc_[r] < program_.ranks[r].size())
+        continue; // Already reported as blocked in its program.
+      std::string who;
+      for (int m : c.members) {
+        if (m == r)
+          continue;
+        auto it = c.actionIndexOf.find(m);
+        if (it == c.actionIndexOf.end())
+          who += " rank " + std::to_string(m) + " has no matching all-reduce;";
+        else if (pc_[m] < program_.ranks[m].size())
+          who += " rank " + std::to_string(m) + " is blocked before it;";
+      }
+      if (!who.empty())
+        who.pop_back();
+      const Action &a = schedule_.ranks[r][index];
+      out_.blocked.push_back(
+          {r, index,
+           "rank " + std::to_string(r) + ": " + a.str() + " (" + describe(a) +
+               ") waits for its group " + formatSet(c.members) + ":" + who});
+    }
+  }
+  out_.deadlocked = !out_.blocked.empty();
+}
+
+Result<SimResult> Simulation::run() {
+  Result<SimResult> result;
+  result.error = prepare();
+  if (!result.error.empty())
+    return result;
+  auto advanceAll = [&] {
+    bool progressed = true;
+    while (progressed) {
+      progressed = false;
+      for (int r = 0; r < numRanks_; ++r)
+        progressed |= advance(r);
+    }
+  };
+  advanceAll();
+  while (!events_.empty()) {
+    Event e = events_.top();
+    events_.pop();
+    now_ = e.time;
+    if (e.isCompute)
+      finishCompute(e.id);
+    else
+      arrived_[e.id] = true;
+    advanceAll();
+  }
+  finalize();
+  result.value = std::move(out_);
+  return result;
+}
+
+} // namespace
+
+Result<SimResult> simulate(const Schedule &schedule, const CommProgram &program,
+                           const CostModel &cost) {
+  return Simulation(schedule, program, cost).run();
+}
+
+Result<SimResult> simulate(const Schedule &schedule, const CostModel &cost) {
+  Result<CommProgram> program = lowerComms(schedule);
+  if (!program) {
+    Result<SimResult> result;
+    result.error = program.error;
+    return result;
+  }
+  return simulate(schedule, *program.value, cost);
+}
+
+} // namespace bitpipe::sched
