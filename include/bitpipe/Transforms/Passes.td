@@ -27,4 +27,44 @@ def AnnotateCost : Pass<"bitpipe-annotate-cost", "mlir::ModuleOp"> {
   ];
 }
 
+def GenerateBackward : Pass<"bitpipe-generate-backward", "mlir::ModuleOp"> {
+  let summary = "Build the backward function of every stage function";
+  let description = [{
+    For every function with `bitpipe.stage`, builds its backward from the nn
+    ops' backward rules (`nn::BackwardOpInterface`; no per-op cases here) and
+    makes what the forward keeps for it explicit:
+
+    * the forward function additionally returns the op results its backward
+      reads (result attribute `bitpipe.saved`), and its callers are updated;
+    * `@<stage>_bwd(args..., saved..., grads...) -> (arg grads...)` takes the
+      forward arguments the backward reads (with their `nn.param` /
+      `nn.input` attributes), the saved values (`bitpipe.saved = i`: the
+      forward's i-th saved result) and the gradients of the forward's
+      outputs (`bitpipe.grad_of_result = i`), and returns the gradient of
+      every differentiable forward argument (`bitpipe.grad_of_arg = i`, plus
+      `nn.param` for parameters). Token ids and labels have none. A 0-d
+      output is the loss: its gradient is seeded with 1 inside the backward
+      instead of being an argument (gradients are sums over micro-batches;
+      averaging is the optimizer step's business).
+
+    With `split`, the backward is two functions, as zero-bubble schedules
+    need: `@<stage>_bwd_input` (input gradients and the parameter gradients
+    that fall out of input-gradient ops, such as layer-norm gains) and
+    `@<stage>_bwd_weight` (the ops with the `NN_WeightGradient` trait). The
+    input half additionally returns what the weight half needs (result
+    attribute `bitpipe.stash = j`), which the weight half takes as
+    arguments with the same attribute.
+
+    The forward function records its backward as `bitpipe.backward =
+    @<stage>_bwd`, or `bitpipe.backward_input` and `bitpipe.backward_weight`.
+  }];
+  let dependentDialects = ["bitpipe::nn::NNDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::func::FuncDialect"];
+  let options = [
+    Option<"split", "split", "bool", /*default=*/"false",
+           "Split the backward into input-gradient and weight-gradient functions">,
+  ];
+}
+
 #endif // BITPIPE_TRANSFORMS_PASSES_TD

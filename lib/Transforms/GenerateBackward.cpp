@@ -1,0 +1,467 @@
+//===- GenerateBackward.cpp - The bitpipe-generate-backward pass ----------===//
+//
+// Reverse-mode differentiation of stage functions, one op at a time, through
+// nn::BackwardOpInterface. The pass knows no op: each forward op emits its
+// own backward ops, and declares which forward values they read
+// (getSavedValues). Those values become explicit: returned by the forward,
+// taken by the backward. A backward rule that reads a value it did not
+// declare is reported, so the declarations cannot drift from the rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Dialect/NN/IR/NNOps.h"
+#include "bitpipe/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace bitpipe {
+#define GEN_PASS_DEF_GENERATEBACKWARD
+#include "bitpipe/Transforms/Passes.h.inc"
+} // namespace bitpipe
+
+using namespace mlir;
+using namespace bitpipe;
+
+namespace {
+
+constexpr StringLiteral kStageAttr = "bitpipe.stage";
+constexpr StringLiteral kSavedAttr = "bitpipe.saved";
+constexpr StringLiteral kGradOfResultAttr = "bitpipe.grad_of_result";
+constexpr StringLiteral kGradOfArgAttr = "bitpipe.grad_of_arg";
+constexpr StringLiteral kStashAttr = "bitpipe.stash";
+constexpr StringLiteral kParamAttr = "nn.param";
+constexpr StringLiteral kLayerAttr = "nn.layer";
+
+/// Records the ops a builder creates, so that their operands can be moved
+/// from forward values to the backward function's.
+struct CreatedOps : public OpBuilder::Listener {
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    ops.push_back(op);
+  }
+  SmallVector<Operation *> ops;
+};
+
+/// A 0-d float output is the loss: its backward starts from 1.
+bool isLoss(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && type.getRank() == 0 && isa<FloatType>(type.getElementType());
+}
+
+/// Differentiates one stage function.
+class StageDifferentiator {
+public:
+  StageDifferentiator(func::FuncOp forward) : forward(forward) {}
+
+  /// Builds `@<name>_bwd` after the forward, and makes the forward return
+  /// its saved values. Returns the backward function.
+  FailureOr<func::FuncOp> run();
+
+private:
+  LogicalResult collectActiveOps();
+  void addGrad(OpBuilder &b, Value forwardValue, Value grad,
+               Attribute layer = {});
+
+  func::FuncOp forward;
+  SmallVector<Operation *> activeOps;          ///< Forward order.
+  llvm::SetVector<Value> savedArgs, savedResults;
+  IRMapping toBackward;                        ///< Forward -> backward values.
+  llvm::MapVector<Value, Value> grads;         ///< Forward value -> gradient.
+};
+
+LogicalResult StageDifferentiator::collectActiveOps() {
+  Block &body = forward.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  // An op is active when one of its results flows to an output.
+  DenseSet<Value> needed(ret.getOperands().begin(), ret.getOperands().end());
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    if (llvm::none_of(op.getResults(),
+                      [&](Value r) { return needed.contains(r); }))
+      continue;
+    auto backward = dyn_cast<nn::BackwardOpInterface>(&op);
+    if (!backward)
+      return op.emitOpError()
+             << "has no backward rule (nn::BackwardOpInterface): cannot "
+                "differentiate stage @"
+             << forward.getSymName();
+    activeOps.push_back(&op);
+    needed.insert(op.operand_begin(), op.operand_end());
+  }
+  std::reverse(activeOps.begin(), activeOps.end());
+  for (Operation *op : activeOps)
+    for (Value v : cast<nn::BackwardOpInterface>(op).getSavedValues()) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        savedArgs.insert(arg);
+      else
+        savedResults.insert(v);
+    }
+  return success();
+}
+
+void StageDifferentiator::addGrad(OpBuilder &b, Value forwardValue,
+                                  Value grad, Attribute layer) {
+  auto [it, inserted] = grads.insert({forwardValue, grad});
+  if (inserted)
+    return;
+  // The value fans out: its gradient is the sum over its uses, computed in
+  // the layer of the use that completes it.
+  auto sum = b.create<nn::AddOp>(grad.getLoc(), it->second, grad);
+  if (layer)
+    sum->setAttr(kLayerAttr, layer);
+  it->second = sum;
+}
+
+FailureOr<func::FuncOp> StageDifferentiator::run() {
+  if (!forward.getBody().hasOneBlock())
+    return forward.emitOpError() << "must have a single block to be "
+                                    "differentiated";
+  if (failed(collectActiveOps()))
+    return failure();
+
+  MLIRContext *ctx = forward.getContext();
+  OpBuilder b(ctx);
+  Block &fwdBody = forward.getBody().front();
+  auto fwdReturn = cast<func::ReturnOp>(fwdBody.getTerminator());
+
+  // The backward's signature: forward args it reads, saved results, then the
+  // gradients of the outputs that are not the loss.
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  SmallVector<Value> argSources; // Forward value each argument stands for.
+  for (BlockArgument arg : fwdBody.getArguments())
+    if (savedArgs.contains(arg)) {
+      argTypes.push_back(arg.getType());
+      argAttrs.push_back(forward.getArgAttrDict(arg.getArgNumber()));
+      argSources.push_back(arg);
+    }
+  for (auto [i, v] : llvm::enumerate(savedResults)) {
+    argTypes.push_back(v.getType());
+    argAttrs.push_back(
+        b.getDictionaryAttr(b.getNamedAttr(kSavedAttr, b.getI64IntegerAttr(i))));
+    argSources.push_back(v);
+  }
+  SmallVector<unsigned> gradArgOutputs;
+  for (auto [i, out] : llvm::enumerate(fwdReturn.getOperands()))
+    if (!isLoss(out)) {
+      argTypes.push_back(out.getType());
+      argAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(kGradOfResultAttr, b.getI64IntegerAttr(i))));
+      gradArgOutputs.push_back(i);
+    }
+
+  b.setInsertionPointAfter(forward);
+  auto bwd = b.create<func::FuncOp>(forward.getLoc(),
+                                    (forward.getSymName() + "_bwd").str(),
+                                    b.getFunctionType(argTypes, {}));
+  bwd.setPrivate();
+  if (Attribute stage = forward->getAttr(kStageAttr))
+    bwd->setAttr(kStageAttr, stage);
+  Block *body = bwd.addEntryBlock();
+  for (auto [i, attrs] : llvm::enumerate(argAttrs))
+    if (attrs)
+      bwd.setArgAttrs(i, attrs);
+  unsigned numSources = argSources.size();
+  for (auto [i, v] : llvm::enumerate(argSources))
+    toBackward.map(v, body->getArgument(i));
+
+  // Seed the gradients of the outputs.
+  b.setInsertionPointToStart(body);
+  for (auto [i, out] : llvm::enumerate(fwdReturn.getOperands())) {
+    if (isLoss(out)) {
+      auto one = DenseElementsAttr::get(cast<ShapedType>(out.getType()),
+                                        b.getFloatAttr(
+                                            getElementTypeOrSelf(out), 1.0));
+      addGrad(b, out, b.create<arith::ConstantOp>(forward.getLoc(), one));
+    }
+  }
+  for (auto [k, outIndex] : llvm::enumerate(gradArgOutputs))
+    addGrad(b, fwdReturn.getOperand(outIndex),
+            body->getArgument(numSources + k));
+
+  // Reverse sweep.
+  CreatedOps created;
+  b.setListener(&created);
+  for (Operation *op : llvm::reverse(activeOps)) {
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value r : op->getResults()) {
+      Value g = grads.lookup(r);
+      any |= static_cast<bool>(g);
+      resultGrads.push_back(g);
+    }
+    if (!any)
+      continue;
+    if (llvm::is_contained(resultGrads, Value()))
+      return op->emitOpError() << "has results with and without gradients; "
+                                  "only single-result forward ops are "
+                                  "supported";
+    created.ops.clear();
+    SmallVector<Value> operandGrads;
+    if (failed(cast<nn::BackwardOpInterface>(op).buildBackward(
+            b, resultGrads, operandGrads)))
+      return op->emitOpError() << "backward rule failed";
+    // Move the new ops' operands from forward values to backward ones.
+    for (Operation *newOp : created.ops) {
+      if (Attribute layer = op->getAttr(kLayerAttr))
+        newOp->setAttr(kLayerAttr, layer);
+      for (OpOperand &operand : newOp->getOpOperands()) {
+        Value v = operand.get();
+        if (v.getParentRegion() != &forward.getBody())
+          continue;
+        Value mapped = toBackward.lookupOrNull(v);
+        if (!mapped)
+          return op->emitOpError()
+                 << "backward rule reads a forward value it does not list in "
+                    "getSavedValues (operand #"
+                 << operand.getOperandNumber() << " of '"
+                 << newOp->getName() << "')";
+        operand.set(mapped);
+      }
+    }
+    for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
+      if (g)
+        addGrad(b, operand, g, op->getAttr(kLayerAttr));
+  }
+  b.setListener(nullptr);
+
+  // Results: the gradient of every forward argument that has one.
+  SmallVector<Value> results;
+  SmallVector<DictionaryAttr> resultAttrs;
+  for (BlockArgument arg : fwdBody.getArguments()) {
+    Value g = grads.lookup(arg);
+    if (!g)
+      continue;
+    results.push_back(g);
+    NamedAttrList attrs;
+    attrs.append(kGradOfArgAttr, b.getI64IntegerAttr(arg.getArgNumber()));
+    if (Attribute name = forward.getArgAttr(arg.getArgNumber(), kParamAttr))
+      attrs.append(kParamAttr, name);
+    resultAttrs.push_back(attrs.getDictionary(ctx));
+  }
+  b.create<func::ReturnOp>(forward.getLoc(), results);
+  bwd.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  for (auto [i, attrs] : llvm::enumerate(resultAttrs))
+    bwd.setResultAttrs(i, attrs);
+
+  // The forward returns its saved results after its outputs.
+  if (!savedResults.empty()) {
+    unsigned numOutputs = fwdReturn.getNumOperands();
+    SmallVector<Value> newResults(fwdReturn.getOperands());
+    llvm::append_range(newResults, savedResults);
+    fwdReturn->setOperands(newResults);
+    forward.setType(b.getFunctionType(forward.getArgumentTypes(),
+                                      ValueRange(newResults).getTypes()));
+    for (unsigned i = 0; i < savedResults.size(); ++i)
+      forward.setResultAttr(numOutputs + i, kSavedAttr,
+                            b.getI64IntegerAttr(i));
+  }
+  forward->setAttr("bitpipe.backward", FlatSymbolRefAttr::get(bwd));
+  return bwd;
+}
+
+//===----------------------------------------------------------------------===//
+// Splitting a backward into input-gradient and weight-gradient halves.
+//===----------------------------------------------------------------------===//
+
+/// Weight-gradient work: ops with the trait, and sums of their results (a
+/// parameter used twice in one stage, such as a tied embedding).
+bool isWeightWork(Operation *op, const DenseSet<Operation *> &weightOps) {
+  if (nn::isWeightGradient(op))
+    return true;
+  if (!isa<nn::AddOp>(op))
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return def && weightOps.contains(def);
+  });
+}
+
+/// Replaces `bwd` by `<fwd>_bwd_input` and `<fwd>_bwd_weight`.
+void splitBackward(func::FuncOp forward, func::FuncOp bwd) {
+  MLIRContext *ctx = bwd.getContext();
+  OpBuilder b(ctx);
+  Block &body = bwd.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+  DenseSet<Operation *> weightOps;
+  for (Operation &op : body.without_terminator())
+    if (isWeightWork(&op, weightOps))
+      weightOps.insert(&op);
+
+  // What the weight half reads from outside itself: backward arguments
+  // (taken directly) and input-half values (stashed).
+  llvm::SetVector<Value> weightArgs, stash;
+  for (Operation &op : body.without_terminator()) {
+    if (!weightOps.contains(&op))
+      continue;
+    for (Value v : op.getOperands()) {
+      if (isa<BlockArgument>(v))
+        weightArgs.insert(v);
+      else if (!weightOps.contains(v.getDefiningOp()))
+        stash.insert(v);
+    }
+  }
+  // Keep the backward's argument order.
+  SmallVector<Value> sortedArgs = weightArgs.takeVector();
+  llvm::sort(sortedArgs, [](Value a, Value b) {
+    return cast<BlockArgument>(a).getArgNumber() <
+           cast<BlockArgument>(b).getArgNumber();
+  });
+  weightArgs.insert(sortedArgs.begin(), sortedArgs.end());
+
+  auto makeFunc = [&](StringRef suffix, TypeRange args) {
+    b.setInsertionPoint(bwd);
+    auto fn = b.create<func::FuncOp>(
+        bwd.getLoc(), (forward.getSymName() + suffix).str(),
+        b.getFunctionType(args, {}));
+    fn.setPrivate();
+    if (Attribute stage = bwd->getAttr(kStageAttr))
+      fn->setAttr(kStageAttr, stage);
+    fn.addEntryBlock();
+    return fn;
+  };
+  auto gradAttrs = [&](unsigned resultIndex) {
+    return bwd.getResultAttrDict(resultIndex);
+  };
+
+  // Input half: the same arguments; every non-weight op; returns its
+  // gradients, then the stash.
+  func::FuncOp input = makeFunc("_bwd_input", bwd.getArgumentTypes());
+  for (unsigned i = 0; i < bwd.getNumArguments(); ++i)
+    input.setArgAttrs(i, bwd.getArgAttrDict(i));
+  IRMapping inMap;
+  inMap.map(body.getArguments(), input.getArguments());
+  b.setInsertionPointToStart(&input.getBody().front());
+  for (Operation &op : body.without_terminator())
+    if (!weightOps.contains(&op))
+      b.clone(op, inMap);
+  SmallVector<Value> inResults;
+  SmallVector<DictionaryAttr> inAttrs;
+  SmallVector<Value> weightResults;
+  SmallVector<DictionaryAttr> weightAttrs;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+    Operation *def = v.getDefiningOp();
+    if (def && weightOps.contains(def)) {
+      weightResults.push_back(v);
+      weightAttrs.push_back(gradAttrs(i));
+      continue;
+    }
+    inResults.push_back(inMap.lookup(v));
+    inAttrs.push_back(gradAttrs(i));
+  }
+  for (auto [j, v] : llvm::enumerate(stash)) {
+    inResults.push_back(inMap.lookup(v));
+    inAttrs.push_back(
+        b.getDictionaryAttr(b.getNamedAttr(kStashAttr, b.getI64IntegerAttr(j))));
+  }
+  b.create<func::ReturnOp>(bwd.getLoc(), inResults);
+  input.setType(b.getFunctionType(input.getArgumentTypes(),
+                                  ValueRange(inResults).getTypes()));
+  for (auto [i, attrs] : llvm::enumerate(inAttrs))
+    if (attrs)
+      input.setResultAttrs(i, attrs);
+
+  // Weight half: the backward arguments it reads, then the stash.
+  SmallVector<Type> wTypes;
+  for (Value v : weightArgs)
+    wTypes.push_back(v.getType());
+  for (Value v : stash)
+    wTypes.push_back(v.getType());
+  func::FuncOp weight = makeFunc("_bwd_weight", wTypes);
+  Block &wBody = weight.getBody().front();
+  IRMapping wMap;
+  for (auto [i, v] : llvm::enumerate(weightArgs)) {
+    wMap.map(v, wBody.getArgument(i));
+    weight.setArgAttrs(i, bwd.getArgAttrDict(
+                              cast<BlockArgument>(v).getArgNumber()));
+  }
+  for (auto [j, v] : llvm::enumerate(stash)) {
+    unsigned i = weightArgs.size() + j;
+    wMap.map(v, wBody.getArgument(i));
+    weight.setArgAttrs(i, b.getDictionaryAttr(b.getNamedAttr(
+                              kStashAttr, b.getI64IntegerAttr(j))));
+  }
+  b.setInsertionPointToStart(&wBody);
+  for (Operation &op : body.without_terminator())
+    if (weightOps.contains(&op))
+      b.clone(op, wMap);
+  SmallVector<Value> wResults;
+  for (Value v : weightResults)
+    wResults.push_back(wMap.lookup(v));
+  b.create<func::ReturnOp>(bwd.getLoc(), wResults);
+  weight.setType(
+      b.getFunctionType(wTypes, ValueRange(wResults).getTypes()));
+  for (auto [i, attrs] : llvm::enumerate(weightAttrs))
+    if (attrs)
+      weight.setResultAttrs(i, attrs);
+
+  forward->removeAttr("bitpipe.backward");
+  forward->setAttr("bitpipe.backward_input", FlatSymbolRefAttr::get(input));
+  forward->setAttr("bitpipe.backward_weight", FlatSymbolRefAttr::get(weight));
+  bwd.erase();
+}
+
+/// Calls of `forward` get the saved results it now returns as well.
+LogicalResult updateCallers(ModuleOp module, func::FuncOp forward) {
+  std::optional<SymbolTable::UseRange> uses =
+      SymbolTable::getSymbolUses(forward, module);
+  if (!uses)
+    return success();
+  for (const SymbolTable::SymbolUse &use : *uses) {
+    auto call = dyn_cast<func::CallOp>(use.getUser());
+    if (!call)
+      return use.getUser()->emitOpError()
+             << "uses stage @" << forward.getSymName()
+             << ", whose results change when its backward is generated; "
+                "only func.call users are updated";
+    if (call.getNumResults() == forward.getNumResults())
+      continue;
+    OpBuilder b(call);
+    auto newCall = b.create<func::CallOp>(call.getLoc(), forward,
+                                          call.getOperands());
+    for (auto [oldResult, newResult] :
+         llvm::zip(call.getResults(), newCall.getResults()))
+      oldResult.replaceAllUsesWith(newResult);
+    call.erase();
+  }
+  return success();
+}
+
+struct GenerateBackwardPass
+    : public bitpipe::impl::GenerateBackwardBase<GenerateBackwardPass> {
+  using GenerateBackwardBase::GenerateBackwardBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> stages;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn->hasAttr(kStageAttr))
+        stages.push_back(fn);
+    if (stages.empty()) {
+      module.emitError() << "no stage functions (functions with '"
+                         << kStageAttr
+                         << "'): run bitpipe-partition first";
+      return signalPassFailure();
+    }
+    for (func::FuncOp stage : stages) {
+      if (stage->hasAttr("bitpipe.backward") ||
+          stage->hasAttr("bitpipe.backward_input")) {
+        stage.emitOpError() << "already has a backward";
+        return signalPassFailure();
+      }
+      FailureOr<func::FuncOp> bwd = StageDifferentiator(stage).run();
+      if (failed(bwd) || failed(updateCallers(module, stage)))
+        return signalPassFailure();
+      if (split)
+        splitBackward(stage, *bwd);
+    }
+  }
+};
+
+} // namespace

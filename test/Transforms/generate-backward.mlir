@@ -1,0 +1,109 @@
+// RUN: bitpipe-opt %s --split-input-file --bitpipe-generate-backward | FileCheck %s
+// RUN: bitpipe-opt %s --split-input-file --bitpipe-generate-backward=split | FileCheck %s --check-prefix=SPLIT
+
+// An MLP block with a residual: the input x fans out (layer norm and the
+// residual add), so its gradient is a sum; the forward now returns the three
+// op results its backward reads.
+
+// CHECK-LABEL: func.func @mlp_stage1(
+// CHECK-SAME: -> (tensor<2x4x8xf32>, tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 1 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 2 : i64})
+// CHECK-SAME: attributes {bitpipe.backward = @mlp_stage1_bwd, bitpipe.stage = 1 : i64}
+// CHECK:      %[[LN:.*]] = nn.layer_norm
+// CHECK:      %[[H:.*]] = nn.linear %[[LN]]
+// CHECK:      %[[GE:.*]] = nn.gelu %[[H]]
+// CHECK:      %[[R:.*]] = nn.add
+// CHECK:      return %[[R]], %[[LN]], %[[H]], %[[GE]]
+
+// The backward takes the forward arguments it reads (x, the gain and both
+// weights; not the layer-norm bias), the saved values, and the output
+// gradient; it returns a gradient per forward argument.
+// CHECK-LABEL: func.func private @mlp_stage1_bwd(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x8xf32>,
+// CHECK-SAME: %[[G:[a-z0-9]+]]: tensor<8xf32> {nn.param = "ln.weight"},
+// CHECK-SAME: %[[W1:[a-z0-9]+]]: tensor<16x8xf32> {nn.param = "fc.weight"},
+// CHECK-SAME: %[[W2:[a-z0-9]+]]: tensor<8x16xf32> {nn.param = "proj.weight"},
+// CHECK-SAME: %[[SLN:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.saved = 0 : i64},
+// CHECK-SAME: %[[SH:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 1 : i64},
+// CHECK-SAME: %[[SGE:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 2 : i64},
+// CHECK-SAME: %[[DY:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64})
+// CHECK-SAME: -> (tensor<2x4x8xf32> {bitpipe.grad_of_arg = 0 : i64},
+// CHECK-SAME: tensor<8xf32> {bitpipe.grad_of_arg = 1 : i64, nn.param = "ln.weight"},
+// CHECK-SAME: tensor<8xf32> {bitpipe.grad_of_arg = 2 : i64, nn.param = "ln.bias"},
+// CHECK-SAME: tensor<16x8xf32> {bitpipe.grad_of_arg = 3 : i64, nn.param = "fc.weight"},
+// CHECK-SAME: tensor<8x16xf32> {bitpipe.grad_of_arg = 4 : i64, nn.param = "proj.weight"})
+// CHECK:      %[[DGE:.*]] = nn.linear_input_grad %[[DY]], %[[W2]]
+// CHECK:      %[[DW2:.*]] = nn.linear_weight_grad %[[SGE]], %[[DY]]
+// CHECK:      %[[DH:.*]] = nn.gelu_grad %[[SH]], %[[DGE]]
+// CHECK:      %[[DLN:.*]] = nn.linear_input_grad %[[DH]], %[[W1]]
+// CHECK:      %[[DW1:.*]] = nn.linear_weight_grad %[[SLN]], %[[DH]]
+// CHECK:      %[[DX1:.*]], %[[DG:.*]], %[[DB:.*]] = nn.layer_norm_grad %[[X]], %[[G]], %[[DLN]]
+// CHECK:      %[[DX:.*]] = nn.add %[[DY]], %[[DX1]] {nn.layer = 1 : i64}
+// CHECK:      return %[[DX]], %[[DG]], %[[DB]], %[[DW1]], %[[DW2]]
+
+// Split: the weight gradients move to their own function; the input half
+// stashes the gradient of the first linear's output for it.
+// SPLIT-LABEL: func.func @mlp_stage1(
+// SPLIT-SAME: bitpipe.backward_input = @mlp_stage1_bwd_input, bitpipe.backward_weight = @mlp_stage1_bwd_weight
+// SPLIT-LABEL: func.func private @mlp_stage1_bwd_input(
+// SPLIT-SAME: -> (tensor<2x4x8xf32> {bitpipe.grad_of_arg = 0 : i64}, tensor<8xf32> {{{.*}}"ln.weight"}, tensor<8xf32> {{{.*}}"ln.bias"}, tensor<2x4x16xf32> {bitpipe.stash = 0 : i64})
+// SPLIT-NOT:  nn.linear_weight_grad
+// SPLIT:      %[[DH:.*]] = nn.gelu_grad
+// SPLIT-NOT:  nn.linear_weight_grad
+// SPLIT:      return {{.*}}, %[[DH]] :
+// SPLIT-LABEL: func.func private @mlp_stage1_bwd_weight(
+// SPLIT-SAME: %[[SLN:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.saved = 0 : i64},
+// SPLIT-SAME: %[[SGE:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 2 : i64},
+// SPLIT-SAME: %[[DY:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64},
+// SPLIT-SAME: %[[DH:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.stash = 0 : i64})
+// SPLIT-SAME: -> (tensor<16x8xf32> {{{.*}}"fc.weight"}, tensor<8x16xf32> {{{.*}}"proj.weight"})
+// SPLIT:      %[[DW2:.*]] = nn.linear_weight_grad %[[SGE]], %[[DY]]
+// SPLIT:      %[[DW1:.*]] = nn.linear_weight_grad %[[SLN]], %[[DH]]
+// SPLIT:      return %[[DW1]], %[[DW2]]
+func.func @mlp_stage1(%x: tensor<2x4x8xf32>, %g: tensor<8xf32> {nn.param = "ln.weight"}, %b: tensor<8xf32> {nn.param = "ln.bias"}, %w: tensor<16x8xf32> {nn.param = "fc.weight"}, %w2: tensor<8x16xf32> {nn.param = "proj.weight"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 1 : i64} {
+  %ln = nn.layer_norm %x, %g, %b {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %h = nn.linear %ln, %w {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %ge = nn.gelu %h {nn.layer = 1} : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %p = nn.linear %ge, %w2 {nn.layer = 1} : (tensor<2x4x16xf32>, tensor<8x16xf32>) -> tensor<2x4x8xf32>
+  %r = nn.add %x, %p {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %r : tensor<2x4x8xf32>
+}
+
+// -----
+
+// One stage holding both ends of a tied embedding: the embedding gradient
+// and the output projection's weight gradient of the same parameter are
+// summed locally. The loss is seeded with 1; tokens and labels get no
+// gradient. The model function's call now receives the saved results too.
+
+// CHECK-LABEL: func.func @tied(
+// CHECK:      %[[C:.*]]:3 = call @tied_stage0(
+// CHECK:      return %[[C]]#0 : tensor<f32>
+// CHECK-LABEL: func.func @tied_stage0(
+// CHECK-SAME: -> (tensor<f32>, tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 1 : i64})
+// CHECK-LABEL: func.func private @tied_stage0_bwd(
+// CHECK-SAME: %[[TOK:[a-z0-9]+]]: tensor<2x4xi32> {nn.input = "tokens"}
+// CHECK-SAME: %[[WTE:[a-z0-9]+]]: tensor<16x8xf32> {nn.param = "embed.tokens"}
+// CHECK-NOT:  grad_of_result
+// CHECK-SAME: -> (tensor<16x8xf32> {bitpipe.grad_of_arg = 1 : i64, nn.param = "embed.tokens"}, tensor<4x8xf32> {bitpipe.grad_of_arg = 2 : i64, nn.param = "embed.positions"})
+// CHECK:      %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK:      nn.cross_entropy_grad %{{.*}}, %{{.*}}, %[[ONE]]
+// CHECK:      %[[DWOUT:.*]] = nn.linear_weight_grad
+// CHECK:      %[[DWTE:.*]], %[[DWPE:.*]] = nn.embedding_grad %[[TOK]]
+// CHECK:      %[[SUM:.*]] = nn.add %[[DWOUT]], %[[DWTE]]
+// CHECK:      return %[[SUM]], %[[DWPE]]
+
+// In the split form the sum of two weight gradients is weight work too.
+// SPLIT-LABEL: func.func private @tied_stage0_bwd_weight(
+// SPLIT:      nn.linear_weight_grad
+// SPLIT:      nn.embedding_grad
+// SPLIT:      nn.add
+func.func @tied(%tok: tensor<2x4xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8xf32>, %lab: tensor<2x4xi32>) -> tensor<f32> {
+  %l = call @tied_stage0(%tok, %wte, %wpe, %lab) : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x8xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+func.func @tied_stage0(%tok: tensor<2x4xi32> {nn.input = "tokens"}, %wte: tensor<16x8xf32> {nn.param = "embed.tokens"}, %wpe: tensor<4x8xf32> {nn.param = "embed.positions"}, %lab: tensor<2x4xi32> {nn.input = "labels"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64} {
+  %x = nn.embedding %tok, %wte, %wpe {nn.layer = 0} : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
+  %logits = nn.linear %x, %wte {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %loss = nn.cross_entropy %logits, %lab {nn.layer = 1} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
