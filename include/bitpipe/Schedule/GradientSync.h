@@ -1,0 +1,87 @@
+//===- GradientSync.h - Where and how replica gradients are summed -*- C++ -*-===//
+//
+// Data parallelism as the PyTorch DDP paper does it, on top of a pipeline
+// schedule. The world is `dataParallel` copies of the pipeline's devices
+// (rank = copy * D + device). The gradients of a stage are summed over every
+// rank that holds a copy of it: BitPipe's or Chimera's mirror partner and
+// the data-parallel copies, in one all-reduce, not one per kind of replica.
+// They are packed into buckets in the order the backward finishes them; a
+// bucket's all-reduce starts at the stage's sync point (after its last
+// backward on that rank: earlier micro-batches only accumulate) and is
+// waited for before the optimizer step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_SCHEDULE_GRADIENTSYNC_H
+#define BITPIPE_SCHEDULE_GRADIENTSYNC_H
+
+#include "bitpipe/Schedule/Error.h"
+#include "bitpipe/Schedule/Schedule.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bitpipe::sched {
+
+/// Ranks of `dataParallel` copies of a pipeline of `pipelineDevices`.
+struct World {
+  int pipelineDevices = 1;
+  int dataParallel = 1;
+
+  int size() const { return pipelineDevices * dataParallel; }
+  int rank(int copy, int device) const { return copy * pipelineDevices + device; }
+  int device(int rank) const { return rank % pipelineDevices; }
+  int copy(int rank) const { return rank / pipelineDevices; }
+};
+
+/// Every rank holding a copy of `stage`, sorted: the placement's holders in
+/// each data-parallel copy.
+std::vector<int> stageReplicaRanks(const Placement &placement, int stage,
+                                   const World &world);
+
+/// A point in one rank's program where gradients become final.
+struct SyncPoint {
+  /// Index in the rank's action list after which the all-reduces start.
+  int afterAction = -1;
+  /// The stages whose gradients are final there, sorted.
+  std::vector<int> stages;
+};
+
+/// The sync points of a device's program. Where the schedule has AR actions
+/// (BitPipe's eager all-reduce, Chimera's), they are the sync points, in
+/// order. Otherwise each stage the device holds gets one after its last
+/// backward or weight-gradient action.
+std::vector<SyncPoint> gradientSyncPoints(const Schedule &schedule,
+                                          int device);
+
+/// One gradient tensor of a stage.
+struct GradientTensor {
+  std::string name;
+  int stage = -1;
+  int64_t bytes = 0;
+};
+
+/// Gradients all-reduced together.
+struct GradientBucket {
+  std::vector<int> ranks;   ///< The replica group, sorted.
+  std::vector<int> tensors; ///< Indices into the planned tensors.
+  int64_t bytes = 0;
+  int syncPoint = -1;       ///< Index into the sync points.
+};
+
+/// Packs the gradients of one rank into buckets. `tensors` lists them in the
+/// order the backward finishes them; `syncPoints` says when each stage's
+/// gradients are final. Buckets hold at most `capBytes` (a larger tensor
+/// gets a bucket of its own, as in DDP), belong to one sync point and one
+/// replica group, and follow the tensors' order. Stages held by a single
+/// rank need no all-reduce and get no bucket.
+Result<std::vector<GradientBucket>>
+planGradientBuckets(const std::vector<GradientTensor> &tensors,
+                    const std::vector<SyncPoint> &syncPoints,
+                    const Placement &placement, const World &world, int rank,
+                    int64_t capBytes);
+
+} // namespace bitpipe::sched
+
+#endif // BITPIPE_SCHEDULE_GRADIENTSYNC_H
