@@ -151,7 +151,8 @@ LogicalResult PartitionPass::analyzeFlow(func::FuncOp fn,
   // order the values that cross boundaries deterministically.
   DenseMap<Operation *, int64_t> chunkOf, position;
   for (Operation &op : body.without_terminator()) {
-    position[&op] = position.size();
+    int64_t next = position.size();
+    position[&op] = next;
     if (isUnlayeredConstant(&op))
       continue;
     auto layer = op.getAttrOfType<IntegerAttr>("nn.layer");
