@@ -1,0 +1,70 @@
+//===- Partition.h - Contiguous, balanced cuts of a layer list --*- C++ -*-===//
+//
+// A pipeline stage is a contiguous run of layers. Given the cost of each
+// layer (for instance forward + backward FLOPs of one micro-batch) and a
+// number of chunks K, `balancePartition` cuts the layers into K contiguous,
+// non-empty chunks so that the most expensive chunk is as cheap as possible:
+// in a pipeline the slowest stage sets the pace of all of them.
+// `partitionAt` checks and costs a cut the user chose instead.
+//
+// Layers are numbered by position, 0..L-1. Costs must be finite and
+// non-negative. Plain C++, no MLIR; errors are messages, not asserts, because
+// the arguments come from users (pass options).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_SCHEDULE_PARTITION_H
+#define BITPIPE_SCHEDULE_PARTITION_H
+
+#include "bitpipe/Schedule/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace bitpipe::sched {
+
+/// K contiguous chunks of L layers. Chunk k holds layers
+/// [starts[k], starts[k+1]) (the last one up to L).
+struct Partition {
+  std::vector<int64_t> starts; ///< First layer of each chunk; starts[0] == 0.
+  int64_t numLayers = 0;
+  std::vector<double> chunkCosts; ///< Sum of the layer costs of each chunk.
+  double maxCost = 0;             ///< The most expensive chunk.
+
+  int64_t numChunks() const { return static_cast<int64_t>(starts.size()); }
+  int64_t firstLayer(int64_t chunk) const { return starts[chunk]; }
+  /// Inclusive.
+  int64_t lastLayer(int64_t chunk) const {
+    return chunk + 1 < numChunks() ? starts[chunk + 1] - 1 : numLayers - 1;
+  }
+  /// The chunk that holds `layer`.
+  int64_t chunkOf(int64_t layer) const;
+  /// maxCost over the mean chunk cost: 1 is a perfect balance; 1 when every
+  /// cost is zero.
+  double imbalance() const;
+};
+
+/// Cuts `layerCosts` into `numChunks` contiguous non-empty chunks minimising
+/// the maximum chunk cost (exact: a dynamic programme in O(K * L) time).
+///
+/// Ties: many cuts often reach the same optimum (a cheap layer can sit on
+/// either side of a boundary). The one returned is the lexicographically
+/// smallest `starts`: the earliest first boundary that still allows the
+/// optimum, then the earliest second one, and so on. The choice is
+/// deterministic and independent of floating-point summation order beyond
+/// the prefix sums themselves.
+///
+/// Fails when there are no layers, numChunks < 1, numChunks > L, or a cost is
+/// negative or not finite.
+Result<Partition> balancePartition(const std::vector<double> &layerCosts,
+                                   int64_t numChunks);
+
+/// The partition whose chunks start at layer 0 and at each of `boundaries`
+/// (the first layers of chunks 1..K-1). Fails unless the boundaries are
+/// strictly increasing and each lies in [1, L-1], or on bad costs as above.
+Result<Partition> partitionAt(const std::vector<double> &layerCosts,
+                              const std::vector<int64_t> &boundaries);
+
+} // namespace bitpipe::sched
+
+#endif // BITPIPE_SCHEDULE_PARTITION_H
