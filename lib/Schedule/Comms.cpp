@@ -2,6 +2,7 @@
 
 #include "bitpipe/Schedule/Comms.h"
 
+#include "bitpipe/Schedule/Dependencies.h"
 #include "bitpipe/Schedule/Describe.h"
 
 #include <algorithm>
@@ -129,8 +130,9 @@ Result<CommProgram> lowerComms(const Schedule &schedule) {
       if (!table.inRange(a)) {
         result.error =
             "rank " + std::to_string(r) + ": " + a.str() +
-            " is out of range (" + std::to_string(schedule.numMicrobatches) +
-            " micro-batches, " + std::to_string(numStages) + " stages)";
+            " is out of range (" +
+            quantity(schedule.numMicrobatches, "micro-batch", "micro-batches") +
+            ", " + quantity(numStages, "stage", "stages") + ")";
         return result;
       }
       ActionSite &site = table.at(a.kind, a.microbatch, a.stage);
@@ -163,28 +165,20 @@ Result<CommProgram> lowerComms(const Schedule &schedule) {
     const std::vector<Action> &actions = schedule.ranks[r];
     for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
       const Action &a = actions[i];
-      int m = a.microbatch, s = a.stage;
+      ActionInputs inputs = inputsOf(a, numStages);
       ActionSite site;
-      if (a.kind == ActionKind::WeightGrad) {
-        if (!needs(r, a, Action::backward(m, s), site))
-          return result;
-        continue;
-      }
-      if (a.kind == ActionKind::Backward &&
-          !needs(r, a, Action::forward(m, s), site))
+      if (inputs.sameStage && !needs(r, a, *inputs.sameStage, site))
         return result;
-      bool hasInput = a.kind == ActionKind::Forward    ? s > 0
-                      : a.kind == ActionKind::Backward ? s + 1 < numStages
-                                                       : false;
-      if (!hasInput)
+      if (!inputs.crossStage)
         continue;
+      const Action &producer = *inputs.crossStage;
+      if (!needs(r, a, producer, site))
+        return result;
       Transfer t;
       t.gradient = a.kind == ActionKind::Backward;
-      t.microbatch = m;
-      t.fromStage = t.gradient ? s + 1 : s - 1;
-      t.toStage = s;
-      if (!needs(r, a, t.producer(), site))
-        return result;
+      t.microbatch = a.microbatch;
+      t.fromStage = producer.stage;
+      t.toStage = a.stage;
       t.src = site.rank;
       t.producerIndex = site.index;
       t.dst = r;

@@ -43,6 +43,11 @@ std::string ordinal(int k) {
   return std::to_string(k) + suffix;
 }
 
+std::string quantity(int n, const std::string &singular,
+                     const std::string &plural) {
+  return std::to_string(n) + " " + (n == 1 ? singular : plural);
+}
+
 std::string formatSet(const std::vector<int> &values) {
   std::string s = "{";
   for (size_t i = 0; i < values.size(); ++i)

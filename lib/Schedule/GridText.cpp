@@ -2,27 +2,40 @@
 
 #include "bitpipe/Schedule/GridText.h"
 
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 
 namespace bitpipe::sched {
 
-std::string formatRank(int rank, const std::vector<Action> &actions) {
+std::string formatRank(int rank, const std::vector<Action> &actions,
+                       const std::vector<int> &marked) {
   std::string line = "P" + std::to_string(rank) + ":";
-  for (const Action &a : actions)
-    line += " " + a.str();
+  for (size_t i = 0; i < actions.size(); ++i) {
+    std::string step = actions[i].str();
+    bool mark =
+        std::count(marked.begin(), marked.end(), static_cast<int>(i)) != 0;
+    line += " " + (mark ? ">>" + step + "<<" : step);
+  }
   return line;
 }
 
-std::string formatGrid(const RankPrograms &ranks) {
+std::string formatGrid(const RankPrograms &ranks,
+                       const std::vector<ActionSite> &marks) {
   std::string text;
-  for (size_t r = 0; r < ranks.size(); ++r)
-    text += formatRank(static_cast<int>(r), ranks[r]) + "\n";
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    std::vector<int> marked;
+    for (const ActionSite &m : marks)
+      if (m.rank == static_cast<int>(r))
+        marked.push_back(m.index);
+    text += formatRank(static_cast<int>(r), ranks[r], marked) + "\n";
+  }
   return text;
 }
 
-std::string formatGrid(const Schedule &schedule) {
-  return formatGrid(schedule.ranks);
+std::string formatGrid(const Schedule &schedule,
+                       const std::vector<ActionSite> &marks) {
+  return formatGrid(schedule.ranks, marks);
 }
 
 namespace {

@@ -9,10 +9,12 @@
 
 #include "bitpipe/Schedule/Simulator.h"
 
+#include "bitpipe/Schedule/Dependencies.h"
 #include "bitpipe/Schedule/Describe.h"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
 #include <utility>
@@ -130,18 +132,18 @@ std::string Simulation::prepare() {
     const std::vector<int> &devs = p.pipelines[k].stageDevice;
     if (static_cast<int>(devs.size()) != numStages_)
       return "pipeline " + std::to_string(k) + " places " +
-             std::to_string(devs.size()) + " stages, the placement has " +
-             std::to_string(numStages_);
+             quantity(static_cast<int>(devs.size()), "stage", "stages") +
+             ", the placement has " + std::to_string(numStages_);
     for (int st = 0; st < numStages_; ++st)
       if (devs[st] < 0 || devs[st] >= numRanks_)
         return "pipeline " + std::to_string(k) + " places stage " +
                std::to_string(st) + " on device " + std::to_string(devs[st]) +
-               ", but the schedule has " + std::to_string(numRanks_) +
-               " ranks";
+               ", but the schedule has " + quantity(numRanks_, "rank", "ranks");
   }
   if (static_cast<int>(program_.ranks.size()) != numRanks_)
-    return "the lowered program has " + std::to_string(program_.ranks.size()) +
-           " ranks, the schedule " + std::to_string(numRanks_);
+    return "the lowered program has " +
+           quantity(static_cast<int>(program_.ranks.size()), "rank", "ranks") +
+           ", the schedule " + std::to_string(numRanks_);
 
   pc_.assign(numRanks_, 0);
   busy_.assign(numRanks_, false);
@@ -211,13 +213,10 @@ bool Simulation::computeReady(int rank, const Action &a, int actionIndex) {
   auto in = inputTransfer_.find({rank, actionIndex});
   if (in != inputTransfer_.end() && !arrived_[in->second])
     return false;
-  if (a.kind == ActionKind::Backward &&
-      !done_[slot(Action::forward(a.microbatch, a.stage))])
-    return false;
-  if (a.kind == ActionKind::WeightGrad &&
-      !done_[slot(Action::backward(a.microbatch, a.stage))])
-    return false;
-  return true;
+  // The cross-stage input is the transfer above (or a local copy); the
+  // same-stage one never travels.
+  std::optional<Action> own = inputsOf(a, numStages_).sameStage;
+  return !own || done_[slot(*own)];
 }
 
 std::string Simulation::waitReason(int rank, const Action &a, int actionIndex) {
@@ -241,13 +240,12 @@ std::string Simulation::waitReason(int rank, const Action &a, int actionIndex) {
           ")";
     return head + what + why;
   }
-  if (a.kind == ActionKind::Backward)
-    return head + "its forward " +
-           Action::forward(a.microbatch, a.stage).str() + ", which has not run";
-  if (a.kind == ActionKind::WeightGrad)
-    return head + "its backward " +
-           Action::backward(a.microbatch, a.stage).str() +
-           ", which has not run";
+  std::optional<Action> own = inputsOf(a, numStages_).sameStage;
+  if (own && !done_[slot(*own)])
+    return head +
+           (own->kind == ActionKind::Forward ? "its forward "
+                                             : "its backward ") +
+           own->str() + ", which has not run";
   return head + "nothing (simulator bug)";
 }
 

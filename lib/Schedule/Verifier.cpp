@@ -2,34 +2,17 @@
 
 #include "bitpipe/Schedule/Verifier.h"
 
+#include "bitpipe/Schedule/Dependencies.h"
 #include "bitpipe/Schedule/Describe.h"
 #include "bitpipe/Schedule/Simulator.h"
 
 #include <algorithm>
 #include <map>
-#include <set>
+#include <optional>
 
 namespace bitpipe::sched {
 
 std::string Diagnostic::str() const { return message + "\n" + grid; }
-
-std::string formatGrid(const Schedule &schedule,
-                       const std::vector<ActionSite> &marks) {
-  std::set<std::pair<int, int>> marked;
-  for (const ActionSite &m : marks)
-    marked.insert({m.rank, m.index});
-  std::string out;
-  for (int r = 0; r < schedule.numRanks(); ++r) {
-    out += "P" + std::to_string(r) + ":";
-    const std::vector<Action> &actions = schedule.ranks[r];
-    for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
-      std::string s = actions[i].str();
-      out += " " + (marked.count({r, i}) ? ">>" + s + "<<" : s);
-    }
-    out += "\n";
-  }
-  return out;
-}
 
 std::string formatDiagnostics(const std::vector<Diagnostic> &diagnostics) {
   std::string out;
@@ -74,14 +57,16 @@ bool Verifier::checkShape() {
   size_t before = diags_.size();
   if (s_.numRanks() != p.numDevices)
     report(DiagKind::Malformed, -1, -1,
-           "the schedule has " + std::to_string(s_.numRanks()) +
-               " ranks but the placement " + std::to_string(p.numDevices) +
-               " devices");
+           "the schedule has " + quantity(s_.numRanks(), "rank", "ranks") +
+               " but the placement " +
+               quantity(p.numDevices, "device", "devices"));
   if (static_cast<int>(s_.microbatchPipeline.size()) != s_.numMicrobatches)
     report(DiagKind::Malformed, -1, -1,
            "microbatchPipeline has " +
-               std::to_string(s_.microbatchPipeline.size()) + " entries for " +
-               std::to_string(s_.numMicrobatches) + " micro-batches");
+               quantity(static_cast<int>(s_.microbatchPipeline.size()), "entry",
+                        "entries") +
+               " for " +
+               quantity(s_.numMicrobatches, "micro-batch", "micro-batches"));
   for (size_t m = 0; m < s_.microbatchPipeline.size(); ++m) {
     int k = s_.microbatchPipeline[m];
     if (k < 0 || k >= static_cast<int>(p.pipelines.size()))
@@ -94,8 +79,8 @@ bool Verifier::checkShape() {
     if (static_cast<int>(devs.size()) != p.numStages) {
       report(DiagKind::Malformed, -1, -1,
              "pipeline " + std::to_string(k) + " places " +
-                 std::to_string(devs.size()) + " stages, not " +
-                 std::to_string(p.numStages));
+                 quantity(static_cast<int>(devs.size()), "stage", "stages") +
+                 ", not " + std::to_string(p.numStages));
       continue;
     }
     for (int st = 0; st < p.numStages; ++st)
@@ -118,11 +103,12 @@ void Verifier::checkActions() {
       if (a.kind == ActionKind::AllReduce)
         continue;
       if (!table.inRange(a)) {
-        report(DiagKind::OutOfRange, r, i,
-               rankName(r) + ": " + a.str() +
-                   " is out of range: the schedule has " +
-                   std::to_string(s_.numMicrobatches) + " micro-batches and " +
-                   std::to_string(p.numStages) + " stages");
+        report(
+            DiagKind::OutOfRange, r, i,
+            rankName(r) + ": " + a.str() +
+                " is out of range: the schedule has " +
+                quantity(s_.numMicrobatches, "micro-batch", "micro-batches") +
+                " and " + quantity(p.numStages, "stage", "stages"));
         continue;
       }
       if (a.kind == ActionKind::WeightGrad && !s_.splitBackward)
@@ -166,19 +152,27 @@ void Verifier::checkActions() {
                describe(a) + " runs on no rank (the placement puts it on " +
                    rankName(p.device(s_.microbatchPipeline[m], st)) + ")");
       }
-      const ActionSite &f = table.at(ActionKind::Forward, m, st);
-      const ActionSite &b = table.at(ActionKind::Backward, m, st);
-      const ActionSite &w = table.at(ActionKind::WeightGrad, m, st);
-      if (f.found() && b.found() && f.rank == b.rank && b.index < f.index)
-        report(DiagKind::BackwardBeforeForward, b.rank, b.index,
-               rankName(b.rank) + ": " + describe(Action::backward(m, st)) +
-                   " runs before its forward",
-               {b, f});
-      if (b.found() && w.found() && b.rank == w.rank && w.index < b.index)
-        report(DiagKind::WeightGradBeforeBackward, w.rank, w.index,
-               rankName(w.rank) + ": " + describe(Action::weightGrad(m, st)) +
-                   " runs before its backward",
-               {w, b});
+      // A same-stage input runs on the same rank, so it must come earlier
+      // in that rank's list (cross-stage inputs are the channel and
+      // deadlock checks' business).
+      for (ActionKind k : kinds) {
+        Action a = {k, m, st, {}};
+        std::optional<Action> own = inputsOf(a, p.numStages).sameStage;
+        if (!own)
+          continue;
+        const ActionSite &site = table.at(k, m, st);
+        const ActionSite &input = table.at(own->kind, m, st);
+        if (!site.found() || !input.found() || site.rank != input.rank ||
+            site.index > input.index)
+          continue;
+        bool backward = k == ActionKind::Backward;
+        report(backward ? DiagKind::BackwardBeforeForward
+                        : DiagKind::WeightGradBeforeBackward,
+               site.rank, site.index,
+               rankName(site.rank) + ": " + describe(a) + " runs before its " +
+                   (backward ? "forward" : "backward"),
+               {site, input});
+      }
     }
   }
 }
@@ -236,8 +230,7 @@ void Verifier::checkAllReduces() {
       // Gradients of these stages must be final on this rank.
       for (int j = i + 1; j < static_cast<int>(actions.size()); ++j) {
         const Action &later = actions[j];
-        if ((later.kind == ActionKind::Backward ||
-             later.kind == ActionKind::WeightGrad) &&
+        if (producesGradients(later) &&
             std::count(a.stages.begin(), a.stages.end(), later.stage)) {
           report(DiagKind::AllReduceBeforeGradients, r, i,
                  rankName(r) + ": " + a.str() + " (" + describe(a) +

@@ -187,6 +187,17 @@ TEST(BaselineSchedules, InterleavedNonMultipleIsExplainedOrRefused) {
   EXPECT_FALSE(generateInterleaved1F1B(4, 8, 1).ok());
 }
 
+TEST(BaselineSchedules, ChimeraNoteCountsMicrobatchesInWords) {
+  Result<Schedule> one = generateChimera(4, 5);
+  ASSERT_TRUE(one.ok()) << one.error;
+  EXPECT_EQ(one->note, "N=5 is not a multiple of D=4: the last unit has 1 "
+                       "micro-batch (1 down, 0 up)");
+  Result<Schedule> three = generateChimera(4, 7);
+  ASSERT_TRUE(three.ok()) << three.error;
+  EXPECT_EQ(three->note, "N=7 is not a multiple of D=4: the last unit has 3 "
+                         "micro-batches (2 down, 1 up)");
+}
+
 TEST(BaselineSchedules, ChimeraNeedsEvenDevices) {
   Result<Schedule> s = generateChimera(5, 10);
   ASSERT_FALSE(s.ok());

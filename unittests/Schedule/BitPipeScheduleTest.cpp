@@ -144,6 +144,22 @@ TEST(BitPipeSchedule, PartialUnitIsBuiltAndExplained) {
   }
 }
 
+TEST(BitPipeSchedule, NoteCountsMicrobatchesInWords) {
+  Result<Schedule> one = generateBitPipe(4, 1);
+  ASSERT_TRUE(one.ok()) << one.error;
+  EXPECT_EQ(one->note,
+            "N=1 is not a multiple of D=4: the reference order needs whole "
+            "units, so the order of 1 micro-batch (1 down, 0 up) is built by "
+            "greedy list scheduling (backward first) on the bidirectional-v "
+            "placement");
+  Result<Schedule> five = generateBitPipe(4, 5);
+  ASSERT_TRUE(five.ok()) << five.error;
+  EXPECT_NE(five->note.find("then a partial unit of 1 micro-batch (1 down, "
+                            "0 up) is appended"),
+            std::string::npos)
+      << five->note;
+}
+
 TEST(BitPipeSchedule, RejectsOddDevicesAndEmptyInputs) {
   Result<Schedule> odd = generateBitPipe(3, 6);
   ASSERT_FALSE(odd.ok());

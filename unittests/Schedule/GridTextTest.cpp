@@ -70,3 +70,17 @@ TEST(GridText, RanksMustBeInOrder) {
   EXPECT_FALSE(parseGrid("P0 F0.s0\n").ok());
   EXPECT_FALSE(parseGrid("P0x: F0.s0\n").ok());
 }
+
+TEST(GridText, MarksSteps) {
+  RankPrograms ranks = {
+      {Action::forward(0, 0), Action::backward(0, 0)},
+      {Action::forward(0, 1), Action::backward(0, 1), Action::allReduce({1})}};
+  // Two marks on one rank, one past the end of a list and one on a rank
+  // that does not exist (both ignored).
+  EXPECT_EQ(formatGrid(ranks, {{1, 0}, {1, 2}, {0, 5}, {3, 0}}),
+            "P0: F0.s0 B0.s0\n"
+            "P1: >>F0.s1<< B0.s1 >>AR(1)<<\n");
+  EXPECT_EQ(formatRank(0, ranks[0], {1}), "P0: F0.s0 >>B0.s0<<");
+  // Without marks, the plain grid.
+  EXPECT_EQ(formatGrid(ranks, {}), formatGrid(ranks));
+}

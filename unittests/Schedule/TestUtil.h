@@ -4,9 +4,13 @@
 // each rank starts its next action as soon as the rank is free and the
 // action's inputs are done. F(m,s) needs F(m,s-1); B(m,s) needs F(m,s) and
 // B(m,s+1) (the last stage only its F); W(m,s) needs B(m,s); AR takes no
-// time. Costs: F=1, B=2 for a whole backward, B=1 and W=1 when split. It is
-// deliberately independent of the library's simulator so that the
-// generators are checked against a second implementation.
+// time. Costs: F=1, B=2 for a whole backward, B=1 and W=1 when split.
+//
+// This is a second, deliberately independent implementation of what the
+// library's simulator and Dependencies.h do: an oracle. Tests that check the
+// generators against it would not notice a shared mistake if it called the
+// simulator, so it restates the dependency rules itself; do not "deduplicate"
+// it into the library.
 //
 //===----------------------------------------------------------------------===//
 

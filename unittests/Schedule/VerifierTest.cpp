@@ -165,6 +165,35 @@ TEST(Verifier, MismatchedAllReduces) {
             "backward of stage 0 for micro-batch 3, which rank 3 runs later");
 }
 
+TEST(Verifier, ReplicasThatOrderTheirAllReducesDifferently) {
+  // What chimera generated for D=2, N=1 before its ARs were ordered per
+  // replica group: stages 0 and 1 share the group {0,1}, and the two
+  // members issue their two ARs in opposite orders. A runtime would pair
+  // rank 0's AR(0) with rank 1's AR(1) and sum unrelated gradients.
+  Schedule s = emptySchedule("chimera", *bidirectionalPlacement(2), 1);
+  s.ranks = gridRanks("P0: F0.s0 B0.s0 AR(0) AR(1)\n"
+                      "P1: F0.s1 B0.s1 AR(1) AR(0)\n");
+  std::vector<Diagnostic> diags = verify(s);
+  ASSERT_EQ(diags.size(), 1u) << formatDiagnostics(diags);
+  EXPECT_EQ(diags[0].kind, DiagKind::AllReduceMismatch);
+  EXPECT_EQ(diags[0].rank, 1);
+  EXPECT_EQ(diags[0].actionIndex, 2);
+  EXPECT_EQ(diags[0].message, "rank 1: its 1st all-reduce with group {0,1} "
+                              "is AR(1), but rank 0's is AR(0)");
+  EXPECT_EQ(diags[0].grid, "P0: F0.s0 B0.s0 >>AR(0)<< AR(1)\n"
+                           "P1: F0.s1 B0.s1 >>AR(1)<< AR(0)\n");
+
+  // The generator now issues them in the same order on both.
+  Result<Schedule> fixed = generateChimera(2, 1);
+  ASSERT_TRUE(fixed.ok()) << fixed.error;
+  EXPECT_EQ(formatGrid(*fixed), "P0: F0.s0 B0.s0 AR(1) AR(0)\n"
+                                "P1: F0.s1 B0.s1 AR(1) AR(0)\n");
+  VerifyOptions strict;
+  strict.requireAllReduce = true;
+  diags = verify(*fixed, strict);
+  EXPECT_TRUE(diags.empty()) << formatDiagnostics(diags);
+}
+
 TEST(Verifier, AllReduceWithoutPartner) {
   Schedule s = bitpipeD4N4();
   s.ranks[3].pop_back(); // Rank 3 drops AR(0,3).
@@ -306,5 +335,6 @@ TEST(Verifier, SmallerStructuralChecks) {
   diags = verify(shape);
   ASSERT_EQ(diags.size(), 1u) << formatDiagnostics(diags);
   EXPECT_EQ(diags[0].message,
-            "the schedule has 1 ranks but the placement 2 devices");
+            "the schedule has 1 rank but the placement 2 devices");
+  EXPECT_EQ(diags[0].grid, "P0: F0.s0 B0.s0\n");
 }

@@ -23,13 +23,6 @@
 
 namespace bitpipe::sched {
 
-/// Where one action runs: rank and position in that rank's list.
-struct ActionSite {
-  int rank = -1;
-  int index = -1;
-  bool found() const { return rank >= 0; }
-};
-
 /// The site of every compute action (F, B, W) of a schedule, by
 /// (kind, micro-batch, stage). Keeps the first occurrence of a duplicate.
 class ActionTable {

@@ -22,6 +22,10 @@ std::string describe(const Action &action);
 /// "1st", "2nd", "3rd", "11th", ... (k counts from 1).
 std::string ordinal(int k);
 
+/// "1 micro-batch", "3 micro-batches": `n` and the noun in the right number.
+std::string quantity(int n, const std::string &singular,
+                     const std::string &plural);
+
 /// "{0,3}".
 std::string formatSet(const std::vector<int> &values);
 

@@ -6,8 +6,9 @@
 //
 // The same spelling as Action::str() and the worked examples of
 // bitpipe-order.md, so that golden tests and lit tests show a schedule at a
-// glance. The parser reads that text back (tests, hand-written schedules,
-// invalid inputs for the verifier) and names the line and token it rejects.
+// glance. Diagnostics print the same grid with marked steps. The parser reads
+// that text back (tests, hand-written schedules, invalid inputs for the
+// verifier) and names the line and token it rejects.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,11 +26,17 @@ namespace bitpipe::sched {
 using RankPrograms = std::vector<std::vector<Action>>;
 
 /// "P<rank>: a b c" (just "P<rank>:" when the list is empty), no newline.
-std::string formatRank(int rank, const std::vector<Action> &actions);
+/// The steps at `marked` indices are wrapped as `>>B3.s2<<`, which is how the
+/// verifier points at the offending step inside the whole grid.
+std::string formatRank(int rank, const std::vector<Action> &actions,
+                       const std::vector<int> &marked = {});
 
-/// Every rank's line, each ending with '\n'.
-std::string formatGrid(const RankPrograms &ranks);
-std::string formatGrid(const Schedule &schedule);
+/// Every rank's line, each ending with '\n'; the steps at `marks` (rank,
+/// index) are wrapped as in formatRank. Marks outside the grid are ignored.
+std::string formatGrid(const RankPrograms &ranks,
+                       const std::vector<ActionSite> &marks = {});
+std::string formatGrid(const Schedule &schedule,
+                       const std::vector<ActionSite> &marks = {});
 
 /// Parses one token: "F<mb>.s<stage>", "B..", "W..", "AR(<s>,<s>,...)".
 /// Numbers are non-negative decimals; AR lists at least one stage.

@@ -71,6 +71,13 @@ struct Action {
   std::string str() const;
 };
 
+/// Where one action runs: rank and position in that rank's list.
+struct ActionSite {
+  int rank = -1;
+  int index = -1;
+  bool found() const { return rank >= 0; }
+};
+
 /// The per-rank programs of one training step.
 struct Schedule {
   std::string name;              ///< Generator name, e.g. "bitpipe".

@@ -7,7 +7,8 @@
 // the simulator with unit costs: one simulation loop in the library).
 //
 // Each diagnostic states the problem in words and carries the whole per-rank
-// grid with the offending step marked, e.g. `P2: F0.s2 >>B3.s2<< ...`.
+// grid with the offending step marked (GridText's formatGrid), e.g.
+// `P2: F0.s2 >>B3.s2<< ...`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 #define BITPIPE_SCHEDULE_VERIFIER_H
 
 #include "bitpipe/Schedule/Comms.h"
+#include "bitpipe/Schedule/GridText.h"
 #include "bitpipe/Schedule/Schedule.h"
 
 #include <string>
@@ -68,11 +70,6 @@ std::vector<Diagnostic> verify(const Schedule &schedule,
 std::vector<Diagnostic> verify(const Schedule &schedule,
                                const CommProgram &program,
                                const VerifyOptions &options = {});
-
-/// The per-rank grid, one line per rank: `P<r>: F0.s0 B0.s0 AR(0,3) ...`
-/// (Action::str). Steps listed in `marks` are wrapped as `>>B3.s2<<`.
-std::string formatGrid(const Schedule &schedule,
-                       const std::vector<ActionSite> &marks);
 
 /// Every diagnostic's str(), separated by blank lines.
 std::string formatDiagnostics(const std::vector<Diagnostic> &diagnostics);

@@ -10,6 +10,7 @@
 
 #include "GeneratorUtil.h"
 
+#include "bitpipe/Schedule/Describe.h"
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
 
@@ -161,20 +162,20 @@ Result<Schedule> generateBitPipe(int devices, int microbatches) {
     std::vector<int> first = {std::min(r, D - 1 - r), std::max(r, D - 1 - r)};
     return std::vector<std::vector<int>>{second, first};
   });
-  std::string tailDesc = std::to_string(rest) + " micro-batches (" +
+  std::string tailDesc = quantity(rest, "micro-batch", "micro-batches") + " (" +
                          std::to_string((rest + 1) / 2) + " down, " +
                          std::to_string(rest / 2) + " up)";
   std::string how = "greedy list scheduling (backward first) on the "
                     "bidirectional-v placement";
-  s.note = "N=" + std::to_string(microbatches) + " is not a multiple of D=" +
-           std::to_string(D) + ": " +
+  s.note = "N=" + std::to_string(microbatches) +
+           " is not a multiple of D=" + std::to_string(D) + ": " +
            (fullUnits > 0
                 ? "the first " + std::to_string(fullUnits * D) +
                       " micro-batches follow the reference order, then a "
                       "partial unit of " +
                       tailDesc + " is appended, built by " + how
-                : "the reference order needs whole units; all " + tailDesc +
-                      " are built by " + how);
+                : "the reference order needs whole units, so the order of " +
+                      tailDesc + " is built by " + how);
   return Result<Schedule>::success(std::move(s));
 }
 

@@ -15,34 +15,39 @@
 
 #include "GeneratorUtil.h"
 
+#include "bitpipe/Schedule/Describe.h"
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Simulator.h"
 
 #include <algorithm>
+#include <cassert>
 #include <tuple>
 
 namespace bitpipe::sched {
 
 namespace {
 
-/// 1F1B over `mbs` on a D-stage pipeline, played under F=1, B=2: per stage,
-/// the actions (with the given global micro-batch numbers) and their start
-/// times.
+/// 1F1B over `mbs` on a D-stage pipeline, simulated under F=1, B=2 with
+/// free communication: per stage, the actions (with the given global
+/// micro-batch numbers) and their start times.
 void oneFOneBTimes(int D, const std::vector<int> &mbs,
-                   std::vector<std::vector<std::pair<int, Action>>> &out) {
+                   std::vector<std::vector<std::pair<double, Action>>> &out) {
   int n = static_cast<int>(mbs.size());
   out.assign(D, {});
   if (n == 0)
     return;
   Result<Schedule> local = generateOneFOneB(D, n);
-  std::vector<std::vector<int>> start;
-  detail::playTimes(*local, /*costF=*/1, /*costB=*/2, /*costW=*/1, start);
-  for (int s = 0; s < D; ++s)
-    for (size_t i = 0; i < local->ranks[s].size(); ++i) {
-      Action a = local->ranks[s][i];
-      a.microbatch = mbs[a.microbatch];
-      out[s].emplace_back(start[s][i], a);
-    }
+  Result<SimResult> sim = simulate(*local, CostModel());
+  assert(sim && !sim->deadlocked && "1F1B always runs");
+  // The timeline is sorted by rank, then start: each rank's list order.
+  for (const TimelineEvent &e : sim->timeline) {
+    if (e.lane != Lane::Compute)
+      continue;
+    Action a = e.action;
+    a.microbatch = mbs[a.microbatch];
+    out[e.rank].emplace_back(e.start, a);
+  }
 }
 
 /// Appends one unit (its down and up micro-batches) to every rank.
@@ -51,12 +56,12 @@ void appendMergedUnit(Schedule &s, const std::vector<int> &unit) {
   std::vector<int> down, up;
   for (int m : unit)
     (s.microbatchPipeline[m] == 0 ? down : up).push_back(m);
-  std::vector<std::vector<std::pair<int, Action>>> dt, ut;
+  std::vector<std::vector<std::pair<double, Action>>> dt, ut;
   oneFOneBTimes(D, down, dt);
   oneFOneBTimes(D, up, ut);
   for (int r = 0; r < D; ++r) {
     // (start time, -stage: deeper first, original position, action).
-    std::vector<std::tuple<int, int, int, Action>> all;
+    std::vector<std::tuple<double, int, int, Action>> all;
     int i = 0;
     for (auto &[t, a] : dt[r])
       all.emplace_back(t, -a.stage, i++, a);
@@ -99,14 +104,15 @@ Result<Schedule> generateChimera(int devices, int microbatches) {
   }
   // Each rank holds one replica of stage r (down) and one of D-1-r (up); the
   // other replica of each is on rank D-1-r. Sync each as soon as its last
-  // backward on this rank is done.
+  // backward on this rank is done, in the order both replicas agree on.
   detail::insertAllReducesAfterLastBackward(s, [D](int r) {
     return std::vector<std::vector<int>>{{r}, {D - 1 - r}};
   });
   if (N % D != 0)
-    s.note = "N=" + std::to_string(N) + " is not a multiple of D=" +
-             std::to_string(D) + ": the last unit has " +
-             std::to_string(N % D) + " micro-batches (" +
+    s.note = "N=" + std::to_string(N) +
+             " is not a multiple of D=" + std::to_string(D) +
+             ": the last unit has " +
+             quantity(N % D, "micro-batch", "micro-batches") + " (" +
              std::to_string((N % D + 1) / 2) + " down, " +
              std::to_string(N % D / 2) + " up)";
   return Result<Schedule>::success(std::move(s));

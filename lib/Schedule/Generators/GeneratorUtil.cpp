@@ -2,7 +2,11 @@
 
 #include "GeneratorUtil.h"
 
+#include "bitpipe/Schedule/Dependencies.h"
+#include "bitpipe/Schedule/Simulator.h"
+
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 namespace bitpipe::sched::detail {
@@ -38,171 +42,104 @@ std::vector<int> bidirectionalMicrobatchPipelines(int devices,
   return pipe;
 }
 
-void insertAllReducesAfterLastBackward(
-    Schedule &schedule,
-    const std::function<std::vector<std::vector<int>>(int rank)> &groupsOfRank) {
-  for (int r = 0; r < schedule.numRanks(); ++r) {
-    std::vector<Action> &actions = schedule.ranks[r];
-    // Position (index) of the last B/W of each group. A group with no
-    // backward here (no micro-batch took that direction through this rank)
-    // still needs its AR, at the end: the partner's gradient must reach
-    // this replica. Insert from the back so that earlier positions stay
-    // valid; ties (only at the end) in reverse group order so that the
-    // groups keep their order.
-    struct Insert {
-      int pos, order;
-      std::vector<int> group;
-    };
-    std::vector<Insert> inserts;
-    int order = 0;
-    for (std::vector<int> group : groupsOfRank(r)) {
-      std::sort(group.begin(), group.end());
-      int last = -1;
-      for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
-        const Action &a = actions[i];
-        if ((a.kind == ActionKind::Backward ||
-             a.kind == ActionKind::WeightGrad) &&
-            std::binary_search(group.begin(), group.end(), a.stage))
-          last = i;
-      }
-      if (last < 0)
-        last = static_cast<int>(actions.size()) - 1;
-      inserts.push_back({last, order++, std::move(group)});
-    }
-    std::sort(inserts.begin(), inserts.end(),
-              [](const Insert &x, const Insert &y) {
-                return std::tie(x.pos, x.order) > std::tie(y.pos, y.order);
-              });
-    for (Insert &in : inserts)
-      actions.insert(actions.begin() + in.pos + 1,
-                     Action::allReduce(std::move(in.group)));
-  }
-}
-
 namespace {
 
-/// Done flags of (micro-batch, stage, kind) for F, B, W.
-class DoneTable {
-public:
-  DoneTable(int microbatches, int stages)
-      : stages(stages), flags(static_cast<size_t>(microbatches) * stages * 3) {}
-  bool inRange(int m, int s) const {
-    return m >= 0 && s >= 0 && s < stages &&
-           static_cast<size_t>(m) * stages * 3 < flags.size();
-  }
-  int &at(int m, int s, ActionKind k) {
-    return flags[(static_cast<size_t>(m) * stages + s) * 3 +
-                 static_cast<int>(k)];
-  }
-
-private:
-  int stages;
-  std::vector<int> flags;
-};
+/// For every stage, the time its gradients are final on all of its holders
+/// (end of its last B or W anywhere) when `schedule` runs under unit costs
+/// with free communication. All zeros if it cannot run; the verifier then
+/// says why.
+std::vector<double> gradientsFinal(const Schedule &schedule) {
+  std::vector<double> done(schedule.placement.numStages, 0.0);
+  Result<SimResult> sim = simulate(schedule, CostModel());
+  if (!sim || sim->deadlocked)
+    return done;
+  for (const TimelineEvent &e : sim->timeline)
+    if (e.lane == Lane::Compute && producesGradients(e.action))
+      done[e.action.stage] = std::max(done[e.action.stage], e.end);
+  return done;
+}
 
 } // namespace
 
-std::string findDeadlock(const Schedule &schedule) {
-  int S = schedule.placement.numStages;
-  DoneTable done(schedule.numMicrobatches, S);
-  std::vector<size_t> next(schedule.numRanks(), 0);
-  auto ready = [&](const Action &a) {
-    if (a.kind == ActionKind::AllReduce)
-      return true;
-    if (!done.inRange(a.microbatch, a.stage))
-      return false;
-    switch (a.kind) {
-    case ActionKind::Forward:
-      return a.stage == 0 || done.at(a.microbatch, a.stage - 1, a.kind);
-    case ActionKind::Backward:
-      return done.at(a.microbatch, a.stage, ActionKind::Forward) &&
-             (a.stage == S - 1 ||
-              done.at(a.microbatch, a.stage + 1, ActionKind::Backward));
-    case ActionKind::WeightGrad:
-      return done.at(a.microbatch, a.stage, ActionKind::Backward) != 0;
-    default:
-      return true;
-    }
+void insertAllReducesAfterLastBackward(
+    Schedule &schedule,
+    const std::function<std::vector<std::vector<int>>(int rank)>
+        &groupsOfRank) {
+  const std::vector<double> finalAt = gradientsFinal(schedule);
+  const std::vector<std::vector<int>> replicas =
+      schedule.placement.replicaGroups();
+  auto ready = [&](const std::vector<int> &group) {
+    double t = 0;
+    for (int st : group)
+      t = std::max(t, finalAt[st]);
+    return t;
   };
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int r = 0; r < schedule.numRanks(); ++r) {
-      const std::vector<Action> &list = schedule.ranks[r];
-      while (next[r] < list.size() && ready(list[next[r]])) {
-        const Action &a = list[next[r]];
-        if (a.kind != ActionKind::AllReduce)
-          done.at(a.microbatch, a.stage, a.kind) = 1;
-        ++next[r];
-        progress = true;
-      }
-    }
-  }
-  std::string stuck;
-  for (int r = 0; r < schedule.numRanks(); ++r)
-    if (next[r] < schedule.ranks[r].size())
-      stuck += (stuck.empty() ? "" : ", ") + std::string("rank ") +
-               std::to_string(r) + " at " + schedule.ranks[r][next[r]].str();
-  return stuck;
-}
 
-bool playTimes(const Schedule &schedule, int costF, int costB, int costW,
-               std::vector<std::vector<int>> &start) {
-  int S = schedule.placement.numStages;
-  DoneTable end(schedule.numMicrobatches, S);
-  // end.at() holds finish time + 1 (0 = not done yet).
-  std::vector<size_t> next(schedule.numRanks(), 0);
-  std::vector<int> freeAt(schedule.numRanks(), 0);
-  start.assign(schedule.numRanks(), {});
-  auto need = [&](int m, int s, ActionKind k, int &t) {
-    if (!end.inRange(m, s) || end.at(m, s, k) == 0)
-      return false;
-    t = std::max(t, end.at(m, s, k) - 1);
-    return true;
+  struct Item {
+    std::vector<int> group;
+    int last = -1; ///< Index of the rank's last B/W of the group, or -1.
+    int pos = -1;  ///< The AR goes right after actions[pos].
+    int order = 0; ///< Among ARs at the same pos.
   };
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (int r = 0; r < schedule.numRanks(); ++r) {
-      const std::vector<Action> &list = schedule.ranks[r];
-      while (next[r] < list.size()) {
-        const Action &a = list[next[r]];
-        int t = freeAt[r], cost = 0;
-        bool ready = true;
-        switch (a.kind) {
-        case ActionKind::Forward:
-          ready = a.stage == 0 ||
-                  need(a.microbatch, a.stage - 1, ActionKind::Forward, t);
-          cost = costF;
-          break;
-        case ActionKind::Backward:
-          ready = need(a.microbatch, a.stage, ActionKind::Forward, t) &&
-                  (a.stage == S - 1 ||
-                   need(a.microbatch, a.stage + 1, ActionKind::Backward, t));
-          cost = costB;
-          break;
-        case ActionKind::WeightGrad:
-          ready = need(a.microbatch, a.stage, ActionKind::Backward, t);
-          cost = costW;
-          break;
-        case ActionKind::AllReduce:
-          break;
-        }
-        if (!ready)
-          break;
-        if (a.kind != ActionKind::AllReduce)
-          end.at(a.microbatch, a.stage, a.kind) = t + cost + 1;
-        start[r].push_back(t);
-        freeAt[r] = t + cost;
-        ++next[r];
-        progress = true;
-      }
+  for (int r = 0; r < schedule.numRanks(); ++r) {
+    std::vector<Action> &actions = schedule.ranks[r];
+    const int size = static_cast<int>(actions.size());
+    std::vector<Item> items;
+    for (std::vector<int> group : groupsOfRank(r)) {
+      std::sort(group.begin(), group.end());
+      Item item;
+      for (int i = 0; i < size; ++i)
+        if (producesGradients(actions[i]) &&
+            std::binary_search(group.begin(), group.end(), actions[i].stage))
+          item.last = i;
+      item.group = std::move(group);
+      items.push_back(std::move(item));
     }
+    // The agreed order, within each replica group (ARs of different replica
+    // groups never meet, so they need no common order).
+    std::stable_sort(
+        items.begin(), items.end(), [&](const Item &x, const Item &y) {
+          const std::vector<int> &gx = replicas[x.group.front()];
+          const std::vector<int> &gy = replicas[y.group.front()];
+          double tx = ready(x.group), ty = ready(y.group);
+          return std::tie(gx, tx, x.group) < std::tie(gy, ty, y.group);
+        });
+    for (size_t k = 0; k < items.size();) {
+      const std::vector<int> &replica = replicas[items[k].group.front()];
+      size_t end = k;
+      while (end < items.size() &&
+             replicas[items[end].group.front()] == replica)
+        ++end;
+      // As eager as the order allows: after the rank's last backward of the
+      // group and after the replica group's previous AR.
+      int prev = -1;
+      std::vector<Item *> waiting; // No backward here: wait for the next AR.
+      for (size_t i = k; i < end; ++i) {
+        Item &item = items[i];
+        if (item.last < 0) {
+          waiting.push_back(&item);
+          continue;
+        }
+        item.pos = prev = std::max(prev, item.last);
+        for (Item *w : waiting)
+          w->pos = prev;
+        waiting.clear();
+      }
+      for (Item *w : waiting)
+        w->pos = size - 1;
+      k = end;
+    }
+    for (size_t i = 0; i < items.size(); ++i)
+      items[i].order = static_cast<int>(i);
+    // Insert from the back so that earlier positions stay valid; ties in
+    // reverse order so that they end up in the agreed order.
+    std::sort(items.begin(), items.end(), [](const Item &x, const Item &y) {
+      return std::tie(x.pos, x.order) > std::tie(y.pos, y.order);
+    });
+    for (Item &item : items)
+      actions.insert(actions.begin() + item.pos + 1,
+                     Action::allReduce(std::move(item.group)));
   }
-  for (int r = 0; r < schedule.numRanks(); ++r)
-    if (next[r] < schedule.ranks[r].size())
-      return false;
-  return true;
 }
 
 void appendListSchedule(const Schedule &shape,
@@ -230,20 +167,16 @@ void appendListSchedule(const Schedule &shape,
   // finished by `now`.
   auto readyAt = [&](const Action &a, int now) {
     int t = 0;
-    auto need = [&](int m, int s, int b) {
-      int f = fin(m, s, b);
+    ActionInputs inputs = inputsOf(a, S);
+    for (const std::optional<Action> &input :
+         {inputs.sameStage, inputs.crossStage}) {
+      if (!input)
+        continue;
+      int f = fin(input->microbatch, input->stage,
+                  input->kind == ActionKind::Backward);
       if (f < 0 || f > now)
-        t = -1;
-      else if (t >= 0)
-        t = std::max(t, f);
-    };
-    if (a.kind == ActionKind::Forward) {
-      if (a.stage > 0)
-        need(a.microbatch, a.stage - 1, 0);
-    } else {
-      need(a.microbatch, a.stage, 0);
-      if (a.stage < S - 1)
-        need(a.microbatch, a.stage + 1, 1);
+        return -1;
+      t = std::max(t, f);
     }
     return t;
   };

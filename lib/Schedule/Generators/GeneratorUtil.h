@@ -1,8 +1,9 @@
 //===- GeneratorUtil.h - Helpers shared by the generators -------*- C++ -*-===//
 //
 // Private to lib/Schedule: argument checks, the micro-batch-to-pipeline rule
-// of the bidirectional schedules, AR placement, an untimed deadlock check
-// and a small greedy list scheduler used where no closed-form order exists.
+// of the bidirectional schedules, AR placement and a small greedy list
+// scheduler used where no closed-form order exists. Playing a list (is it
+// deadlock-free, when does each action start) is the simulator's job.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,30 +34,25 @@ std::vector<int> bidirectionalMicrobatchPipelines(int devices,
                                                   int microbatches);
 
 /// For every group of stages, inserts AR(group) on every rank right after
-/// that rank's last B or W of any stage of the group; at the end of the list
-/// when the rank ran no backward of the group (no micro-batch took that
-/// direction), since its replica still needs the partner's gradient.
-/// `groupsOfRank(r)` lists rank r's groups, in the order ties are kept.
+/// that rank's last B or W of any stage of the group. `groupsOfRank(r)`
+/// lists the groups rank r all-reduces.
+///
+/// The simulator matches the k-th AR of a replica group on one member with
+/// the k-th on every other, so all members must issue the group's ARs in
+/// the same order. That order is agreed from the whole schedule: the order
+/// in which the groups' gradients become final on every holder (unit costs,
+/// free communication), ties by stage list. A rank keeps it even when its
+/// own backwards end in another order (it then delays an AR), and a rank
+/// that ran no backward of a group (no micro-batch took that direction
+/// through it; its replica still needs the partner's gradient) issues that
+/// AR just before its next AR of the same replica group, or at the end.
 void insertAllReducesAfterLastBackward(
     Schedule &schedule,
     const std::function<std::vector<std::vector<int>>(int rank)> &groupsOfRank);
 
-/// Plays the per-rank lists without timing: a rank runs its next action when
-/// its dependencies are done (F(m,s) after F(m,s-1); B(m,s) after F(m,s) and
-/// B(m,s+1); W(m,s) after B(m,s); AR after nothing). Returns an empty
-/// string when every list runs to its end, else a description of the stuck
-/// ranks.
-std::string findDeadlock(const Schedule &schedule);
-
-/// Start times of every action of every rank when the lists are played with
-/// costs F=costF, B=costB, W=costW, AR=0 and free communication (a rank
-/// starts its next action when it is free and the inputs are done). Returns
-/// false if the lists deadlock.
-bool playTimes(const Schedule &schedule, int costF, int costB, int costW,
-               std::vector<std::vector<int>> &start);
-
 /// Greedy list scheduling of the forwards and (unsplit) backwards of
-/// `microbatches` under unit costs F=1, B=2 and free communication: whenever
+/// `microbatches` under unit costs F=1, B=2 and free communication, with the
+/// dependencies of Dependencies.h: whenever
 /// a rank is idle it starts the ready action that ranks first by (backward
 /// before forward, earliest ready, lowest micro-batch, stage). Appends to
 /// `ranks`. The result is deadlock-free by construction because it is the

@@ -16,6 +16,7 @@
 
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Verifier.h"
 
 #include <algorithm>
 #include <utility>
@@ -75,13 +76,16 @@ Result<Schedule> generateInterleaved1F1B(int devices, int microbatches,
 
   if (N % D != 0) {
     // Outside the textbook form the order is not guaranteed to run; accept
-    // it only when it does.
-    std::string stuck = detail::findDeadlock(s);
-    if (!stuck.empty())
+    // it only when the verifier does. Running to the end is not enough: the
+    // two ends of a channel must also agree on the order of its transfers,
+    // as NCCL and MPI match them in order.
+    std::vector<Diagnostic> diags = verify(s);
+    if (!diags.empty())
       return Result<Schedule>::failure(
           name + " needs N to be a multiple of D=" + std::to_string(D) +
           " here: with N=" + std::to_string(N) +
-          " the order with a smaller last group deadlocks (" + stuck + ")");
+          " the order with a smaller last group cannot run (" +
+          diags.front().message + ")");
     s.note = "N=" + std::to_string(N) + " is not a multiple of D=" +
              std::to_string(D) + ": the last group of micro-batches has " +
              std::to_string(N % D) + " instead of " + std::to_string(D) +

@@ -1,0 +1,214 @@
+//===- BenchSchedules.cpp - Cost and quality of the schedule generators ---===//
+//
+// Two tables, in Markdown:
+//
+//  1. Wall time of generate + verify + simulate (unit costs) for every
+//     schedule at D=32 and N, 2N micro-batches, with the ratio of the two: a
+//     library that scales linearly in the number of actions shows about 2.
+//     Each measurement is the median of several runs.
+//  2. Makespan, bubble ratio and peak in-flight activations (max over ranks,
+//     in chunks: one per (micro-batch, stage) whose F is done and B is not)
+//     for every schedule at small D and N, next to the closed-form bubble
+//     ratio the papers give, where one applies.
+//
+// Costs are the papers' units: F=1, B=2 for a whole backward; zb-h1 splits
+// it into B=1 (input gradient) and W=1 (weights), so every schedule does the
+// same work per (micro-batch, stage). Communication is free.
+//
+// Usage: bench-schedules [--repeat K] [--devices D] [--microbatches N]
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Schedule/CostModel.h"
+#include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Schedule/Simulator.h"
+#include "bitpipe/Schedule/Verifier.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace bitpipe::sched;
+
+namespace {
+
+struct Options {
+  int repeat = 7;
+  int devices = 32;
+  int microbatches = 256;
+};
+
+/// Reads a positive integer flag value; false (with a message) if malformed.
+bool readPositive(const char *flag, const char *text, int &out) {
+  char *end = nullptr;
+  long v = std::strtol(text, &end, 10);
+  if (!text[0] || *end || v < 1 || v > 1000000) {
+    std::fprintf(stderr,
+                 "bench-schedules: %s expects a positive integer, "
+                 "got '%s'\n",
+                 flag, text);
+    return false;
+  }
+  out = static_cast<int>(v);
+  return true;
+}
+
+bool parseArgs(int argc, char **argv, Options &o) {
+  for (int i = 1; i < argc; ++i) {
+    const char *flag = argv[i];
+    int *target = !std::strcmp(flag, "--repeat")         ? &o.repeat
+                  : !std::strcmp(flag, "--devices")      ? &o.devices
+                  : !std::strcmp(flag, "--microbatches") ? &o.microbatches
+                                                         : nullptr;
+    if (!target || i + 1 >= argc) {
+      std::fprintf(stderr, "usage: bench-schedules [--repeat K] [--devices D] "
+                           "[--microbatches N]\n");
+      return false;
+    }
+    if (!readPositive(flag, argv[++i], *target))
+      return false;
+  }
+  return true;
+}
+
+/// The papers' unit costs for `s` (see the file comment).
+CostModel unitCosts(const Schedule &s) {
+  CostModel cost;
+  if (s.splitBackward)
+    cost.unitBackward = 1.0;
+  return cost;
+}
+
+/// Generates, verifies and simulates one schedule; the simulation, or an
+/// empty optional after printing why it failed.
+std::optional<SimResult> runOnce(const std::string &name, int D, int N) {
+  Result<Schedule> s = generateSchedule({name, D, N, /*chunksPerDevice=*/2});
+  if (!s) {
+    std::fprintf(stderr, "%s D=%d N=%d: %s\n", name.c_str(), D, N,
+                 s.error.c_str());
+    return std::nullopt;
+  }
+  std::vector<Diagnostic> diags = verify(*s);
+  if (!diags.empty()) {
+    std::fprintf(stderr, "%s D=%d N=%d does not verify:\n%s\n", name.c_str(), D,
+                 N, formatDiagnostics(diags).c_str());
+    return std::nullopt;
+  }
+  Result<SimResult> sim = simulate(*s, unitCosts(*s));
+  if (!sim || sim->deadlocked) {
+    std::fprintf(stderr, "%s D=%d N=%d cannot be simulated: %s\n", name.c_str(),
+                 D, N, sim ? sim->deadlockReport().c_str() : sim.error.c_str());
+    return std::nullopt;
+  }
+  return std::move(*sim.value);
+}
+
+/// Wall time in milliseconds of one generate + verify + simulate; negative
+/// on failure.
+double millis(const std::string &name, int D, int N) {
+  auto start = std::chrono::steady_clock::now();
+  bool ok = runOnce(name, D, N).has_value();
+  auto end = std::chrono::steady_clock::now();
+  return ok ? std::chrono::duration<double, std::milli>(end - start).count()
+            : -1;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// Median times of N and 2N micro-batches. The two sizes alternate, after
+/// one discarded warm-up run each, so that a change in the machine's load
+/// during the measurement (shared machines) biases both alike and the
+/// ratio stays meaningful. Negative on failure.
+std::pair<double, double> medianMillis(const std::string &name, int D, int N,
+                                       int repeat) {
+  if (millis(name, D, N) < 0 || millis(name, D, 2 * N) < 0)
+    return {-1, -1};
+  std::vector<double> small, large;
+  for (int k = 0; k < repeat; ++k) {
+    small.push_back(millis(name, D, N));
+    large.push_back(millis(name, D, 2 * N));
+  }
+  return {median(small), median(large)};
+}
+
+/// The closed-form bubble ratio the papers give for `name`, if any.
+std::optional<double> closedForm(const std::string &name, int D, int N) {
+  const double d = D, n = N, v = 2;
+  if (name == "gpipe" || name == "1f1b")
+    return (d - 1) / (n + d - 1);
+  if (name == "interleaved-1f1b")
+    return (d - 1) / (v * n + d - 1);
+  if (name == "chimera")
+    return (d - 2) / (2 * n + d - 2);
+  if (name == "bitpipe" && N == D)
+    return (d - 2) / (3 * n + d - 2);
+  return std::nullopt;
+}
+
+void timingTable(const Options &o) {
+  const int D = o.devices, N = o.microbatches;
+  std::printf("### Generate + verify + simulate, D=%d (median of %d runs)\n\n",
+              D, o.repeat);
+  std::printf("| schedule | N=%d (ms) | N=%d (ms) | time(2N)/time(N) |\n", N,
+              2 * N);
+  std::printf("|---|---:|---:|---:|\n");
+  for (const std::string &name : scheduleNames()) {
+    auto [t1, t2] = medianMillis(name, D, N, o.repeat);
+    if (t1 < 0 || t2 < 0) {
+      std::printf("| %s | failed | failed | - |\n", name.c_str());
+      continue;
+    }
+    std::printf("| %s | %.1f | %.1f | %.2f |\n", name.c_str(), t1, t2,
+                t1 > 0 ? t2 / t1 : 0.0);
+  }
+  std::printf("\n");
+}
+
+void qualityTable() {
+  std::printf("### Makespan, bubble ratio and peak activations "
+              "(F=1, B=2; zb-h1 B=1, W=1)\n\n");
+  std::printf("| schedule | D | N | makespan | bubble (measured) | "
+              "bubble (closed form) | peak in-flight (chunks) |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const std::string &name : scheduleNames())
+    for (int D : {4, 8, 16})
+      for (int N : {D, 2 * D, 4 * D}) {
+        std::optional<SimResult> sim = runOnce(name, D, N);
+        if (!sim) {
+          std::printf("| %s | %d | %d | failed | - | - | - |\n", name.c_str(),
+                      D, N);
+          continue;
+        }
+        int peak = 0;
+        for (const RankStats &r : sim->ranks)
+          peak = std::max(peak, r.peakInFlight);
+        std::optional<double> closed = closedForm(name, D, N);
+        char closedText[32] = "-";
+        if (closed)
+          std::snprintf(closedText, sizeof(closedText), "%.4f", *closed);
+        std::printf("| %s | %d | %d | %g | %.4f | %s | %d |\n", name.c_str(), D,
+                    N, sim->makespan, sim->bubbleRatio, closedText, peak);
+      }
+  std::printf("\n");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  if (!parseArgs(argc, argv, o))
+    return 2;
+  timingTable(o);
+  qualityTable();
+  return 0;
+}
