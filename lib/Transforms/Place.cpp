@@ -57,7 +57,7 @@ struct PlacePass : public bitpipe::impl::PlaceBase<PlacePass> {
       return module.emitError() << kind.error;
     if (*kind != sched::PlacementKind::Loop && chunksPerDevice != 1)
       return module.emitError()
-             << "chunks-per-device=" << chunksPerDevice
+             << "chunks-per-device=" << chunksPerDevice.getValue()
              << " only applies to the loop placement; the " << placement
              << " placement fixes the chunks per device itself";
     sched::Result<sched::Placement> layout =

@@ -194,7 +194,7 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
     std::vector<sched::Diagnostic> problems = sched::verify(*generated);
     if (!problems.empty())
       return module.emitError()
-             << "schedule '" << schedule << "' with " << microbatches
+             << "schedule '" << schedule << "' with " << microbatches.getValue()
              << " micro-batches does not verify:\n"
              << sched::formatDiagnostics(problems);
 
