@@ -46,6 +46,14 @@ std::string describe(const sched::Placement &p) {
          " stages on " + std::to_string(p.numDevices) + " devices)";
 }
 
+/// "[0, 1, 1, 0]".
+std::string formatDevices(const sched::Pipeline &pipe) {
+  std::string text = "[";
+  for (size_t s = 0; s < pipe.stageDevice.size(); ++s)
+    text += (s ? ", " : "") + std::to_string(pipe.stageDevice[s]);
+  return text + "]";
+}
+
 /// Builds the program of one rank from its list of actions.
 class ProgramBuilder {
 public:
@@ -173,6 +181,20 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
     sched::Result<sched::Placement> want = sched::schedulePlacement(options);
     if (!want)
       return module.emitError() << want.error;
+    if (!samePlacement(have, *want) && want->kind == have.kind &&
+        want->numStages == have.numStages &&
+        want->numDevices == have.numDevices) {
+      // Same shape, different map: a hand-written or edited placement.
+      for (size_t p = 0; p < want->pipelines.size(); ++p)
+        if (want->pipelines[p].stageDevice != have.pipelines[p].stageDevice)
+          return module.emitError()
+                 << "schedule '" << schedule << "' runs on the library's "
+                 << describe(*want) << ", but pipeline " << p
+                 << " of the module's maps stages to devices "
+                 << formatDevices(have.pipelines[p]) << " instead of "
+                 << formatDevices(want->pipelines[p]) << "; run bitpipe-place{"
+                 << placeOptions(*want) << "}";
+    }
     if (!samePlacement(have, *want))
       return module.emitError()
              << "schedule '" << schedule << "' runs on a " << describe(*want)

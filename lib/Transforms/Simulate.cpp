@@ -147,6 +147,8 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     cost.unitForward = forwardCost;
     cost.unitBackward = backwardCost;
     cost.unitWeightGrad = weightGradCost;
+    cost.p2pLatency = p2pLatency;
+    cost.allReduceLatency = allReduceLatency;
 
     FailureOr<SmallVector<func::FuncOp>> stages =
         collectStageFunctions(module);

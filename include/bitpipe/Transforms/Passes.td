@@ -124,7 +124,9 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
     FLOPs. Bytes always come from the IR: the activation a stage hands on is
     its function's result type, the memory a forward keeps is the sum of
     `nn.cost` `act_bytes`, and the gradient an all-reduce moves is the size
-    of the `nn.param` arguments. Communication is free (time 0).
+    of the `nn.param` arguments. Communication takes `p2p-latency` per
+    transfer and `ar-latency` per all-reduce (default 0: free), so that the
+    summary shows how much of the all-reduce hides behind compute.
   }];
   let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
   let options = [
@@ -144,6 +146,10 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
            "costs=unit: time of one backward (input-gradient half if split)">,
     Option<"weightGradCost", "w-cost", "double", /*default=*/"1.0",
            "costs=unit: time of one weight-gradient step">,
+    Option<"p2pLatency", "p2p-latency", "double", /*default=*/"0.0",
+           "Time of one point-to-point transfer (same unit as the costs)">,
+    Option<"allReduceLatency", "ar-latency", "double", /*default=*/"0.0",
+           "Time of one gradient all-reduce (same unit as the costs)">,
   ];
 }
 
