@@ -27,8 +27,7 @@ namespace {
 
 /// "bidirectional-v placement on 4 devices", with the chunk count for loop
 /// (the only kind where it changes the stage count).
-std::string describePlacement(const sched::Placement &p,
-                              int chunksPerDevice) {
+std::string describePlacement(const sched::Placement &p, int chunksPerDevice) {
   std::string text = p.kind + " placement on " + std::to_string(p.numDevices) +
                      (p.numDevices == 1 ? " device" : " devices");
   if (p.kind == sched::placementKindName(sched::PlacementKind::Loop) &&
@@ -72,8 +71,7 @@ struct PlacePass : public bitpipe::impl::PlaceBase<PlacePass> {
              << "already has per-rank programs; place stage functions "
                 "before bitpipe-schedule";
 
-    FailureOr<SmallVector<func::FuncOp>> stages =
-        collectStageFunctions(module);
+    FailureOr<SmallVector<func::FuncOp>> stages = collectStageFunctions(module);
     if (failed(stages))
       return failure();
     if (static_cast<int>(stages->size()) != layout->numStages)

@@ -32,18 +32,17 @@ namespace {
 
 /// The `bitpipe.place` options that build `p`, for "run ..." hints.
 std::string placeOptions(const sched::Placement &p) {
-  std::string text = "placement=" + p.kind +
-                     " devices=" + std::to_string(p.numDevices);
+  std::string text =
+      "placement=" + p.kind + " devices=" + std::to_string(p.numDevices);
   if (p.kind == "loop" && p.numStages != p.numDevices)
-    text += " chunks-per-device=" +
-            std::to_string(p.numStages / p.numDevices);
+    text += " chunks-per-device=" + std::to_string(p.numStages / p.numDevices);
   return text;
 }
 
 /// "bidirectional-v placement (8 stages on 4 devices)".
 std::string describe(const sched::Placement &p) {
-  return p.kind + " placement (" + std::to_string(p.numStages) +
-         " stages on " + std::to_string(p.numDevices) + " devices)";
+  return p.kind + " placement (" + std::to_string(p.numStages) + " stages on " +
+         std::to_string(p.numDevices) + " devices)";
 }
 
 /// "[0, 1, 1, 0]".
@@ -98,13 +97,13 @@ private:
         bp::InputKind kind = input.getValue() == "tokens"
                                  ? bp::InputKind::Tokens
                                  : bp::InputKind::Targets;
-        inputs.push_back(b.create<bp::LoadInputOp>(
-            loc, fn.getArgumentTypes()[i],
-            kind, static_cast<int64_t>(a.microbatch)));
+        inputs.push_back(
+            b.create<bp::LoadInputOp>(loc, fn.getArgumentTypes()[i], kind,
+                                      static_cast<int64_t>(a.microbatch)));
       }
       auto forward = b.create<bp::ForwardOp>(
-          loc, TypeRange{}, bp::SavedType::get(b.getContext()), unbound,
-          inputs, stage(a), microbatch(a));
+          loc, TypeRange{}, bp::SavedType::get(b.getContext()), unbound, inputs,
+          stage(a), microbatch(a));
       saved[{a.stage, a.microbatch}] = forward.getSaved();
       return;
     }
@@ -162,8 +161,7 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
     if (!module.getOps<bp::ProgramOp>().empty())
       return module.emitError() << "already has per-rank programs; "
                                    "bitpipe-schedule runs once";
-    FailureOr<SmallVector<func::FuncOp>> stages =
-        collectStageFunctions(module);
+    FailureOr<SmallVector<func::FuncOp>> stages = collectStageFunctions(module);
     if (failed(stages))
       return failure();
     sched::Placement have = toSchedPlacement(placementAttr);
@@ -201,17 +199,15 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
              << ", but the module has a " << describe(have)
              << "; run bitpipe-place{" << placeOptions(*want) << "}";
 
-    sched::Result<sched::Schedule> generated =
-        sched::generateSchedule(options);
+    sched::Result<sched::Schedule> generated = sched::generateSchedule(options);
     if (!generated)
-      return module.emitError()
-             << "cannot build schedule '" << schedule << "': "
-             << generated.error;
+      return module.emitError() << "cannot build schedule '" << schedule
+                                << "': " << generated.error;
     if (!samePlacement(generated->placement, have))
-      return module.emitError() << "schedule '" << schedule
-                                << "' was generated for a "
-                                << describe(generated->placement)
-                                << ", not the module's " << describe(have);
+      return module.emitError()
+             << "schedule '" << schedule << "' was generated for a "
+             << describe(generated->placement) << ", not the module's "
+             << describe(have);
 
     std::vector<sched::Diagnostic> problems = sched::verify(*generated);
     if (!problems.empty())

@@ -20,9 +20,9 @@ bitpipe::collectStageFunctions(ModuleOp module) {
       continue;
     int64_t stage = attr.getInt();
     if (stage < 0)
-      return fn.emitError() << "'" << kStageAttrName
-                            << "' expects a non-negative stage number, got "
-                            << stage;
+      return fn.emitError()
+             << "'" << kStageAttrName
+             << "' expects a non-negative stage number, got " << stage;
     if (static_cast<int64_t>(stages.size()) <= stage)
       stages.resize(stage + 1);
     if (stages[stage]) {
@@ -40,8 +40,8 @@ bitpipe::collectStageFunctions(ModuleOp module) {
     if (!fn)
       return module.emitError()
              << "has stage functions up to stage " << stages.size() - 1
-             << " but none for stage " << s
-             << "; expected stages 0.." << stages.size() - 1 << " each once";
+             << " but none for stage " << s << "; expected stages 0.."
+             << stages.size() - 1 << " each once";
   return stages;
 }
 
@@ -145,9 +145,9 @@ FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
   }
   for (auto [rank, program] : llvm::enumerate(programs))
     if (!program)
-      return module.emitError() << "has no bitpipe.program for rank " << rank
-                                << " of the placement's " << devices
-                                << " devices";
+      return module.emitError()
+             << "has no bitpipe.program for rank " << rank
+             << " of the placement's " << devices << " devices";
 
   schedule.ranks.resize(devices);
   for (auto [rank, program] : llvm::enumerate(programs)) {

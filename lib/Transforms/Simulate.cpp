@@ -98,9 +98,8 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
 
   LogicalResult run(ModuleOp module) {
     if (costs != "unit" && costs != "ir")
-      return module.emitError()
-             << "bitpipe-simulate: unknown costs=" << costs
-             << "; expected unit or ir";
+      return module.emitError() << "bitpipe-simulate: unknown costs=" << costs
+                                << "; expected unit or ir";
 
     FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
     if (failed(schedule))
@@ -150,8 +149,7 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     cost.p2pLatency = p2pLatency;
     cost.allReduceLatency = allReduceLatency;
 
-    FailureOr<SmallVector<func::FuncOp>> stages =
-        collectStageFunctions(module);
+    FailureOr<SmallVector<func::FuncOp>> stages = collectStageFunctions(module);
     if (failed(stages))
       return failure();
     const int numStages = schedule.placement.numStages;
@@ -164,10 +162,9 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
       return cost;
     }
     if (static_cast<int>(stages->size()) != numStages)
-      return module.emitError()
-             << "has " << stages->size()
-             << " stage functions, but the placement has " << numStages
-             << " stages";
+      return module.emitError() << "has " << stages->size()
+                                << " stage functions, but the placement has "
+                                << numStages << " stages";
 
     SmallVector<StageCost> stageCosts;
     for (func::FuncOp fn : *stages) {
@@ -211,10 +208,9 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
   void printSummary(llvm::raw_ostream &os, const sched::Schedule &schedule,
                     const sched::SimResult &sim) {
     const sched::Placement &p = schedule.placement;
-    os << "schedule " << schedule.name << ": " << p.numDevices
-       << " devices, " << p.kind << " placement, " << p.numStages
-       << " stages, " << schedule.numMicrobatches << " micro-batches, costs="
-       << costs << "\n";
+    os << "schedule " << schedule.name << ": " << p.numDevices << " devices, "
+       << p.kind << " placement, " << p.numStages << " stages, "
+       << schedule.numMicrobatches << " micro-batches, costs=" << costs << "\n";
     if (!schedule.note.empty())
       os << "note: " << schedule.note << "\n";
     os << "makespan: " << num(sim.makespan) << "\n";
@@ -230,8 +226,7 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     for (auto [r, st] : llvm::enumerate(sim.ranks))
       row({"P" + std::to_string(r), num(st.busy), ratio(st.bubbleRatio),
            std::to_string(st.peakInFlight), num(st.peakInFlightBytes),
-           num(st.bytesSent), num(st.allReduceTime),
-           num(st.allReduceHidden)});
+           num(st.bytesSent), num(st.allReduceTime), num(st.allReduceHidden)});
     os << "bytes sent: " << num(sim.totalBytesSent) << "\n";
     os << "all-reduce: time " << num(sim.allReduceTime) << ", overlap "
        << ratio(sim.allReduceOverlap) << "\n";
@@ -242,8 +237,8 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     sched::Result<std::size_t> written =
         sched::writeFileAtomic(path.str(), contents);
     if (!written)
-      return module.emitError() << "cannot write '" << path
-                                << "': " << written.error;
+      return module.emitError()
+             << "cannot write '" << path << "': " << written.error;
     return success();
   }
 };

@@ -1,7 +1,7 @@
 //===- PlacementTest.cpp - Placement factories ----------------------------===//
 
-#include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Generators.h"
 
 #include <gtest/gtest.h>
 

@@ -45,8 +45,8 @@ static LogicalResult verifyScheduleAttr(Operation *op, Attribute value) {
   if (!pipelines || pipelines.size() != microbatches.getInt())
     return fail("microbatch_pipelines",
                 "an array<i64> with one entry per micro-batch");
-  auto placement = op->getAttrOfType<PlacementAttr>(
-      BitPipeDialect::kPlacementAttrName);
+  auto placement =
+      op->getAttrOfType<PlacementAttr>(BitPipeDialect::kPlacementAttrName);
   if (!placement)
     return op->emitError() << "'" << name << "' expects the '"
                            << BitPipeDialect::kPlacementAttrName
@@ -54,8 +54,9 @@ static LogicalResult verifyScheduleAttr(Operation *op, Attribute value) {
   for (auto [m, p] : llvm::enumerate(pipelines.asArrayRef()))
     if (p < 0 || p >= placement.getNumPipelines())
       return op->emitError()
-             << "'" << name << "' sends micro-batch " << m << " through pipeline "
-             << p << ", but the placement has " << placement.getNumPipelines();
+             << "'" << name << "' sends micro-batch " << m
+             << " through pipeline " << p << ", but the placement has "
+             << placement.getNumPipelines();
   return success();
 }
 
