@@ -1,6 +1,7 @@
 //===- PlacementTest.cpp - Placement factories ----------------------------===//
 
 #include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Generators.h"
 
 #include <gtest/gtest.h>
 
@@ -112,4 +113,31 @@ TEST(Placement, ParsesKindsAndRoundTripsNames) {
   Result<PlacementKind> bad = parsePlacementKind("zigzag");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error.find("zigzag"), std::string::npos);
+}
+
+// bitpipe-schedule compares a module's placement with schedulePlacement()
+// before generating; the two must never disagree with the generators.
+TEST(Placement, SchedulePlacementIsWhatTheGeneratorUses) {
+  for (const std::string &name : scheduleNames()) {
+    for (int devices : {2, 4}) {
+      ScheduleOptions o{name, devices, /*microbatches=*/2 * devices,
+                        /*chunksPerDevice=*/2};
+      Result<Schedule> s = generateSchedule(o);
+      ASSERT_TRUE(s.ok()) << name << ": " << s.error;
+      Result<Placement> p = schedulePlacement(o);
+      ASSERT_TRUE(p.ok()) << name << ": " << p.error;
+      EXPECT_EQ(p->kind, s->placement.kind) << name;
+      EXPECT_EQ(p->numDevices, s->placement.numDevices) << name;
+      EXPECT_EQ(p->numStages, s->placement.numStages) << name;
+      ASSERT_EQ(p->pipelines.size(), s->placement.pipelines.size()) << name;
+      for (size_t i = 0; i < p->pipelines.size(); ++i)
+        EXPECT_EQ(p->pipelines[i].stageDevice,
+                  s->placement.pipelines[i].stageDevice)
+            << name;
+    }
+  }
+  Result<Placement> unknown = schedulePlacement({"zigzag", 4, 4, 2});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error.find("unknown schedule 'zigzag'"), std::string::npos)
+      << unknown.error;
 }

@@ -38,6 +38,14 @@ struct ScheduleOptions {
 /// Dispatches on options.schedule.
 Result<Schedule> generateSchedule(const ScheduleOptions &options);
 
+/// The placement the schedule named by options.schedule runs on, for
+/// options.devices (and options.chunksPerDevice, interleaved-1f1b only),
+/// without generating it: lets a caller that already holds a placement
+/// (bitpipe-schedule) say "needs another placement" before looking at N.
+/// Fails for an unknown name or devices the placement refuses. Equal to
+/// generateSchedule(options)->placement whenever that succeeds.
+Result<Placement> schedulePlacement(const ScheduleOptions &options);
+
 /// "gpipe", "1f1b", "interleaved-1f1b", "chimera", "bitpipe", "zb-h1".
 const std::vector<std::string> &scheduleNames();
 

@@ -3,6 +3,7 @@
 #ifndef BITPIPE_TRANSFORMS_PASSES_H
 #define BITPIPE_TRANSFORMS_PASSES_H
 
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

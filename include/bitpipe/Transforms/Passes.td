@@ -108,4 +108,130 @@ def Partition : Pass<"bitpipe-partition", "mlir::ModuleOp"> {
   ];
 }
 
+def Place : Pass<"bitpipe-place", "mlir::ModuleOp"> {
+  let summary = "Put the stage functions on devices";
+  let description = [{
+    Builds the placement with the schedule library (the one definition of
+    every placement) and checks that the module has exactly the stage
+    functions (`func.func` with `bitpipe.stage = k`) it needs:
+
+    | placement         | stages  |
+    |-------------------|---------|
+    | `loop`            | D * v   |
+    | `v`               | 2D      |
+    | `bidirectional`   | D       |
+    | `bidirectional-v` | 2D      |
+
+    where D is `devices` and v is `chunks-per-device` (loop only). Writes
+    `bitpipe.placement = #bitpipe.placement<...>` and `bitpipe.world_size = D`
+    on the module, and `bitpipe.devices = array<i64: ...>` (the sorted
+    devices holding a replica of the stage, the group that all-reduces its
+    gradients) on each stage function. The placement is explicit:
+    `bitpipe-schedule` checks that the schedule it is asked for runs on it.
+
+    ```
+    bitpipe-opt m.mlir --bitpipe-place="placement=bidirectional-v devices=4"
+    ```
+  }];
+  let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
+  let options = [
+    Option<"placement", "placement", "std::string", /*default=*/"",
+           "loop, v, bidirectional or bidirectional-v (required)">,
+    Option<"devices", "devices", "int", /*default=*/"0",
+           "Number of pipeline devices D (required)">,
+    Option<"chunksPerDevice", "chunks-per-device", "int", /*default=*/"1",
+           "Stages per device of the loop placement (interleaved 1F1B: >= 2)">,
+  ];
+}
+
+def Schedule : Pass<"bitpipe-schedule", "mlir::ModuleOp"> {
+  let summary = "Build one ordered program per rank from a schedule";
+  let description = [{
+    Runs the schedule library's generator `schedule` for the module's
+    placement and `microbatches` micro-batches, checks the result with the
+    library's verifier, and writes one `bitpipe.program @rank<r> rank r` per
+    device holding that rank's compute steps in execution order:
+
+    - `F<m>.s<k>`: `bitpipe.forward` of stage k for micro-batch m, preceded
+      by a `bitpipe.load_input` for each training input (`nn.input` argument
+      of the stage function: tokens or labels) it reads;
+    - `B<m>.s<k>` / `W<m>.s<k>`: `bitpipe.backward` / `bitpipe.weight_grad`
+      consuming that forward's `!bitpipe.saved` handle;
+    - `AR(...)`: `bitpipe.allreduce_start` over the stages' replica group
+      (one bucket each, numbered per rank), waited for at the end, before
+      the final `bitpipe.optimizer_step`.
+
+    The compute ops are in their *unbound* form (no callee, no tensors
+    between stages): sends, receives and local copies are inserted later by
+    `bitpipe-insert-transfers`, which binds the stage functions. The module
+    gets `bitpipe.schedule = {name, microbatches, microbatch_pipelines,
+    split_backward[, note]}`; from here on the programs are the record of
+    the order (see ScheduleFromIR.h).
+
+    Errors name what to change: a schedule that needs another placement
+    (both named), a micro-batch count the generator refuses (its reason), a
+    schedule that fails verification (the verifier's message and the grid
+    with the failing step marked).
+  }];
+  let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"",
+           "gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe or zb-h1 (required)">,
+    Option<"microbatches", "microbatches", "int", /*default=*/"0",
+           "Micro-batches per training step N (required)">,
+  ];
+}
+
+def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
+  let summary = "Simulate the per-rank programs; print the grid and a summary";
+  let description = [{
+    Reads the schedule back from the programs (ScheduleFromIR.h), verifies
+    it, runs the schedule library's event simulator and prints to standard
+    output, with `grid`, the text grid (`P0: F0.s0 F1.s0 ...`, the library's
+    format), then a summary: makespan, bubble ratio overall and per rank,
+    peak in-flight activations per rank (chunks and bytes), point-to-point
+    bytes sent per rank, all-reduce time and how much of it overlaps
+    compute. `timeline`, `trace` and `torch-csv` write an SVG timeline, a
+    Chrome trace and torch.distributed.pipelining's CSV, each atomically.
+    The IR is not changed.
+
+    Costs. `costs=unit`: forward, backward and weight-gradient times are
+    `f-cost`, `b-cost`, `w-cost` for every stage (the papers' slot counts;
+    zero-bubble schedules are usually measured with `b-cost=1`).
+    `costs=ir`: each stage's forward and backward time is the sum of
+    `nn.cost` `fwd_flops` / `bwd_flops` over its function's ops (run
+    bitpipe-annotate-cost), normalised so that the cheapest stage's forward
+    takes 1; with a split backward, B and W each take half the backward
+    FLOPs. Bytes always come from the IR: the activation a stage hands on is
+    its function's result type, the memory a forward keeps is the sum of
+    `nn.cost` `act_bytes`, and the gradient an all-reduce moves is the size
+    of the `nn.param` arguments. Communication takes `p2p-latency` per
+    transfer and `ar-latency` per all-reduce (default 0: free), so that the
+    summary shows how much of the all-reduce hides behind compute.
+  }];
+  let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
+  let options = [
+    Option<"grid", "grid", "bool", /*default=*/"false",
+           "Print the per-rank text grid before the summary">,
+    Option<"timeline", "timeline", "std::string", /*default=*/"",
+           "Write an SVG timeline to this file">,
+    Option<"trace", "trace", "std::string", /*default=*/"",
+           "Write a Chrome trace (JSON) to this file">,
+    Option<"torchCsv", "torch-csv", "std::string", /*default=*/"",
+           "Write torch.distributed.pipelining's compute-only CSV to this file">,
+    Option<"costs", "costs", "std::string", /*default=*/"\"unit\"",
+           "unit (f-cost, b-cost, w-cost) or ir (nn.cost FLOPs per stage)">,
+    Option<"forwardCost", "f-cost", "double", /*default=*/"1.0",
+           "costs=unit: time of one forward">,
+    Option<"backwardCost", "b-cost", "double", /*default=*/"2.0",
+           "costs=unit: time of one backward (input-gradient half if split)">,
+    Option<"weightGradCost", "w-cost", "double", /*default=*/"1.0",
+           "costs=unit: time of one weight-gradient step">,
+    Option<"p2pLatency", "p2p-latency", "double", /*default=*/"0.0",
+           "Time of one point-to-point transfer (same unit as the costs)">,
+    Option<"allReduceLatency", "ar-latency", "double", /*default=*/"0.0",
+           "Time of one gradient all-reduce (same unit as the costs)">,
+  ];
+}
+
 #endif // BITPIPE_TRANSFORMS_PASSES_TD

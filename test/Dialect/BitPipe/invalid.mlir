@@ -297,3 +297,58 @@ bitpipe.program @rank0 rank 0 {
   bitpipe.optimizer_step
   bitpipe.allreduce_wait %t
 }
+
+//===----------------------------------------------------------------------===//
+// The unbound form (no callee): no tensors between stages yet
+//===----------------------------------------------------------------------===//
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.forward' op without a callee returns only its !bitpipe.saved handle, but it has 1 more result(s); bind the stage function to return tensors}}
+  %y, %s = bitpipe.forward stage 0 microbatch 0 : () -> (tensor<2x16x32xf32>, !bitpipe.saved)
+}
+
+// -----
+
+bitpipe.program @rank1 rank 1 {
+  %x = bitpipe.recv activation from 0 stage 0 microbatch 0 : tensor<2x16x32xf32>
+  // expected-error @+1 {{'bitpipe.forward' op without a callee takes only training inputs from bitpipe.load_input; bind the stage function to pass other tensors}}
+  %s = bitpipe.forward(%x) stage 1 microbatch 0 : (tensor<2x16x32xf32>) -> !bitpipe.saved
+}
+
+// -----
+
+bitpipe.program @rank1 rank 1 {
+  %s = bitpipe.forward stage 1 microbatch 0 : () -> !bitpipe.saved
+  %g = bitpipe.recv gradient from 0 stage 2 microbatch 0 : tensor<2x16x32xf32>
+  // expected-error @+1 {{'bitpipe.backward' op without a callee takes only its !bitpipe.saved handle and returns nothing; bind the backward function to pass gradients}}
+  bitpipe.backward(%s, %g) stage 1 microbatch 0 : (!bitpipe.saved, tensor<2x16x32xf32>) -> ()
+}
+
+// -----
+
+// The unbound form keeps the handle check: a backward of another forward.
+bitpipe.program @rank0 rank 0 {
+  // expected-note @+1 {{forward here}}
+  %s = bitpipe.forward stage 0 microbatch 0 : () -> !bitpipe.saved
+  // expected-error @+1 {{'bitpipe.backward' op of stage 0 micro-batch 1 expects the saved state of the same stage and micro-batch, but it comes from the forward of stage 0 micro-batch 0}}
+  bitpipe.backward(%s) stage 0 microbatch 1 : (!bitpipe.saved) -> ()
+}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.schedule' expects field 'split_backward' to be a bool}}
+module attributes {
+  bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
+  bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>}
+} {
+}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.schedule' expects the 'bitpipe.placement' the schedule runs on}}
+module attributes {
+  bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+} {
+}

@@ -164,3 +164,40 @@ module attributes {
   // CHECK-NEXT: }
   bitpipe.program @rank0 rank 0 {}
 }
+
+// -----
+
+// The unbound form bitpipe-schedule writes: the compute order before the
+// tensors between stages exist. Only training inputs are operands; the saved
+// handle still ties each backward and weight_grad to its own forward.
+
+// CHECK: bitpipe.schedule = {microbatch_pipelines = array<i64: 0>, microbatches = 1 : i64, name = "zb-h1", split_backward = true}
+module attributes {
+  bitpipe.world_size = 2 : i64,
+  bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2,
+                                         pipelines = [[0, 1]]>,
+  bitpipe.schedule = {name = "zb-h1", microbatches = 1 : i64,
+                      microbatch_pipelines = array<i64: 0>,
+                      split_backward = true}
+} {
+  // CHECK-LABEL: bitpipe.program @rank1 rank 1 {
+  // CHECK-NEXT: %[[L:.+]] = load_input targets microbatch 0 : tensor<2x16xi32>
+  // CHECK-NEXT: %[[S:.+]] = forward(%[[L]]) stage 1 microbatch 0 : (tensor<2x16xi32>) -> !bitpipe.saved
+  // CHECK-NEXT: backward(%[[S]]) stage 1 microbatch 0 : (!bitpipe.saved) -> (){{$}}
+  // CHECK-NEXT: weight_grad(%[[S]]) stage 1 microbatch 0{{$}}
+  // CHECK-NEXT: optimizer_step
+  bitpipe.program @rank1 rank 1 {
+    %l = load_input targets microbatch 0 : tensor<2x16xi32>
+    %s = forward(%l) stage 1 microbatch 0 : (tensor<2x16xi32>) -> !bitpipe.saved
+    backward(%s) stage 1 microbatch 0 : (!bitpipe.saved) -> ()
+    weight_grad(%s) stage 1 microbatch 0
+    optimizer_step
+  }
+  // A stage without training inputs prints no parentheses.
+  // CHECK-LABEL: bitpipe.program @rank0 rank 0 {
+  // CHECK-NEXT: %[[S:.+]] = forward stage 0 microbatch 0 : () -> !bitpipe.saved
+  bitpipe.program @rank0 rank 0 {
+    %s = forward stage 0 microbatch 0 : () -> !bitpipe.saved
+    backward(%s) stage 0 microbatch 0 : (!bitpipe.saved) -> ()
+  }
+}

@@ -231,11 +231,32 @@ void LoadInputOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult ForwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  // The unbound form names its stage by number only (bitpipe.stage on the
+  // function); nothing to resolve until bitpipe-insert-transfers binds it.
+  if (!getCalleeAttr())
+    return success();
   return verifyStageCallee(*this, getCalleeAttr(), getInputs().getTypes(),
                            getOutputs().getTypes(), symbolTable);
 }
 
 LogicalResult ForwardOp::verify() {
+  // Unbound: the inter-stage tensors do not exist yet, so the op may only
+  // read training inputs and may only return its saved handle. Anything
+  // else would be a tensor with no stage function to type-check it against.
+  if (!getCalleeAttr()) {
+    if (!getOutputs().empty())
+      return emitOpError() << "without a callee returns only its "
+                              "!bitpipe.saved handle, but it has "
+                           << getOutputs().size()
+                           << " more result(s); bind the stage function to "
+                              "return tensors";
+    for (Value input : getInputs())
+      if (!input.getDefiningOp<LoadInputOp>())
+        return emitOpError() << "without a callee takes only training inputs "
+                                "from bitpipe.load_input; bind the stage "
+                                "function to pass other tensors";
+  }
+
   // What a forward keeps is freed by one backward (and, when the backward is
   // split, one weight_grad); a second consumer would read freed memory.
   unsigned backwards = 0, weightGrads = 0;
@@ -264,11 +285,18 @@ void ForwardOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult BackwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (!getCalleeAttr())
+    return success();
   return verifyStageCallee(*this, getCalleeAttr(), getGrads().getTypes(),
                            getOutputs().getTypes(), symbolTable);
 }
 
 LogicalResult BackwardOp::verify() {
+  // Unbound (see ForwardOp): no gradients flow until the callee is bound.
+  if (!getCalleeAttr() && (!getGrads().empty() || !getOutputs().empty()))
+    return emitOpError() << "without a callee takes only its !bitpipe.saved "
+                            "handle and returns nothing; bind the backward "
+                            "function to pass gradients";
   return verifySavedSource(*this, getSaved(), getStage(), getMicrobatch());
 }
 
@@ -283,6 +311,8 @@ void BackwardOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 
 LogicalResult
 WeightGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (!getCalleeAttr())
+    return success();
   return verifyStageCallee(*this, getCalleeAttr(), {}, {}, symbolTable);
 }
 

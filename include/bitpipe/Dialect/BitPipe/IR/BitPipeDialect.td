@@ -52,6 +52,12 @@ def BitPipe_Dialect : Dialect {
     - `bitpipe.world_size = N : i64`: number of ranks (pipeline x data
       parallel); every program rank and peer is below it.
     - `bitpipe.placement = #bitpipe.placement<...>`: the stage-to-device map.
+    - `bitpipe.schedule = {name = "bitpipe", microbatches = 4 : i64,
+      microbatch_pipelines = array<i64: 0, 0, 1, 1>, split_backward = false}`
+      (and an optional `note` string): the schedule the programs were built
+      from (bitpipe-schedule). `microbatch_pipelines[m]` is the pipeline of
+      the placement that micro-batch `m` travels through; the programs are
+      the only record of the order.
   }];
 
   let useDefaultTypePrinterParser = 1;
@@ -64,6 +70,8 @@ def BitPipe_Dialect : Dialect {
         "bitpipe.world_size";
     static constexpr ::llvm::StringLiteral kPlacementAttrName =
         "bitpipe.placement";
+    static constexpr ::llvm::StringLiteral kScheduleAttrName =
+        "bitpipe.schedule";
 
   private:
     void registerTypes();

@@ -111,17 +111,33 @@ def BitPipe_ForwardOp : BitPipe_NamedResultsOp<"forward", [
     %y, %saved = bitpipe.forward @stage_3(%x) stage 3 microbatch 2
         : (tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
     ```
+
+    *Unbound form.* `bitpipe-schedule` fixes the order of the compute steps
+    before the tensors that cross stage boundaries exist (sends, receives
+    and local copies come from `bitpipe-insert-transfers`, which also binds
+    the stage function). Until then a forward has no `callee` and names its
+    stage only by `stage` (the `func.func` with `bitpipe.stage = k`). It
+    returns no tensors, only the `!bitpipe.saved` handle, so the backward
+    still has to consume the handle of its own forward; its operands are
+    the training inputs the stage reads, each from a `bitpipe.load_input`.
+
+    ```mlir
+    %tokens = bitpipe.load_input tokens microbatch 2 : tensor<2x16xi32>
+    %saved = bitpipe.forward(%tokens) stage 0 microbatch 2
+        : (tensor<2x16xi32>) -> !bitpipe.saved
+    %saved1 = bitpipe.forward stage 1 microbatch 2 : () -> !bitpipe.saved
+    ```
   }];
 
-  let arguments = (ins FlatSymbolRefAttr:$callee,
+  let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$callee,
                        Variadic<AnyType>:$inputs,
                        BitPipe_IndexAttr:$stage,
                        BitPipe_IndexAttr:$microbatch);
   let results = (outs Variadic<AnyType>:$outputs,
                       BitPipe_SavedType:$saved);
   let assemblyFormat = [{
-    $callee `(` $inputs `)` `stage` $stage `microbatch` $microbatch attr-dict
-    `:` functional-type($inputs, results)
+    ($callee^)? (`(` $inputs^ `)`)? `stage` $stage `microbatch` $microbatch
+    attr-dict `:` functional-type($inputs, results)
   }];
   let hasVerifier = 1;
 }
@@ -142,16 +158,24 @@ def BitPipe_BackwardOp : BitPipe_NamedResultsOp<"backward", [
     %gx = bitpipe.backward @stage_3_bwd(%saved, %gy) stage 3 microbatch 2
         : (!bitpipe.saved, tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
     ```
+
+    *Unbound form* (see `bitpipe.forward`): without `callee` the backward
+    takes only the saved handle and returns nothing; the gradients are
+    added when the backward function is bound.
+
+    ```mlir
+    bitpipe.backward(%saved) stage 3 microbatch 2 : (!bitpipe.saved) -> ()
+    ```
   }];
 
-  let arguments = (ins FlatSymbolRefAttr:$callee,
+  let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$callee,
                        BitPipe_SavedType:$saved,
                        Variadic<AnyType>:$grads,
                        BitPipe_IndexAttr:$stage,
                        BitPipe_IndexAttr:$microbatch);
   let results = (outs Variadic<AnyType>:$outputs);
   let assemblyFormat = [{
-    $callee `(` $saved (`,` $grads^)? `)` `stage` $stage
+    ($callee^)? `(` $saved (`,` $grads^)? `)` `stage` $stage
     `microbatch` $microbatch attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -169,14 +193,18 @@ def BitPipe_WeightGradOp : BitPipe_ProgramOp<"weight_grad", [
     ```mlir
     bitpipe.weight_grad @stage_3_wgrad(%saved) stage 3 microbatch 2
     ```
+
+    *Unbound form* (see `bitpipe.forward`): `bitpipe.weight_grad(%saved)
+    stage 3 microbatch 2`, before the weight-gradient function is bound.
   }];
 
-  let arguments = (ins FlatSymbolRefAttr:$callee,
+  let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$callee,
                        BitPipe_SavedType:$saved,
                        BitPipe_IndexAttr:$stage,
                        BitPipe_IndexAttr:$microbatch);
   let assemblyFormat = [{
-    $callee `(` $saved `)` `stage` $stage `microbatch` $microbatch attr-dict
+    ($callee^)? `(` $saved `)` `stage` $stage `microbatch` $microbatch
+    attr-dict
   }];
   let hasVerifier = 1;
 }

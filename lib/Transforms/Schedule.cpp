@@ -1,0 +1,241 @@
+//===- Schedule.cpp - The bitpipe-schedule pass ---------------------------===//
+//
+// Turns a named schedule into per-rank programs. All schedule logic is the
+// library's: the generator decides the order, the verifier decides whether
+// it is a correct training step. This pass checks that the request fits the
+// module (placement, stage functions), and writes the order as IR, then
+// reads it back (ScheduleFromIR) to make sure the IR says exactly what the
+// generator produced, since later passes trust the IR alone.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeTypes.h"
+#include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Schedule/GridText.h"
+#include "bitpipe/Schedule/Verifier.h"
+#include "bitpipe/Transforms/Passes.h"
+#include "bitpipe/Transforms/ScheduleFromIR.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace bitpipe {
+#define GEN_PASS_DEF_SCHEDULE
+#include "bitpipe/Transforms/Passes.h.inc"
+} // namespace bitpipe
+
+using namespace mlir;
+using namespace bitpipe;
+
+namespace {
+
+/// The `bitpipe.place` options that build `p`, for "run ..." hints.
+std::string placeOptions(const sched::Placement &p) {
+  std::string text =
+      "placement=" + p.kind + " devices=" + std::to_string(p.numDevices);
+  if (p.kind == "loop" && p.numStages != p.numDevices)
+    text += " chunks-per-device=" + std::to_string(p.numStages / p.numDevices);
+  return text;
+}
+
+/// "bidirectional-v placement (8 stages on 4 devices)".
+std::string describe(const sched::Placement &p) {
+  return p.kind + " placement (" + std::to_string(p.numStages) + " stages on " +
+         std::to_string(p.numDevices) + " devices)";
+}
+
+/// "[0, 1, 1, 0]".
+std::string formatDevices(const sched::Pipeline &pipe) {
+  std::string text = "[";
+  for (size_t s = 0; s < pipe.stageDevice.size(); ++s)
+    text += (s ? ", " : "") + std::to_string(pipe.stageDevice[s]);
+  return text + "]";
+}
+
+/// Builds the program of one rank from its list of actions.
+class ProgramBuilder {
+public:
+  ProgramBuilder(OpBuilder &builder, Location loc, bp::PlacementAttr placement,
+                 ArrayRef<func::FuncOp> stages)
+      : b(builder), loc(loc), placement(placement), stages(stages) {}
+
+  void build(int rank, ArrayRef<sched::Action> actions) {
+    auto program =
+        b.create<bp::ProgramOp>(loc, ("rank" + Twine(rank)).str(), rank);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&program.getBody().front());
+    saved.clear();
+    tokens.clear();
+    for (const sched::Action &action : actions)
+      emit(action);
+    // The gradients must be final before the update: wait for every
+    // all-reduce, in the order they were started.
+    for (Value token : tokens)
+      b.create<bp::AllReduceWaitOp>(loc, token);
+    b.create<bp::OptimizerStepOp>(loc);
+  }
+
+private:
+  static int64_t stage(const sched::Action &a) { return a.stage; }
+  static int64_t microbatch(const sched::Action &a) { return a.microbatch; }
+
+  void emit(const sched::Action &a) {
+    // No callee: the unbound form, until bitpipe-insert-transfers binds the
+    // stage functions (see bitpipe.forward's description).
+    const FlatSymbolRefAttr unbound;
+    switch (a.kind) {
+    case sched::ActionKind::Forward: {
+      // Each training input the stage function reads is loaded for this
+      // micro-batch right before its forward.
+      func::FuncOp fn = stages[a.stage];
+      SmallVector<Value> inputs;
+      for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+        auto input = fn.getArgAttrOfType<StringAttr>(i, kInputArgAttrName);
+        if (!input)
+          continue;
+        bp::InputKind kind = input.getValue() == "tokens"
+                                 ? bp::InputKind::Tokens
+                                 : bp::InputKind::Targets;
+        inputs.push_back(
+            b.create<bp::LoadInputOp>(loc, fn.getArgumentTypes()[i], kind,
+                                      static_cast<int64_t>(a.microbatch)));
+      }
+      auto forward = b.create<bp::ForwardOp>(
+          loc, TypeRange{}, bp::SavedType::get(b.getContext()), unbound, inputs,
+          stage(a), microbatch(a));
+      saved[{a.stage, a.microbatch}] = forward.getSaved();
+      return;
+    }
+    case sched::ActionKind::Backward:
+      b.create<bp::BackwardOp>(loc, TypeRange{}, unbound,
+                               saved.lookup({a.stage, a.microbatch}),
+                               ValueRange{}, stage(a), microbatch(a));
+      return;
+    case sched::ActionKind::WeightGrad:
+      b.create<bp::WeightGradOp>(loc, unbound,
+                                 saved.lookup({a.stage, a.microbatch}),
+                                 stage(a), microbatch(a));
+      return;
+    case sched::ActionKind::AllReduce: {
+      // The verifier has checked that all stages of one AR share their
+      // replica group.
+      SmallVector<int64_t> stageList(a.stages.begin(), a.stages.end());
+      auto start = b.create<bp::AllReduceStartOp>(
+          loc, bp::TokenType::get(b.getContext()), stageList,
+          placement.getReplicaGroup(a.stages.front()),
+          static_cast<int64_t>(tokens.size()));
+      tokens.push_back(start.getToken());
+      return;
+    }
+    }
+  }
+
+  OpBuilder &b;
+  Location loc;
+  bp::PlacementAttr placement;
+  ArrayRef<func::FuncOp> stages;
+  llvm::DenseMap<std::pair<int, int>, Value> saved; ///< (stage, mb) -> handle
+  SmallVector<Value> tokens;
+};
+
+struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
+  using ScheduleBase::ScheduleBase;
+
+  void runOnOperation() override {
+    if (failed(run(getOperation())))
+      signalPassFailure();
+  }
+
+  LogicalResult run(ModuleOp module) {
+    if (schedule.empty())
+      return module.emitError()
+             << "bitpipe-schedule needs schedule=gpipe|1f1b|interleaved-1f1b|"
+                "chimera|bitpipe|zb-h1";
+    auto placementAttr = module->getAttrOfType<bp::PlacementAttr>(
+        bp::BitPipeDialect::kPlacementAttrName);
+    if (!placementAttr)
+      return module.emitError()
+             << "has no '" << bp::BitPipeDialect::kPlacementAttrName
+             << "'; run bitpipe-place before bitpipe-schedule";
+    if (!module.getOps<bp::ProgramOp>().empty())
+      return module.emitError() << "already has per-rank programs; "
+                                   "bitpipe-schedule runs once";
+    FailureOr<SmallVector<func::FuncOp>> stages = collectStageFunctions(module);
+    if (failed(stages))
+      return failure();
+    sched::Placement have = toSchedPlacement(placementAttr);
+    if (static_cast<int>(stages->size()) != have.numStages)
+      return module.emitError()
+             << "has " << stages->size() << " stage functions, but its "
+             << describe(have) << " names " << have.numStages;
+
+    // Placement first: "needs another placement" is the answer whatever N.
+    sched::ScheduleOptions options;
+    options.schedule = schedule;
+    options.devices = have.numDevices;
+    options.microbatches = microbatches;
+    options.chunksPerDevice = have.numStages / have.numDevices;
+    sched::Result<sched::Placement> want = sched::schedulePlacement(options);
+    if (!want)
+      return module.emitError() << want.error;
+    if (!samePlacement(have, *want) && want->kind == have.kind &&
+        want->numStages == have.numStages &&
+        want->numDevices == have.numDevices) {
+      // Same shape, different map: a hand-written or edited placement.
+      for (size_t p = 0; p < want->pipelines.size(); ++p)
+        if (want->pipelines[p].stageDevice != have.pipelines[p].stageDevice)
+          return module.emitError()
+                 << "schedule '" << schedule << "' runs on the library's "
+                 << describe(*want) << ", but pipeline " << p
+                 << " of the module's maps stages to devices "
+                 << formatDevices(have.pipelines[p]) << " instead of "
+                 << formatDevices(want->pipelines[p]) << "; run bitpipe-place{"
+                 << placeOptions(*want) << "}";
+    }
+    if (!samePlacement(have, *want))
+      return module.emitError()
+             << "schedule '" << schedule << "' runs on a " << describe(*want)
+             << ", but the module has a " << describe(have)
+             << "; run bitpipe-place{" << placeOptions(*want) << "}";
+
+    sched::Result<sched::Schedule> generated = sched::generateSchedule(options);
+    if (!generated)
+      return module.emitError() << "cannot build schedule '" << schedule
+                                << "': " << generated.error;
+    if (!samePlacement(generated->placement, have))
+      return module.emitError()
+             << "schedule '" << schedule << "' was generated for a "
+             << describe(generated->placement) << ", not the module's "
+             << describe(have);
+
+    std::vector<sched::Diagnostic> problems = sched::verify(*generated);
+    if (!problems.empty())
+      return module.emitError()
+             << "schedule '" << schedule << "' with " << microbatches.getValue()
+             << " micro-batches does not verify:\n"
+             << sched::formatDiagnostics(problems);
+
+    MLIRContext *context = &getContext();
+    module->setAttr(bp::BitPipeDialect::kScheduleAttrName,
+                    toScheduleAttr(context, *generated));
+    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    ProgramBuilder programs(builder, module.getLoc(), placementAttr, *stages);
+    for (int r = 0; r < generated->numRanks(); ++r)
+      programs.build(r, generated->ranks[r]);
+
+    // The IR is the record from now on; it must say what was generated.
+    FailureOr<sched::Schedule> readBack = readScheduleFromIR(module);
+    if (failed(readBack))
+      return failure();
+    if (readBack->ranks != generated->ranks)
+      return module.emitError()
+             << "internal error: the programs read back differ from the "
+                "generated schedule\ngenerated:\n"
+             << sched::formatGrid(*generated) << "read back:\n"
+             << sched::formatGrid(*readBack);
+    return success();
+  }
+};
+
+} // namespace

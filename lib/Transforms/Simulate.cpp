@@ -1,0 +1,246 @@
+//===- Simulate.cpp - The bitpipe-simulate pass ---------------------------===//
+//
+// Measures the schedule the IR holds. The order comes from the programs
+// (ScheduleFromIR), never from the schedule's name, so a pass that reorders
+// the programs is measured as it is; the verifier, the simulator and the
+// exporters are the schedule library's. What the pass adds is the bridge
+// from the IR to the library's CostModel: times from `nn.cost` FLOPs and
+// sizes from tensor types.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Schedule/Export.h"
+#include "bitpipe/Schedule/GridText.h"
+#include "bitpipe/Schedule/Simulator.h"
+#include "bitpipe/Schedule/Verifier.h"
+#include "bitpipe/Transforms/Passes.h"
+#include "bitpipe/Transforms/ScheduleFromIR.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatAdapters.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+
+namespace bitpipe {
+#define GEN_PASS_DEF_SIMULATE
+#include "bitpipe/Transforms/Passes.h.inc"
+} // namespace bitpipe
+
+using namespace mlir;
+using namespace bitpipe;
+
+namespace {
+
+/// Bytes of a statically shaped tensor; 0 for anything else (a shape the
+/// simulator cannot size is better left out than guessed).
+double tensorBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() ||
+      !tensor.getElementType().isIntOrFloat())
+    return 0;
+  return static_cast<double>(tensor.getNumElements()) *
+         ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+}
+
+/// Sums of the `nn.cost` fields over a stage function's ops.
+struct StageCost {
+  double forwardFlops = 0, backwardFlops = 0, activationBytes = 0;
+  bool annotated = false; ///< At least one op carries nn.cost.
+};
+
+StageCost sumCosts(func::FuncOp fn) {
+  StageCost c;
+  fn.walk([&](Operation *op) {
+    auto cost = op->getAttrOfType<DictionaryAttr>("nn.cost");
+    if (!cost)
+      return;
+    auto get = [&](StringRef key) {
+      auto value = cost.getAs<IntegerAttr>(key);
+      return value ? static_cast<double>(value.getInt()) : 0.0;
+    };
+    c.annotated = true;
+    c.forwardFlops += get("fwd_flops");
+    c.backwardFlops += get("bwd_flops");
+    c.activationBytes += get("act_bytes");
+  });
+  return c;
+}
+
+/// A number as the summary prints it: integers without decimals ("28"),
+/// others with up to four significant decimals.
+std::string num(double value) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (value == static_cast<double>(static_cast<long long>(value)))
+    os << static_cast<long long>(value);
+  else
+    os << llvm::format("%.4g", value);
+  return text;
+}
+
+std::string ratio(double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.4f", value);
+  return text;
+}
+
+struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
+  using SimulateBase::SimulateBase;
+
+  void runOnOperation() override {
+    if (failed(run(getOperation())))
+      return signalPassFailure();
+    markAllAnalysesPreserved();
+  }
+
+  LogicalResult run(ModuleOp module) {
+    if (costs != "unit" && costs != "ir")
+      return module.emitError() << "bitpipe-simulate: unknown costs=" << costs
+                                << "; expected unit or ir";
+
+    FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
+    if (failed(schedule))
+      return failure();
+
+    // A schedule the verifier rejects would simulate to a deadlock or to
+    // numbers that mean nothing: report the verifier's finding instead.
+    std::vector<sched::Diagnostic> problems = sched::verify(*schedule);
+    if (!problems.empty())
+      return module.emitError()
+             << "the per-rank programs are not a valid schedule:\n"
+             << sched::formatDiagnostics(problems);
+
+    FailureOr<sched::CostModel> cost = buildCostModel(module, *schedule);
+    if (failed(cost))
+      return failure();
+    sched::Result<sched::SimResult> sim = sched::simulate(*schedule, *cost);
+    if (!sim)
+      return module.emitError() << "cannot simulate: " << sim.error;
+    if (sim->deadlocked)
+      return module.emitError() << sim->deadlockReport();
+
+    llvm::raw_ostream &os = llvm::outs();
+    if (grid)
+      os << sched::formatGrid(*schedule);
+    printSummary(os, *schedule, *sim);
+    os.flush();
+
+    if (!timeline.empty() &&
+        failed(write(module, timeline, sched::toSvg(*schedule, *sim))))
+      return failure();
+    if (!trace.empty() &&
+        failed(write(module, trace, sched::toChromeTrace(*schedule, *sim))))
+      return failure();
+    if (!torchCsv.empty() &&
+        failed(write(module, torchCsv, sched::toTorchCsv(*schedule))))
+      return failure();
+    return success();
+  }
+
+  FailureOr<sched::CostModel> buildCostModel(ModuleOp module,
+                                             const sched::Schedule &schedule) {
+    sched::CostModel cost;
+    cost.unitForward = forwardCost;
+    cost.unitBackward = backwardCost;
+    cost.unitWeightGrad = weightGradCost;
+    cost.p2pLatency = p2pLatency;
+    cost.allReduceLatency = allReduceLatency;
+
+    FailureOr<SmallVector<func::FuncOp>> stages = collectStageFunctions(module);
+    if (failed(stages))
+      return failure();
+    const int numStages = schedule.placement.numStages;
+    // Hand-written programs may come without stage functions: then there is
+    // nothing to size, and only unit costs make sense.
+    if (stages->empty()) {
+      if (costs == "ir")
+        return module.emitError() << "costs=ir needs the stage functions "
+                                     "(func.func with bitpipe.stage)";
+      return cost;
+    }
+    if (static_cast<int>(stages->size()) != numStages)
+      return module.emitError() << "has " << stages->size()
+                                << " stage functions, but the placement has "
+                                << numStages << " stages";
+
+    SmallVector<StageCost> stageCosts;
+    for (func::FuncOp fn : *stages) {
+      stageCosts.push_back(sumCosts(fn));
+      double boundary = 0;
+      for (Type result : fn.getResultTypes())
+        boundary += tensorBytes(result);
+      cost.boundaryBytes.push_back(boundary);
+      cost.stashBytes.push_back(stageCosts.back().activationBytes);
+      double gradient = 0;
+      for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+        if (fn.getArgAttr(i, kParamArgAttrName))
+          gradient += tensorBytes(fn.getArgumentTypes()[i]);
+      cost.gradientBytes.push_back(gradient);
+    }
+    if (costs == "unit")
+      return cost;
+
+    // costs=ir: time in units of the cheapest stage's forward, so that the
+    // numbers read like the papers' slots and a balanced partition gives
+    // the unit-cost result.
+    double cheapest = 0;
+    for (auto [s, c] : llvm::enumerate(stageCosts)) {
+      if (!c.annotated || c.forwardFlops <= 0)
+        return (*stages)[s].emitError()
+               << "has no nn.cost forward FLOPs; costs=ir needs "
+                  "bitpipe-annotate-cost";
+      cheapest = s == 0 ? c.forwardFlops : std::min(cheapest, c.forwardFlops);
+    }
+    for (const StageCost &c : stageCosts) {
+      cost.forward.push_back(c.forwardFlops / cheapest);
+      double backward = c.backwardFlops / cheapest;
+      // nn.cost does not split the backward; halves are the zero-bubble
+      // papers' assumption (B = W).
+      cost.backward.push_back(schedule.splitBackward ? backward / 2 : backward);
+      cost.weightGrad.push_back(schedule.splitBackward ? backward / 2 : 0);
+    }
+    return cost;
+  }
+
+  void printSummary(llvm::raw_ostream &os, const sched::Schedule &schedule,
+                    const sched::SimResult &sim) {
+    const sched::Placement &p = schedule.placement;
+    os << "schedule " << schedule.name << ": " << p.numDevices << " devices, "
+       << p.kind << " placement, " << p.numStages << " stages, "
+       << schedule.numMicrobatches << " micro-batches, costs=" << costs << "\n";
+    if (!schedule.note.empty())
+      os << "note: " << schedule.note << "\n";
+    os << "makespan: " << num(sim.makespan) << "\n";
+    os << "bubble ratio: " << ratio(sim.bubbleRatio) << "\n";
+    auto row = [&](ArrayRef<std::string> cells) {
+      static constexpr unsigned widths[] = {4, 8, 8, 10, 12, 12, 10, 10};
+      for (auto [i, cell] : llvm::enumerate(cells))
+        os << (i ? " " : "") << llvm::right_justify(cell, widths[i]);
+      os << "\n";
+    };
+    row({"rank", "busy", "bubble", "in-flight", "act-bytes", "sent-bytes",
+         "ar-time", "ar-hidden"});
+    for (auto [r, st] : llvm::enumerate(sim.ranks))
+      row({"P" + std::to_string(r), num(st.busy), ratio(st.bubbleRatio),
+           std::to_string(st.peakInFlight), num(st.peakInFlightBytes),
+           num(st.bytesSent), num(st.allReduceTime), num(st.allReduceHidden)});
+    os << "bytes sent: " << num(sim.totalBytesSent) << "\n";
+    os << "all-reduce: time " << num(sim.allReduceTime) << ", overlap "
+       << ratio(sim.allReduceOverlap) << "\n";
+  }
+
+  LogicalResult write(ModuleOp module, StringRef path,
+                      const std::string &contents) {
+    sched::Result<std::size_t> written =
+        sched::writeFileAtomic(path.str(), contents);
+    if (!written)
+      return module.emitError()
+             << "cannot write '" << path << "': " << written.error;
+    return success();
+  }
+};
+
+} // namespace
