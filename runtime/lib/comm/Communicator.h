@@ -1,0 +1,122 @@
+//===- Communicator.h - Device-agnostic communication interface -*- C++ -*-===//
+//
+// What the training loop needs from a transport: point-to-point send/recv and
+// a non-blocking sum all-reduce (the eager gradient sync), broadcast of the
+// initial parameters, a barrier, and a host-side gather for logs and traces.
+// Buffers are (pointer, element count, DType), never a host-only type, so the
+// NCCL implementation can take device pointers through the same interface.
+//
+// Nothing waits forever. Every wait has a deadline (timeout(), set with
+// setTimeout() or the BITPIPE_COMM_TIMEOUT environment variable, seconds):
+// when a peer has died or hangs, the waiting rank prints which rank, peer and
+// operation timed out and gets ErrorCode::Timeout back; it should then call
+// abort(), which stops every rank of the job with a non-zero exit.
+//
+// Groups are created once, at start-up, collectively: every rank calls
+// createGroup() with the same rank lists in the same order (the compiler
+// emits the full list into every rank's program), and gets the same ids back.
+// A rank that is not in a group may hold its id but cannot use it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_COMM_COMMUNICATOR_H
+#define BITPIPE_RUNTIME_COMM_COMMUNICATOR_H
+
+#include "core/DType.h"
+#include "core/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bitpipe::runtime {
+
+/// A group of ranks; kWorldGroup (every rank) always exists.
+using GroupId = int32_t;
+constexpr GroupId kWorldGroup = 0;
+
+/// A pending non-blocking operation. Ids are never reused within a run, so a
+/// stale handle is reported instead of silently matching a newer request.
+struct RequestHandle {
+  int64_t id = -1;
+  bool valid() const { return id >= 0; }
+};
+
+class Communicator {
+public:
+  virtual ~Communicator();
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// Collective over every rank (see the file comment). \p ranks are world
+  /// ranks, distinct, in [0, size()); their order defines ranks within the
+  /// group: ranks[0] is the group's first rank, the broadcast root.
+  virtual Expected<GroupId> createGroup(const std::vector<int> &ranks) = 0;
+  virtual bool isMember(GroupId group) const = 0;
+  /// The world ranks of \p group, in group order.
+  virtual const std::vector<int> &groupRanks(GroupId group) const = 0;
+
+  /// Non-blocking send of \p count elements to world rank \p peer. The buffer
+  /// must stay untouched until wait() returns. \p tag tells apart messages
+  /// between the same two ranks (the compiler numbers them).
+  virtual Expected<RequestHandle> send(const void *buf, int64_t count,
+                                       DType dtype, int peer, int tag) = 0;
+  /// Non-blocking receive into \p buf; the message must have exactly \p count
+  /// elements (a mismatch is reported by wait()).
+  virtual Expected<RequestHandle> recv(void *buf, int64_t count, DType dtype,
+                                       int peer, int tag) = 0;
+
+  /// Starts an in-place sum of \p buf over \p group (the caller must be a
+  /// member). Every member starts its all-reduces on a group in the same order.
+  virtual Expected<RequestHandle> allReduceStart(void *buf, int64_t count,
+                                                 DType dtype,
+                                                 GroupId group) = 0;
+  /// Waits for an all-reduce; the same as wait(), named for symmetry.
+  Status allReduceWait(RequestHandle h) { return wait(h); }
+
+  /// Waits for \p h with the default timeout; the handle is consumed.
+  Status wait(RequestHandle h) { return waitFor(h, timeout()); }
+  /// Waits at most \p timeoutSeconds. On timeout prints
+  /// "bitpipe: rank R: timeout after S s waiting for OP with rank P ..." to
+  /// stderr and returns ErrorCode::Timeout; the handle stays pending.
+  virtual Status waitFor(RequestHandle h, double timeoutSeconds) = 0;
+  /// Drives progress and reports whether \p h completed, without blocking.
+  /// A completed handle must still be passed to wait() (which returns at
+  /// once) so that errors are reported in one place.
+  virtual Expected<bool> test(RequestHandle h) = 0;
+
+  /// Blocking broadcast of \p buf from the group's first rank to its members.
+  virtual Status broadcast(void *buf, int64_t count, DType dtype,
+                           GroupId group) = 0;
+  /// Blocking barrier over \p group, subject to the timeout.
+  virtual Status barrier(GroupId group) = 0;
+
+  /// Host-side gather over the world: rank \p root receives every rank's
+  /// \p local bytes in \p all (indexed by rank); other ranks get \p all empty.
+  virtual Status gatherBytes(const std::string &local, int root,
+                             std::vector<std::string> *all) = 0;
+
+  /// Prints "bitpipe: rank R: fatal: MESSAGE" to stderr and stops the whole
+  /// job with exit code \p code (MPI_Abort): the launcher then kills the
+  /// other ranks, so one bad rank never leaves the rest hanging.
+  [[noreturn]] virtual void abort(int code, const std::string &message) = 0;
+
+  double timeout() const { return timeoutSeconds_; }
+  void setTimeout(double seconds) { timeoutSeconds_ = seconds; }
+
+protected:
+  Communicator();
+
+private:
+  double timeoutSeconds_;
+};
+
+/// Default wait deadline: BITPIPE_COMM_TIMEOUT (seconds) if set and positive,
+/// else 300 s (long enough for a slow first step, short enough not to burn a
+/// job's allocation on a dead peer).
+double defaultCommTimeoutSeconds();
+
+} // namespace bitpipe::runtime
+
+#endif // BITPIPE_RUNTIME_COMM_COMMUNICATOR_H

@@ -1,0 +1,455 @@
+//===- MpiCommunicator.cpp - Communicator over MPI --------------*- C++ -*-===//
+
+#include "MpiCommunicator.h"
+
+#include "core/Random.h"
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace bitpipe::runtime {
+
+/// The MPI type that carries \p t. Half-precision types travel as 16-bit
+/// integers: fine for p2p, not for reductions (see allReduceStart).
+static MPI_Datatype mpiType(DType t) {
+  switch (t) {
+  case DType::F32:
+    return MPI_FLOAT;
+  case DType::BF16:
+  case DType::F16:
+    return MPI_UINT16_T;
+  case DType::I32:
+    return MPI_INT32_T;
+  case DType::I64:
+    return MPI_INT64_T;
+  case DType::U8:
+    return MPI_UINT8_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+Expected<std::unique_ptr<MpiCommunicator>>
+MpiCommunicator::create(int *argc, char ***argv) {
+  std::unique_ptr<MpiCommunicator> c(new MpiCommunicator());
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    // FUNNELED: only the thread that initialised MPI calls it; the kernels'
+    // OpenBLAS threads never do.
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) !=
+        MPI_SUCCESS)
+      return Status::error(ErrorCode::CommFailure, "MPI_Init_thread failed");
+    c->ownsInit_ = true;
+  }
+  // A private duplicate of the world, so our tags can never match a message
+  // of another library sharing MPI_COMM_WORLD.
+  MPI_Comm_dup(MPI_COMM_WORLD, &c->world_);
+  MPI_Comm_set_errhandler(c->world_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(c->world_, &c->rank_);
+  MPI_Comm_size(c->world_, &c->size_);
+  Group world;
+  world.comm = c->world_;
+  for (int r = 0; r < c->size_; ++r)
+    world.ranks.push_back(r);
+  c->groups_.push_back(world);
+  return std::move(c);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  // Requests still pending (a timed-out wait the caller did not abort on)
+  // would make MPI_Finalize hang on the very peer that is gone: skip
+  // finalisation then; the process is on its way out anyway.
+  bool clean = pending_.empty();
+  for (size_t g = 1; g < groups_.size(); ++g)
+    if (groups_[g].comm != MPI_COMM_NULL)
+      MPI_Comm_free(&groups_[g].comm);
+  if (world_ != MPI_COMM_NULL)
+    MPI_Comm_free(&world_);
+  if (ownsInit_ && clean)
+    MPI_Finalize();
+}
+
+Status MpiCommunicator::mpiError(int err, const std::string &what) const {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(err, text, &len);
+  return Status::error(ErrorCode::CommFailure,
+                       formatString("rank %d: %s failed: %.*s", rank_,
+                                    what.c_str(), len, text));
+}
+
+Status MpiCommunicator::checkBuffer(const char *op, const void *buf,
+                                    int64_t count, DType dtype) const {
+  if (count < 0 || count > INT_MAX)
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        formatString("rank %d: %s of %lld elements: the count must be in "
+                     "[0, %d] (split larger buffers)",
+                     rank_, op, static_cast<long long>(count), INT_MAX));
+  if (!buf && count > 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: %s of a null buffer", rank_,
+                                      op));
+  if (mpiType(dtype) == MPI_DATATYPE_NULL)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: %s: unknown dtype", rank_, op));
+  return Status::ok();
+}
+
+Status MpiCommunicator::checkGroup(const char *op, GroupId group) const {
+  if (group < 0 || static_cast<size_t>(group) >= groups_.size())
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: %s on unknown group %d", rank_,
+                                      op, group));
+  if (groups_[group].comm == MPI_COMM_NULL)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: %s on group %d, which does "
+                                      "not contain this rank",
+                                      rank_, op, group));
+  return Status::ok();
+}
+
+Expected<GroupId> MpiCommunicator::createGroup(const std::vector<int> &ranks) {
+  if (ranks.empty())
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: createGroup of no ranks",
+                                      rank_));
+  std::vector<bool> seen(size_, false);
+  int position = -1;
+  uint64_t hash = mix64(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    int r = ranks[i];
+    if (r < 0 || r >= size_ || seen[r])
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          formatString("rank %d: createGroup: rank %d is out of range [0, %d) "
+                       "or listed twice",
+                       rank_, r, size_));
+    seen[r] = true;
+    if (r == rank_)
+      position = static_cast<int>(i);
+    hash = mix64(hash ^ static_cast<uint64_t>(r));
+  }
+  // Every rank must pass the same list: compare a hash of it (min == max),
+  // so that a compiler bug shows up here and not as a hang later.
+  int64_t h = static_cast<int64_t>(hash >> 1);
+  int64_t minMax[2] = {h, -h};
+  MPI_Request req;
+  int err = MPI_Iallreduce(MPI_IN_PLACE, minMax, 2, MPI_INT64_T, MPI_MIN,
+                           world_, &req);
+  if (err != MPI_SUCCESS)
+    return mpiError(err, "createGroup consistency check");
+  Pending check;
+  check.request = req;
+  check.op = "createGroup";
+  Status s = waitFor(track(check), timeout());
+  if (!s.isOk())
+    return s;
+  if (minMax[0] != -minMax[1])
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: createGroup was called with "
+                                      "different rank lists on different ranks",
+                                      rank_));
+
+  Group g;
+  g.ranks = ranks;
+  // Split keyed by position so that group rank i is ranks[i].
+  err = MPI_Comm_split(world_, position >= 0 ? 0 : MPI_UNDEFINED,
+                       position >= 0 ? position : 0, &g.comm);
+  if (err != MPI_SUCCESS)
+    return mpiError(err, "createGroup (MPI_Comm_split)");
+  if (g.comm != MPI_COMM_NULL)
+    MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN);
+  groups_.push_back(g);
+  return static_cast<GroupId>(groups_.size() - 1);
+}
+
+bool MpiCommunicator::isMember(GroupId group) const {
+  return group >= 0 && static_cast<size_t>(group) < groups_.size() &&
+         groups_[group].comm != MPI_COMM_NULL;
+}
+
+const std::vector<int> &MpiCommunicator::groupRanks(GroupId group) const {
+  static const std::vector<int> none;
+  if (group < 0 || static_cast<size_t>(group) >= groups_.size())
+    return none;
+  return groups_[group].ranks;
+}
+
+RequestHandle MpiCommunicator::track(Pending p) {
+  RequestHandle h{nextId_++};
+  pending_.emplace(h.id, p);
+  return h;
+}
+
+Expected<RequestHandle> MpiCommunicator::send(const void *buf, int64_t count,
+                                              DType dtype, int peer, int tag) {
+  Status s = checkBuffer("send", buf, count, dtype);
+  if (!s.isOk())
+    return s;
+  if (peer < 0 || peer >= size_ || peer == rank_)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: send to invalid peer %d", rank_,
+                                      peer));
+  Pending p;
+  p.op = "send";
+  p.peer = peer;
+  p.tag = tag;
+  p.count = count;
+  p.dtype = dtype;
+  int err = MPI_Isend(buf, static_cast<int>(count), mpiType(dtype), peer, tag,
+                      world_, &p.request);
+  if (err != MPI_SUCCESS)
+    return mpiError(err, describe(p));
+  return track(p);
+}
+
+Expected<RequestHandle> MpiCommunicator::recv(void *buf, int64_t count,
+                                              DType dtype, int peer, int tag) {
+  Status s = checkBuffer("recv", buf, count, dtype);
+  if (!s.isOk())
+    return s;
+  if (peer < 0 || peer >= size_ || peer == rank_)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: recv from invalid peer %d",
+                                      rank_, peer));
+  Pending p;
+  p.op = "recv";
+  p.peer = peer;
+  p.tag = tag;
+  p.count = count;
+  p.dtype = dtype;
+  int err = MPI_Irecv(buf, static_cast<int>(count), mpiType(dtype), peer, tag,
+                      world_, &p.request);
+  if (err != MPI_SUCCESS)
+    return mpiError(err, describe(p));
+  return track(p);
+}
+
+Expected<RequestHandle> MpiCommunicator::allReduceStart(void *buf,
+                                                        int64_t count,
+                                                        DType dtype,
+                                                        GroupId group) {
+  Status s = checkBuffer("allreduce", buf, count, dtype);
+  if (!s.isOk())
+    return s;
+  s = checkGroup("allreduce", group);
+  if (!s.isOk())
+    return s;
+  if (dtype == DType::BF16 || dtype == DType::F16 || dtype == DType::U8)
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        formatString("rank %d: MPI all-reduce of %s is not supported (sum "
+                     "gradients in f32 on the CPU)",
+                     rank_, dtypeName(dtype)));
+  Pending p;
+  p.op = "allreduce";
+  p.group = group;
+  p.count = count;
+  p.dtype = dtype;
+  int err = MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count),
+                           mpiType(dtype), MPI_SUM, groups_[group].comm,
+                           &p.request);
+  if (err != MPI_SUCCESS)
+    return mpiError(err, describe(p));
+  return track(p);
+}
+
+std::string MpiCommunicator::describe(const Pending &p) const {
+  if (p.peer >= 0)
+    return formatString("%s with peer rank %d (tag %d, %lld x %s)", p.op,
+                        p.peer, p.tag, static_cast<long long>(p.count),
+                        dtypeName(p.dtype));
+  std::string ranks;
+  for (int r : groupRanks(p.group))
+    ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  return formatString("%s over group %d (ranks %s, %lld x %s)", p.op, p.group,
+                      ranks.c_str(), static_cast<long long>(p.count),
+                      dtypeName(p.dtype));
+}
+
+Status MpiCommunicator::poll(Pending &p) {
+  if (p.done)
+    return Status::ok();
+  int flag = 0;
+  int err = MPI_Test(&p.request, &flag, &p.status);
+  if (err != MPI_SUCCESS) {
+    p.done = true;
+    return mpiError(err, describe(p));
+  }
+  p.done = flag != 0;
+  return Status::ok();
+}
+
+Status MpiCommunicator::finish(const Pending &p) const {
+  if (std::string(p.op) != "recv")
+    return Status::ok();
+  int got = 0;
+  MPI_Get_count(&p.status, mpiType(p.dtype), &got);
+  if (got != p.count)
+    return Status::error(
+        ErrorCode::CommFailure,
+        formatString("rank %d: %s: received %d elements, expected %lld", rank_,
+                     describe(p).c_str(), got,
+                     static_cast<long long>(p.count)));
+  return Status::ok();
+}
+
+Status MpiCommunicator::waitFor(RequestHandle h, double timeoutSeconds) {
+  auto it = pending_.find(h.id);
+  if (it == pending_.end())
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: wait on unknown or already "
+                                      "completed request %lld",
+                                      rank_, static_cast<long long>(h.id)));
+  Pending &p = it->second;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
+  Clock::time_point deadline =
+      start + std::chrono::duration_cast<Clock::duration>(
+                  std::chrono::duration<double>(timeoutSeconds));
+  // Spin briefly (a message that is already in flight arrives within
+  // microseconds), then back off to short sleeps so that a waiting rank does
+  // not steal the core its peers need on an oversubscribed node.
+  for (int polls = 0;; ++polls) {
+    Status s = poll(p);
+    if (!s.isOk() || p.done) {
+      if (s.isOk())
+        s = finish(p);
+      pending_.erase(it);
+      return s;
+    }
+    if (Clock::now() >= deadline)
+      break;
+    if (polls > 1000)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  std::string what = describe(p);
+  std::fprintf(stderr,
+               "bitpipe: rank %d: timeout after %.1f s waiting for %s; the "
+               "peer may have died or be stuck\n",
+               rank_, timeoutSeconds, what.c_str());
+  std::fflush(stderr);
+  return Status::error(ErrorCode::Timeout,
+                       formatString("rank %d: timeout after %.1f s waiting for "
+                                    "%s",
+                                    rank_, timeoutSeconds, what.c_str()));
+}
+
+Expected<bool> MpiCommunicator::test(RequestHandle h) {
+  auto it = pending_.find(h.id);
+  if (it == pending_.end())
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: test of unknown request %lld",
+                                      rank_, static_cast<long long>(h.id)));
+  Status s = poll(it->second);
+  if (!s.isOk())
+    return s;
+  return it->second.done;
+}
+
+Status MpiCommunicator::broadcast(void *buf, int64_t count, DType dtype,
+                                  GroupId group) {
+  Status s = checkBuffer("broadcast", buf, count, dtype);
+  if (!s.isOk())
+    return s;
+  s = checkGroup("broadcast", group);
+  if (!s.isOk())
+    return s;
+  Pending p;
+  p.op = "broadcast";
+  p.group = group;
+  p.count = count;
+  p.dtype = dtype;
+  // Root 0 of the group communicator is ranks[0] (createGroup's split key).
+  int err = MPI_Ibcast(buf, static_cast<int>(count), mpiType(dtype), 0,
+                       groups_[group].comm, &p.request);
+  if (err != MPI_SUCCESS)
+    return mpiError(err, describe(p));
+  return wait(track(p));
+}
+
+Status MpiCommunicator::barrier(GroupId group) {
+  Status s = checkGroup("barrier", group);
+  if (!s.isOk())
+    return s;
+  Pending p;
+  p.op = "barrier";
+  p.group = group;
+  int err = MPI_Ibarrier(groups_[group].comm, &p.request);
+  if (err != MPI_SUCCESS)
+    return mpiError(err, describe(p));
+  return wait(track(p));
+}
+
+Status MpiCommunicator::gatherBytes(const std::string &local, int root,
+                                    std::vector<std::string> *all) {
+  if (root < 0 || root >= size_ || !all)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: gatherBytes with invalid root "
+                                      "%d",
+                                      rank_, root));
+  if (local.size() > INT_MAX)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: gatherBytes of %zu bytes is "
+                                      "too large",
+                                      rank_, local.size()));
+  all->clear();
+  int mine = static_cast<int>(local.size());
+  std::vector<int> sizes(rank_ == root ? size_ : 0);
+  Pending p;
+  p.op = "gather (sizes)";
+  int err = MPI_Igather(&mine, 1, MPI_INT, sizes.data(), 1, MPI_INT, root,
+                        world_, &p.request);
+  if (err != MPI_SUCCESS)
+    return mpiError(err, describe(p));
+  Status s = wait(track(p));
+  if (!s.isOk())
+    return s;
+
+  std::vector<int> displs(sizes.size());
+  std::string joined;
+  if (rank_ == root) {
+    long long total = 0;
+    for (int r = 0; r < size_; ++r) {
+      displs[r] = static_cast<int>(total);
+      total += sizes[r];
+    }
+    if (total > INT_MAX)
+      return Status::error(ErrorCode::InvalidArgument,
+                           formatString("rank %d: gatherBytes of %lld bytes "
+                                        "in total is too large",
+                                        rank_, total));
+    joined.resize(static_cast<size_t>(total));
+  }
+  Pending q;
+  q.op = "gather (data)";
+  err = MPI_Igatherv(local.data(), mine, MPI_CHAR, joined.data(), sizes.data(),
+                     displs.data(), MPI_CHAR, root, world_, &q.request);
+  if (err != MPI_SUCCESS)
+    return mpiError(err, describe(q));
+  s = wait(track(q));
+  if (!s.isOk())
+    return s;
+  if (rank_ == root)
+    for (int r = 0; r < size_; ++r)
+      all->push_back(joined.substr(displs[r], sizes[r]));
+  return Status::ok();
+}
+
+void MpiCommunicator::abort(int code, const std::string &message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "bitpipe: rank %d: fatal: %s\n", rank_,
+               message.c_str());
+  std::fflush(stderr);
+  // MPI_COMM_WORLD, not world_: abort the whole job, whatever state our
+  // duplicate is in.
+  MPI_Abort(MPI_COMM_WORLD, code == 0 ? 1 : code);
+  std::_Exit(code == 0 ? 1 : code); // MPI_Abort should not return
+}
+
+} // namespace bitpipe::runtime

@@ -1,0 +1,96 @@
+//===- AdamW.h - AdamW on fp32 master weights -------------------*- C++ -*-===//
+//
+// PyTorch's torch.optim.AdamW (Loshchilov & Hutter), on fp32 master weights:
+//
+//   g  = grad / numMicroBatches          (the kernels summed the micro-batch
+//                                          gradients; the loss is their mean)
+//   g *= min(1, maxGradNorm / (||g||_2 + 1e-6))   if maxGradNorm > 0,
+//        ||g|| the global norm over every parameter of the model
+//   p *= 1 - lr * weightDecay             only where decay is on: no decay
+//                                          for biases and layer-norm gains
+//   m  = beta1 m + (1 - beta1) g
+//   v  = beta2 v + (1 - beta2) g^2
+//   p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+//
+// The step counter t lives in the optimizer (and in checkpoints, so resume is
+// exact). Gradients are read, not cleared: the caller zeroes them before the
+// next step's accumulation (zeroGradients()).
+//
+// Pipeline parallelism splits the parameters across ranks, so the global norm
+// is a sum over ranks: call sumSquaredGradients() on each rank, all-reduce
+// the sums over one copy of every parameter (replica ranks hold identical
+// gradients after their all-reduce: count them once), and pass the result
+// to stepWithGlobalNorm(). step() is the one-process shortcut.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_TRAIN_ADAMW_H
+#define BITPIPE_RUNTIME_TRAIN_ADAMW_H
+
+#include "core/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bitpipe::runtime {
+
+struct AdamWConfig {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weightDecay = 0.01;
+  double maxGradNorm = 0; // <= 0: no clipping
+};
+
+/// One parameter tensor and its state; every array has \p count floats.
+struct AdamWParam {
+  std::string name;
+  float *param = nullptr;
+  const float *grad = nullptr;
+  float *m = nullptr; // first moment, zero-initialised by the caller
+  float *v = nullptr; // second moment, zero-initialised by the caller
+  int64_t count = 0;
+  bool decay = true; // false for biases and layer-norm gains/biases
+};
+
+struct AdamWStepInfo {
+  double gradNorm = 0;  // global norm of the scaled gradient, before clipping
+  double clipScale = 1; // factor applied by clipping (1: none)
+};
+
+class AdamW {
+public:
+  explicit AdamW(const AdamWConfig &config) : config_(config) {}
+
+  /// Sum over \p params of (grad / numMicroBatches)^2, in double.
+  static Expected<double> sumSquaredGradients(
+      const std::vector<AdamWParam> &params, int numMicroBatches);
+
+  /// One step, with the norm taken over \p params only.
+  Status step(const std::vector<AdamWParam> &params, int numMicroBatches,
+              AdamWStepInfo *info = nullptr);
+  /// One step with the norm's square summed over the whole model.
+  Status stepWithGlobalNorm(const std::vector<AdamWParam> &params,
+                            int numMicroBatches, double globalSumSquares,
+                            AdamWStepInfo *info = nullptr);
+
+  int64_t stepCount() const { return step_; }
+  /// Restores the step counter when resuming from a checkpoint.
+  void setStepCount(int64_t step) { step_ = step; }
+  /// The caller's learning-rate schedule sets this before each step.
+  void setLearningRate(double lr) { config_.lr = lr; }
+  const AdamWConfig &config() const { return config_; }
+
+private:
+  AdamWConfig config_;
+  int64_t step_ = 0;
+};
+
+/// Zeroes every gradient of \p params (before a step's accumulation).
+void zeroGradients(const std::vector<AdamWParam> &params);
+
+} // namespace bitpipe::runtime
+
+#endif // BITPIPE_RUNTIME_TRAIN_ADAMW_H

@@ -1,0 +1,323 @@
+//===- Json.cpp - The small JSON subset safetensors headers need -*- C++ -*-===//
+
+#include "Json.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace bitpipe::runtime {
+
+const JsonValue *JsonValue::get(std::string_view key) const {
+  for (const auto &member : object)
+    if (member.first == key)
+      return &member.second;
+  return nullptr;
+}
+
+namespace {
+
+class Parser {
+public:
+  explicit Parser(std::string_view text) : text_(text) {}
+
+  Status parseDocument(JsonValue &out) {
+    Status s = parseValue(out, 0);
+    if (!s.isOk())
+      return s;
+    skipSpace();
+    if (pos_ != text_.size())
+      return error("unexpected characters after the JSON value");
+    return Status::ok();
+  }
+
+private:
+  // Nesting bound: headers are two levels deep; a hostile file must not
+  // overflow the stack.
+  static constexpr int kMaxDepth = 64;
+
+  Status error(const char *what) const {
+    return Status::error(ErrorCode::FormatError,
+                         formatString("JSON: %s at byte %zu", what, pos_));
+  }
+  void skipSpace() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r'))
+      ++pos_;
+  }
+  bool consume(std::string_view word) {
+    if (text_.substr(pos_, word.size()) != word)
+      return false;
+    pos_ += word.size();
+    return true;
+  }
+
+  Status parseValue(JsonValue &out, int depth) {
+    if (depth > kMaxDepth)
+      return error("nesting too deep");
+    skipSpace();
+    if (pos_ >= text_.size())
+      return error("unexpected end of input");
+    char c = text_[pos_];
+    if (c == '{')
+      return parseObject(out, depth);
+    if (c == '[')
+      return parseArray(out, depth);
+    if (c == '"') {
+      out.kind = JsonValue::Kind::String;
+      return parseString(out.string);
+    }
+    if (consume("true")) {
+      out.kind = JsonValue::Kind::Bool;
+      out.boolean = true;
+      return Status::ok();
+    }
+    if (consume("false")) {
+      out.kind = JsonValue::Kind::Bool;
+      return Status::ok();
+    }
+    if (consume("null")) {
+      out.kind = JsonValue::Kind::Null;
+      return Status::ok();
+    }
+    if (c == '-' || (c >= '0' && c <= '9'))
+      return parseNumber(out);
+    return error("unexpected character");
+  }
+
+  Status parseObject(JsonValue &out, int depth) {
+    out.kind = JsonValue::Kind::Object;
+    ++pos_; // '{'
+    skipSpace();
+    if (consume("}"))
+      return Status::ok();
+    for (;;) {
+      skipSpace();
+      if (pos_ >= text_.size() || text_[pos_] != '"')
+        return error("expected a member name");
+      std::string key;
+      Status s = parseString(key);
+      if (!s.isOk())
+        return s;
+      if (out.get(key))
+        return error("duplicate member name");
+      skipSpace();
+      if (!consume(":"))
+        return error("expected ':'");
+      JsonValue v;
+      s = parseValue(v, depth + 1);
+      if (!s.isOk())
+        return s;
+      out.object.emplace_back(std::move(key), std::move(v));
+      skipSpace();
+      if (consume("}"))
+        return Status::ok();
+      if (!consume(","))
+        return error("expected ',' or '}'");
+    }
+  }
+
+  Status parseArray(JsonValue &out, int depth) {
+    out.kind = JsonValue::Kind::Array;
+    ++pos_; // '['
+    skipSpace();
+    if (consume("]"))
+      return Status::ok();
+    for (;;) {
+      JsonValue v;
+      Status s = parseValue(v, depth + 1);
+      if (!s.isOk())
+        return s;
+      out.array.push_back(std::move(v));
+      skipSpace();
+      if (consume("]"))
+        return Status::ok();
+      if (!consume(","))
+        return error("expected ',' or ']'");
+    }
+  }
+
+  static void appendUtf8(std::string &s, uint32_t cp) {
+    if (cp < 0x80) {
+      s += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      s += static_cast<char>(0xc0 | (cp >> 6));
+      s += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+      s += static_cast<char>(0xe0 | (cp >> 12));
+      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      s += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+      s += static_cast<char>(0xf0 | (cp >> 18));
+      s += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+      s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      s += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+  }
+
+  bool hex4(uint32_t &out) {
+    if (pos_ + 4 > text_.size())
+      return false;
+    out = 0;
+    for (int i = 0; i < 4; ++i) {
+      char c = text_[pos_++];
+      out <<= 4;
+      if (c >= '0' && c <= '9')
+        out |= static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        out |= static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        out |= static_cast<uint32_t>(c - 'A' + 10);
+      else
+        return false;
+    }
+    return true;
+  }
+
+  Status parseString(std::string &out) {
+    ++pos_; // '"'
+    for (;;) {
+      if (pos_ >= text_.size())
+        return error("unterminated string");
+      char c = text_[pos_++];
+      if (c == '"')
+        return Status::ok();
+      if (static_cast<unsigned char>(c) < 0x20)
+        return error("control character in a string");
+      if (c != '\\') {
+        out += c;
+        continue;
+      }
+      if (pos_ >= text_.size())
+        return error("unterminated escape");
+      char e = text_[pos_++];
+      switch (e) {
+      case '"':
+      case '\\':
+      case '/':
+        out += e;
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'u': {
+        uint32_t cp;
+        if (!hex4(cp))
+          return error("bad \\u escape");
+        // A UTF-16 surrogate pair encodes one code point above U+FFFF.
+        if (cp >= 0xd800 && cp < 0xdc00) {
+          uint32_t lo;
+          if (!consume("\\u") || !hex4(lo) || lo < 0xdc00 || lo >= 0xe000)
+            return error("unpaired surrogate");
+          cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+        } else if (cp >= 0xdc00 && cp < 0xe000) {
+          return error("unpaired surrogate");
+        }
+        appendUtf8(out, cp);
+        break;
+      }
+      default:
+        return error("bad escape");
+      }
+    }
+  }
+
+  Status parseNumber(JsonValue &out) {
+    size_t start = pos_;
+    bool integral = true;
+    if (text_[pos_] == '-')
+      ++pos_;
+    auto digits = [&] {
+      size_t d = pos_;
+      while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9')
+        ++pos_;
+      return pos_ - d;
+    };
+    size_t intStart = pos_;
+    size_t n = digits();
+    if (n == 0 || (n > 1 && text_[intStart] == '0'))
+      return error("bad number");
+    if (pos_ < text_.size() && text_[pos_] == '.') {
+      integral = false;
+      ++pos_;
+      if (digits() == 0)
+        return error("bad number");
+    }
+    if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
+      integral = false;
+      ++pos_;
+      if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-'))
+        ++pos_;
+      if (digits() == 0)
+        return error("bad number");
+    }
+    std::string token(text_.substr(start, pos_ - start));
+    out.kind = JsonValue::Kind::Number;
+    out.number = std::strtod(token.c_str(), nullptr);
+    if (integral) {
+      errno = 0;
+      long long v = std::strtoll(token.c_str(), nullptr, 10);
+      if (errno == 0) {
+        out.isInteger = true;
+        out.integer = v;
+      }
+    }
+    return Status::ok();
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+};
+
+} // namespace
+
+Expected<JsonValue> parseJson(std::string_view text) {
+  JsonValue v;
+  Parser p(text);
+  Status s = p.parseDocument(v);
+  if (!s.isOk())
+    return s;
+  return v;
+}
+
+std::string jsonQuote(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (c < 0x20)
+        out += formatString("\\u%04x", c);
+      else
+        out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+} // namespace bitpipe::runtime

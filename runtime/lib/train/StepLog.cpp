@@ -1,0 +1,110 @@
+//===- StepLog.cpp - The per-step log line and progress bar -----*- C++ -*-===//
+
+#include "StepLog.h"
+
+#include "comm/Communicator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unistd.h>
+
+namespace bitpipe::runtime {
+
+std::string formatStepLine(const StepStats &s) {
+  double tokPerSec = s.seconds > 0 ? s.tokens / s.seconds : 0;
+  std::string line = formatString(
+      "step %lld | loss %.4f | %.0f tok/s | %.3f s",
+      static_cast<long long>(s.step), s.loss, tokPerSec, s.seconds);
+  if (!s.bubble.empty()) {
+    line += " | bubble";
+    for (size_t r = 0; r < s.bubble.size(); ++r)
+      line += formatString(" r%zu %.2f", r, s.bubble[r]);
+  }
+  return line;
+}
+
+double bubbleFraction(const std::vector<TraceEvent> &events, double startUs,
+                      double endUs) {
+  double window = endUs - startUs;
+  if (window <= 0)
+    return 0;
+  std::vector<std::pair<double, double>> busy;
+  for (const TraceEvent &e : events) {
+    if (!isComputeCategory(e.category))
+      continue;
+    double b = std::max(e.startUs, startUs);
+    double f = std::min(e.startUs + e.durationUs, endUs);
+    if (f > b)
+      busy.push_back({b, f});
+  }
+  // Union of intervals: events of one rank should not overlap, but nested
+  // scopes (a stage's forward around its kernels) must not count twice.
+  std::sort(busy.begin(), busy.end());
+  double total = 0, curB = 0, curF = -1;
+  for (const auto &iv : busy) {
+    if (iv.first > curF) {
+      if (curF > curB)
+        total += curF - curB;
+      curB = iv.first;
+      curF = iv.second;
+    } else {
+      curF = std::max(curF, iv.second);
+    }
+  }
+  if (curF > curB)
+    total += curF - curB;
+  return std::clamp(1.0 - total / window, 0.0, 1.0);
+}
+
+Status gatherBubbleFractions(Communicator &comm, double local,
+                             std::vector<double> *perRank) {
+  std::string bytes(sizeof(double), '\0');
+  std::memcpy(bytes.data(), &local, sizeof(double));
+  std::vector<std::string> all;
+  Status s = comm.gatherBytes(bytes, 0, &all);
+  if (!s.isOk())
+    return s;
+  perRank->clear();
+  for (const std::string &b : all) {
+    double v = 0;
+    if (b.size() == sizeof(double))
+      std::memcpy(&v, b.data(), sizeof(double));
+    perRank->push_back(v);
+  }
+  return Status::ok();
+}
+
+StepLogger::StepLogger(std::FILE *out, int64_t totalSteps, int forceProgress)
+    : out_(out), totalSteps_(totalSteps),
+      progress_(forceProgress < 0 ? ::isatty(::fileno(out)) != 0
+                                  : forceProgress != 0) {}
+
+StepLogger::~StepLogger() { finish(); }
+
+void StepLogger::log(const StepStats &stats) {
+  if (barDrawn_)
+    std::fputs("\r\033[K", out_); // erase the bar; the line takes its place
+  std::fprintf(out_, "%s\n", formatStepLine(stats).c_str());
+  if (progress_ && totalSteps_ > 0) {
+    const int width = 30;
+    int64_t done = std::min<int64_t>(stats.step, totalSteps_);
+    int filled = static_cast<int>(width * done / totalSteps_);
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.append(static_cast<size_t>(width - filled), '.');
+    std::fprintf(out_, "[%s] %lld/%lld", bar.c_str(),
+                 static_cast<long long>(done),
+                 static_cast<long long>(totalSteps_));
+    barDrawn_ = true;
+  }
+  std::fflush(out_);
+}
+
+void StepLogger::finish() {
+  if (barDrawn_) {
+    std::fputs("\r\033[K", out_);
+    std::fflush(out_);
+    barDrawn_ = false;
+  }
+}
+
+} // namespace bitpipe::runtime

@@ -1,0 +1,72 @@
+//===- StepLog.h - The per-step log line and progress bar -------*- C++ -*-===//
+//
+//   step 12 | loss 4.1234 | 15234 tok/s | 0.512 s | bubble r0 0.21 r1 0.18
+//
+// The bubble fraction of a rank is its idle time over the step time, where
+// busy time is the union of its compute events (forward, backward, optimizer;
+// Trace.h) inside the step's window: what the simulator predicts, measured.
+// Each rank computes its own; gatherBubbleFractions() brings them to rank 0,
+// which prints the line.
+//
+// A progress bar follows the line only when the output is a terminal, so
+// logs redirected to a file stay one clean line per step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_TRAIN_STEPLOG_H
+#define BITPIPE_RUNTIME_TRAIN_STEPLOG_H
+
+#include "Trace.h"
+#include "core/Status.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace bitpipe::runtime {
+
+class Communicator;
+
+struct StepStats {
+  int64_t step = 0;
+  double loss = 0;
+  int64_t tokens = 0;  // tokens processed in the step (all replicas)
+  double seconds = 0;  // wall time of the step
+  std::vector<double> bubble; // per rank, in [0, 1]; may be empty
+};
+
+std::string formatStepLine(const StepStats &stats);
+
+/// idle / (end - start) of the events in [startUs, endUs): 1 minus the
+/// union of compute events clipped to the window, over its length.
+double bubbleFraction(const std::vector<TraceEvent> &events, double startUs,
+                      double endUs);
+
+/// Collective: rank 0 gets every rank's \p local fraction in \p perRank.
+Status gatherBubbleFractions(Communicator &comm, double local,
+                             std::vector<double> *perRank);
+
+class StepLogger {
+public:
+  /// \p totalSteps sizes the progress bar. The bar is drawn iff \p out is a
+  /// TTY (isatty), unless \p forceProgress is 0 (never) or 1 (always).
+  StepLogger(std::FILE *out, int64_t totalSteps, int forceProgress = -1);
+  ~StepLogger();
+
+  void log(const StepStats &stats);
+  /// Clears the progress bar, leaving only the log lines.
+  void finish();
+
+  bool showsProgress() const { return progress_; }
+
+private:
+  std::FILE *out_;
+  int64_t totalSteps_;
+  bool progress_;
+  bool barDrawn_ = false;
+};
+
+} // namespace bitpipe::runtime
+
+#endif // BITPIPE_RUNTIME_TRAIN_STEPLOG_H

@@ -1,0 +1,151 @@
+//===- Trace.cpp - Chrome trace of the real execution -----------*- C++ -*-===//
+
+#include "Trace.h"
+
+#include "Json.h"
+#include "comm/Communicator.h"
+#include "core/AtomicFile.h"
+
+#include <cstdlib>
+
+namespace bitpipe::runtime {
+
+static const TraceCategory kAllCategories[] = {
+    TraceCategory::Forward,   TraceCategory::Backward,
+    TraceCategory::Send,      TraceCategory::Recv,
+    TraceCategory::AllReduce, TraceCategory::Optimizer,
+    TraceCategory::Other,
+};
+
+const char *traceCategoryName(TraceCategory c) {
+  switch (c) {
+  case TraceCategory::Forward:
+    return "forward";
+  case TraceCategory::Backward:
+    return "backward";
+  case TraceCategory::Send:
+    return "send";
+  case TraceCategory::Recv:
+    return "recv";
+  case TraceCategory::AllReduce:
+    return "allreduce";
+  case TraceCategory::Optimizer:
+    return "optimizer";
+  case TraceCategory::Other:
+    return "other";
+  }
+  return "other";
+}
+
+bool isComputeCategory(TraceCategory c) {
+  // The optimizer step is work every rank must do, not pipeline idleness;
+  // communication and waiting are what the bubble is made of.
+  return c == TraceCategory::Forward || c == TraceCategory::Backward ||
+         c == TraceCategory::Optimizer;
+}
+
+std::string serializeTraceEvents(const std::vector<TraceEvent> &events) {
+  std::string out;
+  for (const TraceEvent &e : events) {
+    // Hex floats round-trip exactly; the name goes last so it may hold
+    // spaces. Newlines in names would break the framing: replace them.
+    std::string name = e.name;
+    for (char &c : name)
+      if (c == '\n')
+        c = ' ';
+    out += formatString("%d %a %a %s\n", static_cast<int>(e.category),
+                        e.startUs, e.durationUs, name.c_str());
+  }
+  return out;
+}
+
+Expected<std::vector<TraceEvent>>
+deserializeTraceEvents(const std::string &text) {
+  std::vector<TraceEvent> events;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos)
+      return Status::error(ErrorCode::FormatError,
+                           "trace: an event record lacks its newline");
+    std::string line = text.substr(pos, eol - pos);
+    pos = eol + 1;
+    const char *p = line.c_str();
+    char *end = nullptr;
+    long cat = std::strtol(p, &end, 10);
+    if (end == p || cat < 0 ||
+        cat >= static_cast<long>(sizeof(kAllCategories) /
+                                 sizeof(kAllCategories[0])))
+      return Status::error(ErrorCode::FormatError,
+                           "trace: bad event category in '" + line + "'");
+    TraceEvent e;
+    e.category = kAllCategories[cat];
+    p = end;
+    e.startUs = std::strtod(p, &end);
+    if (end == p)
+      return Status::error(ErrorCode::FormatError,
+                           "trace: bad start time in '" + line + "'");
+    p = end;
+    e.durationUs = std::strtod(p, &end);
+    if (end == p || *end != ' ')
+      return Status::error(ErrorCode::FormatError,
+                           "trace: bad duration in '" + line + "'");
+    e.name = end + 1;
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+std::string
+chromeTraceJson(const std::vector<std::vector<TraceEvent>> &perRank) {
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  bool first = true;
+  auto sep = [&] {
+    if (!first)
+      out += ",\n";
+    first = false;
+  };
+  for (size_t rank = 0; rank < perRank.size(); ++rank) {
+    // Metadata events name the process row "rank N" in the viewer.
+    sep();
+    out += formatString("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%zu,"
+                        "\"tid\":0,\"args\":{\"name\":\"rank %zu\"}}",
+                        rank, rank);
+    for (const TraceEvent &e : perRank[rank]) {
+      sep();
+      out += "{\"name\":" + jsonQuote(e.name) + ",\"cat\":\"" +
+             traceCategoryName(e.category) + "\",\"ph\":\"X\"" +
+             formatString(",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%zu,\"tid\":0}",
+                          e.startUs, e.durationUs, rank);
+    }
+  }
+  out += "]}\n";
+  return out;
+}
+
+Status writeChromeTrace(const std::string &path,
+                        const std::vector<std::vector<TraceEvent>> &perRank) {
+  std::string json = chromeTraceJson(perRank);
+  return writeFileAtomically(path, json.data(), json.size());
+}
+
+Status gatherAndWriteChromeTrace(Communicator &comm,
+                                 const TraceRecorder &recorder,
+                                 const std::string &path) {
+  std::vector<std::string> all;
+  Status s = comm.gatherBytes(serializeTraceEvents(recorder.events()), 0, &all);
+  if (!s.isOk() || comm.rank() != 0)
+    return s;
+  std::vector<std::vector<TraceEvent>> perRank;
+  for (size_t r = 0; r < all.size(); ++r) {
+    Expected<std::vector<TraceEvent>> events = deserializeTraceEvents(all[r]);
+    if (!events.isOk())
+      return Status::error(events.status().code(),
+                           formatString("rank %zu: ", r) +
+                               events.status().message());
+    perRank.push_back(events.take());
+  }
+  return writeChromeTrace(path, perRank);
+}
+
+} // namespace bitpipe::runtime

@@ -1,0 +1,112 @@
+//===- Trace.h - Chrome trace of the real execution -------------*- C++ -*-===//
+//
+// Each rank records the operations it runs (forward, backward, send, recv,
+// all-reduce, optimizer) with their start and duration; at the end rank 0
+// gathers every rank's events and writes one Chrome trace JSON file
+// (chrome://tracing, Perfetto) with pid = rank, so the real timeline can be
+// laid beside the simulator's.
+//
+// Clocks: times are microseconds since the recorder's epoch. Call
+// TraceRecorder::resetEpoch() right after a barrier on every rank; on one
+// node all ranks then share a time base (steady_clock is system-wide); across
+// nodes they agree to within the barrier's skew, which is enough to see
+// bubbles.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_TRAIN_TRACE_H
+#define BITPIPE_RUNTIME_TRAIN_TRACE_H
+
+#include "core/Status.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace bitpipe::runtime {
+
+class Communicator;
+
+enum class TraceCategory {
+  Forward,
+  Backward,
+  Send,
+  Recv,
+  AllReduce,
+  Optimizer,
+  Other,
+};
+
+const char *traceCategoryName(TraceCategory c);
+/// True for the categories that count as busy time in the bubble fraction.
+bool isComputeCategory(TraceCategory c);
+
+struct TraceEvent {
+  std::string name; // e.g. "F3.s2" (micro-batch 3, stage 2)
+  TraceCategory category = TraceCategory::Other;
+  double startUs = 0;
+  double durationUs = 0;
+};
+
+class TraceRecorder {
+public:
+  TraceRecorder() { resetEpoch(); }
+
+  void resetEpoch() { epoch_ = std::chrono::steady_clock::now(); }
+  /// Microseconds since the epoch.
+  double nowUs() const {
+    return std::chrono::duration<double, std::micro>(
+               std::chrono::steady_clock::now() - epoch_)
+        .count();
+  }
+
+  void record(std::string name, TraceCategory category, double startUs,
+              double durationUs) {
+    events_.push_back({std::move(name), category, startUs, durationUs});
+  }
+
+  /// Records the lifetime of the scope as one event.
+  class Scope {
+  public:
+    Scope(TraceRecorder &r, std::string name, TraceCategory c)
+        : r_(r), name_(std::move(name)), c_(c), start_(r.nowUs()) {}
+    ~Scope() { r_.record(std::move(name_), c_, start_, r_.nowUs() - start_); }
+    Scope(const Scope &) = delete;
+    Scope &operator=(const Scope &) = delete;
+
+  private:
+    TraceRecorder &r_;
+    std::string name_;
+    TraceCategory c_;
+    double start_;
+  };
+
+  const std::vector<TraceEvent> &events() const { return events_; }
+  void clear() { events_.clear(); }
+
+private:
+  std::chrono::steady_clock::time_point epoch_;
+  std::vector<TraceEvent> events_;
+};
+
+/// A compact text form of \p events for the gather (one event per line).
+std::string serializeTraceEvents(const std::vector<TraceEvent> &events);
+Expected<std::vector<TraceEvent>>
+deserializeTraceEvents(const std::string &text);
+
+/// The Chrome trace JSON of \p perRank (index = rank = pid).
+std::string
+chromeTraceJson(const std::vector<std::vector<TraceEvent>> &perRank);
+
+/// Writes chromeTraceJson(perRank) to \p path atomically.
+Status writeChromeTrace(const std::string &path,
+                        const std::vector<std::vector<TraceEvent>> &perRank);
+
+/// Collective: gathers every rank's events to rank 0, which writes \p path.
+Status gatherAndWriteChromeTrace(Communicator &comm,
+                                 const TraceRecorder &recorder,
+                                 const std::string &path);
+
+} // namespace bitpipe::runtime
+
+#endif // BITPIPE_RUNTIME_TRAIN_TRACE_H

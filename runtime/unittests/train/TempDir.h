@@ -1,0 +1,75 @@
+//===- TempDir.h - A fresh directory per test -------------------*- C++ -*-===//
+
+#ifndef BITPIPE_RUNTIME_UNITTESTS_TRAIN_TEMPDIR_H
+#define BITPIPE_RUNTIME_UNITTESTS_TRAIN_TEMPDIR_H
+
+#include <cstdio>
+#include <cstdlib>
+#include <dirent.h>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace bitpipe::runtime::testing {
+
+/// mkdtemp under TMPDIR; removed (one level deep) at destruction.
+class TempDir {
+public:
+  TempDir() {
+    const char *base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base ? base : "/tmp") + "/bitpipe-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data()))
+      path_ = buf.data();
+  }
+  ~TempDir() {
+    for (const std::string &f : list())
+      std::remove((path_ + "/" + f).c_str());
+    ::rmdir(path_.c_str());
+  }
+  const std::string &path() const { return path_; }
+  std::string file(const std::string &name) const {
+    return path_ + "/" + name;
+  }
+  std::vector<std::string> list() const {
+    std::vector<std::string> out;
+    if (DIR *d = ::opendir(path_.c_str())) {
+      while (dirent *e = ::readdir(d)) {
+        std::string n = e->d_name;
+        if (n != "." && n != "..")
+          out.push_back(n);
+      }
+      ::closedir(d);
+    }
+    return out;
+  }
+
+private:
+  std::string path_;
+};
+
+inline void writeBytes(const std::string &path, const void *data,
+                       size_t bytes) {
+  std::FILE *f = std::fopen(path.c_str(), "wb");
+  if (bytes)
+    std::fwrite(data, 1, bytes, f);
+  std::fclose(f);
+}
+
+inline std::string readBytes(const std::string &path) {
+  std::string out;
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+    out.append(buf, n);
+  std::fclose(f);
+  return out;
+}
+
+} // namespace bitpipe::runtime::testing
+
+#endif // BITPIPE_RUNTIME_UNITTESTS_TRAIN_TEMPDIR_H

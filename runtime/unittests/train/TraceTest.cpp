@@ -1,0 +1,135 @@
+//===- TraceTest.cpp - Chrome trace, bubble fraction, step line -----------===//
+
+#include "TempDir.h"
+#include "train/Json.h"
+#include "train/StepLog.h"
+#include "train/Trace.h"
+
+#include <gtest/gtest.h>
+
+using namespace bitpipe::runtime;
+using bitpipe::runtime::testing::readBytes;
+using bitpipe::runtime::testing::TempDir;
+
+namespace {
+
+TEST(TraceTest, EventsSurviveSerialisationExactly) {
+  std::vector<TraceEvent> events = {
+      {"F0.s0", TraceCategory::Forward, 0.1, 1234.5678},
+      {"send to 1 (tag 3)", TraceCategory::Send, 1e9 / 3, 0},
+      {"allreduce bucket 0", TraceCategory::AllReduce, 42, 7.25}};
+  auto back = deserializeTraceEvents(serializeTraceEvents(events));
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  ASSERT_EQ(back->size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ((*back)[i].name, events[i].name);
+    EXPECT_EQ((*back)[i].category, events[i].category);
+    EXPECT_EQ((*back)[i].startUs, events[i].startUs);
+    EXPECT_EQ((*back)[i].durationUs, events[i].durationUs);
+  }
+  EXPECT_FALSE(deserializeTraceEvents("9 0x0p+0 0x0p+0 x\n").isOk());
+  EXPECT_FALSE(deserializeTraceEvents("0 0x0p+0 0x0p+0 x").isOk());
+}
+
+TEST(TraceTest, ChromeTraceHasOneProcessPerRankAndCompleteEvents) {
+  TempDir dir;
+  std::vector<std::vector<TraceEvent>> perRank = {
+      {{"F0", TraceCategory::Forward, 0, 10},
+       {"B0", TraceCategory::Backward, 10, 20}},
+      {{"recv \"x\"", TraceCategory::Recv, 3, 4}}};
+  std::string path = dir.file("trace.json");
+  ASSERT_TRUE(writeChromeTrace(path, perRank).isOk());
+  EXPECT_EQ(dir.list(), std::vector<std::string>{"trace.json"});
+  auto json = parseJson(readBytes(path));
+  ASSERT_TRUE(json.isOk()) << json.status().message();
+  const JsonValue *events = json->get("traceEvents");
+  ASSERT_NE(events, nullptr);
+  int complete = 0;
+  std::vector<int> perPid(2, 0);
+  for (const JsonValue &e : events->array) {
+    if (e.get("ph")->string != "X")
+      continue;
+    ++complete;
+    ++perPid[e.get("pid")->integer];
+    if (e.get("name")->string == "B0") {
+      EXPECT_EQ(e.get("cat")->string, "backward");
+      EXPECT_EQ(e.get("ts")->number, 10);
+      EXPECT_EQ(e.get("dur")->number, 20);
+    }
+    if (e.get("pid")->integer == 1) {
+      EXPECT_EQ(e.get("name")->string, "recv \"x\"");
+    }
+  }
+  EXPECT_EQ(complete, 3);
+  EXPECT_EQ(perPid, (std::vector<int>{2, 1}));
+}
+
+TEST(TraceTest, ScopeRecordsAnEventOfPositiveDuration) {
+  TraceRecorder r;
+  { TraceRecorder::Scope s(r, "F1.s0", TraceCategory::Forward); }
+  ASSERT_EQ(r.events().size(), 1u);
+  EXPECT_EQ(r.events()[0].name, "F1.s0");
+  EXPECT_GE(r.events()[0].durationUs, 0);
+  EXPECT_GE(r.events()[0].startUs, 0);
+}
+
+TEST(TraceTest, BubbleFractionIsIdleOverStepTime) {
+  std::vector<TraceEvent> ev = {
+      {"F0", TraceCategory::Forward, 10, 20},   // [10, 30)
+      {"inner", TraceCategory::Forward, 15, 5}, // nested: no double count
+      {"recv", TraceCategory::Recv, 30, 40},    // waiting is idle
+      {"B0", TraceCategory::Backward, 70, 40},  // [70, 110), clipped to 100
+      {"opt", TraceCategory::Optimizer, -5, 10}, // [-5, 5), clipped to [0, 5)
+  };
+  // Busy: 20 + 30 + 5 = 55 of 100.
+  EXPECT_DOUBLE_EQ(bubbleFraction(ev, 0, 100), 0.45);
+  EXPECT_DOUBLE_EQ(bubbleFraction({}, 0, 100), 1.0);
+  EXPECT_DOUBLE_EQ(bubbleFraction(ev, 100, 100), 0.0);
+}
+
+TEST(TraceTest, StepLineHasTheDocumentedFormat) {
+  StepStats s;
+  s.step = 12;
+  s.loss = 4.12344;
+  s.tokens = 7800;
+  s.seconds = 0.512;
+  s.bubble = {0.2112, 0.18};
+  EXPECT_EQ(formatStepLine(s), "step 12 | loss 4.1234 | 15234 tok/s | 0.512 s "
+                               "| bubble r0 0.21 r1 0.18");
+  s.bubble.clear();
+  EXPECT_EQ(formatStepLine(s), "step 12 | loss 4.1234 | 15234 tok/s | 0.512 s");
+}
+
+TEST(TraceTest, ProgressBarOnlyWhenAsked) {
+  TempDir dir;
+  std::string path = dir.file("log.txt");
+  StepStats s;
+  s.step = 1;
+  s.seconds = 1;
+  {
+    std::FILE *f = std::fopen(path.c_str(), "w");
+    StepLogger log(f, 10); // a regular file is not a TTY
+    EXPECT_FALSE(log.showsProgress());
+    log.log(s);
+    s.step = 2;
+    log.log(s);
+    log.finish();
+    std::fclose(f);
+  }
+  EXPECT_EQ(readBytes(path), "step 1 | loss 0.0000 | 0 tok/s | 1.000 s\n"
+                             "step 2 | loss 0.0000 | 0 tok/s | 1.000 s\n");
+  {
+    std::FILE *f = std::fopen(path.c_str(), "w");
+    StepLogger log(f, 10, /*forceProgress=*/1);
+    s.step = 5;
+    log.log(s);
+    std::string bar = "[" + std::string(15, '#') + std::string(15, '.') +
+                      "] 5/10";
+    std::fflush(f);
+    EXPECT_NE(readBytes(path).find(bar), std::string::npos) << readBytes(path);
+    log.finish();
+    std::fclose(f);
+  }
+}
+
+} // namespace
