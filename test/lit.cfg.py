@@ -17,6 +17,7 @@ config.test_exec_root = os.path.join(config.bitpipe_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%examples", os.path.join(config.bitpipe_src_root, "examples")))
+config.substitutions.append(("%inputs", os.path.join(config.bitpipe_src_root, "test", "Inputs")))
 
 # Captured SSA names must not leak between CHECK-LABEL blocks.
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"

@@ -31,6 +31,7 @@ using namespace bitpipe;
 namespace {
 
 constexpr StringLiteral kStageAttr = "bitpipe.stage";
+constexpr StringLiteral kBackwardOfAttr = "bitpipe.backward_of";
 constexpr StringLiteral kSavedAttr = "bitpipe.saved";
 constexpr StringLiteral kGradOfResultAttr = "bitpipe.grad_of_result";
 constexpr StringLiteral kGradOfArgAttr = "bitpipe.grad_of_arg";
@@ -160,8 +161,9 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
                                     (forward.getSymName() + "_bwd").str(),
                                     b.getFunctionType(argTypes, {}));
   bwd.setPrivate();
-  if (Attribute stage = forward->getAttr(kStageAttr))
-    bwd->setAttr(kStageAttr, stage);
+  // Not `bitpipe.stage`: the stage functions are the forwards; a backward
+  // names the forward it belongs to.
+  bwd->setAttr(kBackwardOfAttr, FlatSymbolRefAttr::get(forward));
   Block *body = bwd.addEntryBlock();
   for (auto [i, attrs] : llvm::enumerate(argAttrs))
     if (attrs)
@@ -321,8 +323,7 @@ void splitBackward(func::FuncOp forward, func::FuncOp bwd) {
         bwd.getLoc(), (forward.getSymName() + suffix).str(),
         b.getFunctionType(args, {}));
     fn.setPrivate();
-    if (Attribute stage = bwd->getAttr(kStageAttr))
-      fn->setAttr(kStageAttr, stage);
+    fn->setAttr(kBackwardOfAttr, FlatSymbolRefAttr::get(forward));
     fn.addEntryBlock();
     return fn;
   };
@@ -414,6 +415,9 @@ LogicalResult updateCallers(ModuleOp module, func::FuncOp forward) {
   if (!uses)
     return success();
   for (const SymbolTable::SymbolUse &use : *uses) {
+    // Backward functions name their forward in an attribute; not a call.
+    if (isa<func::FuncOp>(use.getUser()))
+      continue;
     auto call = dyn_cast<func::CallOp>(use.getUser());
     if (!call)
       return use.getUser()->emitOpError()

@@ -31,6 +31,7 @@
 // CHECK-SAME: tensor<8xf32> {bitpipe.grad_of_arg = 2 : i64, nn.param = "ln.bias"},
 // CHECK-SAME: tensor<16x8xf32> {bitpipe.grad_of_arg = 3 : i64, nn.param = "fc.weight"},
 // CHECK-SAME: tensor<8x16xf32> {bitpipe.grad_of_arg = 4 : i64, nn.param = "proj.weight"})
+// CHECK-SAME: attributes {bitpipe.backward_of = @mlp_stage1}
 // CHECK:      %[[DGE:.*]] = nn.linear_input_grad %[[DY]], %[[W2]]
 // CHECK:      %[[DW2:.*]] = nn.linear_weight_grad %[[SGE]], %[[DY]]
 // CHECK:      %[[DH:.*]] = nn.gelu_grad %[[SH]], %[[DGE]]

@@ -56,7 +56,9 @@ def GenerateBackward : Pass<"bitpipe-generate-backward", "mlir::ModuleOp"> {
     arguments with the same attribute.
 
     The forward function records its backward as `bitpipe.backward =
-    @<stage>_bwd`, or `bitpipe.backward_input` and `bitpipe.backward_weight`.
+    @<stage>_bwd`, or `bitpipe.backward_input` and `bitpipe.backward_weight`;
+    each backward function names its forward in `bitpipe.backward_of` (it
+    is not a stage function itself).
   }];
   let dependentDialects = ["bitpipe::nn::NNDialect",
                            "mlir::arith::ArithDialect",
