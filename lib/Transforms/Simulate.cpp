@@ -183,9 +183,10 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     if (costs == "unit")
       return cost;
 
-    // costs=ir: time in units of the cheapest stage's forward, so that the
-    // numbers read like the papers' slots and a balanced partition gives
-    // the unit-cost result.
+    // costs=ir: with `tflops`, milliseconds on a device of that speed, so
+    // that runs of different partitions compare; without, units of the
+    // cheapest stage's forward, so that the numbers read like the papers'
+    // slots and a balanced partition gives the unit-cost result.
     double cheapest = 0;
     for (auto [s, c] : llvm::enumerate(stageCosts)) {
       if (!c.annotated || c.forwardFlops <= 0)
@@ -194,9 +195,10 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
                   "bitpipe-annotate-cost";
       cheapest = s == 0 ? c.forwardFlops : std::min(cheapest, c.forwardFlops);
     }
+    double flopsPerUnit = tflops > 0 ? tflops * 1e9 : cheapest;
     for (const StageCost &c : stageCosts) {
-      cost.forward.push_back(c.forwardFlops / cheapest);
-      double backward = c.backwardFlops / cheapest;
+      cost.forward.push_back(c.forwardFlops / flopsPerUnit);
+      double backward = c.backwardFlops / flopsPerUnit;
       // nn.cost does not split the backward; halves are the zero-bubble
       // papers' assumption (B = W).
       cost.backward.push_back(schedule.splitBackward ? backward / 2 : backward);

@@ -11,6 +11,7 @@
 // RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-simulate="costs=ir" -o /dev/null | FileCheck %s --check-prefix=COSTIR
 
 // Files, written atomically by the library's exporters.
+// RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-simulate="costs=ir tflops=6.4e-8" -o /dev/null | FileCheck %s --check-prefix=COSTIR
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe microbatches=4" --bitpipe-simulate="timeline=%t/bitpipe.svg trace=%t/bitpipe.json torch-csv=%t/bitpipe.csv" -o /dev/null
 // RUN: FileCheck %s --check-prefix=SVG --input-file=%t/bitpipe.svg
@@ -113,6 +114,8 @@ module attributes {
 // (linear 16x8 + cross-entropy) F 2560 / B 4352. In units of the cheapest
 // forward: F0=1 B0=2 F1=40 B1=68. In 1F1B order P1 runs F0 [1,41] B0 [41,109]
 // F1 [109,149] B1 [149,217]; P0's last backward B1.s0 ends at 219.
+// With tflops=6.4e-8 a millisecond is 6.4e-8 * 1e9 = 64 FLOPs, the cheapest
+// forward again: the same numbers, now in milliseconds.
 // COSTIR:      schedule 1f1b: 2 devices, loop placement, 2 stages, 2 micro-batches, costs=ir
 // COSTIR-NEXT: makespan: 219
 // COSTIR-NEXT: bubble ratio: 0.4932

@@ -202,8 +202,9 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
     zero-bubble schedules are usually measured with `b-cost=1`).
     `costs=ir`: each stage's forward and backward time is the sum of
     `nn.cost` `fwd_flops` / `bwd_flops` over its function's ops (run
-    bitpipe-annotate-cost), normalised so that the cheapest stage's forward
-    takes 1; with a split backward, B and W each take half the backward
+    bitpipe-annotate-cost), divided by `tflops` (times in milliseconds on a
+    device of that many TFLOP/s) or, without it, normalised so that the
+    cheapest stage's forward takes 1; with a split backward, B and W each take half the backward
     FLOPs. Bytes always come from the IR: the activation a stage hands on is
     its function's result type, the memory a forward keeps is the sum of
     `nn.cost` `act_bytes`, and the gradient an all-reduce moves is the size
@@ -223,6 +224,8 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
            "Write torch.distributed.pipelining's compute-only CSV to this file">,
     Option<"costs", "costs", "std::string", /*default=*/"\"unit\"",
            "unit (f-cost, b-cost, w-cost) or ir (nn.cost FLOPs per stage)">,
+    Option<"tflops", "tflops", "double", /*default=*/"0.0",
+           "costs=ir: device speed in TFLOP/s (times in ms); 0: relative units">,
     Option<"forwardCost", "f-cost", "double", /*default=*/"1.0",
            "costs=unit: time of one forward">,
     Option<"backwardCost", "b-cost", "double", /*default=*/"2.0",
