@@ -87,7 +87,8 @@ CostModel unitCosts(const Schedule &s) {
 
 /// Generates, verifies and simulates one schedule; the simulation, or an
 /// empty optional after printing why it failed.
-std::optional<SimResult> runOnce(const std::string &name, int D, int N) {
+std::optional<SimResult> runOnce(const std::string &name, int D, int N,
+                                 double backward = 0) {
   Result<Schedule> s = generateSchedule({name, D, N, /*chunksPerDevice=*/2});
   if (!s) {
     std::fprintf(stderr, "%s D=%d N=%d: %s\n", name.c_str(), D, N,
@@ -100,7 +101,10 @@ std::optional<SimResult> runOnce(const std::string &name, int D, int N) {
                  N, formatDiagnostics(diags).c_str());
     return std::nullopt;
   }
-  Result<SimResult> sim = simulate(*s, unitCosts(*s));
+  CostModel cost = unitCosts(*s);
+  if (backward > 0)
+    cost.unitBackward = backward;
+  Result<SimResult> sim = simulate(*s, cost);
   if (!sim || sim->deadlocked) {
     std::fprintf(stderr, "%s D=%d N=%d cannot be simulated: %s\n", name.c_str(),
                  D, N, sim ? sim->deadlockReport().c_str() : sim.error.c_str());
@@ -202,6 +206,25 @@ void qualityTable() {
   std::printf("\n");
 }
 
+/// Chimera's closed form counts F and B as equal slots: measure it there.
+void chimeraEqualCostTable() {
+  std::printf("### chimera with F=B=1\n\n");
+  std::printf("| D | N | makespan | bubble (measured) | bubble (closed form) "
+              "|\n");
+  std::printf("|---:|---:|---:|---:|---:|\n");
+  for (int D : {4, 8, 16})
+    for (int N : {D, 2 * D, 4 * D}) {
+      std::optional<SimResult> sim = runOnce("chimera", D, N, 1.0);
+      if (!sim) {
+        std::printf("| %d | %d | failed | - | - |\n", D, N);
+        continue;
+      }
+      std::printf("| %d | %d | %g | %.4f | %.4f |\n", D, N, sim->makespan,
+                  sim->bubbleRatio, *closedForm("chimera", D, N));
+    }
+  std::printf("\n");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -210,5 +233,6 @@ int main(int argc, char **argv) {
     return 2;
   timingTable(o);
   qualityTable();
+  chimeraEqualCostTable();
   return 0;
 }

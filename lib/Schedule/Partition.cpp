@@ -11,13 +11,27 @@
 //     as i grows (cost(j, i) only grows with i), so one pointer sweeps each
 //     row: O(L) per k, O(K * L) in all.
 //
-//  2. The cut. From the front, each chunk ends at the earliest layer that
-//     keeps it within T and still lets the remaining layers be cut into the
-//     remaining chunks within T. "Still lets" is a table: the fewest chunks
-//     of cost <= T that cover layers [e, L), found by making every chunk as
-//     long as T allows (greedy is optimal for that count), and at least as
-//     many layers as chunks left (a chunk can always be split further
-//     without exceeding T: costs are non-negative).
+//  2. The cut, among all cuts whose chunks all cost at most T: the one whose
+//     chunk costs, sorted from largest to smallest, are lexicographically
+//     smallest ("leximax"): the largest is T, then the second largest is as
+//     small as it can be, and so on. Many cuts reach T, and taking the
+//     earliest boundaries (what this step did before) piles the slack on
+//     the first chunks: GPT-96 in 16 chunks got the embedding alone, one
+//     layer alone, then six and seven layers per chunk. Leximax spreads it.
+//     Leximax rather than the sum of squared costs because it only compares
+//     chunk costs, each an exact difference of prefix sums, and never adds
+//     squares (which round for FLOP counts of 1e12): equal cuts compare
+//     exactly equal, so the remaining ties really go to the earliest starts.
+//
+//     It decomposes: adding the same chunk to two cuts keeps their leximax
+//     order, so the best cut of layers [j, L) into k chunks is a first chunk
+//     [j, e) plus the best cut of [e, L) into k-1. best[k][j] (a sorted
+//     cost list) follows row by row, trying e in increasing order and
+//     keeping the first of equal candidates, which makes the boundaries
+//     read off from (K, 0) the earliest among the optimal cuts. Only chunks
+//     within T are tried; each try compares two lists of at most K costs,
+//     usually ending early: O(K^2 * L * w) time for chunks of at most w
+//     layers, O(K * L) memory.
 //
 // Every chunk cost, in both steps and in the result, is a difference of the
 // same prefix sums, so the optimum of step 1 is exactly reachable in step 2
@@ -55,6 +69,23 @@ std::vector<double> prefixSums(const std::vector<double> &costs) {
   for (size_t i = 0; i < costs.size(); ++i)
     sums[i + 1] = sums[i] + costs[i];
   return sums;
+}
+
+/// `costs` (sorted largest first) with `c` inserted in order, into `out`.
+void insertSorted(const std::vector<double> &costs, double c,
+                  std::vector<double> &out) {
+  out.clear();
+  auto pos = std::upper_bound(costs.begin(), costs.end(), c,
+                              [](double x, double y) { return x > y; });
+  out.insert(out.end(), costs.begin(), pos);
+  out.push_back(c);
+  out.insert(out.end(), pos, costs.end());
+}
+
+/// Leximax order of two cost lists of the same length, each sorted largest
+/// first: the first difference decides.
+bool leximaxLess(const std::vector<double> &x, const std::vector<double> &y) {
+  return std::lexicographical_compare(x.begin(), x.end(), y.begin(), y.end());
 }
 
 Partition makePartition(std::vector<int64_t> starts,
@@ -123,29 +154,41 @@ Result<Partition> bitpipe::sched::balancePartition(
   }
   const double optimum = prev[L];
 
-  // Step 2: the earliest cut that reaches the optimum.
-  // fewest[e]: fewest chunks of cost <= optimum covering layers [e, L).
-  std::vector<int64_t> fewest(L + 1, 0);
-  for (int64_t e = L - 1, end = L; e >= 0; --e) {
-    // The longest chunk from e within the optimum ends at `end`; it can only
-    // move left as e does. A single layer always fits: the optimum is at
-    // least the cost of the chunk holding it.
-    while (end > e + 1 && cost(e, end) > optimum)
-      --end;
-    fewest[e] = 1 + fewest[end];
+  // Step 2: the leximax cut within the optimum, earliest on ties.
+  // best[j] for the current k: the costs of the best cut of [j, L) into k
+  // chunks within the optimum, largest first; empty when there is none.
+  // next[k][j]: where its first chunk ends.
+  std::vector<std::vector<double>> best(L + 1), prevBest(L + 1);
+  std::vector<std::vector<int64_t>> next(K + 1,
+                                         std::vector<int64_t>(L + 1, -1));
+  for (int64_t j = 0; j < L; ++j)
+    if (cost(j, L) <= optimum) {
+      prevBest[j] = {cost(j, L)};
+      next[1][j] = L;
+    }
+  std::vector<double> candidate;
+  for (int64_t k = 2; k <= K; ++k) {
+    for (int64_t j = 0; j <= L; ++j) {
+      best[j].clear();
+      // k chunks need k layers; a chunk only grows costlier with e.
+      for (int64_t e = j + 1; e <= L - (k - 1) && cost(j, e) <= optimum;
+           ++e) {
+        if (prevBest[e].empty())
+          continue;
+        insertSorted(prevBest[e], cost(j, e), candidate);
+        if (best[j].empty() || leximaxLess(candidate, best[j])) {
+          best[j].swap(candidate);
+          next[k][j] = e;
+        }
+      }
+    }
+    std::swap(best, prevBest);
   }
+  assert(!prevBest[0].empty() && prevBest[0].front() == optimum);
   std::vector<int64_t> starts = {0};
-  for (int64_t k = 0, start = 0; k + 1 < K; ++k) {
-    const int64_t chunksLeft = K - 1 - k;
-    int64_t end = start + 1;
-    while (fewest[end] > chunksLeft)
-      ++end;
-    // By induction a valid end exists from `start`; the earliest one with
-    // few enough chunks after it is within the optimum and leaves enough
-    // layers, because fewest[] only falls as `end` grows.
-    assert(cost(start, end) <= optimum && L - end >= chunksLeft);
-    starts.push_back(end);
-    start = end;
+  for (int64_t k = K, start = 0; k > 1; --k) {
+    start = next[k][start];
+    starts.push_back(start);
   }
   return Result<Partition>::success(makePartition(std::move(starts), S));
 }

@@ -18,9 +18,11 @@
 // chunks=2: prefix sums 192, 1792, 4928, 6528 | 13440. Cutting before
 //   layer 4 gives 6528 | 6912, the optimum; any earlier cut leaves the
 //   second chunk at 8512 or more. Four layers against one.
-// chunks=3: 6912 is still reachable, in several ways: {0} {1-3} {4}
-//   (192, 6336, 6912) and {0-1} {2-3} {4} (1792, 4736, 6912). Ties go to
-//   the earliest boundaries, so the embedding gets a chunk of its own.
+// chunks=3: 6912 is still reachable, in two ways: {0} {1-3} {4}
+//   (192, 6336, 6912) and {0-1} {2-3} {4} (1792, 4736, 6912). Among cuts
+//   reaching the optimum the one with the smallest second-largest chunk
+//   (then third, ...) wins: 4736 < 6336, so {0-1} {2-3} {4}. The earliest
+//   boundaries would have left the embedding alone and 6336 in the middle.
 // boundaries=2,3: the user's cut {0-1} {2} {3-4} = 1792, 3136, 8512;
 //   balance = 8512 / (13440 / 3) = 1.9.
 //
@@ -57,21 +59,24 @@ func.func @toy(%wte: tensor<16x8xf32> {nn.param = "wte"},
 // TWO-LABEL: func.func @toy(
 // TWO-COUNT-2: call @toy_stage
 
-// THREE: module attributes {bitpipe.partition = {balance = {{.*}} : f64, chunks = 3 : i64, costs = array<i64: 192, 6336, 6912>, max_cost = 6912 : i64, starts = array<i64: 0, 1, 4>}}
+// THREE: module attributes {bitpipe.partition = {balance = {{.*}} : f64, chunks = 3 : i64, costs = array<i64: 1792, 4736, 6912>, max_cost = 6912 : i64, starts = array<i64: 0, 2, 4>}}
 
 // The tied embedding %wte is an argument of the first and the last stage.
+// Layer 3 reads the embedding output %x, so stage 0 returns it beside the
+// stream.
 // THREE-LABEL: func.func @toy_stage0(
 // THREE-SAME:    %[[WTE:[^:]+]]: tensor<16x8xf32> {nn.param = "wte"}, %[[WPE:[^:]+]]: tensor<4x8xf32> {nn.param = "wpe"}, %[[TOK:[^:]+]]: tensor<2x4xi32> {nn.input = "tokens"})
-// THREE-SAME:    -> tensor<2x4x8xf32> attributes {bitpipe.layers = array<i64: 0, 0>, bitpipe.stage = 0 : i64}
+// THREE-SAME:    -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>) attributes {bitpipe.layers = array<i64: 0, 1>, bitpipe.stage = 0 : i64}
 // THREE-NEXT:    %[[X:.*]] = nn.embedding %[[TOK]], %[[WTE]], %[[WPE]] {nn.layer = 0 : i64}
-// THREE-NEXT:    return %[[X]] : tensor<2x4x8xf32>
-
-// The residual stream comes first, then the parameters this chunk uses.
-// THREE-LABEL: func.func @toy_stage1(
-// THREE-SAME:    %[[X:[^:]+]]: tensor<2x4x8xf32>, %[[W:[^:]+]]: tensor<8x8xf32> {nn.param = "w"})
-// THREE-SAME:    -> tensor<2x4x8xf32> attributes {bitpipe.layers = array<i64: 1, 3>, bitpipe.stage = 1 : i64}
 // THREE-NEXT:    %[[G1:.*]] = nn.gelu %[[X]] {nn.layer = 1 : i64}
 // THREE-NEXT:    %[[S1:.*]] = nn.add %[[X]], %[[G1]] {nn.layer = 1 : i64}
+// THREE-NEXT:    return %[[X]], %[[S1]] : tensor<2x4x8xf32>, tensor<2x4x8xf32>
+
+// Values that flow in come first, in the model's order, then the parameters
+// this chunk uses.
+// THREE-LABEL: func.func @toy_stage1(
+// THREE-SAME:    %[[X:[^:]+]]: tensor<2x4x8xf32>, %[[S1:[^:]+]]: tensor<2x4x8xf32>, %[[W:[^:]+]]: tensor<8x8xf32> {nn.param = "w"})
+// THREE-SAME:    -> tensor<2x4x8xf32> attributes {bitpipe.layers = array<i64: 2, 3>, bitpipe.stage = 1 : i64}
 // THREE-NEXT:    %[[Y:.*]] = nn.linear %[[S1]], %[[W]] {nn.layer = 2 : i64}
 // THREE-NEXT:    %[[S2:.*]] = nn.add %[[S1]], %[[Y]] {nn.layer = 2 : i64}
 // THREE-NEXT:    %[[G3:.*]] = nn.gelu %[[S2]] {nn.layer = 3 : i64}
@@ -89,8 +94,8 @@ func.func @toy(%wte: tensor<16x8xf32> {nn.param = "wte"},
 // THREE-LABEL: func.func @toy(
 // THREE-SAME:    %[[WTE:[^:]+]]: tensor<16x8xf32> {nn.param = "wte"}, %[[WPE:[^:]+]]: tensor<4x8xf32> {nn.param = "wpe"}, %[[W:[^:]+]]: tensor<8x8xf32> {nn.param = "w"}, %[[TOK:[^:]+]]: tensor<2x4xi32> {nn.input = "tokens"}, %[[LAB:[^:]+]]: tensor<2x4xi32> {nn.input = "labels"})
 // THREE-SAME:    attributes {nn.model = {family = "toy"}}
-// THREE-NEXT:    %[[X:.*]] = call @toy_stage0(%[[WTE]], %[[WPE]], %[[TOK]]) : (tensor<16x8xf32>, tensor<4x8xf32>, tensor<2x4xi32>) -> tensor<2x4x8xf32>
-// THREE-NEXT:    %[[H:.*]] = call @toy_stage1(%[[X]], %[[W]]) : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+// THREE-NEXT:    %[[S0:.*]]:2 = call @toy_stage0(%[[WTE]], %[[WPE]], %[[TOK]]) : (tensor<16x8xf32>, tensor<4x8xf32>, tensor<2x4xi32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>)
+// THREE-NEXT:    %[[H:.*]] = call @toy_stage1(%[[S0]]#0, %[[S0]]#1, %[[W]]) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
 // THREE-NEXT:    %[[LOSS:.*]] = call @toy_stage2(%[[H]], %[[WTE]], %[[LAB]]) : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<f32>
 // THREE-NEXT:    return %[[LOSS]] : tensor<f32>
 // THREE-NEXT:  }

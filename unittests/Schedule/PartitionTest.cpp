@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -28,17 +29,33 @@ double chunkMax(const std::vector<double> &costs, const Starts &starts) {
   return worst;
 }
 
-/// Every way to cut, in lexicographic order of `starts`; the first one with
-/// the smallest maximum is the one balancePartition promises.
+/// The chunk costs of `starts`, largest first.
+std::vector<double> sortedCosts(const std::vector<double> &costs,
+                                const Starts &starts) {
+  std::vector<double> out;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    size_t end = k + 1 < starts.size() ? starts[k + 1] : costs.size();
+    double sum = 0;
+    for (size_t i = starts[k]; i < end; ++i)
+      sum += costs[i];
+    out.push_back(sum);
+  }
+  std::sort(out.begin(), out.end(), std::greater<double>());
+  return out;
+}
+
+/// Every way to cut, in lexicographic order of `starts`; the first one whose
+/// sorted chunk costs (largest first) are lexicographically smallest is the
+/// one balancePartition promises. Its first cost is the smallest maximum.
 Starts bruteForce(const std::vector<double> &costs, int64_t K) {
   const int64_t L = costs.size();
   Starts best, current = {0};
-  double bestMax = std::numeric_limits<double>::infinity();
+  std::vector<double> bestCosts;
   auto recurse = [&](auto &&self, int64_t next) -> void {
     if (static_cast<int64_t>(current.size()) == K) {
-      double m = chunkMax(costs, current);
-      if (m < bestMax) {
-        bestMax = m;
+      std::vector<double> sorted = sortedCosts(costs, current);
+      if (best.empty() || sorted < bestCosts) {
+        bestCosts = std::move(sorted);
         best = current;
       }
       return;
@@ -149,16 +166,49 @@ TEST(Partition, CheapEmbeddingJoinsTheFirstLayers) {
 }
 
 TEST(Partition, TiesPreferTheEarliestCut) {
-  // Cutting after 2 or after 3 layers both give 3.
+  // Cutting after 2 or after 3 layers both give costs {3, 2}.
   Result<Partition> p = balancePartition({1, 1, 1, 1, 1}, 2);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->starts, (Starts{0, 2}));
-  // Zero-cost layers could go anywhere: the first chunks stay as short as
-  // the optimum allows.
+  // Zero-cost layers could go anywhere: every cut costs {5, 0, 0}, so the
+  // first chunks stay as short as possible.
   p = balancePartition({0, 0, 5, 0, 0}, 3);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->starts, (Starts{0, 1, 2}));
   EXPECT_EQ(p->maxCost, 5);
+}
+
+TEST(Partition, SpreadsTheSlackAmongOptimalCuts) {
+  // The lit test's toy: {0} {1-3} {4} and {0-1} {2-3} {4} both reach 6912;
+  // the second has the smaller second-largest chunk (4736 < 6336).
+  Result<Partition> p = balancePartition({192, 1600, 3136, 1600, 6912}, 3);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->starts, (Starts{0, 2, 4}));
+  EXPECT_EQ(p->chunkCosts, (std::vector<double>{1792, 4736, 6912}));
+
+  // GPT-96's shape: a cheap embedding, 96 equal layers, a head worth 1.291
+  // layers, in 16 chunks. The optimum is 7 layers. The earliest cut reaching
+  // it gave the embedding and then one layer chunks of their own (starts
+  // 0, 1, 2, 8, 15, ...); the leximax cut has one chunk of 7 layers, the
+  // head with 5, and 6 layers everywhere else (the embedding with the first
+  // six). The 7-layer chunk could be any middle one: earliest starts put it
+  // last.
+  std::vector<double> costs(98, 1000);
+  costs.front() = 1;
+  costs.back() = 1291;
+  p = balancePartition(costs, 16);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->maxCost, 7000);
+  Starts expected = {0};
+  for (int64_t s = 7; s <= 85; s += 6)
+    expected.push_back(s);
+  expected.push_back(92);
+  EXPECT_EQ(p->starts, expected);
+  std::vector<double> sorted = sortedCosts(costs, p->starts);
+  EXPECT_EQ(sorted[0], 7000);
+  EXPECT_EQ(sorted[1], 6291);
+  EXPECT_EQ(sorted[2], 6001);
+  EXPECT_EQ(sorted.back(), 6000);
 }
 
 TEST(Partition, OneChunkHoldsEverything) {

@@ -4,7 +4,8 @@
 // each rank starts its next action as soon as the rank is free and the
 // action's inputs are done. F(m,s) needs F(m,s-1); B(m,s) needs F(m,s) and
 // B(m,s+1) (the last stage only its F); W(m,s) needs B(m,s); AR takes no
-// time. Costs: F=1, B=2 for a whole backward, B=1 and W=1 when split.
+// time. Costs: F=1, B=2 for a whole backward (or `wholeBackward`), B=1 and
+// W=1 when split.
 //
 // This is a second, deliberately independent implementation of what the
 // library's simulator and Dependencies.h do: an oracle. Tests that check the
@@ -39,7 +40,7 @@ struct PlayResult {
   }
 };
 
-inline PlayResult play(const Schedule &s) {
+inline PlayResult play(const Schedule &s, long wholeBackward = 2) {
   using Key = std::tuple<int, int, int>; // (kind, micro-batch, stage)
   const int S = s.placement.numStages;
   std::map<Key, long> finish;
@@ -55,7 +56,7 @@ inline PlayResult play(const Schedule &s) {
     case ActionKind::Forward:
       return 1;
     case ActionKind::Backward:
-      return s.splitBackward ? 1 : 2;
+      return s.splitBackward ? 1 : wholeBackward;
     case ActionKind::WeightGrad:
       return 1;
     case ActionKind::AllReduce:

@@ -64,7 +64,9 @@ Result<Schedule> generateInterleaved1F1B(int devices, int microbatches,
                                          int chunksPerDevice);
 
 /// Chimera (Li & Hoefler 2021) on bidirectionalPlacement(D), D even: units of
-/// D micro-batches (D/2 down, D/2 up) directly concatenated.
+/// D micro-batches (D/2 down, D/2 up) concatenated with overlap (each
+/// direction runs one 1F1B over all of its micro-batches, so the next unit's
+/// forwards fill the previous unit's drain). Any N >= 1.
 Result<Schedule> generateChimera(int devices, int microbatches);
 
 /// BitPipe on bidirectionalVPlacement(D), D even: exactly the reference

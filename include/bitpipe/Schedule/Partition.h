@@ -48,11 +48,15 @@ struct Partition {
 /// the maximum chunk cost (exact: a dynamic programme in O(K * L) time).
 ///
 /// Ties: many cuts often reach the same optimum (a cheap layer can sit on
-/// either side of a boundary). The one returned is the lexicographically
-/// smallest `starts`: the earliest first boundary that still allows the
-/// optimum, then the earliest second one, and so on. The choice is
-/// deterministic and independent of floating-point summation order beyond
-/// the prefix sums themselves.
+/// either side of a boundary). Among them the one returned spreads the
+/// slack: its chunk costs, sorted from largest to smallest, are
+/// lexicographically smallest (after the largest, the second largest is as
+/// small as possible, and so on). Cuts with exactly the same sorted costs
+/// go to the lexicographically smallest `starts`. This second step is a
+/// dynamic programme in O(K^2 * L * w) time for chunks of at most w layers
+/// (w <= L), O(K * L) memory. Only chunk costs (differences of the prefix
+/// sums) are compared, never sums of them, so the choice is deterministic
+/// and exact.
 ///
 /// Fails when there are no layers, numChunks < 1, numChunks > L, or a cost is
 /// negative or not finite.

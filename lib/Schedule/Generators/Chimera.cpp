@@ -1,79 +1,132 @@
 //===- Chimera.cpp - Chimera's bidirectional pipelines --------------------===//
 //
 // Chimera (Li & Hoefler, SC'21) runs two pipelines over the same D stages in
-// opposite directions, D/2 micro-batches each per unit of D. As in the
-// paper, a unit is the merge of the two pipelines' 1F1B schedules: each
-// pipeline's 1F1B is timed on its own (F=1, B=2), and every rank interleaves
-// its two stages' actions by start time; where both want the same slot, the
-// stage deeper in its pipeline goes first (it is on the longer remaining
-// path). For D=4 this is the paper's figure and is optimal under F=1, B=2
-// (16 slots; an exhaustive search finds no 15). Units are concatenated
-// directly (the paper's "direct concatenation"): rank r starts unit j+1 when
-// it has finished its part of unit j.
+// opposite directions. Micro-batches come in units of D: D/2 go down, D/2 go
+// up (bidirectionalMicrobatchPipelines).
+//
+// Rank r runs down stage r and up stage D-1-r. Of its actions, the down
+// forwards and the up backwards take their input from rank r-1 and pass
+// their output to rank r+1 (the "rightward" stream); the down backwards and
+// the up forwards go the other way (the "leftward" stream). Each channel
+// (r, r+1) is a FIFO carrying one stream, so every rank must run a stream's
+// actions in the SAME order: a schedule is one rightward sequence, one
+// leftward sequence, and on each rank an interleaving of the two. Merging
+// two independently timed 1F1B pipelines breaks this as soon as they
+// overlap (1F1B's first stage sends warm-up forwards that the next stage
+// consumes late, and the other direction's gradients overtake them).
+//
+// The sequences: the rightward one starts with the first D/2 down forwards,
+// then alternates an up backward and a down forward; the leftward one is its
+// mirror image. Any N works (a short last unit only makes some slots wait). On rank r, rightward actions take the slots t = r (mod 2)
+// and leftward ones the others, each at the first such slot at which its
+// inputs are done (F=B=1, free communication). When all inputs are there,
+// rank r runs rightward action i at 2i + r and leftward action j at
+// 2j + D-1-r: both streams move one rank per slot and never collide. The
+// returning pass of a micro-batch sits at least D/2 places after its forward
+// in the other stream, the round trip, so for N a multiple of D the inputs
+// are always there:
+//   F=B=1:   makespan 2N + D - 2, bubble (D-2)/(2N+D-2), Chimera's closed
+//            form, for every such N: units overlap, the next unit's forwards
+//            fill the previous unit's drain;
+//   F=1,B=2: the same order, measured: makespan 4N + D - 4. The streams
+//            alternate slot by slot, which is perfect for F=B and stalls a
+//            stream behind every 2-slot backward otherwise, so the bubble
+//            tends to 1/4 as N grows; a cost-aware interleaving is open.
+// For N = D this is the paper's basic unit: for D=4 its figure exactly (16
+// slots under F=1, B=2, which an exhaustive search shows optimal); for
+// larger D the same makespans as the former per-unit merge of two 1F1B
+// pipelines, in a slightly different order.
+// Memory (BaselineSchedulesTest): at most D chunks in flight on any rank,
+// one unit's worth, as the paper bounds it; for N = D, D on the middle
+// ranks and D/2+1 on the edges.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GeneratorUtil.h"
 
+#include "bitpipe/Schedule/Dependencies.h"
 #include "bitpipe/Schedule/Describe.h"
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
-#include "bitpipe/Schedule/Simulator.h"
 
 #include <algorithm>
-#include <cassert>
-#include <tuple>
+#include <optional>
 
 namespace bitpipe::sched {
 
 namespace {
 
-/// 1F1B over `mbs` on a D-stage pipeline, simulated under F=1, B=2 with
-/// free communication: per stage, the actions (with the given global
-/// micro-batch numbers) and their start times.
-void oneFOneBTimes(int D, const std::vector<int> &mbs,
-                   std::vector<std::vector<std::pair<double, Action>>> &out) {
-  int n = static_cast<int>(mbs.size());
-  out.assign(D, {});
-  if (n == 0)
-    return;
-  Result<Schedule> local = generateOneFOneB(D, n);
-  Result<SimResult> sim = simulate(*local, CostModel());
-  assert(sim && !sim->deadlocked && "1F1B always runs");
-  // The timeline is sorted by rank, then start: each rank's list order.
-  for (const TimelineEvent &e : sim->timeline) {
-    if (e.lane != Lane::Compute)
-      continue;
-    Action a = e.action;
-    a.microbatch = mbs[a.microbatch];
-    out[e.rank].emplace_back(e.start, a);
+/// One stream: `first` are the micro-batches that enter it (its forwards),
+/// `second` those that come back through it (their backwards). The first
+/// D/2 of `first`, then one of `second` and one of `first` in turn, then
+/// whatever is left. Each entry: (micro-batch, comes back).
+std::vector<std::pair<int, bool>> streamOrder(const std::vector<int> &first,
+                                              const std::vector<int> &second,
+                                              int D) {
+  std::vector<std::pair<int, bool>> order;
+  size_t i = 0, j = 0;
+  for (; i < first.size() && i < static_cast<size_t>(D / 2); ++i)
+    order.emplace_back(first[i], false);
+  while (i < first.size() && j < second.size()) {
+    order.emplace_back(second[j++], true);
+    order.emplace_back(first[i++], false);
   }
+  for (; j < second.size(); ++j)
+    order.emplace_back(second[j], true);
+  for (; i < first.size(); ++i)
+    order.emplace_back(first[i], false);
+  return order;
 }
 
-/// Appends one unit (its down and up micro-batches) to every rank.
-void appendMergedUnit(Schedule &s, const std::vector<int> &unit) {
-  int D = s.placement.numDevices;
+/// Fills the ranks of `s` from the two streams; false if they cannot run
+/// (never for the streams above, but the placement loop would otherwise
+/// spin forever).
+bool placeStreams(Schedule &s) {
+  const int D = s.placement.numDevices, N = s.numMicrobatches;
   std::vector<int> down, up;
-  for (int m : unit)
+  for (int m = 0; m < N; ++m)
     (s.microbatchPipeline[m] == 0 ? down : up).push_back(m);
-  std::vector<std::vector<std::pair<double, Action>>> dt, ut;
-  oneFOneBTimes(D, down, dt);
-  oneFOneBTimes(D, up, ut);
-  for (int r = 0; r < D; ++r) {
-    // (start time, -stage: deeper first, original position, action).
-    std::vector<std::tuple<double, int, int, Action>> all;
-    int i = 0;
-    for (auto &[t, a] : dt[r])
-      all.emplace_back(t, -a.stage, i++, a);
-    for (auto &[t, a] : ut[D - 1 - r])
-      all.emplace_back(t, -a.stage, i++, a);
-    std::stable_sort(all.begin(), all.end(), [](const auto &x, const auto &y) {
-      return std::make_tuple(std::get<0>(x), std::get<1>(x), std::get<2>(x)) <
-             std::make_tuple(std::get<0>(y), std::get<1>(y), std::get<2>(y));
-    });
-    for (auto &e : all)
-      s.ranks[r].push_back(std::get<3>(e));
+  // [0]: rightward (down F, up B); [1]: leftward (up F, down B).
+  const std::vector<std::pair<int, bool>> streams[2] = {
+      streamOrder(down, up, D), streamOrder(up, down, D)};
+  // finish[(m * D + stage) * 2 + backward]: end slot, -1 while not run.
+  std::vector<int> finish(static_cast<size_t>(N) * D * 2, -1);
+  auto fin = [&](const Action &a) -> int & {
+    return finish[(static_cast<size_t>(a.microbatch) * D + a.stage) * 2 +
+                  (a.kind == ActionKind::Backward)];
+  };
+  std::vector<size_t> next[2] = {std::vector<size_t>(D, 0),
+                                 std::vector<size_t>(D, 0)};
+  size_t left = (streams[0].size() + streams[1].size()) * D;
+  for (int t = 0, lastPlaced = 0; left > 0; ++t) {
+    if (t - lastPlaced > 2)
+      return false; // Nothing ran for two slots: nothing ever will.
+    for (int r = 0; r < D; ++r) {
+      const int stream = (t - r) % 2 == 0 ? 0 : 1;
+      if (next[stream][r] >= streams[stream].size())
+        continue;
+      auto [m, back] = streams[stream][next[stream][r]];
+      // Rightward: down stage r forward, up stage D-1-r backward; leftward:
+      // up stage D-1-r forward, down stage r backward.
+      const bool isDown = s.microbatchPipeline[m] == 0;
+      const int stage = isDown ? r : D - 1 - r;
+      Action a = back ? Action::backward(m, stage) : Action::forward(m, stage);
+      ActionInputs inputs = inputsOf(a, D);
+      bool ready = true;
+      for (const std::optional<Action> &input :
+           {inputs.sameStage, inputs.crossStage})
+        if (input && (fin(*input) < 0 || fin(*input) > t))
+          ready = false;
+      if (!ready)
+        continue;
+      fin(a) = t + 1;
+      s.ranks[r].push_back(a);
+      ++next[stream][r];
+      --left;
+      lastPlaced = t;
+    }
   }
+  return true;
 }
 
 } // namespace
@@ -96,12 +149,10 @@ Result<Schedule> generateChimera(int devices, int microbatches) {
   s.numMicrobatches = N;
   s.microbatchPipeline = detail::bidirectionalMicrobatchPipelines(D, N);
   s.ranks.resize(D);
-  for (int first = 0; first < N; first += D) {
-    std::vector<int> unit;
-    for (int m = first; m < std::min(first + D, N); ++m)
-      unit.push_back(m);
-    appendMergedUnit(s, unit);
-  }
+  if (!placeStreams(s))
+    return Result<Schedule>::failure(
+        "chimera: internal error: the streams for D=" + std::to_string(D) +
+        ", N=" + std::to_string(N) + " cannot run");
   // Each rank holds one replica of stage r (down) and one of D-1-r (up); the
   // other replica of each is on rank D-1-r. Sync each as soon as its last
   // backward on this rank is done, in the order both replicas agree on.
