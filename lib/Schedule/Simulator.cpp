@@ -119,10 +119,14 @@ private:
   std::vector<int> forwardRank_;
   // Per transfer.
   std::vector<bool> arrived_;
-  std::map<std::pair<int, int>, int> inputTransfer_; ///< (rank, index) -> id.
+  /// [rank][action index] -> id of the transfer that action waits for, or -1.
+  /// Flat per-rank tables rather than maps: the simulator looks these up for
+  /// every step, and its run time should grow linearly with N.
+  std::vector<std::vector<int>> inputTransfer_;
   // All-reduce.
   std::vector<Collective> collectives_;
-  std::map<std::pair<int, int>, int> collectiveOf_; ///< (rank, index) -> id.
+  /// [rank][action index] -> id of that AR's collective, or -1.
+  std::vector<std::vector<int>> collectiveOf_;
   std::vector<std::vector<std::pair<double, double>>> arIntervals_;
 };
 
@@ -159,9 +163,20 @@ std::string Simulation::prepare() {
   arIntervals_.assign(numRanks_, {});
   out_.ranks.assign(numRanks_, RankStats());
 
+  inputTransfer_.assign(numRanks_, {});
+  collectiveOf_.assign(numRanks_, {});
+  for (int r = 0; r < numRanks_; ++r) {
+    inputTransfer_[r].assign(schedule_.ranks[r].size(), -1);
+    collectiveOf_[r].assign(schedule_.ranks[r].size(), -1);
+  }
   for (size_t t = 0; t < program_.transfers.size(); ++t) {
     const Transfer &tr = program_.transfers[t];
-    inputTransfer_[{tr.dst, tr.consumerIndex}] = static_cast<int>(t);
+    if (tr.dst < 0 || tr.dst >= numRanks_ || tr.consumerIndex < 0 ||
+        tr.consumerIndex >= static_cast<int>(inputTransfer_[tr.dst].size()))
+      return "transfer " + std::to_string(t) + " names rank " +
+             std::to_string(tr.dst) + "'s action " +
+             std::to_string(tr.consumerIndex) + ", which does not exist";
+    inputTransfer_[tr.dst][tr.consumerIndex] = static_cast<int>(t);
   }
 
   // Match all-reduces: the k-th AR of a rank with replica group G meets the
@@ -198,7 +213,7 @@ std::string Simulation::prepare() {
           collectives_.push_back(c);
         }
         collectives_[it->second].actionIndexOf[r] = i;
-        collectiveOf_[{r, i}] = it->second;
+        collectiveOf_[r][i] = it->second;
       } else if (!(a.microbatch >= 0 && a.microbatch < numMicrobatches_ &&
                    a.stage >= 0 && a.stage < numStages_)) {
         return "rank " + std::to_string(r) + ": " + a.str() +
@@ -210,8 +225,8 @@ std::string Simulation::prepare() {
 }
 
 bool Simulation::computeReady(int rank, const Action &a, int actionIndex) {
-  auto in = inputTransfer_.find({rank, actionIndex});
-  if (in != inputTransfer_.end() && !arrived_[in->second])
+  int in = inputTransfer_[rank][actionIndex];
+  if (in >= 0 && !arrived_[in])
     return false;
   // The cross-stage input is the transfer above (or a local copy); the
   // same-stage one never travels.
@@ -222,9 +237,9 @@ bool Simulation::computeReady(int rank, const Action &a, int actionIndex) {
 std::string Simulation::waitReason(int rank, const Action &a, int actionIndex) {
   std::string head = "rank " + std::to_string(rank) + ": " + a.str() + " (" +
                      describe(a) + ") waits for ";
-  auto in = inputTransfer_.find({rank, actionIndex});
-  if (in != inputTransfer_.end() && !arrived_[in->second]) {
-    const Transfer &t = program_.transfers[in->second];
+  int in = inputTransfer_[rank][actionIndex];
+  if (in >= 0 && !arrived_[in]) {
+    const Transfer &t = program_.transfers[in];
     Action producer = t.producer();
     std::string what =
         (t.gradient ? "the gradient of " : "the activation of ") +
@@ -304,12 +319,11 @@ bool Simulation::advance(int r) {
       break;
     }
     case CommKind::AllReduce: {
-      auto it = collectiveOf_.find({r, c.actionIndex});
-      if (it != collectiveOf_.end()) {
-        Collective &col = collectives_[it->second];
+      if (int id = collectiveOf_[r][c.actionIndex]; id >= 0) {
+        Collective &col = collectives_[id];
         col.lastReach = now_;
         if (++col.reached == static_cast<int>(col.members.size()))
-          startCollective(it->second);
+          startCollective(id);
       }
       break;
     }
