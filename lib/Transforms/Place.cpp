@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/Transforms/Passes.h"
 #include "bitpipe/Transforms/ScheduleFromIR.h"
@@ -59,6 +60,10 @@ struct PlacePass : public bitpipe::impl::PlaceBase<PlacePass> {
              << "chunks-per-device=" << chunksPerDevice.getValue()
              << " only applies to the loop placement; the " << placement
              << " placement fixes the chunks per device itself";
+    if (dataParallel < 1)
+      return module.emitError()
+             << "dp=" << dataParallel.getValue()
+             << " data-parallel copies; expected at least 1";
     sched::Result<sched::Placement> layout =
         sched::makePlacement(*kind, devices, chunksPerDevice);
     if (!layout)
@@ -87,9 +92,12 @@ struct PlacePass : public bitpipe::impl::PlaceBase<PlacePass> {
       return failure();
     Builder b(&getContext());
     module->setAttr(bp::BitPipeDialect::kPlacementAttrName, attr);
-    // No data parallelism yet: one rank per pipeline device.
+    // K copies of the pipeline, rank = copy * D + device (sched::World).
+    sched::World world{layout->numDevices, dataParallel};
     module->setAttr(bp::BitPipeDialect::kWorldSizeAttrName,
-                    b.getI64IntegerAttr(layout->numDevices));
+                    b.getI64IntegerAttr(world.size()));
+    module->setAttr(bp::BitPipeDialect::kDataParallelAttrName,
+                    b.getI64IntegerAttr(world.dataParallel));
     for (auto [stage, fn] : llvm::enumerate(*stages))
       fn->setAttr(kDevicesAttrName,
                   b.getDenseI64ArrayAttr(attr.getReplicaGroup(stage)));

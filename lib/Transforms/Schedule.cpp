@@ -12,6 +12,7 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeTypes.h"
 #include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/GridText.h"
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
@@ -56,9 +57,11 @@ std::string formatDevices(const sched::Pipeline &pipe) {
 /// Builds the program of one rank from its list of actions.
 class ProgramBuilder {
 public:
-  ProgramBuilder(OpBuilder &builder, Location loc, bp::PlacementAttr placement,
+  ProgramBuilder(OpBuilder &builder, Location loc,
+                 const sched::Placement &placement, const sched::World &world,
                  ArrayRef<func::FuncOp> stages)
-      : b(builder), loc(loc), placement(placement), stages(stages) {}
+      : b(builder), loc(loc), placement(placement), world(world),
+        stages(stages) {}
 
   void build(int rank, ArrayRef<sched::Action> actions) {
     auto program =
@@ -73,7 +76,9 @@ public:
     // all-reduce, in the order they were started.
     for (Value token : tokens)
       b.create<bp::AllReduceWaitOp>(loc, token);
-    b.create<bp::OptimizerStepOp>(loc);
+    // Not averaged yet: bitpipe-insert-allreduce knows over how many
+    // micro-batches the summed gradients run.
+    b.create<bp::OptimizerStepOp>(loc, /*microbatches=*/nullptr);
   }
 
 private:
@@ -119,12 +124,15 @@ private:
       return;
     case sched::ActionKind::AllReduce: {
       // The verifier has checked that all stages of one AR share their
-      // replica group.
+      // replica group; the marker spans every copy of it in the world.
       SmallVector<int64_t> stageList(a.stages.begin(), a.stages.end());
+      std::vector<int> group =
+          sched::stageReplicaRanks(placement, a.stages.front(), world);
       auto start = b.create<bp::AllReduceStartOp>(
           loc, bp::TokenType::get(b.getContext()), stageList,
-          placement.getReplicaGroup(a.stages.front()),
-          static_cast<int64_t>(tokens.size()));
+          SmallVector<int64_t>(group.begin(), group.end()),
+          static_cast<int64_t>(tokens.size()), /*grads=*/nullptr,
+          /*bytes=*/nullptr);
       tokens.push_back(start.getToken());
       return;
     }
@@ -133,7 +141,8 @@ private:
 
   OpBuilder &b;
   Location loc;
-  bp::PlacementAttr placement;
+  const sched::Placement &placement;
+  const sched::World &world;
   ArrayRef<func::FuncOp> stages;
   llvm::DenseMap<std::pair<int, int>, Value> saved; ///< (stage, mb) -> handle
   SmallVector<Value> tokens;
@@ -216,13 +225,19 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
              << " micro-batches does not verify:\n"
              << sched::formatDiagnostics(problems);
 
+    FailureOr<sched::World> world = readWorld(module);
+    if (failed(world))
+      return failure();
+
     MLIRContext *context = &getContext();
     module->setAttr(bp::BitPipeDialect::kScheduleAttrName,
                     toScheduleAttr(context, *generated));
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-    ProgramBuilder programs(builder, module.getLoc(), placementAttr, *stages);
-    for (int r = 0; r < generated->numRanks(); ++r)
-      programs.build(r, generated->ranks[r]);
+    ProgramBuilder programs(builder, module.getLoc(), have, *world, *stages);
+    // Every copy runs the same schedule on its own data: the micro-batch
+    // numbers are per copy (the dialect says which data they read).
+    for (int r = 0; r < world->size(); ++r)
+      programs.build(r, generated->ranks[world->device(r)]);
 
     // The IR is the record from now on; it must say what was generated.
     FailureOr<sched::Schedule> readBack = readScheduleFromIR(module);

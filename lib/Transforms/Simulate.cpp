@@ -126,6 +126,13 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     if (grid)
       os << sched::formatGrid(*schedule);
     printSummary(os, *schedule, *sim);
+    // readScheduleFromIR has checked that every copy runs copy 0's
+    // programs: one copy is the whole timeline.
+    if (FailureOr<sched::World> world = readWorld(module);
+        succeeded(world) && world->dataParallel > 1)
+      os << "data parallel: " << world->dataParallel << " copies of the "
+         << world->pipelineDevices << " ranks above (" << world->size()
+         << " ranks), one simulated\n";
     os.flush();
 
     if (!timeline.empty() &&

@@ -60,7 +60,7 @@ module attributes {
 
 // -----
 
-// expected-error @+1 {{has no bitpipe.program for rank 1 of the placement's 2 devices}}
+// expected-error @+1 {{has no bitpipe.program for rank 1 of the world's 2 ranks (1 x 2 devices)}}
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
   bitpipe.schedule = {microbatch_pipelines = array<i64: 0>, microbatches = 1 : i64, name = "1f1b", split_backward = false}
@@ -85,5 +85,69 @@ module attributes {
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
   bitpipe.schedule = {microbatch_pipelines = array<i64: 0>, microbatches = 2 : i64, name = "1f1b", split_backward = false}
+} {
+}
+
+// -----
+
+// Data parallelism: the world is every copy of the devices.
+// expected-error @+1 {{has no bitpipe.program for rank 3 of the world's 4 ranks (2 x 2 devices)}}
+module attributes {
+  bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
+  bitpipe.world_size = 4 : i64, bitpipe.data_parallel = 2 : i64,
+  bitpipe.schedule = {microbatch_pipelines = array<i64: 0>, microbatches = 1 : i64, name = "1f1b", split_backward = false}
+} {
+  bitpipe.program @rank0 rank 0 {
+  }
+  bitpipe.program @rank1 rank 1 {
+  }
+  bitpipe.program @rank2 rank 2 {
+  }
+}
+
+// -----
+
+// A copy must run its device's program: rank 2 is device 0 of copy 1.
+module attributes {
+  bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
+  bitpipe.world_size = 4 : i64, bitpipe.data_parallel = 2 : i64,
+  bitpipe.schedule = {microbatch_pipelines = array<i64: 0, 0>, microbatches = 2 : i64, name = "gpipe", split_backward = false}
+} {
+  bitpipe.program @rank0 rank 0 {
+    %a = forward stage 0 microbatch 0 : () -> !bitpipe.saved
+    %b = forward stage 0 microbatch 1 : () -> !bitpipe.saved
+    backward(%a) stage 0 microbatch 0 : (!bitpipe.saved) -> ()
+    backward(%b) stage 0 microbatch 1 : (!bitpipe.saved) -> ()
+  }
+  bitpipe.program @rank1 rank 1 {
+  }
+  // expected-error @+1 {{is rank 2, device 0 of data-parallel copy 1, but its step 2 is B1.s0 where rank 0 runs B0.s0; expected every copy to run its device's program}}
+  bitpipe.program @rank2 rank 2 {
+    %a = forward stage 0 microbatch 0 : () -> !bitpipe.saved
+    %b = forward stage 0 microbatch 1 : () -> !bitpipe.saved
+    backward(%b) stage 0 microbatch 1 : (!bitpipe.saved) -> ()
+    backward(%a) stage 0 microbatch 0 : (!bitpipe.saved) -> ()
+  }
+  bitpipe.program @rank3 rank 3 {
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.data_parallel' = 2 copies of the placement's 2 devices need 'bitpipe.world_size' = 4, got 2}}
+module attributes {
+  bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
+  bitpipe.world_size = 2 : i64, bitpipe.data_parallel = 2 : i64
+} {
+}
+
+// -----
+
+// A world larger than the placement needs its copy count.
+// expected-error @+1 {{has 'bitpipe.world_size' = 4, but 1 copy of 2 devices make 2 ranks; set 'bitpipe.data_parallel' (bitpipe-place dp=K)}}
+module attributes {
+  bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
+  bitpipe.world_size = 4 : i64,
+  bitpipe.schedule = {microbatch_pipelines = array<i64: 0>, microbatches = 1 : i64, name = "1f1b", split_backward = false}
 } {
 }

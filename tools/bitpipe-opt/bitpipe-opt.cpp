@@ -19,7 +19,7 @@
 int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
-  bitpipe::registerBitPipePasses();
+  bitpipe::registerAllBitPipePasses();
 
   mlir::DialectRegistry registry;
   registry.insert<bitpipe::nn::NNDialect, bitpipe::bp::BitPipeDialect,

@@ -19,6 +19,15 @@ namespace bitpipe {
 #define GEN_PASS_REGISTRATION
 #include "bitpipe/Transforms/Passes.h.inc"
 
+/// Registers `bitpipe-pipeline` (Pipeline.h).
+void registerBitPipePipelines();
+
+/// Every bitpipe pass and pass pipeline, for tools.
+inline void registerAllBitPipePasses() {
+  registerBitPipePasses();
+  registerBitPipePipelines();
+}
+
 } // namespace bitpipe
 
 #endif // BITPIPE_TRANSFORMS_PASSES_H

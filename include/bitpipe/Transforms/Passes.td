@@ -124,9 +124,12 @@ def Place : Pass<"bitpipe-place", "mlir::ModuleOp"> {
     | `bidirectional`   | D       |
     | `bidirectional-v` | 2D      |
 
-    where D is `devices` and v is `chunks-per-device` (loop only). Writes
-    `bitpipe.placement = #bitpipe.placement<...>` and `bitpipe.world_size = D`
-    on the module, and `bitpipe.devices = array<i64: ...>` (the sorted
+    where D is `devices` and v is `chunks-per-device` (loop only). With
+    `dp=K` the world is K data-parallel copies of the D devices: rank
+    `copy * D + device` (as `sched::World`). Writes
+    `bitpipe.placement = #bitpipe.placement<...>`,
+    `bitpipe.world_size = D * K` and `bitpipe.data_parallel = K` on the
+    module, and `bitpipe.devices = array<i64: ...>` (the sorted
     devices holding a replica of the stage, the group that all-reduces its
     gradients) on each stage function. The placement is explicit:
     `bitpipe-schedule` checks that the schedule it is asked for runs on it.
@@ -143,6 +146,8 @@ def Place : Pass<"bitpipe-place", "mlir::ModuleOp"> {
            "Number of pipeline devices D (required)">,
     Option<"chunksPerDevice", "chunks-per-device", "int", /*default=*/"1",
            "Stages per device of the loop placement (interleaved 1F1B: >= 2)">,
+    Option<"dataParallel", "dp", "int", /*default=*/"1",
+           "Data-parallel copies K of the pipeline (world = D * K ranks)">,
   ];
 }
 
@@ -152,16 +157,22 @@ def Schedule : Pass<"bitpipe-schedule", "mlir::ModuleOp"> {
     Runs the schedule library's generator `schedule` for the module's
     placement and `microbatches` micro-batches, checks the result with the
     library's verifier, and writes one `bitpipe.program @rank<r> rank r` per
-    device holding that rank's compute steps in execution order:
+    rank of the world holding that rank's compute steps in execution order.
+    With `bitpipe.data_parallel = K` the world has K copies of the
+    pipeline: rank `copy * D + device` runs device's program, with the same
+    micro-batch numbers in every copy (the data of micro-batch m of copy c
+    is global micro-batch c * N + m; see the dialect). The steps:
 
     - `F<m>.s<k>`: `bitpipe.forward` of stage k for micro-batch m, preceded
       by a `bitpipe.load_input` for each training input (`nn.input` argument
       of the stage function: tokens or labels) it reads;
     - `B<m>.s<k>` / `W<m>.s<k>`: `bitpipe.backward` / `bitpipe.weight_grad`
       consuming that forward's `!bitpipe.saved` handle;
-    - `AR(...)`: `bitpipe.allreduce_start` over the stages' replica group
-      (one bucket each, numbered per rank), waited for at the end, before
-      the final `bitpipe.optimizer_step`.
+    - `AR(...)`: `bitpipe.allreduce_start` in its marker form over every
+      rank holding the stages (pipeline replicas and data-parallel copies;
+      one op per marker, numbered per rank), waited for at the end, before
+      the final `bitpipe.optimizer_step`. `bitpipe-insert-allreduce`
+      replaces the markers with gradient buckets.
 
     The compute ops are in their *unbound* form (no callee, no tensors
     between stages): sends, receives and local copies are inserted later by
@@ -184,6 +195,56 @@ def Schedule : Pass<"bitpipe-schedule", "mlir::ModuleOp"> {
   ];
 }
 
+def InsertAllReduce : Pass<"bitpipe-insert-allreduce", "mlir::ModuleOp"> {
+  let summary = "Eager, bucketed, asynchronous gradient all-reduce (DDP)";
+  let description = [{
+    Synchronises the gradients of replicated stages as the PyTorch DDP
+    paper does, on every rank's program:
+
+    * *Where.* The sync points are the schedule's (sched::gradientSyncPoints
+      on the programs read back): BitPipe's and Chimera's all-reduce
+      markers, which this pass replaces, or else the last backward (the
+      last weight-gradient step when the backward is split) of each stage
+      on the rank. Earlier micro-batches only accumulate (DDP's no_sync).
+    * *What.* The gradients of the rank's stages are the `nn.param`
+      results of the stages' backward functions (`bitpipe.backward`, or
+      `bitpipe.backward_input` then `bitpipe.backward_weight`), in the
+      order the backward finishes them (the order of the ops producing
+      them), sized by their tensor types. Stages that sync at the same
+      point are listed from the last stage to the first.
+    * *With whom.* A stage's gradients are summed over every rank holding
+      it (sched::stageReplicaRanks: the mirror partner of a bidirectional
+      placement and the data-parallel copies), in one all-reduce. A
+      parameter held by several stages (the tied token embedding) has one
+      gradient buffer per rank, final at the later of its stages' sync
+      points, and is summed over the holders of all those stages; when
+      that is a larger group than its stage's (loop placements: first and
+      last device), it gets a bucket of its own.
+    * *How.* Buckets of at most `bucket-mb` MiB (`bucket-bytes`, when
+      given, wins), from sched::planGradientBuckets. Each bucket is a
+      bucketed `bitpipe.allreduce_start` right after its sync point (after
+      the transfers of that step, which the next stage waits for), and its
+      `bitpipe.allreduce_wait` sits right before `bitpipe.optimizer_step`,
+      in start order. The optimizer step gets `microbatches = N * K` (the
+      schedule's N micro-batches in each of the K data-parallel copies):
+      gradients are sums, and the update is that of one process training
+      on all N * K micro-batches.
+
+    Every member of a group must issue the same buckets in the same order;
+    the pass checks it across programs and names both ranks when they
+    disagree. Programs must come from bitpipe-schedule (markers, not
+    buckets), and the stage functions must have their backward functions
+    (bitpipe-generate-backward).
+  }];
+  let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
+  let options = [
+    Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
+           "Bucket capacity in MiB (DDP's default: 25); fractions allowed">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
+           "Bucket capacity in bytes; overrides bucket-mb when positive">,
+  ];
+}
+
 def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
   let summary = "Simulate the per-rank programs; print the grid and a summary";
   let description = [{
@@ -196,6 +257,15 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
     compute. `timeline`, `trace` and `torch-csv` write an SVG timeline, a
     Chrome trace and torch.distributed.pipelining's CSV, each atomically.
     The IR is not changed.
+
+    Data parallelism. With `bitpipe.data_parallel = K` the reader checks
+    that every copy runs its device's program and simulates one copy (the
+    D pipeline ranks): copies only meet in all-reduces, and each
+    all-reduce is charged once per rank, whoever else is in its group.
+    The summary says how many copies the world has. Bucketed all-reduces
+    (after bitpipe-insert-allreduce) read back as AR steps: a run of
+    consecutive starts is one step per pipeline replica group, carrying
+    the union of their stages.
 
     Costs. `costs=unit`: forward, backward and weight-gradient times are
     `f-cost`, `b-cost`, `w-cost` for every stage (the papers' slot counts;

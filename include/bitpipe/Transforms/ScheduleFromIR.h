@@ -14,6 +14,8 @@
 #define BITPIPE_TRANSFORMS_SCHEDULEFROMIR_H
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -54,16 +56,40 @@ bool samePlacement(const sched::Placement &a, const sched::Placement &b);
 mlir::DictionaryAttr toScheduleAttr(mlir::MLIRContext *context,
                                     const sched::Schedule &schedule);
 
+/// The world of `module`: the placement's D devices times
+/// `bitpipe.data_parallel` copies (1 when absent). Fails, with an error,
+/// without a placement, or when `bitpipe.world_size` is not D * K.
+mlir::FailureOr<sched::World> readWorld(mlir::ModuleOp module);
+
 /// Reads the module's `bitpipe.placement`, `bitpipe.schedule` and per-rank
-/// programs back into a schedule: F/B/W from bitpipe.forward / backward /
-/// weight_grad (bound or not), AR from bitpipe.allreduce_start, in program
-/// order. Transfers, inputs, waits and the optimizer step are not schedule
-/// actions and are skipped. Fails, with an error naming what is missing or
-/// inconsistent, when an attribute is absent, the programs do not cover
-/// ranks 0..D-1 of the placement exactly once, or a program holds an op the
-/// reader does not know. It does not verify the schedule: that is
-/// sched::verify's job.
+/// programs back into a schedule of one pipeline copy (D ranks): F/B/W from
+/// bitpipe.forward / backward / weight_grad (bound or not), AR from
+/// bitpipe.allreduce_start, in program order. A marker all-reduce is one AR
+/// step; a run of consecutive bucketed ones (bitpipe-insert-allreduce) is
+/// one AR step per pipeline replica group of their stages, with the union
+/// of the stages, so that the library sees each sync point once however
+/// many buckets it has. Transfers, inputs, waits and the optimizer step are
+/// not schedule actions and are skipped.
+///
+/// With data parallelism (readWorld) the programs must cover the whole
+/// world, and every copy's rank must run the same steps as its device in
+/// copy 0; the schedule returned is copy 0's.
+///
+/// Fails, with an error naming what is missing or inconsistent, when an
+/// attribute is absent, the programs do not cover the world's ranks exactly
+/// once, a copy differs from copy 0, or a program holds an op the reader
+/// does not know. It does not verify the schedule: that is sched::verify's
+/// job.
 mlir::FailureOr<sched::Schedule> readScheduleFromIR(mlir::ModuleOp module);
+
+/// The steps of one program, as readScheduleFromIR reads them, with the op
+/// each step came from (for bucketed all-reduce runs, the run's first op).
+struct ProgramSteps {
+  std::vector<sched::Action> actions;
+  llvm::SmallVector<mlir::Operation *> ops;
+};
+mlir::FailureOr<ProgramSteps> readProgramSteps(bp::ProgramOp program,
+                                               const sched::Placement &placement);
 
 } // namespace bitpipe
 

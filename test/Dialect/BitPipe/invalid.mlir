@@ -280,6 +280,38 @@ bitpipe.program @rank0 rank 0 {
 
 // -----
 
+// The bucketed form names its gradients and their size together.
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.allreduce_start' op expects 'grads' and 'bytes' together (the bucketed form) or neither (a schedule marker)}}
+  %t = "bitpipe.allreduce_start"() {stages = array<i64: 4>, group = array<i64: 0, 3>, bucket = 0 : i64, grads = ["h4.w"]} : () -> !bitpipe.token
+  bitpipe.allreduce_wait %t
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.allreduce_start' op expects a bucket with at least one gradient}}
+  %t = bitpipe.allreduce_start stages [4] group [0, 3] bucket 0 grads [] bytes 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.allreduce_start' op expects a positive bucket size in bytes, got 0}}
+  %t = bitpipe.allreduce_start stages [4] group [0, 3] bucket 0 grads ["h4.w"] bytes 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.optimizer_step' op expects a positive micro-batch count to average over, got 0}}
+  bitpipe.optimizer_step microbatches 0
+}
+
+// -----
+
 // A wait on anything but a token does not type-check.
 bitpipe.program @rank0 rank 0 {
   // expected-note @+1 {{prior use here}}

@@ -92,5 +92,26 @@ LogicalResult BitPipeDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kScheduleAttrName)
     return verifyScheduleAttr(op, attr.getValue());
 
+  if (attr.getName() == kDataParallelAttrName) {
+    auto copies = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!copies || copies.getValue().getSExtValue() < 1)
+      return op->emitError()
+             << "'" << kDataParallelAttrName
+             << "' expects a positive integer, got " << attr.getValue();
+    // Rank = copy * D + device only names every rank once when the world
+    // is exactly K copies of the D devices.
+    auto placement = op->getAttrOfType<PlacementAttr>(kPlacementAttrName);
+    auto size = op->getAttrOfType<IntegerAttr>(kWorldSizeAttrName);
+    if (placement && size &&
+        size.getInt() != placement.getDevices() * copies.getInt())
+      return op->emitError()
+             << "'" << kDataParallelAttrName << "' = " << copies.getInt()
+             << " copies of the placement's " << placement.getDevices()
+             << " devices need '" << kWorldSizeAttrName << "' = "
+             << placement.getDevices() * copies.getInt() << ", got "
+             << size.getInt();
+    return success();
+  }
+
   return success();
 }

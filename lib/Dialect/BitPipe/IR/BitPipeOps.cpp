@@ -388,6 +388,19 @@ LogicalResult AllReduceStartOp::verify() {
     return emitOpError() << "expects group " << formatList(group)
                          << " within bitpipe.world_size = " << *worldSize;
 
+  // Both or neither: a bucket that names its tensors must say how much it
+  // moves, so that every member can check it agrees with the others.
+  if (getGrads().has_value() != getBytes().has_value())
+    return emitOpError() << "expects 'grads' and 'bytes' together (the "
+                            "bucketed form) or neither (a schedule marker)";
+  if (std::optional<ArrayAttr> grads = getGrads()) {
+    if (grads->empty())
+      return emitOpError() << "expects a bucket with at least one gradient";
+    if (*getBytes() <= 0)
+      return emitOpError() << "expects a positive bucket size in bytes, got "
+                           << *getBytes();
+  }
+
   // Only allreduce_wait takes a token; an unwaited all-reduce would leave
   // the gradients undefined, a second wait would wait on nothing.
   size_t waits = std::distance(getToken().use_begin(), getToken().use_end());
@@ -407,6 +420,10 @@ void AllReduceStartOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult OptimizerStepOp::verify() {
+  if (std::optional<int64_t> count = getMicrobatches(); count && *count < 1)
+    return emitOpError() << "expects a positive micro-batch count to "
+                            "average over, got "
+                         << *count;
   llvm::SetVector<Value> pending;
   for (Operation &op : *(*this)->getBlock()) {
     if (&op == getOperation())

@@ -51,6 +51,14 @@ def BitPipe_Dialect : Dialect {
     Module-level discardable attributes:
     - `bitpipe.world_size = N : i64`: number of ranks (pipeline x data
       parallel); every program rank and peer is below it.
+    - `bitpipe.data_parallel = K : i64`: the number of data-parallel copies
+      of the pipeline (bitpipe-place `dp=K`); `bitpipe.world_size` is then
+      D * K for the placement's D devices. Rank r is device `r mod D` of
+      copy `r div D` (rank = copy * D + device) and runs that device's
+      program. Micro-batch numbers are per copy: micro-batch m of copy c
+      reads the training data of global micro-batch `c * N + m` (N the
+      schedule's micro-batch count), so the K copies train on K * N
+      distinct micro-batches per step.
     - `bitpipe.placement = #bitpipe.placement<...>`: the stage-to-device map.
     - `bitpipe.schedule = {name = "bitpipe", microbatches = 4 : i64,
       microbatch_pipelines = array<i64: 0, 0, 1, 1>, split_backward = false}`
@@ -72,6 +80,8 @@ def BitPipe_Dialect : Dialect {
         "bitpipe.placement";
     static constexpr ::llvm::StringLiteral kScheduleAttrName =
         "bitpipe.schedule";
+    static constexpr ::llvm::StringLiteral kDataParallelAttrName =
+        "bitpipe.data_parallel";
 
   private:
     void registerTypes();

@@ -301,20 +301,43 @@ def BitPipe_AllReduceStartOp : BitPipe_NamedResultsOp<"allreduce_start"> {
     exactly once, before the optimizer step (`AR(4,7)` in a text schedule).
     Every rank of the group starts its all-reduces in the same order.
 
+    *Marker form.* `bitpipe-schedule` writes the schedule's own all-reduce
+    steps (BitPipe's and Chimera's eager markers) without saying which
+    tensors they move: one op per marker, `bucket` numbering the markers of
+    the rank.
+
     ```mlir
     %t = bitpipe.allreduce_start stages [4, 7] group [0, 3] bucket 0 : !bitpipe.token
+    ```
+
+    *Bucketed form.* `bitpipe-insert-allreduce` replaces the markers with
+    the buckets DDP would build: `grads` names the gradients it carries, by
+    parameter name (`nn.param`) in the order they are packed into the
+    flat buffer, and `bytes` is their total size. Every member of `group`
+    issues the same buckets (names and bytes) in the same order; `bucket`
+    numbers the buckets of the rank in start order.
+
+    ```mlir
+    %t = bitpipe.allreduce_start stages [7] group [0, 3] bucket 0
+        grads ["ln_f.gain", "ln_f.bias"] bytes 256 : !bitpipe.token
     ```
   }];
 
   let arguments = (ins DenseI64ArrayAttr:$stages,
                        DenseI64ArrayAttr:$group,
-                       BitPipe_IndexAttr:$bucket);
+                       BitPipe_IndexAttr:$bucket,
+                       OptionalAttr<StrArrayAttr>:$grads,
+                       OptionalAttr<BitPipe_I64Attr>:$bytes);
   let results = (outs BitPipe_TokenType:$token);
   let assemblyFormat = [{
-    `stages` $stages `group` $group `bucket` $bucket attr-dict
-    `:` type($token)
+    `stages` $stages `group` $group `bucket` $bucket
+    (`grads` $grads^ `bytes` $bytes)? attr-dict `:` type($token)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// True for the bucketed form (bitpipe-insert-allreduce has run).
+    bool isBucketed() { return getGrads().has_value(); }
+  }];
 }
 
 def BitPipe_AllReduceWaitOp : BitPipe_ProgramOp<"allreduce_wait"> {
@@ -335,12 +358,20 @@ def BitPipe_OptimizerStepOp : BitPipe_ProgramOp<"optimizer_step"> {
     Applies the optimizer (AdamW) to every stage this rank holds. All
     gradient all-reduces started before it must have been waited for.
 
+    The gradients are sums over micro-batches (and, after the all-reduces,
+    over replicas); `microbatches` is the number of micro-batches they sum
+    over in the whole world, and the step divides by it first, so that the
+    update equals one process training on all of them. Without it the step
+    takes the gradients as they are (a schedule whose gradients are not
+    synchronised yet).
+
     ```mlir
-    bitpipe.optimizer_step
+    bitpipe.optimizer_step microbatches 32
     ```
   }];
 
-  let assemblyFormat = "attr-dict";
+  let arguments = (ins OptionalAttr<BitPipe_I64Attr>:$microbatches);
+  let assemblyFormat = "(`microbatches` $microbatches^)? attr-dict";
   let hasVerifier = 1;
 }
 
