@@ -36,6 +36,7 @@ constexpr StringLiteral kSavedAttr = "bitpipe.saved";
 constexpr StringLiteral kGradOfResultAttr = "bitpipe.grad_of_result";
 constexpr StringLiteral kGradOfArgAttr = "bitpipe.grad_of_arg";
 constexpr StringLiteral kStashAttr = "bitpipe.stash";
+constexpr StringLiteral kForwardArgAttr = "bitpipe.forward_arg";
 constexpr StringLiteral kParamAttr = "nn.param";
 constexpr StringLiteral kLayerAttr = "nn.layer";
 
@@ -135,10 +136,15 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
   SmallVector<Value> argSources; // Forward value each argument stands for.
+  // Each forward argument keeps its attributes and says which argument it
+  // is (`bitpipe.forward_arg`): the runtime binds it from the forward's
+  // call, and a bound bitpipe.backward leaves it out of its operands.
   for (BlockArgument arg : fwdBody.getArguments())
     if (savedArgs.contains(arg)) {
       argTypes.push_back(arg.getType());
-      argAttrs.push_back(forward.getArgAttrDict(arg.getArgNumber()));
+      NamedAttrList attrs(forward.getArgAttrDict(arg.getArgNumber()));
+      attrs.set(kForwardArgAttr, b.getI64IntegerAttr(arg.getArgNumber()));
+      argAttrs.push_back(attrs.getDictionary(ctx));
       argSources.push_back(arg);
     }
   for (auto [i, v] : llvm::enumerate(savedResults)) {

@@ -142,10 +142,9 @@ void addSchedulePasses(OpPassManager &pm, const PipelineOptions &options,
 /// stages, then the gradient all-reduces.
 void addCommunicationPasses(OpPassManager &pm,
                             const PipelineOptions &options) {
-  // MERGE(insert-transfers): bitpipe-insert-transfers (sends, receives,
-  // local copies, stage functions bound) goes here, before the all-reduces,
-  // which then start after the transfers of their sync step:
-  //   pm.addPass(createInsertTransfers());
+  // Transfers first: the all-reduces then start after the sends of their
+  // sync step.
+  pm.addPass(createInsertTransfers());
   InsertAllReduceOptions allReduce;
   allReduce.bucketMb = options.bucketMb;
   pm.addPass(createInsertAllReduce(allReduce));
@@ -153,13 +152,10 @@ void addCommunicationPasses(OpPassManager &pm,
 
 /// The finished programs are a valid training step.
 void addVerificationPasses(OpPassManager &pm) {
-  // bitpipe-insert-allreduce ends with the schedule library's verifier on
-  // the programs it wrote (dependencies, channels, deadlock freedom, every
-  // replicated stage all-reduced once on each holder).
-  // MERGE(verify): add bitpipe-verify here, which also checks the bound
-  // programs' transfers:
-  //   pm.addPass(createVerify());
-  (void)pm;
+  // The whole module at once: matching transfers in order, all-reduce
+  // groups that agree, no deadlock (the schedule library's verifier and
+  // simulator on the programs as written).
+  pm.addPass(createVerify());
 }
 
 } // namespace

@@ -105,9 +105,22 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     if (failed(schedule))
       return failure();
 
+    // Bound programs carry their transfers (bitpipe-insert-transfers):
+    // measure those, as the IR says them. Unbound ones leave them to the
+    // library, which derives them as insert-transfers would.
+    std::optional<IRCommProgram> irComms;
+    if (hasBoundPrograms(module)) {
+      FailureOr<IRCommProgram> read = readCommProgramFromIR(module, *schedule);
+      if (failed(read))
+        return failure();
+      irComms = std::move(*read);
+    }
+
     // A schedule the verifier rejects would simulate to a deadlock or to
     // numbers that mean nothing: report the verifier's finding instead.
-    std::vector<sched::Diagnostic> problems = sched::verify(*schedule);
+    std::vector<sched::Diagnostic> problems =
+        irComms ? sched::verify(*schedule, irComms->program)
+              : sched::verify(*schedule);
     if (!problems.empty())
       return module.emitError()
              << "the per-rank programs are not a valid schedule:\n"
@@ -116,7 +129,9 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     FailureOr<sched::CostModel> cost = buildCostModel(module, *schedule);
     if (failed(cost))
       return failure();
-    sched::Result<sched::SimResult> sim = sched::simulate(*schedule, *cost);
+    sched::Result<sched::SimResult> sim =
+        irComms ? sched::simulate(*schedule, irComms->program, *cost)
+              : sched::simulate(*schedule, *cost);
     if (!sim)
       return module.emitError() << "cannot simulate: " << sim.error;
     if (sim->deadlocked)
@@ -125,6 +140,17 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     llvm::raw_ostream &os = llvm::outs();
     if (grid)
       os << sched::formatGrid(*schedule);
+    if (comms) {
+      if (irComms) {
+        os << irComms->program.format();
+      } else {
+        sched::Result<sched::CommProgram> lowered =
+            sched::lowerComms(*schedule);
+        if (!lowered)
+          return module.emitError() << "cannot lower: " << lowered.error;
+        os << lowered->format();
+      }
+    }
     printSummary(os, *schedule, *sim);
     // readScheduleFromIR has checked that every copy runs copy 0's
     // programs: one copy is the whole timeline.

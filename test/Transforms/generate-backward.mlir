@@ -15,13 +15,13 @@
 // CHECK:      return %[[R]], %[[LN]], %[[H]], %[[GE]]
 
 // The backward takes the forward arguments it reads (x, the gain and both
-// weights; not the layer-norm bias), the saved values, and the output
+// weights; not the layer-norm bias; each names its forward argument), the saved values, and the output
 // gradient; it returns a gradient per forward argument.
 // CHECK-LABEL: func.func private @mlp_stage1_bwd(
-// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x8xf32>,
-// CHECK-SAME: %[[G:[a-z0-9]+]]: tensor<8xf32> {nn.param = "ln.weight"},
-// CHECK-SAME: %[[W1:[a-z0-9]+]]: tensor<16x8xf32> {nn.param = "fc.weight"},
-// CHECK-SAME: %[[W2:[a-z0-9]+]]: tensor<8x16xf32> {nn.param = "proj.weight"},
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.forward_arg = 0 : i64},
+// CHECK-SAME: %[[G:[a-z0-9]+]]: tensor<8xf32> {bitpipe.forward_arg = 1 : i64, nn.param = "ln.weight"},
+// CHECK-SAME: %[[W1:[a-z0-9]+]]: tensor<16x8xf32> {bitpipe.forward_arg = 3 : i64, nn.param = "fc.weight"},
+// CHECK-SAME: %[[W2:[a-z0-9]+]]: tensor<8x16xf32> {bitpipe.forward_arg = 4 : i64, nn.param = "proj.weight"},
 // CHECK-SAME: %[[SLN:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.saved = 0 : i64},
 // CHECK-SAME: %[[SH:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 1 : i64},
 // CHECK-SAME: %[[SGE:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 2 : i64},
@@ -82,8 +82,8 @@ func.func @mlp_stage1(%x: tensor<2x4x8xf32>, %g: tensor<8xf32> {nn.param = "ln.w
 // CHECK-LABEL: func.func @tied_stage0(
 // CHECK-SAME: -> (tensor<f32>, tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 1 : i64})
 // CHECK-LABEL: func.func private @tied_stage0_bwd(
-// CHECK-SAME: %[[TOK:[a-z0-9]+]]: tensor<2x4xi32> {nn.input = "tokens"}
-// CHECK-SAME: %[[WTE:[a-z0-9]+]]: tensor<16x8xf32> {nn.param = "embed.tokens"}
+// CHECK-SAME: %[[TOK:[a-z0-9]+]]: tensor<2x4xi32> {bitpipe.forward_arg = 0 : i64, nn.input = "tokens"}
+// CHECK-SAME: %[[WTE:[a-z0-9]+]]: tensor<16x8xf32> {bitpipe.forward_arg = 1 : i64, nn.param = "embed.tokens"}
 // CHECK-NOT:  grad_of_result
 // CHECK-SAME: -> (tensor<16x8xf32> {bitpipe.grad_of_arg = 1 : i64, nn.param = "embed.tokens"}, tensor<4x8xf32> {bitpipe.grad_of_arg = 2 : i64, nn.param = "embed.positions"})
 // CHECK:      %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>

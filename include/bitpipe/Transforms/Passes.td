@@ -251,7 +251,9 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
     Reads the schedule back from the programs (ScheduleFromIR.h), verifies
     it, runs the schedule library's event simulator and prints to standard
     output, with `grid`, the text grid (`P0: F0.s0 F1.s0 ...`, the library's
-    format), then a summary: makespan, bubble ratio overall and per rank,
+    format), with `comms`, the programs with their transfers (bound
+    programs: the sends, receives and local copies the IR holds; unbound
+    ones: those the library derives), then a summary: makespan, bubble ratio overall and per rank,
     peak in-flight activations per rank (chunks and bytes), point-to-point
     bytes sent per rank, all-reduce time and how much of it overlaps
     compute. `timeline`, `trace` and `torch-csv` write an SVG timeline, a
@@ -286,6 +288,10 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
   let options = [
     Option<"grid", "grid", "bool", /*default=*/"false",
            "Print the per-rank text grid before the summary">,
+    Option<"comms", "comms", "bool", /*default=*/"false",
+           "Print the per-rank programs with their transfers, one line per "
+           "rank (F0.s0 SEND_F0.s0->P1 RECV_B0.s1<-P1 COPY_F0.s3 ...): read "
+           "from the IR once bound, else as the library derives them">,
     Option<"timeline", "timeline", "std::string", /*default=*/"",
            "Write an SVG timeline to this file">,
     Option<"trace", "trace", "std::string", /*default=*/"",
@@ -307,6 +313,76 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
     Option<"allReduceLatency", "ar-latency", "double", /*default=*/"0.0",
            "Time of one gradient all-reduce (same unit as the costs)">,
   ];
+}
+
+def InsertTransfers : Pass<"bitpipe-insert-transfers", "mlir::ModuleOp"> {
+  let summary = "Bind the programs to the stage functions and insert sends, "
+                "receives and local copies";
+  let description = [{
+    Turns every unbound `bitpipe.forward` / `backward` / `weight_grad` of
+    bitpipe-schedule's programs into a call of its stage's function
+    (`bitpipe.stage = k`; its `bitpipe.backward`, or `bitpipe.backward_input`
+    and `bitpipe.backward_weight` when the schedule splits the backward)
+    that passes real tensors, following the binding rule of
+    `bitpipe.forward`: a forward takes the activations of the previous stage
+    and the training inputs and returns its outputs and the saved handle; a
+    backward takes the handle and the gradients of the outputs and returns
+    the gradients of the activation inputs; the rest is stage state.
+
+    Every hand-off between consecutive stages of a micro-batch becomes
+    explicit, where the schedule library's `lowerComms` puts it: a
+    `bitpipe.send` right after the producing step and a `bitpipe.recv` right
+    before the consuming step when the two run on different ranks
+    (activations forward, gradients backward), a `bitpipe.local_copy` after
+    the producer when they share one (the bottom of BitPipe's V, a loop
+    placement on one device). Sends after one compute step and the receives
+    of the next compute step of a rank carry the same `batch` number.
+
+    Before rewriting, the pass checks that the role-filtered signatures of
+    consecutive stages agree (what stage s-1 returns is what stage s takes,
+    and its gradient comes back), so a failure leaves the module as it was.
+    Afterwards it reads the programs back, transfers included
+    (ScheduleFromIR.h), and runs the library's verifier on them (channels
+    matched in order, no deadlock by simulation); a failure reports the
+    verifier's message with the grid and the failing step marked.
+  }];
+  let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
+}
+
+def Verify : Pass<"bitpipe-verify", "mlir::ModuleOp"> {
+  let summary = "Check that the per-rank programs of a module can run "
+                "together";
+  let description = [{
+    The checks that need all programs at once, after bitpipe-insert-transfers
+    (and bitpipe-insert-allreduce); op verifiers see one op and its program.
+    Rejects, with an error at the op that names the rank, the step and the
+    micro-batch:
+
+    - a receive that no send matches on the peer (same kind, stage,
+      micro-batch, and peers that name each other), a send that no receive
+      matches, and a matched pair whose tensor types differ;
+    - sends and receives of one channel (sender -> receiver) in different
+      orders: the k-th send must carry what the k-th receive expects
+      (sched::checkChannels);
+    - a deadlock, found by running the programs in the schedule library's
+      simulator: one note per blocked rank saying what it waits for;
+    - all-reduces of a group (`group`) whose members disagree: the k-th
+      all-reduce with that group on each member must carry the same
+      `stages` and, where the ops say, the same gradients (`grads`) and
+      size (`bytes`); a member with fewer of them;
+    - a gradient used while its all-reduce runs: a backward or weight
+      gradient of a stage between the `allreduce_start` of that stage's
+      gradients and its `allreduce_wait`;
+    - and whatever else the library verifier finds in the schedule the
+      programs hold (a step on a rank the placement does not assign, a
+      micro-batch that misses a stage, ...), with its grid.
+
+    A backward before its own forward, a weight gradient before its
+    backward and an optimizer step before a wait cannot even be written:
+    the op verifiers reject them (the saved handle and the token are SSA
+    values). The IR is not changed.
+  }];
+  let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
 }
 
 #endif // BITPIPE_TRANSFORMS_PASSES_TD

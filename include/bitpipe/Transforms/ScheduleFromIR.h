@@ -2,7 +2,7 @@
 //
 // After bitpipe-schedule the per-rank `bitpipe.program`s are the source of
 // truth for the order of a training step; passes that measure or check that
-// order (bitpipe-simulate, and later transfer and all-reduce insertion) read
+// order (bitpipe-simulate, bitpipe-insert-transfers, bitpipe-verify) read
 // it back into a `sched::Schedule` here and hand it to the schedule library,
 // instead of regenerating it from a name. The conversions between the
 // library's `sched::Placement` and `#bitpipe.placement` live here too, so
@@ -16,6 +16,7 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Schedule/GradientSync.h"
+#include "bitpipe/Schedule/Comms.h"
 #include "bitpipe/Schedule/Schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -90,6 +91,41 @@ struct ProgramSteps {
 };
 mlir::FailureOr<ProgramSteps> readProgramSteps(bp::ProgramOp program,
                                                const sched::Placement &placement);
+/// True once bitpipe-insert-transfers has bound the programs: some compute
+/// op names its callee. Bound programs carry their transfers; unbound ones
+/// leave them to the library (sched::lowerComms).
+bool hasBoundPrograms(mlir::ModuleOp module);
+
+/// The transfers the programs hold, as the schedule library sees them, and
+/// the op behind every step, so that a finding of the library can be
+/// reported at the op it is about.
+struct IRCommProgram {
+  sched::CommProgram program;
+  /// ops[r][k]: the op of program.ranks[r][k]; for a hand-off of several
+  /// tensors (consecutive ops of one transfer), the first of them.
+  std::vector<std::vector<mlir::Operation *>> ops;
+  /// steps[r][i]: the op of schedule.ranks[r][i].
+  std::vector<std::vector<mlir::Operation *>> steps;
+  /// Per transfer: the ops on the producer's side (sends, or the local
+  /// copies) and on the consumer's side (receives, or the local copies).
+  /// Empty when the IR lacks that side.
+  std::vector<llvm::SmallVector<mlir::Operation *, 1>> sendOps, recvOps;
+};
+
+/// Reads the sends, receives and local copies of the programs of `module`
+/// (whose steps `schedule` holds, from readScheduleFromIR) in program order.
+/// A transfer is identified by (kind, stage, micro-batch, sender,
+/// receiver); its producer and consumer are the compute steps that define
+/// the sent value and use the received one (data flow, not position). A
+/// transfer that is missing one side is kept, for sched::checkChannels and
+/// the verifier to report. Fails, at the op, on a transfer of a stage or
+/// micro-batch that does not exist, or a receive that no step follows.
+/// With data parallelism it reads pipeline copy `copy` (ranks copy * D ..
+/// copy * D + D - 1), numbering ranks and peers as devices 0..D-1, and
+/// fails on a transfer that leaves the copy.
+mlir::FailureOr<IRCommProgram>
+readCommProgramFromIR(mlir::ModuleOp module, const sched::Schedule &schedule,
+                      int copy = 0);
 
 } // namespace bitpipe
 

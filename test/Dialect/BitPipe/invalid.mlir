@@ -172,6 +172,58 @@ bitpipe.program @rank0 rank 0 {
   %gx = bitpipe.backward @stage_1_igrad(%s, %x) stage 1 microbatch 0 : (!bitpipe.saved, tensor<4xf32>) -> tensor<4xf32>
 }
 
+// -----
+
+// The binding rule: parameters and saved values are left out of the type a
+// bound forward must match, so the mismatch is in what remains.
+// expected-note @+1 {{stage function declared here}}
+func.func private @stage_0(tensor<2x16xi32> {nn.input = "tokens"}, tensor<64x32xf32> {nn.param = "wte"}) -> (tensor<2x16x64xf32>, tensor<2x16x32xf32> {bitpipe.saved = 0 : i64})
+bitpipe.program @rank0 rank 0 {
+  %x = bitpipe.load_input tokens microbatch 0 : tensor<2x16xi32>
+  // expected-error @+1 {{'bitpipe.forward' op expects stage function @stage_0 of type '(tensor<2x16xi32>) -> tensor<2x16x32xf32>' once stage state is left out, but it has type '(tensor<2x16xi32>) -> tensor<2x16x64xf32>' (in full '(tensor<2x16xi32>, tensor<64x32xf32>) -> (tensor<2x16x64xf32>, tensor<2x16x32xf32>)')}}
+  %y, %s = bitpipe.forward @stage_0(%x) stage 0 microbatch 0 : (tensor<2x16xi32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
+}
+
+// -----
+
+// expected-note @+1 {{stage function declared here}}
+func.func private @stage_0(tensor<4xf32>) -> tensor<4xf32> attributes {bitpipe.stage = 0 : i64}
+bitpipe.program @rank1 rank 1 {
+  %x = bitpipe.recv activation from 0 stage 0 microbatch 0 : tensor<4xf32>
+  // expected-error @+1 {{'bitpipe.forward' op of stage 1 calls @stage_0, a stage function of stage 0}}
+  %y, %s = bitpipe.forward @stage_0(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
+}
+
+// -----
+
+func.func private @stage_1(tensor<4xf32>) -> tensor<4xf32> attributes {bitpipe.stage = 1 : i64}
+func.func private @stage_2(tensor<4xf32>) -> tensor<4xf32> attributes {bitpipe.stage = 2 : i64}
+// expected-note @+1 {{backward function declared here}}
+func.func private @stage_2_bwd(tensor<4xf32> {bitpipe.grad_of_result = 0 : i64}) -> tensor<4xf32> attributes {bitpipe.backward_of = @stage_2}
+bitpipe.program @rank1 rank 1 {
+  %x = bitpipe.recv activation from 0 stage 0 microbatch 0 : tensor<4xf32>
+  %y, %s = bitpipe.forward @stage_1(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
+  %g = bitpipe.recv gradient from 0 stage 2 microbatch 0 : tensor<4xf32>
+  // expected-error @+1 {{'bitpipe.backward' op of stage 1 calls @stage_2_bwd, a backward function of stage 2}}
+  %gx = bitpipe.backward @stage_2_bwd(%s, %g) stage 1 microbatch 0 : (!bitpipe.saved, tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+// Everything a weight half reads is behind the handle; an argument without
+// a state role would have to be passed, and weight_grad passes nothing.
+func.func private @stage_1(tensor<4xf32>) -> tensor<4xf32>
+func.func private @stage_1_bwd_input(tensor<4xf32> {bitpipe.grad_of_result = 0 : i64}) -> tensor<4xf32>
+// expected-note @+1 {{weight-gradient function declared here}}
+func.func private @stage_1_bwd_weight(tensor<4xf32> {bitpipe.stash = 0 : i64}, tensor<4xf32>) -> (tensor<4x4xf32> {nn.param = "w"})
+bitpipe.program @rank0 rank 0 {
+  %x = bitpipe.recv activation from 1 stage 0 microbatch 0 : tensor<4xf32>
+  %y, %s = bitpipe.forward @stage_1(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
+  %gx = bitpipe.backward @stage_1_bwd_input(%s, %x) stage 1 microbatch 0 : (!bitpipe.saved, tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{'bitpipe.weight_grad' op expects weight-gradient function @stage_1_bwd_weight of type '() -> ()' once stage state is left out, but it has type '(tensor<4xf32>) -> ()' (in full '(tensor<4xf32>, tensor<4xf32>) -> tensor<4x4xf32>')}}
+  bitpipe.weight_grad @stage_1_bwd_weight(%s) stage 1 microbatch 0
+}
+
 //===----------------------------------------------------------------------===//
 // Transfers
 //===----------------------------------------------------------------------===//
@@ -206,6 +258,24 @@ module attributes {bitpipe.world_size = 4 : i64} {
 bitpipe.program @rank1 rank 1 {
   // expected-error @+1 {{unknown kind 'weights'}}
   %x = bitpipe.recv weights from 0 stage 0 microbatch 0 : tensor<4xf32>
+}
+
+// -----
+
+bitpipe.program @rank1 rank 1 {
+  %x = bitpipe.recv activation from 0 stage 0 microbatch 0 batch 1 : tensor<4xf32>
+  // expected-error @+1 {{'bitpipe.recv' op is in transfer batch 0 after batch 1; expected batch numbers to grow along the program}}
+  %y = bitpipe.recv activation from 0 stage 0 microbatch 1 batch 0 : tensor<4xf32>
+}
+
+// -----
+
+bitpipe.program @rank1 rank 1 {
+  %x = bitpipe.recv activation from 0 stage 0 microbatch 0 batch 0 : tensor<4xf32>
+  // expected-note @+1 {{compute step here}}
+  %s = bitpipe.forward stage 1 microbatch 0 : () -> !bitpipe.saved
+  // expected-error @+1 {{'bitpipe.recv' op is in transfer batch 0, which a compute step splits; expected the transfers of a batch between two compute steps}}
+  %y = bitpipe.recv activation from 0 stage 0 microbatch 1 batch 0 : tensor<4xf32>
 }
 
 //===----------------------------------------------------------------------===//

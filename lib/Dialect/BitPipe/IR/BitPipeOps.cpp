@@ -66,24 +66,153 @@ static LogicalResult verifyPeer(Operation *op, ProgramOp program, int64_t peer,
   return success();
 }
 
-/// Checks that `callee` names a function of type `inputs -> results`.
+//===----------------------------------------------------------------------===//
+// Binding rule: a callee's signature filtered by role
+//===----------------------------------------------------------------------===//
+
+/// The attributes that make an argument stage state for `role`: the op does
+/// not pass it, the runtime binds it (parameters) or keeps it behind the
+/// `!bitpipe.saved` handle (everything else).
+static ArrayRef<StringLiteral> stateArgRoles(CalleeRole callee) {
+  static constexpr StringLiteral forward[] = {role::kParam};
+  static constexpr StringLiteral backward[] = {
+      role::kParam, role::kInput, role::kForwardArg, role::kSaved,
+      role::kStash};
+  // The weight half also reads the output gradients the input half got.
+  static constexpr StringLiteral weight[] = {
+      role::kParam,  role::kInput, role::kForwardArg,
+      role::kSaved,  role::kStash, role::kGradOfResult};
+  switch (callee) {
+  case CalleeRole::Forward:
+    return forward;
+  case CalleeRole::Backward:
+    return backward;
+  case CalleeRole::WeightGrad:
+    return weight;
+  }
+  llvm_unreachable("unknown callee role");
+}
+
+/// Same for results: saved values (forward), parameter gradients and the
+/// stash for the weight half (backward), parameter gradients (weight).
+static ArrayRef<StringLiteral> stateResultRoles(CalleeRole callee) {
+  static constexpr StringLiteral forward[] = {role::kSaved};
+  static constexpr StringLiteral backward[] = {role::kParam, role::kStash};
+  static constexpr StringLiteral weight[] = {role::kParam};
+  switch (callee) {
+  case CalleeRole::Forward:
+    return forward;
+  case CalleeRole::Backward:
+    return backward;
+  case CalleeRole::WeightGrad:
+    return weight;
+  }
+  llvm_unreachable("unknown callee role");
+}
+
+static bool hasAnyOf(DictionaryAttr attrs, ArrayRef<StringLiteral> names) {
+  return attrs && llvm::any_of(names, [&](StringLiteral name) {
+           return attrs.contains(name);
+         });
+}
+
+SmallVector<unsigned> bitpipe::bp::getBoundArguments(FunctionOpInterface fn,
+                                                     CalleeRole role) {
+  SmallVector<unsigned> kept;
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+    if (!hasAnyOf(fn.getArgAttrDict(i), stateArgRoles(role)))
+      kept.push_back(i);
+  return kept;
+}
+
+SmallVector<unsigned> bitpipe::bp::getBoundResults(FunctionOpInterface fn,
+                                                   CalleeRole role) {
+  SmallVector<unsigned> kept;
+  for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i)
+    if (!hasAnyOf(fn.getResultAttrDict(i), stateResultRoles(role)))
+      kept.push_back(i);
+  return kept;
+}
+
+FunctionType bitpipe::bp::getBoundType(FunctionOpInterface fn,
+                                       CalleeRole role) {
+  SmallVector<Type> inputs, results;
+  for (unsigned i : getBoundArguments(fn, role))
+    inputs.push_back(fn.getArgumentTypes()[i]);
+  for (unsigned i : getBoundResults(fn, role))
+    results.push_back(fn.getResultTypes()[i]);
+  return FunctionType::get(fn->getContext(), inputs, results);
+}
+
+static StringRef describeCallee(CalleeRole role) {
+  switch (role) {
+  case CalleeRole::Forward:
+    return "stage function";
+  case CalleeRole::Backward:
+    return "backward function";
+  case CalleeRole::WeightGrad:
+    return "weight-gradient function";
+  }
+  llvm_unreachable("unknown callee role");
+}
+
+/// The stage a callee says it belongs to: `bitpipe.stage` of a stage
+/// function, or of the forward a backward names in `bitpipe.backward_of`.
+/// None for declarations that do not say (hand-written tests).
+static std::optional<int64_t>
+getCalleeStage(Operation *op, FunctionOpInterface fn, CalleeRole role,
+               SymbolTableCollection &symbolTable) {
+  Operation *stageFn = fn;
+  if (role != CalleeRole::Forward) {
+    auto of = fn->getAttrOfType<FlatSymbolRefAttr>("bitpipe.backward_of");
+    if (!of)
+      return std::nullopt;
+    stageFn = symbolTable.lookupNearestSymbolFrom(op, of);
+    if (!stageFn)
+      return std::nullopt;
+  }
+  auto stage = stageFn->getAttrOfType<IntegerAttr>("bitpipe.stage");
+  if (!stage)
+    return std::nullopt;
+  return stage.getInt();
+}
+
+/// Checks that `callee` names a function of `stage` whose type, filtered by
+/// `role`, is `inputs -> results` (the binding rule of bitpipe.forward).
 static LogicalResult verifyStageCallee(Operation *op, FlatSymbolRefAttr callee,
                                        TypeRange inputs, TypeRange results,
+                                       CalleeRole role, int64_t stage,
                                        SymbolTableCollection &symbolTable) {
   auto fn =
       symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(op, callee);
   if (!fn)
-    return op->emitOpError() << "expects " << callee
-                             << " to be a stage function, but the module has "
-                                "no function of that name";
+    return op->emitOpError() << "expects " << callee << " to be a "
+                             << describeCallee(role)
+                             << ", but the module has no function of that "
+                                "name";
+  if (std::optional<int64_t> calleeStage =
+          getCalleeStage(op, fn, role, symbolTable);
+      calleeStage && *calleeStage != stage) {
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "of stage " << stage << " calls " << callee
+                              << ", a " << describeCallee(role)
+                              << " of stage " << *calleeStage;
+    diag.attachNote(fn.getLoc()) << describeCallee(role) << " declared here";
+    return diag;
+  }
   auto expected = FunctionType::get(op->getContext(), inputs, results);
-  if (fn.getFunctionType() == expected)
+  FunctionType bound = getBoundType(fn, role);
+  if (bound == expected)
     return success();
   InFlightDiagnostic diag = op->emitOpError()
-                            << "expects stage function " << callee
-                            << " of type " << expected << ", but it has type "
-                            << fn.getFunctionType();
-  diag.attachNote(fn.getLoc()) << "stage function declared here";
+                            << "expects " << describeCallee(role) << " "
+                            << callee << " of type " << expected;
+  if (bound != fn.getFunctionType())
+    diag << " once stage state is left out, but it has type " << bound
+         << " (in full " << fn.getFunctionType() << ")";
+  else
+    diag << ", but it has type " << bound;
+  diag.attachNote(fn.getLoc()) << describeCallee(role) << " declared here";
   return diag;
 }
 
@@ -213,6 +342,42 @@ LogicalResult ProgramOp::verifyRegions() {
     diag.attachNote(it->second.getLoc()) << "first forward here";
     return diag;
   }
+
+  // Transfer batches: one batch lies between two compute steps, and batch
+  // numbers grow, so the lowering can issue each as one group when it
+  // reaches its first op.
+  std::optional<int64_t> open;   // The batch of the last transfer seen.
+  Operation *closedBy = nullptr; // A compute step after it, if any.
+  for (Operation &op : body) {
+    if (isa<ForwardOp, BackwardOp, WeightGradOp>(op)) {
+      if (open && !closedBy)
+        closedBy = &op;
+      continue;
+    }
+    std::optional<int64_t> batch;
+    if (auto send = dyn_cast<SendOp>(op))
+      batch = send.getBatch();
+    else if (auto recv = dyn_cast<RecvOp>(op))
+      batch = recv.getBatch();
+    if (!batch)
+      continue;
+    if (open && *batch < *open)
+      return op.emitOpError()
+             << "is in transfer batch " << *batch << " after batch " << *open
+             << "; expected batch numbers to grow along the program";
+    if (open && *batch == *open && closedBy) {
+      InFlightDiagnostic diag =
+          op.emitOpError() << "is in transfer batch " << *batch
+                           << ", which a compute step splits; expected the "
+                              "transfers of a batch between two compute "
+                              "steps";
+      diag.attachNote(closedBy->getLoc()) << "compute step here";
+      return diag;
+    }
+    if (!open || *batch != *open)
+      closedBy = nullptr;
+    open = batch;
+  }
   return success();
 }
 
@@ -236,7 +401,8 @@ LogicalResult ForwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!getCalleeAttr())
     return success();
   return verifyStageCallee(*this, getCalleeAttr(), getInputs().getTypes(),
-                           getOutputs().getTypes(), symbolTable);
+                           getOutputs().getTypes(), CalleeRole::Forward,
+                           getStage(), symbolTable);
 }
 
 LogicalResult ForwardOp::verify() {
@@ -288,7 +454,8 @@ LogicalResult BackwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!getCalleeAttr())
     return success();
   return verifyStageCallee(*this, getCalleeAttr(), getGrads().getTypes(),
-                           getOutputs().getTypes(), symbolTable);
+                           getOutputs().getTypes(), CalleeRole::Backward,
+                           getStage(), symbolTable);
 }
 
 LogicalResult BackwardOp::verify() {
@@ -313,7 +480,8 @@ LogicalResult
 WeightGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!getCalleeAttr())
     return success();
-  return verifyStageCallee(*this, getCalleeAttr(), {}, {}, symbolTable);
+  return verifyStageCallee(*this, getCalleeAttr(), {}, {},
+                           CalleeRole::WeightGrad, getStage(), symbolTable);
 }
 
 LogicalResult WeightGradOp::verify() {

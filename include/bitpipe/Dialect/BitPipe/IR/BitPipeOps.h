@@ -11,9 +11,42 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 
 #define GET_OP_CLASSES
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h.inc"
+
+namespace bitpipe::bp {
+
+/// Argument and result attributes that give the values of stage functions
+/// and their backward functions a role (bitpipe-partition and
+/// bitpipe-generate-backward write them). A bound op passes only the values
+/// without a state role; see the binding rule of bitpipe.forward.
+namespace role {
+inline constexpr llvm::StringLiteral kParam = "nn.param";
+inline constexpr llvm::StringLiteral kInput = "nn.input";
+inline constexpr llvm::StringLiteral kSaved = "bitpipe.saved";
+inline constexpr llvm::StringLiteral kStash = "bitpipe.stash";
+inline constexpr llvm::StringLiteral kForwardArg = "bitpipe.forward_arg";
+inline constexpr llvm::StringLiteral kGradOfResult = "bitpipe.grad_of_result";
+} // namespace role
+
+/// Which op calls a function, and so which of its values are stage state.
+enum class CalleeRole { Forward, Backward, WeightGrad };
+
+/// Indices of the arguments of `fn` that a bound op of `role` passes as
+/// operands (after the saved handle, for backward), in order.
+llvm::SmallVector<unsigned> getBoundArguments(mlir::FunctionOpInterface fn,
+                                              CalleeRole role);
+/// Indices of the results of `fn` that a bound op of `role` returns (before
+/// the saved handle, for forward), in order.
+llvm::SmallVector<unsigned> getBoundResults(mlir::FunctionOpInterface fn,
+                                            CalleeRole role);
+/// `fn`'s type filtered by role: what the bound op's operands and results
+/// (without the handle) must be.
+mlir::FunctionType getBoundType(mlir::FunctionOpInterface fn, CalleeRole role);
+
+} // namespace bitpipe::bp
 
 #endif // BITPIPE_DIALECT_BITPIPE_IR_BITPIPEOPS_H

@@ -102,15 +102,29 @@ def BitPipe_ForwardOp : BitPipe_NamedResultsOp<"forward", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "run a stage's forward on one micro-batch";
   let description = [{
-    Calls the stage function `callee`, whose type is the op's operand types
-    to its result types without the trailing `!bitpipe.saved`. The handle
-    stands for the activations kept for the backward of this stage and
-    micro-batch (`F2.s3` in a text schedule).
+    Calls the stage function `callee` (`bitpipe.stage = k`). The handle
+    stands for everything the forward keeps for the backward of this stage
+    and micro-batch (`F2.s3` in a text schedule).
 
     ```mlir
     %y, %saved = bitpipe.forward @stage_3(%x) stage 3 microbatch 2
         : (tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
     ```
+
+    *Binding rule.* The op passes and returns only the data that flows
+    between stages and from the training data; the rest of the callee's
+    signature is stage state that the runtime binds. So the op's type, less
+    the trailing `!bitpipe.saved`, is the callee's type *filtered by role*:
+
+    - arguments: drop those with `nn.param` (parameters live with the
+      stage); keep the activations from the previous stage and the `nn.input`
+      tokens/labels (from `bitpipe.load_input`), in order;
+    - results: drop those with `bitpipe.saved` (they, the forward's
+      arguments and the parameters are behind the handle); keep the outputs,
+      in order.
+
+    The callee must be the stage function of `stage` when it says which
+    stage it is.
 
     *Unbound form.* `bitpipe-schedule` fixes the order of the compute steps
     before the tensors that cross stage boundaries exist (sends, receives
@@ -148,16 +162,31 @@ def BitPipe_BackwardOp : BitPipe_NamedResultsOp<"backward", [
   let description = [{
     Consumes the `!bitpipe.saved` handle of the forward of the same stage and
     micro-batch, and the gradient of the stage's outputs; returns the
-    gradient of its inputs and accumulates its weight gradients (`B2.s3`).
-    `callee` has type `(grads) -> (results)`: the saved activations reach it
-    through the handle, not as tensors. When the backward is split, the
-    callee computes only the input gradient and a `bitpipe.weight_grad`
-    follows.
+    gradient of its activation inputs and accumulates its parameter
+    gradients into stage state (`B2.s3`). When the backward is split,
+    `callee` is the input-gradient half (`bitpipe.backward_input`) and a
+    `bitpipe.weight_grad` follows.
 
     ```mlir
     %gx = bitpipe.backward @stage_3_bwd(%saved, %gy) stage 3 microbatch 2
         : (!bitpipe.saved, tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
     ```
+
+    *Binding rule.* The op's type, less the leading `!bitpipe.saved`, is the
+    callee's type filtered by role:
+
+    - arguments: drop the forward arguments it reads (`bitpipe.forward_arg`,
+      which also covers `nn.param` and `nn.input`), the saved values
+      (`bitpipe.saved`) and any stash (`bitpipe.stash`): all are behind the
+      handle. Keep the output gradients (`bitpipe.grad_of_result`), in
+      order; the loss stage has none (its gradient is seeded inside).
+    - results: drop parameter gradients (`nn.param`, accumulated into the
+      stage) and the stash for the weight half (`bitpipe.stash`, kept
+      behind the handle); keep the gradients of the activation inputs, in
+      order. A first stage, whose inputs are tokens, returns nothing.
+
+    The callee must be a backward of the stage function of `stage` when it
+    names its forward (`bitpipe.backward_of`).
 
     *Unbound form* (see `bitpipe.forward`): without `callee` the backward
     takes only the saved handle and returns nothing; the gradients are
@@ -187,12 +216,19 @@ def BitPipe_WeightGradOp : BitPipe_ProgramOp<"weight_grad", [
   let description = [{
     Accumulates the weight gradients of a stage for one micro-batch, after
     the input-gradient half (`bitpipe.backward`) of the same handle has run
-    (`W2.s3`). Zero-bubble schedules move it into bubbles. `callee` has type
-    `() -> ()`.
+    (`W2.s3`). Zero-bubble schedules move it into bubbles.
 
     ```mlir
-    bitpipe.weight_grad @stage_3_wgrad(%saved) stage 3 microbatch 2
+    bitpipe.weight_grad @stage_3_bwd_weight(%saved) stage 3 microbatch 2
     ```
+
+    *Binding rule.* Everything the weight half reads is behind the handle:
+    the forward arguments, saved values, the output gradients the input
+    half received (`bitpipe.grad_of_result`) and its stash
+    (`bitpipe.stash`); everything it returns is a parameter gradient
+    (`nn.param`). Filtered by role, the callee's type must be `() -> ()`.
+    The callee must belong to the stage function of `stage` when it names
+    its forward (`bitpipe.backward_of`).
 
     *Unbound form* (see `bitpipe.forward`): `bitpipe.weight_grad(%saved)
     stage 3 microbatch 2`, before the weight-gradient function is bound.
@@ -222,22 +258,35 @@ def BitPipe_SendOp : BitPipe_ProgramOp<"send"> {
   let description = [{
     Point-to-point send of an activation (forward) or gradient (backward) to
     rank `peer`, matched by a `bitpipe.recv` with the same kind, stage and
-    micro-batch in the peer's program. A hand-off on the same rank is a
-    `bitpipe.local_copy`.
+    micro-batch in the peer's program. On each (sender, receiver) channel
+    the k-th send matches the k-th receive, as NCCL and MPI match them. A
+    hand-off on the same rank is a `bitpipe.local_copy`.
 
     ```mlir
-    bitpipe.send activation %y to 1 stage 0 microbatch 0 : tensor<2x16x32xf32>
+    bitpipe.send activation %y to 1 stage 0 microbatch 0 batch 3 : tensor<2x16x32xf32>
     ```
+
+    *Batches.* The sends that follow one compute step and the receives that
+    the next compute step of the rank needs carry the same `batch` number
+    (Megatron's `send_forward_recv_backward`); the lowering issues a batch
+    as one NCCL group or one set of MPI requests, so that two neighbours
+    that send to each other at the same time cannot wait on each other.
+    A number rather than a region: the receives define values that the next
+    compute step uses, which a region would have to yield, and the ops stay
+    in the plain order the schedule library lowers and simulates (see
+    `lowerComms` in Comms.h). Ops of one batch are not separated by a
+    compute step; numbers grow along the program.
   }];
 
   let arguments = (ins BitPipe_TransferKindAttr:$kind,
                        AnyRankedTensor:$value,
                        BitPipe_IndexAttr:$peer,
                        BitPipe_IndexAttr:$stage,
-                       BitPipe_IndexAttr:$microbatch);
+                       BitPipe_IndexAttr:$microbatch,
+                       OptionalAttr<BitPipe_IndexAttr>:$batch);
   let assemblyFormat = [{
-    custom<Kind>($kind) $value `to` $peer `stage` $stage `microbatch` $microbatch attr-dict
-    `:` type($value)
+    custom<Kind>($kind) $value `to` $peer `stage` $stage `microbatch` $microbatch
+    (`batch` $batch^)? attr-dict `:` type($value)
   }];
   let hasVerifier = 1;
 }
@@ -245,21 +294,22 @@ def BitPipe_SendOp : BitPipe_ProgramOp<"send"> {
 def BitPipe_RecvOp : BitPipe_NamedResultsOp<"recv"> {
   let summary = "receive a tensor from another rank";
   let description = [{
-    The other end of a `bitpipe.send` on rank `peer`.
+    The other end of a `bitpipe.send` on rank `peer`; `batch` as there.
 
     ```mlir
-    %x = bitpipe.recv activation from 0 stage 0 microbatch 0 : tensor<2x16x32xf32>
+    %x = bitpipe.recv activation from 0 stage 0 microbatch 0 batch 0 : tensor<2x16x32xf32>
     ```
   }];
 
   let arguments = (ins BitPipe_TransferKindAttr:$kind,
                        BitPipe_IndexAttr:$peer,
                        BitPipe_IndexAttr:$stage,
-                       BitPipe_IndexAttr:$microbatch);
+                       BitPipe_IndexAttr:$microbatch,
+                       OptionalAttr<BitPipe_IndexAttr>:$batch);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    custom<Kind>($kind) `from` $peer `stage` $stage `microbatch` $microbatch attr-dict
-    `:` type($result)
+    custom<Kind>($kind) `from` $peer `stage` $stage `microbatch` $microbatch
+    (`batch` $batch^)? attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
 }
