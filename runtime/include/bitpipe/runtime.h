@@ -179,6 +179,22 @@ bp_status_t bp_cross_entropy_bwd(const float *logits, const int32_t *labels,
                                  float dloss, float *dlogits, int64_t N,
                                  int64_t V, int32_t ignore_index);
 
+/*===-----------------------------------------------------------------------===
+ * Support for generated code.
+ *===----------------------------------------------------------------------===*/
+
+/* Writes out[i] = value for i in [0, n). Generated code zeroes the buffers
+ * that accumulating kernels (the parameter gradients) add into, and fills
+ * splat constants (the loss seed). */
+bp_status_t bp_fill(float *out, float value, int64_t n);
+
+/* Returns if status is BP_OK; otherwise prints "bitpipe: <what> failed: ..."
+ * to stderr and aborts the process. Generated code calls it after every
+ * kernel with the nn op's name, so that no error is silently ignored (a
+ * kernel error there means the compiler produced a wrong call: there is no
+ * caller to hand it back to). */
+void bp_check(bp_status_t status, const char *what);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,0 +1,16 @@
+//===- Passes.h - bitpipe conversion passes ---------------------*- C++ -*-===//
+
+#ifndef BITPIPE_CONVERSION_PASSES_H
+#define BITPIPE_CONVERSION_PASSES_H
+
+#include "bitpipe/Conversion/LowerToLLVM/LowerToLLVM.h"
+#include "bitpipe/Conversion/NNToRuntime/NNToRuntime.h"
+
+namespace bitpipe {
+
+#define GEN_PASS_REGISTRATION
+#include "bitpipe/Conversion/Passes.h.inc"
+
+} // namespace bitpipe
+
+#endif // BITPIPE_CONVERSION_PASSES_H

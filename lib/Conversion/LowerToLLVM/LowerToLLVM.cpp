@@ -1,0 +1,47 @@
+//===- LowerToLLVM.cpp - The runtime-call IR to the LLVM dialect ----------===//
+//
+// `bitpipe-lower-to-llvm`: upstream conversions only, in the order upstream
+// uses them. The input is the output of bitpipe-lower-nn-to-runtime: memrefs
+// (static shapes, identity layouts), func calls of the kernels, arith
+// scalars and the few LLVM-dialect ops that produce kernel pointers.
+//
+// Calling convention: bare pointers (`use-bare-ptr-memref-call-conv`). All
+// memrefs here are static and dense, so a buffer is fully described by its
+// address and the descriptor's extra fields (allocated pointer, offset,
+// sizes, strides) would carry nothing. A function on tensors thus becomes a
+// C function with one `float *` / `int32_t *` per tensor argument, returning
+// one pointer per tensor result (a struct of pointers when there are
+// several) - the runtime ABI's own style. Returned buffers come from
+// `malloc` with no alignment padding (memref.alloc without an alignment),
+// so the caller frees them with `free`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Conversion/LowerToLLVM/LowerToLLVM.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+void bitpipe::buildLowerToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  ConvertFuncToLLVMPassOptions funcOptions;
+  funcOptions.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcOptions));
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void bitpipe::registerLowerToLLVMPipeline() {
+  PassPipelineRegistration<>(
+      "bitpipe-lower-to-llvm",
+      "Lower the output of bitpipe-lower-nn-to-runtime to the LLVM dialect "
+      "(memref, func with bare-pointer memrefs, arith; then "
+      "reconcile-unrealized-casts)",
+      [](OpPassManager &pm) { buildLowerToLLVMPipeline(pm); });
+}

@@ -1,0 +1,679 @@
+//===- NNToRuntime.cpp - nn ops to runtime kernel calls -------------------===//
+//
+// Lowers functions of nn ops on tensors to functions on memrefs that call the
+// C ABI of `runtime/include/bitpipe/runtime.h`. The kernels are the only
+// implementation of the ops: this pass decides buffers, sizes and the order
+// of calls, never arithmetic.
+//
+// Three things the nn ops leave implicit and the kernels need explicit:
+//  * accumulation: parameter-gradient kernels add into their outputs, while
+//    an nn gradient op's results are fresh values, so they are zeroed first;
+//  * saved statistics: the layer-norm and attention backward kernels read
+//    the forward's mean/rstd and out/lse, which the nn backward ops do not
+//    carry (they recompute), so the forward kernel is called again into
+//    scratch buffers right before the backward kernel;
+//  * memory: results get fresh buffers; temporaries are freed after their
+//    last use, returned buffers belong to the caller.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Conversion/NNToRuntime/NNToRuntime.h"
+
+#include "bitpipe/Dialect/NN/IR/NNDialect.h"
+#include "bitpipe/Dialect/NN/IR/NNOps.h"
+
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <algorithm>
+
+namespace bitpipe {
+#define GEN_PASS_DEF_LOWERNNTORUNTIME
+#include "bitpipe/Conversion/Passes.h.inc"
+} // namespace bitpipe
+
+using namespace mlir;
+using namespace bitpipe;
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+NNToRuntimeTypeConverter::NNToRuntimeTypeConverter() {
+  // Everything that is not a tensor (scalars, !llvm.ptr, memrefs) is legal.
+  addConversion([](Type type) { return type; });
+  // Identity layout: the kernels take dense row-major buffers. A dynamic
+  // shape has no conversion, so that nothing half-lowered survives (the pass
+  // reports those with a message before converting).
+  addConversion([](RankedTensorType type) -> std::optional<Type> {
+    if (!type.hasStaticShape())
+      return std::nullopt;
+    return MemRefType::get(type.getShape(), type.getElementType());
+  });
+}
+
+namespace {
+
+int64_t numElements(Value v) {
+  return cast<ShapedType>(v.getType()).getNumElements();
+}
+int64_t dimSize(Value v, int64_t i) {
+  return cast<ShapedType>(v.getType()).getDimSize(i);
+}
+int64_t lastDim(Value v) {
+  auto type = cast<ShapedType>(v.getType());
+  return type.getDimSize(type.getRank() - 1);
+}
+/// Rows of a [..., features] tensor seen as [N, features], as the kernels do.
+int64_t rows(Value v) { return numElements(v) / lastDim(v); }
+
+//===----------------------------------------------------------------------===//
+// Emitting kernel calls
+//===----------------------------------------------------------------------===//
+
+/// Builds, at the rewriter's insertion point, the IR of one nn op's kernel
+/// calls: buffers, their addresses, size constants, and checked calls. The
+/// kernels are declared in the module on first use.
+class KernelCallEmitter {
+public:
+  KernelCallEmitter(Operation *op, ConversionPatternRewriter &rewriter)
+      : op(op), rewriter(rewriter), loc(op->getLoc()),
+        ptrType(LLVM::LLVMPointerType::get(op->getContext())) {}
+
+  /// The aligned address of \p buffer as the `float *` / `int32_t *` of the
+  /// ABI. Through an index and i64 because memref has no pointer type.
+  Value pointer(Value buffer) {
+    Value index =
+        rewriter.create<memref::ExtractAlignedPointerAsIndexOp>(loc, buffer);
+    Value address = rewriter.create<arith::IndexCastOp>(
+        loc, rewriter.getI64Type(), index);
+    return rewriter.create<LLVM::IntToPtrOp>(loc, ptrType, address);
+  }
+  /// NULL: the ABI's "no bias".
+  Value null() { return rewriter.create<LLVM::ZeroOp>(loc, ptrType); }
+  Value i64(int64_t value) {
+    return rewriter.create<arith::ConstantIntOp>(loc, value, 64);
+  }
+  Value i32(int64_t value) {
+    return rewriter.create<arith::ConstantIntOp>(loc, value, 32);
+  }
+  Value f32(float value) {
+    return rewriter.create<arith::ConstantOp>(loc,
+                                              rewriter.getF32FloatAttr(value));
+  }
+
+  /// A fresh buffer for a value of tensor type \p type.
+  Value alloc(Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    return rewriter.create<memref::AllocOp>(
+        loc, MemRefType::get(tensor.getShape(), tensor.getElementType()));
+  }
+  /// A fresh f32 buffer of \p shape, for scratch.
+  Value allocScratch(ArrayRef<int64_t> shape) {
+    return rewriter.create<memref::AllocOp>(
+        loc, MemRefType::get(shape, rewriter.getF32Type()));
+  }
+  /// A fresh buffer holding \p value everywhere.
+  Value allocFilled(Type type, float value) {
+    Value buffer = alloc(type);
+    call("bp_fill", {pointer(buffer), f32(value), i64(numElements(buffer))});
+    return buffer;
+  }
+
+  /// Calls \p kernel with \p args and hands its status to bp_check with the
+  /// op's name. Every kernel returns a bp_status_t (i32).
+  void call(StringRef kernel, ArrayRef<Value> args) {
+    FlatSymbolRefAttr callee = declare(kernel, ValueRange(args).getTypes(),
+                                       rewriter.getI32Type());
+    Value status = rewriter
+                       .create<func::CallOp>(loc, callee,
+                                             rewriter.getI32Type(), args)
+                       .getResult(0);
+    FlatSymbolRefAttr check = declare(
+        "bp_check", TypeRange{rewriter.getI32Type(), ptrType}, TypeRange{});
+    rewriter.create<func::CallOp>(loc, check, TypeRange{},
+                                  ValueRange{status, opName()});
+  }
+
+private:
+  /// `func.func private @name(args) -> results`, once per module.
+  FlatSymbolRefAttr declare(StringRef name, TypeRange args,
+                            TypeRange results) {
+    auto module = op->getParentOfType<ModuleOp>();
+    if (!module.lookupSymbol(name)) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      auto decl = rewriter.create<func::FuncOp>(
+          module.getLoc(), name, rewriter.getFunctionType(args, results));
+      decl.setPrivate();
+    }
+    return SymbolRefAttr::get(rewriter.getContext(), name);
+  }
+
+  /// The address of a NUL-terminated global holding the op's name (e.g.
+  /// "nn.linear"), once per module and op name.
+  Value opName() {
+    std::string text = op->getName().getStringRef().str();
+    std::string symbol = "__bp_name_" + text;
+    std::replace(symbol.begin(), symbol.end(), '.', '_');
+    auto module = op->getParentOfType<ModuleOp>();
+    if (!module.lookupSymbol(symbol)) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      text.push_back('\0');
+      auto type = LLVM::LLVMArrayType::get(rewriter.getI8Type(), text.size());
+      rewriter.create<LLVM::GlobalOp>(module.getLoc(), type,
+                                      /*isConstant=*/true,
+                                      LLVM::Linkage::Internal, symbol,
+                                      rewriter.getStringAttr(text));
+    }
+    return rewriter.create<LLVM::AddressOfOp>(loc, ptrType, symbol);
+  }
+
+  Operation *op;
+  ConversionPatternRewriter &rewriter;
+  Location loc;
+  Type ptrType;
+};
+
+//===----------------------------------------------------------------------===//
+// Patterns, one per nn op family
+//===----------------------------------------------------------------------===//
+
+// Sizes come from the original (tensor) operands, which have the same static
+// shapes as the converted buffers; buffers come from the adaptor.
+
+struct EmbeddingLowering : OpConversionPattern<nn::EmbeddingOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::EmbeddingOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    Value out = emit.alloc(op.getType());
+    emit.call("bp_embedding_fwd",
+              {emit.pointer(adaptor.getTokens()), emit.pointer(adaptor.getWte()),
+               emit.pointer(adaptor.getWpe()), emit.pointer(out),
+               emit.i64(dimSize(op.getTokens(), 0)),
+               emit.i64(dimSize(op.getTokens(), 1)),
+               emit.i64(lastDim(op.getWte())),
+               emit.i64(dimSize(op.getWte(), 0))});
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct EmbeddingGradLowering : OpConversionPattern<nn::EmbeddingGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::EmbeddingGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    // Both tables' gradients accumulate (scatter-add).
+    Value dwte = emit.allocFilled(op.getWteGrad().getType(), 0.0f);
+    Value dwpe = emit.allocFilled(op.getWpeGrad().getType(), 0.0f);
+    emit.call("bp_embedding_bwd",
+              {emit.pointer(adaptor.getTokens()),
+               emit.pointer(adaptor.getGrad()), emit.pointer(dwte),
+               emit.pointer(dwpe), emit.i64(dimSize(op.getTokens(), 0)),
+               emit.i64(dimSize(op.getTokens(), 1)),
+               emit.i64(lastDim(op.getWteGrad())),
+               emit.i64(dimSize(op.getWteGrad(), 0))});
+    rewriter.replaceOp(op, {dwte, dwpe});
+    return success();
+  }
+};
+
+struct LayerNormLowering : OpConversionPattern<nn::LayerNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    int64_t n = rows(op.getInput());
+    Value y = emit.alloc(op.getType());
+    // The statistics are not an nn result: the backward recomputes them.
+    Value mean = emit.allocScratch({n});
+    Value rstd = emit.allocScratch({n});
+    emit.call("bp_layer_norm_fwd",
+              {emit.pointer(adaptor.getInput()), emit.pointer(adaptor.getGamma()),
+               emit.pointer(adaptor.getBeta()), emit.pointer(y),
+               emit.pointer(mean), emit.pointer(rstd), emit.i64(n),
+               emit.i64(lastDim(op.getInput())),
+               emit.f32(op.getEpsilon().convertToFloat())});
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct LayerNormGradLowering : OpConversionPattern<nn::LayerNormGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::LayerNormGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    int64_t n = rows(op.getInput());
+    int64_t h = lastDim(op.getInput());
+    Value dx = emit.alloc(op.getInputGrad().getType());
+    Value dgamma = emit.allocFilled(op.getGammaGrad().getType(), 0.0f);
+    Value dbeta = emit.allocFilled(op.getBetaGrad().getType(), 0.0f);
+    // Recompute mean and rstd with the forward kernel. Its normalised output
+    // is not needed: it goes to dx, which the backward kernel overwrites
+    // anyway, and the forward's beta is the freshly zeroed dbeta (the op has
+    // no beta operand; its value does not affect the statistics). Cost: one
+    // layer-norm forward, O(N*H) flops, and 2*N floats of scratch.
+    Value mean = emit.allocScratch({n});
+    Value rstd = emit.allocScratch({n});
+    emit.call("bp_layer_norm_fwd",
+              {emit.pointer(adaptor.getInput()), emit.pointer(adaptor.getGamma()),
+               emit.pointer(dbeta), emit.pointer(dx), emit.pointer(mean),
+               emit.pointer(rstd), emit.i64(n), emit.i64(h),
+               emit.f32(op.getEpsilon().convertToFloat())});
+    emit.call("bp_layer_norm_bwd",
+              {emit.pointer(adaptor.getGrad()), emit.pointer(adaptor.getInput()),
+               emit.pointer(adaptor.getGamma()), emit.pointer(mean),
+               emit.pointer(rstd), emit.pointer(dx), emit.pointer(dgamma),
+               emit.pointer(dbeta), emit.i64(n), emit.i64(h)});
+    rewriter.replaceOp(op, {dx, dgamma, dbeta});
+    return success();
+  }
+};
+
+struct LinearLowering : OpConversionPattern<nn::LinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    Value y = emit.alloc(op.getType());
+    Value x = emit.pointer(adaptor.getInput());
+    Value w = emit.pointer(adaptor.getWeight());
+    Value bias =
+        adaptor.getBias() ? emit.pointer(adaptor.getBias()) : emit.null();
+    emit.call("bp_linear_fwd",
+              {x, w, bias, emit.pointer(y),
+               emit.i64(rows(op.getInput())), emit.i64(lastDim(op.getInput())),
+               emit.i64(lastDim(op.getResult()))});
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct LinearInputGradLowering : OpConversionPattern<nn::LinearInputGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::LinearInputGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    Value dx = emit.alloc(op.getType());
+    emit.call("bp_linear_bwd_input",
+              {emit.pointer(adaptor.getGrad()),
+               emit.pointer(adaptor.getWeight()), emit.pointer(dx),
+               emit.i64(rows(op.getGrad())), emit.i64(lastDim(op.getResult())),
+               emit.i64(lastDim(op.getGrad()))});
+    rewriter.replaceOp(op, dx);
+    return success();
+  }
+};
+
+struct LinearWeightGradLowering : OpConversionPattern<nn::LinearWeightGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::LinearWeightGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    // dw and db accumulate.
+    Value dw = emit.allocFilled(op.getWeightGrad().getType(), 0.0f);
+    Value db;
+    if (Value biasGrad = op.getBiasGrad())
+      db = emit.allocFilled(biasGrad.getType(), 0.0f);
+    emit.call("bp_linear_bwd_weight",
+              {emit.pointer(adaptor.getGrad()),
+               emit.pointer(adaptor.getInput()), emit.pointer(dw),
+               db ? emit.pointer(db) : emit.null(),
+               emit.i64(rows(op.getInput())), emit.i64(lastDim(op.getInput())),
+               emit.i64(lastDim(op.getGrad()))});
+    SmallVector<Value> results{dw};
+    if (db)
+      results.push_back(db);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct AttentionLowering : OpConversionPattern<nn::AttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::AttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    int64_t b = dimSize(op.getQkv(), 0), t = dimSize(op.getQkv(), 1);
+    int64_t h = lastDim(op.getResult());
+    int64_t heads = op.getNumHeads();
+    Value out = emit.alloc(op.getType());
+    // The log-sum-exps are not an nn result: the backward recomputes them.
+    Value lse = emit.allocScratch({b, heads, t});
+    emit.call("bp_attention_fwd",
+              {emit.pointer(adaptor.getQkv()), emit.pointer(out),
+               emit.pointer(lse), emit.i64(b), emit.i64(t), emit.i64(h),
+               emit.i64(heads), emit.i32(op.getCausal() ? 1 : 0)});
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::AttentionGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    int64_t b = dimSize(op.getQkv(), 0), t = dimSize(op.getQkv(), 1);
+    int64_t h = lastDim(op.getGrad());
+    int64_t heads = op.getNumHeads();
+    Value causal = emit.i32(op.getCausal() ? 1 : 0);
+    Value dqkv = emit.alloc(op.getType());
+    // The backward kernel reads the forward's output and log-sum-exps: run
+    // the forward again into scratch. Cost: one attention forward (about
+    // half the backward's flops) and B*T*H + B*nh*T floats, freed right
+    // after; the alternative, saving them, would change the nn ops.
+    Value out = emit.allocScratch({b, t, h});
+    Value lse = emit.allocScratch({b, heads, t});
+    emit.call("bp_attention_fwd",
+              {emit.pointer(adaptor.getQkv()), emit.pointer(out),
+               emit.pointer(lse), emit.i64(b), emit.i64(t), emit.i64(h),
+               emit.i64(heads), causal});
+    emit.call("bp_attention_bwd",
+              {emit.pointer(adaptor.getQkv()), emit.pointer(out),
+               emit.pointer(adaptor.getGrad()), emit.pointer(lse),
+               emit.pointer(dqkv), emit.i64(b), emit.i64(t), emit.i64(h),
+               emit.i64(heads), causal});
+    rewriter.replaceOp(op, dqkv);
+    return success();
+  }
+};
+
+struct GeluLowering : OpConversionPattern<nn::GeluOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::GeluOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    Value y = emit.alloc(op.getType());
+    emit.call("bp_gelu_fwd", {emit.pointer(adaptor.getInput()), emit.pointer(y),
+                              emit.i64(numElements(op.getInput()))});
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct GeluGradLowering : OpConversionPattern<nn::GeluGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::GeluGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    Value dx = emit.alloc(op.getType());
+    emit.call("bp_gelu_bwd",
+              {emit.pointer(adaptor.getGrad()), emit.pointer(adaptor.getInput()),
+               emit.pointer(dx), emit.i64(numElements(op.getInput()))});
+    rewriter.replaceOp(op, dx);
+    return success();
+  }
+};
+
+/// Residual adds, and the sums of gradients that backward functions build
+/// with nn.add where a value fans out.
+struct AddLowering : OpConversionPattern<nn::AddOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::AddOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    Value out = emit.alloc(op.getType());
+    emit.call("bp_add_fwd",
+              {emit.pointer(adaptor.getLhs()), emit.pointer(adaptor.getRhs()),
+               emit.pointer(out), emit.i64(numElements(op.getResult()))});
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+struct CrossEntropyLowering : OpConversionPattern<nn::CrossEntropyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::CrossEntropyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    Value loss = emit.alloc(op.getType());
+    emit.call("bp_cross_entropy_fwd",
+              {emit.pointer(adaptor.getLogits()),
+               emit.pointer(adaptor.getLabels()), emit.pointer(loss),
+               emit.i64(rows(op.getLogits())), emit.i64(lastDim(op.getLogits())),
+               emit.i32(op.getIgnoreIndexAttr().getInt())});
+    rewriter.replaceOp(op, loss);
+    return success();
+  }
+};
+
+struct CrossEntropyGradLowering : OpConversionPattern<nn::CrossEntropyGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::CrossEntropyGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    // The ABI takes the loss gradient by value.
+    Value dloss = rewriter.create<memref::LoadOp>(op.getLoc(),
+                                                  adaptor.getLossGrad());
+    Value dlogits = emit.alloc(op.getType());
+    emit.call("bp_cross_entropy_bwd",
+              {emit.pointer(adaptor.getLogits()),
+               emit.pointer(adaptor.getLabels()), dloss, emit.pointer(dlogits),
+               emit.i64(rows(op.getLogits())), emit.i64(lastDim(op.getLogits())),
+               emit.i32(op.getIgnoreIndexAttr().getInt())});
+    rewriter.replaceOp(op, dlogits);
+    return success();
+  }
+};
+
+/// Splat f32 tensor constants (the loss seed `dense<1.0> : tensor<f32>` of
+/// backward functions) become filled buffers.
+struct SplatConstantLowering : OpConversionPattern<arith::ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(arith::ConstantOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto value = dyn_cast<SplatElementsAttr>(op.getValue());
+    if (!value || !isa<RankedTensorType>(op.getType()) ||
+        !value.getElementType().isF32())
+      return rewriter.notifyMatchFailure(op, "not a splat f32 tensor");
+    KernelCallEmitter emit(op, rewriter);
+    Value buffer = emit.allocFilled(
+        op.getType(), value.getSplatValue<APFloat>().convertToFloat());
+    rewriter.replaceOp(op, buffer);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Checks before converting
+//===----------------------------------------------------------------------===//
+
+/// The kernels exist for static shapes, f32 data and i32 ids only. Reports
+/// the first offending value of \p op with the op's name, so that the user
+/// sees what cannot be lowered rather than a failed legalization.
+LogicalResult checkLowerable(Operation *op) {
+  auto check = [&](Type type, StringRef what, unsigned index) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor)
+      return success();
+    if (!tensor.hasStaticShape())
+      return op->emitOpError()
+             << what << " #" << index << " has dynamic shape " << tensor
+             << "; bitpipe-lower-nn-to-runtime needs static shapes (the "
+                "kernels take sizes as constants)";
+    if (tensor.getNumElements() == 0)
+      return op->emitOpError() << what << " #" << index << " is empty ("
+                               << tensor << "); the kernels need sizes > 0";
+    Type element = tensor.getElementType();
+    if (!element.isF32() && !element.isInteger(32))
+      return op->emitOpError()
+             << what << " #" << index << " has element type " << element
+             << "; the runtime has fp32 kernels with i32 token ids and labels";
+    return success();
+  };
+  for (auto [i, type] : llvm::enumerate(op->getOperandTypes()))
+    if (failed(check(type, "operand", i)))
+      return failure();
+  for (auto [i, type] : llvm::enumerate(op->getResultTypes()))
+    if (failed(check(type, "result", i)))
+      return failure();
+  if (auto ignore = op->getAttrOfType<IntegerAttr>("ignore_index")) {
+    int64_t v = ignore.getInt();
+    if (v < INT32_MIN || v > INT32_MAX)
+      return op->emitOpError() << "ignore_index " << v
+                               << " does not fit the ABI's int32_t";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Buffer ownership
+//===----------------------------------------------------------------------===//
+
+/// The last op of \p block that uses \p buffer, directly or through a value
+/// derived from it that is not itself a buffer: its address, a scalar loaded
+/// from it, the status of the kernel that read it. A buffer passed to a call
+/// that returns buffers stays live only until that call (callees return
+/// fresh buffers).
+Operation *lastUse(Value buffer, Block &block) {
+  Operation *last = buffer.getDefiningOp();
+  SmallVector<Value> worklist{buffer};
+  llvm::SmallPtrSet<Value, 8> seen{buffer};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      Operation *op = block.findAncestorOpInBlock(*user);
+      if (!op)
+        continue;
+      if (last->isBeforeInBlock(op))
+        last = op;
+      for (Value result : op->getResults())
+        if (!isa<MemRefType>(result.getType()) && seen.insert(result).second)
+          worklist.push_back(result);
+    }
+  }
+  return last;
+}
+
+/// Makes the lowered, straight-line function \p fn own its memory: returned
+/// buffers are fresh allocations handed to the caller, every other buffer
+/// it allocates or receives from a call is freed after its last use.
+void placeDeallocations(func::FuncOp fn) {
+  if (fn.isExternal() || !fn.getBody().hasOneBlock())
+    return;
+  Block &body = fn.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  OpBuilder b(ret);
+
+  // A returned argument (borrowed) or a buffer returned twice would make
+  // the caller free what it does not own, or free twice: copy those.
+  llvm::SmallPtrSet<Value, 8> returned;
+  for (OpOperand &operand : ret->getOpOperands()) {
+    Value v = operand.get();
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type)
+      continue;
+    if (!isa<BlockArgument>(v) && returned.insert(v).second)
+      continue;
+    Value copy = b.create<memref::AllocOp>(ret.getLoc(), type);
+    b.create<memref::CopyOp>(ret.getLoc(), v, copy);
+    operand.set(copy);
+    returned.insert(copy);
+  }
+
+  // Buffers this function owns: its allocations and what its calls return.
+  SmallVector<Value> owned;
+  for (Operation &op : body.without_terminator())
+    if (isa<memref::AllocOp, func::CallOp>(op))
+      for (Value result : op.getResults())
+        if (isa<MemRefType>(result.getType()) && !returned.contains(result))
+          owned.push_back(result);
+  for (Value buffer : owned) {
+    b.setInsertionPointAfter(lastUse(buffer, body));
+    b.create<memref::DeallocOp>(buffer.getLoc(), buffer);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct LowerNNToRuntimePass
+    : bitpipe::impl::LowerNNToRuntimeBase<LowerNNToRuntimePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+
+    WalkResult checked = module.walk([](Operation *op) {
+      if (isa<nn::NNDialect>(op->getDialect()))
+        return failed(checkLowerable(op)) ? WalkResult::interrupt()
+                                          : WalkResult::advance();
+      if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+        auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+        if (isa<RankedTensorType>(constant.getType()) &&
+            (!splat || !splat.getElementType().isF32() ||
+             failed(checkLowerable(op)))) {
+          constant.emitOpError()
+              << "only splat f32 tensor constants can be lowered to "
+                 "runtime buffers";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    if (checked.wasInterrupted())
+      return signalPassFailure();
+
+    NNToRuntimeTypeConverter converter;
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<nn::NNDialect>();
+    target.addLegalDialect<memref::MemRefDialect, LLVM::LLVMDialect>();
+    target.addDynamicallyLegalOp<arith::ConstantOp>([](arith::ConstantOp op) {
+      return !isa<TensorType>(op.getType());
+    });
+    target.markUnknownOpDynamicallyLegal(
+        [](Operation *) { return true; });
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp fn) {
+      return converter.isSignatureLegal(fn.getFunctionType()) &&
+             converter.isLegal(&fn.getBody());
+    });
+    target.addDynamicallyLegalOp<func::CallOp, func::ReturnOp>(
+        [&](Operation *op) { return converter.isLegal(op); });
+
+    RewritePatternSet patterns(ctx);
+    populateNNToRuntimeConversionPatterns(converter, patterns);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+
+    for (auto fn : module.getOps<func::FuncOp>())
+      placeDeallocations(fn);
+  }
+};
+
+} // namespace
+
+void bitpipe::populateNNToRuntimeConversionPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<EmbeddingLowering, EmbeddingGradLowering, LayerNormLowering,
+               LayerNormGradLowering, LinearLowering, LinearInputGradLowering,
+               LinearWeightGradLowering, AttentionLowering,
+               AttentionGradLowering, GeluLowering, GeluGradLowering,
+               AddLowering, CrossEntropyLowering, CrossEntropyGradLowering,
+               SplatConstantLowering>(converter, patterns.getContext());
+}
