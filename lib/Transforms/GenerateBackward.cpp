@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -29,16 +30,6 @@ using namespace mlir;
 using namespace bitpipe;
 
 namespace {
-
-constexpr StringLiteral kStageAttr = "bitpipe.stage";
-constexpr StringLiteral kBackwardOfAttr = "bitpipe.backward_of";
-constexpr StringLiteral kSavedAttr = "bitpipe.saved";
-constexpr StringLiteral kGradOfResultAttr = "bitpipe.grad_of_result";
-constexpr StringLiteral kGradOfArgAttr = "bitpipe.grad_of_arg";
-constexpr StringLiteral kStashAttr = "bitpipe.stash";
-constexpr StringLiteral kForwardArgAttr = "bitpipe.forward_arg";
-constexpr StringLiteral kParamAttr = "nn.param";
-constexpr StringLiteral kLayerAttr = "nn.layer";
 
 /// Records the ops a builder creates, so that their operands can be moved
 /// from forward values to the backward function's.
@@ -115,7 +106,7 @@ void StageDifferentiator::addGrad(OpBuilder &b, Value forwardValue,
   // the layer of the use that completes it.
   auto sum = b.create<nn::AddOp>(grad.getLoc(), it->second, grad);
   if (layer)
-    sum->setAttr(kLayerAttr, layer);
+    sum->setAttr(attr::kLayer, layer);
   it->second = sum;
 }
 
@@ -143,14 +134,14 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
     if (savedArgs.contains(arg)) {
       argTypes.push_back(arg.getType());
       NamedAttrList attrs(forward.getArgAttrDict(arg.getArgNumber()));
-      attrs.set(kForwardArgAttr, b.getI64IntegerAttr(arg.getArgNumber()));
+      attrs.set(attr::kForwardArg, b.getI64IntegerAttr(arg.getArgNumber()));
       argAttrs.push_back(attrs.getDictionary(ctx));
       argSources.push_back(arg);
     }
   for (auto [i, v] : llvm::enumerate(savedResults)) {
     argTypes.push_back(v.getType());
     argAttrs.push_back(
-        b.getDictionaryAttr(b.getNamedAttr(kSavedAttr, b.getI64IntegerAttr(i))));
+        b.getDictionaryAttr(b.getNamedAttr(attr::kSaved, b.getI64IntegerAttr(i))));
     argSources.push_back(v);
   }
   SmallVector<unsigned> gradArgOutputs;
@@ -158,7 +149,7 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
     if (!isLoss(out)) {
       argTypes.push_back(out.getType());
       argAttrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr(kGradOfResultAttr, b.getI64IntegerAttr(i))));
+          b.getNamedAttr(attr::kGradOfResult, b.getI64IntegerAttr(i))));
       gradArgOutputs.push_back(i);
     }
 
@@ -169,7 +160,7 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
   bwd.setPrivate();
   // Not `bitpipe.stage`: the stage functions are the forwards; a backward
   // names the forward it belongs to.
-  bwd->setAttr(kBackwardOfAttr, FlatSymbolRefAttr::get(forward));
+  bwd->setAttr(attr::kBackwardOf, FlatSymbolRefAttr::get(forward));
   Block *body = bwd.addEntryBlock();
   for (auto [i, attrs] : llvm::enumerate(argAttrs))
     if (attrs)
@@ -216,8 +207,8 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
       return op->emitOpError() << "backward rule failed";
     // Move the new ops' operands from forward values to backward ones.
     for (Operation *newOp : created.ops) {
-      if (Attribute layer = op->getAttr(kLayerAttr))
-        newOp->setAttr(kLayerAttr, layer);
+      if (Attribute layer = op->getAttr(attr::kLayer))
+        newOp->setAttr(attr::kLayer, layer);
       for (OpOperand &operand : newOp->getOpOperands()) {
         Value v = operand.get();
         if (v.getParentRegion() != &forward.getBody())
@@ -234,7 +225,7 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
     }
     for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
       if (g)
-        addGrad(b, operand, g, op->getAttr(kLayerAttr));
+        addGrad(b, operand, g, op->getAttr(attr::kLayer));
   }
   b.setListener(nullptr);
 
@@ -247,9 +238,9 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
       continue;
     results.push_back(g);
     NamedAttrList attrs;
-    attrs.append(kGradOfArgAttr, b.getI64IntegerAttr(arg.getArgNumber()));
-    if (Attribute name = forward.getArgAttr(arg.getArgNumber(), kParamAttr))
-      attrs.append(kParamAttr, name);
+    attrs.append(attr::kGradOfArg, b.getI64IntegerAttr(arg.getArgNumber()));
+    if (Attribute name = forward.getArgAttr(arg.getArgNumber(), attr::kParam))
+      attrs.append(attr::kParam, name);
     resultAttrs.push_back(attrs.getDictionary(ctx));
   }
   b.create<func::ReturnOp>(forward.getLoc(), results);
@@ -266,10 +257,10 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
     forward.setType(b.getFunctionType(forward.getArgumentTypes(),
                                       ValueRange(newResults).getTypes()));
     for (unsigned i = 0; i < savedResults.size(); ++i)
-      forward.setResultAttr(numOutputs + i, kSavedAttr,
+      forward.setResultAttr(numOutputs + i, attr::kSaved,
                             b.getI64IntegerAttr(i));
   }
-  forward->setAttr("bitpipe.backward", FlatSymbolRefAttr::get(bwd));
+  forward->setAttr(attr::kBackward, FlatSymbolRefAttr::get(bwd));
   return bwd;
 }
 
@@ -329,7 +320,7 @@ void splitBackward(func::FuncOp forward, func::FuncOp bwd) {
         bwd.getLoc(), (forward.getSymName() + suffix).str(),
         b.getFunctionType(args, {}));
     fn.setPrivate();
-    fn->setAttr(kBackwardOfAttr, FlatSymbolRefAttr::get(forward));
+    fn->setAttr(attr::kBackwardOf, FlatSymbolRefAttr::get(forward));
     fn.addEntryBlock();
     return fn;
   };
@@ -365,7 +356,7 @@ void splitBackward(func::FuncOp forward, func::FuncOp bwd) {
   for (auto [j, v] : llvm::enumerate(stash)) {
     inResults.push_back(inMap.lookup(v));
     inAttrs.push_back(
-        b.getDictionaryAttr(b.getNamedAttr(kStashAttr, b.getI64IntegerAttr(j))));
+        b.getDictionaryAttr(b.getNamedAttr(attr::kStash, b.getI64IntegerAttr(j))));
   }
   b.create<func::ReturnOp>(bwd.getLoc(), inResults);
   input.setType(b.getFunctionType(input.getArgumentTypes(),
@@ -392,7 +383,7 @@ void splitBackward(func::FuncOp forward, func::FuncOp bwd) {
     unsigned i = weightArgs.size() + j;
     wMap.map(v, wBody.getArgument(i));
     weight.setArgAttrs(i, b.getDictionaryAttr(b.getNamedAttr(
-                              kStashAttr, b.getI64IntegerAttr(j))));
+                              attr::kStash, b.getI64IntegerAttr(j))));
   }
   b.setInsertionPointToStart(&wBody);
   for (Operation &op : body.without_terminator())
@@ -408,9 +399,9 @@ void splitBackward(func::FuncOp forward, func::FuncOp bwd) {
     if (attrs)
       weight.setResultAttrs(i, attrs);
 
-  forward->removeAttr("bitpipe.backward");
-  forward->setAttr("bitpipe.backward_input", FlatSymbolRefAttr::get(input));
-  forward->setAttr("bitpipe.backward_weight", FlatSymbolRefAttr::get(weight));
+  forward->removeAttr(attr::kBackward);
+  forward->setAttr(attr::kBackwardInput, FlatSymbolRefAttr::get(input));
+  forward->setAttr(attr::kBackwardWeight, FlatSymbolRefAttr::get(weight));
   bwd.erase();
 }
 
@@ -451,17 +442,17 @@ struct GenerateBackwardPass
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> stages;
     for (auto fn : module.getOps<func::FuncOp>())
-      if (fn->hasAttr(kStageAttr))
+      if (fn->hasAttr(attr::kStage))
         stages.push_back(fn);
     if (stages.empty()) {
       module.emitError() << "no stage functions (functions with '"
-                         << kStageAttr
+                         << attr::kStage
                          << "'): run bitpipe-partition first";
       return signalPassFailure();
     }
     for (func::FuncOp stage : stages) {
-      if (stage->hasAttr("bitpipe.backward") ||
-          stage->hasAttr("bitpipe.backward_input")) {
+      if (stage->hasAttr(attr::kBackward) ||
+          stage->hasAttr(attr::kBackwardInput)) {
         stage.emitOpError() << "already has a backward";
         return signalPassFailure();
       }

@@ -22,6 +22,7 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeTypes.h"
 #include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Verifier.h"
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Transforms/Passes.h"
 #include "bitpipe/Transforms/ScheduleFromIR.h"
 
@@ -45,11 +46,6 @@ using namespace mlir;
 using namespace bitpipe;
 
 namespace {
-
-/// On a stage function: its backward function(s), from generate-backward.
-constexpr StringLiteral kBackwardAttr = "bitpipe.backward";
-constexpr StringLiteral kBackwardInputAttr = "bitpipe.backward_input";
-constexpr StringLiteral kBackwardWeightAttr = "bitpipe.backward_weight";
 
 /// One parameter gradient a stage's backward produces.
 struct StageGradient {
@@ -133,14 +129,14 @@ FailureOr<SmallVector<StageGradient>> gradientsOf(func::FuncOp backward) {
 FailureOr<SmallVector<StageGradient>>
 stageGradients(func::FuncOp stage, SymbolTable &symbols) {
   SmallVector<StringLiteral, 2> attrs;
-  if (stage->hasAttr(kBackwardAttr))
-    attrs = {kBackwardAttr};
-  else if (stage->hasAttr(kBackwardInputAttr))
-    attrs = {kBackwardInputAttr, kBackwardWeightAttr};
+  if (stage->hasAttr(attr::kBackward))
+    attrs = {attr::kBackward};
+  else if (stage->hasAttr(attr::kBackwardInput))
+    attrs = {attr::kBackwardInput, attr::kBackwardWeight};
   else
     return stage.emitError()
-           << "has no backward function ('" << kBackwardAttr << "' or '"
-           << kBackwardInputAttr << "'); run bitpipe-generate-backward "
+           << "has no backward function ('" << attr::kBackward << "' or '"
+           << attr::kBackwardInput << "'); run bitpipe-generate-backward "
            << "before bitpipe-insert-allreduce";
 
   SmallVector<StageGradient> grads;

@@ -19,6 +19,7 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Schedule/Comms.h"
 #include "bitpipe/Schedule/Verifier.h"
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Transforms/Passes.h"
 #include "bitpipe/Transforms/ScheduleFromIR.h"
 
@@ -37,10 +38,6 @@ using namespace mlir;
 using namespace bitpipe;
 
 namespace {
-
-constexpr StringLiteral kBackwardAttr = "bitpipe.backward";
-constexpr StringLiteral kBackwardInputAttr = "bitpipe.backward_input";
-constexpr StringLiteral kBackwardWeightAttr = "bitpipe.backward_weight";
 
 /// A stage's functions and the role-filtered view of their signatures that
 /// the bound ops use.
@@ -89,19 +86,19 @@ bindStages(ModuleOp module, ArrayRef<func::FuncOp> stages, bool split) {
       StringRef hint = "the schedule splits the backward: run "
                        "bitpipe-generate-backward=split";
       FailureOr<func::FuncOp> input =
-          lookupBackward(module, forward, kBackwardInputAttr, hint);
+          lookupBackward(module, forward, attr::kBackwardInput, hint);
       if (failed(input))
         return failure();
       FailureOr<func::FuncOp> weight =
-          lookupBackward(module, forward, kBackwardWeightAttr, hint);
+          lookupBackward(module, forward, attr::kBackwardWeight, hint);
       if (failed(weight))
         return failure();
       b.backward = *input;
       b.weight = *weight;
     } else {
       FailureOr<func::FuncOp> backward = lookupBackward(
-          module, forward, kBackwardAttr,
-          forward->hasAttr(kBackwardInputAttr)
+          module, forward, attr::kBackward,
+          forward->hasAttr(attr::kBackwardInput)
               ? "its backward is split, but the schedule is not: run "
                 "bitpipe-generate-backward without split"
               : "run bitpipe-generate-backward");

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Analysis/CostModel.h"
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 #include "bitpipe/Schedule/Partition.h"
 #include "bitpipe/Transforms/Passes.h"
@@ -251,7 +252,7 @@ void PartitionPass::outline(func::FuncOp fn, const sched::Partition &cut,
     std::string name = (fn.getSymName() + "_stage" + Twine(k)).str();
     auto stage = moduleBuilder.create<func::FuncOp>(
         fn.getLoc(), name, FunctionType::get(ctx, argTypes, resultTypes));
-    stage->setAttr("bitpipe.stage", moduleBuilder.getI64IntegerAttr(k));
+    stage->setAttr(attr::kStage, moduleBuilder.getI64IntegerAttr(k));
     stage->setAttr("bitpipe.layers",
                    moduleBuilder.getDenseI64ArrayAttr(
                        {cut.firstLayer(k), cut.lastLayer(k)}));

@@ -164,14 +164,14 @@ getCalleeStage(Operation *op, FunctionOpInterface fn, CalleeRole role,
                SymbolTableCollection &symbolTable) {
   Operation *stageFn = fn;
   if (role != CalleeRole::Forward) {
-    auto of = fn->getAttrOfType<FlatSymbolRefAttr>("bitpipe.backward_of");
+    auto of = fn->getAttrOfType<FlatSymbolRefAttr>(bitpipe::attr::kBackwardOf);
     if (!of)
       return std::nullopt;
     stageFn = symbolTable.lookupNearestSymbolFrom(op, of);
     if (!stageFn)
       return std::nullopt;
   }
-  auto stage = stageFn->getAttrOfType<IntegerAttr>("bitpipe.stage");
+  auto stage = stageFn->getAttrOfType<IntegerAttr>(bitpipe::attr::kStage);
   if (!stage)
     return std::nullopt;
   return stage.getInt();

@@ -5,6 +5,7 @@
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeTypes.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -24,12 +25,12 @@ namespace bitpipe::bp {
 /// bitpipe-generate-backward write them). A bound op passes only the values
 /// without a state role; see the binding rule of bitpipe.forward.
 namespace role {
-inline constexpr llvm::StringLiteral kParam = "nn.param";
-inline constexpr llvm::StringLiteral kInput = "nn.input";
-inline constexpr llvm::StringLiteral kSaved = "bitpipe.saved";
-inline constexpr llvm::StringLiteral kStash = "bitpipe.stash";
-inline constexpr llvm::StringLiteral kForwardArg = "bitpipe.forward_arg";
-inline constexpr llvm::StringLiteral kGradOfResult = "bitpipe.grad_of_result";
+using attr::kForwardArg;
+using attr::kGradOfResult;
+using attr::kInput;
+using attr::kParam;
+using attr::kSaved;
+using attr::kStash;
 } // namespace role
 
 /// Which op calls a function, and so which of its values are stage state.
