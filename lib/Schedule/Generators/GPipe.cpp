@@ -8,19 +8,11 @@
 namespace bitpipe::sched {
 
 Result<Schedule> generateGPipe(int devices, int microbatches) {
-  std::string err = detail::checkCounts("gpipe", devices, microbatches);
-  if (!err.empty())
-    return Result<Schedule>::failure(err);
-  Result<Placement> placement = loopPlacement(devices, 1);
-  if (!placement)
-    return Result<Schedule>::failure(placement.error);
-
-  Schedule s;
-  s.name = "gpipe";
-  s.placement = std::move(*placement);
-  s.numMicrobatches = microbatches;
-  s.microbatchPipeline.assign(microbatches, 0);
-  s.ranks.resize(devices);
+  Result<Schedule> made =
+      detail::emptyLoopSchedule("gpipe", devices, microbatches);
+  if (!made)
+    return made;
+  Schedule &s = *made;
   // Backwards run in the forward order: micro-batch 0's gradient reaches
   // the last stage first, so no rank waits on a later micro-batch.
   for (int r = 0; r < devices; ++r) {
@@ -29,7 +21,7 @@ Result<Schedule> generateGPipe(int devices, int microbatches) {
     for (int m = 0; m < microbatches; ++m)
       s.ranks[r].push_back(Action::backward(m, r));
   }
-  return Result<Schedule>::success(std::move(s));
+  return made;
 }
 
 } // namespace bitpipe::sched

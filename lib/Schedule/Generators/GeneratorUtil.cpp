@@ -3,6 +3,7 @@
 #include "GeneratorUtil.h"
 
 #include "bitpipe/Schedule/Dependencies.h"
+#include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/Schedule/Simulator.h"
 
 #include <algorithm>
@@ -20,6 +21,23 @@ std::string checkCounts(const std::string &schedule, int devices,
     return schedule + " needs at least 1 micro-batch, got " +
            std::to_string(microbatches);
   return {};
+}
+
+Result<Schedule> emptyLoopSchedule(const std::string &name, int devices,
+                                   int microbatches) {
+  std::string err = checkCounts(name, devices, microbatches);
+  if (!err.empty())
+    return Result<Schedule>::failure(err);
+  Result<Placement> placement = loopPlacement(devices, 1);
+  if (!placement)
+    return Result<Schedule>::failure(placement.error);
+  Schedule s;
+  s.name = name;
+  s.placement = std::move(*placement);
+  s.numMicrobatches = microbatches;
+  s.microbatchPipeline.assign(microbatches, 0);
+  s.ranks.resize(devices);
+  return Result<Schedule>::success(std::move(s));
 }
 
 std::string checkEvenDevices(const std::string &schedule, int devices) {

@@ -23,6 +23,12 @@ namespace bitpipe::sched::detail {
 std::string checkCounts(const std::string &schedule, int devices,
                         int microbatches);
 
+/// An empty schedule `name` of N micro-batches on the plain loop placement
+/// (stage r on device r, one pipeline): what GPipe, 1F1B and ZB-H1 fill in.
+/// Fails like checkCounts.
+Result<Schedule> emptyLoopSchedule(const std::string &name, int devices,
+                                   int microbatches);
+
 /// Empty when D is even, else "<schedule> needs an even number of devices".
 std::string checkEvenDevices(const std::string &schedule, int devices);
 

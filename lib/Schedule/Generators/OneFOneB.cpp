@@ -10,19 +10,11 @@
 namespace bitpipe::sched {
 
 Result<Schedule> generateOneFOneB(int devices, int microbatches) {
-  std::string err = detail::checkCounts("1f1b", devices, microbatches);
-  if (!err.empty())
-    return Result<Schedule>::failure(err);
-  Result<Placement> placement = loopPlacement(devices, 1);
-  if (!placement)
-    return Result<Schedule>::failure(placement.error);
-
-  Schedule s;
-  s.name = "1f1b";
-  s.placement = std::move(*placement);
-  s.numMicrobatches = microbatches;
-  s.microbatchPipeline.assign(microbatches, 0);
-  s.ranks.resize(devices);
+  Result<Schedule> made =
+      detail::emptyLoopSchedule("1f1b", devices, microbatches);
+  if (!made)
+    return made;
+  Schedule &s = *made;
   for (int r = 0; r < devices; ++r) {
     // Rank r must have D-1-r forwards in flight before micro-batch 0's
     // backward can come back to it; fewer if there are fewer micro-batches.
@@ -38,7 +30,7 @@ Result<Schedule> generateOneFOneB(int devices, int microbatches) {
     for (int m = microbatches - warmup; m < microbatches; ++m)
       out.push_back(Action::backward(m, r));
   }
-  return Result<Schedule>::success(std::move(s));
+  return made;
 }
 
 } // namespace bitpipe::sched

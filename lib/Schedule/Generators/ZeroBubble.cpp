@@ -56,22 +56,15 @@ std::vector<Action> zbH1Order(int D, int N, int r, int deferredW) {
 } // namespace
 
 Result<Schedule> generateZeroBubbleH1(int devices, int microbatches) {
-  std::string err = detail::checkCounts("zb-h1", devices, microbatches);
-  if (!err.empty())
-    return Result<Schedule>::failure(err);
-  Result<Placement> placement = loopPlacement(devices, 1);
-  if (!placement)
-    return Result<Schedule>::failure(placement.error);
-  Schedule s;
-  s.name = "zb-h1";
-  s.placement = std::move(*placement);
-  s.numMicrobatches = microbatches;
-  s.microbatchPipeline.assign(microbatches, 0);
+  Result<Schedule> made =
+      detail::emptyLoopSchedule("zb-h1", devices, microbatches);
+  if (!made)
+    return made;
+  Schedule &s = *made;
   s.splitBackward = true;
-  s.ranks.resize(devices);
   for (int r = 0; r < devices; ++r)
     s.ranks[r] = zbH1Order(devices, microbatches, r, /*deferredW=*/r);
-  return Result<Schedule>::success(std::move(s));
+  return made;
 }
 
 } // namespace bitpipe::sched
