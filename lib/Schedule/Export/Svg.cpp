@@ -24,6 +24,8 @@ namespace {
 constexpr int kLeft = 56; // Room for "P3" labels.
 constexpr int kTop = 44;  // Room for the title.
 constexpr int kRight = 16;
+// The widest legend: F, B and W swatches for two directions, and all-reduce.
+constexpr int kLegendWidth = 520;
 constexpr int kGap = 6; // Between ranks.
 constexpr const char *kAllReduceColour = "#8e6bbf";
 
@@ -54,7 +56,6 @@ std::string toSvg(const Schedule &schedule, const SimResult &sim,
   const double plotW = std::max(1.0, sim.makespan * ppu);
   const int legendTop = kTop + numRanks * rankH + 14;
   const int legendH = 44;
-  const int width = kLeft + static_cast<int>(plotW + 0.999) + kRight;
   const int height = legendTop + legendH;
 
   std::string title = (schedule.name.empty() ? "schedule" : schedule.name) +
@@ -62,6 +63,12 @@ std::string toSvg(const Schedule &schedule, const SimResult &sim,
                       "  N=" + std::to_string(schedule.numMicrobatches) +
                       "  makespan " + formatNumber(sim.makespan) + "  bubble " +
                       formatNumber(sim.bubbleRatio * 100) + "%";
+  // Wide enough for the plot, and for the title and the legend of a short
+  // plot (bold 15 px text is about 9 px a character).
+  const int width =
+      std::max({kLeft + static_cast<int>(plotW + 0.999) + kRight,
+                kLeft + 9 * static_cast<int>(title.size()) + kRight,
+                kLeft + kLegendWidth + kRight});
 
   std::string out;
   out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
@@ -115,11 +122,16 @@ std::string toSvg(const Schedule &schedule, const SimResult &sim,
            "\" stroke=\"black\" stroke-width=\"0.5\"><title>" +
            xmlEscape(a.str()) + " [" + formatNumber(e.start) + ", " +
            formatNumber(e.end) + "]</title></rect>\n";
+    // A label only where it fits (11 px digits are about 7 px wide): a
+    // cheap stage's narrow boxes stay readable as colour alone.
+    std::string label = std::to_string(a.microbatch);
+    if (w < 7.0 * label.size() + 2)
+      continue;
     out += "<text x=\"" + formatNumber(x + w / 2) + "\" y=\"" +
            std::to_string(y + rowH / 2 + 4) +
            "\" font-size=\"11\" text-anchor=\"middle\" fill=\"" +
-           (darkBox(a.kind) ? "white" : "black") + "\">" +
-           std::to_string(a.microbatch) + "</text>\n";
+           (darkBox(a.kind) ? "white" : "black") + "\">" + label +
+           "</text>\n";
   }
 
   // Legend: one swatch per colour in use.
@@ -149,8 +161,8 @@ std::string toSvg(const Schedule &schedule, const SimResult &sim,
   }
   out += "<text x=\"" + std::to_string(kLeft) + "\" y=\"" +
          std::to_string(legendTop + 34) +
-         "\" font-size=\"11\" fill=\"#555555\">time in slots; empty space is "
-         "idle; numbers are micro-batches</text>\n";
+         "\" font-size=\"11\" fill=\"#555555\">time runs left to right; empty "
+         "space is idle; numbers are micro-batches</text>\n";
   out += "</svg>\n";
   return out;
 }
