@@ -49,7 +49,6 @@
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
 
-#include <algorithm>
 #include <optional>
 
 namespace bitpipe::sched {
