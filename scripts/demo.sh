@@ -39,5 +39,15 @@ echo "== 5. the same model under 1F1B, for comparison"
   --bitpipe-simulate="costs=ir tflops=0.05 timeline=$out/1f1b.svg" -o /dev/null
 
 echo
+echo "== 6. the complete program: transfers, bucketed all-reduce, 2 data-parallel copies"
+"$bin/bitpipe-opt" "$out/gpt.mlir" \
+  --bitpipe-pipeline="devices=4 microbatches=8 schedule=bitpipe dp=2" \
+  -o "$out/gpt.program.mlir"
+echo "rank 0's program begins (all 8 programs: $out/gpt.program.mlir):"
+sed -n '/bitpipe.program @rank0 /,/^  }/p' "$out/gpt.program.mlir" | head -16 | cut -c1-150
+echo "    ..."
+sed -n '/bitpipe.program @rank0 /,/^  }/p' "$out/gpt.program.mlir" | tail -6 | cut -c1-150
+
+echo
 echo "Pictures: $out/bitpipe.svg, $out/1f1b.svg (open in a browser);"
 echo "trace: $out/bitpipe.trace.json (open in https://ui.perfetto.dev)."
