@@ -20,10 +20,12 @@
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeTypes.h"
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Verifier.h"
-#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Transforms/Passes.h"
+
+#include "DiagnosticText.h"
 #include "bitpipe/Transforms/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"
@@ -44,6 +46,8 @@ namespace bitpipe {
 
 using namespace mlir;
 using namespace bitpipe;
+using bitpipe::detail::formatList;
+using bitpipe::detail::quotedList;
 
 namespace {
 
@@ -52,23 +56,6 @@ struct StageGradient {
   std::string name;
   int64_t bytes = 0;
 };
-
-/// "[0, 3]", "["a", "b"]".
-template <typename Range> std::string formatList(const Range &values) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "[";
-  llvm::interleaveComma(values, os);
-  os << "]";
-  return text;
-}
-
-std::string quotedList(ArrayRef<std::string> names) {
-  std::string text = "[";
-  for (auto [i, name] : llvm::enumerate(names))
-    text += (i ? ", \"" : "\"") + name + "\"";
-  return text + "]";
-}
 
 /// The bytes of a gradient tensor, or failure for a type without a static
 /// size (a bucket must be laid out before the step runs).
@@ -80,8 +67,8 @@ FailureOr<int64_t> gradientBytes(func::FuncOp fn, unsigned result) {
                           << "; expected a statically shaped tensor of ints "
                              "or floats, whose size a bucket can hold";
   return type.getNumElements() *
-         static_cast<int64_t>((type.getElementType().getIntOrFloatBitWidth() +
-                               7) / 8);
+         static_cast<int64_t>(
+             (type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
 }
 
 /// The parameter gradients `backward` returns, in the order its body
@@ -126,8 +113,8 @@ FailureOr<SmallVector<StageGradient>> gradientsOf(func::FuncOp backward) {
 /// backward the input half's then the weight half's (W runs after B). A
 /// parameter both halves return accumulates into one buffer, final after
 /// the later.
-FailureOr<SmallVector<StageGradient>>
-stageGradients(func::FuncOp stage, SymbolTable &symbols) {
+FailureOr<SmallVector<StageGradient>> stageGradients(func::FuncOp stage,
+                                                     SymbolTable &symbols) {
   SmallVector<StringLiteral, 2> attrs;
   if (stage->hasAttr(attr::kBackward))
     attrs = {attr::kBackward};
@@ -144,9 +131,9 @@ stageGradients(func::FuncOp stage, SymbolTable &symbols) {
     auto ref = stage->getAttrOfType<FlatSymbolRefAttr>(attr);
     auto fn = ref ? symbols.lookup<func::FuncOp>(ref.getValue()) : nullptr;
     if (!fn)
-      return stage.emitError() << "names " << (ref ? ref : Attribute())
-                               << " in '" << attr
-                               << "', expected a func.func in the module";
+      return stage.emitError()
+             << "names " << (ref ? ref : Attribute()) << " in '" << attr
+             << "', expected a func.func in the module";
     FailureOr<SmallVector<StageGradient>> part = gradientsOf(fn);
     if (failed(part))
       return failure();
@@ -222,17 +209,15 @@ struct InsertAllReducePass
     if (failed(stageFns))
       return failure();
     if (static_cast<int>(stageFns->size()) != placement.numStages)
-      return module.emitError()
-             << "has " << stageFns->size()
-             << " stage functions, but the placement has "
-             << placement.numStages << " stages";
+      return module.emitError() << "has " << stageFns->size()
+                                << " stage functions, but the placement has "
+                                << placement.numStages << " stages";
     SymbolTable symbols(module);
     SmallVector<SmallVector<StageGradient>> gradients;
     // Parameter name -> the stages whose backward produces its gradient.
     llvm::StringMap<SmallVector<int>> holders;
     for (auto [stage, fn] : llvm::enumerate(*stageFns)) {
-      FailureOr<SmallVector<StageGradient>> grads =
-          stageGradients(fn, symbols);
+      FailureOr<SmallVector<StageGradient>> grads = stageGradients(fn, symbols);
       if (failed(grads))
         return failure();
       for (const StageGradient &g : *grads)
@@ -281,8 +266,7 @@ struct InsertAllReducePass
                          int64_t capBytes) {
     const sched::Placement &placement = schedule.placement;
     const int device = world.device(rank);
-    FailureOr<ProgramSteps> steps =
-        readProgramSteps(plan.program, placement);
+    FailureOr<ProgramSteps> steps = readProgramSteps(plan.program, placement);
     if (failed(steps))
       return failure();
     std::vector<sched::SyncPoint> points =
@@ -308,9 +292,8 @@ struct InsertAllReducePass
       auto it = pointOfStage.find(stage);
       return it == pointOfStage.end() ? -1 : it->second;
     };
-    std::stable_sort(held.begin(), held.end(), [&](int a, int b) {
-      return syncOf(a) < syncOf(b);
-    });
+    std::stable_sort(held.begin(), held.end(),
+                     [&](int a, int b) { return syncOf(a) < syncOf(b); });
 
     std::vector<sched::GradientTensor> tensors; // reduced with their stage
     std::vector<sched::GradientBucket> tied;    // reduced with a wider group
@@ -350,7 +333,9 @@ struct InsertAllReducePass
           tensors.push_back({g.name, stage, g.bytes});
           continue;
         }
-        tied.push_back({ranks, {static_cast<int>(tensors.size())}, g.bytes,
+        tied.push_back({ranks,
+                        {static_cast<int>(tensors.size())},
+                        g.bytes,
                         syncOf(stage)});
         tensors.push_back({g.name, stage, g.bytes});
       }
@@ -372,8 +357,8 @@ struct InsertAllReducePass
                                    capBytes);
     if (!buckets)
       return plan.program.emitError()
-             << "rank " << rank << ": cannot bucket its gradients: "
-             << buckets.error;
+             << "rank " << rank
+             << ": cannot bucket its gradients: " << buckets.error;
     for (sched::GradientBucket &b : *buckets)
       for (int &t : b.tensors)
         t = ownIndex[t];
@@ -388,10 +373,9 @@ struct InsertAllReducePass
       if (b.ranks.size() > 1)
         buckets->push_back(std::move(b));
     }
-    std::stable_sort(buckets->begin(), buckets->end(),
-                     [](const auto &a, const auto &b) {
-                       return a.syncPoint < b.syncPoint;
-                     });
+    std::stable_sort(
+        buckets->begin(), buckets->end(),
+        [](const auto &a, const auto &b) { return a.syncPoint < b.syncPoint; });
 
     for (const sched::GradientBucket &b : *buckets) {
       PlannedBucket &out = plan.buckets.emplace_back();
@@ -446,10 +430,9 @@ struct InsertAllReducePass
           };
           InFlightDiagnostic diag =
               plans[other].program.emitError()
-              << "rank " << other << ": its all-reduce #" << k
-              << " with group " << formatList(group) << " carries "
-              << describe(mine) << ", but rank " << ref << "'s carries "
-              << describe(theirs)
+              << "rank " << other << ": its all-reduce #" << k << " with group "
+              << formatList(group) << " carries " << describe(mine)
+              << ", but rank " << ref << "'s carries " << describe(theirs)
               << "; expected every member of a group to all-reduce the same "
                  "gradients in the same order";
           diag.attachNote(plans[ref].program.getLoc())
@@ -486,9 +469,8 @@ struct InsertAllReducePass
       }
       Operation *at = op;
       while (Operation *next = at->getNextNode()) {
-        if (!llvm::any_of(next->getOperands(), [&](Value v) {
-              return v.getDefiningOp() == op;
-            }))
+        if (!llvm::any_of(next->getOperands(),
+                          [&](Value v) { return v.getDefiningOp() == op; }))
           break;
         at = next;
       }
@@ -503,10 +485,10 @@ struct InsertAllReducePass
       else
         b.setInsertionPointToStart(&body);
       auto start = b.create<bp::AllReduceStartOp>(
-          loc, bp::TokenType::get(b.getContext()), bucket.stages,
-          bucket.ranks, static_cast<int64_t>(index),
-          b.getStrArrayAttr(SmallVector<StringRef>(bucket.grads.begin(),
-                                                   bucket.grads.end())),
+          loc, bp::TokenType::get(b.getContext()), bucket.stages, bucket.ranks,
+          static_cast<int64_t>(index),
+          b.getStrArrayAttr(
+              SmallVector<StringRef>(bucket.grads.begin(), bucket.grads.end())),
           b.getI64IntegerAttr(bucket.bytes));
       after = start;
       tokens.push_back(start.getToken());

@@ -17,10 +17,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Schedule/Comms.h"
 #include "bitpipe/Schedule/Verifier.h"
-#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Transforms/Passes.h"
+
+#include "DiagnosticText.h"
 #include "bitpipe/Transforms/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"
@@ -36,6 +38,7 @@ namespace bitpipe {
 
 using namespace mlir;
 using namespace bitpipe;
+using bitpipe::detail::formatTypes;
 
 namespace {
 
@@ -52,15 +55,6 @@ struct StageBinding {
   SmallVector<Type> gradsIn;       ///< Backward operands after the handle.
   SmallVector<Type> gradsOut;      ///< Backward results.
 };
-
-std::string formatTypes(TypeRange types) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "(";
-  llvm::interleaveComma(types, os);
-  os << ")";
-  return text;
-}
 
 /// Looks up the function a stage function names in `attrName`.
 FailureOr<func::FuncOp> lookupBackward(ModuleOp module, func::FuncOp forward,
@@ -141,7 +135,8 @@ bindStages(ModuleOp module, ArrayRef<func::FuncOp> stages, bool split) {
              << formatTypes(b.activationsIn)
              << " besides parameters and training inputs; no stage comes "
                 "before it";
-    if (s > 0 && TypeRange(b.activationsIn) != TypeRange(bindings[s - 1].outputs))
+    if (s > 0 &&
+        TypeRange(b.activationsIn) != TypeRange(bindings[s - 1].outputs))
       return b.forward.emitError()
              << "is stage " << s << " and takes "
              << formatTypes(b.activationsIn)
@@ -173,8 +168,8 @@ class ProgramRewriter {
 public:
   /// Rewrites the programs of one pipeline copy, whose ranks start at
   /// `rankOffset` (data parallelism: copy * D).
-  ProgramRewriter(ArrayRef<StageBinding> stages,
-                  const sched::CommProgram &comm, int rankOffset)
+  ProgramRewriter(ArrayRef<StageBinding> stages, const sched::CommProgram &comm,
+                  int rankOffset)
       : stages(stages), comm(comm), rankOffset(rankOffset) {
     for (auto [id, t] : llvm::enumerate(comm.transfers))
       inputOf[{t.dst, t.consumerIndex}] = static_cast<int>(id);
@@ -199,8 +194,8 @@ private:
   ArrayRef<StageBinding> stages;
   const sched::CommProgram &comm;
   int rankOffset;
-  std::map<std::pair<int, int>, int> inputOf; ///< (dst, consumer) -> id.
-  llvm::DenseMap<int, SmallVector<Value>> arrived; ///< id -> values.
+  std::map<std::pair<int, int>, int> inputOf;       ///< (dst, consumer) -> id.
+  llvm::DenseMap<int, SmallVector<Value>> arrived;  ///< id -> values.
   llvm::DenseMap<int, SmallVector<Value>> produced; ///< step -> outputs.
 };
 
@@ -271,12 +266,12 @@ void ProgramRewriter::rewrite(int device, ArrayRef<Operation *> steps) {
       b.setInsertionPoint(steps[item.actionIndex]);
       SmallVector<Value> &values = arrived[item.transfer];
       for (Type type : payload(t))
-        values.push_back(b.create<bp::RecvOp>(
-            steps[item.actionIndex]->getLoc(), type,
-            t.gradient ? bp::TransferKind::Gradient
-                       : bp::TransferKind::Activation,
-            t.src + rankOffset, t.fromStage, t.microbatch,
-            b.getI64IntegerAttr(batch)));
+        values.push_back(
+            b.create<bp::RecvOp>(steps[item.actionIndex]->getLoc(), type,
+                                 t.gradient ? bp::TransferKind::Gradient
+                                            : bp::TransferKind::Activation,
+                                 t.src + rankOffset, t.fromStage, t.microbatch,
+                                 b.getI64IntegerAttr(batch)));
       batchUsed = true;
       break;
     }
@@ -292,15 +287,14 @@ void ProgramRewriter::rewrite(int device, ArrayRef<Operation *> steps) {
       SmallVector<Value> &values = arrived[item.transfer];
       for (Value value : produced[item.actionIndex]) {
         if (local) {
-          auto copy = b.create<bp::LocalCopyOp>(
-              value.getLoc(), kind, value, t.fromStage, t.microbatch);
+          auto copy = b.create<bp::LocalCopyOp>(value.getLoc(), kind, value,
+                                                t.fromStage, t.microbatch);
           values.push_back(copy);
           lastEmitted = copy;
         } else {
-          lastEmitted = b.create<bp::SendOp>(value.getLoc(), kind, value,
-                                             t.dst + rankOffset, t.fromStage,
-                                             t.microbatch,
-                                             b.getI64IntegerAttr(batch));
+          lastEmitted = b.create<bp::SendOp>(
+              value.getLoc(), kind, value, t.dst + rankOffset, t.fromStage,
+              t.microbatch, b.getI64IntegerAttr(batch));
         }
       }
       batchUsed |= !local;
@@ -347,10 +341,9 @@ struct InsertTransfersPass
     if (failed(stageFns))
       return failure();
     if (static_cast<int>(stageFns->size()) != schedule->placement.numStages)
-      return module.emitError()
-             << "has " << stageFns->size()
-             << " stage functions, but the placement has "
-             << schedule->placement.numStages << " stages";
+      return module.emitError() << "has " << stageFns->size()
+                                << " stage functions, but the placement has "
+                                << schedule->placement.numStages << " stages";
     FailureOr<SmallVector<StageBinding, 0>> stages =
         bindStages(module, *stageFns, schedule->splitBackward);
     if (failed(stages))
@@ -365,8 +358,7 @@ struct InsertTransfersPass
             return forward.emitError()
                    << "of stage " << forward.getStage() << " micro-batch "
                    << forward.getMicrobatch() << " loads "
-                   << forward.getInputs().size()
-                   << " training input(s), but @"
+                   << forward.getInputs().size() << " training input(s), but @"
                    << fn.getSymName() << " takes " << wanted;
         }
 

@@ -16,6 +16,8 @@
 #include "bitpipe/Schedule/GridText.h"
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
+
+#include "DiagnosticText.h"
 #include "bitpipe/Transforms/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"
@@ -44,14 +46,6 @@ std::string placeOptions(const sched::Placement &p) {
 std::string describe(const sched::Placement &p) {
   return p.kind + " placement (" + std::to_string(p.numStages) + " stages on " +
          std::to_string(p.numDevices) + " devices)";
-}
-
-/// "[0, 1, 1, 0]".
-std::string formatDevices(const sched::Pipeline &pipe) {
-  std::string text = "[";
-  for (size_t s = 0; s < pipe.stageDevice.size(); ++s)
-    text += (s ? ", " : "") + std::to_string(pipe.stageDevice[s]);
-  return text + "]";
 }
 
 /// Builds the program of one rank from its list of actions.
@@ -198,9 +192,10 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
                  << "schedule '" << schedule << "' runs on the library's "
                  << describe(*want) << ", but pipeline " << p
                  << " of the module's maps stages to devices "
-                 << formatDevices(have.pipelines[p]) << " instead of "
-                 << formatDevices(want->pipelines[p]) << "; run bitpipe-place{"
-                 << placeOptions(*want) << "}";
+                 << bitpipe::detail::formatList(have.pipelines[p].stageDevice)
+                 << " instead of "
+                 << bitpipe::detail::formatList(want->pipelines[p].stageDevice)
+                 << "; run bitpipe-place{" << placeOptions(*want) << "}";
     }
     if (!samePlacement(have, *want))
       return module.emitError()

@@ -18,6 +18,8 @@
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
+
+#include "DiagnosticText.h"
 #include "bitpipe/Transforms/ScheduleFromIR.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -33,6 +35,8 @@ namespace bitpipe {
 
 using namespace mlir;
 using namespace bitpipe;
+using bitpipe::detail::formatList;
+using bitpipe::detail::formatTypes;
 
 namespace {
 
@@ -43,23 +47,6 @@ std::string carried(const sched::Transfer &t) {
   return std::string(t.gradient ? "the gradient" : "the activation") +
          " of stage " + std::to_string(t.fromStage) + " micro-batch " +
          std::to_string(t.microbatch) + " (" + t.producer().str() + ")";
-}
-
-std::string formatList(ArrayRef<int64_t> values) {
-  return "[" +
-         llvm::join(llvm::map_range(
-                        values, [](int64_t v) { return std::to_string(v); }),
-                    ", ") +
-         "]";
-}
-
-std::string formatTypes(TypeRange types) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "(";
-  llvm::interleaveComma(types, os);
-  os << ")";
-  return text;
 }
 
 SmallVector<Type> typesOf(ArrayRef<Operation *> ops, bool sent) {
@@ -88,7 +75,8 @@ private:
 
   /// The op of step `index` on `rank`, or the module when there is none.
   Operation *stepOp(int rank, int index) {
-    if (rank >= 0 && index >= 0 && rank < static_cast<int>(comms.steps.size()) &&
+    if (rank >= 0 && index >= 0 &&
+        rank < static_cast<int>(comms.steps.size()) &&
         index < static_cast<int>(comms.steps[rank].size()))
       return comms.steps[rank][index];
     return module;
@@ -113,20 +101,21 @@ void ModuleVerifier::checkMatching() {
     ArrayRef<Operation *> recvs = comms.recvOps[id];
     StringRef kind = t.gradient ? "gradient" : "activation";
     if (sends.empty()) {
-      error(recvs.front())
-          << rankName(t.dst) << " receives " << carried(t) << " from "
-          << rankName(t.src) << ", but " << rankName(t.src)
-          << " has no matching send (bitpipe.send " << kind << " to " << t.dst
-          << " stage " << t.fromStage << " microbatch " << t.microbatch << ")";
+      error(recvs.front()) << rankName(t.dst) << " receives " << carried(t)
+                           << " from " << rankName(t.src) << ", but "
+                           << rankName(t.src)
+                           << " has no matching send (bitpipe.send " << kind
+                           << " to " << t.dst << " stage " << t.fromStage
+                           << " microbatch " << t.microbatch << ")";
       continue;
     }
     if (recvs.empty()) {
-      error(sends.front())
-          << rankName(t.src) << " sends " << carried(t) << " to "
-          << rankName(t.dst) << ", but " << rankName(t.dst)
-          << " has no matching receive (bitpipe.recv " << kind << " from "
-          << t.src << " stage " << t.fromStage << " microbatch "
-          << t.microbatch << ")";
+      error(sends.front()) << rankName(t.src) << " sends " << carried(t)
+                           << " to " << rankName(t.dst) << ", but "
+                           << rankName(t.dst)
+                           << " has no matching receive (bitpipe.recv " << kind
+                           << " from " << t.src << " stage " << t.fromStage
+                           << " microbatch " << t.microbatch << ")";
       continue;
     }
     SmallVector<Type> sent = typesOf(sends, /*sent=*/true);
@@ -144,10 +133,12 @@ void ModuleVerifier::checkMatching() {
 
 void ModuleVerifier::checkAllReduceAgreement() {
   // group -> rank -> that rank's all-reduces with the group, in order.
-  std::map<std::vector<int64_t>, std::map<int64_t, SmallVector<bp::AllReduceStartOp>>>
+  std::map<std::vector<int64_t>,
+           std::map<int64_t, SmallVector<bp::AllReduceStartOp>>>
       byGroup;
   for (auto program : module.getOps<bp::ProgramOp>())
-    for (auto start : program.getBody().front().getOps<bp::AllReduceStartOp>()) {
+    for (auto start :
+         program.getBody().front().getOps<bp::AllReduceStartOp>()) {
       ArrayRef<int64_t> group = start.getGroup();
       byGroup[std::vector<int64_t>(group.begin(), group.end())]
              [program.getRank()]
@@ -177,8 +168,7 @@ void ModuleVerifier::checkAllReduceAgreement() {
         bp::AllReduceStartOp mine = seq[k], theirs = refSeq[k];
         std::string head = rankName(other) + "'s " + sched::ordinal(k + 1) +
                            " all-reduce with group " + formatList(group) +
-                           " (bucket " + std::to_string(mine.getBucket()) +
-                           ")";
+                           " (bucket " + std::to_string(mine.getBucket()) + ")";
         // A bucket names its gradients: members must agree on those. Its
         // stages may differ: each member of a tied embedding's group
         // contributes the share of the stage it holds. A schedule marker
@@ -198,12 +188,11 @@ void ModuleVerifier::checkAllReduceAgreement() {
           Attribute a = mine->getAttr(name), b = theirs->getAttr(name);
           if (!a || !b || a == b)
             continue;
-          InFlightDiagnostic diag = error(mine)
-                                    << head << " has " << name << " " << a
-                                    << ", but " << rankName(ref)
-                                    << "'s has " << name << " " << b
-                                    << "; members must all-reduce buffers of "
-                                       "the same size";
+          InFlightDiagnostic diag =
+              error(mine) << head << " has " << name << " " << a << ", but "
+                          << rankName(ref) << "'s has " << name << " " << b
+                          << "; members must all-reduce buffers of "
+                             "the same size";
           diag.attachNote(theirs.getLoc())
               << rankName(ref) << "'s all-reduce here";
           reported = true;
@@ -219,11 +208,11 @@ void ModuleVerifier::checkAllReduceAgreement() {
       size_t n = std::min(refSeq.size(), seq.size());
       bp::AllReduceStartOp extra = longer[n];
       error(extra) << rankName(longRank) << " starts " << longer.size()
-                       << " all-reduces with group " << formatList(group)
-                       << ", " << rankName(shortRank) << " " << n << ": its "
-                       << sched::ordinal(n + 1) << " (stages "
-                       << formatList(extra.getStages())
-                       << ") has no partner on " << rankName(shortRank);
+                   << " all-reduces with group " << formatList(group) << ", "
+                   << rankName(shortRank) << " " << n << ": its "
+                   << sched::ordinal(n + 1) << " (stages "
+                   << formatList(extra.getStages()) << ") has no partner on "
+                   << rankName(shortRank);
     }
   }
 }
@@ -274,11 +263,13 @@ void ModuleVerifier::checkGradientsInFlight() {
 void ModuleVerifier::checkChannelOrder() {
   const sched::CommProgram &program = comms.program;
   for (const sched::ChannelMismatch &mm : sched::checkChannels(program)) {
-    std::string channel = "channel " + rankName(mm.src) + " -> " +
-                          rankName(mm.dst) + ": ";
+    std::string channel =
+        "channel " + rankName(mm.src) + " -> " + rankName(mm.dst) + ": ";
     std::string pos = sched::ordinal(mm.position + 1);
-    Operation *send = mm.sendItem >= 0 ? comms.ops[mm.src][mm.sendItem] : nullptr;
-    Operation *recv = mm.recvItem >= 0 ? comms.ops[mm.dst][mm.recvItem] : nullptr;
+    Operation *send =
+        mm.sendItem >= 0 ? comms.ops[mm.src][mm.sendItem] : nullptr;
+    Operation *recv =
+        mm.recvItem >= 0 ? comms.ops[mm.dst][mm.recvItem] : nullptr;
     // Matching has reported one-sided transfers; what is left is order.
     if (!send || !recv)
       continue;
@@ -289,8 +280,8 @@ void ModuleVerifier::checkChannelOrder() {
                     << rankName(mm.src) << "'s " << pos << " send carries "
                     << carried(program.transfers[mm.sendTransfer])
                     << "; the two ranks order this channel differently";
-    diag.attachNote(send->getLoc()) << rankName(mm.src) << "'s " << pos
-                                    << " send on the channel";
+    diag.attachNote(send->getLoc())
+        << rankName(mm.src) << "'s " << pos << " send on the channel";
   }
 }
 
