@@ -78,6 +78,21 @@ inline Schedule bitpipeD4N4() {
   return s;
 }
 
+/// Two pipelines in opposite directions; each rank first runs the stage
+/// that needs the other rank's output: nobody can start (a deadlock).
+inline Schedule crossedReceives() {
+  Placement p;
+  p.kind = "bidirectional";
+  p.numDevices = 2;
+  p.numStages = 2;
+  p.pipelines = {Pipeline{{0, 1}}, Pipeline{{1, 0}}};
+  Schedule s = emptySchedule("crossed", p, 2);
+  s.microbatchPipeline = {0, 1};
+  s.ranks = gridRanks("P0: F1.s1 F0.s0 B1.s1 B0.s0\n"
+                      "P1: F0.s1 F1.s0 B0.s1 B1.s0\n");
+  return s;
+}
+
 /// Index of `action` in rank `r`'s list, or -1.
 inline int indexOf(const Schedule &s, int r, const Action &action) {
   for (size_t i = 0; i < s.ranks[r].size(); ++i)

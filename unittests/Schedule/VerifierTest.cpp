@@ -35,19 +35,6 @@ std::string gridLine(const std::string &grid, int r) {
   return grid.substr(at, grid.find('\n', at) - at);
 }
 
-Schedule crossedReceives() {
-  Placement p;
-  p.kind = "bidirectional";
-  p.numDevices = 2;
-  p.numStages = 2;
-  p.pipelines = {Pipeline{{0, 1}}, Pipeline{{1, 0}}};
-  Schedule s = emptySchedule("crossed", p, 2);
-  s.microbatchPipeline = {0, 1};
-  s.ranks = gridRanks("P0: F1.s1 F0.s0 B1.s1 B0.s0\n"
-                      "P1: F0.s1 F1.s0 B0.s1 B1.s0\n");
-  return s;
-}
-
 } // namespace
 
 TEST(Verifier, AcceptsValidSchedules) {
