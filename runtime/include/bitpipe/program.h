@@ -1,0 +1,186 @@
+/*===- bitpipe/program.h - C ABI of a compiled per-rank program ---*- C -*-===*\
+|*                                                                            *|
+|* What bitpipe-lower-to-runtime emits for the ops of a `bitpipe.program`,    *|
+|* and the symbols a compiled model object defines for the runtime's main().  *|
+|*                                                                            *|
+|* Division of work. The compiler turns every stage function (forward,        *|
+|* backward, input/weight-gradient halves) into machine code that calls the   *|
+|* kernels of runtime.h, and every rank's program into a straight-line        *|
+|* function of bp_rt_* calls below, in the schedule's order. The runtime      *|
+|* (the "executor") owns everything with state: parameters, their gradients   *|
+|* and AdamW moments, the buffers of values in flight, the saved handles,     *|
+|* communication requests, data loading, checkpoints, logs and traces.        *|
+|*                                                                            *|
+|* Values. Within one rank's program every SSA value (a tensor, a saved       *|
+|* handle, an all-reduce token) has a dense id in [0, num_values) assigned    *|
+|* by the compiler. Tensors are immutable once produced. The compiler emits   *|
+|* bp_rt_release(id) after the last use of a tensor value; the runtime frees  *|
+|* its buffer once nothing else (a saved handle, a pending send) holds it.    *|
+|* Saved handles are released by the backward that consumes them (or by the   *|
+|* weight-gradient half when the backward is split).                          *|
+|*                                                                            *|
+|* Errors. None of these calls returns a status: the generated code has no    *|
+|* caller to hand an error to. On any error (a failed kernel, a timeout, a    *|
+|* dead peer, a short data file) the runtime prints                           *|
+|* "bitpipe: rank R: fatal: ..." naming the op, stage and micro-batch, and    *|
+|* stops every rank of the job with a non-zero exit (bp_comm_abort).          *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef BITPIPE_PROGRAM_H
+#define BITPIPE_PROGRAM_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The executor state of one rank; opaque to generated code. */
+typedef struct bp_rt_context bp_rt_context;
+
+/*===-----------------------------------------------------------------------===
+ * Symbols a compiled model object defines (bitpipe-lower-to-runtime,
+ * bitpipe-emit-entry-points). The runtime's main() (libBitPipeRuntimeMain)
+ * reads them.
+ *===----------------------------------------------------------------------===*/
+
+/* Uniform entry of a compiled stage function with A arguments and R results:
+ * buffers[0 .. A-1] are its arguments (read), buffers[A .. A+R-1] receive its
+ * results: fresh malloc'd buffers that the caller owns (free()). The order
+ * and meaning of arguments and results are the manifest's "functions". */
+typedef void (*bp_stage_entry_t)(void **buffers);
+
+/* One rank's program: a straight line of bp_rt_* calls for one training
+ * step (ending with bp_rt_optimizer_step). */
+typedef void (*bp_rank_program_t)(bp_rt_context *ctx);
+
+/* bitpipe_stage_entries[i] is function i of the manifest. */
+extern const bp_stage_entry_t bitpipe_stage_entries[];
+extern const int32_t bitpipe_num_stage_entries;
+/* bitpipe_rank_programs[r] is the program of rank r. */
+extern const bp_rank_program_t bitpipe_rank_programs[];
+extern const int32_t bitpipe_num_ranks;
+/* The manifest: JSON text (not NUL-terminated), described below. */
+extern const char bitpipe_manifest[];
+extern const int64_t bitpipe_manifest_size;
+
+/*===-----------------------------------------------------------------------===
+ * The manifest (JSON, version 1). Everything the executor needs to know
+ * about the compiled model that is not in the order of calls:
+ *
+ * {
+ *   "version": 1,
+ *   "model": {"name": "gpt_tiny", "family": "gpt" | "bert", "vocab": 256,
+ *             "seq_len": 32, "microbatch_size": 4, "mask_token": 255},
+ *   "schedule": {"name": "bitpipe", "microbatches": 8, "devices": 4,
+ *                "data_parallel": 1, "world_size": 4},
+ *   "params": [                     // every parameter of the model, once
+ *     {"name": "embed.tokens", "shape": [256, 64],
+ *      "init": {"kind": "normal", "std": 0.02} | {"kind": "zeros"} |
+ *              {"kind": "ones"},
+ *      "decay": true}               // AdamW weight decay (false: biases,
+ *   ],                              //  layer-norm gains and biases)
+ *   "functions": [                  // index i <-> bitpipe_stage_entries[i]
+ *     {"name": "gpt_tiny_stage0", "kind": "forward" | "backward" |
+ *        "backward_input" | "backward_weight",
+ *      "stage": 0,
+ *      "args": [ROLE...], "results": [ROLE...]}
+ *   ],
+ *   "groups": [[0, 1], [2, 3]],     // every all-reduce group of the job,
+ *                                   // created once at start on all ranks
+ *   "ranks": [                      // index r <-> bitpipe_rank_programs[r]
+ *     {"num_values": 57,
+ *      "dp_copy": 0,                // which data-parallel copy r belongs to
+ *      "params": ["embed.tokens", ...],   // parameters rank r holds
+ *      "buckets": [{"group": 0, "params": ["final_ln.weight", ...]}]}
+ *   ]
+ * }
+ *
+ * A ROLE says what one argument or result of a stage function is:
+ *   {"role": "param", "param": "layers.0.ln1.weight"}
+ *       argument: the parameter; result (of a backward): its gradient,
+ *       accumulated (+=) into the rank's gradient of that parameter;
+ *   {"role": "input", "input": "tokens" | "labels"}     (forward argument)
+ *   {"role": "activation"}          forward argument from the previous stage
+ *   {"role": "output"}              forward result passed on (or the loss,
+ *                                   a scalar, on the last stage)
+ *   {"role": "saved", "index": k}   forward result kept for the backward;
+ *                                   backward argument k of those
+ *   {"role": "forward_arg", "index": i}  backward argument: the forward's
+ *                                   argument i (a parameter, an input or the
+ *                                   activation), bound from the saved handle
+ *   {"role": "grad_of_result", "index": j}  backward argument: the gradient
+ *                                   of the forward's result j
+ *   {"role": "grad_of_arg", "index": i}  backward result: the gradient of
+ *                                   the forward's (activation) argument i
+ *   {"role": "stash", "index": k}   result of the input half / argument of
+ *                                   the weight half (split backward)
+ * Every ROLE also has "shape" (list of int) and "dtype" ("f32" | "i32").
+ *===----------------------------------------------------------------------===*/
+
+/*===-----------------------------------------------------------------------===
+ * The calls of a rank program. `value`, `in*`, `out*`, `saved`, `token` are
+ * value ids; -1 means "none". `fn` indexes the manifest's functions.
+ *===----------------------------------------------------------------------===*/
+
+/* bitpipe.load_input: fills value with `count` int32 of micro-batch `mb` of
+ * this step (kind 0: tokens, 1: targets/labels), read for this rank's
+ * data-parallel copy. */
+void bp_rt_load_input(bp_rt_context *ctx, int32_t value, int32_t kind,
+                      int64_t mb, int64_t count);
+
+/* bitpipe.forward: runs function fn (kind "forward") on micro-batch mb. Its
+ * bound arguments (activation and inputs, in signature order) are in0, in1;
+ * its bound output is out0; saved receives the handle. */
+void bp_rt_forward(bp_rt_context *ctx, int32_t fn, int64_t mb, int32_t in0,
+                   int32_t in1, int32_t out0, int32_t saved);
+
+/* bitpipe.backward: runs fn (kind "backward" or "backward_input") with the
+ * handle `saved` and the output gradient grad0 (-1 on the loss stage); out0
+ * receives the input gradient (-1 on a first stage). A "backward" releases
+ * the handle; a "backward_input" keeps it, with its stash, for the weight
+ * half. */
+void bp_rt_backward(bp_rt_context *ctx, int32_t fn, int64_t mb, int32_t saved,
+                    int32_t grad0, int32_t out0);
+
+/* bitpipe.weight_grad: runs fn (kind "backward_weight") and releases the
+ * handle. */
+void bp_rt_weight_grad(bp_rt_context *ctx, int32_t fn, int64_t mb,
+                       int32_t saved);
+
+/* bitpipe.send / bitpipe.recv: post a non-blocking transfer of `count`
+ * float32 to / from rank `peer` with MPI tag `tag`. A send completes on its
+ * own (its buffer is held until then); a received value is complete before
+ * it is first read. bp_rt_end_batch marks the end of a batch of transfers
+ * (`batch` attribute): everything posted so far has been posted before any
+ * later op waits, so crossed transfers cannot deadlock. */
+void bp_rt_send(bp_rt_context *ctx, int32_t value, int64_t count,
+                int32_t peer, int32_t tag);
+void bp_rt_recv(bp_rt_context *ctx, int32_t value, int64_t count,
+                int32_t peer, int32_t tag);
+void bp_rt_end_batch(bp_rt_context *ctx, int32_t batch);
+
+/* bitpipe.local_copy: dst holds the same tensor as src (the V's bottom,
+ * where two consecutive stages are on one rank). */
+void bp_rt_local_copy(bp_rt_context *ctx, int32_t src, int32_t dst);
+
+/* bitpipe.allreduce_start / wait: the sum of bucket `bucket` (of the
+ * manifest's ranks[r].buckets) over its group, started asynchronously;
+ * token names it until the wait. */
+void bp_rt_allreduce_start(bp_rt_context *ctx, int32_t bucket, int32_t token);
+void bp_rt_allreduce_wait(bp_rt_context *ctx, int32_t token);
+
+/* bitpipe.optimizer_step: AdamW on this rank's parameters with the summed
+ * gradients divided by `microbatches` (all micro-batches of the step over
+ * all data-parallel copies), then zeroes the gradients. */
+void bp_rt_optimizer_step(bp_rt_context *ctx, int64_t microbatches);
+
+/* End of a value's life in the program (see "Values"). */
+void bp_rt_release(bp_rt_context *ctx, int32_t value);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* BITPIPE_PROGRAM_H */
