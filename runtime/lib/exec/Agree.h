@@ -1,0 +1,29 @@
+//===- Agree.h - All ranks stop together on a start-up error ----*- C++ -*-===//
+//
+// Start-up checks (the data file, the checkpoint, output directories) run on
+// every rank, and may fail on some ranks only. Before anyone goes on, the
+// ranks agree: if any failed, all return the failure, so that every process
+// of the job exits non-zero with no rank left waiting for the others. The
+// message is printed once, by the lowest rank that failed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_EXEC_AGREE_H
+#define BITPIPE_RUNTIME_EXEC_AGREE_H
+
+#include "comm/Communicator.h"
+#include "core/Status.h"
+
+namespace bitpipe::runtime {
+
+/// Collective over the world. True on every rank iff \p local is ok on
+/// every rank; otherwise the lowest failing rank prints
+/// "bitpipe: rank R: error: MESSAGE" to stderr and all return false.
+bool agreeAllOk(Communicator &comm, const Status &local);
+
+/// Prints "bitpipe: rank R: error: MESSAGE" to stderr.
+void printError(int rank, const std::string &message);
+
+} // namespace bitpipe::runtime
+
+#endif // BITPIPE_RUNTIME_EXEC_AGREE_H

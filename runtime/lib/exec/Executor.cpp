@@ -1,0 +1,618 @@
+//===- Executor.cpp - The state behind the bp_rt_* calls --------*- C++ -*-===//
+
+#include "Executor.h"
+
+#include "bitpipe/runtime.h"
+#include "core/Tensor.h"
+
+#include <cstdlib>
+
+namespace bitpipe::runtime {
+
+static Status invalid(std::string message) {
+  return Status::error(ErrorCode::InvalidArgument, std::move(message));
+}
+
+#define BP_TRY(expr)                                                           \
+  do {                                                                         \
+    Status s_ = (expr);                                                        \
+    if (!s_.isOk())                                                            \
+      return s_;                                                               \
+  } while (0)
+
+/// Binds `var` to the value of an Expected, or returns its error.
+#define BP_ASSIGN(var, expr)                                                   \
+  auto var##Or_ = (expr);                                                      \
+  if (!var##Or_.isOk())                                                        \
+    return var##Or_.status();                                                  \
+  auto var = var##Or_.take()
+
+Executor::Executor(ExecutorParts parts)
+    : manifest_(*parts.manifest), entries_(parts.entries),
+      comm_(*parts.comm), params_(*parts.params), inputs_(parts.inputs),
+      optimizer_(*parts.optimizer), trace_(*parts.trace),
+      groupIds_(std::move(parts.groupIds)), rank_(parts.comm->rank()) {
+  for (size_t p = 0; p < manifest_.params.size(); ++p)
+    ownsForNorm_.push_back(manifest_.ownerRank(static_cast<int>(p)) == rank_);
+  values_.reset(manifest_.ranks[rank_].numValues);
+}
+
+void Executor::fatal(const std::string &message) {
+  comm_.abort(3, message);
+  std::abort(); // abort() does not return; this keeps [[noreturn]] honest
+}
+
+std::string Executor::opName(char kind, int fn, int64_t mb) const {
+  return formatString("%c%lld.s%d", kind, static_cast<long long>(mb),
+                      manifest_.functions[fn].stage);
+}
+
+std::string Executor::describeStageCall(const char *op, int32_t fn,
+                                        int64_t mb) const {
+  std::string where = formatString("step %lld: %s", static_cast<long long>(
+                                                        step_ + 1),
+                                   op);
+  if (fn < 0 || static_cast<size_t>(fn) >= manifest_.functions.size())
+    return where + formatString(" of function %d on micro-batch %lld", fn,
+                                static_cast<long long>(mb));
+  char kind = op[0] == 'f' ? 'F' : op[0] == 'w' ? 'W' : 'B';
+  return where + " " + opName(kind, fn, mb) + " (" +
+         manifest_.functions[fn].name + ")";
+}
+
+std::string Executor::describeCall(const std::string &op) const {
+  return formatString("step %lld: ", static_cast<long long>(step_ + 1)) + op;
+}
+
+void Executor::beginStep(int64_t step) {
+  step_ = step;
+  stepped_ = false;
+  lossSum_ = 0;
+  lossCount_ = 0;
+}
+
+Status Executor::endStep() {
+  if (!stepped_)
+    return invalid("the rank program returned without calling "
+                   "bp_rt_optimizer_step");
+  for (int32_t id = 0; id < values_.size(); ++id) {
+    ValueTable::Taken t = values_.take(id);
+    if (t.kind == ValueTable::Kind::Handle)
+      return invalid(formatString(
+          "saved handle %d of %s was never consumed by a backward", id,
+          opName('F', t.handle->forwardFn, t.handle->mb).c_str()));
+    if (t.kind == ValueTable::Kind::Token)
+      return invalid(formatString("the all-reduce of bucket %d (token %d) "
+                                  "was never waited for",
+                                  t.token.bucket, id));
+    // Tensors the program did not release are dropped here; one still
+    // being received must land first (MPI owns its memory until then).
+    if (t.tensor)
+      BP_TRY(complete(*t.tensor));
+  }
+  return drainSends();
+}
+
+Status Executor::complete(Buffer &b) {
+  if (!b.pendingRecv.valid())
+    return Status::ok();
+  TraceRecorder::Scope scope(
+      trace_, formatString("recv r%d t%d", b.recvPeer, b.recvTag),
+      TraceCategory::Recv);
+  Status s = comm_.wait(b.pendingRecv);
+  if (!s.isOk())
+    return Status::error(s.code(),
+                         formatString("receive from rank %d (tag %d): %s",
+                                      b.recvPeer, b.recvTag,
+                                      s.message().c_str()));
+  b.pendingRecv = RequestHandle();
+  return Status::ok();
+}
+
+Status Executor::pollSends() {
+  for (size_t i = 0; i < sends_.size();) {
+    Expected<bool> done = comm_.test(sends_[i].request);
+    if (!done.isOk())
+      return done.status();
+    if (!*done) {
+      ++i;
+      continue;
+    }
+    BP_TRY(comm_.wait(sends_[i].request)); // returns at once; reports errors
+    sends_.erase(sends_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  return Status::ok();
+}
+
+Status Executor::drainSends() {
+  for (PendingSend &p : sends_) {
+    Status s = comm_.wait(p.request);
+    if (!s.isOk())
+      return Status::error(s.code(),
+                           formatString("send to rank %d (tag %d): %s",
+                                        p.peer, p.tag, s.message().c_str()));
+  }
+  sends_.clear();
+  return Status::ok();
+}
+
+Status Executor::checkFunction(int32_t fn, FunctionKind a, FunctionKind b,
+                               const char *op) const {
+  if (fn < 0 || static_cast<size_t>(fn) >= manifest_.functions.size())
+    return invalid(formatString("function %d is not in the manifest (it has "
+                                "%zu)",
+                                fn, manifest_.functions.size()));
+  FunctionKind k = manifest_.functions[fn].kind;
+  if (k != a && k != b)
+    return invalid(formatString("%s cannot run a %s function", op,
+                                functionKindName(k)));
+  return Status::ok();
+}
+
+Status Executor::call(int fn, std::vector<void *> &args,
+                      std::vector<BufferRef> *results) {
+  const StageFunction &f = manifest_.functions[fn];
+  std::vector<void *> buffers(args);
+  buffers.resize(f.args.size() + f.results.size(), nullptr);
+  entries_[fn](buffers.data());
+  results->clear();
+  for (size_t r = 0; r < f.results.size(); ++r) {
+    void *p = buffers[f.args.size() + r];
+    if (!p)
+      return invalid(formatString("the stage function returned no buffer "
+                                  "for result %zu (%s)",
+                                  r, roleKindName(f.results[r].kind)));
+    results->push_back(std::make_shared<Buffer>(p, f.results[r].bytes()));
+  }
+  return Status::ok();
+}
+
+Status Executor::accumulateGrad(int param, const Buffer &g) {
+  if (!params_.holds(param))
+    return invalid("rank " + std::to_string(rank_) +
+                   " got a gradient of parameter '" +
+                   manifest_.params[param].name + "', which it does not hold");
+  float *acc = params_.grad(param);
+  // The add kernel allows out == a: the accumulator sums in place.
+  bp_status_t s = bp_add_fwd(acc, static_cast<const float *>(g.data()), acc,
+                             manifest_.params[param].numel);
+  if (s != BP_OK)
+    return invalid("accumulating the gradient of '" +
+                   manifest_.params[param].name + "' failed");
+  return Status::ok();
+}
+
+static Status checkSize(const Buffer &b, const Role &role, int32_t id,
+                        const char *what) {
+  if (b.bytes() != role.bytes())
+    return invalid(formatString("%s: value %d has %zu bytes, the function "
+                                "takes %s %s (%zu bytes)",
+                                what, id, b.bytes(),
+                                shapeToString(role.shape).c_str(),
+                                dtypeName(role.dtype), role.bytes()));
+  return Status::ok();
+}
+
+Status Executor::loadInput(int32_t value, int32_t kind, int64_t mb,
+                           int64_t count) {
+  if (kind != static_cast<int32_t>(InputKind::Tokens) &&
+      kind != static_cast<int32_t>(InputKind::Labels))
+    return invalid(formatString("input kind %d is neither 0 (tokens) nor 1 "
+                                "(labels)",
+                                kind));
+  if (!inputs_)
+    return invalid("this rank has no training data open");
+  if (count <= 0)
+    return invalid("an input needs a positive count");
+  BufferRef b = Buffer::allocate(static_cast<size_t>(count) * sizeof(int32_t));
+  if (!b)
+    return Status::error(ErrorCode::OutOfMemory, "out of memory");
+  BP_TRY(inputs_->load(step_, manifest_.ranks[rank_].dpCopy, mb,
+                       static_cast<InputKind>(kind),
+                       static_cast<int32_t *>(b->data()), count));
+  return values_.defineTensor(value, std::move(b));
+}
+
+Status Executor::forward(int32_t fn, int64_t mb, int32_t in0, int32_t in1,
+                         int32_t out0, int32_t saved) {
+  BP_TRY(checkFunction(fn, FunctionKind::Forward, FunctionKind::Forward,
+                       "bp_rt_forward"));
+  const StageFunction &f = manifest_.functions[fn];
+  auto handle = std::make_unique<SavedHandle>();
+  handle->forwardFn = fn;
+  handle->mb = mb;
+  handle->args.resize(f.args.size());
+  std::vector<void *> args(f.args.size(), nullptr);
+  const int32_t bound[2] = {in0, in1};
+  int next = 0;
+  for (size_t i = 0; i < f.args.size(); ++i) {
+    const Role &role = f.args[i];
+    if (role.kind == RoleKind::Param) {
+      if (!params_.holds(role.param))
+        return invalid("rank " + std::to_string(rank_) +
+                       " does not hold parameter '" +
+                       manifest_.params[role.param].name + "'");
+      args[i] = params_.param(role.param);
+      continue;
+    }
+    int32_t id = bound[next++];
+    std::string what = formatString("argument %zu (%s)", i,
+                                    roleKindName(role.kind));
+    if (id < 0)
+      return invalid(what + formatString(" is not bound: in%d is -1",
+                                         next - 1));
+    BP_ASSIGN(b, values_.tensor(id, what.c_str()));
+    BP_TRY(checkSize(*b, role, id, what.c_str()));
+    BP_TRY(complete(*b));
+    args[i] = b->data();
+    handle->args[i] = std::move(b);
+  }
+  for (int k = next; k < 2; ++k)
+    if (bound[k] >= 0)
+      return invalid(formatString("in%d is bound (value %d) but the function "
+                                  "takes only %d inputs and activations",
+                                  k, bound[k], next));
+
+  std::vector<BufferRef> results;
+  {
+    TraceRecorder::Scope scope(trace_, opName('F', fn, mb),
+                               TraceCategory::Forward);
+    BP_TRY(call(fn, args, &results));
+  }
+  for (size_t r = 0; r < f.results.size(); ++r) {
+    const Role &role = f.results[r];
+    if (role.kind == RoleKind::Saved) {
+      if (handle->saved.size() <= static_cast<size_t>(role.index))
+        handle->saved.resize(role.index + 1);
+      handle->saved[role.index] = std::move(results[r]);
+      continue;
+    }
+    // The output: the loss on the last stage, else passed on.
+    if (role.isScalarF32()) {
+      lossSum_ += *static_cast<const float *>(results[r]->data());
+      ++lossCount_;
+    }
+    if (out0 >= 0)
+      BP_TRY(values_.defineTensor(out0, std::move(results[r])));
+  }
+  if (saved >= 0)
+    BP_TRY(values_.defineHandle(saved, std::move(handle)));
+  return Status::ok();
+}
+
+Status Executor::bindBackwardArgs(int fn, SavedHandle &h,
+                                  const BufferRef &grad,
+                                  std::vector<void *> *args) {
+  const StageFunction &f = manifest_.functions[fn];
+  const StageFunction &fwd = manifest_.functions[h.forwardFn];
+  args->assign(f.args.size(), nullptr);
+  for (size_t i = 0; i < f.args.size(); ++i) {
+    const Role &role = f.args[i];
+    switch (role.kind) {
+    case RoleKind::Param:
+      if (!params_.holds(role.param))
+        return invalid("rank " + std::to_string(rank_) +
+                       " does not hold parameter '" +
+                       manifest_.params[role.param].name + "'");
+      (*args)[i] = params_.param(role.param);
+      break;
+    case RoleKind::ForwardArg: {
+      if (static_cast<size_t>(role.index) >= fwd.args.size())
+        return invalid(formatString("argument %zu is forward argument %d, "
+                                    "but %s has %zu arguments",
+                                    i, role.index, fwd.name.c_str(),
+                                    fwd.args.size()));
+      const Role &fa = fwd.args[role.index];
+      if (fa.kind == RoleKind::Param)
+        (*args)[i] = params_.param(fa.param);
+      else
+        (*args)[i] = h.args[role.index]->data();
+      if (fa.bytes() != role.bytes())
+        return invalid(formatString("argument %zu is forward argument %d of "
+                                    "%zu bytes, but the function takes %zu",
+                                    i, role.index, fa.bytes(), role.bytes()));
+      break;
+    }
+    case RoleKind::Saved:
+      if (static_cast<size_t>(role.index) >= h.saved.size() ||
+          !h.saved[role.index])
+        return invalid(formatString("argument %zu is saved result %d, which "
+                                    "%s did not produce",
+                                    i, role.index, fwd.name.c_str()));
+      if (h.saved[role.index]->bytes() != role.bytes())
+        return invalid(formatString("saved result %d has %zu bytes, the "
+                                    "function takes %zu",
+                                    role.index, h.saved[role.index]->bytes(),
+                                    role.bytes()));
+      (*args)[i] = h.saved[role.index]->data();
+      break;
+    case RoleKind::Stash:
+      if (static_cast<size_t>(role.index) >= h.stash.size() ||
+          !h.stash[role.index])
+        return invalid(formatString("argument %zu is stash %d, which the "
+                                    "input half did not produce",
+                                    i, role.index));
+      (*args)[i] = h.stash[role.index]->data();
+      break;
+    case RoleKind::GradOfResult:
+      if (grad) {
+        if (grad->bytes() != role.bytes())
+          return invalid(formatString("the output gradient has %zu bytes, "
+                                      "the function takes %zu",
+                                      grad->bytes(), role.bytes()));
+        (*args)[i] = grad->data();
+      } else if (role.isScalarF32()) {
+        // The loss's own gradient: d loss / d loss = 1 (the optimizer
+        // divides the summed gradients by the micro-batch count).
+        if (!unitLossGrad_) {
+          unitLossGrad_ = Buffer::allocate(sizeof(float));
+          if (!unitLossGrad_)
+            return Status::error(ErrorCode::OutOfMemory, "out of memory");
+          *static_cast<float *>(unitLossGrad_->data()) = 1.0f;
+        }
+        (*args)[i] = unitLossGrad_->data();
+      } else {
+        return invalid(formatString("argument %zu is the gradient of a %s "
+                                    "result, but grad0 is -1",
+                                    i, shapeToString(role.shape).c_str()));
+      }
+      break;
+    default:
+      return invalid(formatString("argument %zu has role %s", i,
+                                  roleKindName(role.kind)));
+    }
+  }
+  return Status::ok();
+}
+
+Status Executor::takeBackwardResults(int fn, SavedHandle &h,
+                                     std::vector<BufferRef> &results,
+                                     int32_t out0) {
+  const StageFunction &f = manifest_.functions[fn];
+  bool bound = false;
+  for (size_t r = 0; r < f.results.size(); ++r) {
+    const Role &role = f.results[r];
+    switch (role.kind) {
+    case RoleKind::Param:
+      BP_TRY(accumulateGrad(role.param, *results[r]));
+      results[r].reset(); // free the result now, not at the end
+      break;
+    case RoleKind::GradOfArg:
+      bound = true;
+      if (out0 >= 0)
+        BP_TRY(values_.defineTensor(out0, std::move(results[r])));
+      break;
+    case RoleKind::Stash:
+      if (h.stash.size() <= static_cast<size_t>(role.index))
+        h.stash.resize(role.index + 1);
+      h.stash[role.index] = std::move(results[r]);
+      break;
+    default:
+      return invalid(formatString("result %zu has role %s", r,
+                                  roleKindName(role.kind)));
+    }
+  }
+  if (out0 >= 0 && !bound)
+    return invalid(formatString("out0 is bound (value %d) but the function "
+                                "has no grad_of_arg result",
+                                out0));
+  return Status::ok();
+}
+
+Status Executor::backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
+                          int32_t out0) {
+  BP_TRY(checkFunction(fn, FunctionKind::Backward, FunctionKind::BackwardInput,
+                       "bp_rt_backward"));
+  const StageFunction &f = manifest_.functions[fn];
+  BP_ASSIGN(h, values_.handle(saved, "the saved handle"));
+  const StageFunction &fwd = manifest_.functions[h->forwardFn];
+  if (fwd.stage != f.stage || h->mb != mb)
+    return invalid(formatString("handle %d was saved by %s, not by the "
+                                "forward of stage %d, micro-batch %lld",
+                                saved,
+                                opName('F', h->forwardFn, h->mb).c_str(),
+                                f.stage, static_cast<long long>(mb)));
+  if (h->inputHalfDone)
+    return invalid(formatString("handle %d already went through an input "
+                                "half; it awaits bp_rt_weight_grad",
+                                saved));
+  BufferRef grad;
+  if (grad0 >= 0) {
+    BP_ASSIGN(g, values_.tensor(grad0, "grad0"));
+    BP_TRY(complete(*g));
+    grad = std::move(g);
+  }
+  std::vector<void *> args;
+  BP_TRY(bindBackwardArgs(fn, *h, grad, &args));
+  std::vector<BufferRef> results;
+  {
+    TraceRecorder::Scope scope(trace_, opName('B', fn, mb),
+                               TraceCategory::Backward);
+    BP_TRY(call(fn, args, &results));
+  }
+  BP_TRY(takeBackwardResults(fn, *h, results, out0));
+  if (f.kind == FunctionKind::Backward) {
+    values_.take(saved); // the handle and what it kept alive go
+  } else {
+    h->inputHalfDone = true;
+    h->gradOfResult = std::move(grad); // the weight half may need it
+  }
+  return Status::ok();
+}
+
+Status Executor::weightGrad(int32_t fn, int64_t mb, int32_t saved) {
+  BP_TRY(checkFunction(fn, FunctionKind::BackwardWeight,
+                       FunctionKind::BackwardWeight, "bp_rt_weight_grad"));
+  const StageFunction &f = manifest_.functions[fn];
+  BP_ASSIGN(h, values_.handle(saved, "the saved handle"));
+  const StageFunction &fwd = manifest_.functions[h->forwardFn];
+  if (fwd.stage != f.stage || h->mb != mb)
+    return invalid(formatString("handle %d was saved by %s, not by the "
+                                "forward of stage %d, micro-batch %lld",
+                                saved,
+                                opName('F', h->forwardFn, h->mb).c_str(),
+                                f.stage, static_cast<long long>(mb)));
+  if (!h->inputHalfDone)
+    return invalid(formatString("handle %d has not been through the input "
+                                "half (bp_rt_backward) yet",
+                                saved));
+  std::vector<void *> args;
+  BP_TRY(bindBackwardArgs(fn, *h, h->gradOfResult, &args));
+  std::vector<BufferRef> results;
+  {
+    TraceRecorder::Scope scope(trace_, opName('W', fn, mb),
+                               TraceCategory::Backward);
+    BP_TRY(call(fn, args, &results));
+  }
+  BP_TRY(takeBackwardResults(fn, *h, results, -1));
+  values_.take(saved);
+  return Status::ok();
+}
+
+Status Executor::send(int32_t value, int64_t count, int32_t peer,
+                      int32_t tag) {
+  BP_ASSIGN(b, values_.tensor(value, "the value to send"));
+  if (count < 0 || static_cast<size_t>(count) * sizeof(float) != b->bytes())
+    return invalid(formatString("send of %lld floats, but value %d holds %zu "
+                                "bytes",
+                                static_cast<long long>(count), value,
+                                b->bytes()));
+  BP_TRY(complete(*b)); // forwarding a value still being received
+  RequestHandle request;
+  {
+    TraceRecorder::Scope scope(trace_, formatString("send r%d t%d", peer, tag),
+                               TraceCategory::Send);
+    BP_ASSIGN(r, comm_.send(b->data(), count, DType::F32, peer, tag));
+    request = r;
+  }
+  sends_.push_back({std::move(b), request, peer, tag});
+  return pollSends();
+}
+
+Status Executor::recv(int32_t value, int64_t count, int32_t peer,
+                      int32_t tag) {
+  if (count < 0)
+    return invalid("a receive needs a non-negative count");
+  if (!values_.valid(value) || values_.kind(value) != ValueTable::Kind::Empty)
+    return values_.defineTensor(value, nullptr); // the precise message
+  BufferRef b = Buffer::allocate(static_cast<size_t>(count) * sizeof(float));
+  if (!b)
+    return Status::error(ErrorCode::OutOfMemory, "out of memory");
+  BP_ASSIGN(r, comm_.recv(b->data(), count, DType::F32, peer, tag));
+  b->pendingRecv = r;
+  b->recvPeer = peer;
+  b->recvTag = tag;
+  return values_.defineTensor(value, std::move(b));
+}
+
+Status Executor::endBatch(int32_t) {
+  // Transfers are posted when called, so a batch is posted in full before
+  // any later wait; only the finished sends are collected here.
+  return pollSends();
+}
+
+Status Executor::localCopy(int32_t src, int32_t dst) {
+  // Tensors are immutable: the copy shares the buffer.
+  BP_ASSIGN(b, values_.tensor(src, "the source of the local copy"));
+  return values_.defineTensor(dst, std::move(b));
+}
+
+Status Executor::allreduceStart(int32_t bucket, int32_t token) {
+  const RankSpec &spec = manifest_.ranks[rank_];
+  if (bucket < 0 || static_cast<size_t>(bucket) >= spec.buckets.size())
+    return invalid(formatString("bucket %d; rank %d has %zu buckets", bucket,
+                                rank_, spec.buckets.size()));
+  if (!values_.valid(token) || values_.kind(token) != ValueTable::Kind::Empty)
+    return values_.defineToken(token, RequestHandle(), bucket);
+  const FloatRange &range = params_.bucketRange(bucket);
+  GroupId group = groupIds_[spec.buckets[bucket].group];
+  TraceRecorder::Scope scope(trace_, formatString("allreduce b%d", bucket),
+                             TraceCategory::AllReduce);
+  BP_ASSIGN(r, comm_.allReduceStart(params_.gradsData() + range.offset,
+                                    range.count, DType::F32, group));
+  return values_.defineToken(token, r, bucket);
+}
+
+Status Executor::allreduceWait(int32_t token) {
+  BP_ASSIGN(t, values_.token(token, "the all-reduce token"));
+  {
+    TraceRecorder::Scope scope(trace_,
+                               formatString("allreduce.wait b%d", t.bucket),
+                               TraceCategory::AllReduce);
+    Status s = comm_.allReduceWait(t.request);
+    if (!s.isOk())
+      return Status::error(s.code(),
+                           formatString("all-reduce of bucket %d: %s",
+                                        t.bucket, s.message().c_str()));
+  }
+  values_.take(token);
+  return Status::ok();
+}
+
+Status Executor::optimizerStep(int64_t microbatches) {
+  if (stepped_)
+    return invalid("bp_rt_optimizer_step called twice in one step");
+  const ScheduleSpec &sched = manifest_.schedule;
+  int64_t expected = sched.microbatches * sched.dataParallel;
+  // microbatches <= 0: the op had no count; take the gradients as they are.
+  if (microbatches > 0 && microbatches != expected)
+    return invalid(formatString(
+        "it averages over %lld micro-batches, but the manifest's step has "
+        "%lld (schedule.microbatches %lld per copy x data_parallel %lld)",
+        static_cast<long long>(microbatches),
+        static_cast<long long>(expected),
+        static_cast<long long>(sched.microbatches),
+        static_cast<long long>(sched.dataParallel)));
+  int n = microbatches > 0 ? static_cast<int>(microbatches) : 1;
+  // The sends' buffers must not outlive the step, and their peers must have
+  // them before anyone moves on.
+  BP_TRY(drainSends());
+  for (int32_t id = 0; id < values_.size(); ++id)
+    if (values_.kind(id) == ValueTable::Kind::Token)
+      return invalid(formatString("the all-reduce of token %d was not "
+                                  "waited for before the optimizer step",
+                                  id));
+
+  TraceRecorder::Scope scope(trace_, "optimizer", TraceCategory::Optimizer);
+  std::vector<AdamWParam> all = params_.adamParams();
+  if (optimizer_.config().maxGradNorm > 0) {
+    // The norm is over the whole model: each parameter counted once, by
+    // the lowest rank holding it (replicas hold the same summed gradient).
+    std::vector<AdamWParam> owned;
+    const std::vector<int> &order = params_.layoutOrder();
+    for (size_t i = 0; i < order.size(); ++i)
+      if (ownsForNorm_[order[i]])
+        owned.push_back(all[i]);
+    double local = 0;
+    if (!owned.empty()) {
+      BP_ASSIGN(sum, AdamW::sumSquaredGradients(owned, n));
+      local = sum;
+    }
+    float total = static_cast<float>(local);
+    BP_ASSIGN(r, comm_.allReduceStart(&total, 1, DType::F32, kWorldGroup));
+    BP_TRY(comm_.allReduceWait(r));
+    BP_TRY(optimizer_.stepWithGlobalNorm(all, n, total));
+  } else {
+    BP_TRY(optimizer_.step(all, n));
+  }
+  params_.zeroGradients();
+  stepped_ = true;
+  return Status::ok();
+}
+
+Status Executor::release(int32_t value) {
+  if (!values_.valid(value) || values_.kind(value) == ValueTable::Kind::Empty)
+    return invalid(formatString("value %d holds nothing (released twice, or "
+                                "never defined)",
+                                value));
+  if (values_.kind(value) == ValueTable::Kind::Token)
+    return invalid(formatString("value %d is an all-reduce token; only "
+                                "bp_rt_allreduce_wait ends it",
+                                value));
+  ValueTable::Taken t = values_.take(value);
+  if (t.tensor)
+    return complete(*t.tensor);
+  return Status::ok();
+}
+
+} // namespace bitpipe::runtime

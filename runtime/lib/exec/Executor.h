@@ -1,0 +1,155 @@
+//===- Executor.h - The state behind the bp_rt_* calls ----------*- C++ -*-===//
+//
+// One rank's executor: what a compiled rank program acts on through the
+// calls of bitpipe/program.h. It owns the values in flight (ValueTable),
+// pending sends, the step's loss, and drives the rank's parameters
+// (ParamStore), communication (Communicator, whose deadlines bound every
+// wait), data (InputLoader) and optimizer (AdamW).
+//
+// Each call is a method returning a Status; ProgramApi.cpp turns an error
+// into fatal(), which prints "bitpipe: rank R: fatal: <op> <stage/mb>: ..."
+// and stops the whole job (program.h, "Errors").
+//
+// A step: beginStep(), the rank program (ending with optimizer_step), then
+// endStep(), which checks that the program left nothing behind that would
+// corrupt the next step.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_EXEC_EXECUTOR_H
+#define BITPIPE_RUNTIME_EXEC_EXECUTOR_H
+
+#include "InputLoader.h"
+#include "Manifest.h"
+#include "ParamStore.h"
+#include "ValueTable.h"
+#include "bitpipe/program.h"
+#include "comm/Communicator.h"
+#include "train/AdamW.h"
+#include "train/Trace.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bitpipe::runtime {
+
+struct ExecutorParts {
+  const Manifest *manifest = nullptr;
+  const bp_stage_entry_t *entries = nullptr; // manifest.functions.size()
+  Communicator *comm = nullptr;
+  ParamStore *params = nullptr;
+  const InputLoader *inputs = nullptr; // may be null if no rank loads input
+  AdamW *optimizer = nullptr;
+  TraceRecorder *trace = nullptr;
+  /// Communicator group id of each manifest group.
+  std::vector<GroupId> groupIds;
+};
+
+class Executor {
+public:
+  explicit Executor(ExecutorParts parts);
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  int rank() const { return rank_; }
+
+  /// Before the rank program: \p step is the 0-based index of the step
+  /// (the optimizer's step count), which selects the step's samples.
+  void beginStep(int64_t step);
+  /// After it: fails if the program skipped the optimizer step, or left a
+  /// saved handle (a forward without its backward) or an all-reduce token
+  /// behind; frees the tensors it did not release.
+  Status endStep();
+
+  /// The step's micro-batch losses on this rank: their sum and count.
+  double lossSum() const { return lossSum_; }
+  int64_t lossCount() const { return lossCount_; }
+
+  // The calls of program.h.
+  Status loadInput(int32_t value, int32_t kind, int64_t mb, int64_t count);
+  Status forward(int32_t fn, int64_t mb, int32_t in0, int32_t in1,
+                 int32_t out0, int32_t saved);
+  Status backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
+                  int32_t out0);
+  Status weightGrad(int32_t fn, int64_t mb, int32_t saved);
+  Status send(int32_t value, int64_t count, int32_t peer, int32_t tag);
+  Status recv(int32_t value, int64_t count, int32_t peer, int32_t tag);
+  Status endBatch(int32_t batch);
+  Status localCopy(int32_t src, int32_t dst);
+  Status allreduceStart(int32_t bucket, int32_t token);
+  Status allreduceWait(int32_t token);
+  Status optimizerStep(int64_t microbatches);
+  Status release(int32_t value);
+
+  /// Prints "bitpipe: rank R: fatal: MESSAGE" and stops every rank.
+  [[noreturn]] void fatal(const std::string &message);
+  /// "step 4: forward F3.s2 (gpt_stage2)": where an error happened.
+  std::string describeStageCall(const char *op, int32_t fn, int64_t mb) const;
+  /// "step 4: OP".
+  std::string describeCall(const std::string &op) const;
+
+private:
+  /// Waits for the receive that fills \p b, if any (traced as a recv).
+  Status complete(Buffer &b);
+  /// Completes the sends that have finished, without blocking.
+  Status pollSends();
+  /// Waits for every pending send.
+  Status drainSends();
+  /// Runs stage function \p fn on \p args; \p results receives its
+  /// results as owned buffers.
+  Status call(int fn, std::vector<void *> &args,
+              std::vector<BufferRef> *results);
+  /// Adds the gradient result \p g of parameter \p param into its
+  /// accumulator.
+  Status accumulateGrad(int param, const Buffer &g);
+  Status checkFunction(int32_t fn, FunctionKind a, FunctionKind b,
+                       const char *op) const;
+  /// Binds the backward-side arguments of \p fn from \p handle.
+  Status bindBackwardArgs(int fn, SavedHandle &handle, const BufferRef &grad,
+                          std::vector<void *> *args);
+  /// Takes the backward-side results of \p fn: gradients, the input
+  /// gradient (bound to \p out0) and the stash.
+  Status takeBackwardResults(int fn, SavedHandle &handle,
+                             std::vector<BufferRef> &results, int32_t out0);
+  std::string opName(char kind, int fn, int64_t mb) const;
+
+  const Manifest &manifest_;
+  const bp_stage_entry_t *entries_;
+  Communicator &comm_;
+  ParamStore &params_;
+  const InputLoader *inputs_;
+  AdamW &optimizer_;
+  TraceRecorder &trace_;
+  std::vector<GroupId> groupIds_;
+  int rank_;
+  /// Whether this rank counts each parameter in the global gradient norm
+  /// (it is the lowest rank holding it), by manifest index.
+  std::vector<bool> ownsForNorm_;
+
+  ValueTable values_;
+  struct PendingSend {
+    BufferRef buffer;
+    RequestHandle request;
+    int peer = -1;
+    int tag = 0;
+  };
+  std::vector<PendingSend> sends_;
+  /// The dloss seed of a loss-stage backward that has a grad_of_result
+  /// argument but no bound grad0 (program.h: grad0 is -1 there).
+  BufferRef unitLossGrad_;
+
+  int64_t step_ = 0;
+  bool stepped_ = false;
+  double lossSum_ = 0;
+  int64_t lossCount_ = 0;
+};
+
+} // namespace bitpipe::runtime
+
+/// The opaque context of program.h is the executor itself.
+struct bp_rt_context final : bitpipe::runtime::Executor {
+  using Executor::Executor;
+};
+
+#endif // BITPIPE_RUNTIME_EXEC_EXECUTOR_H

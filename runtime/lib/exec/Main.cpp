@@ -1,0 +1,23 @@
+//===- Main.cpp - main() of a compiled training executable ------*- C++ -*-===//
+//
+// libBitPipeRuntimeMain: linked into every executable bitpipe-compile
+// produces, next to the model object that defines the symbols of
+// bitpipe/program.h. All the work is in runTraining (testable without a
+// compiled model).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Training.h"
+
+#include "bitpipe/program.h"
+
+int main(int argc, char **argv) {
+  bitpipe::runtime::CompiledProgram program;
+  program.stageEntries = bitpipe_stage_entries;
+  program.numStageEntries = bitpipe_num_stage_entries;
+  program.rankPrograms = bitpipe_rank_programs;
+  program.numRanks = bitpipe_num_ranks;
+  program.manifest = bitpipe_manifest;
+  program.manifestSize = bitpipe_manifest_size;
+  return bitpipe::runtime::runTraining(program, argc, argv);
+}

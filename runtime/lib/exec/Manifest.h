@@ -1,0 +1,140 @@
+//===- Manifest.h - The compiled program's manifest, parsed -----*- C++ -*-===//
+//
+// The JSON manifest that bitpipe-lower-to-runtime emits next to the stage
+// functions and rank programs (its grammar is in bitpipe/program.h), parsed
+// into plain structs with every name resolved to an index. Parsing also
+// checks what the executor relies on later, so that a malformed manifest is
+// one message at start-up ("manifest: functions[3].args[1]: ...") and not a
+// crash in the middle of a step:
+//   - every ROLE fits the kind of its function (a forward has no stash...),
+//     names a known parameter with the parameter's shape, and has a size;
+//   - groups hold distinct ranks below world_size;
+//   - a bucket's group contains its rank, its parameters are held by the
+//     rank and in no other bucket, and every member of a group lists the
+//     same buckets (parameters, order) for it: the all-reduce then sums
+//     the same gradients elementwise on every member, in place.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_EXEC_MANIFEST_H
+#define BITPIPE_RUNTIME_EXEC_MANIFEST_H
+
+#include "core/DType.h"
+#include "core/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bitpipe::runtime {
+
+enum class ModelFamily { Gpt, Bert };
+
+struct ModelSpec {
+  std::string name;
+  ModelFamily family = ModelFamily::Gpt;
+  int64_t vocab = 0;
+  int64_t seqLen = 0;
+  int64_t microbatchSize = 0;
+  int32_t maskToken = -1; // BERT only; -1 when absent
+};
+
+struct ScheduleSpec {
+  std::string name;
+  /// Micro-batches per step of ONE data-parallel copy (micro-batch numbers
+  /// of a rank program are in [0, microbatches)); a step trains on
+  /// microbatches * dataParallel micro-batches in all.
+  int64_t microbatches = 0;
+  int64_t devices = 0;
+  int64_t dataParallel = 1;
+  int64_t worldSize = 0;
+};
+
+enum class InitKind { Normal, Zeros, Ones };
+
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t numel = 0;
+  InitKind init = InitKind::Normal;
+  double stddev = 0.02;
+  bool decay = true;
+};
+
+enum class RoleKind {
+  Param,
+  Input,
+  Activation,
+  Output,
+  Saved,
+  ForwardArg,
+  GradOfResult,
+  GradOfArg,
+  Stash,
+};
+
+const char *roleKindName(RoleKind kind);
+
+/// load_input's `kind` numbering (program.h).
+enum class InputKind : int32_t { Tokens = 0, Labels = 1 };
+
+struct Role {
+  RoleKind kind = RoleKind::Activation;
+  int param = -1;  // Param: index into Manifest::params
+  InputKind input = InputKind::Tokens; // Input
+  int index = -1;  // Saved, ForwardArg, GradOfResult, GradOfArg, Stash
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+  int64_t numel = 0;
+  size_t bytes() const { return static_cast<size_t>(numel) * dtypeSize(dtype); }
+  /// A forward output of this shape is the micro-batch loss.
+  bool isScalarF32() const { return shape.empty() && dtype == DType::F32; }
+};
+
+enum class FunctionKind { Forward, Backward, BackwardInput, BackwardWeight };
+
+const char *functionKindName(FunctionKind kind);
+
+struct StageFunction {
+  std::string name;
+  FunctionKind kind = FunctionKind::Forward;
+  int stage = 0;
+  std::vector<Role> args;
+  std::vector<Role> results;
+};
+
+struct BucketSpec {
+  int group = 0;           // index into Manifest::groups
+  std::vector<int> params; // indices into Manifest::params, in bucket order
+};
+
+struct RankSpec {
+  int32_t numValues = 0;
+  int dpCopy = 0;
+  std::vector<int> params; // indices into Manifest::params
+  std::vector<BucketSpec> buckets;
+  bool holds(int param) const;
+};
+
+struct Manifest {
+  ModelSpec model;
+  ScheduleSpec schedule;
+  std::vector<ParamSpec> params;
+  std::vector<StageFunction> functions;
+  std::vector<std::vector<int>> groups;
+  std::vector<RankSpec> ranks;
+
+  /// Index of parameter \p name, or -1.
+  int findParam(std::string_view name) const;
+  /// The lowest rank holding parameter \p param (whose copy is saved and
+  /// counted once in the gradient norm), or -1 if no rank holds it.
+  int ownerRank(int param) const;
+};
+
+/// Parses and validates \p text (see the file comment).
+Expected<Manifest> parseManifest(std::string_view text);
+
+} // namespace bitpipe::runtime
+
+#endif // BITPIPE_RUNTIME_EXEC_MANIFEST_H

@@ -1,0 +1,81 @@
+//===- ModelCheckpoint.cpp - One checkpoint file for the whole model -*- C++ -*-===//
+
+#include "ModelCheckpoint.h"
+
+#include "train/Safetensors.h"
+
+#include <cstring>
+
+namespace bitpipe::runtime {
+
+std::string manifestFingerprint(const Manifest &manifest) {
+  std::vector<CheckpointParam> all;
+  for (const ParamSpec &p : manifest.params)
+    all.push_back({p.name, p.shape, nullptr, nullptr, nullptr});
+  return modelFingerprint(all);
+}
+
+Status saveModelCheckpoint(Communicator &comm, const Manifest &manifest,
+                           ParamStore &store, const std::string &path,
+                           const CheckpointInfo &info) {
+  // Each rank sends, for every parameter it is the lowest holder of, in
+  // manifest order: weights, m, v.
+  std::string mine;
+  for (size_t p = 0; p < manifest.params.size(); ++p) {
+    if (manifest.ownerRank(static_cast<int>(p)) != comm.rank())
+      continue;
+    size_t bytes = static_cast<size_t>(manifest.params[p].numel) * sizeof(float);
+    for (const float *src : {store.param(p), store.m(p), store.v(p)})
+      mine.append(reinterpret_cast<const char *>(src), bytes);
+  }
+  std::vector<std::string> all;
+  Status s = comm.gatherBytes(mine, 0, &all);
+  if (!s.isOk() || comm.rank() != 0)
+    return s;
+
+  const size_t n = manifest.params.size();
+  std::vector<std::vector<float>> weights(n), m(n), v(n);
+  std::vector<size_t> cursor(all.size(), 0);
+  std::vector<CheckpointParam> params;
+  for (size_t p = 0; p < n; ++p) {
+    const ParamSpec &spec = manifest.params[p];
+    int owner = manifest.ownerRank(static_cast<int>(p));
+    if (owner < 0)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "checkpoint: no rank holds parameter '" +
+                               spec.name + "'");
+    size_t count = static_cast<size_t>(spec.numel);
+    const std::string &from = all[owner];
+    for (std::vector<float> *dst : {&weights[p], &m[p], &v[p]}) {
+      if (cursor[owner] + count * sizeof(float) > from.size())
+        return Status::error(ErrorCode::FormatError,
+                             formatString("checkpoint: rank %d sent too few "
+                                          "bytes",
+                                          owner));
+      dst->resize(count);
+      std::memcpy(dst->data(), from.data() + cursor[owner],
+                  count * sizeof(float));
+      cursor[owner] += count * sizeof(float);
+    }
+    params.push_back(
+        {spec.name, spec.shape, weights[p].data(), m[p].data(), v[p].data()});
+  }
+  return saveCheckpoint(path, params, info);
+}
+
+Status loadModelCheckpoint(const Manifest &manifest, ParamStore &store,
+                           const std::string &path, CheckpointInfo *info) {
+  return loadCheckpoint(path, store.checkpointParams(),
+                        manifestFingerprint(manifest), info);
+}
+
+Status dumpRankParams(const Manifest &manifest, ParamStore &store,
+                      const std::string &path, int64_t step) {
+  std::vector<SafetensorsTensor> tensors;
+  for (int p : store.layoutOrder())
+    tensors.push_back(
+        {manifest.params[p].name, store.param(p), manifest.params[p].shape});
+  return writeSafetensors(path, tensors, {{"step", std::to_string(step)}});
+}
+
+} // namespace bitpipe::runtime

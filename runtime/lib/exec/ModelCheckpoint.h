@@ -1,0 +1,52 @@
+//===- ModelCheckpoint.h - One checkpoint file for the whole model -*- C++ -*-===//
+//
+// A pipeline run keeps each parameter on the ranks of its stage, but its
+// checkpoint is one safetensors file for the whole model, in Checkpoint.h's
+// format: "<name>" (fp32 weights), "optim.m.<name>", "optim.v.<name>" for
+// every parameter of the manifest, in manifest order, and __metadata__
+// {format: bitpipe-v1, step, seed, fingerprint}. The fingerprint is that of
+// the whole model (names and shapes), not of a partition, so a checkpoint
+// written by a 4-rank run resumes on 1 rank or 8, and a checkpoint of a
+// different model is refused by name.
+//
+// Saving: rank 0 gathers each parameter once, from the lowest rank holding
+// it (replicas are identical), and writes atomically (temp file + rename):
+// an interrupted save leaves the previous checkpoint whole. Loading: each
+// rank reads only the parameters it holds.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_EXEC_MODELCHECKPOINT_H
+#define BITPIPE_RUNTIME_EXEC_MODELCHECKPOINT_H
+
+#include "Manifest.h"
+#include "ParamStore.h"
+#include "comm/Communicator.h"
+#include "train/Checkpoint.h"
+
+#include <string>
+
+namespace bitpipe::runtime {
+
+/// The fingerprint of the whole model of \p manifest.
+std::string manifestFingerprint(const Manifest &manifest);
+
+/// Collective. Rank 0 writes \p path; the returned status is rank 0's write
+/// (other ranks return ok once their part is sent): agree on it.
+Status saveModelCheckpoint(Communicator &comm, const Manifest &manifest,
+                           ParamStore &store, const std::string &path,
+                           const CheckpointInfo &info);
+
+/// Loads this rank's parameters and moments from \p path, checking the
+/// fingerprint; \p info receives the step and seed.
+Status loadModelCheckpoint(const Manifest &manifest, ParamStore &store,
+                           const std::string &path, CheckpointInfo *info);
+
+/// Writes \p path with the parameters \p store holds (no moments), for
+/// tests that compare every rank's copy.
+Status dumpRankParams(const Manifest &manifest, ParamStore &store,
+                      const std::string &path, int64_t step);
+
+} // namespace bitpipe::runtime
+
+#endif // BITPIPE_RUNTIME_EXEC_MODELCHECKPOINT_H

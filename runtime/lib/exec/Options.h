@@ -1,0 +1,52 @@
+//===- Options.h - Command-line flags of a training executable --*- C++ -*-===//
+//
+// The flags every compiled training executable takes (--help lists them).
+// Parsing is pure (no I/O, no MPI) so every rank, given the same argv, gets
+// the same answer, and tests can call it directly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_EXEC_OPTIONS_H
+#define BITPIPE_RUNTIME_EXEC_OPTIONS_H
+
+#include "core/Status.h"
+#include "train/AdamW.h"
+#include "train/TokenDataset.h"
+
+#include <cstdint>
+#include <string>
+
+namespace bitpipe::runtime {
+
+struct TrainOptions {
+  std::string dataPath;
+  TokenDType dataDType = TokenDType::U16;
+  SamplingMode sampling = SamplingMode::Random;
+  /// The step count to reach (a run resumed at step 3 with --steps 6 runs
+  /// three more).
+  int64_t steps = -1;
+  AdamWConfig adam; // lr, weight decay, gradient clipping
+  uint64_t seed = 0;
+  bool seedGiven = false;
+  std::string loadPath;
+  std::string savePath;
+  int64_t saveEvery = 0; // 0: only at the end
+  std::string tracePath;
+  std::string metricsPath;
+  std::string dumpRankParamsDir;
+  int64_t logInterval = 1;
+  double timeoutSeconds = 0; // 0: the communicator's default
+  bool help = false;
+};
+
+/// Parses argv[1..argc-1]. "--flag value" and "--flag=value" both work.
+/// Fails, naming the flag, on an unknown flag, a missing or malformed value,
+/// or a missing required flag (--data, --steps), unless --help is given.
+Expected<TrainOptions> parseTrainOptions(int argc, char **argv);
+
+/// The --help text.
+std::string trainUsage(const char *program);
+
+} // namespace bitpipe::runtime
+
+#endif // BITPIPE_RUNTIME_EXEC_OPTIONS_H

@@ -1,0 +1,374 @@
+//===- Training.cpp - The training loop of a compiled program ---*- C++ -*-===//
+
+#include "Training.h"
+
+#include "Agree.h"
+#include "Executor.h"
+#include "ModelCheckpoint.h"
+#include "Options.h"
+#include "comm/mpi/MpiCommunicator.h"
+#include "train/StepLog.h"
+#include "train/Trace.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace bitpipe::runtime {
+
+namespace {
+
+/// Whether \p path can be created: its directory exists and is writable.
+/// Checked at start-up so that a typo costs a message, not a finished run.
+Status checkOutputPath(const std::string &flag, const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "."
+                    : slash == 0               ? "/"
+                                               : path.substr(0, slash);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::error(ErrorCode::NotFound,
+                         flag + " " + path + ": directory '" + dir +
+                             "' does not exist");
+  if (::access(dir.c_str(), W_OK) != 0)
+    return Status::error(ErrorCode::IoError, flag + " " + path +
+                                                 ": directory '" + dir +
+                                                 "' is not writable");
+  return Status::ok();
+}
+
+/// Creates --dump-rank-params' directory if needed (one level).
+Status prepareDumpDir(const std::string &dir) {
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+    return Status::error(ErrorCode::IoError,
+                         "--dump-rank-params " + dir + ": cannot create it: " +
+                             std::strerror(errno));
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::error(ErrorCode::IoError,
+                         "--dump-rank-params " + dir + " is not a directory");
+  return Status::ok();
+}
+
+/// What each rank reports to rank 0 after a step.
+struct StepReport {
+  double lossSum = 0;
+  int64_t lossCount = 0;
+  double bubble = 0;
+};
+
+/// Start-up checks that may fail on some ranks: the data, the checkpoint,
+/// the output paths. Fills \p inputs and, with --load, the parameters.
+Status startUpChecks(const TrainOptions &o, const Manifest &manifest,
+                     int rank, ParamStore &store, AdamW &adam,
+                     uint64_t *seed, std::unique_ptr<InputLoader> *inputs) {
+  *seed = o.seed;
+  if (!o.loadPath.empty()) {
+    CheckpointInfo info;
+    Status s = loadModelCheckpoint(manifest, store, o.loadPath, &info);
+    if (!s.isOk())
+      return Status::error(s.code(), "--load: " + s.message());
+    // The sampler and the masks are functions of the seed: resuming with
+    // another one would silently change the data order.
+    if (o.seedGiven && info.seed != o.seed)
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          formatString("--load %s was trained with seed %llu, but --seed is "
+                       "%llu (drop --seed to continue with the checkpoint's)",
+                       o.loadPath.c_str(),
+                       static_cast<unsigned long long>(info.seed),
+                       static_cast<unsigned long long>(o.seed)));
+    *seed = info.seed;
+    adam.setStepCount(info.step);
+  }
+  Expected<std::unique_ptr<InputLoader>> in = InputLoader::open(
+      manifest, o.dataPath, o.dataDType, *seed, o.sampling);
+  if (!in.isOk())
+    return Status::error(in.status().code(),
+                         "--data: " + in.status().message());
+  *inputs = in.take();
+  if (rank == 0)
+    for (const auto &[flag, path] :
+         {std::pair<const char *, const std::string &>{"--save", o.savePath},
+          {"--metrics", o.metricsPath},
+          {"--trace", o.tracePath}})
+      if (!path.empty()) {
+        Status s = checkOutputPath(flag, path);
+        if (!s.isOk())
+          return s;
+      }
+  if (!o.dumpRankParamsDir.empty())
+    return prepareDumpDir(o.dumpRankParamsDir);
+  return Status::ok();
+}
+
+/// DDP's start: every replica takes the parameters of its group's first
+/// rank. They are identical already (Init draws by name from the seed, and
+/// a checkpoint loads the same values on every holder), so this is a safety
+/// net that costs one broadcast per bucket at start-up. Groups go in
+/// manifest order and buckets in rank order (identical on all members), a
+/// total order of collectives, so overlapping groups cannot deadlock.
+Status broadcastInitialParams(Communicator &comm, const Manifest &manifest,
+                              ParamStore &store,
+                              const std::vector<GroupId> &groupIds) {
+  const RankSpec &spec = manifest.ranks[comm.rank()];
+  for (size_t g = 0; g < manifest.groups.size(); ++g)
+    for (size_t b = 0; b < spec.buckets.size(); ++b) {
+      if (spec.buckets[b].group != static_cast<int>(g))
+        continue;
+      const FloatRange &range = store.bucketRange(static_cast<int>(b));
+      Status s = comm.broadcast(store.paramsData() + range.offset,
+                                range.count, DType::F32, groupIds[g]);
+      if (!s.isOk())
+        return s;
+    }
+  return Status::ok();
+}
+
+class Trainer {
+public:
+  Trainer(const CompiledProgram &program, Communicator &comm,
+          const TrainOptions &o, const Manifest &m)
+      : program_(program), comm_(comm), o_(o), manifest_(m),
+        rank_(comm.rank()), store_(m, comm.rank()), adam_(o.adam) {}
+
+  int run();
+
+private:
+  Status save(const std::string &path, int64_t step);
+  void report(int64_t step, double seconds, const StepReport &mine);
+
+  const CompiledProgram &program_;
+  Communicator &comm_;
+  const TrainOptions &o_;
+  const Manifest &manifest_;
+  int rank_;
+  ParamStore store_;
+  AdamW adam_;
+  TraceRecorder trace_;
+  uint64_t seed_ = 0;
+  std::FILE *metrics_ = nullptr;
+  std::unique_ptr<StepLogger> logger_;
+};
+
+Status Trainer::save(const std::string &path, int64_t step) {
+  CheckpointInfo info{step, seed_, manifestFingerprint(manifest_)};
+  Status s = saveModelCheckpoint(comm_, manifest_, store_, path, info);
+  if (!s.isOk())
+    return Status::error(s.code(), "--save: " + s.message());
+  return s;
+}
+
+void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
+  std::string bytes(reinterpret_cast<const char *>(&mine), sizeof mine);
+  std::vector<std::string> all;
+  Status s = comm_.gatherBytes(bytes, 0, &all);
+  if (!s.isOk())
+    comm_.abort(3, formatString("step %lld: gathering the step's losses: %s",
+                                static_cast<long long>(step),
+                                s.message().c_str()));
+  if (rank_ != 0)
+    return;
+  StepStats stats;
+  stats.step = step;
+  stats.seconds = seconds;
+  stats.tokens = manifest_.schedule.microbatches *
+                 manifest_.schedule.dataParallel *
+                 manifest_.model.microbatchSize * manifest_.model.seqLen;
+  double lossSum = 0;
+  int64_t lossCount = 0;
+  for (const std::string &b : all) {
+    StepReport r;
+    std::memcpy(&r, b.data(), sizeof r);
+    lossSum += r.lossSum;
+    lossCount += r.lossCount;
+    stats.bubble.push_back(r.bubble);
+  }
+  stats.loss = lossCount ? lossSum / static_cast<double>(lossCount) : 0;
+  if (step % o_.logInterval == 0 || step == o_.steps)
+    logger_->log(stats);
+  if (metrics_) {
+    std::fprintf(metrics_,
+                 "{\"step\":%lld,\"loss\":%.9g,\"tokens_per_s\":%.6g,"
+                 "\"seconds\":%.6g}\n",
+                 static_cast<long long>(step), stats.loss,
+                 seconds > 0 ? stats.tokens / seconds : 0.0, seconds);
+    std::fflush(metrics_);
+  }
+}
+
+int Trainer::run() {
+  // Groups first: createGroup is collective over every rank, in order.
+  std::vector<GroupId> groupIds;
+  for (const std::vector<int> &g : manifest_.groups) {
+    Expected<GroupId> id = comm_.createGroup(g);
+    if (!id.isOk())
+      comm_.abort(1, "creating the manifest's groups: " +
+                         id.status().message());
+    groupIds.push_back(*id);
+  }
+
+  store_.initialize(o_.seed);
+  std::unique_ptr<InputLoader> inputs;
+  if (!agreeAllOk(comm_, startUpChecks(o_, manifest_, rank_, store_, adam_,
+                                       &seed_, &inputs)))
+    return 1;
+  Status s = broadcastInitialParams(comm_, manifest_, store_, groupIds);
+  if (!s.isOk())
+    comm_.abort(1, "broadcasting the initial parameters: " + s.message());
+
+  // Outputs are opened only now: a run that fails its checks overwrites
+  // nothing. A resumed run appends to the metrics of the run it continues.
+  Status opened = Status::ok();
+  if (rank_ == 0 && !o_.metricsPath.empty()) {
+    metrics_ = std::fopen(o_.metricsPath.c_str(),
+                          o_.loadPath.empty() ? "w" : "a");
+    if (!metrics_)
+      opened = Status::error(ErrorCode::IoError,
+                             "--metrics " + o_.metricsPath + ": " +
+                                 std::strerror(errno));
+  }
+  if (!agreeAllOk(comm_, opened))
+    return 1;
+  if (rank_ == 0)
+    logger_ = std::make_unique<StepLogger>(stdout, o_.steps);
+
+  ExecutorParts parts;
+  parts.manifest = &manifest_;
+  parts.entries = program_.stageEntries;
+  parts.comm = &comm_;
+  parts.params = &store_;
+  parts.inputs = inputs.get();
+  parts.optimizer = &adam_;
+  parts.trace = &trace_;
+  parts.groupIds = groupIds;
+  bp_rt_context ctx(std::move(parts));
+  bp_rank_program_t program = program_.rankPrograms[rank_];
+
+  // One time base for the trace on every rank (Trace.h).
+  s = comm_.barrier(kWorldGroup);
+  if (!s.isOk())
+    comm_.abort(1, "start-up barrier: " + s.message());
+  trace_.resetEpoch();
+
+  int64_t first = adam_.stepCount();
+  if (first >= o_.steps && rank_ == 0)
+    std::printf("bitpipe: already at step %lld (--steps %lld): nothing to "
+                "train\n",
+                static_cast<long long>(first),
+                static_cast<long long>(o_.steps));
+  for (int64_t step = first; step < o_.steps; ++step) {
+    double start = trace_.nowUs();
+    ctx.beginStep(step);
+    program(&ctx);
+    s = ctx.endStep();
+    if (!s.isOk())
+      ctx.fatal(ctx.describeCall("end of the step: " + s.message()));
+    double end = trace_.nowUs();
+    StepReport mine{ctx.lossSum(), ctx.lossCount(),
+                    bubbleFraction(trace_.events(), start, end)};
+    if (o_.tracePath.empty())
+      trace_.clear(); // keep memory flat on long runs
+    report(step + 1, (end - start) * 1e-6, mine);
+    if (o_.saveEvery > 0 && (step + 1) % o_.saveEvery == 0 &&
+        step + 1 != o_.steps && !o_.savePath.empty())
+      if (!agreeAllOk(comm_, save(o_.savePath, step + 1)))
+        return 1;
+  }
+  if (logger_)
+    logger_->finish();
+  if (metrics_)
+    std::fclose(metrics_);
+  metrics_ = nullptr;
+
+  int64_t last = adam_.stepCount();
+  if (!o_.savePath.empty() && !agreeAllOk(comm_, save(o_.savePath, last)))
+    return 1;
+  if (!o_.tracePath.empty()) {
+    Status t = gatherAndWriteChromeTrace(comm_, trace_, o_.tracePath);
+    if (!agreeAllOk(comm_, t.isOk() ? t
+                                    : Status::error(t.code(),
+                                                    "--trace: " +
+                                                        t.message())))
+      return 1;
+  }
+  if (!o_.dumpRankParamsDir.empty()) {
+    std::string path = o_.dumpRankParamsDir + "/rank" +
+                       std::to_string(rank_) + ".safetensors";
+    if (!agreeAllOk(comm_, dumpRankParams(manifest_, store_, path, last)))
+      return 1;
+  }
+  return 0;
+}
+
+} // namespace
+
+int runTraining(const CompiledProgram &program, int argc, char **argv) {
+  Expected<std::unique_ptr<MpiCommunicator>> c =
+      MpiCommunicator::create(&argc, &argv);
+  if (!c.isOk()) {
+    std::fprintf(stderr, "bitpipe: error: %s\n",
+                 c.status().message().c_str());
+    return 1;
+  }
+  Communicator &comm = **c;
+  const int rank = comm.rank();
+  const char *self = argc > 0 ? argv[0] : "bitpipe-train";
+
+  // Everything up to the world-size check depends only on argv and the
+  // compiled program, identical on every rank: every rank takes the same
+  // branch, and rank 0 alone speaks.
+  Expected<TrainOptions> o = parseTrainOptions(argc, argv);
+  if (!o.isOk()) {
+    if (rank == 0)
+      std::fprintf(stderr, "bitpipe: error: %s\n%s",
+                   o.status().message().c_str(), trainUsage(self).c_str());
+    return 2;
+  }
+  if (o->help) {
+    if (rank == 0)
+      std::printf("%s", trainUsage(self).c_str());
+    return 0;
+  }
+  Expected<Manifest> m = parseManifest(
+      std::string_view(program.manifest,
+                       static_cast<size_t>(program.manifestSize)));
+  if (!m.isOk()) {
+    if (rank == 0)
+      printError(rank, "the compiled program's " + m.status().message());
+    return 1;
+  }
+  if (program.numStageEntries != static_cast<int32_t>(m->functions.size()) ||
+      program.numRanks != static_cast<int32_t>(m->schedule.worldSize)) {
+    if (rank == 0)
+      printError(rank,
+                 formatString("the compiled program is inconsistent: %d stage "
+                              "entries and %d rank programs, but its manifest "
+                              "lists %zu functions and %lld ranks",
+                              program.numStageEntries, program.numRanks,
+                              m->functions.size(),
+                              static_cast<long long>(m->schedule.worldSize)));
+    return 1;
+  }
+  if (comm.size() != m->schedule.worldSize) {
+    if (rank == 0)
+      printError(rank, formatString("compiled for %lld ranks, started with "
+                                    "%d: run with mpirun -np %lld",
+                                    static_cast<long long>(
+                                        m->schedule.worldSize),
+                                    comm.size(),
+                                    static_cast<long long>(
+                                        m->schedule.worldSize)));
+    return 1;
+  }
+  if (o->timeoutSeconds > 0)
+    comm.setTimeout(o->timeoutSeconds);
+  Trainer trainer(program, comm, *o, *m);
+  return trainer.run();
+}
+
+} // namespace bitpipe::runtime
