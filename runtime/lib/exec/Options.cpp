@@ -132,6 +132,13 @@ std::vector<Flag> flags(TrainOptions &o) {
        [&o](const std::string &f, const std::string &v) {
          return parseInt(f, v, 1, &o.logInterval);
        }},
+      {"--progress", nullptr,
+       "draw the progress bar under mpirun too (default: only when not "
+       "launched by mpirun and the output is a terminal)",
+       [&o](const std::string &, const std::string &) {
+         o.progress = true;
+         return Status::ok();
+       }},
       {"--dump-rank-params", "DIR",
        "at the end, each rank writes DIR/rank<R>.safetensors",
        [&o](const std::string &, const std::string &v) {
@@ -196,6 +203,9 @@ Expected<TrainOptions> parseTrainOptions(int argc, char **argv) {
   if (o.steps < 0)
     return Status::error(ErrorCode::InvalidArgument,
                          "missing --steps N (the step count to reach)");
+  if (o.saveEvery > 0 && o.savePath.empty())
+    return Status::error(ErrorCode::InvalidArgument,
+                         "--save-every needs --save PATH");
   return o;
 }
 

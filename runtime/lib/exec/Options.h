@@ -35,6 +35,9 @@ struct TrainOptions {
   std::string metricsPath;
   std::string dumpRankParamsDir;
   int64_t logInterval = 1;
+  /// Draw the progress bar even when launched by mpirun (whose rank
+  /// output is a pseudo-terminal whatever mpirun's own output is).
+  bool progress = false;
   double timeoutSeconds = 0; // 0: the communicator's default
   bool help = false;
 };

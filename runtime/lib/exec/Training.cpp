@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string_view>
@@ -52,6 +53,17 @@ Status prepareDumpDir(const std::string &dir) {
     return Status::error(ErrorCode::IoError,
                          "--dump-rank-params " + dir + " is not a directory");
   return Status::ok();
+}
+
+/// Whether a launcher started this process. Open MPI hands every rank a
+/// pseudo-terminal as stdout, even when mpirun's own output goes to a file,
+/// so isatty() cannot tell a log file from a terminal there.
+bool launchedByMpirun() {
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+                          "SLURM_PROCID"})
+    if (std::getenv(var))
+      return true;
+  return false;
 }
 
 /// What each rank reports to rank 0 after a step.
@@ -235,7 +247,8 @@ int Trainer::run() {
   if (!agreeAllOk(comm_, opened))
     return 1;
   if (rank_ == 0)
-    logger_ = std::make_unique<StepLogger>(stdout, o_.steps);
+    logger_ = std::make_unique<StepLogger>(
+        stdout, o_.steps, o_.progress ? 1 : launchedByMpirun() ? 0 : -1);
 
   ExecutorParts parts;
   parts.manifest = &manifest_;
@@ -325,8 +338,8 @@ int runTraining(const CompiledProgram &program, int argc, char **argv) {
   Expected<TrainOptions> o = parseTrainOptions(argc, argv);
   if (!o.isOk()) {
     if (rank == 0)
-      std::fprintf(stderr, "bitpipe: error: %s\n%s",
-                   o.status().message().c_str(), trainUsage(self).c_str());
+      std::fprintf(stderr, "bitpipe: error: %s\n",
+                   o.status().message().c_str());
     return 2;
   }
   if (o->help) {

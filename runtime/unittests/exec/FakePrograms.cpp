@@ -1,0 +1,241 @@
+//===- FakePrograms.cpp - Hand-written rank programs of the fake model ----===//
+//
+// The rank programs and manifests bitpipe-compile would emit for the fake
+// model (FakeModel.h), one configuration per executable, chosen by a
+// compile definition:
+//
+//   FAKE_SINGLE     1 rank, both stages, 4 micro-batches, GPipe order, a
+//                   local copy between the stages, full backward;
+//   FAKE_PIPE2      2 ranks, one stage each, 4 micro-batches: activations
+//                   and gradients sent in batches, split backward with the
+//                   weight halves deferred (zero-bubble style), the tied
+//                   embedding's gradient all-reduced over both ranks;
+//   FAKE_DP2        2 data-parallel copies of FAKE_SINGLE, 2 micro-batches
+//                   each, gradients in two buckets;
+//   FAKE_PIPE2_DP2  2 copies of FAKE_PIPE2, 2 micro-batches each: the
+//                   embedding all-reduced over 4 ranks, the rest over 2.
+// FAKE_BERT switches the model family (masked-LM data) for any of them.
+//
+// Each configuration trains on 4 micro-batches per step, so all of them
+// must match FAKE_SINGLE (the executor equivalence tests).
+//
+// BITPIPE_FAKE_KILL=R:S makes rank R kill itself (SIGKILL) in the middle of
+// step S: the dead-rank test.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeModel.h"
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
+#ifdef FAKE_BERT
+#define FAKE_MODEL_JSON                                                        \
+  "\"model\": {\"name\": \"fake\", \"family\": \"bert\", \"vocab\": 32,"       \
+  " \"seq_len\": 8, \"microbatch_size\": 2, \"mask_token\": 31},"
+#else
+#define FAKE_MODEL_JSON                                                        \
+  "\"model\": {\"name\": \"fake\", \"family\": \"gpt\", \"vocab\": 32,"        \
+  " \"seq_len\": 8, \"microbatch_size\": 2},"
+#endif
+
+namespace {
+
+/// Counts this process's steps (rank programs run once per step).
+int stepNumber = 0;
+
+/// BITPIPE_FAKE_KILL=R:S: rank R dies in step S.
+void maybeDie(int rank) {
+  const char *spec = std::getenv("BITPIPE_FAKE_KILL");
+  int r = -1, s = -1;
+  if (spec && std::sscanf(spec, "%d:%d", &r, &s) == 2 && r == rank &&
+      s == stepNumber) {
+    std::fprintf(stderr, "fake program: rank %d kills itself in step %d\n",
+                 rank, stepNumber);
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+  }
+}
+
+/// Both stages on one rank (FAKE_SINGLE, FAKE_DP2). Values per
+/// micro-batch: tokens, labels, stage-0 output, its local copy, two saved
+/// handles, the activation gradient; then one token per bucket.
+[[maybe_unused]] void bothStages(bp_rt_context *ctx, int rank, int n, int world_mbs,
+                int buckets) {
+  ++stepNumber;
+  enum { kTok, kLab, kAct, kCopy, kSaved0, kSaved1, kGrad, kPerMb };
+  auto id = [](int mb, int slot) { return mb * kPerMb + slot; };
+  for (int mb = 0; mb < n; ++mb) {
+    bp_rt_load_input(ctx, id(mb, kTok), 0, mb, FAKE_INPUT_COUNT);
+    bp_rt_forward(ctx, kStage0Fwd, mb, id(mb, kTok), -1, id(mb, kAct),
+                  id(mb, kSaved0));
+    bp_rt_release(ctx, id(mb, kTok));
+    // The V's bottom: two consecutive stages on one rank.
+    bp_rt_local_copy(ctx, id(mb, kAct), id(mb, kCopy));
+    bp_rt_release(ctx, id(mb, kAct));
+    bp_rt_load_input(ctx, id(mb, kLab), 1, mb, FAKE_INPUT_COUNT);
+    // The loss output is not bound (out0 = -1): the executor accumulates it.
+    bp_rt_forward(ctx, kStage1Fwd, mb, id(mb, kCopy), id(mb, kLab), -1,
+                  id(mb, kSaved1));
+    // The saved handle keeps both alive for the backward.
+    bp_rt_release(ctx, id(mb, kCopy));
+    bp_rt_release(ctx, id(mb, kLab));
+  }
+  maybeDie(rank);
+  for (int mb = n - 1; mb >= 0; --mb) {
+    bp_rt_backward(ctx, kStage1Bwd, mb, id(mb, kSaved1), -1, id(mb, kGrad));
+    bp_rt_backward(ctx, kStage0Bwd, mb, id(mb, kSaved0), id(mb, kGrad), -1);
+    bp_rt_release(ctx, id(mb, kGrad));
+  }
+  // Buckets in reverse order (as DDP: the last layers' gradients are ready
+  // first); every member of the group does the same.
+  for (int b = buckets - 1; b >= 0; --b)
+    bp_rt_allreduce_start(ctx, b, n * kPerMb + b);
+  for (int b = 0; b < buckets; ++b)
+    bp_rt_allreduce_wait(ctx, n * kPerMb + b);
+  bp_rt_optimizer_step(ctx, world_mbs);
+}
+
+/// Stage 0 of a two-rank pipeline (FAKE_PIPE2, FAKE_PIPE2_DP2). Values per
+/// micro-batch: tokens, output, handle, gradient; then bucket tokens.
+[[maybe_unused]] void firstStage(bp_rt_context *ctx, int rank, int peer, int n, int world_mbs,
+                int buckets) {
+  ++stepNumber;
+  enum { kTok, kAct, kSaved, kGrad, kPerMb };
+  auto id = [](int mb, int slot) { return mb * kPerMb + slot; };
+  for (int mb = 0; mb < n; ++mb) {
+    bp_rt_load_input(ctx, id(mb, kTok), 0, mb, FAKE_INPUT_COUNT);
+    bp_rt_forward(ctx, kStage0Fwd, mb, id(mb, kTok), -1, id(mb, kAct),
+                  id(mb, kSaved));
+    bp_rt_release(ctx, id(mb, kTok));
+    bp_rt_send(ctx, id(mb, kAct), FAKE_ACT_COUNT, peer, mb);
+    bp_rt_end_batch(ctx, mb);
+    bp_rt_release(ctx, id(mb, kAct)); // the pending send still holds it
+  }
+  maybeDie(rank);
+  // All gradient receives in one batch, then waited for one by one.
+  for (int mb = 0; mb < n; ++mb)
+    bp_rt_recv(ctx, id(mb, kGrad), FAKE_ACT_COUNT, peer, 100 + mb);
+  bp_rt_end_batch(ctx, n);
+  for (int mb = n - 1; mb >= 0; --mb) {
+    bp_rt_backward(ctx, kStage0Bwd, mb, id(mb, kSaved), id(mb, kGrad), -1);
+    bp_rt_release(ctx, id(mb, kGrad));
+  }
+  for (int b = 0; b < buckets; ++b)
+    bp_rt_allreduce_start(ctx, b, n * kPerMb + b);
+  for (int b = 0; b < buckets; ++b)
+    bp_rt_allreduce_wait(ctx, n * kPerMb + b);
+  bp_rt_optimizer_step(ctx, world_mbs);
+}
+
+/// Stage 1 (the loss) of a two-rank pipeline. Values per micro-batch:
+/// activation, labels, handle, gradient, loss; then the bucket token.
+[[maybe_unused]] void lastStage(bp_rt_context *ctx, int rank, int peer, int n, int world_mbs) {
+  ++stepNumber;
+  enum { kAct, kLab, kSaved, kGrad, kLoss, kPerMb };
+  auto id = [](int mb, int slot) { return mb * kPerMb + slot; };
+  for (int mb = 0; mb < n; ++mb)
+    bp_rt_recv(ctx, id(mb, kAct), FAKE_ACT_COUNT, peer, mb);
+  bp_rt_end_batch(ctx, 0);
+  for (int mb = 0; mb < n; ++mb) {
+    bp_rt_load_input(ctx, id(mb, kLab), 1, mb, FAKE_INPUT_COUNT);
+    // The loss bound to a value this time (and released unread).
+    bp_rt_forward(ctx, kStage1Fwd, mb, id(mb, kAct), id(mb, kLab),
+                  id(mb, kLoss), id(mb, kSaved));
+    bp_rt_release(ctx, id(mb, kLoss));
+    bp_rt_release(ctx, id(mb, kAct));
+    bp_rt_release(ctx, id(mb, kLab));
+  }
+  maybeDie(rank);
+  for (int mb = n - 1; mb >= 0; --mb) {
+    bp_rt_backward(ctx, kStage1BwdInput, mb, id(mb, kSaved), -1,
+                   id(mb, kGrad));
+    bp_rt_send(ctx, id(mb, kGrad), FAKE_ACT_COUNT, peer, 100 + mb);
+    bp_rt_end_batch(ctx, 1 + mb);
+    bp_rt_release(ctx, id(mb, kGrad));
+  }
+  // The deferred weight halves (zero-bubble schedules fill bubbles so).
+  for (int mb = 0; mb < n; ++mb)
+    bp_rt_weight_grad(ctx, kStage1BwdWeight, mb, id(mb, kSaved));
+  bp_rt_allreduce_start(ctx, 0, n * kPerMb);
+  bp_rt_allreduce_wait(ctx, n * kPerMb);
+  bp_rt_optimizer_step(ctx, world_mbs);
+}
+
+#if defined(FAKE_SINGLE)
+void rank0(bp_rt_context *c) { bothStages(c, 0, 4, 4, 0); }
+#define FAKE_RANKS rank0
+#define FAKE_TAIL_JSON                                                         \
+  "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 4, \"devices\": 1,"   \
+  " \"data_parallel\": 1, \"world_size\": 1},"                                 \
+  "\"groups\": [],"                                                            \
+  "\"ranks\": [{\"num_values\": 28, \"dp_copy\": 0,"                           \
+  " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
+  " \"hidden.bias\"], \"buckets\": []}]"
+#elif defined(FAKE_PIPE2)
+void rank0(bp_rt_context *c) { firstStage(c, 0, 1, 4, 4, 1); }
+void rank1(bp_rt_context *c) { lastStage(c, 1, 0, 4, 4); }
+#define FAKE_RANKS rank0, rank1
+#define FAKE_TAIL_JSON                                                         \
+  "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 4, \"devices\": 2,"   \
+  " \"data_parallel\": 1, \"world_size\": 2},"                                 \
+  "\"groups\": [[0, 1]],"                                                      \
+  "\"ranks\": [{\"num_values\": 17, \"dp_copy\": 0,"                           \
+  " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
+  " \"hidden.bias\"],"                                                         \
+  " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]},"           \
+  "{\"num_values\": 21, \"dp_copy\": 0, \"params\": [\"embed.tokens\"],"       \
+  " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]}]"
+#elif defined(FAKE_DP2)
+void rank0(bp_rt_context *c) { bothStages(c, 0, 2, 4, 2); }
+void rank1(bp_rt_context *c) { bothStages(c, 1, 2, 4, 2); }
+#define FAKE_RANKS rank0, rank1
+#define FAKE_DP2_RANK(copy)                                                    \
+  "{\"num_values\": 16, \"dp_copy\": " #copy ","                               \
+  " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
+  " \"hidden.bias\"], \"buckets\": ["                                           \
+  "{\"group\": 0, \"params\": [\"embed.tokens\"]},"                            \
+  "{\"group\": 0, \"params\": [\"hidden.weight\", \"hidden.bias\","            \
+  " \"embed.pos\"]}]}"
+#define FAKE_TAIL_JSON                                                         \
+  "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, \"devices\": 1,"   \
+  " \"data_parallel\": 2, \"world_size\": 2},"                                 \
+  "\"groups\": [[0, 1]],"                                                      \
+  "\"ranks\": [" FAKE_DP2_RANK(0) "," FAKE_DP2_RANK(1) "]"
+#elif defined(FAKE_PIPE2_DP2)
+// Rank = copy * 2 + device; the partner stage is on rank ^ 1.
+void rank0(bp_rt_context *c) { firstStage(c, 0, 1, 2, 4, 2); }
+void rank1(bp_rt_context *c) { lastStage(c, 1, 0, 2, 4); }
+void rank2(bp_rt_context *c) { firstStage(c, 2, 3, 2, 4, 2); }
+void rank3(bp_rt_context *c) { lastStage(c, 3, 2, 2, 4); }
+#define FAKE_RANKS rank0, rank1, rank2, rank3
+#define FAKE_FIRST(copy)                                                       \
+  "{\"num_values\": 10, \"dp_copy\": " #copy ","                               \
+  " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
+  " \"hidden.bias\"], \"buckets\": ["                                           \
+  "{\"group\": 1, \"params\": [\"hidden.weight\", \"hidden.bias\","            \
+  " \"embed.pos\"]},"                                                          \
+  "{\"group\": 0, \"params\": [\"embed.tokens\"]}]}"
+#define FAKE_LAST(copy)                                                        \
+  "{\"num_values\": 11, \"dp_copy\": " #copy ","                               \
+  " \"params\": [\"embed.tokens\"],"                                           \
+  " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]}"
+#define FAKE_TAIL_JSON                                                         \
+  "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, \"devices\": 2,"   \
+  " \"data_parallel\": 2, \"world_size\": 4},"                                 \
+  "\"groups\": [[0, 1, 2, 3], [0, 2]],"                                        \
+  "\"ranks\": [" FAKE_FIRST(0) "," FAKE_LAST(0) "," FAKE_FIRST(1) ","          \
+  FAKE_LAST(1) "]"
+#else
+#error "define one of FAKE_SINGLE, FAKE_PIPE2, FAKE_DP2, FAKE_PIPE2_DP2"
+#endif
+
+} // namespace
+
+const bp_rank_program_t bitpipe_rank_programs[] = {FAKE_RANKS};
+const int32_t bitpipe_num_ranks =
+    sizeof(bitpipe_rank_programs) / sizeof(bitpipe_rank_programs[0]);
+const char bitpipe_manifest[] = "{\"version\": 1," FAKE_MODEL_JSON
+    FAKE_PARAMS_JSON FAKE_FUNCTIONS_JSON FAKE_TAIL_JSON "}";
+const int64_t bitpipe_manifest_size = sizeof(bitpipe_manifest) - 1;

@@ -1,0 +1,120 @@
+//===- FakeStages.cpp - Hand-compiled stage functions of the fake model ---===//
+//
+// Each entry reads its arguments from buffers[0..A-1] and writes fresh
+// malloc'd results to buffers[A..A+R-1], as generated code does (program.h).
+// Parameter gradients are fresh buffers too: the kernels accumulate, so
+// they start zeroed, and the executor adds them into its accumulators.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FakeModel.h"
+
+#include "bitpipe/runtime.h"
+
+#include <cstdlib>
+
+namespace {
+
+constexpr int64_t V = FAKE_V, T = FAKE_T, B = FAKE_B, H = FAKE_H;
+constexpr int64_t N = B * T; // rows
+
+float *fresh(int64_t n) {
+  float *p = static_cast<float *>(std::malloc(n * sizeof(float)));
+  bp_check(bp_fill(p, 0.0f, n), "fill");
+  return p;
+}
+
+const float *f(void *p) { return static_cast<const float *>(p); }
+const int32_t *i32(void *p) { return static_cast<const int32_t *>(p); }
+
+// args: wte, wpe, W, b, tokens; results: g, saved e, saved h.
+void stage0Fwd(void **buf) {
+  float *e = fresh(N * H), *h = fresh(N * H), *g = fresh(N * H);
+  bp_check(bp_embedding_fwd(i32(buf[4]), f(buf[0]), f(buf[1]), e, B, T, H, V),
+           "embedding");
+  bp_check(bp_linear_fwd(e, f(buf[2]), f(buf[3]), h, N, H, H), "linear");
+  bp_check(bp_gelu_fwd(h, g, N * H), "gelu");
+  buf[5] = g;
+  buf[6] = e;
+  buf[7] = h;
+}
+
+// args: W (forward arg 2), tokens (forward arg 4), e, h, dg;
+// results: dwte, dwpe, dW, db.
+void stage0Bwd(void **buf) {
+  float *dh = fresh(N * H), *de = fresh(N * H);
+  float *dwte = fresh(V * H), *dwpe = fresh(T * H), *dW = fresh(H * H),
+        *db = fresh(H);
+  bp_check(bp_gelu_bwd(f(buf[4]), f(buf[3]), dh, N * H), "gelu_bwd");
+  bp_check(bp_linear_bwd_input(dh, f(buf[0]), de, N, H, H), "linear_bwd_in");
+  bp_check(bp_linear_bwd_weight(dh, f(buf[2]), dW, db, N, H, H),
+           "linear_bwd_w");
+  bp_check(bp_embedding_bwd(i32(buf[1]), de, dwte, dwpe, B, T, H, V),
+           "embedding_bwd");
+  std::free(dh);
+  std::free(de);
+  buf[5] = dwte;
+  buf[6] = dwpe;
+  buf[7] = dW;
+  buf[8] = db;
+}
+
+// args: wte, x, labels; results: loss, saved logits.
+void stage1Fwd(void **buf) {
+  float *logits = fresh(N * V), *loss = fresh(1);
+  bp_check(bp_linear_fwd(f(buf[1]), f(buf[0]), nullptr, logits, N, H, V),
+           "logits");
+  bp_check(bp_cross_entropy_fwd(logits, i32(buf[2]), loss, N, V,
+                                BP_IGNORE_INDEX),
+           "cross_entropy");
+  buf[3] = loss;
+  buf[4] = logits;
+}
+
+/// dlogits of the loss; d loss / d loss = 1 (the optimizer averages).
+float *lossGrad(void *logits, void *labels) {
+  float *d = fresh(N * V);
+  bp_check(bp_cross_entropy_bwd(f(logits), i32(labels), 1.0f, d, N, V,
+                                BP_IGNORE_INDEX),
+           "cross_entropy_bwd");
+  return d;
+}
+
+// args: wte, x (forward arg 1), labels (forward arg 2), logits;
+// results: dwte, dx.
+void stage1Bwd(void **buf) {
+  float *dlogits = lossGrad(buf[3], buf[2]);
+  float *dx = fresh(N * H), *dwte = fresh(V * H);
+  bp_check(bp_linear_bwd_input(dlogits, f(buf[0]), dx, N, H, V), "dx");
+  bp_check(bp_linear_bwd_weight(dlogits, f(buf[1]), dwte, nullptr, N, H, V),
+           "dwte");
+  std::free(dlogits);
+  buf[4] = dwte;
+  buf[5] = dx;
+}
+
+// args: wte, labels (forward arg 2), logits; results: dx, stash dlogits.
+void stage1BwdInput(void **buf) {
+  float *dlogits = lossGrad(buf[2], buf[1]);
+  float *dx = fresh(N * H);
+  bp_check(bp_linear_bwd_input(dlogits, f(buf[0]), dx, N, H, V), "dx");
+  buf[3] = dx;
+  buf[4] = dlogits;
+}
+
+// args: x (forward arg 1), stash dlogits; results: dwte.
+void stage1BwdWeight(void **buf) {
+  float *dwte = fresh(V * H);
+  bp_check(bp_linear_bwd_weight(f(buf[1]), f(buf[0]), dwte, nullptr, N, H, V),
+           "dwte");
+  buf[2] = dwte;
+}
+
+} // namespace
+
+// The symbols of program.h; every configuration shares these functions.
+const bp_stage_entry_t bitpipe_stage_entries[] = {
+    stage0Fwd, stage0Bwd, stage1Fwd, stage1Bwd, stage1BwdInput,
+    stage1BwdWeight,
+};
+const int32_t bitpipe_num_stage_entries = 6;

@@ -1,0 +1,108 @@
+//===- ManifestTest.cpp - Parsing and validating the manifest -------------===//
+
+#include "Manifest.h"
+#include "TestManifests.h"
+
+#include <gtest/gtest.h>
+
+using namespace bitpipe::runtime;
+using namespace bitpipe::runtime::testing;
+
+namespace {
+
+TEST(ExecManifest, ParsesTheFakePipelineWithDataParallelism) {
+  Expected<Manifest> m = parseManifest(pipeDpManifest());
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  EXPECT_EQ(m->model.family, ModelFamily::Gpt);
+  EXPECT_EQ(m->model.vocab, 32);
+  EXPECT_EQ(m->schedule.worldSize, 4);
+  EXPECT_EQ(m->schedule.dataParallel, 2);
+  ASSERT_EQ(m->params.size(), 4u);
+  EXPECT_EQ(m->params[3].init, InitKind::Zeros);
+  EXPECT_FALSE(m->params[3].decay);
+  ASSERT_EQ(m->functions.size(), 6u);
+  const StageFunction &bwd = m->functions[kStage0Bwd];
+  EXPECT_EQ(bwd.kind, FunctionKind::Backward);
+  ASSERT_EQ(bwd.args.size(), 5u);
+  EXPECT_EQ(bwd.args[1].kind, RoleKind::ForwardArg);
+  EXPECT_EQ(bwd.args[1].index, 4);
+  EXPECT_EQ(bwd.args[1].dtype, DType::I32);
+  EXPECT_EQ(bwd.results[2].param, m->findParam("hidden.weight"));
+  const StageFunction &fwd1 = m->functions[kStage1Fwd];
+  EXPECT_TRUE(fwd1.results[0].isScalarF32()); // the loss
+  EXPECT_FALSE(fwd1.results[1].isScalarF32());
+  EXPECT_EQ(m->functions[kStage1BwdWeight].args[1].kind, RoleKind::Stash);
+  ASSERT_EQ(m->groups.size(), 2u);
+  EXPECT_EQ(m->groups[1], (std::vector<int>{0, 2}));
+  ASSERT_EQ(m->ranks.size(), 4u);
+  EXPECT_EQ(m->ranks[3].dpCopy, 1);
+  ASSERT_EQ(m->ranks[0].buckets.size(), 2u);
+  EXPECT_EQ(m->ranks[0].buckets[0].group, 1);
+  // Saved and counted once by the lowest rank holding it.
+  EXPECT_EQ(m->ownerRank(m->findParam("embed.tokens")), 0);
+  EXPECT_EQ(m->ownerRank(m->findParam("hidden.bias")), 0);
+}
+
+/// The error message of parsing \p text (empty if it parses).
+std::string errorOf(const std::string &text) {
+  Expected<Manifest> m = parseManifest(text);
+  return m.isOk() ? "" : m.status().message();
+}
+
+TEST(ExecManifest, NamesWhatIsWrongAndWhere) {
+  const std::string good = pipeDpManifest();
+  struct Case {
+    std::string from, to, message;
+  } cases[] = {
+      {"\"role\": \"saved\"", "\"role\": \"kept\"",
+       "manifest: functions[0].results[1].role: unknown role 'kept'"},
+      {"\"param\": \"hidden.bias\", \"shape\"",
+       "\"param\": \"hidden.b\", \"shape\"",
+       "'hidden.b' is not in \"params\""},
+      {"\"param\": \"embed.pos\", \"shape\": [8, 16]",
+       "\"param\": \"embed.pos\", \"shape\": [8, 15]",
+       "parameter 'embed.pos' is [8, 16] f32, not [8, 15] f32"},
+      {"\"world_size\": 4", "\"world_size\": 3",
+       "world_size 3 is not devices 2 x data_parallel 2"},
+      {"\"version\": 1", "\"version\": 2", "this runtime reads version 1"},
+      {"\"family\": \"gpt\"", "\"family\": \"bert\"",
+       "a bert model needs \"mask_token\""},
+      // A forward cannot take a stash.
+      {"\"role\": \"activation\"", "\"role\": \"stash\", \"index\": 0",
+       "a argument of a forward function cannot have role 'stash'"},
+      // Rank 1 holds only the embedding.
+      {"\"params\": [\"embed.tokens\"], \"buckets\": [{\"group\": 0, "
+       "\"params\": [\"embed.tokens\"]",
+       "\"params\": [\"embed.tokens\"], \"buckets\": [{\"group\": 0, "
+       "\"params\": [\"embed.pos\"]",
+       "ranks[1].buckets[0].params: rank 1 does not hold 'embed.pos'"},
+      // Rank 0's buckets for group 1 now differ from rank 2's.
+      {"\"hidden.bias\", \"embed.pos\"]}", "\"embed.pos\", \"hidden.bias\"]}",
+       "ranks 0 and 2 list different buckets for group 1"},
+      {"[[0, 1, 2, 3], [0, 2]]", "[[0, 1, 2, 3], [0, 0]]",
+       "groups[1]: rank 0 is listed twice"},
+      {"\"dp_copy\": 1", "\"dp_copy\": 2",
+       "ranks[2].dp_copy: 2 is not below data_parallel 2"},
+      {"{\"version\"", "[{\"version\"", "manifest: JSON:"},
+  };
+  for (const Case &c : cases) {
+    std::string text = replaced(good, c.from, c.to);
+    ASSERT_NE(text, good) << "the test's pattern is not in the manifest: "
+                          << c.from;
+    std::string message = errorOf(text);
+    EXPECT_NE(message.find(c.message), std::string::npos)
+        << "expected \"" << c.message << "\" in \"" << message << "\"";
+  }
+}
+
+TEST(ExecManifest, RanksMustMatchTheWorldSize) {
+  std::string text = replaced(pipeDpManifest(), "\"world_size\": 4",
+                              "\"world_size\": 2");
+  text = replaced(text, "\"devices\": 2", "\"devices\": 1");
+  text = replaced(text, "[[0, 1, 2, 3], [0, 2]]", "[[0, 1], [0, 1]]");
+  EXPECT_NE(errorOf(text).find("lists 4 ranks, world_size is 2"),
+            std::string::npos)
+      << errorOf(text);
+}
+
+} // namespace

@@ -1,0 +1,98 @@
+//===- OptionsTest.cpp - Flags of a training executable -------------------===//
+
+#include "Options.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+using namespace bitpipe::runtime;
+
+namespace {
+
+Expected<TrainOptions> parse(std::vector<const char *> args) {
+  args.insert(args.begin(), "train");
+  return parseTrainOptions(static_cast<int>(args.size()),
+                           const_cast<char **>(args.data()));
+}
+
+TEST(ExecOptions, ParsesEveryFlag) {
+  Expected<TrainOptions> o = parse(
+      {"--data", "t.bin", "--data-dtype=u32", "--steps", "7", "--lr", "3e-4",
+       "--weight-decay", "0.1", "--max-grad-norm", "1", "--seed", "42",
+       "--load", "a.st", "--save", "b.st", "--save-every", "2", "--trace",
+       "t.json", "--log-interval", "5", "--metrics", "m.jsonl",
+       "--dump-rank-params", "d", "--timeout", "2.5", "--sampling",
+       "sequential"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_EQ(o->dataPath, "t.bin");
+  EXPECT_EQ(o->dataDType, TokenDType::U32);
+  EXPECT_EQ(o->steps, 7);
+  EXPECT_DOUBLE_EQ(o->adam.lr, 3e-4);
+  EXPECT_DOUBLE_EQ(o->adam.weightDecay, 0.1);
+  EXPECT_DOUBLE_EQ(o->adam.maxGradNorm, 1);
+  EXPECT_EQ(o->seed, 42u);
+  EXPECT_TRUE(o->seedGiven);
+  EXPECT_EQ(o->loadPath, "a.st");
+  EXPECT_EQ(o->savePath, "b.st");
+  EXPECT_EQ(o->saveEvery, 2);
+  EXPECT_EQ(o->tracePath, "t.json");
+  EXPECT_EQ(o->logInterval, 5);
+  EXPECT_EQ(o->metricsPath, "m.jsonl");
+  EXPECT_EQ(o->dumpRankParamsDir, "d");
+  EXPECT_DOUBLE_EQ(o->timeoutSeconds, 2.5);
+  EXPECT_EQ(o->sampling, SamplingMode::Sequential);
+}
+
+TEST(ExecOptions, Defaults) {
+  Expected<TrainOptions> o = parse({"--data", "t.bin", "--steps", "1"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_EQ(o->dataDType, TokenDType::U16);
+  EXPECT_EQ(o->sampling, SamplingMode::Random);
+  EXPECT_FALSE(o->seedGiven);
+  EXPECT_EQ(o->adam.maxGradNorm, 0);
+  EXPECT_EQ(o->logInterval, 1);
+}
+
+TEST(ExecOptions, RejectsBadFlagsByName) {
+  struct Case {
+    std::vector<const char *> args;
+    const char *message;
+  } cases[] = {
+      {{"--data", "t", "--steps", "1", "--nope"}, "unknown flag '--nope'"},
+      {{"--data", "t", "--steps"}, "flag --steps needs a value (N)"},
+      {{"--data", "t", "--steps", "-1"},
+       "flag --steps: '-1' is not a non-negative integer"},
+      {{"--data", "t", "--steps", "1", "--lr", "0"},
+       "flag --lr: '0' is not a positive number"},
+      {{"--data", "t", "--steps", "1", "--sampling", "shuffled"},
+       "'shuffled' is not random or sequential"},
+      {{"--data", "t", "--steps", "1", "--help=1"},
+       "flag --help takes no value"},
+      {{"--steps", "1"}, "missing --data"},
+      {{"--data", "t"}, "missing --steps"},
+      {{"--data", "t", "--steps", "1", "--save-every", "2"},
+       "--save-every needs --save PATH"},
+  };
+  for (const Case &c : cases) {
+    Expected<TrainOptions> o = parse(c.args);
+    ASSERT_FALSE(o.isOk()) << c.message;
+    EXPECT_NE(o.status().message().find(c.message), std::string::npos)
+        << o.status().message();
+  }
+}
+
+TEST(ExecOptions, HelpNeedsNothingElseAndListsEveryFlag) {
+  Expected<TrainOptions> o = parse({"--help"});
+  ASSERT_TRUE(o.isOk());
+  EXPECT_TRUE(o->help);
+  std::string usage = trainUsage("train");
+  for (const char *flag :
+       {"--data", "--data-dtype", "--steps", "--lr", "--weight-decay",
+        "--seed", "--load", "--save", "--save-every", "--trace",
+        "--log-interval", "--metrics", "--dump-rank-params", "--timeout",
+        "--sampling", "--max-grad-norm", "--progress"})
+    EXPECT_NE(usage.find(flag), std::string::npos) << flag;
+}
+
+} // namespace

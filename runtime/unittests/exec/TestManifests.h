@@ -1,0 +1,58 @@
+//===- TestManifests.h - Manifests for the executor unit tests --*- C++ -*-===//
+//
+// The fake model's manifest (FakeModel.h) with the 2 x 2 configuration of
+// FakePrograms.cpp (two data-parallel copies of a two-rank pipeline), as a
+// string the tests parse or break on purpose.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_UNITTESTS_EXEC_TESTMANIFESTS_H
+#define BITPIPE_RUNTIME_UNITTESTS_EXEC_TESTMANIFESTS_H
+
+#include "FakeModel.h"
+
+#include <string>
+
+namespace bitpipe::runtime::testing {
+
+inline std::string modelJson(const char *family = "gpt") {
+  return std::string("\"model\": {\"name\": \"fake\", \"family\": \"") +
+         family +
+         "\", \"vocab\": 32, \"seq_len\": 8, \"microbatch_size\": 2},";
+}
+
+inline std::string pipeDpTailJson() {
+  const char *first = "\"params\": [\"embed.tokens\", \"embed.pos\", "
+                      "\"hidden.weight\", \"hidden.bias\"], \"buckets\": ["
+                      "{\"group\": 1, \"params\": [\"hidden.weight\", "
+                      "\"hidden.bias\", \"embed.pos\"]},"
+                      "{\"group\": 0, \"params\": [\"embed.tokens\"]}]}";
+  const char *last = "\"params\": [\"embed.tokens\"], \"buckets\": "
+                     "[{\"group\": 0, \"params\": [\"embed.tokens\"]}]}";
+  return std::string(
+             "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, "
+             "\"devices\": 2, \"data_parallel\": 2, \"world_size\": 4},"
+             "\"groups\": [[0, 1, 2, 3], [0, 2]], \"ranks\": [") +
+         "{\"num_values\": 10, \"dp_copy\": 0, " + first + "," +
+         "{\"num_values\": 11, \"dp_copy\": 0, " + last + "," +
+         "{\"num_values\": 10, \"dp_copy\": 1, " + first + "," +
+         "{\"num_values\": 11, \"dp_copy\": 1, " + last + "]";
+}
+
+inline std::string pipeDpManifest() {
+  return "{\"version\": 1," + modelJson() + FAKE_PARAMS_JSON +
+         FAKE_FUNCTIONS_JSON + pipeDpTailJson() + "}";
+}
+
+/// \p text with the first occurrence of \p from replaced by \p to.
+inline std::string replaced(std::string text, const std::string &from,
+                            const std::string &to) {
+  size_t at = text.find(from);
+  if (at != std::string::npos)
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+} // namespace bitpipe::runtime::testing
+
+#endif // BITPIPE_RUNTIME_UNITTESTS_EXEC_TESTMANIFESTS_H

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# exec-test.sh CASE BINDIR MPIEXEC
+#
+# End-to-end tests of the executor: the fake compiled programs (FakeModel.h,
+# FakePrograms.cpp) run under mpirun like real compiled models, and their
+# outputs are compared (ExecTestTool). One CASE per ctest test; each runs in
+# a fresh temporary directory, removed on success.
+#
+# Equivalence cases: every configuration trains on the same 4 micro-batches
+# per step, so after 3 steps its loss per step and every rank's copy of
+# every parameter must equal the one-process run's (1e-5 relative: only the
+# order of floating-point sums differs). Resume cases must be bit-exact.
+# Fault cases: a clear message, a non-zero exit, and output files that were
+# there before (sentinels) untouched.
+set -u
+case_name="$1"; bin="$2"; mpiexec="$3"
+mpirun=("$mpiexec" --allow-run-as-root --oversubscribe)
+tool="$bin/ExecTestTool"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/bitpipe-exec-XXXXXX")
+status=0
+
+fail() { echo "FAIL: $*"; status=1; }
+finish() {
+  if [ "$status" -eq 0 ]; then rm -rf "$tmp"; echo "PASS: $case_name";
+  else echo "(files kept in $tmp)"; fi
+  exit "$status"
+}
+
+# run NP PROGRAM ARGS...: mpirun, output to $tmp/out.txt (and the log).
+run() {
+  local np="$1" prog="$2"; shift 2
+  timeout 120 "${mpirun[@]}" -np "$np" "$bin/$prog" "$@" >"$tmp/out.txt" 2>&1
+  local rc=$?
+  cat "$tmp/out.txt"
+  echo "[exit code $rc: mpirun -np $np $prog $*]"
+  return $rc
+}
+must_run() { run "$@" || { fail "$2 exited non-zero"; finish; }; }
+same_tensors() { "$tool" compare-tensors "$@" >/dev/null || fail "compare-tensors $*"; }
+same_metrics() { "$tool" compare-metrics "$@" || fail "compare-metrics $*"; }
+
+"$tool" make-data "$tmp/data.bin" 4000 32 || { fail "make-data"; finish; }
+common=(--data "$tmp/data.bin" --lr 0.01 --seed 5)
+
+# equivalent NP PROGRAM REFERENCE [FLAGS...]: PROGRAM on NP ranks and
+# REFERENCE (one rank) train 3 steps; losses and every rank's parameters
+# must agree.
+equivalent() {
+  local np="$1" prog="$2" ref="$3"; shift 3
+  must_run 1 "$ref" "${common[@]}" --steps 3 "$@" \
+    --metrics "$tmp/ref.jsonl" --dump-rank-params "$tmp/ref"
+  must_run "$np" "$prog" "${common[@]}" --steps 3 "$@" \
+    --metrics "$tmp/run.jsonl" --dump-rank-params "$tmp/run"
+  same_metrics "$tmp/ref.jsonl" "$tmp/run.jsonl" 1e-5
+  for r in $(seq 0 $((np - 1))); do
+    same_tensors "$tmp/ref/rank0.safetensors" "$tmp/run/rank$r.safetensors" 1e-5
+  done
+  # The parameters moved: a no-op executor must not pass.
+  if "$tool" compare-tensors "$tmp/ref/rank0.safetensors" \
+       "$tmp/init/rank0.safetensors" 0 >/dev/null 2>&1; then
+    fail "parameters did not change in training"
+  fi
+}
+initial() { must_run 1 FakeSingle "${common[@]}" --steps 0 --dump-rank-params "$tmp/init"; }
+
+# Fault cases. sentinels: output files that exist before the run and must
+# be byte-identical after it.
+make_sentinels() {
+  mkdir -p "$tmp/out/dump"
+  for f in ckpt.safetensors metrics.jsonl trace.json dump/rank0.safetensors; do
+    echo "sentinel $f" >"$tmp/out/$f"
+  done
+  outputs=(--save "$tmp/out/ckpt.safetensors" --metrics "$tmp/out/metrics.jsonl"
+           --trace "$tmp/out/trace.json" --dump-rank-params "$tmp/out/dump")
+}
+check_sentinels() {
+  for f in ckpt.safetensors metrics.jsonl trace.json dump/rank0.safetensors; do
+    [ "$(head -c 100 "$tmp/out/$f" | tr -d '\0')" = "sentinel $f" ] || fail "$f was overwritten"
+  done
+  local extra
+  extra=$(find "$tmp/out" -type f | grep -v -E 'ckpt.safetensors$|metrics.jsonl$|trace.json$|dump/rank0.safetensors$')
+  [ -z "$extra" ] || fail "stray files left: $extra"
+}
+# expect_failure NP PROGRAM REGEX ARGS...: exits non-zero, says REGEX.
+expect_failure() {
+  local np="$1" prog="$2" regex="$3"; shift 3
+  make_sentinels
+  # The case's own flags last: they win over the sentinels' (fault-output-dir).
+  run "$np" "$prog" "${outputs[@]}" "$@"
+  local rc=$?
+  [ "$rc" -ne 0 ] || fail "exited 0"
+  [ "$rc" -ne 124 ] || fail "hung"
+  grep -Eq -- "$regex" "$tmp/out.txt" || fail "no line matches /$regex/"
+  check_sentinels
+}
+
+case "$case_name" in
+pipeline)      # (a) 1 rank vs a 2-rank pipeline
+  initial; equivalent 2 FakePipe2 FakeSingle ;;
+data-parallel) # (b) 2 data-parallel copies of 2 micro-batches vs 1 rank of 4
+  initial; equivalent 2 FakeDp2 FakeSingle ;;
+pipeline-dp)   # 2 copies of the 2-rank pipeline (overlapping groups)
+  initial; equivalent 4 FakePipe2Dp2 FakeSingle ;;
+bert)          # masked-LM data: the two stages' ranks agree on the masks
+  initial; equivalent 2 FakeBertPipe2 FakeBertSingle ;;
+clipping)      # global norm over unique parameters across ranks
+  initial; equivalent 2 FakePipe2 FakeSingle --max-grad-norm 0.05 ;;
+resume)        # (c) save -> load -> continue == uninterrupted, bit for bit
+  must_run 1 FakeSingle "${common[@]}" --steps 4 --save "$tmp/full.safetensors" \
+    --metrics "$tmp/full.jsonl"
+  must_run 1 FakeSingle "${common[@]}" --steps 2 --save "$tmp/half.safetensors" \
+    --metrics "$tmp/resumed.jsonl"
+  # No --seed: the checkpoint's seed is used.
+  must_run 1 FakeSingle --data "$tmp/data.bin" --lr 0.01 --steps 4 \
+    --load "$tmp/half.safetensors" --save "$tmp/resumed.safetensors" \
+    --metrics "$tmp/resumed.jsonl"
+  grep -q '"step":3' "$tmp/resumed.jsonl" || fail "the resumed run did not start at step 3"
+  same_tensors "$tmp/full.safetensors" "$tmp/resumed.safetensors" 0 \
+    --same-set --meta step --meta seed --meta fingerprint
+  same_metrics "$tmp/full.jsonl" "$tmp/resumed.jsonl" 0 ;;
+resume-pipeline) # the whole-model file written by 2 ranks resumes on 1, and back
+  must_run 1 FakeSingle "${common[@]}" --steps 4 --save "$tmp/full.safetensors"
+  must_run 2 FakePipe2 "${common[@]}" --steps 2 --save "$tmp/half.safetensors"
+  must_run 1 FakeSingle --data "$tmp/data.bin" --lr 0.01 --steps 4 \
+    --load "$tmp/half.safetensors" --save "$tmp/resumed.safetensors"
+  # The moments of near-zero gradients differ in absolute terms only.
+  same_tensors "$tmp/full.safetensors" "$tmp/resumed.safetensors" 1e-5 \
+    --atol 1e-8 --same-set --meta step --meta fingerprint
+  must_run 1 FakeSingle "${common[@]}" --steps 2 --save "$tmp/half1.safetensors"
+  must_run 4 FakePipe2Dp2 --data "$tmp/data.bin" --lr 0.01 --steps 4 \
+    --load "$tmp/half1.safetensors" --save "$tmp/resumed4.safetensors"
+  same_tensors "$tmp/full.safetensors" "$tmp/resumed4.safetensors" 1e-5 \
+    --atol 1e-8 --same-set --meta step --meta fingerprint ;;
+outputs)       # log line, metrics, trace, help
+  must_run 2 FakePipe2 "${common[@]}" --steps 2 --trace "$tmp/trace.json" \
+    --metrics "$tmp/m.jsonl" --log-interval 1
+  grep -Eq 'step 2 \| loss [0-9.]+ \| [0-9]+ tok/s \| [0-9.]+ s \| bubble r0 [0-9.]+ r1 [0-9.]+' \
+    "$tmp/out.txt" || fail "no step line with per-rank bubbles"
+  [ "$(wc -l <"$tmp/m.jsonl")" -eq 2 ] || fail "metrics should have 2 lines"
+  grep -q '"tokens_per_s"' "$tmp/m.jsonl" || fail "metrics lack tokens_per_s"
+  for ev in '"F3.s0"' '"B3.s1"' '"W3.s1"' '"B0.s0"' 'send r1 t0' 'recv r0 t0' \
+            'allreduce b0' 'optimizer' '"pid":1'; do
+    grep -q "$ev" "$tmp/trace.json" || fail "trace lacks $ev"
+  done
+  must_run 1 FakeSingle --help
+  grep -q -- '--dump-rank-params' "$tmp/out.txt" || fail "--help lacks the flags" ;;
+fault-world-size)   # (d) wrong rank count
+  expect_failure 1 FakePipe2 'compiled for 2 ranks, started with 1: run with mpirun -np 2' \
+    "${common[@]}" --steps 2
+  expect_failure 4 FakeDp2 'compiled for 2 ranks, started with 4: run with mpirun -np 2' \
+    "${common[@]}" --steps 2 ;;
+fault-flags)
+  expect_failure 1 FakeSingle "unknown flag '--bogus'" "${common[@]}" --steps 2 --bogus
+  expect_failure 1 FakeSingle "flag --steps: 'x' is not a non-negative integer" \
+    "${common[@]}" --steps x
+  expect_failure 1 FakeSingle "missing --data" --steps 2
+  expect_failure 1 FakeSingle "flag --data-dtype: 'u8' is not u16 or u32" \
+    "${common[@]}" --steps 2 --data-dtype u8 ;;
+fault-data)
+  expect_failure 2 FakePipe2 "cannot open token file '$tmp/missing.bin'" \
+    --data "$tmp/missing.bin" --steps 2
+  "$tool" make-data "$tmp/short.bin" 5 32
+  expect_failure 2 FakePipe2 "token file '$tmp/short.bin' is too short: it has 5 tokens, one sample needs 9" \
+    --data "$tmp/short.bin" --steps 2
+  "$tool" make-data "$tmp/bad.bin" 4000 32 1234
+  expect_failure 2 FakePipe2 "token 32 at position 1234 is not below the vocabulary size 32" \
+    --data "$tmp/bad.bin" --steps 2 ;;
+fault-checkpoint)
+  must_run 1 FakeSingle "${common[@]}" --steps 1 --save "$tmp/good.safetensors"
+  head -c 3000 "$tmp/good.safetensors" >"$tmp/truncated.safetensors"
+  expect_failure 2 FakePipe2 "--load: safetensors file '$tmp/truncated.safetensors'.*(truncated|past the end|beyond)" \
+    "${common[@]}" --steps 2 --load "$tmp/truncated.safetensors"
+  expect_failure 2 FakePipe2 "--load: cannot open safetensors file '$tmp/none.safetensors'" \
+    "${common[@]}" --steps 2 --load "$tmp/none.safetensors"
+  "$tool" other-model-checkpoint "$tmp/other.safetensors"
+  expect_failure 2 FakePipe2 "it was written for model fingerprint [0-9a-f]+, but this model's fingerprint is" \
+    "${common[@]}" --steps 2 --load "$tmp/other.safetensors"
+  expect_failure 1 FakeSingle "was trained with seed 5, but --seed is 6" \
+    --data "$tmp/data.bin" --seed 6 --steps 2 --load "$tmp/good.safetensors" ;;
+fault-output-dir)
+  expect_failure 1 FakeSingle "--save $tmp/nodir/c.safetensors: directory '$tmp/nodir' does not exist" \
+    "${common[@]}" --steps 1 --save "$tmp/nodir/c.safetensors" ;;
+dead-rank)     # (e) a rank dies mid-step; the survivor must stop, fast
+  for variant in default survivor-timeout; do
+    extra=()
+    [ "$variant" = survivor-timeout ] && extra=(--mca orte_abort_on_non_zero_status 0)
+    start=$(date +%s)
+    timeout 90 "${mpirun[@]}" "${extra[@]}" -np 2 -x BITPIPE_FAKE_KILL=1:2 \
+      "$bin/FakePipe2" "${common[@]}" --steps 4 --timeout 3 >"$tmp/out.txt" 2>&1
+    rc=$?
+    elapsed=$(( $(date +%s) - start ))
+    cat "$tmp/out.txt"
+    echo "[$variant: exit code $rc after $elapsed s]"
+    [ "$rc" -ne 0 ] || fail "$variant: exited 0"
+    [ "$rc" -ne 124 ] || fail "$variant: hung"
+    [ "$elapsed" -le 45 ] || fail "$variant: took $elapsed s"
+    grep -q 'kills itself in step 2' "$tmp/out.txt" || fail "$variant: the rank did not die"
+    if [ "$variant" = survivor-timeout ]; then
+      grep -Eq 'rank 0: timeout after 3.0 s waiting for recv with peer rank 1' "$tmp/out.txt" \
+        || fail "survivor did not time out on its receive"
+      grep -Eq 'rank 0: fatal: step 2: .*receive from rank 1' "$tmp/out.txt" \
+        || fail "no fatal message naming the step and the receive"
+    fi
+  done ;;
+*) fail "unknown case $case_name" ;;
+esac
+finish
