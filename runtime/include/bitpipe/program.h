@@ -75,6 +75,9 @@ extern const int64_t bitpipe_manifest_size;
  *             "seq_len": 32, "microbatch_size": 4, "mask_token": 255},
  *   "schedule": {"name": "bitpipe", "microbatches": 8, "devices": 4,
  *                "data_parallel": 1, "world_size": 4},
+ *                                   // microbatches: per data-parallel copy
+ *                                   // (a rank program's mb are in [0, 8));
+ *                                   // world_size = devices x data_parallel
  *   "params": [                     // every parameter of the model, once
  *     {"name": "embed.tokens", "shape": [256, 64],
  *      "init": {"kind": "normal", "std": 0.02} | {"kind": "zeros"} |
@@ -126,21 +129,25 @@ extern const int64_t bitpipe_manifest_size;
 
 /* bitpipe.load_input: fills value with `count` int32 of micro-batch `mb` of
  * this step (kind 0: tokens, 1: targets/labels), read for this rank's
- * data-parallel copy. */
+ * data-parallel copy. count = microbatch_size x seq_len. */
 void bp_rt_load_input(bp_rt_context *ctx, int32_t value, int32_t kind,
                       int64_t mb, int64_t count);
 
 /* bitpipe.forward: runs function fn (kind "forward") on micro-batch mb. Its
  * bound arguments (activation and inputs, in signature order) are in0, in1;
- * its bound output is out0; saved receives the handle. */
+ * its bound output is out0; saved receives the handle. An output of shape []
+ * and dtype f32 is the micro-batch's loss: the runtime adds it to the step's
+ * loss whether out0 binds it or is -1. */
 void bp_rt_forward(bp_rt_context *ctx, int32_t fn, int64_t mb, int32_t in0,
                    int32_t in1, int32_t out0, int32_t saved);
 
 /* bitpipe.backward: runs fn (kind "backward" or "backward_input") with the
  * handle `saved` and the output gradient grad0 (-1 on the loss stage); out0
  * receives the input gradient (-1 on a first stage). A "backward" releases
- * the handle; a "backward_input" keeps it, with its stash, for the weight
- * half. */
+ * the handle; a "backward_input" keeps it, with its stash and grad0, for the
+ * weight half (which may then take grad_of_result too). On the loss stage a
+ * grad_of_result argument of shape [] f32 receives 1.0 (d loss / d loss; the
+ * optimizer step does the averaging). */
 void bp_rt_backward(bp_rt_context *ctx, int32_t fn, int64_t mb, int32_t saved,
                     int32_t grad0, int32_t out0);
 
@@ -173,10 +180,16 @@ void bp_rt_allreduce_wait(bp_rt_context *ctx, int32_t token);
 
 /* bitpipe.optimizer_step: AdamW on this rank's parameters with the summed
  * gradients divided by `microbatches` (all micro-batches of the step over
- * all data-parallel copies), then zeroes the gradients. */
+ * all data-parallel copies: schedule.microbatches x data_parallel, checked;
+ * <= 0 when the op has no count: the gradients are taken as they are), then
+ * zeroes the gradients. Pending sends complete first. */
 void bp_rt_optimizer_step(bp_rt_context *ctx, int64_t microbatches);
 
-/* End of a value's life in the program (see "Values"). */
+/* End of a value's life in the program (see "Values"). Releasing a value
+ * that holds nothing, or an all-reduce token, is an error. Tensors still
+ * held at the end of the step are freed; a saved handle or token still held
+ * then is an error (a forward without its backward, a start without its
+ * wait). */
 void bp_rt_release(bp_rt_context *ctx, int32_t value);
 
 #ifdef __cplusplus

@@ -1,7 +1,8 @@
 //===- Checkpoint.h - Training checkpoints in safetensors -------*- C++ -*-===//
 //
-// A checkpoint is one safetensors file per rank (the caller picks the path,
-// e.g. ckpt/rank3.safetensors) holding, for every parameter the rank owns:
+// A checkpoint is one safetensors file (the caller picks the path and the
+// parameters: the executor writes the whole model into one file, gathered
+// on rank 0, see exec/ModelCheckpoint.h) holding, for every parameter:
 //   <name>            the fp32 master weights
 //   optim.m.<name>    AdamW's first moment
 //   optim.v.<name>    AdamW's second moment

@@ -142,6 +142,15 @@ outputs)       # log line, metrics, trace, help
             'allreduce b0' 'optimizer' '"pid":1'; do
     grep -q "$ev" "$tmp/trace.json" || fail "trace lacks $ev"
   done
+  # The whole-model checkpoint, as numpy / PyTorch's safetensors reads it.
+  must_run 2 FakePipe2 "${common[@]}" --steps 1 --save "$tmp/c.safetensors"
+  if command -v python3 >/dev/null; then
+    python3 "$(dirname "$0")/check-safetensors.py" "$tmp/c.safetensors" \
+      format step seed fingerprint || fail "checkpoint not readable as safetensors"
+    for t in embed.tokens optim.m.hidden.weight optim.v.hidden.bias; do
+      grep -aq "\"$t\"" "$tmp/c.safetensors" || fail "checkpoint lacks $t"
+    done
+  fi
   must_run 1 FakeSingle --help
   grep -q -- '--dump-rank-params' "$tmp/out.txt" || fail "--help lacks the flags" ;;
 fault-world-size)   # (d) wrong rank count
