@@ -21,6 +21,8 @@
 //
 // BITPIPE_FAKE_KILL=R:S makes rank R kill itself (SIGKILL) in the middle of
 // step S: the dead-rank test.
+// BITPIPE_FAKE_BUG=1 makes the first stage release its first tokens twice,
+// as a miscompiled program would: the executor must stop the whole job.
 //
 //===----------------------------------------------------------------------===//
 
@@ -109,6 +111,8 @@ void maybeDie(int rank) {
     bp_rt_forward(ctx, kStage0Fwd, mb, id(mb, kTok), -1, id(mb, kAct),
                   id(mb, kSaved));
     bp_rt_release(ctx, id(mb, kTok));
+    if (mb == 0 && std::getenv("BITPIPE_FAKE_BUG"))
+      bp_rt_release(ctx, id(mb, kTok));
     bp_rt_send(ctx, id(mb, kAct), FAKE_ACT_COUNT, peer, mb);
     bp_rt_end_batch(ctx, mb);
     bp_rt_release(ctx, id(mb, kAct)); // the pending send still holds it

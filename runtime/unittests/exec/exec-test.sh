@@ -189,6 +189,14 @@ fault-checkpoint)
 fault-output-dir)
   expect_failure 1 FakeSingle "--save $tmp/nodir/c.safetensors: directory '$tmp/nodir' does not exist" \
     "${common[@]}" --steps 1 --save "$tmp/nodir/c.safetensors" ;;
+fault-program) # a miscompiled rank program: one rank's fatal stops both
+  start=$(date +%s)
+  BITPIPE_FAKE_BUG=1 run 2 FakePipe2 "${common[@]}" --steps 2 --timeout 20
+  rc=$?
+  [ "$rc" -ne 0 ] || fail "exited 0"
+  [ $(( $(date +%s) - start )) -le 15 ] || fail "the other rank was not stopped promptly"
+  grep -q "bitpipe: rank 0: fatal: step 1: release of value 0: value 0 holds nothing (released twice, or never defined)" \
+    "$tmp/out.txt" || fail "no fatal message naming the step, call and value" ;;
 dead-rank)     # (e) a rank dies mid-step; the survivor must stop, fast
   for variant in default survivor-timeout; do
     extra=()
