@@ -49,5 +49,24 @@ echo "    ..."
 sed -n '/bitpipe.program @rank0 /,/^  }/p' "$out/gpt.program.mlir" | tail -6 | cut -c1-150
 
 echo
+echo "== 7. compile it: gpt-tiny, BitPipe on 4 ranks, 8 micro-batches -> $out/gpt_train"
+"$bin/bitpipe-compile" "$root/examples/gpt-tiny.json" --devices 4 \
+  --schedule bitpipe --microbatches 8 -o "$out/gpt_train"
+
+echo "== 8. the corpus: Debian's license texts (base-files) as byte tokens"
+"$bin/bitpipe-tokenize" -o "$out/licenses.tokens" /usr/share/common-licenses/*
+
+steps=${BITPIPE_DEMO_STEPS:-300}
+echo "== 9. train for $steps steps on 4 ranks (mpirun, CPU, OpenBLAS)"
+mpirun_flags=(--oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1)
+[ "$(id -u)" = 0 ] && mpirun_flags+=(--allow-run-as-root)
+mpirun "${mpirun_flags[@]}" -np 4 "$out/gpt_train" \
+  --data "$out/licenses.tokens" --steps "$steps" --lr 3e-3 --log-interval 20 \
+  --trace "$out/train.trace.json" --metrics "$out/train.metrics.jsonl" \
+  --save "$out/gpt-tiny.safetensors"
+
+echo
 echo "Pictures: $out/bitpipe.svg, $out/1f1b.svg (open in a browser);"
-echo "trace: $out/bitpipe.trace.json (open in https://ui.perfetto.dev)."
+echo "traces: $out/bitpipe.trace.json (simulated), $out/train.trace.json (the"
+echo "real run; open in https://ui.perfetto.dev); trained model:"
+echo "$out/gpt-tiny.safetensors; loss per step: $out/train.metrics.jsonl."

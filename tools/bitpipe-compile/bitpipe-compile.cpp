@@ -1,0 +1,354 @@
+//===- bitpipe-compile.cpp - Model in, training executable out ------------===//
+//
+//   bitpipe-compile MODEL.mlir|CONFIG.json --devices D --schedule S
+//                   [--microbatches N] [--dp K] [--emit=mlir|llvm|obj|exe]
+//                   [-o OUT]
+//
+// The driver runs, in one process, what a user could also run step by step:
+//
+//   bitpipe-import (when given a JSON config)
+//   bitpipe-opt --bitpipe-pipeline=...          (schedule, transfers, buckets)
+//   bitpipe-opt --bitpipe-lower-to-runtime      (runtime calls, LLVM dialect)
+//   mlir-translate --mlir-to-llvmir, opt -O2, llc -filetype=obj
+//   c++ OBJ @runtime-cpu.rsp                    (link with the runtime)
+//
+// and writes the output of the stage that --emit names. Every output is
+// written to a temporary file and renamed, so a failed run leaves nothing
+// half-written and never clobbers a previous output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Conversion/LowerToRuntime/LowerToRuntime.h"
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
+#include "bitpipe/Dialect/NN/IR/NNDialect.h"
+#include "bitpipe/Import/ModelBuilder.h"
+#include "bitpipe/Import/ModelConfig.h"
+#include "bitpipe/Transforms/Pipeline.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace llvm;
+
+namespace {
+
+enum class EmitKind { MLIR, LLVM, Object, Executable };
+
+cl::OptionCategory category("bitpipe-compile options");
+
+cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                               cl::desc("<model.mlir | config.json>"),
+                               cl::cat(category));
+cl::opt<std::string> outputPath("o", cl::desc("Output file (default: the "
+                                              "input's name, with .mlir, .ll, "
+                                              ".o or no extension)"),
+                                cl::value_desc("file"), cl::cat(category));
+cl::opt<EmitKind> emit(
+    "emit", cl::desc("What to write"), cl::init(EmitKind::Executable),
+    cl::values(
+        clEnumValN(EmitKind::MLIR, "mlir",
+                   "the program lowered to runtime calls (LLVM dialect)"),
+        clEnumValN(EmitKind::LLVM, "llvm", "LLVM IR, optimised"),
+        clEnumValN(EmitKind::Object, "obj", "an object file"),
+        clEnumValN(EmitKind::Executable, "exe",
+                   "an executable linked with the runtime (default)")),
+    cl::cat(category));
+cl::opt<std::string> target("target",
+                            cl::desc("cpu (MPI, OpenBLAS) or cuda (NCCL)"),
+                            cl::init("cpu"), cl::cat(category));
+
+// The schedule: the options of --bitpipe-pipeline, under the same names.
+cl::opt<std::string> schedule("schedule",
+                              cl::desc("gpipe, 1f1b, interleaved-1f1b, "
+                                       "chimera, bitpipe or zb-h1"),
+                              cl::init("bitpipe"), cl::cat(category));
+cl::opt<int> devices("devices", cl::desc("Pipeline devices D"), cl::init(1),
+                     cl::cat(category));
+cl::opt<int> microbatches("microbatches",
+                          cl::desc("Micro-batches per step and copy N "
+                                   "(default: 2 D)"),
+                          cl::init(0), cl::cat(category));
+cl::opt<int> dataParallel("dp",
+                          cl::desc("Data-parallel copies K (ranks: D * K)"),
+                          cl::init(1), cl::cat(category));
+cl::opt<int> chunksPerDevice("chunks-per-device",
+                             cl::desc("Chunks per device of interleaved-1f1b"),
+                             cl::init(0), cl::cat(category));
+cl::opt<double> bucketMb("bucket-mb",
+                         cl::desc("Gradient bucket capacity in MiB (25)"),
+                         cl::init(25.0), cl::cat(category));
+cl::opt<bool> splitBackward("split-backward",
+                            cl::desc("Split every backward into input and "
+                                     "weight gradients"),
+                            cl::init(false), cl::cat(category));
+
+// Code generation and linking.
+cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3)"),
+                           cl::Prefix, cl::init(2), cl::cat(category));
+cl::opt<std::string> runtimeLink(
+    "runtime-link",
+    cl::desc("Response file with the runtime's libraries and link flags"),
+    cl::init(BITPIPE_DEFAULT_RUNTIME_LINK), cl::cat(category));
+cl::opt<std::string> linker("linker", cl::desc("The C++ compiler driver "
+                                               "that links"),
+                            cl::init(BITPIPE_DEFAULT_LINKER),
+                            cl::cat(category));
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "bitpipe-compile") << message << "\n";
+  return 1;
+}
+
+/// The model IR: parsed from .mlir, or built from a JSON configuration.
+mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context,
+                                            std::string &error) {
+  if (StringRef(inputPath).ends_with(".json")) {
+    Expected<bitpipe::ModelConfig> config = bitpipe::loadModelConfig(inputPath);
+    if (!config) {
+      error = toString(config.takeError());
+      return nullptr;
+    }
+    return bitpipe::buildModel(context, *config);
+  }
+  std::string message;
+  std::unique_ptr<MemoryBuffer> file = mlir::openInputFile(inputPath, &message);
+  if (!file) {
+    error = message;
+    return nullptr;
+  }
+  SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  // Parse errors are reported through the context's diagnostic handler.
+  auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module)
+    error = "cannot parse " + inputPath;
+  return module;
+}
+
+std::string defaultOutput() {
+  SmallString<128> path(sys::path::filename(inputPath));
+  sys::path::replace_extension(path, "");
+  switch (emit) {
+  case EmitKind::MLIR:
+    path += ".runtime.mlir";
+    break;
+  case EmitKind::LLVM:
+    path += ".ll";
+    break;
+  case EmitKind::Object:
+    path += ".o";
+    break;
+  case EmitKind::Executable:
+    break;
+  }
+  return std::string(path);
+}
+
+/// The host's target machine, position-independent (executables are PIE).
+std::unique_ptr<TargetMachine> createHostTargetMachine(std::string &error) {
+  std::string triple = sys::getProcessTriple();
+  const Target *theTarget = TargetRegistry::lookupTarget(triple, error);
+  if (!theTarget)
+    return nullptr;
+  SubtargetFeatures features;
+  for (const auto &[feature, enabled] : sys::getHostCPUFeatures())
+    features.AddFeature(feature, enabled);
+  CodeGenOptLevel level = optLevel == 0   ? CodeGenOptLevel::None
+                          : optLevel == 1 ? CodeGenOptLevel::Less
+                          : optLevel == 2 ? CodeGenOptLevel::Default
+                                          : CodeGenOptLevel::Aggressive;
+  return std::unique_ptr<TargetMachine>(theTarget->createTargetMachine(
+      triple, sys::getHostCPUName(), features.getString(), TargetOptions(),
+      Reloc::PIC_, std::nullopt, level));
+}
+
+/// Writes \p object and links it with the runtime into \p output, through a
+/// temporary executable that is renamed on success.
+int linkExecutable(StringRef object, StringRef output) {
+  if (!sys::fs::exists(runtimeLink))
+    return fail("runtime link file '" + runtimeLink +
+                "' not found (build the runtime, or pass --runtime-link)");
+  ErrorOr<std::string> linkerPath = sys::findProgramByName(linker);
+  if (!linkerPath)
+    return fail("linker '" + linker + "' not found");
+
+  std::string temporary = (output + ".tmp").str();
+  std::string responseArg = "@" + runtimeLink;
+  SmallVector<StringRef> args = {*linkerPath, object,  responseArg,
+                                 "-o",        temporary};
+  std::string message;
+  int rc = sys::ExecuteAndWait(*linkerPath, args, std::nullopt, {}, 0, 0,
+                               &message);
+  if (rc != 0) {
+    sys::fs::remove(temporary);
+    return fail("linking " + output + " failed (" + linker + " exited with " +
+                Twine(rc) + (message.empty() ? "" : ": " + message) + ")");
+  }
+  if (std::error_code ec = sys::fs::rename(temporary, output)) {
+    sys::fs::remove(temporary);
+    return fail("cannot write " + output + ": " + ec.message());
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "bitpipe-compile: compiles a transformer model (IR or JSON "
+      "configuration) into a pipeline-parallel training executable\n");
+
+  if (target == "cuda")
+    return fail("--target cuda: the CUDA backend (NCCL, GPU kernels) is not "
+                "implemented yet; use --target cpu");
+  if (target != "cpu")
+    return fail("unknown --target '" + target + "' (expected cpu or cuda)");
+  if (devices < 1)
+    return fail("--devices must be at least 1, got " + Twine(devices));
+  if (dataParallel < 1)
+    return fail("--dp must be at least 1, got " + Twine(dataParallel));
+  if (microbatches.getNumOccurrences() && microbatches < 1)
+    return fail("--microbatches must be at least 1, got " +
+                Twine(microbatches));
+  std::string output =
+      outputPath.getNumOccurrences() ? std::string(outputPath) : defaultOutput();
+
+  mlir::DialectRegistry registry;
+  registry.insert<bitpipe::nn::NNDialect, bitpipe::bp::BitPipeDialect,
+                  mlir::arith::ArithDialect, mlir::func::FuncDialect,
+                  mlir::LLVM::LLVMDialect, mlir::memref::MemRefDialect,
+                  mlir::tensor::TensorDialect>();
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string error;
+  mlir::OwningOpRef<mlir::ModuleOp> module = loadModel(context, error);
+  if (!module)
+    return fail(inputPath + ": " + error);
+  if (failed(mlir::verify(*module)))
+    return fail(inputPath + ": the model IR does not verify");
+
+  // Schedule, transfers, all-reduce buckets; then runtime calls in the LLVM
+  // dialect. Pass failures report their own diagnostics on the ops.
+  bitpipe::PipelineOptions options;
+  options.schedule = schedule;
+  options.devices = devices;
+  options.microbatches =
+      microbatches.getNumOccurrences() ? int(microbatches) : 2 * devices;
+  options.dataParallel = dataParallel;
+  options.chunksPerDevice = chunksPerDevice;
+  options.bucketMb = bucketMb;
+  options.splitBackward = splitBackward;
+  mlir::PassManager pm(&context);
+  bitpipe::buildPipeline(pm, options);
+  bitpipe::buildLowerToRuntimePipeline(pm);
+  if (failed(pm.run(*module)))
+    return fail(inputPath + ": compilation failed (see the errors above)");
+
+  if (emit == EmitKind::MLIR) {
+    if (Error e = writeToOutput(output, [&](raw_ostream &os) {
+          module->print(os);
+          return Error::success();
+        }))
+      return fail(output + ": " + toString(std::move(e)));
+    return 0;
+  }
+
+  InitializeNativeTarget();
+  InitializeNativeTargetAsmPrinter();
+  std::unique_ptr<TargetMachine> machine = createHostTargetMachine(error);
+  if (!machine)
+    return fail("no code generator for this host: " + error);
+
+  LLVMContext llvmContext;
+  std::unique_ptr<Module> llvmModule =
+      mlir::translateModuleToLLVMIR(*module, llvmContext, inputPath);
+  if (!llvmModule)
+    return fail(inputPath + ": translation to LLVM IR failed");
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(machine->getTargetTriple().str());
+  auto optimize = mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0,
+                                                  machine.get());
+  if (Error e = optimize(llvmModule.get()))
+    return fail("LLVM optimisation failed: " + toString(std::move(e)));
+
+  if (emit == EmitKind::LLVM) {
+    if (Error e = writeToOutput(output, [&](raw_ostream &os) {
+          llvmModule->print(os, nullptr);
+          return Error::success();
+        }))
+      return fail(output + ": " + toString(std::move(e)));
+    return 0;
+  }
+
+  // The object: to the output for --emit=obj, else to a temporary file that
+  // the linker reads.
+  SmallString<128> objectPath;
+  if (emit == EmitKind::Object) {
+    objectPath = output + ".tmp";
+  } else if (std::error_code ec = sys::fs::createTemporaryFile(
+                 "bitpipe-compile", "o", objectPath)) {
+    return fail("cannot create a temporary object file: " + ec.message());
+  }
+  {
+    std::error_code ec;
+    ToolOutputFile object(objectPath, ec, sys::fs::OF_None);
+    if (ec)
+      return fail(objectPath + ": " + ec.message());
+    legacy::PassManager codegen;
+    if (machine->addPassesToEmitFile(codegen, object.os(), nullptr,
+                                     CodeGenFileType::ObjectFile))
+      return fail("this target cannot emit object files");
+    codegen.run(*llvmModule);
+    object.os().flush();
+    if (object.os().has_error())
+      return fail(objectPath + ": write error");
+    object.keep();
+  }
+
+  if (emit == EmitKind::Object) {
+    if (std::error_code ec = sys::fs::rename(objectPath, output)) {
+      sys::fs::remove(objectPath);
+      return fail("cannot write " + output + ": " + ec.message());
+    }
+    return 0;
+  }
+  int rc = linkExecutable(objectPath, output);
+  sys::fs::remove(objectPath);
+  return rc;
+}
