@@ -98,8 +98,7 @@ inline Data makeData(ModuleOp module, const ModelConfig &config,
         std::fill(v.begin(), v.end(), 1.0f);
       }
       d.params[name.str()] = std::move(v);
-    } else if (auto name =
-                   model.getArgAttrOfType<StringAttr>(n, "nn.input")) {
+    } else if (auto name = model.getArgAttrOfType<StringAttr>(n, "nn.input")) {
       std::uniform_int_distribution<int32_t> id(0, config.vocab - 1);
       std::vector<int32_t> v(type.getNumElements());
       for (int32_t &x : v)
@@ -125,8 +124,8 @@ inline int64_t rowsOf(Value v) {
 /// The loss of the model function of \p module in double, with parameter
 /// \p perturbName[perturbIndex] shifted by \p delta (for finite differences).
 inline double referenceLoss(ModuleOp module, const Data &data,
-                     const std::string &perturbName = "",
-                     int64_t perturbIndex = 0, double delta = 0.0) {
+                            const std::string &perturbName = "",
+                            int64_t perturbIndex = 0, double delta = 0.0) {
   namespace ref = bitpipe::runtime::ref;
   func::FuncOp model = modelFunction(module);
   llvm::DenseMap<Value, std::vector<double>> f;
@@ -154,31 +153,32 @@ inline double referenceLoss(ModuleOp module, const Data &data,
                                 tok.getDimSize(1), lastDim(o.getWte()));
         })
         .Case([&](nn::LayerNormOp o) {
-          f[o] = ref::layerNorm(f[o.getInput()], f[o.getGamma()],
-                                f[o.getBeta()], rowsOf(o.getInput()),
-                                lastDim(o.getInput()),
-                                double(o.getEpsilon().convertToFloat()));
+          f[o] =
+              ref::layerNorm(f[o.getInput()], f[o.getGamma()], f[o.getBeta()],
+                             rowsOf(o.getInput()), lastDim(o.getInput()),
+                             double(o.getEpsilon().convertToFloat()));
         })
         .Case([&](nn::LinearOp o) {
-          f[o] = ref::linear(f[o.getInput()], f[o.getWeight()],
-                             o.getBias() ? f[o.getBias()]
-                                         : std::vector<double>{},
-                             rowsOf(o.getInput()), lastDim(o.getInput()),
-                             lastDim(o.getResult()));
+          f[o] =
+              ref::linear(f[o.getInput()], f[o.getWeight()],
+                          o.getBias() ? f[o.getBias()] : std::vector<double>{},
+                          rowsOf(o.getInput()), lastDim(o.getInput()),
+                          lastDim(o.getResult()));
         })
         .Case([&](nn::AttentionOp o) {
           auto t = cast<ShapedType>(o.getQkv().getType());
-          f[o] = ref::attention(f[o.getQkv()], t.getDimSize(0),
-                                t.getDimSize(1), lastDim(o.getResult()),
+          f[o] = ref::attention(f[o.getQkv()], t.getDimSize(0), t.getDimSize(1),
+                                lastDim(o.getResult()),
                                 int64_t(o.getNumHeads()), o.getCausal());
         })
         .Case([&](nn::GeluOp o) { f[o] = ref::gelu(f[o.getInput()]); })
-        .Case([&](nn::AddOp o) { f[o] = ref::add(f[o.getLhs()], f[o.getRhs()]); })
+        .Case(
+            [&](nn::AddOp o) { f[o] = ref::add(f[o.getLhs()], f[o.getRhs()]); })
         .Case([&](nn::CrossEntropyOp o) {
-          f[o] = {ref::crossEntropy(
-              f[o.getLogits()], ids[o.getLabels()], rowsOf(o.getLogits()),
-              lastDim(o.getLogits()),
-              int32_t(o.getIgnoreIndexAttr().getInt()))};
+          f[o] = {ref::crossEntropy(f[o.getLogits()], ids[o.getLabels()],
+                                    rowsOf(o.getLogits()),
+                                    lastDim(o.getLogits()),
+                                    int32_t(o.getIgnoreIndexAttr().getInt()))};
         })
         .Case([&](func::ReturnOp o) { loss = f[o.getOperand(0)][0]; })
         .Default([&](Operation *o) {
@@ -218,7 +218,8 @@ inline LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
 
 /// The kernels the generated code calls, for the JIT's symbol table (the
 /// test binary does not export them dynamically).
-inline llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner) {
+inline llvm::orc::SymbolMap
+runtimeSymbols(llvm::orc::MangleAndInterner interner) {
   llvm::orc::SymbolMap map;
   auto add = [&](const char *name, auto *fn) {
     map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
@@ -242,7 +243,6 @@ inline llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner
   add("bp_check", &bp_check);
   return map;
 }
-
 
 } // namespace bitpipe::test
 

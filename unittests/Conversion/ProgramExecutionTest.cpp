@@ -1,4 +1,5 @@
-//===- ProgramExecutionTest.cpp - JIT-run a lowered training step -*- C++ -*-===//
+//===- ProgramExecutionTest.cpp - JIT-run a lowered training step -*- C++
+//-*-===//
 //
 // The proof that bitpipe-lower-to-runtime emits what bitpipe/program.h
 // promises. A tiny GPT on one device goes through bitpipe-pipeline and
@@ -63,9 +64,7 @@ struct Buffer {
 Buffer adopt(void *data, int64_t count) {
   return {std::shared_ptr<void>(data, std::free), count};
 }
-Buffer allocate(int64_t count) {
-  return adopt(std::calloc(count, 4), count);
-}
+Buffer allocate(int64_t count) { return adopt(std::calloc(count, 4), count); }
 
 /// What a forward keeps for its backward: its arguments (forward_arg), its
 /// saved results, and, between the halves of a split backward, the output
@@ -109,8 +108,8 @@ struct bp_rt_context {
   }
 
   void define(int32_t id, Buffer buffer) {
-    EXPECT_TRUE(defined.insert(id).second) << "value " << id
-                                           << " defined twice";
+    EXPECT_TRUE(defined.insert(id).second)
+        << "value " << id << " defined twice";
     values[id] = std::move(buffer);
   }
   Buffer use(int32_t id) {
@@ -160,7 +159,8 @@ struct bp_rt_context {
       else if (kind == "param")
         args.push_back(params.at(role.getString("param")->str()));
       else
-        ADD_FAILURE() << "function " << fn << ": cannot bind role " << kind.str();
+        ADD_FAILURE() << "function " << fn << ": cannot bind role "
+                      << kind.str();
     }
     return args;
   }
@@ -191,7 +191,8 @@ struct bp_rt_context {
         h.stash.resize(std::max<size_t>(h.stash.size(), k + 1));
         h.stash[k] = buffer;
       } else {
-        ADD_FAILURE() << "function " << fn << ": unexpected result " << kind.str();
+        ADD_FAILURE() << "function " << fn << ": unexpected result "
+                      << kind.str();
       }
     }
     EXPECT_EQ(outSeen, out0 >= 0);
@@ -296,8 +297,8 @@ void fakeLocalCopy(bp_rt_context *c, int32_t src, int32_t dst) {
 }
 
 void fakeRelease(bp_rt_context *c, int32_t value) {
-  EXPECT_EQ(c->values.erase(value), 1u) << "release of value " << value
-                                        << ", which is not live";
+  EXPECT_EQ(c->values.erase(value), 1u)
+      << "release of value " << value << ", which is not live";
 }
 
 void fakeAllReduceStart(bp_rt_context *c, int32_t bucket, int32_t token) {
@@ -402,12 +403,12 @@ void runStep(StringRef schedule, StepRun &run) {
 
   auto manifest = lookupGlobal<const char>(engine, "bitpipe_manifest");
   auto size = lookupGlobal<const int64_t>(engine, "bitpipe_manifest_size");
-  auto entries = lookupGlobal<const bp_stage_entry_t>(engine,
-                                                      "bitpipe_stage_entries");
+  auto entries =
+      lookupGlobal<const bp_stage_entry_t>(engine, "bitpipe_stage_entries");
   auto numEntries =
       lookupGlobal<const int32_t>(engine, "bitpipe_num_stage_entries");
-  auto ranks = lookupGlobal<const bp_rank_program_t>(engine,
-                                                     "bitpipe_rank_programs");
+  auto ranks =
+      lookupGlobal<const bp_rank_program_t>(engine, "bitpipe_rank_programs");
   auto numRanks = lookupGlobal<const int32_t>(engine, "bitpipe_num_ranks");
   ASSERT_TRUE(manifest && size && entries && numEntries && ranks && numRanks);
   run.numEntries = *numEntries;
@@ -439,12 +440,12 @@ void runStep(StringRef schedule, StepRun &run) {
   ranks[0](&ctx);
 
   // Everything the program defined is gone at its end.
-  EXPECT_TRUE(ctx.values.empty()) << ctx.values.size() << " values never "
-                                  << "released, the first " << ctx.values.begin()->first;
+  EXPECT_TRUE(ctx.values.empty())
+      << ctx.values.size() << " values never "
+      << "released, the first " << ctx.values.begin()->first;
   EXPECT_TRUE(ctx.handles.empty()) << "handles never consumed";
   EXPECT_TRUE(ctx.tokens.empty()) << "all-reduces never waited";
-  const llvm::json::Object &rank0 =
-      *(*root.getArray("ranks"))[0].getAsObject();
+  const llvm::json::Object &rank0 = *(*root.getArray("ranks"))[0].getAsObject();
   EXPECT_EQ(static_cast<int64_t>(ctx.defined.size()),
             *rank0.getInteger("num_values"));
 }

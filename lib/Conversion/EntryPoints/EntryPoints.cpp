@@ -79,7 +79,8 @@ FailureOr<LLVM::LLVMFuncOp> emitEntry(LLVM::LLVMFuncOp fn,
   b.setInsertionPointAfter(fn);
   Location loc = fn.getLoc();
   auto entry = b.create<LLVM::LLVMFuncOp>(
-      loc, name, LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), ptr));
+      loc, name,
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), ptr));
   Block *body = entry.addEntryBlock(b);
   b.setInsertionPointToStart(body);
   Value buffers = body->getArgument(0);
@@ -110,9 +111,9 @@ void emitTable(OpBuilder &b, Location loc, StringRef name, StringRef countName,
   MLIRContext *ctx = b.getContext();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   auto arrayType = LLVM::LLVMArrayType::get(ptr, functions.size());
-  auto table = b.create<LLVM::GlobalOp>(loc, arrayType, /*isConstant=*/true,
-                                        LLVM::Linkage::External, name,
-                                        Attribute());
+  auto table =
+      b.create<LLVM::GlobalOp>(loc, arrayType, /*isConstant=*/true,
+                               LLVM::Linkage::External, name, Attribute());
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&table.getInitializerRegion().emplaceBlock());
@@ -136,9 +137,8 @@ struct EmitEntryPointsPass
   }
 
   /// The symbols of `key` in the entry-points attribute, each an llvm.func.
-  FailureOr<SmallVector<LLVM::LLVMFuncOp>> functionsOf(DictionaryAttr entry,
-                                                       StringRef key,
-                                                       SymbolTable &symbols);
+  FailureOr<SmallVector<LLVM::LLVMFuncOp>>
+  functionsOf(DictionaryAttr entry, StringRef key, SymbolTable &symbols);
   LogicalResult emit();
 };
 
@@ -148,8 +148,8 @@ EmitEntryPointsPass::functionsOf(DictionaryAttr entry, StringRef key,
   ModuleOp module = getOperation();
   auto list = entry.getAs<ArrayAttr>(key);
   if (!list)
-    return module.emitError() << "has no list '" << key << "' in '"
-                              << kEntryPointsAttrName << "'";
+    return module.emitError()
+           << "has no list '" << key << "' in '" << kEntryPointsAttrName << "'";
   SmallVector<LLVM::LLVMFuncOp> functions;
   for (Attribute element : list) {
     auto symbol = dyn_cast<FlatSymbolRefAttr>(element);
@@ -158,7 +158,8 @@ EmitEntryPointsPass::functionsOf(DictionaryAttr entry, StringRef key,
     if (!fn || fn.isExternal())
       return module.emitError()
              << "lists " << element << " in '" << kEntryPointsAttrName << "' "
-             << key << ", which is not an llvm.func with a body; expected "
+             << key
+             << ", which is not an llvm.func with a body; expected "
                 "the module lowered by bitpipe-lower-to-llvm";
     functions.push_back(fn);
   }

@@ -101,8 +101,7 @@ std::optional<Role> argumentRole(func::FuncOp fn, FunctionKind kind,
   return std::nullopt;
 }
 
-std::optional<Role> resultRole(func::FuncOp fn, FunctionKind kind,
-                               unsigned i) {
+std::optional<Role> resultRole(func::FuncOp fn, FunctionKind kind, unsigned i) {
   DictionaryAttr attrs = fn.getResultAttrDict(i);
   if (kind == FunctionKind::Forward) {
     if (auto k = indexOf(attrs, attr::kSaved))
@@ -156,8 +155,8 @@ LogicalResult manifest::describeRoles(Function &function) {
     std::optional<Role> role = argumentRole(fn, function.kind, i);
     if (!role)
       return fn.emitError()
-             << "has argument #" << i << " without a role; expected a "
-             << kind << " argument to carry '" << attr::kForwardArg << "', '"
+             << "has argument #" << i << " without a role; expected a " << kind
+             << " argument to carry '" << attr::kForwardArg << "', '"
              << attr::kSaved << "', '" << attr::kGradOfResult << "', '"
              << attr::kStash << "' or '" << attr::kParam << "'";
     role->type = bufferType(fn.getArgumentTypes()[i]);
@@ -254,9 +253,10 @@ LogicalResult manifest::readModel(func::FuncOp model, Manifest &manifest) {
               "configuration as bitpipe-import writes it";
   manifest.modelName = model.getSymName().str();
   manifest.family = family.str();
-  return success(succeeded(integer("vocab", manifest.vocab)) &&
-                 succeeded(integer("seq_len", manifest.seqLen)) &&
-                 succeeded(integer("microbatch_size", manifest.microbatchSize)));
+  return success(
+      succeeded(integer("vocab", manifest.vocab)) &&
+      succeeded(integer("seq_len", manifest.seqLen)) &&
+      succeeded(integer("microbatch_size", manifest.microbatchSize)));
 }
 
 //===----------------------------------------------------------------------===//

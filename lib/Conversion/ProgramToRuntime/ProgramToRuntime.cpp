@@ -188,12 +188,13 @@ FailureOr<FunctionTable> collectFunctions(ModuleOp module,
       if (it->second.kind == entry.kind && it->second.stage == entry.stage)
         continue;
       InFlightDiagnostic diag =
-          op.emitOpError()
-          << "calls " << callee << " as the "
-          << manifest::stringifyFunctionKind(entry.kind) << " of stage "
-          << entry.stage << ", but another op calls it as the "
-          << manifest::stringifyFunctionKind(it->second.kind) << " of stage "
-          << it->second.stage << "; expected one role per function";
+          op.emitOpError() << "calls " << callee << " as the "
+                           << manifest::stringifyFunctionKind(entry.kind)
+                           << " of stage " << entry.stage
+                           << ", but another op calls it as the "
+                           << manifest::stringifyFunctionKind(it->second.kind)
+                           << " of stage " << it->second.stage
+                           << "; expected one role per function";
       diag.attachNote(firstUse[fn]->getLoc()) << "other call here";
       return diag;
     }
@@ -235,8 +236,7 @@ int64_t transferTag(TransferKind kind, int64_t stage, int64_t microbatch,
 /// op that does not fit program.h.
 class RankPlanner {
 public:
-  RankPlanner(ProgramOp program, const FunctionTable &table,
-              int64_t numStages)
+  RankPlanner(ProgramOp program, const FunctionTable &table, int64_t numStages)
       : program(program), table(table), numStages(numStages) {}
 
   LogicalResult plan();
@@ -440,9 +440,9 @@ LogicalResult RankPlanner::planOp(Operation &op) {
         return success();
       })
       .Case([&](OptimizerStepOp step) {
-        // Without a count the gradients are taken as they are: divide by 1.
+        // Without a count the gradients are taken as they are: -1, "none".
         call(step, RuntimeFn::OptimizerStep,
-             {step.getMicrobatches().value_or(1)});
+             {step.getMicrobatches().value_or(-1)});
         return success();
       })
       .Default([](Operation *other) {
@@ -515,8 +515,7 @@ private:
 
 /// `func.func @bitpipe_rankR(%ctx: !llvm.ptr)` in place of the program:
 /// the constants the calls use, in order of first use, then the calls.
-func::FuncOp emitRankFunction(ProgramOp program,
-                              ArrayRef<PlannedCall> calls,
+func::FuncOp emitRankFunction(ProgramOp program, ArrayRef<PlannedCall> calls,
                               RuntimeDeclarations &declarations) {
   OpBuilder b(program);
   auto ptr = LLVM::LLVMPointerType::get(b.getContext());
@@ -681,8 +680,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   std::vector<RankPlanner> planners;
   llvm::MapVector<ArrayRef<int64_t>, int64_t> groups;
   for (ProgramOp program : *programs) {
-    RankPlanner &planner =
-        planners.emplace_back(program, *table, numStages);
+    RankPlanner &planner = planners.emplace_back(program, *table, numStages);
     if (failed(planner.plan()))
       return failure();
     manifest::Rank rank;
@@ -728,8 +726,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   for (const manifest::Function &f : table->functions)
     functions.push_back(FlatSymbolRefAttr::get(f.fn));
   for (auto [program, planner] : llvm::zip(*programs, planners)) {
-    func::FuncOp fn =
-        emitRankFunction(program, planner.calls, declarations);
+    func::FuncOp fn = emitRankFunction(program, planner.calls, declarations);
     ranks.push_back(FlatSymbolRefAttr::get(fn));
   }
   emitManifestGlobals(module, text);
@@ -745,10 +742,10 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   for (ProgramOp program : *programs)
     program.erase();
   model.erase();
-  for (StringRef name : {BitPipeDialect::kPlacementAttrName,
-                         BitPipeDialect::kScheduleAttrName,
-                         BitPipeDialect::kWorldSizeAttrName,
-                         BitPipeDialect::kDataParallelAttrName})
+  for (StringRef name :
+       {BitPipeDialect::kPlacementAttrName, BitPipeDialect::kScheduleAttrName,
+        BitPipeDialect::kWorldSizeAttrName,
+        BitPipeDialect::kDataParallelAttrName})
     module->removeAttr(name);
   return success();
 }

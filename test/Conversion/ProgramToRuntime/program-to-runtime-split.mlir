@@ -79,13 +79,13 @@ module attributes {
 // Ids: %t 0, %a 1, %s0 2, %b 3, %l 4, %loss 5, %s1 6, %g 7, %h 8, %tok 9.
 // A local copy is a hand-off, not a transfer: no batch to end. The weight
 // halves take only the handle. Without a micro-batch count the step
-// divides by 1.
+// gets -1 (none): it takes the gradients as they are.
 // CHECK-LABEL: func.func @bitpipe_rank0(
 // CHECK-SAME:      %[[CTX:.*]]: !llvm.ptr) {
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : i32
 // CHECK-DAG:     %[[C0L:.*]] = arith.constant 0 : i64
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : i32
-// CHECK-DAG:     %[[C1L:.*]] = arith.constant 1 : i64
+// CHECK-DAG:     %[[NONEL:.*]] = arith.constant -1 : i64
 // CHECK-DAG:     %[[C2:.*]] = arith.constant 2 : i32
 // CHECK-DAG:     %[[C3:.*]] = arith.constant 3 : i32
 // CHECK-DAG:     %[[C4:.*]] = arith.constant 4 : i32
@@ -114,7 +114,7 @@ module attributes {
 // CHECK-NEXT:    call @bp_rt_weight_grad(%[[CTX]], %[[C2]], %[[C0L]], %[[C2]])
 // CHECK-NEXT:    call @bp_rt_allreduce_start(%[[CTX]], %[[C0]], %[[C9]])
 // CHECK-NEXT:    call @bp_rt_allreduce_wait(%[[CTX]], %[[C9]])
-// CHECK-NEXT:    call @bp_rt_optimizer_step(%[[CTX]], %[[C1L]])
+// CHECK-NEXT:    call @bp_rt_optimizer_step(%[[CTX]], %[[NONEL]])
 // CHECK-NEXT:    return
 // CHECK-LABEL: func.func @bitpipe_rank1(
 // CHECK-NOT:     bp_rt_end_batch

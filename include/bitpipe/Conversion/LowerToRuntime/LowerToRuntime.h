@@ -1,4 +1,4 @@
-//===- LowerToRuntime.h - Tensor-level programs to the LLVM dialect -*- C++ -*-===//
+//===- LowerToRuntime.h - Programs to the LLVM dialect ----------*- C++ -*-===//
 
 #ifndef BITPIPE_CONVERSION_LOWERTORUNTIME_LOWERTORUNTIME_H
 #define BITPIPE_CONVERSION_LOWERTORUNTIME_LOWERTORUNTIME_H
