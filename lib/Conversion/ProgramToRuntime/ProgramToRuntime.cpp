@@ -27,15 +27,14 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
-#include <set>
 
 namespace bitpipe {
 #define GEN_PASS_DEF_LOWERPROGRAMTORUNTIME
@@ -268,10 +267,11 @@ private:
   llvm::DenseMap<Value, int64_t> ids;
   /// The tensor values to release after each op, in id order.
   llvm::DenseMap<Operation *, SmallVector<int64_t>> releases;
-  /// The op that ends each transfer batch.
+  /// The last transfer of each batch, and the batch it ends.
   llvm::DenseMap<Operation *, int64_t> batchEnds;
   /// (sends?, peer, tag) of the transfers seen, to reject a repeated tag.
   std::map<std::tuple<bool, int64_t, int64_t>, Operation *> channelTags;
+  /// The all-reduce starts by bucket number.
   std::map<int64_t, AllReduceStartOp> bucketOps;
 };
 
