@@ -25,6 +25,7 @@ int main(int argc, char **argv) {
   bitpipe::registerAllBitPipePasses();
   bitpipe::registerConversionPasses();
   bitpipe::registerLowerToLLVMPipeline();
+  bitpipe::registerLowerToRuntimePipeline();
 
   mlir::DialectRegistry registry;
   registry.insert<bitpipe::nn::NNDialect, bitpipe::bp::BitPipeDialect,

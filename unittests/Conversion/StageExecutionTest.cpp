@@ -21,26 +21,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Reference.h"
+#include "ModelTestUtil.h"
 
 #include "bitpipe/Conversion/Passes.h"
-#include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
-#include "bitpipe/Dialect/NN/IR/NNDialect.h"
-#include "bitpipe/Dialect/NN/IR/NNOps.h"
-#include "bitpipe/Import/ModelBuilder.h"
 #include "bitpipe/Transforms/Passes.h"
-#include "bitpipe/runtime.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <gtest/gtest.h>
@@ -53,26 +38,13 @@
 
 using namespace mlir;
 using namespace bitpipe;
+using namespace bitpipe::test;
 
 namespace {
 
 //===----------------------------------------------------------------------===//
-// The model and its data
+// Host tensors
 //===----------------------------------------------------------------------===//
-
-ModelConfig tinyGpt() {
-  ModelConfig c;
-  c.name = "gpt";
-  c.family = ModelFamily::GPT;
-  c.layers = 2;
-  c.hidden = 16;
-  c.heads = 2;
-  c.vocab = 32;
-  c.maxPositions = 8;
-  c.seqLen = 8;
-  c.microbatchSize = 2;
-  return c;
-}
 
 /// A host tensor: f32 data or i32 ids.
 struct HostTensor {
@@ -92,185 +64,6 @@ HostTensor zerosLike(Type type) {
   else
     h.f.assign(t.getNumElements(), 0.0f);
   return h;
-}
-
-/// Parameters (by `nn.param` name, initialised per `nn.init` from a seeded
-/// generator) and one micro-batch (by `nn.input` name).
-struct Data {
-  std::map<std::string, std::vector<float>> params;
-  std::map<std::string, std::vector<int32_t>> inputs;
-};
-
-func::FuncOp modelFunction(ModuleOp module) {
-  for (auto fn : module.getOps<func::FuncOp>())
-    if (fn->hasAttr("nn.model"))
-      return fn;
-  return {};
-}
-
-Data makeData(ModuleOp module, const ModelConfig &config) {
-  Data d;
-  std::mt19937 gen(1234);
-  func::FuncOp model = modelFunction(module);
-  for (BlockArgument arg : model.getArguments()) {
-    auto type = cast<RankedTensorType>(arg.getType());
-    unsigned n = arg.getArgNumber();
-    if (auto name = model.getArgAttrOfType<StringAttr>(n, "nn.param")) {
-      auto init = model.getArgAttrOfType<DictionaryAttr>(n, "nn.init");
-      StringRef kind = init.getAs<StringAttr>("kind").getValue();
-      std::vector<float> v(type.getNumElements(), 0.0f);
-      if (kind == "normal") {
-        std::normal_distribution<float> normal(
-            0.0f, init.getAs<FloatAttr>("std").getValueAsDouble());
-        for (float &x : v)
-          x = normal(gen);
-      } else if (kind == "ones") {
-        std::fill(v.begin(), v.end(), 1.0f);
-      }
-      d.params[name.str()] = std::move(v);
-    } else if (auto name =
-                   model.getArgAttrOfType<StringAttr>(n, "nn.input")) {
-      std::uniform_int_distribution<int32_t> id(0, config.vocab - 1);
-      std::vector<int32_t> v(type.getNumElements());
-      for (int32_t &x : v)
-        x = id(gen);
-      d.inputs[name.str()] = std::move(v);
-    }
-  }
-  return d;
-}
-
-//===----------------------------------------------------------------------===//
-// The float64 reference: the unpartitioned model IR, interpreted
-//===----------------------------------------------------------------------===//
-
-int64_t lastDim(Value v) {
-  auto t = cast<ShapedType>(v.getType());
-  return t.getDimSize(t.getRank() - 1);
-}
-int64_t rowsOf(Value v) {
-  return cast<ShapedType>(v.getType()).getNumElements() / lastDim(v);
-}
-
-/// The loss of the model function of \p module in double, with parameter
-/// \p perturbName[perturbIndex] shifted by \p delta (for finite differences).
-double referenceLoss(ModuleOp module, const Data &data,
-                     const std::string &perturbName = "",
-                     int64_t perturbIndex = 0, double delta = 0.0) {
-  namespace ref = bitpipe::runtime::ref;
-  func::FuncOp model = modelFunction(module);
-  llvm::DenseMap<Value, std::vector<double>> f;
-  llvm::DenseMap<Value, std::vector<int32_t>> ids;
-  for (BlockArgument arg : model.getArguments()) {
-    unsigned n = arg.getArgNumber();
-    if (auto name = model.getArgAttrOfType<StringAttr>(n, "nn.param")) {
-      const std::vector<float> &p = data.params.at(name.str());
-      std::vector<double> v(p.begin(), p.end());
-      if (name.getValue() == perturbName)
-        v[perturbIndex] += delta;
-      f[arg] = std::move(v);
-    } else {
-      ids[arg] = data.inputs.at(
-          model.getArgAttrOfType<StringAttr>(n, "nn.input").str());
-    }
-  }
-  double loss = NAN;
-  for (Operation &op : model.getBody().front()) {
-    llvm::TypeSwitch<Operation *>(&op)
-        .Case([&](nn::EmbeddingOp o) {
-          auto tok = cast<ShapedType>(o.getTokens().getType());
-          f[o] = ref::embedding(ids[o.getTokens()], f[o.getWte()],
-                                f[o.getWpe()], tok.getDimSize(0),
-                                tok.getDimSize(1), lastDim(o.getWte()));
-        })
-        .Case([&](nn::LayerNormOp o) {
-          f[o] = ref::layerNorm(f[o.getInput()], f[o.getGamma()],
-                                f[o.getBeta()], rowsOf(o.getInput()),
-                                lastDim(o.getInput()),
-                                double(o.getEpsilon().convertToFloat()));
-        })
-        .Case([&](nn::LinearOp o) {
-          f[o] = ref::linear(f[o.getInput()], f[o.getWeight()],
-                             o.getBias() ? f[o.getBias()]
-                                         : std::vector<double>{},
-                             rowsOf(o.getInput()), lastDim(o.getInput()),
-                             lastDim(o.getResult()));
-        })
-        .Case([&](nn::AttentionOp o) {
-          auto t = cast<ShapedType>(o.getQkv().getType());
-          f[o] = ref::attention(f[o.getQkv()], t.getDimSize(0),
-                                t.getDimSize(1), lastDim(o.getResult()),
-                                int64_t(o.getNumHeads()), o.getCausal());
-        })
-        .Case([&](nn::GeluOp o) { f[o] = ref::gelu(f[o.getInput()]); })
-        .Case([&](nn::AddOp o) { f[o] = ref::add(f[o.getLhs()], f[o.getRhs()]); })
-        .Case([&](nn::CrossEntropyOp o) {
-          f[o] = {ref::crossEntropy(
-              f[o.getLogits()], ids[o.getLabels()], rowsOf(o.getLogits()),
-              lastDim(o.getLogits()),
-              int32_t(o.getIgnoreIndexAttr().getInt()))};
-        })
-        .Case([&](func::ReturnOp o) { loss = f[o.getOperand(0)][0]; })
-        .Default([&](Operation *o) {
-          ADD_FAILURE() << "reference: unexpected op "
-                        << o->getName().getStringRef().str();
-        });
-  }
-  return loss;
-}
-
-//===----------------------------------------------------------------------===//
-// Compiling
-//===----------------------------------------------------------------------===//
-
-void registerEverything(MLIRContext &ctx) {
-  DialectRegistry registry;
-  registry.insert<nn::NNDialect, bp::BitPipeDialect, arith::ArithDialect,
-                  func::FuncDialect, LLVM::LLVMDialect, memref::MemRefDialect,
-                  tensor::TensorDialect>();
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  ctx.appendDialectRegistry(registry);
-  ctx.loadAllAvailableDialects();
-}
-
-/// Runs \p pipeline (passes on the module, as on bitpipe-opt's command line).
-LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
-  PassManager pm(module.getContext());
-  std::string errors;
-  llvm::raw_string_ostream os(errors);
-  if (failed(parsePassPipeline(pipeline, pm, os))) {
-    ADD_FAILURE() << "bad pipeline '" << pipeline.str() << "': " << errors;
-    return failure();
-  }
-  return pm.run(module);
-}
-
-/// The kernels the generated code calls, for the JIT's symbol table (the
-/// test binary does not export them dynamically).
-llvm::orc::SymbolMap runtimeSymbols(llvm::orc::MangleAndInterner interner) {
-  llvm::orc::SymbolMap map;
-  auto add = [&](const char *name, auto *fn) {
-    map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
-                           llvm::JITSymbolFlags::Exported};
-  };
-  add("bp_embedding_fwd", &bp_embedding_fwd);
-  add("bp_embedding_bwd", &bp_embedding_bwd);
-  add("bp_layer_norm_fwd", &bp_layer_norm_fwd);
-  add("bp_layer_norm_bwd", &bp_layer_norm_bwd);
-  add("bp_linear_fwd", &bp_linear_fwd);
-  add("bp_linear_bwd_input", &bp_linear_bwd_input);
-  add("bp_linear_bwd_weight", &bp_linear_bwd_weight);
-  add("bp_attention_fwd", &bp_attention_fwd);
-  add("bp_attention_bwd", &bp_attention_bwd);
-  add("bp_gelu_fwd", &bp_gelu_fwd);
-  add("bp_gelu_bwd", &bp_gelu_bwd);
-  add("bp_add_fwd", &bp_add_fwd);
-  add("bp_cross_entropy_fwd", &bp_cross_entropy_fwd);
-  add("bp_cross_entropy_bwd", &bp_cross_entropy_bwd);
-  add("bp_fill", &bp_fill);
-  add("bp_check", &bp_check);
-  return map;
 }
 
 //===----------------------------------------------------------------------===//

@@ -3,8 +3,11 @@
 #ifndef BITPIPE_CONVERSION_PASSES_H
 #define BITPIPE_CONVERSION_PASSES_H
 
+#include "bitpipe/Conversion/EntryPoints/EntryPoints.h"
 #include "bitpipe/Conversion/LowerToLLVM/LowerToLLVM.h"
+#include "bitpipe/Conversion/LowerToRuntime/LowerToRuntime.h"
 #include "bitpipe/Conversion/NNToRuntime/NNToRuntime.h"
+#include "bitpipe/Conversion/ProgramToRuntime/ProgramToRuntime.h"
 
 namespace bitpipe {
 

@@ -49,4 +49,78 @@ def LowerNNToRuntime : Pass<"bitpipe-lower-nn-to-runtime", "mlir::ModuleOp"> {
                            "mlir::memref::MemRefDialect"];
 }
 
+def LowerProgramToRuntime : Pass<"bitpipe-lower-program-to-runtime",
+                                 "mlir::ModuleOp"> {
+  let summary = "Lower per-rank bitpipe.program ops to straight-line "
+                "functions of calls of the program ABI, and the manifest";
+  let description = [{
+    Runs on the tensor-level output of `bitpipe-pipeline` (after
+    `bitpipe-insert-allreduce`: bound programs, bucketed all-reduces) and
+    implements the compiler's half of `runtime/include/bitpipe/program.h`:
+
+    * every `bitpipe.program` of rank R becomes
+      `func.func @bitpipe_rankR(%ctx: !llvm.ptr)`, the ops of the program
+      as calls of the `bp_rt_*` functions in program order (declared once
+      as private `func.func`s on i32, i64 and `!llvm.ptr`). Every value of
+      the program (tensor, saved handle, token) gets a dense id. A tensor
+      value is released (`bp_rt_release`) right after its last use, or
+      right after its definition when nothing uses it (the loss); the last
+      transfer of each batch is followed by `bp_rt_end_batch`. Transfers
+      carry the MPI tag `(microbatch * S + stage) * 2 + kind` (S stages,
+      kind 0 activation / 1 gradient): a send and its receive agree by
+      construction, and no two transfers of a step on one channel share a
+      tag. Tags must stay below 32768, the smallest upper bound MPI
+      guarantees;
+    * the manifest of program.h (JSON, version 1) becomes the constant
+      globals `@bitpipe_manifest` (bytes, not NUL-terminated) and
+      `@bitpipe_manifest_size`. Its `functions` are the stage functions and
+      backward functions (or halves) the programs call, ordered by stage,
+      then forward, backward, backward_input, backward_weight, then name.
+      Parameters take AdamW weight decay when they are matrices (rank 2 or
+      more): biases and layer-norm gains and biases are 1-D;
+    * the module attribute `bitpipe.entry_points = {functions = [...],
+      ranks = [...]}` lists, in manifest order, the functions and the rank
+      functions for `bitpipe-emit-entry-points`;
+    * the programs, the `nn.model` function and the module attributes that
+      describe the programs (`bitpipe.placement`, `bitpipe.schedule`,
+      `bitpipe.world_size`, `bitpipe.data_parallel`) are erased. Stage
+      functions stay on tensors for `bitpipe-lower-nn-to-runtime`.
+
+    Errors name the op and what was expected: an unbound compute op, a
+    stage whose bound signature does not fit the ABI (more than two bound
+    inputs or one bound output, more than one gradient in or out), a
+    transfer without a batch, a tag out of range or repeated, an
+    all-reduce that is still a schedule marker, a rank without a program,
+    and any argument or result of a called function without a role the
+    manifest can describe.
+  }];
+  let options = [
+    Option<"manifestFile", "manifest-file", "std::string", /*default=*/"",
+           "Also write the manifest to this file (for inspection and "
+           "tests)">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::func::FuncDialect",
+                           "mlir::LLVM::LLVMDialect"];
+}
+
+def EmitEntryPoints : Pass<"bitpipe-emit-entry-points", "mlir::ModuleOp"> {
+  let summary = "Emit the uniform stage entries and the tables of program.h "
+                "on the LLVM dialect";
+  let description = [{
+    Runs after `bitpipe-lower-to-llvm` on a module that
+    `bitpipe-lower-program-to-runtime` lowered, and reads its
+    `bitpipe.entry_points` attribute (which it removes). For every listed
+    function `@f` (A pointer arguments, and a pointer or a struct of R
+    pointers, or nothing, as result) it emits
+    `llvm.func @f_entry(%buffers: !llvm.ptr)`: the arguments are loaded
+    from `buffers[0 .. A-1]`, the results stored into
+    `buffers[A .. A+R-1]`. Then the constant external globals of
+    program.h: `@bitpipe_stage_entries` (the entries, in manifest order),
+    `@bitpipe_num_stage_entries` (i32), `@bitpipe_rank_programs` (the rank
+    functions, by rank) and `@bitpipe_num_ranks` (i32).
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 #endif // BITPIPE_CONVERSION_PASSES_TD

@@ -14,8 +14,10 @@
 |* Values. Within one rank's program every SSA value (a tensor, a saved       *|
 |* handle, an all-reduce token) has a dense id in [0, num_values) assigned    *|
 |* by the compiler. Tensors are immutable once produced. The compiler emits   *|
-|* bp_rt_release(id) after the last use of a tensor value; the runtime frees  *|
-|* its buffer once nothing else (a saved handle, a pending send) holds it.    *|
+|* bp_rt_release(id) after the last use of a tensor value (right after the    *|
+|* op that defines it when nothing reads it, as the loss); the runtime frees  *|
+|* its buffer once nothing else (a saved handle, a pending send, a local      *|
+|* copy) holds it.                                                            *|
 |* Saved handles are released by the backward that consumes them (or by the   *|
 |* weight-gradient half when the backward is split).                          *|
 |*                                                                            *|
@@ -114,7 +116,9 @@ extern const int64_t bitpipe_manifest_size;
  *                                   argument i (a parameter, an input or the
  *                                   activation), bound from the saved handle
  *   {"role": "grad_of_result", "index": j}  backward argument: the gradient
- *                                   of the forward's result j
+ *                                   of the forward's result j (grad0; for a
+ *                                   weight half, the grad0 its input half
+ *                                   received, kept with the handle)
  *   {"role": "grad_of_arg", "index": i}  backward result: the gradient of
  *                                   the forward's (activation) argument i
  *   {"role": "stash", "index": k}   result of the input half / argument of
@@ -159,7 +163,10 @@ void bp_rt_weight_grad(bp_rt_context *ctx, int32_t fn, int64_t mb,
 /* bitpipe.send / bitpipe.recv: post a non-blocking transfer of `count`
  * float32 to / from rank `peer` with MPI tag `tag`. A send completes on its
  * own (its buffer is held until then); a received value is complete before
- * it is first read. bp_rt_end_batch marks the end of a batch of transfers
+ * it is first read. The compiler derives `tag` from the transfer's (kind,
+ * stage, micro-batch), so both ends agree; tags are below 32768 and no two
+ * transfers of a step share one on a (sender, receiver) pair.
+ * bp_rt_end_batch marks the end of a batch of transfers
  * (`batch` attribute): everything posted so far has been posted before any
  * later op waits, so crossed transfers cannot deadlock. */
 void bp_rt_send(bp_rt_context *ctx, int32_t value, int64_t count,

@@ -1,0 +1,22 @@
+//===- LowerToRuntime.h - Programs to the LLVM dialect ----------*- C++ -*-===//
+
+#ifndef BITPIPE_CONVERSION_LOWERTORUNTIME_LOWERTORUNTIME_H
+#define BITPIPE_CONVERSION_LOWERTORUNTIME_LOWERTORUNTIME_H
+
+#include "mlir/Pass/PassManager.h"
+
+namespace bitpipe {
+
+/// Adds the passes of `bitpipe-lower-to-runtime` to \p pm (a module pass
+/// manager): bitpipe-lower-program-to-runtime, bitpipe-lower-nn-to-runtime,
+/// bitpipe-lower-to-llvm and bitpipe-emit-entry-points. The input is the
+/// output of bitpipe-pipeline; the output is LLVM dialect that
+/// mlir-translate turns into the object program.h describes.
+void buildLowerToRuntimePipeline(mlir::OpPassManager &pm);
+
+/// Registers `bitpipe-lower-to-runtime` with the pass-pipeline registry.
+void registerLowerToRuntimePipeline();
+
+} // namespace bitpipe
+
+#endif // BITPIPE_CONVERSION_LOWERTORUNTIME_LOWERTORUNTIME_H

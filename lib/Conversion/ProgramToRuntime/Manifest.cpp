@@ -1,0 +1,371 @@
+//===- Manifest.cpp - The manifest of program.h ---------------------------===//
+//
+// Roles come from the attributes bitpipe-import, bitpipe-partition and
+// bitpipe-generate-backward write (StageAttrNames.h). A backward keeps the
+// attributes of the forward arguments it reads (a parameter argument of a
+// backward has `nn.param` and `bitpipe.forward_arg`), so the more specific
+// attribute decides: the runtime binds such an argument from the forward's
+// call, as program.h's "forward_arg" says.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Manifest.h"
+
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace bitpipe;
+using namespace bitpipe::manifest;
+
+StringRef manifest::stringifyFunctionKind(FunctionKind kind) {
+  switch (kind) {
+  case FunctionKind::Forward:
+    return "forward";
+  case FunctionKind::Backward:
+    return "backward";
+  case FunctionKind::BackwardInput:
+    return "backward_input";
+  case FunctionKind::BackwardWeight:
+    return "backward_weight";
+  }
+  llvm_unreachable("unknown function kind");
+}
+
+//===----------------------------------------------------------------------===//
+// Roles
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The index an integer role attribute carries, if `attrs` has it.
+std::optional<int64_t> indexOf(DictionaryAttr attrs, StringRef name) {
+  if (!attrs)
+    return std::nullopt;
+  auto index = attrs.getAs<IntegerAttr>(name);
+  if (!index)
+    return std::nullopt;
+  return index.getInt();
+}
+
+std::optional<std::string> nameOf(DictionaryAttr attrs, StringRef name) {
+  if (!attrs)
+    return std::nullopt;
+  auto text = attrs.getAs<StringAttr>(name);
+  if (!text)
+    return std::nullopt;
+  return text.str();
+}
+
+Role indexed(StringRef role, int64_t index) {
+  Role r;
+  r.role = role;
+  r.index = index;
+  return r;
+}
+
+Role named(StringRef role, std::string name) {
+  Role r;
+  r.role = role;
+  r.name = std::move(name);
+  return r;
+}
+
+/// The role of argument `i`, or nothing when `kind` allows none of its
+/// attributes.
+std::optional<Role> argumentRole(func::FuncOp fn, FunctionKind kind,
+                                 unsigned i) {
+  DictionaryAttr attrs = fn.getArgAttrDict(i);
+  if (kind == FunctionKind::Forward) {
+    if (auto param = nameOf(attrs, attr::kParam))
+      return named("param", *param);
+    if (auto input = nameOf(attrs, attr::kInput))
+      return named("input", *input);
+    return Role{"activation"};
+  }
+  if (auto k = indexOf(attrs, attr::kSaved))
+    return indexed("saved", *k);
+  if (auto k = indexOf(attrs, attr::kStash))
+    return indexed("stash", *k);
+  if (auto j = indexOf(attrs, attr::kGradOfResult))
+    return indexed("grad_of_result", *j);
+  if (auto a = indexOf(attrs, attr::kForwardArg))
+    return indexed("forward_arg", *a);
+  if (auto param = nameOf(attrs, attr::kParam))
+    return named("param", *param);
+  return std::nullopt;
+}
+
+std::optional<Role> resultRole(func::FuncOp fn, FunctionKind kind, unsigned i) {
+  DictionaryAttr attrs = fn.getResultAttrDict(i);
+  if (kind == FunctionKind::Forward) {
+    if (auto k = indexOf(attrs, attr::kSaved))
+      return indexed("saved", *k);
+    return Role{"output"};
+  }
+  // A parameter's gradient also says which argument it is the gradient of;
+  // the runtime needs the parameter.
+  if (auto param = nameOf(attrs, attr::kParam))
+    return named("param", *param);
+  if (auto a = indexOf(attrs, attr::kGradOfArg))
+    return indexed("grad_of_arg", *a);
+  if (auto k = indexOf(attrs, attr::kStash))
+    return indexed("stash", *k);
+  return std::nullopt;
+}
+
+/// The buffer type of a value, or null when the runtime has none for it.
+RankedTensorType bufferType(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return {};
+  Type element = tensor.getElementType();
+  if (!element.isF32() && !element.isSignlessInteger(32))
+    return {};
+  return tensor;
+}
+
+/// "[256, 64]".
+std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "[";
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return text;
+}
+
+} // namespace
+
+LogicalResult manifest::describeRoles(Function &function) {
+  func::FuncOp fn = function.fn;
+  StringRef kind = stringifyFunctionKind(function.kind);
+  auto badType = [&](StringRef what, unsigned i, Type type) {
+    return fn.emitError() << "has " << what << " #" << i << " of type " << type
+                          << "; expected a statically shaped tensor of f32 "
+                             "or i32, which the runtime can hold";
+  };
+
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    std::optional<Role> role = argumentRole(fn, function.kind, i);
+    if (!role)
+      return fn.emitError()
+             << "has argument #" << i << " without a role; expected a " << kind
+             << " argument to carry '" << attr::kForwardArg << "', '"
+             << attr::kSaved << "', '" << attr::kGradOfResult << "', '"
+             << attr::kStash << "' or '" << attr::kParam << "'";
+    role->type = bufferType(fn.getArgumentTypes()[i]);
+    if (!role->type)
+      return badType("argument", i, fn.getArgumentTypes()[i]);
+    function.args.push_back(std::move(*role));
+  }
+  for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i) {
+    std::optional<Role> role = resultRole(fn, function.kind, i);
+    if (!role)
+      return fn.emitError()
+             << "has result #" << i << " without a role; expected a " << kind
+             << " result to carry '" << attr::kParam << "', '"
+             << attr::kGradOfArg << "' or '" << attr::kStash << "'";
+    role->type = bufferType(fn.getResultTypes()[i]);
+    if (!role->type)
+      return badType("result", i, fn.getResultTypes()[i]);
+    function.results.push_back(std::move(*role));
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters and the model
+//===----------------------------------------------------------------------===//
+
+FailureOr<std::vector<Param>>
+manifest::collectParams(ArrayRef<Function> functions) {
+  std::vector<Param> params;
+  llvm::StringMap<size_t> index;
+  for (const Function &function : functions) {
+    func::FuncOp fn = function.fn;
+    for (auto [i, role] : llvm::enumerate(function.args)) {
+      if (role.role != "param")
+        continue;
+      ArrayRef<int64_t> shape = role.type.getShape();
+      auto [it, inserted] = index.try_emplace(role.name, params.size());
+      if (!inserted) {
+        if (params[it->second].shape != shape)
+          return fn.emitError()
+                 << "takes parameter \"" << role.name << "\" as " << role.type
+                 << ", but an earlier function takes it with shape "
+                 << formatShape(params[it->second].shape)
+                 << "; expected one shape per parameter";
+        continue;
+      }
+      Param param;
+      param.name = role.name;
+      param.shape.assign(shape.begin(), shape.end());
+      // Matrices (weights, embeddings) decay; vectors (biases, layer-norm
+      // gains and biases) do not, as in GPT-2 and Megatron-LM.
+      param.decay = shape.size() >= 2;
+      auto init = fn.getArgAttrOfType<DictionaryAttr>(i, "nn.init");
+      auto kind = init ? init.getAs<StringAttr>("kind") : StringAttr();
+      auto std = init ? init.getAs<FloatAttr>("std") : FloatAttr();
+      if (kind && (kind.getValue() == "zeros" || kind.getValue() == "ones")) {
+        param.init = kind.str();
+      } else if (kind && kind.getValue() == "normal" && std) {
+        param.init = "normal";
+        param.std = std.getValueAsDouble();
+      } else {
+        InFlightDiagnostic diag = fn.emitError()
+                                  << "has parameter \"" << role.name
+                                  << "\" (argument #" << i << ") with ";
+        if (init)
+          diag << "'nn.init' = " << init;
+        else
+          diag << "no 'nn.init'";
+        return diag << "; expected {kind = \"normal\", std = ...}, {kind = "
+                       "\"zeros\"} or {kind = \"ones\"}";
+      }
+      params.push_back(std::move(param));
+    }
+  }
+  return params;
+}
+
+LogicalResult manifest::readModel(func::FuncOp model, Manifest &manifest) {
+  auto info = model->getAttrOfType<DictionaryAttr>("nn.model");
+  auto integer = [&](StringRef key, int64_t &into) -> LogicalResult {
+    auto value = info ? info.getAs<IntegerAttr>(key) : IntegerAttr();
+    if (!value || value.getInt() < 1)
+      return model.emitError()
+             << "has no positive integer '" << key
+             << "' in 'nn.model'; expected the model's configuration as "
+                "bitpipe-import writes it";
+    into = value.getInt();
+    return success();
+  };
+  auto family = info ? info.getAs<StringAttr>("family") : StringAttr();
+  if (!family)
+    return model.emitError()
+           << "has no string 'family' in 'nn.model'; expected the model's "
+              "configuration as bitpipe-import writes it";
+  manifest.modelName = model.getSymName().str();
+  manifest.family = family.str();
+  return success(
+      succeeded(integer("vocab", manifest.vocab)) &&
+      succeeded(integer("seq_len", manifest.seqLen)) &&
+      succeeded(integer("microbatch_size", manifest.microbatchSize)));
+}
+
+//===----------------------------------------------------------------------===//
+// JSON
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+void writeRole(llvm::json::OStream &j, const Role &role) {
+  j.object([&] {
+    j.attribute("role", role.role);
+    if (role.role == "param" || role.role == "input")
+      j.attribute(role.role, role.name);
+    else if (role.index >= 0)
+      j.attribute("index", role.index);
+    j.attributeArray("shape", [&] {
+      for (int64_t d : role.type.getShape())
+        j.value(d);
+    });
+    j.attribute("dtype", role.type.getElementType().isF32() ? "f32" : "i32");
+  });
+}
+
+void writeNames(llvm::json::OStream &j, StringRef key,
+                ArrayRef<std::string> names) {
+  j.attributeArray(key, [&] {
+    for (const std::string &name : names)
+      j.value(name);
+  });
+}
+
+} // namespace
+
+std::string manifest::writeManifest(const Manifest &m) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::json::OStream j(os);
+  j.object([&] {
+    j.attribute("version", 1);
+    j.attributeObject("model", [&] {
+      j.attribute("name", m.modelName);
+      j.attribute("family", m.family);
+      j.attribute("vocab", m.vocab);
+      j.attribute("seq_len", m.seqLen);
+      j.attribute("microbatch_size", m.microbatchSize);
+      // The last token id, as BERT-style masked LM training uses it.
+      j.attribute("mask_token", m.vocab - 1);
+    });
+    j.attributeObject("schedule", [&] {
+      j.attribute("name", m.scheduleName);
+      j.attribute("microbatches", m.microbatches);
+      j.attribute("devices", m.devices);
+      j.attribute("data_parallel", m.dataParallel);
+      j.attribute("world_size", m.worldSize);
+    });
+    j.attributeArray("params", [&] {
+      for (const Param &p : m.params)
+        j.object([&] {
+          j.attribute("name", p.name);
+          j.attributeArray("shape", [&] {
+            for (int64_t d : p.shape)
+              j.value(d);
+          });
+          j.attributeObject("init", [&] {
+            j.attribute("kind", p.init);
+            if (p.init == "normal")
+              j.attribute("std", p.std);
+          });
+          j.attribute("decay", p.decay);
+        });
+    });
+    j.attributeArray("functions", [&] {
+      for (const Function &f : m.functions)
+        j.object([&] {
+          j.attribute("name", func::FuncOp(f.fn).getSymName());
+          j.attribute("kind", stringifyFunctionKind(f.kind));
+          j.attribute("stage", f.stage);
+          j.attributeArray("args", [&] {
+            for (const Role &role : f.args)
+              writeRole(j, role);
+          });
+          j.attributeArray("results", [&] {
+            for (const Role &role : f.results)
+              writeRole(j, role);
+          });
+        });
+    });
+    j.attributeArray("groups", [&] {
+      for (const auto &group : m.groups)
+        j.array([&] {
+          for (int64_t rank : group)
+            j.value(rank);
+        });
+    });
+    j.attributeArray("ranks", [&] {
+      for (const Rank &r : m.ranks)
+        j.object([&] {
+          j.attribute("num_values", r.numValues);
+          j.attribute("dp_copy", r.dpCopy);
+          writeNames(j, "params", r.params);
+          j.attributeArray("buckets", [&] {
+            for (const Bucket &b : r.buckets)
+              j.object([&] {
+                j.attribute("group", b.group);
+                writeNames(j, "params", b.grads);
+              });
+          });
+        });
+    });
+  });
+  return text;
+}

@@ -1,0 +1,108 @@
+//===- Manifest.h - The manifest of program.h, as data ----------*- C++ -*-===//
+//
+// What bitpipe-lower-program-to-runtime learns about the module while it
+// lowers the programs, and the JSON text program.h specifies for it. Kept
+// apart from the lowering of the ops so that each file says one thing: the
+// pass fills a `Manifest`, this file checks the stage functions' roles and
+// spells the result.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_LIB_CONVERSION_PROGRAMTORUNTIME_MANIFEST_H
+#define BITPIPE_LIB_CONVERSION_PROGRAMTORUNTIME_MANIFEST_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <vector>
+
+namespace bitpipe::manifest {
+
+/// The manifest's "kind" of a function, in the order functions are listed
+/// for one stage.
+enum class FunctionKind { Forward, Backward, BackwardInput, BackwardWeight };
+llvm::StringRef stringifyFunctionKind(FunctionKind kind);
+
+/// One argument or result of a function: program.h's ROLE.
+struct Role {
+  /// "param", "input", "activation", "output", "saved", "forward_arg",
+  /// "grad_of_result", "grad_of_arg" or "stash".
+  llvm::StringRef role;
+  /// The parameter ("param") or training input ("input").
+  std::string name;
+  /// The index of the other roles; -1 for those without one.
+  int64_t index = -1;
+  mlir::RankedTensorType type;
+};
+
+/// One entry of "functions".
+struct Function {
+  mlir::func::FuncOp fn;
+  FunctionKind kind;
+  int64_t stage = -1;
+  llvm::SmallVector<Role> args, results;
+};
+
+/// One entry of "params".
+struct Param {
+  std::string name;
+  llvm::SmallVector<int64_t> shape;
+  std::string init; ///< "normal", "zeros" or "ones".
+  double std = 0;   ///< For "normal".
+  bool decay = false;
+};
+
+/// One entry of a rank's "buckets".
+struct Bucket {
+  int64_t group = -1; ///< Index into "groups".
+  llvm::SmallVector<std::string> grads;
+};
+
+/// One entry of "ranks".
+struct Rank {
+  int64_t numValues = 0;
+  int64_t dpCopy = 0;
+  llvm::SmallVector<std::string> params;
+  llvm::SmallVector<Bucket> buckets;
+};
+
+struct Manifest {
+  // "model"
+  std::string modelName, family;
+  int64_t vocab = 0, seqLen = 0, microbatchSize = 0;
+  // "schedule"
+  std::string scheduleName;
+  int64_t microbatches = 0, devices = 0, dataParallel = 1, worldSize = 0;
+
+  std::vector<Param> params;
+  std::vector<Function> functions;
+  std::vector<llvm::SmallVector<int64_t>> groups;
+  std::vector<Rank> ranks;
+};
+
+/// Fills `function.args` and `.results` from the role attributes of its
+/// function. Fails, with an error at the function, on a value without a
+/// role its kind allows, or of a type the runtime has no buffer for
+/// (anything but a statically shaped tensor of f32 or i32).
+mlir::LogicalResult describeRoles(Function &function);
+
+/// Every parameter the functions take as a "param" argument, once, in the
+/// order of first appearance, with its shape and `nn.init`. Fails, with an
+/// error at the function, on a parameter without a known initialiser or
+/// with two shapes.
+mlir::FailureOr<std::vector<Param>>
+collectParams(llvm::ArrayRef<Function> functions);
+
+/// "model" from the `nn.model` dictionary of the model function. Fails,
+/// with an error at it, when a field is missing.
+mlir::LogicalResult readModel(mlir::func::FuncOp model, Manifest &manifest);
+
+/// The JSON text, compact, keys in program.h's order.
+std::string writeManifest(const Manifest &manifest);
+
+} // namespace bitpipe::manifest
+
+#endif // BITPIPE_LIB_CONVERSION_PROGRAMTORUNTIME_MANIFEST_H

@@ -1,0 +1,753 @@
+//===- ProgramToRuntime.cpp - Programs to calls of program.h --------------===//
+//
+// The compiler's half of runtime/include/bitpipe/program.h. A program is
+// already a straight line in the schedule's order; what it leaves implicit
+// and the runtime needs explicit is decided here, once, for every rank:
+//
+//   functions  which stage functions the programs call, numbered;
+//   values     a dense id per SSA value of a program;
+//   lifetimes  where each tensor value is last used (bp_rt_release);
+//   batches    where each batch of transfers ends (bp_rt_end_batch);
+//   tags       the MPI tag of each transfer, from (kind, stage, micro-batch),
+//              so that both ends compute it alone and agree.
+//
+// Each rank is planned into a list of calls first (all errors are found
+// there), and only then emitted, so that a failing module is left as it
+// was. The manifest (Manifest.h) collects what the calls do not say.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Conversion/ProgramToRuntime/ProgramToRuntime.h"
+
+#include "Manifest.h"
+
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Transforms/ScheduleFromIR.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+namespace bitpipe {
+#define GEN_PASS_DEF_LOWERPROGRAMTORUNTIME
+#include "bitpipe/Conversion/Passes.h.inc"
+} // namespace bitpipe
+
+using namespace mlir;
+using namespace bitpipe;
+using namespace bitpipe::bp;
+using manifest::FunctionKind;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The calls of program.h
+//===----------------------------------------------------------------------===//
+
+enum class RuntimeFn {
+  LoadInput,
+  Forward,
+  Backward,
+  WeightGrad,
+  Send,
+  Recv,
+  EndBatch,
+  LocalCopy,
+  AllReduceStart,
+  AllReduceWait,
+  OptimizerStep,
+  Release,
+};
+
+/// A bp_rt_* function: its name and the bit widths of its integer
+/// arguments after the context, as program.h declares them.
+struct RuntimeSignature {
+  StringLiteral name;
+  ArrayRef<unsigned> widths;
+};
+
+RuntimeSignature signatureOf(RuntimeFn fn) {
+  static constexpr unsigned loadInput[] = {32, 32, 64, 64};
+  static constexpr unsigned forward[] = {32, 64, 32, 32, 32, 32};
+  static constexpr unsigned backward[] = {32, 64, 32, 32, 32};
+  static constexpr unsigned weightGrad[] = {32, 64, 32};
+  static constexpr unsigned transfer[] = {32, 64, 32, 32};
+  static constexpr unsigned one32[] = {32};
+  static constexpr unsigned two32[] = {32, 32};
+  static constexpr unsigned one64[] = {64};
+  switch (fn) {
+  case RuntimeFn::LoadInput:
+    return {"bp_rt_load_input", loadInput};
+  case RuntimeFn::Forward:
+    return {"bp_rt_forward", forward};
+  case RuntimeFn::Backward:
+    return {"bp_rt_backward", backward};
+  case RuntimeFn::WeightGrad:
+    return {"bp_rt_weight_grad", weightGrad};
+  case RuntimeFn::Send:
+    return {"bp_rt_send", transfer};
+  case RuntimeFn::Recv:
+    return {"bp_rt_recv", transfer};
+  case RuntimeFn::EndBatch:
+    return {"bp_rt_end_batch", one32};
+  case RuntimeFn::LocalCopy:
+    return {"bp_rt_local_copy", two32};
+  case RuntimeFn::AllReduceStart:
+    return {"bp_rt_allreduce_start", two32};
+  case RuntimeFn::AllReduceWait:
+    return {"bp_rt_allreduce_wait", one32};
+  case RuntimeFn::OptimizerStep:
+    return {"bp_rt_optimizer_step", one64};
+  case RuntimeFn::Release:
+    return {"bp_rt_release", one32};
+  }
+  llvm_unreachable("unknown runtime function");
+}
+
+/// One call to emit, with its integer arguments (the context comes first).
+struct PlannedCall {
+  RuntimeFn fn;
+  SmallVector<int64_t, 6> args;
+  Location loc;
+};
+
+//===----------------------------------------------------------------------===//
+// Functions the programs call
+//===----------------------------------------------------------------------===//
+
+/// The kind of function a compute op calls. A backward whose handle a
+/// weight_grad also consumes is an input half: the runtime must keep the
+/// handle for the weight half.
+FunctionKind calleeKind(Operation *op) {
+  if (isa<ForwardOp>(op))
+    return FunctionKind::Forward;
+  if (isa<WeightGradOp>(op))
+    return FunctionKind::BackwardWeight;
+  Value saved = cast<BackwardOp>(op).getSaved();
+  return llvm::any_of(saved.getUsers(),
+                      [](Operation *user) { return isa<WeightGradOp>(user); })
+             ? FunctionKind::BackwardInput
+             : FunctionKind::Backward;
+}
+
+FlatSymbolRefAttr calleeOf(Operation *op) {
+  return TypeSwitch<Operation *, FlatSymbolRefAttr>(op)
+      .Case<ForwardOp, BackwardOp, WeightGradOp>(
+          [](auto op) { return op.getCalleeAttr(); })
+      .Default([](Operation *) { return FlatSymbolRefAttr(); });
+}
+
+int64_t stageOf(Operation *op) {
+  return TypeSwitch<Operation *, int64_t>(op)
+      .Case<ForwardOp, BackwardOp, WeightGradOp, SendOp, RecvOp, LocalCopyOp>(
+          [](auto op) { return op.getStage(); })
+      .Default([](Operation *) { return -1; });
+}
+
+/// The manifest's functions: every function a compute op of a program
+/// calls, ordered by stage, kind and name, and the index of each.
+struct FunctionTable {
+  std::vector<manifest::Function> functions;
+  llvm::DenseMap<Operation *, int64_t> index;
+};
+
+FailureOr<FunctionTable> collectFunctions(ModuleOp module,
+                                          ArrayRef<ProgramOp> programs) {
+  SymbolTable symbols(module);
+  llvm::MapVector<Operation *, manifest::Function> found;
+  llvm::DenseMap<Operation *, Operation *> firstUse;
+  for (ProgramOp program : programs) {
+    for (Operation &op : program.getBody().front()) {
+      if (!isa<ForwardOp, BackwardOp, WeightGradOp>(op))
+        continue;
+      FlatSymbolRefAttr callee = calleeOf(&op);
+      if (!callee)
+        return op.emitOpError()
+               << "has no callee; expected a bound program (run "
+                  "bitpipe-insert-transfers first)";
+      auto fn = symbols.lookup<func::FuncOp>(callee.getValue());
+      if (!fn)
+        return op.emitOpError()
+               << "calls " << callee << ", which is not a func.func of the "
+               << "module";
+      manifest::Function entry{fn, calleeKind(&op), stageOf(&op), {}, {}};
+      auto [it, inserted] = found.insert({fn, entry});
+      if (inserted) {
+        firstUse[fn] = &op;
+        continue;
+      }
+      if (it->second.kind == entry.kind && it->second.stage == entry.stage)
+        continue;
+      InFlightDiagnostic diag =
+          op.emitOpError() << "calls " << callee << " as the "
+                           << manifest::stringifyFunctionKind(entry.kind)
+                           << " of stage " << entry.stage
+                           << ", but another op calls it as the "
+                           << manifest::stringifyFunctionKind(it->second.kind)
+                           << " of stage " << it->second.stage
+                           << "; expected one role per function";
+      diag.attachNote(firstUse[fn]->getLoc()) << "other call here";
+      return diag;
+    }
+  }
+
+  FunctionTable table;
+  for (auto &[op, entry] : found)
+    table.functions.push_back(std::move(entry));
+  llvm::stable_sort(table.functions, [](const manifest::Function &a,
+                                        const manifest::Function &b) {
+    return std::make_tuple(a.stage, a.kind, func::FuncOp(a.fn).getSymName()) <
+           std::make_tuple(b.stage, b.kind, func::FuncOp(b.fn).getSymName());
+  });
+  for (auto [i, entry] : llvm::enumerate(table.functions)) {
+    if (failed(manifest::describeRoles(entry)))
+      return failure();
+    table.index[entry.fn] = i;
+  }
+  return table;
+}
+
+//===----------------------------------------------------------------------===//
+// Planning a rank
+//===----------------------------------------------------------------------===//
+
+int64_t elementCount(Type type) {
+  return cast<ShapedType>(type).getNumElements();
+}
+
+/// The MPI tag of a transfer: unique per (kind, stage, micro-batch), which a
+/// step transfers at most once on a channel, and equal at both ends.
+int64_t transferTag(TransferKind kind, int64_t stage, int64_t microbatch,
+                    int64_t numStages) {
+  return (microbatch * numStages + stage) * 2 +
+         (kind == TransferKind::Gradient ? 1 : 0);
+}
+
+/// Lowers one program to a list of calls, or fails with an error at the
+/// op that does not fit program.h.
+class RankPlanner {
+public:
+  RankPlanner(ProgramOp program, const FunctionTable &table, int64_t numStages)
+      : program(program), table(table), numStages(numStages) {}
+
+  LogicalResult plan();
+
+  SmallVector<PlannedCall> calls;
+  int64_t numValues = 0;
+  /// The forward functions the rank calls (their parameters are its own).
+  llvm::SetVector<func::FuncOp> forwards;
+  /// The all-reduce buckets in `bucket` order.
+  SmallVector<AllReduceStartOp> buckets;
+
+private:
+  LogicalResult planOp(Operation &op);
+  LogicalResult planTransfer(Operation *op, RuntimeFn fn, TransferKind kind,
+                             Value value, int64_t peer, int64_t stage,
+                             int64_t microbatch, std::optional<int64_t> batch);
+  int64_t functionIndex(Operation *op, FlatSymbolRefAttr callee) const;
+  void call(Operation *op, RuntimeFn fn, ArrayRef<int64_t> args) {
+    calls.push_back({fn, SmallVector<int64_t, 6>(args), op->getLoc()});
+  }
+  int64_t id(Value value) const { return ids.lookup(value); }
+  int64_t idOrNone(ValueRange values, unsigned i) const {
+    return i < values.size() ? id(values[i]) : -1;
+  }
+
+  ProgramOp program;
+  const FunctionTable &table;
+  int64_t numStages;
+  llvm::DenseMap<Value, int64_t> ids;
+  /// The tensor values to release after each op, in id order.
+  llvm::DenseMap<Operation *, SmallVector<int64_t>> releases;
+  /// The last transfer of each batch, and the batch it ends.
+  llvm::DenseMap<Operation *, int64_t> batchEnds;
+  /// (sends?, peer, tag) of the transfers seen, to reject a repeated tag.
+  std::map<std::tuple<bool, int64_t, int64_t>, Operation *> channelTags;
+  /// The all-reduce starts by bucket number.
+  std::map<int64_t, AllReduceStartOp> bucketOps;
+};
+
+LogicalResult RankPlanner::plan() {
+  Block &body = program.getBody().front();
+
+  // Ids in program order; then, per tensor value, the op after which it is
+  // dead: its last user, or its definition when nothing reads it.
+  for (Operation &op : body)
+    for (Value result : op.getResults())
+      ids[result] = numValues++;
+  llvm::DenseMap<Value, Operation *> lastUse;
+  for (Operation &op : body)
+    for (Value operand : op.getOperands())
+      lastUse[operand] = &op;
+  for (Operation &op : body)
+    for (Value result : op.getResults())
+      if (isa<RankedTensorType>(result.getType())) {
+        Operation *after = lastUse.lookup(result);
+        releases[after ? after : &op].push_back(id(result));
+      }
+  for (auto &[op, values] : releases)
+    llvm::sort(values);
+
+  // The last transfer of each batch (batches are contiguous and grow: the
+  // program verifier checks it).
+  std::map<int64_t, Operation *> lastOfBatch;
+  for (Operation &op : body) {
+    std::optional<int64_t> batch;
+    if (auto send = dyn_cast<SendOp>(op))
+      batch = send.getBatch();
+    else if (auto recv = dyn_cast<RecvOp>(op))
+      batch = recv.getBatch();
+    if (batch)
+      lastOfBatch[*batch] = &op;
+  }
+  for (auto [batch, op] : lastOfBatch)
+    batchEnds[op] = batch;
+
+  for (Operation &op : body) {
+    if (failed(planOp(op)))
+      return failure();
+    if (auto it = batchEnds.find(&op); it != batchEnds.end())
+      call(&op, RuntimeFn::EndBatch, {it->second});
+    for (int64_t value : releases.lookup(&op))
+      call(&op, RuntimeFn::Release, {value});
+  }
+
+  // Buckets are numbered 0..n-1 in start order; the manifest lists them by
+  // number and bp_rt_allreduce_start names them so.
+  for (auto [i, entry] : llvm::enumerate(bucketOps)) {
+    if (entry.first != static_cast<int64_t>(i))
+      return entry.second.emitOpError()
+             << "is bucket " << entry.first << ", but program @"
+             << program.getSymName() << " has no bucket " << i
+             << "; expected the buckets of a rank numbered 0, 1, ... once "
+                "each";
+    buckets.push_back(entry.second);
+  }
+  return success();
+}
+
+/// The callee's index in the manifest (collectFunctions has seen every
+/// compute op, so it is there).
+int64_t RankPlanner::functionIndex(Operation *op,
+                                   FlatSymbolRefAttr callee) const {
+  auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, callee);
+  return table.index.lookup(fn);
+}
+
+LogicalResult RankPlanner::planOp(Operation &op) {
+  return TypeSwitch<Operation *, LogicalResult>(&op)
+      .Case([&](LoadInputOp load) {
+        int64_t kind = load.getKind() == InputKind::Tokens ? 0 : 1;
+        call(load, RuntimeFn::LoadInput,
+             {id(load.getResult()), kind, load.getMicrobatch(),
+              elementCount(load.getType())});
+        return success();
+      })
+      .Case([&](ForwardOp forward) -> LogicalResult {
+        // program.h passes the bound arguments as in0, in1 and the bound
+        // output as out0: enough for a transformer stage (activation or
+        // tokens, plus labels on the loss stage; one output).
+        if (forward.getInputs().size() > 2)
+          return forward.emitOpError()
+                 << "of stage " << forward.getStage() << " passes "
+                 << forward.getInputs().size()
+                 << " bound inputs; expected at most 2, the in0 and in1 of "
+                    "bp_rt_forward";
+        if (forward.getOutputs().size() > 1)
+          return forward.emitOpError()
+                 << "of stage " << forward.getStage() << " returns "
+                 << forward.getOutputs().size()
+                 << " bound outputs; expected at most 1, the out0 of "
+                    "bp_rt_forward";
+        int64_t fn = functionIndex(forward, forward.getCalleeAttr());
+        forwards.insert(table.functions[fn].fn);
+        call(forward, RuntimeFn::Forward,
+             {fn, forward.getMicrobatch(), idOrNone(forward.getInputs(), 0),
+              idOrNone(forward.getInputs(), 1),
+              idOrNone(forward.getOutputs(), 0), id(forward.getSaved())});
+        return success();
+      })
+      .Case([&](BackwardOp backward) -> LogicalResult {
+        if (backward.getGrads().size() > 1)
+          return backward.emitOpError()
+                 << "of stage " << backward.getStage() << " passes "
+                 << backward.getGrads().size()
+                 << " output gradients; expected at most 1, the grad0 of "
+                    "bp_rt_backward";
+        if (backward.getOutputs().size() > 1)
+          return backward.emitOpError()
+                 << "of stage " << backward.getStage() << " returns "
+                 << backward.getOutputs().size()
+                 << " input gradients; expected at most 1, the out0 of "
+                    "bp_rt_backward";
+        call(backward, RuntimeFn::Backward,
+             {functionIndex(backward, backward.getCalleeAttr()),
+              backward.getMicrobatch(), id(backward.getSaved()),
+              idOrNone(backward.getGrads(), 0),
+              idOrNone(backward.getOutputs(), 0)});
+        return success();
+      })
+      .Case([&](WeightGradOp weight) {
+        call(weight, RuntimeFn::WeightGrad,
+             {functionIndex(weight, weight.getCalleeAttr()),
+              weight.getMicrobatch(), id(weight.getSaved())});
+        return success();
+      })
+      .Case([&](SendOp send) {
+        return planTransfer(send, RuntimeFn::Send, send.getKind(),
+                            send.getValue(), send.getPeer(), send.getStage(),
+                            send.getMicrobatch(), send.getBatch());
+      })
+      .Case([&](RecvOp recv) {
+        return planTransfer(recv, RuntimeFn::Recv, recv.getKind(),
+                            recv.getResult(), recv.getPeer(), recv.getStage(),
+                            recv.getMicrobatch(), recv.getBatch());
+      })
+      .Case([&](LocalCopyOp copy) {
+        call(copy, RuntimeFn::LocalCopy,
+             {id(copy.getValue()), id(copy.getResult())});
+        return success();
+      })
+      .Case([&](AllReduceStartOp start) -> LogicalResult {
+        if (!start.isBucketed())
+          return start.emitOpError()
+                 << "is a schedule marker without gradients; expected the "
+                    "bucketed form (run bitpipe-insert-allreduce first)";
+        auto [it, inserted] = bucketOps.try_emplace(start.getBucket(), start);
+        if (!inserted) {
+          InFlightDiagnostic diag =
+              start.emitOpError()
+              << "is bucket " << start.getBucket()
+              << " a second time; expected the buckets of a rank numbered "
+                 "0, 1, ... once each";
+          diag.attachNote(it->second.getLoc()) << "first bucket here";
+          return diag;
+        }
+        call(start, RuntimeFn::AllReduceStart,
+             {start.getBucket(), id(start.getToken())});
+        return success();
+      })
+      .Case([&](AllReduceWaitOp wait) {
+        call(wait, RuntimeFn::AllReduceWait, {id(wait.getToken())});
+        return success();
+      })
+      .Case([&](OptimizerStepOp step) {
+        // Without a count the gradients are taken as they are: -1, "none".
+        call(step, RuntimeFn::OptimizerStep,
+             {step.getMicrobatches().value_or(-1)});
+        return success();
+      })
+      .Default([](Operation *other) {
+        return other->emitOpError()
+               << "has no lowering to the calls of bitpipe/program.h";
+      });
+}
+
+LogicalResult RankPlanner::planTransfer(Operation *op, RuntimeFn fn,
+                                        TransferKind kind, Value value,
+                                        int64_t peer, int64_t stage,
+                                        int64_t microbatch,
+                                        std::optional<int64_t> batch) {
+  if (!batch)
+    return op->emitOpError()
+           << "has no transfer batch; expected 'batch', which "
+              "bitpipe-insert-transfers assigns, so that the runtime can "
+              "post a batch before it waits";
+  int64_t tag = transferTag(kind, stage, microbatch, numStages);
+  if (tag > kMaxTransferTag)
+    return op->emitOpError()
+           << "needs MPI tag " << tag << " = (micro-batch " << microbatch
+           << " * " << numStages << " stages + stage " << stage
+           << ") * 2 + kind; expected at most " << kMaxTransferTag
+           << ", the largest tag MPI guarantees (fewer micro-batches or "
+              "stages per step)";
+  bool sends = fn == RuntimeFn::Send;
+  auto [it, inserted] = channelTags.try_emplace({sends, peer, tag}, op);
+  if (!inserted) {
+    InFlightDiagnostic diag =
+        op->emitOpError() << (sends ? "sends to" : "receives from") << " rank "
+                          << peer << " with tag " << tag
+                          << " a second time in the step (the same kind, "
+                             "stage and micro-batch); expected one transfer "
+                             "per tag on a channel";
+    diag.attachNote(it->second->getLoc()) << "first transfer here";
+    return diag;
+  }
+  call(op, fn, {id(value), elementCount(value.getType()), peer, tag});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Emitting
+//===----------------------------------------------------------------------===//
+
+/// Declares the bp_rt_* functions once per module, at its start.
+class RuntimeDeclarations {
+public:
+  explicit RuntimeDeclarations(ModuleOp module) : module(module) {}
+
+  FlatSymbolRefAttr get(RuntimeFn fn) {
+    RuntimeSignature signature = signatureOf(fn);
+    MLIRContext *ctx = module.getContext();
+    if (!module.lookupSymbol(signature.name)) {
+      SmallVector<Type> args = {LLVM::LLVMPointerType::get(ctx)};
+      for (unsigned width : signature.widths)
+        args.push_back(IntegerType::get(ctx, width));
+      OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+      auto decl = b.create<func::FuncOp>(module.getLoc(), signature.name,
+                                         b.getFunctionType(args, {}));
+      decl.setPrivate();
+    }
+    return FlatSymbolRefAttr::get(ctx, signature.name);
+  }
+
+private:
+  ModuleOp module;
+};
+
+/// `func.func @bitpipe_rankR(%ctx: !llvm.ptr)` in place of the program:
+/// the constants the calls use, in order of first use, then the calls.
+func::FuncOp emitRankFunction(ProgramOp program, ArrayRef<PlannedCall> calls,
+                              RuntimeDeclarations &declarations) {
+  OpBuilder b(program);
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  auto fn = b.create<func::FuncOp>(
+      program.getLoc(), ("bitpipe_rank" + Twine(program.getRank())).str(),
+      b.getFunctionType({ptr}, {}));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+
+  std::map<std::pair<int64_t, unsigned>, Value> constants;
+  for (const PlannedCall &c : calls)
+    for (auto [value, width] : llvm::zip(c.args, signatureOf(c.fn).widths)) {
+      Value &constant = constants[{value, width}];
+      if (!constant)
+        constant = b.create<arith::ConstantIntOp>(fn.getLoc(), value, width);
+    }
+  for (const PlannedCall &c : calls) {
+    SmallVector<Value> args = {entry->getArgument(0)};
+    for (auto [value, width] : llvm::zip(c.args, signatureOf(c.fn).widths))
+      args.push_back(constants[{value, width}]);
+    b.create<func::CallOp>(c.loc, declarations.get(c.fn), TypeRange{}, args);
+  }
+  b.create<func::ReturnOp>(program.getLoc());
+  return fn;
+}
+
+/// `@bitpipe_manifest` (the text, not NUL-terminated) and
+/// `@bitpipe_manifest_size`, constant and external, at the module's end.
+void emitManifestGlobals(ModuleOp module, StringRef text) {
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto bytes = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
+  b.create<LLVM::GlobalOp>(module.getLoc(), bytes, /*isConstant=*/true,
+                           LLVM::Linkage::External, "bitpipe_manifest",
+                           b.getStringAttr(text));
+  b.create<LLVM::GlobalOp>(module.getLoc(), b.getI64Type(),
+                           /*isConstant=*/true, LLVM::Linkage::External,
+                           "bitpipe_manifest_size",
+                           b.getI64IntegerAttr(text.size()));
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct LowerProgramToRuntimePass
+    : bitpipe::impl::LowerProgramToRuntimeBase<LowerProgramToRuntimePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (failed(lower()))
+      signalPassFailure();
+  }
+
+  LogicalResult lower();
+  /// The programs by rank, one for every rank of the world.
+  FailureOr<SmallVector<ProgramOp>> collectPrograms(const sched::World &world);
+  LogicalResult readSchedule(const sched::World &world,
+                             manifest::Manifest &manifest);
+  LogicalResult writeManifestFile(StringRef text);
+};
+
+FailureOr<SmallVector<ProgramOp>>
+LowerProgramToRuntimePass::collectPrograms(const sched::World &world) {
+  ModuleOp module = getOperation();
+  SmallVector<ProgramOp> byRank(world.size());
+  for (auto program : module.getOps<ProgramOp>())
+    if (program.getRank() < world.size())
+      byRank[program.getRank()] = program;
+  for (auto [rank, program] : llvm::enumerate(byRank))
+    if (!program)
+      return module.emitError()
+             << "has no bitpipe.program for rank " << rank
+             << "; expected one per rank of the world of " << world.size()
+             << " (bitpipe.world_size), run bitpipe-pipeline first";
+  return byRank;
+}
+
+LogicalResult
+LowerProgramToRuntimePass::readSchedule(const sched::World &world,
+                                        manifest::Manifest &manifest) {
+  ModuleOp module = getOperation();
+  auto schedule =
+      module->getAttrOfType<DictionaryAttr>(BitPipeDialect::kScheduleAttrName);
+  auto name = schedule ? schedule.getAs<StringAttr>("name") : StringAttr();
+  auto microbatches =
+      schedule ? schedule.getAs<IntegerAttr>("microbatches") : IntegerAttr();
+  if (!name || !microbatches)
+    return module.emitError()
+           << "has no '" << BitPipeDialect::kScheduleAttrName
+           << "' with a name and micro-batches; run bitpipe-schedule first";
+  manifest.scheduleName = name.str();
+  manifest.microbatches = microbatches.getInt();
+  manifest.devices = world.pipelineDevices;
+  manifest.dataParallel = world.dataParallel;
+  manifest.worldSize = world.size();
+  return success();
+}
+
+LogicalResult LowerProgramToRuntimePass::writeManifestFile(StringRef text) {
+  std::error_code error;
+  llvm::raw_fd_ostream os(manifestFile, error, llvm::sys::fs::OF_None);
+  if (!error) {
+    os << text << "\n";
+    os.close();
+    error = os.error();
+  }
+  if (error)
+    return getOperation().emitError()
+           << "cannot write the manifest to '" << manifestFile
+           << "': " << error.message();
+  return success();
+}
+
+LogicalResult LowerProgramToRuntimePass::lower() {
+  ModuleOp module = getOperation();
+  if (module.getOps<ProgramOp>().empty())
+    return module.emitError()
+           << "has no bitpipe.program; expected the per-rank programs of "
+              "bitpipe-pipeline";
+
+  FailureOr<sched::World> world = readWorld(module);
+  if (failed(world))
+    return failure();
+  FailureOr<SmallVector<ProgramOp>> programs = collectPrograms(*world);
+  if (failed(programs))
+    return failure();
+
+  manifest::Manifest manifest;
+  if (failed(readSchedule(*world, manifest)))
+    return failure();
+  func::FuncOp model;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr("nn.model"))
+      model = fn;
+  if (!model)
+    return module.emitError()
+           << "has no function with 'nn.model'; expected the model function "
+              "of bitpipe-import, whose configuration the manifest records";
+  if (failed(manifest::readModel(model, manifest)))
+    return failure();
+
+  FailureOr<FunctionTable> table = collectFunctions(module, *programs);
+  if (failed(table))
+    return failure();
+  FailureOr<std::vector<manifest::Param>> params =
+      manifest::collectParams(table->functions);
+  if (failed(params))
+    return failure();
+  manifest.params = std::move(*params);
+  llvm::StringSet<> known;
+  for (const manifest::Param &p : manifest.params)
+    known.insert(p.name);
+
+  // Tags depend on the number of stages, the same on every rank.
+  int64_t numStages = 0;
+  for (ProgramOp program : *programs)
+    program.walk([&](Operation *op) {
+      numStages = std::max(numStages, stageOf(op) + 1);
+    });
+
+  // Plan every rank before changing anything.
+  std::vector<RankPlanner> planners;
+  llvm::MapVector<ArrayRef<int64_t>, int64_t> groups;
+  for (ProgramOp program : *programs) {
+    RankPlanner &planner = planners.emplace_back(program, *table, numStages);
+    if (failed(planner.plan()))
+      return failure();
+    manifest::Rank rank;
+    rank.numValues = planner.numValues;
+    rank.dpCopy = world->copy(program.getRank());
+    llvm::StringSet<> held;
+    for (func::FuncOp fn : planner.forwards)
+      for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+        if (auto name = fn.getArgAttrOfType<StringAttr>(i, attr::kParam))
+          held.insert(name.getValue());
+    for (const manifest::Param &p : manifest.params)
+      if (held.contains(p.name))
+        rank.params.push_back(p.name);
+    for (AllReduceStartOp start : planner.buckets) {
+      manifest::Bucket bucket;
+      bucket.group =
+          groups.insert({start.getGroup(), groups.size()}).first->second;
+      for (StringRef grad : start.getGrads()->getAsValueRange<StringAttr>()) {
+        if (!held.contains(grad))
+          return start.emitOpError()
+                 << "carries the gradient of \"" << grad
+                 << "\", which no forward of rank " << program.getRank()
+                 << " takes; expected gradients of the rank's parameters";
+        bucket.grads.push_back(grad.str());
+      }
+      rank.buckets.push_back(std::move(bucket));
+    }
+    manifest.ranks.push_back(std::move(rank));
+  }
+  for (auto &[group, index] : groups)
+    manifest.groups.emplace_back(group.begin(), group.end());
+  manifest.functions = table->functions;
+
+  std::string text = manifest::writeManifest(manifest);
+  if (!manifestFile.empty() && failed(writeManifestFile(text)))
+    return failure();
+
+  // Rewrite: rank functions in place of the programs, the manifest, the
+  // entry points for bitpipe-emit-entry-points.
+  MLIRContext *ctx = module.getContext();
+  RuntimeDeclarations declarations(module);
+  SmallVector<Attribute> functions, ranks;
+  for (const manifest::Function &f : table->functions)
+    functions.push_back(FlatSymbolRefAttr::get(f.fn));
+  for (auto [program, planner] : llvm::zip(*programs, planners)) {
+    func::FuncOp fn = emitRankFunction(program, planner.calls, declarations);
+    ranks.push_back(FlatSymbolRefAttr::get(fn));
+  }
+  emitManifestGlobals(module, text);
+  module->setAttr(kEntryPointsAttrName,
+                  DictionaryAttr::get(
+                      ctx, {NamedAttribute(StringAttr::get(ctx, "functions"),
+                                           ArrayAttr::get(ctx, functions)),
+                            NamedAttribute(StringAttr::get(ctx, "ranks"),
+                                           ArrayAttr::get(ctx, ranks))}));
+
+  // What the programs were and what described them is in the manifest now;
+  // the model function would only call stage functions nothing else runs.
+  for (ProgramOp program : *programs)
+    program.erase();
+  model.erase();
+  for (StringRef name :
+       {BitPipeDialect::kPlacementAttrName, BitPipeDialect::kScheduleAttrName,
+        BitPipeDialect::kWorldSizeAttrName,
+        BitPipeDialect::kDataParallelAttrName})
+    module->removeAttr(name);
+  return success();
+}
+
+} // namespace
