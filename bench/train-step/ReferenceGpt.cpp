@@ -37,6 +37,7 @@ ReferenceGpt::Tensor &ReferenceGpt::param(const std::string &name,
   t->name = name;
   t->value.assign(count, 0.0f);
   t->grad.assign(count, 0.0f);
+  t->gradSum.assign(count, 0.0);
   t->m.assign(count, 0.0f);
   t->v.assign(count, 0.0f);
   t->decay = decay;
@@ -233,10 +234,16 @@ Expected<double> ReferenceGpt::step(const BatchSampler &sampler,
     float loss = 0;
     forwardBackward(tokens_.data(), targets_.data(), &loss);
     lossSum += loss;
+    // Accumulate in float64, as the executables do (AdamWParam).
+    for (auto &p : params_) {
+      for (size_t i = 0; i < p->grad.size(); ++i)
+        p->gradSum[i] += p->grad[i];
+      std::fill(p->grad.begin(), p->grad.end(), 0.0f);
+    }
   }
   std::vector<AdamWParam> adam;
   for (auto &p : params_)
-    adam.push_back({p->name, p->value.data(), p->grad.data(), p->m.data(),
+    adam.push_back({p->name, p->value.data(), p->gradSum.data(), p->m.data(),
                     p->v.data(), int64_t(p->value.size()), p->decay});
   Status s = adam_.step(adam, microbatches);
   if (!s.isOk())

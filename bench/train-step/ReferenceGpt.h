@@ -48,7 +48,9 @@ private:
   struct Layer;
   struct Tensor {
     std::string name;
-    std::vector<float> value, grad, m, v;
+    std::vector<float> value, m, v;
+    std::vector<float> grad;       // one micro-batch's (the kernels add)
+    std::vector<double> gradSum;   // the step's, in float64 as the runtime
     bool decay = true;
   };
   Tensor &param(const std::string &name, int64_t count, bool decay);

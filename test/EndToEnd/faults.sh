@@ -5,7 +5,7 @@
 #
 #   faults.sh WORKDIR        (BITPIPE_BIN: the build's bin directory)
 set -uo pipefail
-bin=${BITPIPE_BIN:?set BITPIPE_BIN to the build's bin directory}
+bin=${BITPIPE_BIN:?set BITPIPE_BIN to the bin directory of the build}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$1/faults
 rm -rf "$work" && mkdir -p "$work"
@@ -39,25 +39,25 @@ set -e
   --schedule bitpipe --microbatches 4 -o "$work/gpt"
 "$bin/bitpipe-compile" "$root/examples/bert-tiny.json" --devices 2 \
   --schedule bitpipe --microbatches 4 -o "$work/bert"
-run() { mpirun "${mpirun_flags[@]}" -np 2 "$@"; }
+run=(mpirun "${mpirun_flags[@]}" -np 2)
 # A good checkpoint, and a file that no failed run may touch.
-run "$work/gpt" --data "$work/tokens.bin" --steps 1 --save "$work/good.safetensors" >/dev/null
+"${run[@]}" "$work/gpt" --data "$work/tokens.bin" --steps 1 --save "$work/good.safetensors" >/dev/null
 cp "$work/good.safetensors" "$work/keep.safetensors"
 set +e
 
 expect_failure wrong-rank-count "compiled for 2 ranks" \
   mpirun "${mpirun_flags[@]}" -np 1 "$work/gpt" --data "$work/tokens.bin" --steps 1
 expect_failure missing-data "nonexistent\.bin" \
-  run "$work/gpt" --data "$work/nonexistent.bin" --steps 1 --save "$work/keep.safetensors"
+  "${run[@]}" "$work/gpt" --data "$work/nonexistent.bin" --steps 1 --save "$work/keep.safetensors"
 head -c 40 "$work/tokens.bin" >"$work/short.bin"
 expect_failure short-data "short\.bin" \
-  run "$work/gpt" --data "$work/short.bin" --steps 1 --save "$work/keep.safetensors"
+  "${run[@]}" "$work/gpt" --data "$work/short.bin" --steps 1 --save "$work/keep.safetensors"
 head -c 5000 "$work/good.safetensors" >"$work/corrupt.safetensors"
 expect_failure corrupt-checkpoint "corrupt\.safetensors" \
-  run "$work/gpt" --data "$work/tokens.bin" --steps 2 \
+  "${run[@]}" "$work/gpt" --data "$work/tokens.bin" --steps 2 \
   --load "$work/corrupt.safetensors" --save "$work/keep.safetensors"
 expect_failure other-model-checkpoint "good\.safetensors" \
-  run "$work/bert" --data "$work/tokens.bin" --steps 2 \
+  "${run[@]}" "$work/bert" --data "$work/tokens.bin" --steps 2 \
   --load "$work/good.safetensors" --save "$work/keep.safetensors"
 if cmp -s "$work/good.safetensors" "$work/keep.safetensors"; then
   echo "ok   nothing-overwritten: keep.safetensors unchanged"
@@ -68,8 +68,8 @@ fi
 # A rank killed mid-run: the survivor must stop with an error within its
 # communication timeout (10 s here), not hang.
 start=$(date +%s)
-run "$work/gpt" --data "$work/tokens.bin" --steps 100000 --timeout 10 \
-  >"$work/killed.log" 2>&1 &
+timeout -s KILL 120 "${run[@]}" "$work/gpt" --data "$work/tokens.bin" \
+  --steps 100000 --timeout 10 >"$work/killed.log" 2>&1 &
 launcher=$!
 victim=""
 for _ in $(seq 1 100); do
@@ -79,11 +79,8 @@ for _ in $(seq 1 100); do
 done
 sleep 2
 kill -9 "$victim"
-( sleep 120; kill -9 $launcher 2>/dev/null ) &
-watchdog=$!
 wait $launcher
 rc=$?
-kill $watchdog 2>/dev/null
 elapsed=$(( $(date +%s) - start ))
 if [ $rc -ne 0 ] && [ $elapsed -lt 100 ]; then
   echo "ok   killed-rank: the job stopped with exit $rc after ${elapsed} s"

@@ -57,6 +57,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 using namespace llvm;
 
@@ -266,14 +267,15 @@ int main(int argc, char **argv) {
   // Schedule, transfers, all-reduce buckets; then runtime calls in the LLVM
   // dialect. Pass failures report their own diagnostics on the ops.
   bitpipe::PipelineOptions options;
-  options.schedule = schedule;
-  options.devices = devices;
-  options.microbatches =
-      microbatches.getNumOccurrences() ? int(microbatches) : 2 * devices;
-  options.dataParallel = dataParallel;
-  options.chunksPerDevice = chunksPerDevice;
-  options.bucketMb = bucketMb;
-  options.splitBackward = splitBackward;
+  options.schedule = schedule.getValue();
+  options.devices = devices.getValue();
+  options.microbatches = microbatches.getNumOccurrences()
+                             ? microbatches.getValue()
+                             : 2 * devices.getValue();
+  options.dataParallel = dataParallel.getValue();
+  options.chunksPerDevice = chunksPerDevice.getValue();
+  options.bucketMb = bucketMb.getValue();
+  options.splitBackward = splitBackward.getValue();
   mlir::PassManager pm(&context);
   bitpipe::buildPipeline(pm, options);
   bitpipe::buildLowerToRuntimePipeline(pm);

@@ -38,6 +38,7 @@ enum {
   BP_DTYPE_I32 = 3,
   BP_DTYPE_I64 = 4,
   BP_DTYPE_U8 = 5,
+  BP_DTYPE_F64 = 6,
 };
 
 /* The whole world is group 0. */

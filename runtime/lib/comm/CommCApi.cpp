@@ -22,7 +22,8 @@ static_assert(BP_ERR_TIMEOUT == static_cast<int>(ErrorCode::Timeout) &&
                       static_cast<int>(ErrorCode::InvalidArgument),
               "C status codes must match ErrorCode");
 static_assert(BP_DTYPE_F32 == static_cast<int>(DType::F32) &&
-                  BP_DTYPE_U8 == static_cast<int>(DType::U8),
+                  BP_DTYPE_U8 == static_cast<int>(DType::U8) &&
+                  BP_DTYPE_F64 == static_cast<int>(DType::F64),
               "C dtype codes must match DType");
 
 static std::unique_ptr<MpiCommunicator> &theComm() {

@@ -21,6 +21,7 @@ enum class DType : int32_t {
   I32 = 3,
   I64 = 4,
   U8 = 5,
+  F64 = 6, // gradient accumulators on the CPU target
 };
 
 inline size_t dtypeSize(DType t) {
@@ -32,6 +33,7 @@ inline size_t dtypeSize(DType t) {
   case DType::F16:
     return 2;
   case DType::I64:
+  case DType::F64:
     return 8;
   case DType::U8:
     return 1;
@@ -53,6 +55,8 @@ inline const char *dtypeName(DType t) {
     return "i64";
   case DType::U8:
     return "u8";
+  case DType::F64:
+    return "f64";
   }
   return "?";
 }

@@ -172,13 +172,12 @@ Status Executor::accumulateGrad(int param, const Buffer &g) {
     return invalid("rank " + std::to_string(rank_) +
                    " got a gradient of parameter '" +
                    manifest_.params[param].name + "', which it does not hold");
-  float *acc = params_.grad(param);
-  // The add kernel allows out == a: the accumulator sums in place.
-  bp_status_t s = bp_add_fwd(acc, static_cast<const float *>(g.data()), acc,
-                             manifest_.params[param].numel);
-  if (s != BP_OK)
-    return invalid("accumulating the gradient of '" +
-                   manifest_.params[param].name + "' failed");
+  // Summed in float64 (see AdamWParam): the order of the micro-batches,
+  // stages and replicas then (nearly always) does not change the result.
+  double *acc = params_.grad(param);
+  const float *add = static_cast<const float *>(g.data());
+  for (int64_t i = 0, n = manifest_.params[param].numel; i < n; ++i)
+    acc[i] += add[i];
   return Status::ok();
 }
 
@@ -524,12 +523,12 @@ Status Executor::allreduceStart(int32_t bucket, int32_t token) {
                                 rank_, spec.buckets.size()));
   if (!values_.valid(token) || values_.kind(token) != ValueTable::Kind::Empty)
     return values_.defineToken(token, RequestHandle(), bucket);
-  const FloatRange &range = params_.bucketRange(bucket);
+  const ElementRange &range = params_.bucketRange(bucket);
   GroupId group = groupIds_[spec.buckets[bucket].group];
   TraceRecorder::Scope scope(trace_, formatString("allreduce b%d", bucket),
                              TraceCategory::AllReduce);
   BP_ASSIGN(r, comm_.allReduceStart(params_.gradsData() + range.offset,
-                                    range.count, DType::F32, group));
+                                    range.count, DType::F64, group));
   return values_.defineToken(token, r, bucket);
 }
 

@@ -20,7 +20,7 @@ ParamStore::ParamStore(const Manifest &manifest, int rank)
   // Buckets first, each one contiguous (the manifest guarantees that a
   // parameter is in at most one bucket and held by the rank).
   for (const BucketSpec &b : spec.buckets) {
-    FloatRange range{next, 0};
+    ElementRange range{next, 0};
     for (int p : b.params)
       place(p);
     range.count = next - range.offset;
@@ -30,7 +30,7 @@ ParamStore::ParamStore(const Manifest &manifest, int rank)
     if (offset_[p] < 0)
       place(p);
   params_.assign(next, 0.0f);
-  grads_.assign(next, 0.0f);
+  grads_.assign(next, 0.0);
   m_.assign(next, 0.0f);
   v_.assign(next, 0.0f);
 }
@@ -73,6 +73,6 @@ std::vector<CheckpointParam> ParamStore::checkpointParams() {
   return out;
 }
 
-void ParamStore::zeroGradients() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+void ParamStore::zeroGradients() { std::fill(grads_.begin(), grads_.end(), 0.0); }
 
 } // namespace bitpipe::runtime

@@ -26,8 +26,8 @@
 
 namespace bitpipe::runtime {
 
-/// A contiguous range of the rank's arrays, in floats.
-struct FloatRange {
+/// A contiguous range of the rank's arrays, in elements.
+struct ElementRange {
   int64_t offset = 0;
   int64_t count = 0;
 };
@@ -42,14 +42,14 @@ public:
 
   /// The arrays of parameter \p param (a manifest index; must be held).
   float *param(int param) { return params_.data() + offset_[param]; }
-  float *grad(int param) { return grads_.data() + offset_[param]; }
+  double *grad(int param) { return grads_.data() + offset_[param]; }
   float *m(int param) { return m_.data() + offset_[param]; }
   float *v(int param) { return v_.data() + offset_[param]; }
 
   /// The gradient (or parameter) range of the rank's bucket \p bucket.
-  const FloatRange &bucketRange(int bucket) const { return buckets_[bucket]; }
+  const ElementRange &bucketRange(int bucket) const { return buckets_[bucket]; }
   float *paramsData() { return params_.data(); }
-  float *gradsData() { return grads_.data(); }
+  double *gradsData() { return grads_.data(); }
   int64_t numFloats() const { return static_cast<int64_t>(params_.size()); }
 
   /// Initial values from \p seed: each parameter by its manifest init,
@@ -67,8 +67,10 @@ private:
   const Manifest &manifest_;
   std::vector<int> order_;
   std::vector<int64_t> offset_; // by manifest index; -1 if not held
-  std::vector<FloatRange> buckets_;
-  std::vector<float> params_, grads_, m_, v_;
+  std::vector<ElementRange> buckets_;
+  std::vector<float> params_, m_, v_;
+  // Float64 accumulators: see AdamWParam.
+  std::vector<double> grads_;
 };
 
 } // namespace bitpipe::runtime

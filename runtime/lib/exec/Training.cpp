@@ -132,7 +132,7 @@ Status broadcastInitialParams(Communicator &comm, const Manifest &manifest,
     for (size_t b = 0; b < spec.buckets.size(); ++b) {
       if (spec.buckets[b].group != static_cast<int>(g))
         continue;
-      const FloatRange &range = store.bucketRange(static_cast<int>(b));
+      const ElementRange &range = store.bucketRange(static_cast<int>(b));
       Status s = comm.broadcast(store.paramsData() + range.offset,
                                 range.count, DType::F32, groupIds[g]);
       if (!s.isOk())

@@ -73,7 +73,7 @@ Status AdamW::stepWithGlobalNorm(const std::vector<AdamWParam> &params,
   }
 
   ++step_;
-  const float gScale = static_cast<float>(clip / numMicroBatches);
+  const double gScale = clip / numMicroBatches;
   const float b1 = static_cast<float>(config_.beta1);
   const float b2 = static_cast<float>(config_.beta2);
   const float eps = static_cast<float>(config_.eps);
@@ -89,7 +89,7 @@ Status AdamW::stepWithGlobalNorm(const std::vector<AdamWParam> &params,
         p.decay ? static_cast<float>(1.0 - config_.lr * config_.weightDecay)
                 : 1.0f;
     for (int64_t i = 0; i < p.count; ++i) {
-      float g = p.grad[i] * gScale;
+      float g = static_cast<float>(p.grad[i] * gScale);
       float m = b1 * p.m[i] + (1.0f - b1) * g;
       float v = b2 * p.v[i] + (1.0f - b2) * g * g;
       p.m[i] = m;
@@ -104,8 +104,8 @@ Status AdamW::stepWithGlobalNorm(const std::vector<AdamWParam> &params,
 void zeroGradients(const std::vector<AdamWParam> &params) {
   for (const AdamWParam &p : params)
     if (p.grad && p.count > 0)
-      std::memset(const_cast<float *>(p.grad), 0,
-                  static_cast<size_t>(p.count) * sizeof(float));
+      std::memset(const_cast<double *>(p.grad), 0,
+                  static_cast<size_t>(p.count) * sizeof(double));
 }
 
 } // namespace bitpipe::runtime

@@ -44,11 +44,15 @@ struct AdamWConfig {
   double maxGradNorm = 0; // <= 0: no clipping
 };
 
-/// One parameter tensor and its state; every array has \p count floats.
+/// One parameter tensor and its state; every array has \p count elements.
+/// The gradient is a float64 accumulator: summing the micro-batches' fp32
+/// gradients in float64 makes the sum (nearly always exactly) independent of
+/// the order the schedule adds them in, so every schedule and rank count
+/// reaches the parameters of a one-process run, not just approximately.
 struct AdamWParam {
   std::string name;
   float *param = nullptr;
-  const float *grad = nullptr;
+  const double *grad = nullptr;
   float *m = nullptr; // first moment, zero-initialised by the caller
   float *v = nullptr; // second moment, zero-initialised by the caller
   int64_t count = 0;

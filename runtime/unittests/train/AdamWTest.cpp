@@ -46,7 +46,8 @@ void referenceStep(std::vector<RefTensor> &ts,
 }
 
 struct Fixture {
-  std::vector<std::vector<float>> p, g, m, v;
+  std::vector<std::vector<float>> p, m, v;
+  std::vector<std::vector<double>> g; // float64 accumulators, as the runtime
   std::vector<RefTensor> ref;
   std::vector<AdamWParam> params;
 
@@ -77,6 +78,7 @@ struct Fixture {
     for (size_t k = 0; k < g.size(); ++k) {
       std::vector<double> gd(g[k].size());
       for (size_t i = 0; i < g[k].size(); ++i) {
+        // Values an fp32 kernel could produce, held in the accumulator.
         g[k][i] = static_cast<float>(magnitude *
                                      std::cos(0.3 * i + step + 2.0 * k));
         gd[i] = g[k][i];

@@ -27,6 +27,8 @@ static MPI_Datatype mpiType(DType t) {
     return MPI_INT64_T;
   case DType::U8:
     return MPI_UINT8_T;
+  case DType::F64:
+    return MPI_DOUBLE;
   }
   return MPI_DATATYPE_NULL;
 }
