@@ -64,6 +64,8 @@ mpirun "${mpirun_flags[@]}" -np 4 "$out/gpt_train" \
   --data "$out/licenses.tokens" --steps "$steps" --lr 3e-3 --log-interval 20 \
   --trace "$out/train.trace.json" --metrics "$out/train.metrics.jsonl" \
   --save "$out/gpt-tiny.safetensors"
+echo "loss: $(head -1 "$out/train.metrics.jsonl")"
+echo "  ->  $(tail -1 "$out/train.metrics.jsonl")"
 
 echo
 echo "Pictures: $out/bitpipe.svg, $out/1f1b.svg (open in a browser);"

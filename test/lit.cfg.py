@@ -29,5 +29,5 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.bitpipe_tools_dir, config.llvm_tools_dir]
-tools = ["bitpipe-opt", "bitpipe-import", "mlir-translate", "llc"]
+tools = ["bitpipe-opt", "bitpipe-import", "bitpipe-compile", "mlir-translate", "llc"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -31,6 +31,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -256,6 +257,11 @@ int main(int argc, char **argv) {
   mlir::registerLLVMDialectTranslation(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Diagnostics as "file:line:col: error: ..." with the source line; not
+  // followed by a dump of the whole failing op (a model is large).
+  context.printOpOnDiagnostic(false);
+  SourceMgr diagnosticSources;
+  mlir::SourceMgrDiagnosticHandler diagnostics(diagnosticSources, &context);
 
   std::string error;
   mlir::OwningOpRef<mlir::ModuleOp> module = loadModel(context, error);

@@ -28,6 +28,32 @@ using namespace bitpipe;
 
 namespace {
 
+/// Removes the argument and result attributes that are not the LLVM
+/// dialect's (nn.param, bitpipe.saved, ...): the manifest carries the roles
+/// now, and the translation to LLVM IR would warn about every one of them.
+void dropRoleAttributes(ModuleOp module) {
+  auto keep = [](ArrayAttr all) -> ArrayAttr {
+    if (!all)
+      return all;
+    SmallVector<Attribute> kept;
+    for (Attribute a : all) {
+      NamedAttrList list(cast<DictionaryAttr>(a));
+      SmallVector<NamedAttribute> llvmOnly;
+      for (NamedAttribute n : list)
+        if (n.getName().strref().starts_with("llvm."))
+          llvmOnly.push_back(n);
+      kept.push_back(DictionaryAttr::get(all.getContext(), llvmOnly));
+    }
+    return ArrayAttr::get(all.getContext(), kept);
+  };
+  module.walk([&](LLVM::LLVMFuncOp fn) {
+    if (ArrayAttr args = fn.getArgAttrsAttr())
+      fn.setArgAttrsAttr(keep(args));
+    if (ArrayAttr results = fn.getResAttrsAttr())
+      fn.setResAttrsAttr(keep(results));
+  });
+}
+
 /// The number of results of a lowered function: 0 (void), 1 (a pointer) or
 /// R (a struct of R pointers); nothing when the signature is not one of the
 /// bare-pointer convention's.
@@ -209,6 +235,7 @@ LogicalResult EmitEntryPointsPass::emit() {
   emitTable(b, module.getLoc(), "bitpipe_rank_programs", "bitpipe_num_ranks",
             rankNames);
   module->removeAttr(kEntryPointsAttrName);
+  dropRoleAttributes(module);
   return success();
 }
 
