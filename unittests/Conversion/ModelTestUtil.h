@@ -216,6 +216,14 @@ inline LogicalResult runPipeline(ModuleOp module, StringRef pipeline) {
   return pm.run(module);
 }
 
+// MLIR's generic allocation functions, defined on the runtime's pool
+// (runtime/lib/cpu/HostMemory.cpp); the memref lowering calls them.
+extern "C" {
+void *_mlir_memref_to_llvm_alloc(size_t bytes);
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes);
+void _mlir_memref_to_llvm_free(void *ptr);
+}
+
 /// The kernels the generated code calls, for the JIT's symbol table (the
 /// test binary does not export them dynamically).
 inline llvm::orc::SymbolMap
@@ -241,6 +249,11 @@ runtimeSymbols(llvm::orc::MangleAndInterner interner) {
   add("bp_cross_entropy_bwd", &bp_cross_entropy_bwd);
   add("bp_fill", &bp_fill);
   add("bp_check", &bp_check);
+  // The generic allocation functions of the memref lowering (HostMemory.cpp).
+  add("_mlir_memref_to_llvm_alloc", &_mlir_memref_to_llvm_alloc);
+  add("_mlir_memref_to_llvm_aligned_alloc",
+      &_mlir_memref_to_llvm_aligned_alloc);
+  add("_mlir_memref_to_llvm_free", &_mlir_memref_to_llvm_free);
   return map;
 }
 

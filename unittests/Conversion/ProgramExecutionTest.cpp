@@ -53,8 +53,9 @@ namespace {
 // Buffers and handles of the fake executor
 //===----------------------------------------------------------------------===//
 
-/// A buffer of `count` 4-byte elements (f32 or i32), freed with free() when
-/// the last value or handle holding it lets go, as stage results must be.
+/// A buffer of `count` 4-byte elements (f32 or i32), from the runtime's pool
+/// and returned to it (bp_free) when the last value or handle holding it
+/// lets go, as stage results must be.
 struct Buffer {
   std::shared_ptr<void> data;
   int64_t count = 0;
@@ -62,9 +63,13 @@ struct Buffer {
 };
 
 Buffer adopt(void *data, int64_t count) {
-  return {std::shared_ptr<void>(data, std::free), count};
+  return {std::shared_ptr<void>(data, bp_free), count};
 }
-Buffer allocate(int64_t count) { return adopt(std::calloc(count, 4), count); }
+Buffer allocate(int64_t count) {
+  void *data = bp_alloc(count * 4);
+  std::memset(data, 0, count * 4);
+  return adopt(data, count);
+}
 
 /// What a forward keeps for its backward: its arguments (forward_arg), its
 /// saved results, and, between the halves of a split backward, the output

@@ -188,7 +188,7 @@ std::vector<HostTensor> invoke(ExecutionEngine &engine, const FnSpec &fn,
   for (auto [i, type] : llvm::enumerate(fn.results)) {
     out.push_back(zerosLike(type));
     std::memcpy(out.back().data(), results[i], out.back().bytes());
-    std::free(results[i]);
+    bp_free(results[i]);
   }
   return out;
 }

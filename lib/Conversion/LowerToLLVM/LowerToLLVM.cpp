@@ -11,9 +11,14 @@
 // sizes, strides) would carry nothing. A function on tensors thus becomes a
 // C function with one `float *` / `int32_t *` per tensor argument, returning
 // one pointer per tensor result (a struct of pointers when there are
-// several) - the runtime ABI's own style. Returned buffers come from
-// `malloc` with no alignment padding (memref.alloc without an alignment),
-// so the caller frees them with `free`.
+// several) - the runtime ABI's own style.
+//
+// Memory: memref.alloc and memref.dealloc become calls of MLIR's generic
+// allocation functions (_mlir_memref_to_llvm_alloc / _free), which the
+// runtime defines on its caching pool (bp_alloc / bp_free in runtime.h), not
+// of malloc and free. Returned buffers are such blocks (no alignment
+// padding: memref.alloc without an alignment), so the caller frees them
+// with bp_free.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +34,9 @@
 using namespace mlir;
 
 void bitpipe::buildLowerToLLVMPipeline(OpPassManager &pm) {
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
+  memrefOptions.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
   ConvertFuncToLLVMPassOptions funcOptions;
   funcOptions.useBarePtrCallConv = true;
   pm.addPass(createConvertFuncToLLVMPass(funcOptions));

@@ -180,6 +180,32 @@ bp_status_t bp_cross_entropy_bwd(const float *logits, const int32_t *labels,
                                  int64_t V, int32_t ignore_index);
 
 /*===-----------------------------------------------------------------------===
+ * Tensor memory.
+ *
+ * Every buffer of generated code (memref.alloc / memref.dealloc, through
+ * MLIR's generic allocation functions _mlir_memref_to_llvm_alloc and
+ * _mlir_memref_to_llvm_free, which the runtime defines to call these) and
+ * every tensor the executor holds comes from one caching pool per process:
+ * a freed block is kept, by size, for the next allocation of that size.
+ * Training repeats the same shapes every micro-batch, so after the first
+ * step nothing is allocated from the system: a fresh multi-MiB malloc is an
+ * mmap whose every page faults (and is zeroed) on first write, which cost
+ * more than a third of a CPU step before this pool existed. The pool grows
+ * to the schedule's working set (the activations in flight at its peak) and
+ * stays there.
+ *===----------------------------------------------------------------------===*/
+
+/* A block of at least `bytes` bytes (at least 1), aligned to 64 bytes;
+ * NULL when out of memory. Thread-safe. */
+void *bp_alloc(int64_t bytes);
+/* Returns a block of bp_alloc to the pool; NULL is ignored. */
+void bp_free(void *ptr);
+/* Bytes in blocks handed out now, the most ever at once, and held by the
+ * pool in total (handed out + cached). Any pointer may be NULL. */
+void bp_memory_stats(int64_t *in_use, int64_t *peak_in_use,
+                     int64_t *reserved);
+
+/*===-----------------------------------------------------------------------===
  * Support for generated code.
  *===----------------------------------------------------------------------===*/
 

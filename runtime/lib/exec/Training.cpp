@@ -10,6 +10,8 @@
 #include "train/StepLog.h"
 #include "train/Trace.h"
 
+#include "bitpipe/runtime.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -153,6 +155,7 @@ public:
 private:
   Status save(const std::string &path, int64_t step);
   void report(int64_t step, double seconds, const StepReport &mine);
+  Status reportMemory();
 
   const CompiledProgram &program_;
   Communicator &comm_;
@@ -173,6 +176,33 @@ Status Trainer::save(const std::string &path, int64_t step) {
   if (!s.isOk())
     return Status::error(s.code(), "--save: " + s.message());
   return s;
+}
+
+/// Prints, on rank 0, each rank's peak of tensor memory (activations in
+/// flight, gradients in transit, kernel scratch: the pool of runtime.h;
+/// parameters, gradients and moments are on top) and what the pool holds.
+Status Trainer::reportMemory() {
+  int64_t peak = 0, reserved = 0;
+  bp_memory_stats(nullptr, &peak, &reserved);
+  std::string mine(2 * sizeof(int64_t), '\0');
+  std::memcpy(mine.data(), &peak, sizeof peak);
+  std::memcpy(mine.data() + sizeof peak, &reserved, sizeof reserved);
+  std::vector<std::string> all;
+  Status s = comm_.gatherBytes(mine, 0, &all);
+  if (!s.isOk() || rank_ != 0)
+    return s;
+  std::string line = "tensor memory, peak (pool) per rank, MiB:";
+  for (size_t r = 0; r < all.size(); ++r) {
+    int64_t p = 0, h = 0;
+    if (all[r].size() == 2 * sizeof(int64_t)) {
+      std::memcpy(&p, all[r].data(), sizeof p);
+      std::memcpy(&h, all[r].data() + sizeof p, sizeof h);
+    }
+    line += formatString(" r%zu %.1f (%.1f)", r, p / 1048576.0,
+                         h / 1048576.0);
+  }
+  std::printf("%s\n", line.c_str());
+  return Status::ok();
 }
 
 void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
@@ -294,6 +324,8 @@ int Trainer::run() {
   }
   if (logger_)
     logger_->finish();
+  if (!agreeAllOk(comm_, reportMemory()))
+    return 1;
   if (metrics_)
     std::fclose(metrics_);
   metrics_ = nullptr;

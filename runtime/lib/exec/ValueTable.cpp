@@ -2,14 +2,16 @@
 
 #include "ValueTable.h"
 
+#include "bitpipe/runtime.h"
+
 #include <cstdio>
 #include <cstdlib>
 
 namespace bitpipe::runtime {
 
 std::shared_ptr<Buffer> Buffer::allocate(size_t bytes) {
-  // malloc(0) may return null; ask for one byte so null always means failure.
-  void *p = std::malloc(bytes ? bytes : 1);
+  // The pool of runtime.h, where the stage functions' results come from too.
+  void *p = bp_alloc(static_cast<int64_t>(bytes));
   if (!p)
     return nullptr;
   return std::make_shared<Buffer>(p, bytes);
@@ -26,7 +28,7 @@ Buffer::~Buffer() {
                  recvPeer, recvTag);
     return;
   }
-  std::free(data_);
+  bp_free(data_);
 }
 
 const char *valueKindName(ValueTable::Kind kind) {

@@ -19,7 +19,7 @@ constexpr int64_t V = FAKE_V, T = FAKE_T, B = FAKE_B, H = FAKE_H;
 constexpr int64_t N = B * T; // rows
 
 float *fresh(int64_t n) {
-  float *p = static_cast<float *>(std::malloc(n * sizeof(float)));
+  float *p = static_cast<float *>(bp_alloc(n * sizeof(float)));
   bp_check(bp_fill(p, 0.0f, n), "fill");
   return p;
 }
@@ -51,8 +51,8 @@ void stage0Bwd(void **buf) {
            "linear_bwd_w");
   bp_check(bp_embedding_bwd(i32(buf[1]), de, dwte, dwpe, B, T, H, V),
            "embedding_bwd");
-  std::free(dh);
-  std::free(de);
+  bp_free(dh);
+  bp_free(de);
   buf[5] = dwte;
   buf[6] = dwpe;
   buf[7] = dW;
@@ -88,7 +88,7 @@ void stage1Bwd(void **buf) {
   bp_check(bp_linear_bwd_input(dlogits, f(buf[0]), dx, N, H, V), "dx");
   bp_check(bp_linear_bwd_weight(dlogits, f(buf[1]), dwte, nullptr, N, H, V),
            "dwte");
-  std::free(dlogits);
+  bp_free(dlogits);
   buf[4] = dwte;
   buf[5] = dx;
 }

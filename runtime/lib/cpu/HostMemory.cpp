@@ -1,0 +1,128 @@
+//===- HostMemory.cpp - The caching pool of tensor memory -----------------===//
+//
+// bp_alloc / bp_free (runtime.h) and the generic allocation functions of
+// MLIR's memref-to-LLVM lowering, which generated code calls. Freed blocks
+// are cached by their exact (rounded) size: a training step allocates the
+// same few sizes over and over, so exact-size free lists hit every time
+// after the first step and never split or coalesce.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/runtime.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+constexpr size_t kAlignment = 64;
+// The block's size lives in a header just before the block; a whole
+// alignment unit keeps the block aligned.
+constexpr size_t kHeader = kAlignment;
+
+/// Sizes rounded so that near-equal requests share a free list: to 64 bytes
+/// below 64 KiB, to 4 KiB above.
+size_t roundSize(size_t bytes) {
+  size_t unit = bytes < (64u << 10) ? kAlignment : 4096;
+  return (std::max<size_t>(bytes, 1) + unit - 1) / unit * unit;
+}
+
+class Pool {
+public:
+  void *allocate(size_t bytes) {
+    size_t size = roundSize(bytes);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::vector<char *> &cached = free_[size];
+      if (!cached.empty()) {
+        char *block = cached.back();
+        cached.pop_back();
+        noteAllocated(size);
+        return block;
+      }
+    }
+    char *raw = static_cast<char *>(std::aligned_alloc(kAlignment, kHeader + size));
+    if (!raw)
+      return nullptr;
+    *reinterpret_cast<size_t *>(raw) = size;
+    std::lock_guard<std::mutex> lock(mutex_);
+    reserved_ += static_cast<int64_t>(size);
+    noteAllocated(size);
+    return raw + kHeader;
+  }
+
+  void release(void *ptr) {
+    if (!ptr)
+      return;
+    char *block = static_cast<char *>(ptr);
+    size_t size = *reinterpret_cast<size_t *>(block - kHeader);
+    std::lock_guard<std::mutex> lock(mutex_);
+    inUse_ -= static_cast<int64_t>(size);
+    free_[size].push_back(block);
+  }
+
+  void stats(int64_t *inUse, int64_t *peak, int64_t *reserved) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (inUse)
+      *inUse = inUse_;
+    if (peak)
+      *peak = peak_;
+    if (reserved)
+      *reserved = reserved_;
+  }
+
+private:
+  void noteAllocated(size_t size) {
+    inUse_ += static_cast<int64_t>(size);
+    peak_ = std::max(peak_, inUse_);
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<char *>> free_;
+  int64_t inUse_ = 0, peak_ = 0, reserved_ = 0;
+};
+
+/// Never destroyed: blocks may be released during static destruction.
+Pool &pool() {
+  static Pool *p = new Pool;
+  return *p;
+}
+
+} // namespace
+
+extern "C" {
+
+void *bp_alloc(int64_t bytes) {
+  if (bytes < 0)
+    return nullptr;
+  return pool().allocate(static_cast<size_t>(bytes));
+}
+
+void bp_free(void *ptr) { pool().release(ptr); }
+
+void bp_memory_stats(int64_t *inUse, int64_t *peakInUse, int64_t *reserved) {
+  pool().stats(inUse, peakInUse, reserved);
+}
+
+// MLIR's generic allocation functions (memref-to-LLVM with
+// use-generic-functions): what memref.alloc and memref.dealloc become.
+void *_mlir_memref_to_llvm_alloc(size_t bytes) {
+  return pool().allocate(bytes);
+}
+
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes) {
+  // Every block is 64-byte aligned; larger alignments are never requested
+  // by the lowering (memref.alloc without an alignment attribute).
+  if (alignment > kAlignment)
+    return nullptr;
+  return pool().allocate(bytes);
+}
+
+void _mlir_memref_to_llvm_free(void *ptr) { pool().release(ptr); }
+
+} // extern "C"
