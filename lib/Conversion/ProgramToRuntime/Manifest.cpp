@@ -24,17 +24,7 @@ using namespace bitpipe;
 using namespace bitpipe::manifest;
 
 StringRef manifest::stringifyFunctionKind(FunctionKind kind) {
-  switch (kind) {
-  case FunctionKind::Forward:
-    return "forward";
-  case FunctionKind::Backward:
-    return "backward";
-  case FunctionKind::BackwardInput:
-    return "backward_input";
-  case FunctionKind::BackwardWeight:
-    return "backward_weight";
-  }
-  llvm_unreachable("unknown function kind");
+  return bp_function_kind_names[static_cast<int>(kind)];
 }
 
 //===----------------------------------------------------------------------===//
@@ -62,16 +52,16 @@ std::optional<std::string> nameOf(DictionaryAttr attrs, StringRef name) {
   return text.str();
 }
 
-Role indexed(StringRef role, int64_t index) {
+Role indexed(bp_role_kind kind, int64_t index) {
   Role r;
-  r.role = role;
+  r.kind = kind;
   r.index = index;
   return r;
 }
 
-Role named(StringRef role, std::string name) {
+Role named(bp_role_kind kind, std::string name) {
   Role r;
-  r.role = role;
+  r.kind = kind;
   r.name = std::move(name);
   return r;
 }
@@ -83,21 +73,21 @@ std::optional<Role> argumentRole(func::FuncOp fn, FunctionKind kind,
   DictionaryAttr attrs = fn.getArgAttrDict(i);
   if (kind == FunctionKind::Forward) {
     if (auto param = nameOf(attrs, attr::kParam))
-      return named("param", *param);
+      return named(BP_ROLE_PARAM, *param);
     if (auto input = nameOf(attrs, attr::kInput))
-      return named("input", *input);
-    return Role{"activation"};
+      return named(BP_ROLE_INPUT, *input);
+    return Role{BP_ROLE_ACTIVATION};
   }
   if (auto k = indexOf(attrs, attr::kSaved))
-    return indexed("saved", *k);
+    return indexed(BP_ROLE_SAVED, *k);
   if (auto k = indexOf(attrs, attr::kStash))
-    return indexed("stash", *k);
+    return indexed(BP_ROLE_STASH, *k);
   if (auto j = indexOf(attrs, attr::kGradOfResult))
-    return indexed("grad_of_result", *j);
+    return indexed(BP_ROLE_GRAD_OF_RESULT, *j);
   if (auto a = indexOf(attrs, attr::kForwardArg))
-    return indexed("forward_arg", *a);
+    return indexed(BP_ROLE_FORWARD_ARG, *a);
   if (auto param = nameOf(attrs, attr::kParam))
-    return named("param", *param);
+    return named(BP_ROLE_PARAM, *param);
   return std::nullopt;
 }
 
@@ -105,17 +95,17 @@ std::optional<Role> resultRole(func::FuncOp fn, FunctionKind kind, unsigned i) {
   DictionaryAttr attrs = fn.getResultAttrDict(i);
   if (kind == FunctionKind::Forward) {
     if (auto k = indexOf(attrs, attr::kSaved))
-      return indexed("saved", *k);
-    return Role{"output"};
+      return indexed(BP_ROLE_SAVED, *k);
+    return Role{BP_ROLE_OUTPUT};
   }
   // A parameter's gradient also says which argument it is the gradient of;
   // the runtime needs the parameter.
   if (auto param = nameOf(attrs, attr::kParam))
-    return named("param", *param);
+    return named(BP_ROLE_PARAM, *param);
   if (auto a = indexOf(attrs, attr::kGradOfArg))
-    return indexed("grad_of_arg", *a);
+    return indexed(BP_ROLE_GRAD_OF_ARG, *a);
   if (auto k = indexOf(attrs, attr::kStash))
-    return indexed("stash", *k);
+    return indexed(BP_ROLE_STASH, *k);
   return std::nullopt;
 }
 
@@ -190,7 +180,7 @@ manifest::collectParams(ArrayRef<Function> functions) {
   for (const Function &function : functions) {
     func::FuncOp fn = function.fn;
     for (auto [i, role] : llvm::enumerate(function.args)) {
-      if (role.role != "param")
+      if (role.kind != BP_ROLE_PARAM)
         continue;
       ArrayRef<int64_t> shape = role.type.getShape();
       auto [it, inserted] = index.try_emplace(role.name, params.size());
@@ -267,9 +257,10 @@ namespace {
 
 void writeRole(llvm::json::OStream &j, const Role &role) {
   j.object([&] {
-    j.attribute("role", role.role);
-    if (role.role == "param" || role.role == "input")
-      j.attribute(role.role, role.name);
+    StringRef name = bp_role_kind_names[role.kind];
+    j.attribute("role", name);
+    if (role.kind == BP_ROLE_PARAM || role.kind == BP_ROLE_INPUT)
+      j.attribute(name, role.name);
     else if (role.index >= 0)
       j.attribute("index", role.index);
     j.attributeArray("shape", [&] {

@@ -16,21 +16,27 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
+#include "bitpipe/program.h"
+
 #include <string>
 #include <vector>
 
 namespace bitpipe::manifest {
 
 /// The manifest's "kind" of a function, in the order functions are listed
-/// for one stage.
-enum class FunctionKind { Forward, Backward, BackwardInput, BackwardWeight };
+/// for one stage; the values are program.h's bp_function_kind, which indexes
+/// the names the runtime reads.
+enum class FunctionKind {
+  Forward = BP_FUNCTION_FORWARD,
+  Backward = BP_FUNCTION_BACKWARD,
+  BackwardInput = BP_FUNCTION_BACKWARD_INPUT,
+  BackwardWeight = BP_FUNCTION_BACKWARD_WEIGHT,
+};
 llvm::StringRef stringifyFunctionKind(FunctionKind kind);
 
 /// One argument or result of a function: program.h's ROLE.
 struct Role {
-  /// "param", "input", "activation", "output", "saved", "forward_arg",
-  /// "grad_of_result", "grad_of_arg" or "stash".
-  llvm::StringRef role;
+  bp_role_kind kind = BP_ROLE_ACTIVATION;
   /// The parameter ("param") or training input ("input").
   std::string name;
   /// The index of the other roles; -1 for those without one.

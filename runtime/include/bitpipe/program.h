@@ -126,6 +126,34 @@ extern const int64_t bitpipe_manifest_size;
  * Every ROLE also has "shape" (list of int) and "dtype" ("f32" | "i32").
  *===----------------------------------------------------------------------===*/
 
+/* The manifest's vocabulary: one spelling for the compiler that writes it
+ * and the runtime that reads it. The enums index the name tables. */
+typedef enum bp_function_kind {
+  BP_FUNCTION_FORWARD,
+  BP_FUNCTION_BACKWARD,
+  BP_FUNCTION_BACKWARD_INPUT,
+  BP_FUNCTION_BACKWARD_WEIGHT,
+  BP_NUM_FUNCTION_KINDS
+} bp_function_kind;
+static const char *const bp_function_kind_names[BP_NUM_FUNCTION_KINDS] = {
+    "forward", "backward", "backward_input", "backward_weight"};
+
+typedef enum bp_role_kind {
+  BP_ROLE_PARAM,
+  BP_ROLE_INPUT,
+  BP_ROLE_ACTIVATION,
+  BP_ROLE_OUTPUT,
+  BP_ROLE_SAVED,
+  BP_ROLE_FORWARD_ARG,
+  BP_ROLE_GRAD_OF_RESULT,
+  BP_ROLE_GRAD_OF_ARG,
+  BP_ROLE_STASH,
+  BP_NUM_ROLE_KINDS
+} bp_role_kind;
+static const char *const bp_role_kind_names[BP_NUM_ROLE_KINDS] = {
+    "param",       "input",          "activation",  "output", "saved",
+    "forward_arg", "grad_of_result", "grad_of_arg", "stash"};
+
 /*===-----------------------------------------------------------------------===
  * The calls of a rank program. `value`, `in*`, `out*`, `saved`, `token` are
  * value ids; -1 means "none". `fn` indexes the manifest's functions.

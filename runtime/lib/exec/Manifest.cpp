@@ -12,41 +12,11 @@
 namespace bitpipe::runtime {
 
 const char *roleKindName(RoleKind kind) {
-  switch (kind) {
-  case RoleKind::Param:
-    return "param";
-  case RoleKind::Input:
-    return "input";
-  case RoleKind::Activation:
-    return "activation";
-  case RoleKind::Output:
-    return "output";
-  case RoleKind::Saved:
-    return "saved";
-  case RoleKind::ForwardArg:
-    return "forward_arg";
-  case RoleKind::GradOfResult:
-    return "grad_of_result";
-  case RoleKind::GradOfArg:
-    return "grad_of_arg";
-  case RoleKind::Stash:
-    return "stash";
-  }
-  return "?";
+  return bp_role_kind_names[static_cast<int>(kind)];
 }
 
 const char *functionKindName(FunctionKind kind) {
-  switch (kind) {
-  case FunctionKind::Forward:
-    return "forward";
-  case FunctionKind::Backward:
-    return "backward";
-  case FunctionKind::BackwardInput:
-    return "backward_input";
-  case FunctionKind::BackwardWeight:
-    return "backward_weight";
-  }
-  return "?";
+  return bp_function_kind_names[static_cast<int>(kind)];
 }
 
 bool RankSpec::holds(int param) const {
@@ -269,20 +239,9 @@ Status parseParams(const std::vector<JsonValue> &list,
 }
 
 Status parseRoleKind(const std::string &s, RoleKind *k) {
-  static const std::pair<const char *, RoleKind> kKinds[] = {
-      {"param", RoleKind::Param},
-      {"input", RoleKind::Input},
-      {"activation", RoleKind::Activation},
-      {"output", RoleKind::Output},
-      {"saved", RoleKind::Saved},
-      {"forward_arg", RoleKind::ForwardArg},
-      {"grad_of_result", RoleKind::GradOfResult},
-      {"grad_of_arg", RoleKind::GradOfArg},
-      {"stash", RoleKind::Stash},
-  };
-  for (const auto &[name, kind] : kKinds)
-    if (s == name) {
-      *k = kind;
+  for (int i = 0; i < BP_NUM_ROLE_KINDS; ++i)
+    if (s == bp_role_kind_names[i]) {
+      *k = static_cast<RoleKind>(i);
       return Status::ok();
     }
   return Status::error(ErrorCode::FormatError, "unknown role '" + s + "'");
@@ -409,16 +368,12 @@ Status parseFunctions(const std::vector<JsonValue> &list, Manifest *m) {
     BP_TRY(f.string("name", &fn.name));
     std::string kind;
     BP_TRY(f.string("kind", &kind));
-    if (kind == "forward")
-      fn.kind = FunctionKind::Forward;
-    else if (kind == "backward")
-      fn.kind = FunctionKind::Backward;
-    else if (kind == "backward_input")
-      fn.kind = FunctionKind::BackwardInput;
-    else if (kind == "backward_weight")
-      fn.kind = FunctionKind::BackwardWeight;
-    else
+    int k = 0;
+    while (k < BP_NUM_FUNCTION_KINDS && kind != bp_function_kind_names[k])
+      ++k;
+    if (k == BP_NUM_FUNCTION_KINDS)
       return bad(f.at("kind"), "unknown function kind '" + kind + "'");
+    fn.kind = static_cast<FunctionKind>(k);
     int64_t stage = 0;
     BP_TRY(f.integer("stage", &stage, 0));
     fn.stage = static_cast<int>(stage);

@@ -22,6 +22,8 @@
 #include "core/DType.h"
 #include "core/Status.h"
 
+#include "bitpipe/program.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -62,16 +64,18 @@ struct ParamSpec {
   bool decay = true;
 };
 
+/// program.h's roles; the values are its bp_role_kind, which indexes the
+/// names the compiler writes.
 enum class RoleKind {
-  Param,
-  Input,
-  Activation,
-  Output,
-  Saved,
-  ForwardArg,
-  GradOfResult,
-  GradOfArg,
-  Stash,
+  Param = BP_ROLE_PARAM,
+  Input = BP_ROLE_INPUT,
+  Activation = BP_ROLE_ACTIVATION,
+  Output = BP_ROLE_OUTPUT,
+  Saved = BP_ROLE_SAVED,
+  ForwardArg = BP_ROLE_FORWARD_ARG,
+  GradOfResult = BP_ROLE_GRAD_OF_RESULT,
+  GradOfArg = BP_ROLE_GRAD_OF_ARG,
+  Stash = BP_ROLE_STASH,
 };
 
 const char *roleKindName(RoleKind kind);
@@ -92,7 +96,13 @@ struct Role {
   bool isScalarF32() const { return shape.empty() && dtype == DType::F32; }
 };
 
-enum class FunctionKind { Forward, Backward, BackwardInput, BackwardWeight };
+/// program.h's function kinds (values: its bp_function_kind).
+enum class FunctionKind {
+  Forward = BP_FUNCTION_FORWARD,
+  Backward = BP_FUNCTION_BACKWARD,
+  BackwardInput = BP_FUNCTION_BACKWARD_INPUT,
+  BackwardWeight = BP_FUNCTION_BACKWARD_WEIGHT,
+};
 
 const char *functionKindName(FunctionKind kind);
 

@@ -37,7 +37,7 @@
 // CHECK:      return %[[Y]] : memref<2x3x16xf32>
 // LLVM-LABEL: llvm.func @linear(
 // LLVM-SAME:  %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) -> !llvm.ptr
-// LLVM:       llvm.call @malloc
+// LLVM:       llvm.call @_mlir_memref_to_llvm_alloc
 // LLVM:       llvm.call @bp_linear_fwd
 // LLVMIR-DAG: declare i32 @bp_linear_fwd(ptr, ptr, ptr, ptr, i64, i64, i64)
 // LLVMIR-DAG: declare void @bp_check(i32, ptr)
