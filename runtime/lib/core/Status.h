@@ -88,4 +88,20 @@ std::string formatString(const char *fmt, ...)
 
 } // namespace bitpipe::runtime
 
+/// Returns the Status of \p expr from the enclosing function when it is an
+/// error.
+#define BP_TRY(expr)                                                           \
+  do {                                                                         \
+    ::bitpipe::runtime::Status bpTryStatus_ = (expr);                          \
+    if (!bpTryStatus_.isOk())                                                  \
+      return bpTryStatus_;                                                     \
+  } while (0)
+
+/// Binds `var` to the value of an Expected, or returns its error.
+#define BP_ASSIGN(var, expr)                                                   \
+  auto var##Or_ = (expr);                                                      \
+  if (!var##Or_.isOk())                                                        \
+    return var##Or_.status();                                                  \
+  auto var = var##Or_.take()
+
 #endif // BITPIPE_RUNTIME_CORE_STATUS_H

@@ -13,20 +13,6 @@ static Status invalid(std::string message) {
   return Status::error(ErrorCode::InvalidArgument, std::move(message));
 }
 
-#define BP_TRY(expr)                                                           \
-  do {                                                                         \
-    Status s_ = (expr);                                                        \
-    if (!s_.isOk())                                                            \
-      return s_;                                                               \
-  } while (0)
-
-/// Binds `var` to the value of an Expected, or returns its error.
-#define BP_ASSIGN(var, expr)                                                   \
-  auto var##Or_ = (expr);                                                      \
-  if (!var##Or_.isOk())                                                        \
-    return var##Or_.status();                                                  \
-  auto var = var##Or_.take()
-
 Executor::Executor(ExecutorParts parts)
     : manifest_(*parts.manifest), entries_(parts.entries),
       comm_(*parts.comm), params_(*parts.params), inputs_(parts.inputs),
@@ -398,11 +384,9 @@ Status Executor::takeBackwardResults(int fn, SavedHandle &h,
   return Status::ok();
 }
 
-Status Executor::backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
-                          int32_t out0) {
-  BP_TRY(checkFunction(fn, FunctionKind::Backward, FunctionKind::BackwardInput,
-                       "bp_rt_backward"));
-  const StageFunction &f = manifest_.functions[fn];
+Expected<SavedHandle *> Executor::savedHandleOf(int32_t saved,
+                                               const StageFunction &f,
+                                               int64_t mb) const {
   BP_ASSIGN(h, values_.handle(saved, "the saved handle"));
   const StageFunction &fwd = manifest_.functions[h->forwardFn];
   if (fwd.stage != f.stage || h->mb != mb)
@@ -411,6 +395,15 @@ Status Executor::backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
                                 saved,
                                 opName('F', h->forwardFn, h->mb).c_str(),
                                 f.stage, static_cast<long long>(mb)));
+  return h;
+}
+
+Status Executor::backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
+                          int32_t out0) {
+  BP_TRY(checkFunction(fn, FunctionKind::Backward, FunctionKind::BackwardInput,
+                       "bp_rt_backward"));
+  const StageFunction &f = manifest_.functions[fn];
+  BP_ASSIGN(h, savedHandleOf(saved, f, mb));
   if (h->inputHalfDone)
     return invalid(formatString("handle %d already went through an input "
                                 "half; it awaits bp_rt_weight_grad",
@@ -443,14 +436,7 @@ Status Executor::weightGrad(int32_t fn, int64_t mb, int32_t saved) {
   BP_TRY(checkFunction(fn, FunctionKind::BackwardWeight,
                        FunctionKind::BackwardWeight, "bp_rt_weight_grad"));
   const StageFunction &f = manifest_.functions[fn];
-  BP_ASSIGN(h, values_.handle(saved, "the saved handle"));
-  const StageFunction &fwd = manifest_.functions[h->forwardFn];
-  if (fwd.stage != f.stage || h->mb != mb)
-    return invalid(formatString("handle %d was saved by %s, not by the "
-                                "forward of stage %d, micro-batch %lld",
-                                saved,
-                                opName('F', h->forwardFn, h->mb).c_str(),
-                                f.stage, static_cast<long long>(mb)));
+  BP_ASSIGN(h, savedHandleOf(saved, f, mb));
   if (!h->inputHalfDone)
     return invalid(formatString("handle %d has not been through the input "
                                 "half (bp_rt_backward) yet",

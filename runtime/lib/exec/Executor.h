@@ -105,6 +105,10 @@ private:
   Status accumulateGrad(int param, const Buffer &g);
   Status checkFunction(int32_t fn, FunctionKind a, FunctionKind b,
                        const char *op) const;
+  /// The saved handle \p saved, checked to be the forward's of \p f's stage
+  /// and micro-batch \p mb.
+  Expected<SavedHandle *> savedHandleOf(int32_t saved, const StageFunction &f,
+                                        int64_t mb) const;
   /// Binds the backward-side arguments of \p fn from \p handle.
   Status bindBackwardArgs(int fn, SavedHandle &handle, const BufferRef &grad,
                           std::vector<void *> *args);

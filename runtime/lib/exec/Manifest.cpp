@@ -121,12 +121,6 @@ private:
   std::string where_;
 };
 
-#define BP_TRY(expr)                                                           \
-  do {                                                                         \
-    Status s_ = (expr);                                                        \
-    if (!s_.isOk())                                                            \
-      return s_;                                                               \
-  } while (0)
 
 std::string indexed(const std::string &where, size_t i) {
   return where + "[" + std::to_string(i) + "]";
