@@ -62,7 +62,10 @@ case)
     --schedule "$schedule" --microbatches "$n" -o "$dir/train"
   mpirun "${mpirun_flags[@]}" -np $((d * k)) "$dir/train" --data "$data" \
     "${run_flags[@]}" --metrics "$dir/metrics.jsonl" \
-    --dump-rank-params "$dir/params"
+    --dump-rank-params "$dir/params" | tee "$dir/run.log"
+  # The saved activations in flight peaked where the compiler predicted
+  # from the schedule, on every rank.
+  grep "saved activations in flight" "$dir/run.log" | grep -q "as the schedule predicts"
   "$bin/bitpipe-compare" --metrics "$dir/metrics.jsonl" "$ref/metrics.jsonl"
   for ((r = 0; r < d * k; ++r)); do
     "$bin/bitpipe-compare" "$dir/params/rank$r.safetensors" \

@@ -347,6 +347,8 @@ std::string manifest::writeManifest(const Manifest &m) {
         j.object([&] {
           j.attribute("num_values", r.numValues);
           j.attribute("dp_copy", r.dpCopy);
+          j.attribute("peak_handles", r.peakHandles);
+          j.attribute("peak_saved_bytes", r.peakSavedBytes);
           writeNames(j, "params", r.params);
           j.attributeArray("buckets", [&] {
             for (const Bucket &b : r.buckets)

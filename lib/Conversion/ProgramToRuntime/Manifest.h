@@ -71,6 +71,9 @@ struct Bucket {
 struct Rank {
   int64_t numValues = 0;
   int64_t dpCopy = 0;
+  /// Over the rank's program order: the most forward handles alive at once
+  /// and the most bytes of their saved results.
+  int64_t peakHandles = 0, peakSavedBytes = 0;
   llvm::SmallVector<std::string> params;
   llvm::SmallVector<Bucket> buckets;
 };

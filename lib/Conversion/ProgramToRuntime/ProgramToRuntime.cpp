@@ -159,6 +159,48 @@ struct FunctionTable {
   llvm::DenseMap<Operation *, int64_t> index;
 };
 
+/// The bytes of a static tensor type (the manifest's buffers).
+int64_t tensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.getNumElements() *
+         llvm::divideCeil(tensor.getElementTypeBitWidth(), 8);
+}
+
+/// Walks \p program in order and returns the most forward handles alive at
+/// once and the most bytes of their saved results (a handle lives from its
+/// forward to the backward, or weight half, that ends it): the memory of
+/// activations in flight that the schedule implies, which the runtime
+/// measures and compares.
+std::pair<int64_t, int64_t> peakSavedActivations(ProgramOp program) {
+  llvm::DenseMap<Value, int64_t> bytesOf;
+  int64_t live = 0, liveBytes = 0, peak = 0, peakBytes = 0;
+  auto end = [&](Value saved) {
+    --live;
+    liveBytes -= bytesOf.lookup(saved);
+  };
+  program.walk([&](Operation *op) {
+    if (auto forward = dyn_cast<ForwardOp>(op)) {
+      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          forward, forward.getCalleeAttr());
+      int64_t bytes = 0;
+      for (unsigned i = 0; i < callee.getNumResults(); ++i)
+        if (callee.getResultAttr(i, attr::kSaved))
+          bytes += tensorBytes(callee.getResultTypes()[i]);
+      bytesOf[forward.getSaved()] = bytes;
+      ++live;
+      liveBytes += bytes;
+      peak = std::max(peak, live);
+      peakBytes = std::max(peakBytes, liveBytes);
+    } else if (auto weight = dyn_cast<WeightGradOp>(op)) {
+      end(weight.getSaved());
+    } else if (auto backward = dyn_cast<BackwardOp>(op)) {
+      if (calleeKind(op) == FunctionKind::Backward)
+        end(backward.getSaved());
+    }
+  });
+  return {peak, peakBytes};
+}
+
 FailureOr<FunctionTable> collectFunctions(ModuleOp module,
                                           ArrayRef<ProgramOp> programs) {
   SymbolTable symbols(module);
@@ -686,6 +728,8 @@ LogicalResult LowerProgramToRuntimePass::lower() {
     manifest::Rank rank;
     rank.numValues = planner.numValues;
     rank.dpCopy = world->copy(program.getRank());
+    std::tie(rank.peakHandles, rank.peakSavedBytes) =
+        peakSavedActivations(program);
     llvm::StringSet<> held;
     for (func::FuncOp fn : planner.forwards)
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)

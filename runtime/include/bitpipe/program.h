@@ -97,6 +97,12 @@ extern const int64_t bitpipe_manifest_size;
  *   "ranks": [                      // index r <-> bitpipe_rank_programs[r]
  *     {"num_values": 57,
  *      "dp_copy": 0,                // which data-parallel copy r belongs to
+ *      "peak_handles": 7,           // the schedule's saved activations in
+ *      "peak_saved_bytes": 2129920, // flight at their peak on rank r: most
+ *                                   // forward handles alive at once in
+ *                                   // program order, most bytes of their
+ *                                   // "saved" results (optional; the
+ *                                   // runtime measures both and reports)
  *      "params": ["embed.tokens", ...],   // parameters rank r holds
  *      "buckets": [{"group": 0, "params": ["final_ln.weight", ...]}]}
  *   ]

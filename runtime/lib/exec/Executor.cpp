@@ -260,9 +260,26 @@ Status Executor::forward(int32_t fn, int64_t mb, int32_t in0, int32_t in1,
     if (out0 >= 0)
       BP_TRY(values_.defineTensor(out0, std::move(results[r])));
   }
-  if (saved >= 0)
+  if (saved >= 0) {
+    for (const BufferRef &b : handle->saved)
+      if (b)
+        handle->savedBytes += static_cast<int64_t>(b->bytes());
+    handleCreated(*handle);
     BP_TRY(values_.defineHandle(saved, std::move(handle)));
+  }
   return Status::ok();
+}
+
+void Executor::handleCreated(const SavedHandle &h) {
+  ++liveHandles_;
+  liveSavedBytes_ += h.savedBytes;
+  peakHandles_ = std::max(peakHandles_, liveHandles_);
+  peakSavedBytes_ = std::max(peakSavedBytes_, liveSavedBytes_);
+}
+
+void Executor::handleReleased(const SavedHandle &h) {
+  --liveHandles_;
+  liveSavedBytes_ -= h.savedBytes;
 }
 
 Status Executor::bindBackwardArgs(int fn, SavedHandle &h,
@@ -424,6 +441,7 @@ Status Executor::backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
   }
   BP_TRY(takeBackwardResults(fn, *h, results, out0));
   if (f.kind == FunctionKind::Backward) {
+    handleReleased(*h);
     values_.take(saved); // the handle and what it kept alive go
   } else {
     h->inputHalfDone = true;
@@ -450,6 +468,7 @@ Status Executor::weightGrad(int32_t fn, int64_t mb, int32_t saved) {
     BP_TRY(call(fn, args, &results));
   }
   BP_TRY(takeBackwardResults(fn, *h, results, -1));
+  handleReleased(*h);
   values_.take(saved);
   return Status::ok();
 }

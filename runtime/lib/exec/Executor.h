@@ -62,6 +62,12 @@ public:
   /// behind; frees the tensors it did not release.
   Status endStep();
 
+  /// The most forward handles alive at once on this rank over the run, and
+  /// the most bytes of their saved results: what the compiler predicted
+  /// from the schedule as the manifest's peak_handles / peak_saved_bytes.
+  int64_t peakHandles() const { return peakHandles_; }
+  int64_t peakSavedBytes() const { return peakSavedBytes_; }
+
   /// The step's micro-batch losses on this rank: their sum and count.
   double lossSum() const { return lossSum_; }
   int64_t lossCount() const { return lossCount_; }
@@ -126,6 +132,11 @@ private:
   AdamW &optimizer_;
   TraceRecorder &trace_;
   std::vector<GroupId> groupIds_;
+  // Saved activations in flight (see peakHandles).
+  int64_t liveHandles_ = 0, liveSavedBytes_ = 0;
+  int64_t peakHandles_ = 0, peakSavedBytes_ = 0;
+  void handleCreated(const SavedHandle &h);
+  void handleReleased(const SavedHandle &h);
   int rank_;
   /// Whether this rank counts each parameter in the global gradient norm
   /// (it is the lowest rank holding it), by manifest index.

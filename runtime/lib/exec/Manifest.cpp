@@ -476,6 +476,10 @@ Status parseRanks(const std::vector<JsonValue> &list, Manifest *m) {
                               static_cast<long long>(
                                   m->schedule.dataParallel)));
     rs.dpCopy = static_cast<int>(copy);
+    if (list[r].get("peak_handles"))
+      BP_TRY(f.integer("peak_handles", &rs.peakHandles, 0));
+    if (list[r].get("peak_saved_bytes"))
+      BP_TRY(f.integer("peak_saved_bytes", &rs.peakSavedBytes, 0));
     const JsonValue *params = nullptr;
     BP_TRY(f.member("params", &params));
     BP_TRY(parseNames(*params, f.at("params"), *m, &rs.params));

@@ -122,6 +122,9 @@ struct BucketSpec {
 struct RankSpec {
   int32_t numValues = 0;
   int dpCopy = 0;
+  /// The schedule's prediction (program.h): most forward handles alive at
+  /// once, and most bytes of their saved results; -1 when not given.
+  int64_t peakHandles = -1, peakSavedBytes = -1;
   std::vector<int> params; // indices into Manifest::params
   std::vector<BucketSpec> buckets;
   bool holds(int param) const;

@@ -155,7 +155,7 @@ public:
 private:
   Status save(const std::string &path, int64_t step);
   void report(int64_t step, double seconds, const StepReport &mine);
-  Status reportMemory();
+  Status reportMemory(const Executor &executor);
 
   const CompiledProgram &program_;
   Communicator &comm_;
@@ -178,30 +178,48 @@ Status Trainer::save(const std::string &path, int64_t step) {
   return s;
 }
 
-/// Prints, on rank 0, each rank's peak of tensor memory (activations in
-/// flight, gradients in transit, kernel scratch: the pool of runtime.h;
-/// parameters, gradients and moments are on top) and what the pool holds.
-Status Trainer::reportMemory() {
-  int64_t peak = 0, reserved = 0;
-  bp_memory_stats(nullptr, &peak, &reserved);
-  std::string mine(2 * sizeof(int64_t), '\0');
-  std::memcpy(mine.data(), &peak, sizeof peak);
-  std::memcpy(mine.data() + sizeof peak, &reserved, sizeof reserved);
+/// Prints, on rank 0, per rank: the saved activations in flight at their
+/// peak, measured, next to what the compiler predicted from the schedule
+/// (the two must agree: the executor runs the schedule's order), and the
+/// peak of all tensor memory (activations, gradients in transit, kernel
+/// scratch: the pool of runtime.h; parameters, gradients and moments are on
+/// top) with what the pool holds.
+Status Trainer::reportMemory(const Executor &executor) {
+  int64_t mine[4] = {executor.peakHandles(), executor.peakSavedBytes(), 0, 0};
+  bp_memory_stats(nullptr, &mine[2], &mine[3]);
+  std::string bytes(sizeof mine, '\0');
+  std::memcpy(bytes.data(), mine, sizeof mine);
   std::vector<std::string> all;
-  Status s = comm_.gatherBytes(mine, 0, &all);
+  Status s = comm_.gatherBytes(bytes, 0, &all);
   if (!s.isOk() || rank_ != 0)
     return s;
-  std::string line = "tensor memory, peak (pool) per rank, MiB:";
+  const double MiB = 1048576.0;
+  std::string saved = "saved activations in flight, peak per rank:";
+  std::string pool = "tensor memory, peak (pool) per rank, MiB:";
+  bool asScheduled = true;
   for (size_t r = 0; r < all.size(); ++r) {
-    int64_t p = 0, h = 0;
-    if (all[r].size() == 2 * sizeof(int64_t)) {
-      std::memcpy(&p, all[r].data(), sizeof p);
-      std::memcpy(&h, all[r].data() + sizeof p, sizeof h);
+    int64_t v[4] = {0, 0, 0, 0};
+    if (all[r].size() == sizeof v)
+      std::memcpy(v, all[r].data(), sizeof v);
+    const RankSpec &spec = manifest_.ranks[r];
+    saved += formatString(" r%zu %lld (%.2f MiB)", r, (long long)v[0],
+                          v[1] / MiB);
+    if (spec.peakHandles >= 0 &&
+        (v[0] != spec.peakHandles || v[1] != spec.peakSavedBytes)) {
+      saved += formatString(" [schedule: %lld, %.2f MiB]",
+                            (long long)spec.peakHandles,
+                            spec.peakSavedBytes / MiB);
+      asScheduled = false;
     }
-    line += formatString(" r%zu %.1f (%.1f)", r, p / 1048576.0,
-                         h / 1048576.0);
+    pool += formatString(" r%zu %.1f (%.1f)", r, v[2] / MiB, v[3] / MiB);
   }
-  std::printf("%s\n", line.c_str());
+  bool predicted = !manifest_.ranks.empty() &&
+                   manifest_.ranks[0].peakHandles >= 0;
+  std::printf("%s%s\n%s\n", saved.c_str(),
+              !predicted     ? ""
+              : asScheduled ? " - as the schedule predicts"
+                            : " - DIFFERS from the schedule's prediction",
+              pool.c_str());
   return Status::ok();
 }
 
@@ -324,7 +342,7 @@ int Trainer::run() {
   }
   if (logger_)
     logger_->finish();
-  if (!agreeAllOk(comm_, reportMemory()))
+  if (!agreeAllOk(comm_, reportMemory(ctx)))
     return 1;
   if (metrics_)
     std::fclose(metrics_);

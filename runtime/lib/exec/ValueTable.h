@@ -65,6 +65,9 @@ struct SavedHandle {
   std::vector<BufferRef> stash;
   BufferRef gradOfResult;
   bool inputHalfDone = false;
+  /// Bytes of `saved` when the forward made the handle (what the manifest's
+  /// peak_saved_bytes counts).
+  int64_t savedBytes = 0;
 };
 
 class ValueTable {

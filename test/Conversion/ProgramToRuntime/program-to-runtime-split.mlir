@@ -134,5 +134,5 @@ module attributes {
 // MANIFEST-SAME:   {"name":"s1_bwd_input","kind":"backward_input","stage":1,
 // MANIFEST-SAME:   {"name":"s1_bwd_weight","kind":"backward_weight","stage":1,
 // MANIFEST-SAME: "groups":{{\[\[0,1\]\]}},
-// MANIFEST-SAME: "ranks":[{"num_values":10,"dp_copy":0,"params":["wte","head.weight","head.bias"],"buckets":[{"group":0,"params":["head.bias","head.weight","wte"]}]},
-// MANIFEST-SAME:          {"num_values":10,"dp_copy":1,
+// MANIFEST-SAME: "ranks":[{"num_values":10,"dp_copy":0,"peak_handles":2,"peak_saved_bytes":128,"params":["wte","head.weight","head.bias"],"buckets":[{"group":0,"params":["head.bias","head.weight","wte"]}]},
+// MANIFEST-SAME:          {"num_values":10,"dp_copy":1,"peak_handles":2,"peak_saved_bytes":128,

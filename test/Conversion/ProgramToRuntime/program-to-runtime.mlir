@@ -176,12 +176,12 @@ module attributes {
 // CHECK-NEXT:    call @bp_rt_optimizer_step
 
 // The manifest, embedded (bytes, no NUL: the type, an array of as many
-// i8 as the string has bytes, is implied) with its size: 1976 bytes, the
+// i8 as the string has bytes, is implied) with its size: 2054 bytes, the
 // file's text less its newline.
 // CHECK:       llvm.mlir.global external constant @bitpipe_manifest("{\22version\22:1,\22model\22:{{.*}}]}") {addr_space = 0 : i32}{{$}}
-// CHECK:       llvm.mlir.global external constant @bitpipe_manifest_size(1976 : i64) {addr_space = 0 : i32} : i64
+// CHECK:       llvm.mlir.global external constant @bitpipe_manifest_size(2054 : i64) {addr_space = 0 : i32} : i64
 // RUN: wc -c < %t.json | FileCheck %s --check-prefix=BYTES
-// BYTES: {{^}}1977{{$}}
+// BYTES: {{^}}2055{{$}}
 
 // The same text (compact JSON, program.h's key order). Parameters once, in
 // order of first appearance; only matrices decay. The backward's parameter
@@ -218,5 +218,5 @@ module attributes {
 // MANIFEST-SAME:               {"role":"param","param":"wte","shape":[8,4],"dtype":"f32"}]}],
 // MANIFEST-SAME: "groups":{{\[\[0,1\]\]}},
 // MANIFEST-SAME: "ranks":[
-// MANIFEST-SAME:   {"num_values":9,"dp_copy":0,"params":["wte","ln.bias"],"buckets":[{"group":0,"params":["wte"]}]},
-// MANIFEST-SAME:   {"num_values":11,"dp_copy":0,"params":["wte"],"buckets":[{"group":0,"params":["wte"]}]}]}
+// MANIFEST-SAME:   {"num_values":9,"dp_copy":0,"peak_handles":2,"peak_saved_bytes":256,"params":["wte","ln.bias"],"buckets":[{"group":0,"params":["wte"]}]},
+// MANIFEST-SAME:   {"num_values":11,"dp_copy":0,"peak_handles":2,"peak_saved_bytes":0,"params":["wte"],"buckets":[{"group":0,"params":["wte"]}]}]}
