@@ -44,7 +44,9 @@ echo "== 6. the complete program: transfers, bucketed all-reduce, 2 data-paralle
   --bitpipe-pipeline="devices=4 microbatches=8 schedule=bitpipe dp=2" \
   -o "$out/gpt.program.mlir"
 echo "rank 0's program begins (all 8 programs: $out/gpt.program.mlir):"
-sed -n '/bitpipe.program @rank0 /,/^  }/p' "$out/gpt.program.mlir" | head -16 | cut -c1-150
+# awk, not head: head would exit early and, with pipefail, the SIGPIPE of
+# sed would end the demo.
+sed -n '/bitpipe.program @rank0 /,/^  }/p' "$out/gpt.program.mlir" | awk 'NR <= 16' | cut -c1-150
 echo "    ..."
 sed -n '/bitpipe.program @rank0 /,/^  }/p' "$out/gpt.program.mlir" | tail -6 | cut -c1-150
 
