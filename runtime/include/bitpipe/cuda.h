@@ -145,8 +145,8 @@ bp_status_t bp_cuda_synchronize(void *stream);
 /*===-----------------------------------------------------------------------===
  * Device memory: a caching pool, as bp_alloc is for host memory. Freed blocks
  * are kept by their exact rounded size (512 B units below 1 MiB, 128 KiB
- * above) and handed out again without cudaMalloc (which synchronizes the
- * device and costs tens of microseconds): training repeats the same shapes
+ * above) and handed out again without cudaMalloc (which is slow and may
+ * synchronize the device): training repeats the same shapes
  * every micro-batch, so after the first step nothing is allocated from CUDA.
  *
  * Stream order, as cudaFreeAsync: bp_cuda_free(ptr, s) means "every use of

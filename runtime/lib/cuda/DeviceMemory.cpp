@@ -3,8 +3,8 @@
 // bp_cuda_alloc / bp_cuda_free (bitpipe/cuda.h): host memory's pool
 // (runtime/lib/cpu/HostMemory.cpp) for the device. Freed blocks are cached
 // by exact rounded size, so a training step, which allocates the same few
-// sizes every micro-batch, stops calling cudaMalloc (slow, and it
-// synchronizes the device) after its first step. Two differences from the
+// sizes every micro-batch, stops calling cudaMalloc (slow, and it may
+// synchronize the device) after its first step. Two differences from the
 // host pool:
 //  - a block's size cannot live in a header in front of it (the host cannot
 //    touch device memory), so a map from pointer to block holds it (which
