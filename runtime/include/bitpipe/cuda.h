@@ -152,8 +152,10 @@ bp_status_t bp_cuda_synchronize(void *stream);
  * Stream order, as cudaFreeAsync: bp_cuda_free(ptr, s) means "every use of
  * ptr is enqueued on s (or ordered before it)"; the block is then handed out
  * again only to bp_cuda_alloc(..., s), whose later work on s runs after those
- * uses. When cudaMalloc fails, the pool waits for the device, returns every
- * cached block to CUDA and tries once more.
+ * uses. Synchronize a stream before destroying it: blocks freed on it stay
+ * cached under its handle, which CUDA may give to a new stream. When
+ * cudaMalloc fails, the pool waits for the device, returns every cached
+ * block to CUDA and tries once more.
  *===----------------------------------------------------------------------===*/
 
 /* A device block of at least `bytes` (at least 1) bytes, 256-byte aligned;
