@@ -320,4 +320,70 @@ TEST(CrossEntropyBwd, OtherIgnoreIndex) {
             BP_ERR_INVALID_ARGUMENT);
 }
 
+//===----------------------------------------------------------------------===//
+// The backward references of Reference.h (what the CUDA kernels are tested
+// against) against finite differences of the forward references. Both sides
+// are double, so the tolerance is 1e-5 rather than kGradRtol.
+//===----------------------------------------------------------------------===//
+
+constexpr double kRefGradRtol = 1e-5;
+
+TEST(ReferenceGrad, EmbeddingMatchesFiniteDifferences) {
+  const int64_t B = 2, T = 3, H = 2, V = 4;
+  std::vector<int32_t> tokens = {1, 3, 1, 1, 0, 2}; // Token 1 three times.
+  auto wteD = toDouble(randomFloats(V * H, 50)),
+       wpeD = toDouble(randomFloats(T * H, 51)),
+       wD = toDouble(randomFloats(B * T * H, 52));
+  auto loss = [&] {
+    return weightedSum(ref::embedding(tokens, wteD, wpeD, B, T, H), wD);
+  };
+  auto fdWte = finiteDifferences(wteD, loss);
+  auto fdWpe = finiteDifferences(wpeD, loss);
+  std::vector<double> dwte, dwpe;
+  ref::embeddingGrad(tokens, wD, B, T, H, V, dwte, dwpe);
+  EXPECT_TRUE(allClose(dwte, fdWte, kRefGradRtol));
+  EXPECT_TRUE(allClose(dwpe, fdWpe, kRefGradRtol));
+}
+
+TEST(ReferenceGrad, LayerNormMatchesFiniteDifferences) {
+  const int64_t N = 3, H = 7;
+  const double eps = 1e-5;
+  auto xD = toDouble(randomFloats(N * H, 53, 1.0f, 3.0f)),
+       gD = toDouble(randomFloats(H, 54, 0.5f, 1.5f)),
+       bD = toDouble(randomFloats(H, 55)), wD = toDouble(randomFloats(N * H, 56));
+  auto loss = [&] {
+    return weightedSum(ref::layerNorm(xD, gD, bD, N, H, eps), wD);
+  };
+  auto fdX = finiteDifferences(xD, loss);
+  auto fdGamma = finiteDifferences(gD, loss);
+  auto fdBeta = finiteDifferences(bD, loss);
+  std::vector<double> dx, dgamma, dbeta;
+  ref::layerNormGrad(wD, xD, gD, N, H, eps, dx, dgamma, dbeta);
+  EXPECT_TRUE(gradMatches(dx, fdX)); // Not vacuous...
+  EXPECT_TRUE(allClose(dx, fdX, kRefGradRtol)); // ...and tight.
+  EXPECT_TRUE(allClose(dgamma, fdGamma, kRefGradRtol));
+  EXPECT_TRUE(allClose(dbeta, fdBeta, kRefGradRtol));
+}
+
+TEST(ReferenceGrad, GeluMatchesFiniteDifferences) {
+  auto xD = toDouble(randomFloats(40, 57, -5.0f, 5.0f)),
+       wD = toDouble(randomFloats(40, 58));
+  auto fd =
+      finiteDifferences(xD, [&] { return weightedSum(ref::gelu(xD), wD); });
+  EXPECT_TRUE(allClose(ref::geluGrad(wD, xD), fd, kRefGradRtol));
+}
+
+TEST(ReferenceGrad, CrossEntropyMatchesFiniteDifferences) {
+  const int64_t N = 4, V = 5;
+  const double dloss = 0.25;
+  auto lD = toDouble(randomFloats(N * V, 59, -3.0f, 3.0f));
+  std::vector<int32_t> labels = {2, BP_IGNORE_INDEX, 4, 0};
+  auto fd = finiteDifferences(lD, [&] {
+    return dloss * ref::crossEntropy(lD, labels, N, V, BP_IGNORE_INDEX);
+  });
+  auto d = ref::crossEntropyGrad(lD, labels, N, V, BP_IGNORE_INDEX, dloss);
+  EXPECT_TRUE(gradMatches(d, fd));
+  EXPECT_TRUE(allClose(d, fd, kRefGradRtol));
+}
+
 } // namespace

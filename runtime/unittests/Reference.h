@@ -2,8 +2,11 @@
 //
 // Test-only. The obvious textbook loops, templated on the scalar type and
 // instantiated in double: the kernels' forwards are compared with them, and
-// the kernels' backwards with their central finite differences. Nothing here
-// is blocked or clever, so that it is easy to believe.
+// the CPU kernels' backwards with their central finite differences. The
+// backward references at the end (checked against those finite differences
+// themselves) serve the CUDA kernels' tests, whose sizes are too large for
+// finite differences. Nothing here is blocked or clever, so that it is easy
+// to believe.
 //
 //===----------------------------------------------------------------------===//
 
@@ -155,6 +158,113 @@ S crossEntropy(const std::vector<S> &logits, const std::vector<int32_t> &labels,
     ++count;
   }
   return count ? total / S(count) : S(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Backward references: the gradients of the forwards above, written out by
+// the chain rule (GradCheckTest checks each against finite differences of
+// its forward). Finite differences are too slow for the sizes the CUDA
+// kernels are tested at (H = 8192, V = 50304); these are not.
+//===----------------------------------------------------------------------===//
+
+/// Scatter-add of dout [B, T, H]: dwte [V, H] and dwpe [T, H], from zero.
+template <typename S>
+void embeddingGrad(const std::vector<int32_t> &tokens, const std::vector<S> &dout,
+                   int64_t B, int64_t T, int64_t H, int64_t V,
+                   std::vector<S> &dwte, std::vector<S> &dwpe) {
+  dwte.assign(V * H, S(0));
+  dwpe.assign(T * H, S(0));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t c = 0; c < H; ++c) {
+        dwte[tokens[b * T + t] * H + c] += dout[(b * T + t) * H + c];
+        dwpe[t * H + c] += dout[(b * T + t) * H + c];
+      }
+}
+
+/// dx [N, H], dgamma [H], dbeta [H] of sum(dy * layerNorm(x)), through the
+/// mean and the variance one at a time (the textbook derivation, not the
+/// kernels' compact rstd (g - mean(g) - xhat mean(g xhat)), so that the two
+/// check each other).
+template <typename S>
+void layerNormGrad(const std::vector<S> &dy, const std::vector<S> &x,
+                   const std::vector<S> &gamma, int64_t N, int64_t H, S eps,
+                   std::vector<S> &dx, std::vector<S> &dgamma,
+                   std::vector<S> &dbeta) {
+  dx.assign(N * H, S(0));
+  dgamma.assign(H, S(0));
+  dbeta.assign(H, S(0));
+  for (int64_t i = 0; i < N; ++i) {
+    S mu = 0;
+    for (int64_t c = 0; c < H; ++c)
+      mu += x[i * H + c];
+    mu /= S(H);
+    S var = 0;
+    for (int64_t c = 0; c < H; ++c)
+      var += (x[i * H + c] - mu) * (x[i * H + c] - mu);
+    var /= S(H);
+    const S rs = S(1) / std::sqrt(var + eps);
+    // dL/dvar and dL/dmu, with dxhat = dy * gamma.
+    S dvar = 0, dmu = 0, sumCentred = 0;
+    for (int64_t c = 0; c < H; ++c) {
+      const S dxhat = dy[i * H + c] * gamma[c];
+      dvar += dxhat * (x[i * H + c] - mu) * S(-0.5) * rs * rs * rs;
+      dmu += -dxhat * rs;
+      sumCentred += x[i * H + c] - mu;
+    }
+    dmu += dvar * S(-2) * sumCentred / S(H);
+    for (int64_t c = 0; c < H; ++c) {
+      const S dxhat = dy[i * H + c] * gamma[c];
+      dx[i * H + c] = dxhat * rs + dvar * S(2) * (x[i * H + c] - mu) / S(H) +
+                      dmu / S(H);
+      dgamma[c] += dy[i * H + c] * (x[i * H + c] - mu) * rs;
+      dbeta[c] += dy[i * H + c];
+    }
+  }
+}
+
+/// dx = dy * gelu'(x), tanh form.
+template <typename S>
+std::vector<S> geluGrad(const std::vector<S> &dy, const std::vector<S> &x) {
+  const S k = std::sqrt(S(2) / S(M_PI));
+  std::vector<S> dx(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const S u = k * (x[i] + S(0.044715) * x[i] * x[i] * x[i]);
+    const S du = k * (S(1) + S(3) * S(0.044715) * x[i] * x[i]);
+    const S th = std::tanh(u);
+    dx[i] = dy[i] * (S(0.5) * (S(1) + th) +
+                     S(0.5) * x[i] * (S(1) - th * th) * du);
+  }
+  return dx;
+}
+
+/// dlogits [N, V] of dloss * crossEntropy(logits): dloss (softmax - onehot)
+/// / count on labelled rows, 0 on ignored ones (and everywhere if none is
+/// labelled).
+template <typename S>
+std::vector<S> crossEntropyGrad(const std::vector<S> &logits,
+                                const std::vector<int32_t> &labels, int64_t N,
+                                int64_t V, int32_t ignoreIndex, S dloss) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < N; ++i)
+    count += labels[i] != ignoreIndex;
+  std::vector<S> d(N * V, S(0));
+  for (int64_t i = 0; i < N; ++i) {
+    if (labels[i] == ignoreIndex)
+      continue;
+    S mx = logits[i * V];
+    for (int64_t j = 1; j < V; ++j)
+      mx = logits[i * V + j] > mx ? logits[i * V + j] : mx;
+    S sum = 0;
+    for (int64_t j = 0; j < V; ++j)
+      sum += std::exp(logits[i * V + j] - mx);
+    for (int64_t j = 0; j < V; ++j)
+      d[i * V + j] = dloss *
+                     (std::exp(logits[i * V + j] - mx) / sum -
+                      (j == labels[i] ? S(1) : S(0))) /
+                     S(count);
+  }
+  return d;
 }
 
 } // namespace bitpipe::runtime::ref

@@ -57,9 +57,12 @@ inline double maxAbs(const std::vector<double> &v) {
 /// element-wise: relative for entries near the tensor's scale, and an
 /// absolute floor of rtol * floor * scale for entries that cancel to ~0
 /// (where an fp32 result cannot be relatively accurate).
-inline ::testing::AssertionResult allClose(const std::vector<float> &actual,
-                                           const std::vector<double> &expected,
-                                           double rtol, double floor = 0.1) {
+/// \p actual may be float (a kernel's output) or double (a reference checked
+/// against finite differences).
+template <typename A>
+::testing::AssertionResult allClose(const std::vector<A> &actual,
+                                    const std::vector<double> &expected,
+                                    double rtol, double floor = 0.1) {
   if (actual.size() != expected.size())
     return ::testing::AssertionFailure()
            << "size " << actual.size() << " != " << expected.size();
@@ -83,6 +86,26 @@ inline ::testing::AssertionResult allClose(const std::vector<float> &actual,
          << bad << " of " << actual.size() << " elements differ; first at "
          << firstBad << ": " << actual[firstBad] << " vs " << expected[firstBad]
          << " (scale " << scale << ", worst err/scale " << worst << ")";
+}
+
+/// allClose's criterion as one number, for reports: the largest
+/// |actual - expected| / (|expected| + floor * max|expected|), so that
+/// allClose(actual, expected, rtol, floor) passes exactly when this is <=
+/// rtol. Infinite for a NaN, or for any error where the bound is 0.
+template <typename A>
+double maxNormalizedError(const std::vector<A> &actual,
+                          const std::vector<double> &expected,
+                          double floor = 0.1) {
+  const double scale = maxAbs(expected);
+  double worst = 0.0;
+  for (size_t i = 0; i < actual.size() && i < expected.size(); ++i) {
+    double err = std::fabs(static_cast<double>(actual[i]) - expected[i]);
+    double bound = std::fabs(expected[i]) + floor * scale;
+    if (!(err <= 0.0))
+      worst = std::max(worst, err < INFINITY && bound > 0.0 ? err / bound
+                                                            : INFINITY);
+  }
+  return worst;
 }
 
 /// Central finite differences of a scalar function of \p x, in double:
@@ -124,8 +147,9 @@ inline constexpr double kFwdRtol = 1e-5;
 
 /// A gradient check is meaningless if the expected gradient is ~0: then a
 /// kernel writing zeros would pass. Require a non-trivial gradient.
-inline ::testing::AssertionResult gradMatches(const std::vector<float> &kernel,
-                                              const std::vector<double> &fd) {
+template <typename A>
+::testing::AssertionResult gradMatches(const std::vector<A> &kernel,
+                                       const std::vector<double> &fd) {
   if (!(maxAbs(fd) > 1e-3))
     return ::testing::AssertionFailure()
            << "finite-difference gradient is ~0 (max " << maxAbs(fd)

@@ -25,6 +25,8 @@ const char *errorCodeName(ErrorCode code) {
     return "timeout";
   case ErrorCode::CommFailure:
     return "communication failure";
+  case ErrorCode::DeviceFailure:
+    return "device failure";
   }
   return "unknown error";
 }

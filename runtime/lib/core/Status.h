@@ -29,6 +29,7 @@ enum class ErrorCode : int32_t {
   FormatError = 5,
   Timeout = 6,
   CommFailure = 7,
+  DeviceFailure = 8, // A CUDA call failed (BP_ERR_DEVICE in bitpipe/cuda.h).
 };
 
 const char *errorCodeName(ErrorCode code);

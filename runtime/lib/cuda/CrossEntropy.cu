@@ -1,0 +1,196 @@
+//===- CrossEntropy.cu - Softmax cross-entropy over bf16 logits ---------===//
+//
+// One block per row (grid-stride over rows): the row's (max, sum of exp)
+// pair is built online in one pass of the up to 50304 logits and reduced
+// across the block in fp32. The mean over labelled rows needs the count of
+// labelled rows, a reduction over all of them, so each direction is two
+// launches with a small scratch buffer from the pool:
+//   forward:  per-row losses, then one block sums them in double, in a fixed
+//             order (as the CPU kernel sums in double) and divides;
+//   backward: one block counts the labelled rows into the gradient scale
+//             dloss / count, then the per-row gradients.
+// Results are the same bits on every run.
+//
+// Labels are checked on the device: a label outside [0, V) that is not the
+// ignore index is recorded for bp_cuda_synchronize, never dereferenced, and
+// makes its row's loss (hence the mean) and gradient row NaN.
+//
+// None of this has run on a GPU yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceMath.cuh"
+#include "Launch.h"
+#include "kernels/Common.h"
+
+using namespace bitpipe::runtime::cuda;
+using bitpipe::runtime::cpu::allNonNull;
+using bitpipe::runtime::cpu::allPositive;
+
+namespace {
+
+/// A row's softmax normaliser, reduced over the block: every thread gets it.
+__device__ MaxSum rowMaxSum(const bf16 *row, int64_t V) {
+  MaxSum acc = emptyMaxSum();
+  for (int64_t j = threadIdx.x; j < V; j += blockDim.x)
+    acc = push(acc, load(row, j));
+  return blockReduce(acc, Combine(), emptyMaxSum());
+}
+
+__global__ void crossEntropyRowLossKernel(const bf16 *logits,
+                                          const int32_t *labels,
+                                          float *rowLoss, int64_t N, int64_t V,
+                                          int32_t ignoreIndex,
+                                          int32_t *indexError) {
+  for (int64_t i = blockIdx.x; i < N; i += gridDim.x) {
+    const int32_t label = labels[i];
+    // The label is the same for the whole block: uniform branches, so the
+    // reduction below is reached by every thread or by none.
+    if (label == ignoreIndex) {
+      if (threadIdx.x == 0)
+        rowLoss[i] = 0.0f;
+      continue;
+    }
+    if (!inRange(label, V)) {
+      if (threadIdx.x == 0) {
+        reportBadIndex(indexError, kCrossEntropyFwdReporter);
+        rowLoss[i] = NAN;
+      }
+      continue;
+    }
+    const bf16 *row = logits + i * V;
+    const MaxSum ms = rowMaxSum(row, V);
+    // -log softmax(row)[label] = log(sum) - (row[label] - max): the parts
+    // kept apart, as the CPU kernel does, so large logits lose no bits.
+    if (threadIdx.x == 0)
+      rowLoss[i] = logf(ms.sum) - (load(row, label) - ms.max);
+  }
+}
+
+/// The labelled rows (label in range, not ignored), counted by one block.
+__device__ int64_t blockCountLabelled(const int32_t *labels, int64_t N,
+                                      int64_t V, int32_t ignoreIndex) {
+  int64_t count = 0;
+  for (int64_t i = threadIdx.x; i < N; i += blockDim.x)
+    count += labels[i] != ignoreIndex && inRange(labels[i], V);
+  return blockReduce(count, Plus(), int64_t(0));
+}
+
+/// One block: loss = sum(rowLoss) / count, or 0 when nothing is labelled.
+__global__ void crossEntropyMeanKernel(const float *rowLoss,
+                                       const int32_t *labels, float *loss,
+                                       int64_t N, int64_t V,
+                                       int32_t ignoreIndex) {
+  double total = 0.0;
+  for (int64_t i = threadIdx.x; i < N; i += blockDim.x)
+    total += rowLoss[i]; // 0 for ignored rows, NaN for bad ones.
+  total = blockReduce(total, Plus(), 0.0);
+  const int64_t count = blockCountLabelled(labels, N, V, ignoreIndex);
+  if (threadIdx.x == 0)
+    *loss = count ? static_cast<float>(total / static_cast<double>(count))
+                  : 0.0f;
+}
+
+/// One block: *scale = dloss / count, or 0 when nothing is labelled.
+__global__ void crossEntropyScaleKernel(const int32_t *labels, float dloss,
+                                        float *scale, int64_t N, int64_t V,
+                                        int32_t ignoreIndex) {
+  const int64_t count = blockCountLabelled(labels, N, V, ignoreIndex);
+  if (threadIdx.x == 0)
+    *scale = count ? dloss / static_cast<float>(count) : 0.0f;
+}
+
+__global__ void crossEntropyGradKernel(const bf16 *logits,
+                                       const int32_t *labels,
+                                       const float *scalePtr, bf16 *dlogits,
+                                       int64_t N, int64_t V,
+                                       int32_t ignoreIndex,
+                                       int32_t *indexError) {
+  const float scale = *scalePtr;
+  for (int64_t i = blockIdx.x; i < N; i += gridDim.x) {
+    const int32_t label = labels[i];
+    bf16 *drow = dlogits + i * V;
+    if (label == ignoreIndex || !inRange(label, V)) {
+      if (label != ignoreIndex && threadIdx.x == 0)
+        reportBadIndex(indexError, kCrossEntropyBwdReporter);
+      const float fill = label == ignoreIndex ? 0.0f : NAN;
+      for (int64_t j = threadIdx.x; j < V; j += blockDim.x)
+        store(drow, j, fill);
+      continue;
+    }
+    const bf16 *row = logits + i * V;
+    // The reduction ends with a barrier after every thread's last read of
+    // the row, and below each thread reads element j before writing it:
+    // dlogits may alias logits.
+    const MaxSum ms = rowMaxSum(row, V);
+    const float logSum = logf(ms.sum);
+    for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
+      float p = expf((load(row, j) - ms.max) - logSum);
+      store(drow, j, p * scale - (j == label ? scale : 0.0f));
+    }
+  }
+}
+
+/// A row of the vocabulary per block: ~16 logits a thread (1024 threads at
+/// V = 50304); the single-block reductions over N rows use all 1024.
+int rowBlock(int64_t V) { return rowThreads(V, 16); }
+
+} // namespace
+
+extern "C" bp_status_t bp_cuda_cross_entropy_fwd(const bp_bf16_t *logits,
+                                                 const int32_t *labels,
+                                                 float *loss, int64_t N,
+                                                 int64_t V,
+                                                 int32_t ignore_index,
+                                                 void *stream) {
+  if (!allNonNull({logits, labels, loss}) || !allPositive({N, V}))
+    return BP_ERR_INVALID_ARGUMENT;
+  int32_t *indexError = indexErrorWord();
+  if (!indexError)
+    return BP_ERR_DEVICE;
+  const cudaStream_t s = asStream(stream);
+  auto *rowLoss = static_cast<float *>(
+      bp_cuda_alloc(N * static_cast<int64_t>(sizeof(float)), stream));
+  if (!rowLoss)
+    return BP_ERR_OUT_OF_MEMORY;
+  crossEntropyRowLossKernel<<<gridBlocks(N, 1), rowBlock(V), 0, s>>>(
+      asBf16(logits), labels, rowLoss, N, V, ignore_index, indexError);
+  bp_status_t status = checkLaunch("bp_cuda_cross_entropy_fwd (rows)");
+  if (status == BP_OK) {
+    crossEntropyMeanKernel<<<1, kMaxThreads, 0, s>>>(rowLoss, labels, loss, N,
+                                                     V, ignore_index);
+    status = checkLaunch("bp_cuda_cross_entropy_fwd (mean)");
+  }
+  bp_cuda_free(rowLoss, stream); // In stream order: after the kernels above.
+  return status;
+}
+
+extern "C" bp_status_t bp_cuda_cross_entropy_bwd(const bp_bf16_t *logits,
+                                                 const int32_t *labels,
+                                                 float dloss,
+                                                 bp_bf16_t *dlogits,
+                                                 int64_t N, int64_t V,
+                                                 int32_t ignore_index,
+                                                 void *stream) {
+  if (!allNonNull({logits, labels, dlogits}) || !allPositive({N, V}))
+    return BP_ERR_INVALID_ARGUMENT;
+  int32_t *indexError = indexErrorWord();
+  if (!indexError)
+    return BP_ERR_DEVICE;
+  const cudaStream_t s = asStream(stream);
+  auto *scale =
+      static_cast<float *>(bp_cuda_alloc(sizeof(float), stream));
+  if (!scale)
+    return BP_ERR_OUT_OF_MEMORY;
+  crossEntropyScaleKernel<<<1, kMaxThreads, 0, s>>>(labels, dloss, scale, N, V,
+                                                    ignore_index);
+  bp_status_t status = checkLaunch("bp_cuda_cross_entropy_bwd (scale)");
+  if (status == BP_OK) {
+    crossEntropyGradKernel<<<gridBlocks(N, 1), rowBlock(V), 0, s>>>(
+        asBf16(logits), labels, scale, asBf16(dlogits), N, V, ignore_index,
+        indexError);
+    status = checkLaunch("bp_cuda_cross_entropy_bwd (rows)");
+  }
+  bp_cuda_free(scale, stream); // In stream order: after the kernels above.
+  return status;
+}

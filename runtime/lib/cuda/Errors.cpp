@@ -1,0 +1,121 @@
+//===- Errors.cpp - CUDA errors as bp_status_t; bad ids on the device -----===//
+//
+// Kernels cannot return errors: a launch only queues work. Two kinds are
+// turned into bp_status_t here:
+//  - CUDA's own (a bad launch configuration, or an asynchronous fault that
+//    makes every later call fail), caught by checking after each launch and
+//    at bp_cuda_synchronize;
+//  - out-of-range token and label ids, which only the device sees: kernels
+//    record the first one in a device word, and bp_cuda_synchronize reads it.
+//
+// None of this has run on a GPU yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Launch.h"
+
+#include "core/Status.h"
+
+#include <cstdio>
+#include <mutex>
+
+namespace bitpipe::runtime::cuda {
+
+static_assert(BP_ERR_DEVICE == static_cast<int>(ErrorCode::DeviceFailure),
+              "bitpipe/cuda.h and core/Status.h number errors alike");
+
+bp_status_t checkCuda(cudaError_t err, const char *what) {
+  if (err == cudaSuccess)
+    return BP_OK;
+  std::fprintf(stderr, "bitpipe: cuda: %s: %s (%s)\n", what,
+               cudaGetErrorString(err), cudaGetErrorName(err));
+  std::fflush(stderr);
+  return BP_ERR_DEVICE;
+}
+
+bp_status_t checkLaunch(const char *what) {
+  cudaError_t err = cudaGetLastError();
+  if (err == cudaSuccess)
+    return BP_OK;
+  std::fprintf(stderr,
+               "bitpipe: cuda: %s: %s (%s); raised at its launch, possibly "
+               "by earlier asynchronous work\n",
+               what, cudaGetErrorString(err), cudaGetErrorName(err));
+  std::fflush(stderr);
+  return BP_ERR_DEVICE;
+}
+
+int32_t *indexErrorWord() {
+  static std::once_flag once;
+  static int32_t *word = nullptr;
+  std::call_once(once, [] {
+    int32_t *w = nullptr;
+    if (checkCuda(cudaMalloc(&w, sizeof(int32_t)), "index-error word") !=
+        BP_OK)
+      return;
+    // Synchronous on purpose: the word must read 0 before any kernel that
+    // could record into it, whatever stream that kernel runs on.
+    if (checkCuda(cudaMemset(w, 0, sizeof(int32_t)), "index-error word") !=
+            BP_OK ||
+        checkCuda(cudaDeviceSynchronize(), "index-error word") != BP_OK)
+      return;
+    word = w;
+  });
+  return word;
+}
+
+static const char *describeReporter(int32_t who) {
+  switch (who) {
+  case kEmbeddingFwdReporter:
+    return "bp_cuda_embedding_fwd met a token id outside [0, V)";
+  case kEmbeddingBwdReporter:
+    return "bp_cuda_embedding_bwd met a token id outside [0, V)";
+  case kCrossEntropyFwdReporter:
+    return "bp_cuda_cross_entropy_fwd met a label outside [0, V) that is not "
+           "the ignore index";
+  case kCrossEntropyBwdReporter:
+    return "bp_cuda_cross_entropy_bwd met a label outside [0, V) that is not "
+           "the ignore index";
+  default:
+    return "a kernel recorded an unknown index error";
+  }
+}
+
+} // namespace bitpipe::runtime::cuda
+
+using namespace bitpipe::runtime::cuda;
+
+extern "C" bp_status_t bp_cuda_synchronize(void *stream) {
+  if (bp_status_t s = checkCuda(cudaStreamSynchronize(asStream(stream)),
+                                "bp_cuda_synchronize");
+      s != BP_OK)
+    return s;
+  int32_t *word = indexErrorWord();
+  if (!word)
+    return BP_ERR_DEVICE;
+  int32_t who = kNoIndexError;
+  if (bp_status_t s = checkCuda(cudaMemcpy(&who, word, sizeof(who),
+                                           cudaMemcpyDeviceToHost),
+                                "bp_cuda_synchronize (index-error word)");
+      s != BP_OK)
+    return s;
+  if (who == kNoIndexError)
+    return BP_OK;
+  std::fprintf(stderr,
+               "bitpipe: cuda: %s; those rows' outputs are NaN and their "
+               "gradients were skipped\n",
+               describeReporter(who));
+  std::fflush(stderr);
+  // Cleared before returning (an error path: waiting costs nothing), so a
+  // kernel enqueued next, on any stream, cannot record into the word and
+  // then see its record wiped by this memset.
+  if (bp_status_t s = checkCuda(cudaMemset(word, 0, sizeof(int32_t)),
+                                "bp_cuda_synchronize (index-error word)");
+      s != BP_OK)
+    return s;
+  if (bp_status_t s = checkCuda(cudaStreamSynchronize(nullptr),
+                                "bp_cuda_synchronize (index-error word)");
+      s != BP_OK)
+    return s;
+  return BP_ERR_INVALID_ARGUMENT;
+}

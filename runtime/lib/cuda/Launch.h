@@ -1,0 +1,75 @@
+//===- Launch.h - Launch shapes and error checks of the CUDA kernels -*- C++ -*-=//
+//
+// Host-side helpers shared by every kernel family: turning the C ABI's void *
+// into a stream, choosing block and grid sizes, and turning CUDA errors into
+// bp_status_t with a message that names the failing function (a launch
+// returns no error of its own: cudaGetLastError must be asked after it).
+//
+// None of this has run on a GPU yet.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_CUDA_LAUNCH_H
+#define BITPIPE_RUNTIME_CUDA_LAUNCH_H
+
+#include "bitpipe/cuda.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace bitpipe::runtime::cuda {
+
+inline cudaStream_t asStream(void *stream) {
+  return static_cast<cudaStream_t>(stream);
+}
+
+constexpr int kWarp = 32;
+constexpr int kMaxThreads = 1024;
+/// Grid-stride kernels are launched with at most this many blocks: enough
+/// to fill an H200 (132 SMs x 2048 threads) many times over at 256 threads
+/// a block; the loops inside the kernels cover whatever is left.
+constexpr int64_t kMaxBlocks = 65535;
+
+/// Threads of a block that owns one row of \p cols elements: about
+/// \p perThread elements each (enough independent loads in flight per
+/// thread), a whole number of warps (the reductions work warp by warp), from
+/// one warp (H = 64) to 1024 threads (H = 8192, V = 50304).
+inline int rowThreads(int64_t cols, int64_t perThread) {
+  int64_t threads = (cols + perThread - 1) / perThread;
+  threads = (threads + kWarp - 1) / kWarp * kWarp;
+  return static_cast<int>(std::clamp<int64_t>(threads, kWarp, kMaxThreads));
+}
+
+/// Blocks of a grid-stride launch over \p items units, \p perBlock a block.
+inline unsigned gridBlocks(int64_t items, int64_t perBlock) {
+  return static_cast<unsigned>(
+      std::clamp<int64_t>((items + perBlock - 1) / perBlock, 1, kMaxBlocks));
+}
+
+/// BP_OK for cudaSuccess; otherwise prints "bitpipe: cuda: <what>: <error>"
+/// and returns BP_ERR_DEVICE.
+bp_status_t checkCuda(cudaError_t err, const char *what);
+
+/// After a launch: its configuration error, or an earlier asynchronous fault
+/// that this is the first call to see (the message says it may be earlier).
+bp_status_t checkLaunch(const char *what);
+
+/// Who recorded an out-of-range id in the device's index-error word (see
+/// bp_cuda_synchronize); 0 is "nobody".
+enum IndexReporter : int32_t {
+  kNoIndexError = 0,
+  kEmbeddingFwdReporter = 1,
+  kEmbeddingBwdReporter = 2,
+  kCrossEntropyFwdReporter = 3,
+  kCrossEntropyBwdReporter = 4,
+};
+
+/// The device word where kernels record the first out-of-range id; created
+/// (zeroed) on first use. Null, after a message, if that failed.
+int32_t *indexErrorWord();
+
+} // namespace bitpipe::runtime::cuda
+
+#endif // BITPIPE_RUNTIME_CUDA_LAUNCH_H
