@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace bitpipe::runtime::ref {
@@ -33,6 +34,21 @@ std::vector<S> embedding(const std::vector<int32_t> &tokens,
   return out;
 }
 
+/// The mean of row \p i of x [N, H] and 1 / sqrt(biased variance + eps).
+template <typename S>
+std::pair<S, S> rowMoments(const std::vector<S> &x, int64_t i, int64_t H,
+                           S eps) {
+  S mu = 0;
+  for (int64_t c = 0; c < H; ++c)
+    mu += x[i * H + c];
+  mu /= S(H);
+  S var = 0;
+  for (int64_t c = 0; c < H; ++c)
+    var += (x[i * H + c] - mu) * (x[i * H + c] - mu);
+  var /= S(H);
+  return {mu, S(1) / std::sqrt(var + eps)};
+}
+
 /// Row-wise layer norm; also returns the mean and 1/std of each row.
 template <typename S>
 std::vector<S> layerNorm(const std::vector<S> &x, const std::vector<S> &gamma,
@@ -45,15 +61,7 @@ std::vector<S> layerNorm(const std::vector<S> &x, const std::vector<S> &gamma,
   if (rstd)
     rstd->assign(N, S(0));
   for (int64_t i = 0; i < N; ++i) {
-    S mu = 0;
-    for (int64_t c = 0; c < H; ++c)
-      mu += x[i * H + c];
-    mu /= S(H);
-    S var = 0;
-    for (int64_t c = 0; c < H; ++c)
-      var += (x[i * H + c] - mu) * (x[i * H + c] - mu);
-    var /= S(H);
-    S rs = S(1) / std::sqrt(var + eps);
+    auto [mu, rs] = rowMoments(x, i, H, eps);
     for (int64_t c = 0; c < H; ++c)
       y[i * H + c] = (x[i * H + c] - mu) * rs * gamma[c] + beta[c];
     if (mean)
@@ -195,15 +203,7 @@ void layerNormGrad(const std::vector<S> &dy, const std::vector<S> &x,
   dgamma.assign(H, S(0));
   dbeta.assign(H, S(0));
   for (int64_t i = 0; i < N; ++i) {
-    S mu = 0;
-    for (int64_t c = 0; c < H; ++c)
-      mu += x[i * H + c];
-    mu /= S(H);
-    S var = 0;
-    for (int64_t c = 0; c < H; ++c)
-      var += (x[i * H + c] - mu) * (x[i * H + c] - mu);
-    var /= S(H);
-    const S rs = S(1) / std::sqrt(var + eps);
+    const auto [mu, rs] = rowMoments(x, i, H, eps);
     // dL/dvar and dL/dmu, with dxhat = dy * gamma.
     S dvar = 0, dmu = 0, sumCentred = 0;
     for (int64_t c = 0; c < H; ++c) {

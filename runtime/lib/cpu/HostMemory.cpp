@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/runtime.h"
+#include "core/PoolCounters.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -42,7 +43,7 @@ public:
       if (!cached.empty()) {
         char *block = cached.back();
         cached.pop_back();
-        noteAllocated(size);
+        counters_.handedOut(size);
         return block;
       }
     }
@@ -51,8 +52,8 @@ public:
       return nullptr;
     *reinterpret_cast<size_t *>(raw) = size;
     std::lock_guard<std::mutex> lock(mutex_);
-    reserved_ += static_cast<int64_t>(size);
-    noteAllocated(size);
+    counters_.reserved(size);
+    counters_.handedOut(size);
     return raw + kHeader;
   }
 
@@ -62,29 +63,19 @@ public:
     char *block = static_cast<char *>(ptr);
     size_t size = *reinterpret_cast<size_t *>(block - kHeader);
     std::lock_guard<std::mutex> lock(mutex_);
-    inUse_ -= static_cast<int64_t>(size);
+    counters_.takenBack(size);
     free_[size].push_back(block);
   }
 
   void stats(int64_t *inUse, int64_t *peak, int64_t *reserved) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (inUse)
-      *inUse = inUse_;
-    if (peak)
-      *peak = peak_;
-    if (reserved)
-      *reserved = reserved_;
+    counters_.read(inUse, peak, reserved);
   }
 
 private:
-  void noteAllocated(size_t size) {
-    inUse_ += static_cast<int64_t>(size);
-    peak_ = std::max(peak_, inUse_);
-  }
-
   std::mutex mutex_;
   std::unordered_map<size_t, std::vector<char *>> free_;
-  int64_t inUse_ = 0, peak_ = 0, reserved_ = 0;
+  bitpipe::runtime::PoolCounters counters_;
 };
 
 /// Never destroyed: blocks may be released during static destruction.

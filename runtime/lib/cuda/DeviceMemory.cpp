@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Launch.h"
+#include "core/PoolCounters.h"
 
 #include <cstddef>
 #include <cstdio>
@@ -64,7 +65,7 @@ public:
         void *block = it->second.back();
         it->second.pop_back();
         blocks_[block].cached = false;
-        noteAllocated(size);
+        counters_.handedOut(size);
         return block;
       }
     }
@@ -85,8 +86,8 @@ public:
     }
     std::lock_guard<std::mutex> lock(mutex_);
     blocks_[block] = {size, false};
-    reserved_ += static_cast<int64_t>(size);
-    noteAllocated(size);
+    counters_.reserved(size);
+    counters_.handedOut(size);
     return block;
   }
 
@@ -105,26 +106,16 @@ public:
       return;
     }
     it->second.cached = true;
-    inUse_ -= static_cast<int64_t>(it->second.size);
+    counters_.takenBack(it->second.size);
     free_[{stream, it->second.size}].push_back(ptr);
   }
 
   void stats(int64_t *inUse, int64_t *peak, int64_t *reserved) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (inUse)
-      *inUse = inUse_;
-    if (peak)
-      *peak = peak_;
-    if (reserved)
-      *reserved = reserved_;
+    counters_.read(inUse, peak, reserved);
   }
 
 private:
-  void noteAllocated(size_t size) {
-    inUse_ += static_cast<int64_t>(size);
-    peak_ = std::max(peak_, inUse_);
-  }
-
   /// Returns every cached block to CUDA, after the device is idle: a cached
   /// block may still be read by queued work of the stream that freed it.
   void releaseCached() {
@@ -136,7 +127,7 @@ private:
       for (void *block : blocks) {
         checkCuda(cudaFree(block), "bp_cuda_alloc (releasing cache)");
         blocks_.erase(block);
-        reserved_ -= static_cast<int64_t>(key.size);
+        counters_.returned(key.size);
       }
     }
     free_.clear();
@@ -149,7 +140,7 @@ private:
     bool cached; // In a free list, not handed out.
   };
   std::unordered_map<void *, Block> blocks_;
-  int64_t inUse_ = 0, peak_ = 0, reserved_ = 0;
+  bitpipe::runtime::PoolCounters counters_;
 };
 
 /// Never destroyed: blocks may be released during static destruction, and
