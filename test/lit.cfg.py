@@ -2,6 +2,7 @@
 # lit configuration for bitpipe's FileCheck tests.
 
 import os
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -17,6 +18,8 @@ config.test_exec_root = os.path.join(config.bitpipe_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%examples", os.path.join(config.bitpipe_src_root, "examples")))
+# The Python that runs lit runs the tests' small input generators.
+config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%inputs", os.path.join(config.bitpipe_src_root, "test", "Inputs")))
 
 # Captured SSA names must not leak between CHECK-LABEL blocks.
@@ -29,5 +32,8 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.bitpipe_tools_dir, config.llvm_tools_dir]
-tools = ["bitpipe-opt", "bitpipe-import", "bitpipe-compile", "mlir-translate", "llc"]
+tools = [
+    "bitpipe-opt", "bitpipe-import", "bitpipe-compile", "bitpipe-compare",
+    "mlir-translate", "llc",
+]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -2,7 +2,9 @@
 # One end-to-end equivalence case: compile MODEL for a schedule on D devices
 # x K data-parallel copies, train it for 3 steps under mpirun, and check that
 # the loss of every step and every rank's parameters equal those of a
-# 1-rank run on the same N*K micro-batches (to 1e-5 relative).
+# 1-rank run on the same N*K micro-batches (to 1e-5 relative), that the
+# ranks together hold every parameter, replicas bit for bit alike, and
+# that the run trained: the loss fell and every parameter moved.
 #
 # The reference is one process running the micro-batches one after the
 # other, its model cut in two stages (interleaved-1f1b with 2 chunks on one
@@ -13,67 +15,74 @@
 # float64 gradient accumulation the runs then agree to the last bit or
 # nearly; without that care, AdamW turns the rounding noise of gradients
 # that are zero in exact arithmetic (the attention's key bias) into
-# parameter differences of ~1e-4 relative.
+# parameter differences of ~1e-4 relative. That this reference is itself
+# right is absolute.sh's business (an independent float64 implementation).
 #
-#   equivalence.sh reference MODEL N_TOTAL WORKDIR
+#   equivalence.sh reference MODEL N_TOTAL WORKDIR [RUN FLAG...]
 #       compiles and runs the 1-rank reference (a ctest fixture);
-#   equivalence.sh case MODEL SCHEDULE D K N WORKDIR
+#   equivalence.sh case MODEL SCHEDULE D K N WORKDIR [RUN FLAG...]
 #       compiles and runs one case and compares it with the reference of
-#       MODEL and N*K, which must exist in WORKDIR.
+#       MODEL, N*K and the same run flags, which must exist in WORKDIR.
+# RUN FLAGs (e.g. --max-grad-norm 0.05) go to both runs.
 #
 # BITPIPE_BIN: the directory of bitpipe-compile, bitpipe-tokenize and
-# bitpipe-compare.
+# bitpipe-compare; BITPIPE_PYTHON: a python3 with numpy.
 set -euo pipefail
-bin=${BITPIPE_BIN:?set BITPIPE_BIN to the bin directory of the build}
+source "$(dirname "$0")/common.sh"
 steps=3
-seed=20261130
-run_flags=(--steps "$steps" --seed "$seed" --lr 1e-3 --timeout 120)
 
-# mpirun as root and with more ranks than cores (the CI machine has 2).
-mpirun_flags=(--oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1)
-[ "$(id -u)" = 0 ] && mpirun_flags+=(--allow-run-as-root)
+# progress DIR RANKS: the loss fell and every parameter moved.
+progress() {
+  local dir=$1 ranks=$2 dumps=()
+  for ((r = 0; r < ranks; ++r)); do dumps+=("$dir/params/rank$r.safetensors"); done
+  "$python" "$reference_dir/check_progress.py" "$dir/metrics.jsonl" \
+    "$dir/init.safetensors" "${dumps[@]}"
+}
 
-tokens() { # the corpus: Debian's license texts, as byte tokens
-  local out=$1/tokens.bin
-  [ -f "$out" ] || "$bin/bitpipe-tokenize" -o "$out" /usr/share/common-licenses/* >/dev/null
-  echo "$out"
+# train DIR NP FLAGS...: the initial parameters, then 3 steps.
+train() {
+  local dir=$1 np=$2 data
+  shift 2
+  data=$(tokens "$(dirname "$dir")")
+  run "$np" "$dir/train" --data "$data" --steps 0 "${base_flags[@]}" \
+    --save "$dir/init.safetensors" >/dev/null
+  run "$np" "$dir/train" --data "$data" --steps "$steps" "${base_flags[@]}" \
+    "$@" --metrics "$dir/metrics.jsonl" --dump-rank-params "$dir/params" |
+    tee "$dir/run.log"
 }
 
 case $1 in
 reference)
   model=$2 n=$3 work=$4
-  name=$(basename "$model" .json)
-  ref=$work/ref-$name-n$n
+  shift 4
+  ref=$work/ref-$(basename "$model" .json)-n$n$(flags_tag "$@")
   mkdir -p "$ref"
-  data=$(tokens "$work")
   "$bin/bitpipe-compile" "$model" --devices 1 --schedule interleaved-1f1b \
     --chunks-per-device 2 --microbatches "$n" -o "$ref/train"
-  OPENBLAS_NUM_THREADS=1 "$ref/train" --data "$data" "${run_flags[@]}" \
-    --metrics "$ref/metrics.jsonl" --dump-rank-params "$ref/params"
+  train "$ref" 1 "$@"
+  progress "$ref" 1
   ;;
 case)
   model=$2 schedule=$3 d=$4 k=$5 n=$6 work=$7
+  shift 7
   name=$(basename "$model" .json)
-  ref=$work/ref-$name-n$((n * k))
-  dir=$work/$name-$schedule-d$d-dp$k
+  ref=$work/ref-$name-n$((n * k))$(flags_tag "$@")
+  dir=$work/$name-$schedule-d$d-dp$k-n$n$(flags_tag "$@")
   rm -rf "$dir" && mkdir -p "$dir"
-  data=$(tokens "$work")
   "$bin/bitpipe-compile" "$model" --devices "$d" --dp "$k" \
     --schedule "$schedule" --microbatches "$n" -o "$dir/train"
-  mpirun "${mpirun_flags[@]}" -np $((d * k)) "$dir/train" --data "$data" \
-    "${run_flags[@]}" --metrics "$dir/metrics.jsonl" \
-    --dump-rank-params "$dir/params" | tee "$dir/run.log"
+  train "$dir" $((d * k)) "$@"
   # The saved activations in flight peaked where the compiler predicted
   # from the schedule, on every rank.
   grep -q "saved activations in flight.*as the schedule predicts" "$dir/run.log"
+  progress "$dir" $((d * k))
   "$bin/bitpipe-compare" --metrics "$dir/metrics.jsonl" "$ref/metrics.jsonl"
-  for ((r = 0; r < d * k; ++r)); do
-    "$bin/bitpipe-compare" "$dir/params/rank$r.safetensors" \
-      "$ref/params/rank0.safetensors"
-  done
+  "$bin/bitpipe-compare" --reference "$ref/params/rank0.safetensors" \
+    "$dir"/params/rank*.safetensors
   ;;
 *)
-  echo "usage: $0 reference MODEL N WORKDIR | case MODEL SCHEDULE D K N WORKDIR" >&2
+  echo "usage: $0 reference MODEL N WORKDIR [FLAG...] |" \
+    "case MODEL SCHEDULE D K N WORKDIR [FLAG...]" >&2
   exit 2
   ;;
 esac

@@ -5,6 +5,7 @@
 #include "bitpipe/runtime.h"
 #include "core/Tensor.h"
 
+#include <cmath>
 #include <cstdlib>
 
 namespace bitpipe::runtime {
@@ -579,26 +580,25 @@ Status Executor::optimizerStep(int64_t microbatches) {
 
   TraceRecorder::Scope scope(trace_, "optimizer", TraceCategory::Optimizer);
   std::vector<AdamWParam> all = params_.adamParams();
-  if (optimizer_.config().maxGradNorm > 0) {
-    // The norm is over the whole model: each parameter counted once, by
-    // the lowest rank holding it (replicas hold the same summed gradient).
-    std::vector<AdamWParam> owned;
-    const std::vector<int> &order = params_.layoutOrder();
-    for (size_t i = 0; i < order.size(); ++i)
-      if (ownsForNorm_[order[i]])
-        owned.push_back(all[i]);
-    double local = 0;
-    if (!owned.empty()) {
-      BP_ASSIGN(sum, AdamW::sumSquaredGradients(owned, n));
-      local = sum;
-    }
-    float total = static_cast<float>(local);
-    BP_ASSIGN(r, comm_.allReduceStart(&total, 1, DType::F32, kWorldGroup));
-    BP_TRY(comm_.allReduceWait(r));
-    BP_TRY(optimizer_.stepWithGlobalNorm(all, n, total));
-  } else {
-    BP_TRY(optimizer_.step(all, n));
+  // The global gradient norm, every step (clipping needs it, and the step's
+  // metrics report it: unlike the loss, it shows a mis-scaled gradient at
+  // once, which AdamW's normalised update hides). It is over the whole
+  // model: each parameter counted once, by the lowest rank holding it
+  // (replicas hold the same summed gradient).
+  std::vector<AdamWParam> owned;
+  const std::vector<int> &order = params_.layoutOrder();
+  for (size_t i = 0; i < order.size(); ++i)
+    if (ownsForNorm_[order[i]])
+      owned.push_back(all[i]);
+  double total = 0;
+  if (!owned.empty()) {
+    BP_ASSIGN(sum, AdamW::sumSquaredGradients(owned, n));
+    total = sum;
   }
+  BP_ASSIGN(r, comm_.allReduceStart(&total, 1, DType::F64, kWorldGroup));
+  BP_TRY(comm_.allReduceWait(r));
+  gradNorm_ = std::sqrt(total);
+  BP_TRY(optimizer_.stepWithGlobalNorm(all, n, total));
   params_.zeroGradients();
   stepped_ = true;
   return Status::ok();

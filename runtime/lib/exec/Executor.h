@@ -71,6 +71,9 @@ public:
   /// The step's micro-batch losses on this rank: their sum and count.
   double lossSum() const { return lossSum_; }
   int64_t lossCount() const { return lossCount_; }
+  /// The global norm of the step's mean gradient (before clipping), the
+  /// same on every rank; set by the optimizer step.
+  double gradNorm() const { return gradNorm_; }
 
   // The calls of program.h.
   Status loadInput(int32_t value, int32_t kind, int64_t mb, int64_t count);
@@ -158,6 +161,7 @@ private:
   bool stepped_ = false;
   double lossSum_ = 0;
   int64_t lossCount_ = 0;
+  double gradNorm_ = 0;
 };
 
 } // namespace bitpipe::runtime

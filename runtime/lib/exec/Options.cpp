@@ -123,7 +123,8 @@ std::vector<Flag> flags(TrainOptions &o) {
          o.tracePath = v;
          return Status::ok();
        }},
-      {"--metrics", "PATH", "JSON lines {step, loss, tokens_per_s}",
+      {"--metrics", "PATH",
+       "JSON lines {step, loss, grad_norm, tokens_per_s, seconds}",
        [&o](const std::string &, const std::string &v) {
          o.metricsPath = v;
          return Status::ok();

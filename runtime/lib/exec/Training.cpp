@@ -73,6 +73,7 @@ struct StepReport {
   double lossSum = 0;
   int64_t lossCount = 0;
   double bubble = 0;
+  double gradNorm = 0;
 };
 
 /// Start-up checks that may fail on some ranks: the data, the checkpoint,
@@ -253,9 +254,9 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
     logger_->log(stats);
   if (metrics_) {
     std::fprintf(metrics_,
-                 "{\"step\":%lld,\"loss\":%.9g,\"tokens_per_s\":%.6g,"
-                 "\"seconds\":%.6g}\n",
-                 static_cast<long long>(step), stats.loss,
+                 "{\"step\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,"
+                 "\"tokens_per_s\":%.6g,\"seconds\":%.6g}\n",
+                 static_cast<long long>(step), stats.loss, mine.gradNorm,
                  seconds > 0 ? stats.tokens / seconds : 0.0, seconds);
     std::fflush(metrics_);
   }
@@ -317,6 +318,9 @@ int Trainer::run() {
   trace_.resetEpoch();
 
   int64_t first = adam_.stepCount();
+  if (!o_.loadPath.empty() && rank_ == 0)
+    std::printf("bitpipe: resumed from %s at step %lld\n",
+                o_.loadPath.c_str(), static_cast<long long>(first));
   if (first >= o_.steps && rank_ == 0)
     std::printf("bitpipe: already at step %lld (--steps %lld): nothing to "
                 "train\n",
@@ -331,7 +335,8 @@ int Trainer::run() {
       ctx.fatal(ctx.describeCall("end of the step: " + s.message()));
     double end = trace_.nowUs();
     StepReport mine{ctx.lossSum(), ctx.lossCount(),
-                    bubbleFraction(trace_.events(), start, end)};
+                    bubbleFraction(trace_.events(), start, end),
+                    ctx.gradNorm()};
     if (o_.tracePath.empty())
       trace_.clear(); // keep memory flat on long runs
     report(step + 1, (end - start) * 1e-6, mine);

@@ -1,21 +1,43 @@
 //===- bitpipe-compare.cpp - Are two training results the same? -----------===//
 //
-//   bitpipe-compare [--rtol R] CANDIDATE.safetensors REFERENCE.safetensors
+//   bitpipe-compare [--rtol R] [--atol A] [--update-from INIT]
+//                   --reference REFERENCE.safetensors RANK.safetensors...
 //   bitpipe-compare [--rtol R] --metrics CANDIDATE.jsonl REFERENCE.jsonl
 //
-// The check behind the end-to-end equivalence tests: a pipeline-parallel run
-// must reach the parameters and losses of a one-process run, up to the
-// reordering of floating-point sums.
+// The check behind the end-to-end tests: a pipeline-parallel run must reach
+// the parameters and losses of a reference (a one-process run, or the
+// independent float64 reference), up to the reordering of floating-point
+// sums.
 //
-// Parameters: every F32 tensor of the candidate (one rank's parameters) must
-// exist in the reference with the same shape and satisfy
-//     max |c - r|  <=  rtol * max |r|        (per tensor)
-// The bound is relative to the tensor's scale rather than element-wise:
-// reordered sums perturb every element by about the same absolute amount,
-// so an element-wise bound would fail on elements that happen to be near 0.
+// Parameters: the candidate is the whole model, given as the parameter
+// dumps of every rank of one run. Together they must hold every tensor of
+// the reference, and nothing else: a tensor missing from all ranks, a
+// tensor the reference lacks, a shape that differs or a dump that holds no
+// tensor at all is a difference. A tensor held by several ranks (BitPipe's
+// replica pairs, data-parallel copies) must be bit for bit the same on all
+// of them: replicas apply the same summed gradient, so any difference is a
+// fault. Each tensor then satisfies
+//     max |c - r|  <=  rtol * max |r| + atol               (per tensor)
+// The bound is per tensor rather than element-wise: reordered sums perturb
+// every element by about the same absolute amount, so an element-wise bound
+// would fail on elements that happen to be near 0.
+// With --update-from INIT (the parameters both runs started from), the
+// bound is on the update instead, in the L2 norm over the tensor:
+//     || c - r ||_2  <=  rtol * || r - INIT ||_2 + atol
+// This is the bound for a float32 run against a float64 reference after
+// AdamW steps: AdamW divides each element's gradient by its own running
+// magnitude, so an element whose gradient is as small as the float32
+// rounding of the sums that form it (the attention's key bias, zero in
+// exact arithmetic; a weight of a GELU unit that barely fires) may move by
+// up to lr per step differently in the two precisions. An element-wise
+// bound would have to allow lr x steps, and would then pass a run whose
+// optimizer did nothing; over a whole tensor those elements are few, and
+// the norm of the update's error stays far below the norm of the update.
 //
-// Metrics: the JSON lines the executables write with --metrics; the "loss"
-// of every step of the reference must be matched, |c - r| <= rtol * |r|.
+// Metrics: the JSON lines the executables write with --metrics; every step
+// of the reference must be in the candidate, its "loss" within
+// |c - r| <= rtol * |r|, and its "grad_norm", when the reference has one,
+// within --grad-norm-rtol (default: rtol).
 //
 // Exit status: 0 equal, 1 different (each difference is printed), 2 usage or
 // unreadable input.
@@ -29,9 +51,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
-#include <sstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,11 +63,13 @@ using namespace bitpipe::runtime;
 namespace {
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: bitpipe-compare [--rtol R] CANDIDATE.safetensors "
-               "REFERENCE.safetensors\n"
-               "       bitpipe-compare [--rtol R] --metrics CANDIDATE.jsonl "
-               "REFERENCE.jsonl\n");
+  std::fprintf(
+      stderr,
+      "usage: bitpipe-compare [--rtol R] [--atol A] [--update-from INIT]\n"
+      "                       --reference REFERENCE.safetensors "
+      "RANK.safetensors...\n"
+      "       bitpipe-compare [--rtol R] [--grad-norm-rtol G] --metrics "
+      "CANDIDATE.jsonl REFERENCE.jsonl\n");
   return 2;
 }
 
@@ -53,72 +78,240 @@ int unreadable(const Status &status) {
   return 2;
 }
 
-int compareParameters(const std::string &candidatePath,
-                      const std::string &referencePath, double rtol) {
-  auto candidate = SafetensorsReader::open(candidatePath);
-  if (!candidate.isOk())
-    return unreadable(candidate.status());
+struct Tolerance {
+  double rtol = 1e-5;
+  double atol = 0;
+  double gradNormRtol = -1; // < 0: rtol
+};
+
+size_t elementCount(const std::vector<int64_t> &shape) {
+  size_t n = 1;
+  for (int64_t d : shape)
+    n *= static_cast<size_t>(d);
+  return n;
+}
+
+/// The parameter dumps of one run, opened, and which of them holds each
+/// tensor.
+struct Dumps {
+  std::vector<std::string> paths;
+  std::vector<std::unique_ptr<SafetensorsReader>> readers;
+  std::map<std::string, std::vector<size_t>> holders;
+};
+
+/// Opens every dump; counts each problem with their contents (no tensor,
+/// a tensor that is not F32) in \p problems.
+Expected<Dumps> openDumps(const std::vector<std::string> &paths,
+                          int &problems) {
+  Dumps dumps;
+  dumps.paths = paths;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    Expected<std::unique_ptr<SafetensorsReader>> r =
+        SafetensorsReader::open(paths[i]);
+    if (!r.isOk())
+      return r.status();
+    dumps.readers.push_back(r.take());
+    const std::vector<SafetensorsEntry> &tensors =
+        dumps.readers.back()->tensors();
+    if (tensors.empty()) {
+      std::printf("%s: holds no tensors (an empty dump covers nothing)\n",
+                  paths[i].c_str());
+      ++problems;
+    }
+    for (const SafetensorsEntry &e : tensors) {
+      if (e.dtype != "F32") {
+        std::printf("%s: %s is %s; parameters are F32\n", paths[i].c_str(),
+                    e.name.c_str(), e.dtype.c_str());
+        ++problems;
+        continue;
+      }
+      dumps.holders[e.name].push_back(i);
+    }
+  }
+  return dumps;
+}
+
+Status readTensor(const SafetensorsReader &reader,
+                  const SafetensorsEntry &entry, std::vector<float> &out) {
+  out.resize(elementCount(entry.shape));
+  return reader.readF32(entry.name, entry.shape, out.data());
+}
+
+/// Every holder of \p name must have the reference's shape and the same
+/// values as the first holder, bit for bit.
+Expected<bool> replicasAgree(const Dumps &dumps, const std::string &name,
+                             const SafetensorsEntry &ref,
+                             std::vector<float> &first) {
+  const std::vector<size_t> &holders = dumps.holders.at(name);
+  bool agree = true;
+  std::vector<float> other;
+  for (size_t k = 0; k < holders.size(); ++k) {
+    const SafetensorsReader &reader = *dumps.readers[holders[k]];
+    const SafetensorsEntry *e = reader.find(name);
+    if (e->shape != ref.shape) {
+      std::printf("%s: %s is %s; the reference's is %s\n",
+                  dumps.paths[holders[k]].c_str(), name.c_str(),
+                  shapeToString(e->shape).c_str(),
+                  shapeToString(ref.shape).c_str());
+      agree = false;
+      continue;
+    }
+    Status s = readTensor(reader, *e, k == 0 ? first : other);
+    if (!s.isOk())
+      return s;
+    if (k == 0 || std::memcmp(first.data(), other.data(),
+                              first.size() * sizeof(float)) == 0)
+      continue;
+    size_t at = 0;
+    while (at < first.size() &&
+           std::memcmp(&first[at], &other[at], sizeof(float)) == 0)
+      ++at;
+    std::printf("%s: replicas differ: %s has %.9g at element %zu, %s has "
+                "%.9g\n",
+                name.c_str(), dumps.paths[holders[0]].c_str(), first[at], at,
+                dumps.paths[holders[k]].c_str(), other[at]);
+    agree = false;
+  }
+  return agree;
+}
+
+/// How far a candidate tensor is from the reference's, and the scale the
+/// tolerance is relative to.
+struct Deviation {
+  double error = 0;
+  double scale = 0;
+  size_t at = 0; // the element that differs most
+};
+
+/// max |c - r| against max |r|.
+Deviation valueDeviation(const std::vector<float> &c,
+                         const std::vector<float> &r) {
+  Deviation d;
+  for (size_t i = 0; i < r.size(); ++i) {
+    double e = std::fabs(double(c[i]) - double(r[i]));
+    if (!(e <= d.error)) { // NaN sticks
+      d.error = std::isnan(e) ? INFINITY : e;
+      d.at = i;
+    }
+    d.scale = std::fmax(d.scale, std::fabs(double(r[i])));
+  }
+  return d;
+}
+
+/// ||c - r||_2 against ||r - r0||_2.
+Deviation updateDeviation(const std::vector<float> &c,
+                          const std::vector<float> &r,
+                          const std::vector<float> &r0) {
+  Deviation d;
+  double worst = -1, sumErr = 0, sumUpdate = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    double e = double(c[i]) - double(r[i]);
+    double u = double(r[i]) - double(r0[i]);
+    sumErr += e * e;
+    sumUpdate += u * u;
+    if (!(std::fabs(e) <= worst)) {
+      worst = std::isnan(e) ? INFINITY : std::fabs(e);
+      d.at = i;
+    }
+  }
+  d.error = std::sqrt(sumErr);
+  d.scale = std::sqrt(sumUpdate);
+  return d;
+}
+
+int compareParameters(const std::vector<std::string> &candidatePaths,
+                      const std::string &referencePath,
+                      const std::string &initPath, Tolerance tol) {
+  int differences = 0;
+  Expected<Dumps> dumps = openDumps(candidatePaths, differences);
+  if (!dumps.isOk())
+    return unreadable(dumps.status());
   auto reference = SafetensorsReader::open(referencePath);
   if (!reference.isOk())
     return unreadable(reference.status());
+  std::unique_ptr<SafetensorsReader> init;
+  if (!initPath.empty()) {
+    auto opened = SafetensorsReader::open(initPath);
+    if (!opened.isOk())
+      return unreadable(opened.status());
+    init = opened.take();
+  }
 
-  int differences = 0;
+  for (const auto &[name, holders] : dumps->holders)
+    if (!(*reference)->find(name)) {
+      std::printf("%s: in %s, absent from the reference\n", name.c_str(),
+                  candidatePaths[holders[0]].c_str());
+      ++differences;
+    }
+
+  size_t compared = 0;
   double worst = 0;
   std::string worstName;
-  for (const SafetensorsEntry &entry : (*candidate)->tensors()) {
-    if (entry.dtype != "F32")
+  std::vector<float> c, r, r0;
+  for (const SafetensorsEntry &ref : (*reference)->tensors()) {
+    if (ref.dtype != "F32")
       continue;
-    const SafetensorsEntry *ref = (*reference)->find(entry.name);
-    if (!ref || ref->shape != entry.shape) {
-      std::printf("%s: %s in the candidate, %s in the reference\n",
-                  entry.name.c_str(), shapeToString(entry.shape).c_str(),
-                  ref ? shapeToString(ref->shape).c_str() : "absent");
+    if (!dumps->holders.count(ref.name)) {
+      std::printf("%s: held by no rank (%zu dumps)\n", ref.name.c_str(),
+                  candidatePaths.size());
       ++differences;
       continue;
     }
-    size_t n = 1;
-    for (int64_t d : entry.shape)
-      n *= static_cast<size_t>(d);
-    std::vector<float> c(n), r(n);
-    Status s = (*candidate)->readF32(entry.name, entry.shape, c.data());
+    Expected<bool> agree = replicasAgree(*dumps, ref.name, ref, c);
+    if (!agree.isOk())
+      return unreadable(agree.status());
+    if (!*agree) {
+      ++differences;
+      continue;
+    }
+    Status s = readTensor(**reference, ref, r);
     if (!s.isOk())
       return unreadable(s);
-    s = (*reference)->readF32(entry.name, entry.shape, r.data());
-    if (!s.isOk())
-      return unreadable(s);
-    double maxDiff = 0, scale = 0;
-    size_t at = 0;
-    for (size_t i = 0; i < n; ++i) {
-      double d = std::fabs(double(c[i]) - double(r[i]));
-      if (!(d <= maxDiff)) { // also catches NaN
-        maxDiff = std::isnan(d) ? INFINITY : d;
-        at = i;
+    if (init) {
+      const SafetensorsEntry *e = init->find(ref.name);
+      if (!e || e->shape != ref.shape) {
+        std::printf("%s: %s in --update-from %s\n", ref.name.c_str(),
+                    e ? "another shape" : "absent", initPath.c_str());
+        ++differences;
+        continue;
       }
-      scale = std::fmax(scale, std::fabs(double(r[i])));
+      s = readTensor(*init, *e, r0);
+      if (!s.isOk())
+        return unreadable(s);
     }
-    double rel = scale > 0 ? maxDiff / scale : maxDiff;
-    if (rel > worst) {
+    Deviation dev = init ? updateDeviation(c, r, r0) : valueDeviation(c, r);
+    ++compared;
+    double bound = tol.rtol * dev.scale + tol.atol;
+    double rel = dev.error / std::fmax(bound, 1e-300);
+    if (!(rel <= worst)) {
       worst = rel;
-      worstName = entry.name;
+      worstName = ref.name;
     }
-    if (rel > rtol) {
-      std::printf("%s: max |c - r| = %.3g at element %zu (c = %.9g, r = "
-                  "%.9g), %.3g of max |r| = %.3g\n",
-                  entry.name.c_str(), maxDiff, at, c[at], r[at], rel, scale);
+    if (!(dev.error <= bound)) { // also catches NaN
+      std::printf("%s: %s = %.3g (worst at element %zu: c = %.9g, r = "
+                  "%.9g); allowed %.3g (rtol %.3g x %s %.3g + atol %.3g)\n",
+                  ref.name.c_str(), init ? "||c - r||_2" : "max |c - r|",
+                  dev.error, dev.at, c[dev.at], r[dev.at], bound, tol.rtol,
+                  init ? "||r - init||_2" : "max |r|", dev.scale, tol.atol);
       ++differences;
     }
   }
-  std::printf("%s: %zu tensors against %s, worst %.3g (%s), tolerance %.3g: "
-              "%s\n",
-              candidatePath.c_str(), (*candidate)->tensors().size(),
-              referencePath.c_str(), worst,
-              worstName.empty() ? "-" : worstName.c_str(), rtol,
+  std::printf("%zu file(s) against %s: %zu tensors compared, worst "
+              "%.3g of its allowance (%s): %s\n",
+              candidatePaths.size(), referencePath.c_str(), compared, worst,
+              worstName.empty() ? "-" : worstName.c_str(),
               differences ? "DIFFERENT" : "equal");
   return differences ? 1 : 0;
 }
 
-/// step -> loss of a --metrics file.
-bool readLosses(const std::string &path, std::map<int64_t, double> &losses) {
+/// One step of a --metrics file; grad_norm is NaN when the line has none.
+struct StepMetrics {
+  double loss = 0;
+  double gradNorm = NAN;
+};
+
+bool readMetrics(const std::string &path,
+                 std::map<int64_t, StepMetrics> &steps) {
   std::ifstream in(path);
   if (!in) {
     std::fprintf(stderr, "bitpipe-compare: cannot read %s\n", path.c_str());
@@ -133,24 +326,39 @@ bool readLosses(const std::string &path, std::map<int64_t, double> &losses) {
     auto value = parseJson(line);
     const JsonValue *step = value.isOk() ? value->get("step") : nullptr;
     const JsonValue *loss = value.isOk() ? value->get("loss") : nullptr;
+    const JsonValue *norm = value.isOk() ? value->get("grad_norm") : nullptr;
     if (!step || !loss || !step->isInteger ||
-        loss->kind != JsonValue::Kind::Number) {
+        loss->kind != JsonValue::Kind::Number ||
+        (norm && norm->kind != JsonValue::Kind::Number)) {
       std::fprintf(stderr,
                    "bitpipe-compare: %s:%d: expected a JSON object with an "
-                   "integer \"step\" and a number \"loss\"\n",
+                   "integer \"step\", a number \"loss\" and optionally a "
+                   "number \"grad_norm\"\n",
                    path.c_str(), lineNo);
       return false;
     }
-    losses[step->integer] = loss->number;
+    steps[step->integer] = {loss->number, norm ? norm->number : NAN};
   }
   return true;
 }
 
+/// Compares one quantity of one step; prints it; true when within rtol.
+bool sameQuantity(int64_t step, const char *what, double c, double r,
+                  double rtol) {
+  double rel = std::fabs(c - r) / std::fmax(std::fabs(r), 1e-30);
+  bool same = rel <= rtol; // false for NaN
+  std::printf("step %lld: %s %.9g vs %.9g (rel %.3g)%s\n", (long long)step,
+              what, c, r, rel, same ? "" : " DIFFERENT");
+  return same;
+}
+
 int compareMetrics(const std::string &candidatePath,
-                   const std::string &referencePath, double rtol) {
-  std::map<int64_t, double> candidate, reference;
-  if (!readLosses(candidatePath, candidate) ||
-      !readLosses(referencePath, reference))
+                   const std::string &referencePath, Tolerance tol) {
+  double rtol = tol.rtol;
+  double normRtol = tol.gradNormRtol >= 0 ? tol.gradNormRtol : tol.rtol;
+  std::map<int64_t, StepMetrics> candidate, reference;
+  if (!readMetrics(candidatePath, candidate) ||
+      !readMetrics(referencePath, reference))
     return 2;
   if (reference.empty()) {
     std::fprintf(stderr, "bitpipe-compare: %s has no steps\n",
@@ -166,10 +374,11 @@ int compareMetrics(const std::string &candidatePath,
       ++differences;
       continue;
     }
-    double rel = std::fabs(it->second - r) / std::fmax(std::fabs(r), 1e-30);
-    std::printf("step %lld: loss %.9g vs %.9g (rel %.3g)\n", (long long)step,
-                it->second, r, rel);
-    if (!(rel <= rtol))
+    if (!sameQuantity(step, "loss", it->second.loss, r.loss, rtol))
+      ++differences;
+    if (!std::isnan(r.gradNorm) &&
+        !sameQuantity(step, "grad_norm", it->second.gradNorm, r.gradNorm,
+                      normRtol))
       ++differences;
   }
   std::printf("%s: %zu steps against %s, tolerance %.3g: %s\n",
@@ -178,19 +387,35 @@ int compareMetrics(const std::string &candidatePath,
   return differences ? 1 : 0;
 }
 
+bool parseNonNegative(const char *text, double *out) {
+  char *end = nullptr;
+  *out = std::strtod(text, &end);
+  return *text && !*end && *out >= 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  double rtol = 1e-5;
+  Tolerance tol;
   bool metrics = false;
+  std::string referencePath, initPath;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--rtol" && i + 1 < argc) {
-      char *end = nullptr;
-      rtol = std::strtod(argv[++i], &end);
-      if (*end || !(rtol >= 0))
+    bool hasValue = i + 1 < argc;
+    if (arg == "--rtol" && hasValue) {
+      if (!parseNonNegative(argv[++i], &tol.rtol))
         return usage();
+    } else if (arg == "--grad-norm-rtol" && hasValue) {
+      if (!parseNonNegative(argv[++i], &tol.gradNormRtol))
+        return usage();
+    } else if (arg == "--atol" && hasValue) {
+      if (!parseNonNegative(argv[++i], &tol.atol))
+        return usage();
+    } else if (arg == "--reference" && hasValue) {
+      referencePath = argv[++i];
+    } else if (arg == "--update-from" && hasValue) {
+      initPath = argv[++i];
     } else if (arg == "--metrics") {
       metrics = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -199,8 +424,12 @@ int main(int argc, char **argv) {
       files.push_back(arg);
     }
   }
-  if (files.size() != 2)
+  if (metrics) {
+    if (files.size() != 2 || !referencePath.empty() || !initPath.empty())
+      return usage();
+    return compareMetrics(files[0], files[1], tol);
+  }
+  if (referencePath.empty() || files.empty())
     return usage();
-  return metrics ? compareMetrics(files[0], files[1], rtol)
-                 : compareParameters(files[0], files[1], rtol);
+  return compareParameters(files, referencePath, initPath, tol);
 }

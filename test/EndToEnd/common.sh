@@ -1,0 +1,36 @@
+# Shared by the end-to-end scripts (sourced): the tools, mpirun's flags, the
+# corpus and the flags every run of a test uses.
+bin=${BITPIPE_BIN:?set BITPIPE_BIN to the bin directory of the build}
+python=${BITPIPE_PYTHON:-python3}
+reference_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/reference
+seed=20261130
+base_flags=(--seed "$seed" --lr 1e-3 --timeout 120)
+
+# mpirun as root and with more ranks than cores (the CI machine has 2).
+mpirun_flags=(--oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1)
+[ "$(id -u)" = 0 ] && mpirun_flags+=(--allow-run-as-root)
+
+tokens() { # the corpus: Debian's license texts, as byte tokens
+  local out=$1/tokens.bin
+  [ -f "$out" ] || "$bin/bitpipe-tokenize" -o "$out" /usr/share/common-licenses/* >/dev/null
+  echo "$out"
+}
+
+# A directory-name suffix for a list of run flags ("" for none):
+# --max-grad-norm 0.5 -> -max-grad-norm-0.5.
+flags_tag() {
+  local tag=""
+  for f in "$@"; do tag+=-${f#--}; done
+  echo "${tag//[^A-Za-z0-9._-]/_}"
+}
+
+# run NP EXE FLAGS...: one process when NP is 1, else mpirun.
+run() {
+  local np=$1
+  shift
+  if [ "$np" = 1 ]; then
+    OPENBLAS_NUM_THREADS=1 "$@"
+  else
+    mpirun "${mpirun_flags[@]}" -np "$np" "$@"
+  fi
+}

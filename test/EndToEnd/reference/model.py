@@ -1,0 +1,207 @@
+"""GPT- and BERT-style transformers in float64, forward and backward, written
+from the models' definitions (docs/training-semantics.md, GPT-2 and
+Megatron-LM): nothing here is derived from the compiler's IR or the
+runtime's kernels, so a fault in either shows up as a difference.
+
+Parameters are a dict of numpy arrays named as the project names them
+(embed.tokens, layers.<i>.attn.qkv.weight, ...); linear weights are
+[out, in] and y = x W^T + b.
+"""
+import math
+
+import numpy as np
+
+from batches import IGNORE_INDEX
+
+GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def layer_norm(x, gamma, beta, eps):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)  # biased, as PyTorch
+    rstd = 1.0 / np.sqrt(var + eps)
+    xhat = (x - mean) * rstd
+    return xhat * gamma + beta, (xhat, rstd, gamma)
+
+
+def layer_norm_grad(dy, cache):
+    xhat, rstd, gamma = cache
+    axes = tuple(range(dy.ndim - 1))
+    dgamma = (dy * xhat).sum(axes)
+    dbeta = dy.sum(axes)
+    dxhat = dy * gamma
+    dx = rstd * (dxhat - dxhat.mean(-1, keepdims=True)
+                 - xhat * (dxhat * xhat).mean(-1, keepdims=True))
+    return dx, dgamma, dbeta
+
+
+def linear(x, w, b):
+    y = x @ w.T
+    return y + b if b is not None else y
+
+
+def linear_grad(dy, x, w):
+    """(dx, dw, db) of y = x W^T + b."""
+    dx = dy @ w
+    dw = dy.reshape(-1, dy.shape[-1]).T @ x.reshape(-1, x.shape[-1])
+    db = dy.reshape(-1, dy.shape[-1]).sum(0)
+    return dx, dw, db
+
+
+def gelu(x):
+    """GELU, tanh form (GPT-2)."""
+    return 0.5 * x * (1.0 + np.tanh(GELU_C * (x + 0.044715 * x ** 3)))
+
+
+def gelu_grad(dy, x):
+    t = np.tanh(GELU_C * (x + 0.044715 * x ** 3))
+    du = GELU_C * (1.0 + 3 * 0.044715 * x ** 2)
+    return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
+
+
+def split_heads(x, heads):
+    B, T, H = x.shape
+    return x.reshape(B, T, heads, H // heads).transpose(0, 2, 1, 3)
+
+
+def merge_heads(x):
+    B, nh, T, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(B, T, nh * d)
+
+
+def attention(qkv, heads, causal):
+    """qkv [B, T, 3H] = [q | k | v], each split into heads of H/heads
+    columns; scores scaled by 1/sqrt(d); causal: query t sees keys <= t."""
+    H = qkv.shape[-1] // 3
+    q, k, v = (split_heads(qkv[..., i * H:(i + 1) * H], heads)
+               for i in range(3))
+    scale = 1.0 / math.sqrt(H // heads)
+    s = (q @ k.transpose(0, 1, 3, 2)) * scale
+    if causal:
+        T = s.shape[-1]
+        s = np.where(np.tril(np.ones((T, T), dtype=bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return merge_heads(p @ v), (q, k, v, p, scale)
+
+
+def attention_grad(dout, cache, heads):
+    q, k, v, p, scale = cache
+    do = split_heads(dout, heads)
+    dv = p.transpose(0, 1, 3, 2) @ do
+    dp = do @ v.transpose(0, 1, 3, 2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True))
+    dq = (ds @ k) * scale
+    dk = (ds.transpose(0, 1, 3, 2) @ q) * scale
+    return np.concatenate([merge_heads(dq), merge_heads(dk),
+                           merge_heads(dv)], axis=-1)
+
+
+def cross_entropy(logits, labels):
+    """Mean over the positions whose label is not the ignore index; and the
+    gradient of that mean with respect to the logits."""
+    valid = labels != IGNORE_INDEX
+    count = int(valid.sum())
+    z = logits - logits.max(-1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    safe = np.where(valid, labels, 0)
+    picked = np.take_along_axis(logp, safe[..., None], -1)[..., 0]
+    loss = -(picked * valid).sum() / max(count, 1)
+    dlogits = np.exp(logp)
+    np.put_along_axis(dlogits, safe[..., None],
+                      np.take_along_axis(dlogits, safe[..., None], -1) - 1.0,
+                      -1)
+    dlogits *= valid[..., None] / max(count, 1)
+    return loss, dlogits
+
+
+class Transformer:
+    """family "gpt": causal attention, logits = final_ln(x) wte^T.
+    family "bert": bidirectional attention, masked-LM head
+    (dense, GELU, layer norm, logits = . wte^T + head.bias)."""
+
+    def __init__(self, config):
+        self.family = config["family"]
+        self.layers = config["layers"]
+        self.heads = config["heads"]
+        self.eps = config.get("layer_norm_epsilon", 1e-5)
+
+    def loss_and_grads(self, params, inputs, labels):
+        """The micro-batch's loss and d loss / d param for every param."""
+        P, L, eps = params, self.layers, self.eps
+        grads = {name: np.zeros_like(value) for name, value in P.items()}
+        B, T = inputs.shape
+        x = P["embed.tokens"][inputs] + P["embed.positions"][:T][None]
+        caches = []
+        for i in range(L):
+            n = f"layers.{i}."
+            h1, ln1 = layer_norm(x, P[n + "ln1.weight"], P[n + "ln1.bias"],
+                                 eps)
+            qkv = linear(h1, P[n + "attn.qkv.weight"], P[n + "attn.qkv.bias"])
+            a, att = attention(qkv, self.heads, self.family == "gpt")
+            x1 = x + linear(a, P[n + "attn.proj.weight"],
+                            P[n + "attn.proj.bias"])
+            h2, ln2 = layer_norm(x1, P[n + "ln2.weight"], P[n + "ln2.bias"],
+                                 eps)
+            f = linear(h2, P[n + "mlp.fc.weight"], P[n + "mlp.fc.bias"])
+            g = gelu(f)
+            x2 = x1 + linear(g, P[n + "mlp.proj.weight"],
+                             P[n + "mlp.proj.bias"])
+            caches.append((h1, ln1, att, a, h2, ln2, f, g))
+            x = x2
+        y, lnf = layer_norm(x, P["final_ln.weight"], P["final_ln.bias"], eps)
+        wte = P["embed.tokens"]
+        if self.family == "bert":
+            d = linear(y, P["head.dense.weight"], P["head.dense.bias"])
+            e = gelu(d)
+            t, lnh = layer_norm(e, P["head.ln.weight"], P["head.ln.bias"],
+                                eps)
+            logits = linear(t, wte, P["head.bias"])
+        else:
+            t = y
+            logits = linear(t, wte, None)
+        loss, dlogits = cross_entropy(logits, labels)
+
+        # Backward, in reverse.
+        dt, dwte_out, dhead_bias = linear_grad(dlogits, t, wte)
+        grads["embed.tokens"] += dwte_out
+        if self.family == "bert":
+            grads["head.bias"] += dhead_bias
+            de, grads["head.ln.weight"], grads["head.ln.bias"] = \
+                layer_norm_grad(dt, lnh)
+            dd = gelu_grad(de, d)
+            dy, dw, db = linear_grad(dd, y, P["head.dense.weight"])
+            grads["head.dense.weight"] += dw
+            grads["head.dense.bias"] += db
+        else:
+            dy = dt
+        dx, grads["final_ln.weight"], grads["final_ln.bias"] = \
+            layer_norm_grad(dy, lnf)
+        for i in reversed(range(L)):
+            n = f"layers.{i}."
+            h1, ln1, att, a, h2, ln2, f, g = caches[i]
+            dg, dw, db = linear_grad(dx, g, P[n + "mlp.proj.weight"])
+            grads[n + "mlp.proj.weight"] += dw
+            grads[n + "mlp.proj.bias"] += db
+            dh2, dw, db = linear_grad(gelu_grad(dg, f), h2,
+                                      P[n + "mlp.fc.weight"])
+            grads[n + "mlp.fc.weight"] += dw
+            grads[n + "mlp.fc.bias"] += db
+            dx1, dgam, dbet = layer_norm_grad(dh2, ln2)
+            grads[n + "ln2.weight"] += dgam
+            grads[n + "ln2.bias"] += dbet
+            dx1 = dx1 + dx
+            da, dw, db = linear_grad(dx1, a, P[n + "attn.proj.weight"])
+            grads[n + "attn.proj.weight"] += dw
+            grads[n + "attn.proj.bias"] += db
+            dqkv = attention_grad(da, att, self.heads)
+            dh1, dw, db = linear_grad(dqkv, h1, P[n + "attn.qkv.weight"])
+            grads[n + "attn.qkv.weight"] += dw
+            grads[n + "attn.qkv.bias"] += db
+            dx0, dgam, dbet = layer_norm_grad(dh1, ln1)
+            grads[n + "ln1.weight"] += dgam
+            grads[n + "ln1.bias"] += dbet
+            dx = dx0 + dx1
+        np.add.at(grads["embed.tokens"], inputs, dx)
+        grads["embed.positions"][:T] += dx.sum(0)
+        return loss, grads
