@@ -121,12 +121,32 @@ module {
 // BITPIPE-NEXT: P3: F2.s0 F3.s0 F0.s3 F0.s4 F1.s3 F1.s4 F2.s7 B2.s7 F3.s7 B3.s7 B0.s4 B0.s3 B1.s4 B1.s3 B2.s0 AR(4,7) B3.s0 AR(0,3){{$}}
 // BITPIPE-NEXT: schedule bitpipe: 4 devices, bidirectional-v placement, 8 stages, 4 micro-batches
 
-// bitpipe-order.md, N=8, rank 0 verbatim.
+// bitpipe-order.md, N=8: rank 0 verbatim; ranks 1-3 worked by hand from its
+// rules (D=4, h=2, N/D=2 units, loops=1, mid=8):
+//   P1: r=1, o=0, a=1, W=4+2+1=7, U=1. f per unit: L0; L1 L0; L1 L3; L2 L3;
+//       L2, i.e. F0.s1 F2.s2 F1.s1 F3.s2 F2.s5 F0.s6 F3.s5 F1.s6 (chunk c of
+//       P1 is stage [1, 2, 6, 5][c]; L0/L2 carry down micro-batches 0,1 then
+//       4,5, L1/L3 up 2,3 then 6,7). b per unit: L2; L3 L2; L3 L1; L0 L1;
+//       L0, i.e. B0.s6 B2.s5 B1.s6 B3.s5 B2.s2 B0.s1 B3.s2 B1.s1; P1 is rank
+//       h-1, so both AR markers go to the end: AR(5,6) then AR(1,2).
+//       Phases: F f[0..6]; F f[7] B b[0]; B b[1..7]; (U-2 < 0: none);
+//       F f[8..14]; F f[15] B b[8]; B b[9..15] AR AR: unit 0's line, then
+//       the same with micro-batches + 4.
+//   P2: r=2, o=1, a=1, W=7: the mirror of P1 (L1 <-> L0, L3 <-> L2; chunk c
+//       is stage [2, 1, 5, 6][c]): down micro-batches swap with up ones.
+//   P3: r=3, o=1, a=2, W=4+2+0=6, U=2: the mirror of P0 (chunk c is stage
+//       [3, 0, 4, 7][c], up micro-batches 2,3 / 6,7 where P0 has down 0,1 /
+//       4,5); one marker before the last backward, one at the end.
+// Unit costs F=1, B=2: makespan 54 (DESIGN.md, D=4 N=8); every rank runs 4
+// chunks x N/2 = 4 micro-batches x (1 + 2) = 48 busy slots, so the bubble
+// is 1 - 48/54 = 0.1111 on each rank.
 // BITPIPE8:      P0: F0.s0 F1.s0 F2.s3 F2.s4 F3.s3 F3.s4 F0.s7 B0.s7 F1.s7 B1.s7 B2.s4 B2.s3 B3.s4 B3.s3 B0.s0 F4.s0 B1.s0 F5.s0 F6.s3 F6.s4 F7.s3 F7.s4 F4.s7 B4.s7 F5.s7 B5.s7 B6.s4 B6.s3 B7.s4 B7.s3 B4.s0 AR(4,7) B5.s0 AR(0,3){{$}}
-// BITPIPE8-NEXT: P1:
-// BITPIPE8-NEXT: P2:
-// BITPIPE8-NEXT: P3:
+// BITPIPE8-NEXT: P1: F0.s1 F2.s2 F1.s1 F3.s2 F2.s5 F0.s6 F3.s5 F1.s6 B0.s6 B2.s5 B1.s6 B3.s5 B2.s2 B0.s1 B3.s2 B1.s1 F4.s1 F6.s2 F5.s1 F7.s2 F6.s5 F4.s6 F7.s5 F5.s6 B4.s6 B6.s5 B5.s6 B7.s5 B6.s2 B4.s1 B7.s2 B5.s1 AR(5,6) AR(1,2){{$}}
+// BITPIPE8-NEXT: P2: F2.s1 F0.s2 F3.s1 F1.s2 F0.s5 F2.s6 F1.s5 F3.s6 B2.s6 B0.s5 B3.s6 B1.s5 B0.s2 B2.s1 B1.s2 B3.s1 F6.s1 F4.s2 F7.s1 F5.s2 F4.s5 F6.s6 F5.s5 F7.s6 B6.s6 B4.s5 B7.s6 B5.s5 B4.s2 B6.s1 B5.s2 B7.s1 AR(5,6) AR(1,2){{$}}
+// BITPIPE8-NEXT: P3: F2.s0 F3.s0 F0.s3 F0.s4 F1.s3 F1.s4 F2.s7 B2.s7 F3.s7 B3.s7 B0.s4 B0.s3 B1.s4 B1.s3 B2.s0 F6.s0 B3.s0 F7.s0 F4.s3 F4.s4 F5.s3 F5.s4 F6.s7 B6.s7 F7.s7 B7.s7 B4.s4 B4.s3 B5.s4 B5.s3 B6.s0 AR(4,7) B7.s0 AR(0,3){{$}}
 // BITPIPE8-NEXT: schedule bitpipe: 4 devices, bidirectional-v placement, 8 stages, 8 micro-batches
+// BITPIPE8-NEXT: makespan: 54{{$}}
+// BITPIPE8-NEXT: bubble ratio: 0.1111{{$}}
 
 // ZBH1:      P0: F0.s0 F1.s0 F2.s0 F3.s0 B0.s0 W0.s0 B1.s0 W1.s0 B2.s0 W2.s0 B3.s0 W3.s0{{$}}
 // ZBH1-NEXT: P1: F0.s1 F1.s1 F2.s1 B0.s1 F3.s1 B1.s1 W0.s1 B2.s1 W1.s1 B3.s1 W2.s1 W3.s1{{$}}
