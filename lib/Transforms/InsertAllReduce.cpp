@@ -239,16 +239,17 @@ struct InsertAllReducePass
                                    static_cast<int64_t>(world->dataParallel))))
         return failure();
 
-    // The library's verifier on the result: every all-reduce after the
-    // last gradient step of each stage it carries, in the same order on
-    // every member, and the step still free of deadlock. (Not "each stage
-    // exactly once": a tied parameter's bucket carries its stage's share of
-    // the sum too, and that stage may have a bucket of its own earlier.) A
-    // failure here is a bug of this pass.
+    // The library's verifier on the result: every replicated stage
+    // all-reduced on each holder, every all-reduce after the last gradient
+    // step of each stage it carries, in the same order on every member,
+    // and the step still free of deadlock. A failure here is a bug of this
+    // pass.
     FailureOr<sched::Schedule> after = readScheduleFromIR(module);
     if (failed(after))
       return failure();
-    std::vector<sched::Diagnostic> problems = sched::verify(*after);
+    sched::VerifyOptions required;
+    required.requireAllReduce = true;
+    std::vector<sched::Diagnostic> problems = sched::verify(*after, required);
     if (!problems.empty())
       return module.emitError()
              << "internal error: the programs with gradient all-reduces do "

@@ -155,7 +155,11 @@ void addVerificationPasses(OpPassManager &pm) {
   // The whole module at once: matching transfers in order, all-reduce
   // groups that agree, no deadlock (the schedule library's verifier and
   // simulator on the programs as written).
-  pm.addPass(createVerify());
+  // The all-reduces are in by now: a replicated stage without one is a
+  // bug, not a program waiting for them.
+  VerifyOptions verify;
+  verify.requireAllReduce = true;
+  pm.addPass(createVerify(verify));
 }
 
 } // namespace

@@ -60,8 +60,8 @@ SmallVector<Type> typesOf(ArrayRef<Operation *> ops, bool sent) {
 class ModuleVerifier {
 public:
   ModuleVerifier(ModuleOp module, const sched::Schedule &schedule,
-                 const IRCommProgram &comms)
-      : module(module), schedule(schedule), comms(comms) {}
+                 const IRCommProgram &comms, sched::VerifyOptions options)
+      : module(module), schedule(schedule), comms(comms), options(options) {}
 
   LogicalResult run();
 
@@ -79,6 +79,10 @@ private:
         rank < static_cast<int>(comms.steps.size()) &&
         index < static_cast<int>(comms.steps[rank].size()))
       return comms.steps[rank][index];
+    // A finding about a rank as a whole: its program.
+    if (rank >= 0 && rank < static_cast<int>(comms.steps.size()) &&
+        !comms.steps[rank].empty())
+      return comms.steps[rank].front()->getParentOp();
     return module;
   }
   InFlightDiagnostic error(Operation *op) {
@@ -89,6 +93,7 @@ private:
   ModuleOp module;
   const sched::Schedule &schedule;
   const IRCommProgram &comms;
+  sched::VerifyOptions options;
   bool failed = false;
 };
 
@@ -306,7 +311,8 @@ void ModuleVerifier::checkDeadlock() {
 }
 
 void ModuleVerifier::checkSchedule() {
-  for (const sched::Diagnostic &d : sched::verify(schedule, comms.program))
+  for (const sched::Diagnostic &d :
+       sched::verify(schedule, comms.program, options))
     error(stepOp(d.rank, d.actionIndex)) << d.str();
 }
 
@@ -340,6 +346,8 @@ struct VerifyPass : public bitpipe::impl::VerifyBase<VerifyPass> {
   }
 
   LogicalResult run(ModuleOp module) {
+    sched::VerifyOptions options;
+    options.requireAllReduce = requireAllReduce;
     FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
     if (failed(schedule))
       return failure();
@@ -357,7 +365,7 @@ struct VerifyPass : public bitpipe::impl::VerifyBase<VerifyPass> {
       FailureOr<IRCommProgram> comms =
           readCommProgramFromIR(module, *schedule, copy);
       if (failed(comms) ||
-          failed(ModuleVerifier(module, *schedule, *comms).run()))
+          failed(ModuleVerifier(module, *schedule, *comms, options).run()))
         return failure();
     }
     return success();

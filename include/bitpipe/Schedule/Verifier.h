@@ -54,8 +54,9 @@ struct Diagnostic {
 
 struct VerifyOptions {
   /// Require every stage held by more than one device to be all-reduced
-  /// exactly once on each holder. Off by default: some pipelines insert the
-  /// all-reduces after scheduling.
+  /// on each holder (at least once: a stage's gradients may be split over
+  /// its own buckets and a tied parameter's). Off by default: some
+  /// pipelines insert the all-reduces after scheduling.
   bool requireAllReduce = false;
 };
 

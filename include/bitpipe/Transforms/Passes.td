@@ -381,7 +381,18 @@ def Verify : Pass<"bitpipe-verify", "mlir::ModuleOp"> {
     backward and an optimizer step before a wait cannot even be written:
     the op verifiers reject them (the saved handle and the token are SSA
     values). The IR is not changed.
+
+    With `require-allreduce` (what bitpipe-pipeline asks for, after
+    bitpipe-insert-allreduce), also a stage held by several ranks whose
+    gradients some holder never all-reduces: its replicas would drift
+    apart. Without it, programs that get their
+    all-reduces later are accepted.
   }];
+  let options = [
+    Option<"requireAllReduce", "require-allreduce", "bool",
+           /*default=*/"false",
+           "Reject a replicated stage that some holder never all-reduces">,
+  ];
   let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
 }
 
