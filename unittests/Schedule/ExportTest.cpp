@@ -421,7 +421,9 @@ TEST(Export, ChromeTraceOfBitPipeNamesDirectionsAndAllReduces) {
   EXPECT_EQ(count(json, "\"cat\":\"allreduce\""), 8);
   EXPECT_EQ(count(json, "\"cat\":\"forward\""), 32);
   EXPECT_EQ(count(json, "\"cat\":\"backward\""), 32);
-  // Micro-batches 0,1 go down and 2,3 up; 16 actions each way.
+  // Micro-batches 0,1 go down and 2,3 up. Down: 2 x 8 stages x (F, B) = 32
+  // computes, and 2 x 12 transfers (7 + 7 hand-offs, less the two local
+  // ones at the V bottom), each seen from both ends: 48.
   EXPECT_EQ(count(json, "\"direction\":\"down\"}"), 32 + 48);
   EXPECT_NE(json.find("\"name\":\"AR(4,7)\""), std::string::npos);
   EXPECT_NE(json.find("\"stages\":[4,7],\"bytes\":2"), std::string::npos);
