@@ -64,6 +64,11 @@ TEST(GradientSync, SplitBackwardSyncsAfterTheLastWeightGradient) {
   ASSERT_EQ(points.size(), 1u);
   EXPECT_EQ(s.ranks[2][points[0].afterAction],
             Action::weightGrad(7, 2));
+  // The last one: rank 2 runs only stage 2, and no B or W follows.
+  for (size_t i = points[0].afterAction + 1; i < s.ranks[2].size(); ++i)
+    EXPECT_TRUE(s.ranks[2][i].kind != ActionKind::Backward &&
+                s.ranks[2][i].kind != ActionKind::WeightGrad)
+        << s.ranks[2][i].str();
 }
 
 TEST(GradientSync, BucketsFollowCompletionOrderAndTheCap) {

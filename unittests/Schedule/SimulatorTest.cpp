@@ -224,11 +224,21 @@ TEST(Simulator, BitPipeEagerAllReduceOverlapsTheCooldown) {
     EXPECT_DOUBLE_EQ(ar->start, std::max(b0->end, b2->end));
     EXPECT_DOUBLE_EQ(ar->end - ar->start, 2.0);
   }
-  // The chunk-2/3 all-reduce of the outer ranks hides behind their last
-  // backward (2 units); everything else is exposed.
-  EXPECT_GT(sim.allReduceOverlap, 0.0);
-  EXPECT_LT(sim.allReduceOverlap, 1.0);
-  EXPECT_GT(sim.makespan, 28.0);
+  // The outer ranks issue AR(4,7) before their last backward B1.s0 /
+  // B3.s0, and it ends before that backward does: its 2 units are hidden on
+  // ranks 0 and 3. Every other all-reduce (AR(0,3) there, both on ranks 1
+  // and 2) is issued after the rank's last compute: exposed. Hidden: 2 + 2
+  // of 4 ranks x 2 all-reduces x 2 units.
+  for (int r : {0, 3}) {
+    EXPECT_DOUBLE_EQ(sim.ranks[r].allReduceHidden, 2.0) << "rank " << r;
+    EXPECT_DOUBLE_EQ(sim.ranks[r].computeEnd, 28.0) << "rank " << r;
+  }
+  for (int r : {1, 2})
+    EXPECT_DOUBLE_EQ(sim.ranks[r].allReduceHidden, 0.0) << "rank " << r;
+  EXPECT_DOUBLE_EQ(sim.allReduceOverlap, 4.0 / 16.0);
+  // All-reduces never delay compute, so compute still ends at the 28 slots
+  // of the unit-cost order; the last all-reduces end 2 later.
+  EXPECT_DOUBLE_EQ(sim.makespan, 30.0);
   EXPECT_DOUBLE_EQ(sim.allReduceTime, 8.0); // 4 collectives x 2 units.
 }
 

@@ -32,10 +32,14 @@
 //            alternate slot by slot, which is perfect for F=B and stalls a
 //            stream behind every 2-slot backward otherwise, so the bubble
 //            tends to 1/4 as N grows; a cost-aware interleaving is open.
+//            The exhaustive search of unittests/Schedule/OptimalSchedule.h
+//            finds 3(N + D/2 - 1) for N = 2D, 4D (the lower bound; e.g. 27
+//            against this order's 32 at D=4, N=8) and 4N + D - 4 for N = D
+//            (D = 4, 6): this order is optimal for one unit only.
 // For N = D this is the paper's basic unit: for D=4 its figure exactly (16
-// slots under F=1, B=2, which an exhaustive search shows optimal); for
-// larger D the same makespans as the former per-unit merge of two 1F1B
-// pipelines, in a slightly different order.
+// slots under F=1, B=2, optimal by that search); for larger D the same
+// makespans as the former per-unit merge of two 1F1B pipelines, in a
+// slightly different order.
 // Memory (BaselineSchedulesTest): at most D chunks in flight on any rank,
 // one unit's worth, as the paper bounds it; for N = D, D on the middle
 // ranks and D/2+1 on the edges.

@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 using namespace bitpipe::runtime;
 using bitpipe::runtime::testing::readBytes;
 using bitpipe::runtime::testing::TempDir;
@@ -64,13 +67,26 @@ TEST(TraceTest, ChromeTraceHasOneProcessPerRankAndCompleteEvents) {
   EXPECT_EQ(perPid, (std::vector<int>{2, 1}));
 }
 
-TEST(TraceTest, ScopeRecordsAnEventOfPositiveDuration) {
+TEST(TraceTest, ScopeRecordsTheIntervalItWasAlive) {
+  // The scope sleeps a known time; the event must cover at least that and
+  // lie between clock readings taken just outside the scope. sleep_for
+  // never returns early (steady clock), so the lower bound cannot flake; a
+  // busy machine only makes the interval longer, which the bounds allow.
   TraceRecorder r;
-  { TraceRecorder::Scope s(r, "F1.s0", TraceCategory::Forward); }
+  const double sleepUs = 5000;
+  double before = r.nowUs();
+  {
+    TraceRecorder::Scope s(r, "F1.s0", TraceCategory::Forward);
+    std::this_thread::sleep_for(std::chrono::microseconds(5000));
+  }
+  double after = r.nowUs();
   ASSERT_EQ(r.events().size(), 1u);
-  EXPECT_EQ(r.events()[0].name, "F1.s0");
-  EXPECT_GE(r.events()[0].durationUs, 0);
-  EXPECT_GE(r.events()[0].startUs, 0);
+  const TraceEvent &e = r.events()[0];
+  EXPECT_EQ(e.name, "F1.s0");
+  EXPECT_EQ(e.category, TraceCategory::Forward);
+  EXPECT_GE(e.durationUs, sleepUs);
+  EXPECT_GE(e.startUs, before);
+  EXPECT_LE(e.startUs + e.durationUs, after);
 }
 
 TEST(TraceTest, BubbleFractionIsIdleOverStepTime) {
