@@ -162,46 +162,39 @@ class Transformer:
             logits = linear(t, wte, None)
         loss, dlogits = cross_entropy(logits, labels)
 
-        # Backward, in reverse.
+        # Backward, in reverse. Each helper adds the parameter gradients of
+        # one layer into grads and returns the gradient of its input.
+        def linear_back(prefix, dy, x):
+            dx, dw, db = linear_grad(dy, x, P[prefix + ".weight"])
+            grads[prefix + ".weight"] += dw
+            grads[prefix + ".bias"] += db
+            return dx
+
+        def norm_back(prefix, dy, cache):
+            dx, dgamma, dbeta = layer_norm_grad(dy, cache)
+            grads[prefix + ".weight"] += dgamma
+            grads[prefix + ".bias"] += dbeta
+            return dx
+
         dt, dwte_out, dhead_bias = linear_grad(dlogits, t, wte)
         grads["embed.tokens"] += dwte_out
         if self.family == "bert":
             grads["head.bias"] += dhead_bias
-            de, grads["head.ln.weight"], grads["head.ln.bias"] = \
-                layer_norm_grad(dt, lnh)
-            dd = gelu_grad(de, d)
-            dy, dw, db = linear_grad(dd, y, P["head.dense.weight"])
-            grads["head.dense.weight"] += dw
-            grads["head.dense.bias"] += db
+            de = norm_back("head.ln", dt, lnh)
+            dy = linear_back("head.dense", gelu_grad(de, d), y)
         else:
             dy = dt
-        dx, grads["final_ln.weight"], grads["final_ln.bias"] = \
-            layer_norm_grad(dy, lnf)
+        dx = norm_back("final_ln", dy, lnf)
         for i in reversed(range(L)):
             n = f"layers.{i}."
             h1, ln1, att, a, h2, ln2, f, g = caches[i]
-            dg, dw, db = linear_grad(dx, g, P[n + "mlp.proj.weight"])
-            grads[n + "mlp.proj.weight"] += dw
-            grads[n + "mlp.proj.bias"] += db
-            dh2, dw, db = linear_grad(gelu_grad(dg, f), h2,
-                                      P[n + "mlp.fc.weight"])
-            grads[n + "mlp.fc.weight"] += dw
-            grads[n + "mlp.fc.bias"] += db
-            dx1, dgam, dbet = layer_norm_grad(dh2, ln2)
-            grads[n + "ln2.weight"] += dgam
-            grads[n + "ln2.bias"] += dbet
-            dx1 = dx1 + dx
-            da, dw, db = linear_grad(dx1, a, P[n + "attn.proj.weight"])
-            grads[n + "attn.proj.weight"] += dw
-            grads[n + "attn.proj.bias"] += db
-            dqkv = attention_grad(da, att, self.heads)
-            dh1, dw, db = linear_grad(dqkv, h1, P[n + "attn.qkv.weight"])
-            grads[n + "attn.qkv.weight"] += dw
-            grads[n + "attn.qkv.bias"] += db
-            dx0, dgam, dbet = layer_norm_grad(dh1, ln1)
-            grads[n + "ln1.weight"] += dgam
-            grads[n + "ln1.bias"] += dbet
-            dx = dx0 + dx1
+            dg = linear_back(n + "mlp.proj", dx, g)
+            dh2 = linear_back(n + "mlp.fc", gelu_grad(dg, f), h2)
+            dx1 = norm_back(n + "ln2", dh2, ln2) + dx
+            da = linear_back(n + "attn.proj", dx1, a)
+            dh1 = linear_back(n + "attn.qkv", attention_grad(da, att,
+                                                             self.heads), h1)
+            dx = norm_back(n + "ln1", dh1, ln1) + dx1
         np.add.at(grads["embed.tokens"], inputs, dx)
         grads["embed.positions"][:T] += dx.sum(0)
         return loss, grads
