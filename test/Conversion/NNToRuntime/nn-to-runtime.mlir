@@ -214,3 +214,22 @@ func.func @caller(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
   %s = nn.add %a#0, %a#1 : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %s : tensor<2x4x8xf32>
 }
+
+// Bidirectional attention (BERT): the kernels get causal = 0, in the
+// forward and in the backward (which recomputes the forward's statistics
+// with the same mask).
+// CHECK-LABEL: func.func @bidirectional(
+// CHECK:      %[[NOMASK:.*]] = arith.constant 0 : i32
+// CHECK:      call @bp_attention_fwd({{.*}}, %[[NOMASK]]) :
+// CHECK-LABEL: func.func @bidirectional_grad(
+// CHECK:      %[[NOMASK:.*]] = arith.constant 0 : i32
+// CHECK:      call @bp_attention_fwd({{.*}}, %[[NOMASK]]) :
+// CHECK:      call @bp_attention_bwd({{.*}}, %[[NOMASK]]) :
+func.func @bidirectional(%qkv: tensor<2x4x24xf32>) -> tensor<2x4x8xf32> {
+  %a = nn.attention %qkv heads(2) : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  return %a : tensor<2x4x8xf32>
+}
+func.func @bidirectional_grad(%qkv: tensor<2x4x24xf32>, %g: tensor<2x4x8xf32>) -> tensor<2x4x24xf32> {
+  %d = nn.attention_grad %qkv, %g heads(2) : (tensor<2x4x24xf32>, tensor<2x4x8xf32>) -> tensor<2x4x24xf32>
+  return %d : tensor<2x4x24xf32>
+}
