@@ -66,6 +66,13 @@ private:
   llvm::SetVector<Value> savedArgs, savedResults;
   IRMapping toBackward;                        ///< Forward -> backward values.
   llvm::MapVector<Value, Value> grads;         ///< Forward value -> gradient.
+  /// A parameter used more than once in the stage (the tied embedding in a
+  /// one-stage model): its further contributions, returned as results of
+  /// their own instead of summed here. The runtime adds each into the
+  /// parameter's float64 accumulator, as it adds the contributions of two
+  /// stages on different ranks, so a one-stage program sums exactly what a
+  /// pipelined one sums (docs/training-semantics.md).
+  llvm::MapVector<Value, SmallVector<Value>> moreParamGrads;
 };
 
 LogicalResult StageDifferentiator::collectActiveOps() {
@@ -102,6 +109,11 @@ void StageDifferentiator::addGrad(OpBuilder &b, Value forwardValue,
   auto [it, inserted] = grads.insert({forwardValue, grad});
   if (inserted)
     return;
+  if (auto arg = dyn_cast<BlockArgument>(forwardValue);
+      arg && forward.getArgAttr(arg.getArgNumber(), attr::kParam)) {
+    moreParamGrads[forwardValue].push_back(grad);
+    return;
+  }
   // The value fans out: its gradient is the sum over its uses, computed in
   // the layer of the use that completes it.
   auto sum = b.create<nn::AddOp>(grad.getLoc(), it->second, grad);
@@ -236,12 +248,17 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
     Value g = grads.lookup(arg);
     if (!g)
       continue;
-    results.push_back(g);
     NamedAttrList attrs;
     attrs.append(attr::kGradOfArg, b.getI64IntegerAttr(arg.getArgNumber()));
     if (Attribute name = forward.getArgAttr(arg.getArgNumber(), attr::kParam))
       attrs.append(attr::kParam, name);
-    resultAttrs.push_back(attrs.getDictionary(ctx));
+    // A parameter's contributions, one result each (see moreParamGrads).
+    SmallVector<Value> contributions = {g};
+    llvm::append_range(contributions, moreParamGrads.lookup(arg));
+    for (Value c : contributions) {
+      results.push_back(c);
+      resultAttrs.push_back(attrs.getDictionary(ctx));
+    }
   }
   b.create<func::ReturnOp>(forward.getLoc(), results);
   bwd.setType(b.getFunctionType(argTypes, ValueRange(results).getTypes()));

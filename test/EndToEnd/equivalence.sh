@@ -7,16 +7,15 @@
 # that the run trained: the loss fell and every parameter moved.
 #
 # The reference is one process running the micro-batches one after the
-# other, its model cut in two stages (interleaved-1f1b with 2 chunks on one
-# device): the tied token embedding then collects its two gradient
-# contributions (embedding, output projection) in two stages, as on every
-# multi-device schedule, instead of summing them in fp32 inside one backward
-# function. Everything else is the same arithmetic. With the runtime's
-# float64 gradient accumulation the runs then agree to the last bit or
-# nearly; without that care, AdamW turns the rounding noise of gradients
-# that are zero in exact arithmetic (the attention's key bias) into
-# parameter differences of ~1e-4 relative. That this reference is itself
-# right is absolute.sh's business (an independent float64 implementation).
+# other, the whole model in one stage. The runtime accumulates gradients in
+# float64, and a parameter used twice in one stage (the tied token
+# embedding: embedding and output projection) returns its two contributions
+# separately, as two stages on two ranks do; so the runs agree to the last
+# bit or nearly. Without that care, AdamW turns the rounding noise of
+# gradients that are zero in exact arithmetic (the attention's key bias)
+# into parameter differences of ~1e-4 relative. That this reference is
+# itself right is absolute.sh's business (an independent float64
+# implementation).
 #
 #   equivalence.sh reference MODEL N_TOTAL WORKDIR [RUN FLAG...]
 #       compiles and runs the 1-rank reference (a ctest fixture);
@@ -57,8 +56,8 @@ reference)
   shift 4
   ref=$work/ref-$(basename "$model" .json)-n$n$(flags_tag "$@")
   mkdir -p "$ref"
-  "$bin/bitpipe-compile" "$model" --devices 1 --schedule interleaved-1f1b \
-    --chunks-per-device 2 --microbatches "$n" -o "$ref/train"
+  "$bin/bitpipe-compile" "$model" --devices 1 --schedule gpipe \
+    --microbatches "$n" -o "$ref/train"
   train "$ref" 1 "$@"
   progress "$ref" 1
   ;;

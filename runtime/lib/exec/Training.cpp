@@ -347,7 +347,10 @@ int Trainer::run() {
   }
   if (logger_)
     logger_->finish();
-  if (!agreeAllOk(comm_, reportMemory(ctx)))
+  // Nothing was measured when no step ran (--steps 0, or a resume already
+  // at --steps): no report, rather than one that "differs" from the
+  // schedule. Every rank takes the same branch (the step count is global).
+  if (first < o_.steps && !agreeAllOk(comm_, reportMemory(ctx)))
     return 1;
   if (metrics_)
     std::fclose(metrics_);

@@ -74,8 +74,13 @@ Status AdamW::stepWithGlobalNorm(const std::vector<AdamWParam> &params,
 
   ++step_;
   const double gScale = clip / numMicroBatches;
+  // Every constant is formed in double and rounded once: 1.0f - 0.999f is
+  // 9.99987e-4, not 1e-3, which would leave the second moment 1.3e-5 low
+  // against PyTorch's (docs/training-semantics.md).
   const float b1 = static_cast<float>(config_.beta1);
   const float b2 = static_cast<float>(config_.beta2);
+  const float oneMinusB1 = static_cast<float>(1.0 - config_.beta1);
+  const float oneMinusB2 = static_cast<float>(1.0 - config_.beta2);
   const float eps = static_cast<float>(config_.eps);
   // Bias corrections in double: beta^t underflows gracefully and 1 - beta^t
   // for beta2 = 0.999 at small t loses digits in float.
@@ -90,8 +95,8 @@ Status AdamW::stepWithGlobalNorm(const std::vector<AdamWParam> &params,
                 : 1.0f;
     for (int64_t i = 0; i < p.count; ++i) {
       float g = static_cast<float>(p.grad[i] * gScale);
-      float m = b1 * p.m[i] + (1.0f - b1) * g;
-      float v = b2 * p.v[i] + (1.0f - b2) * g * g;
+      float m = b1 * p.m[i] + oneMinusB1 * g;
+      float v = b2 * p.v[i] + oneMinusB2 * g * g;
       p.m[i] = m;
       p.v[i] = v;
       float denom = std::sqrt(v) / rootBc2 + eps;
