@@ -285,8 +285,9 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
 // Splitting a backward into input-gradient and weight-gradient halves.
 //===----------------------------------------------------------------------===//
 
-/// Weight-gradient work: ops with the trait, and sums of their results (a
-/// parameter used twice in one stage, such as a tied embedding).
+/// Weight-gradient work: ops with the trait, and sums of their results
+/// only (a parameter's contributions are not summed by this pass, but a
+/// hand-written backward may sum them).
 bool isWeightWork(Operation *op, const DenseSet<Operation *> &weightOps) {
   if (nn::isWeightGradient(op))
     return true;

@@ -71,10 +71,12 @@ func.func @mlp_stage1(%x: tensor<2x4x8xf32>, %g: tensor<8xf32> {nn.param = "ln.w
 
 // -----
 
-// One stage holding both ends of a tied embedding: the embedding gradient
-// and the output projection's weight gradient of the same parameter are
-// summed locally. The loss is seeded with 1; tokens and labels get no
-// gradient. The model function's call now receives the saved results too.
+// One stage holding both ends of a tied embedding: the output projection's
+// weight gradient and the embedding gradient of the same parameter are two
+// results, not summed here: the runtime adds each into the parameter's
+// float64 accumulator, as it does when the two ends are stages on two
+// ranks. The loss is seeded with 1; tokens and labels get no gradient. The
+// model function's call now receives the saved results too.
 
 // CHECK-LABEL: func.func @tied(
 // CHECK:      %[[C:.*]]:3 = call @tied_stage0(
@@ -85,19 +87,20 @@ func.func @mlp_stage1(%x: tensor<2x4x8xf32>, %g: tensor<8xf32> {nn.param = "ln.w
 // CHECK-SAME: %[[TOK:[a-z0-9]+]]: tensor<2x4xi32> {bitpipe.forward_arg = 0 : i64, nn.input = "tokens"}
 // CHECK-SAME: %[[WTE:[a-z0-9]+]]: tensor<16x8xf32> {bitpipe.forward_arg = 1 : i64, nn.param = "embed.tokens"}
 // CHECK-NOT:  grad_of_result
-// CHECK-SAME: -> (tensor<16x8xf32> {bitpipe.grad_of_arg = 1 : i64, nn.param = "embed.tokens"}, tensor<4x8xf32> {bitpipe.grad_of_arg = 2 : i64, nn.param = "embed.positions"})
+// CHECK-SAME: -> (tensor<16x8xf32> {bitpipe.grad_of_arg = 1 : i64, nn.param = "embed.tokens"}, tensor<16x8xf32> {bitpipe.grad_of_arg = 1 : i64, nn.param = "embed.tokens"}, tensor<4x8xf32> {bitpipe.grad_of_arg = 2 : i64, nn.param = "embed.positions"})
 // CHECK:      %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
 // CHECK:      nn.cross_entropy_grad %{{.*}}, %{{.*}}, %[[ONE]]
 // CHECK:      %[[DWOUT:.*]] = nn.linear_weight_grad
 // CHECK:      %[[DWTE:.*]], %[[DWPE:.*]] = nn.embedding_grad %[[TOK]]
-// CHECK:      %[[SUM:.*]] = nn.add %[[DWOUT]], %[[DWTE]]
-// CHECK:      return %[[SUM]], %[[DWPE]]
+// CHECK-NOT:  nn.add
+// CHECK:      return %[[DWOUT]], %[[DWTE]], %[[DWPE]]
 
-// In the split form the sum of two weight gradients is weight work too.
+// Split, both contributions are weight work, returned by the weight half.
 // SPLIT-LABEL: func.func private @tied_stage0_bwd_weight(
-// SPLIT:      nn.linear_weight_grad
-// SPLIT:      nn.embedding_grad
-// SPLIT:      nn.add
+// SPLIT:      %[[DWOUT:.*]] = nn.linear_weight_grad
+// SPLIT:      %[[DWTE:.*]], %[[DWPE:.*]] = nn.embedding_grad
+// SPLIT-NOT:  nn.add
+// SPLIT:      return %[[DWOUT]], %[[DWTE]], %[[DWPE]]
 func.func @tied(%tok: tensor<2x4xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8xf32>, %lab: tensor<2x4xi32>) -> tensor<f32> {
   %l = call @tied_stage0(%tok, %wte, %wpe, %lab) : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x8xf32>, tensor<2x4xi32>) -> tensor<f32>
   return %l : tensor<f32>
