@@ -1,7 +1,7 @@
 //===- ReferenceGpt.h - A hand-written GPT trainer on the kernels -*- C++ -*-===//
 //
 // The "plain reference implementation" of the step-time benchmark: the GPT of
-// DESIGN.md trained in one process the way one would write it by hand on top
+// docs/models.md trained in one process the way one would write it by hand on top
 // of runtime.h - every buffer allocated once, the kernels called in a fixed
 // sequence, gradient accumulation over the micro-batches, the runtime's
 // AdamW. No compiler, no schedule, no executor, no communication: what is

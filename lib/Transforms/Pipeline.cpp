@@ -1,6 +1,6 @@
 //===- Pipeline.cpp - The bitpipe-pipeline pass pipeline ------------------===//
 //
-// The passes in the order DESIGN.md draws them, grouped by phase:
+// The passes in the order docs/architecture.md draws them, grouped by phase:
 //
 //   model          annotate-cost, partition, generate-backward
 //   schedule       place, schedule

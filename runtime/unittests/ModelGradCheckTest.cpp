@@ -1,6 +1,6 @@
 //===- ModelGradCheckTest.cpp - A tiny transformer via the ABI -*- C++ -*-===//
 //
-// One pre-LN transformer layer with a tied output projection, as DESIGN.md's
+// One pre-LN transformer layer with a tied output projection, as docs/models.md's
 // GPT (causal, next-token labels) and BERT (bidirectional, most labels
 // ignored), run forward and backward through the C ABI only, in the order
 // generated code will call it. Every parameter gradient is checked against

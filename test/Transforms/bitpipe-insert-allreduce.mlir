@@ -1,7 +1,7 @@
 // Sizes in the tiny GPT of Inputs/: wte 16x8xf32 = 512 bytes (tied: stage 0
 // and the last stage), wpe 4x8xf32 = 128, every hN.w 8x8xf32 = 256.
 
-// BitPipe, D=4, N=4. Grid (bitpipe-order.md):
+// BitPipe, D=4, N=4. Grid (docs/bitpipe-order.md):
 //   P0: ... B3.s4 B3.s3 B0.s0 AR(4,7) B1.s0 AR(0,3)
 //   P1: ... B3.s2 B1.s1 AR(5,6) AR(1,2)
 // Rank r and 3-r hold the same four stages: groups {0,3} and {1,2}. Stage

@@ -6,7 +6,7 @@
 // Eight stage functions, written out of stage order: bitpipe.devices follows
 // the stage number, not the position in the module.
 
-// BitPipe's two V's (bitpipe-order.md): device r holds s(r), s(D-1-r),
+// BitPipe's two V's (docs/bitpipe-order.md): device r holds s(r), s(D-1-r),
 // s(2D-1-r), s(D+r); replicas r and D-1-r.
 // BIV: module attributes {
 // BIV-SAME: bitpipe.placement = #bitpipe.placement<kind = "bidirectional-v", devices = 4, pipelines = {{\[}}[0, 1, 2, 3, 3, 2, 1, 0], [3, 2, 1, 0, 0, 1, 2, 3]]>

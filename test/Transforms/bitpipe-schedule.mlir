@@ -6,7 +6,7 @@
 // RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=zb-h1 microbatches=2" | FileCheck %s --check-prefix=ZB
 
 // The grid of every schedule for small D and N, read back from the programs
-// by bitpipe-simulate. BitPipe's is the reference order of bitpipe-order.md.
+// by bitpipe-simulate. BitPipe's is the reference order of docs/bitpipe-order.md.
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-place="placement=loop devices=4" --bitpipe-schedule="schedule=gpipe microbatches=4" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=GPIPE
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-place="placement=loop devices=4" --bitpipe-schedule="schedule=1f1b microbatches=4" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=1F1B
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-place="placement=loop devices=2 chunks-per-device=2" --bitpipe-schedule="schedule=interleaved-1f1b microbatches=4" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=INTERLEAVED
@@ -114,14 +114,14 @@ module {
 // CHIMERA-NEXT: P3: F2.s0 F3.s0 F0.s3 B0.s3 F1.s3 B1.s3 AR(3) B2.s0 B3.s0 AR(0){{$}}
 // CHIMERA-NEXT: schedule chimera: 4 devices, bidirectional placement, 4 stages, 4 micro-batches
 
-// bitpipe-order.md, "Two examples (D=4)", N=4, verbatim.
+// docs/bitpipe-order.md's D=4, N=4 example, verbatim.
 // BITPIPE:      P0: F0.s0 F1.s0 F2.s3 F2.s4 F3.s3 F3.s4 F0.s7 B0.s7 F1.s7 B1.s7 B2.s4 B2.s3 B3.s4 B3.s3 B0.s0 AR(4,7) B1.s0 AR(0,3){{$}}
 // BITPIPE-NEXT: P1: F0.s1 F2.s2 F1.s1 F3.s2 F2.s5 F0.s6 F3.s5 F1.s6 B0.s6 B2.s5 B1.s6 B3.s5 B2.s2 B0.s1 B3.s2 B1.s1 AR(5,6) AR(1,2){{$}}
 // BITPIPE-NEXT: P2: F2.s1 F0.s2 F3.s1 F1.s2 F0.s5 F2.s6 F1.s5 F3.s6 B2.s6 B0.s5 B3.s6 B1.s5 B0.s2 B2.s1 B1.s2 B3.s1 AR(5,6) AR(1,2){{$}}
 // BITPIPE-NEXT: P3: F2.s0 F3.s0 F0.s3 F0.s4 F1.s3 F1.s4 F2.s7 B2.s7 F3.s7 B3.s7 B0.s4 B0.s3 B1.s4 B1.s3 B2.s0 AR(4,7) B3.s0 AR(0,3){{$}}
 // BITPIPE-NEXT: schedule bitpipe: 4 devices, bidirectional-v placement, 8 stages, 4 micro-batches
 
-// bitpipe-order.md, N=8: rank 0 verbatim; ranks 1-3 worked by hand from its
+// docs/bitpipe-order.md, N=8: rank 0 from the reference implementation; ranks 1-3 worked by hand from its
 // rules (D=4, h=2, N/D=2 units, loops=1, mid=8):
 //   P1: r=1, o=0, a=1, W=4+2+1=7, U=1. f per unit: L0; L1 L0; L1 L3; L2 L3;
 //       L2, i.e. F0.s1 F2.s2 F1.s1 F3.s2 F2.s5 F0.s6 F3.s5 F1.s6 (chunk c of
@@ -137,7 +137,7 @@ module {
 //   P3: r=3, o=1, a=2, W=4+2+0=6, U=2: the mirror of P0 (chunk c is stage
 //       [3, 0, 4, 7][c], up micro-batches 2,3 / 6,7 where P0 has down 0,1 /
 //       4,5); one marker before the last backward, one at the end.
-// Unit costs F=1, B=2: makespan 54 (DESIGN.md, D=4 N=8); every rank runs 4
+// Unit costs F=1, B=2: makespan 54 (docs/bitpipe-order.md, D=4 N=8); every rank runs 4
 // chunks x N/2 = 4 micro-batches x (1 + 2) = 48 busy slots, so the bubble
 // is 1 - 48/54 = 0.1111 on each rank.
 // BITPIPE8:      P0: F0.s0 F1.s0 F2.s3 F2.s4 F3.s3 F3.s4 F0.s7 B0.s7 F1.s7 B1.s7 B2.s4 B2.s3 B3.s4 B3.s3 B0.s0 F4.s0 B1.s0 F5.s0 F6.s3 F6.s4 F7.s3 F7.s4 F4.s7 B4.s7 F5.s7 B5.s7 B6.s4 B6.s3 B7.s4 B7.s3 B4.s0 AR(4,7) B5.s0 AR(0,3){{$}}

@@ -3,7 +3,7 @@
 // RUN: bitpipe-opt %s --bitpipe-simulate | FileCheck %s --check-prefix=IR
 
 // Summaries of generated schedules, unit costs F=1, B=2, free communication
-// (DESIGN.md's slot counts), with bitpipe-annotate-cost for memory.
+// (docs/bitpipe-order.md's makespans), with bitpipe-annotate-cost for memory.
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe microbatches=4" --bitpipe-simulate -o /dev/null | FileCheck %s --check-prefix=BP4
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe microbatches=8" --bitpipe-simulate -o /dev/null | FileCheck %s --check-prefix=BP8
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-place="placement=loop devices=4" --bitpipe-schedule="schedule=1f1b microbatches=4" --bitpipe-simulate -o /dev/null | FileCheck %s --check-prefix=1F1B
@@ -82,7 +82,7 @@ module attributes {
 // BP4-NEXT: bytes sent: 12288
 // BP4-NEXT: all-reduce: time 0, overlap 1.0000
 
-// D=4, N=8: 54 slots (DESIGN.md); 48 busy per rank.
+// D=4, N=8: 54 slots (docs/bitpipe-order.md); 48 busy per rank.
 // BP8:      makespan: 54
 // BP8-NEXT: bubble ratio: 0.1111
 // BP8:        P0       48   0.1111

@@ -1,7 +1,7 @@
 //===- BitPipeScheduleTest.cpp - BitPipe's reference order ----------------===//
 //
-// The golden grids are copied from shared/bitpipe-order.md (the reference
-// implementation's order); everything else is checked by playing the
+// The golden grids are the reference implementation's order as
+// docs/bitpipe-order.md works it; everything else is checked by playing the
 // schedule under unit costs.
 //
 //===----------------------------------------------------------------------===//
@@ -63,7 +63,7 @@ TEST(BitPipeSchedule, UnitCostMakespans) {
     int D, N;
     long makespan;
   };
-  // From DESIGN.md / bitpipe-order.md.
+  // docs/bitpipe-order.md, "The result".
   for (Case c : {Case{4, 4, 28}, Case{4, 8, 54}, Case{8, 8, 60},
                  Case{8, 16, 114}}) {
     test::PlayResult r = play(makeBitPipe(c.D, c.N));

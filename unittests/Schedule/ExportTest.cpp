@@ -547,7 +547,7 @@ TEST(Export, SvgDrawsEachActionWhereAndWhenTheSimulatorRunsIt) {
 }
 
 TEST(Export, SvgTitleStatesScheduleSizeMakespanAndBubble) {
-  // Unit costs: BitPipe D=4, N=4 takes 28 slots (DESIGN.md), bubble
+  // Unit costs: BitPipe D=4, N=4 takes 28 slots (docs/bitpipe-order.md), bubble
   // (D-2)/(3N+D-2) = 2/14.
   Schedule s = bitpipeD4N4();
   SimResult sim = simulated(s);

@@ -54,7 +54,7 @@ TEST(Placement, BidirectionalVMatchesDesignTable) {
     EXPECT_EQ(p->numStages, 2 * D);
     ASSERT_EQ(p->pipelines.size(), 2u);
     for (int r = 0; r < D; ++r) {
-      // DESIGN.md: c0 = s(r) down, c1 = s(D-1-r) up, c2 = s(2D-1-r) down,
+      // docs/bitpipe-order.md: c0 = s(r) down, c1 = s(D-1-r) up, c2 = s(2D-1-r) down,
       // c3 = s(D+r) up.
       EXPECT_EQ(p->device(0, r), r) << "D=" << D;
       EXPECT_EQ(p->device(1, D - 1 - r), r) << "D=" << D;

@@ -59,7 +59,7 @@ inline std::vector<std::vector<Action>> gridRanks(const std::string &text) {
   return ranks.ok() ? *ranks : RankPrograms{};
 }
 
-/// The reference BitPipe order for D=4, N=4 (docs: bitpipe-order.md).
+/// The reference BitPipe order for D=4, N=4 (docs/bitpipe-order.md).
 inline const char *kBitPipeD4N4 =
     "P0: F0.s0 F1.s0 F2.s3 F2.s4 F3.s3 F3.s4 F0.s7 B0.s7 F1.s7 B1.s7 B2.s4 "
     "B2.s3 B3.s4 B3.s3 B0.s0 AR(4,7) B1.s0 AR(0,3)\n"

@@ -3,7 +3,7 @@
 // Time is in abstract units ("slots"); exporters scale it. The defaults are
 // the unit costs the papers count in (F=1, B=2, W=1) with free communication,
 // so that a default-constructed CostModel reproduces the slot counts quoted in
-// DESIGN.md. For a split-backward schedule, B is the input-gradient half only:
+// docs/bitpipe-order.md. For a split-backward schedule, B is the input-gradient half only:
 // set backward accordingly (zero-bubble papers use F=B=W=1).
 //
 //===----------------------------------------------------------------------===//

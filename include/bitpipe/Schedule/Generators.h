@@ -70,7 +70,7 @@ Result<Schedule> generateInterleaved1F1B(int devices, int microbatches,
 Result<Schedule> generateChimera(int devices, int microbatches);
 
 /// BitPipe on bidirectionalVPlacement(D), D even: exactly the reference
-/// per-rank order of bitpipe-order.md when N is a multiple of D.
+/// per-rank order of docs/bitpipe-order.md when N is a multiple of D.
 Result<Schedule> generateBitPipe(int devices, int microbatches);
 
 /// ZB-H1 (Qi et al. 2023): 1F1B with backward split into B (input gradient)

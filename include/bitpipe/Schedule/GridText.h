@@ -5,7 +5,7 @@
 //   P0: F0.s0 F1.s0 B0.s7 W0.s7 AR(4,7)
 //
 // The same spelling as Action::str() and the worked examples of
-// bitpipe-order.md, so that golden tests and lit tests show a schedule at a
+// docs/bitpipe-order.md, so that golden tests and lit tests show a schedule at a
 // glance. Diagnostics print the same grid with marked steps. The parser reads
 // that text back (tests, hand-written schedules, invalid inputs for the
 // verifier) and names the line and token it rejects.

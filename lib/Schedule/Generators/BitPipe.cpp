@@ -1,10 +1,11 @@
 //===- BitPipe.cpp - The BitPipe schedule (reference per-rank order) ------===//
 //
-// Reproduces, action for action, the per-rank order of the authors'
-// reference implementation as written down in shared/bitpipe-order.md: two
-// lists per rank (forwards f, backwards b, built from four chunk cursors),
-// played in warm-up / steady / cool-down phases with units of D micro-batches
-// concatenated without a flush. Variable names follow that document.
+// Reproduces, action for action, the per-rank order of the BitPipe authors'
+// reference implementation: each rank builds a list of its forwards and a
+// list of its backwards from its four chunks, then plays them in a warm-up,
+// a steady phase of forward/backward pairs and a cool-down, with units of D
+// micro-batches concatenated without a flush. docs/bitpipe-order.md derives
+// every quantity used here and works the D = 4 examples.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,94 +22,126 @@ namespace bitpipe::sched {
 
 namespace {
 
-/// The per-rank order of bitpipe-order.md for `numUnits` full units.
-std::vector<Action> referenceOrder(int D, int numUnits, int r) {
-  const int h = D / 2;
-  const int N = numUnits * D;
-  const int o = r < h ? 0 : 1;
-  const int a = r < h ? h - r : r - h + 1;
-  // Chunk c of rank r holds stage chunkStage[c]; chunk c travels direction
-  // c mod 2 (0 down, 1 up).
-  const std::array<int, 4> chunkStage = {r, D - 1 - r, 2 * D - 1 - r, D + r};
-  // The k-th micro-batch of a direction: unit k div h, position k mod h.
-  // f and b read the chunk lists with separate cursors.
-  std::array<int, 4> fCursor = {0, 0, 0, 0}, bCursor = {0, 0, 0, 0};
-  auto take = [&](std::array<int, 4> &cursor, int c, bool forward) {
-    int k = cursor[c]++;
-    int mb = (k / h) * D + (c % 2 ? h : 0) + k % h;
-    return forward ? Action::forward(mb, chunkStage[c])
-                   : Action::backward(mb, chunkStage[c]);
+/// The chunks of a rank (docs/bitpipe-order.md, "Placement"): the first
+/// and second half of the down and the up pipeline.
+enum Chunk { kDownFirst = 0, kUpFirst = 1, kDownSecond = 2, kUpSecond = 3 };
+
+/// The per-rank order of the reference implementation for `numUnits` full
+/// units of D micro-batches.
+std::vector<Action> referenceOrder(int D, int numUnits, int rank) {
+  // Each unit sends half its micro-batches down and half up.
+  const int perDirection = D / 2;
+  // How far the rank is from the nearer end of the row of devices: 0 for
+  // the first and last rank, perDirection - 1 for the two middle ones.
+  const int fromEdge = std::min(rank, D - 1 - rank);
+  // The direction whose first stages sit on this rank's side: down for the
+  // first half of the ranks, up for the second. Its chunks lead, the other
+  // direction's trail.
+  const bool leadsUp = rank >= perDirection;
+  const int leadFirst = leadsUp ? kUpFirst : kDownFirst;
+  const int trailFirst = leadsUp ? kDownFirst : kUpFirst;
+  const int leadSecond = leadsUp ? kUpSecond : kDownSecond;
+  const int trailSecond = leadsUp ? kDownSecond : kUpSecond;
+  // Forwards of the leading first half the rank runs before the trailing
+  // direction's first micro-batch reaches it; also the number of F/B pairs
+  // of the steady phase.
+  const int leadRun = perDirection - fromEdge;
+
+  // Chunk c of this rank holds stage stageOf[c] and travels direction c % 2.
+  const std::array<int, 4> stageOf = {rank, D - 1 - rank, 2 * D - 1 - rank,
+                                      D + rank};
+  // Each chunk's micro-batches are taken in order, by separate cursors for
+  // the forward and the backward list. The k-th micro-batch of a direction
+  // is number k mod perDirection of unit k / perDirection; a unit's
+  // micro-batches go down first, then up.
+  std::array<int, 4> nextForward = {0, 0, 0, 0}, nextBackward = {0, 0, 0, 0};
+  auto take = [&](std::array<int, 4> &cursor, int chunk, bool forward) {
+    int k = cursor[chunk]++;
+    int mb = (k / perDirection) * D + (chunk % 2 ? perDirection : 0) +
+             k % perDirection;
+    return forward ? Action::forward(mb, stageOf[chunk])
+                   : Action::backward(mb, stageOf[chunk]);
   };
 
-  std::vector<Action> f, b;
-  auto pushF = [&](int c) { f.push_back(take(fCursor, c, /*forward=*/true)); };
-  auto pushB = [&](int c) { b.push_back(take(bCursor, c, /*forward=*/false)); };
-  for (int j = 0; j < numUnits; ++j) {
-    for (int i = 0; i < a; ++i)
-      pushF(o);
-    for (int i = 0; i < h - a; ++i)
-      pushF(1 - o), pushF(o);
-    for (int i = 0; i < a; ++i)
-      pushF(1 - o), pushF(3 - o);
-    for (int i = 0; i < h - a; ++i)
-      pushF(2 + o), pushF(3 - o);
-    for (int i = 0; i < a; ++i)
-      pushF(2 + o);
+  // The two lists, unit by unit. Forwards: the leading first half alone,
+  // then the trailing first half joins, then the trailing direction goes
+  // on into its second half, then the leading one does. Backwards mirror
+  // that with the halves swapped: the second halves (nearest the losses)
+  // start.
+  std::vector<Action> forwards, backwards;
+  auto repeat = [&](int times, std::initializer_list<int> chunks,
+                    bool forward) {
+    for (int i = 0; i < times; ++i)
+      for (int c : chunks)
+        (forward ? forwards : backwards)
+            .push_back(take(forward ? nextForward : nextBackward, c, forward));
+  };
+  // The runs of alternating pairs are perDirection - leadRun = fromEdge
+  // long.
+  for (int unit = 0; unit < numUnits; ++unit) {
+    repeat(leadRun, {leadFirst}, true);
+    repeat(fromEdge, {trailFirst, leadFirst}, true);
+    repeat(leadRun, {trailFirst, trailSecond}, true);
+    repeat(fromEdge, {leadSecond, trailSecond}, true);
+    repeat(leadRun, {leadSecond}, true);
 
-    for (int i = 0; i < a; ++i)
-      pushB(2 + o);
-    for (int i = 0; i < h - a; ++i)
-      pushB(3 - o), pushB(2 + o);
-    for (int i = 0; i < a; ++i)
-      pushB(3 - o), pushB(1 - o);
-    for (int i = 0; i < h - a; ++i)
-      pushB(o), pushB(1 - o);
-    for (int i = 0; i < a; ++i)
-      pushB(o);
+    repeat(leadRun, {leadSecond}, false);
+    repeat(fromEdge, {trailSecond, leadSecond}, false);
+    repeat(leadRun, {trailSecond, trailFirst}, false);
+    repeat(fromEdge, {leadFirst, trailFirst}, false);
+    repeat(leadRun, {leadFirst}, false);
   }
 
-  // Gradient-sync markers: first chunks 2 and 3 (the second halves finish
-  // their backwards first), then chunks 0 and 1. On the two middle ranks
-  // both come at the end; elsewhere the first one precedes the last
-  // backward (the last backwards of chunks 2/3 are already done there).
-  auto sorted = [](int x, int y) { return std::vector<int>{std::min(x, y), std::max(x, y)}; };
-  Action arSecond = Action::allReduce(sorted(chunkStage[2], chunkStage[3]));
-  Action arFirst = Action::allReduce(sorted(chunkStage[0], chunkStage[1]));
-  if (r == h - 1 || r == h) {
-    b.push_back(arSecond);
-  } else {
-    b.insert(b.end() - 1, arSecond);
-  }
-  b.push_back(arFirst);
+  // Gradient all-reduces with the replica partner (rank D-1-rank): first
+  // the second halves' stages (their backwards finish first), then the
+  // first halves'. On the two middle ranks both come at the end; elsewhere
+  // the first one precedes the last backward, by which time the second
+  // halves are done.
+  auto sorted = [](int x, int y) {
+    return std::vector<int>{std::min(x, y), std::max(x, y)};
+  };
+  Action syncSecond =
+      Action::allReduce(sorted(stageOf[kDownSecond], stageOf[kUpSecond]));
+  Action syncFirst =
+      Action::allReduce(sorted(stageOf[kDownFirst], stageOf[kUpFirst]));
+  if (fromEdge == perDirection - 1)
+    backwards.push_back(syncSecond);
+  else
+    backwards.insert(backwards.end() - 1, syncSecond);
+  backwards.push_back(syncFirst);
 
-  const int W = D + h + std::min(r, D - 1 - r);
-  const int U = 2 * D - W;
-  const int loops = N / D - 1;
-  const int mid = loops * 2 * D;
+  // The phases. A unit gives each rank 2D forwards and 2D backwards; the
+  // rank runs `warmup` of its forwards before its first backward, then
+  // `steady` (= leadRun) forward/backward pairs.
+  const int perUnit = 2 * D;
+  const int warmup = D + perDirection + fromEdge;
+  const int steady = perUnit - warmup;
   std::vector<Action> out;
-  for (int k = 0; k < W; ++k)
-    out.push_back(f[k]);
-  for (int j = 0; j < loops; ++j) {
-    const int off = j * 2 * D;
-    for (int k = 0; k < U; ++k) {
-      out.push_back(f[W + off + k]);
-      out.push_back(b[off + k]);
-    }
-    for (int k = 0; k <= W - U; ++k)
-      out.push_back(b[off + U + k]);
-    for (int k = 0; k <= U - 2; ++k) {
-      out.push_back(f[2 * D + off + k]);
-      out.push_back(b[W + 1 + off + k]);
-    }
-    for (int k = 0; k <= W - U; ++k)
-      out.push_back(f[2 * D + off + U - 1 + k]);
+  auto forward = [&](int i) { out.push_back(forwards[i]); };
+  auto backward = [&](int i) { out.push_back(backwards[i]); };
+  for (int k = 0; k < warmup; ++k)
+    forward(k);
+  // Between two units (no flush): the steady pairs of this unit, its
+  // remaining backwards, then the next unit's warm-up forwards, the first
+  // steady - 1 of them paired with this unit's last backwards.
+  for (int unit = 0; unit + 1 < numUnits; ++unit) {
+    const int at = unit * perUnit; // this unit's first entry in each list
+    for (int k = 0; k < steady; ++k)
+      forward(warmup + at + k), backward(at + k);
+    for (int k = 0; k <= warmup - steady; ++k)
+      backward(at + steady + k);
+    for (int k = 0; k + 1 < steady; ++k)
+      forward(perUnit + at + k), backward(warmup + 1 + at + k);
+    for (int k = 0; k <= warmup - steady; ++k)
+      forward(perUnit + at + steady - 1 + k);
   }
-  for (int k = 0; k < U; ++k) {
-    out.push_back(f[W + mid + k]);
-    out.push_back(b[mid + k]);
-  }
-  for (int k = 0; k <= 2 * D - U + 1; ++k)
-    out.push_back(b[mid + U + k]);
+  // The last unit: its steady pairs, then the cool-down (its remaining
+  // backwards and the two all-reduces).
+  const int last = (numUnits - 1) * perUnit;
+  for (int k = 0; k < steady; ++k)
+    forward(warmup + last + k), backward(last + k);
+  for (int k = last + steady; k < static_cast<int>(backwards.size()); ++k)
+    backward(k);
   return out;
 }
 

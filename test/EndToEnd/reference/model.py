@@ -1,7 +1,7 @@
 """GPT- and BERT-style transformers in float64, forward and backward, written
-from the models' definitions (docs/training-semantics.md, GPT-2 and
-Megatron-LM): nothing here is derived from the compiler's IR or the
-runtime's kernels, so a fault in either shows up as a difference.
+from the models' definitions (docs/models.md, docs/training-semantics.md):
+nothing here is derived from the compiler's IR or the runtime's kernels, so
+a fault in either shows up as a difference.
 
 Parameters are a dict of numpy arrays named as the project names them
 (embed.tokens, layers.<i>.attn.qkv.weight, ...); linear weights are

@@ -1,7 +1,7 @@
 //===- PlacementAttrTest.cpp - #bitpipe.placement helpers -----------------===//
 //
 // The replica groups and chunks of BitPipe's placement, against the table in
-// DESIGN.md ("BitPipe, exactly").
+// docs/bitpipe-order.md ("Placement").
 //
 //===----------------------------------------------------------------------===//
 
