@@ -124,7 +124,8 @@ std::vector<Flag> flags(TrainOptions &o) {
          return Status::ok();
        }},
       {"--metrics", "PATH",
-       "JSON lines {step, loss, grad_norm, tokens_per_s, seconds}",
+       "JSON lines {step, loss, grad_norm, tokens_per_s, seconds, bubble "
+       "(per rank)}",
        [&o](const std::string &, const std::string &v) {
          o.metricsPath = v;
          return Status::ok();

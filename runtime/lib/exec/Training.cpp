@@ -253,11 +253,15 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
   if (step % o_.logInterval == 0 || step == o_.steps)
     logger_->log(stats);
   if (metrics_) {
+    std::string bubbles;
+    for (double b : stats.bubble)
+      bubbles += formatString("%s%.4f", bubbles.empty() ? "" : ",", b);
     std::fprintf(metrics_,
                  "{\"step\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,"
-                 "\"tokens_per_s\":%.6g,\"seconds\":%.6g}\n",
+                 "\"tokens_per_s\":%.6g,\"seconds\":%.6g,\"bubble\":[%s]}\n",
                  static_cast<long long>(step), stats.loss, mine.gradNorm,
-                 seconds > 0 ? stats.tokens / seconds : 0.0, seconds);
+                 seconds > 0 ? stats.tokens / seconds : 0.0, seconds,
+                 bubbles.c_str());
     std::fflush(metrics_);
   }
 }
