@@ -80,19 +80,24 @@ echo "loss: $(loss 1)  ->  $(loss '$')"
 # The schedules side by side, each rank on a core of its own: as many
 # ranks as this machine has cores, at most 4 (BitPipe needs an even count).
 ranks=$((cores >= 4 ? 4 : 2))
-compare_steps=${BITPIPE_DEMO_COMPARE_STEPS:-40}
+rounds=${BITPIPE_DEMO_COMPARE_ROUNDS:-4}
 echo
-echo "== 10. BitPipe next to 1F1B, really run: $ranks ranks on $cores cores, same model and data, 8 micro-batches, $compare_steps steps each"
+echo "== 10. BitPipe next to 1F1B, really run: $ranks ranks on $cores cores, same model and data, 8 micro-batches;"
+echo "   $rounds rounds of 10 steps, the two schedules taking turns so that both see the same machine"
 for schedule in bitpipe 1f1b; do
   "$bin/bitpipe-compile" "$model" --devices "$ranks" --schedule "$schedule" \
     --microbatches 8 -o "$out/compare_$schedule"
-  mpirun "${mpirun_flags[@]}" -np "$ranks" "$out/compare_$schedule" \
-    --data "$out/licenses.tokens" --steps "$compare_steps" --log-interval "$compare_steps" \
-    --metrics "$out/compare_$schedule.metrics.jsonl" >/dev/null
+done
+for ((round = 1; round <= rounds; ++round)); do
+  for schedule in bitpipe 1f1b; do
+    mpirun "${mpirun_flags[@]}" -np "$ranks" "$out/compare_$schedule" \
+      --data "$out/licenses.tokens" --steps 10 --log-interval 10 \
+      --metrics "$out/compare_$schedule.$round.metrics.jsonl" >/dev/null
+  done
 done
 for schedule in bitpipe 1f1b; do
   printf '   %-8s' "$schedule"
-  python3 "$root/scripts/metrics-summary.py" "$out/compare_$schedule.metrics.jsonl"
+  python3 "$root/scripts/metrics-summary.py" "$out"/compare_$schedule.*.metrics.jsonl
 done
 echo "   The bubble is the time each rank waits (transfers, dependencies), measured"
 echo "   from the run's own trace. Both schedules compute the same training step,"
