@@ -17,7 +17,7 @@
 
 #include "ReferenceGpt.h"
 
-#include "train/Json.h"
+#include "core/Json.h"
 
 #include <algorithm>
 #include <chrono>

@@ -2,8 +2,8 @@
 
 #include "Manifest.h"
 
+#include "core/Json.h"
 #include "core/Tensor.h"
-#include "train/Json.h"
 
 #include <algorithm>
 #include <map>

@@ -44,8 +44,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "core/Json.h"
 #include "core/Tensor.h"
-#include "train/Json.h"
 #include "train/Safetensors.h"
 
 #include <cmath>
