@@ -22,6 +22,7 @@
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Simulator.h"
 
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -60,28 +61,34 @@ int fail(const std::string &message) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string tracePath;
+  namespace cl = llvm::cl;
+  // Only these in --help, not every option libLLVM registers.
+  cl::OptionCategory category("bench-bubble options");
+  cl::opt<std::string> traceFlag("trace", cl::desc("the run's Chrome trace"),
+                                 cl::value_desc("RUN.json"), cl::Required,
+                                 cl::cat(category));
+  cl::opt<std::string> scheduleName("schedule", cl::desc("its schedule"),
+                                    cl::value_desc("S"), cl::Required,
+                                    cl::cat(category));
+  cl::opt<int> devices("devices", cl::desc("its pipeline devices"),
+                       cl::value_desc("D"), cl::Required, cl::cat(category));
+  cl::opt<int> microbatches("microbatches", cl::desc("its micro-batches"),
+                            cl::value_desc("N"), cl::Required,
+                            cl::cat(category));
+  cl::opt<int> skipStepsFlag(
+      "skip-steps", cl::desc("steps skipped at the start (default 1)"),
+      cl::value_desc("K"), cl::init(1), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv, "measured pipeline bubbles against the simulator's\n");
+  const std::string tracePath = traceFlag;
+  const int skipSteps = skipStepsFlag;
   ScheduleOptions options;
-  int skipSteps = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--trace")
-      tracePath = value;
-    else if (flag == "--schedule")
-      options.schedule = value;
-    else if (flag == "--devices")
-      options.devices = std::atoi(value.c_str());
-    else if (flag == "--microbatches")
-      options.microbatches = std::atoi(value.c_str());
-    else if (flag == "--skip-steps")
-      skipSteps = std::atoi(value.c_str());
-    else
-      return fail("unknown flag " + flag);
-  }
-  if (tracePath.empty() || options.schedule.empty() || options.devices < 1 ||
-      options.microbatches < 1)
-    return fail("usage: bench-bubble --trace RUN.json --schedule S --devices "
-                "D --microbatches N [--skip-steps K]");
+  options.schedule = scheduleName;
+  options.devices = devices;
+  options.microbatches = microbatches;
+  if (devices < 1 || microbatches < 1)
+    return fail("--devices and --microbatches must be positive");
 
   Result<Schedule> schedule = generateSchedule(options);
   if (!schedule)

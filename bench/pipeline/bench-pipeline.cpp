@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <sys/resource.h>
@@ -132,32 +133,35 @@ Measurement median(const bitpipe::ModelConfig &config, const Request &r,
 } // namespace
 
 int main(int argc, char **argv) {
+  namespace cl = llvm::cl;
+  // Only these in --help, not every option libLLVM registers.
+  cl::OptionCategory category("bench-pipeline options");
   Request r;
-  for (int i = 1; i < argc; ++i) {
-    auto value = [&](const char *flag) -> const char * {
-      if (std::strcmp(argv[i], flag) != 0 || i + 1 >= argc)
-        return nullptr;
-      return argv[++i];
-    };
-    if (const char *v = value("--devices"))
-      r.devices = std::atoi(v);
-    else if (const char *v = value("--microbatches"))
-      r.microbatches = std::atoi(v);
-    else if (const char *v = value("--schedule"))
-      r.schedule = v;
-    else if (const char *v = value("--dp"))
-      r.dp = std::atoi(v);
-    else if (const char *v = value("--repeat"))
-      r.repeat = std::max(1, std::atoi(v));
-    else if (argv[i][0] != '-')
-      r.config = argv[i];
-    else {
-      std::fprintf(stderr,
-                   "usage: bench-pipeline [config.json] [--devices D] "
-                   "[--microbatches N] [--schedule S] [--dp K] [--repeat R]\n");
-      return 2;
-    }
-  }
+  cl::opt<std::string> configPath(cl::Positional, cl::desc("[config.json]"),
+                                  cl::init(r.config), cl::cat(category));
+  cl::opt<int> devices("devices", cl::desc("pipeline devices D"),
+                       cl::value_desc("D"), cl::init(r.devices),
+                       cl::cat(category));
+  cl::opt<int> microbatches(
+      "microbatches", cl::desc("micro-batches N (and 2N are timed)"),
+      cl::value_desc("N"), cl::init(r.microbatches), cl::cat(category));
+  cl::opt<std::string> schedule("schedule", cl::desc("schedule name"),
+                                cl::value_desc("S"), cl::init(r.schedule),
+                                cl::cat(category));
+  cl::opt<int> dp("dp", cl::desc("data-parallel copies K"), cl::value_desc("K"),
+                  cl::init(r.dp), cl::cat(category));
+  cl::opt<int> repeat("repeat", cl::desc("runs per N; the median is shown"),
+                      cl::value_desc("R"), cl::init(r.repeat),
+                      cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv, "bitpipe-pipeline's time and memory as N doubles\n");
+  r.config = configPath;
+  r.devices = devices;
+  r.microbatches = microbatches;
+  r.schedule = schedule;
+  r.dp = dp;
+  r.repeat = std::max(1, repeat.getValue());
   llvm::Expected<bitpipe::ModelConfig> config =
       bitpipe::loadModelConfig(r.config);
   if (!config) {

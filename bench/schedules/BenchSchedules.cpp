@@ -24,6 +24,8 @@
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
 
+#include "core/Flags.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,37 +45,30 @@ struct Options {
   int devices = 32;
   int microbatches = 256;
 };
+constexpr int kMaxFlag = 1000000;
 
-/// Reads a positive integer flag value; false (with a message) if malformed.
-bool readPositive(const char *flag, const char *text, int &out) {
-  char *end = nullptr;
-  long v = std::strtol(text, &end, 10);
-  if (!text[0] || *end || v < 1 || v > 1000000) {
+/// Reads the flags into \p o; false (with a message) on a malformed one.
+bool parseArgs(int argc, char **argv, Options &o) {
+  int64_t repeat = o.repeat, devices = o.devices, microbatches = o.microbatches;
+  bitpipe::runtime::FlagSet flags;
+  flags.integer("--repeat", "K", "runs per measurement (default 7)", &repeat, 1)
+      .integer("--devices", "D", "pipeline devices (default 32)", &devices, 1)
+      .integer("--microbatches", "N", "micro-batches (default 256)",
+               &microbatches, 1);
+  bitpipe::runtime::Status parsed = flags.parse(argc, argv);
+  if (!parsed.isOk() || repeat > kMaxFlag || devices > kMaxFlag ||
+      microbatches > kMaxFlag) {
     std::fprintf(stderr,
-                 "bench-schedules: %s expects a positive integer, "
-                 "got '%s'\n",
-                 flag, text);
+                 "bench-schedules: %s\nusage: bench-schedules "
+                 "[flags], each at most %d\n%s",
+                 parsed.isOk() ? "a value is too large"
+                               : parsed.message().c_str(),
+                 kMaxFlag, flags.help().c_str());
     return false;
   }
-  out = static_cast<int>(v);
-  return true;
-}
-
-bool parseArgs(int argc, char **argv, Options &o) {
-  for (int i = 1; i < argc; ++i) {
-    const char *flag = argv[i];
-    int *target = !std::strcmp(flag, "--repeat")         ? &o.repeat
-                  : !std::strcmp(flag, "--devices")      ? &o.devices
-                  : !std::strcmp(flag, "--microbatches") ? &o.microbatches
-                                                         : nullptr;
-    if (!target || i + 1 >= argc) {
-      std::fprintf(stderr, "usage: bench-schedules [--repeat K] [--devices D] "
-                           "[--microbatches N]\n");
-      return false;
-    }
-    if (!readPositive(flag, argv[++i], *target))
-      return false;
-  }
+  o.repeat = static_cast<int>(repeat);
+  o.devices = static_cast<int>(devices);
+  o.microbatches = static_cast<int>(microbatches);
   return true;
 }
 

@@ -17,7 +17,8 @@
 
 #include "ReferenceGpt.h"
 
-#include "train/Json.h"
+#include "core/Flags.h"
+#include "core/Json.h"
 
 #include <algorithm>
 #include <chrono>
@@ -94,29 +95,27 @@ bool runCompiled(const std::string &exe, const std::string &data,
 
 int main(int argc, char **argv) {
   std::string configPath, exe, dataPath;
-  int microbatches = 4, steps = 6, rounds = 2;
+  int64_t microbatchesFlag = 4, stepsFlag = 6, roundsFlag = 2;
   uint64_t seed = 1234;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--config")
-      configPath = value;
-    else if (flag == "--exe")
-      exe = value;
-    else if (flag == "--data")
-      dataPath = value;
-    else if (flag == "--microbatches")
-      microbatches = std::atoi(value.c_str());
-    else if (flag == "--steps")
-      steps = std::atoi(value.c_str());
-    else if (flag == "--rounds")
-      rounds = std::atoi(value.c_str());
-    else
-      return fail("unknown flag " + flag);
-  }
-  if (configPath.empty() || exe.empty() || dataPath.empty() || steps < 2)
+  FlagSet flags;
+  flags.text("--config", "MODEL.json", "the model (required)", &configPath)
+      .text("--exe", "COMPILED", "its compiled executable (required)", &exe)
+      .text("--data", "TOKENS.bin", "training tokens (required)", &dataPath)
+      .integer("--microbatches", "N", "micro-batches per step (default 4)",
+               &microbatchesFlag, 1)
+      .integer("--steps", "K", "steps per run, >= 2 (default 6)", &stepsFlag, 2)
+      .integer("--rounds", "R", "runs of each side (default 2)", &roundsFlag,
+               1);
+  Status parsed = flags.parse(argc, argv);
+  if (!parsed.isOk())
+    return fail(parsed.message());
+  if (configPath.empty() || exe.empty() || dataPath.empty())
     return fail("usage: bench-train-step --config MODEL.json --exe COMPILED "
-                "--data TOKENS.bin [--microbatches N] [--steps K>=2] "
-                "[--rounds R]");
+                "--data TOKENS.bin [flags]\n\nflags:\n" +
+                flags.help());
+  const int microbatches = static_cast<int>(microbatchesFlag);
+  const int steps = static_cast<int>(stepsFlag);
+  const int rounds = static_cast<int>(roundsFlag);
 
   std::string text;
   if (!readText(configPath, text))

@@ -71,7 +71,8 @@ def LowerProgramToRuntime : Pass<"bitpipe-lower-program-to-runtime",
       construction, and no two transfers of a step on one channel share a
       tag. Tags must stay below 32768, the smallest upper bound MPI
       guarantees;
-    * the manifest of program.h (JSON, version 1) becomes the constant
+    * the manifest of program.h (JSON, version BP_MANIFEST_VERSION, its
+      words from bitpipe/abi/ManifestKeys.def) becomes the constant
       globals `@bitpipe_manifest` (bytes, not NUL-terminated) and
       `@bitpipe_manifest_size`. Its `functions` are the stage functions and
       backward functions (or halves) the programs call, ordered by stage,

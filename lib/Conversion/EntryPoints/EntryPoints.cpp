@@ -13,6 +13,7 @@
 #include "bitpipe/Conversion/EntryPoints/EntryPoints.h"
 
 #include "bitpipe/Conversion/ProgramToRuntime/ProgramToRuntime.h"
+#include "bitpipe/Conversion/RuntimeAbi/RuntimeAbi.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -104,9 +105,11 @@ FailureOr<LLVM::LLVMFuncOp> emitEntry(LLVM::LLVMFuncOp fn,
   OpBuilder b(fn);
   b.setInsertionPointAfter(fn);
   Location loc = fn.getLoc();
+  // A bp_stage_entry_t (ModelSymbols.def).
   auto entry = b.create<LLVM::LLVMFuncOp>(
       loc, name,
-      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), ptr));
+      abi::llvmFunctionTypeOf(
+          abi::symbolsOf(abi::ModelTable::bitpipe_stage_entries).entry, ctx));
   Block *body = entry.addEntryBlock(b);
   b.setInsertionPointToStart(body);
   Value buffers = body->getArgument(0);
@@ -130,16 +133,18 @@ FailureOr<LLVM::LLVMFuncOp> emitEntry(LLVM::LLVMFuncOp fn,
   return entry;
 }
 
-/// `llvm.mlir.global external constant @name() : !llvm.array<N x ptr>`
-/// holding the addresses of `functions`, and `@countName` = N (i32).
-void emitTable(OpBuilder &b, Location loc, StringRef name, StringRef countName,
+/// `llvm.mlir.global external constant @table() : !llvm.array<N x ptr>`
+/// holding the addresses of `functions`, and `@count` = N, as
+/// ModelSymbols.def names and types them.
+void emitTable(OpBuilder &b, Location loc, abi::ModelTable which,
                ArrayRef<StringRef> functions) {
   MLIRContext *ctx = b.getContext();
+  const abi::TableSymbols &symbols = abi::symbolsOf(which);
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   auto arrayType = LLVM::LLVMArrayType::get(ptr, functions.size());
-  auto table =
-      b.create<LLVM::GlobalOp>(loc, arrayType, /*isConstant=*/true,
-                               LLVM::Linkage::External, name, Attribute());
+  auto table = b.create<LLVM::GlobalOp>(loc, arrayType, /*isConstant=*/true,
+                                        LLVM::Linkage::External, symbols.table,
+                                        Attribute());
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&table.getInitializerRegion().emplaceBlock());
@@ -150,9 +155,10 @@ void emitTable(OpBuilder &b, Location loc, StringRef name, StringRef countName,
     }
     b.create<LLVM::ReturnOp>(loc, array);
   }
-  b.create<LLVM::GlobalOp>(loc, b.getI32Type(), /*isConstant=*/true,
-                           LLVM::Linkage::External, countName,
-                           b.getI32IntegerAttr(functions.size()));
+  Type countType = abi::typeOf(symbols.countKind, ctx);
+  b.create<LLVM::GlobalOp>(loc, countType, /*isConstant=*/true,
+                           LLVM::Linkage::External, symbols.count,
+                           b.getIntegerAttr(countType, functions.size()));
 }
 
 struct EmitEntryPointsPass
@@ -208,14 +214,17 @@ LogicalResult EmitEntryPointsPass::emit() {
       functionsOf(entry, "ranks", symbols);
   if (failed(ranks))
     return failure();
-  auto ctxType = LLVM::LLVMPointerType::get(module.getContext());
+  LLVM::LLVMFunctionType rankType = abi::llvmFunctionTypeOf(
+      abi::symbolsOf(abi::ModelTable::bitpipe_rank_programs).entry,
+      module.getContext());
   for (LLVM::LLVMFuncOp rank : *ranks)
-    if (rank.getFunctionType().getNumParams() != 1 ||
-        rank.getFunctionType().getParams()[0] != ctxType ||
-        !isa<LLVM::LLVMVoidType>(rank.getFunctionType().getReturnType()))
+    if (rank.getFunctionType() != rankType) {
+      std::string expected;
+      llvm::raw_string_ostream os(expected);
+      os << rankType;
       return rank.emitError() << "has type " << rank.getFunctionType()
-                              << "; expected a rank program, "
-                                 "!llvm.func<void (ptr)>";
+                              << "; expected a rank program, " << expected;
+    }
 
   SmallVector<std::string> entries;
   for (LLVM::LLVMFuncOp fn : *functions) {
@@ -230,9 +239,9 @@ LogicalResult EmitEntryPointsPass::emit() {
     rankNames.push_back(rank.getName());
 
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  emitTable(b, module.getLoc(), "bitpipe_stage_entries",
-            "bitpipe_num_stage_entries", entryNames);
-  emitTable(b, module.getLoc(), "bitpipe_rank_programs", "bitpipe_num_ranks",
+  emitTable(b, module.getLoc(), abi::ModelTable::bitpipe_stage_entries,
+            entryNames);
+  emitTable(b, module.getLoc(), abi::ModelTable::bitpipe_rank_programs,
             rankNames);
   module->removeAttr(kEntryPointsAttrName);
   dropRoleAttributes(module);

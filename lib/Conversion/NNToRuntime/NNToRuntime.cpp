@@ -19,6 +19,7 @@
 
 #include "bitpipe/Conversion/NNToRuntime/NNToRuntime.h"
 
+#include "bitpipe/Conversion/RuntimeAbi/RuntimeAbi.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
 
@@ -36,6 +37,7 @@ namespace bitpipe {
 
 using namespace mlir;
 using namespace bitpipe;
+using abi::Kernel;
 
 //===----------------------------------------------------------------------===//
 // Types
@@ -75,7 +77,8 @@ int64_t rows(Value v) { return numElements(v) / lastDim(v); }
 
 /// Builds, at the rewriter's insertion point, the IR of one nn op's kernel
 /// calls: buffers, their addresses, size constants, and checked calls. The
-/// kernels are declared in the module on first use.
+/// kernels are declared in the module on first use, with the types of
+/// bitpipe/abi/Kernels.def.
 class KernelCallEmitter {
 public:
   KernelCallEmitter(Operation *op, ConversionPatternRewriter &rewriter)
@@ -118,40 +121,37 @@ public:
   /// A fresh buffer holding \p value everywhere.
   Value allocFilled(Type type, float value) {
     Value buffer = alloc(type);
-    call("bp_fill", {pointer(buffer), f32(value), i64(numElements(buffer))});
+    call(Kernel::bp_fill,
+         {pointer(buffer), f32(value), i64(numElements(buffer))});
     return buffer;
   }
 
   /// Calls \p kernel with \p args and hands its status to bp_check with the
-  /// op's name. Every kernel returns a bp_status_t (i32).
-  void call(StringRef kernel, ArrayRef<Value> args) {
-    FlatSymbolRefAttr callee = declare(kernel, ValueRange(args).getTypes(),
-                                       rewriter.getI32Type());
+  /// op's name. \p kernel must return a bp_status_t (Kernels.def: STATUS),
+  /// as every kernel does.
+  void call(Kernel kernel, ArrayRef<Value> args) {
+    const abi::Signature &signature = abi::signatureOf(kernel);
+    if (signature.result != abi::kind::STATUS)
+      llvm::report_fatal_error(llvm::Twine("bitpipe: internal error: ") +
+                               signature.name + " returns no status to check");
+    abi::checkArguments(signature, args);
+    auto module = op->getParentOfType<ModuleOp>();
+    FlatSymbolRefAttr callee = abi::declare(rewriter, module, signature);
     Value status = rewriter
-                       .create<func::CallOp>(loc, callee,
-                                             rewriter.getI32Type(), args)
+                       .create<func::CallOp>(
+                           loc, callee,
+                           abi::functionTypeOf(signature, rewriter.getContext())
+                               .getResults(),
+                           args)
                        .getResult(0);
-    FlatSymbolRefAttr check = declare(
-        "bp_check", TypeRange{rewriter.getI32Type(), ptrType}, TypeRange{});
-    rewriter.create<func::CallOp>(loc, check, TypeRange{},
-                                  ValueRange{status, opName()});
+    const abi::Signature &check = abi::signatureOf(Kernel::bp_check);
+    FlatSymbolRefAttr checkCallee = abi::declare(rewriter, module, check);
+    SmallVector<Value, 2> checkArgs = {status, opName()};
+    abi::checkArguments(check, checkArgs);
+    rewriter.create<func::CallOp>(loc, checkCallee, TypeRange{}, checkArgs);
   }
 
 private:
-  /// `func.func private @name(args) -> results`, once per module.
-  FlatSymbolRefAttr declare(StringRef name, TypeRange args,
-                            TypeRange results) {
-    auto module = op->getParentOfType<ModuleOp>();
-    if (!module.lookupSymbol(name)) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      auto decl = rewriter.create<func::FuncOp>(
-          module.getLoc(), name, rewriter.getFunctionType(args, results));
-      decl.setPrivate();
-    }
-    return SymbolRefAttr::get(rewriter.getContext(), name);
-  }
-
   /// The address of a NUL-terminated global holding the op's name (e.g.
   /// "nn.linear"), once per module and op name.
   Value opName() {
@@ -192,10 +192,10 @@ struct EmbeddingLowering : OpConversionPattern<nn::EmbeddingOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     Value out = emit.alloc(op.getType());
-    emit.call("bp_embedding_fwd",
-              {emit.pointer(adaptor.getTokens()), emit.pointer(adaptor.getWte()),
-               emit.pointer(adaptor.getWpe()), emit.pointer(out),
-               emit.i64(dimSize(op.getTokens(), 0)),
+    emit.call(Kernel::bp_embedding_fwd,
+              {emit.pointer(adaptor.getTokens()),
+               emit.pointer(adaptor.getWte()), emit.pointer(adaptor.getWpe()),
+               emit.pointer(out), emit.i64(dimSize(op.getTokens(), 0)),
                emit.i64(dimSize(op.getTokens(), 1)),
                emit.i64(lastDim(op.getWte())),
                emit.i64(dimSize(op.getWte(), 0))});
@@ -213,7 +213,7 @@ struct EmbeddingGradLowering : OpConversionPattern<nn::EmbeddingGradOp> {
     // Both tables' gradients accumulate (scatter-add).
     Value dwte = emit.allocFilled(op.getWteGrad().getType(), 0.0f);
     Value dwpe = emit.allocFilled(op.getWpeGrad().getType(), 0.0f);
-    emit.call("bp_embedding_bwd",
+    emit.call(Kernel::bp_embedding_bwd,
               {emit.pointer(adaptor.getTokens()),
                emit.pointer(adaptor.getGrad()), emit.pointer(dwte),
                emit.pointer(dwpe), emit.i64(dimSize(op.getTokens(), 0)),
@@ -236,12 +236,12 @@ struct LayerNormLowering : OpConversionPattern<nn::LayerNormOp> {
     // The statistics are not an nn result: the backward recomputes them.
     Value mean = emit.allocScratch({n});
     Value rstd = emit.allocScratch({n});
-    emit.call("bp_layer_norm_fwd",
-              {emit.pointer(adaptor.getInput()), emit.pointer(adaptor.getGamma()),
-               emit.pointer(adaptor.getBeta()), emit.pointer(y),
-               emit.pointer(mean), emit.pointer(rstd), emit.i64(n),
-               emit.i64(lastDim(op.getInput())),
-               emit.f32(op.getEpsilon().convertToFloat())});
+    emit.call(
+        Kernel::bp_layer_norm_fwd,
+        {emit.pointer(adaptor.getInput()), emit.pointer(adaptor.getGamma()),
+         emit.pointer(adaptor.getBeta()), emit.pointer(y), emit.pointer(mean),
+         emit.pointer(rstd), emit.i64(n), emit.i64(lastDim(op.getInput())),
+         emit.f32(op.getEpsilon().convertToFloat())});
     rewriter.replaceOp(op, y);
     return success();
   }
@@ -265,13 +265,15 @@ struct LayerNormGradLowering : OpConversionPattern<nn::LayerNormGradOp> {
     // layer-norm forward, O(N*H) flops, and 2*N floats of scratch.
     Value mean = emit.allocScratch({n});
     Value rstd = emit.allocScratch({n});
-    emit.call("bp_layer_norm_fwd",
-              {emit.pointer(adaptor.getInput()), emit.pointer(adaptor.getGamma()),
-               emit.pointer(dbeta), emit.pointer(dx), emit.pointer(mean),
-               emit.pointer(rstd), emit.i64(n), emit.i64(h),
+    emit.call(Kernel::bp_layer_norm_fwd,
+              {emit.pointer(adaptor.getInput()),
+               emit.pointer(adaptor.getGamma()), emit.pointer(dbeta),
+               emit.pointer(dx), emit.pointer(mean), emit.pointer(rstd),
+               emit.i64(n), emit.i64(h),
                emit.f32(op.getEpsilon().convertToFloat())});
-    emit.call("bp_layer_norm_bwd",
-              {emit.pointer(adaptor.getGrad()), emit.pointer(adaptor.getInput()),
+    emit.call(Kernel::bp_layer_norm_bwd,
+              {emit.pointer(adaptor.getGrad()),
+               emit.pointer(adaptor.getInput()),
                emit.pointer(adaptor.getGamma()), emit.pointer(mean),
                emit.pointer(rstd), emit.pointer(dx), emit.pointer(dgamma),
                emit.pointer(dbeta), emit.i64(n), emit.i64(h)});
@@ -291,9 +293,9 @@ struct LinearLowering : OpConversionPattern<nn::LinearOp> {
     Value w = emit.pointer(adaptor.getWeight());
     Value bias =
         adaptor.getBias() ? emit.pointer(adaptor.getBias()) : emit.null();
-    emit.call("bp_linear_fwd",
-              {x, w, bias, emit.pointer(y),
-               emit.i64(rows(op.getInput())), emit.i64(lastDim(op.getInput())),
+    emit.call(Kernel::bp_linear_fwd,
+              {x, w, bias, emit.pointer(y), emit.i64(rows(op.getInput())),
+               emit.i64(lastDim(op.getInput())),
                emit.i64(lastDim(op.getResult()))});
     rewriter.replaceOp(op, y);
     return success();
@@ -307,7 +309,7 @@ struct LinearInputGradLowering : OpConversionPattern<nn::LinearInputGradOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     Value dx = emit.alloc(op.getType());
-    emit.call("bp_linear_bwd_input",
+    emit.call(Kernel::bp_linear_bwd_input,
               {emit.pointer(adaptor.getGrad()),
                emit.pointer(adaptor.getWeight()), emit.pointer(dx),
                emit.i64(rows(op.getGrad())), emit.i64(lastDim(op.getResult())),
@@ -328,7 +330,7 @@ struct LinearWeightGradLowering : OpConversionPattern<nn::LinearWeightGradOp> {
     Value db;
     if (Value biasGrad = op.getBiasGrad())
       db = emit.allocFilled(biasGrad.getType(), 0.0f);
-    emit.call("bp_linear_bwd_weight",
+    emit.call(Kernel::bp_linear_bwd_weight,
               {emit.pointer(adaptor.getGrad()),
                emit.pointer(adaptor.getInput()), emit.pointer(dw),
                db ? emit.pointer(db) : emit.null(),
@@ -354,7 +356,7 @@ struct AttentionLowering : OpConversionPattern<nn::AttentionOp> {
     Value out = emit.alloc(op.getType());
     // The log-sum-exps are not an nn result: the backward recomputes them.
     Value lse = emit.allocScratch({b, heads, t});
-    emit.call("bp_attention_fwd",
+    emit.call(Kernel::bp_attention_fwd,
               {emit.pointer(adaptor.getQkv()), emit.pointer(out),
                emit.pointer(lse), emit.i64(b), emit.i64(t), emit.i64(h),
                emit.i64(heads), emit.i32(op.getCausal() ? 1 : 0)});
@@ -380,11 +382,11 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     // after; the alternative, saving them, would change the nn ops.
     Value out = emit.allocScratch({b, t, h});
     Value lse = emit.allocScratch({b, heads, t});
-    emit.call("bp_attention_fwd",
+    emit.call(Kernel::bp_attention_fwd,
               {emit.pointer(adaptor.getQkv()), emit.pointer(out),
                emit.pointer(lse), emit.i64(b), emit.i64(t), emit.i64(h),
                emit.i64(heads), causal});
-    emit.call("bp_attention_bwd",
+    emit.call(Kernel::bp_attention_bwd,
               {emit.pointer(adaptor.getQkv()), emit.pointer(out),
                emit.pointer(adaptor.getGrad()), emit.pointer(lse),
                emit.pointer(dqkv), emit.i64(b), emit.i64(t), emit.i64(h),
@@ -401,8 +403,9 @@ struct GeluLowering : OpConversionPattern<nn::GeluOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     Value y = emit.alloc(op.getType());
-    emit.call("bp_gelu_fwd", {emit.pointer(adaptor.getInput()), emit.pointer(y),
-                              emit.i64(numElements(op.getInput()))});
+    emit.call(Kernel::bp_gelu_fwd,
+              {emit.pointer(adaptor.getInput()), emit.pointer(y),
+               emit.i64(numElements(op.getInput()))});
     rewriter.replaceOp(op, y);
     return success();
   }
@@ -415,9 +418,10 @@ struct GeluGradLowering : OpConversionPattern<nn::GeluGradOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     Value dx = emit.alloc(op.getType());
-    emit.call("bp_gelu_bwd",
-              {emit.pointer(adaptor.getGrad()), emit.pointer(adaptor.getInput()),
-               emit.pointer(dx), emit.i64(numElements(op.getInput()))});
+    emit.call(Kernel::bp_gelu_bwd,
+              {emit.pointer(adaptor.getGrad()),
+               emit.pointer(adaptor.getInput()), emit.pointer(dx),
+               emit.i64(numElements(op.getInput()))});
     rewriter.replaceOp(op, dx);
     return success();
   }
@@ -432,7 +436,7 @@ struct AddLowering : OpConversionPattern<nn::AddOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     Value out = emit.alloc(op.getType());
-    emit.call("bp_add_fwd",
+    emit.call(Kernel::bp_add_fwd,
               {emit.pointer(adaptor.getLhs()), emit.pointer(adaptor.getRhs()),
                emit.pointer(out), emit.i64(numElements(op.getResult()))});
     rewriter.replaceOp(op, out);
@@ -447,10 +451,11 @@ struct CrossEntropyLowering : OpConversionPattern<nn::CrossEntropyOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     Value loss = emit.alloc(op.getType());
-    emit.call("bp_cross_entropy_fwd",
+    emit.call(Kernel::bp_cross_entropy_fwd,
               {emit.pointer(adaptor.getLogits()),
                emit.pointer(adaptor.getLabels()), emit.pointer(loss),
-               emit.i64(rows(op.getLogits())), emit.i64(lastDim(op.getLogits())),
+               emit.i64(rows(op.getLogits())),
+               emit.i64(lastDim(op.getLogits())),
                emit.i32(op.getIgnoreIndexAttr().getInt())});
     rewriter.replaceOp(op, loss);
     return success();
@@ -467,10 +472,11 @@ struct CrossEntropyGradLowering : OpConversionPattern<nn::CrossEntropyGradOp> {
     Value dloss = rewriter.create<memref::LoadOp>(op.getLoc(),
                                                   adaptor.getLossGrad());
     Value dlogits = emit.alloc(op.getType());
-    emit.call("bp_cross_entropy_bwd",
+    emit.call(Kernel::bp_cross_entropy_bwd,
               {emit.pointer(adaptor.getLogits()),
                emit.pointer(adaptor.getLabels()), dloss, emit.pointer(dlogits),
-               emit.i64(rows(op.getLogits())), emit.i64(lastDim(op.getLogits())),
+               emit.i64(rows(op.getLogits())),
+               emit.i64(lastDim(op.getLogits())),
                emit.i32(op.getIgnoreIndexAttr().getInt())});
     rewriter.replaceOp(op, dlogits);
     return success();

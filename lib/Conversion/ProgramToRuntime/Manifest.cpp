@@ -202,10 +202,12 @@ manifest::collectParams(ArrayRef<Function> functions) {
       auto init = fn.getArgAttrOfType<DictionaryAttr>(i, "nn.init");
       auto kind = init ? init.getAs<StringAttr>("kind") : StringAttr();
       auto std = init ? init.getAs<FloatAttr>("std") : FloatAttr();
-      if (kind && (kind.getValue() == "zeros" || kind.getValue() == "ones")) {
-        param.init = kind.str();
+      if (kind && kind.getValue() == "zeros") {
+        param.init = BP_INIT_ZEROS;
+      } else if (kind && kind.getValue() == "ones") {
+        param.init = BP_INIT_ONES;
       } else if (kind && kind.getValue() == "normal" && std) {
-        param.init = "normal";
+        param.init = BP_INIT_NORMAL;
         param.std = std.getValueAsDouble();
       } else {
         InFlightDiagnostic diag = fn.emitError()
@@ -255,19 +257,29 @@ LogicalResult manifest::readModel(func::FuncOp model, Manifest &manifest) {
 
 namespace {
 
+/// The manifest's keys, as bitpipe/abi/ManifestKeys.def spells them.
+namespace key {
+#define BP_MANIFEST_KEY(id, text) constexpr llvm::StringLiteral id(text);
+#include "bitpipe/abi/ManifestKeys.def"
+} // namespace key
+
 void writeRole(llvm::json::OStream &j, const Role &role) {
   j.object([&] {
     StringRef name = bp_role_kind_names[role.kind];
-    j.attribute("role", name);
+    j.attribute(key::Role, name);
+    // A parameter's or an input's name is under the role's own word.
     if (role.kind == BP_ROLE_PARAM || role.kind == BP_ROLE_INPUT)
       j.attribute(name, role.name);
     else if (role.index >= 0)
-      j.attribute("index", role.index);
-    j.attributeArray("shape", [&] {
+      j.attribute(key::Index, role.index);
+    j.attributeArray(key::Shape, [&] {
       for (int64_t d : role.type.getShape())
         j.value(d);
     });
-    j.attribute("dtype", role.type.getElementType().isF32() ? "f32" : "i32");
+    j.attribute(
+        key::Dtype,
+        bp_dtype_names[role.type.getElementType().isF32() ? BP_DTYPE_F32
+                                                          : BP_DTYPE_I32]);
   });
 }
 
@@ -286,75 +298,75 @@ std::string manifest::writeManifest(const Manifest &m) {
   llvm::raw_string_ostream os(text);
   llvm::json::OStream j(os);
   j.object([&] {
-    j.attribute("version", 1);
-    j.attributeObject("model", [&] {
-      j.attribute("name", m.modelName);
-      j.attribute("family", m.family);
-      j.attribute("vocab", m.vocab);
-      j.attribute("seq_len", m.seqLen);
-      j.attribute("microbatch_size", m.microbatchSize);
+    j.attribute(key::Version, BP_MANIFEST_VERSION);
+    j.attributeObject(key::Model, [&] {
+      j.attribute(key::Name, m.modelName);
+      j.attribute(key::Family, m.family);
+      j.attribute(key::Vocab, m.vocab);
+      j.attribute(key::SeqLen, m.seqLen);
+      j.attribute(key::MicrobatchSize, m.microbatchSize);
       // The last token id, as BERT-style masked LM training uses it.
-      j.attribute("mask_token", m.vocab - 1);
+      j.attribute(key::MaskToken, m.vocab - 1);
     });
-    j.attributeObject("schedule", [&] {
-      j.attribute("name", m.scheduleName);
-      j.attribute("microbatches", m.microbatches);
-      j.attribute("devices", m.devices);
-      j.attribute("data_parallel", m.dataParallel);
-      j.attribute("world_size", m.worldSize);
+    j.attributeObject(key::Schedule, [&] {
+      j.attribute(key::Name, m.scheduleName);
+      j.attribute(key::Microbatches, m.microbatches);
+      j.attribute(key::Devices, m.devices);
+      j.attribute(key::DataParallel, m.dataParallel);
+      j.attribute(key::WorldSize, m.worldSize);
     });
-    j.attributeArray("params", [&] {
+    j.attributeArray(key::Params, [&] {
       for (const Param &p : m.params)
         j.object([&] {
-          j.attribute("name", p.name);
-          j.attributeArray("shape", [&] {
+          j.attribute(key::Name, p.name);
+          j.attributeArray(key::Shape, [&] {
             for (int64_t d : p.shape)
               j.value(d);
           });
-          j.attributeObject("init", [&] {
-            j.attribute("kind", p.init);
-            if (p.init == "normal")
-              j.attribute("std", p.std);
+          j.attributeObject(key::Init, [&] {
+            j.attribute(key::Kind, bp_init_kind_names[p.init]);
+            if (p.init == BP_INIT_NORMAL)
+              j.attribute(key::Std, p.std);
           });
-          j.attribute("decay", p.decay);
+          j.attribute(key::Decay, p.decay);
         });
     });
-    j.attributeArray("functions", [&] {
+    j.attributeArray(key::Functions, [&] {
       for (const Function &f : m.functions)
         j.object([&] {
-          j.attribute("name", func::FuncOp(f.fn).getSymName());
-          j.attribute("kind", stringifyFunctionKind(f.kind));
-          j.attribute("stage", f.stage);
-          j.attributeArray("args", [&] {
+          j.attribute(key::Name, func::FuncOp(f.fn).getSymName());
+          j.attribute(key::Kind, stringifyFunctionKind(f.kind));
+          j.attribute(key::Stage, f.stage);
+          j.attributeArray(key::Args, [&] {
             for (const Role &role : f.args)
               writeRole(j, role);
           });
-          j.attributeArray("results", [&] {
+          j.attributeArray(key::Results, [&] {
             for (const Role &role : f.results)
               writeRole(j, role);
           });
         });
     });
-    j.attributeArray("groups", [&] {
+    j.attributeArray(key::Groups, [&] {
       for (const auto &group : m.groups)
         j.array([&] {
           for (int64_t rank : group)
             j.value(rank);
         });
     });
-    j.attributeArray("ranks", [&] {
+    j.attributeArray(key::Ranks, [&] {
       for (const Rank &r : m.ranks)
         j.object([&] {
-          j.attribute("num_values", r.numValues);
-          j.attribute("dp_copy", r.dpCopy);
-          j.attribute("peak_handles", r.peakHandles);
-          j.attribute("peak_saved_bytes", r.peakSavedBytes);
-          writeNames(j, "params", r.params);
-          j.attributeArray("buckets", [&] {
+          j.attribute(key::NumValues, r.numValues);
+          j.attribute(key::DpCopy, r.dpCopy);
+          j.attribute(key::PeakHandles, r.peakHandles);
+          j.attribute(key::PeakSavedBytes, r.peakSavedBytes);
+          writeNames(j, key::Params, r.params);
+          j.attributeArray(key::Buckets, [&] {
             for (const Bucket &b : r.buckets)
               j.object([&] {
-                j.attribute("group", b.group);
-                writeNames(j, "params", b.grads);
+                j.attribute(key::Group, b.group);
+                writeNames(j, key::Params, b.grads);
               });
           });
         });

@@ -56,8 +56,8 @@ struct Function {
 struct Param {
   std::string name;
   llvm::SmallVector<int64_t> shape;
-  std::string init; ///< "normal", "zeros" or "ones".
-  double std = 0;   ///< For "normal".
+  bp_init_kind init = BP_INIT_NORMAL;
+  double std = 0; ///< For BP_INIT_NORMAL.
   bool decay = false;
 };
 
@@ -109,7 +109,8 @@ collectParams(llvm::ArrayRef<Function> functions);
 /// with an error at it, when a field is missing.
 mlir::LogicalResult readModel(mlir::func::FuncOp model, Manifest &manifest);
 
-/// The JSON text, compact, keys in program.h's order.
+/// The JSON text, compact, keys in program.h's order, every word from
+/// bitpipe/abi/ManifestKeys.def and the version BP_MANIFEST_VERSION.
 std::string writeManifest(const Manifest &manifest);
 
 } // namespace bitpipe::manifest

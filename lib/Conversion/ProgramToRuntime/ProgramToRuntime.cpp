@@ -21,6 +21,7 @@
 
 #include "Manifest.h"
 
+#include "bitpipe/Conversion/RuntimeAbi/RuntimeAbi.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Transforms/ScheduleFromIR.h"
@@ -52,65 +53,9 @@ namespace {
 // The calls of program.h
 //===----------------------------------------------------------------------===//
 
-enum class RuntimeFn {
-  LoadInput,
-  Forward,
-  Backward,
-  WeightGrad,
-  Send,
-  Recv,
-  EndBatch,
-  LocalCopy,
-  AllReduceStart,
-  AllReduceWait,
-  OptimizerStep,
-  Release,
-};
-
-/// A bp_rt_* function: its name and the bit widths of its integer
-/// arguments after the context, as program.h declares them.
-struct RuntimeSignature {
-  StringLiteral name;
-  ArrayRef<unsigned> widths;
-};
-
-RuntimeSignature signatureOf(RuntimeFn fn) {
-  static constexpr unsigned loadInput[] = {32, 32, 64, 64};
-  static constexpr unsigned forward[] = {32, 64, 32, 32, 32, 32};
-  static constexpr unsigned backward[] = {32, 64, 32, 32, 32};
-  static constexpr unsigned weightGrad[] = {32, 64, 32};
-  static constexpr unsigned transfer[] = {32, 64, 32, 32};
-  static constexpr unsigned one32[] = {32};
-  static constexpr unsigned two32[] = {32, 32};
-  static constexpr unsigned one64[] = {64};
-  switch (fn) {
-  case RuntimeFn::LoadInput:
-    return {"bp_rt_load_input", loadInput};
-  case RuntimeFn::Forward:
-    return {"bp_rt_forward", forward};
-  case RuntimeFn::Backward:
-    return {"bp_rt_backward", backward};
-  case RuntimeFn::WeightGrad:
-    return {"bp_rt_weight_grad", weightGrad};
-  case RuntimeFn::Send:
-    return {"bp_rt_send", transfer};
-  case RuntimeFn::Recv:
-    return {"bp_rt_recv", transfer};
-  case RuntimeFn::EndBatch:
-    return {"bp_rt_end_batch", one32};
-  case RuntimeFn::LocalCopy:
-    return {"bp_rt_local_copy", two32};
-  case RuntimeFn::AllReduceStart:
-    return {"bp_rt_allreduce_start", two32};
-  case RuntimeFn::AllReduceWait:
-    return {"bp_rt_allreduce_wait", one32};
-  case RuntimeFn::OptimizerStep:
-    return {"bp_rt_optimizer_step", one64};
-  case RuntimeFn::Release:
-    return {"bp_rt_release", one32};
-  }
-  llvm_unreachable("unknown runtime function");
-}
+/// A bp_rt_* function; bitpipe/abi/RuntimeCalls.def gives its parameters
+/// (the context, then integers).
+using RuntimeFn = abi::RuntimeCall;
 
 /// One call to emit, with its integer arguments (the context comes first).
 struct PlannedCall {
@@ -296,6 +241,12 @@ private:
                              int64_t microbatch, std::optional<int64_t> batch);
   int64_t functionIndex(Operation *op, FlatSymbolRefAttr callee) const;
   void call(Operation *op, RuntimeFn fn, ArrayRef<int64_t> args) {
+    // The context and then one integer per argument, as RuntimeCalls.def
+    // says; anything else is a bug here, not in the input.
+    if (args.size() + 1 != abi::signatureOf(fn).params.size())
+      llvm::report_fatal_error(llvm::Twine("bitpipe: internal error: ") +
+                               abi::signatureOf(fn).name + " planned with " +
+                               llvm::Twine(args.size()) + " arguments");
     calls.push_back({fn, SmallVector<int64_t, 6>(args), op->getLoc()});
   }
   int64_t id(Value value) const { return ids.lookup(value); }
@@ -357,9 +308,9 @@ LogicalResult RankPlanner::plan() {
     if (failed(planOp(op)))
       return failure();
     if (auto it = batchEnds.find(&op); it != batchEnds.end())
-      call(&op, RuntimeFn::EndBatch, {it->second});
+      call(&op, RuntimeFn::bp_rt_end_batch, {it->second});
     for (int64_t value : releases.lookup(&op))
-      call(&op, RuntimeFn::Release, {value});
+      call(&op, RuntimeFn::bp_rt_release, {value});
   }
 
   // Buckets are numbered 0..n-1 in start order; the manifest lists them by
@@ -387,8 +338,9 @@ int64_t RankPlanner::functionIndex(Operation *op,
 LogicalResult RankPlanner::planOp(Operation &op) {
   return TypeSwitch<Operation *, LogicalResult>(&op)
       .Case([&](LoadInputOp load) {
-        int64_t kind = load.getKind() == InputKind::Tokens ? 0 : 1;
-        call(load, RuntimeFn::LoadInput,
+        int64_t kind = load.getKind() == InputKind::Tokens ? BP_INPUT_TOKENS
+                                                           : BP_INPUT_LABELS;
+        call(load, RuntimeFn::bp_rt_load_input,
              {id(load.getResult()), kind, load.getMicrobatch(),
               elementCount(load.getType())});
         return success();
@@ -411,7 +363,7 @@ LogicalResult RankPlanner::planOp(Operation &op) {
                     "bp_rt_forward";
         int64_t fn = functionIndex(forward, forward.getCalleeAttr());
         forwards.insert(table.functions[fn].fn);
-        call(forward, RuntimeFn::Forward,
+        call(forward, RuntimeFn::bp_rt_forward,
              {fn, forward.getMicrobatch(), idOrNone(forward.getInputs(), 0),
               idOrNone(forward.getInputs(), 1),
               idOrNone(forward.getOutputs(), 0), id(forward.getSaved())});
@@ -430,7 +382,7 @@ LogicalResult RankPlanner::planOp(Operation &op) {
                  << backward.getOutputs().size()
                  << " input gradients; expected at most 1, the out0 of "
                     "bp_rt_backward";
-        call(backward, RuntimeFn::Backward,
+        call(backward, RuntimeFn::bp_rt_backward,
              {functionIndex(backward, backward.getCalleeAttr()),
               backward.getMicrobatch(), id(backward.getSaved()),
               idOrNone(backward.getGrads(), 0),
@@ -438,23 +390,23 @@ LogicalResult RankPlanner::planOp(Operation &op) {
         return success();
       })
       .Case([&](WeightGradOp weight) {
-        call(weight, RuntimeFn::WeightGrad,
+        call(weight, RuntimeFn::bp_rt_weight_grad,
              {functionIndex(weight, weight.getCalleeAttr()),
               weight.getMicrobatch(), id(weight.getSaved())});
         return success();
       })
       .Case([&](SendOp send) {
-        return planTransfer(send, RuntimeFn::Send, send.getKind(),
+        return planTransfer(send, RuntimeFn::bp_rt_send, send.getKind(),
                             send.getValue(), send.getPeer(), send.getStage(),
                             send.getMicrobatch(), send.getBatch());
       })
       .Case([&](RecvOp recv) {
-        return planTransfer(recv, RuntimeFn::Recv, recv.getKind(),
+        return planTransfer(recv, RuntimeFn::bp_rt_recv, recv.getKind(),
                             recv.getResult(), recv.getPeer(), recv.getStage(),
                             recv.getMicrobatch(), recv.getBatch());
       })
       .Case([&](LocalCopyOp copy) {
-        call(copy, RuntimeFn::LocalCopy,
+        call(copy, RuntimeFn::bp_rt_local_copy,
              {id(copy.getValue()), id(copy.getResult())});
         return success();
       })
@@ -473,17 +425,17 @@ LogicalResult RankPlanner::planOp(Operation &op) {
           diag.attachNote(it->second.getLoc()) << "first bucket here";
           return diag;
         }
-        call(start, RuntimeFn::AllReduceStart,
+        call(start, RuntimeFn::bp_rt_allreduce_start,
              {start.getBucket(), id(start.getToken())});
         return success();
       })
       .Case([&](AllReduceWaitOp wait) {
-        call(wait, RuntimeFn::AllReduceWait, {id(wait.getToken())});
+        call(wait, RuntimeFn::bp_rt_allreduce_wait, {id(wait.getToken())});
         return success();
       })
       .Case([&](OptimizerStepOp step) {
         // Without a count the gradients are taken as they are: -1, "none".
-        call(step, RuntimeFn::OptimizerStep,
+        call(step, RuntimeFn::bp_rt_optimizer_step,
              {step.getMicrobatches().value_or(-1)});
         return success();
       })
@@ -511,7 +463,7 @@ LogicalResult RankPlanner::planTransfer(Operation *op, RuntimeFn fn,
            << ") * 2 + kind; expected at most " << kMaxTransferTag
            << ", the largest tag MPI guarantees (fewer micro-batches or "
               "stages per step)";
-  bool sends = fn == RuntimeFn::Send;
+  bool sends = fn == RuntimeFn::bp_rt_send;
   auto [it, inserted] = channelTags.try_emplace({sends, peer, tag}, op);
   if (!inserted) {
     InFlightDiagnostic diag =
@@ -531,71 +483,64 @@ LogicalResult RankPlanner::planTransfer(Operation *op, RuntimeFn fn,
 // Emitting
 //===----------------------------------------------------------------------===//
 
-/// Declares the bp_rt_* functions once per module, at its start.
-class RuntimeDeclarations {
-public:
-  explicit RuntimeDeclarations(ModuleOp module) : module(module) {}
-
-  FlatSymbolRefAttr get(RuntimeFn fn) {
-    RuntimeSignature signature = signatureOf(fn);
-    MLIRContext *ctx = module.getContext();
-    if (!module.lookupSymbol(signature.name)) {
-      SmallVector<Type> args = {LLVM::LLVMPointerType::get(ctx)};
-      for (unsigned width : signature.widths)
-        args.push_back(IntegerType::get(ctx, width));
-      OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-      auto decl = b.create<func::FuncOp>(module.getLoc(), signature.name,
-                                         b.getFunctionType(args, {}));
-      decl.setPrivate();
-    }
-    return FlatSymbolRefAttr::get(ctx, signature.name);
-  }
-
-private:
-  ModuleOp module;
-};
-
 /// `func.func @bitpipe_rankR(%ctx: !llvm.ptr)` in place of the program:
 /// the constants the calls use, in order of first use, then the calls.
-func::FuncOp emitRankFunction(ProgramOp program, ArrayRef<PlannedCall> calls,
-                              RuntimeDeclarations &declarations) {
+func::FuncOp emitRankFunction(ProgramOp program, ArrayRef<PlannedCall> calls) {
   OpBuilder b(program);
-  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  MLIRContext *ctx = b.getContext();
+  auto module = program->getParentOfType<ModuleOp>();
+  // A bp_rank_program_t (ModelSymbols.def).
   auto fn = b.create<func::FuncOp>(
       program.getLoc(), ("bitpipe_rank" + Twine(program.getRank())).str(),
-      b.getFunctionType({ptr}, {}));
+      abi::functionTypeOf(
+          abi::symbolsOf(abi::ModelTable::bitpipe_rank_programs).entry, ctx));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToEnd(entry);
 
+  // Argument i of a call is parameter i + 1 of its function (0 is the
+  // context), an integer of the width RuntimeCalls.def gives it.
+  auto widths = [&](const PlannedCall &c) {
+    SmallVector<unsigned, 6> widths;
+    for (abi::Kind kind : abi::signatureOf(c.fn).params.drop_front())
+      widths.push_back(abi::typeOf(kind, ctx).getIntOrFloatBitWidth());
+    return widths;
+  };
   std::map<std::pair<int64_t, unsigned>, Value> constants;
   for (const PlannedCall &c : calls)
-    for (auto [value, width] : llvm::zip(c.args, signatureOf(c.fn).widths)) {
+    for (auto [value, width] : llvm::zip(c.args, widths(c))) {
       Value &constant = constants[{value, width}];
       if (!constant)
         constant = b.create<arith::ConstantIntOp>(fn.getLoc(), value, width);
     }
   for (const PlannedCall &c : calls) {
     SmallVector<Value> args = {entry->getArgument(0)};
-    for (auto [value, width] : llvm::zip(c.args, signatureOf(c.fn).widths))
+    for (auto [value, width] : llvm::zip(c.args, widths(c)))
       args.push_back(constants[{value, width}]);
-    b.create<func::CallOp>(c.loc, declarations.get(c.fn), TypeRange{}, args);
+    const abi::Signature &signature = abi::signatureOf(c.fn);
+    abi::checkArguments(signature, args);
+    FlatSymbolRefAttr callee = abi::declare(b, module, signature);
+    b.create<func::CallOp>(c.loc, callee, TypeRange{}, args);
   }
   b.create<func::ReturnOp>(program.getLoc());
   return fn;
 }
 
 /// `@bitpipe_manifest` (the text, not NUL-terminated) and
-/// `@bitpipe_manifest_size`, constant and external, at the module's end.
+/// `@bitpipe_manifest_size`, constant and external, at the module's end
+/// (ModelSymbols.def).
 void emitManifestGlobals(ModuleOp module, StringRef text) {
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  const abi::BytesSymbols &symbols =
+      abi::symbolsOf(abi::ModelBytes::bitpipe_manifest);
   auto bytes = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
   b.create<LLVM::GlobalOp>(module.getLoc(), bytes, /*isConstant=*/true,
-                           LLVM::Linkage::External, "bitpipe_manifest",
+                           LLVM::Linkage::External, symbols.data,
                            b.getStringAttr(text));
-  b.create<LLVM::GlobalOp>(module.getLoc(), b.getI64Type(),
+  Type sizeType = abi::typeOf(symbols.sizeKind, b.getContext());
+  b.create<LLVM::GlobalOp>(module.getLoc(), sizeType,
                            /*isConstant=*/true, LLVM::Linkage::External,
-                           "bitpipe_manifest_size",
-                           b.getI64IntegerAttr(text.size()));
+                           symbols.size,
+                           b.getIntegerAttr(sizeType, text.size()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -765,12 +710,11 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   // Rewrite: rank functions in place of the programs, the manifest, the
   // entry points for bitpipe-emit-entry-points.
   MLIRContext *ctx = module.getContext();
-  RuntimeDeclarations declarations(module);
   SmallVector<Attribute> functions, ranks;
   for (const manifest::Function &f : table->functions)
     functions.push_back(FlatSymbolRefAttr::get(f.fn));
   for (auto [program, planner] : llvm::zip(*programs, planners)) {
-    func::FuncOp fn = emitRankFunction(program, planner.calls, declarations);
+    func::FuncOp fn = emitRankFunction(program, planner.calls);
     ranks.push_back(FlatSymbolRefAttr::get(fn));
   }
   emitManifestGlobals(module, text);

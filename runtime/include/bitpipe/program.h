@@ -68,11 +68,14 @@ extern const char bitpipe_manifest[];
 extern const int64_t bitpipe_manifest_size;
 
 /*===-----------------------------------------------------------------------===
- * The manifest (JSON, version 1). Everything the executor needs to know
- * about the compiled model that is not in the order of calls:
+ * The manifest (JSON, version BP_MANIFEST_VERSION). Everything the
+ * executor needs to know about the compiled model that is not in the order
+ * of calls. Its words (keys and enumerated values) are those of
+ * bitpipe/abi/ManifestKeys.def, which the compiler writes and the runtime
+ * reads:
  *
  * {
- *   "version": 1,
+ *   "version": 1,                   // BP_MANIFEST_VERSION
  *   "model": {"name": "gpt_tiny", "family": "gpt" | "bert", "vocab": 256,
  *             "seq_len": 32, "microbatch_size": 4, "mask_token": 255},
  *   "schedule": {"name": "bitpipe", "microbatches": 8, "devices": 4,
@@ -132,42 +135,86 @@ extern const int64_t bitpipe_manifest_size;
  * Every ROLE also has "shape" (list of int) and "dtype" ("f32" | "i32").
  *===----------------------------------------------------------------------===*/
 
-/* The manifest's vocabulary: one spelling for the compiler that writes it
- * and the runtime that reads it. The enums index the name tables. */
+/* The version of the manifest's grammar above. The compiler writes it and
+ * the runtime reads no other (it stops, naming both versions): change it
+ * with any change of the grammar that an older reader would misread. */
+#define BP_MANIFEST_VERSION 1
+
+/* The manifest's vocabularies, from bitpipe/abi/ManifestKeys.def: one
+ * spelling for the compiler that writes them and the runtime that reads
+ * them. Each enum indexes its name table. */
 typedef enum bp_function_kind {
-  BP_FUNCTION_FORWARD,
-  BP_FUNCTION_BACKWARD,
-  BP_FUNCTION_BACKWARD_INPUT,
-  BP_FUNCTION_BACKWARD_WEIGHT,
+#define BP_FUNCTION_KIND(id, word) BP_FUNCTION_##id,
+#include "bitpipe/abi/ManifestKeys.def"
   BP_NUM_FUNCTION_KINDS
 } bp_function_kind;
 static const char *const bp_function_kind_names[BP_NUM_FUNCTION_KINDS] = {
-    "forward", "backward", "backward_input", "backward_weight"};
+#define BP_FUNCTION_KIND(id, word) word,
+#include "bitpipe/abi/ManifestKeys.def"
+};
 
 typedef enum bp_role_kind {
-  BP_ROLE_PARAM,
-  BP_ROLE_INPUT,
-  BP_ROLE_ACTIVATION,
-  BP_ROLE_OUTPUT,
-  BP_ROLE_SAVED,
-  BP_ROLE_FORWARD_ARG,
-  BP_ROLE_GRAD_OF_RESULT,
-  BP_ROLE_GRAD_OF_ARG,
-  BP_ROLE_STASH,
+#define BP_ROLE_KIND(id, word) BP_ROLE_##id,
+#include "bitpipe/abi/ManifestKeys.def"
   BP_NUM_ROLE_KINDS
 } bp_role_kind;
 static const char *const bp_role_kind_names[BP_NUM_ROLE_KINDS] = {
-    "param",       "input",          "activation",  "output", "saved",
-    "forward_arg", "grad_of_result", "grad_of_arg", "stash"};
+#define BP_ROLE_KIND(id, word) word,
+#include "bitpipe/abi/ManifestKeys.def"
+};
+
+/* An "input" role's input; also bp_rt_load_input's `kind`. */
+typedef enum bp_input_kind {
+#define BP_INPUT_KIND(id, word) BP_INPUT_##id,
+#include "bitpipe/abi/ManifestKeys.def"
+  BP_NUM_INPUT_KINDS
+} bp_input_kind;
+static const char *const bp_input_kind_names[BP_NUM_INPUT_KINDS] = {
+#define BP_INPUT_KIND(id, word) word,
+#include "bitpipe/abi/ManifestKeys.def"
+};
+
+typedef enum bp_dtype {
+#define BP_DTYPE(id, word) BP_DTYPE_##id,
+#include "bitpipe/abi/ManifestKeys.def"
+  BP_NUM_DTYPES
+} bp_dtype;
+static const char *const bp_dtype_names[BP_NUM_DTYPES] = {
+#define BP_DTYPE(id, word) word,
+#include "bitpipe/abi/ManifestKeys.def"
+};
+
+typedef enum bp_init_kind {
+#define BP_INIT_KIND(id, word) BP_INIT_##id,
+#include "bitpipe/abi/ManifestKeys.def"
+  BP_NUM_INIT_KINDS
+} bp_init_kind;
+static const char *const bp_init_kind_names[BP_NUM_INIT_KINDS] = {
+#define BP_INIT_KIND(id, word) word,
+#include "bitpipe/abi/ManifestKeys.def"
+};
+
+typedef enum bp_model_family {
+#define BP_MODEL_FAMILY(id, word) BP_MODEL_FAMILY_##id,
+#include "bitpipe/abi/ManifestKeys.def"
+  BP_NUM_MODEL_FAMILIES
+} bp_model_family;
+static const char *const bp_model_family_names[BP_NUM_MODEL_FAMILIES] = {
+#define BP_MODEL_FAMILY(id, word) word,
+#include "bitpipe/abi/ManifestKeys.def"
+};
 
 /*===-----------------------------------------------------------------------===
  * The calls of a rank program. `value`, `in*`, `out*`, `saved`, `token` are
  * value ids; -1 means "none". `fn` indexes the manifest's functions.
+ * bitpipe/abi/RuntimeCalls.def lists them with their parameter kinds for the
+ * compiler; the runtime's build checks that the two agree.
  *===----------------------------------------------------------------------===*/
 
 /* bitpipe.load_input: fills value with `count` int32 of micro-batch `mb` of
- * this step (kind 0: tokens, 1: targets/labels), read for this rank's
- * data-parallel copy. count = microbatch_size x seq_len. */
+ * this step (kind: a bp_input_kind, BP_INPUT_TOKENS or BP_INPUT_LABELS, the
+ * targets), read for this rank's data-parallel copy.
+ * count = microbatch_size x seq_len. */
 void bp_rt_load_input(bp_rt_context *ctx, int32_t value, int32_t kind,
                       int64_t mb, int64_t count);
 

@@ -5,6 +5,9 @@
 |* that the MLIR LLVM-dialect lowering can call them directly.                *|
 |*                                                                            *|
 |* This slice holds the fp32 CPU kernels of every `nn` op and its backward.   *|
+|* bitpipe/abi/Kernels.def lists every function here with its parameter      *|
+|* kinds, for the compiler that calls them; the runtime's build checks that   *|
+|* the two agree (runtime/lib/core/AbiCheck.cpp).                             *|
 |*                                                                            *|
 |* Conventions shared by every kernel:                                        *|
 |*  - Tensors are dense, contiguous and row-major; the shape comments list    *|

@@ -11,11 +11,11 @@
 
 #include "DeviceMath.cuh"
 #include "Launch.h"
-#include "kernels/Common.h"
+#include "core/ArgChecks.h"
 
 using namespace bitpipe::runtime::cuda;
-using bitpipe::runtime::cpu::allNonNull;
-using bitpipe::runtime::cpu::allPositive;
+using bitpipe::runtime::allNonNull;
+using bitpipe::runtime::allPositive;
 
 namespace {
 

@@ -2,8 +2,8 @@
 
 #include "Manifest.h"
 
+#include "core/Json.h"
 #include "core/Tensor.h"
-#include "train/Json.h"
 
 #include <algorithm>
 #include <map>
@@ -11,12 +11,16 @@
 
 namespace bitpipe::runtime {
 
+// Checked, though the parser only makes kinds from the tables: a message
+// about a corrupt value must not read past them.
 const char *roleKindName(RoleKind kind) {
-  return bp_role_kind_names[static_cast<int>(kind)];
+  int k = static_cast<int>(kind);
+  return k >= 0 && k < BP_NUM_ROLE_KINDS ? bp_role_kind_names[k] : "?";
 }
 
 const char *functionKindName(FunctionKind kind) {
-  return bp_function_kind_names[static_cast<int>(kind)];
+  int k = static_cast<int>(kind);
+  return k >= 0 && k < BP_NUM_FUNCTION_KINDS ? bp_function_kind_names[k] : "?";
 }
 
 bool RankSpec::holds(int param) const {
@@ -38,6 +42,12 @@ int Manifest::ownerRank(int param) const {
 }
 
 namespace {
+
+/// The manifest's keys, as bitpipe/abi/ManifestKeys.def spells them.
+namespace key {
+#define BP_MANIFEST_KEY(id, text) constexpr const char id[] = text;
+#include "bitpipe/abi/ManifestKeys.def"
+} // namespace key
 
 Status bad(const std::string &where, const std::string &what) {
   return Status::error(ErrorCode::FormatError,
@@ -108,6 +118,25 @@ public:
     *out = &m->array;
     return Status::ok();
   }
+  /// A string member that must be one of the \p N words of \p names (a
+  /// name table of program.h, from bitpipe/abi/ManifestKeys.def); *out is
+  /// its index. \p what names the vocabulary in the error.
+  template <size_t N>
+  Status word(const char *key, const char *const (&names)[N], const char *what,
+              int *out) const {
+    std::string text;
+    BP_TRY(string(key, &text));
+    for (size_t i = 0; i < N; ++i)
+      if (text == names[i]) {
+        *out = static_cast<int>(i);
+        return Status::ok();
+      }
+    std::string expected;
+    for (size_t i = 0; i < N; ++i)
+      expected += (i ? ", " : "") + std::string(names[i]);
+    return bad(at(key), std::string("unknown ") + what + " '" + text +
+                            "' (expected one of " + expected + ")");
+  }
   Status member(const char *key, const JsonValue **out) const {
     const JsonValue *m = v_.get(key);
     if (!m)
@@ -143,45 +172,41 @@ Status parseIntList(const JsonValue &v, const std::string &where,
 }
 
 Status parseModel(const JsonValue &v, ModelSpec *m) {
-  Fields f(v, "model");
+  Fields f(v, key::Model);
   BP_TRY(f.object());
-  BP_TRY(f.string("name", &m->name));
-  std::string family;
-  BP_TRY(f.string("family", &family));
-  if (family == "gpt")
-    m->family = ModelFamily::Gpt;
-  else if (family == "bert")
-    m->family = ModelFamily::Bert;
-  else
-    return bad(f.at("family"), "'" + family + "' is neither gpt nor bert");
-  BP_TRY(f.integer("vocab", &m->vocab, 1));
-  BP_TRY(f.integer("seq_len", &m->seqLen, 1));
-  BP_TRY(f.integer("microbatch_size", &m->microbatchSize, 1));
-  if (f.has("mask_token")) {
+  BP_TRY(f.string(key::Name, &m->name));
+  int family = 0;
+  BP_TRY(f.word(key::Family, bp_model_family_names, "model family", &family));
+  m->family = static_cast<ModelFamily>(family);
+  BP_TRY(f.integer(key::Vocab, &m->vocab, 1));
+  BP_TRY(f.integer(key::SeqLen, &m->seqLen, 1));
+  BP_TRY(f.integer(key::MicrobatchSize, &m->microbatchSize, 1));
+  if (f.has(key::MaskToken)) {
     int64_t t = 0;
-    BP_TRY(f.integer("mask_token", &t, 0));
+    BP_TRY(f.integer(key::MaskToken, &t, 0));
     if (t >= m->vocab)
-      return bad(f.at("mask_token"),
+      return bad(f.at(key::MaskToken),
                  formatString("%lld is not below the vocabulary size %lld",
                               static_cast<long long>(t),
                               static_cast<long long>(m->vocab)));
     m->maskToken = static_cast<int32_t>(t);
   } else if (m->family == ModelFamily::Bert) {
-    return bad("model", "a bert model needs \"mask_token\" (the [MASK] id)");
+    return bad(key::Model, std::string("a bert model needs \"") +
+                               key::MaskToken + "\" (the [MASK] id)");
   }
   return Status::ok();
 }
 
 Status parseSchedule(const JsonValue &v, ScheduleSpec *s) {
-  Fields f(v, "schedule");
+  Fields f(v, key::Schedule);
   BP_TRY(f.object());
-  BP_TRY(f.string("name", &s->name));
-  BP_TRY(f.integer("microbatches", &s->microbatches, 1));
-  BP_TRY(f.integer("devices", &s->devices, 1));
-  BP_TRY(f.integer("data_parallel", &s->dataParallel, 1));
-  BP_TRY(f.integer("world_size", &s->worldSize, 1));
+  BP_TRY(f.string(key::Name, &s->name));
+  BP_TRY(f.integer(key::Microbatches, &s->microbatches, 1));
+  BP_TRY(f.integer(key::Devices, &s->devices, 1));
+  BP_TRY(f.integer(key::DataParallel, &s->dataParallel, 1));
+  BP_TRY(f.integer(key::WorldSize, &s->worldSize, 1));
   if (s->worldSize != s->devices * s->dataParallel)
-    return bad("schedule",
+    return bad(key::Schedule,
                formatString("world_size %lld is not devices %lld x "
                             "data_parallel %lld",
                             static_cast<long long>(s->worldSize),
@@ -194,51 +219,35 @@ Status parseParams(const std::vector<JsonValue> &list,
                    std::vector<ParamSpec> *out) {
   std::set<std::string> names;
   for (size_t i = 0; i < list.size(); ++i) {
-    std::string where = indexed("params", i);
+    std::string where = indexed(key::Params, i);
     Fields f(list[i], where);
     BP_TRY(f.object());
     ParamSpec p;
-    BP_TRY(f.string("name", &p.name));
+    BP_TRY(f.string(key::Name, &p.name));
     if (!names.insert(p.name).second)
       return bad(where, "parameter '" + p.name + "' is listed twice");
     const JsonValue *shape = nullptr;
-    BP_TRY(f.member("shape", &shape));
-    BP_TRY(parseIntList(*shape, f.at("shape"), 1, &p.shape));
+    BP_TRY(f.member(key::Shape, &shape));
+    BP_TRY(parseIntList(*shape, f.at(key::Shape), 1, &p.shape));
     p.numel = numElements(p.shape);
     if (p.numel <= 0)
-      return bad(f.at("shape"), "the size overflows");
+      return bad(f.at(key::Shape), "the size overflows");
     const JsonValue *init = nullptr;
-    BP_TRY(f.member("init", &init));
-    Fields fi(*init, f.at("init"));
+    BP_TRY(f.member(key::Init, &init));
+    Fields fi(*init, f.at(key::Init));
     BP_TRY(fi.object());
-    std::string kind;
-    BP_TRY(fi.string("kind", &kind));
-    if (kind == "normal") {
-      p.init = InitKind::Normal;
-      BP_TRY(fi.number("std", &p.stddev));
+    int kind = 0;
+    BP_TRY(fi.word(key::Kind, bp_init_kind_names, "initialiser", &kind));
+    p.init = static_cast<InitKind>(kind);
+    if (p.init == InitKind::Normal) {
+      BP_TRY(fi.number(key::Std, &p.stddev));
       if (!(p.stddev >= 0))
-        return bad(fi.at("std"), "must be non-negative");
-    } else if (kind == "zeros") {
-      p.init = InitKind::Zeros;
-    } else if (kind == "ones") {
-      p.init = InitKind::Ones;
-    } else {
-      return bad(fi.at("kind"),
-                 "'" + kind + "' is not one of normal, zeros, ones");
+        return bad(fi.at(key::Std), "must be non-negative");
     }
-    BP_TRY(f.boolean("decay", &p.decay));
+    BP_TRY(f.boolean(key::Decay, &p.decay));
     out->push_back(std::move(p));
   }
   return Status::ok();
-}
-
-Status parseRoleKind(const std::string &s, RoleKind *k) {
-  for (int i = 0; i < BP_NUM_ROLE_KINDS; ++i)
-    if (s == bp_role_kind_names[i]) {
-      *k = static_cast<RoleKind>(i);
-      return Status::ok();
-    }
-  return Status::error(ErrorCode::FormatError, "unknown role '" + s + "'");
 }
 
 /// Which roles may appear where: an argument (isArg) or result of a
@@ -271,38 +280,36 @@ Status parseRole(const JsonValue &v, const std::string &where,
                  const Manifest &m, FunctionKind fk, bool isArg, Role *role) {
   Fields f(v, where);
   BP_TRY(f.object());
-  std::string kind;
-  BP_TRY(f.string("role", &kind));
-  Status ks = parseRoleKind(kind, &role->kind);
-  if (!ks.isOk())
-    return bad(f.at("role"), ks.message());
+  int roleKind = 0;
+  BP_TRY(f.word(key::Role, bp_role_kind_names, "role", &roleKind));
+  role->kind = static_cast<RoleKind>(roleKind);
+  const char *kind = roleKindName(role->kind);
   if (!roleAllowed(fk, isArg, role->kind))
     return bad(where, formatString("a %s of a %s function cannot have role "
                                    "'%s'",
                                    isArg ? "argument" : "result",
-                                   functionKindName(fk), kind.c_str()));
+                                   functionKindName(fk), kind));
   const JsonValue *shape = nullptr;
-  BP_TRY(f.member("shape", &shape));
-  BP_TRY(parseIntList(*shape, f.at("shape"), 1, &role->shape));
+  BP_TRY(f.member(key::Shape, &shape));
+  BP_TRY(parseIntList(*shape, f.at(key::Shape), 1, &role->shape));
   role->numel = numElements(role->shape);
   if (role->numel <= 0)
-    return bad(f.at("shape"), "the size overflows");
-  std::string dtype;
-  BP_TRY(f.string("dtype", &dtype));
-  if (dtype == "f32")
-    role->dtype = DType::F32;
-  else if (dtype == "i32")
-    role->dtype = DType::I32;
-  else
-    return bad(f.at("dtype"), "'" + dtype + "' is neither f32 nor i32");
+    return bad(f.at(key::Shape), "the size overflows");
+  int dtypeIndex = 0;
+  BP_TRY(f.word(key::Dtype, bp_dtype_names, "dtype", &dtypeIndex));
+  role->dtype = dtypeIndex == BP_DTYPE_F32 ? DType::F32 : DType::I32;
+  const std::string dtype = bp_dtype_names[dtypeIndex];
 
   switch (role->kind) {
   case RoleKind::Param: {
+    // The parameter's name is under the role's own word.
+    const char *nameKey = bp_role_kind_names[BP_ROLE_PARAM];
     std::string name;
-    BP_TRY(f.string("param", &name));
+    BP_TRY(f.string(nameKey, &name));
     role->param = m.findParam(name);
     if (role->param < 0)
-      return bad(f.at("param"), "'" + name + "' is not in \"params\"");
+      return bad(f.at(nameKey),
+                 "'" + name + "' is not in \"" + key::Params + "\"");
     const ParamSpec &p = m.params[role->param];
     if (role->shape != p.shape || role->dtype != DType::F32)
       return bad(where, "parameter '" + name + "' is " +
@@ -311,15 +318,10 @@ Status parseRole(const JsonValue &v, const std::string &where,
     break;
   }
   case RoleKind::Input: {
-    std::string input;
-    BP_TRY(f.string("input", &input));
-    if (input == "tokens")
-      role->input = InputKind::Tokens;
-    else if (input == "labels")
-      role->input = InputKind::Labels;
-    else
-      return bad(f.at("input"),
-                 "'" + input + "' is neither tokens nor labels");
+    int input = 0;
+    BP_TRY(f.word(bp_role_kind_names[BP_ROLE_INPUT], bp_input_kind_names,
+                  "input", &input));
+    role->input = static_cast<InputKind>(input);
     int64_t want = m.model.microbatchSize * m.model.seqLen;
     if (role->dtype != DType::I32 || role->numel != want)
       return bad(where, formatString("an input is microbatch_size x seq_len "
@@ -335,7 +337,7 @@ Status parseRole(const JsonValue &v, const std::string &where,
   case RoleKind::GradOfArg:
   case RoleKind::Stash: {
     int64_t index = 0;
-    BP_TRY(f.integer("index", &index, 0));
+    BP_TRY(f.integer(key::Index, &index, 0));
     role->index = static_cast<int>(index);
     break;
   }
@@ -355,30 +357,25 @@ Status parseRole(const JsonValue &v, const std::string &where,
 
 Status parseFunctions(const std::vector<JsonValue> &list, Manifest *m) {
   for (size_t i = 0; i < list.size(); ++i) {
-    std::string where = indexed("functions", i);
+    std::string where = indexed(key::Functions, i);
     Fields f(list[i], where);
     BP_TRY(f.object());
     StageFunction fn;
-    BP_TRY(f.string("name", &fn.name));
-    std::string kind;
-    BP_TRY(f.string("kind", &kind));
-    int k = 0;
-    while (k < BP_NUM_FUNCTION_KINDS && kind != bp_function_kind_names[k])
-      ++k;
-    if (k == BP_NUM_FUNCTION_KINDS)
-      return bad(f.at("kind"), "unknown function kind '" + kind + "'");
-    fn.kind = static_cast<FunctionKind>(k);
+    BP_TRY(f.string(key::Name, &fn.name));
+    int kind = 0;
+    BP_TRY(f.word(key::Kind, bp_function_kind_names, "function kind", &kind));
+    fn.kind = static_cast<FunctionKind>(kind);
     int64_t stage = 0;
-    BP_TRY(f.integer("stage", &stage, 0));
+    BP_TRY(f.integer(key::Stage, &stage, 0));
     fn.stage = static_cast<int>(stage);
     for (bool isArg : {true, false}) {
-      const char *key = isArg ? "args" : "results";
+      const char *rolesKey = isArg ? key::Args : key::Results;
       const std::vector<JsonValue> *roles = nullptr;
-      BP_TRY(f.array(key, &roles));
+      BP_TRY(f.array(rolesKey, &roles));
       std::vector<Role> &out = isArg ? fn.args : fn.results;
       for (size_t k = 0; k < roles->size(); ++k) {
         Role r;
-        BP_TRY(parseRole((*roles)[k], indexed(where + "." + key, k), *m,
+        BP_TRY(parseRole((*roles)[k], indexed(where + "." + rolesKey, k), *m,
                          fn.kind, isArg, &r));
         out.push_back(std::move(r));
       }
@@ -408,7 +405,7 @@ Status parseFunctions(const std::vector<JsonValue> &list, Manifest *m) {
 
 Status parseGroups(const std::vector<JsonValue> &list, Manifest *m) {
   for (size_t i = 0; i < list.size(); ++i) {
-    std::string where = indexed("groups", i);
+    std::string where = indexed(key::Groups, i);
     std::vector<int64_t> ranks;
     BP_TRY(parseIntList(list[i], where, 0, &ranks));
     if (ranks.empty())
@@ -443,7 +440,7 @@ Status parseNames(const JsonValue &v, const std::string &where,
     int p = m.findParam(e.string);
     if (p < 0)
       return bad(indexed(where, i),
-                 "'" + e.string + "' is not in \"params\"");
+                 "'" + e.string + "' is not in \"" + key::Params + "\"");
     if (std::find(out->begin(), out->end(), p) != out->end())
       return bad(indexed(where, i), "'" + e.string + "' is listed twice");
     out->push_back(p);
@@ -453,38 +450,37 @@ Status parseNames(const JsonValue &v, const std::string &where,
 
 Status parseRanks(const std::vector<JsonValue> &list, Manifest *m) {
   if (static_cast<int64_t>(list.size()) != m->schedule.worldSize)
-    return bad("ranks", formatString("lists %zu ranks, world_size is %lld",
-                                     list.size(),
-                                     static_cast<long long>(
-                                         m->schedule.worldSize)));
+    return bad(key::Ranks,
+               formatString("lists %zu ranks, world_size is %lld", list.size(),
+                            static_cast<long long>(m->schedule.worldSize)));
   for (size_t r = 0; r < list.size(); ++r) {
-    std::string where = indexed("ranks", r);
+    std::string where = indexed(key::Ranks, r);
     Fields f(list[r], where);
     BP_TRY(f.object());
     RankSpec rs;
     int64_t n = 0;
-    BP_TRY(f.integer("num_values", &n, 0));
+    BP_TRY(f.integer(key::NumValues, &n, 0));
     if (n > INT32_MAX)
-      return bad(f.at("num_values"), "too large");
+      return bad(f.at(key::NumValues), "too large");
     rs.numValues = static_cast<int32_t>(n);
     int64_t copy = 0;
-    BP_TRY(f.integer("dp_copy", &copy, 0));
+    BP_TRY(f.integer(key::DpCopy, &copy, 0));
     if (copy >= m->schedule.dataParallel)
-      return bad(f.at("dp_copy"),
-                 formatString("%lld is not below data_parallel %lld",
-                              static_cast<long long>(copy),
-                              static_cast<long long>(
-                                  m->schedule.dataParallel)));
+      return bad(
+          f.at(key::DpCopy),
+          formatString("%lld is not below data_parallel %lld",
+                       static_cast<long long>(copy),
+                       static_cast<long long>(m->schedule.dataParallel)));
     rs.dpCopy = static_cast<int>(copy);
-    if (list[r].get("peak_handles"))
-      BP_TRY(f.integer("peak_handles", &rs.peakHandles, 0));
-    if (list[r].get("peak_saved_bytes"))
-      BP_TRY(f.integer("peak_saved_bytes", &rs.peakSavedBytes, 0));
+    if (list[r].get(key::PeakHandles))
+      BP_TRY(f.integer(key::PeakHandles, &rs.peakHandles, 0));
+    if (list[r].get(key::PeakSavedBytes))
+      BP_TRY(f.integer(key::PeakSavedBytes, &rs.peakSavedBytes, 0));
     const JsonValue *params = nullptr;
-    BP_TRY(f.member("params", &params));
-    BP_TRY(parseNames(*params, f.at("params"), *m, &rs.params));
+    BP_TRY(f.member(key::Params, &params));
+    BP_TRY(parseNames(*params, f.at(key::Params), *m, &rs.params));
     const std::vector<JsonValue> *buckets = nullptr;
-    BP_TRY(f.array("buckets", &buckets));
+    BP_TRY(f.array(key::Buckets, &buckets));
     std::set<int> bucketed;
     for (size_t b = 0; b < buckets->size(); ++b) {
       std::string bw = indexed(where + ".buckets", b);
@@ -492,30 +488,29 @@ Status parseRanks(const std::vector<JsonValue> &list, Manifest *m) {
       BP_TRY(fb.object());
       BucketSpec bs;
       int64_t g = 0;
-      BP_TRY(fb.integer("group", &g, 0));
+      BP_TRY(fb.integer(key::Group, &g, 0));
       if (g >= static_cast<int64_t>(m->groups.size()))
-        return bad(fb.at("group"),
-                   formatString("there are only %zu groups",
-                                m->groups.size()));
+        return bad(fb.at(key::Group),
+                   formatString("there are only %zu groups", m->groups.size()));
       bs.group = static_cast<int>(g);
       const std::vector<int> &members = m->groups[bs.group];
       if (std::find(members.begin(), members.end(), static_cast<int>(r)) ==
           members.end())
-        return bad(fb.at("group"),
+        return bad(fb.at(key::Group),
                    formatString("rank %zu is not a member of group %lld", r,
                                 static_cast<long long>(g)));
       const JsonValue *names = nullptr;
-      BP_TRY(fb.member("params", &names));
-      BP_TRY(parseNames(*names, fb.at("params"), *m, &bs.params));
+      BP_TRY(fb.member(key::Params, &names));
+      BP_TRY(parseNames(*names, fb.at(key::Params), *m, &bs.params));
       if (bs.params.empty())
-        return bad(fb.at("params"), "a bucket needs at least one parameter");
+        return bad(fb.at(key::Params), "a bucket needs at least one parameter");
       for (int p : bs.params) {
         if (!rs.holds(p))
-          return bad(fb.at("params"),
-                     "rank " + std::to_string(r) + " does not hold '" +
-                         m->params[p].name + "'");
+          return bad(fb.at(key::Params), "rank " + std::to_string(r) +
+                                             " does not hold '" +
+                                             m->params[p].name + "'");
         if (!bucketed.insert(p).second)
-          return bad(fb.at("params"),
+          return bad(fb.at(key::Params),
                      "'" + m->params[p].name + "' is in two buckets");
       }
       rs.buckets.push_back(std::move(bs));
@@ -546,7 +541,7 @@ Status checkGroupsAgree(const Manifest &m) {
       for (size_t b = 0; same && b < first.size(); ++b)
         same = first[b]->params == other[b]->params;
       if (!same)
-        return bad("ranks",
+        return bad(key::Ranks,
                    formatString("ranks %d and %d list different buckets for "
                                 "group %zu; every member must all-reduce the "
                                 "same parameters in the same order",
@@ -567,24 +562,29 @@ Expected<Manifest> parseManifest(std::string_view text) {
   Fields top(*json, "manifest");
   BP_TRY(top.object());
   int64_t version = 0;
-  BP_TRY(top.integer("version", &version, 0));
-  if (version != 1)
-    return bad("version", formatString("version %lld; this runtime reads "
-                                       "version 1",
-                                       static_cast<long long>(version)));
+  BP_TRY(top.integer(key::Version, &version, 0));
+  // First, before anything whose meaning may have changed between versions.
+  if (version != BP_MANIFEST_VERSION)
+    return bad(key::Version,
+               formatString("the program's manifest is version %lld, but "
+                            "this runtime reads version %d only; link the "
+                            "model with the runtime of the bitpipe-compile "
+                            "that compiled it",
+                            static_cast<long long>(version),
+                            BP_MANIFEST_VERSION));
   const JsonValue *v = nullptr;
-  BP_TRY(top.member("model", &v));
+  BP_TRY(top.member(key::Model, &v));
   BP_TRY(parseModel(*v, &m.model));
-  BP_TRY(top.member("schedule", &v));
+  BP_TRY(top.member(key::Schedule, &v));
   BP_TRY(parseSchedule(*v, &m.schedule));
   const std::vector<JsonValue> *list = nullptr;
-  BP_TRY(top.array("params", &list));
+  BP_TRY(top.array(key::Params, &list));
   BP_TRY(parseParams(*list, &m.params));
-  BP_TRY(top.array("functions", &list));
+  BP_TRY(top.array(key::Functions, &list));
   BP_TRY(parseFunctions(*list, &m));
-  BP_TRY(top.array("groups", &list));
+  BP_TRY(top.array(key::Groups, &list));
   BP_TRY(parseGroups(*list, &m));
-  BP_TRY(top.array("ranks", &list));
+  BP_TRY(top.array(key::Ranks, &list));
   BP_TRY(parseRanks(*list, &m));
   BP_TRY(checkGroupsAgree(m));
   return m;

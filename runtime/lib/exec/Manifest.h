@@ -31,7 +31,11 @@
 
 namespace bitpipe::runtime {
 
-enum class ModelFamily { Gpt, Bert };
+/// program.h's model families (values: its bp_model_family).
+enum class ModelFamily {
+  Gpt = BP_MODEL_FAMILY_GPT,
+  Bert = BP_MODEL_FAMILY_BERT,
+};
 
 struct ModelSpec {
   std::string name;
@@ -53,7 +57,12 @@ struct ScheduleSpec {
   int64_t worldSize = 0;
 };
 
-enum class InitKind { Normal, Zeros, Ones };
+/// program.h's initialisers (values: its bp_init_kind).
+enum class InitKind {
+  Normal = BP_INIT_NORMAL,
+  Zeros = BP_INIT_ZEROS,
+  Ones = BP_INIT_ONES,
+};
 
 struct ParamSpec {
   std::string name;
@@ -80,8 +89,12 @@ enum class RoleKind {
 
 const char *roleKindName(RoleKind kind);
 
-/// load_input's `kind` numbering (program.h).
-enum class InputKind : int32_t { Tokens = 0, Labels = 1 };
+/// An input role's input, and bp_rt_load_input's `kind` (values: program.h's
+/// bp_input_kind).
+enum class InputKind : int32_t {
+  Tokens = BP_INPUT_TOKENS,
+  Labels = BP_INPUT_LABELS,
+};
 
 struct Role {
   RoleKind kind = RoleKind::Activation;
@@ -145,7 +158,9 @@ struct Manifest {
   int ownerRank(int param) const;
 };
 
-/// Parses and validates \p text (see the file comment).
+/// Parses and validates \p text (see the file comment). Reads every word
+/// as bitpipe/abi/ManifestKeys.def spells it, and only a manifest of
+/// version BP_MANIFEST_VERSION: any other is an error naming both versions.
 Expected<Manifest> parseManifest(std::string_view text);
 
 } // namespace bitpipe::runtime

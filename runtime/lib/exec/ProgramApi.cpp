@@ -32,7 +32,9 @@ void bp_rt_load_input(bp_rt_context *ctx, int32_t value, int32_t kind,
   check(ctx, ctx->loadInput(value, kind, mb, count), [&] {
     return ctx->describeCall(formatString(
         "load_input of %s for micro-batch %lld",
-        kind == 0 ? "tokens" : "labels", static_cast<long long>(mb)));
+        kind >= 0 && kind < BP_NUM_INPUT_KINDS ? bp_input_kind_names[kind]
+                                               : "an unknown input kind",
+        static_cast<long long>(mb)));
   });
 }
 

@@ -2,8 +2,8 @@
 
 #include "Safetensors.h"
 
-#include "Json.h"
 #include "core/AtomicFile.h"
+#include "core/Json.h"
 #include "core/Tensor.h"
 
 #include <algorithm>

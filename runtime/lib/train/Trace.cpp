@@ -2,9 +2,9 @@
 
 #include "Trace.h"
 
-#include "Json.h"
 #include "comm/Communicator.h"
 #include "core/AtomicFile.h"
+#include "core/Json.h"
 
 #include <cstdlib>
 

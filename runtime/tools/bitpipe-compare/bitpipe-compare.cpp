@@ -44,8 +44,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "core/Flags.h"
+#include "core/Json.h"
 #include "core/Tensor.h"
-#include "train/Json.h"
 #include "train/Safetensors.h"
 
 #include <cmath>
@@ -387,12 +388,6 @@ int compareMetrics(const std::string &candidatePath,
   return differences ? 1 : 0;
 }
 
-bool parseNonNegative(const char *text, double *out) {
-  char *end = nullptr;
-  *out = std::strtod(text, &end);
-  return *text && !*end && *out >= 0;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -400,29 +395,21 @@ int main(int argc, char **argv) {
   bool metrics = false;
   std::string referencePath, initPath;
   std::vector<std::string> files;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    bool hasValue = i + 1 < argc;
-    if (arg == "--rtol" && hasValue) {
-      if (!parseNonNegative(argv[++i], &tol.rtol))
-        return usage();
-    } else if (arg == "--grad-norm-rtol" && hasValue) {
-      if (!parseNonNegative(argv[++i], &tol.gradNormRtol))
-        return usage();
-    } else if (arg == "--atol" && hasValue) {
-      if (!parseNonNegative(argv[++i], &tol.atol))
-        return usage();
-    } else if (arg == "--reference" && hasValue) {
-      referencePath = argv[++i];
-    } else if (arg == "--update-from" && hasValue) {
-      initPath = argv[++i];
-    } else if (arg == "--metrics") {
-      metrics = true;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return usage();
-    } else {
-      files.push_back(arg);
-    }
+  FlagSet flags;
+  flags.number("--rtol", "R", "relative tolerance", &tol.rtol, 0, false)
+      .number("--grad-norm-rtol", "G",
+              "relative tolerance of gradient norms (default: --rtol)",
+              &tol.gradNormRtol, 0, false)
+      .number("--atol", "A", "absolute tolerance", &tol.atol, 0, false)
+      .text("--reference", "REFERENCE.safetensors", "the reference",
+            &referencePath)
+      .text("--update-from", "INIT",
+            "compare updates from these parameters, not values", &initPath)
+      .toggle("--metrics", "compare two metrics files instead", &metrics);
+  Status parsed = flags.parse(argc, argv, &files);
+  if (!parsed.isOk()) {
+    std::fprintf(stderr, "bitpipe-compare: %s\n", parsed.message().c_str());
+    return usage();
   }
   if (metrics) {
     if (files.size() != 2 || !referencePath.empty() || !initPath.empty())

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "core/AtomicFile.h"
+#include "core/Flags.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -23,11 +24,13 @@ using namespace bitpipe::runtime;
 
 namespace {
 
-int usage() {
+int usage(const FlagSet &flags) {
   std::fprintf(stderr,
                "usage: bitpipe-tokenize [--dtype u16|u32] -o TOKENS.bin "
                "FILE...\n"
-               "Writes every byte of the files as one token (byte-level).\n");
+               "Writes every byte of the files as one token (byte-level).\n"
+               "\nflags:\n%s",
+               flags.help().c_str());
   return 2;
 }
 
@@ -62,24 +65,20 @@ std::vector<unsigned char> encode(const std::vector<unsigned char> &bytes) {
 
 int main(int argc, char **argv) {
   std::string output, dtype = "u16";
+  bool help = false;
   std::vector<std::string> inputs;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-o" && i + 1 < argc)
-      output = argv[++i];
-    else if (arg == "--dtype" && i + 1 < argc)
-      dtype = argv[++i];
-    else if (arg == "-h" || arg == "--help")
-      return usage();
-    else if (!arg.empty() && arg[0] == '-') {
-      std::fprintf(stderr, "bitpipe-tokenize: unknown option '%s'\n",
-                   arg.c_str());
-      return usage();
-    } else
-      inputs.push_back(arg);
+  FlagSet flags;
+  flags.text("-o", "TOKENS.bin", "the token file to write (required)", &output)
+      .text("--dtype", "u16|u32", "token type (default u16)", &dtype)
+      .toggle("--help", "this text", &help)
+      .toggle("-h", "the same", &help);
+  Status parsed = flags.parse(argc, argv, &inputs);
+  if (!parsed.isOk()) {
+    std::fprintf(stderr, "bitpipe-tokenize: %s\n", parsed.message().c_str());
+    return usage(flags);
   }
-  if (output.empty() || inputs.empty())
-    return usage();
+  if (help || output.empty() || inputs.empty())
+    return usage(flags);
   if (dtype != "u16" && dtype != "u32") {
     std::fprintf(stderr,
                  "bitpipe-tokenize: --dtype must be u16 or u32, got '%s'\n",

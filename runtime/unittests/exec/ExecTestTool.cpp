@@ -20,10 +20,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "core/Json.h"
 #include "core/Random.h"
 #include "core/Tensor.h"
 #include "train/Checkpoint.h"
-#include "train/Json.h"
 #include "train/Safetensors.h"
 
 #include <algorithm>

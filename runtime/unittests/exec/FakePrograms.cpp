@@ -240,6 +240,9 @@ void rank3(bp_rt_context *c) { lastStage(c, 3, 2, 2, 4); }
 const bp_rank_program_t bitpipe_rank_programs[] = {FAKE_RANKS};
 const int32_t bitpipe_num_ranks =
     sizeof(bitpipe_rank_programs) / sizeof(bitpipe_rank_programs[0]);
-const char bitpipe_manifest[] = "{\"version\": 1," FAKE_MODEL_JSON
-    FAKE_PARAMS_JSON FAKE_FUNCTIONS_JSON FAKE_TAIL_JSON "}";
+#define FAKE_STRINGIFY(x) #x
+#define FAKE_VERSION(x) FAKE_STRINGIFY(x)
+const char bitpipe_manifest[] = "{\"version\": " FAKE_VERSION(
+    BP_MANIFEST_VERSION) "," FAKE_MODEL_JSON FAKE_PARAMS_JSON
+    FAKE_FUNCTIONS_JSON FAKE_TAIL_JSON "}";
 const int64_t bitpipe_manifest_size = sizeof(bitpipe_manifest) - 1;

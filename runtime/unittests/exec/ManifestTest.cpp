@@ -57,14 +57,12 @@ TEST(ExecManifest, NamesWhatIsWrongAndWhere) {
       {"\"role\": \"saved\"", "\"role\": \"kept\"",
        "manifest: functions[0].results[1].role: unknown role 'kept'"},
       {"\"param\": \"hidden.bias\", \"shape\"",
-       "\"param\": \"hidden.b\", \"shape\"",
-       "'hidden.b' is not in \"params\""},
+       "\"param\": \"hidden.b\", \"shape\"", "'hidden.b' is not in \"params\""},
       {"\"param\": \"embed.pos\", \"shape\": [8, 16]",
        "\"param\": \"embed.pos\", \"shape\": [8, 15]",
        "parameter 'embed.pos' is [8, 16] f32, not [8, 15] f32"},
       {"\"world_size\": 4", "\"world_size\": 3",
        "world_size 3 is not devices 2 x data_parallel 2"},
-      {"\"version\": 1", "\"version\": 2", "this runtime reads version 1"},
       {"\"family\": \"gpt\"", "\"family\": \"bert\"",
        "a bert model needs \"mask_token\""},
       // A forward cannot take a stash.
@@ -93,6 +91,33 @@ TEST(ExecManifest, NamesWhatIsWrongAndWhere) {
     EXPECT_NE(message.find(c.message), std::string::npos)
         << "expected \"" << c.message << "\" in \"" << message << "\"";
   }
+}
+
+TEST(ExecManifest, ReadsOnlyItsOwnVersionAndNamesBoth) {
+  const std::string good = pipeDpManifest();
+  const std::string ours =
+      "\"version\": " + std::to_string(BP_MANIFEST_VERSION);
+  for (int other : {0, BP_MANIFEST_VERSION + 1, 1000}) {
+    std::string text =
+        replaced(good, ours, "\"version\": " + std::to_string(other));
+    ASSERT_NE(text, good);
+    std::string want = "manifest: version: the program's manifest is version " +
+                       std::to_string(other) +
+                       ", but this runtime reads version " +
+                       std::to_string(BP_MANIFEST_VERSION) + " only";
+    EXPECT_NE(errorOf(text).find(want), std::string::npos)
+        << "expected \"" << want << "\" in \"" << errorOf(text) << "\"";
+  }
+  // Checked before anything else: a manifest of another version whose
+  // other fields this runtime cannot read is still reported by version.
+  const std::string next = std::to_string(BP_MANIFEST_VERSION + 1);
+  std::string future = replaced(good, ours, "\"version\": " + next);
+  future = replaced(future, "\"role\": \"saved\"", "\"role\": \"kept\"");
+  EXPECT_NE(errorOf(future).find("is version " + next), std::string::npos)
+      << errorOf(future);
+  std::string missing = replaced(good, ours + ",", "");
+  EXPECT_NE(errorOf(missing).find("missing \"version\""), std::string::npos)
+      << errorOf(missing);
 }
 
 TEST(ExecManifest, RanksMustMatchTheWorldSize) {

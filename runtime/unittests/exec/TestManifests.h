@@ -40,8 +40,9 @@ inline std::string pipeDpTailJson() {
 }
 
 inline std::string pipeDpManifest() {
-  return "{\"version\": 1," + modelJson() + FAKE_PARAMS_JSON +
-         FAKE_FUNCTIONS_JSON + pipeDpTailJson() + "}";
+  return "{\"version\": " + std::to_string(BP_MANIFEST_VERSION) + "," +
+         modelJson() + FAKE_PARAMS_JSON + FAKE_FUNCTIONS_JSON +
+         pipeDpTailJson() + "}";
 }
 
 /// \p text with the first occurrence of \p from replaced by \p to.

@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "MpiTestUtil.h"
+#include "core/Json.h"
 #include "train/Init.h"
-#include "train/Json.h"
 #include "train/StepLog.h"
 #include "train/Trace.h"
 

@@ -1,9 +1,9 @@
 //===- SafetensorsTest.cpp - safetensors files, JSON, checkpoints ---------===//
 
-#include "TempDir.h"
-#include "train/Checkpoint.h"
-#include "train/Json.h"
 #include "train/Safetensors.h"
+#include "TempDir.h"
+#include "core/Json.h"
+#include "train/Checkpoint.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 //===- TraceTest.cpp - Chrome trace, bubble fraction, step line -----------===//
 
-#include "TempDir.h"
-#include "train/Json.h"
-#include "train/StepLog.h"
 #include "train/Trace.h"
+#include "TempDir.h"
+#include "core/Json.h"
+#include "train/StepLog.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,8 @@
 //===- Common.h - Helpers shared by the CPU kernels -------------*- C++ -*-===//
 //
-// Argument checks and scratch memory. The runtime is built without
-// exceptions, so failures are reported as bp_status_t, never thrown.
+// Argument checks (core/ArgChecks.h, shared with the CUDA kernels) and
+// scratch memory from malloc. The runtime is built without exceptions, so
+// failures are reported as bp_status_t, never thrown.
 //
 //===----------------------------------------------------------------------===//
 
@@ -9,28 +10,15 @@
 #define BITPIPE_RUNTIME_CPU_KERNELS_COMMON_H
 
 #include "bitpipe/runtime.h"
+#include "core/ArgChecks.h"
 
 #include <cstdint>
 #include <cstdlib>
-#include <initializer_list>
 
 namespace bitpipe::runtime::cpu {
 
-/// True if no pointer in \p ptrs is null.
-inline bool allNonNull(std::initializer_list<const void *> ptrs) {
-  for (const void *p : ptrs)
-    if (!p)
-      return false;
-  return true;
-}
-
-/// True if every size in \p sizes is positive.
-inline bool allPositive(std::initializer_list<int64_t> sizes) {
-  for (int64_t s : sizes)
-    if (s <= 0)
-      return false;
-  return true;
-}
+using runtime::allNonNull;
+using runtime::allPositive;
 
 /// A float buffer from malloc. operator new would abort on failure without
 /// exceptions; malloc lets the kernel return BP_ERR_OUT_OF_MEMORY instead.

@@ -1,4 +1,4 @@
-//===- Json.cpp - The small JSON subset safetensors headers need -*- C++ -*-===//
+//===- Json.cpp - The runtime's JSON reader and string quoting -*- C++ -*-===//
 
 #include "Json.h"
 

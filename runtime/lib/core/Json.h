@@ -1,14 +1,17 @@
-//===- Json.h - The small JSON subset safetensors headers need --*- C++ -*-===//
+//===- Json.h - The runtime's JSON reader and string quoting ----*- C++ -*-===//
 //
 // A strict RFC 8259 parser into a plain tree, and string escaping for the
-// writers. No dependency: the runtime links into every generated executable.
-// Integers are kept exactly (int64) besides their double value, since
-// safetensors byte offsets may exceed 2^53 in principle.
+// writers. One reader for everything the runtime reads as JSON: the
+// compiled program's manifest (exec), safetensors headers and trace and
+// metrics files (train), and the tools'. In core because none of those
+// owns it. No dependency: the runtime links into every generated
+// executable. Integers are kept exactly (int64) besides their double value,
+// since safetensors byte offsets may exceed 2^53 in principle.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_RUNTIME_TRAIN_JSON_H
-#define BITPIPE_RUNTIME_TRAIN_JSON_H
+#ifndef BITPIPE_RUNTIME_CORE_JSON_H
+#define BITPIPE_RUNTIME_CORE_JSON_H
 
 #include "core/Status.h"
 
@@ -45,4 +48,4 @@ std::string jsonQuote(std::string_view s);
 
 } // namespace bitpipe::runtime
 
-#endif // BITPIPE_RUNTIME_TRAIN_JSON_H
+#endif // BITPIPE_RUNTIME_CORE_JSON_H

@@ -1,0 +1,117 @@
+//===- RuntimeAbi.h - The runtime's C ABI for the compiler ------*- C++ -*-===//
+//
+// The compiler's reading of runtime/include/bitpipe/abi/*.def: the functions
+// of program.h and runtime.h that lowered code calls, and the symbols a
+// compiled model defines for the runtime, with the MLIR types of their
+// parameters and results. The lowerings name a function or symbol by its
+// enum and get its name and type from here, never by a string or a
+// hand-written type, so that what they emit is what the runtime is built
+// against (runtime/lib/core/AbiCheck.cpp holds the headers to the same .def
+// files).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_CONVERSION_RUNTIMEABI_RUNTIMEABI_H
+#define BITPIPE_CONVERSION_RUNTIMEABI_RUNTIMEABI_H
+
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace mlir {
+class OpBuilder;
+class ValueRange;
+} // namespace mlir
+
+namespace bitpipe::abi {
+
+/// A kind of ABI value (ArgKinds.def). Unscoped inside its own namespace so
+/// that the .def's bare kind names (`I32`, `F32_IN`) spell the values.
+namespace kind {
+enum Kind : uint8_t {
+#define BP_ABI_KIND(kind, ctype, machine) kind,
+#include "bitpipe/abi/ArgKinds.def"
+};
+} // namespace kind
+using kind::Kind;
+
+/// The bp_rt_* calls of program.h (RuntimeCalls.def).
+enum class RuntimeCall {
+#define BP_RT_CALL(symbol, ...) symbol,
+#include "bitpipe/abi/RuntimeCalls.def"
+};
+
+/// The functions of runtime.h (Kernels.def).
+enum class Kernel {
+#define BP_KERNEL(symbol, ...) symbol,
+#include "bitpipe/abi/Kernels.def"
+};
+
+/// One function of the ABI: its C symbol and kinds.
+struct Signature {
+  llvm::StringLiteral name;
+  Kind result;
+  llvm::ArrayRef<Kind> params;
+};
+
+const Signature &signatureOf(RuntimeCall call);
+const Signature &signatureOf(Kernel kernel);
+
+/// The tables of ModelSymbols.def, named by the table's symbol.
+enum class ModelTable {
+#define BP_MODEL_TABLE(table, ...) table,
+#include "bitpipe/abi/ModelSymbols.def"
+};
+
+/// A table of function pointers and its length.
+struct TableSymbols {
+  llvm::StringLiteral table, count;
+  Kind countKind;
+  /// The type of the functions it points to (named after the table).
+  Signature entry;
+};
+const TableSymbols &symbolsOf(ModelTable table);
+
+/// The byte blobs of ModelSymbols.def, named by the data's symbol.
+enum class ModelBytes {
+#define BP_MODEL_BYTES(data, ...) data,
+#include "bitpipe/abi/ModelSymbols.def"
+};
+
+/// Bytes and their size.
+struct BytesSymbols {
+  llvm::StringLiteral data, size;
+  Kind sizeKind;
+};
+const BytesSymbols &symbolsOf(ModelBytes bytes);
+
+/// What generated code passes for \p kind (its MACHINE column): i32, i64,
+/// f32 or !llvm.ptr; null for VOID.
+mlir::Type typeOf(Kind kind, mlir::MLIRContext *ctx);
+
+/// `(params) -> (result)` of \p signature, at the func dialect's level.
+mlir::FunctionType functionTypeOf(const Signature &signature,
+                                  mlir::MLIRContext *ctx);
+/// The same as an LLVM dialect function type.
+mlir::LLVM::LLVMFunctionType llvmFunctionTypeOf(const Signature &signature,
+                                                mlir::MLIRContext *ctx);
+
+/// The symbol of \p signature's function in \p module, declared there (a
+/// private func.func at the module's start) on first use. Created through
+/// \p builder, so that a conversion's rewriter sees the new op.
+mlir::FlatSymbolRefAttr declare(mlir::OpBuilder &builder, mlir::ModuleOp module,
+                                const Signature &signature);
+
+/// Stops the compiler (report_fatal_error) unless \p args have the types
+/// of \p signature's parameters: a lowering that would emit a call the
+/// runtime does not define is a bug in the compiler, not in its input.
+void checkArguments(const Signature &signature, mlir::ValueRange args);
+
+} // namespace bitpipe::abi
+
+#endif // BITPIPE_CONVERSION_RUNTIMEABI_RUNTIMEABI_H

@@ -1,0 +1,161 @@
+//===- RuntimeAbi.cpp - The runtime's C ABI, as the compiler sees it ------===//
+
+#include "bitpipe/Conversion/RuntimeAbi/RuntimeAbi.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace bitpipe;
+using namespace bitpipe::abi;
+// The .def files spell kinds by their bare names.
+using namespace bitpipe::abi::kind;
+
+namespace {
+
+// The parameter kinds of every entry, one array each, named after the
+// function; the signature tables below point into them.
+namespace params {
+#define BP_RT_CALL(symbol, result, ...) constexpr Kind symbol[] = {__VA_ARGS__};
+#include "bitpipe/abi/RuntimeCalls.def"
+#define BP_KERNEL(symbol, result, ...) constexpr Kind symbol[] = {__VA_ARGS__};
+#include "bitpipe/abi/Kernels.def"
+#define BP_MODEL_TABLE(table, count, countKind, entryResult, ...)              \
+  constexpr Kind table[] = {__VA_ARGS__};
+#include "bitpipe/abi/ModelSymbols.def"
+} // namespace params
+
+const Signature runtimeCalls[] = {
+#define BP_RT_CALL(symbol, result, ...) {#symbol, result, params::symbol},
+#include "bitpipe/abi/RuntimeCalls.def"
+};
+
+const Signature kernels[] = {
+#define BP_KERNEL(symbol, result, ...) {#symbol, result, params::symbol},
+#include "bitpipe/abi/Kernels.def"
+};
+
+const TableSymbols tables[] = {
+#define BP_MODEL_TABLE(table, count, countKind, entryResult, ...)              \
+  {#table, #count, countKind, {#table, entryResult, params::table}},
+#include "bitpipe/abi/ModelSymbols.def"
+};
+
+const BytesSymbols blobs[] = {
+#define BP_MODEL_BYTES(data, size, sizeKind) {#data, #size, sizeKind},
+#include "bitpipe/abi/ModelSymbols.def"
+};
+
+/// The MACHINE column of ArgKinds.def.
+Kind machineOf(Kind k) {
+  switch (k) {
+#define BP_ABI_KIND(kind, ctype, machine)                                      \
+  case kind:                                                                   \
+    return machine;
+#include "bitpipe/abi/ArgKinds.def"
+  }
+  llvm_unreachable("unknown ABI kind");
+}
+
+/// The kind's name in ArgKinds.def, for messages.
+StringRef nameOf(Kind k) {
+  switch (k) {
+#define BP_ABI_KIND(kind, ctype, machine)                                      \
+  case kind:                                                                   \
+    return #kind;
+#include "bitpipe/abi/ArgKinds.def"
+  }
+  llvm_unreachable("unknown ABI kind");
+}
+
+} // namespace
+
+const Signature &abi::signatureOf(RuntimeCall call) {
+  return runtimeCalls[static_cast<size_t>(call)];
+}
+
+const Signature &abi::signatureOf(Kernel kernel) {
+  return kernels[static_cast<size_t>(kernel)];
+}
+
+const TableSymbols &abi::symbolsOf(ModelTable table) {
+  return tables[static_cast<size_t>(table)];
+}
+
+const BytesSymbols &abi::symbolsOf(ModelBytes bytes) {
+  return blobs[static_cast<size_t>(bytes)];
+}
+
+Type abi::typeOf(Kind k, MLIRContext *ctx) {
+  switch (machineOf(k)) {
+  case VOID:
+    return Type();
+  case I32:
+    return IntegerType::get(ctx, 32);
+  case I64:
+    return IntegerType::get(ctx, 64);
+  case F32:
+    return Float32Type::get(ctx);
+  case PTR:
+    return LLVM::LLVMPointerType::get(ctx);
+  default:
+    llvm_unreachable("ArgKinds.def names a MACHINE kind the compiler lacks");
+  }
+}
+
+FunctionType abi::functionTypeOf(const Signature &signature, MLIRContext *ctx) {
+  SmallVector<Type> params;
+  for (Kind k : signature.params)
+    params.push_back(typeOf(k, ctx));
+  SmallVector<Type, 1> results;
+  if (Type result = typeOf(signature.result, ctx))
+    results.push_back(result);
+  return FunctionType::get(ctx, params, results);
+}
+
+LLVM::LLVMFunctionType abi::llvmFunctionTypeOf(const Signature &signature,
+                                               MLIRContext *ctx) {
+  SmallVector<Type> params;
+  for (Kind k : signature.params)
+    params.push_back(typeOf(k, ctx));
+  Type result = typeOf(signature.result, ctx);
+  return LLVM::LLVMFunctionType::get(
+      result ? result : LLVM::LLVMVoidType::get(ctx), params);
+}
+
+FlatSymbolRefAttr abi::declare(OpBuilder &builder, ModuleOp module,
+                               const Signature &signature) {
+  MLIRContext *ctx = module.getContext();
+  if (!module.lookupSymbol(signature.name)) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(module.getBody());
+    auto decl = builder.create<func::FuncOp>(module.getLoc(), signature.name,
+                                             functionTypeOf(signature, ctx));
+    decl.setPrivate();
+  }
+  return FlatSymbolRefAttr::get(ctx, signature.name);
+}
+
+void abi::checkArguments(const Signature &signature, ValueRange args) {
+  std::string problem;
+  llvm::raw_string_ostream os(problem);
+  if (args.size() != signature.params.size()) {
+    os << args.size() << " arguments, but it has " << signature.params.size();
+  } else {
+    for (auto [i, arg, k] : llvm::enumerate(args, signature.params)) {
+      Type want = typeOf(k, arg.getContext());
+      if (arg.getType() != want) {
+        os << "argument #" << i << " of type " << arg.getType()
+           << ", but the parameter is " << nameOf(k) << " (" << want << ")";
+        break;
+      }
+    }
+  }
+  if (!problem.empty())
+    llvm::report_fatal_error(
+        llvm::Twine("bitpipe: internal error: a call of ") + signature.name +
+        " with " + problem + " in runtime/include/bitpipe/abi");
+}
