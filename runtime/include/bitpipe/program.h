@@ -2,6 +2,8 @@
 |*                                                                            *|
 |* What bitpipe-lower-to-runtime emits for the ops of a `bitpipe.program`,    *|
 |* and the symbols a compiled model object defines for the runtime's main().  *|
+|* docs/runtime-abi.md gives the overview; abi/*.def is the one description   *|
+|* of the calls, symbols and manifest words that both sides build from.      *|
 |*                                                                            *|
 |* Division of work. The compiler turns every stage function (forward,        *|
 |* backward, input/weight-gradient halves) into machine code that calls the   *|
