@@ -97,9 +97,11 @@ def swap_directions(ir, manifest):
 
 
 def scale_gradient(ir, manifest):
-    """The weight gradient of every MLP's first linear (out = 4 x in) is
-    accumulated twice: its gradient, and so the gradient norm, doubles;
-    AdamW's normalised update hides most of it from loss and weights."""
+    """The weight gradient of every linear with out = 4 x in (each MLP's
+    first linear; in the tiny models, whose vocabulary is 4 x hidden, the
+    tied output projection too) is accumulated twice: those gradients, and
+    so the gradient norm, double; AdamW's normalised update hides most of
+    it from loss and weights."""
     lines, out, changed = ir.split("\n"), [], 0
     for line in lines:
         out.append(line)
