@@ -12,7 +12,7 @@
 #include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/Transforms/Passes.h"
-#include "bitpipe/Transforms/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"
 

@@ -15,7 +15,7 @@
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
-#include "bitpipe/Transforms/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/Format.h"

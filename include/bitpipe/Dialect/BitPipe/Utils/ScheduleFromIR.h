@@ -2,16 +2,20 @@
 //
 // After bitpipe-schedule the per-rank `bitpipe.program`s are the source of
 // truth for the order of a training step; passes that measure or check that
-// order (bitpipe-simulate, bitpipe-insert-transfers, bitpipe-verify) read
-// it back into a `sched::Schedule` here and hand it to the schedule library,
-// instead of regenerating it from a name. The conversions between the
-// library's `sched::Placement` and `#bitpipe.placement` live here too, so
-// that the library stays the one definition of every placement.
+// order (bitpipe-simulate, bitpipe-insert-transfers, bitpipe-verify) and the
+// lowering to the runtime read it back into a `sched::Schedule` here and
+// hand it to the schedule library, instead of regenerating it from a name.
+// The conversions between the library's `sched::Placement` and
+// `#bitpipe.placement` live here too, so that the library stays the one
+// definition of every placement.
+//
+// A library of its own (BitPipeProgramReader), apart from the passes, so
+// that the conversions can read the programs without linking every pass.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_TRANSFORMS_SCHEDULEFROMIR_H
-#define BITPIPE_TRANSFORMS_SCHEDULEFROMIR_H
+#ifndef BITPIPE_DIALECT_BITPIPE_UTILS_SCHEDULEFROMIR_H
+#define BITPIPE_DIALECT_BITPIPE_UTILS_SCHEDULEFROMIR_H
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
 #include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
@@ -130,4 +134,4 @@ readCommProgramFromIR(mlir::ModuleOp module, const sched::Schedule &schedule,
 
 } // namespace bitpipe
 
-#endif // BITPIPE_TRANSFORMS_SCHEDULEFROMIR_H
+#endif // BITPIPE_DIALECT_BITPIPE_UTILS_SCHEDULEFROMIR_H
