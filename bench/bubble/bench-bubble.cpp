@@ -1,7 +1,7 @@
 //===- bench-bubble.cpp - Measured pipeline bubbles vs. the simulator -----===//
 //
-//   bench-bubble --trace RUN.json --schedule S --devices D --microbatches N
-//                [--skip-steps K]
+//   bench-bubble --trace RUN.json --schedule S --devices D [--microbatches N]
+//                [--chunks-per-device V] [--skip-steps K]
 //
 // Reads the Chrome trace that a compiled executable wrote with --trace (one
 // process per rank, compute events named like "F3.s2", "B3.s2", "W3.s2"),
@@ -19,7 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Schedule/ScheduleFlags.h"
 #include "bitpipe/Schedule/Simulator.h"
 
 #include "llvm/Support/JSON.h"
@@ -52,38 +53,29 @@ bool parseName(llvm::StringRef name, ComputeEvent &e) {
          !stage.getAsInteger(10, e.stage);
 }
 
-int fail(const std::string &message) {
-  std::fprintf(stderr, "bench-bubble: %s\n", message.c_str());
-  return 1;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
   std::string tracePath;
-  ScheduleOptions options;
+  ScheduleOptions request;
   int skipSteps = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--trace")
-      tracePath = value;
-    else if (flag == "--schedule")
-      options.schedule = value;
-    else if (flag == "--devices")
-      options.devices = std::atoi(value.c_str());
-    else if (flag == "--microbatches")
-      options.microbatches = std::atoi(value.c_str());
-    else if (flag == "--skip-steps")
-      skipSteps = std::atoi(value.c_str());
-    else
-      return fail("unknown flag " + flag);
-  }
-  if (tracePath.empty() || options.schedule.empty() || options.devices < 1 ||
-      options.microbatches < 1)
-    return fail("usage: bench-bubble --trace RUN.json --schedule S --devices "
-                "D --microbatches N [--skip-steps K]");
+  FlagParser flags("bench-bubble",
+                   "--trace RUN.json --schedule S --devices D "
+                   "[--microbatches N] [--chunks-per-device V] "
+                   "[--skip-steps K]");
+  flags.flag("--trace", &tracePath)
+      .scheduleFlags(&request)
+      .flag("--skip-steps", &skipSteps, 0);
+  if (!flags.parse(argc, argv))
+    return 2;
+  auto fail = [&](const std::string &message) { return flags.fail(message); };
+  if (tracePath.empty())
+    return fail("--trace is required");
+  Result<ScheduleOptions> options = validate(request, "--");
+  if (!options)
+    return fail(options.error);
 
-  Result<Schedule> schedule = generateSchedule(options);
+  Result<Schedule> schedule = generateSchedule(*options);
   if (!schedule)
     return fail(schedule.error);
 
@@ -182,8 +174,8 @@ int main(int argc, char **argv) {
     return fail(predicted.error);
 
   std::printf("%s, D=%d, N=%d: %d step(s) measured (first %d skipped)\n",
-              options.schedule.c_str(), options.devices, options.microbatches,
-              steps - skipSteps, skipSteps);
+              options->schedule.c_str(), options->devices,
+              *options->microbatches, steps - skipSteps, skipSteps);
   std::printf("mean measured cost per stage (ms):");
   for (int s = 0; s < stages; ++s)
     std::printf(" s%d F %.2f B %.2f%s", s, cost.forward[s] / 1e3,

@@ -11,8 +11,9 @@
 // Each measurement runs in a forked child, so that ru_maxrss (from wait4)
 // is that run's peak, not the largest of all runs so far.
 //
-// Usage: bench-pipeline [config.json] [--devices D] [--microbatches N]
-//                       [--schedule S] [--dp K] [--repeat R]
+// Usage: bench-pipeline [config.json] [--schedule S] [--devices D]
+//                       [--microbatches N] [--chunks-per-device V] [--dp K]
+//                       [--repeat R]
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 #include "bitpipe/Import/ModelBuilder.h"
 #include "bitpipe/Import/ModelConfig.h"
+#include "bitpipe/Schedule/ScheduleFlags.h"
 #include "bitpipe/Transforms/Pipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -35,8 +37,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -46,10 +46,8 @@ namespace {
 
 struct Request {
   std::string config = "examples/gpt-96.json";
-  std::string schedule = "bitpipe";
-  int devices = 8;
-  int microbatches = 32;
-  int dp = 1;
+  /// Validated: N and v filled in.
+  bitpipe::sched::ScheduleOptions schedule;
   int repeat = 5;
 };
 
@@ -64,11 +62,9 @@ double runPipeline(const bitpipe::ModelConfig &config, const Request &r,
   if (!module)
     return -1;
   PassManager pm(&context);
-  bitpipe::PipelineOptions options;
-  options.schedule = r.schedule;
-  options.devices = r.devices;
-  options.microbatches = microbatches;
-  options.dataParallel = r.dp;
+  bitpipe::PipelineConfig options;
+  options.request = r.schedule;
+  options.request.microbatches = microbatches;
   bitpipe::buildPipeline(pm, options);
 
   auto start = std::chrono::steady_clock::now();
@@ -133,31 +129,30 @@ Measurement median(const bitpipe::ModelConfig &config, const Request &r,
 
 int main(int argc, char **argv) {
   Request r;
-  for (int i = 1; i < argc; ++i) {
-    auto value = [&](const char *flag) -> const char * {
-      if (std::strcmp(argv[i], flag) != 0 || i + 1 >= argc)
-        return nullptr;
-      return argv[++i];
-    };
-    if (const char *v = value("--devices"))
-      r.devices = std::atoi(v);
-    else if (const char *v = value("--microbatches"))
-      r.microbatches = std::atoi(v);
-    else if (const char *v = value("--schedule"))
-      r.schedule = v;
-    else if (const char *v = value("--dp"))
-      r.dp = std::atoi(v);
-    else if (const char *v = value("--repeat"))
-      r.repeat = std::max(1, std::atoi(v));
-    else if (argv[i][0] != '-')
-      r.config = argv[i];
-    else {
-      std::fprintf(stderr,
-                   "usage: bench-pipeline [config.json] [--devices D] "
-                   "[--microbatches N] [--schedule S] [--dp K] [--repeat R]\n");
-      return 2;
-    }
-  }
+  // BitPipe on 8 devices with 32 micro-batches unless told otherwise.
+  bitpipe::sched::ScheduleOptions request{"bitpipe", 8, 32};
+  std::vector<std::string> configs;
+  bitpipe::sched::FlagParser flags(
+      "bench-pipeline", "[config.json] [--schedule S] [--devices D] "
+                        "[--microbatches N] [--chunks-per-device V] [--dp K] "
+                        "[--repeat R]");
+  flags.positional(&configs)
+      .scheduleFlags(&request)
+      .flag("--dp", &request.dataParallel)
+      .flag("--repeat", &r.repeat, 1);
+  if (!flags.parse(argc, argv))
+    return 2;
+  if (configs.size() > 1)
+    return flags.fail("expected one config.json, got " +
+                      std::to_string(configs.size()));
+  if (!configs.empty())
+    r.config = configs.front();
+  bitpipe::sched::Result<bitpipe::sched::ScheduleOptions> checked =
+      bitpipe::sched::validate(request, "--");
+  if (!checked)
+    return flags.fail(checked.error);
+  r.schedule = *checked;
+
   llvm::Expected<bitpipe::ModelConfig> config =
       bitpipe::loadModelConfig(r.config);
   if (!config) {
@@ -168,12 +163,12 @@ int main(int argc, char **argv) {
 
   std::printf("bitpipe-pipeline: %s, schedule=%s devices=%d dp=%d, median "
               "of %d runs\n\n",
-              config->name.c_str(), r.schedule.c_str(), r.devices, r.dp,
-              r.repeat);
+              config->name.c_str(), r.schedule.schedule.c_str(),
+              r.schedule.devices, r.schedule.dataParallel, r.repeat);
   std::printf("| N | pipeline (s) | peak RSS (MiB) |\n|---|---|---|\n");
   double times[2];
   for (int k = 0; k < 2; ++k) {
-    int n = r.microbatches << k;
+    int n = *r.schedule.microbatches << k;
     Measurement m = median(*config, r, n);
     if (m.seconds < 0) {
       std::fprintf(stderr,

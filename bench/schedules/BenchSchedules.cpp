@@ -20,15 +20,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Schedule/CostModel.h"
-#include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Schedule/ScheduleFlags.h"
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -44,37 +43,13 @@ struct Options {
   int microbatches = 256;
 };
 
-/// Reads a positive integer flag value; false (with a message) if malformed.
-bool readPositive(const char *flag, const char *text, int &out) {
-  char *end = nullptr;
-  long v = std::strtol(text, &end, 10);
-  if (!text[0] || *end || v < 1 || v > 1000000) {
-    std::fprintf(stderr,
-                 "bench-schedules: %s expects a positive integer, "
-                 "got '%s'\n",
-                 flag, text);
-    return false;
-  }
-  out = static_cast<int>(v);
-  return true;
-}
-
 bool parseArgs(int argc, char **argv, Options &o) {
-  for (int i = 1; i < argc; ++i) {
-    const char *flag = argv[i];
-    int *target = !std::strcmp(flag, "--repeat")         ? &o.repeat
-                  : !std::strcmp(flag, "--devices")      ? &o.devices
-                  : !std::strcmp(flag, "--microbatches") ? &o.microbatches
-                                                         : nullptr;
-    if (!target || i + 1 >= argc) {
-      std::fprintf(stderr, "usage: bench-schedules [--repeat K] [--devices D] "
-                           "[--microbatches N]\n");
-      return false;
-    }
-    if (!readPositive(flag, argv[++i], *target))
-      return false;
-  }
-  return true;
+  FlagParser flags("bench-schedules",
+                   "[--repeat K] [--devices D] [--microbatches N]");
+  flags.flag("--repeat", &o.repeat, 1)
+      .flag("--devices", &o.devices, 1)
+      .flag("--microbatches", &o.microbatches, 1);
+  return flags.parse(argc, argv);
 }
 
 /// The papers' unit costs for `s` (see the file comment).
@@ -89,7 +64,8 @@ CostModel unitCosts(const Schedule &s) {
 /// empty optional after printing why it failed.
 std::optional<SimResult> runOnce(const std::string &name, int D, int N,
                                  double backward = 0) {
-  Result<Schedule> s = generateSchedule({name, D, N, /*chunksPerDevice=*/2});
+  // interleaved-1f1b with the registry's default v (2).
+  Result<Schedule> s = generateSchedule({name, D, N});
   if (!s) {
     std::fprintf(stderr, "%s D=%d N=%d: %s\n", name.c_str(), D, N,
                  s.error.c_str());
@@ -147,7 +123,9 @@ std::pair<double, double> medianMillis(const std::string &name, int D, int N,
 
 /// The closed-form bubble ratio the papers give for `name`, if any.
 std::optional<double> closedForm(const std::string &name, int D, int N) {
-  const double d = D, n = N, v = 2;
+  // interleaved-1f1b runs with the registry's default chunk count.
+  const double d = D, n = N,
+               v = findSchedule("interleaved-1f1b")->defaultChunks;
   if (name == "gpipe" || name == "1f1b")
     return (d - 1) / (n + d - 1);
   if (name == "interleaved-1f1b")

@@ -17,6 +17,7 @@
 
 #include "ReferenceGpt.h"
 
+#include "bitpipe/Schedule/ScheduleFlags.h"
 #include "train/Json.h"
 
 #include <algorithm>
@@ -96,27 +97,19 @@ int main(int argc, char **argv) {
   std::string configPath, exe, dataPath;
   int microbatches = 4, steps = 6, rounds = 2;
   uint64_t seed = 1234;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--config")
-      configPath = value;
-    else if (flag == "--exe")
-      exe = value;
-    else if (flag == "--data")
-      dataPath = value;
-    else if (flag == "--microbatches")
-      microbatches = std::atoi(value.c_str());
-    else if (flag == "--steps")
-      steps = std::atoi(value.c_str());
-    else if (flag == "--rounds")
-      rounds = std::atoi(value.c_str());
-    else
-      return fail("unknown flag " + flag);
-  }
-  if (configPath.empty() || exe.empty() || dataPath.empty() || steps < 2)
-    return fail("usage: bench-train-step --config MODEL.json --exe COMPILED "
-                "--data TOKENS.bin [--microbatches N] [--steps K>=2] "
-                "[--rounds R]");
+  const char *usage = "--config MODEL.json --exe COMPILED --data TOKENS.bin "
+                      "[--microbatches N] [--steps K>=2] [--rounds R]";
+  sched::FlagParser flags("bench-train-step", usage);
+  flags.flag("--config", &configPath)
+      .flag("--exe", &exe)
+      .flag("--data", &dataPath)
+      .flag("--microbatches", &microbatches, 1)
+      .flag("--steps", &steps, 2)
+      .flag("--rounds", &rounds, 1);
+  if (!flags.parse(argc, argv))
+    return 2;
+  if (configPath.empty() || exe.empty() || dataPath.empty())
+    return fail(std::string("usage: bench-train-step ") + usage);
 
   std::string text;
   if (!readText(configPath, text))

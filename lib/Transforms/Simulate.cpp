@@ -16,6 +16,7 @@
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+#include "bitpipe/Schedule/Placement.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/Format.h"
@@ -244,7 +245,7 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
                     const sched::SimResult &sim) {
     const sched::Placement &p = schedule.placement;
     os << "schedule " << schedule.name << ": " << p.numDevices << " devices, "
-       << p.kind << " placement, " << p.numStages << " stages, "
+       << sched::placementKindName(p.kind) << " placement, " << p.numStages << " stages, "
        << schedule.numMicrobatches << " micro-batches, costs=" << costs << "\n";
     if (!schedule.note.empty())
       os << "note: " << schedule.note << "\n";

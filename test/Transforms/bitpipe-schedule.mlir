@@ -13,6 +13,8 @@
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-place="placement=bidirectional devices=4" --bitpipe-schedule="schedule=chimera microbatches=4" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=CHIMERA
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe microbatches=4" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=BITPIPE
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe microbatches=8" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=BITPIPE8
+// Without microbatches the schedule registry's default, N = 2 D: the same.
+// RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=BITPIPE8
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-place="placement=loop devices=4" --bitpipe-schedule="schedule=zb-h1 microbatches=4" --bitpipe-simulate="grid b-cost=1" -o /dev/null | FileCheck %s --check-prefix=ZBH1
 
 // BitPipe on 2 devices, 2 micro-batches (one down, one up). Grid:

@@ -19,7 +19,7 @@ module attributes {bitpipe.placement = #bitpipe.placement<kind = "bidirectional-
 
 // -----
 
-// expected-error @+2 {{unknown placement kind "zigzag"; expected "loop", "v", "bidirectional" or "bidirectional-v"}}
+// expected-error @+2 {{#bitpipe.placement: unknown placement 'zigzag' (expected loop, v, bidirectional or bidirectional-v)}}
 // expected-error @+1 {{failed to parse BitPipe_PlacementAttr parameter 'kind'}}
 module attributes {bitpipe.placement = #bitpipe.placement<kind = "zigzag", devices = 2, pipelines = [[0, 1]]>} {}
 

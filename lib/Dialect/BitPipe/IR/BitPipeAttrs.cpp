@@ -2,6 +2,7 @@
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
+#include "bitpipe/Schedule/Placement.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -10,6 +11,7 @@
 
 using namespace mlir;
 using namespace bitpipe::bp;
+namespace sched = bitpipe::sched;
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeEnums.cpp.inc"
 
@@ -27,16 +29,16 @@ void BitPipeDialect::registerAttributes() {
 // PlacementAttr
 //===----------------------------------------------------------------------===//
 
-FailureOr<PlacementKind> bitpipe::bp::parsePlacementKind(AsmParser &parser) {
+FailureOr<sched::PlacementKind>
+bitpipe::bp::parsePlacementKind(AsmParser &parser) {
   SMLoc loc = parser.getCurrentLocation();
   std::string name;
   if (parser.parseString(&name))
     return failure();
-  if (std::optional<PlacementKind> kind = symbolizePlacementKind(name))
+  sched::Result<sched::PlacementKind> kind = sched::parsePlacementKind(name);
+  if (kind)
     return *kind;
-  parser.emitError(loc) << "unknown placement kind \"" << name
-                        << "\"; expected \"loop\", \"v\", \"bidirectional\" "
-                           "or \"bidirectional-v\"";
+  parser.emitError(loc) << "#bitpipe.placement: " << kind.error;
   return failure();
 }
 
@@ -72,18 +74,17 @@ void bitpipe::bp::printPipelines(AsmPrinter &printer,
 
 LogicalResult
 PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                      PlacementKind kind, int64_t devices,
+                      sched::PlacementKind kind, int64_t devices,
                       ArrayRef<DenseI64ArrayAttr> pipelines) {
   if (devices < 1)
     return emitError() << "#bitpipe.placement expects at least one device, got "
                        << devices;
 
   // One pipeline, or two running in opposite directions.
-  size_t expected =
-      kind == PlacementKind::Loop || kind == PlacementKind::V ? 1 : 2;
+  size_t expected = sched::pipelineCount(kind);
   if (pipelines.size() != expected)
     return emitError() << "#bitpipe.placement of kind \""
-                       << stringifyPlacementKind(kind) << "\" expects "
+                       << sched::placementKindName(kind) << "\" expects "
                        << expected << " pipeline(s), got " << pipelines.size();
 
   int64_t numStages = pipelines.front().size();
@@ -104,19 +105,35 @@ PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+PlacementAttr PlacementAttr::get(MLIRContext *context,
+                                 const sched::Placement &placement) {
+  SmallVector<DenseI64ArrayAttr> pipelines;
+  for (const sched::Pipeline &pipe : placement.pipelines)
+    pipelines.push_back(DenseI64ArrayAttr::get(
+        context, SmallVector<int64_t>(pipe.stageDevice.begin(),
+                                      pipe.stageDevice.end())));
+  return get(context, placement.kind, placement.numDevices, pipelines);
+}
+
+sched::Placement PlacementAttr::toSched() const {
+  sched::Placement p;
+  p.kind = getKind();
+  p.numDevices = getDevices();
+  p.numStages = getNumStages();
+  for (DenseI64ArrayAttr pipe : getPipelines())
+    p.pipelines.push_back(
+        {std::vector<int>(pipe.asArrayRef().begin(), pipe.asArrayRef().end())});
+  return p;
+}
+
 SmallVector<int64_t> PlacementAttr::getReplicaGroup(unsigned stage) const {
-  SmallVector<int64_t> group;
-  for (unsigned p = 0, e = getNumPipelines(); p < e; ++p)
-    group.push_back(getDevice(p, stage));
-  llvm::sort(group);
-  group.erase(std::unique(group.begin(), group.end()), group.end());
-  return group;
+  return getReplicaGroups()[stage];
 }
 
 SmallVector<SmallVector<int64_t>> PlacementAttr::getReplicaGroups() const {
   SmallVector<SmallVector<int64_t>> groups;
-  for (unsigned s = 0, e = getNumStages(); s < e; ++s)
-    groups.push_back(getReplicaGroup(s));
+  for (const std::vector<int> &group : toSched().replicaGroups())
+    groups.emplace_back(group.begin(), group.end());
   return groups;
 }
 

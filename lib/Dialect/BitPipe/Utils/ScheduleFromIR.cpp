@@ -19,47 +19,6 @@
 using namespace mlir;
 using namespace bitpipe;
 
-bp::PlacementAttr bitpipe::toPlacementAttr(Location loc,
-                                           const sched::Placement &placement) {
-  std::optional<bp::PlacementKind> kind =
-      bp::symbolizePlacementKind(placement.kind);
-  if (!kind) {
-    emitError(loc) << "the schedule library's placement kind '"
-                   << placement.kind << "' has no #bitpipe.placement spelling";
-    return {};
-  }
-  MLIRContext *context = loc.getContext();
-  SmallVector<DenseI64ArrayAttr> pipelines;
-  for (const sched::Pipeline &pipe : placement.pipelines)
-    pipelines.push_back(DenseI64ArrayAttr::get(
-        context, SmallVector<int64_t>(pipe.stageDevice.begin(),
-                                      pipe.stageDevice.end())));
-  return bp::PlacementAttr::get(context, *kind, placement.numDevices,
-                                pipelines);
-}
-
-sched::Placement bitpipe::toSchedPlacement(bp::PlacementAttr attr) {
-  sched::Placement p;
-  p.kind = bp::stringifyPlacementKind(attr.getKind()).str();
-  p.numDevices = attr.getDevices();
-  p.numStages = attr.getNumStages();
-  for (DenseI64ArrayAttr pipe : attr.getPipelines())
-    p.pipelines.push_back(
-        {std::vector<int>(pipe.asArrayRef().begin(), pipe.asArrayRef().end())});
-  return p;
-}
-
-bool bitpipe::samePlacement(const sched::Placement &a,
-                            const sched::Placement &b) {
-  if (a.kind != b.kind || a.numDevices != b.numDevices ||
-      a.numStages != b.numStages || a.pipelines.size() != b.pipelines.size())
-    return false;
-  for (size_t p = 0; p < a.pipelines.size(); ++p)
-    if (a.pipelines[p].stageDevice != b.pipelines[p].stageDevice)
-      return false;
-  return true;
-}
-
 DictionaryAttr bitpipe::toScheduleAttr(MLIRContext *context,
                                        const sched::Schedule &schedule) {
   Builder b(context);
@@ -202,7 +161,7 @@ FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
 
   sched::Schedule schedule;
   schedule.name = info.getAs<StringAttr>("name").str();
-  schedule.placement = toSchedPlacement(placement);
+  schedule.placement = placement.toSched();
   schedule.numMicrobatches = info.getAs<IntegerAttr>("microbatches").getInt();
   ArrayRef<int64_t> pipelines =
       info.getAs<DenseI64ArrayAttr>("microbatch_pipelines").asArrayRef();

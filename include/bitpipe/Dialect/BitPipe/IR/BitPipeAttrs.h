@@ -7,11 +7,14 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include "bitpipe/Schedule/Schedule.h"
+
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeEnums.h.inc"
 
 namespace bitpipe::bp {
 /// Custom parameter parsers and printers of #bitpipe.placement.
-mlir::FailureOr<PlacementKind> parsePlacementKind(mlir::AsmParser &parser);
+mlir::FailureOr<sched::PlacementKind>
+parsePlacementKind(mlir::AsmParser &parser);
 mlir::FailureOr<llvm::SmallVector<mlir::DenseI64ArrayAttr>>
 parsePipelines(mlir::AsmParser &parser);
 void printPipelines(mlir::AsmPrinter &printer,

@@ -33,12 +33,13 @@ def BitPipe_InputKindAttr
 // Placement
 //===----------------------------------------------------------------------===//
 
-// Printed quoted, because `bidirectional-v` is not a keyword.
+// The schedule library's kind (its one definition), spelled as the library
+// spells it; printed quoted, because `bidirectional-v` is not a keyword.
 def BitPipe_PlacementKindParameter
-    : AttrOrTypeParameter<"::bitpipe::bp::PlacementKind", "placement kind"> {
+    : AttrOrTypeParameter<"::bitpipe::sched::PlacementKind", "placement kind"> {
   let parser = "::bitpipe::bp::parsePlacementKind($_parser)";
   let printer = "$_printer << '\"' << "
-                "::bitpipe::bp::stringifyPlacementKind($_self) << '\"'";
+                "::bitpipe::sched::placementKindName($_self) << '\"'";
 }
 
 // One stage -> device array per pipeline, printed as `[[0, 1], [1, 0]]`.
@@ -52,6 +53,8 @@ def BitPipe_PipelinesParameter
 def BitPipe_PlacementAttr : BitPipe_Attr<"Placement", "placement"> {
   let summary = "where each stage of each pipeline runs";
   let description = [{
+    The IR form of the schedule library's `sched::Placement` (the attribute
+    converts to and from it, and asks the library what follows from it).
     `pipelines[p][s]` is the device that runs stage `s` of pipeline `p`.
     `loop` and `v` have one pipeline; `bidirectional` and `bidirectional-v`
     have two (BitPipe's "down" and "up"), and the devices that hold the same
@@ -72,7 +75,15 @@ def BitPipe_PlacementAttr : BitPipe_Attr<"Placement", "placement"> {
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 
+  let builders = [
+    // The library's placement, as an attribute.
+    AttrBuilder<(ins "const ::bitpipe::sched::Placement &":$placement)>,
+  ];
+
   let extraClassDeclaration = [{
+    /// The library's placement.
+    ::bitpipe::sched::Placement toSched() const;
+
     unsigned getNumPipelines() const { return getPipelines().size(); }
     /// Stages per pipeline (the verifier makes it the same for all).
     unsigned getNumStages() const {
@@ -83,7 +94,8 @@ def BitPipe_PlacementAttr : BitPipe_Attr<"Placement", "placement"> {
       return getPipelines()[pipeline][stage];
     }
     /// The devices that hold a replica of `stage`, sorted and unique: the
-    /// group that all-reduces its gradients (without data parallelism).
+    /// group that all-reduces its gradients (without data parallelism), as
+    /// the library's Placement::replicaGroups() defines it.
     ::llvm::SmallVector<int64_t> getReplicaGroup(unsigned stage) const;
     /// getReplicaGroup for every stage, indexed by stage.
     ::llvm::SmallVector<::llvm::SmallVector<int64_t>> getReplicaGroups() const;

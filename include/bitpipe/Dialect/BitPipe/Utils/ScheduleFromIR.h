@@ -5,9 +5,6 @@
 // order (bitpipe-simulate, bitpipe-insert-transfers, bitpipe-verify) and the
 // lowering to the runtime read it back into a `sched::Schedule` here and
 // hand it to the schedule library, instead of regenerating it from a name.
-// The conversions between the library's `sched::Placement` and
-// `#bitpipe.placement` live here too, so that the library stays the one
-// definition of every placement.
 //
 // A library of its own (BitPipeProgramReader), apart from the passes, so
 // that the conversions can read the programs without linking every pass.
@@ -47,15 +44,6 @@ inline constexpr llvm::StringLiteral kParamArgAttrName = attr::kParam;
 /// module has no stage function.
 mlir::FailureOr<llvm::SmallVector<mlir::func::FuncOp>>
 collectStageFunctions(mlir::ModuleOp module);
-
-/// `#bitpipe.placement` of a library placement. Returns null (after an
-/// error at `loc`) when the kind has no dialect spelling.
-bp::PlacementAttr toPlacementAttr(mlir::Location loc,
-                                  const sched::Placement &placement);
-/// The library placement of `#bitpipe.placement`.
-sched::Placement toSchedPlacement(bp::PlacementAttr attr);
-/// True when both map every stage of every pipeline to the same device.
-bool samePlacement(const sched::Placement &a, const sched::Placement &b);
 
 /// `bitpipe.schedule`'s value for `schedule` (everything the programs do
 /// not say: name, micro-batch count and pipelines, split backward, note).
