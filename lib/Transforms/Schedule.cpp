@@ -252,7 +252,7 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
 
     MLIRContext *context = &getContext();
     module->setAttr(bp::BitPipeDialect::kScheduleAttrName,
-                    toScheduleAttr(context, *generated));
+                    bp::ScheduleAttr::get(context, *generated));
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
     ProgramBuilder programs(builder, module.getLoc(), have, *world, *stages);
     // Every copy runs the same schedule on its own data: the micro-batch

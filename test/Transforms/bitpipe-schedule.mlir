@@ -24,7 +24,7 @@
 // both devices, so every all-reduce spans [0, 1].
 
 // CHECK: module attributes {
-// CHECK-SAME: bitpipe.schedule = {microbatch_pipelines = array<i64: 0, 1>, microbatches = 2 : i64, name = "bitpipe", split_backward = false}
+// CHECK-SAME: bitpipe.schedule = #bitpipe.schedule<name = "bitpipe", microbatches = 2, microbatch_pipelines = [0, 1], split_backward = false>
 
 // CHECK-LABEL: bitpipe.program @rank0 rank 0 {
 // CHECK-NEXT:    %[[T0:.+]] = load_input tokens microbatch 0 : tensor<2x4xi32>
@@ -70,7 +70,7 @@ module {
   func.func private @gpt_stage3(tensor<2x4x8xf32>, tensor<16x8xf32> {nn.param = "wte"}, tensor<2x4xi32> {nn.input = "labels"}) -> tensor<f32> attributes {bitpipe.stage = 3 : i64}
 }
 
-// ZB: bitpipe.schedule = {microbatch_pipelines = array<i64: 0, 0>, microbatches = 2 : i64, name = "zb-h1", split_backward = true}
+// ZB: bitpipe.schedule = #bitpipe.schedule<name = "zb-h1", microbatches = 2, microbatch_pipelines = [0, 0], split_backward = true>
 // ZB-LABEL: bitpipe.program @rank0 rank 0 {
 // ZB-NEXT:    %[[T0:.+]] = load_input tokens microbatch 0 : tensor<2x4xi32>
 // ZB-NEXT:    %[[S0:.+]] = forward(%[[T0]]) stage 0 microbatch 0

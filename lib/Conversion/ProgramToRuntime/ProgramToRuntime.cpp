@@ -638,18 +638,11 @@ LowerProgramToRuntimePass::collectPrograms(const sched::World &world) {
 LogicalResult
 LowerProgramToRuntimePass::readSchedule(const sched::World &world,
                                         manifest::Manifest &manifest) {
-  ModuleOp module = getOperation();
-  auto schedule =
-      module->getAttrOfType<DictionaryAttr>(BitPipeDialect::kScheduleAttrName);
-  auto name = schedule ? schedule.getAs<StringAttr>("name") : StringAttr();
-  auto microbatches =
-      schedule ? schedule.getAs<IntegerAttr>("microbatches") : IntegerAttr();
-  if (!name || !microbatches)
-    return module.emitError()
-           << "has no '" << BitPipeDialect::kScheduleAttrName
-           << "' with a name and micro-batches; run bitpipe-schedule first";
-  manifest.scheduleName = name.str();
-  manifest.microbatches = microbatches.getInt();
+  FailureOr<ScheduleAttr> schedule = readScheduleAttr(getOperation());
+  if (failed(schedule))
+    return failure();
+  manifest.scheduleName = schedule->getName().str();
+  manifest.microbatches = schedule->getMicrobatches();
   manifest.devices = world.pipelineDevices;
   manifest.dataParallel = world.dataParallel;
   manifest.worldSize = world.size();

@@ -20,7 +20,7 @@ module {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
@@ -33,7 +33,7 @@ module attributes {
 // -----
 
 // No schedule attribute.
-// expected-error @+1 {{has no 'bitpipe.schedule' with a name and micro-batches; run bitpipe-schedule first}}
+// expected-error @+1 {{has no 'bitpipe.schedule'; run bitpipe-schedule first}}
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>
@@ -53,7 +53,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   bitpipe.program @rank0 rank 0 {
@@ -68,7 +68,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   // expected-error @+1 {{has no positive integer 'vocab' in 'nn.model'; expected the model's configuration as bitpipe-import writes it}}
   func.func private @m() attributes {nn.model = {family = "gpt", seq_len = 4 : i64, microbatch_size = 2 : i64}}
@@ -85,7 +85,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   // expected-error @+1 {{has no string 'family' in 'nn.model'}}
   func.func private @m() attributes {nn.model = {vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
@@ -102,7 +102,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
@@ -119,7 +119,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}, tensor<2x4xi32> {nn.input = "labels"}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
@@ -136,7 +136,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> (tensor<f32>, tensor<f32>) attributes {bitpipe.stage = 0 : i64}
@@ -153,7 +153,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<4xf32> attributes {bitpipe.stage = 0 : i64}
@@ -172,7 +172,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<4xf32>, tensor<4xf32>) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
@@ -191,7 +191,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
@@ -214,7 +214,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
@@ -237,7 +237,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
@@ -262,7 +262,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
@@ -287,7 +287,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64, bitpipe.data_parallel = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<4xf32> {nn.param = "b", nn.init = {kind = "zeros"}}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
@@ -317,7 +317,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64, bitpipe.data_parallel = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<4xf32> {nn.param = "b", nn.init = {kind = "zeros"}}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
@@ -346,7 +346,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64, bitpipe.data_parallel = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<4xf32> {nn.param = "b", nn.init = {kind = "zeros"}}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
@@ -373,7 +373,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
@@ -398,7 +398,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
@@ -417,7 +417,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
@@ -436,7 +436,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   // expected-error @+1 {{has argument #0 of type 'tensor<4xf16>'; expected a statically shaped tensor of f32 or i32, which the runtime can hold}}
@@ -453,7 +453,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   // expected-error @+1 {{has parameter "b" (argument #0) with no 'nn.init'; expected {kind = "normal", std = ...}, {kind = "zeros"} or {kind = "ones"}}}
@@ -470,7 +470,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @s0(tensor<4xf32> {nn.param = "b", nn.init = {kind = "zeros"}}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
@@ -493,7 +493,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   llvm.func @g()

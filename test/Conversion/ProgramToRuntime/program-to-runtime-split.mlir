@@ -8,7 +8,7 @@
 module attributes {
   bitpipe.data_parallel = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0, 0]]>,
-  bitpipe.schedule = {microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, name = "zb-h1", split_backward = true},
+  bitpipe.schedule = #bitpipe.schedule<name = "zb-h1", microbatches = 1, microbatch_pipelines = [0], split_backward = true>,
   bitpipe.world_size = 2 : i64} {
   func.func private @s0(tensor<8x4xf32> {nn.param = "wte", nn.init = {kind = "normal", std = 2.0e-02 : f64}},
                         tensor<2x4xi32> {nn.input = "tokens"})

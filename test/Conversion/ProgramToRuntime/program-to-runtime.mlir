@@ -6,7 +6,7 @@
 // pass reads only their signatures and role attributes.
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {microbatches = 2 : i64, microbatch_pipelines = array<i64: 0, 0>, name = "gpipe", split_backward = false},
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 2, microbatch_pipelines = [0, 0], split_backward = false>,
   bitpipe.world_size = 2 : i64} {
   func.func private @m_stage0(tensor<8x4xf32> {nn.param = "wte", nn.init = {kind = "normal", std = 2.0e-02 : f64}},
                               tensor<4xf32> {nn.param = "ln.bias", nn.init = {kind = "zeros"}},

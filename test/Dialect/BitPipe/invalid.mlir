@@ -440,17 +440,8 @@ bitpipe.program @rank0 rank 0 {
 
 // -----
 
-// expected-error @+1 {{'bitpipe.schedule' expects field 'split_backward' to be a bool}}
-module attributes {
-  bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>}
-} {
-}
-
-// -----
-
 // expected-error @+1 {{'bitpipe.schedule' expects the 'bitpipe.placement' the schedule runs on}}
 module attributes {
-  bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
 }

@@ -3,6 +3,7 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Registry.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -42,16 +43,39 @@ bitpipe::bp::parsePlacementKind(AsmParser &parser) {
   return failure();
 }
 
+FailureOr<SmallVector<int64_t>> bitpipe::bp::parseIntList(AsmParser &parser) {
+  SmallVector<int64_t> values;
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        return parser.parseInteger(values.emplace_back());
+      }))
+    return failure();
+  return values;
+}
+
+void bitpipe::bp::printIntList(AsmPrinter &printer, ArrayRef<int64_t> values) {
+  raw_ostream &os = printer.getStream();
+  os << '[';
+  llvm::interleaveComma(values, os);
+  os << ']';
+}
+
+FailureOr<bool> bitpipe::bp::parseBool(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return parser.emitError(parser.getCurrentLocation(),
+                          "expected 'true' or 'false'");
+}
+
 FailureOr<SmallVector<DenseI64ArrayAttr>>
 bitpipe::bp::parsePipelines(AsmParser &parser) {
   SmallVector<DenseI64ArrayAttr> pipelines;
   auto parsePipeline = [&]() -> ParseResult {
-    SmallVector<int64_t> devices;
-    if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
-          return parser.parseInteger(devices.emplace_back());
-        }))
+    FailureOr<SmallVector<int64_t>> devices = parseIntList(parser);
+    if (failed(devices))
       return failure();
-    pipelines.push_back(DenseI64ArrayAttr::get(parser.getContext(), devices));
+    pipelines.push_back(DenseI64ArrayAttr::get(parser.getContext(), *devices));
     return success();
   };
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
@@ -65,9 +89,7 @@ void bitpipe::bp::printPipelines(AsmPrinter &printer,
   raw_ostream &os = printer.getStream();
   os << '[';
   llvm::interleaveComma(pipelines, os, [&](DenseI64ArrayAttr pipeline) {
-    os << '[';
-    llvm::interleaveComma(pipeline.asArrayRef(), os);
-    os << ']';
+    printIntList(printer, pipeline.asArrayRef());
   });
   os << ']';
 }
@@ -145,4 +167,50 @@ PlacementAttr::getChunks(int64_t device) const {
       if (getDevice(p, s) == device)
         chunks.emplace_back(p, s);
   return chunks;
+}
+
+//===----------------------------------------------------------------------===//
+// ScheduleAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     StringRef name, int64_t microbatches,
+                     ArrayRef<int64_t> microbatchPipelines, bool splitBackward,
+                     StringRef note) {
+  if (!sched::findSchedule(name.str()))
+    return emitError() << "#bitpipe.schedule names unknown schedule '" << name
+                       << "'; expected one of " << sched::scheduleNameList();
+  if (microbatches < 1)
+    return emitError() << "#bitpipe.schedule expects at least one "
+                          "micro-batch, got "
+                       << microbatches;
+  if (static_cast<int64_t>(microbatchPipelines.size()) != microbatches)
+    return emitError() << "#bitpipe.schedule expects one entry of "
+                          "microbatch_pipelines per micro-batch ("
+                       << microbatches << "), got "
+                       << microbatchPipelines.size();
+  for (auto [m, p] : llvm::enumerate(microbatchPipelines))
+    if (p < 0)
+      return emitError() << "#bitpipe.schedule sends micro-batch " << m
+                         << " through pipeline " << p
+                         << "; expected a pipeline index >= 0";
+  return success();
+}
+
+ScheduleAttr ScheduleAttr::get(MLIRContext *context,
+                               const sched::Schedule &schedule) {
+  return get(context, schedule.name, schedule.numMicrobatches,
+             SmallVector<int64_t>(schedule.microbatchPipeline.begin(),
+                                  schedule.microbatchPipeline.end()),
+             schedule.splitBackward, schedule.note);
+}
+
+void ScheduleAttr::applyTo(sched::Schedule &schedule) const {
+  schedule.name = getName().str();
+  schedule.numMicrobatches = getMicrobatches();
+  schedule.microbatchPipeline.assign(getMicrobatchPipelines().begin(),
+                                     getMicrobatchPipelines().end());
+  schedule.splitBackward = getSplitBackward();
+  schedule.note = getNote().str();
 }

@@ -10,7 +10,6 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 
-#include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
@@ -19,22 +18,14 @@
 using namespace mlir;
 using namespace bitpipe;
 
-DictionaryAttr bitpipe::toScheduleAttr(MLIRContext *context,
-                                       const sched::Schedule &schedule) {
-  Builder b(context);
-  SmallVector<NamedAttribute> fields = {
-      b.getNamedAttr("name", b.getStringAttr(schedule.name)),
-      b.getNamedAttr("microbatches",
-                     b.getI64IntegerAttr(schedule.numMicrobatches)),
-      b.getNamedAttr("microbatch_pipelines",
-                     b.getDenseI64ArrayAttr(SmallVector<int64_t>(
-                         schedule.microbatchPipeline.begin(),
-                         schedule.microbatchPipeline.end()))),
-      b.getNamedAttr("split_backward", b.getBoolAttr(schedule.splitBackward)),
-  };
-  if (!schedule.note.empty())
-    fields.push_back(b.getNamedAttr("note", b.getStringAttr(schedule.note)));
-  return b.getDictionaryAttr(fields);
+FailureOr<bp::ScheduleAttr> bitpipe::readScheduleAttr(ModuleOp module) {
+  auto schedule = module->getAttrOfType<bp::ScheduleAttr>(
+      bp::BitPipeDialect::kScheduleAttrName);
+  if (!schedule)
+    return module.emitError()
+           << "has no '" << bp::BitPipeDialect::kScheduleAttrName
+           << "'; run bitpipe-schedule first";
+  return schedule;
 }
 
 FailureOr<sched::World> bitpipe::readWorld(ModuleOp module) {
@@ -141,34 +132,24 @@ bitpipe::readProgramSteps(bp::ProgramOp program,
 }
 
 FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
-  // The dialect's attribute verifier has checked the shapes of both
-  // attributes; here only their presence matters.
+  // The attributes' verifiers have checked both; here only their presence
+  // matters.
   auto placement = module->getAttrOfType<bp::PlacementAttr>(
       bp::BitPipeDialect::kPlacementAttrName);
   if (!placement)
     return module.emitError()
            << "has no '" << bp::BitPipeDialect::kPlacementAttrName
            << "'; run bitpipe-place and bitpipe-schedule first";
-  auto info = module->getAttrOfType<DictionaryAttr>(
-      bp::BitPipeDialect::kScheduleAttrName);
-  if (!info)
-    return module.emitError()
-           << "has no '" << bp::BitPipeDialect::kScheduleAttrName
-           << "'; run bitpipe-schedule first";
+  FailureOr<bp::ScheduleAttr> info = readScheduleAttr(module);
+  if (failed(info))
+    return failure();
   FailureOr<sched::World> world = readWorld(module);
   if (failed(world))
     return failure();
 
   sched::Schedule schedule;
-  schedule.name = info.getAs<StringAttr>("name").str();
+  info->applyTo(schedule);
   schedule.placement = placement.toSched();
-  schedule.numMicrobatches = info.getAs<IntegerAttr>("microbatches").getInt();
-  ArrayRef<int64_t> pipelines =
-      info.getAs<DenseI64ArrayAttr>("microbatch_pipelines").asArrayRef();
-  schedule.microbatchPipeline.assign(pipelines.begin(), pipelines.end());
-  schedule.splitBackward = info.getAs<BoolAttr>("split_backward").getValue();
-  if (auto note = info.getAs<StringAttr>("note"))
-    schedule.note = note.str();
 
   // One program per rank of the world (the program verifier rejects
   // duplicates and ranks beyond bitpipe.world_size).

@@ -19,6 +19,11 @@ mlir::FailureOr<llvm::SmallVector<mlir::DenseI64ArrayAttr>>
 parsePipelines(mlir::AsmParser &parser);
 void printPipelines(mlir::AsmPrinter &printer,
                     llvm::ArrayRef<mlir::DenseI64ArrayAttr> pipelines);
+
+/// Custom parameter parsers and printers of #bitpipe.schedule.
+mlir::FailureOr<bool> parseBool(mlir::AsmParser &parser);
+mlir::FailureOr<llvm::SmallVector<int64_t>> parseIntList(mlir::AsmParser &parser);
+void printIntList(mlir::AsmPrinter &printer, llvm::ArrayRef<int64_t> values);
 } // namespace bitpipe::bp
 
 #define GET_ATTRDEF_CLASSES

@@ -105,4 +105,65 @@ def BitPipe_PlacementAttr : BitPipe_Attr<"Placement", "placement"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Schedule
+//===----------------------------------------------------------------------===//
+
+// `true` or `false`.
+def BitPipe_BoolParameter : AttrOrTypeParameter<"bool", "true or false"> {
+  let parser = "::bitpipe::bp::parseBool($_parser)";
+  let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+}
+
+// Integers in brackets, `[0, 0, 1, 1]`, as #bitpipe.placement prints a
+// pipeline.
+def BitPipe_IntListParameter
+    : ArrayRefParameter<"int64_t", "a list of integers"> {
+  let parser = "::bitpipe::bp::parseIntList($_parser)";
+  let printer = "::bitpipe::bp::printIntList($_printer, $_self)";
+}
+
+def BitPipe_ScheduleAttr : BitPipe_Attr<"Schedule", "schedule"> {
+  let summary = "the schedule a module's per-rank programs were built from";
+  let description = [{
+    What the programs do not say about the schedule they hold (written by
+    bitpipe-schedule; read back with the programs by ScheduleFromIR.h):
+    its `name` in the schedule registry (Registry.h), the number of
+    micro-batches per step `microbatches`, `microbatch_pipelines[m]`, the
+    pipeline of the placement that micro-batch `m` travels through,
+    whether the backward is split (`split_backward`: weight-gradient steps
+    exist), and, when the schedule departs from its textbook form, a
+    `note` that says how (elided when empty). The order itself is the
+    programs'.
+
+    ```mlir
+    bitpipe.schedule = #bitpipe.schedule<name = "bitpipe", microbatches = 4,
+        microbatch_pipelines = [0, 0, 1, 1], split_backward = false>
+    ```
+
+    The dialect checks, on the module, that the pipelines exist in its
+    `#bitpipe.placement`.
+  }];
+  let parameters = (ins
+      StringRefParameter<"the schedule's name in the registry">:$name,
+      "int64_t":$microbatches,
+      BitPipe_IntListParameter:$microbatch_pipelines,
+      BitPipe_BoolParameter:$split_backward,
+      StringRefParameter<"how the schedule departs from its textbook form",
+                         "\"\"">:$note);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+
+  let builders = [
+    // What `schedule` says beyond its per-rank order.
+    AttrBuilder<(ins "const ::bitpipe::sched::Schedule &":$schedule)>,
+  ];
+
+  let extraClassDeclaration = [{
+    /// Fills the fields of `schedule` the attribute records (name,
+    /// micro-batches and their pipelines, split backward, note).
+    void applyTo(::bitpipe::sched::Schedule &schedule) const;
+  }];
+}
+
 #endif // BITPIPE_DIALECT_BITPIPE_BITPIPEATTRS_TD

@@ -45,10 +45,9 @@ inline constexpr llvm::StringLiteral kParamArgAttrName = attr::kParam;
 mlir::FailureOr<llvm::SmallVector<mlir::func::FuncOp>>
 collectStageFunctions(mlir::ModuleOp module);
 
-/// `bitpipe.schedule`'s value for `schedule` (everything the programs do
-/// not say: name, micro-batch count and pipelines, split backward, note).
-mlir::DictionaryAttr toScheduleAttr(mlir::MLIRContext *context,
-                                    const sched::Schedule &schedule);
+/// The module's `bitpipe.schedule` (the dialect has verified it). Fails,
+/// with an error at the module, when it is absent.
+mlir::FailureOr<bp::ScheduleAttr> readScheduleAttr(mlir::ModuleOp module);
 
 /// The world of `module`: the placement's D devices times
 /// `bitpipe.data_parallel` copies (1 when absent). Fails, with an error,
