@@ -96,7 +96,7 @@ struct PlacePass : public bitpipe::impl::PlaceBase<PlacePass> {
     module->setAttr(bp::BitPipeDialect::kDataParallelAttrName,
                     b.getI64IntegerAttr(world.dataParallel));
     for (auto [stage, fn] : llvm::enumerate(*stages))
-      fn->setAttr(kDevicesAttrName,
+      fn->setAttr(attr::kDevices,
                   b.getDenseI64ArrayAttr(attr.getReplicaGroup(stage)));
     return success();
   }

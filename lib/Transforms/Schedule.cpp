@@ -94,10 +94,10 @@ private:
       func::FuncOp fn = stages[a.stage];
       SmallVector<Value> inputs;
       for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-        auto input = fn.getArgAttrOfType<StringAttr>(i, kInputArgAttrName);
+        auto input = fn.getArgAttrOfType<StringAttr>(i, nn::attr::kInput);
         if (!input)
           continue;
-        bp::InputKind kind = input.getValue() == "tokens"
+        bp::InputKind kind = input.getValue() == nn::attr::kTokens
                                  ? bp::InputKind::Tokens
                                  : bp::InputKind::Targets;
         inputs.push_back(

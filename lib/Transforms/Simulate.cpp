@@ -55,17 +55,13 @@ struct StageCost {
 StageCost sumCosts(func::FuncOp fn) {
   StageCost c;
   fn.walk([&](Operation *op) {
-    auto cost = op->getAttrOfType<DictionaryAttr>("nn.cost");
+    auto cost = op->getAttrOfType<nn::CostAttr>(nn::attr::kCost);
     if (!cost)
       return;
-    auto get = [&](StringRef key) {
-      auto value = cost.getAs<IntegerAttr>(key);
-      return value ? static_cast<double>(value.getInt()) : 0.0;
-    };
     c.annotated = true;
-    c.forwardFlops += get("fwd_flops");
-    c.backwardFlops += get("bwd_flops");
-    c.activationBytes += get("act_bytes");
+    c.forwardFlops += static_cast<double>(cost.getFwdFlops());
+    c.backwardFlops += static_cast<double>(cost.getBwdFlops());
+    c.activationBytes += static_cast<double>(cost.getActBytes());
   });
   return c;
 }
@@ -210,7 +206,7 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
       cost.stashBytes.push_back(stageCosts.back().activationBytes);
       double gradient = 0;
       for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
-        if (fn.getArgAttr(i, kParamArgAttrName))
+        if (fn.getArgAttr(i, nn::attr::kParam))
           gradient += tensorBytes(fn.getArgumentTypes()[i]);
       cost.gradientBytes.push_back(gradient);
     }

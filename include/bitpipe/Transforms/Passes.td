@@ -13,9 +13,10 @@ include "mlir/Pass/PassBase.td"
 def AnnotateCost : Pass<"bitpipe-annotate-cost", "mlir::ModuleOp"> {
   let summary = "Annotate nn ops with FLOPs, parameter bytes and activation bytes";
   let description = [{
-    Attaches `nn.cost = {fwd_flops, bwd_flops, param_bytes, act_bytes}` to
-    every nn forward op of every function (see `CostModel.h` for what each
-    number counts) and, with `print-summary`, prints a per-layer table and
+    Attaches `nn.cost = #nn.cost<fwd_flops, bwd_flops, param_bytes,
+    act_bytes>` to every nn forward op of every function (see `CostModel.h`
+    for what each number counts) and, with `print-summary`, prints a
+    per-layer table and
     the model's parameter count to standard output. Functions must have
     static shapes and `nn.layer` on every nn op, as bitpipe-import writes
     them.

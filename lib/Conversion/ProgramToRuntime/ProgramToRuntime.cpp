@@ -683,11 +683,12 @@ LogicalResult LowerProgramToRuntimePass::lower() {
     return failure();
   func::FuncOp model;
   for (auto fn : module.getOps<func::FuncOp>())
-    if (fn->hasAttr("nn.model"))
+    if (fn->hasAttr(nn::attr::kModel))
       model = fn;
   if (!model)
     return module.emitError()
-           << "has no function with 'nn.model'; expected the model function "
+           << "has no function with '" << nn::attr::kModel
+           << "'; expected the model function "
               "of bitpipe-import, whose configuration the manifest records";
   if (failed(manifest::readModel(model, manifest)))
     return failure();
@@ -726,7 +727,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
     llvm::StringSet<> held;
     for (func::FuncOp fn : planner.forwards)
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-        if (auto name = fn.getArgAttrOfType<StringAttr>(i, attr::kParam))
+        if (auto name = fn.getArgAttrOfType<StringAttr>(i, nn::attr::kParam))
           held.insert(name.getValue());
     for (const manifest::Param &p : manifest.params)
       if (held.contains(p.name))

@@ -9,13 +9,13 @@ FailureOr<SmallVector<func::FuncOp>>
 bitpipe::collectStageFunctions(ModuleOp module) {
   SmallVector<func::FuncOp> stages;
   for (auto fn : module.getOps<func::FuncOp>()) {
-    auto attr = fn->getAttrOfType<IntegerAttr>(kStageAttrName);
+    auto attr = fn->getAttrOfType<IntegerAttr>(attr::kStage);
     if (!attr)
       continue;
     int64_t stage = attr.getInt();
     if (stage < 0)
       return fn.emitError()
-             << "'" << kStageAttrName
+             << "'" << attr::kStage
              << "' expects a non-negative stage number, got " << stage;
     if (static_cast<int64_t>(stages.size()) <= stage)
       stages.resize(stage + 1);

@@ -28,16 +28,6 @@
 
 namespace bitpipe {
 
-/// On a stage function: its stage number (written by bitpipe-partition).
-inline constexpr llvm::StringLiteral kStageAttrName = attr::kStage;
-/// On a stage function: the sorted devices that hold a replica of it
-/// (written by bitpipe-place).
-inline constexpr llvm::StringLiteral kDevicesAttrName = attr::kDevices;
-/// On a stage function argument: a training input, "tokens" or "labels".
-inline constexpr llvm::StringLiteral kInputArgAttrName = attr::kInput;
-/// On a stage function argument: a parameter, by name.
-inline constexpr llvm::StringLiteral kParamArgAttrName = attr::kParam;
-
 /// The functions of `module` that carry `bitpipe.stage`, indexed by stage.
 /// Fails, with an error at the offending function, when a stage number is
 /// negative, repeated, or leaves a gap; returns an empty list when the
