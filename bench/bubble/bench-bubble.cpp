@@ -59,10 +59,9 @@ int main(int argc, char **argv) {
   std::string tracePath;
   ScheduleOptions request;
   int skipSteps = 1;
-  FlagParser flags("bench-bubble",
-                   "--trace RUN.json --schedule S --devices D "
-                   "[--microbatches N] [--chunks-per-device V] "
-                   "[--skip-steps K]");
+  FlagParser flags("bench-bubble", "--trace RUN.json --schedule S --devices D "
+                                   "[--microbatches N] [--chunks-per-device V] "
+                                   "[--skip-steps K]");
   flags.flag("--trace", &tracePath)
       .scheduleFlags(&request)
       .flag("--skip-steps", &skipSteps, 0);

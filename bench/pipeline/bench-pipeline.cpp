@@ -138,7 +138,8 @@ int main(int argc, char **argv) {
                         "[--repeat R]");
   flags.positional(&configs)
       .scheduleFlags(&request)
-      .flag("--dp", &request.dataParallel)
+      .flag(bitpipe::sched::flagName(bitpipe::sched::option::kDataParallel),
+            &request.dataParallel)
       .flag("--repeat", &r.repeat, 1);
   if (!flags.parse(argc, argv))
     return 2;

@@ -47,8 +47,8 @@ bool parseArgs(int argc, char **argv, Options &o) {
   FlagParser flags("bench-schedules",
                    "[--repeat K] [--devices D] [--microbatches N]");
   flags.flag("--repeat", &o.repeat, 1)
-      .flag("--devices", &o.devices, 1)
-      .flag("--microbatches", &o.microbatches, 1);
+      .flag(flagName(option::kDevices), &o.devices, 1)
+      .flag(flagName(option::kMicrobatches), &o.microbatches, 1);
   return flags.parse(argc, argv);
 }
 

@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
   flags.flag("--config", &configPath)
       .flag("--exe", &exe)
       .flag("--data", &dataPath)
-      .flag("--microbatches", &microbatches, 1)
+      .flag(sched::flagName(sched::option::kMicrobatches), &microbatches, 1)
       .flag("--steps", &steps, 2)
       .flag("--rounds", &rounds, 1);
   if (!flags.parse(argc, argv))

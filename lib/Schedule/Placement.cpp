@@ -130,18 +130,20 @@ const char *placementKindName(PlacementKind kind) {
 }
 
 namespace {
-constexpr PlacementKind kAllKinds[] = {
-    PlacementKind::Loop, PlacementKind::V, PlacementKind::Bidirectional,
-    PlacementKind::BidirectionalV};
+constexpr PlacementKind kAllKinds[] = {PlacementKind::Loop, PlacementKind::V,
+                                       PlacementKind::Bidirectional,
+                                       PlacementKind::BidirectionalV};
 } // namespace
 
 const std::string &placementKindList() {
   static const std::string list = [] {
     std::string out;
     constexpr size_t n = std::size(kAllKinds);
-    for (size_t i = 0; i < n; ++i)
-      out += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") +
-             placementKindName(kAllKinds[i]);
+    for (size_t i = 0; i < n; ++i) {
+      if (i > 0)
+        out += i + 1 == n ? " or " : ", ";
+      out += placementKindName(kAllKinds[i]);
+    }
     return out;
   }();
   return list;

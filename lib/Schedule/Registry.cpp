@@ -95,37 +95,36 @@ std::string checkComplete(const ScheduleInfo &info, int devices,
   const std::string name = info.name;
   // Counts first, then what the schedule asks of them.
   if (devices < 1)
-    return fieldName(prefix, "devices") + " must be at least 1, got " +
+    return fieldName(prefix, option::kDevices) + " must be at least 1, got " +
            std::to_string(devices);
   if (microbatches < info.minMicrobatches)
-    return fieldName(prefix, "microbatches") + " must be at least " +
+    return fieldName(prefix, option::kMicrobatches) + " must be at least " +
            std::to_string(info.minMicrobatches) + ", got " +
            std::to_string(microbatches);
   if (info.evenDevices && devices % 2 != 0)
-    return fieldName(prefix, "devices") + " must be even: " + name +
+    return fieldName(prefix, option::kDevices) + " must be even: " + name +
            " needs an even number of devices (its two pipelines pair device "
            "r with device D-1-r), got " +
            std::to_string(devices);
   if (!info.takesChunks()) {
     if (chunksPerDevice != 0)
-      return fieldName(prefix, "chunks-per-device") + "=" +
-             std::to_string(chunksPerDevice) +
-             " does not apply to schedule '" + name + "', whose " +
-             placementKindName(info.placement) +
+      return fieldName(prefix, option::kChunksPerDevice) + "=" +
+             std::to_string(chunksPerDevice) + " does not apply to schedule '" +
+             name + "', whose " + placementKindName(info.placement) +
              " placement fixes the chunks per device";
     return {};
   }
   if (info.minChunks == info.maxChunks && chunksPerDevice != info.minChunks)
-    return fieldName(prefix, "chunks-per-device") + "=" +
+    return fieldName(prefix, option::kChunksPerDevice) + "=" +
            std::to_string(chunksPerDevice) + " does not apply to schedule '" +
            name + "', which runs " + std::to_string(info.minChunks) +
            " chunk per device (interleaved-1f1b runs several)";
   if (chunksPerDevice < info.minChunks)
-    return fieldName(prefix, "chunks-per-device") + " must be at least " +
+    return fieldName(prefix, option::kChunksPerDevice) + " must be at least " +
            std::to_string(info.minChunks) + " for " + name +
            " (use 1f1b for 1), got " + std::to_string(chunksPerDevice);
   if (chunksPerDevice > info.maxChunks)
-    return fieldName(prefix, "chunks-per-device") + " must be at most " +
+    return fieldName(prefix, option::kChunksPerDevice) + " must be at most " +
            std::to_string(info.maxChunks) + " for " + name + ", got " +
            std::to_string(chunksPerDevice);
   return {};
@@ -133,9 +132,9 @@ std::string checkComplete(const ScheduleInfo &info, int devices,
 
 std::string unknownSchedule(const std::string &name, const char *prefix) {
   if (name.empty())
-    return fieldName(prefix, "schedule") + " is required (one of " +
+    return fieldName(prefix, option::kSchedule) + " is required (one of " +
            scheduleNameList() + ")";
-  return "unknown " + fieldName(prefix, "schedule") + " '" + name +
+  return "unknown " + fieldName(prefix, option::kSchedule) + " '" + name +
          "' (expected one of " + scheduleNameList() + ")";
 }
 
@@ -157,8 +156,8 @@ Result<ScheduleOptions> validate(const ScheduleOptions &request,
         unknownSchedule(request.schedule, flagPrefix));
   if (request.dataParallel < 1)
     return Result<ScheduleOptions>::failure(
-        fieldName(flagPrefix, "dp") + " must be at least 1, got " +
-        std::to_string(request.dataParallel));
+        fieldName(flagPrefix, option::kDataParallel) +
+        " must be at least 1, got " + std::to_string(request.dataParallel));
   ScheduleOptions done = request;
   if (!done.microbatches)
     done.microbatches = info->defaultMicrobatchesPerDevice * request.devices;

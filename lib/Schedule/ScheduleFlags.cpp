@@ -11,13 +11,12 @@ namespace bitpipe::sched {
 namespace {
 
 /// A whole decimal integer in [min, INT_MAX], or an error message.
-std::string parseInt(const std::string &name, const std::string &text,
-                     int min, int &out) {
+std::string parseInt(const std::string &name, const std::string &text, int min,
+                     int &out) {
   char *end = nullptr;
   errno = 0;
   long value = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end || errno == ERANGE || value < min ||
-      value > INT_MAX)
+  if (text.empty() || *end || errno == ERANGE || value < min || value > INT_MAX)
     return name + " expects " +
            (min == INT_MIN ? std::string("an integer")
                            : "an integer of at least " + std::to_string(min)) +
@@ -78,10 +77,10 @@ FlagParser &FlagParser::positional(std::vector<std::string> *into) {
 
 FlagParser &FlagParser::scheduleFlags(ScheduleOptions *options) {
   // Any integer: validate() says what each needs, naming the flag.
-  return flag("--schedule", &options->schedule)
-      .flag("--devices", &options->devices)
-      .flag("--microbatches", &options->microbatches)
-      .flag("--chunks-per-device", &options->chunksPerDevice);
+  return flag(flagName(option::kSchedule), &options->schedule)
+      .flag(flagName(option::kDevices), &options->devices)
+      .flag(flagName(option::kMicrobatches), &options->microbatches)
+      .flag(flagName(option::kChunksPerDevice), &options->chunksPerDevice);
 }
 
 int FlagParser::fail(const std::string &message) const {

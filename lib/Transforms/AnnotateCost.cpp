@@ -51,8 +51,7 @@ void printSummary(llvm::raw_ostream &os, func::FuncOp fn,
   if (auto model = fn->getAttrOfType<nn::ModelAttr>(nn::attr::kModel))
     os << " (" << model.getFamily() << ", " << model.getLayers()
        << " layers, hidden " << model.getHidden() << ", micro-batch "
-       << model.getMicrobatchSize() << " x " << model.getSeqLen()
-       << " tokens)";
+       << model.getMicrobatchSize() << " x " << model.getSeqLen() << " tokens)";
   os << ", per micro-batch\n";
   printRow(os, "layer", "kind",
            {"ops", "fwd_flops", "bwd_flops", "params", "param_bytes",

@@ -239,7 +239,8 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
     results.push_back(g);
     NamedAttrList attrs;
     attrs.append(attr::kGradOfArg, b.getI64IntegerAttr(arg.getArgNumber()));
-    if (Attribute name = forward.getArgAttr(arg.getArgNumber(), nn::attr::kParam))
+    if (Attribute name =
+            forward.getArgAttr(arg.getArgNumber(), nn::attr::kParam))
       attrs.append(nn::attr::kParam, name);
     resultAttrs.push_back(attrs.getDictionary(ctx));
   }

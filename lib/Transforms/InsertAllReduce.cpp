@@ -96,8 +96,7 @@ FailureOr<SmallVector<StageGradient>> gradientsOf(func::FuncOp backward) {
 
   SmallVector<StageGradient> grads;
   for (auto [at, i] : order) {
-    auto name =
-        backward.getResultAttrOfType<StringAttr>(i, nn::attr::kParam);
+    auto name = backward.getResultAttrOfType<StringAttr>(i, nn::attr::kParam);
     if (!name)
       return backward.emitError()
              << "result #" << i << " has a non-string '" << nn::attr::kParam

@@ -255,9 +255,8 @@ void PartitionPass::outline(func::FuncOp fn, const sched::Partition &cut,
     auto stage = moduleBuilder.create<func::FuncOp>(
         fn.getLoc(), name, FunctionType::get(ctx, argTypes, resultTypes));
     stage->setAttr(attr::kStage, moduleBuilder.getI64IntegerAttr(k));
-    stage->setAttr(attr::kLayers,
-                   moduleBuilder.getDenseI64ArrayAttr(
-                       {cut.firstLayer(k), cut.lastLayer(k)}));
+    stage->setAttr(attr::kLayers, moduleBuilder.getDenseI64ArrayAttr(
+                                      {cut.firstLayer(k), cut.lastLayer(k)}));
     // A parameter used by two chunks becomes an argument of both: the tied
     // token embedding is read by the embedding (first stage) and by the
     // output projection (last stage). Each stage then produces its own

@@ -19,8 +19,8 @@ namespace bitpipe {
 /// (a pipeline building its passes) does not, and counts as given when it
 /// differs from `unset`, its default.
 template <typename T>
-std::optional<T>
-givenValue(const mlir::detail::PassOptions::Option<T> &option, T unset) {
+std::optional<T> givenValue(const mlir::detail::PassOptions::Option<T> &option,
+                            T unset) {
   if (option.hasValue() || option.getValue() != unset)
     return option.getValue();
   return std::nullopt;

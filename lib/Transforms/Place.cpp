@@ -9,10 +9,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 #include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/Transforms/Passes.h"
-#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"
 

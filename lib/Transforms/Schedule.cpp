@@ -240,11 +240,10 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
 
     std::vector<sched::Diagnostic> problems = sched::verify(*generated);
     if (!problems.empty())
-      return module.emitError()
-             << "schedule '" << schedule << "' with "
-             << generated->numMicrobatches
-             << " micro-batches does not verify:\n"
-             << sched::formatDiagnostics(problems);
+      return module.emitError() << "schedule '" << schedule << "' with "
+                                << generated->numMicrobatches
+                                << " micro-batches does not verify:\n"
+                                << sched::formatDiagnostics(problems);
 
     FailureOr<sched::World> world = readWorld(module);
     if (failed(world))

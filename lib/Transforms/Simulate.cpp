@@ -10,13 +10,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 #include "bitpipe/Schedule/Export.h"
 #include "bitpipe/Schedule/GridText.h"
+#include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
-#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
-#include "bitpipe/Schedule/Placement.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/Format.h"
@@ -241,8 +241,9 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
                     const sched::SimResult &sim) {
     const sched::Placement &p = schedule.placement;
     os << "schedule " << schedule.name << ": " << p.numDevices << " devices, "
-       << sched::placementKindName(p.kind) << " placement, " << p.numStages << " stages, "
-       << schedule.numMicrobatches << " micro-batches, costs=" << costs << "\n";
+       << sched::placementKindName(p.kind) << " placement, " << p.numStages
+       << " stages, " << schedule.numMicrobatches
+       << " micro-batches, costs=" << costs << "\n";
     if (!schedule.note.empty())
       os << "note: " << schedule.note << "\n";
     os << "makespan: " << num(sim.makespan) << "\n";

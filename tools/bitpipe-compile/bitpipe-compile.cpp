@@ -92,19 +92,20 @@ cl::opt<std::string> target("target",
 // The schedule: the options of --bitpipe-pipeline, under the same names,
 // read into its PipelineConfig (pipelineConfig()); the schedule registry
 // checks them and fills what is not given.
-cl::opt<std::string> schedule("schedule",
+namespace option = bitpipe::sched::option;
+cl::opt<std::string> schedule(option::kSchedule,
                               cl::desc(bitpipe::sched::scheduleNameList()),
                               cl::init("bitpipe"), cl::cat(category));
-cl::opt<int> devices("devices", cl::desc("Pipeline devices D"), cl::init(1),
-                     cl::cat(category));
-cl::opt<int> microbatches("microbatches",
+cl::opt<int> devices(option::kDevices, cl::desc("Pipeline devices D"),
+                     cl::init(1), cl::cat(category));
+cl::opt<int> microbatches(option::kMicrobatches,
                           cl::desc("Micro-batches per step and copy N "
                                    "(default: the schedule's, 2 D)"),
                           cl::cat(category));
-cl::opt<int> dataParallel("dp",
+cl::opt<int> dataParallel(option::kDataParallel,
                           cl::desc("Data-parallel copies K (ranks: D * K)"),
                           cl::init(1), cl::cat(category));
-cl::opt<int> chunksPerDevice("chunks-per-device",
+cl::opt<int> chunksPerDevice(option::kChunksPerDevice,
                              cl::desc("Chunks per device of interleaved-1f1b "
                                       "(default: the schedule's, 2)"),
                              cl::cat(category));

@@ -14,8 +14,8 @@
 #include "TestUtil.h"
 
 #include "bitpipe/Schedule/Generators.h"
-#include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Schedule/GridText.h"
+#include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
 

@@ -1,9 +1,9 @@
 //===- GradientSyncTest.cpp - Replica groups, sync points, buckets --------===//
 
-#include "bitpipe/Schedule/Generators.h"
-#include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Schedule/GradientSync.h"
+#include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Registry.h"
 
 #include <gtest/gtest.h>
 

@@ -5,9 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
-#include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Schedule/ScheduleFlags.h"
 
 #include <gtest/gtest.h>
@@ -103,8 +103,8 @@ TEST(ScheduleFlags, FillTheRequestAndLeaveTheRestOpen) {
   int repeat = 1;
   FlagParser flags("test", "");
   flags.scheduleFlags(&request).flag("--repeat", &repeat, 1);
-  const char *argv[] = {"test", "--schedule", "chimera", "--devices", "4",
-                        "--repeat", "3"};
+  const char *argv[] = {"test", "--schedule", "chimera", "--devices",
+                        "4",    "--repeat",   "3"};
   ASSERT_TRUE(flags.parse(7, const_cast<char **>(argv)));
   EXPECT_EQ(request.schedule, "chimera");
   EXPECT_EQ(request.devices, 4);

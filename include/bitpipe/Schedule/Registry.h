@@ -21,17 +21,29 @@
 
 namespace bitpipe::sched {
 
+/// The name every front end gives each field of a request (pass options;
+/// bitpipe-compile's and the bench drivers' flags, with "--"), and that
+/// validate() uses in its messages. bitpipe-schedule's options in
+/// Passes.td spell the same names.
+namespace option {
+inline constexpr char kSchedule[] = "schedule";
+inline constexpr char kDevices[] = "devices";
+inline constexpr char kMicrobatches[] = "microbatches";
+inline constexpr char kChunksPerDevice[] = "chunks-per-device";
+inline constexpr char kDataParallel[] = "dp";
+} // namespace option
+
 /// A schedule request: what to run, on how many ranks. Fields left empty
 /// take the registry's default.
 struct ScheduleOptions {
-  std::string schedule;                ///< A name of schedules().
-  int devices = 0;                     ///< D, the pipeline ranks.
-  std::optional<int> microbatches;     ///< N per step and copy; default:
-                                       ///< the entry's.
-  std::optional<int> chunksPerDevice;  ///< v of a loop placement; default:
-                                       ///< the entry's.
-  int dataParallel = 1;                ///< K copies of the pipeline
-                                       ///< (sched::World).
+  std::string schedule;               ///< A name of schedules().
+  int devices = 0;                    ///< D, the pipeline ranks.
+  std::optional<int> microbatches;    ///< N per step and copy; default:
+                                      ///< the entry's.
+  std::optional<int> chunksPerDevice; ///< v of a loop placement; default:
+                                      ///< the entry's.
+  int dataParallel = 1;               ///< K copies of the pipeline
+                                      ///< (sched::World).
 };
 
 /// One row of the registry.

@@ -25,10 +25,10 @@ namespace bitpipe::sched {
 /// (#bitpipe.placement and bitpipe-place spell them with
 /// placementKindName()).
 enum class PlacementKind {
-  Loop,            ///< "loop": stage s on device s mod D.
-  V,               ///< "v": down then back up the devices (ZB-V, DualPipeV).
-  Bidirectional,   ///< "bidirectional": Chimera's two mirrored pipelines.
-  BidirectionalV,  ///< "bidirectional-v": BitPipe's two mirrored V's.
+  Loop,           ///< "loop": stage s on device s mod D.
+  V,              ///< "v": down then back up the devices (ZB-V, DualPipeV).
+  Bidirectional,  ///< "bidirectional": Chimera's two mirrored pipelines.
+  BidirectionalV, ///< "bidirectional-v": BitPipe's two mirrored V's.
 };
 
 /// One pipeline: stageDevice[s] is the device that runs stage s.

@@ -21,6 +21,11 @@
 
 namespace bitpipe::sched {
 
+/// "--devices" for option::kDevices.
+inline std::string flagName(const char *option) {
+  return std::string("--") + option;
+}
+
 class FlagParser {
 public:
   /// `program` prefixes messages; `usage` follows "usage: " on errors.

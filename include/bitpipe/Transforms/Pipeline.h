@@ -31,24 +31,23 @@ struct PipelineConfig {
 /// The textual options of `bitpipe-pipeline`, under the names
 /// bitpipe-compile's flags use too.
 struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
-  Option<std::string> schedule{
-      *this, "schedule",
-      llvm::cl::desc(sched::scheduleOptionHelp())};
-  Option<int> devices{*this, "devices",
+  Option<std::string> schedule{*this, sched::option::kSchedule,
+                               llvm::cl::desc(sched::scheduleOptionHelp())};
+  Option<int> devices{*this, sched::option::kDevices,
                       llvm::cl::desc("Pipeline devices D (required)"),
                       llvm::cl::init(0)};
   Option<int> microbatches{
-      *this, "microbatches",
+      *this, sched::option::kMicrobatches,
       llvm::cl::desc("Micro-batches per step and copy N (default: the "
                      "schedule's, 2 D)"),
       llvm::cl::init(0)};
   Option<int> chunksPerDevice{
-      *this, "chunks-per-device",
+      *this, sched::option::kChunksPerDevice,
       llvm::cl::desc("Chunks per device v of interleaved-1f1b (default: the "
                      "schedule's, 2)"),
       llvm::cl::init(0)};
   Option<int> dataParallel{
-      *this, "dp",
+      *this, sched::option::kDataParallel,
       llvm::cl::desc("Data-parallel copies K of the pipeline (world D * K)"),
       llvm::cl::init(1)};
   Option<double> bucketMb{

@@ -173,11 +173,10 @@ PlacementAttr::getChunks(int64_t device) const {
 // ScheduleAttr
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     StringRef name, int64_t microbatches,
-                     ArrayRef<int64_t> microbatchPipelines, bool splitBackward,
-                     StringRef note) {
+LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   StringRef name, int64_t microbatches,
+                                   ArrayRef<int64_t> microbatchPipelines,
+                                   bool splitBackward, StringRef note) {
   if (!sched::findSchedule(name.str()))
     return emitError() << "#bitpipe.schedule names unknown schedule '" << name
                        << "'; expected one of " << sched::scheduleNameList();

@@ -227,8 +227,8 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program, int offset) {
 } // namespace
 
 FailureOr<IRCommProgram>
-bitpipe::readCommProgramFromIR(ModuleOp module,
-                               const sched::Schedule &schedule, int copy) {
+bitpipe::readCommProgramFromIR(ModuleOp module, const sched::Schedule &schedule,
+                               int copy) {
   CommReader reader(schedule);
   int numDevices = schedule.numRanks();
   int offset = copy * numDevices;

@@ -78,13 +78,11 @@ bitpipe::readProgramSteps(bp::ProgramOp program,
     LogicalResult read =
         llvm::TypeSwitch<Operation *, LogicalResult>(&op)
             .Case([&](bp::ForwardOp f) {
-              push(sched::Action::forward(f.getMicrobatch(), f.getStage()),
-                   f);
+              push(sched::Action::forward(f.getMicrobatch(), f.getStage()), f);
               return success();
             })
             .Case([&](bp::BackwardOp b) {
-              push(sched::Action::backward(b.getMicrobatch(), b.getStage()),
-                   b);
+              push(sched::Action::backward(b.getMicrobatch(), b.getStage()), b);
               return success();
             })
             .Case([&](bp::WeightGradOp w) {

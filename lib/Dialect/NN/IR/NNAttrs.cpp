@@ -7,7 +7,6 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
-
 using namespace mlir;
 using namespace bitpipe::nn;
 
@@ -52,14 +51,13 @@ LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 int64_t microbatchSize) {
   if (family.empty())
     return emitError() << "#nn.model expects a model family, got \"\"";
-  for (auto [name, value] :
-       {std::pair<StringRef, int64_t>{"layers", layers},
-        {"hidden", hidden},
-        {"heads", heads},
-        {"vocab", vocab},
-        {"max_positions", maxPositions},
-        {"seq_len", seqLen},
-        {"microbatch_size", microbatchSize}})
+  for (auto [name, value] : {std::pair<StringRef, int64_t>{"layers", layers},
+                             {"hidden", hidden},
+                             {"heads", heads},
+                             {"vocab", vocab},
+                             {"max_positions", maxPositions},
+                             {"seq_len", seqLen},
+                             {"microbatch_size", microbatchSize}})
     if (value < 1)
       return emitError() << "#nn.model expects " << name
                          << " to be positive, got " << value;

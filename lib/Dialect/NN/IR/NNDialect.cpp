@@ -28,9 +28,9 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
   if (name == attr::kLayer) {
     auto layer = dyn_cast<IntegerAttr>(attr.getValue());
     if (!layer || layer.getInt() < 0)
-      return op->emitError() << "'" << attr::kLayer
-                             << "' must be a non-negative integer, got "
-                             << attr.getValue();
+      return op->emitError()
+             << "'" << attr::kLayer << "' must be a non-negative integer, got "
+             << attr.getValue();
     return success();
   }
   // The typed attributes have checked their fields; only the type is left.
@@ -42,9 +42,9 @@ LogicalResult NNDialect::verifyOperationAttribute(Operation *op,
   }
   if (name == attr::kModel) {
     if (!isa<ModelAttr>(attr.getValue()))
-      return op->emitError() << "'" << attr::kModel
-                             << "' must be a #nn.model, got "
-                             << attr.getValue();
+      return op->emitError()
+             << "'" << attr::kModel << "' must be a #nn.model, got "
+             << attr.getValue();
     return success();
   }
   return op->emitError() << "unknown nn attribute '" << name << "'";

@@ -22,7 +22,8 @@ void printPipelines(mlir::AsmPrinter &printer,
 
 /// Custom parameter parsers and printers of #bitpipe.schedule.
 mlir::FailureOr<bool> parseBool(mlir::AsmParser &parser);
-mlir::FailureOr<llvm::SmallVector<int64_t>> parseIntList(mlir::AsmParser &parser);
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+parseIntList(mlir::AsmParser &parser);
 void printIntList(mlir::AsmPrinter &printer, llvm::ArrayRef<int64_t> values);
 } // namespace bitpipe::bp
 

@@ -15,10 +15,10 @@
 #define BITPIPE_DIALECT_BITPIPE_UTILS_SCHEDULEFROMIR_H
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
-#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
-#include "bitpipe/Schedule/GradientSync.h"
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Schedule/Comms.h"
+#include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -71,8 +71,8 @@ struct ProgramSteps {
   std::vector<sched::Action> actions;
   llvm::SmallVector<mlir::Operation *> ops;
 };
-mlir::FailureOr<ProgramSteps> readProgramSteps(bp::ProgramOp program,
-                                               const sched::Placement &placement);
+mlir::FailureOr<ProgramSteps>
+readProgramSteps(bp::ProgramOp program, const sched::Placement &placement);
 /// True once bitpipe-insert-transfers has bound the programs: some compute
 /// op names its callee. Bound programs carry their transfers; unbound ones
 /// leave them to the library (sched::lowerComms).
