@@ -1,7 +1,7 @@
 //===- bench-bubble.cpp - Measured pipeline bubbles vs. the simulator -----===//
 //
-//   bench-bubble --trace RUN.json --schedule S --devices D --microbatches N
-//                [--skip-steps K]
+//   bench-bubble --trace RUN.json --schedule S --devices D [--microbatches N]
+//                [--chunks-per-device V] [--skip-steps K]
 //
 // Reads the Chrome trace that a compiled executable wrote with --trace (one
 // process per rank, compute events named like "F3.s2", "B3.s2", "W3.s2"),
@@ -19,10 +19,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Schedule/ScheduleFlags.h"
 #include "bitpipe/Schedule/Simulator.h"
 
-#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -53,44 +53,28 @@ bool parseName(llvm::StringRef name, ComputeEvent &e) {
          !stage.getAsInteger(10, e.stage);
 }
 
-int fail(const std::string &message) {
-  std::fprintf(stderr, "bench-bubble: %s\n", message.c_str());
-  return 1;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
-  namespace cl = llvm::cl;
-  // Only these in --help, not every option libLLVM registers.
-  cl::OptionCategory category("bench-bubble options");
-  cl::opt<std::string> traceFlag("trace", cl::desc("the run's Chrome trace"),
-                                 cl::value_desc("RUN.json"), cl::Required,
-                                 cl::cat(category));
-  cl::opt<std::string> scheduleName("schedule", cl::desc("its schedule"),
-                                    cl::value_desc("S"), cl::Required,
-                                    cl::cat(category));
-  cl::opt<int> devices("devices", cl::desc("its pipeline devices"),
-                       cl::value_desc("D"), cl::Required, cl::cat(category));
-  cl::opt<int> microbatches("microbatches", cl::desc("its micro-batches"),
-                            cl::value_desc("N"), cl::Required,
-                            cl::cat(category));
-  cl::opt<int> skipStepsFlag(
-      "skip-steps", cl::desc("steps skipped at the start (default 1)"),
-      cl::value_desc("K"), cl::init(1), cl::cat(category));
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv, "measured pipeline bubbles against the simulator's\n");
-  const std::string tracePath = traceFlag;
-  const int skipSteps = skipStepsFlag;
-  ScheduleOptions options;
-  options.schedule = scheduleName;
-  options.devices = devices;
-  options.microbatches = microbatches;
-  if (devices < 1 || microbatches < 1)
-    return fail("--devices and --microbatches must be positive");
+  std::string tracePath;
+  ScheduleOptions request;
+  int skipSteps = 1;
+  FlagParser flags("bench-bubble", "--trace RUN.json --schedule S --devices D "
+                                   "[--microbatches N] [--chunks-per-device V] "
+                                   "[--skip-steps K]");
+  flags.flag("--trace", &tracePath)
+      .scheduleFlags(&request)
+      .flag("--skip-steps", &skipSteps, 0);
+  if (!flags.parse(argc, argv))
+    return 2;
+  auto fail = [&](const std::string &message) { return flags.fail(message); };
+  if (tracePath.empty())
+    return fail("--trace is required");
+  Result<ScheduleOptions> options = validate(request, "--");
+  if (!options)
+    return fail(options.error);
 
-  Result<Schedule> schedule = generateSchedule(options);
+  Result<Schedule> schedule = generateSchedule(*options);
   if (!schedule)
     return fail(schedule.error);
 
@@ -189,8 +173,8 @@ int main(int argc, char **argv) {
     return fail(predicted.error);
 
   std::printf("%s, D=%d, N=%d: %d step(s) measured (first %d skipped)\n",
-              options.schedule.c_str(), options.devices, options.microbatches,
-              steps - skipSteps, skipSteps);
+              options->schedule.c_str(), options->devices,
+              *options->microbatches, steps - skipSteps, skipSteps);
   std::printf("mean measured cost per stage (ms):");
   for (int s = 0; s < stages; ++s)
     std::printf(" s%d F %.2f B %.2f%s", s, cost.forward[s] / 1e3,

@@ -11,8 +11,9 @@
 // Each measurement runs in a forked child, so that ru_maxrss (from wait4)
 // is that run's peak, not the largest of all runs so far.
 //
-// Usage: bench-pipeline [config.json] [--devices D] [--microbatches N]
-//                       [--schedule S] [--dp K] [--repeat R]
+// Usage: bench-pipeline [config.json] [--schedule S] [--devices D]
+//                       [--microbatches N] [--chunks-per-device V] [--dp K]
+//                       [--repeat R]
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,13 +21,13 @@
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 #include "bitpipe/Import/ModelBuilder.h"
 #include "bitpipe/Import/ModelConfig.h"
+#include "bitpipe/Schedule/ScheduleFlags.h"
 #include "bitpipe/Transforms/Pipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <sys/resource.h>
@@ -36,8 +37,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -47,10 +46,8 @@ namespace {
 
 struct Request {
   std::string config = "examples/gpt-96.json";
-  std::string schedule = "bitpipe";
-  int devices = 8;
-  int microbatches = 32;
-  int dp = 1;
+  /// Validated: N and v filled in.
+  bitpipe::sched::ScheduleOptions schedule;
   int repeat = 5;
 };
 
@@ -65,11 +62,9 @@ double runPipeline(const bitpipe::ModelConfig &config, const Request &r,
   if (!module)
     return -1;
   PassManager pm(&context);
-  bitpipe::PipelineOptions options;
-  options.schedule = r.schedule;
-  options.devices = r.devices;
-  options.microbatches = microbatches;
-  options.dataParallel = r.dp;
+  bitpipe::PipelineConfig options;
+  options.request = r.schedule;
+  options.request.microbatches = microbatches;
   bitpipe::buildPipeline(pm, options);
 
   auto start = std::chrono::steady_clock::now();
@@ -133,35 +128,32 @@ Measurement median(const bitpipe::ModelConfig &config, const Request &r,
 } // namespace
 
 int main(int argc, char **argv) {
-  namespace cl = llvm::cl;
-  // Only these in --help, not every option libLLVM registers.
-  cl::OptionCategory category("bench-pipeline options");
   Request r;
-  cl::opt<std::string> configPath(cl::Positional, cl::desc("[config.json]"),
-                                  cl::init(r.config), cl::cat(category));
-  cl::opt<int> devices("devices", cl::desc("pipeline devices D"),
-                       cl::value_desc("D"), cl::init(r.devices),
-                       cl::cat(category));
-  cl::opt<int> microbatches(
-      "microbatches", cl::desc("micro-batches N (and 2N are timed)"),
-      cl::value_desc("N"), cl::init(r.microbatches), cl::cat(category));
-  cl::opt<std::string> schedule("schedule", cl::desc("schedule name"),
-                                cl::value_desc("S"), cl::init(r.schedule),
-                                cl::cat(category));
-  cl::opt<int> dp("dp", cl::desc("data-parallel copies K"), cl::value_desc("K"),
-                  cl::init(r.dp), cl::cat(category));
-  cl::opt<int> repeat("repeat", cl::desc("runs per N; the median is shown"),
-                      cl::value_desc("R"), cl::init(r.repeat),
-                      cl::cat(category));
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv, "bitpipe-pipeline's time and memory as N doubles\n");
-  r.config = configPath;
-  r.devices = devices;
-  r.microbatches = microbatches;
-  r.schedule = schedule;
-  r.dp = dp;
-  r.repeat = std::max(1, repeat.getValue());
+  // BitPipe on 8 devices with 32 micro-batches unless told otherwise.
+  bitpipe::sched::ScheduleOptions request{"bitpipe", 8, 32};
+  std::vector<std::string> configs;
+  bitpipe::sched::FlagParser flags(
+      "bench-pipeline", "[config.json] [--schedule S] [--devices D] "
+                        "[--microbatches N] [--chunks-per-device V] [--dp K] "
+                        "[--repeat R]");
+  flags.positional(&configs)
+      .scheduleFlags(&request)
+      .flag(bitpipe::sched::flagName(bitpipe::sched::option::kDataParallel),
+            &request.dataParallel)
+      .flag("--repeat", &r.repeat, 1);
+  if (!flags.parse(argc, argv))
+    return 2;
+  if (configs.size() > 1)
+    return flags.fail("expected one config.json, got " +
+                      std::to_string(configs.size()));
+  if (!configs.empty())
+    r.config = configs.front();
+  bitpipe::sched::Result<bitpipe::sched::ScheduleOptions> checked =
+      bitpipe::sched::validate(request, "--");
+  if (!checked)
+    return flags.fail(checked.error);
+  r.schedule = *checked;
+
   llvm::Expected<bitpipe::ModelConfig> config =
       bitpipe::loadModelConfig(r.config);
   if (!config) {
@@ -172,12 +164,12 @@ int main(int argc, char **argv) {
 
   std::printf("bitpipe-pipeline: %s, schedule=%s devices=%d dp=%d, median "
               "of %d runs\n\n",
-              config->name.c_str(), r.schedule.c_str(), r.devices, r.dp,
-              r.repeat);
+              config->name.c_str(), r.schedule.schedule.c_str(),
+              r.schedule.devices, r.schedule.dataParallel, r.repeat);
   std::printf("| N | pipeline (s) | peak RSS (MiB) |\n|---|---|---|\n");
   double times[2];
   for (int k = 0; k < 2; ++k) {
-    int n = r.microbatches << k;
+    int n = *r.schedule.microbatches << k;
     Measurement m = median(*config, r, n);
     if (m.seconds < 0) {
       std::fprintf(stderr,

@@ -20,17 +20,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Schedule/CostModel.h"
-#include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Schedule/ScheduleFlags.h"
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
-
-#include "core/Flags.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -45,31 +42,14 @@ struct Options {
   int devices = 32;
   int microbatches = 256;
 };
-constexpr int kMaxFlag = 1000000;
 
-/// Reads the flags into \p o; false (with a message) on a malformed one.
 bool parseArgs(int argc, char **argv, Options &o) {
-  int64_t repeat = o.repeat, devices = o.devices, microbatches = o.microbatches;
-  bitpipe::runtime::FlagSet flags;
-  flags.integer("--repeat", "K", "runs per measurement (default 7)", &repeat, 1)
-      .integer("--devices", "D", "pipeline devices (default 32)", &devices, 1)
-      .integer("--microbatches", "N", "micro-batches (default 256)",
-               &microbatches, 1);
-  bitpipe::runtime::Status parsed = flags.parse(argc, argv);
-  if (!parsed.isOk() || repeat > kMaxFlag || devices > kMaxFlag ||
-      microbatches > kMaxFlag) {
-    std::fprintf(stderr,
-                 "bench-schedules: %s\nusage: bench-schedules "
-                 "[flags], each at most %d\n%s",
-                 parsed.isOk() ? "a value is too large"
-                               : parsed.message().c_str(),
-                 kMaxFlag, flags.help().c_str());
-    return false;
-  }
-  o.repeat = static_cast<int>(repeat);
-  o.devices = static_cast<int>(devices);
-  o.microbatches = static_cast<int>(microbatches);
-  return true;
+  FlagParser flags("bench-schedules",
+                   "[--repeat K] [--devices D] [--microbatches N]");
+  flags.flag("--repeat", &o.repeat, 1)
+      .flag(flagName(option::kDevices), &o.devices, 1)
+      .flag(flagName(option::kMicrobatches), &o.microbatches, 1);
+  return flags.parse(argc, argv);
 }
 
 /// The papers' unit costs for `s` (see the file comment).
@@ -84,7 +64,8 @@ CostModel unitCosts(const Schedule &s) {
 /// empty optional after printing why it failed.
 std::optional<SimResult> runOnce(const std::string &name, int D, int N,
                                  double backward = 0) {
-  Result<Schedule> s = generateSchedule({name, D, N, /*chunksPerDevice=*/2});
+  // interleaved-1f1b with the registry's default v (2).
+  Result<Schedule> s = generateSchedule({name, D, N});
   if (!s) {
     std::fprintf(stderr, "%s D=%d N=%d: %s\n", name.c_str(), D, N,
                  s.error.c_str());
@@ -142,7 +123,9 @@ std::pair<double, double> medianMillis(const std::string &name, int D, int N,
 
 /// The closed-form bubble ratio the papers give for `name`, if any.
 std::optional<double> closedForm(const std::string &name, int D, int N) {
-  const double d = D, n = N, v = 2;
+  // interleaved-1f1b runs with the registry's default chunk count.
+  const double d = D, n = N,
+               v = findSchedule("interleaved-1f1b")->defaultChunks;
   if (name == "gpipe" || name == "1f1b")
     return (d - 1) / (n + d - 1);
   if (name == "interleaved-1f1b")

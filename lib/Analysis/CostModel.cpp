@@ -82,11 +82,12 @@ FailureOr<ModelCost> bitpipe::analyzeModelCost(func::FuncOp fn) {
       if (auto t = dyn_cast<RankedTensorType>(type); t && !t.hasStaticShape())
         return op->emitOpError()
                << "needs static shapes for cost analysis, got " << type;
-    auto layer = op->getAttrOfType<IntegerAttr>("nn.layer");
+    auto layer = op->getAttrOfType<IntegerAttr>(nn::attr::kLayer);
     if (!layer)
       return op->emitOpError()
-             << "has no 'nn.layer' attribute: cost analysis groups ops by "
-                "layer (bitpipe-import sets it)";
+             << "has no '" << nn::attr::kLayer
+             << "' attribute: cost analysis groups ops by layer "
+                "(bitpipe-import sets it)";
     auto &[acc, info] = layers[layer.getInt()];
     info.layer = layer.getInt();
     ++info.numOps;

@@ -28,10 +28,10 @@ using namespace bitpipe::nn;
 
 namespace {
 
-/// How a parameter is initialised.
+/// How a parameter is initialised: #nn.init's fields.
 struct Init {
-  StringRef kind;
-  double std = 0;
+  InitKind kind;
+  std::optional<double> std;
 };
 constexpr double kInitStd = 0.02;
 
@@ -74,12 +74,8 @@ unsigned ModelBuilder::param(StringRef name, ArrayRef<int64_t> shape,
   unsigned index = argTypes.size();
   argTypes.push_back(RankedTensorType::get(shape, f32));
   NamedAttrList attrs;
-  attrs.append("nn.param", b.getStringAttr(name));
-  NamedAttrList initAttrs;
-  initAttrs.append("kind", b.getStringAttr(init.kind));
-  if (init.kind == "normal")
-    initAttrs.append("std", b.getF64FloatAttr(init.std));
-  attrs.append("nn.init", initAttrs.getDictionary(&ctx));
+  attrs.append(nn::attr::kParam, b.getStringAttr(name));
+  attrs.append(nn::attr::kInit, InitAttr::get(&ctx, init.kind, init.std));
   argAttrs.push_back(attrs);
   paramIndex[name] = index;
   return index;
@@ -88,7 +84,7 @@ unsigned ModelBuilder::param(StringRef name, ArrayRef<int64_t> shape,
 template <typename OpT, typename... Args>
 Value ModelBuilder::create(Args &&...args) {
   auto op = b.create<OpT>(b.getUnknownLoc(), std::forward<Args>(args)...);
-  op->setAttr("nn.layer", b.getI64IntegerAttr(currentLayer));
+  op->setAttr(nn::attr::kLayer, b.getI64IntegerAttr(currentLayer));
   return op->getResult(0);
 }
 
@@ -121,9 +117,9 @@ Value ModelBuilder::transformerLayer(Value x, int64_t index) {
 OwningOpRef<ModuleOp> ModelBuilder::build() {
   int64_t h = config.hidden, L = config.layers;
   bool bert = config.family == ModelFamily::BERT;
-  Init weight{"normal", kInitStd};
-  Init residual{"normal", kInitStd / std::sqrt(2.0 * L)};
-  Init zeros{"zeros"}, ones{"ones"};
+  Init weight{InitKind::Normal, kInitStd};
+  Init residual{InitKind::Normal, kInitStd / std::sqrt(2.0 * L)};
+  Init zeros{InitKind::Zeros}, ones{InitKind::Ones};
   auto normParams = [&](const std::string &prefix) {
     param(prefix + ".weight", {h}, ones);
     param(prefix + ".bias", {h}, zeros);
@@ -157,10 +153,10 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   // Inputs: one micro-batch of token ids and labels.
   auto ids = RankedTensorType::get({config.microbatchSize, config.seqLen},
                                    b.getI32Type());
-  for (StringRef input : {"tokens", "labels"}) {
+  for (StringRef input : {nn::attr::kTokens, nn::attr::kLabels}) {
     argTypes.push_back(ids);
     NamedAttrList attrs;
-    attrs.append("nn.input", b.getStringAttr(input));
+    attrs.append(nn::attr::kInput, b.getStringAttr(input));
     argAttrs.push_back(attrs);
   }
   unsigned tokens = argTypes.size() - 2, labels = argTypes.size() - 1;
@@ -172,20 +168,10 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
       b.getFunctionType(argTypes, {RankedTensorType::get({}, f32)}));
   for (auto [i, attrs] : llvm::enumerate(argAttrs))
     fn.setArgAttrs(i, attrs.getDictionary(&ctx));
-  fn->setAttr("nn.model",
-              b.getDictionaryAttr({
-                  b.getNamedAttr("family", b.getStringAttr(stringifyModelFamily(
-                                               config.family))),
-                  b.getNamedAttr("layers", b.getI64IntegerAttr(L)),
-                  b.getNamedAttr("hidden", b.getI64IntegerAttr(h)),
-                  b.getNamedAttr("heads", b.getI64IntegerAttr(config.heads)),
-                  b.getNamedAttr("vocab", b.getI64IntegerAttr(config.vocab)),
-                  b.getNamedAttr("max_positions",
-                                 b.getI64IntegerAttr(config.maxPositions)),
-                  b.getNamedAttr("seq_len", b.getI64IntegerAttr(config.seqLen)),
-                  b.getNamedAttr("microbatch_size",
-                                 b.getI64IntegerAttr(config.microbatchSize)),
-              }));
+  fn->setAttr(nn::attr::kModel,
+              ModelAttr::get(&ctx, stringifyModelFamily(config.family), L, h,
+                             config.heads, config.vocab, config.maxPositions,
+                             config.seqLen, config.microbatchSize));
   body = fn.addEntryBlock();
   b.setInsertionPointToStart(body);
 

@@ -2,13 +2,15 @@
 
 #include "bitpipe/Schedule/Placement.h"
 
+#include <iterator>
+
 namespace bitpipe::sched {
 
 namespace {
 
 Placement makeEmpty(PlacementKind kind, int numDevices, int numStages) {
   Placement p;
-  p.kind = placementKindName(kind);
+  p.kind = kind;
   p.numDevices = numDevices;
   p.numStages = numStages;
   return p;
@@ -127,15 +129,37 @@ const char *placementKindName(PlacementKind kind) {
   return "?";
 }
 
+namespace {
+constexpr PlacementKind kAllKinds[] = {PlacementKind::Loop, PlacementKind::V,
+                                       PlacementKind::Bidirectional,
+                                       PlacementKind::BidirectionalV};
+} // namespace
+
+const std::string &placementKindList() {
+  static const std::string list = [] {
+    std::string out;
+    constexpr size_t n = std::size(kAllKinds);
+    for (size_t i = 0; i < n; ++i) {
+      if (i > 0)
+        out += i + 1 == n ? " or " : ", ";
+      out += placementKindName(kAllKinds[i]);
+    }
+    return out;
+  }();
+  return list;
+}
+
 Result<PlacementKind> parsePlacementKind(const std::string &name) {
-  for (PlacementKind k :
-       {PlacementKind::Loop, PlacementKind::V, PlacementKind::Bidirectional,
-        PlacementKind::BidirectionalV})
+  for (PlacementKind k : kAllKinds)
     if (name == placementKindName(k))
       return Result<PlacementKind>::success(k);
-  return Result<PlacementKind>::failure(
-      "unknown placement '" + name +
-      "' (expected loop, v, bidirectional or bidirectional-v)");
+  return Result<PlacementKind>::failure("unknown placement '" + name +
+                                        "' (expected " + placementKindList() +
+                                        ")");
+}
+
+int pipelineCount(PlacementKind kind) {
+  return kind == PlacementKind::Loop || kind == PlacementKind::V ? 1 : 2;
 }
 
 } // namespace bitpipe::sched

@@ -20,13 +20,9 @@ using namespace bitpipe;
 
 namespace {
 
-DictionaryAttr costAttr(Builder &b, const Cost &cost) {
-  return b.getDictionaryAttr({
-      b.getNamedAttr("fwd_flops", b.getI64IntegerAttr(cost.forwardFlops)),
-      b.getNamedAttr("bwd_flops", b.getI64IntegerAttr(cost.backwardFlops)),
-      b.getNamedAttr("param_bytes", b.getI64IntegerAttr(cost.parameterBytes)),
-      b.getNamedAttr("act_bytes", b.getI64IntegerAttr(cost.activationBytes)),
-  });
+nn::CostAttr costAttr(MLIRContext *context, const Cost &cost) {
+  return nn::CostAttr::get(context, cost.forwardFlops, cost.backwardFlops,
+                           cost.parameterBytes, cost.activationBytes);
 }
 
 /// One table row: label and kind left-aligned, numbers right-aligned.
@@ -52,16 +48,10 @@ void printRow(llvm::raw_ostream &os, llvm::StringRef label,
 void printSummary(llvm::raw_ostream &os, func::FuncOp fn,
                   const ModelCost &cost) {
   os << "cost of @" << fn.getSymName();
-  if (auto model = fn->getAttrOfType<DictionaryAttr>("nn.model")) {
-    auto get = [&](StringRef key) {
-      auto attr = model.getAs<IntegerAttr>(key);
-      return attr ? attr.getInt() : 0;
-    };
-    if (auto family = model.getAs<StringAttr>("family"))
-      os << " (" << family.getValue() << ", " << get("layers")
-         << " layers, hidden " << get("hidden") << ", micro-batch "
-         << get("microbatch_size") << " x " << get("seq_len") << " tokens)";
-  }
+  if (auto model = fn->getAttrOfType<nn::ModelAttr>(nn::attr::kModel))
+    os << " (" << model.getFamily() << ", " << model.getLayers()
+       << " layers, hidden " << model.getHidden() << ", micro-batch "
+       << model.getMicrobatchSize() << " x " << model.getSeqLen() << " tokens)";
   os << ", per micro-batch\n";
   printRow(os, "layer", "kind",
            {"ops", "fwd_flops", "bwd_flops", "params", "param_bytes",
@@ -83,7 +73,6 @@ struct AnnotateCostPass
   using AnnotateCostBase::AnnotateCostBase;
 
   void runOnOperation() override {
-    Builder b(&getContext());
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       // Analyse first: it rejects what cannot be costed (dynamic shapes,
       // ops without a layer) before any op is annotated.
@@ -93,7 +82,7 @@ struct AnnotateCostPass
       if (cost->layers.empty())
         continue;
       fn.walk([&](nn::CostOpInterface op) {
-        op->setAttr("nn.cost", costAttr(b, costOfOp(op)));
+        op->setAttr(nn::attr::kCost, costAttr(&getContext(), costOfOp(op)));
       });
       if (printSummary)
         ::printSummary(llvm::outs(), fn, *cost);

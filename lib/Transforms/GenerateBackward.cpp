@@ -110,7 +110,7 @@ void StageDifferentiator::addGrad(OpBuilder &b, Value forwardValue,
   if (inserted)
     return;
   if (auto arg = dyn_cast<BlockArgument>(forwardValue);
-      arg && forward.getArgAttr(arg.getArgNumber(), attr::kParam)) {
+      arg && forward.getArgAttr(arg.getArgNumber(), nn::attr::kParam)) {
     moreParamGrads[forwardValue].push_back(grad);
     return;
   }
@@ -118,7 +118,7 @@ void StageDifferentiator::addGrad(OpBuilder &b, Value forwardValue,
   // the layer of the use that completes it.
   auto sum = b.create<nn::AddOp>(grad.getLoc(), it->second, grad);
   if (layer)
-    sum->setAttr(attr::kLayer, layer);
+    sum->setAttr(nn::attr::kLayer, layer);
   it->second = sum;
 }
 
@@ -219,8 +219,8 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
       return op->emitOpError() << "backward rule failed";
     // Move the new ops' operands from forward values to backward ones.
     for (Operation *newOp : created.ops) {
-      if (Attribute layer = op->getAttr(attr::kLayer))
-        newOp->setAttr(attr::kLayer, layer);
+      if (Attribute layer = op->getAttr(nn::attr::kLayer))
+        newOp->setAttr(nn::attr::kLayer, layer);
       for (OpOperand &operand : newOp->getOpOperands()) {
         Value v = operand.get();
         if (v.getParentRegion() != &forward.getBody())
@@ -237,7 +237,7 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
     }
     for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads))
       if (g)
-        addGrad(b, operand, g, op->getAttr(attr::kLayer));
+        addGrad(b, operand, g, op->getAttr(nn::attr::kLayer));
   }
   b.setListener(nullptr);
 
@@ -250,8 +250,9 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
       continue;
     NamedAttrList attrs;
     attrs.append(attr::kGradOfArg, b.getI64IntegerAttr(arg.getArgNumber()));
-    if (Attribute name = forward.getArgAttr(arg.getArgNumber(), attr::kParam))
-      attrs.append(attr::kParam, name);
+    if (Attribute name =
+            forward.getArgAttr(arg.getArgNumber(), nn::attr::kParam))
+      attrs.append(nn::attr::kParam, name);
     // A parameter's contributions, one result each (see moreParamGrads).
     SmallVector<Value> contributions = {g};
     llvm::append_range(contributions, moreParamGrads.lookup(arg));

@@ -26,7 +26,7 @@
 #include "bitpipe/Transforms/Passes.h"
 
 #include "DiagnosticText.h"
-#include "bitpipe/Transforms/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -83,7 +83,7 @@ FailureOr<SmallVector<StageGradient>> gradientsOf(func::FuncOp backward) {
   }
   SmallVector<std::pair<unsigned, unsigned>> order; // (position, result)
   for (unsigned i = 0, e = backward.getNumResults(); i < e; ++i) {
-    if (!backward.getResultAttr(i, kParamArgAttrName))
+    if (!backward.getResultAttr(i, nn::attr::kParam))
       continue;
     unsigned at = i;
     if (terminator) {
@@ -96,10 +96,10 @@ FailureOr<SmallVector<StageGradient>> gradientsOf(func::FuncOp backward) {
 
   SmallVector<StageGradient> grads;
   for (auto [at, i] : order) {
-    auto name = backward.getResultAttrOfType<StringAttr>(i, kParamArgAttrName);
+    auto name = backward.getResultAttrOfType<StringAttr>(i, nn::attr::kParam);
     if (!name)
       return backward.emitError()
-             << "result #" << i << " has a non-string '" << kParamArgAttrName
+             << "result #" << i << " has a non-string '" << nn::attr::kParam
              << "'; expected the parameter's name";
     FailureOr<int64_t> bytes = gradientBytes(backward, i);
     if (failed(bytes))

@@ -23,7 +23,7 @@
 #include "bitpipe/Transforms/Passes.h"
 
 #include "DiagnosticText.h"
-#include "bitpipe/Transforms/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"

@@ -42,7 +42,7 @@ namespace {
 FailureOr<func::FuncOp> findModelFunction(ModuleOp module) {
   SmallVector<func::FuncOp> withModelAttr, withNNOps;
   for (auto fn : module.getOps<func::FuncOp>()) {
-    if (fn->hasAttr("nn.model"))
+    if (fn->hasAttr(nn::attr::kModel))
       withModelAttr.push_back(fn);
     bool hasNN = fn.walk([](Operation *op) {
                        return isa<nn::NNDialect>(op->getDialect())
@@ -53,24 +53,25 @@ FailureOr<func::FuncOp> findModelFunction(ModuleOp module) {
     if (hasNN)
       withNNOps.push_back(fn);
   }
-  auto ambiguous = [&](MutableArrayRef<func::FuncOp> fns, StringRef why) {
+  auto ambiguous = [&](MutableArrayRef<func::FuncOp> fns, const Twine &why) {
     return fns[1].emitError()
            << "bitpipe-partition expects one model function, but @"
            << fns[0].getSymName() << " and @" << fns[1].getSymName() << " "
            << why;
   };
+  const std::string model = ("'" + nn::attr::kModel + "'").str();
   if (withModelAttr.size() == 1)
     return withModelAttr.front();
   if (withModelAttr.size() > 1)
-    return ambiguous(withModelAttr, "both have 'nn.model'");
+    return ambiguous(withModelAttr, "both have " + model);
   if (withNNOps.size() == 1)
     return withNNOps.front();
   if (withNNOps.size() > 1)
-    return ambiguous(withNNOps,
-                     "both hold nn ops and neither has 'nn.model'");
+    return ambiguous(withNNOps, "both hold nn ops and neither has " + model);
   return module.emitError()
          << "bitpipe-partition found no model function: expected a "
-            "func.func with 'nn.model', or a single func.func holding nn ops";
+            "func.func with "
+         << model << ", or a single func.func holding nn ops";
 }
 
 /// Where each value of the model body comes from and goes to, per chunk.
@@ -90,7 +91,7 @@ struct ChunkInfo {
 /// An op of the model body whose only role is to provide a constant: it has
 /// no layer of its own, so each chunk that needs it gets a copy.
 bool isUnlayeredConstant(Operation *op) {
-  return !op->hasAttr("nn.layer") && op->getNumOperands() == 0 &&
+  return !op->hasAttr(nn::attr::kLayer) && op->getNumOperands() == 0 &&
          op->hasTrait<OpTrait::ConstantLike>();
 }
 
@@ -156,18 +157,19 @@ LogicalResult PartitionPass::analyzeFlow(func::FuncOp fn,
     position[&op] = next;
     if (isUnlayeredConstant(&op))
       continue;
-    auto layer = op.getAttrOfType<IntegerAttr>("nn.layer");
+    auto layer = op.getAttrOfType<IntegerAttr>(nn::attr::kLayer);
     if (!layer)
       return op.emitOpError()
-             << "has no 'nn.layer' attribute: bitpipe-partition puts every "
-                "op of the model in the chunk of its layer";
+             << "has no '" << nn::attr::kLayer
+             << "' attribute: bitpipe-partition puts every op of the model "
+                "in the chunk of its layer";
     int64_t k = cut.chunkOf(layer.getInt());
     chunkOf[&op] = k;
     chunks[k].ops.push_back(&op);
   }
 
   auto layerOf = [](Operation *op) {
-    return op->getAttrOfType<IntegerAttr>("nn.layer").getInt();
+    return op->getAttrOfType<IntegerAttr>(nn::attr::kLayer).getInt();
   };
   for (auto [k, chunk] : llvm::enumerate(chunks)) {
     llvm::SmallSetVector<unsigned, 8> arguments;
@@ -253,9 +255,8 @@ void PartitionPass::outline(func::FuncOp fn, const sched::Partition &cut,
     auto stage = moduleBuilder.create<func::FuncOp>(
         fn.getLoc(), name, FunctionType::get(ctx, argTypes, resultTypes));
     stage->setAttr(attr::kStage, moduleBuilder.getI64IntegerAttr(k));
-    stage->setAttr("bitpipe.layers",
-                   moduleBuilder.getDenseI64ArrayAttr(
-                       {cut.firstLayer(k), cut.lastLayer(k)}));
+    stage->setAttr(attr::kLayers, moduleBuilder.getDenseI64ArrayAttr(
+                                      {cut.firstLayer(k), cut.lastLayer(k)}));
     // A parameter used by two chunks becomes an argument of both: the tied
     // token embedding is read by the embedding (first stage) and by the
     // output projection (last stage). Each stage then produces its own
@@ -338,8 +339,9 @@ void PartitionPass::runOnOperation() {
   if (failed(cost))
     return signalPassFailure();
   if (cost->layers.empty()) {
-    fn.emitError() << "bitpipe-partition found no nn ops with 'nn.layer' in @"
-                   << fn.getSymName() << ": nothing to partition";
+    fn.emitError() << "bitpipe-partition found no nn ops with '"
+                   << nn::attr::kLayer << "' in @" << fn.getSymName()
+                   << ": nothing to partition";
     return signalPassFailure();
   }
   // Boundaries name layers, and the library numbers them by position: the
@@ -347,8 +349,8 @@ void PartitionPass::runOnOperation() {
   // gap is more likely a mistake than an empty layer.
   for (auto [position, layer] : llvm::enumerate(cost->layers))
     if (layer.layer != static_cast<int64_t>(position)) {
-      fn.emitError() << "bitpipe-partition expects the 'nn.layer' values of @"
-                     << fn.getSymName() << " to be 0.."
+      fn.emitError() << "bitpipe-partition expects the '" << nn::attr::kLayer
+                     << "' values of @" << fn.getSymName() << " to be 0.."
                      << cost->layers.back().layer
                      << " without gaps, but no op has layer " << position;
       return signalPassFailure();
@@ -384,7 +386,7 @@ void PartitionPass::runOnOperation() {
 
   Builder b(&getContext());
   module->setAttr(
-      "bitpipe.partition",
+      attr::kPartition,
       b.getDictionaryAttr({
           b.getNamedAttr("chunks", b.getI64IntegerAttr(cut->numChunks())),
           b.getNamedAttr("starts", b.getDenseI64ArrayAttr(cut->starts)),

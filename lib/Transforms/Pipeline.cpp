@@ -7,18 +7,21 @@
 //   communication  insert-transfers, insert-allreduce
 //   verification   the library verifier on the finished programs
 //
-// The pipeline decides nothing the schedule library does not already
-// define: the placement (and so the number of chunks) is the one the
-// schedule runs on (sched::schedulePlacement), and the backward is split
-// when the generated schedule has weight-gradient steps. Generating the
-// schedule here, once, also turns a micro-batch count the generator refuses
-// into an error before any pass has run.
+// The pipeline decides nothing the schedule registry does not already
+// define: the request is checked and completed there (sched::validate), the
+// placement (and so the number of chunks) is the entry's
+// (sched::schedulePlacement), and the backward is split when the entry says
+// the schedule has weight-gradient steps. Nothing is generated here:
+// bitpipe-schedule generates the schedule, once.
 //
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Transforms/Pipeline.h"
 
-#include "bitpipe/Schedule/Generators.h"
+#include "PassOptionUtil.h"
+
+#include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Transforms/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
@@ -48,63 +51,35 @@ struct PipelineOptionsErrorPass
   std::string message;
 };
 
-/// What the options imply for the individual passes.
+/// What the request implies for the individual passes.
 struct Plan {
-  std::string placement;
+  sched::ScheduleOptions request; ///< Validated: no default left open.
+  sched::PlacementKind placement = sched::PlacementKind::Loop;
   int stages = 0;
   int chunksPerDevice = 1;
   bool splitBackward = false;
 };
 
-FailureOr<Plan> derive(const PipelineOptions &options, std::string &error) {
-  if (options.schedule.empty()) {
-    error = "needs schedule=gpipe|1f1b|interleaved-1f1b|chimera|bitpipe|zb-h1";
+FailureOr<Plan> derive(const PipelineConfig &config, std::string &error) {
+  sched::Result<sched::ScheduleOptions> request =
+      sched::validate(config.request);
+  if (!request) {
+    error = request.error;
     return failure();
   }
-  if (options.devices < 1 || options.microbatches < 1) {
-    error = "needs devices=D and microbatches=N, both positive; got devices=" +
-            std::to_string(options.devices) +
-            " microbatches=" + std::to_string(options.microbatches);
+  sched::Result<sched::Placement> placement =
+      sched::schedulePlacement(*request);
+  if (!placement) {
+    error = placement.error;
     return failure();
   }
-  if (options.dataParallel < 1) {
-    error = "dp=" + std::to_string(options.dataParallel) +
-            " data-parallel copies; expected at least 1";
-    return failure();
-  }
-  sched::ScheduleOptions request;
-  request.schedule = options.schedule;
-  request.devices = options.devices;
-  request.microbatches = options.microbatches;
-  if (options.chunksPerDevice > 0)
-    request.chunksPerDevice = options.chunksPerDevice;
-  sched::Result<sched::Schedule> generated = sched::generateSchedule(request);
-  if (!generated) {
-    error = "cannot build schedule '" + options.schedule + "' on " +
-            std::to_string(options.devices) + " devices with " +
-            std::to_string(options.microbatches) +
-            " micro-batches: " + generated.error;
-    return failure();
-  }
-  const sched::Placement &placement = generated->placement;
+  const sched::ScheduleInfo &info = *sched::findSchedule(request->schedule);
   Plan plan;
-  plan.placement = placement.kind;
-  plan.stages = placement.numStages;
-  plan.splitBackward = generated->splitBackward || options.splitBackward;
-  if (placement.kind == "loop")
-    plan.chunksPerDevice = placement.numStages / placement.numDevices;
-  // Only the loop placement of interleaved 1F1B has a chunk count to
-  // choose; asking for one elsewhere means a misunderstanding.
-  if (options.chunksPerDevice > 0 &&
-      (placement.kind != "loop" ||
-       plan.chunksPerDevice != options.chunksPerDevice)) {
-    error = "chunks-per-device=" + std::to_string(options.chunksPerDevice) +
-            " does not apply to schedule '" + options.schedule + "', which " +
-            "runs " + std::to_string(placement.numStages) + " stages on a " +
-            placement.kind + " placement of " +
-            std::to_string(placement.numDevices) + " devices";
-    return failure();
-  }
+  plan.request = *request;
+  plan.placement = placement->kind;
+  plan.stages = placement->numStages;
+  plan.chunksPerDevice = placement->numStages / placement->numDevices;
+  plan.splitBackward = info.splitsBackward || config.splitBackward;
   return plan;
 }
 
@@ -124,29 +99,30 @@ void addModelPasses(OpPassManager &pm, const Plan &plan) {
 }
 
 /// Which rank runs what, in which order.
-void addSchedulePasses(OpPassManager &pm, const PipelineOptions &options,
-                       const Plan &plan) {
+void addSchedulePasses(OpPassManager &pm, const Plan &plan) {
   PlaceOptions place;
-  place.placement = plan.placement;
-  place.devices = options.devices;
-  place.chunksPerDevice = plan.chunksPerDevice;
-  place.dataParallel = options.dataParallel;
+  place.placement = sched::placementKindName(plan.placement);
+  place.devices = plan.request.devices;
+  // The loop placement's chunk count; the others fix theirs (1 here means
+  // "not given" to bitpipe-place).
+  place.chunksPerDevice =
+      plan.placement == sched::PlacementKind::Loop ? plan.chunksPerDevice : 1;
+  place.dataParallel = plan.request.dataParallel;
   pm.addPass(createPlace(place));
   ScheduleOptions schedule;
-  schedule.schedule = options.schedule;
-  schedule.microbatches = options.microbatches;
+  schedule.schedule = plan.request.schedule;
+  schedule.microbatches = *plan.request.microbatches;
   pm.addPass(createSchedule(schedule));
 }
 
 /// The data that moves between ranks: activations and gradients between
 /// stages, then the gradient all-reduces.
-void addCommunicationPasses(OpPassManager &pm,
-                            const PipelineOptions &options) {
+void addCommunicationPasses(OpPassManager &pm, const PipelineConfig &config) {
   // Transfers first: the all-reduces then start after the sends of their
   // sync step.
   pm.addPass(createInsertTransfers());
   InsertAllReduceOptions allReduce;
-  allReduce.bucketMb = options.bucketMb;
+  allReduce.bucketMb = config.bucketMb;
   pm.addPass(createInsertAllReduce(allReduce));
 }
 
@@ -164,16 +140,28 @@ void addVerificationPasses(OpPassManager &pm) {
 
 } // namespace
 
-void bitpipe::buildPipeline(OpPassManager &pm, const PipelineOptions &options) {
+bitpipe::PipelineConfig bitpipe::PipelineOptions::toConfig() const {
+  PipelineConfig config;
+  config.request.schedule = schedule;
+  config.request.devices = devices;
+  config.request.microbatches = givenValue(microbatches, 0);
+  config.request.chunksPerDevice = givenValue(chunksPerDevice, 0);
+  config.request.dataParallel = dataParallel;
+  config.bucketMb = bucketMb;
+  config.splitBackward = splitBackward;
+  return config;
+}
+
+void bitpipe::buildPipeline(OpPassManager &pm, const PipelineConfig &config) {
   std::string error;
-  FailureOr<Plan> plan = derive(options, error);
+  FailureOr<Plan> plan = derive(config, error);
   if (failed(plan)) {
     pm.addPass(std::make_unique<PipelineOptionsErrorPass>(error));
     return;
   }
   addModelPasses(pm, *plan);
-  addSchedulePasses(pm, options, *plan);
-  addCommunicationPasses(pm, options);
+  addSchedulePasses(pm, *plan);
+  addCommunicationPasses(pm, config);
   addVerificationPasses(pm);
 }
 
@@ -183,5 +171,7 @@ void bitpipe::registerBitPipePipelines() {
       "From a model to per-rank pipeline-parallel training programs: "
       "annotate-cost, partition, generate-backward, place, schedule, "
       "insert-transfers, insert-allreduce, verify",
-      buildPipeline);
+      [](OpPassManager &pm, const PipelineOptions &options) {
+        buildPipeline(pm, options.toConfig());
+      });
 }

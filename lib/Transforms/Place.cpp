@@ -9,10 +9,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 #include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/Transforms/Passes.h"
-#include "bitpipe/Transforms/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -29,10 +29,10 @@ namespace {
 /// "bidirectional-v placement on 4 devices", with the chunk count for loop
 /// (the only kind where it changes the stage count).
 std::string describePlacement(const sched::Placement &p, int chunksPerDevice) {
-  std::string text = p.kind + " placement on " + std::to_string(p.numDevices) +
+  std::string text = std::string(sched::placementKindName(p.kind)) +
+                     " placement on " + std::to_string(p.numDevices) +
                      (p.numDevices == 1 ? " device" : " devices");
-  if (p.kind == sched::placementKindName(sched::PlacementKind::Loop) &&
-      chunksPerDevice != 1)
+  if (p.kind == sched::PlacementKind::Loop && chunksPerDevice != 1)
     text += " with " + std::to_string(chunksPerDevice) + " chunks per device";
   return text;
 }
@@ -48,9 +48,8 @@ struct PlacePass : public bitpipe::impl::PlaceBase<PlacePass> {
 
   LogicalResult place(ModuleOp module) {
     if (placement.empty())
-      return module.emitError()
-             << "bitpipe-place needs placement=loop|v|bidirectional|"
-                "bidirectional-v";
+      return module.emitError() << "bitpipe-place needs placement=, one of "
+                                << sched::placementKindList();
     sched::Result<sched::PlacementKind> kind =
         sched::parsePlacementKind(placement);
     if (!kind)
@@ -87,9 +86,7 @@ struct PlacePass : public bitpipe::impl::PlaceBase<PlacePass> {
              << (stages->size() == 1 ? "" : "s")
              << "; partition with chunks=" << layout->numStages;
 
-    bp::PlacementAttr attr = toPlacementAttr(module.getLoc(), *layout);
-    if (!attr)
-      return failure();
+    auto attr = bp::PlacementAttr::get(&getContext(), *layout);
     Builder b(&getContext());
     module->setAttr(bp::BitPipeDialect::kPlacementAttrName, attr);
     // K copies of the pipeline, rank = copy * D + device (sched::World).
@@ -99,7 +96,7 @@ struct PlacePass : public bitpipe::impl::PlaceBase<PlacePass> {
     module->setAttr(bp::BitPipeDialect::kDataParallelAttrName,
                     b.getI64IntegerAttr(world.dataParallel));
     for (auto [stage, fn] : llvm::enumerate(*stages))
-      fn->setAttr(kDevicesAttrName,
+      fn->setAttr(attr::kDevices,
                   b.getDenseI64ArrayAttr(attr.getReplicaGroup(stage)));
     return success();
   }

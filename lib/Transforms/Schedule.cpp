@@ -11,14 +11,16 @@
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeTypes.h"
-#include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 #include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/GridText.h"
+#include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
 
 #include "DiagnosticText.h"
-#include "bitpipe/Transforms/ScheduleFromIR.h"
+#include "PassOptionUtil.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -35,16 +37,18 @@ namespace {
 
 /// The `bitpipe.place` options that build `p`, for "run ..." hints.
 std::string placeOptions(const sched::Placement &p) {
-  std::string text =
-      "placement=" + p.kind + " devices=" + std::to_string(p.numDevices);
-  if (p.kind == "loop" && p.numStages != p.numDevices)
+  std::string text = std::string("placement=") +
+                     sched::placementKindName(p.kind) +
+                     " devices=" + std::to_string(p.numDevices);
+  if (p.kind == sched::PlacementKind::Loop && p.numStages != p.numDevices)
     text += " chunks-per-device=" + std::to_string(p.numStages / p.numDevices);
   return text;
 }
 
 /// "bidirectional-v placement (8 stages on 4 devices)".
 std::string describe(const sched::Placement &p) {
-  return p.kind + " placement (" + std::to_string(p.numStages) + " stages on " +
+  return std::string(sched::placementKindName(p.kind)) + " placement (" +
+         std::to_string(p.numStages) + " stages on " +
          std::to_string(p.numDevices) + " devices)";
 }
 
@@ -90,10 +94,10 @@ private:
       func::FuncOp fn = stages[a.stage];
       SmallVector<Value> inputs;
       for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-        auto input = fn.getArgAttrOfType<StringAttr>(i, kInputArgAttrName);
+        auto input = fn.getArgAttrOfType<StringAttr>(i, nn::attr::kInput);
         if (!input)
           continue;
-        bp::InputKind kind = input.getValue() == "tokens"
+        bp::InputKind kind = input.getValue() == nn::attr::kTokens
                                  ? bp::InputKind::Tokens
                                  : bp::InputKind::Targets;
         inputs.push_back(
@@ -150,11 +154,23 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
       signalPassFailure();
   }
 
+  /// The one conversion of the pass options into the registry's request,
+  /// for the module's placement `have`: D from it, and v when the schedule
+  /// has a chunk count to choose; `microbatches` when given (else the
+  /// registry's default). Not yet validated.
+  sched::ScheduleOptions request(const sched::Placement &have) {
+    sched::ScheduleOptions request;
+    request.schedule = schedule;
+    request.devices = have.numDevices;
+    request.microbatches = givenValue(microbatches, 0);
+    const sched::ScheduleInfo *info = sched::findSchedule(schedule);
+    if (info && info->choosesChunks() &&
+        have.kind == sched::PlacementKind::Loop)
+      request.chunksPerDevice = have.numStages / have.numDevices;
+    return request;
+  }
+
   LogicalResult run(ModuleOp module) {
-    if (schedule.empty())
-      return module.emitError()
-             << "bitpipe-schedule needs schedule=gpipe|1f1b|interleaved-1f1b|"
-                "chimera|bitpipe|zb-h1";
     auto placementAttr = module->getAttrOfType<bp::PlacementAttr>(
         bp::BitPipeDialect::kPlacementAttrName);
     if (!placementAttr)
@@ -167,27 +183,30 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
     FailureOr<SmallVector<func::FuncOp>> stages = collectStageFunctions(module);
     if (failed(stages))
       return failure();
-    sched::Placement have = toSchedPlacement(placementAttr);
+    sched::Placement have = placementAttr.toSched();
     if (static_cast<int>(stages->size()) != have.numStages)
       return module.emitError()
              << "has " << stages->size() << " stage functions, but its "
              << describe(have) << " names " << have.numStages;
 
+    sched::ScheduleOptions wanted = request(have);
+    if (!sched::findSchedule(schedule))
+      return module.emitError()
+             << "bitpipe-schedule: " << sched::validate(wanted).error;
     // Placement first: "needs another placement" is the answer whatever N.
-    sched::ScheduleOptions options;
-    options.schedule = schedule;
-    options.devices = have.numDevices;
-    options.microbatches = microbatches;
-    options.chunksPerDevice = have.numStages / have.numDevices;
-    sched::Result<sched::Placement> want = sched::schedulePlacement(options);
+    sched::ScheduleOptions anyN = wanted;
+    anyN.microbatches.reset();
+    sched::Result<sched::Placement> want = sched::schedulePlacement(anyN);
     if (!want)
-      return module.emitError() << want.error;
-    if (!samePlacement(have, *want) && want->kind == have.kind &&
+      return module.emitError()
+             << "cannot build schedule '" << schedule << "' for the module's "
+             << describe(have) << ": " << want.error;
+    if (*want != have && want->kind == have.kind &&
         want->numStages == have.numStages &&
         want->numDevices == have.numDevices) {
       // Same shape, different map: a hand-written or edited placement.
       for (size_t p = 0; p < want->pipelines.size(); ++p)
-        if (want->pipelines[p].stageDevice != have.pipelines[p].stageDevice)
+        if (want->pipelines[p] != have.pipelines[p])
           return module.emitError()
                  << "schedule '" << schedule << "' runs on the library's "
                  << describe(*want) << ", but pipeline " << p
@@ -197,17 +216,23 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
                  << bitpipe::detail::formatList(want->pipelines[p].stageDevice)
                  << "; run bitpipe-place{" << placeOptions(*want) << "}";
     }
-    if (!samePlacement(have, *want))
+    if (*want != have)
       return module.emitError()
              << "schedule '" << schedule << "' runs on a " << describe(*want)
              << ", but the module has a " << describe(have)
              << "; run bitpipe-place{" << placeOptions(*want) << "}";
 
-    sched::Result<sched::Schedule> generated = sched::generateSchedule(options);
+    sched::Result<sched::ScheduleOptions> options = sched::validate(wanted);
+    if (!options)
+      return module.emitError()
+             << "cannot build schedule '" << schedule << "' for the module's "
+             << describe(have) << ": " << options.error;
+    sched::Result<sched::Schedule> generated =
+        sched::generateSchedule(*options);
     if (!generated)
       return module.emitError() << "cannot build schedule '" << schedule
                                 << "': " << generated.error;
-    if (!samePlacement(generated->placement, have))
+    if (generated->placement != have)
       return module.emitError()
              << "schedule '" << schedule << "' was generated for a "
              << describe(generated->placement) << ", not the module's "
@@ -215,10 +240,10 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
 
     std::vector<sched::Diagnostic> problems = sched::verify(*generated);
     if (!problems.empty())
-      return module.emitError()
-             << "schedule '" << schedule << "' with " << microbatches.getValue()
-             << " micro-batches does not verify:\n"
-             << sched::formatDiagnostics(problems);
+      return module.emitError() << "schedule '" << schedule << "' with "
+                                << generated->numMicrobatches
+                                << " micro-batches does not verify:\n"
+                                << sched::formatDiagnostics(problems);
 
     FailureOr<sched::World> world = readWorld(module);
     if (failed(world))
@@ -226,7 +251,7 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
 
     MLIRContext *context = &getContext();
     module->setAttr(bp::BitPipeDialect::kScheduleAttrName,
-                    toScheduleAttr(context, *generated));
+                    bp::ScheduleAttr::get(context, *generated));
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
     ProgramBuilder programs(builder, module.getLoc(), have, *world, *stages);
     // Every copy runs the same schedule on its own data: the micro-batch

@@ -10,12 +10,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 #include "bitpipe/Schedule/Export.h"
 #include "bitpipe/Schedule/GridText.h"
+#include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
-#include "bitpipe/Transforms/ScheduleFromIR.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/Format.h"
@@ -54,17 +55,13 @@ struct StageCost {
 StageCost sumCosts(func::FuncOp fn) {
   StageCost c;
   fn.walk([&](Operation *op) {
-    auto cost = op->getAttrOfType<DictionaryAttr>("nn.cost");
+    auto cost = op->getAttrOfType<nn::CostAttr>(nn::attr::kCost);
     if (!cost)
       return;
-    auto get = [&](StringRef key) {
-      auto value = cost.getAs<IntegerAttr>(key);
-      return value ? static_cast<double>(value.getInt()) : 0.0;
-    };
     c.annotated = true;
-    c.forwardFlops += get("fwd_flops");
-    c.backwardFlops += get("bwd_flops");
-    c.activationBytes += get("act_bytes");
+    c.forwardFlops += static_cast<double>(cost.getFwdFlops());
+    c.backwardFlops += static_cast<double>(cost.getBwdFlops());
+    c.activationBytes += static_cast<double>(cost.getActBytes());
   });
   return c;
 }
@@ -209,7 +206,7 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
       cost.stashBytes.push_back(stageCosts.back().activationBytes);
       double gradient = 0;
       for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
-        if (fn.getArgAttr(i, kParamArgAttrName))
+        if (fn.getArgAttr(i, nn::attr::kParam))
           gradient += tensorBytes(fn.getArgumentTypes()[i]);
       cost.gradientBytes.push_back(gradient);
     }
@@ -244,8 +241,9 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
                     const sched::SimResult &sim) {
     const sched::Placement &p = schedule.placement;
     os << "schedule " << schedule.name << ": " << p.numDevices << " devices, "
-       << p.kind << " placement, " << p.numStages << " stages, "
-       << schedule.numMicrobatches << " micro-batches, costs=" << costs << "\n";
+       << sched::placementKindName(p.kind) << " placement, " << p.numStages
+       << " stages, " << schedule.numMicrobatches
+       << " micro-batches, costs=" << costs << "\n";
     if (!schedule.note.empty())
       os << "note: " << schedule.note << "\n";
     os << "makespan: " << num(sim.makespan) << "\n";

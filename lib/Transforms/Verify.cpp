@@ -20,7 +20,7 @@
 #include "bitpipe/Transforms/Passes.h"
 
 #include "DiagnosticText.h"
-#include "bitpipe/Transforms/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"

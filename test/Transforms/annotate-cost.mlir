@@ -31,21 +31,21 @@ func.func @tiny(%wte: tensor<16x8xf32>, %wpe: tensor<4x8xf32>,
                 %g: tensor<8xf32>, %b: tensor<8xf32>,
                 %w: tensor<24x8xf32>, %bias: tensor<24xf32>,
                 %tok: tensor<2x4xi32>, %lab: tensor<2x4xi32>) -> tensor<f32> {
-  // CHECK: nn.embedding {{.*}}nn.cost = {act_bytes = 32 : i64, bwd_flops = 128 : i64, fwd_flops = 64 : i64, param_bytes = 640 : i64}
+  // CHECK: nn.embedding {{.*}}nn.cost = #nn.cost<fwd_flops = 64, bwd_flops = 128, param_bytes = 640, act_bytes = 32>
   %x = nn.embedding %tok, %wte, %wpe {nn.layer = 0} : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
-  // CHECK: nn.layer_norm {{.*}}nn.cost = {act_bytes = 256 : i64, bwd_flops = 640 : i64, fwd_flops = 320 : i64, param_bytes = 64 : i64}
+  // CHECK: nn.layer_norm {{.*}}nn.cost = #nn.cost<fwd_flops = 320, bwd_flops = 640, param_bytes = 64, act_bytes = 256>
   %ln = nn.layer_norm %x, %g, %b {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
-  // CHECK: nn.linear {{.*}}nn.cost = {act_bytes = 256 : i64, bwd_flops = 6336 : i64, fwd_flops = 3264 : i64, param_bytes = 864 : i64}
+  // CHECK: nn.linear {{.*}}nn.cost = #nn.cost<fwd_flops = 3264, bwd_flops = 6336, param_bytes = 864, act_bytes = 256>
   %qkv = nn.linear %ln, %w, %bias {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<24x8xf32>, tensor<24xf32>) -> tensor<2x4x24xf32>
-  // CHECK: nn.attention {{.*}}nn.cost = {act_bytes = 768 : i64, bwd_flops = 2048 : i64, fwd_flops = 1024 : i64, param_bytes = 0 : i64}
+  // CHECK: nn.attention {{.*}}nn.cost = #nn.cost<fwd_flops = 1024, bwd_flops = 2048, param_bytes = 0, act_bytes = 768>
   %a = nn.attention %qkv heads(2) causal {nn.layer = 1} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
-  // CHECK: nn.add {{.*}}nn.cost = {act_bytes = 0 : i64, bwd_flops = 0 : i64, fwd_flops = 64 : i64, param_bytes = 0 : i64}
+  // CHECK: nn.add {{.*}}nn.cost = #nn.cost<fwd_flops = 64, bwd_flops = 0, param_bytes = 0, act_bytes = 0>
   %r = nn.add %x, %a {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-  // CHECK: nn.gelu {{.*}}nn.cost = {act_bytes = 256 : i64, bwd_flops = 1024 : i64, fwd_flops = 512 : i64, param_bytes = 0 : i64}
+  // CHECK: nn.gelu {{.*}}nn.cost = #nn.cost<fwd_flops = 512, bwd_flops = 1024, param_bytes = 0, act_bytes = 256>
   %ge = nn.gelu %r {nn.layer = 1} : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-  // CHECK: nn.linear {{.*}}nn.cost = {act_bytes = 256 : i64, bwd_flops = 4096 : i64, fwd_flops = 2048 : i64, param_bytes = 512 : i64}
+  // CHECK: nn.linear {{.*}}nn.cost = #nn.cost<fwd_flops = 2048, bwd_flops = 4096, param_bytes = 512, act_bytes = 256>
   %logits = nn.linear %ge, %wte {nn.layer = 2} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
-  // CHECK: nn.cross_entropy {{.*}}nn.cost = {act_bytes = 544 : i64, bwd_flops = 256 : i64, fwd_flops = 512 : i64, param_bytes = 0 : i64}
+  // CHECK: nn.cross_entropy {{.*}}nn.cost = #nn.cost<fwd_flops = 512, bwd_flops = 256, param_bytes = 0, act_bytes = 544>
   %loss = nn.cross_entropy %logits, %lab {nn.layer = 2} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
   return %loss : tensor<f32>
 }

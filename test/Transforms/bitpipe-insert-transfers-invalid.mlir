@@ -8,7 +8,7 @@
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   // expected-error @+1 {{has no 'bitpipe.backward'; run bitpipe-generate-backward}}
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
@@ -30,7 +30,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "zb-h1", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = true}
+  bitpipe.schedule = #bitpipe.schedule<name = "zb-h1", microbatches = 1, microbatch_pipelines = [0], split_backward = true>
 } {
   // expected-error @+1 {{has no 'bitpipe.backward_input'; the schedule splits the backward: run bitpipe-generate-backward=split}}
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64, bitpipe.backward = @s0_bwd}
@@ -56,7 +56,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64, bitpipe.backward = @s0_bwd}
   func.func private @s0_bwd(tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64}) attributes {bitpipe.backward_of = @s0}
@@ -80,7 +80,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64, bitpipe.backward = @s0_bwd}
   func.func private @s0_bwd(tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64}) attributes {bitpipe.backward_of = @s0}
@@ -104,7 +104,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
@@ -134,7 +134,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "1f1b", microbatches = 2 : i64, microbatch_pipelines = array<i64: 0, 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 2, microbatch_pipelines = [0, 0], split_backward = false>
 } {
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64, bitpipe.backward = @s0_bwd}
   func.func private @s0_bwd(tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64}) attributes {bitpipe.backward_of = @s0}

@@ -7,7 +7,7 @@
 // RUN: not bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-place="placement=loop devices=2 chunks-per-device=3" 2>&1 | FileCheck %s --check-prefix=LOOP
 
 // KIND: error: unknown placement 'zigzag' (expected loop, v, bidirectional or bidirectional-v)
-// NOKIND: error: bitpipe-place needs placement=loop|v|bidirectional|bidirectional-v
+// NOKIND: error: bitpipe-place needs placement=, one of loop, v, bidirectional or bidirectional-v{{$}}
 // ODD: error: bidirectional placement needs an even number of devices (the two pipelines pair device r with device D-1-r), got 3
 // NODEV: error: loop placement needs at least 1 device, got 0
 // CHUNKS: error: chunks-per-device=2 only applies to the loop placement; the v placement fixes the chunks per device itself

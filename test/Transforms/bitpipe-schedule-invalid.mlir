@@ -14,13 +14,15 @@
 // Same kind, other chunk count.
 // CHUNKS: error: schedule '1f1b' runs on a loop placement (4 stages on 4 devices), but the module has a loop placement (8 stages on 4 devices); run bitpipe-place{placement=loop devices=4}
 
-// ONECHUNK: error: cannot build schedule 'interleaved-1f1b': interleaved-1f1b needs at least 2 chunks per device (use 1f1b for 1), got 1
+// The chunk count comes from the module's placement; the registry says what
+// the schedule needs of it.
+// ONECHUNK: error: cannot build schedule 'interleaved-1f1b' for the module's loop placement (4 stages on 4 devices): chunks-per-device must be at least 2 for interleaved-1f1b (use 1f1b for 1), got 1{{$}}
 
-// N the generator refuses: its reason, verbatim.
-// ZERO: error: cannot build schedule 'bitpipe': bitpipe needs at least 1 micro-batch, got 0
+// A request the registry refuses: the option and what it expects.
+// ZERO: error: cannot build schedule 'bitpipe' for the module's bidirectional-v placement (8 stages on 4 devices): microbatches must be at least 1, got 0{{$}}
 
-// UNKNOWN: error: unknown schedule 'zigzag' (expected one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1)
-// NONAME: error: bitpipe-schedule needs schedule=gpipe|1f1b|interleaved-1f1b|chimera|bitpipe|zb-h1
+// UNKNOWN: error: bitpipe-schedule: unknown schedule 'zigzag' (expected one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1){{$}}
+// NONAME: error: bitpipe-schedule: schedule is required (one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1){{$}}
 
 // An N for which the generator's order cannot run: the generator checks its
 // own result with the library's verifier and refuses, naming the channel the

@@ -13,6 +13,8 @@
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-place="placement=bidirectional devices=4" --bitpipe-schedule="schedule=chimera microbatches=4" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=CHIMERA
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe microbatches=4" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=BITPIPE
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe microbatches=8" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=BITPIPE8
+// Without microbatches the schedule registry's default, N = 2 D: the same.
+// RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=BITPIPE8
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-place="placement=loop devices=4" --bitpipe-schedule="schedule=zb-h1 microbatches=4" --bitpipe-simulate="grid b-cost=1" -o /dev/null | FileCheck %s --check-prefix=ZBH1
 
 // BitPipe on 2 devices, 2 micro-batches (one down, one up). Grid:
@@ -22,7 +24,7 @@
 // both devices, so every all-reduce spans [0, 1].
 
 // CHECK: module attributes {
-// CHECK-SAME: bitpipe.schedule = {microbatch_pipelines = array<i64: 0, 1>, microbatches = 2 : i64, name = "bitpipe", split_backward = false}
+// CHECK-SAME: bitpipe.schedule = #bitpipe.schedule<name = "bitpipe", microbatches = 2, microbatch_pipelines = [0, 1], split_backward = false>
 
 // CHECK-LABEL: bitpipe.program @rank0 rank 0 {
 // CHECK-NEXT:    %[[T0:.+]] = load_input tokens microbatch 0 : tensor<2x4xi32>
@@ -68,7 +70,7 @@ module {
   func.func private @gpt_stage3(tensor<2x4x8xf32>, tensor<16x8xf32> {nn.param = "wte"}, tensor<2x4xi32> {nn.input = "labels"}) -> tensor<f32> attributes {bitpipe.stage = 3 : i64}
 }
 
-// ZB: bitpipe.schedule = {microbatch_pipelines = array<i64: 0, 0>, microbatches = 2 : i64, name = "zb-h1", split_backward = true}
+// ZB: bitpipe.schedule = #bitpipe.schedule<name = "zb-h1", microbatches = 2, microbatch_pipelines = [0, 0], split_backward = true>
 // ZB-LABEL: bitpipe.program @rank0 rank 0 {
 // ZB-NEXT:    %[[T0:.+]] = load_input tokens microbatch 0 : tensor<2x4xi32>
 // ZB-NEXT:    %[[S0:.+]] = forward(%[[T0]]) stage 0 microbatch 0

@@ -16,7 +16,7 @@
 // expected-error @+1 {{the per-rank programs are not a valid schedule:}}
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {microbatch_pipelines = array<i64: 0, 0>, microbatches = 2 : i64, name = "1f1b", split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 2, microbatch_pipelines = [0, 0], split_backward = false>
 } {
   bitpipe.program @rank0 rank 0 {
     %f0 = forward stage 0 microbatch 0 : () -> !bitpipe.saved
@@ -40,7 +40,7 @@ module attributes {
 // expected-error @+1 {{the per-rank programs are not a valid schedule:}}
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {microbatch_pipelines = array<i64: 0>, microbatches = 1 : i64, name = "1f1b", split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   bitpipe.program @rank0 rank 0 {
     %f0 = forward stage 0 microbatch 0 : () -> !bitpipe.saved
@@ -63,7 +63,7 @@ module attributes {
 // expected-error @+1 {{has no bitpipe.program for rank 1 of the world's 2 ranks (1 x 2 devices)}}
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {microbatch_pipelines = array<i64: 0>, microbatches = 1 : i64, name = "1f1b", split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   bitpipe.program @rank0 rank 0 {
   }
@@ -75,16 +75,16 @@ module attributes {
 // expected-error @+1 {{'bitpipe.schedule' sends micro-batch 1 through pipeline 1, but the placement has 1}}
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {microbatch_pipelines = array<i64: 0, 1>, microbatches = 2 : i64, name = "1f1b", split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 2, microbatch_pipelines = [0, 1], split_backward = false>
 } {
 }
 
 // -----
 
-// expected-error @+1 {{'bitpipe.schedule' expects field 'microbatch_pipelines' to be an array<i64> with one entry per micro-batch}}
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {microbatch_pipelines = array<i64: 0>, microbatches = 2 : i64, name = "1f1b", split_backward = false}
+  // expected-error @+1 {{#bitpipe.schedule expects one entry of microbatch_pipelines per micro-batch (2), got 1}}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 2, microbatch_pipelines = [0], split_backward = false>
 } {
 }
 
@@ -95,7 +95,7 @@ module attributes {
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
   bitpipe.world_size = 4 : i64, bitpipe.data_parallel = 2 : i64,
-  bitpipe.schedule = {microbatch_pipelines = array<i64: 0>, microbatches = 1 : i64, name = "1f1b", split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   bitpipe.program @rank0 rank 0 {
   }
@@ -111,7 +111,7 @@ module attributes {
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
   bitpipe.world_size = 4 : i64, bitpipe.data_parallel = 2 : i64,
-  bitpipe.schedule = {microbatch_pipelines = array<i64: 0, 0>, microbatches = 2 : i64, name = "gpipe", split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 2, microbatch_pipelines = [0, 0], split_backward = false>
 } {
   bitpipe.program @rank0 rank 0 {
     %a = forward stage 0 microbatch 0 : () -> !bitpipe.saved
@@ -148,6 +148,6 @@ module attributes {
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
   bitpipe.world_size = 4 : i64,
-  bitpipe.schedule = {microbatch_pipelines = array<i64: 0>, microbatches = 1 : i64, name = "1f1b", split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
 }

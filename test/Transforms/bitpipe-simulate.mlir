@@ -39,7 +39,7 @@
 
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {microbatch_pipelines = array<i64: 0, 0>, microbatches = 2 : i64, name = "1f1b", split_backward = false},
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 2, microbatch_pipelines = [0, 0], split_backward = false>,
   bitpipe.world_size = 2 : i64
 } {
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}

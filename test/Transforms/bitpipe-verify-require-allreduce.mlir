@@ -12,7 +12,7 @@
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "bidirectional", devices = 2, pipelines = [[0, 1], [1, 0]]>,
-  bitpipe.schedule = {name = "chimera", microbatches = 2 : i64, microbatch_pipelines = array<i64: 0, 1>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "chimera", microbatches = 2, microbatch_pipelines = [0, 1], split_backward = false>
 } {
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}, tensor<16x8xf32> {nn.param = "wte"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
   func.func private @s0_bwd(tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64}) -> (tensor<16x8xf32> {nn.param = "wte"}) attributes {bitpipe.backward_of = @s0}

@@ -42,7 +42,7 @@
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "1f1b", microbatches = 2 : i64, microbatch_pipelines = array<i64: 0, 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 2, microbatch_pipelines = [0, 0], split_backward = false>
 } {
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}, tensor<16x8xf32> {nn.param = "wte"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
   func.func private @s0_bwd(tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64}) -> (tensor<16x8xf32> {nn.param = "wte"}) attributes {bitpipe.backward_of = @s0}
@@ -118,7 +118,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "bidirectional", devices = 2, pipelines = [[0, 1], [1, 0]]>,
-  bitpipe.schedule = {name = "chimera", microbatches = 2 : i64, microbatch_pipelines = array<i64: 0, 1>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "chimera", microbatches = 2, microbatch_pipelines = [0, 1], split_backward = false>
 } {
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}, tensor<16x8xf32> {nn.param = "wte"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
   func.func private @s0_bwd(tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64}) -> (tensor<16x8xf32> {nn.param = "wte"}) attributes {bitpipe.backward_of = @s0}
@@ -169,7 +169,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}, tensor<16x8xf32> {nn.param = "wte"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
   func.func private @s1(tensor<2x4x8xf32>, tensor<2x4xi32> {nn.input = "labels"}) -> tensor<f32> attributes {bitpipe.stage = 1 : i64}
@@ -202,7 +202,7 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "1f1b", microbatches = 2 : i64, microbatch_pipelines = array<i64: 0, 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 2, microbatch_pipelines = [0, 0], split_backward = false>
 } {
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}, tensor<16x8xf32> {nn.param = "wte"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
   func.func private @s0_bwd(tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64}) -> (tensor<16x8xf32> {nn.param = "wte"}) attributes {bitpipe.backward_of = @s0}

@@ -89,23 +89,26 @@ cl::opt<std::string> target("target",
                             cl::desc("cpu (MPI, OpenBLAS) or cuda (NCCL)"),
                             cl::init("cpu"), cl::cat(category));
 
-// The schedule: the options of --bitpipe-pipeline, under the same names.
-cl::opt<std::string> schedule("schedule",
-                              cl::desc("gpipe, 1f1b, interleaved-1f1b, "
-                                       "chimera, bitpipe or zb-h1"),
+// The schedule: the options of --bitpipe-pipeline, under the same names,
+// read into its PipelineConfig (pipelineConfig()); the schedule registry
+// checks them and fills what is not given.
+namespace option = bitpipe::sched::option;
+cl::opt<std::string> schedule(option::kSchedule,
+                              cl::desc(bitpipe::sched::scheduleNameList()),
                               cl::init("bitpipe"), cl::cat(category));
-cl::opt<int> devices("devices", cl::desc("Pipeline devices D"), cl::init(1),
-                     cl::cat(category));
-cl::opt<int> microbatches("microbatches",
+cl::opt<int> devices(option::kDevices, cl::desc("Pipeline devices D"),
+                     cl::init(1), cl::cat(category));
+cl::opt<int> microbatches(option::kMicrobatches,
                           cl::desc("Micro-batches per step and copy N "
-                                   "(default: 2 D)"),
-                          cl::init(0), cl::cat(category));
-cl::opt<int> dataParallel("dp",
+                                   "(default: the schedule's, 2 D)"),
+                          cl::cat(category));
+cl::opt<int> dataParallel(option::kDataParallel,
                           cl::desc("Data-parallel copies K (ranks: D * K)"),
                           cl::init(1), cl::cat(category));
-cl::opt<int> chunksPerDevice("chunks-per-device",
-                             cl::desc("Chunks per device of interleaved-1f1b"),
-                             cl::init(0), cl::cat(category));
+cl::opt<int> chunksPerDevice(option::kChunksPerDevice,
+                             cl::desc("Chunks per device of interleaved-1f1b "
+                                      "(default: the schedule's, 2)"),
+                             cl::cat(category));
 cl::opt<double> bucketMb("bucket-mb",
                          cl::desc("Gradient bucket capacity in MiB (25)"),
                          cl::init(25.0), cl::cat(category));
@@ -129,6 +132,25 @@ cl::opt<std::string> linker("linker", cl::desc("The C++ compiler driver "
 int fail(const Twine &message) {
   WithColor::error(errs(), "bitpipe-compile") << message << "\n";
   return 1;
+}
+
+/// The flags as bitpipe-pipeline's configuration: a flag not given is left
+/// to the schedule registry's default.
+bitpipe::PipelineConfig pipelineConfig() {
+  auto given = [](const cl::opt<int> &flag) -> std::optional<int> {
+    if (flag.getNumOccurrences())
+      return flag.getValue();
+    return std::nullopt;
+  };
+  bitpipe::PipelineConfig config;
+  config.request.schedule = schedule;
+  config.request.devices = devices;
+  config.request.microbatches = given(microbatches);
+  config.request.chunksPerDevice = given(chunksPerDevice);
+  config.request.dataParallel = dataParallel;
+  config.bucketMb = bucketMb;
+  config.splitBackward = splitBackward;
+  return config;
 }
 
 /// The model IR: parsed from .mlir, or built from a JSON configuration.
@@ -238,13 +260,6 @@ int main(int argc, char **argv) {
                 "implemented yet; use --target cpu");
   if (target != "cpu")
     return fail("unknown --target '" + target + "' (expected cpu or cuda)");
-  if (devices < 1)
-    return fail("--devices must be at least 1, got " + Twine(devices));
-  if (dataParallel < 1)
-    return fail("--dp must be at least 1, got " + Twine(dataParallel));
-  if (microbatches.getNumOccurrences() && microbatches < 1)
-    return fail("--microbatches must be at least 1, got " +
-                Twine(microbatches));
   std::string output =
       outputPath.getNumOccurrences() ? std::string(outputPath) : defaultOutput();
 
@@ -270,20 +285,18 @@ int main(int argc, char **argv) {
   if (failed(mlir::verify(*module)))
     return fail(inputPath + ": the model IR does not verify");
 
+  // The request, checked with the flags' spelling ("--devices must ...").
+  bitpipe::PipelineConfig config = pipelineConfig();
+  bitpipe::sched::Result<bitpipe::sched::ScheduleOptions> request =
+      bitpipe::sched::validate(config.request, "--");
+  if (!request)
+    return fail(request.error);
+  config.request = *request;
+
   // Schedule, transfers, all-reduce buckets; then runtime calls in the LLVM
   // dialect. Pass failures report their own diagnostics on the ops.
-  bitpipe::PipelineOptions options;
-  options.schedule = schedule.getValue();
-  options.devices = devices.getValue();
-  options.microbatches = microbatches.getNumOccurrences()
-                             ? microbatches.getValue()
-                             : 2 * devices.getValue();
-  options.dataParallel = dataParallel.getValue();
-  options.chunksPerDevice = chunksPerDevice.getValue();
-  options.bucketMb = bucketMb.getValue();
-  options.splitBackward = splitBackward.getValue();
   mlir::PassManager pm(&context);
-  bitpipe::buildPipeline(pm, options);
+  bitpipe::buildPipeline(pm, config);
   bitpipe::buildLowerToRuntimePipeline(pm);
   if (failed(pm.run(*module)))
     return fail(inputPath + ": compilation failed (see the errors above)");

@@ -186,11 +186,11 @@ protected:
   /// Schedules the model as bitpipe-compile does, then lowers it; returns
   /// the manifest text of the lowered module's globals.
   std::string compile(const Case &c) {
-    PipelineOptions options;
-    options.schedule = c.schedule;
-    options.devices = kDevices;
-    options.microbatches = kMicrobatches;
-    options.dataParallel = c.dataParallel;
+    PipelineConfig options;
+    options.request.schedule = c.schedule;
+    options.request.devices = kDevices;
+    options.request.microbatches = kMicrobatches;
+    options.request.dataParallel = c.dataParallel;
     PassManager schedule(&context);
     buildPipeline(schedule, options);
     if (failed(schedule.run(*module))) {

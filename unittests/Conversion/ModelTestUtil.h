@@ -72,7 +72,7 @@ struct Data {
 
 inline func::FuncOp modelFunction(ModuleOp module) {
   for (auto fn : module.getOps<func::FuncOp>())
-    if (fn->hasAttr("nn.model"))
+    if (fn->hasAttr(nn::attr::kModel))
       return fn;
   return {};
 }
@@ -85,20 +85,19 @@ inline Data makeData(ModuleOp module, const ModelConfig &config,
   for (BlockArgument arg : model.getArguments()) {
     auto type = cast<RankedTensorType>(arg.getType());
     unsigned n = arg.getArgNumber();
-    if (auto name = model.getArgAttrOfType<StringAttr>(n, "nn.param")) {
-      auto init = model.getArgAttrOfType<DictionaryAttr>(n, "nn.init");
-      StringRef kind = init.getAs<StringAttr>("kind").getValue();
+    if (auto name = model.getArgAttrOfType<StringAttr>(n, nn::attr::kParam)) {
+      auto init = model.getArgAttrOfType<nn::InitAttr>(n, nn::attr::kInit);
       std::vector<float> v(type.getNumElements(), 0.0f);
-      if (kind == "normal") {
-        std::normal_distribution<float> normal(
-            0.0f, init.getAs<FloatAttr>("std").getValueAsDouble());
+      if (init.getKind() == nn::InitKind::Normal) {
+        std::normal_distribution<float> normal(0.0f, *init.getStdDev());
         for (float &x : v)
           x = normal(gen);
-      } else if (kind == "ones") {
+      } else if (init.getKind() == nn::InitKind::Ones) {
         std::fill(v.begin(), v.end(), 1.0f);
       }
       d.params[name.str()] = std::move(v);
-    } else if (auto name = model.getArgAttrOfType<StringAttr>(n, "nn.input")) {
+    } else if (auto name =
+                   model.getArgAttrOfType<StringAttr>(n, nn::attr::kInput)) {
       std::uniform_int_distribution<int32_t> id(0, config.vocab - 1);
       std::vector<int32_t> v(type.getNumElements());
       for (int32_t &x : v)
@@ -132,7 +131,7 @@ inline double referenceLoss(ModuleOp module, const Data &data,
   llvm::DenseMap<Value, std::vector<int32_t>> ids;
   for (BlockArgument arg : model.getArguments()) {
     unsigned n = arg.getArgNumber();
-    if (auto name = model.getArgAttrOfType<StringAttr>(n, "nn.param")) {
+    if (auto name = model.getArgAttrOfType<StringAttr>(n, nn::attr::kParam)) {
       const std::vector<float> &p = data.params.at(name.str());
       std::vector<double> v(p.begin(), p.end());
       if (name.getValue() == perturbName)
@@ -140,7 +139,7 @@ inline double referenceLoss(ModuleOp module, const Data &data,
       f[arg] = std::move(v);
     } else {
       ids[arg] = data.inputs.at(
-          model.getArgAttrOfType<StringAttr>(n, "nn.input").str());
+          model.getArgAttrOfType<StringAttr>(n, nn::attr::kInput).str());
     }
   }
   double loss = NAN;

@@ -391,10 +391,8 @@ void runStep(StringRef schedule, StepRun &run) {
   OwningOpRef<ModuleOp> module = buildModel(context, tinyGpt());
   std::vector<Data> data = makeMicrobatches(*module);
 
-  PipelineOptions options;
-  options.schedule = schedule.str();
-  options.devices = 1;
-  options.microbatches = kMicrobatches;
+  PipelineConfig options;
+  options.request = {schedule.str(), /*devices=*/1, kMicrobatches};
   PassManager pm(&context);
   buildPipeline(pm, options);
   buildLowerToRuntimePipeline(pm);

@@ -23,6 +23,8 @@
 
 #include "ModelTestUtil.h"
 
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
+
 #include "bitpipe/Conversion/Passes.h"
 #include "bitpipe/Transforms/Passes.h"
 
@@ -125,8 +127,8 @@ Plan makePlan(ModuleOp module) {
   llvm::DenseMap<Value, int> id;
   for (BlockArgument arg : model.getArguments()) {
     unsigned n = arg.getArgNumber();
-    auto param = model.getArgAttrOfType<StringAttr>(n, "nn.param");
-    auto input = model.getArgAttrOfType<StringAttr>(n, "nn.input");
+    auto param = model.getArgAttrOfType<StringAttr>(n, nn::attr::kParam);
+    auto input = model.getArgAttrOfType<StringAttr>(n, nn::attr::kInput);
     plan.modelArgNames.push_back((param ? param : input).str());
     plan.modelArgIsParam.push_back(bool(param));
     id[arg] = plan.valueTypes.size();
@@ -149,9 +151,9 @@ Plan makePlan(ModuleOp module) {
     func::FuncOp callee = lookup(call.getCallee());
     StageCall s;
     s.forward = specOf(callee);
-    if (auto bwd = callee->getAttrOfType<FlatSymbolRefAttr>("bitpipe.backward"))
+    if (auto bwd = callee->getAttrOfType<FlatSymbolRefAttr>(attr::kBackward))
       s.backward.push_back(specOf(lookup(bwd.getValue())));
-    for (StringRef half : {"bitpipe.backward_input", "bitpipe.backward_weight"})
+    for (StringRef half : {attr::kBackwardInput, attr::kBackwardWeight})
       if (auto bwd = callee->getAttrOfType<FlatSymbolRefAttr>(half))
         s.backward.push_back(specOf(lookup(bwd.getValue())));
     for (Value v : call.getOperands())
@@ -205,7 +207,7 @@ struct StepResult {
 std::vector<int> forwardArgOf(const FnSpec &fwd, const FnSpec &bwd) {
   std::vector<int> map(bwd.args.size(), -1);
   for (unsigned i = 0; i < bwd.args.size(); ++i) {
-    int64_t j = bwd.argAttr(i, "bitpipe.forward_arg");
+    int64_t j = bwd.argAttr(i, attr::kForwardArg);
     if (j < 0)
       continue;
     if (j >= static_cast<int64_t>(fwd.args.size()) ||
@@ -309,16 +311,16 @@ StepResult runStep(const Variant &variant, int *numStages = nullptr) {
     StageCall &call = plan.calls[c];
     unsigned numOutputs = 0;
     for (unsigned r = 0; r < call.forward.results.size(); ++r)
-      if (call.forward.resultAttr(r, "bitpipe.saved") < 0)
+      if (call.forward.resultAttr(r, attr::kSaved) < 0)
         ++numOutputs;
     std::vector<int> fwdArg = forwardArgOf(call.forward, fn);
     std::vector<HostTensor *> args;
     for (unsigned i = 0; i < fn.args.size(); ++i) {
-      if (int64_t s = fn.argAttr(i, "bitpipe.saved"); s >= 0)
+      if (int64_t s = fn.argAttr(i, attr::kSaved); s >= 0)
         args.push_back(&values[call.results[numOutputs + s]]);
-      else if (int64_t r = fn.argAttr(i, "bitpipe.grad_of_result"); r >= 0)
+      else if (int64_t r = fn.argAttr(i, attr::kGradOfResult); r >= 0)
         args.push_back(&gradOf(call.results[r]));
-      else if (int64_t j = fn.argAttr(i, "bitpipe.stash"); j >= 0)
+      else if (int64_t j = fn.argAttr(i, attr::kStash); j >= 0)
         args.push_back(&stashes[c].at(j));
       else
         args.push_back(&values[call.operands[fwdArg[i]]]);
@@ -330,9 +332,9 @@ StepResult runStep(const Variant &variant, int *numStages = nullptr) {
     if (out.size() != fn.results.size())
       return;
     for (unsigned r = 0; r < out.size(); ++r) {
-      if (int64_t a = fn.resultAttr(r, "bitpipe.grad_of_arg"); a >= 0)
+      if (int64_t a = fn.resultAttr(r, attr::kGradOfArg); a >= 0)
         accumulate(plan.calls[c].operands[a], out[r]);
-      else if (int64_t j = fn.resultAttr(r, "bitpipe.stash"); j >= 0) {
+      else if (int64_t j = fn.resultAttr(r, attr::kStash); j >= 0) {
         stashes[c].resize(std::max<size_t>(stashes[c].size(), j + 1));
         stashes[c][j] = std::move(out[r]);
       } else

@@ -15,12 +15,14 @@
 
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/GridText.h"
+#include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 using namespace bitpipe::sched;
 using bitpipe::sched::test::peakInFlight;
@@ -28,7 +30,9 @@ using bitpipe::sched::test::play;
 
 namespace {
 
-Schedule generate(const std::string &name, int D, int N, int v = 2) {
+/// `v` only for interleaved-1f1b; the registry defaults it (to 2) there.
+Schedule generate(const std::string &name, int D, int N,
+                  std::optional<int> v = std::nullopt) {
   Result<Schedule> s = generateSchedule({name, D, N, v});
   EXPECT_TRUE(s.ok()) << name << ": " << s.error;
   return s.ok() ? *s : Schedule{};
@@ -438,18 +442,20 @@ TEST(BaselineSchedules, ChimeraNoteCountsMicrobatchesInWords) {
 TEST(BaselineSchedules, ChimeraNeedsEvenDevices) {
   Result<Schedule> s = generateChimera(5, 10);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error, "chimera needs an even number of devices, got 5");
+  EXPECT_EQ(s.error, "devices must be even: chimera needs an even number of "
+                     "devices (its two pipelines pair device r with device "
+                     "D-1-r), got 5");
 }
 
 TEST(BaselineSchedules, RegistryDispatchesByName) {
   for (const std::string &name : scheduleNames()) {
-    Result<Schedule> s = generateSchedule({name, 4, 8, 2});
+    Result<Schedule> s = generateSchedule({name, 4, 8});
     ASSERT_TRUE(s.ok()) << name << ": " << s.error;
     EXPECT_EQ(s->name, name);
     EXPECT_EQ(s->numMicrobatches, 8);
     EXPECT_EQ(s->numRanks(), 4);
   }
-  Result<Schedule> bad = generateSchedule({"pipedream", 4, 8, 2});
+  Result<Schedule> bad = generateSchedule({"pipedream", 4, 8});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error.find("pipedream"), std::string::npos);
   EXPECT_NE(bad.error.find("bitpipe"), std::string::npos);

@@ -101,7 +101,7 @@ TEST(BitPipeSchedule, DirectionsSplitByUnit) {
   ASSERT_EQ(s.microbatchPipeline.size(), 16u);
   for (int m = 0; m < 16; ++m)
     EXPECT_EQ(s.microbatchPipeline[m], (m % 8) < 4 ? 0 : 1) << "m=" << m;
-  EXPECT_EQ(s.placement.kind, "bidirectional-v");
+  EXPECT_EQ(s.placement.kind, PlacementKind::BidirectionalV);
   EXPECT_TRUE(s.note.empty());
 }
 
@@ -163,7 +163,9 @@ TEST(BitPipeSchedule, NoteCountsMicrobatchesInWords) {
 TEST(BitPipeSchedule, RejectsOddDevicesAndEmptyInputs) {
   Result<Schedule> odd = generateBitPipe(3, 6);
   ASSERT_FALSE(odd.ok());
-  EXPECT_EQ(odd.error, "bitpipe needs an even number of devices, got 3");
+  EXPECT_EQ(odd.error, "devices must be even: bitpipe needs an even number of "
+                       "devices (its two pipelines pair device r with device "
+                       "D-1-r), got 3");
   EXPECT_FALSE(generateBitPipe(0, 4).ok());
   EXPECT_FALSE(generateBitPipe(4, 0).ok());
 }

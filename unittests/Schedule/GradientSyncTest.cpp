@@ -1,8 +1,9 @@
 //===- GradientSyncTest.cpp - Replica groups, sync points, buckets --------===//
 
-#include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/GradientSync.h"
+#include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Registry.h"
 
 #include <gtest/gtest.h>
 
@@ -59,7 +60,7 @@ TEST(GradientSync, WithoutMarkersEachStageSyncsAfterItsLastBackward) {
 }
 
 TEST(GradientSync, SplitBackwardSyncsAfterTheLastWeightGradient) {
-  Schedule s = *generateSchedule({"zb-h1", 4, 8, 1});
+  Schedule s = *generateSchedule({"zb-h1", 4, 8});
   std::vector<SyncPoint> points = gradientSyncPoints(s, 2);
   ASSERT_EQ(points.size(), 1u);
   EXPECT_EQ(s.ranks[2][points[0].afterAction],

@@ -2,6 +2,7 @@
 
 #include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Schedule/Registry.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +11,7 @@ using namespace bitpipe::sched;
 TEST(Placement, LoopPutsStageOnDeviceModD) {
   Result<Placement> p = loopPlacement(4, 2);
   ASSERT_TRUE(p.ok()) << p.error;
-  EXPECT_EQ(p->kind, "loop");
+  EXPECT_EQ(p->kind, PlacementKind::Loop);
   EXPECT_EQ(p->numDevices, 4);
   EXPECT_EQ(p->numStages, 8);
   ASSERT_EQ(p->pipelines.size(), 1u);
@@ -30,7 +31,7 @@ TEST(Placement, LoopWithOneChunkIsPlain) {
 TEST(Placement, VGoesDownAndBack) {
   Result<Placement> p = vPlacement(4);
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(p->kind, "v");
+  EXPECT_EQ(p->kind, PlacementKind::V);
   EXPECT_EQ(p->numStages, 8);
   EXPECT_EQ(p->pipelines[0].stageDevice,
             (std::vector<int>{0, 1, 2, 3, 3, 2, 1, 0}));
@@ -108,7 +109,8 @@ TEST(Placement, ParsesKindsAndRoundTripsNames) {
     EXPECT_EQ(*parsed, k);
     Result<Placement> p = makePlacement(k, 4, 2);
     ASSERT_TRUE(p.ok()) << p.error;
-    EXPECT_EQ(p->kind, placementKindName(k));
+    EXPECT_EQ(p->kind, k);
+    EXPECT_EQ(static_cast<int>(p->pipelines.size()), pipelineCount(k));
   }
   Result<PlacementKind> bad = parsePlacementKind("zigzag");
   ASSERT_FALSE(bad.ok());
@@ -120,8 +122,7 @@ TEST(Placement, ParsesKindsAndRoundTripsNames) {
 TEST(Placement, SchedulePlacementIsWhatTheGeneratorUses) {
   for (const std::string &name : scheduleNames()) {
     for (int devices : {2, 4}) {
-      ScheduleOptions o{name, devices, /*microbatches=*/2 * devices,
-                        /*chunksPerDevice=*/2};
+      ScheduleOptions o{name, devices, /*microbatches=*/2 * devices};
       Result<Schedule> s = generateSchedule(o);
       ASSERT_TRUE(s.ok()) << name << ": " << s.error;
       Result<Placement> p = schedulePlacement(o);
@@ -136,7 +137,7 @@ TEST(Placement, SchedulePlacementIsWhatTheGeneratorUses) {
             << name;
     }
   }
-  Result<Placement> unknown = schedulePlacement({"zigzag", 4, 4, 2});
+  Result<Placement> unknown = schedulePlacement({"zigzag", 4, 4});
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error.find("unknown schedule 'zigzag'"), std::string::npos)
       << unknown.error;

@@ -14,6 +14,7 @@
 
 #include "bitpipe/Schedule/Describe.h"
 #include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Schedule/Verifier.h"
 
 #include <gtest/gtest.h>
@@ -39,7 +40,7 @@ std::string describe(const Case &c) {
 std::vector<Case> allCases() {
   std::vector<Case> cases;
   for (const std::string &name : scheduleNames()) {
-    bool needsEven = name == "chimera" || name == "bitpipe";
+    bool needsEven = findSchedule(name)->evenDevices;
     for (int D = 2; D <= 16; ++D) {
       if (needsEven && D % 2)
         continue;
@@ -167,7 +168,7 @@ void checkSchedule(const Case &c, const Schedule &s) {
 TEST(ScheduleProperties, EveryGeneratorEverySize) {
   int generated = 0, refused = 0;
   for (const Case &c : allCases()) {
-    Result<Schedule> s = generateSchedule({c.schedule, c.D, c.N, 2});
+    Result<Schedule> s = generateSchedule({c.schedule, c.D, c.N});
     if (!s.ok()) {
       // Only interleaved 1F1B may refuse, and only outside its textbook
       // form, saying what it needs.
@@ -206,12 +207,12 @@ TEST(ScheduleProperties, InterleavedWithMoreChunks) {
 TEST(ScheduleProperties, OddDevicesRefusedWhereNeeded) {
   for (const char *name : {"chimera", "bitpipe"})
     for (int D : {1, 3, 5, 7}) {
-      Result<Schedule> s = generateSchedule({name, D, 2 * D, 2});
+      Result<Schedule> s = generateSchedule({name, D, 2 * D});
       ASSERT_FALSE(s.ok()) << name << " D=" << D;
       EXPECT_NE(s.error.find("even number of devices"), std::string::npos);
     }
   for (const char *name : {"gpipe", "1f1b", "zb-h1"})
-    EXPECT_TRUE(generateSchedule({name, 3, 6, 2}).ok()) << name;
+    EXPECT_TRUE(generateSchedule({name, 3, 6}).ok()) << name;
 }
 
 /// For every replica group, each member's sequence of AR stage-sets with
@@ -235,7 +236,7 @@ TEST(ScheduleProperties, ReplicasIssueAllReducesInTheSameOrder) {
   for (const std::string &name : scheduleNames())
     for (int D = 2; D <= 16; ++D)
       for (int N : std::set<int>{1, 2, D / 2 + 1, D, 2 * D + 3}) {
-        Result<Schedule> s = generateSchedule({name, D, N, 2});
+        Result<Schedule> s = generateSchedule({name, D, N});
         if (!s.ok())
           continue;
         auto sequences = allReduceSequences(*s);

@@ -44,7 +44,8 @@ const TimelineEvent *find(const SimResult &sim, Lane lane, int rank,
 /// backward, then stage 0.
 Schedule dataParallelWithAllReduce() {
   Placement p;
-  p.kind = "dp";
+  // Not one of the library's layouts: the simulator reads only the map.
+  p.kind = PlacementKind::Bidirectional;
   p.numDevices = 2;
   p.numStages = 2;
   p.pipelines = {Pipeline{{0, 0}}, Pipeline{{1, 1}}};

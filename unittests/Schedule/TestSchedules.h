@@ -82,7 +82,7 @@ inline Schedule bitpipeD4N4() {
 /// that needs the other rank's output: nobody can start (a deadlock).
 inline Schedule crossedReceives() {
   Placement p;
-  p.kind = "bidirectional";
+  p.kind = PlacementKind::Bidirectional;
   p.numDevices = 2;
   p.numStages = 2;
   p.pipelines = {Pipeline{{0, 1}}, Pipeline{{1, 0}}};

@@ -6,12 +6,13 @@
 //
 // Conventions the later passes rely on:
 //   * parameters come first, each with `nn.param = "<name>"` and
-//     `nn.init = {kind = "normal"|"zeros"|"ones", std = ...}`; then the
-//     inputs, with `nn.input = "tokens"` and `nn.input = "labels"`;
+//     `nn.init = #nn.init<normal, std = ...>` (or `<zeros>`, `<ones>`); then
+//     the inputs, with `nn.input = "tokens"` and `nn.input = "labels"`;
 //   * every op carries `nn.layer = k`: 0 for the embedding, 1..L for the
 //     transformer layers, L+1 for the head (final norm, output projection,
 //     loss); the partitioner cuts only between layers;
-//   * the function carries `nn.model`, the configuration as a dictionary.
+//   * the function carries `nn.model = #nn.model<...>`, the configuration.
+// (NNAttrNames.h names the attributes; NNAttrs.td defines their values.)
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,8 +1,10 @@
 //===- Generators.h - Pipeline schedule generators --------------*- C++ -*-===//
 //
 // Each generator returns the per-rank programs of one training step for D
-// devices and N micro-batches, or an error that says what it requires.
-// generateSchedule() dispatches by the name a user writes in a pass option.
+// devices and N micro-batches, or an error that says what it requires. The
+// registry (Registry.h) names them, says what each needs of its arguments
+// (every generator checks its arguments against its entry there), and
+// dispatches by the name a user writes.
 //
 // Conventions shared by all generators:
 //  - Actions only reference stages their rank holds in the placement.
@@ -27,27 +29,6 @@
 #include <vector>
 
 namespace bitpipe::sched {
-
-struct ScheduleOptions {
-  std::string schedule;     ///< A name from scheduleNames().
-  int devices = 0;          ///< D, the pipeline ranks.
-  int microbatches = 0;     ///< N, micro-batches per training step.
-  int chunksPerDevice = 2;  ///< v, interleaved-1f1b only.
-};
-
-/// Dispatches on options.schedule.
-Result<Schedule> generateSchedule(const ScheduleOptions &options);
-
-/// The placement the schedule named by options.schedule runs on, for
-/// options.devices (and options.chunksPerDevice, interleaved-1f1b only),
-/// without generating it: lets a caller that already holds a placement
-/// (bitpipe-schedule) say "needs another placement" before looking at N.
-/// Fails for an unknown name or devices the placement refuses. Equal to
-/// generateSchedule(options)->placement whenever that succeeds.
-Result<Placement> schedulePlacement(const ScheduleOptions &options);
-
-/// "gpipe", "1f1b", "interleaved-1f1b", "chimera", "bitpipe", "zb-h1".
-const std::vector<std::string> &scheduleNames();
 
 /// All forwards, then all backwards (Huang et al. 2019). Any D >= 1, N >= 1.
 Result<Schedule> generateGPipe(int devices, int microbatches);

@@ -17,13 +17,6 @@
 
 namespace bitpipe::sched {
 
-enum class PlacementKind {
-  Loop,            ///< "loop": stage s on device s mod D.
-  V,               ///< "v": down then back up the devices (ZB-V, DualPipeV).
-  Bidirectional,   ///< "bidirectional": Chimera's two mirrored pipelines.
-  BidirectionalV,  ///< "bidirectional-v": BitPipe's two mirrored V's.
-};
-
 /// One pipeline of S = D * chunksPerDevice stages, stage s on device s mod D.
 /// chunksPerDevice = 1 is plain 1F1B/GPipe, > 1 interleaved 1F1B.
 Result<Placement> loopPlacement(int numDevices, int chunksPerDevice = 1);
@@ -46,10 +39,16 @@ Result<Placement> bidirectionalVPlacement(int numDevices);
 Result<Placement> makePlacement(PlacementKind kind, int numDevices,
                                 int chunksPerDevice = 1);
 
-/// "loop", "v", "bidirectional", "bidirectional-v" (also the Placement::kind
-/// spelling).
+/// "loop", "v", "bidirectional", "bidirectional-v": the spelling of every
+/// kind, in pass options and in #bitpipe.placement.
 Result<PlacementKind> parsePlacementKind(const std::string &name);
 const char *placementKindName(PlacementKind kind);
+/// "loop, v, bidirectional or bidirectional-v", for messages.
+const std::string &placementKindList();
+
+/// The number of pipelines of every placement of `kind`: 1 for loop and v,
+/// 2 (down and up) for the bidirectional kinds.
+int pipelineCount(PlacementKind kind);
 
 } // namespace bitpipe::sched
 

@@ -21,17 +21,39 @@
 
 namespace bitpipe::sched {
 
+/// How stages are laid out on devices: the one definition of the kinds
+/// (#bitpipe.placement and bitpipe-place spell them with
+/// placementKindName()).
+enum class PlacementKind {
+  Loop,           ///< "loop": stage s on device s mod D.
+  V,              ///< "v": down then back up the devices (ZB-V, DualPipeV).
+  Bidirectional,  ///< "bidirectional": Chimera's two mirrored pipelines.
+  BidirectionalV, ///< "bidirectional-v": BitPipe's two mirrored V's.
+};
+
 /// One pipeline: stageDevice[s] is the device that runs stage s.
 struct Pipeline {
   std::vector<int> stageDevice;
+
+  bool operator==(const Pipeline &o) const {
+    return stageDevice == o.stageDevice;
+  }
+  bool operator!=(const Pipeline &o) const { return !(*this == o); }
 };
 
 /// Which device runs which stage, for every pipeline.
 struct Placement {
-  std::string kind;  ///< "loop", "v", "bidirectional", "bidirectional-v".
+  PlacementKind kind = PlacementKind::Loop;
   int numDevices = 0;
   int numStages = 0;
   std::vector<Pipeline> pipelines;
+
+  /// Same kind and the same device for every stage of every pipeline.
+  bool operator==(const Placement &o) const {
+    return kind == o.kind && numDevices == o.numDevices &&
+           numStages == o.numStages && pipelines == o.pipelines;
+  }
+  bool operator!=(const Placement &o) const { return !(*this == o); }
 
   /// The device that runs `stage` in `pipeline`.
   int device(int pipeline, int stage) const {

@@ -13,9 +13,10 @@ include "mlir/Pass/PassBase.td"
 def AnnotateCost : Pass<"bitpipe-annotate-cost", "mlir::ModuleOp"> {
   let summary = "Annotate nn ops with FLOPs, parameter bytes and activation bytes";
   let description = [{
-    Attaches `nn.cost = {fwd_flops, bwd_flops, param_bytes, act_bytes}` to
-    every nn forward op of every function (see `CostModel.h` for what each
-    number counts) and, with `print-summary`, prints a per-layer table and
+    Attaches `nn.cost = #nn.cost<fwd_flops, bwd_flops, param_bytes,
+    act_bytes>` to every nn forward op of every function (see `CostModel.h`
+    for what each number counts) and, with `print-summary`, prints a
+    per-layer table and
     the model's parameter count to standard output. Functions must have
     static shapes and `nn.layer` on every nn op, as bitpipe-import writes
     them.
@@ -141,7 +142,8 @@ def Place : Pass<"bitpipe-place", "mlir::ModuleOp"> {
   let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
   let options = [
     Option<"placement", "placement", "std::string", /*default=*/"",
-           "loop, v, bidirectional or bidirectional-v (required)">,
+           "The placement kind, as the schedule library spells it (required; "
+           "the error for an unknown kind lists them)">,
     Option<"devices", "devices", "int", /*default=*/"0",
            "Number of pipeline devices D (required)">,
     Option<"chunksPerDevice", "chunks-per-device", "int", /*default=*/"1",
@@ -181,17 +183,25 @@ def Schedule : Pass<"bitpipe-schedule", "mlir::ModuleOp"> {
     split_backward[, note]}`; from here on the programs are the record of
     the order (see ScheduleFromIR.h).
 
+    The options, with D (and the chunks per device of a loop placement)
+    from the module's placement, are a request of the schedule registry
+    (`sched::ScheduleOptions`, Registry.h): it knows every schedule, checks
+    the request and fills what is left out (N = 2 D).
+
     Errors name what to change: a schedule that needs another placement
-    (both named), a micro-batch count the generator refuses (its reason), a
+    (both named), a request the registry refuses (the option and what it
+    expects), a micro-batch count the generator refuses (its reason), a
     schedule that fails verification (the verifier's message and the grid
     with the failing step marked).
   }];
   let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"",
-           "gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe or zb-h1 (required)">,
+           "The schedule, by its name in the registry (required; the error "
+           "for an unknown name lists them)">,
     Option<"microbatches", "microbatches", "int", /*default=*/"0",
-           "Micro-batches per training step N (required)">,
+           "Micro-batches per training step N (default: the schedule's, "
+           "2 D)">,
   ];
 }
 

@@ -2,37 +2,52 @@
 //
 // From a model to verified per-rank training programs in one pass pipeline:
 // every choice the separate passes need (chunks, placement, split backward)
-// follows from the schedule, the device count and the micro-batch count.
+// follows from the schedule registry's entry for the request.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_TRANSFORMS_PIPELINE_H
 #define BITPIPE_TRANSFORMS_PIPELINE_H
 
+#include "bitpipe/Schedule/Registry.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
 namespace bitpipe {
 
+/// What the pipeline is built from: the schedule request (checked and
+/// completed by sched::validate) and what the pipeline adds to it.
+/// bitpipe-compile fills it from its flags; bitpipe-pipeline's textual
+/// options convert into it (PipelineOptions::toConfig).
+struct PipelineConfig {
+  sched::ScheduleOptions request;
+  /// Gradient bucket capacity in MiB (DDP's default).
+  double bucketMb = 25.0;
+  /// Split every backward even when the schedule does not need it.
+  bool splitBackward = false;
+};
+
+/// The textual options of `bitpipe-pipeline`, under the names
+/// bitpipe-compile's flags use too.
 struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
-  Option<std::string> schedule{
-      *this, "schedule",
-      llvm::cl::desc("gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe or "
-                     "zb-h1 (required)")};
-  Option<int> devices{*this, "devices",
+  Option<std::string> schedule{*this, sched::option::kSchedule,
+                               llvm::cl::desc(sched::scheduleOptionHelp())};
+  Option<int> devices{*this, sched::option::kDevices,
                       llvm::cl::desc("Pipeline devices D (required)"),
                       llvm::cl::init(0)};
   Option<int> microbatches{
-      *this, "microbatches",
-      llvm::cl::desc("Micro-batches per step and copy N (required)"),
+      *this, sched::option::kMicrobatches,
+      llvm::cl::desc("Micro-batches per step and copy N (default: the "
+                     "schedule's, 2 D)"),
       llvm::cl::init(0)};
   Option<int> chunksPerDevice{
-      *this, "chunks-per-device",
+      *this, sched::option::kChunksPerDevice,
       llvm::cl::desc("Chunks per device v of interleaved-1f1b (default: the "
                      "schedule's, 2)"),
       llvm::cl::init(0)};
   Option<int> dataParallel{
-      *this, "dp",
+      *this, sched::option::kDataParallel,
       llvm::cl::desc("Data-parallel copies K of the pipeline (world D * K)"),
       llvm::cl::init(1)};
   Option<double> bucketMb{
@@ -44,12 +59,16 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("Split the backward into input and weight gradients "
                      "even when the schedule does not need it"),
       llvm::cl::init(false)};
+
+  /// The one conversion into a PipelineConfig: options not given are left
+  /// to the registry's defaults.
+  PipelineConfig toConfig() const;
 };
 
-/// Appends the whole pipeline to `pm` (a module pass manager). Options the
-/// schedule library rejects (an unknown schedule, a micro-batch count it
-/// cannot schedule) become a pass that reports them and fails.
-void buildPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
+/// Appends the whole pipeline to `pm` (a module pass manager). A request
+/// the registry rejects (sched::validate) becomes a pass that reports it and
+/// fails. The schedule itself is generated once, by bitpipe-schedule.
+void buildPipeline(mlir::OpPassManager &pm, const PipelineConfig &config);
 
 /// Registers `bitpipe-pipeline`.
 void registerBitPipePipelines();

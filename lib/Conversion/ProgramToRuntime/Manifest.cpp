@@ -12,6 +12,7 @@
 #include "Manifest.h"
 
 #include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
+#include "bitpipe/Dialect/NN/IR/NNAttrs.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -32,6 +33,19 @@ StringRef manifest::stringifyFunctionKind(FunctionKind kind) {
 //===----------------------------------------------------------------------===//
 
 namespace {
+
+/// The manifest's word for an nn initialiser (abi/ManifestKeys.def).
+bp_init_kind manifestInitKind(nn::InitKind kind) {
+  switch (kind) {
+  case nn::InitKind::Normal:
+    return BP_INIT_NORMAL;
+  case nn::InitKind::Zeros:
+    return BP_INIT_ZEROS;
+  case nn::InitKind::Ones:
+    return BP_INIT_ONES;
+  }
+  llvm_unreachable("every nn::InitKind has a manifest word");
+}
 
 /// The index an integer role attribute carries, if `attrs` has it.
 std::optional<int64_t> indexOf(DictionaryAttr attrs, StringRef name) {
@@ -72,9 +86,9 @@ std::optional<Role> argumentRole(func::FuncOp fn, FunctionKind kind,
                                  unsigned i) {
   DictionaryAttr attrs = fn.getArgAttrDict(i);
   if (kind == FunctionKind::Forward) {
-    if (auto param = nameOf(attrs, attr::kParam))
+    if (auto param = nameOf(attrs, nn::attr::kParam))
       return named(BP_ROLE_PARAM, *param);
-    if (auto input = nameOf(attrs, attr::kInput))
+    if (auto input = nameOf(attrs, nn::attr::kInput))
       return named(BP_ROLE_INPUT, *input);
     return Role{BP_ROLE_ACTIVATION};
   }
@@ -86,7 +100,7 @@ std::optional<Role> argumentRole(func::FuncOp fn, FunctionKind kind,
     return indexed(BP_ROLE_GRAD_OF_RESULT, *j);
   if (auto a = indexOf(attrs, attr::kForwardArg))
     return indexed(BP_ROLE_FORWARD_ARG, *a);
-  if (auto param = nameOf(attrs, attr::kParam))
+  if (auto param = nameOf(attrs, nn::attr::kParam))
     return named(BP_ROLE_PARAM, *param);
   return std::nullopt;
 }
@@ -100,7 +114,7 @@ std::optional<Role> resultRole(func::FuncOp fn, FunctionKind kind, unsigned i) {
   }
   // A parameter's gradient also says which argument it is the gradient of;
   // the runtime needs the parameter.
-  if (auto param = nameOf(attrs, attr::kParam))
+  if (auto param = nameOf(attrs, nn::attr::kParam))
     return named(BP_ROLE_PARAM, *param);
   if (auto a = indexOf(attrs, attr::kGradOfArg))
     return indexed(BP_ROLE_GRAD_OF_ARG, *a);
@@ -148,7 +162,7 @@ LogicalResult manifest::describeRoles(Function &function) {
              << "has argument #" << i << " without a role; expected a " << kind
              << " argument to carry '" << attr::kForwardArg << "', '"
              << attr::kSaved << "', '" << attr::kGradOfResult << "', '"
-             << attr::kStash << "' or '" << attr::kParam << "'";
+             << attr::kStash << "' or '" << nn::attr::kParam << "'";
     role->type = bufferType(fn.getArgumentTypes()[i]);
     if (!role->type)
       return badType("argument", i, fn.getArgumentTypes()[i]);
@@ -159,7 +173,7 @@ LogicalResult manifest::describeRoles(Function &function) {
     if (!role)
       return fn.emitError()
              << "has result #" << i << " without a role; expected a " << kind
-             << " result to carry '" << attr::kParam << "', '"
+             << " result to carry '" << nn::attr::kParam << "', '"
              << attr::kGradOfArg << "' or '" << attr::kStash << "'";
     role->type = bufferType(fn.getResultTypes()[i]);
     if (!role->type)
@@ -199,27 +213,18 @@ manifest::collectParams(ArrayRef<Function> functions) {
       // Matrices (weights, embeddings) decay; vectors (biases, layer-norm
       // gains and biases) do not, as in GPT-2 and Megatron-LM.
       param.decay = shape.size() >= 2;
-      auto init = fn.getArgAttrOfType<DictionaryAttr>(i, "nn.init");
-      auto kind = init ? init.getAs<StringAttr>("kind") : StringAttr();
-      auto std = init ? init.getAs<FloatAttr>("std") : FloatAttr();
-      if (kind && kind.getValue() == "zeros") {
-        param.init = BP_INIT_ZEROS;
-      } else if (kind && kind.getValue() == "ones") {
-        param.init = BP_INIT_ONES;
-      } else if (kind && kind.getValue() == "normal" && std) {
-        param.init = BP_INIT_NORMAL;
-        param.std = std.getValueAsDouble();
-      } else {
-        InFlightDiagnostic diag = fn.emitError()
-                                  << "has parameter \"" << role.name
-                                  << "\" (argument #" << i << ") with ";
-        if (init)
-          diag << "'nn.init' = " << init;
-        else
-          diag << "no 'nn.init'";
-        return diag << "; expected {kind = \"normal\", std = ...}, {kind = "
-                       "\"zeros\"} or {kind = \"ones\"}";
-      }
+      // The nn dialect has verified the initialiser (a normal one has
+      // its std); only its presence is left to check.
+      auto init = fn.getArgAttrOfType<nn::InitAttr>(i, nn::attr::kInit);
+      if (!init)
+        return fn.emitError()
+               << "has parameter \"" << role.name << "\" (argument #" << i
+               << ") with no '" << nn::attr::kInit
+               << "'; expected #nn.init<normal, std = ...>, #nn.init<zeros> "
+                  "or #nn.init<ones>";
+      param.init = manifestInitKind(init.getKind());
+      if (std::optional<double> std = init.getStdDev())
+        param.std = *std;
       params.push_back(std::move(param));
     }
   }
@@ -227,28 +232,19 @@ manifest::collectParams(ArrayRef<Function> functions) {
 }
 
 LogicalResult manifest::readModel(func::FuncOp model, Manifest &manifest) {
-  auto info = model->getAttrOfType<DictionaryAttr>("nn.model");
-  auto integer = [&](StringRef key, int64_t &into) -> LogicalResult {
-    auto value = info ? info.getAs<IntegerAttr>(key) : IntegerAttr();
-    if (!value || value.getInt() < 1)
-      return model.emitError()
-             << "has no positive integer '" << key
-             << "' in 'nn.model'; expected the model's configuration as "
-                "bitpipe-import writes it";
-    into = value.getInt();
-    return success();
-  };
-  auto family = info ? info.getAs<StringAttr>("family") : StringAttr();
-  if (!family)
+  // The nn dialect has verified the configuration's fields.
+  auto info = model->getAttrOfType<nn::ModelAttr>(nn::attr::kModel);
+  if (!info)
     return model.emitError()
-           << "has no string 'family' in 'nn.model'; expected the model's "
-              "configuration as bitpipe-import writes it";
+           << "has no '" << nn::attr::kModel
+           << "'; expected the model's configuration as bitpipe-import "
+              "writes it";
   manifest.modelName = model.getSymName().str();
-  manifest.family = family.str();
-  return success(
-      succeeded(integer("vocab", manifest.vocab)) &&
-      succeeded(integer("seq_len", manifest.seqLen)) &&
-      succeeded(integer("microbatch_size", manifest.microbatchSize)));
+  manifest.family = info.getFamily().str();
+  manifest.vocab = info.getVocab();
+  manifest.seqLen = info.getSeqLen();
+  manifest.microbatchSize = info.getMicrobatchSize();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

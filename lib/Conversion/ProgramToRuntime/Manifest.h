@@ -100,13 +100,13 @@ mlir::LogicalResult describeRoles(Function &function);
 
 /// Every parameter the functions take as a "param" argument, once, in the
 /// order of first appearance, with its shape and `nn.init`. Fails, with an
-/// error at the function, on a parameter without a known initialiser or
-/// with two shapes.
+/// error at the function, on a parameter without an initialiser or with
+/// two shapes.
 mlir::FailureOr<std::vector<Param>>
 collectParams(llvm::ArrayRef<Function> functions);
 
-/// "model" from the `nn.model` dictionary of the model function. Fails,
-/// with an error at it, when a field is missing.
+/// "model" from the `#nn.model` of the model function. Fails, with an
+/// error at it, when it has none.
 mlir::LogicalResult readModel(mlir::func::FuncOp model, Manifest &manifest);
 
 /// The JSON text, compact, keys in program.h's order, every word from

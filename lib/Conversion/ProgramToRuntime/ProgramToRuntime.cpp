@@ -24,7 +24,7 @@
 #include "bitpipe/Conversion/RuntimeAbi/RuntimeAbi.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
-#include "bitpipe/Transforms/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
@@ -583,18 +583,11 @@ LowerProgramToRuntimePass::collectPrograms(const sched::World &world) {
 LogicalResult
 LowerProgramToRuntimePass::readSchedule(const sched::World &world,
                                         manifest::Manifest &manifest) {
-  ModuleOp module = getOperation();
-  auto schedule =
-      module->getAttrOfType<DictionaryAttr>(BitPipeDialect::kScheduleAttrName);
-  auto name = schedule ? schedule.getAs<StringAttr>("name") : StringAttr();
-  auto microbatches =
-      schedule ? schedule.getAs<IntegerAttr>("microbatches") : IntegerAttr();
-  if (!name || !microbatches)
-    return module.emitError()
-           << "has no '" << BitPipeDialect::kScheduleAttrName
-           << "' with a name and micro-batches; run bitpipe-schedule first";
-  manifest.scheduleName = name.str();
-  manifest.microbatches = microbatches.getInt();
+  FailureOr<ScheduleAttr> schedule = readScheduleAttr(getOperation());
+  if (failed(schedule))
+    return failure();
+  manifest.scheduleName = schedule->getName().str();
+  manifest.microbatches = schedule->getMicrobatches();
   manifest.devices = world.pipelineDevices;
   manifest.dataParallel = world.dataParallel;
   manifest.worldSize = world.size();
@@ -635,11 +628,12 @@ LogicalResult LowerProgramToRuntimePass::lower() {
     return failure();
   func::FuncOp model;
   for (auto fn : module.getOps<func::FuncOp>())
-    if (fn->hasAttr("nn.model"))
+    if (fn->hasAttr(nn::attr::kModel))
       model = fn;
   if (!model)
     return module.emitError()
-           << "has no function with 'nn.model'; expected the model function "
+           << "has no function with '" << nn::attr::kModel
+           << "'; expected the model function "
               "of bitpipe-import, whose configuration the manifest records";
   if (failed(manifest::readModel(model, manifest)))
     return failure();
@@ -678,7 +672,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
     llvm::StringSet<> held;
     for (func::FuncOp fn : planner.forwards)
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-        if (auto name = fn.getArgAttrOfType<StringAttr>(i, attr::kParam))
+        if (auto name = fn.getArgAttrOfType<StringAttr>(i, nn::attr::kParam))
           held.insert(name.getValue());
     for (const manifest::Param &p : manifest.params)
       if (held.contains(p.name))

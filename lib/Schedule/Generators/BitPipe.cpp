@@ -149,9 +149,7 @@ std::vector<Action> referenceOrder(int D, int numUnits, int rank) {
 
 Result<Schedule> generateBitPipe(int devices, int microbatches) {
   const std::string name = "bitpipe";
-  std::string err = detail::checkCounts(name, devices, microbatches);
-  if (err.empty())
-    err = detail::checkEvenDevices(name, devices);
+  std::string err = detail::checkArguments(name, devices, microbatches, 0);
   if (!err.empty())
     return Result<Schedule>::failure(err);
   Result<Placement> placement = bidirectionalVPlacement(devices);

@@ -136,9 +136,7 @@ bool placeStreams(Schedule &s) {
 
 Result<Schedule> generateChimera(int devices, int microbatches) {
   const std::string name = "chimera";
-  std::string err = detail::checkCounts(name, devices, microbatches);
-  if (err.empty())
-    err = detail::checkEvenDevices(name, devices);
+  std::string err = detail::checkArguments(name, devices, microbatches, 0);
   if (!err.empty())
     return Result<Schedule>::failure(err);
   Result<Placement> placement = bidirectionalPlacement(devices);

@@ -12,20 +12,9 @@
 
 namespace bitpipe::sched::detail {
 
-std::string checkCounts(const std::string &schedule, int devices,
-                        int microbatches) {
-  if (devices < 1)
-    return schedule + " needs at least 1 device, got " +
-           std::to_string(devices);
-  if (microbatches < 1)
-    return schedule + " needs at least 1 micro-batch, got " +
-           std::to_string(microbatches);
-  return {};
-}
-
 Result<Schedule> emptyLoopSchedule(const std::string &name, int devices,
                                    int microbatches) {
-  std::string err = checkCounts(name, devices, microbatches);
+  std::string err = checkArguments(name, devices, microbatches, 1);
   if (!err.empty())
     return Result<Schedule>::failure(err);
   Result<Placement> placement = loopPlacement(devices, 1);
@@ -38,13 +27,6 @@ Result<Schedule> emptyLoopSchedule(const std::string &name, int devices,
   s.microbatchPipeline.assign(microbatches, 0);
   s.ranks.resize(devices);
   return Result<Schedule>::success(std::move(s));
-}
-
-std::string checkEvenDevices(const std::string &schedule, int devices) {
-  if (devices % 2 != 0)
-    return schedule + " needs an even number of devices, got " +
-           std::to_string(devices);
-  return {};
 }
 
 std::vector<int> bidirectionalMicrobatchPipelines(int devices,

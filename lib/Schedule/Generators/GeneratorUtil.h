@@ -19,18 +19,19 @@
 
 namespace bitpipe::sched::detail {
 
-/// Empty when D >= 1 and N >= 1, else a message naming `schedule`.
-std::string checkCounts(const std::string &schedule, int devices,
-                        int microbatches);
+/// Empty when the registry's entry `schedule` accepts D, N and v (given
+/// explicitly: no defaults), else validate()'s message. Every generator
+/// checks its arguments here, so that a direct call and a request through
+/// the registry are refused alike, by one definition of each rule.
+/// Defined in Registry.cpp.
+std::string checkArguments(const std::string &schedule, int devices,
+                           int microbatches, int chunksPerDevice);
 
 /// An empty schedule `name` of N micro-batches on the plain loop placement
 /// (stage r on device r, one pipeline): what GPipe, 1F1B and ZB-H1 fill in.
-/// Fails like checkCounts.
+/// Fails like checkArguments.
 Result<Schedule> emptyLoopSchedule(const std::string &name, int devices,
                                    int microbatches);
-
-/// Empty when D is even, else "<schedule> needs an even number of devices".
-std::string checkEvenDevices(const std::string &schedule, int devices);
 
 /// The bidirectional rule: micro-batch m is in unit m div D; the first D/2 of
 /// a full unit go down (0), the others up (1). A final partial unit of n

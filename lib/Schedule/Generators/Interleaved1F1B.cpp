@@ -26,13 +26,10 @@ namespace bitpipe::sched {
 Result<Schedule> generateInterleaved1F1B(int devices, int microbatches,
                                          int chunksPerDevice) {
   const std::string name = "interleaved-1f1b";
-  std::string err = detail::checkCounts(name, devices, microbatches);
+  std::string err =
+      detail::checkArguments(name, devices, microbatches, chunksPerDevice);
   if (!err.empty())
     return Result<Schedule>::failure(err);
-  if (chunksPerDevice < 2)
-    return Result<Schedule>::failure(
-        name + " needs at least 2 chunks per device (use 1f1b for 1), got " +
-        std::to_string(chunksPerDevice));
   Result<Placement> placement = loopPlacement(devices, chunksPerDevice);
   if (!placement)
     return Result<Schedule>::failure(placement.error);

@@ -20,9 +20,9 @@ module {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
@@ -33,12 +33,12 @@ module attributes {
 // -----
 
 // No schedule attribute.
-// expected-error @+1 {{has no 'bitpipe.schedule' with a name and micro-batches; run bitpipe-schedule first}}
+// expected-error @+1 {{has no 'bitpipe.schedule'; run bitpipe-schedule first}}
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
@@ -53,42 +53,8 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
-  bitpipe.program @rank0 rank 0 {
-    %t = load_input tokens microbatch 0 : tensor<2x4xi32>
-    %loss, %s = forward @f(%t) stage 0 microbatch 0 : (tensor<2x4xi32>) -> (tensor<f32>, !bitpipe.saved)
-  }
-}
-
-// -----
-
-// A model configuration without its vocabulary.
-module attributes {
-  bitpipe.world_size = 1 : i64,
-  bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
-} {
-  // expected-error @+1 {{has no positive integer 'vocab' in 'nn.model'; expected the model's configuration as bitpipe-import writes it}}
-  func.func private @m() attributes {nn.model = {family = "gpt", seq_len = 4 : i64, microbatch_size = 2 : i64}}
-  func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
-  bitpipe.program @rank0 rank 0 {
-    %t = load_input tokens microbatch 0 : tensor<2x4xi32>
-    %loss, %s = forward @f(%t) stage 0 microbatch 0 : (tensor<2x4xi32>) -> (tensor<f32>, !bitpipe.saved)
-  }
-}
-
-// -----
-
-// A model configuration without its family.
-module attributes {
-  bitpipe.world_size = 1 : i64,
-  bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
-} {
-  // expected-error @+1 {{has no string 'family' in 'nn.model'}}
-  func.func private @m() attributes {nn.model = {vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
@@ -102,9 +68,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
@@ -119,9 +85,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}, tensor<2x4xi32> {nn.input = "labels"}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
@@ -136,9 +102,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> (tensor<f32>, tensor<f32>) attributes {bitpipe.stage = 0 : i64}
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
@@ -153,9 +119,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<4xf32> attributes {bitpipe.stage = 0 : i64}
   func.func private @f_bwd(tensor<4xf32> {bitpipe.grad_of_result = 0 : i64}, tensor<4xf32> {bitpipe.grad_of_result = 0 : i64}) attributes {bitpipe.backward_of = @f}
   bitpipe.program @rank0 rank 0 {
@@ -172,9 +138,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @f(tensor<4xf32>, tensor<4xf32>) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   func.func private @f_bwd() -> (tensor<4xf32> {bitpipe.grad_of_arg = 0 : i64}, tensor<4xf32> {bitpipe.grad_of_arg = 1 : i64}) attributes {bitpipe.backward_of = @f}
   bitpipe.program @rank0 rank 0 {
@@ -191,9 +157,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
   func.func private @s1(tensor<2x4x8xf32>) -> tensor<f32> attributes {bitpipe.stage = 1 : i64}
   bitpipe.program @rank0 rank 0 {
@@ -214,9 +180,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
   func.func private @s1(tensor<2x4x8xf32>) -> tensor<f32> attributes {bitpipe.stage = 1 : i64}
   bitpipe.program @rank0 rank 0 {
@@ -237,9 +203,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
   func.func private @s1(tensor<2x4x8xf32>) -> tensor<f32> attributes {bitpipe.stage = 1 : i64}
   bitpipe.program @rank0 rank 0 {
@@ -262,9 +228,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
   func.func private @s1(tensor<2x4x8xf32>) -> tensor<f32> attributes {bitpipe.stage = 1 : i64}
   bitpipe.program @rank0 rank 0 {
@@ -287,10 +253,10 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64, bitpipe.data_parallel = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
-  func.func private @f(tensor<4xf32> {nn.param = "b", nn.init = {kind = "zeros"}}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
+  func.func private @f(tensor<4xf32> {nn.param = "b", nn.init = #nn.init<zeros>}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
     %loss, %s = forward @f(%t) stage 0 microbatch 0 : (tensor<2x4xi32>) -> (tensor<f32>, !bitpipe.saved)
@@ -317,10 +283,10 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64, bitpipe.data_parallel = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
-  func.func private @f(tensor<4xf32> {nn.param = "b", nn.init = {kind = "zeros"}}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
+  func.func private @f(tensor<4xf32> {nn.param = "b", nn.init = #nn.init<zeros>}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
     %loss, %s = forward @f(%t) stage 0 microbatch 0 : (tensor<2x4xi32>) -> (tensor<f32>, !bitpipe.saved)
@@ -346,10 +312,10 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64, bitpipe.data_parallel = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
-  func.func private @f(tensor<4xf32> {nn.param = "b", nn.init = {kind = "zeros"}}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
+  func.func private @f(tensor<4xf32> {nn.param = "b", nn.init = #nn.init<zeros>}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
     %loss, %s = forward @f(%t) stage 0 microbatch 0 : (tensor<2x4xi32>) -> (tensor<f32>, !bitpipe.saved)
@@ -373,9 +339,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   func.func private @f_bwd() attributes {bitpipe.backward_of = @f}
   func.func private @f_wgt() attributes {bitpipe.backward_of = @f}
@@ -398,9 +364,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   // expected-error @+1 {{has argument #0 without a role; expected a backward argument to carry 'bitpipe.forward_arg', 'bitpipe.saved', 'bitpipe.grad_of_result', 'bitpipe.stash' or 'nn.param'}}
   func.func private @f_bwd(tensor<f32>) attributes {bitpipe.backward_of = @f}
@@ -417,9 +383,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   func.func private @f(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   // expected-error @+1 {{has result #1 without a role; expected a backward result to carry 'nn.param', 'bitpipe.grad_of_arg' or 'bitpipe.stash'}}
   func.func private @f_bwd() -> (tensor<4xf32> {bitpipe.stash = 0 : i64}, tensor<4xf32>) attributes {bitpipe.backward_of = @f}
@@ -436,11 +402,11 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   // expected-error @+1 {{has argument #0 of type 'tensor<4xf16>'; expected a statically shaped tensor of f32 or i32, which the runtime can hold}}
-  func.func private @f(tensor<4xf16> {nn.param = "b", nn.init = {kind = "zeros"}}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
+  func.func private @f(tensor<4xf16> {nn.param = "b", nn.init = #nn.init<zeros>}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
     %loss, %s = forward @f(%t) stage 0 microbatch 0 : (tensor<2x4xi32>) -> (tensor<f32>, !bitpipe.saved)
@@ -453,10 +419,10 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
-  // expected-error @+1 {{has parameter "b" (argument #0) with no 'nn.init'; expected {kind = "normal", std = ...}, {kind = "zeros"} or {kind = "ones"}}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
+  // expected-error @+1 {{has parameter "b" (argument #0) with no 'nn.init'; expected #nn.init<normal, std = ...>, #nn.init<zeros> or #nn.init<ones>}}
   func.func private @f(tensor<4xf32> {nn.param = "b"}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<f32> attributes {bitpipe.stage = 0 : i64}
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
@@ -470,12 +436,12 @@ module attributes {
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
-  func.func private @s0(tensor<4xf32> {nn.param = "b", nn.init = {kind = "zeros"}}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
+  func.func private @s0(tensor<4xf32> {nn.param = "b", nn.init = #nn.init<zeros>}, tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
   // expected-error @+1 {{takes parameter "b" as 'tensor<8xf32>', but an earlier function takes it with shape [4]; expected one shape per parameter}}
-  func.func private @s1(tensor<2x4x8xf32>, tensor<8xf32> {nn.param = "b", nn.init = {kind = "zeros"}}) -> tensor<f32> attributes {bitpipe.stage = 1 : i64}
+  func.func private @s1(tensor<2x4x8xf32>, tensor<8xf32> {nn.param = "b", nn.init = #nn.init<zeros>}) -> tensor<f32> attributes {bitpipe.stage = 1 : i64}
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>
     %a, %s = forward @s0(%t) stage 0 microbatch 0 : (tensor<2x4xi32>) -> (tensor<2x4x8xf32>, !bitpipe.saved)
@@ -493,9 +459,9 @@ module attributes {
 module attributes {
   bitpipe.world_size = 1 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "gpipe", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  func.func private @m() attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
   llvm.func @g()
   bitpipe.program @rank0 rank 0 {
     // expected-error @+1 {{calls @g, which is not a func.func of the module}}

@@ -8,9 +8,9 @@
 module attributes {
   bitpipe.data_parallel = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0, 0]]>,
-  bitpipe.schedule = {microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, name = "zb-h1", split_backward = true},
+  bitpipe.schedule = #bitpipe.schedule<name = "zb-h1", microbatches = 1, microbatch_pipelines = [0], split_backward = true>,
   bitpipe.world_size = 2 : i64} {
-  func.func private @s0(tensor<8x4xf32> {nn.param = "wte", nn.init = {kind = "normal", std = 2.0e-02 : f64}},
+  func.func private @s0(tensor<8x4xf32> {nn.param = "wte", nn.init = #nn.init<normal, std = 2.0e-02>},
                         tensor<2x4xi32> {nn.input = "tokens"})
       -> (tensor<2x4x4xf32>, tensor<2x4x4xf32> {bitpipe.saved = 0 : i64})
       attributes {bitpipe.stage = 0 : i64}
@@ -23,8 +23,8 @@ module attributes {
       -> (tensor<8x4xf32> {bitpipe.grad_of_arg = 0 : i64, nn.param = "wte"})
       attributes {bitpipe.backward_of = @s0}
   func.func private @s1(tensor<2x4x4xf32>,
-                        tensor<4x4xf32> {nn.param = "head.weight", nn.init = {kind = "normal", std = 2.0e-02 : f64}},
-                        tensor<4xf32> {nn.param = "head.bias", nn.init = {kind = "zeros"}},
+                        tensor<4x4xf32> {nn.param = "head.weight", nn.init = #nn.init<normal, std = 2.0e-02>},
+                        tensor<4xf32> {nn.param = "head.bias", nn.init = #nn.init<zeros>},
                         tensor<2x4xi32> {nn.input = "labels"}) -> tensor<f32>
       attributes {bitpipe.stage = 1 : i64}
   func.func private @s1_bwd_input(tensor<2x4x4xf32> {bitpipe.forward_arg = 0 : i64},
@@ -38,7 +38,7 @@ module attributes {
           tensor<4xf32> {bitpipe.grad_of_arg = 2 : i64, nn.param = "head.bias"})
       attributes {bitpipe.backward_of = @s1}
   func.func private @tiny(tensor<8x4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<2x4xi32>, tensor<2x4xi32>) -> tensor<f32>
-      attributes {nn.model = {family = "bert", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+      attributes {nn.model = #nn.model<family = "bert", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
 
   bitpipe.program @rank0 rank 0 {
     %t = load_input tokens microbatch 0 : tensor<2x4xi32>

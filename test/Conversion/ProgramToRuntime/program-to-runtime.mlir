@@ -6,10 +6,10 @@
 // pass reads only their signatures and role attributes.
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = {microbatches = 2 : i64, microbatch_pipelines = array<i64: 0, 0>, name = "gpipe", split_backward = false},
+  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 2, microbatch_pipelines = [0, 0], split_backward = false>,
   bitpipe.world_size = 2 : i64} {
-  func.func private @m_stage0(tensor<8x4xf32> {nn.param = "wte", nn.init = {kind = "normal", std = 2.0e-02 : f64}},
-                              tensor<4xf32> {nn.param = "ln.bias", nn.init = {kind = "zeros"}},
+  func.func private @m_stage0(tensor<8x4xf32> {nn.param = "wte", nn.init = #nn.init<normal, std = 2.0e-02>},
+                              tensor<4xf32> {nn.param = "ln.bias", nn.init = #nn.init<zeros>},
                               tensor<2x4xi32> {nn.input = "tokens"})
       -> (tensor<2x4x4xf32>, tensor<2x4x4xf32> {bitpipe.saved = 0 : i64})
       attributes {bitpipe.stage = 0 : i64, bitpipe.backward = @m_stage0_bwd}
@@ -20,7 +20,7 @@ module attributes {
           tensor<4xf32> {bitpipe.grad_of_arg = 1 : i64, nn.param = "ln.bias"})
       attributes {bitpipe.backward_of = @m_stage0}
   func.func private @m_stage1(tensor<2x4x4xf32>,
-                              tensor<8x4xf32> {nn.param = "wte", nn.init = {kind = "normal", std = 2.0e-02 : f64}},
+                              tensor<8x4xf32> {nn.param = "wte", nn.init = #nn.init<normal, std = 2.0e-02>},
                               tensor<2x4xi32> {nn.input = "labels"}) -> tensor<f32>
       attributes {bitpipe.stage = 1 : i64, bitpipe.backward = @m_stage1_bwd}
   func.func private @m_stage1_bwd(tensor<2x4x4xf32> {bitpipe.forward_arg = 0 : i64},
@@ -30,7 +30,7 @@ module attributes {
           tensor<8x4xf32> {bitpipe.grad_of_arg = 1 : i64, nn.param = "wte"})
       attributes {bitpipe.backward_of = @m_stage1}
   func.func private @m(tensor<8x4xf32>, tensor<4xf32>, tensor<2x4xi32>, tensor<2x4xi32>) -> tensor<f32>
-      attributes {nn.model = {family = "gpt", vocab = 8 : i64, seq_len = 4 : i64, microbatch_size = 2 : i64}}
+      attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
 
   bitpipe.program @rank0 rank 0 {
     %t0 = load_input tokens microbatch 0 : tensor<2x4xi32>

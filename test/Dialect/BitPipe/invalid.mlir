@@ -19,7 +19,7 @@ module attributes {bitpipe.placement = #bitpipe.placement<kind = "bidirectional-
 
 // -----
 
-// expected-error @+2 {{unknown placement kind "zigzag"; expected "loop", "v", "bidirectional" or "bidirectional-v"}}
+// expected-error @+2 {{#bitpipe.placement: unknown placement 'zigzag' (expected loop, v, bidirectional or bidirectional-v)}}
 // expected-error @+1 {{failed to parse BitPipe_PlacementAttr parameter 'kind'}}
 module attributes {bitpipe.placement = #bitpipe.placement<kind = "zigzag", devices = 2, pipelines = [[0, 1]]>} {}
 
@@ -440,17 +440,8 @@ bitpipe.program @rank0 rank 0 {
 
 // -----
 
-// expected-error @+1 {{'bitpipe.schedule' expects field 'split_backward' to be a bool}}
-module attributes {
-  bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
-  bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>}
-} {
-}
-
-// -----
-
 // expected-error @+1 {{'bitpipe.schedule' expects the 'bitpipe.placement' the schedule runs on}}
 module attributes {
-  bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64, microbatch_pipelines = array<i64: 0>, split_backward = false}
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
 }

@@ -171,14 +171,14 @@ module attributes {
 // tensors between stages exist. Only training inputs are operands; the saved
 // handle still ties each backward and weight_grad to its own forward.
 
-// CHECK: bitpipe.schedule = {microbatch_pipelines = array<i64: 0>, microbatches = 1 : i64, name = "zb-h1", split_backward = true}
+// CHECK: bitpipe.schedule = #bitpipe.schedule<name = "zb-h1", microbatches = 1, microbatch_pipelines = [0], split_backward = true>
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2,
                                          pipelines = [[0, 1]]>,
-  bitpipe.schedule = {name = "zb-h1", microbatches = 1 : i64,
-                      microbatch_pipelines = array<i64: 0>,
-                      split_backward = true}
+  bitpipe.schedule = #bitpipe.schedule<name = "zb-h1", microbatches = 1,
+                                       microbatch_pipelines = [0],
+                                       split_backward = true>
 } {
   // CHECK-LABEL: bitpipe.program @rank1 rank 1 {
   // CHECK-NEXT: %[[L:.+]] = load_input targets microbatch 0 : tensor<2x16xi32>

@@ -7,6 +7,7 @@
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
+#include "bitpipe/Schedule/Placement.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Diagnostics.h"
@@ -16,6 +17,7 @@
 
 using namespace mlir;
 using namespace bitpipe::bp;
+using bitpipe::sched::PlacementKind;
 
 namespace {
 
@@ -92,6 +94,28 @@ TEST_F(PlacementAttrTest, LoopHasNoReplicas) {
   EXPECT_EQ(placement.getReplicaGroup(2), SmallVector<int64_t>({0}));
   EXPECT_EQ(placement.getChunks(1),
             (SmallVector<std::pair<unsigned, unsigned>>{{0, 1}, {0, 3}}));
+}
+
+// The attribute is the library's placement in the IR: converting either way
+// loses nothing, and replica groups are the library's.
+TEST_F(PlacementAttrTest, RoundTripsTheLibrarysPlacements) {
+  for (PlacementKind kind :
+       {PlacementKind::Loop, PlacementKind::V, PlacementKind::Bidirectional,
+        PlacementKind::BidirectionalV})
+    for (int devices : {2, 4}) {
+      bitpipe::sched::Result<bitpipe::sched::Placement> p =
+          bitpipe::sched::makePlacement(kind, devices, 2);
+      ASSERT_TRUE(p.ok()) << p.error;
+      PlacementAttr attr = PlacementAttr::get(&context, *p);
+      EXPECT_EQ(attr.getKind(), kind);
+      EXPECT_TRUE(attr.toSched() == *p)
+          << bitpipe::sched::placementKindName(kind) << " D=" << devices;
+      std::vector<std::vector<int>> groups = p->replicaGroups();
+      ASSERT_EQ(attr.getReplicaGroups().size(), groups.size());
+      for (unsigned s = 0; s < groups.size(); ++s)
+        EXPECT_EQ(attr.getReplicaGroup(s),
+                  SmallVector<int64_t>(groups[s].begin(), groups[s].end()));
+    }
 }
 
 TEST_F(PlacementAttrTest, VerifierRejectsBadPlacements) {

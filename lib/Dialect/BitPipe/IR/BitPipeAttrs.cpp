@@ -2,6 +2,8 @@
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
+#include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Registry.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -10,6 +12,7 @@
 
 using namespace mlir;
 using namespace bitpipe::bp;
+namespace sched = bitpipe::sched;
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeEnums.cpp.inc"
 
@@ -27,29 +30,52 @@ void BitPipeDialect::registerAttributes() {
 // PlacementAttr
 //===----------------------------------------------------------------------===//
 
-FailureOr<PlacementKind> bitpipe::bp::parsePlacementKind(AsmParser &parser) {
+FailureOr<sched::PlacementKind>
+bitpipe::bp::parsePlacementKind(AsmParser &parser) {
   SMLoc loc = parser.getCurrentLocation();
   std::string name;
   if (parser.parseString(&name))
     return failure();
-  if (std::optional<PlacementKind> kind = symbolizePlacementKind(name))
+  sched::Result<sched::PlacementKind> kind = sched::parsePlacementKind(name);
+  if (kind)
     return *kind;
-  parser.emitError(loc) << "unknown placement kind \"" << name
-                        << "\"; expected \"loop\", \"v\", \"bidirectional\" "
-                           "or \"bidirectional-v\"";
+  parser.emitError(loc) << "#bitpipe.placement: " << kind.error;
   return failure();
+}
+
+FailureOr<SmallVector<int64_t>> bitpipe::bp::parseIntList(AsmParser &parser) {
+  SmallVector<int64_t> values;
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        return parser.parseInteger(values.emplace_back());
+      }))
+    return failure();
+  return values;
+}
+
+void bitpipe::bp::printIntList(AsmPrinter &printer, ArrayRef<int64_t> values) {
+  raw_ostream &os = printer.getStream();
+  os << '[';
+  llvm::interleaveComma(values, os);
+  os << ']';
+}
+
+FailureOr<bool> bitpipe::bp::parseBool(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return parser.emitError(parser.getCurrentLocation(),
+                          "expected 'true' or 'false'");
 }
 
 FailureOr<SmallVector<DenseI64ArrayAttr>>
 bitpipe::bp::parsePipelines(AsmParser &parser) {
   SmallVector<DenseI64ArrayAttr> pipelines;
   auto parsePipeline = [&]() -> ParseResult {
-    SmallVector<int64_t> devices;
-    if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
-          return parser.parseInteger(devices.emplace_back());
-        }))
+    FailureOr<SmallVector<int64_t>> devices = parseIntList(parser);
+    if (failed(devices))
       return failure();
-    pipelines.push_back(DenseI64ArrayAttr::get(parser.getContext(), devices));
+    pipelines.push_back(DenseI64ArrayAttr::get(parser.getContext(), *devices));
     return success();
   };
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
@@ -63,27 +89,24 @@ void bitpipe::bp::printPipelines(AsmPrinter &printer,
   raw_ostream &os = printer.getStream();
   os << '[';
   llvm::interleaveComma(pipelines, os, [&](DenseI64ArrayAttr pipeline) {
-    os << '[';
-    llvm::interleaveComma(pipeline.asArrayRef(), os);
-    os << ']';
+    printIntList(printer, pipeline.asArrayRef());
   });
   os << ']';
 }
 
 LogicalResult
 PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                      PlacementKind kind, int64_t devices,
+                      sched::PlacementKind kind, int64_t devices,
                       ArrayRef<DenseI64ArrayAttr> pipelines) {
   if (devices < 1)
     return emitError() << "#bitpipe.placement expects at least one device, got "
                        << devices;
 
   // One pipeline, or two running in opposite directions.
-  size_t expected =
-      kind == PlacementKind::Loop || kind == PlacementKind::V ? 1 : 2;
+  size_t expected = sched::pipelineCount(kind);
   if (pipelines.size() != expected)
     return emitError() << "#bitpipe.placement of kind \""
-                       << stringifyPlacementKind(kind) << "\" expects "
+                       << sched::placementKindName(kind) << "\" expects "
                        << expected << " pipeline(s), got " << pipelines.size();
 
   int64_t numStages = pipelines.front().size();
@@ -104,19 +127,35 @@ PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+PlacementAttr PlacementAttr::get(MLIRContext *context,
+                                 const sched::Placement &placement) {
+  SmallVector<DenseI64ArrayAttr> pipelines;
+  for (const sched::Pipeline &pipe : placement.pipelines)
+    pipelines.push_back(DenseI64ArrayAttr::get(
+        context, SmallVector<int64_t>(pipe.stageDevice.begin(),
+                                      pipe.stageDevice.end())));
+  return get(context, placement.kind, placement.numDevices, pipelines);
+}
+
+sched::Placement PlacementAttr::toSched() const {
+  sched::Placement p;
+  p.kind = getKind();
+  p.numDevices = getDevices();
+  p.numStages = getNumStages();
+  for (DenseI64ArrayAttr pipe : getPipelines())
+    p.pipelines.push_back(
+        {std::vector<int>(pipe.asArrayRef().begin(), pipe.asArrayRef().end())});
+  return p;
+}
+
 SmallVector<int64_t> PlacementAttr::getReplicaGroup(unsigned stage) const {
-  SmallVector<int64_t> group;
-  for (unsigned p = 0, e = getNumPipelines(); p < e; ++p)
-    group.push_back(getDevice(p, stage));
-  llvm::sort(group);
-  group.erase(std::unique(group.begin(), group.end()), group.end());
-  return group;
+  return getReplicaGroups()[stage];
 }
 
 SmallVector<SmallVector<int64_t>> PlacementAttr::getReplicaGroups() const {
   SmallVector<SmallVector<int64_t>> groups;
-  for (unsigned s = 0, e = getNumStages(); s < e; ++s)
-    groups.push_back(getReplicaGroup(s));
+  for (const std::vector<int> &group : toSched().replicaGroups())
+    groups.emplace_back(group.begin(), group.end());
   return groups;
 }
 
@@ -128,4 +167,49 @@ PlacementAttr::getChunks(int64_t device) const {
       if (getDevice(p, s) == device)
         chunks.emplace_back(p, s);
   return chunks;
+}
+
+//===----------------------------------------------------------------------===//
+// ScheduleAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   StringRef name, int64_t microbatches,
+                                   ArrayRef<int64_t> microbatchPipelines,
+                                   bool splitBackward, StringRef note) {
+  if (!sched::findSchedule(name.str()))
+    return emitError() << "#bitpipe.schedule names unknown schedule '" << name
+                       << "'; expected one of " << sched::scheduleNameList();
+  if (microbatches < 1)
+    return emitError() << "#bitpipe.schedule expects at least one "
+                          "micro-batch, got "
+                       << microbatches;
+  if (static_cast<int64_t>(microbatchPipelines.size()) != microbatches)
+    return emitError() << "#bitpipe.schedule expects one entry of "
+                          "microbatch_pipelines per micro-batch ("
+                       << microbatches << "), got "
+                       << microbatchPipelines.size();
+  for (auto [m, p] : llvm::enumerate(microbatchPipelines))
+    if (p < 0)
+      return emitError() << "#bitpipe.schedule sends micro-batch " << m
+                         << " through pipeline " << p
+                         << "; expected a pipeline index >= 0";
+  return success();
+}
+
+ScheduleAttr ScheduleAttr::get(MLIRContext *context,
+                               const sched::Schedule &schedule) {
+  return get(context, schedule.name, schedule.numMicrobatches,
+             SmallVector<int64_t>(schedule.microbatchPipeline.begin(),
+                                  schedule.microbatchPipeline.end()),
+             schedule.splitBackward, schedule.note);
+}
+
+void ScheduleAttr::applyTo(sched::Schedule &schedule) const {
+  schedule.name = getName().str();
+  schedule.numMicrobatches = getMicrobatches();
+  schedule.microbatchPipeline.assign(getMicrobatchPipelines().begin(),
+                                     getMicrobatchPipelines().end());
+  schedule.splitBackward = getSplitBackward();
+  schedule.note = getNote().str();
 }

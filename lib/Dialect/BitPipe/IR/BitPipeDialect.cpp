@@ -19,40 +19,22 @@ void BitPipeDialect::initialize() {
       >();
 }
 
-/// Checks `bitpipe.schedule`: the fields a reader of the programs needs to
-/// rebuild the schedule (ScheduleFromIR) are there and agree with the
-/// placement.
+/// Checks `bitpipe.schedule`: a #bitpipe.schedule (whose own verifier
+/// checks its fields) whose pipelines exist in the module's placement.
 static LogicalResult verifyScheduleAttr(Operation *op, Attribute value) {
   StringLiteral name = BitPipeDialect::kScheduleAttrName;
-  auto dict = dyn_cast<DictionaryAttr>(value);
-  if (!dict)
-    return op->emitError() << "'" << name << "' expects a dictionary, got "
-                           << value;
-  auto fail = [&](StringRef field, StringRef expected) {
-    return op->emitError() << "'" << name << "' expects field '" << field
-                           << "' to be " << expected;
-  };
-  if (!dict.getAs<StringAttr>("name"))
-    return fail("name", "a string");
-  auto microbatches = dict.getAs<IntegerAttr>("microbatches");
-  if (!microbatches || microbatches.getValue().getSExtValue() < 1)
-    return fail("microbatches", "a positive integer");
-  if (!dict.getAs<BoolAttr>("split_backward"))
-    return fail("split_backward", "a bool");
-  if (Attribute note = dict.get("note"); note && !isa<StringAttr>(note))
-    return fail("note", "a string");
-  auto pipelines = dict.getAs<DenseI64ArrayAttr>("microbatch_pipelines");
-  if (!pipelines || pipelines.size() != microbatches.getInt())
-    return fail("microbatch_pipelines",
-                "an array<i64> with one entry per micro-batch");
+  auto schedule = dyn_cast<ScheduleAttr>(value);
+  if (!schedule)
+    return op->emitError() << "'" << name
+                           << "' expects a #bitpipe.schedule, got " << value;
   auto placement =
       op->getAttrOfType<PlacementAttr>(BitPipeDialect::kPlacementAttrName);
   if (!placement)
     return op->emitError() << "'" << name << "' expects the '"
                            << BitPipeDialect::kPlacementAttrName
                            << "' the schedule runs on";
-  for (auto [m, p] : llvm::enumerate(pipelines.asArrayRef()))
-    if (p < 0 || p >= placement.getNumPipelines())
+  for (auto [m, p] : llvm::enumerate(schedule.getMicrobatchPipelines()))
+    if (p >= placement.getNumPipelines())
       return op->emitError()
              << "'" << name << "' sends micro-batch " << m
              << " through pipeline " << p << ", but the placement has "

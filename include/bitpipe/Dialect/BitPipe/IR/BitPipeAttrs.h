@@ -7,15 +7,24 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include "bitpipe/Schedule/Schedule.h"
+
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeEnums.h.inc"
 
 namespace bitpipe::bp {
 /// Custom parameter parsers and printers of #bitpipe.placement.
-mlir::FailureOr<PlacementKind> parsePlacementKind(mlir::AsmParser &parser);
+mlir::FailureOr<sched::PlacementKind>
+parsePlacementKind(mlir::AsmParser &parser);
 mlir::FailureOr<llvm::SmallVector<mlir::DenseI64ArrayAttr>>
 parsePipelines(mlir::AsmParser &parser);
 void printPipelines(mlir::AsmPrinter &printer,
                     llvm::ArrayRef<mlir::DenseI64ArrayAttr> pipelines);
+
+/// Custom parameter parsers and printers of #bitpipe.schedule.
+mlir::FailureOr<bool> parseBool(mlir::AsmParser &parser);
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+parseIntList(mlir::AsmParser &parser);
+void printIntList(mlir::AsmPrinter &printer, llvm::ArrayRef<int64_t> values);
 } // namespace bitpipe::bp
 
 #define GET_ATTRDEF_CLASSES

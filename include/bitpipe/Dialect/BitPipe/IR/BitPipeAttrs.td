@@ -33,12 +33,13 @@ def BitPipe_InputKindAttr
 // Placement
 //===----------------------------------------------------------------------===//
 
-// Printed quoted, because `bidirectional-v` is not a keyword.
+// The schedule library's kind (its one definition), spelled as the library
+// spells it; printed quoted, because `bidirectional-v` is not a keyword.
 def BitPipe_PlacementKindParameter
-    : AttrOrTypeParameter<"::bitpipe::bp::PlacementKind", "placement kind"> {
+    : AttrOrTypeParameter<"::bitpipe::sched::PlacementKind", "placement kind"> {
   let parser = "::bitpipe::bp::parsePlacementKind($_parser)";
   let printer = "$_printer << '\"' << "
-                "::bitpipe::bp::stringifyPlacementKind($_self) << '\"'";
+                "::bitpipe::sched::placementKindName($_self) << '\"'";
 }
 
 // One stage -> device array per pipeline, printed as `[[0, 1], [1, 0]]`.
@@ -52,6 +53,8 @@ def BitPipe_PipelinesParameter
 def BitPipe_PlacementAttr : BitPipe_Attr<"Placement", "placement"> {
   let summary = "where each stage of each pipeline runs";
   let description = [{
+    The IR form of the schedule library's `sched::Placement` (the attribute
+    converts to and from it, and asks the library what follows from it).
     `pipelines[p][s]` is the device that runs stage `s` of pipeline `p`.
     `loop` and `v` have one pipeline; `bidirectional` and `bidirectional-v`
     have two (BitPipe's "down" and "up"), and the devices that hold the same
@@ -72,7 +75,15 @@ def BitPipe_PlacementAttr : BitPipe_Attr<"Placement", "placement"> {
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 
+  let builders = [
+    // The library's placement, as an attribute.
+    AttrBuilder<(ins "const ::bitpipe::sched::Placement &":$placement)>,
+  ];
+
   let extraClassDeclaration = [{
+    /// The library's placement.
+    ::bitpipe::sched::Placement toSched() const;
+
     unsigned getNumPipelines() const { return getPipelines().size(); }
     /// Stages per pipeline (the verifier makes it the same for all).
     unsigned getNumStages() const {
@@ -83,13 +94,75 @@ def BitPipe_PlacementAttr : BitPipe_Attr<"Placement", "placement"> {
       return getPipelines()[pipeline][stage];
     }
     /// The devices that hold a replica of `stage`, sorted and unique: the
-    /// group that all-reduces its gradients (without data parallelism).
+    /// group that all-reduces its gradients (without data parallelism), as
+    /// the library's Placement::replicaGroups() defines it.
     ::llvm::SmallVector<int64_t> getReplicaGroup(unsigned stage) const;
     /// getReplicaGroup for every stage, indexed by stage.
     ::llvm::SmallVector<::llvm::SmallVector<int64_t>> getReplicaGroups() const;
     /// The (pipeline, stage) chunks held by `device`, pipeline-major.
     ::llvm::SmallVector<std::pair<unsigned, unsigned>>
     getChunks(int64_t device) const;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Schedule
+//===----------------------------------------------------------------------===//
+
+// `true` or `false`.
+def BitPipe_BoolParameter : AttrOrTypeParameter<"bool", "true or false"> {
+  let parser = "::bitpipe::bp::parseBool($_parser)";
+  let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+}
+
+// Integers in brackets, `[0, 0, 1, 1]`, as #bitpipe.placement prints a
+// pipeline.
+def BitPipe_IntListParameter
+    : ArrayRefParameter<"int64_t", "a list of integers"> {
+  let parser = "::bitpipe::bp::parseIntList($_parser)";
+  let printer = "::bitpipe::bp::printIntList($_printer, $_self)";
+}
+
+def BitPipe_ScheduleAttr : BitPipe_Attr<"Schedule", "schedule"> {
+  let summary = "the schedule a module's per-rank programs were built from";
+  let description = [{
+    What the programs do not say about the schedule they hold (written by
+    bitpipe-schedule; read back with the programs by ScheduleFromIR.h):
+    its `name` in the schedule registry (Registry.h), the number of
+    micro-batches per step `microbatches`, `microbatch_pipelines[m]`, the
+    pipeline of the placement that micro-batch `m` travels through,
+    whether the backward is split (`split_backward`: weight-gradient steps
+    exist), and, when the schedule departs from its textbook form, a
+    `note` that says how (elided when empty). The order itself is the
+    programs'.
+
+    ```mlir
+    bitpipe.schedule = #bitpipe.schedule<name = "bitpipe", microbatches = 4,
+        microbatch_pipelines = [0, 0, 1, 1], split_backward = false>
+    ```
+
+    The dialect checks, on the module, that the pipelines exist in its
+    `#bitpipe.placement`.
+  }];
+  let parameters = (ins
+      StringRefParameter<"the schedule's name in the registry">:$name,
+      "int64_t":$microbatches,
+      BitPipe_IntListParameter:$microbatch_pipelines,
+      BitPipe_BoolParameter:$split_backward,
+      StringRefParameter<"how the schedule departs from its textbook form",
+                         "\"\"">:$note);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+
+  let builders = [
+    // What `schedule` says beyond its per-rank order.
+    AttrBuilder<(ins "const ::bitpipe::sched::Schedule &":$schedule)>,
+  ];
+
+  let extraClassDeclaration = [{
+    /// Fills the fields of `schedule` the attribute records (name,
+    /// micro-batches and their pipelines, split backward, note).
+    void applyTo(::bitpipe::sched::Schedule &schedule) const;
   }];
 }
 

@@ -60,12 +60,10 @@ def BitPipe_Dialect : Dialect {
       schedule's micro-batch count), so the K copies train on K * N
       distinct micro-batches per step.
     - `bitpipe.placement = #bitpipe.placement<...>`: the stage-to-device map.
-    - `bitpipe.schedule = {name = "bitpipe", microbatches = 4 : i64,
-      microbatch_pipelines = array<i64: 0, 0, 1, 1>, split_backward = false}`
-      (and an optional `note` string): the schedule the programs were built
-      from (bitpipe-schedule). `microbatch_pipelines[m]` is the pipeline of
-      the placement that micro-batch `m` travels through; the programs are
-      the only record of the order.
+    - `bitpipe.schedule = #bitpipe.schedule<...>`: the schedule the
+      programs were built from (bitpipe-schedule): its name, micro-batch
+      count and the pipeline of each micro-batch; the programs are the only
+      record of the order.
   }];
 
   let useDefaultTypePrinterParser = 1;

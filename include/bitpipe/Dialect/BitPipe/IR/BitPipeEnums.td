@@ -24,16 +24,4 @@ def BitPipe_InputKind : I32EnumAttr<"InputKind",
   let genSpecializedAttr = 0;
 }
 
-// The spelling matches the `placement=` option of bitpipe-place.
-def BitPipe_PlacementKind : I32EnumAttr<"PlacementKind",
-    "how stages are laid out on devices", [
-      I32EnumAttrCase<"Loop", 0, "loop">,
-      I32EnumAttrCase<"V", 1, "v">,
-      I32EnumAttrCase<"Bidirectional", 2, "bidirectional">,
-      I32EnumAttrCase<"BidirectionalV", 3, "bidirectional-v">,
-    ]> {
-  let cppNamespace = "::bitpipe::bp";
-  let genSpecializedAttr = 0;
-}
-
 #endif // BITPIPE_DIALECT_BITPIPE_BITPIPEENUMS_TD

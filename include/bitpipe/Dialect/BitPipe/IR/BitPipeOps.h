@@ -5,8 +5,9 @@
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
-#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeTypes.h"
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
+#include "bitpipe/Dialect/NN/IR/NNAttrNames.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
@@ -22,15 +23,16 @@ namespace bitpipe::bp {
 
 /// Argument and result attributes that give the values of stage functions
 /// and their backward functions a role (bitpipe-partition and
-/// bitpipe-generate-backward write them). A bound op passes only the values
-/// without a state role; see the binding rule of bitpipe.forward.
+/// bitpipe-generate-backward write them; parameters and training inputs are
+/// the nn dialect's). A bound op passes only the values without a state
+/// role; see the binding rule of bitpipe.forward.
 namespace role {
 using attr::kForwardArg;
 using attr::kGradOfResult;
-using attr::kInput;
-using attr::kParam;
 using attr::kSaved;
 using attr::kStash;
+using nn::attr::kInput;
+using nn::attr::kParam;
 } // namespace role
 
 /// Which op calls a function, and so which of its values are stage state.

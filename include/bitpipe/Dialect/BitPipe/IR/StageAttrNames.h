@@ -3,6 +3,8 @@
 // The discardable attributes that the passes write on stage functions, their
 // backward functions and their arguments and results, and later passes read.
 // One definition of each name, so that writer and readers cannot disagree.
+// The nn dialect's names (nn.param, nn.input, nn.layer, ...) are its own:
+// NNAttrNames.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,8 @@ namespace bitpipe::attr {
 // On stage functions (bitpipe-partition, bitpipe-place).
 /// The stage number.
 inline constexpr llvm::StringLiteral kStage = "bitpipe.stage";
+/// The first and last layer of the stage (array<i64: first, last>).
+inline constexpr llvm::StringLiteral kLayers = "bitpipe.layers";
 /// The sorted devices holding a replica of the stage.
 inline constexpr llvm::StringLiteral kDevices = "bitpipe.devices";
 
@@ -40,13 +44,9 @@ inline constexpr llvm::StringLiteral kGradOfResult = "bitpipe.grad_of_result";
 /// A backward result: the gradient of the forward's argument of this index.
 inline constexpr llvm::StringLiteral kGradOfArg = "bitpipe.grad_of_arg";
 
-// Model IR (bitpipe-import).
-/// A parameter argument, by name.
-inline constexpr llvm::StringLiteral kParam = "nn.param";
-/// A training-input argument: "tokens" or "labels".
-inline constexpr llvm::StringLiteral kInput = "nn.input";
-/// The layer an op belongs to.
-inline constexpr llvm::StringLiteral kLayer = "nn.layer";
+// On the module.
+/// What bitpipe-partition chose: {chunks, starts, costs, max_cost, balance}.
+inline constexpr llvm::StringLiteral kPartition = "bitpipe.partition";
 
 } // namespace bitpipe::attr
 

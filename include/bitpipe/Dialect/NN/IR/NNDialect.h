@@ -7,4 +7,6 @@
 
 #include "bitpipe/Dialect/NN/IR/NNOpsDialect.h.inc"
 
+#include "bitpipe/Dialect/NN/IR/NNAttrs.h"
+
 #endif // BITPIPE_DIALECT_NN_IR_NNDIALECT_H

@@ -16,16 +16,25 @@ def NN_Dialect : Dialect {
     `NN_BackwardOpInterface`.
 
     Discardable attributes that model IR carries (bitpipe-import writes
-    them; the dialect verifies them):
+    them; the dialect verifies them; NNAttrNames.h names them):
       * on ops: `nn.layer` (the layer index, >= 0; the partitioner cuts only
-        between layers) and `nn.cost` (bitpipe-annotate-cost's numbers);
-      * on functions: `nn.model` (the configuration, a dictionary);
+        between layers) and `nn.cost` (`#nn.cost`,
+        bitpipe-annotate-cost's numbers);
+      * on functions: `nn.model` (`#nn.model`, the configuration);
       * on function arguments: `nn.param` (a parameter's name), `nn.init`
-        (`{kind = "normal", std = ...}`, `{kind = "zeros"}` or
-        `{kind = "ones"}`) and `nn.input` ("tokens" or "labels").
+        (`#nn.init<normal, std = ...>`, `#nn.init<zeros>` or
+        `#nn.init<ones>`) and `nn.input` ("tokens" or "labels").
   }];
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let useDefaultAttributePrinterParser = 1;
+
+  let extraClassDeclaration = [{
+  private:
+    void registerAttributes();
+
+  public:
+  }];
 }
 
 class NN_Op<string mnemonic, list<Trait> traits = []>

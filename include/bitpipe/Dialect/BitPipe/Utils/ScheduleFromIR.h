@@ -2,22 +2,23 @@
 //
 // After bitpipe-schedule the per-rank `bitpipe.program`s are the source of
 // truth for the order of a training step; passes that measure or check that
-// order (bitpipe-simulate, bitpipe-insert-transfers, bitpipe-verify) read
-// it back into a `sched::Schedule` here and hand it to the schedule library,
-// instead of regenerating it from a name. The conversions between the
-// library's `sched::Placement` and `#bitpipe.placement` live here too, so
-// that the library stays the one definition of every placement.
+// order (bitpipe-simulate, bitpipe-insert-transfers, bitpipe-verify) and the
+// lowering to the runtime read it back into a `sched::Schedule` here and
+// hand it to the schedule library, instead of regenerating it from a name.
+//
+// A library of its own (BitPipeProgramReader), apart from the passes, so
+// that the conversions can read the programs without linking every pass.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_TRANSFORMS_SCHEDULEFROMIR_H
-#define BITPIPE_TRANSFORMS_SCHEDULEFROMIR_H
+#ifndef BITPIPE_DIALECT_BITPIPE_UTILS_SCHEDULEFROMIR_H
+#define BITPIPE_DIALECT_BITPIPE_UTILS_SCHEDULEFROMIR_H
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
-#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
-#include "bitpipe/Schedule/GradientSync.h"
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Schedule/Comms.h"
+#include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,16 +28,6 @@
 
 namespace bitpipe {
 
-/// On a stage function: its stage number (written by bitpipe-partition).
-inline constexpr llvm::StringLiteral kStageAttrName = attr::kStage;
-/// On a stage function: the sorted devices that hold a replica of it
-/// (written by bitpipe-place).
-inline constexpr llvm::StringLiteral kDevicesAttrName = attr::kDevices;
-/// On a stage function argument: a training input, "tokens" or "labels".
-inline constexpr llvm::StringLiteral kInputArgAttrName = attr::kInput;
-/// On a stage function argument: a parameter, by name.
-inline constexpr llvm::StringLiteral kParamArgAttrName = attr::kParam;
-
 /// The functions of `module` that carry `bitpipe.stage`, indexed by stage.
 /// Fails, with an error at the offending function, when a stage number is
 /// negative, repeated, or leaves a gap; returns an empty list when the
@@ -44,19 +35,9 @@ inline constexpr llvm::StringLiteral kParamArgAttrName = attr::kParam;
 mlir::FailureOr<llvm::SmallVector<mlir::func::FuncOp>>
 collectStageFunctions(mlir::ModuleOp module);
 
-/// `#bitpipe.placement` of a library placement. Returns null (after an
-/// error at `loc`) when the kind has no dialect spelling.
-bp::PlacementAttr toPlacementAttr(mlir::Location loc,
-                                  const sched::Placement &placement);
-/// The library placement of `#bitpipe.placement`.
-sched::Placement toSchedPlacement(bp::PlacementAttr attr);
-/// True when both map every stage of every pipeline to the same device.
-bool samePlacement(const sched::Placement &a, const sched::Placement &b);
-
-/// `bitpipe.schedule`'s value for `schedule` (everything the programs do
-/// not say: name, micro-batch count and pipelines, split backward, note).
-mlir::DictionaryAttr toScheduleAttr(mlir::MLIRContext *context,
-                                    const sched::Schedule &schedule);
+/// The module's `bitpipe.schedule` (the dialect has verified it). Fails,
+/// with an error at the module, when it is absent.
+mlir::FailureOr<bp::ScheduleAttr> readScheduleAttr(mlir::ModuleOp module);
 
 /// The world of `module`: the placement's D devices times
 /// `bitpipe.data_parallel` copies (1 when absent). Fails, with an error,
@@ -90,8 +71,8 @@ struct ProgramSteps {
   std::vector<sched::Action> actions;
   llvm::SmallVector<mlir::Operation *> ops;
 };
-mlir::FailureOr<ProgramSteps> readProgramSteps(bp::ProgramOp program,
-                                               const sched::Placement &placement);
+mlir::FailureOr<ProgramSteps>
+readProgramSteps(bp::ProgramOp program, const sched::Placement &placement);
 /// True once bitpipe-insert-transfers has bound the programs: some compute
 /// op names its callee. Bound programs carry their transfers; unbound ones
 /// leave them to the library (sched::lowerComms).
@@ -130,4 +111,4 @@ readCommProgramFromIR(mlir::ModuleOp module, const sched::Schedule &schedule,
 
 } // namespace bitpipe
 
-#endif // BITPIPE_TRANSFORMS_SCHEDULEFROMIR_H
+#endif // BITPIPE_DIALECT_BITPIPE_UTILS_SCHEDULEFROMIR_H

@@ -1,0 +1,129 @@
+//===- NNAttrs.td - nn attributes --------------------------*- tablegen -*-===//
+//
+// The typed values of the discardable attributes model IR carries
+// (NNAttrNames.h names them; the dialect verifies where each may appear).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_DIALECT_NN_NNATTRS_TD
+#define BITPIPE_DIALECT_NN_NNATTRS_TD
+
+include "bitpipe/Dialect/NN/IR/NNDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+class NN_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<NN_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+//===----------------------------------------------------------------------===//
+// nn.cost
+//===----------------------------------------------------------------------===//
+
+def NN_CostAttr : NN_Attr<"Cost", "cost"> {
+  let summary = "what one forward op costs, per micro-batch";
+  let description = [{
+    bitpipe-annotate-cost's numbers for one nn forward op (CostModel.h says
+    what each counts): forward and backward FLOPs, the bytes of the
+    parameters it reads and of the activations its backward keeps.
+
+    ```mlir
+    nn.gelu %h {nn.cost = #nn.cost<fwd_flops = 512, bwd_flops = 1024,
+                                   param_bytes = 0, act_bytes = 256>} ...
+    ```
+  }];
+  let parameters = (ins "int64_t":$fwd_flops, "int64_t":$bwd_flops,
+                        "int64_t":$param_bytes, "int64_t":$act_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// nn.model
+//===----------------------------------------------------------------------===//
+
+def NN_ModelAttr : NN_Attr<"Model", "model"> {
+  let summary = "the configuration a model function was built from";
+  let description = [{
+    On the model function (bitpipe-import): the hyper-parameters the
+    partitioner, the cost summary and the runtime's manifest read. `family`
+    is the importer's model family ("gpt", "bert"); the runtime decides
+    what it supports.
+
+    ```mlir
+    func.func @gpt(...) attributes {nn.model = #nn.model<family = "gpt",
+        layers = 4, hidden = 64, heads = 4, vocab = 256, max_positions = 64,
+        seq_len = 32, microbatch_size = 4>}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"model family">:$family,
+                        "int64_t":$layers, "int64_t":$hidden,
+                        "int64_t":$heads, "int64_t":$vocab,
+                        "int64_t":$max_positions, "int64_t":$seq_len,
+                        "int64_t":$microbatch_size);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// nn.init
+//===----------------------------------------------------------------------===//
+
+def NN_InitKind : I32EnumAttr<"InitKind", "how a parameter starts", [
+      I32EnumAttrCase<"Normal", 0, "normal">,
+      I32EnumAttrCase<"Zeros", 1, "zeros">,
+      I32EnumAttrCase<"Ones", 2, "ones">,
+    ]> {
+  let cppNamespace = "::bitpipe::nn";
+  let genSpecializedAttr = 0;
+}
+
+// A double (held as an APFloat, which storage keys can hash), printed so
+// that it reads back bit for bit.
+def NN_StdParameter
+    : OptionalParameter<"std::optional<::llvm::APFloat>",
+                        "standard deviation of a normal initialiser"> {
+  let parser = "::bitpipe::nn::parseStd($_parser)";
+  let printer = "$_printer.printFloat(*$_self)";
+}
+
+def NN_InitAttr : NN_Attr<"Init", "init"> {
+  let summary = "how a parameter argument is initialised";
+  let description = [{
+    On every `nn.param` argument of model IR: `normal` (mean 0, standard
+    deviation `std`, which it needs), `zeros` or `ones` (no `std`). The
+    runtime initialises the parameter so (DESIGN.md: normal(0, 0.02) for
+    weights, scaled for residual projections; zero biases; unit gains).
+
+    ```mlir
+    tensor<256x64xf32> {nn.init = #nn.init<normal, std = 2.000000e-02>,
+                        nn.param = "embed.tokens"}
+    tensor<64xf32> {nn.init = #nn.init<ones>, nn.param = "ln.weight"}
+    ```
+  }];
+  let parameters = (ins EnumParameter<NN_InitKind>:$kind,
+                        NN_StdParameter:$std);
+  let assemblyFormat = "`<` $kind (`,` `std` `=` $std^)? `>`";
+  let genVerifyDecl = 1;
+
+  let builders = [
+    AttrBuilder<(ins "InitKind":$kind, "std::optional<double>":$stdDev), [{
+      std::optional<::llvm::APFloat> std;
+      if (stdDev)
+        std = ::llvm::APFloat(*stdDev);
+      return $_get($_ctxt, kind, std);
+    }]>,
+  ];
+
+  let extraClassDeclaration = [{
+    /// The standard deviation of a normal initialiser, as a double.
+    std::optional<double> getStdDev() const {
+      if (std::optional<::llvm::APFloat> std = getStd())
+        return std->convertToDouble();
+      return std::nullopt;
+    }
+  }];
+}
+
+#endif // BITPIPE_DIALECT_NN_NNATTRS_TD

@@ -1,0 +1,244 @@
+//===- CommsFromIR.cpp - The transfers of the programs, for the library ---===//
+//
+// readCommProgramFromIR: the sends, receives and local copies of bound
+// programs as the schedule library's CommProgram, with the op behind every
+// item, so that the library's findings (unmatched or misordered channels,
+// deadlocks) are reported at the ops they are about.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+
+using namespace mlir;
+using namespace bitpipe;
+
+namespace {
+
+/// What a transfer op says about the hand-off it carries.
+struct TransferKey {
+  bool gradient;
+  int64_t microbatch, stage, src, dst;
+  auto tie() const {
+    return std::make_tuple(gradient, microbatch, stage, src, dst);
+  }
+  bool operator<(const TransferKey &o) const { return tie() < o.tie(); }
+};
+
+/// Builds the library's CommProgram of one module, program by program.
+class CommReader {
+public:
+  CommReader(const sched::Schedule &schedule) : schedule(schedule) {
+    result.program.ranks.resize(schedule.numRanks());
+    result.ops.resize(schedule.numRanks());
+    result.steps.resize(schedule.numRanks());
+  }
+
+  /// Reads the program of device `rank` of a pipeline copy whose ranks start
+  /// at `offset` (peers are translated to the copy's device numbers).
+  LogicalResult read(int rank, bp::ProgramOp program, int offset);
+  IRCommProgram take() { return std::move(result); }
+
+private:
+  /// The transfer `key` names, created on first sight; fails at `op` when
+  /// its stage or micro-batch does not exist.
+  FailureOr<int> transferOf(Operation *op, const TransferKey &key);
+  /// The step of `rank` that uses a value `op` defines: the first user
+  /// among the steps, or else the first step after `op`.
+  FailureOr<int> consumerStep(int rank, Operation *op);
+
+  const sched::Schedule &schedule;
+  IRCommProgram result;
+  std::map<TransferKey, int> transfers;
+  llvm::DenseMap<Operation *, int> stepIndex;
+};
+
+FailureOr<int> CommReader::transferOf(Operation *op, const TransferKey &key) {
+  auto [it, inserted] = transfers.try_emplace(key, -1);
+  if (!inserted)
+    return it->second;
+  const int numStages = schedule.placement.numStages;
+  int64_t to = key.gradient ? key.stage - 1 : key.stage + 1;
+  if (key.microbatch >= schedule.numMicrobatches || key.stage >= numStages ||
+      to < 0 || to >= numStages)
+    return op->emitOpError()
+           << "moves the " << (key.gradient ? "gradient" : "activation")
+           << " of stage " << key.stage << " micro-batch " << key.microbatch
+           << ", but no such hand-off exists between the schedule's "
+           << numStages << " stages and " << schedule.numMicrobatches
+           << " micro-batches";
+  sched::Transfer t;
+  t.gradient = key.gradient;
+  t.microbatch = key.microbatch;
+  t.fromStage = key.stage;
+  t.toStage = to;
+  t.src = key.src;
+  t.dst = key.dst;
+  it->second = static_cast<int>(result.program.transfers.size());
+  result.program.transfers.push_back(t);
+  result.sendOps.emplace_back();
+  result.recvOps.emplace_back();
+  return it->second;
+}
+
+FailureOr<int> CommReader::consumerStep(int rank, Operation *op) {
+  std::optional<int> first;
+  for (Operation *user : op->getUsers())
+    if (auto it = stepIndex.find(user); it != stepIndex.end())
+      first = first ? std::min(*first, it->second) : it->second;
+  if (first)
+    return *first;
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode())
+    if (auto it = stepIndex.find(next); it != stepIndex.end())
+      return it->second;
+  return op->emitOpError() << "on rank " << rank
+                           << " has no compute step after it to receive for";
+}
+
+LogicalResult CommReader::read(int rank, bp::ProgramOp program, int offset) {
+  Block &body = program.getBody().front();
+  int numDevices = schedule.numRanks();
+  // The steps as readScheduleFromIR counts them: a run of bucketed
+  // all-reduces is one step, named by its first op.
+  FailureOr<ProgramSteps> programSteps =
+      readProgramSteps(program, schedule.placement);
+  if (failed(programSteps))
+    return failure();
+  for (auto [index, op] : llvm::enumerate(programSteps->ops)) {
+    stepIndex[op] = static_cast<int>(index);
+    result.steps[rank].push_back(op);
+  }
+  // A transfer's peer, as a device of this copy.
+  auto devicePeer = [&](Operation *op, int64_t peer) -> FailureOr<int> {
+    int64_t device = peer - offset;
+    if (device < 0 || device >= numDevices)
+      return op->emitOpError()
+             << "on rank " << rank + offset << " talks to rank " << peer
+             << ", outside its pipeline copy (ranks " << offset << ".."
+             << offset + numDevices - 1 << ")";
+    return static_cast<int>(device);
+  };
+  std::vector<sched::CommAction> &items = result.program.ranks[rank];
+  std::vector<Operation *> &ops = result.ops[rank];
+  int lastStep = -1;
+  // Appends a transfer item, or folds a further tensor of the hand-off the
+  // previous item carries into it.
+  auto addTransfer = [&](Operation *op, sched::CommKind kind, int id,
+                         int actionIndex, int peer) {
+    if (!items.empty() && items.back().transfer == id &&
+        items.back().kind == kind)
+      return;
+    sched::CommAction item;
+    item.kind = kind;
+    item.action = result.program.transfers[id].producer();
+    item.actionIndex = actionIndex;
+    item.transfer = id;
+    item.peer = peer;
+    items.push_back(item);
+    ops.push_back(op);
+  };
+  // The step that defines `value`, or else the last step before the use.
+  auto producerStep = [&](Value value) {
+    if (Operation *def = value.getDefiningOp())
+      if (auto it = stepIndex.find(def); it != stepIndex.end())
+        return it->second;
+    return lastStep;
+  };
+
+  for (Operation &op : body) {
+    if (auto it = stepIndex.find(&op); it != stepIndex.end()) {
+      lastStep = it->second;
+      const sched::Action &action = schedule.ranks[rank][lastStep];
+      sched::CommAction item;
+      item.kind = action.kind == sched::ActionKind::AllReduce
+                      ? sched::CommKind::AllReduce
+                      : sched::CommKind::Compute;
+      item.action = action;
+      item.actionIndex = lastStep;
+      items.push_back(item);
+      ops.push_back(&op);
+      continue;
+    }
+    if (auto send = dyn_cast<bp::SendOp>(op)) {
+      bool gradient = send.getKind() == bp::TransferKind::Gradient;
+      FailureOr<int> peer = devicePeer(send, send.getPeer());
+      if (failed(peer))
+        return failure();
+      FailureOr<int> id = transferOf(
+          send, {gradient, send.getMicrobatch(), send.getStage(), rank, *peer});
+      if (failed(id))
+        return failure();
+      int producer = producerStep(send.getValue());
+      sched::Transfer &t = result.program.transfers[*id];
+      t.producerIndex = producer;
+      result.sendOps[*id].push_back(send);
+      addTransfer(send,
+                  gradient ? sched::CommKind::SendB : sched::CommKind::SendF,
+                  *id, producer, *peer);
+    } else if (auto recv = dyn_cast<bp::RecvOp>(op)) {
+      bool gradient = recv.getKind() == bp::TransferKind::Gradient;
+      FailureOr<int> peer = devicePeer(recv, recv.getPeer());
+      if (failed(peer))
+        return failure();
+      FailureOr<int> id = transferOf(
+          recv, {gradient, recv.getMicrobatch(), recv.getStage(), *peer, rank});
+      if (failed(id))
+        return failure();
+      FailureOr<int> consumer = consumerStep(rank, recv);
+      if (failed(consumer))
+        return failure();
+      result.program.transfers[*id].consumerIndex = *consumer;
+      result.recvOps[*id].push_back(recv);
+      addTransfer(recv,
+                  gradient ? sched::CommKind::RecvB : sched::CommKind::RecvF,
+                  *id, *consumer, *peer);
+    } else if (auto copy = dyn_cast<bp::LocalCopyOp>(op)) {
+      bool gradient = copy.getKind() == bp::TransferKind::Gradient;
+      FailureOr<int> id = transferOf(
+          copy, {gradient, copy.getMicrobatch(), copy.getStage(), rank, rank});
+      if (failed(id))
+        return failure();
+      FailureOr<int> consumer = consumerStep(rank, copy);
+      if (failed(consumer))
+        return failure();
+      int producer = producerStep(copy.getValue());
+      sched::Transfer &t = result.program.transfers[*id];
+      t.producerIndex = producer;
+      t.consumerIndex = *consumer;
+      result.sendOps[*id].push_back(copy);
+      result.recvOps[*id].push_back(copy);
+      addTransfer(copy,
+                  gradient ? sched::CommKind::LocalCopyB
+                           : sched::CommKind::LocalCopyF,
+                  *id, producer, -1);
+    }
+  }
+  return success();
+}
+
+} // namespace
+
+FailureOr<IRCommProgram>
+bitpipe::readCommProgramFromIR(ModuleOp module, const sched::Schedule &schedule,
+                               int copy) {
+  CommReader reader(schedule);
+  int numDevices = schedule.numRanks();
+  int offset = copy * numDevices;
+  // readScheduleFromIR has checked that the ranks cover the world.
+  for (auto program : module.getOps<bp::ProgramOp>()) {
+    int64_t rank = program.getRank();
+    if (rank < offset || rank >= offset + numDevices)
+      continue;
+    if (failed(reader.read(static_cast<int>(rank - offset), program, offset)))
+      return failure();
+  }
+  return reader.take();
+}

@@ -1,0 +1,216 @@
+//===- ScheduleFromIR.cpp - The schedule library's view of the IR ---------===//
+//
+// The world, the placement and the per-rank steps of a module, read back
+// into the schedule library's types (the transfers: CommsFromIR.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace mlir;
+using namespace bitpipe;
+
+FailureOr<bp::ScheduleAttr> bitpipe::readScheduleAttr(ModuleOp module) {
+  auto schedule = module->getAttrOfType<bp::ScheduleAttr>(
+      bp::BitPipeDialect::kScheduleAttrName);
+  if (!schedule)
+    return module.emitError()
+           << "has no '" << bp::BitPipeDialect::kScheduleAttrName
+           << "'; run bitpipe-schedule first";
+  return schedule;
+}
+
+FailureOr<sched::World> bitpipe::readWorld(ModuleOp module) {
+  auto placement = module->getAttrOfType<bp::PlacementAttr>(
+      bp::BitPipeDialect::kPlacementAttrName);
+  if (!placement)
+    return module.emitError()
+           << "has no '" << bp::BitPipeDialect::kPlacementAttrName
+           << "'; run bitpipe-place first";
+  sched::World world;
+  world.pipelineDevices = placement.getDevices();
+  if (auto copies = module->getAttrOfType<IntegerAttr>(
+          bp::BitPipeDialect::kDataParallelAttrName))
+    world.dataParallel = copies.getInt();
+  // The dialect verifier checks the two agree when both are there; a world
+  // size without a copy count must still be one copy.
+  if (auto size = module->getAttrOfType<IntegerAttr>(
+          bp::BitPipeDialect::kWorldSizeAttrName);
+      size && size.getInt() != world.size())
+    return module.emitError()
+           << "has '" << bp::BitPipeDialect::kWorldSizeAttrName
+           << "' = " << size.getInt() << ", but " << world.dataParallel
+           << " cop" << (world.dataParallel == 1 ? "y" : "ies") << " of "
+           << world.pipelineDevices << " devices make " << world.size()
+           << " ranks; set '" << bp::BitPipeDialect::kDataParallelAttrName
+           << "' (bitpipe-place dp=K)";
+  return world;
+}
+
+FailureOr<ProgramSteps>
+bitpipe::readProgramSteps(bp::ProgramOp program,
+                          const sched::Placement &placement) {
+  ProgramSteps steps;
+  std::vector<std::vector<int>> groups = placement.replicaGroups();
+  // The open run of bucketed all-reduces: replica group -> its AR step.
+  std::map<std::vector<int>, size_t> run;
+  auto push = [&](sched::Action action, Operation *op) {
+    steps.actions.push_back(std::move(action));
+    steps.ops.push_back(op);
+  };
+  for (Operation &op : program.getBody().front()) {
+    auto ar = dyn_cast<bp::AllReduceStartOp>(op);
+    if (!ar || !ar.isBucketed()) {
+      // Only compute steps and markers end a run of buckets: transfers,
+      // waits and inputs between two buckets do not make a new sync point.
+      if (isa<bp::ForwardOp, bp::BackwardOp, bp::WeightGradOp,
+              bp::AllReduceStartOp>(op))
+        run.clear();
+    }
+    LogicalResult read =
+        llvm::TypeSwitch<Operation *, LogicalResult>(&op)
+            .Case([&](bp::ForwardOp f) {
+              push(sched::Action::forward(f.getMicrobatch(), f.getStage()), f);
+              return success();
+            })
+            .Case([&](bp::BackwardOp b) {
+              push(sched::Action::backward(b.getMicrobatch(), b.getStage()), b);
+              return success();
+            })
+            .Case([&](bp::WeightGradOp w) {
+              push(sched::Action::weightGrad(w.getMicrobatch(), w.getStage()),
+                   w);
+              return success();
+            })
+            .Case([&](bp::AllReduceStartOp start) -> LogicalResult {
+              ArrayRef<int64_t> stages = start.getStages();
+              if (!start.isBucketed()) {
+                push(sched::Action::allReduce(
+                         std::vector<int>(stages.begin(), stages.end())),
+                     start);
+                return success();
+              }
+              for (int64_t stage : stages) {
+                if (stage >= placement.numStages)
+                  return start.emitOpError()
+                         << "names stage " << stage << ", but the placement "
+                         << "has " << placement.numStages << " stages";
+                auto [it, fresh] =
+                    run.try_emplace(groups[stage], steps.actions.size());
+                if (fresh)
+                  push(sched::Action::allReduce({}), start);
+                std::vector<int> &have = steps.actions[it->second].stages;
+                auto pos = std::lower_bound(have.begin(), have.end(), stage);
+                if (pos == have.end() || *pos != stage)
+                  have.insert(pos, static_cast<int>(stage));
+              }
+              return success();
+            })
+            // Not steps of the schedule: data movement and the end of
+            // the step, derived from it by later passes.
+            .Case<bp::LoadInputOp, bp::SendOp, bp::RecvOp, bp::LocalCopyOp,
+                  bp::AllReduceWaitOp, bp::OptimizerStepOp>(
+                [](Operation *) { return success(); })
+            .Default([](Operation *other) {
+              return other->emitError()
+                     << "cannot be read as a step of the schedule";
+            });
+    if (failed(read))
+      return failure();
+  }
+  return steps;
+}
+
+FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
+  // The attributes' verifiers have checked both; here only their presence
+  // matters.
+  auto placement = module->getAttrOfType<bp::PlacementAttr>(
+      bp::BitPipeDialect::kPlacementAttrName);
+  if (!placement)
+    return module.emitError()
+           << "has no '" << bp::BitPipeDialect::kPlacementAttrName
+           << "'; run bitpipe-place and bitpipe-schedule first";
+  FailureOr<bp::ScheduleAttr> info = readScheduleAttr(module);
+  if (failed(info))
+    return failure();
+  FailureOr<sched::World> world = readWorld(module);
+  if (failed(world))
+    return failure();
+
+  sched::Schedule schedule;
+  info->applyTo(schedule);
+  schedule.placement = placement.toSched();
+
+  // One program per rank of the world (the program verifier rejects
+  // duplicates and ranks beyond bitpipe.world_size).
+  const int ranks = world->size();
+  SmallVector<bp::ProgramOp> programs(ranks);
+  for (auto program : module.getOps<bp::ProgramOp>()) {
+    int64_t rank = program.getRank();
+    if (rank >= ranks)
+      return program.emitError()
+             << "has rank " << rank << ", but the world has " << ranks
+             << " ranks (" << world->dataParallel << " x "
+             << world->pipelineDevices << " devices)";
+    programs[rank] = program;
+  }
+  for (auto [rank, program] : llvm::enumerate(programs))
+    if (!program)
+      return module.emitError()
+             << "has no bitpipe.program for rank " << rank << " of the "
+             << "world's " << ranks << " ranks (" << world->dataParallel
+             << " x " << world->pipelineDevices << " devices)";
+
+  schedule.ranks.resize(world->pipelineDevices);
+  for (auto [rank, program] : llvm::enumerate(programs)) {
+    FailureOr<ProgramSteps> steps =
+        readProgramSteps(program, schedule.placement);
+    if (failed(steps))
+      return failure();
+    int device = world->device(rank);
+    if (world->copy(rank) == 0) {
+      schedule.ranks[device] = std::move(steps->actions);
+      continue;
+    }
+    // Copies run their device's program; anything else is another
+    // schedule, which the one-copy view would hide.
+    const std::vector<sched::Action> &want = schedule.ranks[device];
+    size_t n = std::min(want.size(), steps->actions.size());
+    size_t k = 0;
+    while (k < n && want[k] == steps->actions[k])
+      ++k;
+    if (k == n && want.size() == steps->actions.size())
+      continue;
+    InFlightDiagnostic diag = program.emitError();
+    diag << "is rank " << rank << ", device " << device << " of data-parallel "
+         << "copy " << world->copy(rank) << ", but its ";
+    if (k < n)
+      diag << "step " << k << " is " << steps->actions[k].str()
+           << " where rank " << device << " runs " << want[k].str();
+    else
+      diag << "program has " << steps->actions.size() << " steps where rank "
+           << device << "'s has " << want.size();
+    diag << "; expected every copy to run its device's program";
+    return diag;
+  }
+  return schedule;
+}
+
+bool bitpipe::hasBoundPrograms(ModuleOp module) {
+  for (auto program : module.getOps<bp::ProgramOp>())
+    for (Operation &op : program.getBody().front())
+      if (llvm::TypeSwitch<Operation *, bool>(&op)
+              .Case<bp::ForwardOp, bp::BackwardOp, bp::WeightGradOp>(
+                  [](auto compute) { return bool(compute.getCalleeAttr()); })
+              .Default(false))
+        return true;
+  return false;
+}

@@ -1,0 +1,191 @@
+//===- Registry.cpp - Every schedule, in one table ------------------------===//
+
+#include "bitpipe/Schedule/Registry.h"
+
+#include "Generators/GeneratorUtil.h"
+#include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Schedule/Placement.h"
+
+#include <climits>
+
+namespace bitpipe::sched {
+
+namespace {
+
+// The generators that take no chunk count ignore the registry's (always 1
+// or "fixed by the placement").
+Result<Schedule> gpipe(int d, int n, int) { return generateGPipe(d, n); }
+Result<Schedule> oneFOneB(int d, int n, int) { return generateOneFOneB(d, n); }
+Result<Schedule> interleaved(int d, int n, int v) {
+  return generateInterleaved1F1B(d, n, v);
+}
+Result<Schedule> chimera(int d, int n, int) { return generateChimera(d, n); }
+Result<Schedule> bitPipe(int d, int n, int) { return generateBitPipe(d, n); }
+Result<Schedule> zbH1(int d, int n, int) { return generateZeroBubbleH1(d, n); }
+
+} // namespace
+
+const std::vector<ScheduleInfo> &schedules() {
+  // clang-format off
+  static const std::vector<ScheduleInfo> table = {
+    // name, summary,
+    //   placement, splits backward, even D, chunks min/max/default,
+    //   min N, default N per device, generator
+    {"gpipe", "all forwards, then all backwards (GPipe)",
+     PlacementKind::Loop, false, false, 1, 1, 1, 1, 2, gpipe},
+    {"1f1b", "one forward, one backward (PipeDream-flush, DAPPLE)",
+     PlacementKind::Loop, false, false, 1, 1, 1, 1, 2, oneFOneB},
+    {"interleaved-1f1b", "1F1B over v chunks per device (Megatron-LM)",
+     PlacementKind::Loop, false, false, 2, INT_MAX, 2, 1, 2, interleaved},
+    {"chimera", "two mirrored pipelines (Chimera)",
+     PlacementKind::Bidirectional, false, true, 0, 0, 0, 1, 2, chimera},
+    {"bitpipe", "two mirrored V-shaped pipelines, eager all-reduce (BitPipe)",
+     PlacementKind::BidirectionalV, false, true, 0, 0, 0, 1, 2, bitPipe},
+    {"zb-h1", "1F1B with the weight gradient split off and deferred (ZB-H1)",
+     PlacementKind::Loop, true, false, 1, 1, 1, 1, 2, zbH1},
+  };
+  // clang-format on
+  return table;
+}
+
+const ScheduleInfo *findSchedule(const std::string &name) {
+  for (const ScheduleInfo &info : schedules())
+    if (name == info.name)
+      return &info;
+  return nullptr;
+}
+
+const std::vector<std::string> &scheduleNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const ScheduleInfo &info : schedules())
+      out.push_back(info.name);
+    return out;
+  }();
+  return names;
+}
+
+const std::string &scheduleNameList() {
+  static const std::string list = [] {
+    std::string out;
+    for (const std::string &name : scheduleNames())
+      out += (out.empty() ? "" : ", ") + name;
+    return out;
+  }();
+  return list;
+}
+
+const std::string &scheduleOptionHelp() {
+  static const std::string help =
+      "The schedule (required): one of " + scheduleNameList();
+  return help;
+}
+
+namespace {
+
+std::string fieldName(const char *prefix, const char *name) {
+  return std::string(prefix) + name;
+}
+
+/// The checks of a complete request (no defaults left to fill), against
+/// its entry; empty when it passes.
+std::string checkComplete(const ScheduleInfo &info, int devices,
+                          int microbatches, int chunksPerDevice,
+                          const char *prefix) {
+  const std::string name = info.name;
+  // Counts first, then what the schedule asks of them.
+  if (devices < 1)
+    return fieldName(prefix, option::kDevices) + " must be at least 1, got " +
+           std::to_string(devices);
+  if (microbatches < info.minMicrobatches)
+    return fieldName(prefix, option::kMicrobatches) + " must be at least " +
+           std::to_string(info.minMicrobatches) + ", got " +
+           std::to_string(microbatches);
+  if (info.evenDevices && devices % 2 != 0)
+    return fieldName(prefix, option::kDevices) + " must be even: " + name +
+           " needs an even number of devices (its two pipelines pair device "
+           "r with device D-1-r), got " +
+           std::to_string(devices);
+  if (!info.takesChunks()) {
+    if (chunksPerDevice != 0)
+      return fieldName(prefix, option::kChunksPerDevice) + "=" +
+             std::to_string(chunksPerDevice) + " does not apply to schedule '" +
+             name + "', whose " + placementKindName(info.placement) +
+             " placement fixes the chunks per device";
+    return {};
+  }
+  if (info.minChunks == info.maxChunks && chunksPerDevice != info.minChunks)
+    return fieldName(prefix, option::kChunksPerDevice) + "=" +
+           std::to_string(chunksPerDevice) + " does not apply to schedule '" +
+           name + "', which runs " + std::to_string(info.minChunks) +
+           " chunk per device (interleaved-1f1b runs several)";
+  if (chunksPerDevice < info.minChunks)
+    return fieldName(prefix, option::kChunksPerDevice) + " must be at least " +
+           std::to_string(info.minChunks) + " for " + name +
+           " (use 1f1b for 1), got " + std::to_string(chunksPerDevice);
+  if (chunksPerDevice > info.maxChunks)
+    return fieldName(prefix, option::kChunksPerDevice) + " must be at most " +
+           std::to_string(info.maxChunks) + " for " + name + ", got " +
+           std::to_string(chunksPerDevice);
+  return {};
+}
+
+std::string unknownSchedule(const std::string &name, const char *prefix) {
+  if (name.empty())
+    return fieldName(prefix, option::kSchedule) + " is required (one of " +
+           scheduleNameList() + ")";
+  return "unknown " + fieldName(prefix, option::kSchedule) + " '" + name +
+         "' (expected one of " + scheduleNameList() + ")";
+}
+
+} // namespace
+
+std::string detail::checkArguments(const std::string &name, int devices,
+                                   int microbatches, int chunksPerDevice) {
+  const ScheduleInfo *info = findSchedule(name);
+  if (!info)
+    return unknownSchedule(name, "");
+  return checkComplete(*info, devices, microbatches, chunksPerDevice, "");
+}
+
+Result<ScheduleOptions> validate(const ScheduleOptions &request,
+                                 const char *flagPrefix) {
+  const ScheduleInfo *info = findSchedule(request.schedule);
+  if (!info)
+    return Result<ScheduleOptions>::failure(
+        unknownSchedule(request.schedule, flagPrefix));
+  if (request.dataParallel < 1)
+    return Result<ScheduleOptions>::failure(
+        fieldName(flagPrefix, option::kDataParallel) +
+        " must be at least 1, got " + std::to_string(request.dataParallel));
+  ScheduleOptions done = request;
+  if (!done.microbatches)
+    done.microbatches = info->defaultMicrobatchesPerDevice * request.devices;
+  if (!done.chunksPerDevice)
+    done.chunksPerDevice = info->defaultChunks;
+  std::string error = checkComplete(*info, done.devices, *done.microbatches,
+                                    *done.chunksPerDevice, flagPrefix);
+  if (!error.empty())
+    return Result<ScheduleOptions>::failure(std::move(error));
+  return Result<ScheduleOptions>::success(std::move(done));
+}
+
+Result<Placement> schedulePlacement(const ScheduleOptions &request) {
+  Result<ScheduleOptions> done = validate(request);
+  if (!done)
+    return Result<Placement>::failure(done.error);
+  const ScheduleInfo &info = *findSchedule(done->schedule);
+  return makePlacement(info.placement, done->devices,
+                       info.takesChunks() ? *done->chunksPerDevice : 1);
+}
+
+Result<Schedule> generateSchedule(const ScheduleOptions &request) {
+  Result<ScheduleOptions> done = validate(request);
+  if (!done)
+    return Result<Schedule>::failure(done.error);
+  const ScheduleInfo &info = *findSchedule(done->schedule);
+  return info.generate(done->devices, *done->microbatches,
+                       *done->chunksPerDevice);
+}
+
+} // namespace bitpipe::sched

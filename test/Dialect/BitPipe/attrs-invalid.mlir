@@ -1,0 +1,45 @@
+// RUN: bitpipe-opt %s -split-input-file -verify-diagnostics
+
+// #bitpipe.schedule checks its own fields when it is built (parsed or
+// created); the dialect checks it against the module's placement.
+
+// expected-error @+1 {{#bitpipe.schedule names unknown schedule 'zigzag'; expected one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = #bitpipe.schedule<name = "zigzag", microbatches = 1, microbatch_pipelines = [0], split_backward = false>} {}
+
+// -----
+
+// expected-error @+1 {{#bitpipe.schedule expects at least one micro-batch, got 0}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 0, microbatch_pipelines = [], split_backward = false>} {}
+
+// -----
+
+// expected-error @+1 {{#bitpipe.schedule expects one entry of microbatch_pipelines per micro-batch (3), got 2}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 3, microbatch_pipelines = [0, 0], split_backward = false>} {}
+
+// -----
+
+// expected-error @+1 {{#bitpipe.schedule sends micro-batch 1 through pipeline -1; expected a pipeline index >= 0}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 2, microbatch_pipelines = [0, -1], split_backward = false>} {}
+
+// -----
+
+// expected-error @+2 {{expected 'true' or 'false'}}
+// expected-error @+1 {{failed to parse BitPipe_ScheduleAttr parameter 'split_backward'}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = 1>} {}
+
+// -----
+
+// Every field but the note is required.
+// expected-error @+1 {{struct is missing required parameter: split_backward}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0]>} {}
+
+// -----
+
+// The dialect: the attribute's type, and its pipelines against the placement.
+// expected-error @+1 {{'bitpipe.schedule' expects a #bitpipe.schedule, got {microbatches = 1 : i64, name = "1f1b"}}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64}} {}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.schedule' sends micro-batch 2 through pipeline 2, but the placement has 2}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "bidirectional", devices = 2, pipelines = [[0, 1], [1, 0]]>, bitpipe.schedule = #bitpipe.schedule<name = "chimera", microbatches = 3, microbatch_pipelines = [0, 1, 2], split_backward = false>} {}

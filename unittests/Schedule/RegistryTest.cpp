@@ -1,0 +1,129 @@
+//===- RegistryTest.cpp - The schedule registry and its requests ----------===//
+//
+// The table must say what its generators do (placement, split backward,
+// default N), and validate() must name the option and what it expects.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/ScheduleFlags.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace bitpipe::sched;
+
+namespace {
+
+/// validate()'s message for `request`; empty when it passes.
+std::string errorOf(const ScheduleOptions &request, const char *prefix = "") {
+  Result<ScheduleOptions> done = validate(request, prefix);
+  return done.ok() ? std::string() : done.error;
+}
+
+} // namespace
+
+TEST(Registry, EveryEntryDescribesItsGenerator) {
+  for (const ScheduleInfo &info : schedules())
+    for (int devices : {2, 4}) {
+      SCOPED_TRACE(std::string(info.name) + " D=" + std::to_string(devices));
+      ScheduleOptions request{info.name, devices};
+      Result<ScheduleOptions> done = validate(request);
+      ASSERT_TRUE(done.ok()) << done.error;
+      EXPECT_EQ(*done->microbatches,
+                info.defaultMicrobatchesPerDevice * devices);
+      EXPECT_EQ(*done->chunksPerDevice, info.defaultChunks);
+
+      Result<Schedule> s = generateSchedule(request);
+      ASSERT_TRUE(s.ok()) << s.error;
+      EXPECT_EQ(s->name, info.name);
+      EXPECT_EQ(s->numMicrobatches, 2 * devices);
+      EXPECT_EQ(s->placement.kind, info.placement);
+      EXPECT_EQ(s->splitBackward, info.splitsBackward);
+      Result<Placement> p = schedulePlacement(request);
+      ASSERT_TRUE(p.ok()) << p.error;
+      EXPECT_TRUE(*p == s->placement);
+      if (info.takesChunks())
+        EXPECT_EQ(p->numStages, devices * info.defaultChunks);
+    }
+}
+
+TEST(Registry, NamesAreUniqueAndListedInOrder) {
+  std::set<std::string> seen;
+  for (const ScheduleInfo &info : schedules()) {
+    EXPECT_TRUE(seen.insert(info.name).second) << info.name;
+    EXPECT_EQ(findSchedule(info.name), &info);
+  }
+  EXPECT_EQ(scheduleNames().size(), schedules().size());
+  EXPECT_EQ(scheduleNameList(),
+            "gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1");
+  EXPECT_EQ(findSchedule("pipedream"), nullptr);
+}
+
+TEST(Registry, ValidateNamesTheOptionAndWhatItExpects) {
+  const std::string names =
+      "gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1";
+  EXPECT_EQ(errorOf({"", 4}), "schedule is required (one of " + names + ")");
+  EXPECT_EQ(errorOf({"zigzag", 4}, "--"),
+            "unknown --schedule 'zigzag' (expected one of " + names + ")");
+  EXPECT_EQ(errorOf({"1f1b", 0}), "devices must be at least 1, got 0");
+  EXPECT_EQ(errorOf({"bitpipe", 3}, "--"),
+            "--devices must be even: bitpipe needs an even number of devices "
+            "(its two pipelines pair device r with device D-1-r), got 3");
+  EXPECT_EQ(errorOf({"gpipe", 2, 0}), "microbatches must be at least 1, got 0");
+  EXPECT_EQ(errorOf({"1f1b", 4, 8, 2}),
+            "chunks-per-device=2 does not apply to schedule '1f1b', which "
+            "runs 1 chunk per device (interleaved-1f1b runs several)");
+  EXPECT_EQ(errorOf({"bitpipe", 4, 8, 2}),
+            "chunks-per-device=2 does not apply to schedule 'bitpipe', whose "
+            "bidirectional-v placement fixes the chunks per device");
+  EXPECT_EQ(errorOf({"interleaved-1f1b", 4, 8, 1}),
+            "chunks-per-device must be at least 2 for interleaved-1f1b (use "
+            "1f1b for 1), got 1");
+  ScheduleOptions noCopies{"1f1b", 2};
+  noCopies.dataParallel = 0;
+  EXPECT_EQ(errorOf(noCopies, "--"), "--dp must be at least 1, got 0");
+  // A loop schedule's one chunk may be said explicitly.
+  EXPECT_EQ(errorOf({"1f1b", 4, 8, 1}), "");
+}
+
+TEST(Registry, GeneratorsRefuseLikeTheRegistry) {
+  EXPECT_EQ(generateBitPipe(3, 6).error, errorOf({"bitpipe", 3, 6}));
+  EXPECT_EQ(generateChimera(4, 0).error, errorOf({"chimera", 4, 0}));
+  EXPECT_EQ(generateInterleaved1F1B(4, 8, 1).error,
+            errorOf({"interleaved-1f1b", 4, 8, 1}));
+  EXPECT_EQ(generateGPipe(0, 4).error, errorOf({"gpipe", 0, 4}));
+}
+
+TEST(ScheduleFlags, FillTheRequestAndLeaveTheRestOpen) {
+  ScheduleOptions request;
+  int repeat = 1;
+  FlagParser flags("test", "");
+  flags.scheduleFlags(&request).flag("--repeat", &repeat, 1);
+  const char *argv[] = {"test", "--schedule", "chimera", "--devices",
+                        "4",    "--repeat",   "3"};
+  ASSERT_TRUE(flags.parse(7, const_cast<char **>(argv)));
+  EXPECT_EQ(request.schedule, "chimera");
+  EXPECT_EQ(request.devices, 4);
+  EXPECT_FALSE(request.microbatches.has_value());
+  EXPECT_FALSE(request.chunksPerDevice.has_value());
+  EXPECT_EQ(repeat, 3);
+}
+
+TEST(ScheduleFlags, RejectMalformedValuesAndUnknownFlags) {
+  ScheduleOptions request;
+  int repeat = 1;
+  FlagParser flags("test", "");
+  flags.scheduleFlags(&request).flag("--repeat", &repeat, 1);
+  const char *bad[] = {"test", "--repeat", "0"};
+  EXPECT_FALSE(flags.parse(3, const_cast<char **>(bad)));
+  const char *word[] = {"test", "--devices", "four"};
+  EXPECT_FALSE(flags.parse(3, const_cast<char **>(word)));
+  const char *unknown[] = {"test", "--zigzag", "1"};
+  EXPECT_FALSE(flags.parse(3, const_cast<char **>(unknown)));
+  const char *missing[] = {"test", "--devices"};
+  EXPECT_FALSE(flags.parse(2, const_cast<char **>(missing)));
+}
