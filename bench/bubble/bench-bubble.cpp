@@ -20,8 +20,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Schedule/Registry.h"
-#include "bitpipe/Schedule/ScheduleFlags.h"
 #include "bitpipe/Schedule/Simulator.h"
+#include "bitpipe/Support/ScheduleCommandLine.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -53,24 +53,33 @@ bool parseName(llvm::StringRef name, ComputeEvent &e) {
          !stage.getAsInteger(10, e.stage);
 }
 
+int fail(const std::string &message) {
+  std::fprintf(stderr, "bench-bubble: %s\n", message.c_str());
+  return 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string tracePath;
-  ScheduleOptions request;
-  int skipSteps = 1;
-  FlagParser flags("bench-bubble", "--trace RUN.json --schedule S --devices D "
-                                   "[--microbatches N] [--chunks-per-device V] "
-                                   "[--skip-steps K]");
-  flags.flag("--trace", &tracePath)
-      .scheduleFlags(&request)
-      .flag("--skip-steps", &skipSteps, 0);
-  if (!flags.parse(argc, argv))
-    return 2;
-  auto fail = [&](const std::string &message) { return flags.fail(message); };
-  if (tracePath.empty())
-    return fail("--trace is required");
-  Result<ScheduleOptions> options = validate(request, "--");
+  namespace cl = llvm::cl;
+  // Only these in --help, not every option libLLVM registers.
+  cl::OptionCategory category("bench-bubble options");
+  cl::opt<std::string> traceFlag("trace", cl::desc("the run's Chrome trace"),
+                                 cl::value_desc("RUN.json"), cl::Required,
+                                 cl::cat(category));
+  // No default schedule or device count: they must be the run's.
+  bitpipe::ScheduleCommandLine scheduleFlags(category, {"", 0});
+  cl::opt<int> skipStepsFlag(
+      "skip-steps", cl::desc("steps skipped at the start (default 1)"),
+      cl::value_desc("K"), cl::init(1), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv, "measured pipeline bubbles against the simulator's\n");
+  const std::string tracePath = traceFlag;
+  const int skipSteps = skipStepsFlag;
+  if (skipSteps < 0)
+    return fail("--skip-steps must not be negative");
+  Result<ScheduleOptions> options = scheduleFlags.validated();
   if (!options)
     return fail(options.error);
 

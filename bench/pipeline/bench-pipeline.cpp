@@ -21,7 +21,7 @@
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 #include "bitpipe/Import/ModelBuilder.h"
 #include "bitpipe/Import/ModelConfig.h"
-#include "bitpipe/Schedule/ScheduleFlags.h"
+#include "bitpipe/Support/ScheduleCommandLine.h"
 #include "bitpipe/Transforms/Pipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -128,30 +128,28 @@ Measurement median(const bitpipe::ModelConfig &config, const Request &r,
 } // namespace
 
 int main(int argc, char **argv) {
+  namespace cl = llvm::cl;
+  // Only these in --help, not every option libLLVM registers.
+  cl::OptionCategory category("bench-pipeline options");
   Request r;
+  cl::opt<std::string> configPath(cl::Positional, cl::desc("[config.json]"),
+                                  cl::init(r.config), cl::cat(category));
   // BitPipe on 8 devices with 32 micro-batches unless told otherwise.
-  bitpipe::sched::ScheduleOptions request{"bitpipe", 8, 32};
-  std::vector<std::string> configs;
-  bitpipe::sched::FlagParser flags(
-      "bench-pipeline", "[config.json] [--schedule S] [--devices D] "
-                        "[--microbatches N] [--chunks-per-device V] [--dp K] "
-                        "[--repeat R]");
-  flags.positional(&configs)
-      .scheduleFlags(&request)
-      .flag(bitpipe::sched::flagName(bitpipe::sched::option::kDataParallel),
-            &request.dataParallel)
-      .flag("--repeat", &r.repeat, 1);
-  if (!flags.parse(argc, argv))
-    return 2;
-  if (configs.size() > 1)
-    return flags.fail("expected one config.json, got " +
-                      std::to_string(configs.size()));
-  if (!configs.empty())
-    r.config = configs.front();
+  bitpipe::ScheduleCommandLine scheduleFlags(category, {"bitpipe", 8, 32});
+  cl::opt<int> repeat("repeat", cl::desc("runs per N; the median is shown"),
+                      cl::value_desc("R"), cl::init(r.repeat),
+                      cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv, "bitpipe-pipeline's time and memory as N doubles\n");
+  r.config = configPath;
+  r.repeat = std::max(1, repeat.getValue());
   bitpipe::sched::Result<bitpipe::sched::ScheduleOptions> checked =
-      bitpipe::sched::validate(request, "--");
-  if (!checked)
-    return flags.fail(checked.error);
+      scheduleFlags.validated();
+  if (!checked) {
+    std::fprintf(stderr, "bench-pipeline: %s\n", checked.error.c_str());
+    return 2;
+  }
   r.schedule = *checked;
 
   llvm::Expected<bitpipe::ModelConfig> config =

@@ -21,9 +21,10 @@
 
 #include "bitpipe/Schedule/CostModel.h"
 #include "bitpipe/Schedule/Registry.h"
-#include "bitpipe/Schedule/ScheduleFlags.h"
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
+
+#include "core/Flags.h"
 
 #include <algorithm>
 #include <chrono>
@@ -43,13 +44,34 @@ struct Options {
   int microbatches = 256;
 };
 
+/// Reads the flags into \p o; false (with a message) on a malformed one.
 bool parseArgs(int argc, char **argv, Options &o) {
-  FlagParser flags("bench-schedules",
-                   "[--repeat K] [--devices D] [--microbatches N]");
-  flags.flag("--repeat", &o.repeat, 1)
-      .flag(flagName(option::kDevices), &o.devices, 1)
-      .flag(flagName(option::kMicrobatches), &o.microbatches, 1);
-  return flags.parse(argc, argv);
+  int64_t repeat = o.repeat, devices = o.devices, microbatches = o.microbatches;
+  const std::string devicesFlag = std::string("--") + option::kDevices;
+  const std::string microbatchesFlag =
+      std::string("--") + option::kMicrobatches;
+  bitpipe::runtime::FlagSet flags;
+  flags.integer("--repeat", "K", "runs per measurement (default 7)", &repeat, 1)
+      .integer(devicesFlag.c_str(), "D", "pipeline devices (default 32)",
+               &devices, 1)
+      .integer(microbatchesFlag.c_str(), "N", "micro-batches (default 256)",
+               &microbatches, 1);
+  bitpipe::runtime::Status parsed = flags.parse(argc, argv);
+  constexpr int64_t kMax = 1000000;
+  if (!parsed.isOk() || repeat > kMax || devices > kMax ||
+      microbatches > kMax) {
+    std::fprintf(stderr,
+                 "bench-schedules: %s\nusage: bench-schedules [flags], each "
+                 "at most %lld\n%s",
+                 parsed.isOk() ? "a value is too large"
+                               : parsed.message().c_str(),
+                 static_cast<long long>(kMax), flags.help().c_str());
+    return false;
+  }
+  o.repeat = static_cast<int>(repeat);
+  o.devices = static_cast<int>(devices);
+  o.microbatches = static_cast<int>(microbatches);
+  return true;
 }
 
 /// The papers' unit costs for `s` (see the file comment).

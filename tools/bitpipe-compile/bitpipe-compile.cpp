@@ -23,6 +23,7 @@
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 #include "bitpipe/Import/ModelBuilder.h"
 #include "bitpipe/Import/ModelConfig.h"
+#include "bitpipe/Support/ScheduleCommandLine.h"
 #include "bitpipe/Transforms/Pipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -92,23 +93,7 @@ cl::opt<std::string> target("target",
 // The schedule: the options of --bitpipe-pipeline, under the same names,
 // read into its PipelineConfig (pipelineConfig()); the schedule registry
 // checks them and fills what is not given.
-namespace option = bitpipe::sched::option;
-cl::opt<std::string> schedule(option::kSchedule,
-                              cl::desc(bitpipe::sched::scheduleNameList()),
-                              cl::init("bitpipe"), cl::cat(category));
-cl::opt<int> devices(option::kDevices, cl::desc("Pipeline devices D"),
-                     cl::init(1), cl::cat(category));
-cl::opt<int> microbatches(option::kMicrobatches,
-                          cl::desc("Micro-batches per step and copy N "
-                                   "(default: the schedule's, 2 D)"),
-                          cl::cat(category));
-cl::opt<int> dataParallel(option::kDataParallel,
-                          cl::desc("Data-parallel copies K (ranks: D * K)"),
-                          cl::init(1), cl::cat(category));
-cl::opt<int> chunksPerDevice(option::kChunksPerDevice,
-                             cl::desc("Chunks per device of interleaved-1f1b "
-                                      "(default: the schedule's, 2)"),
-                             cl::cat(category));
+bitpipe::ScheduleCommandLine scheduleFlags(category, {"bitpipe", 1});
 cl::opt<double> bucketMb("bucket-mb",
                          cl::desc("Gradient bucket capacity in MiB (25)"),
                          cl::init(25.0), cl::cat(category));
@@ -137,17 +122,8 @@ int fail(const Twine &message) {
 /// The flags as bitpipe-pipeline's configuration: a flag not given is left
 /// to the schedule registry's default.
 bitpipe::PipelineConfig pipelineConfig() {
-  auto given = [](const cl::opt<int> &flag) -> std::optional<int> {
-    if (flag.getNumOccurrences())
-      return flag.getValue();
-    return std::nullopt;
-  };
   bitpipe::PipelineConfig config;
-  config.request.schedule = schedule;
-  config.request.devices = devices;
-  config.request.microbatches = given(microbatches);
-  config.request.chunksPerDevice = given(chunksPerDevice);
-  config.request.dataParallel = dataParallel;
+  config.request = scheduleFlags.request();
   config.bucketMb = bucketMb;
   config.splitBackward = splitBackward;
   return config;

@@ -8,7 +8,6 @@
 #include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
-#include "bitpipe/Schedule/ScheduleFlags.h"
 
 #include <gtest/gtest.h>
 
@@ -98,32 +97,3 @@ TEST(Registry, GeneratorsRefuseLikeTheRegistry) {
   EXPECT_EQ(generateGPipe(0, 4).error, errorOf({"gpipe", 0, 4}));
 }
 
-TEST(ScheduleFlags, FillTheRequestAndLeaveTheRestOpen) {
-  ScheduleOptions request;
-  int repeat = 1;
-  FlagParser flags("test", "");
-  flags.scheduleFlags(&request).flag("--repeat", &repeat, 1);
-  const char *argv[] = {"test", "--schedule", "chimera", "--devices",
-                        "4",    "--repeat",   "3"};
-  ASSERT_TRUE(flags.parse(7, const_cast<char **>(argv)));
-  EXPECT_EQ(request.schedule, "chimera");
-  EXPECT_EQ(request.devices, 4);
-  EXPECT_FALSE(request.microbatches.has_value());
-  EXPECT_FALSE(request.chunksPerDevice.has_value());
-  EXPECT_EQ(repeat, 3);
-}
-
-TEST(ScheduleFlags, RejectMalformedValuesAndUnknownFlags) {
-  ScheduleOptions request;
-  int repeat = 1;
-  FlagParser flags("test", "");
-  flags.scheduleFlags(&request).flag("--repeat", &repeat, 1);
-  const char *bad[] = {"test", "--repeat", "0"};
-  EXPECT_FALSE(flags.parse(3, const_cast<char **>(bad)));
-  const char *word[] = {"test", "--devices", "four"};
-  EXPECT_FALSE(flags.parse(3, const_cast<char **>(word)));
-  const char *unknown[] = {"test", "--zigzag", "1"};
-  EXPECT_FALSE(flags.parse(3, const_cast<char **>(unknown)));
-  const char *missing[] = {"test", "--devices"};
-  EXPECT_FALSE(flags.parse(2, const_cast<char **>(missing)));
-}

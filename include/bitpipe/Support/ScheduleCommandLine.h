@@ -1,0 +1,88 @@
+//===- ScheduleCommandLine.h - A schedule request as llvm::cl flags -*- C++ -*-===//
+//
+// The command-line flags of a schedule request, for the programs that parse
+// their command line with llvm::cl (bitpipe-compile, bench-pipeline,
+// bench-bubble): --schedule, --devices, --microbatches, --chunks-per-device
+// and --dp, named by sched::option as bitpipe-pipeline's textual options
+// are, read into the one request struct (sched::ScheduleOptions) that the
+// schedule registry checks and completes (sched::validate). Declare one
+// ScheduleCommandLine in main() before cl::ParseCommandLineOptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_SUPPORT_SCHEDULECOMMANDLINE_H
+#define BITPIPE_SUPPORT_SCHEDULECOMMANDLINE_H
+
+#include "bitpipe/Schedule/Registry.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#include <optional>
+#include <string>
+
+namespace bitpipe {
+
+class ScheduleCommandLine {
+public:
+  /// Registers the flags in \p category. \p defaults gives the schedule,
+  /// devices and copies a flag that is not given takes; micro-batches and
+  /// chunks per device not given are left to the registry unless
+  /// \p defaults sets them.
+  ScheduleCommandLine(llvm::cl::OptionCategory &category,
+                      const sched::ScheduleOptions &defaults)
+      : defaults(defaults),
+        schedule(sched::option::kSchedule,
+                 llvm::cl::desc(sched::scheduleNameList()),
+                 llvm::cl::init(defaults.schedule), llvm::cl::cat(category)),
+        devices(sched::option::kDevices, llvm::cl::desc("Pipeline devices D"),
+                llvm::cl::init(defaults.devices), llvm::cl::cat(category)),
+        microbatches(sched::option::kMicrobatches,
+                     llvm::cl::desc("Micro-batches per step and copy N "
+                                    "(default: the schedule's, 2 D)"),
+                     llvm::cl::cat(category)),
+        chunksPerDevice(sched::option::kChunksPerDevice,
+                        llvm::cl::desc("Chunks per device of "
+                                       "interleaved-1f1b (default: the "
+                                       "schedule's, 2)"),
+                        llvm::cl::cat(category)),
+        dataParallel(sched::option::kDataParallel,
+                     llvm::cl::desc("Data-parallel copies K (ranks: D * K)"),
+                     llvm::cl::init(defaults.dataParallel),
+                     llvm::cl::cat(category)) {}
+
+  /// The request as given (a flag not given: its default), unchecked.
+  sched::ScheduleOptions request() const {
+    sched::ScheduleOptions r;
+    r.schedule = schedule;
+    r.devices = devices;
+    r.microbatches = given(microbatches, defaults.microbatches);
+    r.chunksPerDevice = given(chunksPerDevice, defaults.chunksPerDevice);
+    r.dataParallel = dataParallel;
+    return r;
+  }
+
+  /// The request checked and completed by the registry, its errors naming
+  /// the flags ("--devices must be even: ...").
+  sched::Result<sched::ScheduleOptions> validated() const {
+    return sched::validate(request(), "--");
+  }
+
+private:
+  static std::optional<int> given(const llvm::cl::opt<int> &flag,
+                                  std::optional<int> fallback) {
+    if (flag.getNumOccurrences())
+      return flag.getValue();
+    return fallback;
+  }
+
+  sched::ScheduleOptions defaults;
+  llvm::cl::opt<std::string> schedule;
+  llvm::cl::opt<int> devices;
+  llvm::cl::opt<int> microbatches;
+  llvm::cl::opt<int> chunksPerDevice;
+  llvm::cl::opt<int> dataParallel;
+};
+
+} // namespace bitpipe
+
+#endif // BITPIPE_SUPPORT_SCHEDULECOMMANDLINE_H
