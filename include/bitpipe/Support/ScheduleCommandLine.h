@@ -1,4 +1,4 @@
-//===- ScheduleCommandLine.h - A schedule request as llvm::cl flags -*- C++ -*-===//
+//===- ScheduleCommandLine.h - A schedule request as flags -*- C++ -*-===//
 //
 // The command-line flags of a schedule request, for the programs that parse
 // their command line with llvm::cl (bitpipe-compile, bench-pipeline,
