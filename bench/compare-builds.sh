@@ -16,11 +16,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$new/bitpipe-import" gpt --config "$root/examples/gpt-96.json" -o "$work/gpt96.mlir"
+# Each build imports the model itself: the IR's spelling may differ between
+# the two (a model file of one build need not parse in the other).
+"$old/bitpipe-import" gpt --config "$root/examples/gpt-96.json" -o "$work/gpt96.old.mlir"
+"$new/bitpipe-import" gpt --config "$root/examples/gpt-96.json" -o "$work/gpt96.new.mlir"
 
 cases=(
-  "pipeline gpt-96 D=8 N=32|bitpipe-opt $work/gpt96.mlir --bitpipe-pipeline=devices=8 microbatches=32 schedule=bitpipe -o $work/out.mlir"
-  "pipeline gpt-96 D=8 N=32 dp=4|bitpipe-opt $work/gpt96.mlir --bitpipe-pipeline=devices=8 microbatches=32 schedule=bitpipe dp=4 -o $work/out.mlir"
+  "pipeline gpt-96 D=8 N=32|bitpipe-opt $work/gpt96.SIDE.mlir --bitpipe-pipeline=devices=8 microbatches=32 schedule=bitpipe -o $work/out.mlir"
+  "pipeline gpt-96 D=8 N=32 dp=4|bitpipe-opt $work/gpt96.SIDE.mlir --bitpipe-pipeline=devices=8 microbatches=32 schedule=bitpipe dp=4 -o $work/out.mlir"
   "compile gpt-tiny D=4 N=8|bitpipe-compile $root/examples/gpt-tiny.json --devices 4 --schedule bitpipe --microbatches 8 -o $work/exe"
   "compile gpt-96 D=8 N=32|bitpipe-compile $root/examples/gpt-96.json --devices 8 --schedule bitpipe --microbatches 32 -o $work/exe"
 )
@@ -53,8 +56,8 @@ for c in "${cases[@]}"; do
   fi
   : >"$work/old.t"; : >"$work/new.t"
   for ((i = 0; i < runs; ++i)); do
-    seconds "$old" "$tool" "${args[@]}" >>"$work/old.t"
-    seconds "$new" "$tool" "${args[@]}" >>"$work/new.t"
+    seconds "$old" "$tool" "${args[@]//SIDE/old}" >>"$work/old.t"
+    seconds "$new" "$tool" "${args[@]//SIDE/new}" >>"$work/new.t"
   done
   o=$(median <"$work/old.t") n=$(median <"$work/new.t")
   awk -v name="$name" -v o="$o" -v n="$n" \
