@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check-kernels.sh: the CUDA kernel tests, on a machine with a GPU.
+# check.sh: the one prepared GPU check: today the CUDA kernel tests.
 #
 # The prepared device check of bitpipe/cuda.h's kernels (issue 6, first
 # slice). It was written on a machine without a GPU and has not run on one
@@ -9,7 +9,7 @@
 #
 #   carry:    build/runtime/unittests/cuda   (~2 MB: cudart and GoogleTest
 #             are linked statically)
-#   command:  bench/gpu/check-kernels.sh [--sanitize] [gtest flags...]
+#   command:  bench/gpu/check.sh [--sanitize] [gtest flags...]
 #
 # The binary is run directly rather than through ctest: ctest's files hold
 # the build machine's absolute paths. Output: the tests' own log, then, last,
@@ -43,7 +43,7 @@ if [ "${1:-}" = "--sanitize" ]; then
 fi
 
 if [ ! -x "$bin" ]; then
-  echo "check-kernels: $bin not found: build with CUDA (scripts/build.sh) and" \
+  echo "check: $bin not found: build with CUDA (scripts/build.sh) and" \
        "carry build/runtime/unittests/cuda" >&2
   exit 2
 fi
@@ -98,7 +98,7 @@ grep '^BPCHECK ' "$log" | awk '
 [ -n "$sanitizer_verdict" ] && echo "$sanitizer_verdict"
 
 if grep -q '^\[  SKIPPED \]' "$log"; then
-  echo "check-kernels: tests were skipped: no usable CUDA device (see above)" >&2
+  echo "check: tests were skipped: no usable CUDA device (see above)" >&2
   [ "$status" = 0 ] && status=3
 fi
 grep -E '^\[  (PASSED|FAILED)  \]' "$log" | tail -3
