@@ -16,8 +16,8 @@ func.func @f(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
 // -----
 
 func.func @f(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
-  // Every field is required: the generated parser wants the next one.
-  // expected-error @+1 {{expected ','}}
+  // Every field is required, and a missing one is named.
+  // expected-error @+1 {{#nn.cost is missing the field 'act_bytes'}}
   %y = nn.gelu %x {nn.cost = #nn.cost<fwd_flops = 1, bwd_flops = 2, param_bytes = 0>} : (tensor<2x8xf32>) -> tensor<2x8xf32>
   return %y : tensor<2x8xf32>
 }
@@ -30,9 +30,27 @@ func.func @f(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   return %y : tensor<2x8xf32>
 }
 
+// -----
+
+func.func @f(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{#nn.cost gives 'fwd_flops' twice}}
+  %y = nn.gelu %x {nn.cost = #nn.cost<fwd_flops = 1, fwd_flops = 2, bwd_flops = 2, param_bytes = 0, act_bytes = 0>} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
 //===----------------------------------------------------------------------===//
 // #nn.model
 //===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{#nn.model is missing the field 'hidden'}}
+func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 2>}
+
+// -----
+
+// expected-error @+1 {{#nn.model has no field 'layerz' (its fields: family, layers, hidden, heads, vocab, max_positions, seq_len, microbatch_size)}}
+func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layerz = 2>}
 
 // -----
 
@@ -46,8 +64,9 @@ func.func private @m() attributes {nn.model = #nn.model<family = "", layers = 1,
 
 // -----
 
-// Every field is required (the manifest and the cost summary read them).
-// expected-error @+1 {{expected ','}}
+// Every field is required (the manifest and the cost summary read them),
+// and a missing one is named.
+// expected-error @+1 {{#nn.model is missing the field 'vocab'}}
 func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, max_positions = 4, seq_len = 4, microbatch_size = 2>}
 
 // -----

@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -28,6 +29,107 @@ bitpipe::nn::parseStd(AsmParser &parser) {
   if (parser.parseFloat(value))
     return failure();
   return std::optional<llvm::APFloat>(llvm::APFloat(value));
+}
+
+namespace {
+
+/// Parses `<key = value, ...>` whose keys are exactly `names`, in any
+/// order: the generated struct parser, when every field is required,
+/// reports a missing one as "expected ','". Integer fields, and at most
+/// one string field (`stringField`, its index in `names`).
+class AttrFieldParser {
+public:
+  AttrFieldParser(AsmParser &parser, StringRef attr, ArrayRef<StringRef> names,
+                  int stringField = -1)
+      : parser(parser), attr(attr), names(names), stringField(stringField),
+        ints(names.size()), seen(names.size(), false) {}
+
+  LogicalResult parse() {
+    if (parser.parseLess())
+      return failure();
+    do {
+      SMLoc loc = parser.getCurrentLocation();
+      StringRef key;
+      if (parser.parseKeyword(&key) || parser.parseEqual())
+        return failure();
+      auto it = llvm::find(names, key);
+      if (it == names.end())
+        return parser.emitError(loc)
+               << attr << " has no field '" << key
+               << "' (its fields: " << llvm::join(names, ", ") << ")";
+      size_t i = it - names.begin();
+      if (seen[i])
+        return parser.emitError(loc) << attr << " gives '" << key << "' twice";
+      seen[i] = true;
+      if (static_cast<int>(i) == stringField ? parser.parseString(&text)
+                                             : parser.parseInteger(ints[i]))
+        return failure();
+    } while (succeeded(parser.parseOptionalComma()));
+    SMLoc end = parser.getCurrentLocation();
+    if (parser.parseGreater())
+      return failure();
+    for (size_t i = 0; i < names.size(); ++i)
+      if (!seen[i])
+        return parser.emitError(end)
+               << attr << " is missing the field '" << names[i] << "'";
+    return success();
+  }
+
+  int64_t integer(size_t i) const { return ints[i]; }
+  StringRef string() const { return text; }
+
+private:
+  AsmParser &parser;
+  StringRef attr;
+  ArrayRef<StringRef> names;
+  int stringField;
+  SmallVector<int64_t> ints;
+  SmallVector<bool> seen;
+  std::string text;
+};
+
+constexpr StringRef kCostFields[] = {"fwd_flops", "bwd_flops", "param_bytes",
+                                     "act_bytes"};
+constexpr StringRef kModelFields[] = {
+    "family", "layers",        "hidden",  "heads",
+    "vocab",  "max_positions", "seq_len", "microbatch_size"};
+
+} // namespace
+
+Attribute CostAttr::parse(AsmParser &parser, Type) {
+  AttrFieldParser fields(parser, "#nn.cost", kCostFields);
+  if (failed(fields.parse()))
+    return {};
+  return parser.getChecked<CostAttr>(parser.getContext(), fields.integer(0),
+                                     fields.integer(1), fields.integer(2),
+                                     fields.integer(3));
+}
+
+void CostAttr::print(AsmPrinter &printer) const {
+  printer << "<fwd_flops = " << getFwdFlops()
+          << ", bwd_flops = " << getBwdFlops()
+          << ", param_bytes = " << getParamBytes()
+          << ", act_bytes = " << getActBytes() << ">";
+}
+
+Attribute ModelAttr::parse(AsmParser &parser, Type) {
+  AttrFieldParser fields(parser, "#nn.model", kModelFields, /*stringField=*/0);
+  if (failed(fields.parse()))
+    return {};
+  return parser.getChecked<ModelAttr>(
+      parser.getContext(), fields.string(), fields.integer(1),
+      fields.integer(2), fields.integer(3), fields.integer(4),
+      fields.integer(5), fields.integer(6), fields.integer(7));
+}
+
+void ModelAttr::print(AsmPrinter &printer) const {
+  printer << "<family = ";
+  printer.printString(getFamily());
+  printer << ", layers = " << getLayers() << ", hidden = " << getHidden()
+          << ", heads = " << getHeads() << ", vocab = " << getVocab()
+          << ", max_positions = " << getMaxPositions()
+          << ", seq_len = " << getSeqLen()
+          << ", microbatch_size = " << getMicrobatchSize() << ">";
 }
 
 LogicalResult CostAttr::verify(function_ref<InFlightDiagnostic()> emitError,

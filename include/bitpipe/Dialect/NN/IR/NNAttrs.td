@@ -35,7 +35,9 @@ def NN_CostAttr : NN_Attr<"Cost", "cost"> {
   }];
   let parameters = (ins "int64_t":$fwd_flops, "int64_t":$bwd_flops,
                         "int64_t":$param_bytes, "int64_t":$act_bytes);
-  let assemblyFormat = "`<` struct(params) `>`";
+  // `<key = value, ...>` in any order; a missing, unknown or repeated field
+  // is named (NNAttrs.cpp: AttrFieldParser).
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
 
@@ -62,7 +64,8 @@ def NN_ModelAttr : NN_Attr<"Model", "model"> {
                         "int64_t":$heads, "int64_t":$vocab,
                         "int64_t":$max_positions, "int64_t":$seq_len,
                         "int64_t":$microbatch_size);
-  let assemblyFormat = "`<` struct(params) `>`";
+  // As #nn.cost: fields in any order, a missing one named.
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
 
