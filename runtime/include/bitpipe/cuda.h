@@ -1,13 +1,15 @@
 /*===- bitpipe/cuda.h - C ABI of the runtime's CUDA kernels --------*- C -*-===*\
 |*                                                                            *|
-|* The device counterparts of runtime.h's element-wise and row-wise kernels   *|
-|* (embedding, layer norm, GELU, residual add, cross-entropy), and the        *|
-|* device memory pool they and their callers allocate from. Matrix products,  *|
-|* attention and communication are not here yet.                              *|
+|* The device counterparts of runtime.h's kernels (embedding, layer norm,     *|
+|* GELU, residual add, cross-entropy; matrix products through cuBLASLt;       *|
+|* attention), the optimizer's kernels, the device memory pool they and       *|
+|* their callers allocate from, and the context that lets runtime.h's own     *|
+|* functions (the ABI compiled stage functions call) run on the device.       *|
+|* Communication (NCCL) is not here yet.                                      *|
 |*                                                                            *|
 |* NONE OF THIS HAS RUN ON A GPU YET: it was written and compiled on a        *|
 |* machine without one, and its tests skip there (see                         *|
-|* runtime/unittests/cuda and bench/gpu/check-kernels.sh).                    *|
+|* runtime/unittests/cuda and bench/gpu/check.sh).                            *|
 |*                                                                            *|
 |* Precision (mixed, as Megatron-LM and PyTorch autocast train):              *|
 |*  - activations, their gradients and the weights the kernels read are       *|
@@ -131,6 +133,219 @@ bp_status_t bp_cuda_cross_entropy_bwd(const bp_bf16_t *logits,
                                       const int32_t *labels, float dloss,
                                       bp_bf16_t *dlogits, int64_t N, int64_t V,
                                       int32_t ignore_index, void *stream);
+
+/*===-----------------------------------------------------------------------===
+ * fp32 variants of the kernels above, for --precision fp32 (the equivalence
+ * tests' mode): the same computation with every tensor fp32, the statistics
+ * and accumulators as above. Each takes what its bf16 counterpart takes,
+ * with float for bp_bf16_t.
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_cuda_embedding_fwd_f32(const int32_t *tokens, const float *wte,
+                                      const float *wpe, float *out, int64_t B,
+                                      int64_t T, int64_t H, int64_t V,
+                                      void *stream);
+bp_status_t bp_cuda_embedding_bwd_f32(const int32_t *tokens, const float *dout,
+                                      float *dwte, float *dwpe, int64_t B,
+                                      int64_t T, int64_t H, int64_t V,
+                                      void *stream);
+bp_status_t bp_cuda_layer_norm_fwd_f32(const float *x, const float *gamma,
+                                       const float *beta, float *y,
+                                       float *mean, float *rstd, int64_t N,
+                                       int64_t H, float eps, void *stream);
+bp_status_t bp_cuda_layer_norm_bwd_f32(const float *dy, const float *x,
+                                       const float *gamma, const float *mean,
+                                       const float *rstd, float *dx,
+                                       float *dgamma, float *dbeta, int64_t N,
+                                       int64_t H, void *stream);
+bp_status_t bp_cuda_gelu_fwd_f32(const float *x, float *y, int64_t n,
+                                 void *stream);
+bp_status_t bp_cuda_gelu_bwd_f32(const float *dy, const float *x, float *dx,
+                                 int64_t n, void *stream);
+bp_status_t bp_cuda_add_f32(const float *a, const float *b, float *out,
+                            int64_t n, void *stream);
+bp_status_t bp_cuda_cross_entropy_fwd_f32(const float *logits,
+                                          const int32_t *labels, float *loss,
+                                          int64_t N, int64_t V,
+                                          int32_t ignore_index, void *stream);
+bp_status_t bp_cuda_cross_entropy_bwd_f32(const float *logits,
+                                          const int32_t *labels, float dloss,
+                                          float *dlogits, int64_t N, int64_t V,
+                                          int32_t ignore_index, void *stream);
+
+/*===-----------------------------------------------------------------------===
+ * Linear layers through cuBLASLt: y = x W^T (+ b), W stored [Out, In].
+ * Shapes as runtime.h's bp_linear_*. bf16 operands, fp32 accumulation (and,
+ * in the _f32 variants, fp32 operands with true fp32 products: no TF32).
+ * Algorithms are chosen once per shape and cached; all calls share one
+ * workspace. b may be NULL (no bias).
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_cuda_linear_fwd(const bp_bf16_t *x, const bp_bf16_t *w,
+                               const bp_bf16_t *b, bp_bf16_t *y, int64_t N,
+                               int64_t In, int64_t Out, void *stream);
+/* Fused linear + GELU (tanh form), cuBLASLt's bias+GELU epilogue: writes
+ * pre = x W^T + b (kept for the backward) and y = gelu(pre), both [N, Out]. */
+bp_status_t bp_cuda_linear_gelu_fwd(const bp_bf16_t *x, const bp_bf16_t *w,
+                                    const bp_bf16_t *b, bp_bf16_t *y,
+                                    bp_bf16_t *pre, int64_t N, int64_t In,
+                                    int64_t Out, void *stream);
+/* Writes dx = dy W: dy [N, Out], dx [N, In]. */
+bp_status_t bp_cuda_linear_bwd_input(const bp_bf16_t *dy, const bp_bf16_t *w,
+                                     bp_bf16_t *dx, int64_t N, int64_t In,
+                                     int64_t Out, void *stream);
+/* The input gradient through a GELU that precedes this linear layer
+ * (cuBLASLt's dGELU epilogue): writes dx = (dy W) * gelu'(pre), pre [N, In]
+ * the GELU's input. */
+bp_status_t bp_cuda_linear_bwd_input_gelu(const bp_bf16_t *dy,
+                                          const bp_bf16_t *w,
+                                          const bp_bf16_t *pre, bp_bf16_t *dx,
+                                          int64_t N, int64_t In, int64_t Out,
+                                          void *stream);
+/* Accumulates, in fp32: dw [Out, In] += dy^T x and, when db is not NULL,
+ * db [Out] += sum over rows of dy. */
+bp_status_t bp_cuda_linear_bwd_weight(const bp_bf16_t *dy, const bp_bf16_t *x,
+                                      float *dw, float *db, int64_t N,
+                                      int64_t In, int64_t Out, void *stream);
+bp_status_t bp_cuda_linear_fwd_f32(const float *x, const float *w,
+                                   const float *b, float *y, int64_t N,
+                                   int64_t In, int64_t Out, void *stream);
+bp_status_t bp_cuda_linear_gelu_fwd_f32(const float *x, const float *w,
+                                        const float *b, float *y, float *pre,
+                                        int64_t N, int64_t In, int64_t Out,
+                                        void *stream);
+bp_status_t bp_cuda_linear_bwd_input_f32(const float *dy, const float *w,
+                                         float *dx, int64_t N, int64_t In,
+                                         int64_t Out, void *stream);
+bp_status_t bp_cuda_linear_bwd_input_gelu_f32(const float *dy, const float *w,
+                                              const float *pre, float *dx,
+                                              int64_t N, int64_t In,
+                                              int64_t Out, void *stream);
+bp_status_t bp_cuda_linear_bwd_weight_f32(const float *dy, const float *x,
+                                          float *dw, float *db, int64_t N,
+                                          int64_t In, int64_t Out,
+                                          void *stream);
+
+/*===-----------------------------------------------------------------------===
+ * Attention on a fused qkv projection, as runtime.h's bp_attention_*
+ * (layouts, lse = the log-sum-exp of each row of the scaled scores, causal
+ * or bidirectional), without ever materialising a T x T matrix. The
+ * project's own tiled kernels (FlashAttention-2's algorithm); lse is fp32.
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_cuda_attention_fwd(const bp_bf16_t *qkv, bp_bf16_t *out,
+                                  float *lse, int64_t B, int64_t T, int64_t H,
+                                  int64_t nh, int32_t causal, void *stream);
+bp_status_t bp_cuda_attention_bwd(const bp_bf16_t *qkv, const bp_bf16_t *out,
+                                  const bp_bf16_t *dout, const float *lse,
+                                  bp_bf16_t *dqkv, int64_t B, int64_t T,
+                                  int64_t H, int64_t nh, int32_t causal,
+                                  void *stream);
+bp_status_t bp_cuda_attention_fwd_f32(const float *qkv, float *out, float *lse,
+                                      int64_t B, int64_t T, int64_t H,
+                                      int64_t nh, int32_t causal,
+                                      void *stream);
+bp_status_t bp_cuda_attention_bwd_f32(const float *qkv, const float *out,
+                                      const float *dout, const float *lse,
+                                      float *dqkv, int64_t B, int64_t T,
+                                      int64_t H, int64_t nh, int32_t causal,
+                                      void *stream);
+
+/* The same computation through cuDNN's fused scaled-dot-product attention
+ * (its graph API), bf16 only. bp_cudnn_attention_supported says whether
+ * cuDNN can run this shape on this device (building and caching its plan
+ * on first ask); the two calls return BP_ERR_INVALID_ARGUMENT when not. */
+int32_t bp_cudnn_attention_supported(int64_t B, int64_t T, int64_t H,
+                                     int64_t nh, int32_t causal);
+bp_status_t bp_cudnn_attention_fwd(const bp_bf16_t *qkv, bp_bf16_t *out,
+                                   float *lse, int64_t B, int64_t T, int64_t H,
+                                   int64_t nh, int32_t causal, void *stream);
+bp_status_t bp_cudnn_attention_bwd(const bp_bf16_t *qkv, const bp_bf16_t *out,
+                                   const bp_bf16_t *dout, const float *lse,
+                                   bp_bf16_t *dqkv, int64_t B, int64_t T,
+                                   int64_t H, int64_t nh, int32_t causal,
+                                   void *stream);
+
+/*===-----------------------------------------------------------------------===
+ * Casts, fills and the optimizer's kernels.
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_cuda_fill_f32(float *out, float value, int64_t n,
+                             void *stream);
+bp_status_t bp_cuda_fill_bf16(bp_bf16_t *out, float value, int64_t n,
+                              void *stream);
+/* Round to nearest even. */
+bp_status_t bp_cuda_cast_f32_to_bf16(const float *in, bp_bf16_t *out,
+                                     int64_t n, void *stream);
+bp_status_t bp_cuda_cast_bf16_to_f32(const bp_bf16_t *in, float *out,
+                                     int64_t n, void *stream);
+/* acc[i] += g[i], fp32: a micro-batch's parameter gradient into the rank's
+ * accumulator. */
+bp_status_t bp_cuda_accumulate_f32(float *acc, const float *g, int64_t n,
+                                   void *stream);
+
+/* A run of consecutive elements of the parameter store's flat arrays: one
+ * parameter tensor (decay: whether AdamW's weight decay applies to it). */
+typedef struct bp_cuda_segment {
+  int64_t offset;
+  int64_t count;
+  int32_t decay;
+  int32_t reserved; /* 0 */
+} bp_cuda_segment;
+
+/* *out (device, written) = sum over the segments of (scale * g[i])^2,
+ * summed in fp64 in a fixed order (the same result every run).
+ * segments: a device array. */
+bp_status_t bp_cuda_sum_squares(const float *g, const bp_cuda_segment *segments,
+                                int32_t num_segments, double scale,
+                                double *out, void *stream);
+
+/* The per-step constants of AdamW, formed on the host in double and rounded
+ * once, exactly as the CPU optimizer forms them (runtime/lib/train/AdamW.cpp),
+ * so that both targets run the same float arithmetic per element:
+ *   g = (float)(grad * grad_scale)          (clip / micro-batches)
+ *   m = beta1 m + one_minus_beta1 g;  v = beta2 v + one_minus_beta2 g g
+ *   p = p * (decay ? decay_factor : 1) - step_size m / (sqrt(v) / root_bc2 + eps) */
+typedef struct bp_cuda_adamw_constants {
+  double grad_scale;
+  float beta1, beta2, one_minus_beta1, one_minus_beta2, eps;
+  float step_size;    /* lr / (1 - beta1^t) */
+  float root_bc2;     /* sqrt(1 - beta2^t) */
+  float decay_factor; /* 1 - lr * weight_decay */
+} bp_cuda_adamw_constants;
+
+/* One fused AdamW step over every segment (a multi-tensor launch): updates
+ * the fp32 master weights `params` and the moments m and v in place from
+ * the fp32 gradients, and, when params_bf16 is not NULL, writes the bf16
+ * copy of each updated weight there (same offsets) for the next step's
+ * stage functions. segments: a device array; c: host memory, read before
+ * the call returns. */
+bp_status_t bp_cuda_adamw_step(float *params, const float *grads, float *m,
+                               float *v, bp_bf16_t *params_bf16,
+                               const bp_cuda_segment *segments,
+                               int32_t num_segments,
+                               const bp_cuda_adamw_constants *c, void *stream);
+
+/*===-----------------------------------------------------------------------===
+ * The execution context of runtime.h's kernels on the CUDA target.
+ *
+ * On the CUDA target the functions of runtime.h (bp_linear_fwd, bp_alloc,
+ * ...: the ABI that compiled stage functions call, identical on both
+ * targets) are implemented by this library: their pointers are device
+ * pointers, their work is enqueued on the context's stream, and the element
+ * type of every pointer that runtime.h types `float *` for an activation,
+ * an activation gradient or a weight is the context's precision (bf16 bits
+ * under BP_PRECISION_BF16). Parameter gradients (which kernels accumulate
+ * into), layer-norm and attention statistics and the loss are fp32 in both
+ * precisions. The executor sets both once, from the manifest's "target",
+ * before any stage function runs (bp_precision is program.h's).
+ *===----------------------------------------------------------------------===*/
+
+/* The stream runtime.h's kernels and bp_alloc / bp_free use (NULL: the
+ * legacy default stream). One per process: a rank drives one device from
+ * one thread. */
+void bp_cuda_set_stream(void *stream);
+void *bp_cuda_stream(void);
+/* BP_PRECISION_FP32 (0) or BP_PRECISION_BF16 (1); BP_PRECISION_FP32 until
+ * set. Under fp32, matrix products run in true fp32 (no TF32). */
+void bp_cuda_set_precision(int32_t precision);
+int32_t bp_cuda_precision(void);
 
 /*===-----------------------------------------------------------------------===
  * Errors.

@@ -77,7 +77,15 @@ extern const int64_t bitpipe_manifest_size;
  * reads:
  *
  * {
- *   "version": 1,                   // BP_MANIFEST_VERSION
+ *   "version": 2,                   // BP_MANIFEST_VERSION
+ *   "target": {"name": "cpu" | "cuda",       // which runtime library the
+ *              "precision": "fp32" | "bf16"},// stage functions were built
+ *                                   // for, and their element type: with
+ *                                   // "bf16" (cuda only) activations, their
+ *                                   // gradients and the weights the stage
+ *                                   // functions read are bf16 (roles say
+ *                                   // "bf16"); parameter gradients, the
+ *                                   // loss and statistics stay f32
  *   "model": {"name": "gpt_tiny", "family": "gpt" | "bert", "vocab": 256,
  *             "seq_len": 32, "microbatch_size": 4, "mask_token": 255},
  *   "schedule": {"name": "bitpipe", "microbatches": 8, "devices": 4,
@@ -134,13 +142,14 @@ extern const int64_t bitpipe_manifest_size;
  *                                   the forward's (activation) argument i
  *   {"role": "stash", "index": k}   result of the input half / argument of
  *                                   the weight half (split backward)
- * Every ROLE also has "shape" (list of int) and "dtype" ("f32" | "i32").
+ * Every ROLE also has "shape" (list of int) and "dtype" ("f32" | "i32" |
+ * "bf16").
  *===----------------------------------------------------------------------===*/
 
 /* The version of the manifest's grammar above. The compiler writes it and
  * the runtime reads no other (it stops, naming both versions): change it
  * with any change of the grammar that an older reader would misread. */
-#define BP_MANIFEST_VERSION 1
+#define BP_MANIFEST_VERSION 2
 
 /* The manifest's vocabularies, from bitpipe/abi/ManifestKeys.def: one
  * spelling for the compiler that writes them and the runtime that reads
@@ -193,6 +202,26 @@ typedef enum bp_init_kind {
 } bp_init_kind;
 static const char *const bp_init_kind_names[BP_NUM_INIT_KINDS] = {
 #define BP_INIT_KIND(id, word) word,
+#include "bitpipe/abi/ManifestKeys.def"
+};
+
+typedef enum bp_target_kind {
+#define BP_TARGET_KIND(id, word) BP_TARGET_##id,
+#include "bitpipe/abi/ManifestKeys.def"
+  BP_NUM_TARGET_KINDS
+} bp_target_kind;
+static const char *const bp_target_kind_names[BP_NUM_TARGET_KINDS] = {
+#define BP_TARGET_KIND(id, word) word,
+#include "bitpipe/abi/ManifestKeys.def"
+};
+
+typedef enum bp_precision {
+#define BP_PRECISION(id, word) BP_PRECISION_##id,
+#include "bitpipe/abi/ManifestKeys.def"
+  BP_NUM_PRECISIONS
+} bp_precision;
+static const char *const bp_precision_names[BP_NUM_PRECISIONS] = {
+#define BP_PRECISION(id, word) word,
 #include "bitpipe/abi/ManifestKeys.def"
 };
 
