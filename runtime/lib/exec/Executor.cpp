@@ -16,11 +16,10 @@ static Status invalid(std::string message) {
 
 Executor::Executor(ExecutorParts parts)
     : manifest_(*parts.manifest), entries_(parts.entries),
-      comm_(*parts.comm), params_(*parts.params), inputs_(parts.inputs),
-      optimizer_(*parts.optimizer), trace_(*parts.trace),
-      groupIds_(std::move(parts.groupIds)), rank_(parts.comm->rank()) {
-  for (size_t p = 0; p < manifest_.params.size(); ++p)
-    ownsForNorm_.push_back(manifest_.ownerRank(static_cast<int>(p)) == rank_);
+      comm_(*parts.comm), backend_(*parts.backend), params_(*parts.params),
+      inputs_(parts.inputs), optimizer_(*parts.optimizer),
+      trace_(*parts.trace), groupIds_(std::move(parts.groupIds)),
+      rank_(parts.comm->rank()) {
   values_.reset(manifest_.ranks[rank_].numValues);
 }
 
@@ -56,6 +55,8 @@ void Executor::beginStep(int64_t step) {
   stepped_ = false;
   lossSum_ = 0;
   lossCount_ = 0;
+  lastStageCall_ = StageCall();
+  backend_.beginStep(trace_.nowUs());
 }
 
 Status Executor::endStep() {
@@ -77,7 +78,25 @@ Status Executor::endStep() {
     if (t.tensor)
       BP_TRY(complete(*t.tensor));
   }
-  return drainSends();
+  BP_TRY(drainSends());
+  BP_TRY(synchronizeStep());
+  // The step's losses, summed in double in the order the forwards produced
+  // them (on a device they were copied back asynchronously).
+  for (float loss : backend_.takeLosses())
+    lossSum_ += loss;
+  backend_.endStep(trace_);
+  return Status::ok();
+}
+
+Status Executor::synchronizeStep() {
+  Status s = backend_.synchronize();
+  if (s.isOk() || !lastStageCall_.op)
+    return s;
+  return Status::error(
+      s.code(), "after " +
+                    describeStageCall(lastStageCall_.op, lastStageCall_.fn,
+                                      lastStageCall_.mb) +
+                    ", the step's last stage call: " + s.message());
 }
 
 Status Executor::complete(Buffer &b) {
@@ -136,12 +155,23 @@ Status Executor::checkFunction(int32_t fn, FunctionKind a, FunctionKind b,
   return Status::ok();
 }
 
-Status Executor::call(int fn, std::vector<void *> &args,
+Status Executor::call(int fn, const char *op, int64_t mb,
+                      std::vector<void *> &args,
                       std::vector<BufferRef> *results) {
   const StageFunction &f = manifest_.functions[fn];
   std::vector<void *> buffers(args);
   buffers.resize(f.args.size() + f.results.size(), nullptr);
-  entries_[fn](buffers.data());
+  // What a device fault found later (at the step's end) is reported after.
+  lastStageCall_ = {op, fn, mb};
+  const char kind = op[0] == 'f' ? 'F' : op[0] == 'w' ? 'W' : 'B';
+  const TraceCategory category =
+      kind == 'F' ? TraceCategory::Forward : TraceCategory::Backward;
+  {
+    TraceRecorder::Scope scope(trace_, opName(kind, fn, mb), category);
+    BP_TRY(backend_.stageCallBegin());
+    entries_[fn](buffers.data());
+    BP_TRY(backend_.stageCallEnd(opName(kind, fn, mb)));
+  }
   results->clear();
   for (size_t r = 0; r < f.results.size(); ++r) {
     void *p = buffers[f.args.size() + r];
@@ -159,13 +189,9 @@ Status Executor::accumulateGrad(int param, const Buffer &g) {
     return invalid("rank " + std::to_string(rank_) +
                    " got a gradient of parameter '" +
                    manifest_.params[param].name + "', which it does not hold");
-  // Summed in float64 (see AdamWParam): the order of the micro-batches,
-  // stages and replicas then (nearly always) does not change the result.
-  double *acc = params_.grad(param);
-  const float *add = static_cast<const float *>(g.data());
-  for (int64_t i = 0, n = manifest_.params[param].numel; i < n; ++i)
-    acc[i] += add[i];
-  return Status::ok();
+  return params_.arrays().accumulate(params_.offset(param),
+                                     static_cast<const float *>(g.data()),
+                                     manifest_.params[param].numel);
 }
 
 static Status checkSize(const Buffer &b, const Role &role, int32_t id,
@@ -190,12 +216,10 @@ Status Executor::loadInput(int32_t value, int32_t kind, int64_t mb,
     return invalid("this rank has no training data open");
   if (count <= 0)
     return invalid("an input needs a positive count");
-  BufferRef b = Buffer::allocate(static_cast<size_t>(count) * sizeof(int32_t));
-  if (!b)
-    return Status::error(ErrorCode::OutOfMemory, "out of memory");
-  BP_TRY(inputs_->load(step_, manifest_.ranks[rank_].dpCopy, mb,
-                       static_cast<InputKind>(kind),
-                       static_cast<int32_t *>(b->data()), count));
+  BP_ASSIGN(b, backend_.loadInput(count, [&](int32_t *host) {
+    return inputs_->load(step_, manifest_.ranks[rank_].dpCopy, mb,
+                         static_cast<InputKind>(kind), host, count);
+  }));
   return values_.defineTensor(value, std::move(b));
 }
 
@@ -218,7 +242,7 @@ Status Executor::forward(int32_t fn, int64_t mb, int32_t in0, int32_t in1,
         return invalid("rank " + std::to_string(rank_) +
                        " does not hold parameter '" +
                        manifest_.params[role.param].name + "'");
-      args[i] = params_.param(role.param);
+      args[i] = params_.computeParam(role.param);
       continue;
     }
     int32_t id = bound[next++];
@@ -240,11 +264,7 @@ Status Executor::forward(int32_t fn, int64_t mb, int32_t in0, int32_t in1,
                                   k, bound[k], next));
 
   std::vector<BufferRef> results;
-  {
-    TraceRecorder::Scope scope(trace_, opName('F', fn, mb),
-                               TraceCategory::Forward);
-    BP_TRY(call(fn, args, &results));
-  }
+  BP_TRY(call(fn, "forward", mb, args, &results));
   for (size_t r = 0; r < f.results.size(); ++r) {
     const Role &role = f.results[r];
     if (role.kind == RoleKind::Saved) {
@@ -255,7 +275,7 @@ Status Executor::forward(int32_t fn, int64_t mb, int32_t in0, int32_t in1,
     }
     // The output: the loss on the last stage, else passed on.
     if (role.isScalarF32()) {
-      lossSum_ += *static_cast<const float *>(results[r]->data());
+      BP_TRY(backend_.queueLoss(results[r]->data()));
       ++lossCount_;
     }
     if (out0 >= 0)
@@ -297,7 +317,7 @@ Status Executor::bindBackwardArgs(int fn, SavedHandle &h,
         return invalid("rank " + std::to_string(rank_) +
                        " does not hold parameter '" +
                        manifest_.params[role.param].name + "'");
-      (*args)[i] = params_.param(role.param);
+      (*args)[i] = params_.computeParam(role.param);
       break;
     case RoleKind::ForwardArg: {
       if (static_cast<size_t>(role.index) >= fwd.args.size())
@@ -307,7 +327,7 @@ Status Executor::bindBackwardArgs(int fn, SavedHandle &h,
                                     fwd.args.size()));
       const Role &fa = fwd.args[role.index];
       if (fa.kind == RoleKind::Param)
-        (*args)[i] = params_.param(fa.param);
+        (*args)[i] = params_.computeParam(fa.param);
       else
         (*args)[i] = h.args[role.index]->data();
       if (fa.bytes() != role.bytes())
@@ -350,8 +370,8 @@ Status Executor::bindBackwardArgs(int fn, SavedHandle &h,
         if (!unitLossGrad_) {
           unitLossGrad_ = Buffer::allocate(sizeof(float));
           if (!unitLossGrad_)
-            return Status::error(ErrorCode::OutOfMemory, "out of memory");
-          *static_cast<float *>(unitLossGrad_->data()) = 1.0f;
+            return backend_.outOfMemory(sizeof(float));
+          BP_TRY(backend_.fillF32(unitLossGrad_->data(), 1.0f, 1));
         }
         (*args)[i] = unitLossGrad_->data();
       } else {
@@ -435,11 +455,7 @@ Status Executor::backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
   std::vector<void *> args;
   BP_TRY(bindBackwardArgs(fn, *h, grad, &args));
   std::vector<BufferRef> results;
-  {
-    TraceRecorder::Scope scope(trace_, opName('B', fn, mb),
-                               TraceCategory::Backward);
-    BP_TRY(call(fn, args, &results));
-  }
+  BP_TRY(call(fn, "backward", mb, args, &results));
   BP_TRY(takeBackwardResults(fn, *h, results, out0));
   if (f.kind == FunctionKind::Backward) {
     handleReleased(*h);
@@ -463,11 +479,7 @@ Status Executor::weightGrad(int32_t fn, int64_t mb, int32_t saved) {
   std::vector<void *> args;
   BP_TRY(bindBackwardArgs(fn, *h, h->gradOfResult, &args));
   std::vector<BufferRef> results;
-  {
-    TraceRecorder::Scope scope(trace_, opName('W', fn, mb),
-                               TraceCategory::Backward);
-    BP_TRY(call(fn, args, &results));
-  }
+  BP_TRY(call(fn, "weight_grad", mb, args, &results));
   BP_TRY(takeBackwardResults(fn, *h, results, -1));
   handleReleased(*h);
   values_.take(saved);
@@ -502,7 +514,7 @@ Status Executor::recv(int32_t value, int64_t count, int32_t peer,
     return values_.defineTensor(value, nullptr); // the precise message
   BufferRef b = Buffer::allocate(static_cast<size_t>(count) * sizeof(float));
   if (!b)
-    return Status::error(ErrorCode::OutOfMemory, "out of memory");
+    return backend_.outOfMemory(static_cast<size_t>(count) * sizeof(float));
   BP_ASSIGN(r, comm_.recv(b->data(), count, DType::F32, peer, tag));
   b->pendingRecv = r;
   b->recvPeer = peer;
@@ -533,8 +545,11 @@ Status Executor::allreduceStart(int32_t bucket, int32_t token) {
   GroupId group = groupIds_[spec.buckets[bucket].group];
   TraceRecorder::Scope scope(trace_, formatString("allreduce b%d", bucket),
                              TraceCategory::AllReduce);
-  BP_ASSIGN(r, comm_.allReduceStart(params_.gradsData() + range.offset,
-                                    range.count, DType::F64, group));
+  ParamArrays &arrays = params_.arrays();
+  const DType dtype = arrays.gradDType();
+  char *base = static_cast<char *>(arrays.gradData());
+  BP_ASSIGN(r, comm_.allReduceStart(base + range.offset * dtypeSize(dtype),
+                                    range.count, dtype, group));
   return values_.defineToken(token, r, bucket);
 }
 
@@ -578,28 +593,23 @@ Status Executor::optimizerStep(int64_t microbatches) {
                                   "waited for before the optimizer step",
                                   id));
 
+  // A device fault of the step's stage calls surfaces here, before the
+  // optimizer reads what they wrote, and is reported after the last one.
+  BP_TRY(synchronizeStep());
   TraceRecorder::Scope scope(trace_, "optimizer", TraceCategory::Optimizer);
-  std::vector<AdamWParam> all = params_.adamParams();
+  ParamArrays &arrays = params_.arrays();
   // The global gradient norm, every step (clipping needs it, and the step's
   // metrics report it: unlike the loss, it shows a mis-scaled gradient at
   // once, which AdamW's normalised update hides). It is over the whole
   // model: each parameter counted once, by the lowest rank holding it
-  // (replicas hold the same summed gradient).
-  std::vector<AdamWParam> owned;
-  const std::vector<int> &order = params_.layoutOrder();
-  for (size_t i = 0; i < order.size(); ++i)
-    if (ownsForNorm_[order[i]])
-      owned.push_back(all[i]);
-  double total = 0;
-  if (!owned.empty()) {
-    BP_ASSIGN(sum, AdamW::sumSquaredGradients(owned, n));
-    total = sum;
-  }
+  // (replicas hold the same summed gradient; ParamLayout::norm).
+  BP_ASSIGN(sum, arrays.sumSquaredGradients(n));
+  double total = sum;
   BP_ASSIGN(r, comm_.allReduceStart(&total, 1, DType::F64, kWorldGroup));
   BP_TRY(comm_.allReduceWait(r));
   gradNorm_ = std::sqrt(total);
-  BP_TRY(optimizer_.stepWithGlobalNorm(all, n, total));
-  params_.zeroGradients();
+  BP_TRY(arrays.adamwStep(optimizer_, n, total));
+  BP_TRY(arrays.zeroGradients());
   stepped_ = true;
   return Status::ok();
 }

@@ -4,7 +4,9 @@
 // calls of bitpipe/program.h. It owns the values in flight (ValueTable),
 // pending sends, the step's loss, and drives the rank's parameters
 // (ParamStore), communication (Communicator, whose deadlines bound every
-// wait), data (InputLoader) and optimizer (AdamW).
+// wait), data (InputLoader) and optimizer (AdamW). It is the same code on
+// every target: whatever touches the memory of values goes through the
+// target's Backend (Backend.h).
 //
 // Each call is a method returning a Status; ProgramApi.cpp turns an error
 // into fatal(), which prints "bitpipe: rank R: fatal: <op> <stage/mb>: ..."
@@ -19,6 +21,7 @@
 #ifndef BITPIPE_RUNTIME_EXEC_EXECUTOR_H
 #define BITPIPE_RUNTIME_EXEC_EXECUTOR_H
 
+#include "Backend.h"
 #include "InputLoader.h"
 #include "Manifest.h"
 #include "ParamStore.h"
@@ -38,7 +41,8 @@ struct ExecutorParts {
   const Manifest *manifest = nullptr;
   const bp_stage_entry_t *entries = nullptr; // manifest.functions.size()
   Communicator *comm = nullptr;
-  ParamStore *params = nullptr;
+  Backend *backend = nullptr;
+  ParamStore *params = nullptr; // attached to backend
   const InputLoader *inputs = nullptr; // may be null if no rank loads input
   AdamW *optimizer = nullptr;
   TraceRecorder *trace = nullptr;
@@ -68,7 +72,9 @@ public:
   int64_t peakHandles() const { return peakHandles_; }
   int64_t peakSavedBytes() const { return peakSavedBytes_; }
 
-  /// The step's micro-batch losses on this rank: their sum and count.
+  /// The step's micro-batch losses on this rank: their sum (in double, in
+  /// the order the forwards produced them; complete after endStep) and
+  /// count.
   double lossSum() const { return lossSum_; }
   int64_t lossCount() const { return lossCount_; }
   /// The global norm of the step's mean gradient (before clipping), the
@@ -105,10 +111,13 @@ private:
   Status pollSends();
   /// Waits for every pending send.
   Status drainSends();
-  /// Runs stage function \p fn on \p args; \p results receives its
-  /// results as owned buffers.
-  Status call(int fn, std::vector<void *> &args,
+  /// Runs stage function \p fn on \p args as \p op ("forward",
+  /// "backward", "weight_grad") of micro-batch \p mb, traced; \p results
+  /// receives its results as owned buffers.
+  Status call(int fn, const char *op, int64_t mb, std::vector<void *> &args,
               std::vector<BufferRef> *results);
+  /// Waits for the target; a fault is reported after the last stage call.
+  Status synchronizeStep();
   /// Adds the gradient result \p g of parameter \p param into its
   /// accumulator.
   Status accumulateGrad(int param, const Buffer &g);
@@ -130,6 +139,7 @@ private:
   const Manifest &manifest_;
   const bp_stage_entry_t *entries_;
   Communicator &comm_;
+  Backend &backend_;
   ParamStore &params_;
   const InputLoader *inputs_;
   AdamW &optimizer_;
@@ -141,9 +151,14 @@ private:
   void handleCreated(const SavedHandle &h);
   void handleReleased(const SavedHandle &h);
   int rank_;
-  /// Whether this rank counts each parameter in the global gradient norm
-  /// (it is the lowest rank holding it), by manifest index.
-  std::vector<bool> ownsForNorm_;
+  /// The step's last stage call (a device fault found when the host waits
+  /// is reported after it); op is null before the first.
+  struct StageCall {
+    const char *op = nullptr;
+    int32_t fn = -1;
+    int64_t mb = 0;
+  };
+  StageCall lastStageCall_;
 
   ValueTable values_;
   struct PendingSend {

@@ -3,10 +3,13 @@
 // libBitPipeRuntimeMain: linked into every executable bitpipe-compile
 // produces, next to the model object that defines the symbols of
 // bitpipe/program.h. All the work is in runTraining (testable without a
-// compiled model).
+// compiled model). The backend is the linked target library's
+// createTargetBackend (Backend.h): referenced here, from the first library
+// of the link line, so that the target library listed after it supplies it.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Backend.h"
 #include "Training.h"
 
 #include "bitpipe/program.h"
@@ -19,5 +22,6 @@ int main(int argc, char **argv) {
   program.numRanks = bitpipe_num_ranks;
   program.manifest = bitpipe_manifest;
   program.manifestSize = bitpipe_manifest_size;
-  return bitpipe::runtime::runTraining(program, argc, argv);
+  return bitpipe::runtime::runTraining(
+      program, bitpipe::runtime::createTargetBackend, argc, argv);
 }

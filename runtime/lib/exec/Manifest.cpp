@@ -23,6 +23,16 @@ const char *functionKindName(FunctionKind kind) {
   return k >= 0 && k < BP_NUM_FUNCTION_KINDS ? bp_function_kind_names[k] : "?";
 }
 
+const char *targetKindName(TargetKind kind) {
+  int k = static_cast<int>(kind);
+  return k >= 0 && k < BP_NUM_TARGET_KINDS ? bp_target_kind_names[k] : "?";
+}
+
+const char *precisionName(Precision precision) {
+  int k = static_cast<int>(precision);
+  return k >= 0 && k < BP_NUM_PRECISIONS ? bp_precision_names[k] : "?";
+}
+
 bool RankSpec::holds(int param) const {
   return std::find(params.begin(), params.end(), param) != params.end();
 }
@@ -171,6 +181,24 @@ Status parseIntList(const JsonValue &v, const std::string &where,
   return Status::ok();
 }
 
+Status parseTarget(const JsonValue &v, TargetSpec *t) {
+  Fields f(v, key::Target);
+  BP_TRY(f.object());
+  int kind = 0, precision = 0;
+  BP_TRY(f.word(key::Name, bp_target_kind_names, "target", &kind));
+  BP_TRY(f.word(key::Precision, bp_precision_names, "precision",
+                &precision));
+  t->kind = static_cast<TargetKind>(kind);
+  t->precision = static_cast<Precision>(precision);
+  // bf16 kernels exist on the device only (runtime.h's CPU kernels are
+  // fp32): a CPU program in bf16 would be misread by every kernel.
+  if (t->precision == Precision::Bf16 && t->kind != TargetKind::Cuda)
+    return bad(f.at(key::Precision),
+               std::string("bf16 needs the cuda target, not ") +
+                   targetKindName(t->kind));
+  return Status::ok();
+}
+
 Status parseModel(const JsonValue &v, ModelSpec *m) {
   Fields f(v, key::Model);
   BP_TRY(f.object());
@@ -297,8 +325,16 @@ Status parseRole(const JsonValue &v, const std::string &where,
     return bad(f.at(key::Shape), "the size overflows");
   int dtypeIndex = 0;
   BP_TRY(f.word(key::Dtype, bp_dtype_names, "dtype", &dtypeIndex));
-  role->dtype = dtypeIndex == BP_DTYPE_F32 ? DType::F32 : DType::I32;
+  role->dtype = dtypeIndex == BP_DTYPE_F32    ? DType::F32
+                : dtypeIndex == BP_DTYPE_BF16 ? DType::BF16
+                                              : DType::I32;
   const std::string dtype = bp_dtype_names[dtypeIndex];
+  const DType compute = m.target.computeDType();
+  if (role->dtype == DType::BF16 && compute != DType::BF16)
+    return bad(f.at(key::Dtype),
+               std::string("bf16 under the target's precision ") +
+                   precisionName(m.target.precision) +
+                   " (only a bf16 program has bf16 values)");
 
   switch (role->kind) {
   case RoleKind::Param: {
@@ -311,9 +347,14 @@ Status parseRole(const JsonValue &v, const std::string &where,
       return bad(f.at(nameKey),
                  "'" + name + "' is not in \"" + key::Params + "\"");
     const ParamSpec &p = m.params[role->param];
-    if (role->shape != p.shape || role->dtype != DType::F32)
+    // Stage functions read the weights in the compute precision (the
+    // backend's compute copy under bf16) and return their gradients in
+    // f32, which the backend adds into the f32 accumulators.
+    DType want = isArg ? compute : DType::F32;
+    if (role->shape != p.shape || role->dtype != want)
       return bad(where, "parameter '" + name + "' is " +
-                            shapeToString(p.shape) + " f32, not " +
+                            shapeToString(p.shape) + " " + dtypeName(want) +
+                            (isArg ? "" : " (its gradient)") + ", not " +
                             shapeToString(role->shape) + " " + dtype);
     break;
   }
@@ -348,10 +389,12 @@ Status parseRole(const JsonValue &v, const std::string &where,
   if ((role->kind == RoleKind::Activation || role->kind == RoleKind::Output ||
        role->kind == RoleKind::GradOfResult ||
        role->kind == RoleKind::GradOfArg) &&
-      role->dtype != DType::F32)
-    return bad(where, std::string("a '") + kind +
-                          "' travels between ranks as float32; its dtype "
-                          "must be f32");
+      role->dtype != DType::F32 && role->dtype != compute)
+    return bad(where, std::string("a '") + kind + "' is f32" +
+                          (compute == DType::F32
+                               ? ""
+                               : std::string(" or ") + dtypeName(compute)) +
+                          ", not " + dtype);
   return Status::ok();
 }
 
@@ -573,6 +616,9 @@ Expected<Manifest> parseManifest(std::string_view text) {
                             static_cast<long long>(version),
                             BP_MANIFEST_VERSION));
   const JsonValue *v = nullptr;
+  // The target first: the roles' dtypes depend on its precision.
+  BP_TRY(top.member(key::Target, &v));
+  BP_TRY(parseTarget(*v, &m.target));
   BP_TRY(top.member(key::Model, &v));
   BP_TRY(parseModel(*v, &m.model));
   BP_TRY(top.member(key::Schedule, &v));

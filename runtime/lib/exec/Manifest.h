@@ -37,6 +37,35 @@ enum class ModelFamily {
   Bert = BP_MODEL_FAMILY_BERT,
 };
 
+/// program.h's targets (values: its bp_target_kind): which runtime library
+/// the stage functions were compiled for.
+enum class TargetKind {
+  Cpu = BP_TARGET_CPU,
+  Cuda = BP_TARGET_CUDA,
+};
+
+/// program.h's precisions (values: its bp_precision).
+enum class Precision {
+  Fp32 = BP_PRECISION_FP32,
+  Bf16 = BP_PRECISION_BF16,
+};
+
+const char *targetKindName(TargetKind kind);
+const char *precisionName(Precision precision);
+
+/// The manifest's "target". Under bf16 (cuda only) the weights the stage
+/// functions read, activations and their gradients are bf16; parameter
+/// gradients, the loss and statistics stay f32 (program.h).
+struct TargetSpec {
+  TargetKind kind = TargetKind::Cpu;
+  Precision precision = Precision::Fp32;
+  /// The element type of what the stage functions compute in: the weights
+  /// they read and the activations.
+  DType computeDType() const {
+    return precision == Precision::Bf16 ? DType::BF16 : DType::F32;
+  }
+};
+
 struct ModelSpec {
   std::string name;
   ModelFamily family = ModelFamily::Gpt;
@@ -144,6 +173,7 @@ struct RankSpec {
 };
 
 struct Manifest {
+  TargetSpec target;
   ModelSpec model;
   ScheduleSpec schedule;
   std::vector<ParamSpec> params;

@@ -19,15 +19,20 @@ Status saveModelCheckpoint(Communicator &comm, const Manifest &manifest,
                            ParamStore &store, const std::string &path,
                            const CheckpointInfo &info) {
   // Each rank sends, for every parameter it is the lowest holder of, in
-  // manifest order: weights, m, v.
+  // manifest order: weights, m, v, from the host image of its store.
+  Status current = store.toHost();
+  if (!current.isOk())
+    return current;
   std::string mine;
   for (size_t p = 0; p < manifest.params.size(); ++p) {
     if (manifest.ownerRank(static_cast<int>(p)) != comm.rank())
       continue;
     size_t bytes = static_cast<size_t>(manifest.params[p].numel) * sizeof(float);
-    for (const float *src : {store.param(p), store.m(p), store.v(p)})
+    for (const float *src :
+         {store.hostParam(p), store.hostM(p), store.hostV(p)})
       mine.append(reinterpret_cast<const char *>(src), bytes);
   }
+  store.releaseHost();
   std::vector<std::string> all;
   Status s = comm.gatherBytes(mine, 0, &all);
   if (!s.isOk() || comm.rank() != 0)
@@ -71,11 +76,17 @@ Status loadModelCheckpoint(const Manifest &manifest, ParamStore &store,
 
 Status dumpRankParams(const Manifest &manifest, ParamStore &store,
                       const std::string &path, int64_t step) {
+  Status current = store.toHost();
+  if (!current.isOk())
+    return current;
   std::vector<SafetensorsTensor> tensors;
   for (int p : store.layoutOrder())
-    tensors.push_back(
-        {manifest.params[p].name, store.param(p), manifest.params[p].shape});
-  return writeSafetensors(path, tensors, {{"step", std::to_string(step)}});
+    tensors.push_back({manifest.params[p].name, store.hostParam(p),
+                       manifest.params[p].shape});
+  Status s =
+      writeSafetensors(path, tensors, {{"step", std::to_string(step)}});
+  store.releaseHost();
+  return s;
 }
 
 } // namespace bitpipe::runtime

@@ -37,7 +37,8 @@ Status saveModelCheckpoint(Communicator &comm, const Manifest &manifest,
                            ParamStore &store, const std::string &path,
                            const CheckpointInfo &info);
 
-/// Loads this rank's parameters and moments from \p path, checking the
+/// Loads this rank's parameters and moments from \p path into the host
+/// image of \p store (the caller moves them to the target), checking the
 /// fingerprint; \p info receives the step and seed.
 Status loadModelCheckpoint(const Manifest &manifest, ParamStore &store,
                            const std::string &path, CheckpointInfo *info);

@@ -29,10 +29,22 @@ ParamStore::ParamStore(const Manifest &manifest, int rank)
   for (int p : spec.params)
     if (offset_[p] < 0)
       place(p);
-  params_.assign(next, 0.0f);
-  grads_.assign(next, 0.0);
-  m_.assign(next, 0.0f);
-  v_.assign(next, 0.0f);
+  layout_.numFloats = next;
+  for (int p : order_) {
+    const ParamSpec &ps = manifest.params[p];
+    ParamSegment seg{ps.name, offset_[p], ps.numel, ps.decay};
+    layout_.all.push_back(seg);
+    // Each parameter is counted once in the global norm, by the lowest rank
+    // holding it (replicas hold the same summed gradient).
+    if (manifest.ownerRank(p) == rank)
+      layout_.norm.push_back(seg);
+  }
+}
+
+Status ParamStore::attach(Backend &backend) {
+  BP_ASSIGN(arrays, backend.createParamArrays(layout_));
+  arrays_ = std::move(arrays);
+  return Status::ok();
 }
 
 void ParamStore::initialize(uint64_t seed) {
@@ -40,39 +52,27 @@ void ParamStore::initialize(uint64_t seed) {
     const ParamSpec &spec = manifest_.params[p];
     switch (spec.init) {
     case InitKind::Normal:
-      initNormal(param(p), spec.numel, spec.stddev, seed, spec.name);
+      initNormal(hostParam(p), spec.numel, spec.stddev, seed, spec.name);
       break;
     case InitKind::Zeros:
-      initZeros(param(p), spec.numel);
+      initZeros(hostParam(p), spec.numel);
       break;
     case InitKind::Ones:
-      initOnes(param(p), spec.numel);
+      initOnes(hostParam(p), spec.numel);
       break;
     }
   }
-  std::fill(m_.begin(), m_.end(), 0.0f);
-  std::fill(v_.begin(), v_.end(), 0.0f);
-}
-
-std::vector<AdamWParam> ParamStore::adamParams() {
-  std::vector<AdamWParam> out;
-  for (int p : order_) {
-    const ParamSpec &spec = manifest_.params[p];
-    out.push_back({spec.name, param(p), grad(p), m(p), v(p), spec.numel,
-                   spec.decay});
-  }
-  return out;
+  std::fill(arrays_->hostM(), arrays_->hostM() + layout_.numFloats, 0.0f);
+  std::fill(arrays_->hostV(), arrays_->hostV() + layout_.numFloats, 0.0f);
 }
 
 std::vector<CheckpointParam> ParamStore::checkpointParams() {
   std::vector<CheckpointParam> out;
   for (int p : order_) {
     const ParamSpec &spec = manifest_.params[p];
-    out.push_back({spec.name, spec.shape, param(p), m(p), v(p)});
+    out.push_back({spec.name, spec.shape, hostParam(p), hostM(p), hostV(p)});
   }
   return out;
 }
-
-void ParamStore::zeroGradients() { std::fill(grads_.begin(), grads_.end(), 0.0); }
 
 } // namespace bitpipe::runtime

@@ -1,8 +1,10 @@
 //===- ParamStore.h - One rank's parameters, gradients, moments -*- C++ -*-===//
 //
-// The fp32 master weights of the parameters a rank holds (on the CPU target
-// they are the parameters the stage functions read), their gradient
-// accumulators and AdamW's two moments: four arrays with one layout.
+// The fp32 master weights of the parameters a rank holds, their gradient
+// accumulators and AdamW's two moments: arrays with one layout, kept where
+// the target keeps them (Backend.h's ParamArrays: host memory on the CPU,
+// where the master weights are also what the stage functions read; device
+// memory on CUDA, with a bf16 copy for the stage functions under bf16).
 //
 // The layout is DDP's bucket views: the parameters of the rank's all-reduce
 // buckets come first, bucket after bucket in the manifest's bucket order,
@@ -12,16 +14,20 @@
 // list the same buckets in the same order (Manifest checks it), so the
 // ranges line up element by element across the group.
 //
+// The layout is known at construction; the arrays come from the target's
+// backend (attach), which may fail (device memory).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_EXEC_PARAMSTORE_H
 #define BITPIPE_RUNTIME_EXEC_PARAMSTORE_H
 
+#include "Backend.h"
 #include "Manifest.h"
-#include "train/AdamW.h"
 #include "train/Checkpoint.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace bitpipe::runtime {
@@ -36,41 +42,51 @@ class ParamStore {
 public:
   ParamStore(const Manifest &manifest, int rank);
 
+  /// Allocates the arrays on \p backend's target, zeroed.
+  Status attach(Backend &backend);
+  ParamArrays &arrays() { return *arrays_; }
+
   /// Manifest indices of the parameters held, in layout order.
   const std::vector<int> &layoutOrder() const { return order_; }
   bool holds(int param) const { return offset_[param] >= 0; }
+  /// The element offset of parameter \p param (held) in every array.
+  int64_t offset(int param) const { return offset_[param]; }
+  const ParamLayout &layout() const { return layout_; }
 
-  /// The arrays of parameter \p param (a manifest index; must be held).
-  float *param(int param) { return params_.data() + offset_[param]; }
-  double *grad(int param) { return grads_.data() + offset_[param]; }
-  float *m(int param) { return m_.data() + offset_[param]; }
-  float *v(int param) { return v_.data() + offset_[param]; }
+  /// The host image of parameter \p param's master weights and moments
+  /// (ParamArrays::hostParams: current between toHost() and toTarget()).
+  float *hostParam(int param) { return arrays_->hostParams() + offset_[param]; }
+  float *hostM(int param) { return arrays_->hostM() + offset_[param]; }
+  float *hostV(int param) { return arrays_->hostV() + offset_[param]; }
+  float *hostParamsData() { return arrays_->hostParams(); }
+  Status toHost() { return arrays_->toHost(); }
+  Status toTarget() { return arrays_->toTarget(); }
+  void releaseHost() { arrays_->releaseHost(); }
+
+  /// What a stage function reads for parameter \p param (held).
+  void *computeParam(int param) {
+    return arrays_->computeParams(offset_[param]);
+  }
 
   /// The gradient (or parameter) range of the rank's bucket \p bucket.
   const ElementRange &bucketRange(int bucket) const { return buckets_[bucket]; }
-  float *paramsData() { return params_.data(); }
-  double *gradsData() { return grads_.data(); }
-  int64_t numFloats() const { return static_cast<int64_t>(params_.size()); }
+  int64_t numFloats() const { return layout_.numFloats; }
 
-  /// Initial values from \p seed: each parameter by its manifest init,
-  /// drawn by name (Init.h), so every replica starts identical.
+  /// Initial values from \p seed into the host image: each parameter by its
+  /// manifest init, drawn by name (Init.h), so every replica starts
+  /// identical; moments zero.
   void initialize(uint64_t seed);
 
-  /// AdamW's view of the held parameters (layout order).
-  std::vector<AdamWParam> adamParams();
-  /// Checkpoint view of the held parameters (layout order).
+  /// Checkpoint view of the host image (layout order).
   std::vector<CheckpointParam> checkpointParams();
-
-  void zeroGradients();
 
 private:
   const Manifest &manifest_;
   std::vector<int> order_;
   std::vector<int64_t> offset_; // by manifest index; -1 if not held
   std::vector<ElementRange> buckets_;
-  std::vector<float> params_, m_, v_;
-  // Float64 accumulators: see AdamWParam.
-  std::vector<double> grads_;
+  ParamLayout layout_;
+  std::unique_ptr<ParamArrays> arrays_;
 };
 
 } // namespace bitpipe::runtime

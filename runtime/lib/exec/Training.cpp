@@ -3,6 +3,7 @@
 #include "Training.h"
 
 #include "Agree.h"
+#include "Backend.h"
 #include "Executor.h"
 #include "ModelCheckpoint.h"
 #include "Options.h"
@@ -136,7 +137,7 @@ Status broadcastInitialParams(Communicator &comm, const Manifest &manifest,
       if (spec.buckets[b].group != static_cast<int>(g))
         continue;
       const ElementRange &range = store.bucketRange(static_cast<int>(b));
-      Status s = comm.broadcast(store.paramsData() + range.offset,
+      Status s = comm.broadcast(store.hostParamsData() + range.offset,
                                 range.count, DType::F32, groupIds[g]);
       if (!s.isOk())
         return s;
@@ -147,9 +148,10 @@ Status broadcastInitialParams(Communicator &comm, const Manifest &manifest,
 class Trainer {
 public:
   Trainer(const CompiledProgram &program, Communicator &comm,
-          const TrainOptions &o, const Manifest &m)
-      : program_(program), comm_(comm), o_(o), manifest_(m),
-        rank_(comm.rank()), store_(m, comm.rank()), adam_(o.adam) {}
+          Backend &backend, const TrainOptions &o, const Manifest &m)
+      : program_(program), comm_(comm), backend_(backend), o_(o),
+        manifest_(m), rank_(comm.rank()), store_(m, comm.rank()),
+        adam_(o.adam) {}
 
   int run();
 
@@ -160,6 +162,7 @@ private:
 
   const CompiledProgram &program_;
   Communicator &comm_;
+  Backend &backend_;
   const TrainOptions &o_;
   const Manifest &manifest_;
   int rank_;
@@ -277,6 +280,10 @@ int Trainer::run() {
     groupIds.push_back(*id);
   }
 
+  // The parameters start in the store's host image (initialised, then
+  // perhaps loaded and broadcast) and move to the target once.
+  if (!agreeAllOk(comm_, store_.attach(backend_)))
+    return 1;
   store_.initialize(o_.seed);
   std::unique_ptr<InputLoader> inputs;
   if (!agreeAllOk(comm_, startUpChecks(o_, manifest_, rank_, store_, adam_,
@@ -285,6 +292,8 @@ int Trainer::run() {
   Status s = broadcastInitialParams(comm_, manifest_, store_, groupIds);
   if (!s.isOk())
     comm_.abort(1, "broadcasting the initial parameters: " + s.message());
+  if (!agreeAllOk(comm_, store_.toTarget()))
+    return 1;
 
   // Outputs are opened only now: a run that fails its checks overwrites
   // nothing. A resumed run appends to the metrics of the run it continues.
@@ -307,6 +316,7 @@ int Trainer::run() {
   parts.manifest = &manifest_;
   parts.entries = program_.stageEntries;
   parts.comm = &comm_;
+  parts.backend = &backend_;
   parts.params = &store_;
   parts.inputs = inputs.get();
   parts.optimizer = &adam_;
@@ -382,7 +392,8 @@ int Trainer::run() {
 
 } // namespace
 
-int runTraining(const CompiledProgram &program, int argc, char **argv) {
+int runTraining(const CompiledProgram &program, BackendFactory createBackend,
+                int argc, char **argv) {
   Expected<std::unique_ptr<MpiCommunicator>> c =
       MpiCommunicator::create(&argc, &argv);
   if (!c.isOk()) {
@@ -440,9 +451,27 @@ int runTraining(const CompiledProgram &program, int argc, char **argv) {
                                         m->schedule.worldSize)));
     return 1;
   }
+  // The target: the stage functions were compiled for one runtime library,
+  // and this executable links one (Backend.h); they must be the same.
+  std::unique_ptr<Backend> backend = createBackend();
+  if (m->target.kind != backend->target()) {
+    if (rank == 0)
+      printError(rank,
+                 formatString("the program was compiled for the %s target, "
+                              "but this executable links the %s runtime: "
+                              "link it with runtime-%s.rsp (bitpipe-compile "
+                              "--target %s does)",
+                              targetKindName(m->target.kind),
+                              targetKindName(backend->target()),
+                              targetKindName(m->target.kind),
+                              targetKindName(m->target.kind)));
+    return 1;
+  }
+  if (!agreeAllOk(comm, backend->configure(*m)))
+    return 1;
   if (o->timeoutSeconds > 0)
     comm.setTimeout(o->timeoutSeconds);
-  Trainer trainer(program, comm, *o, *m);
+  Trainer trainer(program, comm, *backend, *o, *m);
   return trainer.run();
 }
 

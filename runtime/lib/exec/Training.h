@@ -16,6 +16,7 @@
 #include "bitpipe/program.h"
 
 #include <cstdint>
+#include <memory>
 
 namespace bitpipe::runtime {
 
@@ -29,10 +30,18 @@ struct CompiledProgram {
   int64_t manifestSize = 0;
 };
 
-/// Runs one rank of the job (the process's MPI rank). Returns the process
-/// exit code: 0 on success and for --help, 2 for bad flags, 1 for any other
-/// start-up or I/O failure. Failures during a step abort the job instead.
-int runTraining(const CompiledProgram &program, int argc, char **argv);
+class Backend;
+/// Makes the backend of the target the program was linked for (Backend.h's
+/// createTargetBackend).
+using BackendFactory = std::unique_ptr<Backend> (*)();
+
+/// Runs one rank of the job (the process's MPI rank) on the target
+/// \p createBackend makes. Returns the process exit code: 0 on success and
+/// for --help, 2 for bad flags, 1 for any other start-up or I/O failure
+/// (a manifest for another target is one). Failures during a step abort
+/// the job instead.
+int runTraining(const CompiledProgram &program, BackendFactory createBackend,
+                int argc, char **argv);
 
 } // namespace bitpipe::runtime
 

@@ -52,12 +52,14 @@ Status AdamW::step(const std::vector<AdamWParam> &params, int numMicroBatches,
   return stepWithGlobalNorm(params, numMicroBatches, sum, info);
 }
 
-Status AdamW::stepWithGlobalNorm(const std::vector<AdamWParam> &params,
-                                 int numMicroBatches, double globalSumSquares,
-                                 AdamWStepInfo *info) {
-  Status s = checkParams(params, numMicroBatches);
-  if (!s.isOk())
-    return s;
+Expected<AdamWConstants> AdamW::beginStep(int numMicroBatches,
+                                          double globalSumSquares,
+                                          AdamWStepInfo *info) {
+  if (numMicroBatches <= 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("AdamW: %d micro-batches; need at least "
+                                      "one",
+                                      numMicroBatches));
   if (!(globalSumSquares >= 0) || !std::isfinite(globalSumSquares))
     return Status::error(ErrorCode::InvalidArgument,
                          formatString("AdamW: gradient norm^2 is %g (a NaN or "
@@ -73,34 +75,47 @@ Status AdamW::stepWithGlobalNorm(const std::vector<AdamWParam> &params,
   }
 
   ++step_;
-  const double gScale = clip / numMicroBatches;
+  AdamWConstants c;
+  c.gradScale = clip / numMicroBatches;
   // Every constant is formed in double and rounded once: 1.0f - 0.999f is
   // 9.99987e-4, not 1e-3, which would leave the second moment 1.3e-5 low
   // against PyTorch's (docs/training-semantics.md).
-  const float b1 = static_cast<float>(config_.beta1);
-  const float b2 = static_cast<float>(config_.beta2);
-  const float oneMinusB1 = static_cast<float>(1.0 - config_.beta1);
-  const float oneMinusB2 = static_cast<float>(1.0 - config_.beta2);
-  const float eps = static_cast<float>(config_.eps);
+  c.beta1 = static_cast<float>(config_.beta1);
+  c.beta2 = static_cast<float>(config_.beta2);
+  c.oneMinusBeta1 = static_cast<float>(1.0 - config_.beta1);
+  c.oneMinusBeta2 = static_cast<float>(1.0 - config_.beta2);
+  c.eps = static_cast<float>(config_.eps);
   // Bias corrections in double: beta^t underflows gracefully and 1 - beta^t
   // for beta2 = 0.999 at small t loses digits in float.
   double t = static_cast<double>(step_);
-  const float stepSize =
+  c.stepSize =
       static_cast<float>(config_.lr / (1.0 - std::pow(config_.beta1, t)));
-  const float rootBc2 =
-      static_cast<float>(std::sqrt(1.0 - std::pow(config_.beta2, t)));
+  c.rootBc2 = static_cast<float>(std::sqrt(1.0 - std::pow(config_.beta2, t)));
+  c.decayFactor = static_cast<float>(1.0 - config_.lr * config_.weightDecay);
+  return c;
+}
+
+Status AdamW::stepWithGlobalNorm(const std::vector<AdamWParam> &params,
+                                 int numMicroBatches, double globalSumSquares,
+                                 AdamWStepInfo *info) {
+  Status s = checkParams(params, numMicroBatches);
+  if (!s.isOk())
+    return s;
+  Expected<AdamWConstants> begun =
+      beginStep(numMicroBatches, globalSumSquares, info);
+  if (!begun.isOk())
+    return begun.status();
+  const AdamWConstants c = *begun;
   for (const AdamWParam &p : params) {
-    const float decay =
-        p.decay ? static_cast<float>(1.0 - config_.lr * config_.weightDecay)
-                : 1.0f;
+    const float decay = p.decay ? c.decayFactor : 1.0f;
     for (int64_t i = 0; i < p.count; ++i) {
-      float g = static_cast<float>(p.grad[i] * gScale);
-      float m = b1 * p.m[i] + oneMinusB1 * g;
-      float v = b2 * p.v[i] + oneMinusB2 * g * g;
+      float g = static_cast<float>(p.grad[i] * c.gradScale);
+      float m = c.beta1 * p.m[i] + c.oneMinusBeta1 * g;
+      float v = c.beta2 * p.v[i] + c.oneMinusBeta2 * g * g;
       p.m[i] = m;
       p.v[i] = v;
-      float denom = std::sqrt(v) / rootBc2 + eps;
-      p.param[i] = p.param[i] * decay - stepSize * m / denom;
+      float denom = std::sqrt(v) / c.rootBc2 + c.eps;
+      p.param[i] = p.param[i] * decay - c.stepSize * m / denom;
     }
   }
   return Status::ok();

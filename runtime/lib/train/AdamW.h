@@ -59,6 +59,21 @@ struct AdamWParam {
   bool decay = true; // false for biases and layer-norm gains/biases
 };
 
+/// The per-step constants of the update, formed in double and rounded once
+/// (AdamW::beginStep). Both targets apply the same float arithmetic per
+/// element with them: this loop on the CPU, bp_cuda_adamw_step (whose
+/// bp_cuda_adamw_constants has these fields) on CUDA.
+///   g = (float)(grad * gradScale)
+///   m = beta1 m + oneMinusBeta1 g;  v = beta2 v + oneMinusBeta2 g g
+///   p = p * (decay ? decayFactor : 1) - stepSize m / (sqrt(v) / rootBc2 + eps)
+struct AdamWConstants {
+  double gradScale = 1; // clip / micro-batches
+  float beta1 = 0, beta2 = 0, oneMinusBeta1 = 0, oneMinusBeta2 = 0, eps = 0;
+  float stepSize = 0;    // lr / (1 - beta1^t)
+  float rootBc2 = 0;     // sqrt(1 - beta2^t)
+  float decayFactor = 1; // 1 - lr * weightDecay
+};
+
 struct AdamWStepInfo {
   double gradNorm = 0;  // global norm of the scaled gradient, before clipping
   double clipScale = 1; // factor applied by clipping (1: none)
@@ -79,6 +94,14 @@ public:
   Status stepWithGlobalNorm(const std::vector<AdamWParam> &params,
                             int numMicroBatches, double globalSumSquares,
                             AdamWStepInfo *info = nullptr);
+
+  /// Starts a step: checks the norm, counts the step and returns its
+  /// constants (clipping folded into gradScale). stepWithGlobalNorm calls
+  /// it; a target that updates its parameters elsewhere (the CUDA backend)
+  /// calls it instead and applies the constants itself.
+  Expected<AdamWConstants> beginStep(int numMicroBatches,
+                                     double globalSumSquares,
+                                     AdamWStepInfo *info = nullptr);
 
   int64_t stepCount() const { return step_; }
   /// Restores the step counter when resuming from a checkpoint.

@@ -14,7 +14,7 @@ static const TraceCategory kAllCategories[] = {
     TraceCategory::Forward,   TraceCategory::Backward,
     TraceCategory::Send,      TraceCategory::Recv,
     TraceCategory::AllReduce, TraceCategory::Optimizer,
-    TraceCategory::Other,
+    TraceCategory::Other,     TraceCategory::Device,
 };
 
 const char *traceCategoryName(TraceCategory c) {
@@ -33,6 +33,8 @@ const char *traceCategoryName(TraceCategory c) {
     return "optimizer";
   case TraceCategory::Other:
     return "other";
+  case TraceCategory::Device:
+    return "device";
   }
   return "other";
 }
@@ -115,8 +117,11 @@ chromeTraceJson(const std::vector<std::vector<TraceEvent>> &perRank) {
       sep();
       out += "{\"name\":" + jsonQuote(e.name) + ",\"cat\":\"" +
              traceCategoryName(e.category) + "\",\"ph\":\"X\"" +
-             formatString(",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%zu,\"tid\":0}",
-                          e.startUs, e.durationUs, rank);
+             // Device spans overlap the host's (which only enqueue the
+             // work): a row of their own.
+             formatString(",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%zu,\"tid\":%d}",
+                          e.startUs, e.durationUs, rank,
+                          e.category == TraceCategory::Device ? 1 : 0);
     }
   }
   out += "]}\n";

@@ -35,6 +35,9 @@ enum class TraceCategory {
   AllReduce,
   Optimizer,
   Other,
+  /// Work on a device (a stage call's kernels, timed by CUDA events): not
+  /// host time, so not in the bubble fraction.
+  Device,
 };
 
 const char *traceCategoryName(TraceCategory c);

@@ -44,6 +44,10 @@ enum FakeFunction {
 #define FAKE_ACT_COUNT (FAKE_B * FAKE_T * FAKE_H)
 #define FAKE_INPUT_COUNT (FAKE_B * FAKE_T)
 
+// The fake stage functions are host code: the CPU target.
+#define FAKE_TARGET_JSON                                                       \
+  "\"target\": {\"name\": \"cpu\", \"precision\": \"fp32\"},"
+
 #define FAKE_PARAMS_JSON                                                       \
   "\"params\": ["                                                              \
   "{\"name\": \"embed.tokens\", \"shape\": [32, 16],"                          \

@@ -243,6 +243,6 @@ const int32_t bitpipe_num_ranks =
 #define FAKE_STRINGIFY(x) #x
 #define FAKE_VERSION(x) FAKE_STRINGIFY(x)
 const char bitpipe_manifest[] = "{\"version\": " FAKE_VERSION(
-    BP_MANIFEST_VERSION) "," FAKE_MODEL_JSON FAKE_PARAMS_JSON
+    BP_MANIFEST_VERSION) "," FAKE_TARGET_JSON FAKE_MODEL_JSON FAKE_PARAMS_JSON
     FAKE_FUNCTIONS_JSON FAKE_TAIL_JSON "}";
 const int64_t bitpipe_manifest_size = sizeof(bitpipe_manifest) - 1;

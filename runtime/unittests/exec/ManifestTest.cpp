@@ -82,6 +82,16 @@ TEST(ExecManifest, NamesWhatIsWrongAndWhere) {
       {"\"dp_copy\": 1", "\"dp_copy\": 2",
        "ranks[2].dp_copy: 2 is not below data_parallel 2"},
       {"{\"version\"", "[{\"version\"", "manifest: JSON:"},
+      {"\"name\": \"cpu\"", "\"name\": \"tpu\"",
+       "manifest: target.name: unknown target 'tpu' (expected one of cpu, "
+       "cuda)"},
+      {"\"precision\": \"fp32\"", "\"precision\": \"bf16\"",
+       "manifest: target.precision: bf16 needs the cuda target, not cpu"},
+      {"\"target\": {", "\"targets\": {", "manifest: missing \"target\""},
+      {"\"saved\", \"index\": 0, \"shape\": [2, 8, 16], \"dtype\": \"f32\"",
+       "\"saved\", \"index\": 0, \"shape\": [2, 8, 16], \"dtype\": \"bf16\"",
+       "functions[0].results[1].dtype: bf16 under the target's precision "
+       "fp32"},
   };
   for (const Case &c : cases) {
     std::string text = replaced(good, c.from, c.to);
@@ -118,6 +128,30 @@ TEST(ExecManifest, ReadsOnlyItsOwnVersionAndNamesBoth) {
   std::string missing = replaced(good, ours + ",", "");
   EXPECT_NE(errorOf(missing).find("missing \"version\""), std::string::npos)
       << errorOf(missing);
+}
+
+TEST(ExecManifest, ReadsTheTarget) {
+  Expected<Manifest> cpu = parseManifest(pipeDpManifest());
+  ASSERT_TRUE(cpu.isOk()) << cpu.status().message();
+  EXPECT_EQ(cpu->target.kind, TargetKind::Cpu);
+  EXPECT_EQ(cpu->target.precision, Precision::Fp32);
+  EXPECT_EQ(cpu->target.computeDType(), DType::F32);
+
+  std::string cuda = replaced(pipeDpManifest(), "\"name\": \"cpu\"",
+                              "\"name\": \"cuda\"");
+  Expected<Manifest> m = parseManifest(cuda);
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  EXPECT_EQ(m->target.kind, TargetKind::Cuda);
+
+  // Under bf16 the stage functions read bf16 weights: an f32 parameter
+  // argument is named with what it should be.
+  std::string bf16 =
+      replaced(cuda, "\"precision\": \"fp32\"", "\"precision\": \"bf16\"");
+  EXPECT_NE(errorOf(bf16).find("functions[0].args[0]: parameter "
+                               "'embed.tokens' is [32, 16] bf16, not [32, 16] "
+                               "f32"),
+            std::string::npos)
+      << errorOf(bf16);
 }
 
 TEST(ExecManifest, RanksMustMatchTheWorldSize) {

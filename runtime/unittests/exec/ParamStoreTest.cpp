@@ -23,34 +23,48 @@ TEST(ExecParamStore, BucketsAreContiguousInManifestOrder) {
   EXPECT_EQ(store.bucketRange(1).offset, 16 * 16 + 16 + 8 * 16);
   EXPECT_EQ(store.bucketRange(1).count, 32 * 16);
   EXPECT_EQ(store.numFloats(), 32 * 16 + 16 * 16 + 16 + 8 * 16);
-  // The gradient views are where the bucket says.
-  EXPECT_EQ(store.grad(pos), store.gradsData() + 16 * 16 + 16);
-  EXPECT_EQ(store.grad(tokens),
-            store.gradsData() + store.bucketRange(1).offset);
+  // Every array's view of a parameter is where the bucket says.
+  EXPECT_EQ(store.offset(pos), 16 * 16 + 16);
+  EXPECT_EQ(store.offset(tokens), store.bucketRange(1).offset);
+  // The optimizer's segments in layout order; rank 0 is the lowest holder
+  // of every parameter it holds, so it counts them all in the norm.
+  ASSERT_EQ(store.layout().all.size(), 4u);
+  EXPECT_EQ(store.layout().all[2].name, "embed.pos");
+  EXPECT_EQ(store.layout().all[2].offset, 16 * 16 + 16);
+  EXPECT_EQ(store.layout().all[2].count, 8 * 16);
+  EXPECT_FALSE(store.layout().all[2].decay);
+  EXPECT_EQ(store.layout().norm.size(), 4u);
 
   ParamStore last(*m, 1);
   EXPECT_TRUE(last.holds(tokens));
   EXPECT_FALSE(last.holds(w));
   EXPECT_EQ(last.numFloats(), 32 * 16);
+  // Rank 0 holds embed.tokens too: rank 1 leaves it out of its norm.
+  EXPECT_EQ(last.layout().all.size(), 1u);
+  EXPECT_TRUE(last.layout().norm.empty());
 }
 
 TEST(ExecParamStore, ReplicasInitializeIdentically) {
   Expected<Manifest> m = parseManifest(pipeDpManifest());
   ASSERT_TRUE(m.isOk()) << m.status().message();
+  std::unique_ptr<Backend> cpu = createTargetBackend();
   ParamStore a(*m, 0), b(*m, 3);
+  ASSERT_TRUE(a.attach(*cpu).isOk());
+  ASSERT_TRUE(b.attach(*cpu).isOk());
   a.initialize(11);
   b.initialize(11);
   int tokens = m->findParam("embed.tokens");
   for (int64_t i = 0; i < 32 * 16; ++i)
-    ASSERT_EQ(a.param(tokens)[i], b.param(tokens)[i]) << i;
+    ASSERT_EQ(a.hostParam(tokens)[i], b.hostParam(tokens)[i]) << i;
   // Zeros for the bias, normal elsewhere.
   int bias = m->findParam("hidden.bias");
   for (int64_t i = 0; i < 16; ++i)
-    EXPECT_EQ(a.param(bias)[i], 0.0f);
-  EXPECT_NE(a.param(tokens)[0], 0.0f);
+    EXPECT_EQ(a.hostParam(bias)[i], 0.0f);
+  EXPECT_NE(a.hostParam(tokens)[0], 0.0f);
   ParamStore c(*m, 0);
+  ASSERT_TRUE(c.attach(*cpu).isOk());
   c.initialize(12);
-  EXPECT_NE(c.param(tokens)[0], a.param(tokens)[0]);
+  EXPECT_NE(c.hostParam(tokens)[0], a.hostParam(tokens)[0]);
 }
 
 } // namespace

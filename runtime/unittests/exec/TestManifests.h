@@ -41,7 +41,7 @@ inline std::string pipeDpTailJson() {
 
 inline std::string pipeDpManifest() {
   return "{\"version\": " + std::to_string(BP_MANIFEST_VERSION) + "," +
-         modelJson() + FAKE_PARAMS_JSON + FAKE_FUNCTIONS_JSON +
+         FAKE_TARGET_JSON + modelJson() + FAKE_PARAMS_JSON + FAKE_FUNCTIONS_JSON +
          pipeDpTailJson() + "}";
 }
 

@@ -1,0 +1,168 @@
+//===- CpuBackend.cpp - The executor's backend on the CPU target ----------===//
+//
+// Everything in host memory (Backend.h): values from runtime.h's host pool,
+// inputs written in place, the loss read as it is produced, and a parameter
+// store of fp32 master weights (which the stage functions read directly),
+// float64 gradient accumulators (train/AdamW.h says why) and fp32 moments,
+// updated by the host AdamW. This is the executor's behaviour from before
+// the backend boundary existed, bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+
+#include "train/AdamW.h"
+#include "train/Trace.h"
+
+#include <algorithm>
+#include <new>
+
+namespace bitpipe::runtime {
+
+namespace {
+
+class CpuParamArrays final : public ParamArrays {
+public:
+  /// Fails (instead of throwing) when the host has no room.
+  static Expected<std::unique_ptr<ParamArrays>>
+  create(const ParamLayout &layout) {
+    std::unique_ptr<CpuParamArrays> a(new (std::nothrow) CpuParamArrays);
+    if (!a)
+      return Status::error(ErrorCode::OutOfMemory, "out of memory");
+    size_t n = static_cast<size_t>(layout.numFloats);
+    a->params_.assign(n, 0.0f);
+    a->grads_.assign(n, 0.0);
+    a->m_.assign(n, 0.0f);
+    a->v_.assign(n, 0.0f);
+    a->all_ = a->view(layout.all);
+    a->norm_ = a->view(layout.norm);
+    return std::unique_ptr<ParamArrays>(std::move(a));
+  }
+
+  float *hostParams() override { return params_.data(); }
+  float *hostM() override { return m_.data(); }
+  float *hostV() override { return v_.data(); }
+  // The host image is the arrays themselves.
+  Status toHost() override { return Status::ok(); }
+  Status toTarget() override { return Status::ok(); }
+  void releaseHost() override {}
+
+  void *computeParams(int64_t offset) override {
+    return params_.data() + offset;
+  }
+
+  void *gradData() override { return grads_.data(); }
+  DType gradDType() const override { return DType::F64; }
+
+  Status accumulate(int64_t offset, const float *g, int64_t n) override {
+    // Summed in float64 (see AdamWParam): the order of the micro-batches,
+    // stages and replicas then (nearly always) does not change the result.
+    double *acc = grads_.data() + offset;
+    for (int64_t i = 0; i < n; ++i)
+      acc[i] += g[i];
+    return Status::ok();
+  }
+
+  Status zeroGradients() override {
+    std::fill(grads_.begin(), grads_.end(), 0.0);
+    return Status::ok();
+  }
+
+  Expected<double> sumSquaredGradients(int numMicroBatches) override {
+    if (norm_.empty())
+      return 0.0;
+    return AdamW::sumSquaredGradients(norm_, numMicroBatches);
+  }
+
+  Status adamwStep(AdamW &optimizer, int numMicroBatches,
+                   double globalSumSquares) override {
+    return optimizer.stepWithGlobalNorm(all_, numMicroBatches,
+                                        globalSumSquares);
+  }
+
+private:
+  CpuParamArrays() = default;
+
+  std::vector<AdamWParam> view(const std::vector<ParamSegment> &segments) {
+    std::vector<AdamWParam> out;
+    for (const ParamSegment &s : segments)
+      out.push_back({s.name, params_.data() + s.offset,
+                     grads_.data() + s.offset, m_.data() + s.offset,
+                     v_.data() + s.offset, s.count, s.decay});
+    return out;
+  }
+
+  std::vector<float> params_, m_, v_;
+  std::vector<double> grads_;
+  std::vector<AdamWParam> all_, norm_;
+};
+
+class CpuBackend final : public Backend {
+public:
+  TargetKind target() const override { return TargetKind::Cpu; }
+
+  Status configure(const Manifest &manifest) override {
+    // The manifest reader already refuses bf16 off the cuda target; this
+    // keeps the backend's own promise whatever parsed the manifest.
+    if (manifest.target.precision != Precision::Fp32)
+      return Status::error(ErrorCode::InvalidArgument,
+                           std::string("the CPU runtime computes in fp32, "
+                                       "not ") +
+                               precisionName(manifest.target.precision));
+    return Status::ok();
+  }
+
+  Expected<std::unique_ptr<ParamArrays>>
+  createParamArrays(const ParamLayout &layout) override {
+    return CpuParamArrays::create(layout);
+  }
+
+  Expected<BufferRef>
+  loadInput(int64_t count,
+            const std::function<Status(int32_t *)> &fill) override {
+    size_t bytes = static_cast<size_t>(count) * sizeof(int32_t);
+    BufferRef b = Buffer::allocate(bytes);
+    if (!b)
+      return outOfMemory(bytes);
+    BP_TRY(fill(static_cast<int32_t *>(b->data())));
+    return b;
+  }
+
+  Status fillF32(void *dst, float value, int64_t n) override {
+    std::fill_n(static_cast<float *>(dst), n, value);
+    return Status::ok();
+  }
+
+  Status queueLoss(const void *loss) override {
+    losses_.push_back(*static_cast<const float *>(loss));
+    return Status::ok();
+  }
+  std::vector<float> takeLosses() override {
+    std::vector<float> out;
+    out.swap(losses_);
+    return out;
+  }
+
+  // Host code is synchronous: a stage function has finished when it
+  // returns, and the host spans the executor records are the work itself.
+  Status stageCallBegin() override { return Status::ok(); }
+  Status stageCallEnd(const std::string &) override { return Status::ok(); }
+  Status synchronize() override { return Status::ok(); }
+  void beginStep(double) override {}
+  void endStep(TraceRecorder &) override {}
+
+  Status outOfMemory(size_t) const override {
+    return Status::error(ErrorCode::OutOfMemory, "out of memory");
+  }
+
+private:
+  std::vector<float> losses_;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> createTargetBackend() {
+  return std::make_unique<CpuBackend>();
+}
+
+} // namespace bitpipe::runtime

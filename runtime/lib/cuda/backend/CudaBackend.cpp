@@ -1,0 +1,289 @@
+//===- CudaBackend.cpp - The executor's backend on the CUDA target --------===//
+//
+// One rank drives one device from one thread, on one non-blocking compute
+// stream that runtime.h's functions (bitpipe/cuda.h's context), the pool
+// behind bp_alloc and every copy here share, so stream order is the only
+// order needed. In a step, only these cross the bus:
+//  - inputs: token ids written into pinned host staging, then copied
+//    asynchronously (a staging block is reused only in a later step, after
+//    the step's end has waited for the stream);
+//  - each micro-batch's loss: an asynchronous copy into a pinned slot, read
+//    at the step's end;
+//  - the gradient norm (CudaParamArrays), which the optimizer must wait for.
+// Device faults surface where the host first waits: before the optimizer
+// step, reported after the step's last stage call. BITPIPE_CUDA_SYNC=1
+// waits after every stage call instead, so that a fault names its own op,
+// stage and micro-batch (slow: for finding faults only).
+//
+// Stage calls are timed with CUDA events; at the step's end they become
+// "device" spans of the trace, placed on the host's clock from an event
+// recorded when the step began (the stream is idle then: the previous step
+// ended by waiting for it).
+//
+// None of this has run on a GPU yet (bench/gpu/check.sh runs it there).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+#include "CudaParamArrays.h"
+#include "DeviceErrors.h"
+
+#include "train/Trace.h"
+
+#include "bitpipe/cuda.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace bitpipe::runtime {
+
+namespace {
+
+/// Pinned host memory that grows; the caller makes sure no copy into or
+/// out of it is in flight when it grows.
+struct PinnedBlock {
+  void *data = nullptr;
+  size_t bytes = 0;
+};
+
+class CudaBackend final : public Backend {
+public:
+  CudaBackend() {
+    const char *sync = std::getenv("BITPIPE_CUDA_SYNC");
+    syncEachCall_ = sync && std::strcmp(sync, "1") == 0;
+  }
+  ~CudaBackend() override;
+
+  TargetKind target() const override { return TargetKind::Cuda; }
+  Status configure(const Manifest &manifest) override;
+  Expected<std::unique_ptr<ParamArrays>>
+  createParamArrays(const ParamLayout &layout) override {
+    return CudaParamArrays::create(layout, precision_, stream_);
+  }
+  Expected<BufferRef>
+  loadInput(int64_t count,
+            const std::function<Status(int32_t *)> &fill) override;
+  Status fillF32(void *dst, float value, int64_t n) override {
+    return kernelStatus(bp_cuda_fill_f32(static_cast<float *>(dst), value, n,
+                                         stream_),
+                        "filling the loss gradient");
+  }
+  Status queueLoss(const void *loss) override;
+  std::vector<float> takeLosses() override;
+  Status stageCallBegin() override;
+  Status stageCallEnd(const std::string &span) override;
+  Status synchronize() override;
+  void beginStep(double nowUs) override;
+  void endStep(TraceRecorder &trace) override;
+  Status outOfMemory(size_t bytes) const override {
+    return outOfDeviceMemory(bytes, "a value of the step");
+  }
+
+private:
+  /// Event 2i and 2i + 1 time the step's stage call i.
+  Status event(size_t index, cudaEvent_t *out);
+
+  bool syncEachCall_ = false;
+  Precision precision_ = Precision::Fp32;
+  cudaStream_t stream_ = nullptr;
+
+  std::vector<PinnedBlock> staging_; // inputs of the step, in call order
+  size_t stagingUsed_ = 0;
+
+  float *lossSlots_ = nullptr; // pinned
+  size_t lossCapacity_ = 0, lossCount_ = 0;
+
+  cudaEvent_t stepStart_ = nullptr;
+  double stepStartUs_ = 0;
+  std::vector<cudaEvent_t> events_;
+  std::vector<std::string> spans_;
+};
+
+CudaBackend::~CudaBackend() {
+  if (!stream_)
+    return;
+  (void)cudaStreamSynchronize(stream_);
+  for (PinnedBlock &b : staging_)
+    (void)cudaFreeHost(b.data);
+  if (lossSlots_)
+    (void)cudaFreeHost(lossSlots_);
+  for (cudaEvent_t e : events_)
+    (void)cudaEventDestroy(e);
+  if (stepStart_)
+    (void)cudaEventDestroy(stepStart_);
+  // The stream stays: the device pool keeps blocks cached under its handle
+  // until the process ends (bitpipe/cuda.h, "Device memory").
+}
+
+Status CudaBackend::configure(const Manifest &manifest) {
+  if (manifest.schedule.worldSize > 1)
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        formatString("the cuda target runs one rank for now (communication "
+                     "between GPUs, NCCL, is not there yet); this program was "
+                     "compiled for %lld ranks: compile it with --devices 1 "
+                     "--data-parallel 1, or for the cpu target",
+                     static_cast<long long>(manifest.schedule.worldSize)));
+  int devices = 0;
+  cudaError_t err = cudaGetDeviceCount(&devices);
+  if (err != cudaSuccess)
+    return Status::error(ErrorCode::DeviceFailure,
+                         formatString("no CUDA device: cudaGetDeviceCount: "
+                                      "%s (%s)",
+                                      cudaGetErrorString(err),
+                                      cudaGetErrorName(err)));
+  if (devices == 0)
+    return Status::error(ErrorCode::DeviceFailure,
+                         "no CUDA device: the driver sees none (check "
+                         "CUDA_VISIBLE_DEVICES)");
+  // One rank, one device: the first visible one (ranks will take their
+  // local rank's when NCCL comes).
+  BP_TRY(cudaStatus(cudaSetDevice(0), "selecting CUDA device 0"));
+  BP_TRY(cudaStatus(cudaStreamCreateWithFlags(&stream_,
+                                              cudaStreamNonBlocking),
+                    "creating the compute stream"));
+  BP_TRY(cudaStatus(cudaEventCreate(&stepStart_), "creating an event"));
+  precision_ = manifest.target.precision;
+  bp_cuda_set_stream(stream_);
+  bp_cuda_set_precision(static_cast<int32_t>(precision_));
+  // A slot for every micro-batch of a step up front: growing later means
+  // waiting for the stream.
+  size_t slots = static_cast<size_t>(manifest.schedule.microbatches *
+                                     manifest.schedule.dataParallel);
+  lossCapacity_ = slots > 0 ? slots : 1;
+  return cudaStatus(cudaMallocHost(reinterpret_cast<void **>(&lossSlots_),
+                                   lossCapacity_ * sizeof(float)),
+                    "allocating the pinned loss slots");
+}
+
+Expected<BufferRef>
+CudaBackend::loadInput(int64_t count,
+                       const std::function<Status(int32_t *)> &fill) {
+  const size_t bytes = static_cast<size_t>(count) * sizeof(int32_t);
+  if (stagingUsed_ == staging_.size())
+    staging_.emplace_back();
+  PinnedBlock &block = staging_[stagingUsed_];
+  if (block.bytes < bytes) {
+    // Not used yet in this step, and the last step's copies are done.
+    if (block.data)
+      BP_TRY(cudaStatus(cudaFreeHost(block.data), "freeing input staging"));
+    block = PinnedBlock();
+    BP_TRY(cudaStatus(cudaMallocHost(&block.data, bytes),
+                      "allocating pinned input staging"));
+    block.bytes = bytes;
+  }
+  ++stagingUsed_;
+  int32_t *host = static_cast<int32_t *>(block.data);
+  BP_TRY(fill(host));
+  BufferRef b = Buffer::allocate(bytes);
+  if (!b)
+    return outOfDeviceMemory(bytes, "an input");
+  BP_TRY(cudaStatus(cudaMemcpyAsync(b->data(), host, bytes,
+                                    cudaMemcpyHostToDevice, stream_),
+                    "copying an input to the device"));
+  return b;
+}
+
+Status CudaBackend::queueLoss(const void *loss) {
+  if (lossCount_ == lossCapacity_) {
+    // More losses than micro-batches: wait for the copies in flight, then
+    // move the slots.
+    BP_TRY(cudaStatus(cudaStreamSynchronize(stream_), "reading the losses"));
+    float *bigger = nullptr;
+    BP_TRY(cudaStatus(cudaMallocHost(reinterpret_cast<void **>(&bigger),
+                                     2 * lossCapacity_ * sizeof(float)),
+                      "allocating the pinned loss slots"));
+    std::memcpy(bigger, lossSlots_, lossCount_ * sizeof(float));
+    (void)cudaFreeHost(lossSlots_);
+    lossSlots_ = bigger;
+    lossCapacity_ *= 2;
+  }
+  return cudaStatus(cudaMemcpyAsync(lossSlots_ + lossCount_++, loss,
+                                    sizeof(float), cudaMemcpyDeviceToHost,
+                                    stream_),
+                    "reading a loss back");
+}
+
+std::vector<float> CudaBackend::takeLosses() {
+  std::vector<float> out(lossSlots_, lossSlots_ + lossCount_);
+  lossCount_ = 0;
+  return out;
+}
+
+Status CudaBackend::event(size_t index, cudaEvent_t *out) {
+  while (events_.size() <= index) {
+    cudaEvent_t e = nullptr;
+    BP_TRY(cudaStatus(cudaEventCreate(&e), "creating an event"));
+    events_.push_back(e);
+  }
+  *out = events_[index];
+  return Status::ok();
+}
+
+Status CudaBackend::stageCallBegin() {
+  cudaEvent_t e;
+  BP_TRY(event(2 * spans_.size(), &e));
+  return cudaStatus(cudaEventRecord(e, stream_), "recording an event");
+}
+
+Status CudaBackend::stageCallEnd(const std::string &span) {
+  cudaEvent_t e;
+  BP_TRY(event(2 * spans_.size() + 1, &e));
+  spans_.push_back(span);
+  BP_TRY(cudaStatus(cudaEventRecord(e, stream_), "recording an event"));
+  if (!syncEachCall_)
+    return Status::ok();
+  cudaError_t err = cudaStreamSynchronize(stream_);
+  if (err != cudaSuccess)
+    return cudaStatus(err, "a device fault in this stage call "
+                           "(BITPIPE_CUDA_SYNC=1)");
+  return kernelStatus(bp_cuda_synchronize(stream_), "this stage call");
+}
+
+Status CudaBackend::synchronize() {
+  cudaError_t err = cudaStreamSynchronize(stream_);
+  if (err != cudaSuccess)
+    return cudaStatus(err, "a device fault, found when waiting for the "
+                           "device (rerun with BITPIPE_CUDA_SYNC=1 to stop "
+                           "at the stage call that faults)");
+  // Token or label ids out of range, which kernels record on the device.
+  return kernelStatus(bp_cuda_synchronize(stream_),
+                      "the device's checks of the step");
+}
+
+void CudaBackend::beginStep(double nowUs) {
+  stagingUsed_ = 0;
+  spans_.clear();
+  stepStartUs_ = nowUs;
+  if (cudaEventRecord(stepStart_, stream_) != cudaSuccess)
+    (void)cudaGetLastError(); // a later call on the stream reports it
+}
+
+void CudaBackend::endStep(TraceRecorder &trace) {
+  // The stream is idle (synchronize() came first): every event is complete.
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    float startMs = 0, durationMs = 0;
+    if (cudaEventElapsedTime(&startMs, stepStart_, events_[2 * i]) !=
+            cudaSuccess ||
+        cudaEventElapsedTime(&durationMs, events_[2 * i],
+                             events_[2 * i + 1]) != cudaSuccess) {
+      // A span lost is not worth failing the step; the error must not
+      // linger for the next launch check (cudaGetLastError) to misreport.
+      (void)cudaGetLastError();
+      continue;
+    }
+    trace.record(spans_[i], TraceCategory::Device,
+                 stepStartUs_ + 1000.0 * startMs, 1000.0 * durationMs);
+  }
+  spans_.clear();
+}
+
+} // namespace
+
+std::unique_ptr<Backend> createTargetBackend() {
+  return std::make_unique<CudaBackend>();
+}
+
+} // namespace bitpipe::runtime

@@ -1,0 +1,219 @@
+//===- CudaParamArrays.cpp - The parameter store in device memory ---------===//
+//
+// None of this has run on a GPU yet (bench/gpu/check.sh runs it there).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaParamArrays.h"
+
+#include "DeviceErrors.h"
+#include "SegmentTable.h"
+
+#include "train/AdamW.h"
+
+#include <limits>
+
+namespace bitpipe::runtime {
+
+Status CudaParamArrays::allocate(void **out, size_t bytes, const char *what) {
+  *out = nullptr;
+  if (bytes == 0)
+    return Status::ok();
+  cudaError_t err = cudaMalloc(out, bytes);
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError(); // not sticky: clear it for later checks
+    return outOfDeviceMemory(bytes, std::string("the parameter store's ") +
+                                        what);
+  }
+  return cudaStatus(err, std::string("allocating the parameter store's ") +
+                             what);
+}
+
+void CudaParamArrays::allocateHostImage() {
+  size_t n = static_cast<size_t>(n_);
+  hostParams_.assign(n, 0.0f);
+  hostM_.assign(n, 0.0f);
+  hostV_.assign(n, 0.0f);
+}
+
+Expected<std::unique_ptr<ParamArrays>>
+CudaParamArrays::create(const ParamLayout &layout, Precision precision,
+                        cudaStream_t stream) {
+  std::unique_ptr<CudaParamArrays> a(new CudaParamArrays);
+  a->n_ = layout.numFloats;
+  a->stream_ = stream;
+  if (layout.all.size() >
+      static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    return Status::error(ErrorCode::InvalidArgument,
+                         "too many parameter tensors for one segment table");
+  const size_t floats = static_cast<size_t>(a->n_) * sizeof(float);
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->master_), floats,
+                     "fp32 master weights"));
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->grads_), floats,
+                     "fp32 gradient accumulators"));
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->m_), floats,
+                     "first moments"));
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->v_), floats,
+                     "second moments"));
+  if (precision == Precision::Bf16)
+    BP_TRY(a->allocate(reinterpret_cast<void **>(&a->compute_),
+                       static_cast<size_t>(a->n_) * sizeof(bp_bf16_t),
+                       "bf16 weights"));
+  // The segment tables, once: the layout is fixed for the run.
+  std::vector<bp_cuda_segment> all = cudaSegments(layout.all);
+  std::vector<bp_cuda_segment> norm = cudaSegments(layout.norm);
+  a->numAll_ = static_cast<int32_t>(all.size());
+  a->numNorm_ = static_cast<int32_t>(norm.size());
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->allSegments_),
+                     all.size() * sizeof(bp_cuda_segment), "segment table"));
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->normSegments_),
+                     norm.size() * sizeof(bp_cuda_segment), "segment table"));
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->normDevice_),
+                     sizeof(double), "norm"));
+  BP_TRY(cudaStatus(cudaMallocHost(reinterpret_cast<void **>(&a->normPinned_),
+                                   sizeof(double)),
+                    "allocating the norm's pinned slot"));
+  if (!all.empty())
+    BP_TRY(cudaStatus(cudaMemcpy(a->allSegments_, all.data(),
+                                 all.size() * sizeof(bp_cuda_segment),
+                                 cudaMemcpyHostToDevice),
+                      "uploading the segment table"));
+  if (!norm.empty())
+    BP_TRY(cudaStatus(cudaMemcpy(a->normSegments_, norm.data(),
+                                 norm.size() * sizeof(bp_cuda_segment),
+                                 cudaMemcpyHostToDevice),
+                      "uploading the segment table"));
+  if (floats)
+    for (float *p : {a->master_, a->grads_, a->m_, a->v_})
+      BP_TRY(cudaStatus(cudaMemset(p, 0, floats),
+                        "zeroing the parameter store"));
+  a->allocateHostImage();
+  return std::unique_ptr<ParamArrays>(std::move(a));
+}
+
+CudaParamArrays::~CudaParamArrays() {
+  // Work queued on the stream may still read these arrays.
+  if (stream_)
+    (void)cudaStreamSynchronize(stream_);
+  for (void *p : {static_cast<void *>(master_), static_cast<void *>(grads_),
+                  static_cast<void *>(m_), static_cast<void *>(v_),
+                  static_cast<void *>(compute_),
+                  static_cast<void *>(allSegments_),
+                  static_cast<void *>(normSegments_),
+                  static_cast<void *>(normDevice_)})
+    if (p)
+      (void)cudaFree(p);
+  if (normPinned_)
+    (void)cudaFreeHost(normPinned_);
+}
+
+Status CudaParamArrays::toHost() {
+  allocateHostImage();
+  const size_t bytes = static_cast<size_t>(n_) * sizeof(float);
+  if (bytes) {
+    BP_TRY(cudaStatus(cudaMemcpyAsync(hostParams_.data(), master_, bytes,
+                                      cudaMemcpyDeviceToHost, stream_),
+                      "downloading the master weights"));
+    BP_TRY(cudaStatus(cudaMemcpyAsync(hostM_.data(), m_, bytes,
+                                      cudaMemcpyDeviceToHost, stream_),
+                      "downloading the first moments"));
+    BP_TRY(cudaStatus(cudaMemcpyAsync(hostV_.data(), v_, bytes,
+                                      cudaMemcpyDeviceToHost, stream_),
+                      "downloading the second moments"));
+  }
+  return cudaStatus(cudaStreamSynchronize(stream_),
+                    "downloading the parameter store");
+}
+
+Status CudaParamArrays::toTarget() {
+  if (hostParams_.size() != static_cast<size_t>(n_))
+    return Status::error(ErrorCode::InvalidArgument,
+                         "internal: the parameter store's host image is gone "
+                         "(toTarget without toHost)");
+  const size_t bytes = static_cast<size_t>(n_) * sizeof(float);
+  if (bytes) {
+    BP_TRY(cudaStatus(cudaMemcpyAsync(master_, hostParams_.data(), bytes,
+                                      cudaMemcpyHostToDevice, stream_),
+                      "uploading the master weights"));
+    BP_TRY(cudaStatus(cudaMemcpyAsync(m_, hostM_.data(), bytes,
+                                      cudaMemcpyHostToDevice, stream_),
+                      "uploading the first moments"));
+    BP_TRY(cudaStatus(cudaMemcpyAsync(v_, hostV_.data(), bytes,
+                                      cudaMemcpyHostToDevice, stream_),
+                      "uploading the second moments"));
+    BP_TRY(cudaStatus(cudaMemsetAsync(grads_, 0, bytes, stream_),
+                      "zeroing the gradient accumulators"));
+    if (compute_)
+      BP_TRY(kernelStatus(bp_cuda_cast_f32_to_bf16(master_, compute_, n_,
+                                                   stream_),
+                          "the bf16 copy of the weights"));
+  }
+  // Pageable host memory: the copies must finish before it goes.
+  BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),
+                    "uploading the parameter store"));
+  releaseHost();
+  return Status::ok();
+}
+
+void CudaParamArrays::releaseHost() {
+  std::vector<float>().swap(hostParams_);
+  std::vector<float>().swap(hostM_);
+  std::vector<float>().swap(hostV_);
+}
+
+void *CudaParamArrays::computeParams(int64_t offset) {
+  if (compute_)
+    return compute_ + offset;
+  return master_ + offset;
+}
+
+Status CudaParamArrays::accumulate(int64_t offset, const float *g,
+                                   int64_t n) {
+  return kernelStatus(bp_cuda_accumulate_f32(grads_ + offset, g, n, stream_),
+                      "accumulating a parameter gradient");
+}
+
+Status CudaParamArrays::zeroGradients() {
+  if (n_ == 0)
+    return Status::ok();
+  return cudaStatus(cudaMemsetAsync(grads_, 0,
+                                    static_cast<size_t>(n_) * sizeof(float),
+                                    stream_),
+                    "zeroing the gradient accumulators");
+}
+
+Expected<double> CudaParamArrays::sumSquaredGradients(int numMicroBatches) {
+  if (numMicroBatches <= 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("AdamW: %d micro-batches; need at least "
+                                      "one",
+                                      numMicroBatches));
+  if (numNorm_ == 0)
+    return 0.0;
+  // (grad * (1 / n))^2, as the CPU's AdamW::sumSquaredGradients scales.
+  BP_TRY(kernelStatus(bp_cuda_sum_squares(grads_, normSegments_, numNorm_,
+                                          1.0 / numMicroBatches, normDevice_,
+                                          stream_),
+                      "the gradient norm"));
+  BP_TRY(cudaStatus(cudaMemcpyAsync(normPinned_, normDevice_, sizeof(double),
+                                    cudaMemcpyDeviceToHost, stream_),
+                    "reading the gradient norm"));
+  BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),
+                    "reading the gradient norm"));
+  return *normPinned_;
+}
+
+Status CudaParamArrays::adamwStep(AdamW &optimizer, int numMicroBatches,
+                                  double globalSumSquares) {
+  // The step counts on every rank, whether or not it holds parameters.
+  BP_ASSIGN(c, optimizer.beginStep(numMicroBatches, globalSumSquares));
+  if (numAll_ == 0)
+    return Status::ok();
+  bp_cuda_adamw_constants constants = cudaConstants(c);
+  return kernelStatus(bp_cuda_adamw_step(master_, grads_, m_, v_, compute_,
+                                         allSegments_, numAll_, &constants,
+                                         stream_),
+                      "the AdamW step");
+}
+
+} // namespace bitpipe::runtime

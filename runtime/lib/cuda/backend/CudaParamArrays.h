@@ -1,0 +1,73 @@
+//===- CudaParamArrays.h - The parameter store in device memory -*- C++ -*-===//
+//
+// The CUDA target's ParamArrays (exec/Backend.h): fp32 master weights, fp32
+// gradient accumulators and fp32 AdamW moments in device memory and, under
+// bf16, the bf16 copy of the weights that the stage functions read (under
+// fp32 they read the master weights). Gradients are added with
+// bp_cuda_accumulate_f32, the norm is bp_cuda_sum_squares and the update
+// bp_cuda_adamw_step, over segment tables built once from the layout. The
+// host image (initialisation, checkpoints) is a staging copy that exists
+// only around toTarget() / toHost(): checkpoints keep their format (fp32
+// master weights and moments), so they move freely between targets.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_CUDA_BACKEND_CUDAPARAMARRAYS_H
+#define BITPIPE_RUNTIME_CUDA_BACKEND_CUDAPARAMARRAYS_H
+
+#include "Backend.h"
+
+#include "bitpipe/cuda.h"
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <vector>
+
+namespace bitpipe::runtime {
+
+class CudaParamArrays final : public ParamArrays {
+public:
+  /// Allocates the arrays of \p layout (zeroed) and its segment tables;
+  /// the work goes on \p stream. The host image starts allocated, zeroed.
+  static Expected<std::unique_ptr<ParamArrays>>
+  create(const ParamLayout &layout, Precision precision, cudaStream_t stream);
+  ~CudaParamArrays() override;
+
+  float *hostParams() override { return hostParams_.data(); }
+  float *hostM() override { return hostM_.data(); }
+  float *hostV() override { return hostV_.data(); }
+  Status toHost() override;
+  Status toTarget() override;
+  void releaseHost() override;
+
+  void *computeParams(int64_t offset) override;
+  void *gradData() override { return grads_; }
+  DType gradDType() const override { return DType::F32; }
+  Status accumulate(int64_t offset, const float *g, int64_t n) override;
+  Status zeroGradients() override;
+  Expected<double> sumSquaredGradients(int numMicroBatches) override;
+  Status adamwStep(AdamW &optimizer, int numMicroBatches,
+                   double globalSumSquares) override;
+
+private:
+  CudaParamArrays() = default;
+  /// cudaMalloc of \p bytes into *out (nothing for 0 bytes), naming
+  /// \p what and the free memory when the device has no room.
+  Status allocate(void **out, size_t bytes, const char *what);
+  void allocateHostImage();
+
+  int64_t n_ = 0;
+  cudaStream_t stream_ = nullptr;
+  float *master_ = nullptr, *grads_ = nullptr, *m_ = nullptr, *v_ = nullptr;
+  bp_bf16_t *compute_ = nullptr; // bf16 only
+  bp_cuda_segment *allSegments_ = nullptr, *normSegments_ = nullptr;
+  int32_t numAll_ = 0, numNorm_ = 0;
+  double *normDevice_ = nullptr;
+  double *normPinned_ = nullptr; // the norm's landing slot on the host
+  std::vector<float> hostParams_, hostM_, hostV_;
+};
+
+} // namespace bitpipe::runtime
+
+#endif // BITPIPE_RUNTIME_CUDA_BACKEND_CUDAPARAMARRAYS_H

@@ -1,0 +1,169 @@
+//===- Backend.h - What the executor asks of its target ---------*- C++ -*-===//
+//
+// The one boundary between the device-agnostic executor (Executor,
+// ParamStore, Training) and the target its stage functions were compiled
+// for. Everything that touches the memory of values goes through it:
+//
+//   - values: Buffer allocates from runtime.h's bp_alloc / bp_free, which
+//     the linked target library defines (host pool on the CPU, device pool
+//     on CUDA), as the stage functions' results do;
+//   - inputs: host-side token ids moved into a value (CUDA: pinned staging
+//     and an asynchronous copy on the compute stream);
+//   - fills (the unit loss gradient) and the loss read-back (CUDA:
+//     asynchronous copies into pinned slots, read at the step's end);
+//   - the parameter store's arrays (ParamArrays): gradient accumulation,
+//     the global norm's sum of squares, the AdamW update, the compute copy
+//     of the weights, the host image that initialisation and checkpoints
+//     use;
+//   - stage-call spans for the trace, synchronisation and device faults.
+//
+// Which backend a program gets is chosen at link time: each target library
+// defines createTargetBackend() (the CPU one in runtime/lib/cpu/CpuBackend,
+// the CUDA one in runtime/lib/cuda/backend), and bitpipe-compile links one
+// of them through its runtime-<target>.rsp. docs/runtime-abi.md, "Targets",
+// says what each keeps where.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_EXEC_BACKEND_H
+#define BITPIPE_RUNTIME_EXEC_BACKEND_H
+
+#include "Manifest.h"
+#include "ValueTable.h"
+#include "core/DType.h"
+#include "core/Status.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bitpipe::runtime {
+
+class AdamW;
+class TraceRecorder;
+
+/// One parameter tensor in the parameter store's flat arrays.
+struct ParamSegment {
+  std::string name;
+  int64_t offset = 0;
+  int64_t count = 0;
+  bool decay = true; // AdamW's weight decay applies
+};
+
+/// Where a rank's parameters lie in its flat arrays (ParamStore.h says
+/// why in this order). Fixed for the run: targets build their tables from
+/// it once.
+struct ParamLayout {
+  int64_t numFloats = 0;
+  /// Every parameter held, in layout order (the optimizer's order).
+  std::vector<ParamSegment> all;
+  /// The parameters this rank counts in the global gradient norm (it is the
+  /// lowest rank holding them), in layout order.
+  std::vector<ParamSegment> norm;
+};
+
+/// A parameter store's arrays on its target: fp32 master weights, gradient
+/// accumulators, AdamW's two fp32 moments and, where the stage functions
+/// compute in another precision, the copy of the weights they read.
+class ParamArrays {
+public:
+  virtual ~ParamArrays() = default;
+
+  /// The host image of the master weights and moments (fp32, layout
+  /// order): what initialisation writes and checkpoints read and write. On
+  /// the CPU these are the arrays themselves; on a device a staging copy
+  /// that exists between toHost() and toTarget().
+  virtual float *hostParams() = 0;
+  virtual float *hostM() = 0;
+  virtual float *hostV() = 0;
+  /// Makes the host image hold what the target holds.
+  virtual Status toHost() = 0;
+  /// Makes the target hold what the host image holds (and refreshes the
+  /// compute copy); the host image goes where it is a copy.
+  virtual Status toTarget() = 0;
+  /// Drops the host image where it is a copy (after a checkpoint's save).
+  virtual void releaseHost() = 0;
+
+  /// What a stage function reads for the weights starting at element
+  /// \p offset: target memory, in the compute precision.
+  virtual void *computeParams(int64_t offset) = 0;
+
+  /// The gradient accumulators (target memory), for the communicator's
+  /// in-place all-reduce: f64 on the CPU, f32 on CUDA.
+  virtual void *gradData() = 0;
+  virtual DType gradDType() const = 0;
+  /// acc[offset, offset + n) += g: \p g is a stage function's f32 gradient
+  /// result in target memory.
+  virtual Status accumulate(int64_t offset, const float *g, int64_t n) = 0;
+  virtual Status zeroGradients() = 0;
+
+  /// Sum over the layout's `norm` segments of (grad / numMicroBatches)^2, in
+  /// double (the one number besides the losses that crosses the bus).
+  virtual Expected<double> sumSquaredGradients(int numMicroBatches) = 0;
+  /// The AdamW update of every held parameter with the global norm's
+  /// square \p globalSumSquares (AdamW::beginStep forms the constants).
+  virtual Status adamwStep(AdamW &optimizer, int numMicroBatches,
+                           double globalSumSquares) = 0;
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+
+  /// The target this backend runs: a manifest for another is refused.
+  virtual TargetKind target() const = 0;
+
+  /// Before anything else: whether this target can run \p manifest (its
+  /// precision, its world size), and the device's set-up (stream,
+  /// precision of runtime.h's functions). A clear error when not: no
+  /// device, too many ranks.
+  virtual Status configure(const Manifest &manifest) = 0;
+
+  /// The arrays of a parameter store of \p layout, zeroed.
+  virtual Expected<std::unique_ptr<ParamArrays>>
+  createParamArrays(const ParamLayout &layout) = 0;
+
+  /// A value of \p count int32 that \p fill writes on the host (an input's
+  /// token ids or labels).
+  virtual Expected<BufferRef>
+  loadInput(int64_t count, const std::function<Status(int32_t *)> &fill) = 0;
+
+  /// Writes \p value into \p n floats at \p dst (target memory).
+  virtual Status fillF32(void *dst, float value, int64_t n) = 0;
+
+  /// Queues the read-back of a micro-batch's loss: one f32 at \p loss in
+  /// target memory, which may be freed (in the pool's order) after the
+  /// call.
+  virtual Status queueLoss(const void *loss) = 0;
+  /// The losses queued since the last call, in queue order. Call after
+  /// synchronize().
+  virtual std::vector<float> takeLosses() = 0;
+
+  /// Around every stage-function call: \p span names it in the trace
+  /// ("F3.s2"). The end may report a device fault of that call when the
+  /// target synchronises after each (BITPIPE_CUDA_SYNC=1).
+  virtual Status stageCallBegin() = 0;
+  virtual Status stageCallEnd(const std::string &span) = 0;
+
+  /// Waits for the step's work; a device fault found here is the step's
+  /// (the message says how to find the call).
+  virtual Status synchronize() = 0;
+
+  /// At the step's start, with the trace's clock (\p nowUs).
+  virtual void beginStep(double nowUs) = 0;
+  /// After synchronize() at the step's end: device spans into \p trace.
+  virtual void endStep(TraceRecorder &trace) = 0;
+
+  /// The error for a failed allocation of \p bytes of value memory.
+  virtual Status outOfMemory(size_t bytes) const = 0;
+};
+
+/// The backend of the target library this program links (defined by
+/// exactly one of them).
+std::unique_ptr<Backend> createTargetBackend();
+
+} // namespace bitpipe::runtime
+
+#endif // BITPIPE_RUNTIME_EXEC_BACKEND_H
