@@ -44,9 +44,15 @@ enum FakeFunction {
 #define FAKE_ACT_COUNT (FAKE_B * FAKE_T * FAKE_H)
 #define FAKE_INPUT_COUNT (FAKE_B * FAKE_T)
 
-// The fake stage functions are host code: the CPU target.
+// The fake stage functions are host code: the CPU target (FakeCudaTarget
+// claims cuda, for the runtime to refuse).
+#ifdef FAKE_TARGET_CUDA
+#define FAKE_TARGET_NAME "cuda"
+#else
+#define FAKE_TARGET_NAME "cpu"
+#endif
 #define FAKE_TARGET_JSON                                                       \
-  "\"target\": {\"name\": \"cpu\", \"precision\": \"fp32\"},"
+  "\"target\": {\"name\": \"" FAKE_TARGET_NAME "\", \"precision\": \"fp32\"},"
 
 #define FAKE_PARAMS_JSON                                                       \
   "\"params\": ["                                                              \

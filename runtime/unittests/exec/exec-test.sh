@@ -158,6 +158,9 @@ fault-world-size)   # (d) wrong rank count
     "${common[@]}" --steps 2
   expect_failure 4 FakeDp2 'compiled for 2 ranks, started with 4: run with mpirun -np 2' \
     "${common[@]}" --steps 2 ;;
+fault-target)   # a program compiled for another target than the linked one
+  expect_failure 1 FakeCudaTarget 'the program was compiled for the cuda target, but this executable links the cpu runtime: link it with runtime-cuda.rsp' \
+    "${common[@]}" --steps 2 ;;
 fault-flags)
   expect_failure 1 FakeSingle "unknown flag '--bogus'" "${common[@]}" --steps 2 --bogus
   expect_failure 1 FakeSingle "flag --steps: 'x' is not a non-negative integer" \
