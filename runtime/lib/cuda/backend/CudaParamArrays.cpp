@@ -73,20 +73,25 @@ CudaParamArrays::create(const ParamLayout &layout, Precision precision,
   BP_TRY(cudaStatus(cudaMallocHost(reinterpret_cast<void **>(&a->normPinned_),
                                    sizeof(double)),
                     "allocating the norm's pinned slot"));
+  // Everything on the store's stream, which does not synchronise with the
+  // legacy default stream (cudaMemset / cudaMemcpy would race with it).
   if (!all.empty())
-    BP_TRY(cudaStatus(cudaMemcpy(a->allSegments_, all.data(),
-                                 all.size() * sizeof(bp_cuda_segment),
-                                 cudaMemcpyHostToDevice),
+    BP_TRY(cudaStatus(cudaMemcpyAsync(a->allSegments_, all.data(),
+                                      all.size() * sizeof(bp_cuda_segment),
+                                      cudaMemcpyHostToDevice, stream),
                       "uploading the segment table"));
   if (!norm.empty())
-    BP_TRY(cudaStatus(cudaMemcpy(a->normSegments_, norm.data(),
-                                 norm.size() * sizeof(bp_cuda_segment),
-                                 cudaMemcpyHostToDevice),
+    BP_TRY(cudaStatus(cudaMemcpyAsync(a->normSegments_, norm.data(),
+                                      norm.size() * sizeof(bp_cuda_segment),
+                                      cudaMemcpyHostToDevice, stream),
                       "uploading the segment table"));
   if (floats)
     for (float *p : {a->master_, a->grads_, a->m_, a->v_})
-      BP_TRY(cudaStatus(cudaMemset(p, 0, floats),
+      BP_TRY(cudaStatus(cudaMemsetAsync(p, 0, floats, stream),
                         "zeroing the parameter store"));
+  // The tables' host vectors go out of scope here.
+  BP_TRY(cudaStatus(cudaStreamSynchronize(stream),
+                    "initialising the parameter store"));
   a->allocateHostImage();
   return std::unique_ptr<ParamArrays>(std::move(a));
 }
