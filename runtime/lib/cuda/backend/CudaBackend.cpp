@@ -123,8 +123,8 @@ Status CudaBackend::configure(const Manifest &manifest) {
         ErrorCode::InvalidArgument,
         formatString("the cuda target runs one rank for now (communication "
                      "between GPUs, NCCL, is not there yet); this program was "
-                     "compiled for %lld ranks: compile it with --devices 1 "
-                     "--data-parallel 1, or for the cpu target",
+                     "compiled for %lld ranks: compile it with --devices=1 "
+                     "--dp=1, or for the cpu target",
                      static_cast<long long>(manifest.schedule.worldSize)));
   int devices = 0;
   cudaError_t err = cudaGetDeviceCount(&devices);
