@@ -158,6 +158,32 @@ fault-world-size)   # (d) wrong rank count
     "${common[@]}" --steps 2
   expect_failure 4 FakeDp2 'compiled for 2 ranks, started with 4: run with mpirun -np 2' \
     "${common[@]}" --steps 2 ;;
+fake-device)    # the CUDA backend's bookkeeping on a fake device (FakeDeviceBackend.cpp)
+  # fp32 accumulators and the kernels' AdamW arithmetic: the CPU's run to
+  # 1e-5; only the inputs, the losses and the norm cross the "bus"; a
+  # checkpoint moves both ways between the two.
+  must_run 1 FakeSingle "${common[@]}" --steps 3 --metrics "$tmp/ref.jsonl" \
+    --dump-rank-params "$tmp/ref" --save "$tmp/cpu.safetensors"
+  timeout 120 "${mpirun[@]}" -np 1 -x BITPIPE_FAKE_DEVICE_LOG="$tmp/bus.txt" \
+    "$bin/FakeDeviceSingle" "${common[@]}" --steps 3 --metrics "$tmp/run.jsonl" \
+    --dump-rank-params "$tmp/run" --save "$tmp/dev.safetensors" \
+    --trace "$tmp/trace.json" >"$tmp/out.txt" 2>&1 || { cat "$tmp/out.txt"; fail "FakeDeviceSingle exited non-zero"; finish; }
+  same_metrics "$tmp/ref.jsonl" "$tmp/run.jsonl" 1e-5
+  same_tensors "$tmp/ref/rank0.safetensors" "$tmp/run/rank0.safetensors" 1e-5
+  # 4 micro-batches of 2 x 8 tokens: tokens and labels in (8 x 64 bytes),
+  # 4 losses and 1 norm out, waits before the optimizer and at the end, and
+  # F0 F1 B1 B0 per micro-batch.
+  for step in 1 2 3; do
+    grep -qx "step $step inputs 8 input_bytes 512 losses 4 norms 1 syncs 2 stage_calls 16" "$tmp/bus.txt" \
+      || fail "step $step: not what should cross the bus: $(cat "$tmp/bus.txt")"
+  done
+  [ "$(grep -o '"cat":"device"' "$tmp/trace.json" | wc -l)" -eq 48 ] \
+    || fail "the trace does not hold one device span per stage call"
+  must_run 1 FakeSingle "${common[@]}" --steps 4 --load "$tmp/dev.safetensors"
+  grep -q "resumed from $tmp/dev.safetensors at step 3" "$tmp/out.txt" || fail "the CPU did not resume from the device's checkpoint"
+  timeout 120 "${mpirun[@]}" -np 1 "$bin/FakeDeviceSingle" "${common[@]}" --steps 4 \
+    --load "$tmp/cpu.safetensors" >"$tmp/out.txt" 2>&1 || fail "the device did not resume from the CPU's checkpoint"
+  grep -q "resumed from $tmp/cpu.safetensors at step 3" "$tmp/out.txt" || fail "the device did not say it resumed" ;;
 fault-target)   # a program compiled for another target than the linked one
   expect_failure 1 FakeCudaTarget 'the program was compiled for the cuda target, but this executable links the cpu runtime: link it with runtime-cuda.rsp' \
     "${common[@]}" --steps 2 ;;

@@ -1,0 +1,273 @@
+//===- FakeDeviceBackend.cpp - A device's bookkeeping, in host memory -----===//
+//
+// The executor's backend (exec/Backend.h) as the CUDA target keeps its
+// books, run on the host so that a machine without a GPU tests them:
+//  - the parameter store is "device" arrays (fp32 master weights, fp32
+//    gradient accumulators, fp32 moments) next to a host image that exists
+//    only between toHost() and toTarget(), as CudaParamArrays does; the
+//    AdamW step applies bitpipe/cuda.h's documented per-element arithmetic
+//    with the segment tables and constants of cuda/backend/SegmentTable.h;
+//  - inputs pass through a staging copy; a loss lands on the host only when
+//    the executor waits (synchronize), as an asynchronous copy would.
+// It stops the program (exit 3, a message) when the executor breaks a rule
+// that a device needs: reading the losses before waiting, running a stage
+// function on weights never uploaded, touching a host image that is not
+// there, unbalanced stage calls.
+//
+// With BITPIPE_FAKE_DEVICE_LOG=PATH, each step appends one line of what
+// crossed the bus: "step S inputs N input_bytes B losses L norms K
+// syncs Y stage_calls C".
+//
+// Linked instead of the CPU backend into FakeDeviceSingle (CMakeLists.txt);
+// exec-test.sh's fake-device case runs it against the CPU's FakeSingle.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+#include "SegmentTable.h"
+
+#include "train/AdamW.h"
+#include "train/Trace.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace bitpipe::runtime {
+
+namespace {
+
+[[noreturn]] void broken(const char *rule) {
+  std::fprintf(stderr, "bitpipe: fake device: the executor broke a rule: %s\n",
+               rule);
+  std::fflush(stderr);
+  std::exit(3);
+}
+
+/// What crossed the bus in the current step.
+struct BusCounts {
+  int64_t inputs = 0, inputBytes = 0, losses = 0, norms = 0, syncs = 0,
+          stageCalls = 0;
+};
+
+class FakeDeviceArrays final : public ParamArrays {
+public:
+  FakeDeviceArrays(const ParamLayout &layout, BusCounts &bus)
+      : bus_(bus), n_(static_cast<size_t>(layout.numFloats)),
+        all_(cudaSegments(layout.all)), norm_(cudaSegments(layout.norm)),
+        master_(n_, 0.0f), grads_(n_, 0.0f), m_(n_, 0.0f), v_(n_, 0.0f) {
+    allocateImage();
+  }
+
+  float *hostParams() override { return image(hostParams_); }
+  float *hostM() override { return image(hostM_); }
+  float *hostV() override { return image(hostV_); }
+  Status toHost() override {
+    allocateImage();
+    hostParams_ = master_;
+    hostM_ = m_;
+    hostV_ = v_;
+    return Status::ok();
+  }
+  Status toTarget() override {
+    if (!hasImage_)
+      broken("toTarget without a host image");
+    master_ = hostParams_;
+    m_ = hostM_;
+    v_ = hostV_;
+    std::fill(grads_.begin(), grads_.end(), 0.0f);
+    uploaded_ = true;
+    releaseHost();
+    return Status::ok();
+  }
+  void releaseHost() override {
+    hasImage_ = false;
+    std::vector<float>().swap(hostParams_);
+    std::vector<float>().swap(hostM_);
+    std::vector<float>().swap(hostV_);
+  }
+
+  void *computeParams(int64_t offset) override {
+    if (!uploaded_)
+      broken("a stage function reads weights that were never uploaded");
+    return master_.data() + offset;
+  }
+  void *gradData() override { return grads_.data(); }
+  DType gradDType() const override { return DType::F32; }
+  Status accumulate(int64_t offset, const float *g, int64_t n) override {
+    for (int64_t i = 0; i < n; ++i)
+      grads_[offset + i] += g[i];
+    return Status::ok();
+  }
+  Status zeroGradients() override {
+    std::fill(grads_.begin(), grads_.end(), 0.0f);
+    return Status::ok();
+  }
+
+  Expected<double> sumSquaredGradients(int numMicroBatches) override {
+    ++bus_.norms; // the one number read back besides the losses
+    double scale = 1.0 / numMicroBatches, sum = 0;
+    for (const bp_cuda_segment &s : norm_)
+      for (int64_t i = s.offset; i < s.offset + s.count; ++i) {
+        double g = scale * grads_[i];
+        sum += g * g;
+      }
+    return sum;
+  }
+
+  Status adamwStep(AdamW &optimizer, int numMicroBatches,
+                   double globalSumSquares) override {
+    BP_ASSIGN(constants, optimizer.beginStep(numMicroBatches,
+                                             globalSumSquares));
+    const bp_cuda_adamw_constants c = cudaConstants(constants);
+    // bitpipe/cuda.h's bp_cuda_adamw_step, element by element.
+    for (const bp_cuda_segment &s : all_)
+      for (int64_t i = s.offset; i < s.offset + s.count; ++i) {
+        float g = static_cast<float>(grads_[i] * c.grad_scale);
+        m_[i] = c.beta1 * m_[i] + c.one_minus_beta1 * g;
+        v_[i] = c.beta2 * v_[i] + c.one_minus_beta2 * g * g;
+        master_[i] = master_[i] * (s.decay ? c.decay_factor : 1.0f) -
+                     c.step_size * m_[i] / (std::sqrt(v_[i]) / c.root_bc2 +
+                                            c.eps);
+      }
+    return Status::ok();
+  }
+
+private:
+  float *image(std::vector<float> &v) {
+    if (!hasImage_)
+      broken("the parameter store's host image is used while only the "
+             "device holds the parameters (toHost first)");
+    return v.data();
+  }
+  void allocateImage() {
+    hostParams_.assign(n_, 0.0f);
+    hostM_.assign(n_, 0.0f);
+    hostV_.assign(n_, 0.0f);
+    hasImage_ = true;
+  }
+
+  BusCounts &bus_;
+  size_t n_;
+  std::vector<bp_cuda_segment> all_, norm_;
+  std::vector<float> master_, grads_, m_, v_;
+  std::vector<float> hostParams_, hostM_, hostV_;
+  bool hasImage_ = false, uploaded_ = false;
+};
+
+class FakeDeviceBackend final : public Backend {
+public:
+  // The fake stage functions are host code compiled for the CPU target.
+  TargetKind target() const override { return TargetKind::Cpu; }
+  Status configure(const Manifest &) override {
+    if (const char *path = std::getenv("BITPIPE_FAKE_DEVICE_LOG"))
+      log_ = std::fopen(path, "a");
+    return Status::ok();
+  }
+  Expected<std::unique_ptr<ParamArrays>>
+  createParamArrays(const ParamLayout &layout) override {
+    return std::unique_ptr<ParamArrays>(new FakeDeviceArrays(layout, bus_));
+  }
+
+  Expected<BufferRef>
+  loadInput(int64_t count,
+            const std::function<Status(int32_t *)> &fill) override {
+    std::vector<int32_t> staging(static_cast<size_t>(count));
+    BP_TRY(fill(staging.data()));
+    size_t bytes = staging.size() * sizeof(int32_t);
+    BufferRef b = Buffer::allocate(bytes);
+    if (!b)
+      return outOfMemory(bytes);
+    std::memcpy(b->data(), staging.data(), bytes);
+    ++bus_.inputs;
+    bus_.inputBytes += static_cast<int64_t>(bytes);
+    return b;
+  }
+  Status fillF32(void *dst, float value, int64_t n) override {
+    std::fill_n(static_cast<float *>(dst), n, value);
+    return Status::ok();
+  }
+
+  Status queueLoss(const void *loss) override {
+    if (inStageCall_)
+      broken("a loss is read back while a stage function runs");
+    inFlight_.push_back(*static_cast<const float *>(loss));
+    ++bus_.losses;
+    return Status::ok();
+  }
+  std::vector<float> takeLosses() override {
+    if (!inFlight_.empty())
+      broken("the losses are read before the device was waited for");
+    std::vector<float> out;
+    out.swap(landed_);
+    return out;
+  }
+
+  Status stageCallBegin() override {
+    if (inStageCall_)
+      broken("stage calls nest");
+    inStageCall_ = true;
+    return Status::ok();
+  }
+  Status stageCallEnd(const std::string &span) override {
+    if (!inStageCall_)
+      broken("a stage call ends that did not begin");
+    inStageCall_ = false;
+    ++bus_.stageCalls;
+    spans_.push_back(span);
+    return Status::ok();
+  }
+  Status synchronize() override {
+    ++bus_.syncs;
+    landed_.insert(landed_.end(), inFlight_.begin(), inFlight_.end());
+    inFlight_.clear();
+    return Status::ok();
+  }
+  void beginStep(double nowUs) override {
+    bus_ = BusCounts();
+    stepStartUs_ = nowUs;
+    spans_.clear();
+  }
+  void endStep(TraceRecorder &trace) override {
+    if (inStageCall_)
+      broken("the step ends inside a stage call");
+    // One device span per stage call, as CUDA events would give.
+    for (size_t i = 0; i < spans_.size(); ++i)
+      trace.record(spans_[i], TraceCategory::Device,
+                   stepStartUs_ + static_cast<double>(i), 1.0);
+    if (log_) {
+      std::fprintf(log_,
+                   "step %lld inputs %lld input_bytes %lld losses %lld norms "
+                   "%lld syncs %lld stage_calls %lld\n",
+                   static_cast<long long>(++step_),
+                   static_cast<long long>(bus_.inputs),
+                   static_cast<long long>(bus_.inputBytes),
+                   static_cast<long long>(bus_.losses),
+                   static_cast<long long>(bus_.norms),
+                   static_cast<long long>(bus_.syncs),
+                   static_cast<long long>(bus_.stageCalls));
+      std::fflush(log_);
+    }
+  }
+  Status outOfMemory(size_t) const override {
+    return Status::error(ErrorCode::OutOfMemory, "fake device: out of memory");
+  }
+
+private:
+  BusCounts bus_;
+  std::vector<float> inFlight_, landed_;
+  std::vector<std::string> spans_;
+  bool inStageCall_ = false;
+  double stepStartUs_ = 0;
+  int64_t step_ = 0;
+  std::FILE *log_ = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> createTargetBackend() {
+  return std::make_unique<FakeDeviceBackend>();
+}
+
+} // namespace bitpipe::runtime
