@@ -17,6 +17,12 @@
 //     use;
 //   - stage-call spans for the trace, synchronisation and device faults.
 //
+// Communication stays with the Communicator (comm/Communicator.h): sends,
+// receives and the in-place all-reduce of gradient buckets (ParamArrays::
+// gradData, gradDType) hand it target memory. MPI moves host memory, so the
+// CUDA backend refuses more than one rank (configure) until a device-aware
+// communicator (NCCL) takes its stream.
+//
 // Which backend a program gets is chosen at link time: each target library
 // defines createTargetBackend() (the CPU one in runtime/lib/cpu/CpuBackend,
 // the CUDA one in runtime/lib/cuda/backend), and bitpipe-compile links one
