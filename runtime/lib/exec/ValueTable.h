@@ -25,11 +25,13 @@
 
 namespace bitpipe::runtime {
 
-/// A malloc'd tensor buffer (stage results are malloc'd by generated code;
-/// the executor allocates the rest the same way so that all are free()d).
+/// A tensor buffer from runtime.h's pool (bp_alloc): the linked target's
+/// memory, host on the CPU and device on CUDA (Backend.h). Stage results
+/// come from the same pool, and the executor allocates the rest there too,
+/// so that every buffer goes back with bp_free.
 class Buffer {
 public:
-  /// Takes ownership of \p data (malloc'd, or null when \p bytes is 0).
+  /// Takes ownership of \p data (from bp_alloc, or null when \p bytes is 0).
   Buffer(void *data, size_t bytes) : data_(data), bytes_(bytes) {}
   /// A fresh buffer of \p bytes, or null when malloc fails.
   static std::shared_ptr<Buffer> allocate(size_t bytes);
