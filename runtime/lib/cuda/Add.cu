@@ -4,8 +4,10 @@
 // of two bf16 values exactly unless one is below 2^-16 of the other, and then
 // it is far below half a bf16 ulp of the other, so either way this is the
 // correctly rounded bf16 sum; for fp32 it is the CPU kernel's sum.
-// Element-wise and grid-stride; out may alias a or b because each element is
-// read and written by the same thread. One kernel template serves both
+// Element-wise and grid-stride, 16 bytes a thread at a time when the
+// pointers allow (8 bf16 or 4 fp32: fewer, wider memory accesses for a
+// kernel that only moves bytes); out may alias a or b because each element
+// is read and written by the same thread. One kernel template serves both
 // element types (DeviceMath.cuh's load / store).
 //
 // None of this has run on a GPU yet.
@@ -24,11 +26,16 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <typename T>
+template <int N, typename T>
 __global__ void addKernel(const T *a, const T *b, T *out, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-       i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    store(out, i, load(a, i) + load(b, i));
+  forEachPack<N>(n, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    const Pack<T, W> x = loadPack<W>(a, i), y = loadPack<W>(b, i);
+    Pack<T, W> z;
+    for (int k = 0; k < W; ++k)
+      store(z.v, k, load(x.v, k) + load(y.v, k));
+    storePack(out, i, z);
+  });
 }
 
 template <typename A>
@@ -36,8 +43,14 @@ bp_status_t add(const A *a, const A *b, A *out, int64_t n, void *stream,
                 const char *name) {
   if (!allNonNull({a, b, out}) || !allPositive({n}))
     return BP_ERR_INVALID_ARGUMENT;
-  addKernel<<<gridBlocks(n, kThreads), kThreads, 0, asStream(stream)>>>(
-      asDevice(a), asDevice(b), asDevice(out), n);
+  constexpr int kPack = kPack16<A>;
+  const cudaStream_t s = asStream(stream);
+  if (isAligned({a, b, out}, 16))
+    addKernel<kPack><<<gridBlocks((n + kPack - 1) / kPack, kThreads), kThreads,
+                       0, s>>>(asDevice(a), asDevice(b), asDevice(out), n);
+  else
+    addKernel<1><<<gridBlocks(n, kThreads), kThreads, 0, s>>>(
+        asDevice(a), asDevice(b), asDevice(out), n);
   return checkLaunch(name);
 }
 

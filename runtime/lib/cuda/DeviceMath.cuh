@@ -66,6 +66,9 @@ __device__ inline void storePack(T *p, int64_t i, const Pack<T, N> &x) {
   *reinterpret_cast<Pack<T, N> *>(p + i) = x;
 }
 
+/// Elements of T in one 16-byte access: 8 bf16, 4 fp32.
+template <typename T> constexpr int kPack16 = static_cast<int>(16 / sizeof(T));
+
 /// A pack width as a type, so that one generic lambda serves the vector
 /// loop and the scalar tail (forEachPack).
 template <int N> struct Width {

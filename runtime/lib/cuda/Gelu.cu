@@ -4,8 +4,9 @@
 // the accurate tanhf (not a fast approximation: GELU's output feeds the next
 // matrix product, and the CPU kernel's formula is the reference), rounded
 // once when the element type is bf16. The formulas are the CPU kernel's
-// (runtime/lib/cpu/kernels/Gelu.cpp). One kernel template per direction
-// serves both element types (DeviceMath.cuh's load / store).
+// (runtime/lib/cpu/kernels/Gelu.cpp). 16 bytes a thread at a time when the
+// pointers allow. One kernel template per direction serves both element
+// types (DeviceMath.cuh's load / store).
 //
 // None of this has run on a GPU yet.
 //
@@ -25,27 +26,41 @@ constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kCubic = 0.044715f;
 constexpr int kThreads = 256;
 
-template <typename T>
-__global__ void geluFwdKernel(const T *x, T *y, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-       i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float v = load(x, i);
-    float u = kSqrt2OverPi * (v + kCubic * v * v * v);
-    store(y, i, 0.5f * v * (1.0f + tanhf(u)));
-  }
+__device__ inline float gelu(float v) {
+  float u = kSqrt2OverPi * (v + kCubic * v * v * v);
+  return 0.5f * v * (1.0f + tanhf(u));
 }
 
-template <typename T>
+__device__ inline float geluGrad(float v) {
+  float th = tanhf(kSqrt2OverPi * (v + kCubic * v * v * v));
+  float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
+  return 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du;
+}
+
+template <int N, typename T>
+__global__ void geluFwdKernel(const T *x, T *y, int64_t n) {
+  forEachPack<N>(n, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    const Pack<T, W> a = loadPack<W>(x, i);
+    Pack<T, W> b;
+    for (int k = 0; k < W; ++k)
+      store(b.v, k, gelu(load(a.v, k)));
+    storePack(y, i, b);
+  });
+}
+
+template <int N, typename T>
 __global__ void geluBwdKernel(const T *dy, const T *x, T *dx, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-       i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float v = load(x, i);
-    float th = tanhf(kSqrt2OverPi * (v + kCubic * v * v * v));
-    float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
-    float d = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du;
-    // Reads dy[i] before writing dx[i], in the same thread: dx may alias dy.
-    store(dx, i, load(dy, i) * d);
-  }
+  forEachPack<N>(n, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    // Reads dy's elements before writing dx's, in the same thread: dx may
+    // alias dy.
+    const Pack<T, W> g = loadPack<W>(dy, i), a = loadPack<W>(x, i);
+    Pack<T, W> d;
+    for (int k = 0; k < W; ++k)
+      store(d.v, k, load(g.v, k) * geluGrad(load(a.v, k)));
+    storePack(dx, i, d);
+  });
 }
 
 template <typename A>
@@ -53,8 +68,14 @@ bp_status_t geluFwd(const A *x, A *y, int64_t n, void *stream,
                     const char *name) {
   if (!allNonNull({x, y}) || !allPositive({n}))
     return BP_ERR_INVALID_ARGUMENT;
-  geluFwdKernel<<<gridBlocks(n, kThreads), kThreads, 0, asStream(stream)>>>(
-      asDevice(x), asDevice(y), n);
+  constexpr int kPack = kPack16<A>;
+  const cudaStream_t s = asStream(stream);
+  if (isAligned({x, y}, 16))
+    geluFwdKernel<kPack><<<gridBlocks((n + kPack - 1) / kPack, kThreads),
+                           kThreads, 0, s>>>(asDevice(x), asDevice(y), n);
+  else
+    geluFwdKernel<1><<<gridBlocks(n, kThreads), kThreads, 0, s>>>(
+        asDevice(x), asDevice(y), n);
   return checkLaunch(name);
 }
 
@@ -63,8 +84,15 @@ bp_status_t geluBwd(const A *dy, const A *x, A *dx, int64_t n, void *stream,
                     const char *name) {
   if (!allNonNull({dy, x, dx}) || !allPositive({n}))
     return BP_ERR_INVALID_ARGUMENT;
-  geluBwdKernel<<<gridBlocks(n, kThreads), kThreads, 0, asStream(stream)>>>(
-      asDevice(dy), asDevice(x), asDevice(dx), n);
+  constexpr int kPack = kPack16<A>;
+  const cudaStream_t s = asStream(stream);
+  if (isAligned({dy, x, dx}, 16))
+    geluBwdKernel<kPack><<<gridBlocks((n + kPack - 1) / kPack, kThreads),
+                           kThreads, 0, s>>>(asDevice(dy), asDevice(x),
+                                             asDevice(dx), n);
+  else
+    geluBwdKernel<1><<<gridBlocks(n, kThreads), kThreads, 0, s>>>(
+        asDevice(dy), asDevice(x), asDevice(dx), n);
   return checkLaunch(name);
 }
 
