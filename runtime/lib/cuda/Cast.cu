@@ -2,10 +2,10 @@
 //
 // bp_cuda_cast_f32_to_bf16 rounds to nearest even (__float2bfloat16_rn: NaN
 // stays NaN, overflow past the largest bf16 becomes infinity, as IEEE
-// rounding says); bp_cuda_cast_bf16_to_f32 is exact. The executor uses them
-// for the bf16 copies of the fp32 master weights outside the optimizer's
-// fused step (after loading a checkpoint, at initialisation). Grid-stride, 4
-// elements a vector access when both pointers allow it.
+// rounding says); bp_cuda_cast_bf16_to_f32 is exact. For bf16 copies of
+// fp32 tensors outside the optimizer's fused step (e.g. the weights after
+// loading a checkpoint). Grid-stride, 4 elements a vector access when both
+// pointers allow it.
 //
 // None of this has run on a GPU yet.
 //
