@@ -1,4 +1,4 @@
-//===- CrossEntropy.cu - Softmax cross-entropy over bf16 logits ---------===//
+//===- CrossEntropy.cu - Softmax cross-entropy over bf16 or fp32 logits -===//
 //
 // One block per row (grid-stride over rows): the row's (max, sum of exp)
 // pair is built online in one pass of the up to 50304 logits and reduced
@@ -9,7 +9,9 @@
 //             order (as the CPU kernel sums in double) and divides;
 //   backward: one block counts the labelled rows into the gradient scale
 //             dloss / count, then the per-row gradients.
-// Results are the same bits on every run.
+// Results are the same bits on every run. The row kernels are templates over
+// the element type of the logits and their gradient (bf16 or fp32:
+// DeviceMath.cuh's load / store); the loss is fp32 in both precisions.
 //
 // Labels are checked on the device: a label outside [0, V) that is not the
 // ignore index is recorded for bp_cuda_synchronize, never dereferenced, and
@@ -30,14 +32,15 @@ using bitpipe::runtime::allPositive;
 namespace {
 
 /// A row's softmax normaliser, reduced over the block: every thread gets it.
-__device__ MaxSum rowMaxSum(const bf16 *row, int64_t V) {
+template <typename T> __device__ MaxSum rowMaxSum(const T *row, int64_t V) {
   MaxSum acc = emptyMaxSum();
   for (int64_t j = threadIdx.x; j < V; j += blockDim.x)
     acc = push(acc, load(row, j));
   return blockReduce(acc, Combine(), emptyMaxSum());
 }
 
-__global__ void crossEntropyRowLossKernel(const bf16 *logits,
+template <typename T>
+__global__ void crossEntropyRowLossKernel(const T *logits,
                                           const int32_t *labels,
                                           float *rowLoss, int64_t N, int64_t V,
                                           int32_t ignoreIndex,
@@ -58,7 +61,7 @@ __global__ void crossEntropyRowLossKernel(const bf16 *logits,
       }
       continue;
     }
-    const bf16 *row = logits + i * V;
+    const T *row = logits + i * V;
     const MaxSum ms = rowMaxSum(row, V);
     // -log softmax(row)[label] = log(sum) - (row[label] - max): the parts
     // kept apart, as the CPU kernel does, so large logits lose no bits.
@@ -100,16 +103,16 @@ __global__ void crossEntropyScaleKernel(const int32_t *labels, float dloss,
     *scale = count ? dloss / static_cast<float>(count) : 0.0f;
 }
 
-__global__ void crossEntropyGradKernel(const bf16 *logits,
-                                       const int32_t *labels,
-                                       const float *scalePtr, bf16 *dlogits,
+template <typename T>
+__global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
+                                       const float *scalePtr, T *dlogits,
                                        int64_t N, int64_t V,
                                        int32_t ignoreIndex,
                                        int32_t *indexError) {
   const float scale = *scalePtr;
   for (int64_t i = blockIdx.x; i < N; i += gridDim.x) {
     const int32_t label = labels[i];
-    bf16 *drow = dlogits + i * V;
+    T *drow = dlogits + i * V;
     if (label == ignoreIndex || !inRange(label, V)) {
       if (label != ignoreIndex && threadIdx.x == 0)
         reportBadIndex(indexError, kCrossEntropyBwdReporter);
@@ -118,7 +121,7 @@ __global__ void crossEntropyGradKernel(const bf16 *logits,
         store(drow, j, fill);
       continue;
     }
-    const bf16 *row = logits + i * V;
+    const T *row = logits + i * V;
     // The reduction ends with a barrier after every thread's last read of
     // the row, and below each thread reads element j before writing it:
     // dlogits may alias logits.
@@ -135,14 +138,11 @@ __global__ void crossEntropyGradKernel(const bf16 *logits,
 /// V = 50304); the single-block reductions over N rows use all 1024.
 int rowBlock(int64_t V) { return rowThreads(V, 16); }
 
-} // namespace
-
-extern "C" bp_status_t bp_cuda_cross_entropy_fwd(const bp_bf16_t *logits,
-                                                 const int32_t *labels,
-                                                 float *loss, int64_t N,
-                                                 int64_t V,
-                                                 int32_t ignore_index,
-                                                 void *stream) {
+template <typename A>
+bp_status_t crossEntropyFwd(const A *logits, const int32_t *labels,
+                            float *loss, int64_t N, int64_t V,
+                            int32_t ignoreIndex, void *stream,
+                            const char *name) {
   if (!allNonNull({logits, labels, loss}) || !allPositive({N, V}))
     return BP_ERR_INVALID_ARGUMENT;
   int32_t *indexError = indexErrorWord();
@@ -154,15 +154,54 @@ extern "C" bp_status_t bp_cuda_cross_entropy_fwd(const bp_bf16_t *logits,
   if (!rowLoss)
     return BP_ERR_OUT_OF_MEMORY;
   crossEntropyRowLossKernel<<<gridBlocks(N, 1), rowBlock(V), 0, s>>>(
-      asBf16(logits), labels, rowLoss, N, V, ignore_index, indexError);
-  bp_status_t status = checkLaunch("bp_cuda_cross_entropy_fwd (rows)");
+      asDevice(logits), labels, rowLoss, N, V, ignoreIndex, indexError);
+  bp_status_t status = checkLaunch(name);
   if (status == BP_OK) {
     crossEntropyMeanKernel<<<1, kMaxThreads, 0, s>>>(rowLoss, labels, loss, N,
-                                                     V, ignore_index);
-    status = checkLaunch("bp_cuda_cross_entropy_fwd (mean)");
+                                                     V, ignoreIndex);
+    status = checkLaunch(name);
   }
   bp_cuda_free(rowLoss, stream); // In stream order: after the kernels above.
   return status;
+}
+
+template <typename A>
+bp_status_t crossEntropyBwd(const A *logits, const int32_t *labels,
+                            float dloss, A *dlogits, int64_t N, int64_t V,
+                            int32_t ignoreIndex, void *stream,
+                            const char *name) {
+  if (!allNonNull({logits, labels, dlogits}) || !allPositive({N, V}))
+    return BP_ERR_INVALID_ARGUMENT;
+  int32_t *indexError = indexErrorWord();
+  if (!indexError)
+    return BP_ERR_DEVICE;
+  const cudaStream_t s = asStream(stream);
+  auto *scale = static_cast<float *>(bp_cuda_alloc(sizeof(float), stream));
+  if (!scale)
+    return BP_ERR_OUT_OF_MEMORY;
+  crossEntropyScaleKernel<<<1, kMaxThreads, 0, s>>>(labels, dloss, scale, N, V,
+                                                    ignoreIndex);
+  bp_status_t status = checkLaunch(name);
+  if (status == BP_OK) {
+    crossEntropyGradKernel<<<gridBlocks(N, 1), rowBlock(V), 0, s>>>(
+        asDevice(logits), labels, scale, asDevice(dlogits), N, V, ignoreIndex,
+        indexError);
+    status = checkLaunch(name);
+  }
+  bp_cuda_free(scale, stream); // In stream order: after the kernels above.
+  return status;
+}
+
+} // namespace
+
+extern "C" bp_status_t bp_cuda_cross_entropy_fwd(const bp_bf16_t *logits,
+                                                 const int32_t *labels,
+                                                 float *loss, int64_t N,
+                                                 int64_t V,
+                                                 int32_t ignore_index,
+                                                 void *stream) {
+  return crossEntropyFwd(logits, labels, loss, N, V, ignore_index, stream,
+                         "bp_cuda_cross_entropy_fwd");
 }
 
 extern "C" bp_status_t bp_cuda_cross_entropy_bwd(const bp_bf16_t *logits,
@@ -172,25 +211,27 @@ extern "C" bp_status_t bp_cuda_cross_entropy_bwd(const bp_bf16_t *logits,
                                                  int64_t N, int64_t V,
                                                  int32_t ignore_index,
                                                  void *stream) {
-  if (!allNonNull({logits, labels, dlogits}) || !allPositive({N, V}))
-    return BP_ERR_INVALID_ARGUMENT;
-  int32_t *indexError = indexErrorWord();
-  if (!indexError)
-    return BP_ERR_DEVICE;
-  const cudaStream_t s = asStream(stream);
-  auto *scale =
-      static_cast<float *>(bp_cuda_alloc(sizeof(float), stream));
-  if (!scale)
-    return BP_ERR_OUT_OF_MEMORY;
-  crossEntropyScaleKernel<<<1, kMaxThreads, 0, s>>>(labels, dloss, scale, N, V,
-                                                    ignore_index);
-  bp_status_t status = checkLaunch("bp_cuda_cross_entropy_bwd (scale)");
-  if (status == BP_OK) {
-    crossEntropyGradKernel<<<gridBlocks(N, 1), rowBlock(V), 0, s>>>(
-        asBf16(logits), labels, scale, asBf16(dlogits), N, V, ignore_index,
-        indexError);
-    status = checkLaunch("bp_cuda_cross_entropy_bwd (rows)");
-  }
-  bp_cuda_free(scale, stream); // In stream order: after the kernels above.
-  return status;
+  return crossEntropyBwd(logits, labels, dloss, dlogits, N, V, ignore_index,
+                         stream, "bp_cuda_cross_entropy_bwd");
+}
+
+extern "C" bp_status_t bp_cuda_cross_entropy_fwd_f32(const float *logits,
+                                                     const int32_t *labels,
+                                                     float *loss, int64_t N,
+                                                     int64_t V,
+                                                     int32_t ignore_index,
+                                                     void *stream) {
+  return crossEntropyFwd(logits, labels, loss, N, V, ignore_index, stream,
+                         "bp_cuda_cross_entropy_fwd_f32");
+}
+
+extern "C" bp_status_t bp_cuda_cross_entropy_bwd_f32(const float *logits,
+                                                     const int32_t *labels,
+                                                     float dloss,
+                                                     float *dlogits, int64_t N,
+                                                     int64_t V,
+                                                     int32_t ignore_index,
+                                                     void *stream) {
+  return crossEntropyBwd(logits, labels, dloss, dlogits, N, V, ignore_index,
+                         stream, "bp_cuda_cross_entropy_bwd_f32");
 }

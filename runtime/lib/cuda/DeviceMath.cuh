@@ -1,9 +1,10 @@
-//===- DeviceMath.cuh - bf16 access and fp32 reductions on the device -*- CUDA -*-=//
+//===- DeviceMath.cuh - Element access and fp32 reductions on the device -*- CUDA -*-=//
 //
-// What the kernels share inside the device: bf16 loads and stores that
-// widen to / round from fp32 (all arithmetic is fp32), warp and block
-// reductions, the online (max, sum-of-exp) pair of a softmax row, and the
-// record of an out-of-range id.
+// What the kernels share inside the device: loads and stores of either
+// element type (bf16 widened to / rounded from fp32, fp32 as it is; all
+// arithmetic is fp32), so that one templated kernel serves both precisions,
+// warp and block reductions, the online (max, sum-of-exp) pair of a softmax
+// row, and the record of an out-of-range id.
 //
 // None of this has run on a GPU yet.
 //
@@ -36,6 +37,58 @@ __device__ inline float load(const bf16 *p, int64_t i) {
 /// rounded only when stored.
 __device__ inline void store(bf16 *p, int64_t i, float v) {
   p[i] = __float2bfloat16_rn(v);
+}
+
+/// fp32 elements (--precision fp32): the same kernels, no rounding.
+__device__ inline float load(const float *p, int64_t i) { return p[i]; }
+__device__ inline void store(float *p, int64_t i, float v) { p[i] = v; }
+
+/// The device element type behind an ABI pointer (bp_bf16_t -> bf16, float
+/// -> float), so a host template over the ABI type launches the kernel
+/// template over the device type.
+inline const bf16 *asDevice(const bp_bf16_t *p) { return asBf16(p); }
+inline bf16 *asDevice(bp_bf16_t *p) { return asBf16(p); }
+inline const float *asDevice(const float *p) { return p; }
+inline float *asDevice(float *p) { return p; }
+
+/// N consecutive elements moved as one vector access (16 bytes for 4 fp32,
+/// 8 for 4 bf16): the memory-bound kernels' main loops, where the caller
+/// has checked that the pointers allow it (Launch.h's isAligned).
+template <typename T, int N> struct alignas(sizeof(T) * N) Pack {
+  T v[N];
+};
+template <int N, typename T>
+__device__ inline Pack<T, N> loadPack(const T *p, int64_t i) {
+  return *reinterpret_cast<const Pack<T, N> *>(p + i);
+}
+template <int N, typename T>
+__device__ inline void storePack(T *p, int64_t i, const Pack<T, N> &x) {
+  *reinterpret_cast<Pack<T, N> *>(p + i) = x;
+}
+
+/// Elements of T in one 16-byte access: 8 bf16, 4 fp32.
+template <typename T> constexpr int kPack16 = static_cast<int>(16 / sizeof(T));
+
+/// A pack width as a type, so that one generic lambda serves the vector
+/// loop and the scalar tail (forEachPack).
+template <int N> struct Width {
+  static constexpr int value = N;
+};
+
+/// Grid-stride over [0, n) in packs of N: op(i, Width<N>()) for every whole
+/// pack starting at i, then op(i, Width<1>()) for the n % N elements left.
+/// With N = 1 (pointers not aligned for packs) it is a plain grid-stride
+/// loop. op reads and writes only elements [i, i + width) in its thread, so
+/// outputs may alias inputs element for element.
+template <int N, typename Op> __device__ void forEachPack(int64_t n, Op op) {
+  const int64_t thread =
+      blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t threads = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t whole = n / N * N;
+  for (int64_t i = thread * N; i < whole; i += threads * N)
+    op(i, Width<N>());
+  for (int64_t i = whole + thread; i < n; i += threads)
+    op(i, Width<1>());
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,4 +1,4 @@
-//===- Embedding.cu - Token + position embedding, bf16 / fp32 grads -----===//
+//===- Embedding.cu - Token + position embedding, bf16 or fp32 ----------===//
 //
 // Forward: one block per (b, t) row gathers the token row and adds the
 // position row. Backward: one block per position t walks the batch in
@@ -10,6 +10,10 @@
 // Token ids are checked on the device (runtime.h checks them on the host):
 // an id outside [0, V) is never dereferenced; it is recorded for
 // bp_cuda_synchronize, and its output row is NaN.
+//
+// One kernel template per direction serves both element types of the
+// activations and weights (DeviceMath.cuh's load / store); the gradient
+// accumulators are fp32 in both precisions.
 //
 // None of this has run on a GPU yet.
 //
@@ -25,13 +29,14 @@ using bitpipe::runtime::allPositive;
 
 namespace {
 
-__global__ void embeddingFwdKernel(const int32_t *tokens, const bf16 *wte,
-                                   const bf16 *wpe, bf16 *out, int64_t rows,
+template <typename E>
+__global__ void embeddingFwdKernel(const int32_t *tokens, const E *wte,
+                                   const E *wpe, E *out, int64_t rows,
                                    int64_t T, int64_t H, int64_t V,
                                    int32_t *indexError) {
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const int32_t token = tokens[row];
-    bf16 *outRow = out + row * H;
+    E *outRow = out + row * H;
     if (!inRange(token, V)) {
       if (threadIdx.x == 0)
         reportBadIndex(indexError, kEmbeddingFwdReporter);
@@ -39,14 +44,15 @@ __global__ void embeddingFwdKernel(const int32_t *tokens, const bf16 *wte,
         store(outRow, c, NAN);
       continue;
     }
-    const bf16 *tokRow = wte + static_cast<int64_t>(token) * H;
-    const bf16 *posRow = wpe + (row % T) * H;
+    const E *tokRow = wte + static_cast<int64_t>(token) * H;
+    const E *posRow = wpe + (row % T) * H;
     for (int64_t c = threadIdx.x; c < H; c += blockDim.x)
       store(outRow, c, load(tokRow, c) + load(posRow, c));
   }
 }
 
-__global__ void embeddingBwdKernel(const int32_t *tokens, const bf16 *dout,
+template <typename E>
+__global__ void embeddingBwdKernel(const int32_t *tokens, const E *dout,
                                    float *dwte, float *dwpe, int64_t B,
                                    int64_t T, int64_t H, int64_t V,
                                    int32_t *indexError) {
@@ -69,6 +75,37 @@ __global__ void embeddingBwdKernel(const int32_t *tokens, const bf16 *dout,
   }
 }
 
+template <typename A>
+bp_status_t embeddingFwd(const int32_t *tokens, const A *wte, const A *wpe,
+                         A *out, int64_t B, int64_t T, int64_t H, int64_t V,
+                         void *stream, const char *name) {
+  if (!allNonNull({tokens, wte, wpe, out}) || !allPositive({B, T, H, V}))
+    return BP_ERR_INVALID_ARGUMENT;
+  int32_t *indexError = indexErrorWord();
+  if (!indexError)
+    return BP_ERR_DEVICE;
+  embeddingFwdKernel<<<gridBlocks(B * T, 1), rowThreads(H, 4), 0,
+                       asStream(stream)>>>(tokens, asDevice(wte),
+                                           asDevice(wpe), asDevice(out),
+                                           B * T, T, H, V, indexError);
+  return checkLaunch(name);
+}
+
+template <typename A>
+bp_status_t embeddingBwd(const int32_t *tokens, const A *dout, float *dwte,
+                         float *dwpe, int64_t B, int64_t T, int64_t H,
+                         int64_t V, void *stream, const char *name) {
+  if (!allNonNull({tokens, dout, dwte, dwpe}) || !allPositive({B, T, H, V}))
+    return BP_ERR_INVALID_ARGUMENT;
+  int32_t *indexError = indexErrorWord();
+  if (!indexError)
+    return BP_ERR_DEVICE;
+  embeddingBwdKernel<<<gridBlocks(T, 1), rowThreads(H, 4), 0,
+                       asStream(stream)>>>(tokens, asDevice(dout), dwte, dwpe,
+                                           B, T, H, V, indexError);
+  return checkLaunch(name);
+}
+
 } // namespace
 
 extern "C" bp_status_t bp_cuda_embedding_fwd(const int32_t *tokens,
@@ -77,16 +114,8 @@ extern "C" bp_status_t bp_cuda_embedding_fwd(const int32_t *tokens,
                                              bp_bf16_t *out, int64_t B,
                                              int64_t T, int64_t H, int64_t V,
                                              void *stream) {
-  if (!allNonNull({tokens, wte, wpe, out}) || !allPositive({B, T, H, V}))
-    return BP_ERR_INVALID_ARGUMENT;
-  int32_t *indexError = indexErrorWord();
-  if (!indexError)
-    return BP_ERR_DEVICE;
-  embeddingFwdKernel<<<gridBlocks(B * T, 1), rowThreads(H, 4), 0,
-                       asStream(stream)>>>(tokens, asBf16(wte), asBf16(wpe),
-                                           asBf16(out), B * T, T, H, V,
-                                           indexError);
-  return checkLaunch("bp_cuda_embedding_fwd");
+  return embeddingFwd(tokens, wte, wpe, out, B, T, H, V, stream,
+                      "bp_cuda_embedding_fwd");
 }
 
 extern "C" bp_status_t bp_cuda_embedding_bwd(const int32_t *tokens,
@@ -94,13 +123,26 @@ extern "C" bp_status_t bp_cuda_embedding_bwd(const int32_t *tokens,
                                              float *dwte, float *dwpe,
                                              int64_t B, int64_t T, int64_t H,
                                              int64_t V, void *stream) {
-  if (!allNonNull({tokens, dout, dwte, dwpe}) || !allPositive({B, T, H, V}))
-    return BP_ERR_INVALID_ARGUMENT;
-  int32_t *indexError = indexErrorWord();
-  if (!indexError)
-    return BP_ERR_DEVICE;
-  embeddingBwdKernel<<<gridBlocks(T, 1), rowThreads(H, 4), 0,
-                       asStream(stream)>>>(tokens, asBf16(dout), dwte, dwpe,
-                                           B, T, H, V, indexError);
-  return checkLaunch("bp_cuda_embedding_bwd");
+  return embeddingBwd(tokens, dout, dwte, dwpe, B, T, H, V, stream,
+                      "bp_cuda_embedding_bwd");
+}
+
+extern "C" bp_status_t bp_cuda_embedding_fwd_f32(const int32_t *tokens,
+                                                 const float *wte,
+                                                 const float *wpe, float *out,
+                                                 int64_t B, int64_t T,
+                                                 int64_t H, int64_t V,
+                                                 void *stream) {
+  return embeddingFwd(tokens, wte, wpe, out, B, T, H, V, stream,
+                      "bp_cuda_embedding_fwd_f32");
+}
+
+extern "C" bp_status_t bp_cuda_embedding_bwd_f32(const int32_t *tokens,
+                                                 const float *dout,
+                                                 float *dwte, float *dwpe,
+                                                 int64_t B, int64_t T,
+                                                 int64_t H, int64_t V,
+                                                 void *stream) {
+  return embeddingBwd(tokens, dout, dwte, dwpe, B, T, H, V, stream,
+                      "bp_cuda_embedding_bwd_f32");
 }

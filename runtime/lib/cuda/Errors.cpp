@@ -5,8 +5,9 @@
 //  - CUDA's own (a bad launch configuration, or an asynchronous fault that
 //    makes every later call fail), caught by checking after each launch and
 //    at bp_cuda_synchronize;
-//  - out-of-range token and label ids, which only the device sees: kernels
-//    record the first one in a device word, and bp_cuda_synchronize reads it.
+//  - out-of-range token and label ids, and malformed optimizer segments,
+//    which only the device sees: kernels record the first one in a device
+//    word, and bp_cuda_synchronize reads it.
 //
 // None of this has run on a GPU yet.
 //
@@ -64,18 +65,28 @@ int32_t *indexErrorWord() {
   return word;
 }
 
+/// What bp_cuda_synchronize prints for the record of \p who.
 static const char *describeReporter(int32_t who) {
   switch (who) {
   case kEmbeddingFwdReporter:
-    return "bp_cuda_embedding_fwd met a token id outside [0, V)";
+    return "bp_cuda_embedding_fwd(_f32) met a token id outside [0, V); "
+           "those rows' outputs are NaN";
   case kEmbeddingBwdReporter:
-    return "bp_cuda_embedding_bwd met a token id outside [0, V)";
+    return "bp_cuda_embedding_bwd(_f32) met a token id outside [0, V); "
+           "those rows' gradients were skipped";
   case kCrossEntropyFwdReporter:
-    return "bp_cuda_cross_entropy_fwd met a label outside [0, V) that is not "
-           "the ignore index";
+    return "bp_cuda_cross_entropy_fwd(_f32) met a label outside [0, V) that "
+           "is not the ignore index; those rows' losses, hence the mean, are "
+           "NaN";
   case kCrossEntropyBwdReporter:
-    return "bp_cuda_cross_entropy_bwd met a label outside [0, V) that is not "
-           "the ignore index";
+    return "bp_cuda_cross_entropy_bwd(_f32) met a label outside [0, V) that "
+           "is not the ignore index; those rows' gradients are NaN";
+  case kSumSquaresSegmentReporter:
+    return "bp_cuda_sum_squares met a segment with a negative offset or "
+           "count, or a nonzero reserved field; it was skipped";
+  case kAdamWSegmentReporter:
+    return "bp_cuda_adamw_step met a segment with a negative offset or "
+           "count, or a nonzero reserved field; it was skipped";
   default:
     return "a kernel recorded an unknown index error";
   }
@@ -102,8 +113,7 @@ extern "C" bp_status_t bp_cuda_synchronize(void *stream) {
   if (who == kNoIndexError)
     return BP_OK;
   std::fprintf(stderr,
-               "bitpipe: cuda: %s; those rows' outputs are NaN and their "
-               "gradients were skipped\n",
+               "bitpipe: cuda: %s\n",
                describeReporter(who));
   std::fflush(stderr);
   // Cleared before returning (an error path: waiting costs nothing), so a

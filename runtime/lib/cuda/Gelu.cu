@@ -1,9 +1,12 @@
-//===- Gelu.cu - GELU, tanh form (GPT-2), bf16 in and out -------------===//
+//===- Gelu.cu - GELU, tanh form (GPT-2), bf16 or fp32 ----------------===//
 //
 // Element-wise, grid-stride; each element widened to fp32, computed with
 // the accurate tanhf (not a fast approximation: GELU's output feeds the next
 // matrix product, and the CPU kernel's formula is the reference), rounded
-// once. The formulas are the CPU kernel's (runtime/lib/cpu/kernels/Gelu.cpp).
+// once when the element type is bf16. The formulas are the CPU kernel's
+// (runtime/lib/cpu/kernels/Gelu.cpp). 16 bytes a thread at a time when the
+// pointers allow. One kernel template per direction serves both element
+// types (DeviceMath.cuh's load / store).
 //
 // None of this has run on a GPU yet.
 //
@@ -23,45 +26,96 @@ constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kCubic = 0.044715f;
 constexpr int kThreads = 256;
 
-__global__ void geluFwdKernel(const bf16 *x, bf16 *y, int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-       i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float v = load(x, i);
-    float u = kSqrt2OverPi * (v + kCubic * v * v * v);
-    store(y, i, 0.5f * v * (1.0f + tanhf(u)));
-  }
+__device__ inline float gelu(float v) {
+  float u = kSqrt2OverPi * (v + kCubic * v * v * v);
+  return 0.5f * v * (1.0f + tanhf(u));
 }
 
-__global__ void geluBwdKernel(const bf16 *dy, const bf16 *x, bf16 *dx,
-                              int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-       i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    float v = load(x, i);
-    float th = tanhf(kSqrt2OverPi * (v + kCubic * v * v * v));
-    float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
-    float d = 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du;
-    // Reads dy[i] before writing dx[i], in the same thread: dx may alias dy.
-    store(dx, i, load(dy, i) * d);
-  }
+__device__ inline float geluGrad(float v) {
+  float th = tanhf(kSqrt2OverPi * (v + kCubic * v * v * v));
+  float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
+  return 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du;
+}
+
+template <int N, typename T>
+__global__ void geluFwdKernel(const T *x, T *y, int64_t n) {
+  forEachPack<N>(n, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    const Pack<T, W> a = loadPack<W>(x, i);
+    Pack<T, W> b;
+    for (int k = 0; k < W; ++k)
+      store(b.v, k, gelu(load(a.v, k)));
+    storePack(y, i, b);
+  });
+}
+
+template <int N, typename T>
+__global__ void geluBwdKernel(const T *dy, const T *x, T *dx, int64_t n) {
+  forEachPack<N>(n, [&](int64_t i, auto width) {
+    constexpr int W = decltype(width)::value;
+    // Reads dy's elements before writing dx's, in the same thread: dx may
+    // alias dy.
+    const Pack<T, W> g = loadPack<W>(dy, i), a = loadPack<W>(x, i);
+    Pack<T, W> d;
+    for (int k = 0; k < W; ++k)
+      store(d.v, k, load(g.v, k) * geluGrad(load(a.v, k)));
+    storePack(dx, i, d);
+  });
+}
+
+template <typename A>
+bp_status_t geluFwd(const A *x, A *y, int64_t n, void *stream,
+                    const char *name) {
+  if (!allNonNull({x, y}) || !allPositive({n}))
+    return BP_ERR_INVALID_ARGUMENT;
+  constexpr int kPack = kPack16<A>;
+  const cudaStream_t s = asStream(stream);
+  if (isAligned({x, y}, 16))
+    geluFwdKernel<kPack><<<gridBlocks((n + kPack - 1) / kPack, kThreads),
+                           kThreads, 0, s>>>(asDevice(x), asDevice(y), n);
+  else
+    geluFwdKernel<1><<<gridBlocks(n, kThreads), kThreads, 0, s>>>(
+        asDevice(x), asDevice(y), n);
+  return checkLaunch(name);
+}
+
+template <typename A>
+bp_status_t geluBwd(const A *dy, const A *x, A *dx, int64_t n, void *stream,
+                    const char *name) {
+  if (!allNonNull({dy, x, dx}) || !allPositive({n}))
+    return BP_ERR_INVALID_ARGUMENT;
+  constexpr int kPack = kPack16<A>;
+  const cudaStream_t s = asStream(stream);
+  if (isAligned({dy, x, dx}, 16))
+    geluBwdKernel<kPack><<<gridBlocks((n + kPack - 1) / kPack, kThreads),
+                           kThreads, 0, s>>>(asDevice(dy), asDevice(x),
+                                             asDevice(dx), n);
+  else
+    geluBwdKernel<1><<<gridBlocks(n, kThreads), kThreads, 0, s>>>(
+        asDevice(dy), asDevice(x), asDevice(dx), n);
+  return checkLaunch(name);
 }
 
 } // namespace
 
 extern "C" bp_status_t bp_cuda_gelu_fwd(const bp_bf16_t *x, bp_bf16_t *y,
                                         int64_t n, void *stream) {
-  if (!allNonNull({x, y}) || !allPositive({n}))
-    return BP_ERR_INVALID_ARGUMENT;
-  geluFwdKernel<<<gridBlocks(n, kThreads), kThreads, 0, asStream(stream)>>>(
-      asBf16(x), asBf16(y), n);
-  return checkLaunch("bp_cuda_gelu_fwd");
+  return geluFwd(x, y, n, stream, "bp_cuda_gelu_fwd");
 }
 
 extern "C" bp_status_t bp_cuda_gelu_bwd(const bp_bf16_t *dy,
                                         const bp_bf16_t *x, bp_bf16_t *dx,
                                         int64_t n, void *stream) {
-  if (!allNonNull({dy, x, dx}) || !allPositive({n}))
-    return BP_ERR_INVALID_ARGUMENT;
-  geluBwdKernel<<<gridBlocks(n, kThreads), kThreads, 0, asStream(stream)>>>(
-      asBf16(dy), asBf16(x), asBf16(dx), n);
-  return checkLaunch("bp_cuda_gelu_bwd");
+  return geluBwd(dy, x, dx, n, stream, "bp_cuda_gelu_bwd");
+}
+
+extern "C" bp_status_t bp_cuda_gelu_fwd_f32(const float *x, float *y,
+                                            int64_t n, void *stream) {
+  return geluFwd(x, y, n, stream, "bp_cuda_gelu_fwd_f32");
+}
+
+extern "C" bp_status_t bp_cuda_gelu_bwd_f32(const float *dy, const float *x,
+                                            float *dx, int64_t n,
+                                            void *stream) {
+  return geluBwd(dy, x, dx, n, stream, "bp_cuda_gelu_bwd_f32");
 }

@@ -17,7 +17,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 namespace bitpipe::runtime::cuda {
 
@@ -48,6 +50,15 @@ inline unsigned gridBlocks(int64_t items, int64_t perBlock) {
       std::clamp<int64_t>((items + perBlock - 1) / perBlock, 1, kMaxBlocks));
 }
 
+/// Whether every non-null pointer of \p ptrs is a multiple of \p bytes:
+/// the condition for DeviceMath.cuh's Pack accesses.
+inline bool isAligned(std::initializer_list<const void *> ptrs, size_t bytes) {
+  for (const void *p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % bytes != 0)
+      return false;
+  return true;
+}
+
 /// BP_OK for cudaSuccess; otherwise prints "bitpipe: cuda: <what>: <error>"
 /// and returns BP_ERR_DEVICE.
 bp_status_t checkCuda(cudaError_t err, const char *what);
@@ -56,14 +67,18 @@ bp_status_t checkCuda(cudaError_t err, const char *what);
 /// that this is the first call to see (the message says it may be earlier).
 bp_status_t checkLaunch(const char *what);
 
-/// Who recorded an out-of-range id in the device's index-error word (see
-/// bp_cuda_synchronize); 0 is "nobody".
+/// Who recorded an out-of-range id (or, for the optimizer's multi-tensor
+/// kernels, a malformed segment: the segment table lives on the device too)
+/// in the device's index-error word (see bp_cuda_synchronize); 0 is
+/// "nobody".
 enum IndexReporter : int32_t {
   kNoIndexError = 0,
   kEmbeddingFwdReporter = 1,
   kEmbeddingBwdReporter = 2,
   kCrossEntropyFwdReporter = 3,
   kCrossEntropyBwdReporter = 4,
+  kSumSquaresSegmentReporter = 5,
+  kAdamWSegmentReporter = 6,
 };
 
 /// The device word where kernels record the first out-of-range id; created

@@ -1,4 +1,4 @@
-//===- LayerNorm.cu - Layer norm, bf16 data, fp32 statistics ------------===//
+//===- LayerNorm.cu - Layer norm, bf16 or fp32 data, fp32 statistics ----===//
 //
 // Forward and the input gradient: one block per row (grid-stride over rows),
 // the row's sums reduced across the block in fp32. Rows are at most 16 KiB
@@ -10,6 +10,10 @@
 // two fixed-order stages rather than with atomics, so that dgamma and dbeta
 // are the same bits on every run: per chunk of rows into a pool scratch
 // buffer, then over the chunks into the fp32 accumulators.
+//
+// Every kernel is a template over the element type of x, y, dy, dx, gamma
+// and beta (bf16 or fp32: DeviceMath.cuh's load / store), so both precisions
+// run the same code; statistics and accumulators are fp32 in both.
 //
 // None of this has run on a GPU yet.
 //
@@ -25,14 +29,15 @@ using bitpipe::runtime::allPositive;
 
 namespace {
 
-__global__ void layerNormFwdKernel(const bf16 *x, const bf16 *gamma,
-                                   const bf16 *beta, bf16 *y, float *mean,
+template <typename T>
+__global__ void layerNormFwdKernel(const T *x, const T *gamma, const T *beta,
+                                   T *y, float *mean,
                                    float *rstd, int64_t N, int64_t H,
                                    float eps) {
   const float invH = 1.0f / static_cast<float>(H);
   for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
-    const bf16 *xr = x + row * H;
-    bf16 *yr = y + row * H;
+    const T *xr = x + row * H;
+    T *yr = y + row * H;
     // Two passes, as the CPU kernel: the variance of centred values does
     // not cancel when |mean| >> std.
     float sum = 0.0f;
@@ -55,14 +60,15 @@ __global__ void layerNormFwdKernel(const bf16 *x, const bf16 *gamma,
 }
 
 /// dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma, as the CPU.
-__global__ void layerNormBwdInputKernel(const bf16 *dy, const bf16 *x,
-                                        const bf16 *gamma, const float *mean,
-                                        const float *rstd, bf16 *dx, int64_t N,
+template <typename T>
+__global__ void layerNormBwdInputKernel(const T *dy, const T *x,
+                                        const T *gamma, const float *mean,
+                                        const float *rstd, T *dx, int64_t N,
                                         int64_t H) {
   const float invH = 1.0f / static_cast<float>(H);
   for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
-    const bf16 *dyr = dy + row * H, *xr = x + row * H;
-    bf16 *dxr = dx + row * H;
+    const T *dyr = dy + row * H, *xr = x + row * H;
+    T *dxr = dx + row * H;
     const float mu = mean[row], rs = rstd[row];
     float2 sums = make_float2(0.0f, 0.0f); // (sum g, sum g xhat)
     for (int64_t c = threadIdx.x; c < H; c += blockDim.x) {
@@ -87,7 +93,8 @@ __global__ void layerNormBwdInputKernel(const bf16 *dy, const bf16 *x,
 constexpr int kColTile = 32;
 constexpr int kRowLanes = 8;
 
-__global__ void layerNormParamGradPartialKernel(const bf16 *dy, const bf16 *x,
+template <typename T>
+__global__ void layerNormParamGradPartialKernel(const T *dy, const T *x,
                                                 const float *mean,
                                                 const float *rstd,
                                                 float *partial, int64_t N,
@@ -154,30 +161,25 @@ ChunkPlan planChunks(int64_t N, int64_t H) {
   return {rowsPerChunk, (N + rowsPerChunk - 1) / rowsPerChunk};
 }
 
-} // namespace
-
-extern "C" bp_status_t bp_cuda_layer_norm_fwd(const bp_bf16_t *x,
-                                              const bp_bf16_t *gamma,
-                                              const bp_bf16_t *beta,
-                                              bp_bf16_t *y, float *mean,
-                                              float *rstd, int64_t N,
-                                              int64_t H, float eps,
-                                              void *stream) {
+template <typename A>
+bp_status_t layerNormFwd(const A *x, const A *gamma, const A *beta, A *y,
+                         float *mean, float *rstd, int64_t N, int64_t H,
+                         float eps, void *stream, const char *name) {
   if (!allNonNull({x, gamma, beta, y, mean, rstd}) || !allPositive({N, H}) ||
       !(eps >= 0.0f))
     return BP_ERR_INVALID_ARGUMENT;
   layerNormFwdKernel<<<gridBlocks(N, 1), rowThreads(H, 4), 0,
-                       asStream(stream)>>>(asBf16(x), asBf16(gamma),
-                                           asBf16(beta), asBf16(y), mean, rstd,
-                                           N, H, eps);
-  return checkLaunch("bp_cuda_layer_norm_fwd");
+                       asStream(stream)>>>(asDevice(x), asDevice(gamma),
+                                           asDevice(beta), asDevice(y), mean,
+                                           rstd, N, H, eps);
+  return checkLaunch(name);
 }
 
-extern "C" bp_status_t
-bp_cuda_layer_norm_bwd(const bp_bf16_t *dy, const bp_bf16_t *x,
-                       const bp_bf16_t *gamma, const float *mean,
-                       const float *rstd, bp_bf16_t *dx, float *dgamma,
-                       float *dbeta, int64_t N, int64_t H, void *stream) {
+template <typename A>
+bp_status_t layerNormBwd(const A *dy, const A *x, const A *gamma,
+                         const float *mean, const float *rstd, A *dx,
+                         float *dgamma, float *dbeta, int64_t N, int64_t H,
+                         void *stream, const char *name) {
   if (!allNonNull({dy, x, gamma, mean, rstd, dx, dgamma, dbeta}) ||
       !allPositive({N, H}))
     return BP_ERR_INVALID_ARGUMENT;
@@ -191,20 +193,63 @@ bp_cuda_layer_norm_bwd(const bp_bf16_t *dy, const bp_bf16_t *x,
     return BP_ERR_OUT_OF_MEMORY;
 
   layerNormBwdInputKernel<<<gridBlocks(N, 1), rowThreads(H, 4), 0, s>>>(
-      asBf16(dy), asBf16(x), asBf16(gamma), mean, rstd, asBf16(dx), N, H);
-  bp_status_t status = checkLaunch("bp_cuda_layer_norm_bwd (input gradient)");
+      asDevice(dy), asDevice(x), asDevice(gamma), mean, rstd, asDevice(dx), N,
+      H);
+  bp_status_t status = checkLaunch(name);
   if (status == BP_OK) {
     dim3 grid(static_cast<unsigned>((H + kColTile - 1) / kColTile),
               static_cast<unsigned>(plan.chunks));
     layerNormParamGradPartialKernel<<<grid, dim3(kColTile, kRowLanes), 0, s>>>(
-        asBf16(dy), asBf16(x), mean, rstd, partial, N, H, plan.rowsPerChunk);
-    status = checkLaunch("bp_cuda_layer_norm_bwd (parameter gradients, rows)");
+        asDevice(dy), asDevice(x), mean, rstd, partial, N, H,
+        plan.rowsPerChunk);
+    status = checkLaunch(name);
   }
   if (status == BP_OK) {
     layerNormParamGradFinishKernel<<<gridBlocks(H, 256), 256, 0, s>>>(
         partial, plan.chunks, dgamma, dbeta, H);
-    status = checkLaunch("bp_cuda_layer_norm_bwd (parameter gradients, sum)");
+    status = checkLaunch(name);
   }
   bp_cuda_free(partial, stream); // In stream order: after the kernels above.
   return status;
+}
+
+} // namespace
+
+extern "C" bp_status_t bp_cuda_layer_norm_fwd(const bp_bf16_t *x,
+                                              const bp_bf16_t *gamma,
+                                              const bp_bf16_t *beta,
+                                              bp_bf16_t *y, float *mean,
+                                              float *rstd, int64_t N,
+                                              int64_t H, float eps,
+                                              void *stream) {
+  return layerNormFwd(x, gamma, beta, y, mean, rstd, N, H, eps, stream,
+                      "bp_cuda_layer_norm_fwd");
+}
+
+extern "C" bp_status_t
+bp_cuda_layer_norm_bwd(const bp_bf16_t *dy, const bp_bf16_t *x,
+                       const bp_bf16_t *gamma, const float *mean,
+                       const float *rstd, bp_bf16_t *dx, float *dgamma,
+                       float *dbeta, int64_t N, int64_t H, void *stream) {
+  return layerNormBwd(dy, x, gamma, mean, rstd, dx, dgamma, dbeta, N, H,
+                      stream, "bp_cuda_layer_norm_bwd");
+}
+
+extern "C" bp_status_t bp_cuda_layer_norm_fwd_f32(const float *x,
+                                                  const float *gamma,
+                                                  const float *beta, float *y,
+                                                  float *mean, float *rstd,
+                                                  int64_t N, int64_t H,
+                                                  float eps, void *stream) {
+  return layerNormFwd(x, gamma, beta, y, mean, rstd, N, H, eps, stream,
+                      "bp_cuda_layer_norm_fwd_f32");
+}
+
+extern "C" bp_status_t
+bp_cuda_layer_norm_bwd_f32(const float *dy, const float *x, const float *gamma,
+                           const float *mean, const float *rstd, float *dx,
+                           float *dgamma, float *dbeta, int64_t N, int64_t H,
+                           void *stream) {
+  return layerNormBwd(dy, x, gamma, mean, rstd, dx, dgamma, dbeta, N, H,
+                      stream, "bp_cuda_layer_norm_bwd_f32");
 }

@@ -1,0 +1,334 @@
+//===- CudaAbiTest.cpp - runtime.h's functions on the CUDA target ----------===//
+//
+// The CUDA library's definitions of runtime.h (what compiled stage
+// functions call on the CUDA target): each kernel in both precisions of the
+// execution context, with its activations and weights in that precision and
+// its statistics, parameter gradients and loss in fp32, against
+// Reference.h's float64 loops on the very values the kernel sees; the
+// tensor memory on the device pool in the context's stream; bp_fill;
+// bp_check's message and abort; and the refusal of an unknown precision.
+//
+// Tolerances: those of CudaKernelsTest.cpp (bf16) and
+// CudaFp32KernelsTest.cpp (fp32) for the same kernels, which these calls
+// reach.
+//
+// The device tests skip without one; bp_check, the precision check and the
+// alignment check run everywhere. Written on a machine without a GPU: the
+// device tests have not run on one yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestUtil.h"
+#include "Reference.h"
+#include "bitpipe/program.h"
+#include "bitpipe/runtime.h"
+
+#include <cstdlib>
+#include <string>
+
+using namespace bitpipe::runtime;
+using namespace bitpipe::runtime::test;
+
+extern "C" void *_mlir_memref_to_llvm_alloc(size_t bytes);
+extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
+                                                    size_t bytes);
+extern "C" void _mlir_memref_to_llvm_free(void *ptr);
+
+namespace {
+
+/// Sets the execution context for the test (the test stream, and the
+/// precision of the parameter) and restores the default after it.
+class CudaAbi : public CudaTest, public ::testing::WithParamInterface<int32_t> {
+protected:
+  void SetUp() override {
+    CudaTest::SetUp();
+    if (IsSkipped())
+      return;
+    bp_cuda_set_stream(stream());
+    bp_cuda_set_precision(GetParam());
+  }
+  void TearDown() override {
+    bp_cuda_set_stream(nullptr);
+    bp_cuda_set_precision(BP_PRECISION_FP32);
+  }
+
+  bool bf16() const { return GetParam() == BP_PRECISION_BF16; }
+  const char *precisionName() const { return bf16() ? "bf16" : "fp32"; }
+  /// Outputs in the context's precision, computed directly.
+  double activationRtol() const { return bf16() ? kBf16Rtol : 1e-5; }
+  /// Outputs in the context's precision that sum many terms.
+  double activationSumRtol() const { return bf16() ? kBf16Rtol : 1e-4; }
+  /// fp32 outputs: from bf16 inputs (kFp32Rtol) or fp32 ones.
+  double fp32Rtol() const { return bf16() ? kFp32Rtol : 1e-4; }
+};
+
+/// An activation or weight in the context's precision: fp32, or the bf16
+/// bits behind runtime.h's float pointer. values() are what the kernel
+/// reads (rounded to bf16 under bf16), for the reference.
+class ActTensor {
+public:
+  ActTensor(bool bf16, const std::vector<float> &values)
+      : bf16_(bf16), values_(bf16 ? fromBf16(toBf16(values)) : values),
+        f32_(bf16 ? 1 : values.size()), b16_(bf16 ? values.size() : 1) {
+    if (bf16_)
+      b16_.upload(toBf16(values_));
+    else
+      f32_.upload(values_);
+  }
+  ActTensor(bool bf16, int64_t n)
+      : bf16_(bf16), f32_(bf16 ? 1 : n), b16_(bf16 ? n : 1) {}
+
+  float *abi() {
+    return bf16_ ? reinterpret_cast<float *>(b16_.get()) : f32_.get();
+  }
+  const std::vector<float> &values() const { return values_; }
+  std::vector<float> download() const {
+    return bf16_ ? fromBf16(b16_.download()) : f32_.download();
+  }
+
+private:
+  bool bf16_;
+  std::vector<float> values_;
+  DeviceBuffer<float> f32_;
+  DeviceBuffer<bp_bf16_t> b16_;
+};
+
+std::string tag(const char *shape, const char *precision) {
+  return std::string(shape) + "," + precision;
+}
+
+TEST_P(CudaAbi, EmbeddingDispatches) {
+  const int64_t B = 2, T = 5, H = 37, V = 11, P = 6;
+  const std::string shape = tag("B=2,T=5,H=37,V=11", precisionName());
+  auto tokens = randomInts(B * T, 1, 0, static_cast<int32_t>(V - 1));
+  ActTensor wte(bf16(), randomFloats(V * H, 2)), wpe(bf16(), randomFloats(P * H, 3)),
+      dout(bf16(), randomFloats(B * T * H, 4)), out(bf16(), B * T * H);
+  auto dwte0 = randomFloats(V * H, 5), dwpe0 = randomFloats(P * H, 6);
+  DeviceBuffer<int32_t> dTokens(tokens);
+  DeviceBuffer<float> dDwte(dwte0), dDwpe(dwpe0);
+  ASSERT_EQ(bp_embedding_fwd(dTokens.get(), wte.abi(), wpe.abi(), out.abi(), B,
+                             T, H, V),
+            BP_OK);
+  ASSERT_EQ(bp_embedding_bwd(dTokens.get(), dout.abi(), dDwte.get(),
+                             dDwpe.get(), B, T, H, V),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  auto ref = ref::embedding(tokens, toDouble(wte.values()),
+                            toDouble(wpe.values()), B, T, H);
+  std::vector<double> dwte, dwpe;
+  ref::embeddingGrad(tokens, toDouble(dout.values()), B, T, H, V, dwte, dwpe);
+  dwpe.resize(P * H, 0.0);
+  EXPECT_TRUE(checkClose("bp_embedding_fwd", "out", shape, out.download(), ref,
+                         activationRtol()));
+  EXPECT_TRUE(checkClose("bp_embedding_bwd", "dwte(+=)", shape,
+                         dDwte.download(), plus(dwte0, dwte), fp32Rtol()));
+  EXPECT_TRUE(checkClose("bp_embedding_bwd", "dwpe(+=)", shape,
+                         dDwpe.download(), plus(dwpe0, dwpe), fp32Rtol()));
+}
+
+TEST_P(CudaAbi, LayerNormDispatches) {
+  const int64_t N = 7, H = 33;
+  const float eps = 1e-5f;
+  const std::string shape = tag("N=7,H=33", precisionName());
+  ActTensor x(bf16(), randomFloats(N * H, 10, 2.0f, 4.0f)),
+      gamma(bf16(), randomFloats(H, 11, 0.5f, 1.5f)),
+      beta(bf16(), randomFloats(H, 12)), dy(bf16(), randomFloats(N * H, 13)),
+      y(bf16(), N * H), dx(bf16(), N * H);
+  auto dgamma0 = randomFloats(H, 14), dbeta0 = randomFloats(H, 15);
+  DeviceBuffer<float> dMean(N), dRstd(N), dDgamma(dgamma0), dDbeta(dbeta0);
+  ASSERT_EQ(bp_layer_norm_fwd(x.abi(), gamma.abi(), beta.abi(), y.abi(),
+                              dMean.get(), dRstd.get(), N, H, eps),
+            BP_OK);
+  ASSERT_EQ(bp_layer_norm_bwd(dy.abi(), x.abi(), gamma.abi(), dMean.get(),
+                              dRstd.get(), dx.abi(), dDgamma.get(),
+                              dDbeta.get(), N, H),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  std::vector<double> mean, rstd, rdx, rdgamma, rdbeta;
+  auto xD = toDouble(x.values()), gD = toDouble(gamma.values());
+  auto ry = ref::layerNorm(xD, gD, toDouble(beta.values()), N, H, double(eps),
+                           &mean, &rstd);
+  ref::layerNormGrad(toDouble(dy.values()), xD, gD, N, H, double(eps), rdx,
+                     rdgamma, rdbeta);
+  EXPECT_TRUE(checkClose("bp_layer_norm_fwd", "y", shape, y.download(), ry,
+                         activationRtol()));
+  EXPECT_TRUE(checkClose("bp_layer_norm_fwd", "mean", shape, dMean.download(),
+                         mean, fp32Rtol()));
+  EXPECT_TRUE(checkClose("bp_layer_norm_fwd", "rstd", shape, dRstd.download(),
+                         rstd, fp32Rtol()));
+  EXPECT_TRUE(checkClose("bp_layer_norm_bwd", "dx", shape, dx.download(), rdx,
+                         activationSumRtol()));
+  EXPECT_TRUE(checkClose("bp_layer_norm_bwd", "dgamma(+=)", shape,
+                         dDgamma.download(), plus(dgamma0, rdgamma),
+                         fp32Rtol()));
+  EXPECT_TRUE(checkClose("bp_layer_norm_bwd", "dbeta(+=)", shape,
+                         dDbeta.download(), plus(dbeta0, rdbeta), fp32Rtol()));
+}
+
+TEST_P(CudaAbi, GeluAndAddDispatch) {
+  const int64_t n = 1001;
+  const std::string shape = tag("n=1001", precisionName());
+  ActTensor x(bf16(), randomFloats(n, 20, -5.0f, 5.0f)),
+      dy(bf16(), randomFloats(n, 21)), b(bf16(), randomFloats(n, 22)),
+      y(bf16(), n), dx(bf16(), n), sum(bf16(), n);
+  ASSERT_EQ(bp_gelu_fwd(x.abi(), y.abi(), n), BP_OK);
+  ASSERT_EQ(bp_gelu_bwd(dy.abi(), x.abi(), dx.abi(), n), BP_OK);
+  ASSERT_EQ(bp_add_fwd(x.abi(), b.abi(), sum.abi(), n), BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  auto xD = toDouble(x.values());
+  EXPECT_TRUE(checkClose("bp_gelu_fwd", "y", shape, y.download(),
+                         ref::gelu(xD), activationRtol()));
+  EXPECT_TRUE(checkClose("bp_gelu_bwd", "dx", shape, dx.download(),
+                         ref::geluGrad(toDouble(dy.values()), xD),
+                         activationRtol()));
+  EXPECT_TRUE(checkClose("bp_add_fwd", "out", shape, sum.download(),
+                         ref::add(xD, toDouble(b.values())),
+                         activationRtol()));
+}
+
+TEST_P(CudaAbi, CrossEntropyDispatchesAndWritesTheLossOnTheDevice) {
+  const int64_t N = 6, V = 29;
+  const float dloss = 0.5f;
+  const std::string shape = tag("N=6,V=29", precisionName());
+  ActTensor logits(bf16(), randomFloats(N * V, 30, -3.0f, 3.0f)),
+      dlogits(bf16(), N * V);
+  auto labels = randomInts(N, 31, 0, static_cast<int32_t>(V - 1));
+  labels[2] = BP_IGNORE_INDEX;
+  DeviceBuffer<int32_t> dLabels(labels);
+  DeviceBuffer<float> dLoss(1);
+  ASSERT_EQ(bp_cross_entropy_fwd(logits.abi(), dLabels.get(), dLoss.get(), N,
+                                 V, BP_IGNORE_INDEX),
+            BP_OK);
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.abi(), dLabels.get(), dloss,
+                                 dlogits.abi(), N, V, BP_IGNORE_INDEX),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  auto lD = toDouble(logits.values());
+  EXPECT_TRUE(checkClose("bp_cross_entropy_fwd", "loss", shape,
+                         dLoss.download(),
+                         {ref::crossEntropy(lD, labels, N, V, BP_IGNORE_INDEX)},
+                         fp32Rtol()));
+  EXPECT_TRUE(checkClose("bp_cross_entropy_bwd", "dlogits", shape,
+                         dlogits.download(),
+                         ref::crossEntropyGrad(lD, labels, N, V,
+                                               BP_IGNORE_INDEX, double(dloss)),
+                         activationSumRtol()));
+}
+
+TEST_P(CudaAbi, FillWritesFp32InBothPrecisions) {
+  // The ABI fills only fp32 buffers (gradient accumulators, the loss seed).
+  const int64_t n = 37;
+  DeviceBuffer<float> buf(n + 1);
+  ASSERT_EQ(bp_fill(buf.get(), 0.25f, n), BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  auto out = buf.download();
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], 0.25f) << "element " << i;
+  EXPECT_TRUE(std::isnan(out[n])) << "written past the end";
+  EXPECT_EQ(bp_fill(nullptr, 0.0f, 4), BP_ERR_INVALID_ARGUMENT);
+}
+
+TEST_P(CudaAbi, TensorMemoryIsTheDevicePoolInTheContextsStream) {
+  int64_t inUse0, peak0, reserved0;
+  bp_memory_stats(&inUse0, &peak0, &reserved0);
+  int64_t cudaInUse, cudaPeak, cudaReserved;
+  bp_cuda_memory_stats(&cudaInUse, &cudaPeak, &cudaReserved);
+  EXPECT_EQ(inUse0, cudaInUse);
+  EXPECT_EQ(reserved0, cudaReserved);
+
+  auto *a = static_cast<float *>(bp_alloc(1000 * sizeof(float)));
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  // Device memory: a kernel can write it.
+  ASSERT_EQ(bp_fill(a, 2.0f, 1000), BP_OK);
+  float back = 0.0f;
+  BP_CUDA_OK(cudaMemcpyAsync(&back, a + 999, sizeof back,
+                             cudaMemcpyDeviceToHost,
+                             static_cast<cudaStream_t>(stream())));
+  BP_CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())));
+  EXPECT_EQ(back, 2.0f);
+  int64_t inUse1;
+  bp_memory_stats(&inUse1, nullptr, nullptr);
+  EXPECT_GE(inUse1 - inUse0, static_cast<int64_t>(1000 * sizeof(float)));
+  bp_free(a);
+  // Freed in the context's stream: the next request of that size on it
+  // gets the block back.
+  void *b = bp_alloc(1000 * sizeof(float));
+  EXPECT_EQ(b, a);
+  bp_free(b);
+
+  void *m = _mlir_memref_to_llvm_alloc(4096);
+  ASSERT_NE(m, nullptr);
+  BP_CUDA_OK(cudaMemsetAsync(m, 0, 4096, static_cast<cudaStream_t>(stream())));
+  _mlir_memref_to_llvm_free(m);
+  void *aligned = _mlir_memref_to_llvm_aligned_alloc(256, 100);
+  ASSERT_NE(aligned, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(aligned) % 256, 0u);
+  _mlir_memref_to_llvm_free(aligned);
+  BP_CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream())));
+  int64_t inUse2;
+  bp_memory_stats(&inUse2, nullptr, nullptr);
+  EXPECT_EQ(inUse2, inUse0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, CudaAbi,
+                         ::testing::Values(int32_t{BP_PRECISION_FP32},
+                                           int32_t{BP_PRECISION_BF16}),
+                         [](const auto &info) {
+                           return std::string(
+                               bp_precision_names[info.param]);
+                         });
+
+//===----------------------------------------------------------------------===//
+// What runs without a device.
+//===----------------------------------------------------------------------===//
+
+TEST(CudaAbiHost, UnknownPrecisionIsRefusedBeforeAnythingRuns) {
+  bp_cuda_set_precision(7);
+  float *p = reinterpret_cast<float *>(uintptr_t(256));
+  testing::internal::CaptureStderr();
+  const bp_status_t status = bp_add_fwd(p, p, p, 4);
+  const std::string err = testing::internal::GetCapturedStderr();
+  bp_cuda_set_precision(BP_PRECISION_FP32);
+  EXPECT_EQ(status, BP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(err.find("bp_add_fwd"), std::string::npos) << err;
+  EXPECT_NE(err.find("precision is 7"), std::string::npos) << err;
+}
+
+TEST(CudaAbiHost, ArgumentsAreCheckedInBothPrecisions) {
+  float *p = reinterpret_cast<float *>(uintptr_t(256));
+  for (int32_t precision : {BP_PRECISION_FP32, BP_PRECISION_BF16}) {
+    bp_cuda_set_precision(precision);
+    EXPECT_EQ(bp_gelu_fwd(p, nullptr, 4), BP_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(bp_layer_norm_fwd(p, p, p, p, p, p, 0, 4, 1e-5f),
+              BP_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(bp_cross_entropy_bwd(p, nullptr, 1.0f, p, 2, 2,
+                                   BP_IGNORE_INDEX),
+              BP_ERR_INVALID_ARGUMENT);
+  }
+  bp_cuda_set_precision(BP_PRECISION_FP32);
+}
+
+TEST(CudaAbiHost, AlignmentsBeyondThePoolsAreRefused) {
+  EXPECT_EQ(_mlir_memref_to_llvm_aligned_alloc(512, 64), nullptr);
+}
+
+TEST(CudaAbiHostDeathTest, CheckPrintsTheCpuTargetsMessageAndAborts) {
+  // Death tests fork a child that aborts. Under a CUDA tool that injects
+  // itself into the process (compute-sanitizer, Nsight: they set
+  // CUDA_INJECTION64_PATH) the child would be instrumented too, and its
+  // abort could count against the tool's verdict; this test needs no device
+  // and runs everywhere else.
+  if (std::getenv("CUDA_INJECTION64_PATH"))
+    GTEST_SKIP() << "under a CUDA injection tool (CUDA_INJECTION64_PATH is "
+                    "set); runs without it";
+  bp_check(BP_OK, "nn.linear"); // Returns.
+  EXPECT_DEATH(bp_check(BP_ERR_INVALID_ARGUMENT, "nn.layer_norm"),
+               "bitpipe: nn.layer_norm failed: invalid argument \\(status 1\\)");
+  EXPECT_DEATH(bp_check(BP_ERR_DEVICE, "nn.gelu"),
+               "bitpipe: nn.gelu failed: device failure \\(status 8\\)");
+  EXPECT_DEATH(bp_check(BP_ERR_OUT_OF_MEMORY, nullptr),
+               "bitpipe: <kernel> failed: out of memory \\(status 2\\)");
+}
+
+} // namespace
