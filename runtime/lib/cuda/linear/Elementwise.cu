@@ -2,7 +2,7 @@
 //
 // Grid-stride kernels, templated on the element type (bf16 or fp32), all
 // arithmetic in fp32. The column sums are two-stage so that a short, wide dy
-// and a tall, narrow one both fill the device; see addColumnSums.
+// and a tall, narrow one both fill the device.
 //
 // None of this has run on a GPU yet.
 //
@@ -71,15 +71,18 @@ __global__ void scaleByGeluGradKernel(T *dx, const T *pre, int64_t n) {
 }
 
 //===----------------------------------------------------------------------===//
-// Column sums: a block owns 32 columns (a warp reads 32 consecutive elements
-// of a row) and a chunk of rows, which its 8 warps stride through; the 8
-// partial sums of a column are added in warp order, then the chunks' sums in
-// chunk order. The chunking depends on (rows, cols) only - never on the
-// device's size - so the order, and the bits, are the same on every run.
+// Column sums. A thread owns V adjacent columns (one 16-byte load a row when
+// the row length and dy allow it, else V = 1), a warp 32 V consecutive
+// columns of a row, and a block's 8 warps stride through one chunk of rows;
+// each column's 8 warp partials are added in warp order, then the chunks'
+// sums in chunk order. Every column is summed in the same order whatever V
+// is, and the chunking depends on (rows, cols) alone - never on the device
+// or dy's alignment - so the bits are the same on every run.
 //===----------------------------------------------------------------------===//
 
-constexpr int kColTile = 32;
 constexpr int kRowLanes = 8;
+/// The column width the chunking is computed for, whatever V is.
+constexpr int64_t kNominalTile = 256;
 /// Enough blocks to fill an H200 several times over (132 SMs, 8 blocks of
 /// 256 threads each), fixed so that the summation order stays fixed.
 constexpr int64_t kTargetBlocks = 1056;
@@ -92,38 +95,61 @@ struct Chunking {
 };
 
 Chunking chunkingFor(int64_t rows, int64_t cols) {
-  const int64_t tiles = (cols + kColTile - 1) / kColTile;
-  const int64_t wanted = std::max<int64_t>(1, (kTargetBlocks + tiles - 1) / tiles);
+  const int64_t tiles = (cols + kNominalTile - 1) / kNominalTile;
+  const int64_t wanted =
+      std::max<int64_t>(1, (kTargetBlocks + tiles - 1) / tiles);
   const int64_t rowsPerChunk =
       std::max(kMinRowsPerChunk, (rows + wanted - 1) / wanted);
   return {(rows + rowsPerChunk - 1) / rowsPerChunk, rowsPerChunk};
 }
 
+template <typename T, int V> struct alignas(sizeof(T) * V) Pack {
+  T v[V];
+};
+
+__device__ inline float widen(bf16 v) { return __bfloat162float(v); }
+__device__ inline float widen(float v) { return v; }
+
 /// partial [chunks, cols] = each chunk's column sums; or, with a single
-/// chunk (partial null), db += them directly.
-template <typename T>
+/// chunk (partial null), db += them directly. V divides cols.
+template <typename T, int V>
 __global__ void columnChunkSumsKernel(const T *dy, float *partial, float *db,
                                       int64_t rows, int64_t cols,
                                       int64_t rowsPerChunk) {
-  __shared__ float lanes[kRowLanes][kColTile + 1];
-  const int64_t col = blockIdx.x * static_cast<int64_t>(kColTile) + threadIdx.x;
+  __shared__ float lanes[kRowLanes][32 * V + 1];
+  const int64_t col0 =
+      (blockIdx.x * static_cast<int64_t>(32) + threadIdx.x) * V;
   const int64_t begin = blockIdx.y * rowsPerChunk;
   const int64_t end = begin + rowsPerChunk < rows ? begin + rowsPerChunk : rows;
-  float sum = 0.0f;
-  if (col < cols)
-    for (int64_t r = begin + threadIdx.y; r < end; r += kRowLanes)
-      sum += load(dy, r * cols + col);
-  lanes[threadIdx.y][threadIdx.x] = sum;
+  float sum[V];
+  for (int j = 0; j < V; ++j)
+    sum[j] = 0.0f;
+  if (col0 < cols)
+    for (int64_t r = begin + threadIdx.y; r < end; r += kRowLanes) {
+      const Pack<T, V> p =
+          *reinterpret_cast<const Pack<T, V> *>(dy + r * cols + col0);
+      for (int j = 0; j < V; ++j)
+        sum[j] += widen(p.v[j]);
+    }
+  for (int j = 0; j < V; ++j)
+    lanes[threadIdx.y][threadIdx.x * V + j] = sum[j];
   __syncthreads();
-  if (threadIdx.y != 0 || col >= cols)
+  // The first warp finishes the block's 32 V columns, one column a thread
+  // at a time.
+  if (threadIdx.y != 0)
     return;
-  float total = 0.0f;
-  for (int lane = 0; lane < kRowLanes; ++lane)
-    total += lanes[lane][threadIdx.x];
-  if (partial)
-    partial[blockIdx.y * cols + col] = total;
-  else
-    db[col] += total;
+  for (int c = threadIdx.x; c < 32 * V; c += 32) {
+    const int64_t col = blockIdx.x * static_cast<int64_t>(32) * V + c;
+    if (col >= cols)
+      break;
+    float total = 0.0f;
+    for (int lane = 0; lane < kRowLanes; ++lane)
+      total += lanes[lane][c];
+    if (partial)
+      partial[blockIdx.y * cols + col] = total;
+    else
+      db[col] += total;
+  }
 }
 
 __global__ void addChunkSumsKernel(const float *partial, float *db,
@@ -155,28 +181,38 @@ bp_status_t launchScaleByGeluGrad(T *dx, const T *pre, int64_t n,
   return checkLaunch(function);
 }
 
+template <typename T, int V>
+void enqueueChunkSums(const T *dy, float *partial, float *db, int64_t rows,
+                      int64_t cols, const Chunking &c, cudaStream_t stream) {
+  const dim3 block(32, kRowLanes);
+  const dim3 grid(static_cast<unsigned>((cols + 32 * V - 1) / (32 * V)),
+                  static_cast<unsigned>(c.chunks));
+  columnChunkSumsKernel<T, V><<<grid, block, 0, stream>>>(
+      dy, partial, db, rows, cols, c.rowsPerChunk);
+}
+
 template <typename T>
 bp_status_t launchAddColumnSums(const T *dy, float *db, int64_t rows,
                                 int64_t cols, cudaStream_t stream,
                                 const char *function) {
   const Chunking c = chunkingFor(rows, cols);
-  const dim3 block(kColTile, kRowLanes);
-  const dim3 grid(static_cast<unsigned>((cols + kColTile - 1) / kColTile),
-                  static_cast<unsigned>(c.chunks));
-  if (c.chunks == 1) {
-    columnChunkSumsKernel<<<grid, block, 0, stream>>>(dy, nullptr, db, rows,
-                                                      cols, c.rowsPerChunk);
-    return checkLaunch(function);
+  // 16-byte loads when every row starts 16-byte aligned.
+  constexpr int kWide = 16 / sizeof(T);
+  const bool wide = cols % kWide == 0 &&
+                    reinterpret_cast<uintptr_t>(dy) % 16 == 0;
+  float *partial = nullptr;
+  if (c.chunks > 1) {
+    partial = static_cast<float *>(bp_cuda_alloc(
+        c.chunks * cols * static_cast<int64_t>(sizeof(float)), stream));
+    if (!partial)
+      return BP_ERR_OUT_OF_MEMORY;
   }
-  auto *partial = static_cast<float *>(
-      bp_cuda_alloc(c.chunks * cols * static_cast<int64_t>(sizeof(float)),
-                    stream));
-  if (!partial)
-    return BP_ERR_OUT_OF_MEMORY;
-  columnChunkSumsKernel<<<grid, block, 0, stream>>>(dy, partial, nullptr, rows,
-                                                    cols, c.rowsPerChunk);
+  if (wide)
+    enqueueChunkSums<T, kWide>(dy, partial, db, rows, cols, c, stream);
+  else
+    enqueueChunkSums<T, 1>(dy, partial, db, rows, cols, c, stream);
   bp_status_t s = checkLaunch(function);
-  if (s == BP_OK) {
+  if (s == BP_OK && partial) {
     addChunkSumsKernel<<<gridBlocks(cols, kThreads), kThreads, 0, stream>>>(
         partial, db, c.chunks, cols);
     s = checkLaunch(function);
