@@ -1,4 +1,5 @@
-//===- LinearTest.cpp - cuBLASLt linear layers against the double reference ===//
+//===- LinearTest.cpp - cuBLASLt linear layers against the double reference
+//===//
 //
 // Every bp_cuda_linear* function of bitpipe/cuda.h, in bf16 and in fp32,
 // against float64 loops, at shapes that are and are not multiples of 8 or 16
@@ -96,8 +97,8 @@ bp_status_t linearFwd(const bp_bf16_t *x, const bp_bf16_t *w,
                       int64_t Out, void *s) {
   return bp_cuda_linear_fwd(x, w, b, y, N, In, Out, s);
 }
-bp_status_t linearFwd(const float *x, const float *w, const float *b,
-                      float *y, int64_t N, int64_t In, int64_t Out, void *s) {
+bp_status_t linearFwd(const float *x, const float *w, const float *b, float *y,
+                      int64_t N, int64_t In, int64_t Out, void *s) {
   return bp_cuda_linear_fwd_f32(x, w, b, y, N, In, Out, s);
 }
 bp_status_t linearGeluFwd(const bp_bf16_t *x, const bp_bf16_t *w,
@@ -129,9 +130,9 @@ bp_status_t linearBwdInputGelu(const float *dy, const float *w,
                                int64_t In, int64_t Out, void *s) {
   return bp_cuda_linear_bwd_input_gelu_f32(dy, w, pre, dx, N, In, Out, s);
 }
-bp_status_t linearBwdWeight(const bp_bf16_t *dy, const bp_bf16_t *x,
-                            float *dw, float *db, int64_t N, int64_t In,
-                            int64_t Out, void *s) {
+bp_status_t linearBwdWeight(const bp_bf16_t *dy, const bp_bf16_t *x, float *dw,
+                            float *db, int64_t N, int64_t In, int64_t Out,
+                            void *s) {
   return bp_cuda_linear_bwd_weight(dy, x, dw, db, N, In, Out, s);
 }
 bp_status_t linearBwdWeight(const float *dy, const float *x, float *dw,
@@ -254,17 +255,16 @@ template <typename T> void CudaLinear::runAll() {
   const T *bias = c.bias ? dB.get() : nullptr;
   float *dbOut = c.bias ? dDb.get() : nullptr;
 
-  ASSERT_EQ(linearFwd(dX.get(), dW.get(), bias, dY.get(), N, In, Out,
-                      stream()),
+  ASSERT_EQ(linearFwd(dX.get(), dW.get(), bias, dY.get(), N, In, Out, stream()),
             BP_OK);
-  ASSERT_EQ(linearGeluFwd(dX.get(), dW.get(), bias, dYGelu.get(),
-                          dPreOut.get(), N, In, Out, stream()),
+  ASSERT_EQ(linearGeluFwd(dX.get(), dW.get(), bias, dYGelu.get(), dPreOut.get(),
+                          N, In, Out, stream()),
             BP_OK);
-  ASSERT_EQ(linearBwdInput(dDy.get(), dW.get(), dDx.get(), N, In, Out,
-                           stream()),
-            BP_OK);
-  ASSERT_EQ(linearBwdInputGelu(dDy.get(), dW.get(), dPreIn.get(),
-                               dDxGelu.get(), N, In, Out, stream()),
+  ASSERT_EQ(
+      linearBwdInput(dDy.get(), dW.get(), dDx.get(), N, In, Out, stream()),
+      BP_OK);
+  ASSERT_EQ(linearBwdInputGelu(dDy.get(), dW.get(), dPreIn.get(), dDxGelu.get(),
+                               N, In, Out, stream()),
             BP_OK);
   ASSERT_EQ(linearBwdWeight(dDy.get(), dX.get(), dDw.get(), dbOut, N, In, Out,
                             stream()),
@@ -276,8 +276,8 @@ template <typename T> void CudaLinear::runAll() {
   const auto dx = inputGradRef(dyD, wD, N, In, Out);
   EXPECT_TRUE(checkClose(name("bp_cuda_linear_fwd").c_str(), "y", shape,
                          toHost(dY.download()), pre, rtol));
-  EXPECT_TRUE(checkClose(name("bp_cuda_linear_gelu_fwd").c_str(), "pre",
-                         shape, toHost(dPreOut.download()), pre, rtol));
+  EXPECT_TRUE(checkClose(name("bp_cuda_linear_gelu_fwd").c_str(), "pre", shape,
+                         toHost(dPreOut.download()), pre, rtol));
   EXPECT_TRUE(checkClose(name("bp_cuda_linear_gelu_fwd").c_str(), "y", shape,
                          toHost(dYGelu.download()), ref::gelu(pre), rtol));
   EXPECT_TRUE(checkClose(name("bp_cuda_linear_bwd_input").c_str(), "dx", shape,
@@ -285,10 +285,9 @@ template <typename T> void CudaLinear::runAll() {
   EXPECT_TRUE(checkClose(name("bp_cuda_linear_bwd_input_gelu").c_str(), "dx",
                          shape, toHost(dDxGelu.download()),
                          ref::geluGrad(dx, toDouble(preIn)), rtol));
-  EXPECT_TRUE(checkClose(name("bp_cuda_linear_bwd_weight").c_str(), "dw",
-                         shape, dDw.download(),
-                         weightGradRef(dyD, xD, dw0, N, In, Out),
-                         kProductRtol));
+  EXPECT_TRUE(checkClose(
+      name("bp_cuda_linear_bwd_weight").c_str(), "dw", shape, dDw.download(),
+      weightGradRef(dyD, xD, dw0, N, In, Out), kProductRtol));
   if (c.bias) {
     std::vector<float> db = dDb.download();
     EXPECT_TRUE(checkClose(name("bp_cuda_linear_bwd_weight").c_str(), "db",
@@ -319,10 +318,10 @@ std::vector<LinearCase> linearCases() {
     int64_t N, In, Out;
   };
   const Shape shapes[] = {
-      {37, 72, 100},  // Out not a multiple of 8: no GELU forward epilogue
-      {37, 100, 72},  // In not a multiple of 8: no dGELU epilogue
-      {1, 64, 48},    // a single row
-      {5, 3, 7},      // rows at 6- and 14-byte offsets in bf16
+      {37, 72, 100}, // Out not a multiple of 8: no GELU forward epilogue
+      {37, 100, 72}, // In not a multiple of 8: no dGELU epilogue
+      {1, 64, 48},   // a single row
+      {5, 3, 7},     // rows at 6- and 14-byte offsets in bf16
       {64, 256, 1024},
       {8, 8192, 40},  // long reductions: the forward's K = In ...
       {8, 40, 8192},  // ... the input gradient's K = Out ...
@@ -337,8 +336,8 @@ std::vector<LinearCase> linearCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, CudaLinear,
-                         ::testing::ValuesIn(linearCases()), linearCaseName);
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaLinear, ::testing::ValuesIn(linearCases()),
+                         linearCaseName);
 
 //===----------------------------------------------------------------------===//
 // The bf16 GELU epilogues are the tanh form.
@@ -346,8 +345,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaLinear,
 
 /// allClose with no floor (every element relative to itself), plus its
 /// BPCHECK line.
-::testing::AssertionResult checkRelative(const char *kernel,
-                                         const char *tensor,
+::testing::AssertionResult checkRelative(const char *kernel, const char *tensor,
                                          const std::vector<float> &actual,
                                          const std::vector<double> &expected,
                                          double rtol) {
@@ -411,11 +409,10 @@ TEST_P(CudaLinearGeluTail, MatchesTanhForm) {
   EXPECT_EQ(after.unfused - before.unfused, fused ? 0 : 3);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Paths, CudaLinearGeluTail, ::testing::Bool(),
-    [](const ::testing::TestParamInfo<bool> &info) {
-      return std::string(info.param ? "Fused" : "Unfused");
-    });
+INSTANTIATE_TEST_SUITE_P(Paths, CudaLinearGeluTail, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return std::string(info.param ? "Fused" : "Unfused");
+                         });
 
 //===----------------------------------------------------------------------===//
 // Epilogues are fused where they are valid (the speed the benchmarks need).
@@ -430,8 +427,8 @@ TEST_F(CudaLinearFusion, ValidShapesUseCublasLtEpilogues) {
       b(toBf16(randomBf16Values(Out, 3))),
       dy(toBf16(randomBf16Values(N * Out, 4))), y(N * Out), pre(N * Out),
       dx(N * In), preIn(toBf16(randomBf16Values(N * In, 5)));
-  DeviceBuffer<float> xf(randomFloats(N * In, 6)), wf(randomFloats(Out * In, 7)),
-      bf(randomFloats(Out, 8)), yf(N * Out);
+  DeviceBuffer<float> xf(randomFloats(N * In, 6)),
+      wf(randomFloats(Out * In, 7)), bf(randomFloats(Out, 8)), yf(N * Out);
   struct Step {
     const char *what;
     std::function<bp_status_t()> call;
@@ -512,26 +509,25 @@ template <typename T> void CudaLinearAbi::compareWithDirect() {
   auto f = [](auto *p) { return reinterpret_cast<float *>(p); };
   auto cf = [](const auto *p) { return reinterpret_cast<const float *>(p); };
 
-  ASSERT_EQ(bp_linear_fwd(cf(x.get()), cf(w.get()), cf(b.get()), f(y0.get()),
-                          N, In, Out),
+  ASSERT_EQ(bp_linear_fwd(cf(x.get()), cf(w.get()), cf(b.get()), f(y0.get()), N,
+                          In, Out),
             BP_OK);
-  ASSERT_EQ(linearFwd(x.get(), w.get(), b.get(), y1.get(), N, In, Out,
-                      stream()),
-            BP_OK);
+  ASSERT_EQ(
+      linearFwd(x.get(), w.get(), b.get(), y1.get(), N, In, Out, stream()),
+      BP_OK);
   ASSERT_EQ(bp_linear_gelu_fwd(cf(x.get()), cf(w.get()), cf(b.get()),
                                f(g0.get()), f(p0.get()), N, In, Out),
             BP_OK);
   ASSERT_EQ(linearGeluFwd(x.get(), w.get(), b.get(), g1.get(), p1.get(), N, In,
                           Out, stream()),
             BP_OK);
-  ASSERT_EQ(bp_linear_bwd_input(cf(dy.get()), cf(w.get()), f(dx0.get()), N, In,
-                                Out),
-            BP_OK);
+  ASSERT_EQ(
+      bp_linear_bwd_input(cf(dy.get()), cf(w.get()), f(dx0.get()), N, In, Out),
+      BP_OK);
   ASSERT_EQ(linearBwdInput(dy.get(), w.get(), dx1.get(), N, In, Out, stream()),
             BP_OK);
-  ASSERT_EQ(bp_linear_bwd_input_gelu(cf(dy.get()), cf(w.get()),
-                                     cf(preIn.get()), f(dxg0.get()), N, In,
-                                     Out),
+  ASSERT_EQ(bp_linear_bwd_input_gelu(cf(dy.get()), cf(w.get()), cf(preIn.get()),
+                                     f(dxg0.get()), N, In, Out),
             BP_OK);
   ASSERT_EQ(linearBwdInputGelu(dy.get(), w.get(), preIn.get(), dxg1.get(), N,
                                In, Out, stream()),
@@ -565,11 +561,10 @@ TEST_P(CudaLinearAbi, RuntimeAbiDispatchesOnContext) {
     compareWithDirect<float>();
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Precisions, CudaLinearAbi, ::testing::Bool(),
-    [](const ::testing::TestParamInfo<bool> &info) {
-      return std::string(info.param ? "Bf16" : "Fp32");
-    });
+INSTANTIATE_TEST_SUITE_P(Precisions, CudaLinearAbi, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &info) {
+                           return std::string(info.param ? "Bf16" : "Fp32");
+                         });
 
 //===----------------------------------------------------------------------===//
 // Argument checks: on the host, before anything is enqueued, so they run
@@ -606,9 +601,9 @@ TEST(CudaLinearArgs, RejectsNullPointersAndNonPositiveSizes) {
   // Non-positive sizes, each position once.
   EXPECT_EQ(bp_cuda_linear_fwd(p, p, nullptr, p, 0, 1, 1, nullptr),
             BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_cuda_linear_gelu_fwd_f32(q, q, nullptr, q, f + 1, 1, -1, 1,
-                                        nullptr),
-            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      bp_cuda_linear_gelu_fwd_f32(q, q, nullptr, q, f + 1, 1, -1, 1, nullptr),
+      BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_cuda_linear_bwd_input(p, p, p, 1, 1, 0, nullptr),
             BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_cuda_linear_bwd_input_gelu_f32(q, q, q, q, -3, 1, 1, nullptr),
@@ -616,9 +611,9 @@ TEST(CudaLinearArgs, RejectsNullPointersAndNonPositiveSizes) {
   EXPECT_EQ(bp_cuda_linear_bwd_weight(p, p, q, nullptr, 1, 0, 1, nullptr),
             BP_ERR_INVALID_ARGUMENT);
   // y and pre must be two buffers.
-  EXPECT_EQ(bp_cuda_linear_gelu_fwd(p, p, nullptr, p + 1, p + 1, 1, 1, 1,
-                                    nullptr),
-            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      bp_cuda_linear_gelu_fwd(p, p, nullptr, p + 1, p + 1, 1, 1, 1, nullptr),
+      BP_ERR_INVALID_ARGUMENT);
 }
 
 } // namespace

@@ -72,9 +72,8 @@ bp_status_t bp_linear_bwd_input_gelu(const float *dy, const float *w,
                                      const float *pre, float *dx, int64_t N,
                                      int64_t In, int64_t Out) {
   if (bf16())
-    return bp_cuda_linear_bwd_input_gelu(bits(dy), bits(w), bits(pre),
-                                         bits(dx), N, In, Out,
-                                         bp_cuda_stream());
+    return bp_cuda_linear_bwd_input_gelu(bits(dy), bits(w), bits(pre), bits(dx),
+                                         N, In, Out, bp_cuda_stream());
   return bp_cuda_linear_bwd_input_gelu_f32(dy, w, pre, dx, N, In, Out,
                                            bp_cuda_stream());
 }

@@ -103,9 +103,7 @@ Chunking chunkingFor(int64_t rows, int64_t cols) {
   return {(rows + rowsPerChunk - 1) / rowsPerChunk, rowsPerChunk};
 }
 
-template <typename T, int V> struct alignas(sizeof(T) * V) Pack {
-  T v[V];
-};
+template <typename T, int V> struct alignas(sizeof(T) * V) Pack { T v[V]; };
 
 __device__ inline float widen(bf16 v) { return __bfloat162float(v); }
 __device__ inline float widen(float v) { return v; }
@@ -154,7 +152,8 @@ __global__ void columnChunkSumsKernel(const T *dy, float *partial, float *db,
 
 __global__ void addChunkSumsKernel(const float *partial, float *db,
                                    int64_t chunks, int64_t cols) {
-  for (int64_t col = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  for (int64_t col =
+           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        col < cols; col += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float total = 0.0f;
     for (int64_t c = 0; c < chunks; ++c)
@@ -168,8 +167,8 @@ bp_status_t launchBiasGelu(T *pre, const T *bias, T *y, int64_t rows,
                            int64_t cols, cudaStream_t stream,
                            const char *function) {
   const int64_t n = rows * cols;
-  biasGeluKernel<<<gridBlocks(n, kThreads), kThreads, 0, stream>>>(pre, bias,
-                                                                   y, n, cols);
+  biasGeluKernel<<<gridBlocks(n, kThreads), kThreads, 0, stream>>>(pre, bias, y,
+                                                                   n, cols);
   return checkLaunch(function);
 }
 
@@ -187,8 +186,8 @@ void enqueueChunkSums(const T *dy, float *partial, float *db, int64_t rows,
   const dim3 block(32, kRowLanes);
   const dim3 grid(static_cast<unsigned>((cols + 32 * V - 1) / (32 * V)),
                   static_cast<unsigned>(c.chunks));
-  columnChunkSumsKernel<T, V><<<grid, block, 0, stream>>>(
-      dy, partial, db, rows, cols, c.rowsPerChunk);
+  columnChunkSumsKernel<T, V>
+      <<<grid, block, 0, stream>>>(dy, partial, db, rows, cols, c.rowsPerChunk);
 }
 
 template <typename T>
@@ -198,8 +197,8 @@ bp_status_t launchAddColumnSums(const T *dy, float *db, int64_t rows,
   const Chunking c = chunkingFor(rows, cols);
   // 16-byte loads when every row starts 16-byte aligned.
   constexpr int kWide = 16 / sizeof(T);
-  const bool wide = cols % kWide == 0 &&
-                    reinterpret_cast<uintptr_t>(dy) % 16 == 0;
+  const bool wide =
+      cols % kWide == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0;
   float *partial = nullptr;
   if (c.chunks > 1) {
     partial = static_cast<float *>(bp_cuda_alloc(

@@ -1,4 +1,5 @@
-//===- Elementwise.h - The linear layers' own element-wise kernels -*- C++ -*-=//
+//===- Elementwise.h - The linear layers' own element-wise kernels -*- C++
+//-*-=//
 //
 // What the matrix products need besides cuBLASLt:
 //  - the unfused halves of the bias and GELU epilogues, for the shapes and

@@ -1,4 +1,5 @@
-//===- EpiloguePolicy.h - Whether the linear layers fuse epilogues -*- C++ -*-=//
+//===- EpiloguePolicy.h - Whether the linear layers fuse epilogues -*- C++
+//-*-=//
 //
 // The linear layers use cuBLASLt's bias and GELU epilogues where they are
 // valid (Linear.cpp says where) and their own element-wise kernels

@@ -93,8 +93,7 @@ template <typename T>
 cublasStatus_t setDescAttribute(cublasLtMatmulDesc_t desc,
                                 cublasLtMatmulDescAttributes_t attribute,
                                 const T &value) {
-  return cublasLtMatmulDescSetAttribute(desc, attribute, &value,
-                                        sizeof(value));
+  return cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value));
 }
 
 /// Points the descriptor at this call's bias and aux. The pointers are
@@ -130,29 +129,28 @@ bp_status_t buildPlan(cublasLtHandle_t handle, const PlanKey &key,
   auto check = [&](cublasStatus_t status, const char *call) {
     return checkCublas(status, call, site);
   };
-  if (bp_status_t s = check(cublasLtMatmulDescCreate(&plan.matmul,
-                                                     CUBLAS_COMPUTE_32F,
-                                                     CUDA_R_32F),
+  if (bp_status_t s = check(cublasLtMatmulDescCreate(
+                                &plan.matmul, CUBLAS_COMPUTE_32F, CUDA_R_32F),
                             "cublasLtMatmulDescCreate");
       s != BP_OK)
     return s;
   const int32_t opA = g.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int32_t opB = g.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   const uint32_t epilogue = g.epilogue;
-  if (bp_status_t s = check(
-          setDescAttribute(plan.matmul, CUBLASLT_MATMUL_DESC_TRANSA, opA),
-          "cublasLtMatmulDescSetAttribute(TRANSA)");
+  if (bp_status_t s =
+          check(setDescAttribute(plan.matmul, CUBLASLT_MATMUL_DESC_TRANSA, opA),
+                "cublasLtMatmulDescSetAttribute(TRANSA)");
       s != BP_OK)
     return s;
-  if (bp_status_t s = check(
-          setDescAttribute(plan.matmul, CUBLASLT_MATMUL_DESC_TRANSB, opB),
-          "cublasLtMatmulDescSetAttribute(TRANSB)");
+  if (bp_status_t s =
+          check(setDescAttribute(plan.matmul, CUBLASLT_MATMUL_DESC_TRANSB, opB),
+                "cublasLtMatmulDescSetAttribute(TRANSB)");
       s != BP_OK)
     return s;
-  if (bp_status_t s = check(setDescAttribute(plan.matmul,
-                                             CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                             epilogue),
-                            "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+  if (bp_status_t s =
+          check(setDescAttribute(plan.matmul, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                 epilogue),
+                "cublasLtMatmulDescSetAttribute(EPILOGUE)");
       s != BP_OK)
     return s;
   if (epilogueHasAux(g.epilogue))
@@ -169,21 +167,18 @@ bp_status_t buildPlan(cublasLtHandle_t handle, const PlanKey &key,
   // transposed; likewise B.
   const uint64_t aRows = g.transA ? g.k : g.m, aCols = g.transA ? g.m : g.k;
   const uint64_t bRows = g.transB ? g.n : g.k, bCols = g.transB ? g.k : g.n;
-  if (bp_status_t s = check(cublasLtMatrixLayoutCreate(&plan.a,
-                                                       cudaTypeOf(g.ab), aRows,
-                                                       aCols, g.lda),
+  if (bp_status_t s = check(cublasLtMatrixLayoutCreate(
+                                &plan.a, cudaTypeOf(g.ab), aRows, aCols, g.lda),
                             "cublasLtMatrixLayoutCreate(A)");
       s != BP_OK)
     return s;
-  if (bp_status_t s = check(cublasLtMatrixLayoutCreate(&plan.b,
-                                                       cudaTypeOf(g.ab), bRows,
-                                                       bCols, g.ldb),
+  if (bp_status_t s = check(cublasLtMatrixLayoutCreate(
+                                &plan.b, cudaTypeOf(g.ab), bRows, bCols, g.ldb),
                             "cublasLtMatrixLayoutCreate(B)");
       s != BP_OK)
     return s;
-  if (bp_status_t s = check(cublasLtMatrixLayoutCreate(&plan.d,
-                                                       cudaTypeOf(g.cd), g.m,
-                                                       g.n, g.ldd),
+  if (bp_status_t s = check(cublasLtMatrixLayoutCreate(
+                                &plan.d, cudaTypeOf(g.cd), g.m, g.n, g.ldd),
                             "cublasLtMatrixLayoutCreate(D)");
       s != BP_OK)
     return s;
@@ -214,18 +209,19 @@ bp_status_t buildPlan(cublasLtHandle_t handle, const PlanKey &key,
       s != BP_OK)
     return s;
   for (const auto &[attribute, value] : alignments)
-    if (bp_status_t s = check(cublasLtMatmulPreferenceSetAttribute(
-                                  pref, attribute, &value, sizeof(value)),
-                              "cublasLtMatmulPreferenceSetAttribute(alignment)");
+    if (bp_status_t s =
+            check(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &value,
+                                                       sizeof(value)),
+                  "cublasLtMatmulPreferenceSetAttribute(alignment)");
         s != BP_OK)
       return s;
 
   // One result: the heuristic's first choice is its best.
   cublasLtMatmulHeuristicResult_t result{};
   int count = 0;
-  plan.heuristicStatus = cublasLtMatmulAlgoGetHeuristic(
-      handle, plan.matmul, plan.a, plan.b, plan.d, plan.d, pref, 1, &result,
-      &count);
+  plan.heuristicStatus =
+      cublasLtMatmulAlgoGetHeuristic(handle, plan.matmul, plan.a, plan.b,
+                                     plan.d, plan.d, pref, 1, &result, &count);
   plan.hasAlgo = plan.heuristicStatus == CUBLAS_STATUS_SUCCESS && count > 0 &&
                  result.state == CUBLAS_STATUS_SUCCESS &&
                  result.workspaceSize <= kWorkspaceBytes;
@@ -274,8 +270,7 @@ bp_status_t runGemm(const GemmDesc &desc, const GemmOperands &ops,
                     alignmentOf(ops.a),
                     alignmentOf(ops.b),
                     alignmentOf(ops.d),
-                    epilogueHasBias(desc.epilogue) ? alignmentOf(ops.bias)
-                                                   : 0u,
+                    epilogueHasBias(desc.epilogue) ? alignmentOf(ops.bias) : 0u,
                     epilogueHasAux(desc.epilogue) ? alignmentOf(ops.aux) : 0u};
   Plan *plan = nullptr;
   if (auto it = plans->find(key); it != plans->end()) {

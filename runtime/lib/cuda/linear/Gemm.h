@@ -1,4 +1,5 @@
-//===- Gemm.h - One cuBLASLt product, its algorithm cached -------*- C++ -*-===//
+//===- Gemm.h - One cuBLASLt product, its algorithm cached -------*- C++
+//-*-===//
 //
 // A matrix product in cuBLASLt's own column-major terms,
 //   D [m, n] = op(A) [m, k] op(B) [k, n]  (+ beta D)  then the epilogue,

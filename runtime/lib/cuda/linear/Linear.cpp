@@ -81,8 +81,8 @@ template <typename T> constexpr Element elementOf() {
 }
 
 /// The GELU epilogues in bf16 only; see the file comment.
-template <typename T> constexpr bool kGeluEpilogues =
-    std::is_same_v<T, bp_bf16_t>;
+template <typename T>
+constexpr bool kGeluEpilogues = std::is_same_v<T, bp_bf16_t>;
 
 bool canFuseWith(const void *p) {
   return fusionEnabled.load(std::memory_order_relaxed) &&
@@ -94,31 +94,46 @@ bp_status_t invalid(const CallSite &site, const char *expected) {
   return BP_ERR_INVALID_ARGUMENT;
 }
 
+/// A product without an epilogue; the three below fill in the rest.
+GemmDesc plainDesc(Element ab, Element cd) {
+  GemmDesc d{};
+  d.ab = ab;
+  d.cd = cd;
+  d.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  d.auxLd = 0;
+  return d;
+}
+
 /// Y^T = W X^T (+ b): see the file comment.
-template <typename T>
-GemmDesc forwardDesc(int64_t N, int64_t In, int64_t Out) {
-  return {elementOf<T>(), elementOf<T>(), /*transA=*/true, /*transB=*/false,
-          /*m=*/Out,      /*n=*/N,        /*k=*/In,
-          /*lda=*/In,     /*ldb=*/In,     /*ldd=*/Out,
-          CUBLASLT_EPILOGUE_DEFAULT,      /*auxLd=*/0};
+template <typename T> GemmDesc forwardDesc(int64_t N, int64_t In, int64_t Out) {
+  GemmDesc d = plainDesc(elementOf<T>(), elementOf<T>());
+  d.transA = true;
+  d.transB = false;
+  d.m = Out, d.n = N, d.k = In;
+  d.lda = In, d.ldb = In, d.ldd = Out;
+  return d;
 }
 
 /// dX^T = W^T dY^T.
 template <typename T>
 GemmDesc inputGradDesc(int64_t N, int64_t In, int64_t Out) {
-  return {elementOf<T>(), elementOf<T>(), /*transA=*/false, /*transB=*/false,
-          /*m=*/In,       /*n=*/N,        /*k=*/Out,
-          /*lda=*/In,     /*ldb=*/Out,    /*ldd=*/In,
-          CUBLASLT_EPILOGUE_DEFAULT,      /*auxLd=*/0};
+  GemmDesc d = plainDesc(elementOf<T>(), elementOf<T>());
+  d.transA = false;
+  d.transB = false;
+  d.m = In, d.n = N, d.k = Out;
+  d.lda = In, d.ldb = Out, d.ldd = In;
+  return d;
 }
 
 /// dW^T += X^T dY, into fp32.
 template <typename T>
 GemmDesc weightGradDesc(int64_t N, int64_t In, int64_t Out) {
-  return {elementOf<T>(), Element::F32, /*transA=*/false, /*transB=*/true,
-          /*m=*/In,       /*n=*/Out,    /*k=*/N,
-          /*lda=*/In,     /*ldb=*/Out,  /*ldd=*/In,
-          CUBLASLT_EPILOGUE_DEFAULT,    /*auxLd=*/0};
+  GemmDesc d = plainDesc(elementOf<T>(), Element::F32);
+  d.transA = false;
+  d.transB = true;
+  d.m = In, d.n = Out, d.k = N;
+  d.lda = In, d.ldb = Out, d.ldd = In;
+  return d;
 }
 
 /// y = x W^T + b (b may be null), the bias through the BIAS epilogue where
@@ -134,8 +149,8 @@ bp_status_t forward(const T *x, const T *w, const T *b, T *y, int64_t N,
   bool ran = false;
   if (b && canFuseWith(b)) {
     desc.epilogue = CUBLASLT_EPILOGUE_BIAS;
-    if (bp_status_t s = runGemm(desc, ops, stream, site, /*mayDecline=*/true,
-                                &ran);
+    if (bp_status_t s =
+            runGemm(desc, ops, stream, site, /*mayDecline=*/true, &ran);
         s != BP_OK || ran)
       return s;
     desc.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
@@ -156,8 +171,8 @@ void countEpilogue(bool usedKernel) {
 
 template <typename T>
 bp_status_t geluForward(const T *x, const T *w, const T *b, T *y, T *pre,
-                        int64_t N, int64_t In, int64_t Out,
-                        cudaStream_t stream, const CallSite &site) {
+                        int64_t N, int64_t In, int64_t Out, cudaStream_t stream,
+                        const CallSite &site) {
   if (kGeluEpilogues<T> && Out % kAuxLdMultiple == 0 && canFuseWith(pre) &&
       (!b || canFuseWith(b))) {
     GemmDesc desc = forwardDesc<T>(N, In, Out);
@@ -166,8 +181,8 @@ bp_status_t geluForward(const T *x, const T *w, const T *b, T *y, T *pre,
     desc.auxLd = Out;
     const GemmOperands ops{w, x, y, /*beta=*/0.0f, b, pre};
     bool ran = false;
-    if (bp_status_t s = runGemm(desc, ops, stream, site, /*mayDecline=*/true,
-                                &ran);
+    if (bp_status_t s =
+            runGemm(desc, ops, stream, site, /*mayDecline=*/true, &ran);
         s != BP_OK)
       return s;
     if (ran) {
@@ -204,11 +219,11 @@ bp_status_t inputGradGelu(const T *dy, const T *w, const T *pre, T *dx,
     desc.epilogue = CUBLASLT_EPILOGUE_DGELU;
     desc.auxLd = In;
     // DGELU only reads aux; the descriptor's attribute is a void *.
-    const GemmOperands ops{w, dy, dx, /*beta=*/0.0f, nullptr,
-                           const_cast<T *>(pre)};
+    const GemmOperands ops{
+        w, dy, dx, /*beta=*/0.0f, nullptr, const_cast<T *>(pre)};
     bool ran = false;
-    if (bp_status_t s = runGemm(desc, ops, stream, site, /*mayDecline=*/true,
-                                &ran);
+    if (bp_status_t s =
+            runGemm(desc, ops, stream, site, /*mayDecline=*/true, &ran);
         s != BP_OK)
       return s;
     if (ran) {
@@ -224,8 +239,8 @@ bp_status_t inputGradGelu(const T *dy, const T *w, const T *pre, T *dx,
 }
 
 template <typename T>
-bp_status_t weightGrad(const T *dy, const T *x, float *dw, float *db,
-                       int64_t N, int64_t In, int64_t Out, cudaStream_t stream,
+bp_status_t weightGrad(const T *dy, const T *x, float *dw, float *db, int64_t N,
+                       int64_t In, int64_t Out, cudaStream_t stream,
                        const CallSite &site) {
   bool ran = false;
   if (bp_status_t s = runGemm(weightGradDesc<T>(N, In, Out),
@@ -241,8 +256,8 @@ bp_status_t weightGrad(const T *dy, const T *x, float *dw, float *db,
 //===----------------------------------------------------------------------===//
 
 template <typename T>
-bp_status_t checkedForward(const T *x, const T *w, const T *b, T *y,
-                           int64_t N, int64_t In, int64_t Out, void *stream,
+bp_status_t checkedForward(const T *x, const T *w, const T *b, T *y, int64_t N,
+                           int64_t In, int64_t Out, void *stream,
                            const CallSite &site) {
   if (!allNonNull({x, w, y}) || !allPositive({N, In, Out}))
     return invalid(site, "expected non-null x, w, y (b may be null) and "
@@ -256,9 +271,9 @@ bp_status_t checkedForward(const T *x, const T *w, const T *b, T *y,
 }
 
 template <typename T>
-bp_status_t checkedGeluForward(const T *x, const T *w, const T *b, T *y,
-                               T *pre, int64_t N, int64_t In, int64_t Out,
-                               void *stream, const CallSite &site) {
+bp_status_t checkedGeluForward(const T *x, const T *w, const T *b, T *y, T *pre,
+                               int64_t N, int64_t In, int64_t Out, void *stream,
+                               const CallSite &site) {
   if (!allNonNull({x, w, y, pre}) || !allPositive({N, In, Out}))
     return invalid(site, "expected non-null x, w, y, pre (b may be null) and "
                          "positive N, In, Out");
@@ -377,9 +392,9 @@ bp_status_t bp_cuda_linear_bwd_input_gelu_f32(const float *dy, const float *w,
                                               const float *pre, float *dx,
                                               int64_t N, int64_t In,
                                               int64_t Out, void *stream) {
-  return checkedInputGradGelu(dy, w, pre, dx, N, In, Out, stream,
-                              {"bp_cuda_linear_bwd_input_gelu_f32", N, In,
-                               Out});
+  return checkedInputGradGelu(
+      dy, w, pre, dx, N, In, Out, stream,
+      {"bp_cuda_linear_bwd_input_gelu_f32", N, In, Out});
 }
 
 bp_status_t bp_cuda_linear_bwd_weight_f32(const float *dy, const float *x,

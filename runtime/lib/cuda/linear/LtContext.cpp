@@ -13,8 +13,7 @@
 namespace bitpipe::runtime::cuda::linear {
 
 void reportError(const CallSite &site, const char *what) {
-  std::fprintf(stderr,
-               "bitpipe: cuda: %s (N=%lld, In=%lld, Out=%lld): %s\n",
+  std::fprintf(stderr, "bitpipe: cuda: %s (N=%lld, In=%lld, Out=%lld): %s\n",
                site.function, static_cast<long long>(site.N),
                static_cast<long long>(site.In),
                static_cast<long long>(site.Out), what);
@@ -27,8 +26,7 @@ bp_status_t checkCublas(cublasStatus_t status, const char *call,
     return BP_OK;
   char what[512];
   std::snprintf(what, sizeof(what), "%s failed: %s (%s)", call,
-                cublasLtGetStatusName(status),
-                cublasLtGetStatusString(status));
+                cublasLtGetStatusName(status), cublasLtGetStatusString(status));
   reportError(site, what);
   return BP_ERR_DEVICE;
 }

@@ -1,4 +1,5 @@
-//===- LtContext.h - The process's cuBLASLt handle and workspace -*- C++ -*-===//
+//===- LtContext.h - The process's cuBLASLt handle and workspace -*- C++
+//-*-===//
 //
 // What every matrix product of bitpipe/cuda.h shares: one cuBLASLt handle per
 // process (one rank drives one device), created on first use, and the
