@@ -309,12 +309,25 @@ bp_status_t runGemm(const GemmDesc &desc, const GemmOperands &ops,
       return BP_ERR_OUT_OF_MEMORY;
   }
   const float alpha = 1.0f;
-  if (bp_status_t s = checkCublas(
-          cublasLtMatmul(handle, plan->matmul, &alpha, ops.a, plan->a, ops.b,
-                         plan->b, &ops.beta, ops.d, plan->d, ops.d, plan->d,
-                         &plan->algo, workspace, plan->workspaceBytes, stream),
-          "cublasLtMatmul", site);
-      s != BP_OK)
+  const cublasStatus_t status =
+      cublasLtMatmul(handle, plan->matmul, &alpha, ops.a, plan->a, ops.b,
+                     plan->b, &ops.beta, ops.d, plan->d, ops.d, plan->d,
+                     &plan->algo, workspace, plan->workspaceBytes, stream);
+  // An epilogue the heuristic offered but cublasLtMatmul then refuses (it
+  // checks its arguments before enqueueing anything): remember the refusal
+  // and let the caller take its unfused path, now and for this key later.
+  if (mayDecline && (status == CUBLAS_STATUS_NOT_SUPPORTED ||
+                     status == CUBLAS_STATUS_INVALID_VALUE)) {
+    char what[256];
+    std::snprintf(what, sizeof(what),
+                  "cublasLtMatmul refused the %s epilogue (%s); this shape "
+                  "takes the unfused path",
+                  epilogueName(desc.epilogue), cublasLtGetStatusName(status));
+    reportError(site, what);
+    plan->hasAlgo = false;
+    return BP_OK;
+  }
+  if (bp_status_t s = checkCublas(status, "cublasLtMatmul", site); s != BP_OK)
     return s;
   *ran = true;
   return BP_OK;

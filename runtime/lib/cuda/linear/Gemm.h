@@ -53,12 +53,12 @@ struct GemmOperands {
   void *aux;        ///< epilogues with aux: [m, n] at auxLd, D's type
 };
 
-/// Enqueues the product on \p stream. Returns BP_OK with *ran = false,
-/// having enqueued nothing, when the heuristic has no algorithm for this
-/// epilogue with these alignments (the caller then takes its unfused path),
-/// and only when \p mayDecline; otherwise a missing algorithm is an error.
-/// Errors (BP_ERR_DEVICE, BP_ERR_OUT_OF_MEMORY for the workspace) are
-/// reported on stderr naming \p site.
+/// Enqueues the product on \p stream. When \p mayDecline, returns BP_OK
+/// with *ran = false, having enqueued nothing, if the heuristic has no
+/// algorithm for this epilogue with these alignments, or cublasLtMatmul
+/// refuses the one it offered (the caller then takes its unfused path);
+/// otherwise either is an error. Errors (BP_ERR_DEVICE, BP_ERR_OUT_OF_MEMORY
+/// for the workspace) are reported on stderr naming \p site.
 bp_status_t runGemm(const GemmDesc &desc, const GemmOperands &ops,
                     cudaStream_t stream, const CallSite &site, bool mayDecline,
                     bool *ran);
