@@ -571,7 +571,7 @@ INSTANTIATE_TEST_SUITE_P(Precisions, CudaLinearAbi, ::testing::Bool(),
 // without a device too (the pointers are never dereferenced).
 //===----------------------------------------------------------------------===//
 
-TEST(CudaLinearArgs, RejectsNullPointersAndNonPositiveSizes) {
+TEST(CudaLinearArgs, RejectsNullSizeAndAliasingErrors) {
   bp_bf16_t h[4] = {};
   float f[4] = {};
   bp_bf16_t *p = h;
@@ -610,9 +610,19 @@ TEST(CudaLinearArgs, RejectsNullPointersAndNonPositiveSizes) {
             BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_cuda_linear_bwd_weight(p, p, q, nullptr, 1, 0, 1, nullptr),
             BP_ERR_INVALID_ARGUMENT);
-  // y and pre must be two buffers.
+  // Outputs that are one of the inputs (or each other).
+  EXPECT_EQ(bp_cuda_linear_fwd(p, p + 1, nullptr, p, 1, 1, 1, nullptr),
+            BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(
       bp_cuda_linear_gelu_fwd(p, p, nullptr, p + 1, p + 1, 1, 1, 1, nullptr),
+      BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cuda_linear_bwd_input(p, p + 1, p + 1, 1, 1, 1, nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cuda_linear_bwd_input_gelu_f32(q, q + 1, q + 2, q + 2, 1, 1, 1,
+                                              nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      bp_cuda_linear_bwd_weight_f32(q, q + 1, q + 2, q + 2, 1, 1, 1, nullptr),
       BP_ERR_INVALID_ARGUMENT);
 }
 

@@ -56,6 +56,7 @@
 #include "core/ArgChecks.h"
 
 #include <atomic>
+#include <initializer_list>
 #include <type_traits>
 
 using bitpipe::runtime::allNonNull;
@@ -87,6 +88,18 @@ constexpr bool kGeluEpilogues = std::is_same_v<T, bp_bf16_t>;
 bool canFuseWith(const void *p) {
   return fusionEnabled.load(std::memory_order_relaxed) &&
          alignmentOf(p) >= kEpilogueAlignment;
+}
+
+/// True if no non-null output is also one of the inputs (runtime.h: outputs
+/// do not alias inputs). The same address only: the cheap check that
+/// catches a buffer passed twice.
+bool outputsApart(std::initializer_list<const void *> outputs,
+                  std::initializer_list<const void *> inputs) {
+  for (const void *out : outputs)
+    for (const void *in : inputs)
+      if (out && out == in)
+        return false;
+  return true;
 }
 
 bp_status_t invalid(const CallSite &site, const char *expected) {
@@ -262,6 +275,8 @@ bp_status_t checkedForward(const T *x, const T *w, const T *b, T *y, int64_t N,
   if (!allNonNull({x, w, y}) || !allPositive({N, In, Out}))
     return invalid(site, "expected non-null x, w, y (b may be null) and "
                          "positive N, In, Out");
+  if (!outputsApart({y}, {x, w, b}))
+    return invalid(site, "expected y to be none of x, w, b");
   bool biasKernel = false;
   bp_status_t s =
       forward(x, w, b, y, N, In, Out, asStream(stream), site, &biasKernel);
@@ -277,8 +292,9 @@ bp_status_t checkedGeluForward(const T *x, const T *w, const T *b, T *y, T *pre,
   if (!allNonNull({x, w, y, pre}) || !allPositive({N, In, Out}))
     return invalid(site, "expected non-null x, w, y, pre (b may be null) and "
                          "positive N, In, Out");
-  if (y == pre)
-    return invalid(site, "expected y and pre to be different buffers");
+  if (!outputsApart({y, pre}, {x, w, b}) || y == pre)
+    return invalid(site, "expected y and pre to be two buffers, neither of "
+                         "them x, w or b");
   return geluForward(x, w, b, y, pre, N, In, Out, asStream(stream), site);
 }
 
@@ -288,6 +304,8 @@ bp_status_t checkedInputGrad(const T *dy, const T *w, T *dx, int64_t N,
                              const CallSite &site) {
   if (!allNonNull({dy, w, dx}) || !allPositive({N, In, Out}))
     return invalid(site, "expected non-null dy, w, dx and positive N, In, Out");
+  if (!outputsApart({dx}, {dy, w}))
+    return invalid(site, "expected dx to be neither dy nor w");
   return inputGrad(dy, w, dx, N, In, Out, asStream(stream), site);
 }
 
@@ -298,6 +316,9 @@ bp_status_t checkedInputGradGelu(const T *dy, const T *w, const T *pre, T *dx,
   if (!allNonNull({dy, w, pre, dx}) || !allPositive({N, In, Out}))
     return invalid(site,
                    "expected non-null dy, w, pre, dx and positive N, In, Out");
+  // The unfused path writes dx before it reads pre.
+  if (!outputsApart({dx}, {dy, w, pre}))
+    return invalid(site, "expected dx to be none of dy, w, pre");
   return inputGradGelu(dy, w, pre, dx, N, In, Out, asStream(stream), site);
 }
 
@@ -308,6 +329,9 @@ bp_status_t checkedWeightGrad(const T *dy, const T *x, float *dw, float *db,
   if (!allNonNull({dy, x, dw}) || !allPositive({N, In, Out}))
     return invalid(site, "expected non-null dy, x, dw (db may be null) and "
                          "positive N, In, Out");
+  if (!outputsApart({dw, db}, {dy, x}) || dw == db)
+    return invalid(site, "expected dw and db to be two buffers, neither of "
+                         "them dy or x");
   return weightGrad(dy, x, dw, db, N, In, Out, asStream(stream), site);
 }
 
