@@ -38,6 +38,8 @@
 #include <dlfcn.h>
 
 #include <cmath>
+#include <cstdint>
+#include <map>
 #include <ostream>
 #include <set>
 #include <string>
@@ -281,6 +283,21 @@ TEST(CudnnSdpaGraphs, EveryDescriptorIsAccepted) {
       expected.insert(cudnn::kUidNegInf);
     EXPECT_EQ(uids, expected) << describe(c);
     EXPECT_EQ(uids.size(), g.uids.size()) << describe(c) << ": repeated uid";
+
+    // The variant pack takes an address per uid (never dereferenced here)
+    // and refuses a graph tensor without one.
+    std::map<int64_t, void *> addresses;
+    for (int64_t uid : uids)
+      addresses[uid] = reinterpret_cast<void *>(uintptr_t(uid) << 12);
+    cudnn::Builder packed;
+    EXPECT_TRUE(cudnn::makeVariantPack(packed, g, addresses,
+                                       reinterpret_cast<void *>(1 << 20)))
+        << describe(c) << ": " << packed.failure();
+    addresses.erase(cudnn::kUidStats);
+    cudnn::Builder missing;
+    EXPECT_FALSE(cudnn::makeVariantPack(missing, g, addresses, nullptr));
+    EXPECT_NE(missing.failure().find("uid 5"), std::string::npos)
+        << missing.failure();
   }
 }
 

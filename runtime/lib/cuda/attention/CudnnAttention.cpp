@@ -24,6 +24,7 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -40,10 +41,12 @@ using namespace bitpipe::runtime::cuda::cudnn;
 namespace {
 
 /// cuDNN 9.6 is where the flash-attention backward stopped needing its fp32
-/// dq accumulator cleared by the caller and where causal masks on lengths
-/// that are not multiples of 64 are supported; cudnn-frontend refuses
-/// 9.10.0 and 9.10.1 for known backward bugs.
+/// dq accumulator cleared by the caller (cudnn-frontend clears it before
+/// 9.6; this code does not); cudnn-frontend refuses 9.10.0 and 9.10.1 for
+/// known backward bugs, and so does this code.
 constexpr size_t kMinCudnnVersion = 90600;
+/// Lengths that are not a multiple of 128 need 9.16 (see shapeWhyNot).
+constexpr size_t kMinCudnnVersionAnyLength = 91600;
 /// The fused flash-attention engines need Ampere (sm_80) or newer.
 constexpr int kMinComputeMajor = 8;
 
@@ -143,6 +146,12 @@ std::string shapeWhyNot(const SdpaShape &s) {
            " must be a multiple of 8 and at most 128";
   if (s.T < 2)
     return "T must be at least 2";
+  // Before 9.16 the backward needs a padding mask when T is not a multiple
+  // of 128 (cudnn-frontend adds one for those versions; these graphs have
+  // none).
+  if (s.T % 128 != 0 && cudnnGetVersion() < kMinCudnnVersionAnyLength)
+    return "T = " + std::to_string(s.T) +
+           " is not a multiple of 128, which needs cuDNN 9.16 or newer";
   return "";
 }
 
@@ -209,35 +218,19 @@ bp_status_t execute(CudnnState &st, const SdpaShape &shape,
     ptrs[kUidDQAccum] = block + sdpaDQAccumOffset(shape);
   }
 
-  std::vector<int64_t> uids;
-  std::vector<void *> pointers;
-  for (int64_t uid : plan.graph.uids) {
-    uids.push_back(uid);
-    pointers.push_back(ptrs.at(uid));
-  }
-
-  const std::string context = std::string(directionName(direction)) + ", " +
-                              shape.describe();
   Builder b;
-  b.check(cudnnSetStream(st.handle, asStream(stream)),
-          "cudnnSetStream (" + context + ")");
-  Descriptor pack =
-      b.create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "variant pack");
-  b.setInt64s(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, uids,
-              "CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS");
-  b.setPointers(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, pointers,
-                "CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS");
-  b.setPointer(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
-               plan.workspaceBytes > 0 ? block + scratch : nullptr,
-               "CUDNN_ATTR_VARIANT_PACK_WORKSPACE");
-  b.finalize(pack, "variant pack");
+  b.check(cudnnSetStream(st.handle, asStream(stream)), "cudnnSetStream");
+  Descriptor pack = makeVariantPack(
+      b, plan.graph, ptrs, plan.workspaceBytes > 0 ? block + scratch : nullptr);
   if (b.ok())
     b.check(cudnnBackendExecute(st.handle, plan.plan.get(), pack.get()),
-            "cudnnBackendExecute (" + context + ")");
+            "cudnnBackendExecute");
   // Stream-ordered: the block is reused only by later work on `stream`.
   bp_cuda_free(block, stream);
   if (!b.ok()) {
-    std::fprintf(stderr, "bitpipe: cudnn: %s\n", b.failure().c_str());
+    std::fprintf(stderr, "bitpipe: cudnn attention %s (%s): %s\n",
+                 directionName(direction), shape.describe().c_str(),
+                 b.failure().c_str());
     std::fflush(stderr);
     return BP_ERR_DEVICE;
   }

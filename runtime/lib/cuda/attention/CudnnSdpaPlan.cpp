@@ -63,16 +63,13 @@ std::vector<Descriptor> proposeConfigs(Builder &b, const Descriptor &graph,
 }
 
 /// A finalized plan for `config`, or an empty one with `why` set.
-Descriptor makePlan(const Descriptor &config, cudnnHandle_t handle,
-                    int64_t &workspaceBytes, std::string &why) {
+Descriptor makePlan(const Descriptor &config, int64_t &workspaceBytes,
+                    std::string &why) {
   Builder b;
   Descriptor plan =
       b.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
-  // Deprecated in 9.19 like the graph's handle, still accepted; required
-  // before.
-  if (handle)
-    b.setHandle(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, handle,
-                "CUDNN_ATTR_EXECUTION_PLAN_HANDLE");
+  // No CUDNN_ATTR_EXECUTION_PLAN_HANDLE: deprecated in 9.x, the plan takes
+  // the operation graph's, and cudnn-frontend sets it only to deserialize.
   b.setDescriptor(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config.get(),
                   "CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG");
   b.finalize(plan, "execution plan");
@@ -114,7 +111,7 @@ std::string buildSdpaPlan(const SdpaShape &shape, SdpaDirection direction,
     for (size_t i = 0; i < configs.size(); ++i) {
       std::string why;
       int64_t workspace = 0;
-      Descriptor plan = makePlan(configs[i], handle, workspace, why);
+      Descriptor plan = makePlan(configs[i], workspace, why);
       if (!plan) {
         note(why);
         continue;
@@ -130,6 +127,38 @@ std::string buildSdpaPlan(const SdpaShape &shape, SdpaDirection direction,
   else if (refused > 3)
     refusals += "; and " + std::to_string(refused - 3) + " more";
   return "no cuDNN engine runs this graph: " + refusals;
+}
+
+} // namespace bitpipe::runtime::cuda::cudnn
+
+namespace bitpipe::runtime::cuda::cudnn {
+
+Descriptor makeVariantPack(Builder &builder, const SdpaGraph &graph,
+                           const std::map<int64_t, void *> &pointers,
+                           void *workspace) {
+  std::vector<int64_t> uids;
+  std::vector<void *> addresses;
+  for (int64_t uid : graph.uids) {
+    auto it = pointers.find(uid);
+    if (it == pointers.end() || !it->second) {
+      builder.check(CUDNN_STATUS_BAD_PARAM,
+                    "variant pack: no address for tensor uid " +
+                        std::to_string(uid));
+      return Descriptor();
+    }
+    uids.push_back(uid);
+    addresses.push_back(it->second);
+  }
+  Descriptor pack =
+      builder.create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "variant pack");
+  builder.setInt64s(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, uids,
+                    "CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS");
+  builder.setPointers(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, addresses,
+                      "CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS");
+  builder.setPointer(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, workspace,
+                     "CUDNN_ATTR_VARIANT_PACK_WORKSPACE");
+  builder.finalize(pack, "variant pack");
+  return builder.ok() ? std::move(pack) : Descriptor();
 }
 
 } // namespace bitpipe::runtime::cuda::cudnn

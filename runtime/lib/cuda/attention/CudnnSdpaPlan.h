@@ -15,6 +15,8 @@
 
 #include "CudnnSdpaGraph.h"
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,15 @@ struct SdpaPlan {
 std::string buildSdpaPlan(const SdpaShape &shape, SdpaDirection direction,
                           cudnnHandle_t handle,
                           cudnnBackendDescriptor_t deviceProp, SdpaPlan &out);
+
+/// The finalized variant pack of one execution of `graph`: the address of
+/// every tensor the graph names (device memory, or host memory for the
+/// by-value scalars), looked up by uid in `pointers`, and the engine's
+/// workspace (may be null when it needs none). A uid without an address is
+/// a failure recorded in `builder`.
+Descriptor makeVariantPack(Builder &builder, const SdpaGraph &graph,
+                           const std::map<int64_t, void *> &pointers,
+                           void *workspace);
 
 } // namespace bitpipe::runtime::cuda::cudnn
 
