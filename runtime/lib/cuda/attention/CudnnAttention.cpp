@@ -187,9 +187,17 @@ bool aligned16(const void *p) {
 }
 
 /// The host scalars the graphs take by value (read by cudnnBackendExecute
-/// before it returns).
+/// before it returns): the score scale 1/sqrt(d), the masked score, and 1.
+/// Before cuDNN 9.10 the engines want the lowest finite float as the masked
+/// score rather than -inf (as cudnn-frontend passes them).
 struct Scalars {
   float scale, negInf, one;
+  explicit Scalars(const SdpaShape &shape)
+      : scale(1.0f / std::sqrt(static_cast<float>(shape.d()))),
+        negInf(cudnnGetVersion() < 91000
+                   ? std::numeric_limits<float>::lowest()
+                   : -std::numeric_limits<float>::infinity()),
+        one(1.0f) {}
 };
 
 /// Executes `direction`'s plan with the given variant-pack entries: one
@@ -282,8 +290,7 @@ extern "C" bp_status_t bp_cudnn_attention_fwd(const bp_bf16_t *qkv,
   std::lock_guard<std::mutex> lock(st.mutex);
   if (bp_status_t s = admit(st, shape, "bp_cudnn_attention_fwd"); s != BP_OK)
     return s;
-  Scalars scalars{1.0f / std::sqrt(static_cast<float>(shape.d())),
-                  -std::numeric_limits<float>::infinity(), 1.0f};
+  Scalars scalars(shape);
   auto *base = const_cast<bp_bf16_t *>(qkv);
   return execute(st, shape, SdpaDirection::Forward,
                  {{kUidQ, base},
@@ -315,8 +322,7 @@ bp_cudnn_attention_bwd(const bp_bf16_t *qkv, const bp_bf16_t *out,
   std::lock_guard<std::mutex> lock(st.mutex);
   if (bp_status_t s = admit(st, shape, "bp_cudnn_attention_bwd"); s != BP_OK)
     return s;
-  Scalars scalars{1.0f / std::sqrt(static_cast<float>(shape.d())),
-                  -std::numeric_limits<float>::infinity(), 1.0f};
+  Scalars scalars(shape);
   auto *base = const_cast<bp_bf16_t *>(qkv);
   return execute(st, shape, SdpaDirection::Backward,
                  {{kUidQ, base},

@@ -1,10 +1,10 @@
 //===- CudnnSdpaGraph.h - cuDNN operation graphs of fused attention -*- C++ -*-=//
 //
 // The forward and backward of scaled-dot-product attention on the fused
-// qkv layout of runtime.h's bp_attention_* (docs/runtime-abi.md), written
-// as cuDNN 9 backend operation graphs that cuDNN's fused flash-attention
-// engines recognise and run as one kernel (the T x T scores are virtual
-// tensors: they are never stored).
+// qkv layout of bp_attention_* (bitpipe/runtime.h), written as cuDNN 9
+// backend operation graphs that cuDNN's fused flash-attention engines
+// recognise and run as one kernel (the T x T scores are virtual tensors:
+// they are never stored).
 //
 // Which graph. cuDNN 9 has two ways to ask for attention: a single
 // CUDNN_BACKEND_OPERATION_SDPA_FWD/BWD node, and a pattern of matmul,
