@@ -69,6 +69,7 @@ struct CudnnState {
   bool handleTried = false;
   cudnnHandle_t handle = nullptr;
   std::string handleWhyNot; // why there is no handle, once tried
+  bool deviceReported = false; // handleWhyNot printed
   std::map<PlanKey, CachedPlan> plans;
   std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, bool>> reported;
 };
@@ -156,11 +157,19 @@ std::string shapeWhyNot(const SdpaShape &s) {
 }
 
 /// Whether both plans of `shape` exist, saying why not on stderr the first
-/// time a shape is refused. Caller holds the lock.
+/// time a shape is refused (once in all when the device or cuDNN is the
+/// reason). Caller holds the lock.
 bool supportedLocked(CudnnState &st, const SdpaShape &shape) {
-  std::string why = deviceWhyNot(st);
-  if (why.empty())
-    why = shapeWhyNot(shape);
+  if (const std::string &why = deviceWhyNot(st); !why.empty()) {
+    if (!st.deviceReported) {
+      st.deviceReported = true;
+      std::fprintf(stderr, "bitpipe: cudnn attention: not available: %s\n",
+                   why.c_str());
+      std::fflush(stderr);
+    }
+    return false;
+  }
+  std::string why = shapeWhyNot(shape);
   if (why.empty())
     why = planFor(st, shape, SdpaDirection::Forward).whyNot;
   if (why.empty())
