@@ -1,0 +1,53 @@
+//===- CudnnSdpaPlan.h - An execution plan for one attention graph -*- C++ -*-=//
+//
+// Turns a CudnnSdpaGraph into a finalized execution plan: asks cuDNN's
+// heuristics (mode A, then the fallback list) for engine configurations of
+// the graph and keeps the first one whose plan finalizes, i.e. the first
+// engine that accepts this shape on this device. Plans are built once per
+// shape and direction and cached by CudnnAttention.cpp.
+//
+// None of this has run on a GPU yet.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_CUDA_ATTENTION_CUDNNSDPAPLAN_H
+#define BITPIPE_RUNTIME_CUDA_ATTENTION_CUDNNSDPAPLAN_H
+
+#include "CudnnSdpaGraph.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace bitpipe::runtime::cuda::cudnn {
+
+struct SdpaPlan {
+  SdpaGraph graph;
+  std::vector<Descriptor> configs; // the heuristics' answer, kept alive
+  Descriptor plan;
+  /// The engine's workspace (after sdpaScratchBytes of the graph's own).
+  int64_t workspaceBytes = 0;
+};
+
+/// Builds the graph and a plan for it. `handle` is the device's cuDNN
+/// handle; without one (a deviceless build), `deviceProp` is a finalized
+/// CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR for the heuristics. Returns "" on
+/// success, else why no plan exists (the first cuDNN call that failed, or
+/// each engine's refusal).
+std::string buildSdpaPlan(const SdpaShape &shape, SdpaDirection direction,
+                          cudnnHandle_t handle,
+                          cudnnBackendDescriptor_t deviceProp, SdpaPlan &out);
+
+/// The finalized variant pack of one execution of `graph`: the address of
+/// every tensor the graph names (device memory, or host memory for the
+/// by-value scalars), looked up by uid in `pointers`, and the engine's
+/// workspace (may be null when it needs none). A uid without an address is
+/// a failure recorded in `builder`.
+Descriptor makeVariantPack(Builder &builder, const SdpaGraph &graph,
+                           const std::map<int64_t, void *> &pointers,
+                           void *workspace);
+
+} // namespace bitpipe::runtime::cuda::cudnn
+
+#endif // BITPIPE_RUNTIME_CUDA_ATTENTION_CUDNNSDPAPLAN_H
