@@ -14,6 +14,10 @@ using namespace bitpipe::runtime;
 namespace bitpipe::bench {
 
 namespace {
+
+/// d loss / d loss, as runtime.h's bp_cross_entropy_bwd takes it: a pointer
+/// to one float in the tensors' memory.
+const float kUnitLossGrad = 1.0f;
 /// A kernel error here is a bug of this benchmark: stop loudly.
 void check(bp_status_t status, const char *what) {
   if (status != BP_OK) {
@@ -167,8 +171,8 @@ void ReferenceGpt::forwardBackward(const int32_t *tokens,
         "cross_entropy");
 
   // Backward (dloss = 1: the optimizer divides by the micro-batch count).
-  check(bp_cross_entropy_bwd(logits_.data(), targets, 1.0f, logits_.data(), N,
-                             V, BP_IGNORE_INDEX),
+  check(bp_cross_entropy_bwd(logits_.data(), targets, &kUnitLossGrad,
+                             logits_.data(), N, V, BP_IGNORE_INDEX),
         "cross_entropy_grad");
   check(bp_linear_bwd_input(logits_.data(), wte_->value.data(), dy, N, H, V),
         "head_grad");

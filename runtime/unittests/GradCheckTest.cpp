@@ -23,6 +23,11 @@ using namespace bitpipe::runtime::test;
 
 namespace {
 
+/// d loss / d loss, as runtime.h's bp_cross_entropy_bwd takes it: a pointer
+/// to one float in the tensors' memory.
+const float kUnitLossGrad = 1.0f;
+const float kQuarterLossGrad = 0.25f;
+
 std::vector<double> times(const std::vector<double> &v, double s) {
   std::vector<double> r(v);
   for (double &x : r)
@@ -241,7 +246,7 @@ TEST(CrossEntropyBwd, MatchesFiniteDifferencesWithIgnoredRows) {
   auto fd = finiteDifferences(
       lD, [&] { return ref::crossEntropy(lD, labels, N, V, BP_IGNORE_INDEX); });
   std::vector<float> dlogits(N * V, 7.0f);
-  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), &kUnitLossGrad,
                                  dlogits.data(), N, V, BP_IGNORE_INDEX),
             BP_OK);
   EXPECT_TRUE(gradMatches(dlogits, fd));
@@ -252,8 +257,9 @@ TEST(CrossEntropyBwd, MatchesFiniteDifferencesWithIgnoredRows) {
   }
 
   // dloss scales the gradient (e.g. 1 / micro-batches).
-  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 0.25f,
-                                 dlogits.data(), N, V, BP_IGNORE_INDEX),
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(),
+                                 &kQuarterLossGrad, dlogits.data(), N, V,
+                                 BP_IGNORE_INDEX),
             BP_OK);
   EXPECT_TRUE(gradMatches(dlogits, times(fd, 0.25)));
 }
@@ -265,7 +271,7 @@ TEST(CrossEntropyBwd, InPlaceOverLogits) {
   auto lD = toDouble(logits);
   auto fd = finiteDifferences(
       lD, [&] { return ref::crossEntropy(lD, labels, N, V, BP_IGNORE_INDEX); });
-  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), &kUnitLossGrad,
                                  logits.data(), N, V, BP_IGNORE_INDEX),
             BP_OK);
   EXPECT_TRUE(gradMatches(logits, fd));
@@ -283,7 +289,7 @@ TEST(CrossEntropyBwd, StableForLargeLogits) {
   auto fd = finiteDifferences(
       lD, [&] { return ref::crossEntropy(lD, labels, N, V, BP_IGNORE_INDEX); });
   std::vector<float> dlogits(N * V);
-  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), &kUnitLossGrad,
                                  dlogits.data(), N, V, BP_IGNORE_INDEX),
             BP_OK);
   EXPECT_TRUE(gradMatches(dlogits, fd));
@@ -294,7 +300,7 @@ TEST(CrossEntropyBwd, AllIgnoredGivesZeroGradients) {
   auto logits = randomFloats(N * V, 44);
   std::vector<int32_t> labels(N, BP_IGNORE_INDEX);
   std::vector<float> dlogits(N * V, 7.0f);
-  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), &kUnitLossGrad,
                                  dlogits.data(), N, V, BP_IGNORE_INDEX),
             BP_OK);
   for (float g : dlogits)
@@ -310,12 +316,12 @@ TEST(CrossEntropyBwd, OtherIgnoreIndex) {
   auto fd = finiteDifferences(
       lD, [&] { return ref::crossEntropy(lD, labels, N, V, -1); });
   std::vector<float> dlogits(N * V);
-  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), &kUnitLossGrad,
                                  dlogits.data(), N, V, -1),
             BP_OK);
   EXPECT_TRUE(gradMatches(dlogits, fd));
   labels[1] = BP_IGNORE_INDEX;
-  EXPECT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+  EXPECT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), &kUnitLossGrad,
                                  dlogits.data(), N, V, -1),
             BP_ERR_INVALID_ARGUMENT);
 }

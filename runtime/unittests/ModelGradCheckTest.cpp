@@ -28,6 +28,10 @@ using namespace bitpipe::runtime::test;
 
 namespace {
 
+/// d loss / d loss, as runtime.h's bp_cross_entropy_bwd takes it: a pointer
+/// to one float in the tensors' memory.
+const float kUnitLossGrad = 1.0f;
+
 constexpr int64_t B = 2, T = 5, H = 8, nh = 2, V = 11, F = 4 * H;
 constexpr int64_t N = B * T;
 constexpr float kEps = 1e-5f;
@@ -118,7 +122,7 @@ void runtimeStep(const Params<float> &p, const std::vector<int32_t> &tokens,
   std::vector<float> dlogits(N * V), dhf(N * H), dx2(N * H), dg(N * F),
       df(N * F), dh2(N * H), dx1(N * H), datt(N * H), dqkv(N * 3 * H),
       dh1(N * H), dx0(N * H);
-  BP_CHECK(bp_cross_entropy_bwd(logits.data(), labels.data(), 1.0f,
+  BP_CHECK(bp_cross_entropy_bwd(logits.data(), labels.data(), &kUnitLossGrad,
                                 dlogits.data(), N, V, BP_IGNORE_INDEX));
   BP_CHECK(bp_linear_bwd_input(dlogits.data(), P("wte"), dhf.data(), N, H, V));
   BP_CHECK(bp_linear_bwd_weight(dlogits.data(), hf.data(), G("wte"), nullptr, N,

@@ -127,10 +127,12 @@ bp_status_t bp_cuda_cross_entropy_fwd(const bp_bf16_t *logits,
                                       int64_t N, int64_t V,
                                       int32_t ignore_index, void *stream);
 
-/* Writes dlogits [N, V] bf16: dloss * (softmax - onehot) / count on labelled
- * rows, 0 on ignored rows. dloss is a host value. dlogits may alias logits. */
+/* Writes dlogits [N, V] bf16: *dloss * (softmax - onehot) / count on
+ * labelled rows, 0 on ignored rows. dloss points at one fp32 on the device
+ * (runtime.h: the loss seed's buffer). dlogits may alias logits. */
 bp_status_t bp_cuda_cross_entropy_bwd(const bp_bf16_t *logits,
-                                      const int32_t *labels, float dloss,
+                                      const int32_t *labels,
+                                      const float *dloss,
                                       bp_bf16_t *dlogits, int64_t N, int64_t V,
                                       int32_t ignore_index, void *stream);
 
@@ -168,7 +170,8 @@ bp_status_t bp_cuda_cross_entropy_fwd_f32(const float *logits,
                                           int64_t N, int64_t V,
                                           int32_t ignore_index, void *stream);
 bp_status_t bp_cuda_cross_entropy_bwd_f32(const float *logits,
-                                          const int32_t *labels, float dloss,
+                                          const int32_t *labels,
+                                          const float *dloss,
                                           float *dlogits, int64_t N, int64_t V,
                                           int32_t ignore_index, void *stream);
 

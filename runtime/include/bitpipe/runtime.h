@@ -175,12 +175,15 @@ bp_status_t bp_cross_entropy_fwd(const float *logits, const int32_t *labels,
  *   row i not ignored:
  *     dloss * (softmax(logits[i, :]) - onehot(labels[i])) / count
  *   row i ignored:     0
- * dloss is the gradient of the scalar loss (1, or e.g. 1 / micro-batches when
- * the step's loss is the mean over micro-batches). Recomputes the softmax from
- * logits. dlogits may alias logits (in-place, to save the [N, V] buffer). */
+ * *dloss is the gradient of the scalar loss (1, or e.g. 1 / micro-batches
+ * when the step's loss is the mean over micro-batches): one float in the
+ * same memory as the tensors (the loss seed's buffer), read by the kernel,
+ * so that on the CUDA target no step waits to read it on the host.
+ * Recomputes the softmax from logits. dlogits may alias logits (in-place, to
+ * save the [N, V] buffer). */
 bp_status_t bp_cross_entropy_bwd(const float *logits, const int32_t *labels,
-                                 float dloss, float *dlogits, int64_t N,
-                                 int64_t V, int32_t ignore_index);
+                                 const float *dloss, float *dlogits,
+                                 int64_t N, int64_t V, int32_t ignore_index);
 
 /*===-----------------------------------------------------------------------===
  * Tensor memory.

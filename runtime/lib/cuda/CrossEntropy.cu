@@ -94,13 +94,14 @@ __global__ void crossEntropyMeanKernel(const float *rowLoss,
                   : 0.0f;
 }
 
-/// One block: *scale = dloss / count, or 0 when nothing is labelled.
-__global__ void crossEntropyScaleKernel(const int32_t *labels, float dloss,
-                                        float *scale, int64_t N, int64_t V,
+/// One block: *scale = *dloss / count, or 0 when nothing is labelled.
+__global__ void crossEntropyScaleKernel(const int32_t *labels,
+                                        const float *dloss, float *scale,
+                                        int64_t N, int64_t V,
                                         int32_t ignoreIndex) {
   const int64_t count = blockCountLabelled(labels, N, V, ignoreIndex);
   if (threadIdx.x == 0)
-    *scale = count ? dloss / static_cast<float>(count) : 0.0f;
+    *scale = count ? *dloss / static_cast<float>(count) : 0.0f;
 }
 
 template <typename T>
@@ -167,10 +168,10 @@ bp_status_t crossEntropyFwd(const A *logits, const int32_t *labels,
 
 template <typename A>
 bp_status_t crossEntropyBwd(const A *logits, const int32_t *labels,
-                            float dloss, A *dlogits, int64_t N, int64_t V,
-                            int32_t ignoreIndex, void *stream,
+                            const float *dloss, A *dlogits, int64_t N,
+                            int64_t V, int32_t ignoreIndex, void *stream,
                             const char *name) {
-  if (!allNonNull({logits, labels, dlogits}) || !allPositive({N, V}))
+  if (!allNonNull({logits, labels, dloss, dlogits}) || !allPositive({N, V}))
     return BP_ERR_INVALID_ARGUMENT;
   int32_t *indexError = indexErrorWord();
   if (!indexError)
@@ -204,13 +205,10 @@ extern "C" bp_status_t bp_cuda_cross_entropy_fwd(const bp_bf16_t *logits,
                          "bp_cuda_cross_entropy_fwd");
 }
 
-extern "C" bp_status_t bp_cuda_cross_entropy_bwd(const bp_bf16_t *logits,
-                                                 const int32_t *labels,
-                                                 float dloss,
-                                                 bp_bf16_t *dlogits,
-                                                 int64_t N, int64_t V,
-                                                 int32_t ignore_index,
-                                                 void *stream) {
+extern "C" bp_status_t
+bp_cuda_cross_entropy_bwd(const bp_bf16_t *logits, const int32_t *labels,
+                          const float *dloss, bp_bf16_t *dlogits, int64_t N,
+                          int64_t V, int32_t ignore_index, void *stream) {
   return crossEntropyBwd(logits, labels, dloss, dlogits, N, V, ignore_index,
                          stream, "bp_cuda_cross_entropy_bwd");
 }
@@ -225,13 +223,10 @@ extern "C" bp_status_t bp_cuda_cross_entropy_fwd_f32(const float *logits,
                          "bp_cuda_cross_entropy_fwd_f32");
 }
 
-extern "C" bp_status_t bp_cuda_cross_entropy_bwd_f32(const float *logits,
-                                                     const int32_t *labels,
-                                                     float dloss,
-                                                     float *dlogits, int64_t N,
-                                                     int64_t V,
-                                                     int32_t ignore_index,
-                                                     void *stream) {
+extern "C" bp_status_t
+bp_cuda_cross_entropy_bwd_f32(const float *logits, const int32_t *labels,
+                              const float *dloss, float *dlogits, int64_t N,
+                              int64_t V, int32_t ignore_index, void *stream) {
   return crossEntropyBwd(logits, labels, dloss, dlogits, N, V, ignore_index,
                          stream, "bp_cuda_cross_entropy_bwd_f32");
 }

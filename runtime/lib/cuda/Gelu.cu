@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "GeluMath.cuh"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 
@@ -22,20 +23,7 @@ using bitpipe::runtime::allPositive;
 
 namespace {
 
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kCubic = 0.044715f;
 constexpr int kThreads = 256;
-
-__device__ inline float gelu(float v) {
-  float u = kSqrt2OverPi * (v + kCubic * v * v * v);
-  return 0.5f * v * (1.0f + tanhf(u));
-}
-
-__device__ inline float geluGrad(float v) {
-  float th = tanhf(kSqrt2OverPi * (v + kCubic * v * v * v));
-  float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
-  return 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du;
-}
 
 template <int N, typename T>
 __global__ void geluFwdKernel(const T *x, T *y, int64_t n) {
@@ -44,7 +32,7 @@ __global__ void geluFwdKernel(const T *x, T *y, int64_t n) {
     const Pack<T, W> a = loadPack<W>(x, i);
     Pack<T, W> b;
     for (int k = 0; k < W; ++k)
-      store(b.v, k, gelu(load(a.v, k)));
+      store(b.v, k, geluTanh(load(a.v, k)));
     storePack(y, i, b);
   });
 }
@@ -58,7 +46,7 @@ __global__ void geluBwdKernel(const T *dy, const T *x, T *dx, int64_t n) {
     const Pack<T, W> g = loadPack<W>(dy, i), a = loadPack<W>(x, i);
     Pack<T, W> d;
     for (int k = 0; k < W; ++k)
-      store(d.v, k, load(g.v, k) * geluGrad(load(a.v, k)));
+      store(d.v, k, load(g.v, k) * geluTanhGrad(load(a.v, k)));
     storePack(dx, i, d);
   });
 }

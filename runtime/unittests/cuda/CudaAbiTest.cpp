@@ -196,10 +196,11 @@ TEST_P(CudaAbi, CrossEntropyDispatchesAndWritesTheLossOnTheDevice) {
   labels[2] = BP_IGNORE_INDEX;
   DeviceBuffer<int32_t> dLabels(labels);
   DeviceBuffer<float> dLoss(1);
+  DeviceBuffer<float> dDloss(std::vector<float>{dloss});
   ASSERT_EQ(bp_cross_entropy_fwd(logits.abi(), dLabels.get(), dLoss.get(), N,
                                  V, BP_IGNORE_INDEX),
             BP_OK);
-  ASSERT_EQ(bp_cross_entropy_bwd(logits.abi(), dLabels.get(), dloss,
+  ASSERT_EQ(bp_cross_entropy_bwd(logits.abi(), dLabels.get(), dDloss.get(),
                                  dlogits.abi(), N, V, BP_IGNORE_INDEX),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
@@ -302,7 +303,7 @@ TEST(CudaAbiHost, ArgumentsAreCheckedInBothPrecisions) {
     EXPECT_EQ(bp_gelu_fwd(p, nullptr, 4), BP_ERR_INVALID_ARGUMENT);
     EXPECT_EQ(bp_layer_norm_fwd(p, p, p, p, p, p, 0, 4, 1e-5f),
               BP_ERR_INVALID_ARGUMENT);
-    EXPECT_EQ(bp_cross_entropy_bwd(p, nullptr, 1.0f, p, 2, 2,
+    EXPECT_EQ(bp_cross_entropy_bwd(p, nullptr, p, p, 2, 2,
                                    BP_IGNORE_INDEX),
               BP_ERR_INVALID_ARGUMENT);
   }

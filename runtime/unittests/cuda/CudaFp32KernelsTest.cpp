@@ -277,12 +277,13 @@ TEST_P(CudaCrossEntropyF32, ForwardAndBackwardMatchReference) {
   labels[N - 1] = static_cast<int32_t>(V - 1);
 
   DeviceBuffer<float> dLogits(logits), dDlogits(N * V), dLoss(1);
+  DeviceBuffer<float> dDloss(std::vector<float>{dloss});
   DeviceBuffer<int32_t> dLabels(labels);
   ASSERT_EQ(bp_cuda_cross_entropy_fwd_f32(dLogits.get(), dLabels.get(),
                                           dLoss.get(), N, V, BP_IGNORE_INDEX,
                                           stream()),
             BP_OK);
-  ASSERT_EQ(bp_cuda_cross_entropy_bwd_f32(dLogits.get(), dLabels.get(), dloss,
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd_f32(dLogits.get(), dLabels.get(), dDloss.get(),
                                           dDlogits.get(), N, V,
                                           BP_IGNORE_INDEX, stream()),
             BP_OK);
@@ -297,7 +298,7 @@ TEST_P(CudaCrossEntropyF32, ForwardAndBackwardMatchReference) {
   EXPECT_TRUE(checkClose("cross_entropy_bwd_f32", "dlogits", shape,
                          dDlogits.download(), dlogits, kFp32SumRtol));
 
-  ASSERT_EQ(bp_cuda_cross_entropy_bwd_f32(dLogits.get(), dLabels.get(), dloss,
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd_f32(dLogits.get(), dLabels.get(), dDloss.get(),
                                           dLogits.get(), N, V,
                                           BP_IGNORE_INDEX, stream()),
             BP_OK);
@@ -345,7 +346,7 @@ TEST(CudaArgumentsF32, NullPointersAndNonPositiveSizesAreRejected) {
   EXPECT_EQ(bp_cuda_cross_entropy_fwd_f32(f, ids, nullptr, 1, 1,
                                           BP_IGNORE_INDEX, nullptr),
             BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_cuda_cross_entropy_bwd_f32(f, ids, 1.0f, f, 0, 1,
+  EXPECT_EQ(bp_cuda_cross_entropy_bwd_f32(f, ids, f, f, 0, 1,
                                           BP_IGNORE_INDEX, nullptr),
             BP_ERR_INVALID_ARGUMENT);
 }

@@ -338,11 +338,12 @@ TEST_P(CudaCrossEntropy, ForwardAndBackwardMatchReference) {
   DeviceBuffer<bp_bf16_t> dLogits(toBf16(logits)), dDlogits(N * V);
   DeviceBuffer<int32_t> dLabels(labels);
   DeviceBuffer<float> dLoss(1);
+  DeviceBuffer<float> dDloss(std::vector<float>{dloss});
   ASSERT_EQ(bp_cuda_cross_entropy_fwd(dLogits.get(), dLabels.get(),
                                       dLoss.get(), N, V, BP_IGNORE_INDEX,
                                       stream()),
             BP_OK);
-  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get(), dLabels.get(), dloss,
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get(), dLabels.get(), dDloss.get(),
                                       dDlogits.get(), N, V, BP_IGNORE_INDEX,
                                       stream()),
             BP_OK);
@@ -358,7 +359,7 @@ TEST_P(CudaCrossEntropy, ForwardAndBackwardMatchReference) {
                          fromBf16(dDlogits.download()), dlogits, kBf16Rtol));
 
   // In place over the logits, as runtime.h allows.
-  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get(), dLabels.get(), dloss,
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get(), dLabels.get(), dDloss.get(),
                                       dLogits.get(), N, V, BP_IGNORE_INDEX,
                                       stream()),
             BP_OK);
@@ -381,11 +382,12 @@ TEST_F(CudaKernels, CrossEntropyAllIgnoredGivesZeroLossAndGradients) {
       dDlogits(N * V);
   DeviceBuffer<int32_t> dLabels(std::vector<int32_t>(N, BP_IGNORE_INDEX));
   DeviceBuffer<float> dLoss(1);
+  DeviceBuffer<float> dUnit(std::vector<float>{1.0f});
   ASSERT_EQ(bp_cuda_cross_entropy_fwd(dLogits.get(), dLabels.get(),
                                       dLoss.get(), N, V, BP_IGNORE_INDEX,
                                       stream()),
             BP_OK);
-  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get(), dLabels.get(), 1.0f,
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get(), dLabels.get(), dUnit.get(),
                                       dDlogits.get(), N, V, BP_IGNORE_INDEX,
                                       stream()),
             BP_OK);
@@ -406,13 +408,14 @@ TEST_F(CudaKernels, CrossEntropyReportsOutOfRangeLabels) {
       dDlogits(N * V);
   DeviceBuffer<int32_t> dLabels(labels);
   DeviceBuffer<float> dLoss(1);
+  DeviceBuffer<float> dUnit(std::vector<float>{1.0f});
   ASSERT_EQ(bp_cuda_cross_entropy_fwd(dLogits.get(), dLabels.get(),
                                       dLoss.get(), N, V, BP_IGNORE_INDEX,
                                       stream()),
             BP_OK);
   EXPECT_EQ(bp_cuda_synchronize(stream()), BP_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(std::isnan(dLoss.download()[0]));
-  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get(), dLabels.get(), 1.0f,
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get(), dLabels.get(), dUnit.get(),
                                       dDlogits.get(), N, V, BP_IGNORE_INDEX,
                                       stream()),
             BP_OK);
@@ -452,7 +455,7 @@ TEST(CudaArguments, NullPointersAndNonPositiveSizesAreRejected) {
   EXPECT_EQ(bp_cuda_cross_entropy_fwd(p, ids, f, 2, 0, BP_IGNORE_INDEX,
                                       nullptr),
             BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_cuda_cross_entropy_bwd(p, nullptr, 1.0f, p, 2, 3,
+  EXPECT_EQ(bp_cuda_cross_entropy_bwd(p, nullptr, f, p, 2, 3,
                                       BP_IGNORE_INDEX, nullptr),
             BP_ERR_INVALID_ARGUMENT);
 }

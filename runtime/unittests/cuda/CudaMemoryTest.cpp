@@ -93,7 +93,8 @@ TEST_F(CudaMemory, KernelScratchReturnsToThePool) {
       gamma(toBf16(std::vector<float>(H, 1.0f))), y(N * H),
       logits(toBf16(randomBf16Values(N * V, 101)));
   DeviceBuffer<float> mean(N), rstd(N), dgamma(std::vector<float>(H, 0.0f)),
-      dbeta(std::vector<float>(H, 0.0f)), loss(1);
+      dbeta(std::vector<float>(H, 0.0f)), loss(1),
+      unit(std::vector<float>{1.0f});
   DeviceBuffer<int32_t> labels(randomInts(N, 102, 0, V - 1));
   auto step = [&] {
     ASSERT_EQ(bp_cuda_layer_norm_fwd(x.get(), gamma.get(), gamma.get(),
@@ -109,7 +110,7 @@ TEST_F(CudaMemory, KernelScratchReturnsToThePool) {
                                         loss.get(), N, V, BP_IGNORE_INDEX,
                                         stream()),
               BP_OK);
-    ASSERT_EQ(bp_cuda_cross_entropy_bwd(logits.get(), labels.get(), 1.0f,
+    ASSERT_EQ(bp_cuda_cross_entropy_bwd(logits.get(), labels.get(), unit.get(),
                                         logits.get(), N, V, BP_IGNORE_INDEX,
                                         stream()),
               BP_OK);

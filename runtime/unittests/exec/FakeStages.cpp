@@ -15,6 +15,10 @@
 
 namespace {
 
+/// d loss / d loss, as runtime.h's bp_cross_entropy_bwd takes it: a pointer
+/// to one float in the tensors' memory.
+const float kUnitLossGrad = 1.0f;
+
 constexpr int64_t V = FAKE_V, T = FAKE_T, B = FAKE_B, H = FAKE_H;
 constexpr int64_t N = B * T; // rows
 
@@ -74,7 +78,7 @@ void stage1Fwd(void **buf) {
 /// dlogits of the loss; d loss / d loss = 1 (the optimizer averages).
 float *lossGrad(void *logits, void *labels) {
   float *d = fresh(N * V);
-  bp_check(bp_cross_entropy_bwd(f(logits), i32(labels), 1.0f, d, N, V,
+  bp_check(bp_cross_entropy_bwd(f(logits), i32(labels), &kUnitLossGrad, d, N, V,
                                 BP_IGNORE_INDEX),
            "cross_entropy_bwd");
   return d;

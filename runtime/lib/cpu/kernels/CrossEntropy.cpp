@@ -74,14 +74,15 @@ extern "C" bp_status_t bp_cross_entropy_fwd(const float *logits,
 }
 
 extern "C" bp_status_t bp_cross_entropy_bwd(const float *logits,
-                                            const int32_t *labels, float dloss,
-                                            float *dlogits, int64_t N,
-                                            int64_t V, int32_t ignore_index) {
+                                            const int32_t *labels,
+                                            const float *dloss, float *dlogits,
+                                            int64_t N, int64_t V,
+                                            int32_t ignore_index) {
   int64_t count;
-  if (!allNonNull({logits, labels, dlogits}) || !allPositive({N, V}) ||
+  if (!allNonNull({logits, labels, dloss, dlogits}) || !allPositive({N, V}) ||
       !countLabelled(labels, N, V, ignore_index, count))
     return BP_ERR_INVALID_ARGUMENT;
-  const float scale = count ? dloss / static_cast<float>(count) : 0.0f;
+  const float scale = count ? *dloss / static_cast<float>(count) : 0.0f;
   for (int64_t i = 0; i < N; ++i) {
     const float *row = logits + i * V;
     float *drow = dlogits + i * V;

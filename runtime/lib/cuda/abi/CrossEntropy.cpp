@@ -27,9 +27,10 @@ extern "C" bp_status_t bp_cross_entropy_fwd(const float *logits,
 }
 
 extern "C" bp_status_t bp_cross_entropy_bwd(const float *logits,
-                                            const int32_t *labels, float dloss,
-                                            float *dlogits, int64_t N,
-                                            int64_t V, int32_t ignore_index) {
+                                            const int32_t *labels,
+                                            const float *dloss, float *dlogits,
+                                            int64_t N, int64_t V,
+                                            int32_t ignore_index) {
   return byPrecision(
       "bp_cross_entropy_bwd",
       [&](void *s) {

@@ -11,6 +11,7 @@
 #include "Elementwise.h"
 
 #include "../DeviceMath.cuh"
+#include "../GeluMath.cuh"
 #include "../Launch.h"
 
 #include <algorithm>
@@ -20,32 +21,12 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__device__ inline float load(const float *p, int64_t i) { return p[i]; }
-__device__ inline void store(float *p, int64_t i, float v) { p[i] = v; }
-using cuda::load;
-using cuda::store;
 
 /// The value \p v becomes when stored as T (round to nearest even for bf16).
 __device__ inline float asStored(const bf16 *, float v) {
   return __bfloat162float(__float2bfloat16_rn(v));
 }
 __device__ inline float asStored(const float *, float v) { return v; }
-
-// GELU, tanh form, exactly as runtime/lib/cpu/kernels/Gelu.cpp and
-// ../Gelu.cu compute it (accurate tanhf, not a fast approximation).
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kCubic = 0.044715f;
-
-__device__ inline float gelu(float v) {
-  float u = kSqrt2OverPi * (v + kCubic * v * v * v);
-  return 0.5f * v * (1.0f + tanhf(u));
-}
-
-__device__ inline float geluGrad(float v) {
-  float th = tanhf(kSqrt2OverPi * (v + kCubic * v * v * v));
-  float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
-  return 0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du;
-}
 
 template <typename T>
 __global__ void biasGeluKernel(T *pre, const T *bias, T *y, int64_t n,
@@ -59,7 +40,7 @@ __global__ void biasGeluKernel(T *pre, const T *bias, T *y, int64_t n,
       v = asStored(pre, v);
     }
     if (y)
-      store(y, i, gelu(v));
+      store(y, i, geluTanh(v));
   }
 }
 
@@ -67,7 +48,7 @@ template <typename T>
 __global__ void scaleByGeluGradKernel(T *dx, const T *pre, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
        i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    store(dx, i, load(dx, i) * geluGrad(load(pre, i)));
+    store(dx, i, load(dx, i) * geluTanhGrad(load(pre, i)));
 }
 
 //===----------------------------------------------------------------------===//
