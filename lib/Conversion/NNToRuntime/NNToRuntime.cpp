@@ -15,15 +15,23 @@
 //  * memory: results get fresh buffers; temporaries are freed after their
 //    last use, returned buffers belong to the caller.
 //
+// Two choices are made outside the per-op patterns: the buffers' element
+// types under bf16 (StoragePrecision.cpp) and the linear + GELU calls
+// (EpilogueFusion.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Conversion/NNToRuntime/NNToRuntime.h"
+
+#include "KernelCallEmitter.h"
+#include "Lowering.h"
 
 #include "bitpipe/Conversion/RuntimeAbi/RuntimeAbi.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -56,127 +64,9 @@ NNToRuntimeTypeConverter::NNToRuntimeTypeConverter() {
   });
 }
 
+using namespace bitpipe::nn_lowering;
+
 namespace {
-
-int64_t numElements(Value v) {
-  return cast<ShapedType>(v.getType()).getNumElements();
-}
-int64_t dimSize(Value v, int64_t i) {
-  return cast<ShapedType>(v.getType()).getDimSize(i);
-}
-int64_t lastDim(Value v) {
-  auto type = cast<ShapedType>(v.getType());
-  return type.getDimSize(type.getRank() - 1);
-}
-/// Rows of a [..., features] tensor seen as [N, features], as the kernels do.
-int64_t rows(Value v) { return numElements(v) / lastDim(v); }
-
-//===----------------------------------------------------------------------===//
-// Emitting kernel calls
-//===----------------------------------------------------------------------===//
-
-/// Builds, at the rewriter's insertion point, the IR of one nn op's kernel
-/// calls: buffers, their addresses, size constants, and checked calls. The
-/// kernels are declared in the module on first use, with the types of
-/// bitpipe/abi/Kernels.def.
-class KernelCallEmitter {
-public:
-  KernelCallEmitter(Operation *op, ConversionPatternRewriter &rewriter)
-      : op(op), rewriter(rewriter), loc(op->getLoc()),
-        ptrType(LLVM::LLVMPointerType::get(op->getContext())) {}
-
-  /// The aligned address of \p buffer as the `float *` / `int32_t *` of the
-  /// ABI. Through an index and i64 because memref has no pointer type.
-  Value pointer(Value buffer) {
-    Value index =
-        rewriter.create<memref::ExtractAlignedPointerAsIndexOp>(loc, buffer);
-    Value address = rewriter.create<arith::IndexCastOp>(
-        loc, rewriter.getI64Type(), index);
-    return rewriter.create<LLVM::IntToPtrOp>(loc, ptrType, address);
-  }
-  /// NULL: the ABI's "no bias".
-  Value null() { return rewriter.create<LLVM::ZeroOp>(loc, ptrType); }
-  Value i64(int64_t value) {
-    return rewriter.create<arith::ConstantIntOp>(loc, value, 64);
-  }
-  Value i32(int64_t value) {
-    return rewriter.create<arith::ConstantIntOp>(loc, value, 32);
-  }
-  Value f32(float value) {
-    return rewriter.create<arith::ConstantOp>(loc,
-                                              rewriter.getF32FloatAttr(value));
-  }
-
-  /// A fresh buffer for a value of tensor type \p type.
-  Value alloc(Type type) {
-    auto tensor = cast<RankedTensorType>(type);
-    return rewriter.create<memref::AllocOp>(
-        loc, MemRefType::get(tensor.getShape(), tensor.getElementType()));
-  }
-  /// A fresh f32 buffer of \p shape, for scratch.
-  Value allocScratch(ArrayRef<int64_t> shape) {
-    return rewriter.create<memref::AllocOp>(
-        loc, MemRefType::get(shape, rewriter.getF32Type()));
-  }
-  /// A fresh buffer holding \p value everywhere.
-  Value allocFilled(Type type, float value) {
-    Value buffer = alloc(type);
-    call(Kernel::bp_fill,
-         {pointer(buffer), f32(value), i64(numElements(buffer))});
-    return buffer;
-  }
-
-  /// Calls \p kernel with \p args and hands its status to bp_check with the
-  /// op's name. \p kernel must return a bp_status_t (Kernels.def: STATUS),
-  /// as every kernel does.
-  void call(Kernel kernel, ArrayRef<Value> args) {
-    const abi::Signature &signature = abi::signatureOf(kernel);
-    if (signature.result != abi::kind::STATUS)
-      llvm::report_fatal_error(llvm::Twine("bitpipe: internal error: ") +
-                               signature.name + " returns no status to check");
-    abi::checkArguments(signature, args);
-    auto module = op->getParentOfType<ModuleOp>();
-    FlatSymbolRefAttr callee = abi::declare(rewriter, module, signature);
-    Value status = rewriter
-                       .create<func::CallOp>(
-                           loc, callee,
-                           abi::functionTypeOf(signature, rewriter.getContext())
-                               .getResults(),
-                           args)
-                       .getResult(0);
-    const abi::Signature &check = abi::signatureOf(Kernel::bp_check);
-    FlatSymbolRefAttr checkCallee = abi::declare(rewriter, module, check);
-    SmallVector<Value, 2> checkArgs = {status, opName()};
-    abi::checkArguments(check, checkArgs);
-    rewriter.create<func::CallOp>(loc, checkCallee, TypeRange{}, checkArgs);
-  }
-
-private:
-  /// The address of a NUL-terminated global holding the op's name (e.g.
-  /// "nn.linear"), once per module and op name.
-  Value opName() {
-    std::string text = op->getName().getStringRef().str();
-    std::string symbol = "__bp_name_" + text;
-    std::replace(symbol.begin(), symbol.end(), '.', '_');
-    auto module = op->getParentOfType<ModuleOp>();
-    if (!module.lookupSymbol(symbol)) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      text.push_back('\0');
-      auto type = LLVM::LLVMArrayType::get(rewriter.getI8Type(), text.size());
-      rewriter.create<LLVM::GlobalOp>(module.getLoc(), type,
-                                      /*isConstant=*/true,
-                                      LLVM::Linkage::Internal, symbol,
-                                      rewriter.getStringAttr(text));
-    }
-    return rewriter.create<LLVM::AddressOfOp>(loc, ptrType, symbol);
-  }
-
-  Operation *op;
-  ConversionPatternRewriter &rewriter;
-  Location loc;
-  Type ptrType;
-};
 
 //===----------------------------------------------------------------------===//
 // Patterns, one per nn op family
@@ -468,9 +358,17 @@ struct CrossEntropyGradLowering : OpConversionPattern<nn::CrossEntropyGradOp> {
   matchAndRewrite(nn::CrossEntropyGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
-    // The ABI takes the loss gradient by value.
-    Value dloss = rewriter.create<memref::LoadOp>(op.getLoc(),
-                                                  adaptor.getLossGrad());
+    // The ABI takes the loss gradient by value. The seed of a backward is a
+    // constant: use it as one, since reading a buffer from the host is not
+    // possible where buffers live on a device.
+    Value dloss;
+    SplatElementsAttr seed;
+    if (matchPattern(op.getLossGrad(), m_Constant(&seed)) &&
+        seed.getElementType().isF32())
+      dloss = emit.f32(seed.getSplatValue<APFloat>().convertToFloat());
+    else
+      dloss = rewriter.create<memref::LoadOp>(op.getLoc(),
+                                              adaptor.getLossGrad());
     Value dlogits = emit.alloc(op.getType());
     emit.call(Kernel::bp_cross_entropy_bwd,
               {emit.pointer(adaptor.getLogits()),
@@ -618,6 +516,8 @@ void placeDeallocations(func::FuncOp fn) {
 
 struct LowerNNToRuntimePass
     : bitpipe::impl::LowerNNToRuntimeBase<LowerNNToRuntimePass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -641,6 +541,8 @@ struct LowerNNToRuntimePass
     });
     if (checked.wasInterrupted())
       return signalPassFailure();
+    if (failed(assignStoragePrecision(module, precision)))
+      return signalPassFailure();
 
     NNToRuntimeTypeConverter converter;
     ConversionTarget target(*ctx);
@@ -660,6 +562,7 @@ struct LowerNNToRuntimePass
 
     RewritePatternSet patterns(ctx);
     populateNNToRuntimeConversionPatterns(converter, patterns);
+    populateEpilogueFusionPatterns(converter, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateCallOpTypeConversionPattern(patterns, converter);
