@@ -84,10 +84,11 @@ public:
     return rewriter.create<memref::AllocOp>(
         loc, MemRefType::get(tensor.getShape(), tensor.getElementType()));
   }
-  /// A fresh f32 buffer of \p shape, for scratch.
-  Value allocScratch(ArrayRef<int64_t> shape) {
+  /// A fresh buffer of \p shape for scratch: f32 (statistics), unless
+  /// \p element says otherwise.
+  Value allocScratch(ArrayRef<int64_t> shape, Type element = {}) {
     return rewriter.create<memref::AllocOp>(
-        loc, MemRefType::get(shape, rewriter.getF32Type()));
+        loc, MemRefType::get(shape, element ? element : rewriter.getF32Type()));
   }
   /// A fresh buffer holding \p value everywhere.
   /// bp_fill writes floats: a bf16 buffer here would be a lowering bug

@@ -94,15 +94,37 @@ struct EmbeddingLowering : OpConversionPattern<nn::EmbeddingOp> {
   }
 };
 
-struct EmbeddingGradLowering : OpConversionPattern<nn::EmbeddingGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// A pattern of an op whose results are parameter gradients (or their sum):
+/// it follows the GradientSumPlan (Lowering.h).
+template <typename Op>
+struct GradientPattern : OpConversionPattern<Op> {
+  GradientPattern(const TypeConverter &converter, MLIRContext *context,
+                  const GradientSumPlan &plan)
+      : OpConversionPattern<Op>(converter, context), plan(plan) {}
+
+  /// The buffer a kernel accumulates \p result into: freshly zeroed (an nn
+  /// gradient is a fresh value), or the buffer of the gradient it is summed
+  /// with.
+  Value accumulator(KernelCallEmitter &emit, Value result,
+                    ConversionPatternRewriter &rewriter) const {
+    auto into = plan.accumulateInto.find(result);
+    if (into != plan.accumulateInto.end())
+      return rewriter.getRemappedValue(into->second);
+    return emit.allocFilled(result.getType(), 0.0f);
+  }
+
+  const GradientSumPlan &plan;
+};
+
+struct EmbeddingGradLowering : GradientPattern<nn::EmbeddingGradOp> {
+  using GradientPattern::GradientPattern;
   LogicalResult
   matchAndRewrite(nn::EmbeddingGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     // Both tables' gradients accumulate (scatter-add).
-    Value dwte = emit.allocFilled(op.getWteGrad().getType(), 0.0f);
-    Value dwpe = emit.allocFilled(op.getWpeGrad().getType(), 0.0f);
+    Value dwte = accumulator(emit, op.getWteGrad(), rewriter);
+    Value dwpe = accumulator(emit, op.getWpeGrad(), rewriter);
     emit.call(Kernel::bp_embedding_bwd,
               {emit.pointer(adaptor.getTokens()),
                emit.pointer(adaptor.getGrad()), emit.pointer(dwte),
@@ -137,8 +159,8 @@ struct LayerNormLowering : OpConversionPattern<nn::LayerNormOp> {
   }
 };
 
-struct LayerNormGradLowering : OpConversionPattern<nn::LayerNormGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct LayerNormGradLowering : GradientPattern<nn::LayerNormGradOp> {
+  using GradientPattern::GradientPattern;
   LogicalResult
   matchAndRewrite(nn::LayerNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -146,18 +168,20 @@ struct LayerNormGradLowering : OpConversionPattern<nn::LayerNormGradOp> {
     int64_t n = rows(op.getInput());
     int64_t h = lastDim(op.getInput());
     Value dx = emit.alloc(op.getInputGrad().getType());
-    Value dgamma = emit.allocFilled(op.getGammaGrad().getType(), 0.0f);
-    Value dbeta = emit.allocFilled(op.getBetaGrad().getType(), 0.0f);
+    Value dgamma = accumulator(emit, op.getGammaGrad(), rewriter);
+    Value dbeta = accumulator(emit, op.getBetaGrad(), rewriter);
     // Recompute mean and rstd with the forward kernel. Its normalised output
     // is not needed: it goes to dx, which the backward kernel overwrites
-    // anyway, and the forward's beta is the freshly zeroed dbeta (the op has
-    // no beta operand; its value does not affect the statistics). Cost: one
-    // layer-norm forward, O(N*H) flops, and 2*N floats of scratch.
+    // anyway. The op has no beta operand, and beta does not affect the
+    // statistics: gamma stands in, an [H] weight of the right element type
+    // in either precision. Cost: one layer-norm forward, O(N*H) flops, and
+    // 2*N floats of scratch.
     Value mean = emit.allocScratch({n});
     Value rstd = emit.allocScratch({n});
     emit.call(Kernel::bp_layer_norm_fwd,
               {emit.pointer(adaptor.getInput()),
-               emit.pointer(adaptor.getGamma()), emit.pointer(dbeta),
+               emit.pointer(adaptor.getGamma()),
+               emit.pointer(adaptor.getGamma()),
                emit.pointer(dx), emit.pointer(mean), emit.pointer(rstd),
                emit.i64(n), emit.i64(h),
                emit.f32(op.getEpsilon().convertToFloat())});
@@ -209,17 +233,17 @@ struct LinearInputGradLowering : OpConversionPattern<nn::LinearInputGradOp> {
   }
 };
 
-struct LinearWeightGradLowering : OpConversionPattern<nn::LinearWeightGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct LinearWeightGradLowering : GradientPattern<nn::LinearWeightGradOp> {
+  using GradientPattern::GradientPattern;
   LogicalResult
   matchAndRewrite(nn::LinearWeightGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     // dw and db accumulate.
-    Value dw = emit.allocFilled(op.getWeightGrad().getType(), 0.0f);
+    Value dw = accumulator(emit, op.getWeightGrad(), rewriter);
     Value db;
     if (Value biasGrad = op.getBiasGrad())
-      db = emit.allocFilled(biasGrad.getType(), 0.0f);
+      db = accumulator(emit, biasGrad, rewriter);
     emit.call(Kernel::bp_linear_bwd_weight,
               {emit.pointer(adaptor.getGrad()),
                emit.pointer(adaptor.getInput()), emit.pointer(dw),
@@ -270,7 +294,10 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     // the forward again into scratch. Cost: one attention forward (about
     // half the backward's flops) and B*T*H + B*nh*T floats, freed right
     // after; the alternative, saving them, would change the nn ops.
-    Value out = emit.allocScratch({b, t, h});
+    // The output has the activations' element type (bf16 under bf16), as
+    // dout has; the log-sum-exps are f32 statistics.
+    Value out = emit.allocScratch(
+        {b, t, h}, cast<MemRefType>(adaptor.getGrad().getType()).getElementType());
     Value lse = emit.allocScratch({b, heads, t});
     emit.call(Kernel::bp_attention_fwd,
               {emit.pointer(adaptor.getQkv()), emit.pointer(out),
@@ -319,11 +346,18 @@ struct GeluGradLowering : OpConversionPattern<nn::GeluGradOp> {
 
 /// Residual adds, and the sums of gradients that backward functions build
 /// with nn.add where a value fans out.
-struct AddLowering : OpConversionPattern<nn::AddOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct AddLowering : GradientPattern<nn::AddOp> {
+  using GradientPattern::GradientPattern;
   LogicalResult
   matchAndRewrite(nn::AddOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // A sum of parameter gradients that the later gradient's kernel has
+    // already accumulated into the other's buffer.
+    auto sum = plan.sums.find(op);
+    if (sum != plan.sums.end()) {
+      rewriter.replaceOp(op, adaptor.getOperands()[sum->second]);
+      return success();
+    }
     KernelCallEmitter emit(op, rewriter);
     Value out = emit.alloc(op.getType());
     emit.call(Kernel::bp_add_fwd,
@@ -541,7 +575,8 @@ struct LowerNNToRuntimePass
     });
     if (checked.wasInterrupted())
       return signalPassFailure();
-    if (failed(assignStoragePrecision(module, precision)))
+    FailureOr<GradientSumPlan> sums = planGradientSums(module, precision);
+    if (failed(sums) || failed(assignStoragePrecision(module, precision)))
       return signalPassFailure();
 
     NNToRuntimeTypeConverter converter;
@@ -561,7 +596,7 @@ struct LowerNNToRuntimePass
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    populateNNToRuntimeConversionPatterns(converter, patterns);
+    populateNNToRuntimeConversionPatterns(converter, patterns, *sums);
     populateEpilogueFusionPatterns(converter, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
@@ -579,10 +614,23 @@ struct LowerNNToRuntimePass
 
 void bitpipe::populateNNToRuntimeConversionPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<EmbeddingLowering, EmbeddingGradLowering, LayerNormLowering,
-               LayerNormGradLowering, LinearLowering, LinearInputGradLowering,
-               LinearWeightGradLowering, AttentionLowering,
+  // No sums planned: every parameter-gradient sum is a bp_add_fwd, as
+  // under fp32.
+  static const GradientSumPlan kNoSums;
+  nn_lowering::populateNNToRuntimeConversionPatterns(converter, patterns,
+                                                     kNoSums);
+}
+
+void nn_lowering::populateNNToRuntimeConversionPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns,
+    const GradientSumPlan &sums) {
+  MLIRContext *context = patterns.getContext();
+  patterns.add<EmbeddingLowering, LayerNormLowering, LinearLowering,
+               LinearInputGradLowering, AttentionLowering,
                AttentionGradLowering, GeluLowering, GeluGradLowering,
-               AddLowering, CrossEntropyLowering, CrossEntropyGradLowering,
-               SplatConstantLowering>(converter, patterns.getContext());
+               CrossEntropyLowering, CrossEntropyGradLowering,
+               SplatConstantLowering>(converter, context);
+  patterns.add<EmbeddingGradLowering, LayerNormGradLowering,
+               LinearWeightGradLowering, AddLowering>(converter, context,
+                                                      sums);
 }

@@ -18,3 +18,15 @@ func.func @mixed_add(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>, %a: tensor<8x8xf
   %s = nn.add %dw, %a : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
   return %s : tensor<8x8xf32>
 }
+
+// -----
+
+// A sum of parameter gradients under bf16 is an in-place accumulation: a
+// gradient with another user cannot be accumulated into.
+func.func @shared_gradient(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>) {
+  %d1 = nn.linear_weight_grad %x, %dy : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  %d2 = nn.linear_weight_grad %x, %dy : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8x8xf32>
+  // expected-error @+1 {{'nn.add' op sums two parameter gradients that precision=bf16 cannot add in place; expected one of them to be the result of a gradient op that runs after the other, each used only here}}
+  %s = nn.add %d1, %d2 : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %s, %d1 : tensor<8x8xf32>, tensor<8x8xf32>
+}
