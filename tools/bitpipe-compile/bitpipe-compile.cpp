@@ -220,30 +220,38 @@ std::optional<std::string> builtRuntimeLink(bitpipe::TargetKind kind) {
 #endif
 }
 
-/// Writes \p object and links it with the runtime of \p kind into
-/// \p output, through a temporary executable that is renamed on success.
-int linkExecutable(StringRef object, StringRef output,
-                   bitpipe::TargetKind kind) {
-  std::string link = runtimeLink;
-  if (!runtimeLink.getNumOccurrences()) {
-    std::optional<std::string> built = builtRuntimeLink(kind);
-    if (!built)
-      return fail("--target " + bitpipe::stringifyTargetKind(kind) +
-                  ": this bitpipe-compile was built without CUDA "
-                  "(BITPIPE_ENABLE_CUDA off, or no CUDA toolkit found), so "
-                  "it has no CUDA runtime to link; rebuild with CUDA, pass "
-                  "--runtime-link, or stop at --emit=obj");
-    link = *built;
+/// The response file to link \p kind's executable with: --runtime-link, or
+/// this build's. Fails, naming why, when this build has no runtime for
+/// \p kind.
+std::optional<std::string> runtimeLinkFile(bitpipe::TargetKind kind) {
+  std::optional<std::string> file =
+      runtimeLink.getNumOccurrences() ? std::string(runtimeLink)
+                                      : builtRuntimeLink(kind);
+  if (!file) {
+    fail("--target " + bitpipe::stringifyTargetKind(kind) +
+         ": this bitpipe-compile was built without CUDA (BITPIPE_ENABLE_CUDA "
+         "off, or no CUDA toolkit found), so it has no CUDA runtime to link; "
+         "rebuild it with CUDA, pass --runtime-link, or stop at --emit=obj");
+    return std::nullopt;
   }
-  if (!sys::fs::exists(link))
-    return fail("runtime link file '" + link +
-                "' not found (build the runtime, or pass --runtime-link)");
+  if (!sys::fs::exists(*file)) {
+    fail("runtime link file '" + *file +
+         "' not found (build the runtime, or pass --runtime-link)");
+    return std::nullopt;
+  }
+  return file;
+}
+
+/// Writes \p object and links it with the runtime whose link line is
+/// \p link into \p output, through a temporary executable that is renamed
+/// on success.
+int linkExecutable(StringRef object, StringRef output, StringRef link) {
   ErrorOr<std::string> linkerPath = sys::findProgramByName(linker);
   if (!linkerPath)
     return fail("linker '" + linker + "' not found");
 
   std::string temporary = (output + ".tmp").str();
-  std::string responseArg = "@" + link;
+  std::string responseArg = ("@" + link).str();
   SmallVector<StringRef> args = {*linkerPath, object,  responseArg,
                                  "-o",        temporary};
   std::string message;
@@ -283,6 +291,14 @@ int main(int argc, char **argv) {
                 " needs --target cuda; the " +
                 bitpipe::stringifyTargetKind(targetOptions.target) +
                 " runtime has fp32 kernels only (use --precision fp32)");
+  // Before compiling: an executable needs the target's runtime.
+  std::string link;
+  if (emit == EmitKind::Executable) {
+    std::optional<std::string> file = runtimeLinkFile(targetOptions.target);
+    if (!file)
+      return 1;
+    link = *file;
+  }
   std::string output =
       outputPath.getNumOccurrences() ? std::string(outputPath) : defaultOutput();
 
@@ -392,7 +408,7 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
-  int rc = linkExecutable(objectPath, output, targetOptions.target);
+  int rc = linkExecutable(objectPath, output, link);
   sys::fs::remove(objectPath);
   return rc;
 }

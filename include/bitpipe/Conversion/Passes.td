@@ -51,7 +51,10 @@ def LowerNNToRuntime : Pass<"bitpipe-lower-nn-to-runtime", "mlir::ModuleOp"> {
     becomes a bf16 buffer except the parameter gradients, rank-0 tensors
     (the loss and its seed) and the kernels' statistics, as
     `bitpipe/Conversion/Target/StorageType.h` decides; signatures follow.
-    `@bp_fill` only ever targets f32 buffers.
+    `@bp_fill` only ever targets f32 buffers, and `@bp_add_fwd` adds bf16
+    there, so a sum of two parameter gradients (`nn.add`) is lowered as an
+    accumulation: the later gradient's kernel adds into the earlier one's
+    buffer (an error on the add where that is not possible).
 
     Only static shapes, f32 data and i32 token ids / labels have kernels;
     anything else is rejected with an error on the op.

@@ -15,8 +15,9 @@
 //  * memory: results get fresh buffers; temporaries are freed after their
 //    last use, returned buffers belong to the caller.
 //
-// Two choices are made outside the per-op patterns: the buffers' element
-// types under bf16 (StoragePrecision.cpp) and the linear + GELU calls
+// Three choices are made outside the per-op patterns: the buffers' element
+// types under bf16 (StoragePrecision.cpp), the f32 sums of parameter
+// gradients under bf16 (GradientSums.cpp) and the linear + GELU calls
 // (EpilogueFusion.cpp).
 //
 //===----------------------------------------------------------------------===//
