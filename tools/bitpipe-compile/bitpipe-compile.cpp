@@ -2,15 +2,22 @@
 //
 //   bitpipe-compile MODEL.mlir|CONFIG.json --devices D --schedule S
 //                   [--microbatches N] [--dp K] [--emit=mlir|llvm|obj|exe]
-//                   [-o OUT]
+//                   [--target cpu|cuda] [--precision fp32|bf16] [-o OUT]
 //
 // The driver runs, in one process, what a user could also run step by step:
 //
 //   bitpipe-import (when given a JSON config)
 //   bitpipe-opt --bitpipe-pipeline=...          (schedule, transfers, buckets)
-//   bitpipe-opt --bitpipe-lower-to-runtime      (runtime calls, LLVM dialect)
+//   bitpipe-opt --bitpipe-lower-to-runtime{target=T precision=P}
+//                                               (runtime calls, LLVM dialect)
 //   mlir-translate --mlir-to-llvmir, opt -O2, llc -filetype=obj
-//   c++ OBJ @runtime-cpu.rsp                    (link with the runtime)
+//   c++ OBJ @runtime-cpu.rsp | @runtime-cuda.rsp  (link with the runtime)
+//
+// The target only chooses the runtime library linked and what the manifest
+// records: the stage functions call the same kernel ABI (runtime.h) on both.
+// The precision (bf16 by default on cuda, fp32 on cpu, which has fp32
+// kernels only) decides the stage functions' buffer types
+// (docs/architecture.md, "Targets and precision").
 //
 // and writes the output of the stage that --emit names. Every output is
 // written to a temporary file and renamed, so a failed run leaves nothing
@@ -19,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Conversion/LowerToRuntime/LowerToRuntime.h"
+#include "bitpipe/Conversion/Target/Target.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 #include "bitpipe/Import/ModelBuilder.h"
@@ -86,9 +94,16 @@ cl::opt<EmitKind> emit(
         clEnumValN(EmitKind::Executable, "exe",
                    "an executable linked with the runtime (default)")),
     cl::cat(category));
-cl::opt<std::string> target("target",
-                            cl::desc("cpu (MPI, OpenBLAS) or cuda (NCCL)"),
-                            cl::init("cpu"), cl::cat(category));
+cl::opt<bitpipe::TargetKind> target("target",
+                                    cl::desc("What the executable runs on"),
+                                    cl::init(bitpipe::TargetKind::CPU),
+                                    bitpipe::targetKindValues(),
+                                    cl::cat(category));
+cl::opt<bitpipe::Precision>
+    precision("precision",
+              cl::desc("Training precision (default: bf16 with --target "
+                       "cuda, fp32 with --target cpu)"),
+              bitpipe::precisionValues(), cl::cat(category));
 
 // The schedule: the options of --bitpipe-pipeline, under the same names,
 // read into its PipelineConfig (pipelineConfig()); the schedule registry
@@ -107,8 +122,9 @@ cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3)"),
                            cl::Prefix, cl::init(2), cl::cat(category));
 cl::opt<std::string> runtimeLink(
     "runtime-link",
-    cl::desc("Response file with the runtime's libraries and link flags"),
-    cl::init(BITPIPE_DEFAULT_RUNTIME_LINK), cl::cat(category));
+    cl::desc("Response file with the runtime's libraries and link flags "
+             "(default: the target's, from this build)"),
+    cl::cat(category));
 cl::opt<std::string> linker("linker", cl::desc("The C++ compiler driver "
                                                "that links"),
                             cl::init(BITPIPE_DEFAULT_LINKER),
@@ -192,18 +208,50 @@ std::unique_ptr<TargetMachine> createHostTargetMachine(std::string &error) {
       Reloc::PIC_, std::nullopt, level));
 }
 
-/// Writes \p object and links it with the runtime into \p output, through a
-/// temporary executable that is renamed on success.
-int linkExecutable(StringRef object, StringRef output) {
-  if (!sys::fs::exists(runtimeLink))
-    return fail("runtime link file '" + runtimeLink +
-                "' not found (build the runtime, or pass --runtime-link)");
+/// The runtime link file of \p kind as this build wrote it, or nothing when
+/// this build has no runtime for it.
+std::optional<std::string> builtRuntimeLink(bitpipe::TargetKind kind) {
+  if (kind == bitpipe::TargetKind::CPU)
+    return std::string(BITPIPE_DEFAULT_RUNTIME_LINK);
+#if BITPIPE_HAVE_CUDA_RUNTIME
+  return std::string(BITPIPE_DEFAULT_RUNTIME_CUDA_LINK);
+#else
+  return std::nullopt;
+#endif
+}
+
+/// The response file to link \p kind's executable with: --runtime-link, or
+/// this build's. Fails, naming why, when this build has no runtime for
+/// \p kind.
+std::optional<std::string> runtimeLinkFile(bitpipe::TargetKind kind) {
+  std::optional<std::string> file =
+      runtimeLink.getNumOccurrences() ? std::string(runtimeLink)
+                                      : builtRuntimeLink(kind);
+  if (!file) {
+    fail("--target " + bitpipe::stringifyTargetKind(kind) +
+         ": this bitpipe-compile was built without CUDA (BITPIPE_ENABLE_CUDA "
+         "off, or no CUDA toolkit found), so it has no CUDA runtime to link; "
+         "rebuild it with CUDA, pass --runtime-link, or stop at --emit=obj");
+    return std::nullopt;
+  }
+  if (!sys::fs::exists(*file)) {
+    fail("runtime link file '" + *file +
+         "' not found (build the runtime, or pass --runtime-link)");
+    return std::nullopt;
+  }
+  return file;
+}
+
+/// Writes \p object and links it with the runtime whose link line is
+/// \p link into \p output, through a temporary executable that is renamed
+/// on success.
+int linkExecutable(StringRef object, StringRef output, StringRef link) {
   ErrorOr<std::string> linkerPath = sys::findProgramByName(linker);
   if (!linkerPath)
     return fail("linker '" + linker + "' not found");
 
   std::string temporary = (output + ".tmp").str();
-  std::string responseArg = "@" + runtimeLink;
+  std::string responseArg = ("@" + link).str();
   SmallVector<StringRef> args = {*linkerPath, object,  responseArg,
                                  "-o",        temporary};
   std::string message;
@@ -231,11 +279,26 @@ int main(int argc, char **argv) {
       "bitpipe-compile: compiles a transformer model (IR or JSON "
       "configuration) into a pipeline-parallel training executable\n");
 
-  if (target == "cuda")
-    return fail("--target cuda: the CUDA backend (NCCL, GPU kernels) is not "
-                "implemented yet; use --target cpu");
-  if (target != "cpu")
-    return fail("unknown --target '" + target + "' (expected cpu or cuda)");
+  bitpipe::LowerToRuntimeOptions targetOptions;
+  targetOptions.target = target;
+  targetOptions.precision = precision.getNumOccurrences()
+                                ? precision.getValue()
+                                : bitpipe::defaultPrecision(target);
+  if (!bitpipe::supportsPrecision(targetOptions.target,
+                                  targetOptions.precision))
+    return fail("--precision " +
+                bitpipe::stringifyPrecision(targetOptions.precision) +
+                " needs --target cuda; the " +
+                bitpipe::stringifyTargetKind(targetOptions.target) +
+                " runtime has fp32 kernels only (use --precision fp32)");
+  // Before compiling: an executable needs the target's runtime.
+  std::string link;
+  if (emit == EmitKind::Executable) {
+    std::optional<std::string> file = runtimeLinkFile(targetOptions.target);
+    if (!file)
+      return 1;
+    link = *file;
+  }
   std::string output =
       outputPath.getNumOccurrences() ? std::string(outputPath) : defaultOutput();
 
@@ -273,7 +336,7 @@ int main(int argc, char **argv) {
   // dialect. Pass failures report their own diagnostics on the ops.
   mlir::PassManager pm(&context);
   bitpipe::buildPipeline(pm, config);
-  bitpipe::buildLowerToRuntimePipeline(pm);
+  bitpipe::buildLowerToRuntimePipeline(pm, targetOptions);
   if (failed(pm.run(*module)))
     return fail(inputPath + ": compilation failed (see the errors above)");
 
@@ -345,7 +408,7 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
-  int rc = linkExecutable(objectPath, output);
+  int rc = linkExecutable(objectPath, output, link);
   sys::fs::remove(objectPath);
   return rc;
 }

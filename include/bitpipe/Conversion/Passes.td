@@ -40,9 +40,31 @@ def LowerNNToRuntime : Pass<"bitpipe-lower-nn-to-runtime", "mlir::ModuleOp"> {
     twice is copied). Every other buffer is freed with `memref.dealloc`
     right after its last use (functions are straight-line).
 
+    * `nn.linear` whose result feeds `nn.gelu` becomes one call of
+      `bp_linear_gelu_fwd` (the linear's result is its `pre` buffer), and
+      `nn.gelu_grad` of an `nn.linear_input_grad` result used nowhere else
+      one call of `bp_linear_bwd_input_gelu`: the GPU's matrix products
+      apply the GELU in their epilogue (docs/architecture.md, "Epilogue
+      fusion"). On the CPU they are the two kernels in sequence.
+
+    `precision=bf16` (the CUDA target's mixed precision): every f32 tensor
+    becomes a bf16 buffer except the parameter gradients, rank-0 tensors
+    (the loss and its seed) and the kernels' statistics, as
+    `bitpipe/Conversion/Target/StorageType.h` decides; signatures follow.
+    `@bp_fill` only ever targets f32 buffers, and `@bp_add_fwd` adds bf16
+    there, so a sum of two parameter gradients (`nn.add`) is lowered as an
+    accumulation: the later gradient's kernel adds into the earlier one's
+    buffer (an error on the add where that is not possible).
+
     Only static shapes, f32 data and i32 token ids / labels have kernels;
     anything else is rejected with an error on the op.
   }];
+  let options = [
+    Option<"precision", "precision", "::bitpipe::Precision",
+           /*default=*/"::bitpipe::Precision::FP32",
+           "Element type of activations, their gradients and weight copies "
+           "(fp32 | bf16)", "::bitpipe::precisionValues()">,
+  ];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::func::FuncDialect",
                            "mlir::LLVM::LLVMDialect",
@@ -85,7 +107,8 @@ def LowerProgramToRuntime : Pass<"bitpipe-lower-program-to-runtime",
     * the programs, the `nn.model` function and the module attributes that
       describe the programs (`bitpipe.placement`, `bitpipe.schedule`,
       `bitpipe.world_size`, `bitpipe.data_parallel`) are erased. Stage
-      functions stay on tensors for `bitpipe-lower-nn-to-runtime`.
+      functions stay on tensors for `bitpipe-lower-nn-to-runtime`, which
+      must be given the same precision.
 
     Errors name the op and what was expected: an unbound compute op, a
     stage whose bound signature does not fit the ABI (more than two bound
@@ -99,6 +122,15 @@ def LowerProgramToRuntime : Pass<"bitpipe-lower-program-to-runtime",
     Option<"manifestFile", "manifest-file", "std::string", /*default=*/"",
            "Also write the manifest to this file (for inspection and "
            "tests)">,
+    Option<"target", "target", "::bitpipe::TargetKind",
+           /*default=*/"::bitpipe::TargetKind::CPU",
+           "The runtime the program is linked with (cpu | cuda), recorded "
+           "in the manifest (target.name)", "::bitpipe::targetKindValues()">,
+    Option<"precision", "precision", "::bitpipe::Precision",
+           /*default=*/"::bitpipe::Precision::FP32",
+           "The precision the stage functions are lowered in (fp32 | bf16; "
+           "bf16 needs target=cuda): the manifest's target.precision and the "
+           "roles' dtypes", "::bitpipe::precisionValues()">,
   ];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::func::FuncDialect",

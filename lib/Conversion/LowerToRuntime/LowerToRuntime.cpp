@@ -16,18 +16,42 @@
 
 using namespace mlir;
 
-void bitpipe::buildLowerToRuntimePipeline(OpPassManager &pm) {
-  pm.addPass(createLowerProgramToRuntime());
-  pm.addPass(createLowerNNToRuntime());
+namespace {
+
+/// The pipeline's textual options: the passes' own, under the same names.
+struct LowerToRuntimePipelineOptions
+    : PassPipelineOptions<LowerToRuntimePipelineOptions> {
+  Option<bitpipe::TargetKind> target{
+      *this, "target", llvm::cl::desc("The runtime linked (cpu | cuda)"),
+      llvm::cl::init(bitpipe::TargetKind::CPU), bitpipe::targetKindValues()};
+  Option<bitpipe::Precision> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32 | bf16 (bf16 needs target=cuda)"),
+      llvm::cl::init(bitpipe::Precision::FP32), bitpipe::precisionValues()};
+};
+
+} // namespace
+
+void bitpipe::buildLowerToRuntimePipeline(
+    OpPassManager &pm, const LowerToRuntimeOptions &options) {
+  LowerProgramToRuntimeOptions program;
+  program.target = options.target;
+  program.precision = options.precision;
+  pm.addPass(createLowerProgramToRuntime(program));
+  LowerNNToRuntimeOptions kernels;
+  kernels.precision = options.precision;
+  pm.addPass(createLowerNNToRuntime(kernels));
   buildLowerToLLVMPipeline(pm);
   pm.addPass(createEmitEntryPoints());
 }
 
 void bitpipe::registerLowerToRuntimePipeline() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<LowerToRuntimePipelineOptions>(
       "bitpipe-lower-to-runtime",
       "Lower the output of bitpipe-pipeline to the LLVM dialect: rank "
       "programs as calls of bitpipe/program.h, stage functions as calls of "
       "the kernels, the manifest and the entry tables",
-      [](OpPassManager &pm) { buildLowerToRuntimePipeline(pm); });
+      [](OpPassManager &pm, const LowerToRuntimePipelineOptions &options) {
+        buildLowerToRuntimePipeline(pm, {options.target, options.precision});
+      });
 }

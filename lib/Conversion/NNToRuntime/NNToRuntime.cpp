@@ -15,15 +15,24 @@
 //  * memory: results get fresh buffers; temporaries are freed after their
 //    last use, returned buffers belong to the caller.
 //
+// Three choices are made outside the per-op patterns: the buffers' element
+// types under bf16 (StoragePrecision.cpp), the f32 sums of parameter
+// gradients under bf16 (GradientSums.cpp) and the linear + GELU calls
+// (EpilogueFusion.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Conversion/NNToRuntime/NNToRuntime.h"
+
+#include "KernelCallEmitter.h"
+#include "Lowering.h"
 
 #include "bitpipe/Conversion/RuntimeAbi/RuntimeAbi.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -56,127 +65,9 @@ NNToRuntimeTypeConverter::NNToRuntimeTypeConverter() {
   });
 }
 
+using namespace bitpipe::nn_lowering;
+
 namespace {
-
-int64_t numElements(Value v) {
-  return cast<ShapedType>(v.getType()).getNumElements();
-}
-int64_t dimSize(Value v, int64_t i) {
-  return cast<ShapedType>(v.getType()).getDimSize(i);
-}
-int64_t lastDim(Value v) {
-  auto type = cast<ShapedType>(v.getType());
-  return type.getDimSize(type.getRank() - 1);
-}
-/// Rows of a [..., features] tensor seen as [N, features], as the kernels do.
-int64_t rows(Value v) { return numElements(v) / lastDim(v); }
-
-//===----------------------------------------------------------------------===//
-// Emitting kernel calls
-//===----------------------------------------------------------------------===//
-
-/// Builds, at the rewriter's insertion point, the IR of one nn op's kernel
-/// calls: buffers, their addresses, size constants, and checked calls. The
-/// kernels are declared in the module on first use, with the types of
-/// bitpipe/abi/Kernels.def.
-class KernelCallEmitter {
-public:
-  KernelCallEmitter(Operation *op, ConversionPatternRewriter &rewriter)
-      : op(op), rewriter(rewriter), loc(op->getLoc()),
-        ptrType(LLVM::LLVMPointerType::get(op->getContext())) {}
-
-  /// The aligned address of \p buffer as the `float *` / `int32_t *` of the
-  /// ABI. Through an index and i64 because memref has no pointer type.
-  Value pointer(Value buffer) {
-    Value index =
-        rewriter.create<memref::ExtractAlignedPointerAsIndexOp>(loc, buffer);
-    Value address = rewriter.create<arith::IndexCastOp>(
-        loc, rewriter.getI64Type(), index);
-    return rewriter.create<LLVM::IntToPtrOp>(loc, ptrType, address);
-  }
-  /// NULL: the ABI's "no bias".
-  Value null() { return rewriter.create<LLVM::ZeroOp>(loc, ptrType); }
-  Value i64(int64_t value) {
-    return rewriter.create<arith::ConstantIntOp>(loc, value, 64);
-  }
-  Value i32(int64_t value) {
-    return rewriter.create<arith::ConstantIntOp>(loc, value, 32);
-  }
-  Value f32(float value) {
-    return rewriter.create<arith::ConstantOp>(loc,
-                                              rewriter.getF32FloatAttr(value));
-  }
-
-  /// A fresh buffer for a value of tensor type \p type.
-  Value alloc(Type type) {
-    auto tensor = cast<RankedTensorType>(type);
-    return rewriter.create<memref::AllocOp>(
-        loc, MemRefType::get(tensor.getShape(), tensor.getElementType()));
-  }
-  /// A fresh f32 buffer of \p shape, for scratch.
-  Value allocScratch(ArrayRef<int64_t> shape) {
-    return rewriter.create<memref::AllocOp>(
-        loc, MemRefType::get(shape, rewriter.getF32Type()));
-  }
-  /// A fresh buffer holding \p value everywhere.
-  Value allocFilled(Type type, float value) {
-    Value buffer = alloc(type);
-    call(Kernel::bp_fill,
-         {pointer(buffer), f32(value), i64(numElements(buffer))});
-    return buffer;
-  }
-
-  /// Calls \p kernel with \p args and hands its status to bp_check with the
-  /// op's name. \p kernel must return a bp_status_t (Kernels.def: STATUS),
-  /// as every kernel does.
-  void call(Kernel kernel, ArrayRef<Value> args) {
-    const abi::Signature &signature = abi::signatureOf(kernel);
-    if (signature.result != abi::kind::STATUS)
-      llvm::report_fatal_error(llvm::Twine("bitpipe: internal error: ") +
-                               signature.name + " returns no status to check");
-    abi::checkArguments(signature, args);
-    auto module = op->getParentOfType<ModuleOp>();
-    FlatSymbolRefAttr callee = abi::declare(rewriter, module, signature);
-    Value status = rewriter
-                       .create<func::CallOp>(
-                           loc, callee,
-                           abi::functionTypeOf(signature, rewriter.getContext())
-                               .getResults(),
-                           args)
-                       .getResult(0);
-    const abi::Signature &check = abi::signatureOf(Kernel::bp_check);
-    FlatSymbolRefAttr checkCallee = abi::declare(rewriter, module, check);
-    SmallVector<Value, 2> checkArgs = {status, opName()};
-    abi::checkArguments(check, checkArgs);
-    rewriter.create<func::CallOp>(loc, checkCallee, TypeRange{}, checkArgs);
-  }
-
-private:
-  /// The address of a NUL-terminated global holding the op's name (e.g.
-  /// "nn.linear"), once per module and op name.
-  Value opName() {
-    std::string text = op->getName().getStringRef().str();
-    std::string symbol = "__bp_name_" + text;
-    std::replace(symbol.begin(), symbol.end(), '.', '_');
-    auto module = op->getParentOfType<ModuleOp>();
-    if (!module.lookupSymbol(symbol)) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      text.push_back('\0');
-      auto type = LLVM::LLVMArrayType::get(rewriter.getI8Type(), text.size());
-      rewriter.create<LLVM::GlobalOp>(module.getLoc(), type,
-                                      /*isConstant=*/true,
-                                      LLVM::Linkage::Internal, symbol,
-                                      rewriter.getStringAttr(text));
-    }
-    return rewriter.create<LLVM::AddressOfOp>(loc, ptrType, symbol);
-  }
-
-  Operation *op;
-  ConversionPatternRewriter &rewriter;
-  Location loc;
-  Type ptrType;
-};
 
 //===----------------------------------------------------------------------===//
 // Patterns, one per nn op family
@@ -204,15 +95,37 @@ struct EmbeddingLowering : OpConversionPattern<nn::EmbeddingOp> {
   }
 };
 
-struct EmbeddingGradLowering : OpConversionPattern<nn::EmbeddingGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// A pattern of an op whose results are parameter gradients (or their sum):
+/// it follows the GradientSumPlan (Lowering.h).
+template <typename Op>
+struct GradientPattern : OpConversionPattern<Op> {
+  GradientPattern(const TypeConverter &converter, MLIRContext *context,
+                  const GradientSumPlan &plan)
+      : OpConversionPattern<Op>(converter, context), plan(plan) {}
+
+  /// The buffer a kernel accumulates \p result into: freshly zeroed (an nn
+  /// gradient is a fresh value), or the buffer of the gradient it is summed
+  /// with.
+  Value accumulator(KernelCallEmitter &emit, Value result,
+                    ConversionPatternRewriter &rewriter) const {
+    auto into = plan.accumulateInto.find(result);
+    if (into != plan.accumulateInto.end())
+      return rewriter.getRemappedValue(into->second);
+    return emit.allocFilled(result.getType(), 0.0f);
+  }
+
+  const GradientSumPlan &plan;
+};
+
+struct EmbeddingGradLowering : GradientPattern<nn::EmbeddingGradOp> {
+  using GradientPattern::GradientPattern;
   LogicalResult
   matchAndRewrite(nn::EmbeddingGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     // Both tables' gradients accumulate (scatter-add).
-    Value dwte = emit.allocFilled(op.getWteGrad().getType(), 0.0f);
-    Value dwpe = emit.allocFilled(op.getWpeGrad().getType(), 0.0f);
+    Value dwte = accumulator(emit, op.getWteGrad(), rewriter);
+    Value dwpe = accumulator(emit, op.getWpeGrad(), rewriter);
     emit.call(Kernel::bp_embedding_bwd,
               {emit.pointer(adaptor.getTokens()),
                emit.pointer(adaptor.getGrad()), emit.pointer(dwte),
@@ -247,8 +160,8 @@ struct LayerNormLowering : OpConversionPattern<nn::LayerNormOp> {
   }
 };
 
-struct LayerNormGradLowering : OpConversionPattern<nn::LayerNormGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct LayerNormGradLowering : GradientPattern<nn::LayerNormGradOp> {
+  using GradientPattern::GradientPattern;
   LogicalResult
   matchAndRewrite(nn::LayerNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -256,18 +169,20 @@ struct LayerNormGradLowering : OpConversionPattern<nn::LayerNormGradOp> {
     int64_t n = rows(op.getInput());
     int64_t h = lastDim(op.getInput());
     Value dx = emit.alloc(op.getInputGrad().getType());
-    Value dgamma = emit.allocFilled(op.getGammaGrad().getType(), 0.0f);
-    Value dbeta = emit.allocFilled(op.getBetaGrad().getType(), 0.0f);
+    Value dgamma = accumulator(emit, op.getGammaGrad(), rewriter);
+    Value dbeta = accumulator(emit, op.getBetaGrad(), rewriter);
     // Recompute mean and rstd with the forward kernel. Its normalised output
     // is not needed: it goes to dx, which the backward kernel overwrites
-    // anyway, and the forward's beta is the freshly zeroed dbeta (the op has
-    // no beta operand; its value does not affect the statistics). Cost: one
-    // layer-norm forward, O(N*H) flops, and 2*N floats of scratch.
+    // anyway. The op has no beta operand, and beta does not affect the
+    // statistics: gamma stands in, an [H] weight of the right element type
+    // in either precision. Cost: one layer-norm forward, O(N*H) flops, and
+    // 2*N floats of scratch.
     Value mean = emit.allocScratch({n});
     Value rstd = emit.allocScratch({n});
     emit.call(Kernel::bp_layer_norm_fwd,
               {emit.pointer(adaptor.getInput()),
-               emit.pointer(adaptor.getGamma()), emit.pointer(dbeta),
+               emit.pointer(adaptor.getGamma()),
+               emit.pointer(adaptor.getGamma()),
                emit.pointer(dx), emit.pointer(mean), emit.pointer(rstd),
                emit.i64(n), emit.i64(h),
                emit.f32(op.getEpsilon().convertToFloat())});
@@ -319,17 +234,17 @@ struct LinearInputGradLowering : OpConversionPattern<nn::LinearInputGradOp> {
   }
 };
 
-struct LinearWeightGradLowering : OpConversionPattern<nn::LinearWeightGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct LinearWeightGradLowering : GradientPattern<nn::LinearWeightGradOp> {
+  using GradientPattern::GradientPattern;
   LogicalResult
   matchAndRewrite(nn::LinearWeightGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     // dw and db accumulate.
-    Value dw = emit.allocFilled(op.getWeightGrad().getType(), 0.0f);
+    Value dw = accumulator(emit, op.getWeightGrad(), rewriter);
     Value db;
     if (Value biasGrad = op.getBiasGrad())
-      db = emit.allocFilled(biasGrad.getType(), 0.0f);
+      db = accumulator(emit, biasGrad, rewriter);
     emit.call(Kernel::bp_linear_bwd_weight,
               {emit.pointer(adaptor.getGrad()),
                emit.pointer(adaptor.getInput()), emit.pointer(dw),
@@ -380,7 +295,10 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     // the forward again into scratch. Cost: one attention forward (about
     // half the backward's flops) and B*T*H + B*nh*T floats, freed right
     // after; the alternative, saving them, would change the nn ops.
-    Value out = emit.allocScratch({b, t, h});
+    // The output has the activations' element type (bf16 under bf16), as
+    // dout has; the log-sum-exps are f32 statistics.
+    Value out = emit.allocScratch(
+        {b, t, h}, cast<MemRefType>(adaptor.getGrad().getType()).getElementType());
     Value lse = emit.allocScratch({b, heads, t});
     emit.call(Kernel::bp_attention_fwd,
               {emit.pointer(adaptor.getQkv()), emit.pointer(out),
@@ -429,11 +347,18 @@ struct GeluGradLowering : OpConversionPattern<nn::GeluGradOp> {
 
 /// Residual adds, and the sums of gradients that backward functions build
 /// with nn.add where a value fans out.
-struct AddLowering : OpConversionPattern<nn::AddOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct AddLowering : GradientPattern<nn::AddOp> {
+  using GradientPattern::GradientPattern;
   LogicalResult
   matchAndRewrite(nn::AddOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // A sum of parameter gradients that the later gradient's kernel has
+    // already accumulated into the other's buffer.
+    auto sum = plan.sums.find(op);
+    if (sum != plan.sums.end()) {
+      rewriter.replaceOp(op, adaptor.getOperands()[sum->second]);
+      return success();
+    }
     KernelCallEmitter emit(op, rewriter);
     Value out = emit.alloc(op.getType());
     emit.call(Kernel::bp_add_fwd,
@@ -468,9 +393,17 @@ struct CrossEntropyGradLowering : OpConversionPattern<nn::CrossEntropyGradOp> {
   matchAndRewrite(nn::CrossEntropyGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
-    // The ABI takes the loss gradient by value.
-    Value dloss = rewriter.create<memref::LoadOp>(op.getLoc(),
-                                                  adaptor.getLossGrad());
+    // The ABI takes the loss gradient by value. The seed of a backward is a
+    // constant: use it as one, since reading a buffer from the host is not
+    // possible where buffers live on a device.
+    Value dloss;
+    SplatElementsAttr seed;
+    if (matchPattern(op.getLossGrad(), m_Constant(&seed)) &&
+        seed.getElementType().isF32())
+      dloss = emit.f32(seed.getSplatValue<APFloat>().convertToFloat());
+    else
+      dloss = rewriter.create<memref::LoadOp>(op.getLoc(),
+                                              adaptor.getLossGrad());
     Value dlogits = emit.alloc(op.getType());
     emit.call(Kernel::bp_cross_entropy_bwd,
               {emit.pointer(adaptor.getLogits()),
@@ -618,6 +551,8 @@ void placeDeallocations(func::FuncOp fn) {
 
 struct LowerNNToRuntimePass
     : bitpipe::impl::LowerNNToRuntimeBase<LowerNNToRuntimePass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -641,6 +576,9 @@ struct LowerNNToRuntimePass
     });
     if (checked.wasInterrupted())
       return signalPassFailure();
+    FailureOr<GradientSumPlan> sums = planGradientSums(module, precision);
+    if (failed(sums) || failed(assignStoragePrecision(module, precision)))
+      return signalPassFailure();
 
     NNToRuntimeTypeConverter converter;
     ConversionTarget target(*ctx);
@@ -659,7 +597,8 @@ struct LowerNNToRuntimePass
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    populateNNToRuntimeConversionPatterns(converter, patterns);
+    populateNNToRuntimeConversionPatterns(converter, patterns, *sums);
+    populateEpilogueFusionPatterns(converter, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateCallOpTypeConversionPattern(patterns, converter);
@@ -676,10 +615,23 @@ struct LowerNNToRuntimePass
 
 void bitpipe::populateNNToRuntimeConversionPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
-  patterns.add<EmbeddingLowering, EmbeddingGradLowering, LayerNormLowering,
-               LayerNormGradLowering, LinearLowering, LinearInputGradLowering,
-               LinearWeightGradLowering, AttentionLowering,
+  // No sums planned: every parameter-gradient sum is a bp_add_fwd, as
+  // under fp32.
+  static const GradientSumPlan kNoSums;
+  nn_lowering::populateNNToRuntimeConversionPatterns(converter, patterns,
+                                                     kNoSums);
+}
+
+void nn_lowering::populateNNToRuntimeConversionPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns,
+    const GradientSumPlan &sums) {
+  MLIRContext *context = patterns.getContext();
+  patterns.add<EmbeddingLowering, LayerNormLowering, LinearLowering,
+               LinearInputGradLowering, AttentionLowering,
                AttentionGradLowering, GeluLowering, GeluGradLowering,
-               AddLowering, CrossEntropyLowering, CrossEntropyGradLowering,
-               SplatConstantLowering>(converter, patterns.getContext());
+               CrossEntropyLowering, CrossEntropyGradLowering,
+               SplatConstantLowering>(converter, context);
+  patterns.add<EmbeddingGradLowering, LayerNormGradLowering,
+               LinearWeightGradLowering, AddLowering>(converter, context,
+                                                      sums);
 }

@@ -11,10 +11,12 @@
 
 #include "Manifest.h"
 
+#include "bitpipe/Conversion/Target/StorageType.h"
 #include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/NN/IR/NNAttrs.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
@@ -134,6 +136,13 @@ RankedTensorType bufferType(Type type) {
   return tensor;
 }
 
+/// The manifest's dtype of a buffer of element type \p element.
+bp_dtype dtypeOf(Type element) {
+  if (element.isBF16())
+    return BP_DTYPE_BF16;
+  return element.isF32() ? BP_DTYPE_F32 : BP_DTYPE_I32;
+}
+
 /// "[256, 64]".
 std::string formatShape(ArrayRef<int64_t> shape) {
   std::string text;
@@ -146,7 +155,8 @@ std::string formatShape(ArrayRef<int64_t> shape) {
 
 } // namespace
 
-LogicalResult manifest::describeRoles(Function &function) {
+LogicalResult manifest::describeRoles(Function &function,
+                                      Precision precision) {
   func::FuncOp fn = function.fn;
   StringRef kind = stringifyFunctionKind(function.kind);
   auto badType = [&](StringRef what, unsigned i, Type type) {
@@ -166,6 +176,12 @@ LogicalResult manifest::describeRoles(Function &function) {
     role->type = bufferType(fn.getArgumentTypes()[i]);
     if (!role->type)
       return badType("argument", i, fn.getArgumentTypes()[i]);
+    // A declaration (tests) has no values: its arguments are read, never
+    // gradients.
+    role->dtype = dtypeOf(getElementTypeOrSelf(
+        fn.isExternal()
+            ? storageType(role->type, /*parameterGradient=*/false, precision)
+            : storageType(fn.getArgument(i), precision)));
     function.args.push_back(std::move(*role));
   }
   for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i) {
@@ -178,6 +194,14 @@ LogicalResult manifest::describeRoles(Function &function) {
     role->type = bufferType(fn.getResultTypes()[i]);
     if (!role->type)
       return badType("result", i, fn.getResultTypes()[i]);
+    // What the function returns decides; for a declaration (tests), the
+    // role: a backward's "param" result is the parameter's gradient.
+    Type stored =
+        fn.isExternal()
+            ? storageType(role->type, role->kind == BP_ROLE_PARAM, precision)
+            : storageType(fn.getBody().back().getTerminator()->getOperand(i),
+                          precision);
+    role->dtype = dtypeOf(getElementTypeOrSelf(stored));
     function.results.push_back(std::move(*role));
   }
   return success();
@@ -272,10 +296,7 @@ void writeRole(llvm::json::OStream &j, const Role &role) {
       for (int64_t d : role.type.getShape())
         j.value(d);
     });
-    j.attribute(
-        key::Dtype,
-        bp_dtype_names[role.type.getElementType().isF32() ? BP_DTYPE_F32
-                                                          : BP_DTYPE_I32]);
+    j.attribute(key::Dtype, bp_dtype_names[role.dtype]);
   });
 }
 
@@ -295,6 +316,10 @@ std::string manifest::writeManifest(const Manifest &m) {
   llvm::json::OStream j(os);
   j.object([&] {
     j.attribute(key::Version, BP_MANIFEST_VERSION);
+    j.attributeObject(key::Target, [&] {
+      j.attribute(key::Name, stringifyTargetKind(m.target));
+      j.attribute(key::Precision, stringifyPrecision(m.precision));
+    });
     j.attributeObject(key::Model, [&] {
       j.attribute(key::Name, m.modelName);
       j.attribute(key::Family, m.family);

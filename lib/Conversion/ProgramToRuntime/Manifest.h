@@ -11,6 +11,8 @@
 #ifndef BITPIPE_LIB_CONVERSION_PROGRAMTORUNTIME_MANIFEST_H
 #define BITPIPE_LIB_CONVERSION_PROGRAMTORUNTIME_MANIFEST_H
 
+#include "bitpipe/Conversion/Target/Target.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/SmallVector.h"
@@ -41,7 +43,11 @@ struct Role {
   std::string name;
   /// The index of the other roles; -1 for those without one.
   int64_t index = -1;
+  /// The tensor as the stage function on tensors has it (f32 or i32).
   mlir::RankedTensorType type;
+  /// Its buffer's element type once lowered in the manifest's precision
+  /// (bf16 for most f32 tensors under bf16; StorageType.h).
+  bp_dtype dtype = BP_DTYPE_F32;
 };
 
 /// One entry of "functions".
@@ -79,6 +85,9 @@ struct Rank {
 };
 
 struct Manifest {
+  // "target"
+  TargetKind target = TargetKind::CPU;
+  Precision precision = Precision::FP32;
   // "model"
   std::string modelName, family;
   int64_t vocab = 0, seqLen = 0, microbatchSize = 0;
@@ -93,10 +102,11 @@ struct Manifest {
 };
 
 /// Fills `function.args` and `.results` from the role attributes of its
-/// function. Fails, with an error at the function, on a value without a
-/// role its kind allows, or of a type the runtime has no buffer for
-/// (anything but a statically shaped tensor of f32 or i32).
-mlir::LogicalResult describeRoles(Function &function);
+/// function, with the dtypes its buffers have under \p precision. Fails,
+/// with an error at the function, on a value without a role its kind
+/// allows, or of a type the runtime has no buffer for (anything but a
+/// statically shaped tensor of f32 or i32).
+mlir::LogicalResult describeRoles(Function &function, Precision precision);
 
 /// Every parameter the functions take as a "param" argument, once, in the
 /// order of first appearance, with its shape and `nn.init`. Fails, with an

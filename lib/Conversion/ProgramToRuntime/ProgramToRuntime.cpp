@@ -22,6 +22,7 @@
 #include "Manifest.h"
 
 #include "bitpipe/Conversion/RuntimeAbi/RuntimeAbi.h"
+#include "bitpipe/Conversion/Target/StorageType.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
@@ -116,7 +117,8 @@ int64_t tensorBytes(Type type) {
 /// forward to the backward, or weight half, that ends it): the memory of
 /// activations in flight that the schedule implies, which the runtime
 /// measures and compares.
-std::pair<int64_t, int64_t> peakSavedActivations(ProgramOp program) {
+std::pair<int64_t, int64_t> peakSavedActivations(ProgramOp program,
+                                                 Precision precision) {
   llvm::DenseMap<Value, int64_t> bytesOf;
   int64_t live = 0, liveBytes = 0, peak = 0, peakBytes = 0;
   auto end = [&](Value saved) {
@@ -128,9 +130,16 @@ std::pair<int64_t, int64_t> peakSavedActivations(ProgramOp program) {
       auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
           forward, forward.getCalleeAttr());
       int64_t bytes = 0;
+      // In the precision the buffers will have (bf16: half the bytes).
+      Operation *returned = callee.isExternal()
+                                ? nullptr
+                                : callee.getBody().front().getTerminator();
       for (unsigned i = 0; i < callee.getNumResults(); ++i)
         if (callee.getResultAttr(i, attr::kSaved))
-          bytes += tensorBytes(callee.getResultTypes()[i]);
+          bytes += tensorBytes(
+              returned ? storageType(returned->getOperand(i), precision)
+                       : storageType(callee.getResultTypes()[i],
+                                     /*parameterGradient=*/false, precision));
       bytesOf[forward.getSaved()] = bytes;
       ++live;
       liveBytes += bytes;
@@ -147,7 +156,8 @@ std::pair<int64_t, int64_t> peakSavedActivations(ProgramOp program) {
 }
 
 FailureOr<FunctionTable> collectFunctions(ModuleOp module,
-                                          ArrayRef<ProgramOp> programs) {
+                                          ArrayRef<ProgramOp> programs,
+                                          Precision precision) {
   SymbolTable symbols(module);
   llvm::MapVector<Operation *, manifest::Function> found;
   llvm::DenseMap<Operation *, Operation *> firstUse;
@@ -195,7 +205,7 @@ FailureOr<FunctionTable> collectFunctions(ModuleOp module,
            std::make_tuple(b.stage, b.kind, func::FuncOp(b.fn).getSymName());
   });
   for (auto [i, entry] : llvm::enumerate(table.functions)) {
-    if (failed(manifest::describeRoles(entry)))
+    if (failed(manifest::describeRoles(entry, precision)))
       return failure();
     table.index[entry.fn] = i;
   }
@@ -624,6 +634,14 @@ LogicalResult LowerProgramToRuntimePass::lower() {
     return failure();
 
   manifest::Manifest manifest;
+  if (!supportsPrecision(target, precision))
+    return module.emitError()
+           << "precision=" << stringifyPrecision(precision)
+           << " needs target=" << stringifyTargetKind(TargetKind::CUDA)
+           << "; the " << stringifyTargetKind(target)
+           << " runtime has fp32 kernels only";
+  manifest.target = target;
+  manifest.precision = precision;
   if (failed(readSchedule(*world, manifest)))
     return failure();
   func::FuncOp model;
@@ -638,7 +656,8 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   if (failed(manifest::readModel(model, manifest)))
     return failure();
 
-  FailureOr<FunctionTable> table = collectFunctions(module, *programs);
+  FailureOr<FunctionTable> table =
+      collectFunctions(module, *programs, precision);
   if (failed(table))
     return failure();
   FailureOr<std::vector<manifest::Param>> params =
@@ -668,7 +687,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
     rank.numValues = planner.numValues;
     rank.dpCopy = world->copy(program.getRank());
     std::tie(rank.peakHandles, rank.peakSavedBytes) =
-        peakSavedActivations(program);
+        peakSavedActivations(program, precision);
     llvm::StringSet<> held;
     for (func::FuncOp fn : planner.forwards)
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)

@@ -24,6 +24,12 @@
 |*  - Outputs must not alias inputs unless the comment says they may.         *|
 |*  - Kernels are single-threaded except inside OpenBLAS, which uses its own  *|
 |*    thread pool (OPENBLAS_NUM_THREADS). They are reentrant.                 *|
+|*  - Element types: `float *` is fp32 on the CPU target. On the CUDA       *|
+|*    target the same functions take device pointers and, under bf16          *|
+|*    precision, the `float *` of activations, their gradients and weights    *|
+|*    point at bf16 (cuda.h, "The execution context"); parameter gradients,   *|
+|*    statistics and the loss stay fp32. Kernels.def keeps their kinds        *|
+|*    F32_IN / F32_OUT: the compiler passes addresses, never reads them.      *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -102,6 +108,27 @@ bp_status_t bp_linear_fwd(const float *x, const float *w, const float *b,
 /* Input gradient: writes dx = dy W.  dy [N, Out]; w [Out, In]; dx [N, In]. */
 bp_status_t bp_linear_bwd_input(const float *dy, const float *w, float *dx,
                                 int64_t N, int64_t In, int64_t Out);
+
+/* Linear with a GELU epilogue: writes pre = x W^T + b (kept: the linear's
+ * own result, which the backward and any other user read) and
+ * y = gelu(pre), the tanh form of bp_gelu_fwd.
+ *   x [N, In]; w [Out, In]; b [Out] or NULL; y, pre [N, Out].
+ * The compiler calls it where an nn.linear feeds an nn.gelu, so that the
+ * GPU applies the GELU in the matrix product's epilogue (cuBLASLt); on the
+ * CPU it is bp_linear_fwd then bp_gelu_fwd, bit for bit. */
+bp_status_t bp_linear_gelu_fwd(const float *x, const float *w, const float *b,
+                               float *y, float *pre, int64_t N, int64_t In,
+                               int64_t Out);
+
+/* Input gradient through a GELU: for y = gelu(pre) W^T + b, writes the
+ * gradient of pre, dx = (dy W) * gelu'(pre) (bp_gelu_bwd's gelu').
+ *   dy [N, Out]; w [Out, In]; pre [N, In]; dx [N, In].
+ * The compiler calls it where an nn.gelu_grad takes an nn.linear_input_grad
+ * result used nowhere else; on the CPU it is bp_linear_bwd_input then
+ * bp_gelu_bwd, bit for bit. */
+bp_status_t bp_linear_bwd_input_gelu(const float *dy, const float *w,
+                                     const float *pre, float *dx, int64_t N,
+                                     int64_t In, int64_t Out);
 
 /* Weight gradient: accumulates dw += dy^T x and, when db is not NULL,
  * db += sum over rows of dy.

@@ -1,5 +1,11 @@
 // RUN: bitpipe-opt %s -split-input-file -verify-diagnostics --bitpipe-lower-program-to-runtime -o /dev/null
 // RUN: not bitpipe-opt %S/program-to-runtime.mlir --bitpipe-lower-program-to-runtime=manifest-file=%t.missing/manifest.json -o /dev/null 2>&1 | FileCheck %s --check-prefix=FILE
+// The CPU runtime has fp32 kernels only.
+// RUN: not bitpipe-opt %S/program-to-runtime.mlir --bitpipe-lower-program-to-runtime=precision=bf16 -o /dev/null 2>&1 | FileCheck %s --check-prefix=BF16-CPU
+// BF16-CPU: error: precision=bf16 needs target=cuda; the cpu runtime has fp32 kernels only
+// An unknown word is named by the option parser.
+// RUN: not bitpipe-opt %S/program-to-runtime.mlir --bitpipe-lower-program-to-runtime=target=tpu -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-TARGET
+// BAD-TARGET: Cannot find option named 'tpu'!
 
 // Every error of bitpipe-lower-program-to-runtime, one module each. Stage
 // functions are declarations with the role attributes of

@@ -176,18 +176,19 @@ module attributes {
 // CHECK-NEXT:    call @bp_rt_optimizer_step
 
 // The manifest, embedded (bytes, no NUL: the type, an array of as many
-// i8 as the string has bytes, is implied) with its size: 2054 bytes, the
+// i8 as the string has bytes, is implied) with its size: 2097 bytes, the
 // file's text less its newline.
-// CHECK:       llvm.mlir.global external constant @bitpipe_manifest("{\22version\22:1,\22model\22:{{.*}}]}") {addr_space = 0 : i32}{{$}}
-// CHECK:       llvm.mlir.global external constant @bitpipe_manifest_size(2054 : i64) {addr_space = 0 : i32} : i64
+// CHECK:       llvm.mlir.global external constant @bitpipe_manifest("{\22version\22:2,\22target\22:{{.*}}]}") {addr_space = 0 : i32}{{$}}
+// CHECK:       llvm.mlir.global external constant @bitpipe_manifest_size(2097 : i64) {addr_space = 0 : i32} : i64
 // RUN: wc -c < %t.json | FileCheck %s --check-prefix=BYTES
-// BYTES: {{^}}2055{{$}}
+// BYTES: {{^}}2098{{$}}
 
 // The same text (compact JSON, program.h's key order). Parameters once, in
 // order of first appearance; only matrices decay. The backward's parameter
 // argument is a forward_arg (bound from the handle), its parameter result a
 // "param" gradient. Rank 1 holds only "wte".
-// MANIFEST:      {"version":1,
+// MANIFEST:      {"version":2,
+// MANIFEST-SAME: "target":{"name":"cpu","precision":"fp32"},
 // MANIFEST-SAME: "model":{"name":"m","family":"gpt","vocab":8,"seq_len":4,"microbatch_size":2,"mask_token":7},
 // MANIFEST-SAME: "schedule":{"name":"gpipe","microbatches":2,"devices":2,"data_parallel":1,"world_size":2},
 // MANIFEST-SAME: "params":[{"name":"wte","shape":[8,4],"init":{"kind":"normal","std":0.02},"decay":true},
@@ -220,3 +221,34 @@ module attributes {
 // MANIFEST-SAME: "ranks":[
 // MANIFEST-SAME:   {"num_values":9,"dp_copy":0,"peak_handles":2,"peak_saved_bytes":256,"params":["wte","ln.bias"],"buckets":[{"group":0,"params":["wte"]}]},
 // MANIFEST-SAME:   {"num_values":11,"dp_copy":0,"peak_handles":2,"peak_saved_bytes":0,"params":["wte"],"buckets":[{"group":0,"params":["wte"]}]}]}
+
+// The CUDA target in bf16 (bitpipe/Conversion/Target/StorageType.h): the
+// weights the stage functions read, activations, saved values and their
+// gradients are bf16; parameter gradients, the loss and token ids are not.
+// The saved bytes in flight halve.
+// RUN: bitpipe-opt %s --bitpipe-lower-program-to-runtime="manifest-file=%t.bf16.json target=cuda precision=bf16" -o /dev/null
+// RUN: FileCheck %s --input-file=%t.bf16.json --check-prefix=BF16
+// BF16:      {"version":2,
+// BF16-SAME: "target":{"name":"cuda","precision":"bf16"},
+// BF16-SAME:   {"name":"m_stage0","kind":"forward","stage":0,
+// BF16-SAME:    "args":[{"role":"param","param":"wte","shape":[8,4],"dtype":"bf16"},
+// BF16-SAME:            {"role":"param","param":"ln.bias","shape":[4],"dtype":"bf16"},
+// BF16-SAME:            {"role":"input","input":"tokens","shape":[2,4],"dtype":"i32"}],
+// BF16-SAME:    "results":[{"role":"output","shape":[2,4,4],"dtype":"bf16"},
+// BF16-SAME:               {"role":"saved","index":0,"shape":[2,4,4],"dtype":"bf16"}]},
+// BF16-SAME:   {"name":"m_stage0_bwd","kind":"backward","stage":0,
+// BF16-SAME:    "args":[{"role":"forward_arg","index":2,"shape":[2,4],"dtype":"i32"},
+// BF16-SAME:            {"role":"saved","index":0,"shape":[2,4,4],"dtype":"bf16"},
+// BF16-SAME:            {"role":"grad_of_result","index":0,"shape":[2,4,4],"dtype":"bf16"}],
+// BF16-SAME:    "results":[{"role":"param","param":"wte","shape":[8,4],"dtype":"f32"},
+// BF16-SAME:               {"role":"param","param":"ln.bias","shape":[4],"dtype":"f32"}]},
+// BF16-SAME:    "results":[{"role":"output","shape":[],"dtype":"f32"}]},
+// BF16-SAME:    "results":[{"role":"grad_of_arg","index":0,"shape":[2,4,4],"dtype":"bf16"},
+// BF16-SAME:               {"role":"param","param":"wte","shape":[8,4],"dtype":"f32"}]}],
+// BF16-SAME:   {"num_values":9,"dp_copy":0,"peak_handles":2,"peak_saved_bytes":128,
+
+// The CUDA target in fp32: only the target differs.
+// RUN: bitpipe-opt %s --bitpipe-lower-program-to-runtime="manifest-file=%t.cuda.json target=cuda" -o /dev/null
+// RUN: FileCheck %s --input-file=%t.cuda.json --check-prefix=CUDA-FP32
+// CUDA-FP32:     {"version":2,"target":{"name":"cuda","precision":"fp32"},
+// CUDA-FP32-NOT: bf16

@@ -3,6 +3,8 @@
 #ifndef BITPIPE_CONVERSION_PROGRAMTORUNTIME_PROGRAMTORUNTIME_H
 #define BITPIPE_CONVERSION_PROGRAMTORUNTIME_PROGRAMTORUNTIME_H
 
+#include "bitpipe/Conversion/Target/Target.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

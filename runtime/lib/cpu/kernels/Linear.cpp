@@ -2,6 +2,8 @@
 //
 // y = x W^T + b with W [Out, In]. Every product is one cblas_sgemm on the
 // row-major buffers as they are; the transposes are sgemm flags, not copies.
+// The GELU-fused entry points are the unfused kernels in sequence, so that a
+// fused program computes bit for bit what the unfused one did.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,4 +61,28 @@ extern "C" bp_status_t bp_linear_bwd_weight(const float *dy, const float *x,
     }
   }
   return BP_OK;
+}
+
+extern "C" bp_status_t bp_linear_gelu_fwd(const float *x, const float *w,
+                                          const float *b, float *y,
+                                          float *pre, int64_t N, int64_t In,
+                                          int64_t Out) {
+  if (!allNonNull({x, w, y, pre}) || !allPositive({N, In, Out}))
+    return BP_ERR_INVALID_ARGUMENT;
+  if (bp_status_t status = bp_linear_fwd(x, w, b, pre, N, In, Out))
+    return status;
+  return bp_gelu_fwd(pre, y, N * Out);
+}
+
+extern "C" bp_status_t bp_linear_bwd_input_gelu(const float *dy,
+                                                const float *w,
+                                                const float *pre, float *dx,
+                                                int64_t N, int64_t In,
+                                                int64_t Out) {
+  if (!allNonNull({dy, w, pre, dx}) || !allPositive({N, In, Out}))
+    return BP_ERR_INVALID_ARGUMENT;
+  if (bp_status_t status = bp_linear_bwd_input(dy, w, dx, N, In, Out))
+    return status;
+  // bp_gelu_bwd lets dx alias dy: the product is scaled in place.
+  return bp_gelu_bwd(dx, pre, dx, N * In);
 }

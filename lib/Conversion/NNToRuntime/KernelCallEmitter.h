@@ -1,0 +1,164 @@
+//===- KernelCallEmitter.h - Building kernel calls --------------*- C++ -*-===//
+//
+// What every pattern of bitpipe-lower-nn-to-runtime needs to emit one nn
+// op's kernel calls: sizes from tensor shapes, buffers, their addresses, and
+// checked calls of the functions of bitpipe/abi/Kernels.def. Shared by the
+// per-op patterns (NNToRuntime.cpp) and the fused ones (EpilogueFusion.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_LIB_CONVERSION_NNTORUNTIME_KERNELCALLEMITTER_H
+#define BITPIPE_LIB_CONVERSION_NNTORUNTIME_KERNELCALLEMITTER_H
+
+#include "bitpipe/Conversion/RuntimeAbi/RuntimeAbi.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Support/DebugStringHelper.h"
+#include "llvm/Support/ErrorHandling.h"
+
+#include <algorithm>
+
+namespace bitpipe::nn_lowering {
+
+using namespace mlir;
+using abi::Kernel;
+
+
+inline int64_t numElements(mlir::Value v) {
+  return cast<ShapedType>(v.getType()).getNumElements();
+}
+inline int64_t dimSize(mlir::Value v, int64_t i) {
+  return cast<ShapedType>(v.getType()).getDimSize(i);
+}
+inline int64_t lastDim(mlir::Value v) {
+  auto type = cast<ShapedType>(v.getType());
+  return type.getDimSize(type.getRank() - 1);
+}
+/// Rows of a [..., features] tensor seen as [N, features], as the kernels do.
+inline int64_t rows(mlir::Value v) { return numElements(v) / lastDim(v); }
+
+//===----------------------------------------------------------------------===//
+// Emitting kernel calls
+//===----------------------------------------------------------------------===//
+
+/// Builds, at the rewriter's insertion point, the IR of one nn op's kernel
+/// calls: buffers, their addresses, size constants, and checked calls. The
+/// kernels are declared in the module on first use, with the types of
+/// bitpipe/abi/Kernels.def.
+class KernelCallEmitter {
+public:
+  KernelCallEmitter(Operation *op, ConversionPatternRewriter &rewriter)
+      : op(op), rewriter(rewriter), loc(op->getLoc()),
+        ptrType(LLVM::LLVMPointerType::get(op->getContext())) {}
+
+  /// The aligned address of \p buffer as the `float *` / `int32_t *` of the
+  /// ABI. Through an index and i64 because memref has no pointer type.
+  Value pointer(Value buffer) {
+    Value index =
+        rewriter.create<memref::ExtractAlignedPointerAsIndexOp>(loc, buffer);
+    Value address = rewriter.create<arith::IndexCastOp>(
+        loc, rewriter.getI64Type(), index);
+    return rewriter.create<LLVM::IntToPtrOp>(loc, ptrType, address);
+  }
+  /// NULL: the ABI's "no bias".
+  Value null() { return rewriter.create<LLVM::ZeroOp>(loc, ptrType); }
+  Value i64(int64_t value) {
+    return rewriter.create<arith::ConstantIntOp>(loc, value, 64);
+  }
+  Value i32(int64_t value) {
+    return rewriter.create<arith::ConstantIntOp>(loc, value, 32);
+  }
+  Value f32(float value) {
+    return rewriter.create<arith::ConstantOp>(loc,
+                                              rewriter.getF32FloatAttr(value));
+  }
+
+  /// A fresh buffer for a value of tensor type \p type.
+  Value alloc(Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    return rewriter.create<memref::AllocOp>(
+        loc, MemRefType::get(tensor.getShape(), tensor.getElementType()));
+  }
+  /// A fresh buffer of \p shape for scratch: f32 (statistics), unless
+  /// \p element says otherwise.
+  Value allocScratch(ArrayRef<int64_t> shape, Type element = {}) {
+    return rewriter.create<memref::AllocOp>(
+        loc, MemRefType::get(shape, element ? element : rewriter.getF32Type()));
+  }
+  /// A fresh buffer holding \p value everywhere.
+  /// bp_fill writes floats: a bf16 buffer here would be a lowering bug
+  /// (only f32 parameter gradients and the f32 loss seed are filled), so
+  /// it stops the compiler rather than emit a wrong program.
+  Value allocFilled(Type type, float value) {
+    if (!cast<ShapedType>(type).getElementType().isF32())
+      llvm::report_fatal_error(
+          llvm::Twine("bitpipe: internal error: ") + op->getName().getStringRef() +
+          " would fill a buffer of " +
+          llvm::Twine(debugString(cast<ShapedType>(type).getElementType())) +
+          " with bp_fill, which writes f32 only");
+    Value buffer = alloc(type);
+    call(Kernel::bp_fill,
+         {pointer(buffer), f32(value), i64(numElements(buffer))});
+    return buffer;
+  }
+
+  /// Calls \p kernel with \p args and hands its status to bp_check with the
+  /// op's name. \p kernel must return a bp_status_t (Kernels.def: STATUS),
+  /// as every kernel does.
+  void call(Kernel kernel, ArrayRef<Value> args) {
+    const abi::Signature &signature = abi::signatureOf(kernel);
+    if (signature.result != abi::kind::STATUS)
+      llvm::report_fatal_error(llvm::Twine("bitpipe: internal error: ") +
+                               signature.name + " returns no status to check");
+    abi::checkArguments(signature, args);
+    auto module = op->getParentOfType<ModuleOp>();
+    FlatSymbolRefAttr callee = abi::declare(rewriter, module, signature);
+    Value status = rewriter
+                       .create<func::CallOp>(
+                           loc, callee,
+                           abi::functionTypeOf(signature, rewriter.getContext())
+                               .getResults(),
+                           args)
+                       .getResult(0);
+    const abi::Signature &check = abi::signatureOf(Kernel::bp_check);
+    FlatSymbolRefAttr checkCallee = abi::declare(rewriter, module, check);
+    SmallVector<Value, 2> checkArgs = {status, opName()};
+    abi::checkArguments(check, checkArgs);
+    rewriter.create<func::CallOp>(loc, checkCallee, TypeRange{}, checkArgs);
+  }
+
+private:
+  /// The address of a NUL-terminated global holding the op's name (e.g.
+  /// "nn.linear"), once per module and op name.
+  Value opName() {
+    std::string text = op->getName().getStringRef().str();
+    std::string symbol = "__bp_name_" + text;
+    std::replace(symbol.begin(), symbol.end(), '.', '_');
+    auto module = op->getParentOfType<ModuleOp>();
+    if (!module.lookupSymbol(symbol)) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      text.push_back('\0');
+      auto type = LLVM::LLVMArrayType::get(rewriter.getI8Type(), text.size());
+      rewriter.create<LLVM::GlobalOp>(module.getLoc(), type,
+                                      /*isConstant=*/true,
+                                      LLVM::Linkage::Internal, symbol,
+                                      rewriter.getStringAttr(text));
+    }
+    return rewriter.create<LLVM::AddressOfOp>(loc, ptrType, symbol);
+  }
+
+  Operation *op;
+  ConversionPatternRewriter &rewriter;
+  Location loc;
+  Type ptrType;
+};
+
+} // namespace bitpipe::nn_lowering
+
+#endif // BITPIPE_LIB_CONVERSION_NNTORUNTIME_KERNELCALLEMITTER_H
