@@ -393,17 +393,10 @@ struct CrossEntropyGradLowering : OpConversionPattern<nn::CrossEntropyGradOp> {
   matchAndRewrite(nn::CrossEntropyGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
-    // The ABI takes the loss gradient by value. The seed of a backward is a
-    // constant: use it as one, since reading a buffer from the host is not
-    // possible where buffers live on a device.
-    Value dloss;
-    SplatElementsAttr seed;
-    if (matchPattern(op.getLossGrad(), m_Constant(&seed)) &&
-        seed.getElementType().isF32())
-      dloss = emit.f32(seed.getSplatValue<APFloat>().convertToFloat());
-    else
-      dloss = rewriter.create<memref::LoadOp>(op.getLoc(),
-                                              adaptor.getLossGrad());
+    // The loss gradient is passed by address (runtime.h): the buffer lives
+    // where the tensors do, which on the CUDA target is the device, so the
+    // kernel reads it there and no step waits for a host read.
+    Value dloss = emit.pointer(adaptor.getLossGrad());
     Value dlogits = emit.alloc(op.getType());
     emit.call(Kernel::bp_cross_entropy_bwd,
               {emit.pointer(adaptor.getLogits()),
