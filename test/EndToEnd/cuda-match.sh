@@ -115,8 +115,8 @@ compile)
     --devices 1 --schedule gpipe --microbatches "$microbatches" \
     -o "$dir/train"; then
     echo "cuda-match: bitpipe-compile --target cuda --precision $precision" \
-      "failed for $model (above); until the CUDA target of issue 12 is in" \
-      "this build, it answers 'not implemented'" >&2
+      "failed for $model (above): until issue 12's CUDA target is in this" \
+      "build, it rejects --precision or answers 'not implemented'" >&2
     exit 1
   fi
   ;;
