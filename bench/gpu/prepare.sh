@@ -63,9 +63,9 @@ if [ "$do_build" = 1 ]; then
       -DCMAKE_CUDA_ARCHITECTURES=90 || fail "CMake configure"
   fi
   # The runtime libraries that bitpipe-compile links executables with, for
-  # each target (their link files): the targets named *RuntimeLink*.
+  # either target, and their link-file targets: every BitPipeRuntime*.
   link_targets=$(ninja -C "$build" -t targets all 2>/dev/null |
-    sed -n 's/^\(BitPipeRuntimeLink[A-Za-z0-9_]*\):.*/\1/p' | sort -u)
+    sed -n 's/^\(BitPipeRuntime[A-Za-z0-9_]*\):.*/\1/p' | sort -u)
   for t in "${targets[@]}" $link_targets; do
     # One target at a time, so that one that cannot build (the block bench
     # before the kernels exist) does not hide the others.
