@@ -9,13 +9,16 @@ line per tensor that fails, then a summary line
     params: N tensors, worst W of its allowance (NAME): equal|DIFFERENT
 and exits 0 when equal, 1 when not, 2 on unreadable input.
 
-The bounds (cuda-match.sh's header derives them):
-  fp32  per tensor, max |c - r| <= 1e-4 * max |r|   (issue 12's 1e-4
-        relative; bitpipe-compare's per-tensor form);
-  bf16  per tensor, ||c - r||_2 <= 0.5 * ||r - init||_2   (on the update:
-        bf16 gradients flip the sign of AdamW's update of the elements
-        whose gradient is below their rounding error).
-One part of every layer is exempt from both, and checked on its own: the
+The bound, per tensor, on the update from INIT (bitpipe-compare
+--update-from's form; cuda-match.sh's header derives the numbers):
+    ||c - r||_2 <= rtol * ||r - init||_2,
+  rtol 1e-3 for fp32 (absolute.sh's float32 bound: AdamW turns the rounding
+  noise of near-zero gradients into element differences of up to lr per
+  step, so no element-wise or max-based 1e-4 bound holds even between the
+  CPU runtime and the float64 reference), 0.5 for bf16 (bf16 gradients flip
+  the sign of AdamW's update of the elements whose gradient is below their
+  rounding error).
+One part of every layer is exempt from that bound and checked on its own: the
 key third of the attention's qkv bias (elements H .. 2H-1 of
 layers.*.attn.qkv.bias). Its gradient is zero in exact arithmetic (adding a
 constant to every key adds the same q.b to every score of a query, which the
@@ -41,8 +44,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import safetensors_io  # noqa: E402
 
 KEY_BIAS = re.compile(r"^layers\.\d+\.attn\.qkv\.bias$")
-FP32_RTOL = 1e-4
-BF16_UPDATE_RTOL = 0.5
+UPDATE_RTOL = {"fp32": 1e-3, "bf16": 0.5}
 
 
 def split_key_bias(name, *arrays):
@@ -95,20 +97,16 @@ def main():
             if moved > key_bound:
                 problems.append(f"{name}[key third]: moved {moved:.3g} from "
                                 f"init; AdamW allows at most {key_bound:.3g}")
-        if a.precision == "fp32":
-            err = float(np.max(np.abs(c - r)))
-            allowed = FP32_RTOL * float(np.max(np.abs(r)))
-            what = "max |c - r|"
-        else:
-            err = float(np.linalg.norm(c - r))
-            allowed = BF16_UPDATE_RTOL * float(np.linalg.norm(r - r0))
-            what = "||c - r||_2"
+        err = float(np.linalg.norm(c - r))
+        allowed = UPDATE_RTOL[a.precision] * float(np.linalg.norm(r - r0))
+        what = "||c - r||_2"
         ratio = err / allowed if allowed > 0 else (0.0 if err == 0 else np.inf)
         if ratio > worst:
             worst, worst_name = ratio, name
         if not ratio <= 1:
             problems.append(f"{name}: {what} = {err:.3g}, allowed "
-                            f"{allowed:.3g}")
+                            f"{allowed:.3g} ({UPDATE_RTOL[a.precision]:g} x "
+                            f"||r - init||_2)")
     for line in problems:
         print("cuda-match-params: " + line)
     print(f"params: {len(set(ref) & set(cand))} tensors, worst {worst:.3g} of "
