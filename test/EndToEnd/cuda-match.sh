@@ -23,28 +23,29 @@
 #   --precision bf16 (bf16 weight copies, activations and their gradients;
 #     fp32 master weights, accumulators, statistics and loss), against the
 #     same fp32 CPU run. bf16 keeps 8 significant bits: each stored value is
-#     rounded by up to 2^-9 = 2.0e-3 relative (RMS 1.1e-3, unbiased).
-#     - loss, 1e-2 relative: a forward pass of these models stores ~50
-#       rounded tensors in a chain (6 layers x ~8, and the weight copies),
-#       so the last hidden state is off by ~sqrt(50) x 1.1e-3 = 8e-3
-#       relative (random walk; the residual stream adds the errors rather
-#       than multiplying them). The loss is a mean over 128 positions of
-#       log-sum-exp(z) - z_label, whose error is a weighted mean of the
-#       logits' errors (~1e-3 absolute at init, logits ~0.16): ~4e-4
-#       relative of a loss of ~5.5. The bound keeps a factor 25.
-#     - gradient norm, 2e-2 relative: the backward adds as many roundings
-#       again (~100 in all: ~1.1e-2 per element, random walk); the norm
-#       averages them over 10^5 elements, so 2e-2 is the per-element
-#       random-walk level, a margin of 10 or more for the norm.
+#     rounded by up to 2^-9 = 2.0e-3 relative (RMS 1.1e-3, unbiased), at
+#     ~50 points of a forward pass of these models (6 layers x ~8, and the
+#     weight copies) and as many again in the backward; the residual stream
+#     adds those errors rather than multiplying them, so a hidden state is
+#     off by ~sqrt(50) x 1.1e-3 = 8e-3 relative, a gradient element by ~1e-2.
+#     - loss, 5e-3 relative: the loss is a mean over 128 positions of
+#       log-sum-exp(z) - z_label, which averages the logits' errors: ~4e-4
+#       of a loss of ~5.5 by that estimate;
+#     - gradient norm, 2e-2 relative: the per-element level; the norm
+#       averages the elements' errors over 10^5 elements;
 #     - parameters, on the update: ||c - r||_2 <= 0.5 ||r - init||_2 per
-#       tensor. AdamW's first updates are nearly lr x sign(g), whatever |g|:
-#       an element whose gradient is smaller than its bf16 error (~1e-2 of
-#       the tensor's typical gradient, so ~1-2% of the elements of a
-#       Gaussian-like gradient) can move the other way, by up to 2 lr per
-#       step. That bounds the error by ~2 sqrt(0.02) = 0.3 of the update's
-#       norm; 0.5 allows for it and still fails a run that did not update
-#       (1.0), updated with the wrong sign (2.0) or with an unrelated
-#       gradient (~1.4).
+#       tensor. AdamW's first updates are nearly lr x sign(g) whatever |g|,
+#       so an element whose gradient is below its bf16 error (a percent or
+#       two of a tensor's elements) can move the other way, by up to 2 lr
+#       per step: ~2 sqrt(0.02) = 0.3 of the update's norm. 0.5 allows for
+#       it and still fails a run that did not update (1.0), updated with
+#       the wrong sign (2.0) or along an unrelated gradient (~1.4).
+#     cuda-bf16-emulation.py measures all three: the float64 reference with
+#     bf16 rounding where the CUDA path stores bf16 stays within 1.7e-4
+#     (loss), 1.2e-3 (gradient norm) and 0.12 of the update (parameters)
+#     of the CPU run, for both models: margins of 29, 16 and 4 over the
+#     device's own rounding, which the emulation leaves out in part
+#     (residual sums, the order of the products' sums).
 #   In both precisions the key third of the attention's qkv bias is checked
 #   only against AdamW's bound (cuda-match-params.py says why: its gradient
 #   is zero in exact arithmetic, so each run moves it by its own rounding
@@ -159,7 +160,7 @@ case)
   if [ "$precision" = fp32 ]; then
     loss_rtol=1e-4 norm_rtol=1e-4
   else
-    loss_rtol=1e-2 norm_rtol=2e-2
+    loss_rtol=5e-3 norm_rtol=2e-2
   fi
   status=0
   echo "== losses ($precision: loss within $loss_rtol, gradient norm within $norm_rtol)"
