@@ -325,6 +325,10 @@ void measure(const Shape &s, bool cudnn, int warmup, int iters,
   std::fflush(stdout);
   Buffers buffers(stream);
   Block block(s, buffers, stream);
+  // The inputs were uploaded with cudaMemcpy on the legacy stream, which a
+  // non-blocking stream does not wait for (and a pageable upload may still
+  // be in flight when cudaMemcpy returns): wait for the whole device once.
+  cudaCheck(cudaDeviceSynchronize(), "cudaDeviceSynchronize (inputs)");
   cudaEvent_t start, mid, end;
   cudaCheck(cudaEventCreate(&start), "cudaEventCreate");
   cudaCheck(cudaEventCreate(&mid), "cudaEventCreate");
