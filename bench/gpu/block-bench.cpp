@@ -2,6 +2,7 @@
 //
 //   bitpipe-gpu-block-bench [--shapes H,nh,T,B[;H,nh,T,B...]] [--warmup K]
 //                           [--iters K] [--attention own|cudnn|both]
+//                           [--breakdown]
 //
 // Times one GPT block (pre-LN, fused qkv, causal attention, output
 // projection, residual, layer norm, 4H MLP with tanh GELU, residual) forward
@@ -14,7 +15,11 @@
 // One line per measurement, for bench/gpu/check.sh to read:
 //   BPBENCH block H=1024 nh=16 T=1024 B=8 attn=own fwd_ms=.. bwd_ms=..
 //           ms=.. tflops=..
-// or "BPBENCH block ... attn=cudnn unsupported". Times are medians over the
+// or "BPBENCH block ... attn=cudnn unsupported"; with --breakdown, then one
+// line per kernel call of the block, its median time over further
+// iterations with an event pair around each call:
+//   BPOP H=1024 nh=16 T=1024 B=8 attn=own ms=.. op=bp_cuda_linear_fwd (qkv)
+//   Times are medians over the
 // timed iterations, from CUDA events around each iteration's forward and
 // backward on one stream, after warm-up iterations (which choose cuBLASLt's
 // algorithms and build cuDNN's plans). Inputs are random (values that a
@@ -50,8 +55,8 @@ double blockFlops(const Shape &s, bool causal) {
   double n = double(s.batch) * double(s.seqLen);
   double h = double(s.hidden);
   double matmuls = 72.0 * n * h * h;
-  double attention = 12.0 * double(s.batch) * double(s.seqLen) *
-                     double(s.seqLen) * h;
+  double attention =
+      12.0 * double(s.batch) * double(s.seqLen) * double(s.seqLen) * h;
   return matmuls + (causal ? attention / 2 : attention);
 }
 
@@ -63,8 +68,8 @@ double blockFlops(const Shape &s, bool causal) {
 
 void cudaCheck(cudaError_t err, const char *what) {
   if (err != cudaSuccess)
-    die(what, std::string(cudaGetErrorName(err)) + ": " +
-                  cudaGetErrorString(err));
+    die(what,
+        std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err));
 }
 
 /// Every kernel call goes through this: the first failure names the kernel.
@@ -146,6 +151,66 @@ private:
   std::vector<void *> owned_;
 };
 
+/// Per-kernel times: an event pair around each call of an iteration (the
+/// pairs are reused from one iteration to the next), the elapsed times
+/// collected per kernel name once the iteration has finished.
+class OpTimes {
+public:
+  ~OpTimes() {
+    for (Pair &p : pairs_) {
+      cudaEventDestroy(p.begin);
+      cudaEventDestroy(p.end);
+    }
+  }
+  void begin(const char *name, void *stream) {
+    if (next_ == pairs_.size()) {
+      Pair p;
+      cudaCheck(cudaEventCreate(&p.begin), "cudaEventCreate");
+      cudaCheck(cudaEventCreate(&p.end), "cudaEventCreate");
+      pairs_.push_back(p);
+    }
+    pairs_[next_].name = name;
+    cudaCheck(
+        cudaEventRecord(pairs_[next_].begin, static_cast<cudaStream_t>(stream)),
+        "cudaEventRecord");
+  }
+  void end(void *stream) {
+    cudaCheck(
+        cudaEventRecord(pairs_[next_++].end, static_cast<cudaStream_t>(stream)),
+        "cudaEventRecord");
+  }
+  /// After the iteration's work has finished: collects its times.
+  void collect() {
+    for (size_t i = 0; i < next_; ++i) {
+      float ms = 0;
+      cudaCheck(cudaEventElapsedTime(&ms, pairs_[i].begin, pairs_[i].end),
+                "cudaEventElapsedTime");
+      auto it = std::find_if(times_.begin(), times_.end(), [&](const auto &t) {
+        return t.first == pairs_[i].name;
+      });
+      if (it == times_.end())
+        times_.emplace_back(pairs_[i].name, std::vector<double>{ms});
+      else
+        it->second.push_back(ms);
+    }
+    next_ = 0;
+  }
+  /// (name, times in ms) in call order.
+  const std::vector<std::pair<std::string, std::vector<double>>> &
+  times() const {
+    return times_;
+  }
+
+private:
+  struct Pair {
+    std::string name;
+    cudaEvent_t begin, end;
+  };
+  std::vector<Pair> pairs_;
+  size_t next_ = 0;
+  std::vector<std::pair<std::string, std::vector<double>>> times_;
+};
+
 /// One block's weights, activations and gradients, and the kernel calls of
 /// its forward and backward (docs/models.md's GPT layer).
 class Block {
@@ -215,29 +280,39 @@ public:
     const int64_t H = s_.hidden, N = n_, B = s_.batch, T = s_.seqLen,
                   nh = s_.heads;
     void *st = stream_;
-    kernel(bp_cuda_layer_norm_fwd(x_, gamma1_, beta1_, xn1_, mean1_, rstd1_,
-                                  N, H, 1e-5f, st),
-           "bp_cuda_layer_norm_fwd (ln1)");
-    kernel(bp_cuda_linear_fwd(xn1_, wQkv_, bQkv_, qkv_, N, H, 3 * H, st),
-           "bp_cuda_linear_fwd (qkv)");
+    op("bp_cuda_layer_norm_fwd (ln1)", [&] {
+      return bp_cuda_layer_norm_fwd(x_, gamma1_, beta1_, xn1_, mean1_, rstd1_,
+                                    N, H, 1e-5f, st);
+    });
+    op("bp_cuda_linear_fwd (qkv)", [&] {
+      return bp_cuda_linear_fwd(xn1_, wQkv_, bQkv_, qkv_, N, H, 3 * H, st);
+    });
     if (cudnn)
-      kernel(bp_cudnn_attention_fwd(qkv_, attn_, lse_, B, T, H, nh, 1, st),
-             "bp_cudnn_attention_fwd");
+      op("bp_cudnn_attention_fwd", [&] {
+        return bp_cudnn_attention_fwd(qkv_, attn_, lse_, B, T, H, nh, 1, st);
+      });
     else
-      kernel(bp_cuda_attention_fwd(qkv_, attn_, lse_, B, T, H, nh, 1, st),
-             "bp_cuda_attention_fwd");
-    kernel(bp_cuda_linear_fwd(attn_, wProj_, bProj_, proj_, N, H, H, st),
-           "bp_cuda_linear_fwd (proj)");
-    kernel(bp_cuda_add(x_, proj_, h1_, N * H, st), "bp_cuda_add (residual 1)");
-    kernel(bp_cuda_layer_norm_fwd(h1_, gamma2_, beta2_, xn2_, mean2_, rstd2_,
-                                  N, H, 1e-5f, st),
-           "bp_cuda_layer_norm_fwd (ln2)");
-    kernel(bp_cuda_linear_gelu_fwd(xn2_, wFc_, bFc_, gelu_, pre_, N, H, 4 * H,
-                                   st),
-           "bp_cuda_linear_gelu_fwd (fc)");
-    kernel(bp_cuda_linear_fwd(gelu_, wOut_, bOut_, mlp_, N, 4 * H, H, st),
-           "bp_cuda_linear_fwd (mlp proj)");
-    kernel(bp_cuda_add(h1_, mlp_, y_, N * H, st), "bp_cuda_add (residual 2)");
+      op("bp_cuda_attention_fwd", [&] {
+        return bp_cuda_attention_fwd(qkv_, attn_, lse_, B, T, H, nh, 1, st);
+      });
+    op("bp_cuda_linear_fwd (proj)", [&] {
+      return bp_cuda_linear_fwd(attn_, wProj_, bProj_, proj_, N, H, H, st);
+    });
+    op("bp_cuda_add (residual 1)",
+       [&] { return bp_cuda_add(x_, proj_, h1_, N * H, st); });
+    op("bp_cuda_layer_norm_fwd (ln2)", [&] {
+      return bp_cuda_layer_norm_fwd(h1_, gamma2_, beta2_, xn2_, mean2_, rstd2_,
+                                    N, H, 1e-5f, st);
+    });
+    op("bp_cuda_linear_gelu_fwd (fc)", [&] {
+      return bp_cuda_linear_gelu_fwd(xn2_, wFc_, bFc_, gelu_, pre_, N, H, 4 * H,
+                                     st);
+    });
+    op("bp_cuda_linear_fwd (mlp proj)", [&] {
+      return bp_cuda_linear_fwd(gelu_, wOut_, bOut_, mlp_, N, 4 * H, H, st);
+    });
+    op("bp_cuda_add (residual 2)",
+       [&] { return bp_cuda_add(h1_, mlp_, y_, N * H, st); });
   }
 
   /// dy flows into both residual branches: the MLP's and, unchanged, h1's.
@@ -246,50 +321,68 @@ public:
                   nh = s_.heads;
     void *st = stream_;
     // MLP: out proj (4H -> H), then fc (H -> 4H) through the GELU.
-    kernel(bp_cuda_linear_bwd_weight(dy_, gelu_, dWOut_, dBOut_, N, 4 * H, H,
-                                     st),
-           "bp_cuda_linear_bwd_weight (mlp proj)");
-    kernel(bp_cuda_linear_bwd_input_gelu(dy_, wOut_, pre_, dPre_, N, 4 * H, H,
-                                         st),
-           "bp_cuda_linear_bwd_input_gelu (mlp proj)");
-    kernel(bp_cuda_linear_bwd_weight(dPre_, xn2_, dWFc_, dBFc_, N, H, 4 * H,
-                                     st),
-           "bp_cuda_linear_bwd_weight (fc)");
-    kernel(bp_cuda_linear_bwd_input(dPre_, wFc_, dXn2_, N, H, 4 * H, st),
-           "bp_cuda_linear_bwd_input (fc)");
-    kernel(bp_cuda_layer_norm_bwd(dXn2_, h1_, gamma2_, mean2_, rstd2_, dH1Ln_,
-                                  dGamma2_, dBeta2_, N, H, st),
-           "bp_cuda_layer_norm_bwd (ln2)");
-    kernel(bp_cuda_add(dy_, dH1Ln_, dH1_, N * H, st),
-           "bp_cuda_add (gradient of h1)");
+    op("bp_cuda_linear_bwd_weight (mlp proj)", [&] {
+      return bp_cuda_linear_bwd_weight(dy_, gelu_, dWOut_, dBOut_, N, 4 * H, H,
+                                       st);
+    });
+    op("bp_cuda_linear_bwd_input_gelu (mlp proj)", [&] {
+      return bp_cuda_linear_bwd_input_gelu(dy_, wOut_, pre_, dPre_, N, 4 * H, H,
+                                           st);
+    });
+    op("bp_cuda_linear_bwd_weight (fc)", [&] {
+      return bp_cuda_linear_bwd_weight(dPre_, xn2_, dWFc_, dBFc_, N, H, 4 * H,
+                                       st);
+    });
+    op("bp_cuda_linear_bwd_input (fc)", [&] {
+      return bp_cuda_linear_bwd_input(dPre_, wFc_, dXn2_, N, H, 4 * H, st);
+    });
+    op("bp_cuda_layer_norm_bwd (ln2)", [&] {
+      return bp_cuda_layer_norm_bwd(dXn2_, h1_, gamma2_, mean2_, rstd2_, dH1Ln_,
+                                    dGamma2_, dBeta2_, N, H, st);
+    });
+    op("bp_cuda_add (gradient of h1)",
+       [&] { return bp_cuda_add(dy_, dH1Ln_, dH1_, N * H, st); });
     // Attention: out proj, attention, qkv.
-    kernel(bp_cuda_linear_bwd_weight(dH1_, attn_, dWProj_, dBProj_, N, H, H,
-                                     st),
-           "bp_cuda_linear_bwd_weight (proj)");
-    kernel(bp_cuda_linear_bwd_input(dH1_, wProj_, dAttn_, N, H, H, st),
-           "bp_cuda_linear_bwd_input (proj)");
+    op("bp_cuda_linear_bwd_weight (proj)", [&] {
+      return bp_cuda_linear_bwd_weight(dH1_, attn_, dWProj_, dBProj_, N, H, H,
+                                       st);
+    });
+    op("bp_cuda_linear_bwd_input (proj)", [&] {
+      return bp_cuda_linear_bwd_input(dH1_, wProj_, dAttn_, N, H, H, st);
+    });
     if (cudnn)
-      kernel(bp_cudnn_attention_bwd(qkv_, attn_, dAttn_, lse_, dQkv_, B, T, H,
-                                    nh, 1, st),
-             "bp_cudnn_attention_bwd");
+      op("bp_cudnn_attention_bwd", [&] {
+        return bp_cudnn_attention_bwd(qkv_, attn_, dAttn_, lse_, dQkv_, B, T, H,
+                                      nh, 1, st);
+      });
     else
-      kernel(bp_cuda_attention_bwd(qkv_, attn_, dAttn_, lse_, dQkv_, B, T, H,
-                                   nh, 1, st),
-             "bp_cuda_attention_bwd");
-    kernel(bp_cuda_linear_bwd_weight(dQkv_, xn1_, dWQkv_, dBQkv_, N, H, 3 * H,
-                                     st),
-           "bp_cuda_linear_bwd_weight (qkv)");
-    kernel(bp_cuda_linear_bwd_input(dQkv_, wQkv_, dXn1_, N, H, 3 * H, st),
-           "bp_cuda_linear_bwd_input (qkv)");
-    kernel(bp_cuda_layer_norm_bwd(dXn1_, x_, gamma1_, mean1_, rstd1_, dXLn_,
-                                  dGamma1_, dBeta1_, N, H, st),
-           "bp_cuda_layer_norm_bwd (ln1)");
-    kernel(bp_cuda_add(dH1_, dXLn_, dX_, N * H, st),
-           "bp_cuda_add (gradient of x)");
+      op("bp_cuda_attention_bwd", [&] {
+        return bp_cuda_attention_bwd(qkv_, attn_, dAttn_, lse_, dQkv_, B, T, H,
+                                     nh, 1, st);
+      });
+    op("bp_cuda_linear_bwd_weight (qkv)", [&] {
+      return bp_cuda_linear_bwd_weight(dQkv_, xn1_, dWQkv_, dBQkv_, N, H, 3 * H,
+                                       st);
+    });
+    op("bp_cuda_linear_bwd_input (qkv)", [&] {
+      return bp_cuda_linear_bwd_input(dQkv_, wQkv_, dXn1_, N, H, 3 * H, st);
+    });
+    op("bp_cuda_layer_norm_bwd (ln1)", [&] {
+      return bp_cuda_layer_norm_bwd(dXn1_, x_, gamma1_, mean1_, rstd1_, dXLn_,
+                                    dGamma1_, dBeta1_, N, H, st);
+    });
+    op("bp_cuda_add (gradient of x)",
+       [&] { return bp_cuda_add(dH1_, dXLn_, dX_, N * H, st); });
   }
 
+  /// Per-kernel timing of the next calls (nullptr: none).
+  void setTimes(OpTimes *times) { times_ = times; }
+
 private:
+  template <typename F> void op(const char *name, F &&call);
+
   Shape s_;
+  OpTimes *times_ = nullptr;
   int64_t n_;
   void *stream_;
   bp_bf16_t *gamma1_, *beta1_, *gamma2_, *beta2_, *wQkv_, *bQkv_, *wProj_,
@@ -303,6 +396,14 @@ private:
       *dBProj_, *dWFc_, *dBFc_, *dWOut_, *dBOut_;
 };
 
+template <typename F> void Block::op(const char *name, F &&call) {
+  if (times_)
+    times_->begin(name, stream_);
+  kernel(call(), name);
+  if (times_)
+    times_->end(stream_);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
@@ -310,12 +411,12 @@ double median(std::vector<double> v) {
 }
 
 /// Times \p iters iterations after \p warmup, and prints the BPBENCH line.
-void measure(const Shape &s, bool cudnn, int warmup, int iters,
+void measure(const Shape &s, bool cudnn, int warmup, int iters, bool breakdown,
              cudaStream_t stream) {
-  const char *name = cudnn ? "cudnn" : "own";
+  const char *attnName = cudnn ? "cudnn" : "own";
   std::printf("BPBENCH block H=%lld nh=%lld T=%lld B=%lld attn=%s",
               (long long)s.hidden, (long long)s.heads, (long long)s.seqLen,
-              (long long)s.batch, name);
+              (long long)s.batch, attnName);
   if (cudnn &&
       !bp_cudnn_attention_supported(s.batch, s.seqLen, s.hidden, s.heads, 1)) {
     std::printf(" unsupported\n");
@@ -352,13 +453,32 @@ void measure(const Shape &s, bool cudnn, int warmup, int iters,
     total.push_back(double(f) + double(b));
   }
   kernel(bp_cuda_synchronize(stream), "bp_cuda_synchronize");
-  cudaEventDestroy(start);
-  cudaEventDestroy(mid);
-  cudaEventDestroy(end);
   double ms = median(total);
   std::printf(" fwd_ms=%.4f bwd_ms=%.4f ms=%.4f tflops=%.1f\n", median(fwd),
               median(bwd), ms, blockFlops(s, true) / (ms * 1e-3) / 1e12);
   std::fflush(stdout);
+  if (breakdown) {
+    // Where the time goes: the same iterations again with an event pair
+    // around each kernel (apart from the totals above, which the extra
+    // events would perturb slightly).
+    OpTimes times;
+    block.setTimes(&times);
+    for (int i = 0; i < iters; ++i) {
+      block.forward(cudnn);
+      block.backward(cudnn);
+      cudaCheck(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      times.collect();
+    }
+    block.setTimes(nullptr);
+    for (const auto &[name, v] : times.times())
+      std::printf("BPOP H=%lld nh=%lld T=%lld B=%lld attn=%s ms=%.4f op=%s\n",
+                  (long long)s.hidden, (long long)s.heads, (long long)s.seqLen,
+                  (long long)s.batch, attnName, median(v), name.c_str());
+    std::fflush(stdout);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(mid);
+  cudaEventDestroy(end);
 }
 
 /// "H,nh,T,B;H,nh,T,B..." -> shapes; false on malformed input.
@@ -367,9 +487,8 @@ bool parseShapes(const std::string &text, std::vector<Shape> &out) {
   size_t begin = 0;
   while (begin <= text.size()) {
     size_t end = text.find(';', begin);
-    std::string one = text.substr(begin, end == std::string::npos
-                                             ? std::string::npos
-                                             : end - begin);
+    std::string one = text.substr(
+        begin, end == std::string::npos ? std::string::npos : end - begin);
     Shape s;
     long long h, nh, t, b;
     char extra;
@@ -389,7 +508,8 @@ bool parseShapes(const std::string &text, std::vector<Shape> &out) {
 int usage() {
   std::fprintf(stderr,
                "usage: bitpipe-gpu-block-bench [--shapes H,nh,T,B[;...]] "
-               "[--warmup K] [--iters K] [--attention own|cudnn|both]\n"
+               "[--warmup K] [--iters K] [--attention own|cudnn|both] "
+               "[--breakdown]\n"
                "  (H a multiple of nh; defaults: issue 12's three shapes, "
                "warm-up 3, 10 timed iterations, both attentions)\n");
   return 2;
@@ -403,16 +523,22 @@ int main(int argc, char **argv) {
       {1024, 16, 1024, 8}, {2048, 16, 2048, 4}, {4096, 32, 2048, 2}};
   int warmup = 3, iters = 10;
   std::string attention = "both";
+  bool breakdown = false;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
+    if (flag == "--breakdown") {
+      breakdown = true;
+      continue;
+    }
     if (i + 1 >= argc)
       return usage();
     std::string value = argv[++i];
     if (flag == "--shapes") {
       if (!parseShapes(value, shapes)) {
-        std::fprintf(stderr, "bitpipe-gpu-block-bench: --shapes: expected "
-                             "H,nh,T,B[;H,nh,T,B...] with positive integers "
-                             "and H a multiple of nh, got '%s'\n",
+        std::fprintf(stderr,
+                     "bitpipe-gpu-block-bench: --shapes: expected "
+                     "H,nh,T,B[;H,nh,T,B...] with positive integers "
+                     "and H a multiple of nh, got '%s'\n",
                      value.c_str());
         return 2;
       }
@@ -420,8 +546,9 @@ int main(int argc, char **argv) {
       char *end = nullptr;
       long k = std::strtol(value.c_str(), &end, 10);
       if (*end != '\0' || k < (flag == "--iters" ? 1 : 0) || k > 100000) {
-        std::fprintf(stderr, "bitpipe-gpu-block-bench: %s: expected a "
-                             "count, got '%s'\n",
+        std::fprintf(stderr,
+                     "bitpipe-gpu-block-bench: %s: expected a "
+                     "count, got '%s'\n",
                      flag.c_str(), value.c_str());
         return 2;
       }
@@ -445,9 +572,9 @@ int main(int argc, char **argv) {
             "cudaStreamCreate");
   for (const Shape &s : shapes) {
     if (attention != "cudnn")
-      measure(s, false, warmup, iters, stream);
+      measure(s, false, warmup, iters, breakdown, stream);
     if (attention != "own")
-      measure(s, true, warmup, iters, stream);
+      measure(s, true, warmup, iters, breakdown, stream);
   }
   // Blocks freed on this stream stay cached under its handle (cuda.h), so
   // the stream outlives the pool's use: it is not destroyed.

@@ -24,8 +24,9 @@
 #      (test/EndToEnd/cuda-match.sh case: the GPU run against the CPU run
 #      that prepare.sh made);
 #   4. the block benchmark: ours (bitpipe-gpu-block-bench, own and cuDNN
-#      attention) and PyTorch eager's (torch_block.py) when `import torch`
-#      works, TFLOP/s by bench/gpu/flops.py's formula;
+#      attention; each kernel's time in the log) and PyTorch eager's
+#      (torch_block.py) when `import torch` works, TFLOP/s by
+#      bench/gpu/flops.py's formula;
 #   5. the training-step benchmark (bench/gpu/gpt-24l.json: 24 layers,
 #      hidden 2048, T 2048, vocabulary 50304, micro-batch 4, AdamW, bf16):
 #      ours (tokens/s, the median of the metrics lines after 2 warm-up
@@ -295,9 +296,10 @@ ours_log=$logs/block-ours.log
 if [ ! -x "$bin/bitpipe-gpu-block-bench" ]; then
   echo "(bitpipe-gpu-block-bench not prepared)"
 elif limit=$(allow 60); then
-  timed "$limit" "$ours_log" "$bin/bitpipe-gpu-block-bench"
+  timed "$limit" "$ours_log" "$bin/bitpipe-gpu-block-bench" --breakdown
   rc=$?
-  cat "$ours_log"
+  # The per-kernel times (BPOP lines) stay in the log.
+  grep -v '^BPOP ' "$ours_log"
   [ "$rc" = 0 ] || echo "bitpipe-gpu-block-bench: exit $rc"
 fi
 echo "== block benchmark: PyTorch eager"
