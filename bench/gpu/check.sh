@@ -153,6 +153,28 @@ for lib in $(missing_libs); do
     export LD_LIBRARY_PATH="$found${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   fi
 done
+# Libraries that are loaded with dlopen, which ldd does not see: cuDNN's
+# sub-libraries (libcudnn.so.9 is a shim) and NVRTC (cuDNN compiles some of
+# its kernels at run time). Their folders must be on the loader's path too.
+loader_finds() { # SONAME
+  ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$1 " && return 0
+  local d
+  for d in ${LD_LIBRARY_PATH//:/ }; do [ -e "$d/$1" ] && return 0; done
+  return 1
+}
+for lib in libcudnn_graph.so.9 libcudnn_engines_precompiled.so.9 \
+  libcudnn_engines_runtime_compiled.so.9 libcudnn_heuristic.so.9 \
+  libnvrtc.so.13; do
+  loader_finds "$lib" && continue
+  for d in "${lib_dirs[@]}"; do
+    if [ -e "$d/$lib" ]; then
+      case " ${added[*]:-} " in *" $d "*) ;; *) added+=("$d") ;; esac
+      export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      break
+    fi
+  done
+  loader_finds "$lib" || echo "note: $lib not found (loaded at run time by cuDNN; cuDNN attention may be unavailable)"
+done
 unresolved=$(missing_libs | tr '\n' ' ')
 echo "added to LD_LIBRARY_PATH: ${added[*]:-nothing}"
 if [ -e "$syslibs/libmpi.so.40" ] && case " ${added[*]:-} " in *" $syslibs "*) true ;; *) false ;; esac; then
