@@ -19,7 +19,9 @@
 #   1. the device (bitpipe-gpu-probe, nvidia-smi) and the shared libraries
 #      (the carried ones, and the GPU machine's CUDA libraries: cuBLASLt and
 #      cuDNN are found in its CUDA toolkit or Python packages);
-#   2. the kernel tests (CudaKernelTests, all of GoogleTest's tests);
+#   2. the GPU tests: every GoogleTest binary of runtime/unittests/cuda
+#      (CudaKernelTests: the kernels; CudaBackendTests: the executor's
+#      CUDA backend, where the build has it), all of their tests;
 #   3. the end-to-end match, gpt-tiny and bert-tiny in fp32 and bf16
 #      (test/EndToEnd/cuda-match.sh case: the GPU run against the CPU run
 #      that prepare.sh made);
@@ -35,7 +37,7 @@
 #      max_memory_allocated); for both, the device memory nvidia-smi saw in
 #      use at the peak, which compares whole processes and decides the
 #      memory row;
-#   6. the kernel tests again under compute-sanitizer's memcheck, with the
+#   6. the GPU tests again under compute-sanitizer's memcheck, with the
 #      time left (--skip-sanitize: not at all).
 # It prints one table LAST: a row per check (PASS / FAIL / SKIP, the key
 # number; benchmark rows say PASS when they meet issue 12's target, ratio
@@ -248,29 +250,37 @@ gtest_counts() { # LOG: "P passed, F failed, S skipped"
   echo "${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
 }
 
-echo "== kernel tests"
-tests=$bin/CudaKernelTests
-if [ ! -x "$tests" ]; then
-  row "kernel tests" SKIP "CudaKernelTests not prepared"
-elif limit=$(allow 120); then
-  timed "$limit" "$logs/kernel-tests.log" "$tests" --gtest_color=no
-  rc=$?
-  kernel_summary "$logs/kernel-tests.log"
-  grep -E '^\[  FAILED  \]' "$logs/kernel-tests.log" | head -20
-  detail="$(gtest_counts "$logs/kernel-tests.log"); $(worst_check "$logs/kernel-tests.log")"
-  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-    row "kernel tests" FAIL "timed out after ${limit}s; $detail"
-  elif [ "$rc" != 0 ]; then
-    tail -5 "$logs/kernel-tests.log"
-    row "kernel tests" FAIL "exit $rc; $detail"
-  elif grep -q '^\[  SKIPPED \]' "$logs/kernel-tests.log"; then
-    row "kernel tests" FAIL "tests skipped on a machine with a device; $detail"
-  else
-    row "kernel tests" PASS "$detail"
+# Every GoogleTest binary of runtime/unittests/cuda that prepare.sh carried
+# (CudaKernelTests: the kernels; CudaBackendTests: the executor's backend).
+test_binaries=()
+for t in "$bin"/Cuda*Tests; do [ -x "$t" ] && test_binaries+=("$t"); done
+[ ${#test_binaries[@]} = 0 ] && row "kernel tests" SKIP "no test binary prepared"
+for tests in "${test_binaries[@]}"; do
+  tname=$(basename "$tests")
+  log=$logs/$tname.log
+  echo "== $tname"
+  if ! limit=$(allow 120); then
+    row "$tname" SKIP "time budget spent"
+    continue
   fi
-else
-  row "kernel tests" SKIP "time budget spent"
-fi
+  timed "$limit" "$log" "$tests" --gtest_color=no
+  rc=$?
+  grep -q '^BPCHECK ' "$log" && kernel_summary "$log"
+  grep -E '^\[  FAILED  \]' "$log" | head -20
+  detail="$(gtest_counts "$log")"
+  worst=$(worst_check "$log")
+  [ -n "$worst" ] && detail="$detail; $worst"
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    row "$tname" FAIL "timed out after ${limit}s; $detail"
+  elif [ "$rc" != 0 ]; then
+    tail -5 "$log"
+    row "$tname" FAIL "exit $rc; $detail"
+  elif grep -q '^\[  SKIPPED \]' "$log"; then
+    row "$tname" FAIL "tests skipped on a machine with a device; $detail"
+  else
+    row "$tname" PASS "$detail"
+  fi
+done
 
 #===----------------------------------------------------------------------===#
 # 3. The end-to-end match.
@@ -447,12 +457,15 @@ fi
 #===----------------------------------------------------------------------===#
 # 6. memcheck, with the time left.
 #===----------------------------------------------------------------------===#
-if [ "$sanitize" = 1 ] && [ -x "$tests" ]; then
-  echo "== compute-sanitizer memcheck over the kernel tests"
-  sanitizer=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
-  log=$logs/kernel-tests-memcheck.log
+sanitizer=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
+for tests in "${test_binaries[@]}"; do
+  [ "$sanitize" = 1 ] || break
+  tname=$(basename "$tests")
+  name="memcheck $tname"
+  log=$logs/$tname-memcheck.log
+  echo "== compute-sanitizer memcheck over $tname"
   if [ ! -x "$sanitizer" ]; then
-    row "memcheck (kernel tests)" SKIP "compute-sanitizer not found"
+    row "$name" SKIP "compute-sanitizer not found"
   elif limit=$(allow 150); then
     timed "$limit" "$log" "$sanitizer" --tool memcheck --error-exitcode 99 \
       --print-limit 20 "$tests" --gtest_color=no
@@ -460,22 +473,22 @@ if [ "$sanitize" = 1 ] && [ -x "$tests" ]; then
     errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
     reported=$(grep -c '^========= Invalid\|^========= Program hit' "$log")
     case $rc in
-    0) row "memcheck (kernel tests)" PASS "${errors:-0} errors; $(gtest_counts "$log")" ;;
+    0) row "$name" PASS "${errors:-0} errors; $(gtest_counts "$log")" ;;
     124 | 137)
       if [ "$reported" -gt 0 ]; then
-        row "memcheck (kernel tests)" FAIL "$reported error(s) before the ${limit}s limit"
+        row "$name" FAIL "$reported error(s) before the ${limit}s limit"
       else
-        row "memcheck (kernel tests)" SKIP "no errors in the ${limit}s it had (incomplete)"
+        row "$name" SKIP "no errors in the ${limit}s it had (incomplete)"
       fi
       ;;
     *)
       grep -m 10 '^=========' "$log"
-      row "memcheck (kernel tests)" FAIL "exit $rc; ${errors:-?} errors (log kernel-tests-memcheck.log)"
+      row "$name" FAIL "exit $rc; ${errors:-?} errors (log $tname-memcheck.log)"
       ;;
     esac
   else
-    row "memcheck (kernel tests)" SKIP "time budget spent"
+    row "$name" SKIP "time budget spent"
   fi
-fi
+done
 
 finish "$failed"

@@ -5,7 +5,8 @@
 # holds MANIFEST.txt (what was prepared, from which commit, what failed) and
 # payload.tar.xz, which check.sh unpacks into a temporary folder there:
 #
-#   bin/      CudaKernelTests, bitpipe-gpu-probe, bitpipe-gpu-block-bench,
+#   bin/      the GPU tests (CudaKernelTests; CudaBackendTests where the
+#             build has it), bitpipe-gpu-probe, bitpipe-gpu-block-bench,
 #             bitpipe-compare (stripped)
 #   e2e/      tokens.bin (the corpus: Debian's license texts as byte tokens)
 #             and, per model (gpt-tiny, bert-tiny): cpu/ the CPU run that the
@@ -62,6 +63,9 @@ if [ "$do_build" = 1 ]; then
       -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-19/build/utils/lit/lit.py \
       -DCMAKE_CUDA_ARCHITECTURES=90 || fail "CMake configure"
   fi
+  # The executor's CUDA backend tests, where this build has them.
+  ninja -C "$build" -t targets all 2>/dev/null | grep -q '^CudaBackendTests:' &&
+    targets+=(CudaBackendTests)
   # The runtime libraries that bitpipe-compile links executables with, for
   # either target, and their link-file targets: every BitPipeRuntime*.
   link_targets=$(ninja -C "$build" -t targets all 2>/dev/null |
@@ -90,6 +94,8 @@ carry_program() { # PATH: copy, stripped, into bin/
   fi
 }
 carry_program "$build/runtime/unittests/cuda/CudaKernelTests"
+[ -x "$build/runtime/unittests/cuda/CudaBackendTests" ] &&
+  carry_program "$build/runtime/unittests/cuda/CudaBackendTests"
 carry_program "$bin/bitpipe-gpu-probe"
 carry_program "$bin/bitpipe-gpu-block-bench"
 carry_program "$bin/bitpipe-compare"
