@@ -413,6 +413,8 @@ elif limit=$(allow 120); then
     # The report's pool line (runtime/lib/exec/Training.cpp): the peak in
     # use of the pool of rank 0, MiB.
     ours_pool=$(sed -n 's/.*peak (pool) per rank, MiB: r0 \([0-9.]*\).*/\1/p' "$step_log" | tail -1)
+  elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    row "step tokens/s" FAIL "timed out after ${limit}s (log step-ours.log)"
   else
     row "step tokens/s" FAIL "exit $rc (log step-ours.log)"
   fi
