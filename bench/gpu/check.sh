@@ -62,6 +62,7 @@ done
 if [ -n "${OUT:-}" ]; then out=$OUT; else out=$(mktemp -d /tmp/bitpipe-gpu-out.XXXXXX); fi
 mkdir -p "$out"
 scratch=$(mktemp -d /tmp/bitpipe-gpu-check.XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
 logs=$scratch/logs
 payload=$scratch/payload
 mkdir -p "$logs" "$payload"
@@ -90,7 +91,6 @@ finish() { # STATUS
   tar -C "$scratch" -czf "$out/logs.tar.gz" logs 2>/dev/null
   print_table
   [ -z "${OUT:-}" ] && echo "(logs: $out/logs.tar.gz)"
-  rm -rf "$scratch"
   exit "$1"
 }
 
