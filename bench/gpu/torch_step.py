@@ -89,7 +89,7 @@ class Gpt(torch.nn.Module):
             x = layer(x)
         logits = F.linear(self.final_ln(x), self.tokens.weight)
         return F.cross_entropy(logits.float().view(-1, logits.shape[-1]),
-                               labels.view(-1))
+                               labels.reshape(-1))
 
 
 def main():
