@@ -161,7 +161,8 @@ done
 loader_finds() { # SONAME
   ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$1 " && return 0
   local d
-  for d in ${LD_LIBRARY_PATH//:/ }; do [ -e "$d/$1" ] && return 0; done
+  local path=${LD_LIBRARY_PATH:-}
+  for d in ${path//:/ }; do [ -e "$d/$1" ] && return 0; done
   return 1
 }
 for lib in libcudnn_graph.so.9 libcudnn_engines_precompiled.so.9 \

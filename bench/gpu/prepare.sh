@@ -186,7 +186,9 @@ XZ_OPT=-9 tar -C "$stage" -cJf "$dest/payload.tar.xz" . || fail "packing $dest/p
   echo "failed while preparing:"
   if [ ${#failures[@]} = 0 ]; then echo "  nothing"; else printf '  %s\n' "${failures[@]}"; fi
   echo "files:"
-  (cd "$stage" && find . -type f -printf '  %7k KiB %p\n' | sort -k3)
+  (cd "$stage" && find . -type f ! -path './syslibs/*' -printf '  %7k KiB %p\n' | sort -k3)
+  [ -d "$stage/syslibs" ] &&
+    echo "  $(du -sk "$stage/syslibs" | cut -f1) KiB ./syslibs/ ($(find "$stage/syslibs" -type f | wc -l) files: $(ls "$stage/syslibs/lib" 2>/dev/null | tr '\n' ' '))"
   echo "packed: $(du -k "$dest/payload.tar.xz" | cut -f1) KiB payload.tar.xz"
 } >"$dest/MANIFEST.txt"
 size_kib=$(du -sk "$dest" | cut -f1)
