@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# prepare.sh: gathers, on the build machine (no GPU needed), everything that
+# bench/gpu/check.sh runs on the GPU machine into ONE folder, by default
+# build/gpu-check, so that the device tool carries just that folder. It
+# holds MANIFEST.txt (what was prepared, from which commit, what failed) and
+# payload.tar.xz, which check.sh unpacks into a temporary folder there:
+#
+#   bin/      the GPU tests (CudaKernelTests; CudaBackendTests where the
+#             build has it), bitpipe-gpu-probe, bitpipe-gpu-block-bench,
+#             bitpipe-compare (stripped)
+#   e2e/      tokens.bin (the corpus: Debian's license texts as byte tokens)
+#             and, per model (gpt-tiny, bert-tiny): cpu/ the CPU run that the
+#             GPU runs must match (initial checkpoint, metrics, parameters;
+#             run here, so the CPU executable and OpenBLAS stay behind),
+#             fp32/train and bf16/train (the CUDA executables)
+#   step/     train: bench/gpu/gpt-24l.json compiled for one GPU, bf16
+#   syslibs/  shared libraries the carried programs need beyond a plain
+#             Linux and the GPU machine's own CUDA libraries (its driver,
+#             cuBLAS, cuDNN): MPI, say, with its plugins
+#
+# One xz archive because every CUDA executable embeds the same kernels'
+# machine code: packed together (xz -9 looks 64 MiB back) they cost about
+# one copy.
+#
+#   bench/gpu/prepare.sh [--no-build]
+#     --no-build  use the build folder as it is (do not run CMake/Ninja)
+#   BITPIPE_BUILD_DIR      the build folder (default ./build)
+#   BITPIPE_GPU_CHECK_DIR  the output folder (default $BITPIPE_BUILD_DIR/gpu-check)
+#   BITPIPE_JOBS           Ninja's parallelism (default: the core count)
+#
+# Every step runs even when an earlier one failed (a missing CUDA target
+# should not stop the kernel tests from being carried); each failure is named
+# at the end and in MANIFEST.txt, and the exit status is 1 if there was one;
+# check.sh shows what is missing as SKIP rows. The folder must stay under the
+# device tool's 64 MiB (with the repository's ~4 MiB): the size is checked
+# last.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BITPIPE_BUILD_DIR:-$root/build}
+build=$(cd "$build" 2>/dev/null && pwd || echo "$build")
+dest=${BITPIPE_GPU_CHECK_DIR:-$build/gpu-check}
+work=$dest.work
+stage=$work/payload
+limit_mib=58
+do_build=1
+case "${1:-}" in
+--no-build) do_build=0 ;;
+"") ;;
+*) echo "usage: $0 [--no-build]" >&2; exit 2 ;;
+esac
+
+failures=()
+fail() { failures+=("$1"); echo "prepare: FAILED: $1" >&2; }
+step() { echo; echo "== $*"; }
+
+step "build ($build)"
+targets=(CudaKernelTests bitpipe-gpu-probe bitpipe-gpu-block-bench
+  bitpipe-compile bitpipe-compare bitpipe-tokenize)
+if [ "$do_build" = 1 ]; then
+  if [ ! -f "$build/build.ninja" ]; then
+    cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+      -DMLIR_DIR=/usr/lib/llvm-19/lib/cmake/mlir \
+      -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-19/build/utils/lit/lit.py \
+      -DCMAKE_CUDA_ARCHITECTURES=90 || fail "CMake configure"
+  fi
+  # The executor's CUDA backend tests, where this build has them.
+  ninja -C "$build" -t targets all 2>/dev/null | grep -q '^CudaBackendTests:' &&
+    targets+=(CudaBackendTests)
+  # The runtime libraries that bitpipe-compile links executables with, for
+  # either target, and their link-file targets: every BitPipeRuntime*.
+  link_targets=$(ninja -C "$build" -t targets all 2>/dev/null |
+    sed -n 's/^\(BitPipeRuntime[A-Za-z0-9_]*\):.*/\1/p' | sort -u)
+  for t in "${targets[@]}" $link_targets; do
+    # One target at a time, so that one that cannot build (the block bench
+    # before the kernels exist) does not hide the others.
+    ninja -C "$build" -j"${BITPIPE_JOBS:-$(nproc)}" "$t" >"$work.build-$t.log" 2>&1 ||
+      { tail -20 "$work.build-$t.log"; fail "building $t (log: $work.build-$t.log)"; }
+  done
+fi
+bin=$build/bin
+grep -q '^BITPIPE_ENABLE_CUDA:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null ||
+  fail "$build was configured without CUDA (BITPIPE_ENABLE_CUDA is not ON): no GPU programs"
+
+rm -rf "$dest" "$work"
+mkdir -p "$dest" "$stage/bin" "$stage/e2e" "$stage/step"
+
+step "programs -> bin/"
+carry_program() { # PATH: copy, stripped, into bin/
+  if [ -x "$1" ]; then
+    cp "$1" "$stage/bin/" && strip --strip-unneeded "$stage/bin/$(basename "$1")" ||
+      fail "copying $1"
+  else
+    fail "$1 is missing (not built)"
+  fi
+}
+carry_program "$build/runtime/unittests/cuda/CudaKernelTests"
+[ -x "$build/runtime/unittests/cuda/CudaBackendTests" ] &&
+  carry_program "$build/runtime/unittests/cuda/CudaBackendTests"
+carry_program "$bin/bitpipe-gpu-probe"
+carry_program "$bin/bitpipe-gpu-block-bench"
+carry_program "$bin/bitpipe-compare"
+
+# The corpus, shared by the match test and the step benchmark.
+export BITPIPE_BIN=$bin
+export BITPIPE_PYTHON=${BITPIPE_PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3)}
+"$bin/bitpipe-tokenize" -o "$stage/e2e/tokens.bin" /usr/share/common-licenses/* >/dev/null ||
+  fail "bitpipe-tokenize (the corpus)"
+
+match=$root/test/EndToEnd/cuda-match.sh
+for model in gpt-tiny bert-tiny; do
+  config=$root/examples/$model.json
+  step "end-to-end match, $model: the CPU run (here), the CUDA executables"
+  if "$match" reference "$config" "$stage/e2e" >"$work/$model-cpu.log" 2>&1; then
+    # The CPU executable stays behind: the GPU machine runs only the CUDA side.
+    mv "$stage/e2e/$model/cpu/train" "$work/$model-cpu-train"
+    tail -3 "$work/$model-cpu.log"
+  else
+    tail -20 "$work/$model-cpu.log"
+    fail "the CPU run of $model (log: $work/$model-cpu.log)"
+  fi
+  for precision in fp32 bf16; do
+    "$match" compile "$config" "$precision" "$stage/e2e" ||
+      fail "bitpipe-compile --target cuda --precision $precision $model"
+  done
+done
+
+step "training-step benchmark: bench/gpu/gpt-24l.json for one GPU, bf16"
+# One rank, one micro-batch of 4 x 2048 tokens per step: the step that
+# torch_step.py times. gpipe with one stage and one micro-batch is plain
+# forward, backward, AdamW.
+if ! "$bin/bitpipe-compile" "$root/bench/gpu/gpt-24l.json" --target cuda \
+  --precision bf16 --devices 1 --schedule gpipe --microbatches 1 \
+  -o "$stage/step/train"; then
+  echo "prepare: bitpipe-compile --target cuda failed (above): until issue" \
+    "12's CUDA target is in this build, it rejects --precision or answers" \
+    "'not implemented'" >&2
+  fail "bitpipe-compile --target cuda --precision bf16 bench/gpu/gpt-24l.json"
+fi
+
+step "shared libraries the carried programs need"
+# Left to the GPU machine: the C/C++ base system, and CUDA's driver and
+# large libraries (cuBLAS/cuBLASLt, cuDNN, NCCL: hundreds of MiB; check.sh
+# finds them there). Everything else that a program links is packed.
+base='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libgcc_s\.so|libstdc\+\+\.so|libresolv\.so|libutil\.so)'
+gpu_side='^(libcuda\.so|libcudnn|libcublas|libnccl|libnvidia|libnvrtc|libnvJitLink)'
+libdir=$stage/syslibs/lib
+mkdir -p "$libdir"
+programs=$(find "$stage" -type f -perm -u+x)
+needed_from() { # ELF...: "name path" of each library ldd resolves
+  ldd "$@" 2>/dev/null | sed -n 's/^[[:space:]]*\([^ ]*\) => \(\/[^ ]*\) .*/\1 \2/p; s/^[[:space:]]*\([^ ]*\) => not found.*/\1 NOTFOUND/p' | sort -u
+}
+copy_libs() { # ELF...
+  local name path
+  while read -r name path; do
+    [[ $name =~ $base || $name =~ $gpu_side ]] && continue
+    if [ "$path" = NOTFOUND ]; then
+      fail "a carried program needs $name, which this machine lacks too"
+      continue
+    fi
+    [ -e "$libdir/$name" ] || cp -L "$path" "$libdir/$name"
+  done < <(needed_from "$@")
+}
+[ -n "$programs" ] && copy_libs $programs
+if [ -e "$libdir/libmpi.so.40" ] || ls "$libdir"/libmpi.so* >/dev/null 2>&1; then
+  # Open MPI loads its components at run time from its install folders;
+  # check.sh points it at these copies (OPAL_PKGLIBDIR, OPAL_PKGDATADIR)
+  # when the GPU machine has no MPI of its own.
+  pkglibdir=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir:\(.*\)/\1/p')
+  pkgdatadir=$(ompi_info --path pkgdatadir --parsable 2>/dev/null | sed -n 's/^path:pkgdatadir:\(.*\)/\1/p')
+  if [ -d "$pkglibdir" ] && [ -d "$pkgdatadir" ]; then
+    cp -rL "$pkglibdir" "$stage/syslibs/openmpi-components"
+    cp -rL "$pkgdatadir" "$stage/syslibs/openmpi-data"
+    copy_libs "$stage/syslibs/openmpi-components"/*.so
+  else
+    fail "the programs link Open MPI, but ompi_info does not name its component folders"
+  fi
+fi
+ls "$libdir"
+
+step "payload.tar.xz, manifest and size"
+XZ_OPT=-9 tar -C "$stage" -cJf "$dest/payload.tar.xz" . || fail "packing $dest/payload.tar.xz"
+{
+  echo "bitpipe GPU check folder, made by bench/gpu/prepare.sh"
+  echo "commit: $(git -C "$root" rev-parse HEAD 2>/dev/null)$(git -C "$root" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
+  echo "made: $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -n)"
+  echo "failed while preparing:"
+  if [ ${#failures[@]} = 0 ]; then echo "  nothing"; else printf '  %s\n' "${failures[@]}"; fi
+  echo "files:"
+  (cd "$stage" && find . -type f ! -path './syslibs/*' -printf '  %7k KiB %p\n' | sort -k3)
+  [ -d "$stage/syslibs" ] &&
+    echo "  $(du -sk "$stage/syslibs" | cut -f1) KiB ./syslibs/ ($(find "$stage/syslibs" -type f | wc -l) files: $(ls "$stage/syslibs/lib" 2>/dev/null | tr '\n' ' '))"
+  echo "packed: $(du -k "$dest/payload.tar.xz" | cut -f1) KiB payload.tar.xz"
+} >"$dest/MANIFEST.txt"
+size_kib=$(du -sk "$dest" | cut -f1)
+echo "$dest: $((size_kib / 1024)) MiB (limit $limit_mib MiB: the device tool carries 64 MiB with the repository)"
+[ "$size_kib" -le $((limit_mib * 1024)) ] || fail "$dest is $((size_kib / 1024)) MiB, over $limit_mib MiB"
+
+echo
+if [ ${#failures[@]} = 0 ]; then
+  echo "prepare: ready. Carry $(realpath --relative-to="$root" "$dest" 2>/dev/null || echo "$dest") and run bench/gpu/check.sh (its header)."
+  exit 0
+fi
+echo "prepare: ${#failures[@]} step(s) failed:"
+printf '  %s\n' "${failures[@]}"
+echo "check.sh reports what is missing as SKIP (not prepared) rows."
+exit 1
