@@ -232,22 +232,9 @@ runtimeSymbols(llvm::orc::MangleAndInterner interner) {
     map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
                            llvm::JITSymbolFlags::Exported};
   };
-  add("bp_embedding_fwd", &bp_embedding_fwd);
-  add("bp_embedding_bwd", &bp_embedding_bwd);
-  add("bp_layer_norm_fwd", &bp_layer_norm_fwd);
-  add("bp_layer_norm_bwd", &bp_layer_norm_bwd);
-  add("bp_linear_fwd", &bp_linear_fwd);
-  add("bp_linear_bwd_input", &bp_linear_bwd_input);
-  add("bp_linear_bwd_weight", &bp_linear_bwd_weight);
-  add("bp_attention_fwd", &bp_attention_fwd);
-  add("bp_attention_bwd", &bp_attention_bwd);
-  add("bp_gelu_fwd", &bp_gelu_fwd);
-  add("bp_gelu_bwd", &bp_gelu_bwd);
-  add("bp_add_fwd", &bp_add_fwd);
-  add("bp_cross_entropy_fwd", &bp_cross_entropy_fwd);
-  add("bp_cross_entropy_bwd", &bp_cross_entropy_bwd);
-  add("bp_fill", &bp_fill);
-  add("bp_check", &bp_check);
+  // Every function of runtime.h, from the table the compiler calls them by.
+#define BP_KERNEL(symbol, ...) add(#symbol, &symbol);
+#include "bitpipe/abi/Kernels.def"
   // The generic allocation functions of the memref lowering (HostMemory.cpp).
   add("_mlir_memref_to_llvm_alloc", &_mlir_memref_to_llvm_alloc);
   add("_mlir_memref_to_llvm_aligned_alloc",

@@ -421,7 +421,7 @@ void runStep(StringRef schedule, StepRun &run) {
   ASSERT_TRUE(bool(json)) << llvm::toString(json.takeError());
   run.manifest = std::move(*json);
   const llvm::json::Object &root = *run.manifest.getAsObject();
-  EXPECT_EQ(root.getInteger("version"), 1);
+  EXPECT_EQ(root.getInteger("version"), BP_MANIFEST_VERSION);
   bp_rt_context &ctx = run.ctx;
   ctx.functions = root.getArray("functions");
   ASSERT_EQ(static_cast<int32_t>(ctx.functions->size()), run.numEntries);
