@@ -12,14 +12,27 @@ ParamStore::ParamStore(const Manifest &manifest, int rank)
     : manifest_(manifest), offset_(manifest.params.size(), -1) {
   const RankSpec &spec = manifest.ranks[rank];
   int64_t next = 0;
+  // Every tensor starts on a kParamAlignment-element boundary: on the CUDA
+  // target cuBLASLt picks its fast kernels and bias epilogue only for
+  // 16-byte-aligned (ideally 256-byte-aligned) operands, and the
+  // element-wise kernels load 16 bytes at a time only from aligned rows.
+  // The gaps are zero in every array and belong to no parameter, so they
+  // change no result (a bucket's all-reduce adds zeros to zeros).
+  auto align = [&] {
+    next = (next + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
+  };
   auto place = [&](int p) {
+    align();
     offset_[p] = next;
     next += manifest.params[p].numel;
     order_.push_back(p);
   };
   // Buckets first, each one contiguous (the manifest guarantees that a
   // parameter is in at most one bucket and held by the rank).
+  // A bucket starts aligned, so its internal gaps are the same on every
+  // replica and the ranges line up element by element.
   for (const BucketSpec &b : spec.buckets) {
+    align();
     ElementRange range{next, 0};
     for (int p : b.params)
       place(p);

@@ -12,7 +12,8 @@
 // follow in the rank's order. A bucket's gradients are then one contiguous
 // range, and its all-reduce runs in place on it with no packing. Replicas
 // list the same buckets in the same order (Manifest checks it), so the
-// ranges line up element by element across the group.
+// ranges line up element by element across the group. Each tensor starts
+// on a kParamAlignment-element boundary (zero-filled gaps between them).
 //
 // The layout is known at construction; the arrays come from the target's
 // backend (attach), which may fail (device memory).
@@ -31,6 +32,11 @@
 #include <vector>
 
 namespace bitpipe::runtime {
+
+/// Where each parameter tensor starts in the arrays, in elements: 128
+/// elements are 256 bytes of bf16 (what cuBLASLt and 16-byte vector loads
+/// want on the CUDA target) and 512 of fp32.
+constexpr int64_t kParamAlignment = 128;
 
 /// A contiguous range of the rank's arrays, in elements.
 struct ElementRange {

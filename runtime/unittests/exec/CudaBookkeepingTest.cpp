@@ -33,11 +33,15 @@ TEST(ExecCudaBookkeeping, SegmentTablesTileTheStoreInLayoutOrder) {
     int p = store.layoutOrder()[i];
     const ParamSpec &spec = m->params[p];
     EXPECT_EQ(all[i].offset, store.offset(p)) << spec.name;
-    EXPECT_EQ(all[i].offset, next) << spec.name; // no gap, no overlap
+    // In order, no overlap, each on an alignment boundary with no more
+    // than the alignment's gap before it.
+    EXPECT_GE(all[i].offset, next) << spec.name;
+    EXPECT_LT(all[i].offset, next + kParamAlignment) << spec.name;
+    EXPECT_EQ(all[i].offset % kParamAlignment, 0) << spec.name;
     EXPECT_EQ(all[i].count, spec.numel) << spec.name;
     EXPECT_EQ(all[i].decay, spec.decay ? 1 : 0) << spec.name;
     EXPECT_EQ(all[i].reserved, 0);
-    next += all[i].count;
+    next = all[i].offset + all[i].count;
   }
   EXPECT_EQ(next, store.numFloats());
   // A bucket's parameters are one run of segments: its all-reduce range.

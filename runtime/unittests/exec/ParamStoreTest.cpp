@@ -18,19 +18,27 @@ TEST(ExecParamStore, BucketsAreContiguousInManifestOrder) {
       w = m->findParam("hidden.weight"), b = m->findParam("hidden.bias");
   // Bucket 0 = [hidden.weight, hidden.bias, embed.pos], bucket 1 = [tokens].
   EXPECT_EQ(store.layoutOrder(), (std::vector<int>{w, b, pos, tokens}));
-  EXPECT_EQ(store.bucketRange(0).offset, 0);
-  EXPECT_EQ(store.bucketRange(0).count, 16 * 16 + 16 + 8 * 16);
-  EXPECT_EQ(store.bucketRange(1).offset, 16 * 16 + 16 + 8 * 16);
+  // Each tensor starts on a kParamAlignment boundary; a bucket's range
+  // runs from its first tensor's start to its last one's end.
+  auto up = [](int64_t x) {
+    return (x + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
+  };
+  const int64_t wAt = 0, bAt = up(16 * 16), posAt = up(bAt + 16),
+                tokensAt = up(posAt + 8 * 16);
+  EXPECT_EQ(store.bucketRange(0).offset, wAt);
+  EXPECT_EQ(store.bucketRange(0).count, posAt + 8 * 16);
+  EXPECT_EQ(store.bucketRange(1).offset, tokensAt);
   EXPECT_EQ(store.bucketRange(1).count, 32 * 16);
-  EXPECT_EQ(store.numFloats(), 32 * 16 + 16 * 16 + 16 + 8 * 16);
+  EXPECT_EQ(store.numFloats(), tokensAt + 32 * 16);
   // Every array's view of a parameter is where the bucket says.
-  EXPECT_EQ(store.offset(pos), 16 * 16 + 16);
+  EXPECT_EQ(store.offset(b), bAt);
+  EXPECT_EQ(store.offset(pos), posAt);
   EXPECT_EQ(store.offset(tokens), store.bucketRange(1).offset);
   // The optimizer's segments in layout order; rank 0 is the lowest holder
   // of every parameter it holds, so it counts them all in the norm.
   ASSERT_EQ(store.layout().all.size(), 4u);
   EXPECT_EQ(store.layout().all[2].name, "embed.pos");
-  EXPECT_EQ(store.layout().all[2].offset, 16 * 16 + 16);
+  EXPECT_EQ(store.layout().all[2].offset, posAt);
   EXPECT_EQ(store.layout().all[2].count, 8 * 16);
   EXPECT_FALSE(store.layout().all[2].decay);
   EXPECT_EQ(store.layout().norm.size(), 4u);
