@@ -5,12 +5,15 @@
 // m16n8k16 (bf16 products, fp32 sums), for head dimensions that are a
 // multiple of 8 up to 128, padded with zero columns to D = 64 or 128.
 //
-// Forward, one block of 4 warps per (64 query rows, head, batch); each warp
-// owns 16 rows and walks the key blocks with the online softmax (running
-// max m and sum l per row, the output rescaled when m grows), the
-// probabilities going from the score registers straight into P V. Causal:
-// key blocks past the diagonal are never visited, and query blocks are
-// handed out last-first (they have the most key blocks).
+// Forward, one block of 4 warps per (128 query rows, head, batch); each
+// warp owns 32 rows (two 16-row strips sharing every K and V fragment it
+// reads) and walks the key blocks (64 keys, 32 at d = 128 to stay within
+// the registers) with the online softmax (running max m and sum l per row,
+// the output rescaled when m grows), the probabilities going from the
+// score registers straight into P V. Causal: key blocks past the diagonal
+// are never visited (by the block, nor by a warp whose rows all precede
+// them), and query blocks are handed out last-first (they have the most
+// key blocks).
 //
 // Backward, deterministic: no fp32 atomics. After the preprocessing
 // (RowDot.cuh), two kernels recompute P = exp(S - lse) from the saved row
@@ -48,7 +51,8 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-/// Rows of a block: 16 per warp (one mma row tile).
+/// Rows (queries or keys) of a backward block: 16 per warp (one mma row
+/// tile). The forward's are ForwardTiles::kRows.
 constexpr int kBlockRows = kWarps * 16;
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -96,10 +100,16 @@ __device__ inline void storeStrip(const float (&acc)[D / 8][4], bf16 *dst,
 //===----------------------------------------------------------------------===//
 
 template <int D> struct ForwardTiles {
-  static constexpr int kKeys = 64; // per key block
+  // Each warp owns two 16-row strips (32 query rows): every K and V
+  // fragment it loads from shared memory serves both.
+  static constexpr int kStrips = 2;
+  static constexpr int kRows = kWarps * 16 * kStrips; // 128 per block
+  // Keys per block: at D = 128 the output (2 x 64 floats) and the scores
+  // (2 x 16 floats) fit in 255 registers only with 32 keys.
+  static constexpr int kKeys = D <= 64 ? 64 : 32;
   static constexpr int kLd = D + kRowPad;
   // Q, then K and V twice (the block being used and the one loading).
-  static constexpr int kBytes = (kBlockRows + 4 * kKeys) * kLd * 2;
+  static constexpr int kBytes = (kRows + 4 * kKeys) * kLd * 2;
 };
 
 template <int D>
@@ -107,36 +117,45 @@ __global__ void __launch_bounds__(kThreads)
     flashForwardKernel(const bf16 *qkv, bf16 *out, float *lse, Shape s,
                        Scales sc) {
   using Tiles = ForwardTiles<D>;
+  constexpr int MT = Tiles::kStrips, kRows = Tiles::kRows;
   constexpr int kKeys = Tiles::kKeys, kLd = Tiles::kLd;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16 *sQ = reinterpret_cast<bf16 *>(smem);
-  bf16 *sK = sQ + kBlockRows * kLd; // two buffers of kKeys rows
+  bf16 *sK = sQ + kRows * kLd; // two buffers of kKeys rows
   bf16 *sV = sK + 2 * kKeys * kLd;
 
   // Causal query blocks last-first: the longest ones start first.
   const int qBlock = s.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int h = blockIdx.y, b = blockIdx.z;
-  const int q0 = qBlock * kBlockRows;
+  const int q0 = qBlock * kRows;
   const int64_t ld = 3 * static_cast<int64_t>(s.H);
-  const int keyEnd = s.causal ? min(s.T, q0 + kBlockRows) : s.T;
+  const int keyEnd = s.causal ? min(s.T, q0 + kRows) : s.T;
   const int numKeyBlocks = (keyEnd + kKeys - 1) / kKeys;
 
   const bf16 *kBase = qkv + rowOffset(s, b, 0, 1, h);
   const bf16 *vBase = qkv + rowOffset(s, b, 0, 2, h);
-  loadTile<kBlockRows, D, kThreads>(sQ, qkv + rowOffset(s, b, q0, 0, h), ld,
-                                    s.T - q0, s.d);
+  loadTile<kRows, D, kThreads>(sQ, qkv + rowOffset(s, b, q0, 0, h), ld,
+                               s.T - q0, s.d);
   loadTile<kKeys, D, kThreads>(sK, kBase, ld, s.T, s.d);
   loadTile<kKeys, D, kThreads>(sV, vBase, ld, s.T, s.d);
   commitCopies();
 
   const int warp = threadIdx.x / 32;
-  const int warpRow0 = q0 + warp * 16; // first query row of this warp
-  float o[D / 8][4];
+  const int warpRow0 = q0 + warp * 16 * MT; // first query row of this warp
+  const int warpRowLast = warpRow0 + 16 * MT - 1;
+  float o[MT][D / 8][4];
   zero(o);
-  // Per thread: rows tileRow(0) (index 0) and tileRow(2) (index 1) of the
-  // strip. m is the running max of the raw scores (the same in the 4 lanes
-  // of a row); l is this lane's share of the running sum.
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  // Per thread and strip: rows tileRow(0) (index 0) and tileRow(2) (index
+  // 1). m is the running max of the raw scores (the same in the 4 lanes of
+  // a row); l is this lane's share of the running sum.
+  float m[MT][2], l[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      m[mt][half] = -INFINITY;
+      l[mt][half] = 0.0f;
+    }
 
   for (int kb = 0; kb < numKeyBlocks; ++kb) {
     const int buf = kb % 2;
@@ -154,77 +173,93 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
 
     const int k0 = kb * kKeys;
-    float sc4[kKeys / 8][4];
-    zero(sc4);
-    warpProductABt<kKeys, D>(sc4, sQ + warp * 16 * kLd, kLd,
-                             sK + buf * kKeys * kLd, kLd);
+    // Causal: a key block wholly after this warp's last row adds nothing
+    // to its rows (the block's later warps still need it).
+    if (!(s.causal && k0 > warpRowLast)) {
+      float sc4[MT][kKeys / 8][4];
+      zero(sc4);
+      warpProductABt<MT, kKeys, D>(sc4, sQ + warp * 16 * MT * kLd, kLd,
+                                   sK + buf * kKeys * kLd, kLd);
 
-    // Keys past T, and (causal) keys after the row's query, get -inf.
-    if (k0 + kKeys > s.T || (s.causal && k0 + kKeys - 1 > warpRow0)) {
+      // Keys past T, and (causal) keys after the row's query, get -inf.
+      if (k0 + kKeys > s.T || (s.causal && k0 + kKeys - 1 > warpRow0)) {
 #pragma unroll
-      for (int j = 0; j < kKeys / 8; ++j)
+        for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = k0 + tileCol(j, e), row = warpRow0 + tileRow(e);
-          if (key >= s.T || (s.causal && key > row))
-            sc4[j][e] = -INFINITY;
-        }
-    }
-
+          for (int j = 0; j < kKeys / 8; ++j)
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float mx = m[half];
-#pragma unroll
-      for (int j = 0; j < kKeys / 8; ++j)
-        mx = fmaxf(mx, fmaxf(sc4[j][2 * half], sc4[j][2 * half + 1]));
-      // The row's other three lanes (same g, t = 0..3).
-      mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
-      // A row that has seen only masked keys keeps m = -inf; its offset is
-      // then taken as 0 so that exp2(-inf - offset) = 0 rather than NaN.
-      // (Key 0 is in block 0 and no query masks it, so this is a guard.)
-      const float offset = mx == -INFINITY ? 0.0f : mx * sc.scaleLog2;
-      // exp(scale (mOld - mNew)) <= 1; 0 on the first block (mOld = -inf).
-      const float corr = exp2f(m[half] * sc.scaleLog2 - offset);
-      m[half] = mx;
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < kKeys / 8; ++j)
-#pragma unroll
-        for (int e = 2 * half; e < 2 * half + 2; ++e) {
-          sc4[j][e] = exp2f(sc4[j][e] * sc.scaleLog2 - offset);
-          sum += sc4[j][e];
-        }
-      l[half] = l[half] * corr + sum;
-#pragma unroll
-      for (int j = 0; j < D / 8; ++j) {
-        o[j][2 * half] *= corr;
-        o[j][2 * half + 1] *= corr;
+            for (int e = 0; e < 4; ++e) {
+              const int key = k0 + tileCol(j, e);
+              const int row = warpRow0 + mt * 16 + tileRow(e);
+              if (key >= s.T || (s.causal && key > row))
+                sc4[mt][j][e] = -INFINITY;
+            }
       }
-    }
 
-    uint32_t p[kKeys / 16][4];
-    toAFragments<kKeys>(sc4, p);
-    warpProductPB<D, kKeys>(o, p, sV + buf * kKeys * kLd, kLd);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          float mx = m[mt][half];
+#pragma unroll
+          for (int j = 0; j < kKeys / 8; ++j)
+            mx = fmaxf(mx, fmaxf(sc4[mt][j][2 * half],
+                                 sc4[mt][j][2 * half + 1]));
+          // The row's other three lanes (same g, t = 0..3).
+          mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(kFullMask, mx, 2));
+          // A row that has seen only masked keys keeps m = -inf; its offset
+          // is then taken as 0 so that exp2(-inf - offset) = 0 rather than
+          // NaN. (Key 0 is in block 0 and no query masks it, so this is a
+          // guard.)
+          const float offset = mx == -INFINITY ? 0.0f : mx * sc.scaleLog2;
+          // exp(scale (mOld - mNew)) <= 1; 0 on the first block.
+          const float corr = exp2f(m[mt][half] * sc.scaleLog2 - offset);
+          m[mt][half] = mx;
+          float sum = 0.0f;
+#pragma unroll
+          for (int j = 0; j < kKeys / 8; ++j)
+#pragma unroll
+            for (int e = 2 * half; e < 2 * half + 2; ++e) {
+              sc4[mt][j][e] = exp2f(sc4[mt][j][e] * sc.scaleLog2 - offset);
+              sum += sc4[mt][j][e];
+            }
+          l[mt][half] = l[mt][half] * corr + sum;
+#pragma unroll
+          for (int j = 0; j < D / 8; ++j) {
+            o[mt][j][2 * half] *= corr;
+            o[mt][j][2 * half + 1] *= corr;
+          }
+        }
+
+      uint32_t p[MT][kKeys / 16][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+        toAFragments<kKeys>(sc4[mt], p[mt]);
+      warpProductPB<MT, D, kKeys>(o, p, sV + buf * kKeys * kLd, kLd);
+    }
     // Every warp is done with this buffer before the next iteration starts
     // loading the block after next into it.
     __syncthreads();
   }
 
-  float inv[2];
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    float sum = l[half];
-    sum += __shfl_xor_sync(kFullMask, sum, 1);
-    sum += __shfl_xor_sync(kFullMask, sum, 2);
-    inv[half] = 1.0f / sum;
-    const int row = warpRow0 + tileRow(2 * half);
-    if (threadIdx.x % 4 == 0 && row < s.T)
-      lse[(static_cast<int64_t>(b) * s.nh + h) * s.T + row] =
-          m[half] * sc.scale + logf(sum);
+  for (int mt = 0; mt < MT; ++mt) {
+    float inv[2];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float sum = l[mt][half];
+      sum += __shfl_xor_sync(kFullMask, sum, 1);
+      sum += __shfl_xor_sync(kFullMask, sum, 2);
+      inv[half] = 1.0f / sum;
+      const int row = warpRow0 + mt * 16 + tileRow(2 * half);
+      if (threadIdx.x % 4 == 0 && row < s.T)
+        lse[(static_cast<int64_t>(b) * s.nh + h) * s.T + row] =
+            m[mt][half] * sc.scale + logf(sum);
+    }
+    storeStrip<D>(o[mt], out + rowOffset(s, b, 0, -1, h), s.H,
+                  warpRow0 + mt * 16, s.T, s.d, inv[0], inv[1]);
   }
-  storeStrip<D>(o, out + rowOffset(s, b, 0, -1, h), s.H, warpRow0, s.T, s.d,
-                inv[0], inv[1]);
 }
 
 //===----------------------------------------------------------------------===//
@@ -464,8 +499,9 @@ __global__ void __launch_bounds__(kThreads)
 // Launchers
 //===----------------------------------------------------------------------===//
 
-dim3 blockGrid(const Shape &s) {
-  return dim3(static_cast<unsigned>((s.T + kBlockRows - 1) / kBlockRows),
+/// One block per \p rows rows (queries or keys), head and batch.
+dim3 blockGrid(const Shape &s, int rows) {
+  return dim3(static_cast<unsigned>((s.T + rows - 1) / rows),
               static_cast<unsigned>(s.nh), static_cast<unsigned>(s.B));
 }
 
@@ -479,7 +515,7 @@ bp_status_t forwardFor(const bf16 *qkv, bf16 *out, float *lse, const Shape &s,
                                          "bp_cuda_attention_fwd");
       st != BP_OK)
     return st;
-  flashForwardKernel<D><<<blockGrid(s), kThreads, bytes, stream>>>(
+  flashForwardKernel<D><<<blockGrid(s, ForwardTiles<D>::kRows), kThreads, bytes, stream>>>(
       qkv, out, lse, s, scalesOf(s));
   return checkLaunch("bp_cuda_attention_fwd");
 }
@@ -498,9 +534,9 @@ bp_status_t backwardFor(const bf16 *qkv, const bf16 *out, const bf16 *dout,
       st != BP_OK)
     return st;
   launchRowDot(out, dout, rowDot, s, stream);
-  flashBackwardDkvKernel<D><<<blockGrid(s), kThreads, dkvBytes, stream>>>(
+  flashBackwardDkvKernel<D><<<blockGrid(s, kBlockRows), kThreads, dkvBytes, stream>>>(
       qkv, dout, lse, rowDot, dqkv, s, scalesOf(s));
-  flashBackwardDqKernel<D><<<blockGrid(s), kThreads, dqBytes, stream>>>(
+  flashBackwardDqKernel<D><<<blockGrid(s, kBlockRows), kThreads, dqBytes, stream>>>(
       qkv, dout, lse, rowDot, dqkv, s, scalesOf(s));
   return checkLaunch("bp_cuda_attention_bwd");
 }

@@ -128,12 +128,15 @@ template <typename T> __device__ inline void zero(T &array) {
     p[i] = 0.0f;
 }
 
-/// acc[16 x N] += A[16 x K] B[N x K]^T, both in shared memory, row-major
-/// with row strides lda and ldb (S = Q K^T, dP = dO V^T and their
+/// acc[16 MT x N] += A[16 MT x K] B[N x K]^T, both in shared memory,
+/// row-major with row strides lda and ldb (S = Q K^T, dP = dO V^T and their
 /// transposes: both operands have the reduced dimension along their rows).
-template <int N, int K>
-__device__ inline void warpProductABt(float (&acc)[N / 8][4], const bf16 *a,
-                                      int lda, const bf16 *b, int ldb) {
+/// acc[m] is the m-th 16-row strip. Each B fragment loaded serves MT row
+/// strips: shared-memory reads per mma fall as MT grows.
+template <int MT, int N, int K>
+__device__ inline void warpProductABt(float (&acc)[MT][N / 8][4],
+                                      const bf16 *a, int lda, const bf16 *b,
+                                      int ldb) {
   static_assert(N % 16 == 0 && K % 16 == 0, "whole 16 x 16 pieces");
   const int lane = threadIdx.x % 32;
   // A: matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15),
@@ -141,44 +144,72 @@ __device__ inline void warpProductABt(float (&acc)[N / 8][4], const bf16 *a,
   // (n 8-15, k 0-7), (n 8-15, k 8-15) = b0, b1 of two n-tiles: B's n-rows
   // hold its k along them, which is what the non-transposed load gives.
   const bf16 *aLane = a + (lane % 16) * lda + (lane / 16) * 8;
-  const bf16 *bLane = b + ((lane % 8) + (lane / 16) * 8) * ldb + ((lane / 8) % 2) * 8;
+  const bf16 *bLane =
+      b + ((lane % 8) + (lane / 16) * 8) * ldb + ((lane / 8) % 2) * 8;
 #pragma unroll
   for (int k = 0; k < K; k += 16) {
-    uint32_t af[4];
-    ldmatrix4(af, aLane + k);
+    uint32_t af[MT][4];
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+      ldmatrix4(af[m], aLane + m * 16 * lda + k);
 #pragma unroll
     for (int n = 0; n < N; n += 16) {
       uint32_t bf[4];
       ldmatrix4(bf, bLane + n * ldb + k);
-      mma16816(acc[n / 8], af, bf[0], bf[1]);
-      mma16816(acc[n / 8 + 1], af, bf[2], bf[3]);
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        mma16816(acc[m][n / 8], af[m], bf[0], bf[1]);
+        mma16816(acc[m][n / 8 + 1], af[m], bf[2], bf[3]);
+      }
     }
   }
 }
 
-/// acc[16 x N] += P[16 x K] B[K x N]: P in registers as A fragments
-/// (toAFragments of a score strip), B in shared memory, row-major with row
+/// One 16-row strip: acc[16 x N] += A[16 x K] B[N x K]^T.
+template <int N, int K>
+__device__ inline void warpProductABt(float (&acc)[N / 8][4], const bf16 *a,
+                                      int lda, const bf16 *b, int ldb) {
+  warpProductABt<1, N, K>(reinterpret_cast<float(&)[1][N / 8][4]>(acc), a,
+                          lda, b, ldb);
+}
+
+/// acc[16 MT x N] += P[16 MT x K] B[K x N]: P in registers as A fragments
+/// (toAFragments of score strips), B in shared memory, row-major with row
 /// stride ldb (O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q: B has the
 /// reduced dimension down its columns, so ldmatrix transposes it).
-template <int N, int K>
-__device__ inline void warpProductPB(float (&acc)[N / 8][4],
-                                     const uint32_t (&p)[K / 16][4],
+template <int MT, int N, int K>
+__device__ inline void warpProductPB(float (&acc)[MT][N / 8][4],
+                                     const uint32_t (&p)[MT][K / 16][4],
                                      const bf16 *b, int ldb) {
   static_assert(N % 16 == 0 && K % 16 == 0, "whole 16 x 16 pieces");
   const int lane = threadIdx.x % 32;
   // Matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15),
   // (k 8-15, n 8-15), each transposed: b0, b1 of two n-tiles.
-  const bf16 *bLane = b + ((lane % 8) + ((lane / 8) % 2) * 8) * ldb + (lane / 16) * 8;
+  const bf16 *bLane =
+      b + ((lane % 8) + ((lane / 8) % 2) * 8) * ldb + (lane / 16) * 8;
 #pragma unroll
   for (int k = 0; k < K; k += 16) {
 #pragma unroll
     for (int n = 0; n < N; n += 16) {
       uint32_t bf[4];
       ldmatrix4Trans(bf, bLane + k * ldb + n);
-      mma16816(acc[n / 8], p[k / 16], bf[0], bf[1]);
-      mma16816(acc[n / 8 + 1], p[k / 16], bf[2], bf[3]);
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        mma16816(acc[m][n / 8], p[m][k / 16], bf[0], bf[1]);
+        mma16816(acc[m][n / 8 + 1], p[m][k / 16], bf[2], bf[3]);
+      }
     }
   }
+}
+
+/// One 16-row strip: acc[16 x N] += P[16 x K] B[K x N].
+template <int N, int K>
+__device__ inline void warpProductPB(float (&acc)[N / 8][4],
+                                     const uint32_t (&p)[K / 16][4],
+                                     const bf16 *b, int ldb) {
+  warpProductPB<1, N, K>(
+      reinterpret_cast<float(&)[1][N / 8][4]>(acc),
+      reinterpret_cast<const uint32_t(&)[1][K / 16][4]>(p), b, ldb);
 }
 
 /// A 16 x K strip of C tiles as the A fragments of a product over K,
