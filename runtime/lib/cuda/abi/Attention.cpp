@@ -1,0 +1,108 @@
+//===- Attention.cpp - runtime.h's bp_attention_* on the CUDA target ------===//
+//
+// The attention of compiled stage functions, on the device (Dispatch.h):
+// fp32 runs the project's own kernels; bf16 runs cuDNN's fused attention
+// where cuDNN supports the shape, else the project's own
+// FlashAttention-2-style kernels. BITPIPE_CUDA_ATTENTION=own or =cudnn
+// overrides that choice (read once; "cudnn" still falls back, with a
+// message, where cuDNN cannot run the shape).
+//
+// Why cuDNN first: on Hopper its fused engines use the wgmma instructions
+// that the project's mma.sync kernels do not, and its backward does five
+// matrix products where ours, deterministic, does seven. That is an
+// expectation, not yet a measurement: bench/gpu/check.sh times both on the
+// H200 (bench/RESULTS.md), and the default follows what it finds. Both
+// compute the same lse (natural log of the scaled scores), so a forward of
+// one and a backward of the other agree.
+//
+// None of this has run on a GPU yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Dispatch.h"
+
+#include "bitpipe/runtime.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+using bitpipe::runtime::cuda::asBf16Bits;
+using bitpipe::runtime::cuda::byPrecision;
+
+namespace {
+
+enum class AttentionChoice { Auto, Own, Cudnn };
+
+/// BITPIPE_CUDA_ATTENTION, read once; an unknown value is reported and
+/// treated as unset.
+AttentionChoice attentionChoice() {
+  static const AttentionChoice choice = [] {
+    const char *v = std::getenv("BITPIPE_CUDA_ATTENTION");
+    if (!v || !*v || std::strcmp(v, "auto") == 0)
+      return AttentionChoice::Auto;
+    if (std::strcmp(v, "own") == 0)
+      return AttentionChoice::Own;
+    if (std::strcmp(v, "cudnn") == 0)
+      return AttentionChoice::Cudnn;
+    std::fprintf(stderr,
+                 "bitpipe: cuda: BITPIPE_CUDA_ATTENTION is '%s'; expected "
+                 "auto, own or cudnn (using auto)\n",
+                 v);
+    return AttentionChoice::Auto;
+  }();
+  return choice;
+}
+
+/// Whether a bf16 call of this shape goes to cuDNN.
+bool useCudnn(int64_t B, int64_t T, int64_t H, int64_t nh, int32_t causal) {
+  if (attentionChoice() == AttentionChoice::Own)
+    return false;
+  // bp_cudnn_attention_supported caches its answer per shape and says why
+  // once when it is no.
+  return bp_cudnn_attention_supported(B, T, H, nh, causal) != 0;
+}
+
+} // namespace
+
+extern "C" bp_status_t bp_attention_fwd(const float *qkv, float *out,
+                                        float *lse, int64_t B, int64_t T,
+                                        int64_t H, int64_t nh,
+                                        int32_t causal) {
+  return byPrecision(
+      "bp_attention_fwd",
+      [&](void *s) {
+        return bp_cuda_attention_fwd_f32(qkv, out, lse, B, T, H, nh, causal,
+                                         s);
+      },
+      [&](void *s) {
+        if (useCudnn(B, T, H, nh, causal))
+          return bp_cudnn_attention_fwd(asBf16Bits(qkv), asBf16Bits(out), lse,
+                                        B, T, H, nh, causal, s);
+        return bp_cuda_attention_fwd(asBf16Bits(qkv), asBf16Bits(out), lse, B,
+                                     T, H, nh, causal, s);
+      });
+}
+
+extern "C" bp_status_t bp_attention_bwd(const float *qkv, const float *out,
+                                        const float *dout, const float *lse,
+                                        float *dqkv, int64_t B, int64_t T,
+                                        int64_t H, int64_t nh,
+                                        int32_t causal) {
+  return byPrecision(
+      "bp_attention_bwd",
+      [&](void *s) {
+        return bp_cuda_attention_bwd_f32(qkv, out, dout, lse, dqkv, B, T, H,
+                                         nh, causal, s);
+      },
+      [&](void *s) {
+        if (useCudnn(B, T, H, nh, causal))
+          return bp_cudnn_attention_bwd(asBf16Bits(qkv), asBf16Bits(out),
+                                        asBf16Bits(dout), lse,
+                                        asBf16Bits(dqkv), B, T, H, nh, causal,
+                                        s);
+        return bp_cuda_attention_bwd(asBf16Bits(qkv), asBf16Bits(out),
+                                     asBf16Bits(dout), lse, asBf16Bits(dqkv),
+                                     B, T, H, nh, causal, s);
+      });
+}

@@ -1,0 +1,154 @@
+//===- AttentionEntry.cpp - bitpipe/cuda.h's bp_cuda_attention_* ----------===//
+//
+// Checks the arguments on the host (before anything is enqueued), then picks
+// the kernel family (AttentionKernels.h): the tensor-core kernels for bf16
+// when the head dimension and the pointers allow them, the CUDA-core kernels
+// otherwise and for fp32. The backward's scratch (D = dO . O per row,
+// [B, nh, T] fp32: O(T), never T x T) comes from the device pool and goes
+// back to it in stream order.
+//
+// None of this has run on a GPU yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionKernels.h"
+#include "core/ArgChecks.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+
+using namespace bitpipe::runtime;
+using namespace bitpipe::runtime::cuda::attention;
+
+namespace {
+
+/// The largest batch and head count: they are grid dimensions y and z.
+constexpr int64_t kMaxGridYZ = 65535;
+
+/// Whether the sizes make a call these kernels can run; prints what was
+/// expected when they do not (pointers are checked by the caller).
+bool validShape(const char *fn, int64_t B, int64_t T, int64_t H, int64_t nh,
+                int maxHeadDim) {
+  if (!allPositive({B, T, H, nh}))
+    return false;
+  if (H % nh != 0) {
+    std::fprintf(stderr,
+                 "bitpipe: %s: expected H divisible by nh, got H = %lld, "
+                 "nh = %lld\n",
+                 fn, static_cast<long long>(H), static_cast<long long>(nh));
+    return false;
+  }
+  const int64_t d = H / nh;
+  if (d > maxHeadDim) {
+    std::fprintf(stderr,
+                 "bitpipe: %s: expected a head dimension H / nh of at most "
+                 "%d, got %lld\n",
+                 fn, maxHeadDim, static_cast<long long>(d));
+    return false;
+  }
+  if (B > kMaxGridYZ || nh > kMaxGridYZ ||
+      T > std::numeric_limits<int>::max() / 2 ||
+      3 * H > std::numeric_limits<int>::max()) {
+    std::fprintf(stderr,
+                 "bitpipe: %s: expected B and nh at most %lld, T below 2^30 "
+                 "and 3H below 2^31, got B = %lld, T = %lld, H = %lld, nh = %lld\n",
+                 fn, static_cast<long long>(kMaxGridYZ),
+                 static_cast<long long>(B), static_cast<long long>(T),
+                 static_cast<long long>(H), static_cast<long long>(nh));
+    return false;
+  }
+  return true;
+}
+
+bool aligned16(std::initializer_list<const void *> ptrs) {
+  for (const void *p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      return false;
+  return true;
+}
+
+/// The tensor-core kernels: 16-byte loads of whole 8-column pieces of a
+/// head, so d % 8 == 0 and every tensor 16-byte aligned (the pool's blocks
+/// are 256-byte aligned; an offset view might not be).
+bool useFlash(const Shape &s, std::initializer_list<const void *> ptrs) {
+  return flashSupportsHeadDim(s.d) && aligned16(ptrs);
+}
+
+/// The backward's rowDot scratch, from the pool, returned in stream order.
+class RowDotScratch {
+public:
+  RowDotScratch(const Shape &s, void *stream)
+      : stream_(stream),
+        data_(static_cast<float *>(bp_cuda_alloc(
+            static_cast<int64_t>(s.B) * s.nh * s.T * sizeof(float), stream))) {
+  }
+  ~RowDotScratch() { bp_cuda_free(data_, stream_); }
+  RowDotScratch(const RowDotScratch &) = delete;
+  RowDotScratch &operator=(const RowDotScratch &) = delete;
+  float *get() const { return data_; }
+
+private:
+  void *stream_;
+  float *data_;
+};
+
+} // namespace
+
+extern "C" bp_status_t bp_cuda_attention_fwd(const bp_bf16_t *qkv,
+                                             bp_bf16_t *out, float *lse,
+                                             int64_t B, int64_t T, int64_t H,
+                                             int64_t nh, int32_t causal,
+                                             void *stream) {
+  if (!allNonNull({qkv, out, lse}) ||
+      !validShape("bp_cuda_attention_fwd", B, T, H, nh, kSimtMaxHeadDim))
+    return BP_ERR_INVALID_ARGUMENT;
+  const Shape s = makeShape(B, T, H, nh, causal != 0);
+  if (useFlash(s, {qkv, out}))
+    return flashForward(qkv, out, lse, s, stream);
+  return simtForward(qkv, out, lse, s, stream);
+}
+
+extern "C" bp_status_t
+bp_cuda_attention_bwd(const bp_bf16_t *qkv, const bp_bf16_t *out,
+                      const bp_bf16_t *dout, const float *lse, bp_bf16_t *dqkv,
+                      int64_t B, int64_t T, int64_t H, int64_t nh,
+                      int32_t causal, void *stream) {
+  if (!allNonNull({qkv, out, dout, lse, dqkv}) ||
+      !validShape("bp_cuda_attention_bwd", B, T, H, nh, kSimtMaxHeadDim))
+    return BP_ERR_INVALID_ARGUMENT;
+  const Shape s = makeShape(B, T, H, nh, causal != 0);
+  RowDotScratch rowDot(s, stream);
+  if (!rowDot.get())
+    return BP_ERR_OUT_OF_MEMORY;
+  if (useFlash(s, {qkv, out, dout, dqkv}))
+    return flashBackward(qkv, out, dout, lse, dqkv, rowDot.get(), s, stream);
+  return simtBackward(qkv, out, dout, lse, dqkv, rowDot.get(), s, stream);
+}
+
+extern "C" bp_status_t bp_cuda_attention_fwd_f32(const float *qkv, float *out,
+                                                 float *lse, int64_t B,
+                                                 int64_t T, int64_t H,
+                                                 int64_t nh, int32_t causal,
+                                                 void *stream) {
+  if (!allNonNull({qkv, out, lse}) ||
+      !validShape("bp_cuda_attention_fwd_f32", B, T, H, nh, kSimtMaxHeadDim))
+    return BP_ERR_INVALID_ARGUMENT;
+  return simtForward(qkv, out, lse, makeShape(B, T, H, nh, causal != 0),
+                     stream);
+}
+
+extern "C" bp_status_t
+bp_cuda_attention_bwd_f32(const float *qkv, const float *out,
+                          const float *dout, const float *lse, float *dqkv,
+                          int64_t B, int64_t T, int64_t H, int64_t nh,
+                          int32_t causal, void *stream) {
+  if (!allNonNull({qkv, out, dout, lse, dqkv}) ||
+      !validShape("bp_cuda_attention_bwd_f32", B, T, H, nh, kSimtMaxHeadDim))
+    return BP_ERR_INVALID_ARGUMENT;
+  const Shape s = makeShape(B, T, H, nh, causal != 0);
+  RowDotScratch rowDot(s, stream);
+  if (!rowDot.get())
+    return BP_ERR_OUT_OF_MEMORY;
+  return simtBackward(qkv, out, dout, lse, dqkv, rowDot.get(), s, stream);
+}

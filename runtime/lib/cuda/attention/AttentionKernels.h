@@ -1,0 +1,85 @@
+//===- AttentionKernels.h - The attention kernels' launchers -----*- C++ -*-===//
+//
+// What the entry points (AttentionEntry.cpp: bitpipe/cuda.h's
+// bp_cuda_attention_*) call: the launchers of the two kernel families, both
+// FlashAttention-2's algorithm (online softmax over key blocks; a backward
+// that recomputes the probabilities from the saved row log-sum-exp), neither
+// ever holding a T x T matrix:
+//  - FlashAttention.cu: bf16 on tensor cores (mma.sync m16n8k16), for head
+//    dimensions that are a multiple of 8 up to 128 on 16-byte aligned
+//    tensors (every GPT / BERT shape);
+//  - SimtAttention.cu: fp32 arithmetic on CUDA cores, templated on the
+//    element type: the fp32 kernels, and the bf16 fallback for any other
+//    head dimension (up to kSimtMaxHeadDim).
+// The launchers check nothing that the entry points check (pointers, sizes)
+// and enqueue on `stream`; each returns checkLaunch's status.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_CUDA_ATTENTION_ATTENTIONKERNELS_H
+#define BITPIPE_RUNTIME_CUDA_ATTENTION_ATTENTIONKERNELS_H
+
+#include "bitpipe/cuda.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace bitpipe::runtime::cuda::attention {
+
+/// One call's geometry, passed to the kernels by value. Sizes fit in int
+/// (the entry points check it); element offsets are formed in int64_t
+/// inside the kernels.
+struct Shape {
+  int B, T, H, nh, d;
+  bool causal;
+  /// Scores are scaled by 1 / sqrt(d), rounded to float as the CPU kernel
+  /// rounds it.
+  float scale;
+};
+
+inline Shape makeShape(int64_t B, int64_t T, int64_t H, int64_t nh,
+                       bool causal) {
+  const int d = static_cast<int>(H / nh);
+  return {static_cast<int>(B), static_cast<int>(T), static_cast<int>(H),
+          static_cast<int>(nh), d, causal,
+          1.0f / std::sqrt(static_cast<float>(d))};
+}
+
+/// The largest head dimension the CUDA-core kernels take (8 fp32 values of
+/// a row per lane); the tensor-core kernels take up to 128.
+constexpr int kSimtMaxHeadDim = 256;
+constexpr int kFlashMaxHeadDim = 128;
+
+/// Whether the tensor-core kernels take this head dimension: a multiple of
+/// 8 (their 16-byte loads never straddle a head) and at most 128.
+inline bool flashSupportsHeadDim(int d) {
+  return d % 8 == 0 && d <= kFlashMaxHeadDim;
+}
+
+// Tensor-core kernels, bf16 (FlashAttention.cu). Every pointer must be
+// 16-byte aligned and flashSupportsHeadDim(d). rowDot [B, nh, T] fp32 is
+// scratch: rowDot[b, h, t] = dout[b, t, h] . out[b, t, h] (the backward's
+// preprocessing, written here before it is read).
+bp_status_t flashForward(const bp_bf16_t *qkv, bp_bf16_t *out, float *lse,
+                         const Shape &s, void *stream);
+bp_status_t flashBackward(const bp_bf16_t *qkv, const bp_bf16_t *out,
+                          const bp_bf16_t *dout, const float *lse,
+                          bp_bf16_t *dqkv, float *rowDot, const Shape &s,
+                          void *stream);
+
+// CUDA-core kernels (SimtAttention.cu), for d <= kSimtMaxHeadDim.
+bp_status_t simtForward(const float *qkv, float *out, float *lse,
+                        const Shape &s, void *stream);
+bp_status_t simtForward(const bp_bf16_t *qkv, bp_bf16_t *out, float *lse,
+                        const Shape &s, void *stream);
+bp_status_t simtBackward(const float *qkv, const float *out, const float *dout,
+                         const float *lse, float *dqkv, float *rowDot,
+                         const Shape &s, void *stream);
+bp_status_t simtBackward(const bp_bf16_t *qkv, const bp_bf16_t *out,
+                         const bp_bf16_t *dout, const float *lse,
+                         bp_bf16_t *dqkv, float *rowDot, const Shape &s,
+                         void *stream);
+
+} // namespace bitpipe::runtime::cuda::attention
+
+#endif // BITPIPE_RUNTIME_CUDA_ATTENTION_ATTENTIONKERNELS_H

@@ -1,0 +1,30 @@
+//===- SharedMemoryOptIn.h - Dynamic shared memory above 48 KiB -*- C++ -*-===//
+//
+// A kernel launched with more than 48 KiB of dynamic shared memory must
+// first be allowed it (cudaFuncAttributeMaxDynamicSharedMemorySize; up to
+// 227 KiB a block on sm_90). The attention kernels' tiles need up to about
+// 100 KiB.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_CUDA_ATTENTION_SHAREDMEMORYOPTIN_H
+#define BITPIPE_RUNTIME_CUDA_ATTENTION_SHAREDMEMORYOPTIN_H
+
+#include "../Launch.h"
+
+namespace bitpipe::runtime::cuda::attention {
+
+/// Lets \p Kernel use up to \p bytes of dynamic shared memory; asked once
+/// per kernel (a template argument, so that kernels of the same function
+/// type each get their own flag), \p bytes being the most it is ever
+/// launched with. The status names \p what on failure.
+template <auto Kernel>
+bp_status_t allowSharedMemory(int bytes, const char *what) {
+  static const cudaError_t err = cudaFuncSetAttribute(
+      Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  return checkCuda(err, what);
+}
+
+} // namespace bitpipe::runtime::cuda::attention
+
+#endif // BITPIPE_RUNTIME_CUDA_ATTENTION_SHAREDMEMORYOPTIN_H

@@ -1,0 +1,375 @@
+//===- AttentionTest.cpp - CUDA attention against a float64 reference -----===//
+//
+// bp_cuda_attention_{fwd,bwd}{,_f32} and runtime.h's bp_attention_* on the
+// CUDA target, against the float64 reference on the host (Reference.h's
+// forward; the backward below), at shapes that exercise every path and
+// edge of the kernels (runtime/lib/cuda/attention/):
+//  - T = 1, 17, 100, 129, 256: a partial tile only, several key blocks
+//    (the double-buffered loads), tails of 1 row;
+//  - d = 64 and 128 (the tensor-core kernels' two widths), 40 (a multiple
+//    of 8 padded to 64), 20 and 160 (the CUDA-core fallback for bf16);
+//  - causal and bidirectional; B and nh > 1 (the qkv and lse strides).
+// The backward is fed the reference's out (rounded as the kernel would
+// store it) and lse, so it is checked on its own.
+//
+// Tolerances, element-wise as allClose: |err| <= rtol (|expected| + 0.1
+// max|expected|). The reference sees exactly the bf16 inputs (and, in the
+// backward, the rounded out) that the kernel sees, so what is left is the
+// kernel's own rounding:
+//  - bf16 out: the output's rounding (2^-9 relative) plus, in the
+//    tensor-core kernel, P rounded to bf16 before P V (2^-9 per term of a
+//    convex combination): 2e-2, about 4 x 2^-9 of the row's scale.
+//  - bf16 dqkv: the tensor-core backward also rounds P and dS to bf16
+//    before P^T dO, dS K and dS^T Q (as FlashAttention does). A gradient
+//    element is a sum of such terms that can be several times larger than
+//    the element itself (dS changes sign along a row), so its error is
+//    2^-9 of the terms, several 2^-9 of its own scale: 5e-2. (A host
+//    emulation of these kernels, fragment layouts from the PTX ISA, saw at
+//    most 2.5e-2 on these shapes; the CUDA-core bf16 path, which rounds
+//    only its outputs, 3.3e-3.)
+//  - lse (fp32 from fp32 sums of bf16 products): kFp32Rtol.
+//  - fp32 kernels: fp32 sums over d and T (~1e-6 relative): 1e-4.
+//
+// Every test but the argument checks skips itself without a device.
+// Written on a machine without a GPU: these tests have not run on one yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaTestUtil.h"
+#include "Reference.h"
+#include "bitpipe/program.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <ostream>
+#include <string>
+
+using namespace bitpipe::runtime;
+using namespace bitpipe::runtime::test;
+
+namespace {
+
+constexpr double kAttentionOutBf16Rtol = 2e-2;
+constexpr double kAttentionGradBf16Rtol = 5e-2;
+constexpr double kAttentionFp32Rtol = 1e-4;
+
+/// The float64 backward of ref::attention: for each row i, with P the
+/// softmax row, dP_ij = dO_i . V_j, D_i = dO_i . out_i and
+/// dS_ij = P_ij (dP_ij - D_i): dQ_i = scale sum_j dS_ij K_j,
+/// dK_j += scale dS_ij Q_i, dV_j += P_ij dO_i. D is formed from the \p out
+/// the backward is given, as the kernels form it (for the exact out it is
+/// sum_j P_ij dP_ij): under bf16 that out is rounded, and D's rounding
+/// error is amplified where dP_ij - D_i cancels, which is a property of
+/// the inputs, not of the kernel under test.
+std::vector<double> attentionGrad(const std::vector<double> &qkv,
+                                  const std::vector<double> &out,
+                                  const std::vector<double> &dout, int64_t B,
+                                  int64_t T, int64_t H, int64_t nh,
+                                  bool causal) {
+  const int64_t d = H / nh;
+  const double scale = 1.0 / std::sqrt(double(d));
+  std::vector<double> dqkv(qkv.size(), 0.0), p(T), dp(T);
+  auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h) {
+    return (b * T + t) * 3 * H + part * H + h * d;
+  };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < nh; ++h)
+      for (int64_t i = 0; i < T; ++i) {
+        const int64_t nKeys = causal ? i + 1 : T;
+        const double *q = &qkv[at(b, i, 0, h)];
+        const double *dO = &dout[(b * T + i) * H + h * d];
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < nKeys; ++j) {
+          const double *k = &qkv[at(b, j, 1, h)];
+          double s = 0;
+          for (int64_t c = 0; c < d; ++c)
+            s += q[c] * k[c];
+          p[j] = s * scale;
+          mx = std::max(mx, p[j]);
+        }
+        double sum = 0, rowDot = 0;
+        for (int64_t j = 0; j < nKeys; ++j) {
+          p[j] = std::exp(p[j] - mx);
+          sum += p[j];
+        }
+        for (int64_t j = 0; j < nKeys; ++j) {
+          p[j] /= sum;
+          const double *v = &qkv[at(b, j, 2, h)];
+          dp[j] = 0;
+          for (int64_t c = 0; c < d; ++c)
+            dp[j] += dO[c] * v[c];
+        }
+        for (int64_t c = 0; c < d; ++c)
+          rowDot += dO[c] * out[(b * T + i) * H + h * d + c];
+        for (int64_t j = 0; j < nKeys; ++j) {
+          const double ds = p[j] * (dp[j] - rowDot);
+          const double *k = &qkv[at(b, j, 1, h)];
+          double *dq = &dqkv[at(b, i, 0, h)];
+          double *dk = &dqkv[at(b, j, 1, h)];
+          double *dv = &dqkv[at(b, j, 2, h)];
+          for (int64_t c = 0; c < d; ++c) {
+            dq[c] += scale * ds * k[c];
+            dk[c] += scale * ds * q[c];
+            dv[c] += p[j] * dO[c];
+          }
+        }
+      }
+  return dqkv;
+}
+
+struct AttentionCase {
+  int64_t B, T, nh, d;
+  bool causal;
+};
+
+void PrintTo(const AttentionCase &c, std::ostream *os) {
+  *os << "B=" << c.B << " T=" << c.T << " nh=" << c.nh << " d=" << c.d
+      << (c.causal ? " causal" : " bidirectional");
+}
+
+std::string shapeOf(const AttentionCase &c) {
+  return "B=" + std::to_string(c.B) + ",T=" + std::to_string(c.T) +
+         ",nh=" + std::to_string(c.nh) + ",d=" + std::to_string(c.d) +
+         (c.causal ? ",causal" : ",bidir");
+}
+
+std::string caseName(const ::testing::TestParamInfo<AttentionCase> &info) {
+  const AttentionCase &c = info.param;
+  return "B" + std::to_string(c.B) + "_T" + std::to_string(c.T) + "_nh" +
+         std::to_string(c.nh) + "_d" + std::to_string(c.d) +
+         (c.causal ? "_causal" : "_bidir");
+}
+
+/// The inputs and the float64 results of one case.
+struct Expected {
+  std::vector<float> qkv, dout, outRounded;
+  std::vector<double> out, lse, dqkv;
+};
+
+/// q and k in [-2, 2], so that scores spread over a few units and the
+/// online softmax's running max changes between key blocks; \p round makes
+/// the inputs (and the out fed to the backward) bf16 values.
+Expected expectedFor(const AttentionCase &c, bool round) {
+  const int64_t H = c.nh * c.d;
+  const uint32_t seed =
+      static_cast<uint32_t>(c.B * 7919 + c.T * 131 + c.nh * 17 + c.d);
+  Expected e;
+  e.qkv = round ? randomBf16Values(c.B * c.T * 3 * H, seed, -2.0f, 2.0f)
+                : randomFloats(c.B * c.T * 3 * H, seed, -2.0f, 2.0f);
+  e.dout = round ? randomBf16Values(c.B * c.T * H, seed + 1)
+                 : randomFloats(c.B * c.T * H, seed + 1);
+  auto qkvD = toDouble(e.qkv);
+  e.out = ref::attention(qkvD, c.B, c.T, H, c.nh, c.causal, &e.lse);
+  e.outRounded.assign(e.out.begin(), e.out.end());
+  if (round)
+    e.outRounded = fromBf16(toBf16(e.outRounded));
+  e.dqkv = attentionGrad(qkvD, toDouble(e.outRounded), toDouble(e.dout), c.B,
+                         c.T, H, c.nh, c.causal);
+  return e;
+}
+
+std::vector<float> toFloat(const std::vector<double> &v) {
+  return std::vector<float>(v.begin(), v.end());
+}
+
+class CudaAttention : public CudaTest,
+                      public ::testing::WithParamInterface<AttentionCase> {};
+
+TEST_P(CudaAttention, Bf16MatchesReference) {
+  const AttentionCase c = GetParam();
+  const int64_t H = c.nh * c.d;
+  const std::string shape = shapeOf(c);
+  Expected e = expectedFor(c, /*round=*/true);
+
+  DeviceBuffer<bp_bf16_t> dQkv(toBf16(e.qkv)), dOut(c.B * c.T * H),
+      dDout(toBf16(e.dout)), dOutRef(toBf16(e.outRounded)),
+      dDqkv(c.B * c.T * 3 * H);
+  DeviceBuffer<float> dLse(c.B * c.nh * c.T), dLseRef(toFloat(e.lse));
+  ASSERT_EQ(bp_cuda_attention_fwd(dQkv.get(), dOut.get(), dLse.get(), c.B,
+                                  c.T, H, c.nh, c.causal, stream()),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_attention_bwd(dQkv.get(), dOutRef.get(), dDout.get(),
+                                  dLseRef.get(), dDqkv.get(), c.B, c.T, H,
+                                  c.nh, c.causal, stream()),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  EXPECT_TRUE(checkClose("attention_fwd", "out", shape,
+                         fromBf16(dOut.download()), e.out,
+                         kAttentionOutBf16Rtol));
+  EXPECT_TRUE(checkClose("attention_fwd", "lse", shape, dLse.download(), e.lse,
+                         kFp32Rtol));
+  EXPECT_TRUE(checkClose("attention_bwd", "dqkv", shape,
+                         fromBf16(dDqkv.download()), e.dqkv,
+                         kAttentionGradBf16Rtol));
+}
+
+TEST_P(CudaAttention, Fp32MatchesReference) {
+  const AttentionCase c = GetParam();
+  const int64_t H = c.nh * c.d;
+  const std::string shape = shapeOf(c);
+  Expected e = expectedFor(c, /*round=*/false);
+
+  DeviceBuffer<float> dQkv(e.qkv), dOut(c.B * c.T * H), dDout(e.dout),
+      dOutRef(e.outRounded), dDqkv(c.B * c.T * 3 * H),
+      dLse(c.B * c.nh * c.T), dLseRef(toFloat(e.lse));
+  ASSERT_EQ(bp_cuda_attention_fwd_f32(dQkv.get(), dOut.get(), dLse.get(), c.B,
+                                      c.T, H, c.nh, c.causal, stream()),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_attention_bwd_f32(dQkv.get(), dOutRef.get(), dDout.get(),
+                                      dLseRef.get(), dDqkv.get(), c.B, c.T, H,
+                                      c.nh, c.causal, stream()),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  EXPECT_TRUE(checkClose("attention_fwd_f32", "out", shape, dOut.download(),
+                         e.out, kAttentionFp32Rtol));
+  EXPECT_TRUE(checkClose("attention_fwd_f32", "lse", shape, dLse.download(),
+                         e.lse, kAttentionFp32Rtol));
+  EXPECT_TRUE(checkClose("attention_bwd_f32", "dqkv", shape,
+                         dDqkv.download(), e.dqkv, kAttentionFp32Rtol));
+}
+
+std::vector<AttentionCase> attentionCases() {
+  const AttentionCase shapes[] = {
+      {1, 1, 1, 64, false},  // one row: a tile that is almost all tail
+      {2, 17, 3, 64, false}, // B, nh > 1; T below one tile
+      {1, 100, 2, 128, false},
+      {2, 129, 2, 40, false}, // d padded to 64; T = 2 tiles + 1 row
+      {1, 256, 4, 128, false}, // four key blocks: the double buffers cycle
+      {2, 70, 2, 20, false},  // d not a multiple of 8: CUDA-core bf16
+      {1, 50, 1, 160, false}, // d above 128: CUDA-core bf16
+  };
+  std::vector<AttentionCase> cases;
+  for (AttentionCase c : shapes)
+    for (bool causal : {true, false}) {
+      c.causal = causal;
+      cases.push_back(c);
+    }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention,
+                         ::testing::ValuesIn(attentionCases()), caseName);
+
+using CudaAttentionRuns = CudaTest;
+
+TEST_F(CudaAttentionRuns, BackwardIsDeterministic) {
+  // No atomics: dQ and dK/dV are separate passes, so two runs give the
+  // same bits.
+  const AttentionCase c{2, 200, 2, 64, true};
+  const int64_t H = c.nh * c.d;
+  Expected e = expectedFor(c, /*round=*/true);
+  DeviceBuffer<bp_bf16_t> dQkv(toBf16(e.qkv)), dDout(toBf16(e.dout)),
+      dOut(toBf16(e.outRounded));
+  DeviceBuffer<float> dLse(toFloat(e.lse));
+  std::vector<std::vector<bp_bf16_t>> runs;
+  for (int run = 0; run < 2; ++run) {
+    DeviceBuffer<bp_bf16_t> dDqkv(c.B * c.T * 3 * H);
+    ASSERT_EQ(bp_cuda_attention_bwd(dQkv.get(), dOut.get(), dDout.get(),
+                                    dLse.get(), dDqkv.get(), c.B, c.T, H,
+                                    c.nh, c.causal, stream()),
+              BP_OK);
+    runs.push_back(dDqkv.download());
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+}
+
+TEST_F(CudaAttentionRuns, RuntimeAbiFollowsTheExecutionContext) {
+  // runtime.h's bp_attention_* on the CUDA target: the context's precision
+  // picks the kernels, its stream orders them; the same bits as the direct
+  // call of the implementation it picks.
+  const AttentionCase c{1, 33, 2, 64, true};
+  const int64_t H = c.nh * c.d, nOut = c.B * c.T * H;
+  Expected e = expectedFor(c, /*round=*/true);
+  const int32_t savedPrecision = bp_cuda_precision();
+  void *savedStream = bp_cuda_stream();
+  bp_cuda_set_stream(stream());
+
+  // bf16: the float * arguments carry bf16 bits.
+  DeviceBuffer<bp_bf16_t> bQkv(toBf16(e.qkv)), bOut(nOut), bOutDirect(nOut);
+  DeviceBuffer<float> bLse(c.B * c.nh * c.T), bLseDirect(c.B * c.nh * c.T);
+  bp_cuda_set_precision(BP_PRECISION_BF16);
+  EXPECT_EQ(bp_attention_fwd(reinterpret_cast<const float *>(bQkv.get()),
+                             reinterpret_cast<float *>(bOut.get()), bLse.get(),
+                             c.B, c.T, H, c.nh, c.causal),
+            BP_OK);
+  // Under bf16 the shim prefers cuDNN's fused attention where it supports
+  // the shape, unless BITPIPE_CUDA_ATTENTION=own (abi/Attention.cpp).
+  const char *choice = std::getenv("BITPIPE_CUDA_ATTENTION");
+  const bool viaCudnn =
+      !(choice && std::string(choice) == "own") &&
+      bp_cudnn_attention_supported(c.B, c.T, H, c.nh, c.causal) != 0;
+  EXPECT_EQ(viaCudnn
+                ? bp_cudnn_attention_fwd(bQkv.get(), bOutDirect.get(),
+                                         bLseDirect.get(), c.B, c.T, H, c.nh,
+                                         c.causal, stream())
+                : bp_cuda_attention_fwd(bQkv.get(), bOutDirect.get(),
+                                        bLseDirect.get(), c.B, c.T, H, c.nh,
+                                        c.causal, stream()),
+            BP_OK);
+
+  // fp32.
+  DeviceBuffer<float> fQkv(e.qkv), fOut(nOut), fOutDirect(nOut),
+      fLse(c.B * c.nh * c.T), fLseDirect(c.B * c.nh * c.T);
+  bp_cuda_set_precision(BP_PRECISION_FP32);
+  EXPECT_EQ(bp_attention_fwd(fQkv.get(), fOut.get(), fLse.get(), c.B, c.T, H,
+                             c.nh, c.causal),
+            BP_OK);
+  EXPECT_EQ(bp_cuda_attention_fwd_f32(fQkv.get(), fOutDirect.get(),
+                                      fLseDirect.get(), c.B, c.T, H, c.nh,
+                                      c.causal, stream()),
+            BP_OK);
+
+  bp_cuda_set_precision(savedPrecision);
+  bp_cuda_set_stream(savedStream);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  EXPECT_EQ(bOut.download(), bOutDirect.download());
+  EXPECT_EQ(bLse.download(), bLseDirect.download());
+  EXPECT_EQ(fOut.download(), fOutDirect.download());
+  EXPECT_EQ(fLse.download(), fLseDirect.download());
+  EXPECT_TRUE(checkClose("attention_abi", "out", shapeOf(c),
+                         fromBf16(bOut.download()), e.out,
+                         kAttentionOutBf16Rtol));
+}
+
+//===----------------------------------------------------------------------===//
+// Argument checks: on the host, before anything is enqueued, so they run
+// without a device too. The pointers are never dereferenced.
+//===----------------------------------------------------------------------===//
+
+TEST(CudaAttentionArguments, BadArgumentsAreRejectedOnTheHost) {
+  alignas(16) static bp_bf16_t bits[8];
+  alignas(16) static float floats[8];
+  bp_bf16_t *b = bits;
+  float *f = floats;
+  // Null pointers.
+  EXPECT_EQ(bp_cuda_attention_fwd(nullptr, b, f, 1, 4, 64, 1, 1, nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cuda_attention_bwd(b, b, b, f, nullptr, 1, 4, 64, 1, 1,
+                                  nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cuda_attention_fwd_f32(f, nullptr, f, 1, 4, 64, 1, 0, nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cuda_attention_bwd_f32(f, f, f, nullptr, f, 1, 4, 64, 1, 0,
+                                      nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+  // Non-positive sizes.
+  EXPECT_EQ(bp_cuda_attention_fwd(b, b, f, 0, 4, 64, 1, 1, nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cuda_attention_fwd_f32(f, f, f, 1, -1, 64, 1, 1, nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+  // H not divisible by nh.
+  EXPECT_EQ(bp_cuda_attention_fwd(b, b, f, 1, 4, 100, 3, 1, nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cuda_attention_bwd_f32(f, f, f, f, f, 1, 4, 100, 3, 1, nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+  // A head dimension above what any kernel takes (256).
+  EXPECT_EQ(bp_cuda_attention_fwd(b, b, f, 1, 4, 512, 1, 1, nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cuda_attention_bwd(b, b, b, f, b, 1, 4, 264, 1, 0, nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+  // More heads than a grid dimension holds.
+  EXPECT_EQ(bp_cuda_attention_fwd_f32(f, f, f, 1, 4, 70000, 70000, 1, nullptr),
+            BP_ERR_INVALID_ARGUMENT);
+}
+
+} // namespace
