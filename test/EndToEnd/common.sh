@@ -9,6 +9,13 @@ base_flags=(--seed "$seed" --lr 1e-3 --timeout 120)
 # mpirun as root and with more ranks than cores (the CI machine has 2).
 mpirun_flags=(--oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1)
 [ "$(id -u)" = 0 ] && mpirun_flags+=(--allow-run-as-root)
+# Open MPI's session directories in a folder of this script's own: jobs
+# run side by side (ctest -j) share /tmp/ompi.<host>.<uid> otherwise, and
+# one removing it as the next creates its folder there fails the next at
+# start ("A call to mkdir was unable to create the desired directory").
+ompi_session_base=$(mktemp -d "${TMPDIR:-/tmp}/bitpipe-ompi.XXXXXX")
+trap 'rm -rf "$ompi_session_base"' EXIT
+mpirun_flags+=(--mca orte_tmpdir_base "$ompi_session_base")
 
 tokens() { # the corpus: Debian's license texts, as byte tokens
   local out=$1/tokens.bin

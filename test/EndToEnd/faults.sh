@@ -13,6 +13,10 @@ work=$1/faults
 rm -rf "$work" && mkdir -p "$work"
 mpirun_flags=(--oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1)
 [ "$(id -u)" = 0 ] && mpirun_flags+=(--allow-run-as-root)
+# Session directories of its own, as common.sh says why.
+ompi_session_base=$(mktemp -d "${TMPDIR:-/tmp}/bitpipe-ompi.XXXXXX")
+trap 'rm -rf "$ompi_session_base"' EXIT
+mpirun_flags+=(--mca orte_tmpdir_base "$ompi_session_base")
 # mpirun's default is to kill every rank as soon as one exits non-zero or
 # dies. That hides whether the other ranks stop by themselves, and it would
 # kill the survivor of a dead peer before its own timeout could fire. With

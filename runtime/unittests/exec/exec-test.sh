@@ -14,9 +14,12 @@
 # there before (sentinels) untouched.
 set -u
 case_name="$1"; bin="$2"; mpiexec="$3"
-mpirun=("$mpiexec" --allow-run-as-root --oversubscribe)
 tool="$bin/ExecTestTool"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bitpipe-exec-XXXXXX")
+# Open MPI's session directories under $tmp: side-by-side jobs sharing
+# /tmp/ompi.<host>.<uid> race when one removes it (test/EndToEnd/common.sh).
+mpirun=("$mpiexec" --allow-run-as-root --oversubscribe
+  --mca orte_tmpdir_base "$tmp")
 status=0
 
 fail() { echo "FAIL: $*"; status=1; }
