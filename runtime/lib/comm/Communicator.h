@@ -75,6 +75,21 @@ public:
   /// Waits for an all-reduce; the same as wait(), named for symmetry.
   Status allReduceWait(RequestHandle h) { return wait(h); }
 
+  /// Orders the target's compute work after \p h (a receive, before the
+  /// stage that reads its buffer; an all-reduce, before the optimizer step)
+  /// without blocking the host where the transport can: a device
+  /// communicator makes its compute stream wait for the operation's event.
+  /// A transport on host memory (MPI) waits, as wait() does. Consumes the
+  /// handle; the deadline and error reporting are wait()'s.
+  virtual Status waitOnDevice(RequestHandle h) { return wait(h); }
+
+  /// Ends a batch of transfers (program.h's bp_rt_end_batch): the sends and
+  /// receives posted since the previous batch's end are one group, so that
+  /// crossed transfers between two ranks cannot deadlock (NCCL: one
+  /// ncclGroupStart/End around them). A transport that posts each transfer
+  /// at once (MPI's non-blocking calls) has nothing to do.
+  virtual Status endBatch() { return Status::ok(); }
+
   /// Waits for \p h with the default timeout; the handle is consumed.
   Status wait(RequestHandle h) { return waitFor(h, timeout()); }
   /// Waits at most \p timeoutSeconds. On timeout prints
