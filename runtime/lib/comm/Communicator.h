@@ -90,6 +90,19 @@ public:
   /// at once (MPI's non-blocking calls) has nothing to do.
   virtual Status endBatch() { return Status::ok(); }
 
+  /// Waits on the host, with the deadline, for every operation handed to
+  /// waitOnDevice since the last call: before the host waits for the
+  /// compute stream (the step's end), so that a dead peer ends in a timeout
+  /// naming it rather than in a device wait that never returns. A host
+  /// transport has waited already.
+  virtual Status drainDeviceWaits() { return Status::ok(); }
+
+  /// The communicator for host memory (the global norm's one double, the
+  /// initial parameters' broadcast): this one where it moves host memory,
+  /// the MPI bootstrap under a device communicator. Same ranks, same group
+  /// ids.
+  virtual Communicator &hostCommunicator() { return *this; }
+
   /// Waits for \p h with the default timeout; the handle is consumed.
   Status wait(RequestHandle h) { return waitFor(h, timeout()); }
   /// Waits at most \p timeoutSeconds. On timeout prints

@@ -17,10 +17,12 @@ bool agreeAllOk(Communicator &comm, const Status &local) {
   // One slot per rank, summed: afterwards every rank knows who failed.
   std::vector<int32_t> failed(static_cast<size_t>(comm.size()), 0);
   failed[comm.rank()] = local.isOk() ? 0 : 1;
-  Expected<RequestHandle> r = comm.allReduceStart(
+  // Host memory: the host transport's (the MPI bootstrap under NCCL).
+  Communicator &host = comm.hostCommunicator();
+  Expected<RequestHandle> r = host.allReduceStart(
       failed.data(), static_cast<int64_t>(failed.size()), DType::I32,
       kWorldGroup);
-  Status s = r.isOk() ? comm.allReduceWait(*r) : r.status();
+  Status s = r.isOk() ? host.allReduceWait(*r) : r.status();
   if (!s.isOk())
     comm.abort(1, "start-up checks could not be agreed on: " + s.message() +
                       (local.isOk() ? "" : "; this rank's error: " +

@@ -19,9 +19,11 @@
 //
 // Communication stays with the Communicator (comm/Communicator.h): sends,
 // receives and the in-place all-reduce of gradient buckets (ParamArrays::
-// gradData, gradDType) hand it target memory. MPI moves host memory, so the
-// CUDA backend refuses more than one rank (configure) until a device-aware
-// communicator (NCCL) takes its stream.
+// gradData, gradDType) hand it target memory. The target chooses it, as it
+// chooses the backend: MPI itself on the CPU (host memory), an NCCL
+// communicator on the CUDA stream for more than one rank
+// (createCommunicator); the MPI communicator stays the bootstrap either
+// way.
 //
 // Which backend a program gets is chosen at link time: each target library
 // defines createTargetBackend() (the CPU one in runtime/lib/cpu/CpuBackend,
@@ -36,6 +38,7 @@
 
 #include "Manifest.h"
 #include "ValueTable.h"
+#include "comm/Communicator.h"
 #include "core/DType.h"
 #include "core/Status.h"
 
@@ -48,6 +51,7 @@
 namespace bitpipe::runtime {
 
 class AdamW;
+class MpiCommunicator;
 class TraceRecorder;
 
 /// One parameter tensor in the parameter store's flat arrays.
@@ -121,7 +125,23 @@ public:
   /// The target this backend runs: a manifest for another is refused.
   virtual TargetKind target() const = 0;
 
-  /// Before anything else: whether this target can run \p manifest (its
+  /// First, collectively over the world of \p bootstrap: binds this rank
+  /// to its device (CUDA: the node-local rank's GPU, docs/runtime-abi.md),
+  /// before any device resource is made. Nothing to do on the CPU.
+  virtual Status placeRank(MpiCommunicator & /*bootstrap*/) {
+    return Status::ok();
+  }
+
+  /// After configure(), collectively: the transport of the steps' transfers
+  /// and all-reduces, made from \p bootstrap (which must outlive it). Null
+  /// where \p bootstrap itself carries them (host memory: the CPU; one
+  /// rank, which transfers nothing).
+  virtual Expected<std::unique_ptr<Communicator>>
+  createCommunicator(MpiCommunicator & /*bootstrap*/) {
+    return std::unique_ptr<Communicator>();
+  }
+
+  /// After placeRank(): whether this target can run \p manifest (its
   /// precision, its world size), and the device's set-up (stream,
   /// precision of runtime.h's functions). A clear error when not: no
   /// device, too many ranks.

@@ -89,6 +89,14 @@ Status Executor::endStep() {
 }
 
 Status Executor::synchronizeStep() {
+  // What the compute stream was told to wait for is bounded on the host
+  // first: a dead peer is a timeout naming it, not a device wait that
+  // never ends.
+  Status drained = comm_.drainDeviceWaits();
+  if (!drained.isOk())
+    return Status::error(drained.code(),
+                         "transfers the step's device work waits for: " +
+                             drained.message());
   Status s = backend_.synchronize();
   if (s.isOk() || !lastStageCall_.op)
     return s;
@@ -105,7 +113,11 @@ Status Executor::complete(Buffer &b) {
   TraceRecorder::Scope scope(
       trace_, formatString("recv r%d t%d", b.recvPeer, b.recvTag),
       TraceCategory::Recv);
-  Status s = comm_.wait(b.pendingRecv);
+  // Every reader of a received buffer is target work: the stage function
+  // it is an argument of, a send forwarding it (after the compute stream,
+  // Communicator.h), the pool's free. So the target orders them after the
+  // receive: on the device (an event) under NCCL, a host wait under MPI.
+  Status s = comm_.waitOnDevice(b.pendingRecv);
   if (!s.isOk())
     return Status::error(s.code(),
                          formatString("receive from rank %d (tag %d): %s",
@@ -486,20 +498,32 @@ Status Executor::weightGrad(int32_t fn, int64_t mb, int32_t saved) {
   return Status::ok();
 }
 
+DType Executor::transferDType() const {
+  // Activations and their gradients cross stage boundaries in the compute
+  // precision (program.h's "precision"): bf16 under bf16, else f32. Taken
+  // from the manifest, not from the value: a receive has no buffer yet,
+  // and only its consumer's role, unknown when it is posted, would say.
+  return manifest_.target.computeDType();
+}
+
 Status Executor::send(int32_t value, int64_t count, int32_t peer,
                       int32_t tag) {
   BP_ASSIGN(b, values_.tensor(value, "the value to send"));
-  if (count < 0 || static_cast<size_t>(count) * sizeof(float) != b->bytes())
-    return invalid(formatString("send of %lld floats, but value %d holds %zu "
-                                "bytes",
-                                static_cast<long long>(count), value,
-                                b->bytes()));
+  const DType dtype = transferDType();
+  if (count < 0 || static_cast<size_t>(count) * dtypeSize(dtype) != b->bytes())
+    return invalid(formatString("send of %lld x %s (%lld bytes), but value "
+                                "%d holds %zu bytes",
+                                static_cast<long long>(count),
+                                dtypeName(dtype),
+                                static_cast<long long>(count) *
+                                    static_cast<long long>(dtypeSize(dtype)),
+                                value, b->bytes()));
   BP_TRY(complete(*b)); // forwarding a value still being received
   RequestHandle request;
   {
     TraceRecorder::Scope scope(trace_, formatString("send r%d t%d", peer, tag),
                                TraceCategory::Send);
-    BP_ASSIGN(r, comm_.send(b->data(), count, DType::F32, peer, tag));
+    BP_ASSIGN(r, comm_.send(b->data(), count, dtype, peer, tag));
     request = r;
   }
   sends_.push_back({std::move(b), request, peer, tag});
@@ -512,10 +536,12 @@ Status Executor::recv(int32_t value, int64_t count, int32_t peer,
     return invalid("a receive needs a non-negative count");
   if (!values_.valid(value) || values_.kind(value) != ValueTable::Kind::Empty)
     return values_.defineTensor(value, nullptr); // the precise message
-  BufferRef b = Buffer::allocate(static_cast<size_t>(count) * sizeof(float));
+  const DType dtype = transferDType();
+  const size_t bytes = static_cast<size_t>(count) * dtypeSize(dtype);
+  BufferRef b = Buffer::allocate(bytes);
   if (!b)
-    return backend_.outOfMemory(static_cast<size_t>(count) * sizeof(float));
-  BP_ASSIGN(r, comm_.recv(b->data(), count, DType::F32, peer, tag));
+    return backend_.outOfMemory(bytes);
+  BP_ASSIGN(r, comm_.recv(b->data(), count, dtype, peer, tag));
   b->pendingRecv = r;
   b->recvPeer = peer;
   b->recvTag = tag;
@@ -523,8 +549,10 @@ Status Executor::recv(int32_t value, int64_t count, int32_t peer,
 }
 
 Status Executor::endBatch(int32_t) {
-  // Transfers are posted when called, so a batch is posted in full before
-  // any later wait; only the finished sends are collected here.
+  // The batch's transfers are one group (NCCL: ncclGroupStart/End), so that
+  // crossed ones cannot deadlock; MPI posted each when called. Then the
+  // finished sends are collected.
+  BP_TRY(comm_.endBatch());
   return pollSends();
 }
 
@@ -559,7 +587,9 @@ Status Executor::allreduceWait(int32_t token) {
     TraceRecorder::Scope scope(trace_,
                                formatString("allreduce.wait b%d", t.bucket),
                                TraceCategory::AllReduce);
-    Status s = comm_.allReduceWait(t.request);
+    // The optimizer step, on the target, is what reads the sum: it waits
+    // for it there (a host wait under MPI).
+    Status s = comm_.waitOnDevice(t.request);
     if (!s.isOk())
       return Status::error(s.code(),
                            formatString("all-reduce of bucket %d: %s",
@@ -605,8 +635,10 @@ Status Executor::optimizerStep(int64_t microbatches) {
   // (replicas hold the same summed gradient; ParamLayout::norm).
   BP_ASSIGN(sum, arrays.sumSquaredGradients(n));
   double total = sum;
-  BP_ASSIGN(r, comm_.allReduceStart(&total, 1, DType::F64, kWorldGroup));
-  BP_TRY(comm_.allReduceWait(r));
+  // One double in host memory: the host transport's.
+  Communicator &host = comm_.hostCommunicator();
+  BP_ASSIGN(r, host.allReduceStart(&total, 1, DType::F64, kWorldGroup));
+  BP_TRY(host.allReduceWait(r));
   gradNorm_ = std::sqrt(total);
   BP_TRY(arrays.adamwStep(optimizer_, n, total));
   BP_TRY(arrays.zeroGradients());

@@ -105,8 +105,11 @@ public:
   std::string describeCall(const std::string &op) const;
 
 private:
-  /// Waits for the receive that fills \p b, if any (traced as a recv).
+  /// Orders the target's later work on \p b after the receive that fills
+  /// it, if any (traced as a recv): Communicator::waitOnDevice.
   Status complete(Buffer &b);
+  /// The element type of sends and receives (the compute precision).
+  DType transferDType() const;
   /// Completes the sends that have finished, without blocking.
   Status pollSends();
   /// Waits for every pending send.

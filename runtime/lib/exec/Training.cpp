@@ -137,8 +137,9 @@ Status broadcastInitialParams(Communicator &comm, const Manifest &manifest,
       if (spec.buckets[b].group != static_cast<int>(g))
         continue;
       const ElementRange &range = store.bucketRange(static_cast<int>(b));
-      Status s = comm.broadcast(store.hostParamsData() + range.offset,
-                                range.count, DType::F32, groupIds[g]);
+      Status s = comm.hostCommunicator().broadcast(
+          store.hostParamsData() + range.offset, range.count, DType::F32,
+          groupIds[g]);
       if (!s.isOk())
         return s;
     }
@@ -401,8 +402,10 @@ int runTraining(const CompiledProgram &program, BackendFactory createBackend,
                  c.status().message().c_str());
     return 1;
   }
-  Communicator &comm = **c;
-  const int rank = comm.rank();
+  // The bootstrap: flags, start-up agreement, host memory. The steps'
+  // transport is the target's (createCommunicator, below).
+  MpiCommunicator &mpi = **c;
+  const int rank = mpi.rank();
   const char *self = argc > 0 ? argv[0] : "bitpipe-train";
 
   // Everything up to the world-size check depends only on argv and the
@@ -440,13 +443,13 @@ int runTraining(const CompiledProgram &program, BackendFactory createBackend,
                               static_cast<long long>(m->schedule.worldSize)));
     return 1;
   }
-  if (comm.size() != m->schedule.worldSize) {
+  if (mpi.size() != m->schedule.worldSize) {
     if (rank == 0)
       printError(rank, formatString("compiled for %lld ranks, started with "
                                     "%d: run with mpirun -np %lld",
                                     static_cast<long long>(
                                         m->schedule.worldSize),
-                                    comm.size(),
+                                    mpi.size(),
                                     static_cast<long long>(
                                         m->schedule.worldSize)));
     return 1;
@@ -467,10 +470,23 @@ int runTraining(const CompiledProgram &program, BackendFactory createBackend,
                               targetKindName(m->target.kind)));
     return 1;
   }
-  if (!agreeAllOk(comm, backend->configure(*m)))
-    return 1;
   if (o->timeoutSeconds > 0)
-    comm.setTimeout(o->timeoutSeconds);
+    mpi.setTimeout(o->timeoutSeconds);
+  // The device before anything is made on it, then the target's set-up,
+  // then its transport (NCCL on CUDA: collective, on the backend's stream).
+  if (!agreeAllOk(mpi, backend->placeRank(mpi)))
+    return 1;
+  if (!agreeAllOk(mpi, backend->configure(*m)))
+    return 1;
+  Expected<std::unique_ptr<Communicator>> device =
+      backend->createCommunicator(mpi);
+  if (!device.isOk())
+    mpi.abort(1, "creating the " +
+                     std::string(targetKindName(backend->target())) +
+                     " target's communicator: " + device.status().message());
+  std::unique_ptr<Communicator> transport = device.take();
+  Communicator &comm = transport ? *transport : mpi;
+  comm.setTimeout(mpi.timeout());
   Trainer trainer(program, comm, *backend, *o, *m);
   return trainer.run();
 }

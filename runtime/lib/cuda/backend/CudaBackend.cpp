@@ -20,6 +20,12 @@
 // recorded when the step began (the stream is idle then: the previous step
 // ended by waiting for it).
 //
+// More than one rank: each rank drives its node-local rank's GPU
+// (placeRank, before the stream exists), and its transfers and all-reduces
+// go through an NCCL communicator ordered against the compute stream by
+// events (comm/nccl/NcclCommunicator.h); one rank transfers nothing and
+// keeps the MPI communicator.
+//
 // None of this has run on a GPU yet (bench/gpu/check.sh runs it there).
 //
 //===----------------------------------------------------------------------===//
@@ -28,6 +34,10 @@
 #include "CudaParamArrays.h"
 #include "DeviceErrors.h"
 
+#include "comm/mpi/MpiCommunicator.h"
+#include "comm/nccl/CudaNcclCalls.h"
+#include "comm/nccl/DevicePlacement.h"
+#include "comm/nccl/NcclCommunicator.h"
 #include "train/Trace.h"
 
 #include "bitpipe/cuda.h"
@@ -57,7 +67,10 @@ public:
   ~CudaBackend() override;
 
   TargetKind target() const override { return TargetKind::Cuda; }
+  Status placeRank(MpiCommunicator &bootstrap) override;
   Status configure(const Manifest &manifest) override;
+  Expected<std::unique_ptr<Communicator>>
+  createCommunicator(MpiCommunicator &bootstrap) override;
   Expected<std::unique_ptr<ParamArrays>>
   createParamArrays(const ParamLayout &layout) override {
     return CudaParamArrays::create(layout, precision_, stream_);
@@ -86,6 +99,8 @@ private:
   Status event(size_t index, cudaEvent_t *out);
 
   bool syncEachCall_ = false;
+  /// The device of this rank (placeRank; the first one without it).
+  int device_ = 0;
   Precision precision_ = Precision::Fp32;
   cudaStream_t stream_ = nullptr;
 
@@ -117,15 +132,24 @@ CudaBackend::~CudaBackend() {
   // until the process ends (bitpipe/cuda.h, "Device memory").
 }
 
+Status CudaBackend::placeRank(MpiCommunicator &bootstrap) {
+  if (bootstrap.size() == 1)
+    return Status::ok(); // the first visible device, as configure() says
+  BP_ASSIGN(placement, placeRankOnDevice(bootstrap.rank()));
+  device_ = placement.plan.device;
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<Communicator>>
+CudaBackend::createCommunicator(MpiCommunicator &bootstrap) {
+  if (bootstrap.size() == 1)
+    return std::unique_ptr<Communicator>(); // nothing to transfer
+  BP_ASSIGN(calls, createCudaNcclCalls(stream_));
+  BP_ASSIGN(comm, NcclCommunicator::create(bootstrap, std::move(calls)));
+  return std::unique_ptr<Communicator>(std::move(comm));
+}
+
 Status CudaBackend::configure(const Manifest &manifest) {
-  if (manifest.schedule.worldSize > 1)
-    return Status::error(
-        ErrorCode::InvalidArgument,
-        formatString("the cuda target runs one rank for now (communication "
-                     "between GPUs, NCCL, is not there yet); this program was "
-                     "compiled for %lld ranks: compile it with --devices=1 "
-                     "--dp=1, or for the cpu target",
-                     static_cast<long long>(manifest.schedule.worldSize)));
   int devices = 0;
   cudaError_t err = cudaGetDeviceCount(&devices);
   if (err != cudaSuccess)
@@ -138,9 +162,17 @@ Status CudaBackend::configure(const Manifest &manifest) {
     return Status::error(ErrorCode::DeviceFailure,
                          "no CUDA device: the driver sees none (check "
                          "CUDA_VISIBLE_DEVICES)");
-  // One rank, one device: the first visible one (ranks will take their
-  // local rank's when NCCL comes).
-  BP_TRY(cudaStatus(cudaSetDevice(0), "selecting CUDA device 0"));
+  // One rank, one device: placeRank's (its node-local rank's), else the
+  // first visible one. The stream, the pool and everything else are made
+  // on it.
+  if (device_ >= devices)
+    return Status::error(ErrorCode::DeviceFailure,
+                         formatString("CUDA device %d was chosen for this "
+                                      "rank, but the driver sees %d",
+                                      device_, devices));
+  BP_TRY(cudaStatus(cudaSetDevice(device_),
+                    formatString("selecting CUDA device %d", device_)
+                        .c_str()));
   BP_TRY(cudaStatus(cudaStreamCreateWithFlags(&stream_,
                                               cudaStreamNonBlocking),
                     "creating the compute stream"));

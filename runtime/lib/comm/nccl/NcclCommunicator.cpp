@@ -1,0 +1,422 @@
+//===- NcclCommunicator.cpp - Communicator over NCCL on CUDA streams ------===//
+
+#include "NcclCommunicator.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace bitpipe::runtime {
+
+Expected<NcclElement> ncclElementOf(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return NcclElement::Float32;
+  case DType::BF16:
+    return NcclElement::BFloat16;
+  case DType::F64:
+    return NcclElement::Float64;
+  case DType::I32:
+    return NcclElement::Int32;
+  default:
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("NCCL transfers of %s are not "
+                                      "supported (expected f32, bf16, f64 or "
+                                      "i32)",
+                                      dtypeName(dtype)));
+  }
+}
+
+const char *laneName(Lane lane) {
+  return lane == Lane::PointToPoint ? "point-to-point" : "all-reduce";
+}
+
+NcclDeviceCalls::~NcclDeviceCalls() = default;
+
+NcclCommunicator::NcclCommunicator(Communicator &bootstrap,
+                                   std::unique_ptr<NcclDeviceCalls> calls)
+    : bootstrap_(bootstrap), calls_(std::move(calls)) {
+  setTimeout(bootstrap.timeout());
+}
+
+NcclCommunicator::~NcclCommunicator() = default;
+
+Expected<std::unique_ptr<NcclCommunicator>>
+NcclCommunicator::create(Communicator &bootstrap,
+                         std::unique_ptr<NcclDeviceCalls> calls) {
+  // Rank 0's id for everyone. An id that rank 0 failed to make is sent as
+  // an empty marker so that the others fail too instead of waiting in
+  // ncclCommInitRank for a rank that never comes.
+  std::string id;
+  Status made = Status::ok();
+  if (bootstrap.rank() == 0) {
+    Expected<std::string> got = calls->uniqueId();
+    if (got.isOk())
+      id = got.take();
+    else
+      made = got.status();
+  }
+  int64_t length = static_cast<int64_t>(id.size());
+  BP_TRY(bootstrap.broadcast(&length, 1, DType::I64, kWorldGroup));
+  if (length == 0)
+    return made.isOk() ? Status::error(ErrorCode::CommFailure,
+                                       formatString("rank %d: rank 0 could "
+                                                    "not create the NCCL "
+                                                    "unique id",
+                                                    bootstrap.rank()))
+                       : made;
+  id.resize(static_cast<size_t>(length));
+  BP_TRY(bootstrap.broadcast(id.data(), length, DType::U8, kWorldGroup));
+  BP_TRY(calls->initWorld(id, bootstrap.size(), bootstrap.rank()));
+  std::unique_ptr<NcclCommunicator> c(
+      new NcclCommunicator(bootstrap, std::move(calls)));
+  c->groupComms_.push_back(0); // the world
+  return std::move(c);
+}
+
+Expected<GroupId> NcclCommunicator::createGroup(const std::vector<int> &ranks) {
+  // The bootstrap checks the lists (every rank passed the same) and hands
+  // out the id; the split follows in the same order on every rank, as
+  // ncclCommSplit is collective over the world.
+  BP_ASSIGN(id, bootstrap_.createGroup(ranks));
+  if (static_cast<size_t>(id) != groupComms_.size())
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: group %d was created on the "
+                                      "bootstrap communicator alone; NCCL has "
+                                      "%zu groups",
+                                      rank(), id, groupComms_.size()));
+  int key = -1;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i] == rank())
+      key = static_cast<int>(i);
+  // Group rank i is ranks[i] (the key), as on the bootstrap.
+  BP_ASSIGN(comm, calls_->split(key >= 0, key >= 0 ? key : 0));
+  groupComms_.push_back(comm);
+  return id;
+}
+
+bool NcclCommunicator::isMember(GroupId group) const {
+  return group >= 0 && static_cast<size_t>(group) < groupComms_.size() &&
+         groupComms_[group] >= 0;
+}
+
+const std::vector<int> &NcclCommunicator::groupRanks(GroupId group) const {
+  return bootstrap_.groupRanks(group);
+}
+
+Status NcclCommunicator::checkBuffer(const char *op, const void *buf,
+                                     int64_t count, DType dtype) const {
+  if (aborted_)
+    return Status::error(ErrorCode::CommFailure,
+                         formatString("rank %d: %s after the NCCL "
+                                      "communicators were aborted",
+                                      rank(), op));
+  if (count < 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: %s of %lld elements", rank(),
+                                      op, static_cast<long long>(count)));
+  if (!buf && count > 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: %s of a null buffer", rank(),
+                                      op));
+  Expected<NcclElement> type = ncclElementOf(dtype);
+  if (!type.isOk())
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: %s: %s", rank(), op,
+                                      type.status().message().c_str()));
+  return Status::ok();
+}
+
+RequestHandle NcclCommunicator::track(Pending p) {
+  RequestHandle h{nextId_++};
+  pending_.emplace(h.id, p);
+  return h;
+}
+
+Expected<RequestHandle> NcclCommunicator::postTransfer(Pending p, void *buf) {
+  BP_TRY(checkBuffer(p.op, buf, p.count, p.dtype));
+  if (p.peer < 0 || p.peer >= size() || p.peer == rank())
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: %s with invalid peer %d",
+                                      rank(), p.op, p.peer));
+  BP_ASSIGN(type, ncclElementOf(p.dtype));
+  if (!batchOpen_) {
+    BP_TRY(calls_->groupStart());
+    batchOpen_ = true;
+  }
+  // Before the transfer, on its stream: the data's producer (send), or the
+  // last readers of the pool block the receive overwrites (recv).
+  BP_TRY(calls_->laneWaitsForCompute(Lane::PointToPoint));
+  // World ranks are the world communicator's ranks (ncclCommInitRank with
+  // the MPI rank).
+  if (std::string(p.op) == "send")
+    BP_TRY(calls_->send(0, buf, p.count, type, p.peer));
+  else
+    BP_TRY(calls_->recv(0, buf, p.count, type, p.peer));
+  RequestHandle h = track(p);
+  batchRequests_.push_back(h.id);
+  return h;
+}
+
+Expected<RequestHandle> NcclCommunicator::send(const void *buf, int64_t count,
+                                               DType dtype, int peer,
+                                               int tag) {
+  Pending p;
+  p.op = "send";
+  p.peer = peer;
+  p.tag = tag;
+  p.count = count;
+  p.dtype = dtype;
+  return postTransfer(p, const_cast<void *>(buf));
+}
+
+Expected<RequestHandle> NcclCommunicator::recv(void *buf, int64_t count,
+                                               DType dtype, int peer,
+                                               int tag) {
+  Pending p;
+  p.op = "recv";
+  p.peer = peer;
+  p.tag = tag;
+  p.count = count;
+  p.dtype = dtype;
+  return postTransfer(p, buf);
+}
+
+Status NcclCommunicator::closeBatch() {
+  if (!batchOpen_)
+    return Status::ok();
+  batchOpen_ = false;
+  BP_TRY(calls_->groupEnd());
+  // Only now are the group's operations on the stream: the event after
+  // them is every request's of the batch.
+  BP_ASSIGN(event, calls_->recordEvent(Lane::PointToPoint));
+  int users = 0;
+  for (int64_t id : batchRequests_) {
+    auto it = pending_.find(id);
+    if (it == pending_.end())
+      continue;
+    it->second.event = event;
+    ++users;
+  }
+  batchRequests_.clear();
+  if (users == 0)
+    calls_->releaseEvent(event);
+  else
+    eventUsers_[event] = users;
+  return Status::ok();
+}
+
+Status NcclCommunicator::endBatch() { return closeBatch(); }
+
+Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
+                                                         int64_t count,
+                                                         DType dtype,
+                                                         GroupId group) {
+  BP_TRY(checkBuffer("allreduce", buf, count, dtype));
+  if (group < 0 || static_cast<size_t>(group) >= groupComms_.size())
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: allreduce on unknown group %d",
+                                      rank(), group));
+  if (groupComms_[group] < 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: allreduce on group %d, which "
+                                      "does not contain this rank",
+                                      rank(), group));
+  BP_ASSIGN(type, ncclElementOf(dtype));
+  // A collective inside the transfers' group would join it; end it first.
+  BP_TRY(closeBatch());
+  BP_TRY(calls_->laneWaitsForCompute(Lane::AllReduce));
+  BP_TRY(calls_->allReduce(groupComms_[group], buf, count, type));
+  BP_ASSIGN(event, calls_->recordEvent(Lane::AllReduce));
+  eventUsers_[event] = 1;
+  Pending p;
+  p.op = "allreduce";
+  p.group = group;
+  p.count = count;
+  p.dtype = dtype;
+  p.event = event;
+  return track(p);
+}
+
+int NcclCommunicator::commOf(const Pending &p) const {
+  return p.peer >= 0 ? 0 : groupComms_[p.group];
+}
+
+void NcclCommunicator::releaseEventOf(const Pending &p) {
+  auto it = eventUsers_.find(p.event);
+  if (it == eventUsers_.end())
+    return;
+  if (--it->second == 0) {
+    calls_->releaseEvent(p.event);
+    eventUsers_.erase(it);
+  }
+}
+
+std::string NcclCommunicator::describe(const Pending &p) const {
+  if (p.peer >= 0)
+    return formatString("%s with rank %d (tag %d, %lld x %s)", p.op, p.peer,
+                        p.tag, static_cast<long long>(p.count),
+                        dtypeName(p.dtype));
+  std::string ranks;
+  for (int r : groupRanks(p.group))
+    ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
+  return formatString("%s over group %d (ranks %s, %lld x %s)", p.op, p.group,
+                      ranks.c_str(), static_cast<long long>(p.count),
+                      dtypeName(p.dtype));
+}
+
+Status NcclCommunicator::fail(ErrorCode code, const std::string &message) {
+  std::fprintf(stderr, "bitpipe: %s; aborting the NCCL communicators\n",
+               message.c_str());
+  std::fflush(stderr);
+  if (!aborted_) {
+    aborted_ = true;
+    calls_->abortAll();
+  }
+  return Status::error(code, message);
+}
+
+static NcclCommunicator::Clock::time_point deadlineAfter(double seconds) {
+  using Clock = NcclCommunicator::Clock;
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(seconds));
+}
+
+Status NcclCommunicator::pollUntilDone(const Pending &p,
+                                       Clock::time_point deadline,
+                                       double timeoutSeconds) {
+  // Spin briefly, then sleep between polls: ranks that share a GPU share
+  // its node's cores too.
+  for (int polls = 0;; ++polls) {
+    Status async = calls_->asyncError(commOf(p));
+    if (!async.isOk())
+      return fail(ErrorCode::CommFailure,
+                  formatString("rank %d: NCCL error during %s: %s", rank(),
+                               describe(p).c_str(), async.message().c_str()));
+    Expected<bool> done = calls_->eventDone(p.event);
+    if (!done.isOk())
+      return fail(done.status().code(),
+                  formatString("rank %d: waiting for %s: %s", rank(),
+                               describe(p).c_str(),
+                               done.status().message().c_str()));
+    if (*done)
+      return Status::ok();
+    if (Clock::now() >= deadline)
+      break;
+    if (polls > 1000)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return fail(ErrorCode::Timeout,
+              formatString("rank %d: timeout after %.1f s waiting for %s; the "
+                           "peer may have died or be stuck",
+                           rank(), timeoutSeconds, describe(p).c_str()));
+}
+
+Status NcclCommunicator::waitFor(RequestHandle h, double timeoutSeconds) {
+  auto it = pending_.find(h.id);
+  if (it == pending_.end())
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: wait on unknown or already "
+                                      "completed request %lld",
+                                      rank(), static_cast<long long>(h.id)));
+  if (aborted_)
+    return Status::error(ErrorCode::CommFailure,
+                         formatString("rank %d: wait for %s after the NCCL "
+                                      "communicators were aborted",
+                                      rank(), describe(it->second).c_str()));
+  if (it->second.event < 0)
+    BP_TRY(closeBatch()); // a wait inside its own batch would never end
+  Status s = pollUntilDone(it->second, deadlineAfter(timeoutSeconds),
+                           timeoutSeconds);
+  if (s.code() == ErrorCode::Timeout)
+    return s; // the handle stays pending (Communicator.h)
+  releaseEventOf(it->second);
+  pending_.erase(it);
+  return s;
+}
+
+Expected<bool> NcclCommunicator::test(RequestHandle h) {
+  auto it = pending_.find(h.id);
+  if (it == pending_.end())
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: test of unknown request %lld",
+                                      rank(), static_cast<long long>(h.id)));
+  const Pending &p = it->second;
+  Status async = calls_->asyncError(commOf(p));
+  if (!async.isOk())
+    return fail(ErrorCode::CommFailure,
+                formatString("rank %d: NCCL error during %s: %s", rank(),
+                             describe(p).c_str(), async.message().c_str()));
+  if (p.event < 0)
+    return false; // its batch is still open: not even enqueued
+  return calls_->eventDone(p.event);
+}
+
+Status NcclCommunicator::waitOnDevice(RequestHandle h) {
+  auto it = pending_.find(h.id);
+  if (it == pending_.end())
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: device wait on unknown or "
+                                      "already completed request %lld",
+                                      rank(), static_cast<long long>(h.id)));
+  if (it->second.event < 0)
+    BP_TRY(closeBatch());
+  Pending p = it->second;
+  Status async = calls_->asyncError(commOf(p));
+  if (!async.isOk())
+    return fail(ErrorCode::CommFailure,
+                formatString("rank %d: NCCL error during %s: %s", rank(),
+                             describe(p).c_str(), async.message().c_str()));
+  BP_TRY(calls_->computeWaitsFor(p.event));
+  pending_.erase(it);
+  // Keep the list short on long steps: what is done already needs no drain.
+  for (size_t i = 0; i < deviceWaits_.size();) {
+    Expected<bool> done = calls_->eventDone(deviceWaits_[i].event);
+    if (!done.isOk() || !*done) {
+      ++i;
+      continue;
+    }
+    releaseEventOf(deviceWaits_[i]);
+    deviceWaits_.erase(deviceWaits_.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  deviceWaits_.push_back(p);
+  return Status::ok();
+}
+
+Status NcclCommunicator::drainDeviceWaits() {
+  BP_TRY(closeBatch());
+  // One deadline for the lot: they were all enqueued before this call.
+  Clock::time_point deadline = deadlineAfter(timeout());
+  for (const Pending &p : deviceWaits_)
+    BP_TRY(pollUntilDone(p, deadline, timeout()));
+  for (const Pending &p : deviceWaits_)
+    releaseEventOf(p);
+  deviceWaits_.clear();
+  return Status::ok();
+}
+
+Status NcclCommunicator::broadcast(void *buf, int64_t count, DType dtype,
+                                   GroupId group) {
+  return bootstrap_.broadcast(buf, count, dtype, group);
+}
+
+Status NcclCommunicator::barrier(GroupId group) {
+  return bootstrap_.barrier(group);
+}
+
+Status NcclCommunicator::gatherBytes(const std::string &local, int root,
+                                     std::vector<std::string> *all) {
+  return bootstrap_.gatherBytes(local, root, all);
+}
+
+void NcclCommunicator::abort(int code, const std::string &message) {
+  if (!aborted_) {
+    aborted_ = true;
+    calls_->abortAll();
+  }
+  bootstrap_.abort(code, message);
+  std::_Exit(code == 0 ? 1 : code); // the bootstrap's abort does not return
+}
+
+} // namespace bitpipe::runtime

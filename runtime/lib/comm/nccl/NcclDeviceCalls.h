@@ -1,0 +1,79 @@
+//===- NcclDeviceCalls.h - The NCCL and CUDA calls of the communicator -*- C++ -*-===//
+//
+// NcclCommunicator's bookkeeping (requests, batches, groups, deadlines)
+// is plain C++ over this interface; CudaNcclCalls implements it with NCCL
+// and the CUDA runtime, and the CPU tests with a recording fake
+// (runtime/unittests/exec/NcclCommunicatorLogicTest.cpp), so that the
+// logic is tested on machines without a GPU. docs/runtime-abi.md,
+// "Communication on each target", says what runs on which stream.
+//
+// Communicators are small indices: 0 is the world's, each split adds one.
+// Events are slots that the implementation recycles after releaseEvent.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_COMM_NCCL_NCCLDEVICECALLS_H
+#define BITPIPE_RUNTIME_COMM_NCCL_NCCLDEVICECALLS_H
+
+#include "core/DType.h"
+#include "core/Status.h"
+
+#include <cstdint>
+#include <string>
+
+namespace bitpipe::runtime {
+
+/// The element types NCCL moves for us (a subset of NCCL's).
+enum class NcclElement { Float32, BFloat16, Float64, Int32 };
+
+/// The NCCL element type of \p dtype; an error naming the dtype for the
+/// ones the runtime never transfers.
+Expected<NcclElement> ncclElementOf(DType dtype);
+
+/// The two transfer streams; the compute stream is the backend's.
+enum class Lane { PointToPoint, AllReduce };
+const char *laneName(Lane lane);
+
+class NcclDeviceCalls {
+public:
+  virtual ~NcclDeviceCalls();
+
+  /// ncclGetUniqueId, as bytes (rank 0 only).
+  virtual Expected<std::string> uniqueId() = 0;
+  /// ncclCommInitRank of the world: communicator 0.
+  virtual Status initWorld(const std::string &uniqueId, int nranks,
+                           int rank) = 0;
+  /// ncclCommSplit of the world (collective): the new communicator's
+  /// index, or -1 on a rank that passed \p member false.
+  virtual Expected<int> split(bool member, int key) = 0;
+
+  virtual Status groupStart() = 0;
+  virtual Status groupEnd() = 0;
+  /// ncclSend / ncclRecv on the point-to-point stream, ncclAllReduce (sum,
+  /// in place) on the all-reduce stream; \p peer is a rank of \p comm.
+  virtual Status send(int comm, const void *buf, int64_t count,
+                      NcclElement type, int peer) = 0;
+  virtual Status recv(int comm, void *buf, int64_t count, NcclElement type,
+                      int peer) = 0;
+  virtual Status allReduce(int comm, void *buf, int64_t count,
+                           NcclElement type) = 0;
+
+  /// \p lane waits (on the device) for the compute stream's work so far.
+  virtual Status laneWaitsForCompute(Lane lane) = 0;
+  /// An event recorded on \p lane now: its slot.
+  virtual Expected<int> recordEvent(Lane lane) = 0;
+  /// Whether the event's work is done (cudaEventQuery); never blocks.
+  virtual Expected<bool> eventDone(int event) = 0;
+  /// The compute stream waits (on the device) for the event.
+  virtual Status computeWaitsFor(int event) = 0;
+  virtual void releaseEvent(int event) = 0;
+
+  /// ncclCommGetAsyncError of \p comm: ok, or the error.
+  virtual Status asyncError(int comm) = 0;
+  /// ncclCommAbort of every communicator (they are unusable afterwards).
+  virtual void abortAll() = 0;
+};
+
+} // namespace bitpipe::runtime
+
+#endif // BITPIPE_RUNTIME_COMM_NCCL_NCCLDEVICECALLS_H

@@ -1,0 +1,471 @@
+//===- NcclCommunicatorLogicTest.cpp - NcclCommunicator on a fake device --===//
+//
+// The NCCL communicator's bookkeeping without a GPU: its calls go to a fake
+// NcclDeviceCalls that logs them (one line per call) and whose events
+// complete when the test says, and its bootstrap is a one-process fake.
+// Checked: the unique id's broadcast, group creation order and ids, batches
+// opened lazily and closed by endBatch / a wait / an all-reduce, the event
+// a batch shares, the streams' waits for compute, device waits and their
+// drain, the timeout and async-error paths (abort once, message naming the
+// rank, op and peer), request ids, dtypes; and the rank -> GPU plan and the
+// NCCL_HOSTID arrangement. The real calls run in
+// runtime/unittests/cuda/NcclCommunicatorTest.cpp (GPU).
+//
+//===----------------------------------------------------------------------===//
+
+#include "comm/nccl/GpuSharing.h"
+#include "comm/nccl/NcclCommunicator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+using namespace bitpipe::runtime;
+
+namespace {
+
+/// Logs every call; events are done once the test marks them.
+class FakeCalls final : public NcclDeviceCalls {
+public:
+  std::vector<std::string> *log;
+  std::set<int> doneEvents;
+  std::set<int> liveEvents;
+  Status nextAsyncError = Status::ok();
+  int aborts = 0;
+  int splits = 0;
+
+  explicit FakeCalls(std::vector<std::string> *log) : log(log) {}
+
+  Expected<std::string> uniqueId() override {
+    log->push_back("uniqueId");
+    return std::string("ID-OF-RANK-0");
+  }
+  Status initWorld(const std::string &id, int nranks, int rank) override {
+    log->push_back(formatString("initWorld %s %d %d", id.c_str(), nranks,
+                                rank));
+    return Status::ok();
+  }
+  Expected<int> split(bool member, int key) override {
+    log->push_back(formatString("split %s key %d", member ? "in" : "out",
+                                key));
+    return member ? ++splits : -1;
+  }
+  Status groupStart() override {
+    log->push_back("groupStart");
+    return Status::ok();
+  }
+  Status groupEnd() override {
+    log->push_back("groupEnd");
+    return Status::ok();
+  }
+  static const char *name(NcclElement t) {
+    switch (t) {
+    case NcclElement::Float32:
+      return "f32";
+    case NcclElement::BFloat16:
+      return "bf16";
+    case NcclElement::Float64:
+      return "f64";
+    case NcclElement::Int32:
+      return "i32";
+    }
+    return "?";
+  }
+  Status send(int comm, const void *, int64_t count, NcclElement t,
+              int peer) override {
+    log->push_back(formatString("send c%d n%lld %s to %d", comm,
+                                static_cast<long long>(count), name(t), peer));
+    return Status::ok();
+  }
+  Status recv(int comm, void *, int64_t count, NcclElement t,
+              int peer) override {
+    log->push_back(formatString("recv c%d n%lld %s from %d", comm,
+                                static_cast<long long>(count), name(t), peer));
+    return Status::ok();
+  }
+  Status allReduce(int comm, void *, int64_t count, NcclElement t) override {
+    log->push_back(formatString("allReduce c%d n%lld %s", comm,
+                                static_cast<long long>(count), name(t)));
+    return Status::ok();
+  }
+  Status laneWaitsForCompute(Lane lane) override {
+    log->push_back(std::string(laneName(lane)) + " waits for compute");
+    return Status::ok();
+  }
+  Expected<int> recordEvent(Lane lane) override {
+    int e = nextEvent_++;
+    liveEvents.insert(e);
+    log->push_back(formatString("record e%d on %s", e, laneName(lane)));
+    return e;
+  }
+  Expected<bool> eventDone(int event) override {
+    EXPECT_TRUE(liveEvents.count(event)) << "query of released event " << event;
+    return doneEvents.count(event) > 0;
+  }
+  Status computeWaitsFor(int event) override {
+    log->push_back(formatString("compute waits for e%d", event));
+    return Status::ok();
+  }
+  void releaseEvent(int event) override {
+    EXPECT_TRUE(liveEvents.erase(event)) << "event " << event
+                                         << " released twice";
+  }
+  Status asyncError(int) override { return nextAsyncError; }
+  void abortAll() override {
+    ++aborts;
+    log->push_back("abortAll");
+  }
+
+private:
+  int nextEvent_ = 0;
+};
+
+/// A bootstrap of \p size ranks seen from \p rank: groups get ids in call
+/// order, broadcasts take their payloads from `incoming` on non-roots.
+class FakeBootstrap final : public Communicator {
+public:
+  FakeBootstrap(int rank, int size) : rank_(rank), size_(size) {
+    std::vector<int> all;
+    for (int r = 0; r < size; ++r)
+      all.push_back(r);
+    groups_.push_back(all);
+  }
+  std::vector<std::string> incoming;
+  std::vector<std::string> broadcasts; // what rank 0 sent
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Expected<GroupId> createGroup(const std::vector<int> &ranks) override {
+    groups_.push_back(ranks);
+    return static_cast<GroupId>(groups_.size() - 1);
+  }
+  bool isMember(GroupId g) const override {
+    for (int r : groups_[g])
+      if (r == rank_)
+        return true;
+    return false;
+  }
+  const std::vector<int> &groupRanks(GroupId g) const override {
+    return groups_[g];
+  }
+  Expected<RequestHandle> send(const void *, int64_t, DType, int,
+                               int) override {
+    return Status::error(ErrorCode::InvalidArgument, "not in this test");
+  }
+  Expected<RequestHandle> recv(void *, int64_t, DType, int, int) override {
+    return Status::error(ErrorCode::InvalidArgument, "not in this test");
+  }
+  Expected<RequestHandle> allReduceStart(void *, int64_t, DType,
+                                         GroupId) override {
+    return Status::error(ErrorCode::InvalidArgument, "not in this test");
+  }
+  Status waitFor(RequestHandle, double) override {
+    return Status::error(ErrorCode::InvalidArgument, "not in this test");
+  }
+  Expected<bool> test(RequestHandle) override {
+    return Status::error(ErrorCode::InvalidArgument, "not in this test");
+  }
+  Status broadcast(void *buf, int64_t count, DType dtype, GroupId) override {
+    size_t bytes = static_cast<size_t>(count) * dtypeSize(dtype);
+    if (rank_ == 0) {
+      broadcasts.emplace_back(static_cast<const char *>(buf), bytes);
+      return Status::ok();
+    }
+    if (incoming.empty() || incoming.front().size() != bytes)
+      return Status::error(ErrorCode::CommFailure, "unexpected broadcast");
+    std::memcpy(buf, incoming.front().data(), bytes);
+    incoming.erase(incoming.begin());
+    return Status::ok();
+  }
+  Status barrier(GroupId) override { return Status::ok(); }
+  Status gatherBytes(const std::string &, int,
+                     std::vector<std::string> *) override {
+    return Status::ok();
+  }
+  [[noreturn]] void abort(int, const std::string &) override { std::abort(); }
+
+private:
+  int rank_, size_;
+  std::vector<std::vector<int>> groups_;
+};
+
+struct Fixture {
+  std::vector<std::string> log;
+  FakeBootstrap bootstrap;
+  FakeCalls *calls = nullptr;
+  std::unique_ptr<NcclCommunicator> comm;
+
+  explicit Fixture(int rank = 0, int size = 4) : bootstrap(rank, size) {
+    const int64_t length = 2;
+    bootstrap.incoming = {
+        std::string(reinterpret_cast<const char *>(&length), sizeof length),
+        "ID"};
+    auto owned = std::make_unique<FakeCalls>(&log);
+    calls = owned.get();
+    Expected<std::unique_ptr<NcclCommunicator>> c =
+        NcclCommunicator::create(bootstrap, std::move(owned));
+    EXPECT_TRUE(c.isOk()) << c.status().message();
+    if (c.isOk())
+      comm = c.take();
+    log.clear();
+  }
+};
+
+float data[16];
+
+} // namespace
+
+TEST(NcclCommunicatorLogic, RankZeroBroadcastsTheUniqueId) {
+  Fixture f(0, 4);
+  ASSERT_EQ(f.bootstrap.broadcasts.size(), 2u);
+  int64_t length = 0;
+  std::memcpy(&length, f.bootstrap.broadcasts[0].data(), sizeof length);
+  EXPECT_EQ(length, 12);
+  EXPECT_EQ(f.bootstrap.broadcasts[1], "ID-OF-RANK-0");
+}
+
+TEST(NcclCommunicatorLogic, OtherRanksInitialiseWithRankZerosId) {
+  std::vector<std::string> log;
+  FakeBootstrap bootstrap(2, 4);
+  int64_t length = 5;
+  bootstrap.incoming = {std::string(reinterpret_cast<char *>(&length), 8),
+                        "HELLO"};
+  auto c = NcclCommunicator::create(bootstrap,
+                                    std::make_unique<FakeCalls>(&log));
+  ASSERT_TRUE(c.isOk()) << c.status().message();
+  EXPECT_EQ(log, std::vector<std::string>{"initWorld HELLO 4 2"});
+  EXPECT_EQ((*c)->rank(), 2);
+  EXPECT_EQ((*c)->size(), 4);
+}
+
+TEST(NcclCommunicatorLogic, RankZeroWithoutAnIdFailsEveryone) {
+  std::vector<std::string> log;
+  FakeBootstrap bootstrap(1, 2);
+  int64_t zero = 0;
+  bootstrap.incoming = {std::string(reinterpret_cast<char *>(&zero), 8)};
+  auto c = NcclCommunicator::create(bootstrap,
+                                    std::make_unique<FakeCalls>(&log));
+  ASSERT_FALSE(c.isOk());
+  EXPECT_NE(c.status().message().find("rank 0 could not create the NCCL "
+                                      "unique id"),
+            std::string::npos);
+  EXPECT_TRUE(log.empty()); // never entered ncclCommInitRank
+}
+
+TEST(NcclCommunicatorLogic, GroupsSplitInCallOrderWithTheBootstrapsIds) {
+  Fixture f(1, 4);
+  auto a = f.comm->createGroup({1, 3});
+  auto b = f.comm->createGroup({0, 2});
+  auto c = f.comm->createGroup({3, 1, 0});
+  ASSERT_TRUE(a.isOk() && b.isOk() && c.isOk());
+  EXPECT_EQ(*a, 1);
+  EXPECT_EQ(*b, 2);
+  EXPECT_EQ(*c, 3);
+  // Key = position in the list, so that group rank i is ranks[i].
+  EXPECT_EQ(f.log, (std::vector<std::string>{"split in key 0", "split out key 0",
+                                             "split in key 1"}));
+  EXPECT_TRUE(f.comm->isMember(kWorldGroup));
+  EXPECT_TRUE(f.comm->isMember(*a));
+  EXPECT_FALSE(f.comm->isMember(*b));
+  EXPECT_EQ(f.comm->groupRanks(*c), (std::vector<int>{3, 1, 0}));
+  auto refused = f.comm->allReduceStart(data, 4, DType::F32, *b);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("does not contain this rank"),
+            std::string::npos);
+}
+
+TEST(NcclCommunicatorLogic, ABatchIsOneGroupOpenedLazilyAndSharesAnEvent) {
+  Fixture f(0, 4);
+  EXPECT_FALSE(f.comm->batchOpen());
+  auto s = f.comm->send(data, 4, DType::BF16, 1, 7);
+  auto r = f.comm->recv(data + 4, 4, DType::BF16, 1, 8);
+  ASSERT_TRUE(s.isOk() && r.isOk());
+  EXPECT_NE(s->id, r->id);
+  EXPECT_TRUE(f.comm->batchOpen());
+  // Not done, and still not enqueued: test must not end the group.
+  auto t = f.comm->test(*s);
+  ASSERT_TRUE(t.isOk());
+  EXPECT_FALSE(*t);
+  EXPECT_EQ(f.log, (std::vector<std::string>{
+                       "groupStart", "point-to-point waits for compute",
+                       "send c0 n4 bf16 to 1",
+                       "point-to-point waits for compute",
+                       "recv c0 n4 bf16 from 1"}));
+  f.log.clear();
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  EXPECT_FALSE(f.comm->batchOpen());
+  EXPECT_EQ(f.log, (std::vector<std::string>{"groupEnd",
+                                             "record e0 on point-to-point"}));
+  // An empty batch end does nothing; the next transfer opens a new group.
+  f.log.clear();
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  EXPECT_TRUE(f.log.empty());
+  auto s2 = f.comm->send(data, 2, DType::F32, 3, 9);
+  ASSERT_TRUE(s2.isOk());
+  EXPECT_EQ(f.log.front(), "groupStart");
+
+  // The shared event: released only when both requests are done with it.
+  f.calls->doneEvents.insert(0);
+  ASSERT_TRUE(f.comm->wait(*s).isOk());
+  EXPECT_TRUE(f.calls->liveEvents.count(0));
+  ASSERT_TRUE(f.comm->waitOnDevice(*r).isOk());
+  EXPECT_EQ(f.log.back(), "compute waits for e0");
+  // A consumed handle is reported, not matched to a newer request.
+  Status again = f.comm->wait(*s);
+  EXPECT_EQ(again.code(), ErrorCode::InvalidArgument);
+  ASSERT_TRUE(f.comm->drainDeviceWaits().isOk()); // closes s2's batch too
+  EXPECT_FALSE(f.calls->liveEvents.count(0));
+  EXPECT_EQ(f.comm->numDeviceWaits(), 0u);
+  f.calls->doneEvents.insert(1);
+  ASSERT_TRUE(f.comm->wait(*s2).isOk());
+  EXPECT_EQ(f.comm->numPending(), 0u);
+  EXPECT_TRUE(f.calls->liveEvents.empty());
+}
+
+TEST(NcclCommunicatorLogic, AWaitInsideItsBatchEndsTheBatchFirst) {
+  Fixture f(0, 2);
+  auto r = f.comm->recv(data, 4, DType::F32, 1, 1);
+  ASSERT_TRUE(r.isOk());
+  f.calls->doneEvents.insert(0);
+  ASSERT_TRUE(f.comm->wait(*r).isOk());
+  EXPECT_EQ(f.log, (std::vector<std::string>{
+                       "groupStart", "point-to-point waits for compute",
+                       "recv c0 n4 f32 from 1", "groupEnd",
+                       "record e0 on point-to-point"}));
+}
+
+TEST(NcclCommunicatorLogic, AnAllReduceEndsTheOpenBatchAndWaitsForCompute) {
+  Fixture f(0, 4);
+  auto g = f.comm->createGroup({2, 0});
+  ASSERT_TRUE(g.isOk());
+  f.log.clear();
+  ASSERT_TRUE(f.comm->send(data, 4, DType::F32, 1, 1).isOk());
+  auto a = f.comm->allReduceStart(data, 16, DType::F32, *g);
+  ASSERT_TRUE(a.isOk());
+  EXPECT_EQ(f.log, (std::vector<std::string>{
+                       "groupStart", "point-to-point waits for compute",
+                       "send c0 n4 f32 to 1", "groupEnd",
+                       "record e0 on point-to-point",
+                       "all-reduce waits for compute", "allReduce c1 n16 f32",
+                       "record e1 on all-reduce"}));
+  f.log.clear();
+  ASSERT_TRUE(f.comm->waitOnDevice(*a).isOk());
+  EXPECT_EQ(f.log, (std::vector<std::string>{"compute waits for e1"}));
+}
+
+TEST(NcclCommunicatorLogic, ADeviceWaitThatNeverEndsTimesOutAndAbortsOnce) {
+  Fixture f(0, 2);
+  f.comm->setTimeout(0.05);
+  auto r = f.comm->recv(data, 4, DType::F32, 1, 21);
+  ASSERT_TRUE(r.isOk());
+  ASSERT_TRUE(f.comm->waitOnDevice(*r).isOk());
+  Status s = f.comm->drainDeviceWaits();
+  ASSERT_EQ(s.code(), ErrorCode::Timeout);
+  EXPECT_NE(s.message().find("rank 0: timeout after"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("recv with rank 1 (tag 21"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(f.calls->aborts, 1);
+  // Nothing more goes to NCCL after the abort.
+  auto late = f.comm->send(data, 4, DType::F32, 1, 22);
+  EXPECT_FALSE(late.isOk());
+  EXPECT_EQ(f.calls->aborts, 1);
+}
+
+TEST(NcclCommunicatorLogic, AHostWaitTimesOutNamingThePeer) {
+  Fixture f(0, 2);
+  auto s = f.comm->send(data, 4, DType::F32, 1, 5);
+  ASSERT_TRUE(s.isOk());
+  Status w = f.comm->waitFor(*s, 0.02);
+  ASSERT_EQ(w.code(), ErrorCode::Timeout);
+  EXPECT_NE(w.message().find("waiting for send with rank 1"),
+            std::string::npos)
+      << w.message();
+  EXPECT_EQ(f.calls->aborts, 1);
+}
+
+TEST(NcclCommunicatorLogic, AnAsyncErrorFailsTheWaitAndAborts) {
+  Fixture f(0, 2);
+  auto s = f.comm->send(data, 4, DType::F32, 1, 5);
+  ASSERT_TRUE(s.isOk());
+  f.calls->nextAsyncError =
+      Status::error(ErrorCode::CommFailure, "remote process exited");
+  Status w = f.comm->wait(*s);
+  ASSERT_EQ(w.code(), ErrorCode::CommFailure);
+  EXPECT_NE(w.message().find("NCCL error during send with rank 1"),
+            std::string::npos)
+      << w.message();
+  EXPECT_NE(w.message().find("remote process exited"), std::string::npos);
+  EXPECT_EQ(f.calls->aborts, 1);
+}
+
+TEST(NcclCommunicatorLogic, RequestsAreCheckedBeforeNcclSeesThem) {
+  Fixture f(0, 2);
+  EXPECT_FALSE(f.comm->send(data, 4, DType::F32, 0, 1).isOk()); // itself
+  EXPECT_FALSE(f.comm->send(data, 4, DType::F32, 2, 1).isOk()); // no rank 2
+  EXPECT_FALSE(f.comm->recv(nullptr, 4, DType::F32, 1, 1).isOk());
+  auto f16 = f.comm->send(data, 4, DType::F16, 1, 1);
+  ASSERT_FALSE(f16.isOk());
+  EXPECT_NE(f16.status().message().find("expected f32, bf16, f64 or i32"),
+            std::string::npos);
+  EXPECT_TRUE(f.log.empty());
+  EXPECT_FALSE(f.comm->batchOpen());
+}
+
+TEST(NcclCommunicatorLogic, DTypesMapToNcclsTypes) {
+  EXPECT_EQ(*ncclElementOf(DType::F32), NcclElement::Float32);
+  EXPECT_EQ(*ncclElementOf(DType::BF16), NcclElement::BFloat16);
+  EXPECT_EQ(*ncclElementOf(DType::F64), NcclElement::Float64);
+  EXPECT_EQ(*ncclElementOf(DType::I32), NcclElement::Int32);
+  for (DType t : {DType::F16, DType::I64, DType::U8}) {
+    auto e = ncclElementOf(t);
+    ASSERT_FALSE(e.isOk());
+    EXPECT_NE(e.status().message().find(dtypeName(t)), std::string::npos);
+  }
+}
+
+TEST(NcclCommunicatorLogic, HostMemoryGoesToTheBootstrap) {
+  Fixture f(0, 2);
+  EXPECT_EQ(&f.comm->hostCommunicator(), &f.bootstrap);
+  double x = 1.5;
+  ASSERT_TRUE(f.comm->broadcast(&x, 1, DType::F64, kWorldGroup).isOk());
+  EXPECT_EQ(f.bootstrap.broadcasts.back().size(), sizeof x);
+  EXPECT_TRUE(f.log.empty());
+}
+
+TEST(GpuSharing, LocalRankModuloDevices) {
+  auto a = planDevice(3, 4, 8);
+  ASSERT_TRUE(a.isOk());
+  EXPECT_EQ(a->device, 3);
+  EXPECT_FALSE(a->sharing);
+  auto b = planDevice(3, 4, 2);
+  ASSERT_TRUE(b.isOk());
+  EXPECT_EQ(b->device, 1);
+  EXPECT_TRUE(b->sharing);
+  auto c = planDevice(2, 4, 1);
+  ASSERT_TRUE(c.isOk());
+  EXPECT_EQ(c->device, 0);
+  EXPECT_TRUE(c->sharing);
+  auto none = planDevice(0, 1, 0);
+  ASSERT_FALSE(none.isOk());
+  EXPECT_NE(none.status().message().find("no CUDA device"), std::string::npos);
+}
+
+TEST(GpuSharing, SetsTheHostIdOnlyWhereTheEnvironmentDoesNot) {
+  ::unsetenv("NCCL_HOSTID");
+  ::unsetenv("NCCL_IB_DISABLE");
+  ::setenv("NCCL_SOCKET_IFNAME", "eth7", 1);
+  std::vector<std::string> set = arrangeGpuSharing(3);
+  EXPECT_EQ(set, (std::vector<std::string>{"NCCL_HOSTID=bitpipe-host3",
+                                           "NCCL_IB_DISABLE=1"}));
+  EXPECT_STREQ(std::getenv("NCCL_HOSTID"), "bitpipe-host3");
+  EXPECT_STREQ(std::getenv("NCCL_SOCKET_IFNAME"), "eth7");
+  // A second call (or the user's own) changes nothing.
+  EXPECT_TRUE(arrangeGpuSharing(5).empty());
+  EXPECT_STREQ(std::getenv("NCCL_HOSTID"), "bitpipe-host3");
+  ::unsetenv("NCCL_HOSTID");
+  ::unsetenv("NCCL_IB_DISABLE");
+  ::unsetenv("NCCL_SOCKET_IFNAME");
+}
