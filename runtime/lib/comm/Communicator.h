@@ -82,6 +82,13 @@ public:
   /// A transport on host memory (MPI) waits, as wait() does. Consumes the
   /// handle; the deadline and error reporting are wait()'s.
   virtual Status waitOnDevice(RequestHandle h) { return wait(h); }
+  /// waitOnDevice, naming what reads the result ("step 4: forward F3.s2
+  /// (gpt_stage2)") in the error should the operation fail after the call
+  /// returned (drainDeviceWaits reports it then).
+  virtual Status waitOnDeviceFor(RequestHandle h, const std::string &reader) {
+    (void)reader; // a host wait reports at once, in the caller's context
+    return waitOnDevice(h);
+  }
 
   /// Ends a batch of transfers (program.h's bp_rt_end_batch): the sends and
   /// receives posted since the previous batch's end are one group, so that

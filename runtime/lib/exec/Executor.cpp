@@ -76,7 +76,8 @@ Status Executor::endStep() {
     // Tensors the program did not release are dropped here; one still
     // being received must land first (MPI owns its memory until then).
     if (t.tensor)
-      BP_TRY(complete(*t.tensor));
+      BP_TRY(complete(*t.tensor,
+                      [&] { return describeCall("the end of the step"); }));
   }
   BP_TRY(drainSends());
   BP_TRY(synchronizeStep());
@@ -107,7 +108,8 @@ Status Executor::synchronizeStep() {
                     ", the step's last stage call: " + s.message());
 }
 
-Status Executor::complete(Buffer &b) {
+Status Executor::complete(Buffer &b,
+                          const std::function<std::string()> &reader) {
   if (!b.pendingRecv.valid())
     return Status::ok();
   TraceRecorder::Scope scope(
@@ -117,7 +119,7 @@ Status Executor::complete(Buffer &b) {
   // it is an argument of, a send forwarding it (after the compute stream,
   // Communicator.h), the pool's free. So the target orders them after the
   // receive: on the device (an event) under NCCL, a host wait under MPI.
-  Status s = comm_.waitOnDevice(b.pendingRecv);
+  Status s = comm_.waitOnDeviceFor(b.pendingRecv, reader());
   if (!s.isOk())
     return Status::error(s.code(),
                          formatString("receive from rank %d (tag %d): %s",
@@ -265,7 +267,7 @@ Status Executor::forward(int32_t fn, int64_t mb, int32_t in0, int32_t in1,
                                          next - 1));
     BP_ASSIGN(b, values_.tensor(id, what.c_str()));
     BP_TRY(checkSize(*b, role, id, what.c_str()));
-    BP_TRY(complete(*b));
+    BP_TRY(complete(*b, [&] { return describeStageCall("forward", fn, mb); }));
     args[i] = b->data();
     handle->args[i] = std::move(b);
   }
@@ -461,7 +463,7 @@ Status Executor::backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
   BufferRef grad;
   if (grad0 >= 0) {
     BP_ASSIGN(g, values_.tensor(grad0, "grad0"));
-    BP_TRY(complete(*g));
+    BP_TRY(complete(*g, [&] { return describeStageCall("backward", fn, mb); }));
     grad = std::move(g);
   }
   std::vector<void *> args;
@@ -518,7 +520,10 @@ Status Executor::send(int32_t value, int64_t count, int32_t peer,
                                 static_cast<long long>(count) *
                                     static_cast<long long>(dtypeSize(dtype)),
                                 value, b->bytes()));
-  BP_TRY(complete(*b)); // forwarding a value still being received
+  // Forwarding a value still being received.
+  BP_TRY(complete(*b, [&] {
+    return describeCall(formatString("send to rank %d (tag %d)", peer, tag));
+  }));
   RequestHandle request;
   {
     TraceRecorder::Scope scope(trace_, formatString("send r%d t%d", peer, tag),
@@ -657,7 +662,9 @@ Status Executor::release(int32_t value) {
                                 value));
   ValueTable::Taken t = values_.take(value);
   if (t.tensor)
-    return complete(*t.tensor);
+    return complete(*t.tensor, [&] {
+      return describeCall(formatString("release of value %d", value));
+    });
   return Status::ok();
 }
 

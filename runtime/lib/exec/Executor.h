@@ -32,6 +32,7 @@
 #include "train/Trace.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -106,8 +107,9 @@ public:
 
 private:
   /// Orders the target's later work on \p b after the receive that fills
-  /// it, if any (traced as a recv): Communicator::waitOnDevice.
-  Status complete(Buffer &b);
+  /// it, if any (traced as a recv): Communicator::waitOnDeviceFor, with
+  /// \p reader's description of what reads it (made only when needed).
+  Status complete(Buffer &b, const std::function<std::string()> &reader);
   /// The element type of sends and receives (the compute precision).
   DType transferDType() const;
   /// Completes the sends that have finished, without blocking.

@@ -360,9 +360,13 @@ TEST(NcclCommunicatorLogic, ADeviceWaitThatNeverEndsTimesOutAndAbortsOnce) {
   f.comm->setTimeout(0.05);
   auto r = f.comm->recv(data, 4, DType::F32, 1, 21);
   ASSERT_TRUE(r.isOk());
-  ASSERT_TRUE(f.comm->waitOnDevice(*r).isOk());
+  ASSERT_TRUE(
+      f.comm->waitOnDeviceFor(*r, "step 2: forward F3.s1 (stage1)").isOk());
   Status s = f.comm->drainDeviceWaits();
   ASSERT_EQ(s.code(), ErrorCode::Timeout);
+  EXPECT_NE(s.message().find("read by step 2: forward F3.s1"),
+            std::string::npos)
+      << s.message();
   EXPECT_NE(s.message().find("rank 0: timeout after"), std::string::npos)
       << s.message();
   EXPECT_NE(s.message().find("recv with rank 1 (tag 21"), std::string::npos)

@@ -254,16 +254,17 @@ void NcclCommunicator::releaseEventOf(const Pending &p) {
 }
 
 std::string NcclCommunicator::describe(const Pending &p) const {
+  const std::string readBy = p.reader.empty() ? "" : ", read by " + p.reader;
   if (p.peer >= 0)
-    return formatString("%s with rank %d (tag %d, %lld x %s)", p.op, p.peer,
+    return formatString("%s with rank %d (tag %d, %lld x %s)%s", p.op, p.peer,
                         p.tag, static_cast<long long>(p.count),
-                        dtypeName(p.dtype));
+                        dtypeName(p.dtype), readBy.c_str());
   std::string ranks;
   for (int r : groupRanks(p.group))
     ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-  return formatString("%s over group %d (ranks %s, %lld x %s)", p.op, p.group,
-                      ranks.c_str(), static_cast<long long>(p.count),
-                      dtypeName(p.dtype));
+  return formatString("%s over group %d (ranks %s, %lld x %s)%s", p.op,
+                      p.group, ranks.c_str(), static_cast<long long>(p.count),
+                      dtypeName(p.dtype), readBy.c_str());
 }
 
 Status NcclCommunicator::fail(ErrorCode code, const std::string &message) {
@@ -353,7 +354,8 @@ Expected<bool> NcclCommunicator::test(RequestHandle h) {
   return calls_->eventDone(p.event);
 }
 
-Status NcclCommunicator::waitOnDevice(RequestHandle h) {
+Status NcclCommunicator::waitOnDeviceFor(RequestHandle h,
+                                         const std::string &reader) {
   auto it = pending_.find(h.id);
   if (it == pending_.end())
     return Status::error(ErrorCode::InvalidArgument,
@@ -363,6 +365,7 @@ Status NcclCommunicator::waitOnDevice(RequestHandle h) {
   if (it->second.event < 0)
     BP_TRY(closeBatch());
   Pending p = it->second;
+  p.reader = reader;
   Status async = calls_->asyncError(commOf(p));
   if (!async.isOk())
     return fail(ErrorCode::CommFailure,

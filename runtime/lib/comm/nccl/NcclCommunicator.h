@@ -71,7 +71,10 @@ public:
                                int tag) override;
   Expected<RequestHandle> allReduceStart(void *buf, int64_t count, DType dtype,
                                          GroupId group) override;
-  Status waitOnDevice(RequestHandle h) override;
+  Status waitOnDevice(RequestHandle h) override {
+    return waitOnDeviceFor(h, "");
+  }
+  Status waitOnDeviceFor(RequestHandle h, const std::string &reader) override;
   Status drainDeviceWaits() override;
   Status endBatch() override;
   Status waitFor(RequestHandle h, double timeoutSeconds) override;
@@ -103,6 +106,7 @@ private:
     int64_t count = 0;
     DType dtype = DType::F32;
     int event = -1; // -1 while its batch's group is still open
+    std::string reader; // waitOnDeviceFor's, for a later error
   };
 
   NcclCommunicator(Communicator &bootstrap,

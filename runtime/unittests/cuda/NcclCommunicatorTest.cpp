@@ -1,0 +1,269 @@
+//===- NcclCommunicatorTest.cpp - The NCCL communicator on GPUs -----------===//
+//
+// Runs under mpirun (-np 2 and -np 4; ranks may share one GPU: the
+// placement gives them NCCL_HOSTIDs, docs/runtime-abi.md). Every rank runs
+// the same tests in the same order, since each is collective. Without a
+// device every rank skips every test (all ranks agree first, so none waits
+// for another). The bookkeeping is tested without a GPU in
+// runtime/unittests/exec/NcclCommunicatorLogicTest.cpp; here the real
+// calls: point-to-point transfers ordered after the compute stream's
+// producer, crossed transfers in one batch, all-reduces over split groups,
+// and the timeout on a peer that never sends.
+//
+// Written on a machine without a GPU: it has not run on one yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "comm/mpi/MpiCommunicator.h"
+#include "comm/nccl/CudaNcclCalls.h"
+#include "comm/nccl/DevicePlacement.h"
+#include "comm/nccl/NcclCommunicator.h"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <memory>
+#include <vector>
+
+using namespace bitpipe::runtime;
+
+namespace {
+
+struct World {
+  std::unique_ptr<MpiCommunicator> mpi;
+  bool hasDevice = false;
+  std::string skipReason = "no CUDA device";
+  cudaStream_t compute = nullptr;
+  std::unique_ptr<NcclCommunicator> nccl;
+};
+World *world = nullptr;
+
+/// A device buffer of \p n elements of T, freed at scope end.
+template <typename T> struct DeviceArray {
+  T *data = nullptr;
+  size_t n;
+  explicit DeviceArray(size_t n) : n(n) {
+    EXPECT_EQ(cudaMalloc(&data, n * sizeof(T)), cudaSuccess);
+  }
+  ~DeviceArray() { (void)cudaFree(data); }
+  /// Writes \p host on the compute stream: the "producer" a send must wait
+  /// for.
+  void upload(const std::vector<T> &host) {
+    ASSERT_EQ(cudaMemcpyAsync(data, host.data(), n * sizeof(T),
+                              cudaMemcpyHostToDevice, world->compute),
+              cudaSuccess);
+  }
+  /// Reads back on the compute stream, after what it was told to wait for.
+  std::vector<T> download() {
+    std::vector<T> host(n);
+    EXPECT_EQ(cudaMemcpyAsync(host.data(), data, n * sizeof(T),
+                              cudaMemcpyDeviceToHost, world->compute),
+              cudaSuccess);
+    EXPECT_TRUE(world->nccl->drainDeviceWaits().isOk());
+    EXPECT_EQ(cudaStreamSynchronize(world->compute), cudaSuccess);
+    return host;
+  }
+};
+
+#define REQUIRE_WORLD()                                                        \
+  do {                                                                         \
+    if (!world->hasDevice)                                                     \
+      GTEST_SKIP() << world->skipReason;                                       \
+    ASSERT_GE(world->nccl->size(), 2) << "run under mpirun -np 2 or more";     \
+  } while (0)
+
+TEST(NcclCommunicator, RingTransfersFollowTheirProducer) {
+  REQUIRE_WORLD();
+  NcclCommunicator &c = *world->nccl;
+  const int r = c.rank(), n = c.size();
+  const size_t count = 1 << 20; // large enough to outrun a racing read
+  DeviceArray<float> out(count), in(count);
+  std::vector<float> mine(count);
+  for (size_t i = 0; i < count; ++i)
+    mine[i] = static_cast<float>(r * 1000003 + i);
+  out.upload(mine);
+  auto s = c.send(out.data, count, DType::F32, (r + 1) % n, 1);
+  auto v = c.recv(in.data, count, DType::F32, (r + n - 1) % n, 1);
+  ASSERT_TRUE(s.isOk() && v.isOk());
+  ASSERT_TRUE(c.endBatch().isOk());
+  ASSERT_TRUE(c.waitOnDevice(*v).isOk());
+  std::vector<float> got = in.download();
+  const int from = (r + n - 1) % n;
+  for (size_t i = 0; i < count; i += 4099)
+    ASSERT_EQ(got[i], static_cast<float>(from * 1000003 + i)) << "at " << i;
+  ASSERT_TRUE(c.wait(*s).isOk());
+  EXPECT_EQ(c.numPending(), 0u);
+}
+
+TEST(NcclCommunicator, CrossedTransfersOfOneBatchDoNotDeadlock) {
+  REQUIRE_WORLD();
+  NcclCommunicator &c = *world->nccl;
+  const int r = c.rank();
+  const int partner = r ^ 1;
+  if (partner >= c.size()) {
+    ASSERT_TRUE(c.barrier(kWorldGroup).isOk()); // an odd rank out
+    return;
+  }
+  // Both ends send first, then receive, two messages each way, bf16 and
+  // i32: only one group around all four lets them through.
+  const size_t count = 4096;
+  DeviceArray<__nv_bfloat16> aOut(count), aIn(count);
+  DeviceArray<int32_t> bOut(count), bIn(count);
+  std::vector<__nv_bfloat16> a(count);
+  std::vector<int32_t> b(count);
+  for (size_t i = 0; i < count; ++i) {
+    a[i] = __float2bfloat16(static_cast<float>(r + 1) * (i % 64));
+    b[i] = r * 100000 + static_cast<int32_t>(i);
+  }
+  aOut.upload(a);
+  bOut.upload(b);
+  auto s1 = c.send(aOut.data, count, DType::BF16, partner, 1);
+  auto s2 = c.send(bOut.data, count, DType::I32, partner, 2);
+  auto r1 = c.recv(aIn.data, count, DType::BF16, partner, 1);
+  auto r2 = c.recv(bIn.data, count, DType::I32, partner, 2);
+  ASSERT_TRUE(s1.isOk() && s2.isOk() && r1.isOk() && r2.isOk());
+  ASSERT_TRUE(c.endBatch().isOk());
+  ASSERT_TRUE(c.waitOnDevice(*r1).isOk());
+  ASSERT_TRUE(c.waitOnDevice(*r2).isOk());
+  std::vector<__nv_bfloat16> gotA = aIn.download();
+  std::vector<int32_t> gotB = bIn.download();
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(__bfloat162float(gotA[i]),
+              static_cast<float>(partner + 1) * (i % 64));
+    ASSERT_EQ(gotB[i], partner * 100000 + static_cast<int32_t>(i));
+  }
+  ASSERT_TRUE(c.wait(*s1).isOk());
+  ASSERT_TRUE(c.wait(*s2).isOk());
+  ASSERT_TRUE(c.barrier(kWorldGroup).isOk());
+}
+
+TEST(NcclCommunicator, AllReducesSumOverTheirGroups) {
+  REQUIRE_WORLD();
+  NcclCommunicator &c = *world->nccl;
+  const int r = c.rank(), n = c.size();
+  // Evens in descending order (group rank 0 is the highest even), odds.
+  std::vector<int> evens, odds;
+  for (int k = n - 1; k >= 0; --k)
+    if (k % 2 == 0)
+      evens.push_back(k);
+  for (int k = 1; k < n; k += 2)
+    odds.push_back(k);
+  auto ge = c.createGroup(evens);
+  auto go = c.createGroup(odds);
+  ASSERT_TRUE(ge.isOk() && go.isOk());
+  GroupId mine = r % 2 == 0 ? *ge : *go;
+  EXPECT_TRUE(c.isMember(mine));
+  EXPECT_FALSE(c.isMember(r % 2 == 0 ? *go : *ge));
+
+  const size_t count = 3 << 18;
+  DeviceArray<float> grads(count);
+  std::vector<float> g(count);
+  for (size_t i = 0; i < count; ++i)
+    g[i] = static_cast<float>(r + 1) + static_cast<float>(i % 7);
+  grads.upload(g);
+  auto h = c.allReduceStart(grads.data, count, DType::F32, mine);
+  ASSERT_TRUE(h.isOk());
+  // The world too, in f64, on the same stream after it.
+  DeviceArray<double> one(1);
+  one.upload({static_cast<double>(r + 1)});
+  auto w = c.allReduceStart(one.data, 1, DType::F64, kWorldGroup);
+  ASSERT_TRUE(w.isOk());
+  ASSERT_TRUE(c.waitOnDevice(*h).isOk());
+  ASSERT_TRUE(c.waitOnDevice(*w).isOk());
+  std::vector<float> sum = grads.download();
+  std::vector<double> total = one.download();
+  float rankSum = 0;
+  for (int k : (r % 2 == 0 ? evens : odds))
+    rankSum += static_cast<float>(k + 1);
+  const float members = static_cast<float>((r % 2 == 0 ? evens : odds).size());
+  for (size_t i = 0; i < count; i += 997)
+    ASSERT_EQ(sum[i], rankSum + members * static_cast<float>(i % 7));
+  EXPECT_EQ(total[0], n * (n + 1) / 2.0);
+}
+
+// Last: it aborts the communicator it times out on (a second one, so that
+// the world's stays usable for nothing else to hang on).
+TEST(NcclCommunicator, APeerThatNeverSendsIsATimeoutNamingIt) {
+  REQUIRE_WORLD();
+  auto calls = createCudaNcclCalls(world->compute);
+  ASSERT_TRUE(calls.isOk()) << calls.status().message();
+  auto made = NcclCommunicator::create(*world->mpi, calls.take());
+  ASSERT_TRUE(made.isOk()) << made.status().message();
+  std::unique_ptr<NcclCommunicator> c = made.take();
+  if (c->rank() == 0) {
+    // Never freed: cudaFree waits for the device, and the aborted receive
+    // is the one thing that must not be waited for.
+    float *in = nullptr;
+    ASSERT_EQ(cudaMalloc(&in, 16 * sizeof(float)), cudaSuccess);
+    auto v = c->recv(in, 16, DType::F32, 1, 77);
+    ASSERT_TRUE(v.isOk());
+    auto start = std::chrono::steady_clock::now();
+    Status s = c->waitFor(*v, 2.0);
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    EXPECT_EQ(s.code(), ErrorCode::Timeout);
+    EXPECT_NE(s.message().find("rank 0: timeout after 2.0 s waiting for recv "
+                               "with rank 1 (tag 77"),
+              std::string::npos)
+        << s.message();
+    EXPECT_LT(seconds, 10.0);
+  }
+  ASSERT_TRUE(world->mpi->barrier(kWorldGroup).isOk());
+  // Rank 0's is aborted; the others' still expect its rank 0: finalising
+  // them could wait for it, so they stay until the process ends.
+  if (c->rank() != 0)
+    (void)c.release();
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  auto mpi = MpiCommunicator::create(&argc, &argv);
+  if (!mpi.isOk()) {
+    std::fprintf(stderr, "%s\n", mpi.status().message().c_str());
+    return 1;
+  }
+  World w;
+  w.mpi = mpi.take();
+  world = &w;
+  // Every rank decides alike: a device on all of them, or skip everywhere.
+  int devices = 0;
+  int32_t mineOk = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+  int32_t allOk = mineOk;
+  auto agreed = w.mpi->allReduceStart(&allOk, 1, DType::I32, kWorldGroup);
+  if (!agreed.isOk() || !w.mpi->wait(*agreed).isOk())
+    return 1;
+  w.hasDevice = allOk == w.mpi->size();
+  if (w.hasDevice && w.mpi->size() > 1) {
+    auto placed = placeRankOnDevice(w.mpi->rank());
+    if (!placed.isOk()) {
+      std::fprintf(stderr, "%s\n", placed.status().message().c_str());
+      return 1;
+    }
+    if (cudaStreamCreateWithFlags(&w.compute, cudaStreamNonBlocking) !=
+        cudaSuccess)
+      return 1;
+    auto calls = createCudaNcclCalls(w.compute);
+    if (!calls.isOk())
+      return 1;
+    auto nccl = NcclCommunicator::create(*w.mpi, calls.take());
+    if (!nccl.isOk()) {
+      std::fprintf(stderr, "%s\n", nccl.status().message().c_str());
+      return 1;
+    }
+    w.nccl = nccl.take();
+    w.nccl->setTimeout(60);
+  } else if (w.hasDevice) {
+    w.hasDevice = false; // one rank: nothing to transfer
+    w.skipReason = "one rank: run under mpirun -np 2 or more";
+  }
+  int rc = RUN_ALL_TESTS();
+  w.nccl.reset(); // before MPI goes
+  return rc;
+}
