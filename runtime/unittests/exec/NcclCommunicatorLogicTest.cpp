@@ -47,6 +47,10 @@ public:
                                 rank));
     return Status::ok();
   }
+  Status connectPeers(int nranks, int rank) override {
+    log->push_back(formatString("connectPeers %d %d", nranks, rank));
+    return Status::ok();
+  }
   Expected<int> split(bool member, int key) override {
     log->push_back(formatString("split %s key %d", member ? "in" : "out",
                                 key));
@@ -95,7 +99,7 @@ public:
     return Status::ok();
   }
   Expected<int> recordEvent(Lane lane) override {
-    int e = nextEvent_++;
+    int e = nextEvent++;
     liveEvents.insert(e);
     log->push_back(formatString("record e%d on %s", e, laneName(lane)));
     return e;
@@ -118,8 +122,7 @@ public:
     log->push_back("abortAll");
   }
 
-private:
-  int nextEvent_ = 0;
+  int nextEvent = 0;
 };
 
 /// A bootstrap of \p size ranks seen from \p rank: groups get ids in call
@@ -204,11 +207,15 @@ struct Fixture {
         "ID"};
     auto owned = std::make_unique<FakeCalls>(&log);
     calls = owned.get();
+    calls->doneEvents.insert(0); // the connection of every pair
     Expected<std::unique_ptr<NcclCommunicator>> c =
         NcclCommunicator::create(bootstrap, std::move(owned));
     EXPECT_TRUE(c.isOk()) << c.status().message();
     if (c.isOk())
       comm = c.take();
+    EXPECT_TRUE(calls->liveEvents.empty());
+    calls->doneEvents.clear();
+    calls->nextEvent = 0;
     log.clear();
   }
 };
@@ -232,10 +239,13 @@ TEST(NcclCommunicatorLogic, OtherRanksInitialiseWithRankZerosId) {
   int64_t length = 5;
   bootstrap.incoming = {std::string(reinterpret_cast<char *>(&length), 8),
                         "HELLO"};
-  auto c = NcclCommunicator::create(bootstrap,
-                                    std::make_unique<FakeCalls>(&log));
+  auto calls = std::make_unique<FakeCalls>(&log);
+  calls->doneEvents.insert(0);
+  auto c = NcclCommunicator::create(bootstrap, std::move(calls));
   ASSERT_TRUE(c.isOk()) << c.status().message();
-  EXPECT_EQ(log, std::vector<std::string>{"initWorld HELLO 4 2"});
+  EXPECT_EQ(log, (std::vector<std::string>{"initWorld HELLO 4 2",
+                                           "connectPeers 4 2",
+                                           "record e0 on point-to-point"}));
   EXPECT_EQ((*c)->rank(), 2);
   EXPECT_EQ((*c)->size(), 4);
 }
@@ -252,6 +262,20 @@ TEST(NcclCommunicatorLogic, RankZeroWithoutAnIdFailsEveryone) {
                                       "unique id"),
             std::string::npos);
   EXPECT_TRUE(log.empty()); // never entered ncclCommInitRank
+}
+
+TEST(NcclCommunicatorLogic, APeerThatNeverConnectsFailsTheStart) {
+  std::vector<std::string> log;
+  FakeBootstrap bootstrap(0, 2);
+  bootstrap.setTimeout(0.05);
+  auto c = NcclCommunicator::create(bootstrap,
+                                    std::make_unique<FakeCalls>(&log));
+  ASSERT_FALSE(c.isOk());
+  EXPECT_EQ(c.status().code(), ErrorCode::Timeout);
+  EXPECT_NE(c.status().message().find("waiting for connecting every pair of "
+                                      "ranks"),
+            std::string::npos)
+      << c.status().message();
 }
 
 TEST(NcclCommunicatorLogic, GroupsSplitInCallOrderWithTheBootstrapsIds) {

@@ -70,6 +70,31 @@ public:
     comms_.push_back(comm);
     return Status::ok();
   }
+  Status connectPeers(int nranks, int rank) override {
+    // One int to and from each peer; the scratch lives as long as the
+    // calls (freeing it would wait for the device).
+    BP_TRY(cudaCall(cudaMalloc(reinterpret_cast<void **>(&scratch_),
+                               2 * static_cast<size_t>(nranks) *
+                                   sizeof(int32_t)),
+                    "allocating the connection scratch"));
+    BP_TRY(cudaCall(cudaMemsetAsync(scratch_, 0,
+                                    2 * static_cast<size_t>(nranks) *
+                                        sizeof(int32_t),
+                                    p2p_),
+                    "clearing the connection scratch"));
+    BP_TRY(groupStart());
+    for (int peer = 0; peer < nranks; ++peer) {
+      if (peer == rank)
+        continue;
+      BP_TRY(ncclStatus(ncclSend(scratch_ + peer, 1, ncclInt32, peer,
+                                 comms_[0], p2p_),
+                        "ncclSend (connecting)"));
+      BP_TRY(ncclStatus(ncclRecv(scratch_ + nranks + peer, 1, ncclInt32,
+                                 peer, comms_[0], p2p_),
+                        "ncclRecv (connecting)"));
+    }
+    return groupEnd();
+  }
   Expected<int> split(bool member, int key) override {
     ncclComm_t comm = nullptr;
     BP_TRY(ncclStatus(ncclCommSplit(comms_[0],
@@ -118,6 +143,7 @@ public:
     return recordOn(streamOf(lane));
   }
   Expected<bool> eventDone(int event) override {
+    BP_TRY(checkSlot(event));
     cudaError_t e = cudaEventQuery(events_[event]);
     if (e == cudaSuccess)
       return true;
@@ -126,6 +152,7 @@ public:
     return cudaCall(e, "cudaEventQuery");
   }
   Status computeWaitsFor(int event) override {
+    BP_TRY(checkSlot(event));
     return cudaCall(cudaStreamWaitEvent(compute_, events_[event], 0),
                     "cudaStreamWaitEvent (compute after transfer)");
   }
@@ -152,6 +179,13 @@ public:
   }
 
 private:
+  Status checkSlot(int event) const {
+    if (event < 0 || static_cast<size_t>(event) >= events_.size())
+      return Status::error(ErrorCode::InvalidArgument,
+                           formatString("event slot %d of %zu", event,
+                                        events_.size()));
+    return Status::ok();
+  }
   cudaStream_t streamOf(Lane lane) const {
     return lane == Lane::PointToPoint ? p2p_ : allReduce_;
   }
@@ -182,6 +216,7 @@ private:
   std::vector<ncclComm_t> comms_; // [0]: the world; nullptr once aborted
   std::vector<cudaEvent_t> events_;
   std::vector<int> free_;
+  int32_t *scratch_ = nullptr;
   bool aborted_ = false;
 };
 
@@ -205,6 +240,8 @@ CudaNcclCalls::~CudaNcclCalls() {
   }
   for (cudaEvent_t e : events_)
     (void)cudaEventDestroy(e);
+  if (scratch_ && !aborted_)
+    (void)cudaFree(scratch_); // an aborted transfer may still hold it
   if (p2p_)
     (void)cudaStreamDestroy(p2p_);
   if (allReduce_)

@@ -34,6 +34,12 @@ const char *laneName(Lane lane) {
 
 NcclDeviceCalls::~NcclDeviceCalls() = default;
 
+static NcclCommunicator::Clock::time_point deadlineAfter(double seconds) {
+  using Clock = NcclCommunicator::Clock;
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(seconds));
+}
+
 NcclCommunicator::NcclCommunicator(Communicator &bootstrap,
                                    std::unique_ptr<NcclDeviceCalls> calls)
     : bootstrap_(bootstrap), calls_(std::move(calls)) {
@@ -72,6 +78,17 @@ NcclCommunicator::create(Communicator &bootstrap,
   std::unique_ptr<NcclCommunicator> c(
       new NcclCommunicator(bootstrap, std::move(calls)));
   c->groupComms_.push_back(0); // the world
+  // Every pair connected now rather than at a step's first transfer (see
+  // NcclDeviceCalls::connectPeers), waited for with the deadline.
+  BP_TRY(c->calls_->connectPeers(c->size(), c->rank()));
+  BP_ASSIGN(event, c->calls_->recordEvent(Lane::PointToPoint));
+  Pending connect;
+  connect.op = "connecting every pair of ranks";
+  connect.event = event;
+  Status connected = c->pollUntilDone(connect, deadlineAfter(c->timeout()),
+                                      c->timeout());
+  c->calls_->releaseEvent(event);
+  BP_TRY(connected);
   return std::move(c);
 }
 
@@ -187,7 +204,13 @@ Status NcclCommunicator::closeBatch() {
   if (!batchOpen_)
     return Status::ok();
   batchOpen_ = false;
-  BP_TRY(calls_->groupEnd());
+  Status ended = calls_->groupEnd();
+  if (!ended.isOk())
+    // The batch's requests stay without an event: every later wait on
+    // them fails, and NCCL's state is unknown, so nothing more goes to it.
+    return fail(ended.code(),
+                formatString("rank %d: ending a batch of transfers: %s",
+                             rank(), ended.message().c_str()));
   // Only now are the group's operations on the stream: the event after
   // them is every request's of the batch.
   BP_ASSIGN(event, calls_->recordEvent(Lane::PointToPoint));
@@ -278,15 +301,24 @@ Status NcclCommunicator::fail(ErrorCode code, const std::string &message) {
   return Status::error(code, message);
 }
 
-static NcclCommunicator::Clock::time_point deadlineAfter(double seconds) {
-  using Clock = NcclCommunicator::Clock;
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                            std::chrono::duration<double>(seconds));
+Status NcclCommunicator::usable(const Pending &p) const {
+  if (aborted_)
+    return Status::error(ErrorCode::CommFailure,
+                         formatString("rank %d: %s after the NCCL "
+                                      "communicators were aborted",
+                                      rank(), describe(p).c_str()));
+  if (p.event < 0)
+    return Status::error(ErrorCode::CommFailure,
+                         formatString("rank %d: %s was never enqueued (its "
+                                      "batch did not start)",
+                                      rank(), describe(p).c_str()));
+  return Status::ok();
 }
 
 Status NcclCommunicator::pollUntilDone(const Pending &p,
                                        Clock::time_point deadline,
                                        double timeoutSeconds) {
+  BP_TRY(usable(p));
   // Spin briefly, then sleep between polls: ranks that share a GPU share
   // its node's cores too.
   for (int polls = 0;; ++polls) {
@@ -321,12 +353,7 @@ Status NcclCommunicator::waitFor(RequestHandle h, double timeoutSeconds) {
                          formatString("rank %d: wait on unknown or already "
                                       "completed request %lld",
                                       rank(), static_cast<long long>(h.id)));
-  if (aborted_)
-    return Status::error(ErrorCode::CommFailure,
-                         formatString("rank %d: wait for %s after the NCCL "
-                                      "communicators were aborted",
-                                      rank(), describe(it->second).c_str()));
-  if (it->second.event < 0)
+  if (it->second.event < 0 && !aborted_)
     BP_TRY(closeBatch()); // a wait inside its own batch would never end
   Status s = pollUntilDone(it->second, deadlineAfter(timeoutSeconds),
                            timeoutSeconds);
@@ -344,13 +371,14 @@ Expected<bool> NcclCommunicator::test(RequestHandle h) {
                          formatString("rank %d: test of unknown request %lld",
                                       rank(), static_cast<long long>(h.id)));
   const Pending &p = it->second;
+  if (p.event < 0 && batchOpen_ && !aborted_)
+    return false; // its batch is still open: not even enqueued
+  BP_TRY(usable(p));
   Status async = calls_->asyncError(commOf(p));
   if (!async.isOk())
     return fail(ErrorCode::CommFailure,
                 formatString("rank %d: NCCL error during %s: %s", rank(),
                              describe(p).c_str(), async.message().c_str()));
-  if (p.event < 0)
-    return false; // its batch is still open: not even enqueued
   return calls_->eventDone(p.event);
 }
 
@@ -362,10 +390,11 @@ Status NcclCommunicator::waitOnDeviceFor(RequestHandle h,
                          formatString("rank %d: device wait on unknown or "
                                       "already completed request %lld",
                                       rank(), static_cast<long long>(h.id)));
-  if (it->second.event < 0)
+  if (it->second.event < 0 && !aborted_)
     BP_TRY(closeBatch());
   Pending p = it->second;
   p.reader = reader;
+  BP_TRY(usable(p));
   Status async = calls_->asyncError(commOf(p));
   if (!async.isOk())
     return fail(ErrorCode::CommFailure,
@@ -388,7 +417,8 @@ Status NcclCommunicator::waitOnDeviceFor(RequestHandle h,
 }
 
 Status NcclCommunicator::drainDeviceWaits() {
-  BP_TRY(closeBatch());
+  if (!aborted_)
+    BP_TRY(closeBatch());
   // One deadline for the lot: they were all enqueued before this call.
   Clock::time_point deadline = deadlineAfter(timeout());
   for (const Pending &p : deviceWaits_)

@@ -120,6 +120,8 @@ private:
   Status closeBatch();
   RequestHandle track(Pending p);
   void releaseEventOf(const Pending &p);
+  /// Whether \p p can be waited for: enqueued, communicators not aborted.
+  Status usable(const Pending &p) const;
   /// The NCCL communicator an operation ran on.
   int commOf(const Pending &p) const;
   /// Polls \p p until its event is done or \p deadline: ok, or (after

@@ -43,6 +43,12 @@ public:
   /// ncclCommInitRank of the world: communicator 0.
   virtual Status initWorld(const std::string &uniqueId, int nranks,
                            int rank) = 0;
+  /// One group of a tiny send and receive between this rank and every
+  /// other one, on the point-to-point stream (then recordEvent): NCCL
+  /// connects a pair at its first transfer, blocking the host in
+  /// ncclGroupEnd until the peer joins, so all pairs connect here, at
+  /// start-up, where every rank takes part.
+  virtual Status connectPeers(int nranks, int rank) = 0;
   /// ncclCommSplit of the world (collective): the new communicator's
   /// index, or -1 on a rank that passed \p member false.
   virtual Expected<int> split(bool member, int key) = 0;
