@@ -18,13 +18,22 @@
 // crossed the bus: "step S inputs N input_bytes B losses L norms K
 // syncs Y stage_calls C".
 //
-// Linked instead of the CPU backend into FakeDeviceSingle (CMakeLists.txt);
-// exec-test.sh's fake-device case runs it against the CPU's FakeSingle.
+// With BITPIPE_FAKE_DEVICE_NCCL=1 and more than one rank, the steps'
+// transport is the NCCL communicator (comm/nccl) over HostNcclCalls.h's
+// MPI stand-in for NCCL, as the CUDA backend's would be over NCCL.
+//
+// Linked instead of the CPU backend into FakeDeviceSingle, FakeDevicePipe2
+// and FakeDevicePipe2Dp2 (CMakeLists.txt); exec-test.sh's fake-device and
+// fake-nccl cases run them against the CPU's FakeSingle.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
+#include "HostNcclCalls.h"
 #include "SegmentTable.h"
+
+#include "comm/mpi/MpiCommunicator.h"
+#include "comm/nccl/NcclCommunicator.h"
 
 #include "train/AdamW.h"
 #include "train/Trace.h"
@@ -168,6 +177,14 @@ public:
   Expected<std::unique_ptr<ParamArrays>>
   createParamArrays(const ParamLayout &layout) override {
     return std::unique_ptr<ParamArrays>(new FakeDeviceArrays(layout, bus_));
+  }
+  Expected<std::unique_ptr<Communicator>>
+  createCommunicator(MpiCommunicator &bootstrap) override {
+    const char *nccl = std::getenv("BITPIPE_FAKE_DEVICE_NCCL");
+    if (bootstrap.size() == 1 || !nccl || std::strcmp(nccl, "1") != 0)
+      return std::unique_ptr<Communicator>();
+    BP_ASSIGN(comm, NcclCommunicator::create(bootstrap, createHostNcclCalls()));
+    return std::unique_ptr<Communicator>(std::move(comm));
   }
 
   Expected<BufferRef>

@@ -118,8 +118,10 @@ void maybeDie(int rank) {
     bp_rt_release(ctx, id(mb, kAct)); // the pending send still holds it
   }
   maybeDie(rank);
-  // All gradient receives in one batch, then waited for one by one.
-  for (int mb = 0; mb < n; ++mb)
+  // All gradient receives in one batch, then waited for one by one; in the
+  // order the last stage sends them, as compiled programs order each
+  // channel alike at both ends (NCCL matches transfers by order, not tag).
+  for (int mb = n - 1; mb >= 0; --mb)
     bp_rt_recv(ctx, id(mb, kGrad), FAKE_ACT_COUNT, peer, 100 + mb);
   bp_rt_end_batch(ctx, n);
   for (int mb = n - 1; mb >= 0; --mb) {

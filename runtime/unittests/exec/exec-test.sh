@@ -229,6 +229,13 @@ fault-program) # a miscompiled rank program: one rank's fatal stops both
   [ $(( $(date +%s) - start )) -le 15 ] || fail "the other rank was not stopped promptly"
   grep -q "bitpipe: rank 0: fatal: step 1: release of value 0: value 0 holds nothing (released twice, or never defined)" \
     "$tmp/out.txt" || fail "no fatal message naming the step, call and value" ;;
+fake-nccl)      # the executor's NCCL path (comm/nccl) on the fake device
+  # Batches as groups posted at their end, transfers matched in posting
+  # order, device waits and their drain, host memory over MPI: a pipeline
+  # and a pipeline of two data-parallel copies match the one-rank run.
+  mpirun+=(-x BITPIPE_FAKE_DEVICE_NCCL=1)
+  equivalent 2 FakeDevicePipe2 FakeSingle
+  equivalent 4 FakeDevicePipe2Dp2 FakeSingle ;;
 dead-rank)     # (e) a rank dies mid-step; the survivor must stop, fast
   for variant in default survivor-timeout; do
     extra=()
