@@ -594,7 +594,11 @@ Status Executor::allreduceWait(int32_t token) {
                                TraceCategory::AllReduce);
     // The optimizer step, on the target, is what reads the sum: it waits
     // for it there (a host wait under MPI).
-    Status s = comm_.waitOnDevice(t.request);
+    Status s = comm_.waitOnDeviceFor(
+        t.request, describeCall(formatString("the optimizer step, after "
+                                             "bp_rt_allreduce_wait of bucket "
+                                             "%d",
+                                             t.bucket)));
     if (!s.isOk())
       return Status::error(s.code(),
                            formatString("all-reduce of bucket %d: %s",
