@@ -611,7 +611,9 @@ elif limit=$(allow 150); then
   [ -n "$line" ] && row "r4 all-reduce hidden" INFO "$(field "$line" fraction) of $(field "$line" allreduce_ms_per_step) ms/step (exposed $(field "$line" exposed_ms_per_step) ms; $(field "$line" source))"
   line=$(grep -m1 '^RANKSBENCH p2p ms_per_step' "$bench_log")
   [ -n "$line" ] && row "r4 p2p per step" INFO "$(field "$line" ms_per_step) ms, $(field "$line" ops_per_step) sends+recvs ($(field "$line" source))"
-  line=$(grep -m1 '^RANKSBENCH allreduce ' "$bench_log")
+  # The largest bucket: the one where bandwidth, not latency, decides.
+  line=$(grep '^RANKSBENCH allreduce ' "$bench_log" |
+    awk '{ for (i = 1; i <= NF; ++i) if ($i ~ /^bytes=/) { b = substr($i, 7) + 0 } if (b > best) { best = b; keep = $0 } } END { print keep }')
   [ -n "$line" ] && row "r4 all-reduce vs raw NCCL" INFO "$(field "$line" bytes) B over $(field "$line" ranks): runtime $(field "$line" runtime_GBps) GB/s, raw $(field "$line" raw_GBps) GB/s"
   line=$(grep -m1 '^RANKSBENCH p2p bytes' "$bench_log")
   [ -n "$line" ] && row "r4 p2p vs raw NCCL" INFO "$(field "$line" bytes) B: runtime <= $(field "$line" runtime_us_per_op) us/op, raw $(field "$line" raw_us) us ($(field "$line" raw_GBps) GB/s)"
