@@ -30,9 +30,13 @@ stream, measured with CUDA events. Which intervals are used, printed as
               than the end of the device span of the stage call issued just
               before (the one whose gradient completed the bucket: the
               all-reduce stream waits for its event), and has ended by the
-              end of its host wait: an upper bound on its length, so the
-              overlap printed is a lower bound. p2p per step is then the
-              host's time in send/recv calls and waits;
+              start of the step's optimizer span (the executor waits for
+              the all-reduces and then for the compute stream before it;
+              the host's "allreduce.wait" span is no bound when the wait
+              is put on the device stream): an upper bound on its length,
+              so the overlap printed is a lower bound. p2p per step is
+              then the host's time in send/recv calls and waits, which says
+              little where receives are waited for on the device;
   host        (CPU runs: no device row) the host intervals themselves.
 Compute is the device row's stage spans where there is one, else the host's
 forward/backward spans.
@@ -134,7 +138,11 @@ def analyse_rank(events, warmup):
                              if w["name"] == f"allreduce.wait {bucket}"), None)
                 if wait is None:
                     continue
-                end = max(start, wait["ts"] + wait["dur"])
+                end = wait["ts"] + wait["dur"]
+                if dev:
+                    end = next((o["ts"] for o in h[i + 1:]
+                                if o["name"] == "optimizer"), s1)
+                end = max(start, end)
                 ar.append((start, end))
                 per_bucket.setdefault(bucket, []).append(end - start)
         ar_u, comp_u = union(ar), union(compute)
