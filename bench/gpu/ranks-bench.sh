@@ -31,6 +31,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../test/EndToEnd/common.sh"
 steps=10 rounds=2
+# A failing NCCL call's reason in the logs.
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 usage() {
   echo "usage: $0 BITPIPE_EXE ONE_F_ONE_B_EXE TOKENS OUTDIR [--steps N] [--rounds R]" >&2
   exit 2

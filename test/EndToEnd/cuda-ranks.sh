@@ -50,6 +50,11 @@
 # WORKDIR/tokens.bin is the corpus (made if absent); WORKDIR/<model>/ranks/
 # holds init.safetensors, ref/, ref-again/ and one folder per case.
 #
+# NCCL_DEBUG defaults to WARN here, so that a failing NCCL call's reason is
+# in the log. BITPIPE_TEST_NCCL_HOSTID=explicit gives each rank its own
+# NCCL_HOSTID from this script (a wrapper per rank) instead of leaving it to
+# the runtime: to tell a fault of the runtime's arrangement from others.
+#
 # BITPIPE_BIN: bitpipe-compile (and bitpipe-tokenize) where compiling,
 # bitpipe-compare and bitpipe-gpu-probe; BITPIPE_PYTHON: a python3 with
 # numpy; mpirun on PATH.
@@ -60,6 +65,20 @@ source "$(dirname "$0")/common.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 steps=3
 total_microbatches=8
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+# Each rank's command: the executable, or a wrapper that sets NCCL_HOSTID.
+rank_command=()
+case ${BITPIPE_TEST_NCCL_HOSTID:-} in
+"") ;;
+explicit)
+  rank_command=(bash -c 'NCCL_HOSTID=bitpipe-test-${OMPI_COMM_WORLD_LOCAL_RANK:?} exec "$@"' rank)
+  ;;
+*)
+  echo "cuda-ranks: BITPIPE_TEST_NCCL_HOSTID is 'explicit' or unset, not" \
+    "'$BITPIPE_TEST_NCCL_HOSTID'" >&2
+  exit 2
+  ;;
+esac
 rtol=1e-5
 
 usage() {
@@ -123,7 +142,9 @@ compile_cuda() { # MODEL SCHEDULE D K DIR PRECISION
 train() {
   local dir=$1 np=$2
   rm -rf "$dir/params" "$dir/metrics.jsonl"
-  if ! run "$np" "$dir/train" --data "$data" --steps "$steps" \
+  local command=("$dir/train")
+  [ "$np" = 1 ] || command=("${rank_command[@]}" "$dir/train")
+  if ! run "$np" "${command[@]}" --data "$data" --steps "$steps" \
     "${base_flags[@]}" --load "$ranks/init.safetensors" \
     --metrics "$dir/metrics.jsonl" --dump-rank-params "$dir/params" \
     2>&1 | tee "$dir/run.log"; then
@@ -237,7 +258,7 @@ kill)
   # Every rank runs to its own end (faults.sh says why): the survivors must
   # stop by themselves, not be killed by mpirun.
   timeout -s KILL 150 mpirun "${mpirun_flags[@]}" \
-    --mca orte_abort_on_non_zero_status 0 -np 4 "$dir/train" \
+    --mca orte_abort_on_non_zero_status 0 -np 4 "${rank_command[@]}" "$dir/train" \
     --data "$data" --steps 100000 --seed "$seed" --timeout "$timeout_s" \
     >"$log" 2>&1 &
   launcher=$!
