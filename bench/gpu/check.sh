@@ -615,6 +615,9 @@ elif limit=$(allow 150); then
   line=$(grep '^RANKSBENCH allreduce ' "$bench_log" |
     awk '{ for (i = 1; i <= NF; ++i) if ($i ~ /^bytes=/) { b = substr($i, 7) + 0 } if (b > best) { best = b; keep = $0 } } END { print keep }')
   [ -n "$line" ] && row "r4 all-reduce vs raw NCCL" INFO "$(field "$line" bytes) B over $(field "$line" ranks): runtime $(field "$line" runtime_GBps) GB/s, raw $(field "$line" raw_GBps) GB/s"
+  if ! grep -q '^NCCLRAW ' "$bench_log"; then
+    row "r4 raw NCCL (nccl-raw)" FAIL "no result (logs ranks-bench/nccl-raw.log, ranks-bench.log)"
+  fi
   line=$(grep -m1 '^RANKSBENCH p2p bytes' "$bench_log")
   [ -n "$line" ] && row "r4 p2p vs raw NCCL" INFO "$(field "$line" bytes) B: runtime <= $(field "$line" runtime_us_per_op) us/op, raw $(field "$line" raw_us) us ($(field "$line" raw_GBps) GB/s)"
 else
