@@ -235,6 +235,13 @@ case)
   status=0
   train "$dir" $((d * k)) || exit 1
   compare "$dir" "$ref" || status=1
+  if [ ${#rank_command[@]} = 0 ] && [ -z "${NCCL_HOSTID:-}" ]; then
+    # Issue 13: the runtime says when it gives ranks sharing a GPU their
+    # own NCCL_HOSTID. Its wording is its own; the name is what is looked
+    # for, and only printed (where there is a GPU per rank, it says nothing).
+    echo "== for the record (does not decide): the runtime's word on NCCL_HOSTID"
+    grep -m2 'NCCL_HOSTID' "$dir/run.log" || echo "(no line names NCCL_HOSTID)"
+  fi
   echo "== the run trained (the loss fell, every parameter moved)"
   dumps=("$dir"/params/rank*.safetensors)
   "$python" "$reference_dir/check_progress.py" "$dir/metrics.jsonl" \
