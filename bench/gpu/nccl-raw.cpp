@@ -145,8 +145,10 @@ int main(int argc, char **argv) {
     die("no CUDA device");
   check(cudaSetDevice(localRank % devices), "cudaSetDevice");
   // NCCL refuses two ranks of one communicator on one GPU unless each
-  // claims its own host; they then talk over sockets, loopback here. Set
-  // before ncclGetUniqueId, which reads the socket settings.
+  // claims its own host; they then talk over sockets, loopback here. The
+  // same settings as the runtime's (docs/runtime-abi.md, "Communication on
+  // each target"), so that both measure one transport; set before
+  // ncclGetUniqueId, which reads the socket settings.
   if (localSize > devices) {
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
@@ -155,9 +157,10 @@ int main(int argc, char **argv) {
     int localOnly = localSize == worldSize;
     if (localOnly)
       setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+    setenv("NCCL_IB_DISABLE", "1", 0);
     if (worldRank == 0)
       std::printf("nccl-raw: %d ranks share %d GPU(s) on this node: "
-                  "NCCL_HOSTID per rank%s\n",
+                  "NCCL_HOSTID per rank, NCCL_IB_DISABLE=1%s (where unset)\n",
                   localSize, devices,
                   localOnly ? ", NCCL_SOCKET_IFNAME=lo" : "");
   }
