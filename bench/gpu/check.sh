@@ -51,7 +51,7 @@
 #      beside the runtime's. Rows say INFO: there is no target to meet;
 #   9. the GPU tests again under compute-sanitizer's memcheck, with the
 #      time left (--skip-sanitize: not at all).
-# It prints one table LAST: a row per check (PASS / FAIL / SKIP, the key
+# It prints one table LAST: a row per check (PASS / FAIL / SKIP / INFO, the key
 # number; benchmark rows say PASS when they meet issue 12's target, ratio
 # >= 1.0 against PyTorch (memory: <= PyTorch's), BELOW when not). Logs:
 # $OUT/logs.tar.gz, the table: $OUT/summary.txt ($OUT: the device tool's;
