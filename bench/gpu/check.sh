@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# check.sh: the one prepared GPU check of issue 12 (the CUDA target, one
-# rank). Written on a machine without a GPU; what it finds on the H200
-# comes back as new work.
+# check.sh: the one prepared GPU check of issues 12 (the CUDA target, one
+# rank) and 13 (NCCL: the CUDA target across ranks). Written on a machine
+# without a GPU; what it finds on the H200 comes back as new work.
 #
 # On the build machine (no GPU needed), from the repository root:
 #     bench/gpu/prepare.sh            # -> build/gpu-check (< 58 MiB)
@@ -10,12 +10,13 @@
 #     carry:    build/gpu-check
 #     command:  bench/gpu/check.sh [--skip-sanitize] [--no-torch]
 #     (the device tool: run(command="bench/gpu/check.sh",
-#      carry=["build/gpu-check"], timeout_s=420))
+#      carry=["build/gpu-check"], timeout_s=540))
 # It unpacks build/gpu-check/payload.tar.xz (prepare.sh's header lists it)
 # into a temporary folder and runs the programs directly: no absolute build
 # paths, no ctest, no compiler. In this order, each under `timeout` within
-# one budget of 345 s (BITPIPE_CHECK_BUDGET), so that the whole run ends
-# within 6 minutes on an H200:
+# one budget of 460 s (BITPIPE_CHECK_BUDGET), of which 230 s
+# (BITPIPE_CHECK_RESERVE) are held back from parts 1-5 for parts 6-8, so
+# that the whole run ends within 8 minutes on an H200:
 #   1. the device (bitpipe-gpu-probe, nvidia-smi) and the shared libraries
 #      (the carried ones, and the GPU machine's CUDA libraries: cuBLASLt and
 #      cuDNN are found in its CUDA toolkit or Python packages);
@@ -37,9 +38,20 @@
 #      max_memory_allocated); for both, the device memory nvidia-smi saw in
 #      use at the peak, which compares whole processes and decides the
 #      memory row;
-#   6. the GPU tests again under compute-sanitizer's memcheck, with the
+#   6. the multi-rank match (test/EndToEnd/cuda-ranks.sh; 4 ranks sharing
+#      the GPU, NCCL over loopback): for gpt-tiny and bert-tiny the 1-rank
+#      CUDA fp32 reference (run twice: the floor two runs differ by), then
+#      every schedule on 4 ranks and BitPipe on 2 x --dp 2 against it, to
+#      1e-5 (two cases at a time);
+#   7. a SIGKILLed rank ends the 4-rank job non-zero within its --timeout;
+#   8. the measurements (bench/gpu/ranks-bench.sh, bench/gpu/gpt-ranks.json
+#      on 4 ranks, bf16): BitPipe's and 1F1B's step times, taking turns;
+#      from BitPipe's traces the all-reduce time hidden behind compute and
+#      the p2p time per step; raw NCCL calls (nccl-raw) at the run's sizes
+#      beside the runtime's. Rows say INFO: there is no target to meet;
+#   9. the GPU tests again under compute-sanitizer's memcheck, with the
 #      time left (--skip-sanitize: not at all).
-# It prints one table LAST: a row per check (PASS / FAIL / SKIP, the key
+# It prints one table LAST: a row per check (PASS / FAIL / SKIP / INFO, the key
 # number; benchmark rows say PASS when they meet issue 12's target, ratio
 # >= 1.0 against PyTorch (memory: <= PyTorch's), BELOW when not). Logs:
 # $OUT/logs.tar.gz, the table: $OUT/summary.txt ($OUT: the device tool's;
@@ -50,7 +62,9 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bundle=${BITPIPE_GPU_CHECK_DIR:-$root/build/gpu-check}
-budget=${BITPIPE_CHECK_BUDGET:-345}
+budget=${BITPIPE_CHECK_BUDGET:-460}
+# Held back from parts 1-5 for parts 6-8 (the multi-rank checks).
+reserve=${BITPIPE_CHECK_RESERVE:-230}
 sanitize=1 torch=1
 for arg in "$@"; do
   case $arg in
@@ -82,7 +96,7 @@ print_table() {
   local elapsed=$((SECONDS - start))
   {
     echo
-    echo "== bitpipe GPU check (issue 12): ${device_line:-no device}; $((elapsed / 60))m$((elapsed % 60))s"
+    echo "== bitpipe GPU check (issues 12, 13): ${device_line:-no device}; $((elapsed / 60))m$((elapsed % 60))s"
     printf '%-28s %-6s %s\n' check result "key number"
     printf '%s\n' "${rows[@]}"
   } | tee "$out/summary.txt"
@@ -97,7 +111,7 @@ finish() { # STATUS
 # Seconds a part may take: at most WANT, and what is left of the budget.
 # Prints nothing (and the part is skipped) when under 15 s are left.
 allow() {
-  local left=$((budget - (SECONDS - start)))
+  local left=$((budget - reserve - (SECONDS - start)))
   [ "$left" -ge 15 ] || return 1
   echo $(($1 < left ? $1 : left))
 }
@@ -463,7 +477,156 @@ if [ -n "$ours_tps" ]; then
 fi
 
 #===----------------------------------------------------------------------===#
-# 6. memcheck, with the time left.
+# 6-8. Across ranks (issue 13): the match, the killed rank, the measurements.
+#===----------------------------------------------------------------------===#
+reserve=0
+if ! command -v mpirun >/dev/null && [ -x "$payload/syslibs/bin/mpirun" ]; then
+  # The carried launcher, with the carried Open MPI's components.
+  export PATH="$payload/syslibs/bin:$PATH"
+  export OPAL_PKGLIBDIR=${OPAL_PKGLIBDIR:-$payload/syslibs/openmpi-components}
+  export OPAL_PKGDATADIR=${OPAL_PKGDATADIR:-$payload/syslibs/openmpi-data}
+  echo "mpirun: the carried copy"
+fi
+echo "mpirun: $(command -v mpirun || echo 'none')"
+export BITPIPE_BIN=$bin BITPIPE_PYTHON=$numpy_python
+ranks_sh=$root/test/EndToEnd/cuda-ranks.sh
+# ranks_detail LOG: the worst loss and norm differences and the parameters'
+# worst ratio to their allowance, from cuda-ranks.sh's log.
+ranks_detail() {
+  local loss norm params
+  loss=$(sed -n 's/^step [0-9]*: loss .*(rel \([^)]*\)).*/\1/p' "$1" | sort -g | tail -1)
+  norm=$(sed -n 's/^step [0-9]*: grad_norm .*(rel \([^)]*\)).*/\1/p' "$1" | sort -g | tail -1)
+  params=$(sed -n 's/^params: .*worst \([^ ]*\) of its allowance.*/\1/p' "$1" | tail -1)
+  echo "loss rel ${loss:-?}, norm rel ${norm:-?} (tol 1e-5); update error ${params:-?} of 1e-5"
+}
+ranks_row() { # NAME RC LOG LIMIT
+  case $2 in
+  0) row "$1" PASS "$(ranks_detail "$3")" ;;
+  77) row "$1" SKIP "$(grep -m1 SKIPPED "$3")" ;;
+  124 | 137) row "$1" FAIL "timed out after ${4}s" ;;
+  *)
+    tail -12 "$3"
+    row "$1" FAIL "$(ranks_detail "$3") (exit $2; log $(basename "$3"))"
+    ;;
+  esac
+}
+
+echo "== multi-rank match (test/EndToEnd/cuda-ranks.sh)"
+ready_models=()
+for model in gpt-tiny bert-tiny; do
+  name="r1 $model reference"
+  log=$logs/ranks-$model-reference.log
+  rdir=$payload/e2e/$model/ranks
+  if [ ! -x "$rdir/ref/train" ] || [ ! -f "$rdir/init.safetensors" ]; then
+    row "$name" SKIP "not prepared (MANIFEST.txt)"
+    continue
+  fi
+  if ! limit=$(allow 45); then
+    row "$name" SKIP "time budget spent"
+    continue
+  fi
+  timed "$limit" "$log" "$ranks_sh" reference "$root/examples/$model.json" "$payload/e2e"
+  rc=$?
+  floor=$(sed -n 's/^params: .*worst \([^ ]*\) of its allowance.*/\1/p' "$log" | head -1)
+  case $rc in
+  0)
+    row "$name" PASS "run twice: the second's update error ${floor:-?} of 1e-5 (the floor)"
+    ready_models+=("$model")
+    ;;
+  77) row "$name" SKIP "$(grep -m1 SKIPPED "$log")" ;;
+  *) tail -12 "$log"; row "$name" FAIL "exit $rc (log $(basename "$log"))" ;;
+  esac
+done
+# The cases, two at a time: 8 ranks, each with a host thread and an NCCL
+# proxy thread that poll, on the 16 cores; more would slow each other down.
+cases=()
+for model in "${ready_models[@]}"; do
+  for c in "gpipe 4 1" "1f1b 4 1" "interleaved-1f1b 4 1" "chimera 4 1" \
+    "bitpipe 4 1" "zb-h1 4 1" "bitpipe 2 2"; do
+    cases+=("$model $c")
+  done
+done
+for ((i = 0; i < ${#cases[@]}; i += 2)); do
+  wave=("${cases[@]:i:2}")
+  if ! limit=$(allow 60); then
+    for c in "${wave[@]}"; do
+      read -r model schedule d k <<<"$c"
+      row "r$((d * k)) $model $schedule d$d dp$k" SKIP "time budget spent"
+    done
+    continue
+  fi
+  pids=()
+  for c in "${wave[@]}"; do
+    read -r model schedule d k <<<"$c"
+    log=$logs/ranks-$model-$schedule-d$d-dp$k.log
+    ( timed "$limit" "$log" "$ranks_sh" case "$root/examples/$model.json" \
+        "$schedule" "$d" "$k" "$payload/e2e"
+      echo $? >"$log.rc" ) &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  for c in "${wave[@]}"; do
+    read -r model schedule d k <<<"$c"
+    log=$logs/ranks-$model-$schedule-d$d-dp$k.log
+    ranks_row "r$((d * k)) $model $schedule d$d dp$k" "$(cat "$log.rc" 2>/dev/null || echo 1)" "$log" "$limit"
+  done
+done
+
+echo "== a SIGKILLed rank (cuda-ranks.sh kill)"
+log=$logs/ranks-kill.log
+if [ ! -x "$payload/e2e/gpt-tiny/ranks/bitpipe-d4-dp1/train" ]; then
+  row "r4 killed rank" SKIP "not prepared (MANIFEST.txt)"
+elif limit=$(allow 60); then
+  timed "$limit" "$log" "$ranks_sh" kill "$root/examples/gpt-tiny.json" "$payload/e2e"
+  rc=$?
+  cat "$log"
+  case $rc in
+  0) row "r4 killed rank" PASS "$(sed -n 's/^cuda-ranks: kill: PASS: //p' "$log")" ;;
+  77) row "r4 killed rank" SKIP "$(grep -m1 SKIPPED "$log")" ;;
+  124 | 137) row "r4 killed rank" FAIL "the test itself timed out after ${limit}s" ;;
+  *) row "r4 killed rank" FAIL "$(grep -m1 'kill: FAIL' "$log" || echo "exit $rc")" ;;
+  esac
+else
+  row "r4 killed rank" SKIP "time budget spent"
+fi
+
+echo "== measurements (bench/gpu/ranks-bench.sh, gpt-ranks.json on 4 ranks, bf16)"
+bench_log=$logs/ranks-bench.log
+if [ ! -x "$payload/ranks/bitpipe/train" ] || [ ! -x "$payload/ranks/1f1b/train" ]; then
+  row "r4 bitpipe vs 1f1b" SKIP "not prepared (MANIFEST.txt)"
+elif limit=$(allow 150); then
+  timed "$limit" "$bench_log" "$root/bench/gpu/ranks-bench.sh" \
+    "$payload/ranks/bitpipe/train" "$payload/ranks/1f1b/train" \
+    "$payload/e2e/tokens.bin" "$logs/ranks-bench" --steps 8 --rounds 2
+  rc=$?
+  grep '^RANKSBENCH\|^NCCLRAW\|^TRACE overlap' "$bench_log"
+  [ "$rc" = 0 ] || tail -15 "$bench_log"
+  step_of() { sed -n "s/^RANKSBENCH step schedule=$1 seconds=\([^ ]*\) tokens_per_s=\([^ ]*\).*/\1 s (\2 tokens\/s)/p" "$bench_log"; }
+  bp=$(step_of bitpipe) of=$(step_of 1f1b)
+  if [ -n "$bp" ] && [ -n "$of" ]; then
+    row "r4 bitpipe vs 1f1b" INFO "step bitpipe $bp, 1f1b $of; 4 ranks time-share 1 GPU"
+  else
+    row "r4 bitpipe vs 1f1b" FAIL "exit $rc; no step times (log ranks-bench.log)"
+  fi
+  line=$(grep -m1 '^RANKSBENCH overlap ' "$bench_log")
+  [ -n "$line" ] && row "r4 all-reduce hidden" INFO "$(field "$line" fraction) of $(field "$line" allreduce_ms_per_step) ms/step (exposed $(field "$line" exposed_ms_per_step) ms; $(field "$line" source))"
+  line=$(grep -m1 '^RANKSBENCH p2p ms_per_step' "$bench_log")
+  [ -n "$line" ] && row "r4 p2p per step" INFO "$(field "$line" ms_per_step) ms, $(field "$line" ops_per_step) sends+recvs ($(field "$line" source))"
+  # The largest bucket: the one where bandwidth, not latency, decides.
+  line=$(grep '^RANKSBENCH allreduce ' "$bench_log" |
+    awk '{ for (i = 1; i <= NF; ++i) if ($i ~ /^bytes=/) { b = substr($i, 7) + 0 } if (b > best) { best = b; keep = $0 } } END { print keep }')
+  [ -n "$line" ] && row "r4 all-reduce vs raw NCCL" INFO "$(field "$line" bytes) B over $(field "$line" ranks): runtime $(field "$line" runtime_GBps) GB/s, raw $(field "$line" raw_GBps) GB/s"
+  if ! grep -q '^NCCLRAW ' "$bench_log"; then
+    row "r4 raw NCCL (nccl-raw)" FAIL "no result (logs ranks-bench/nccl-raw.log, ranks-bench.log)"
+  fi
+  line=$(grep -m1 '^RANKSBENCH p2p bytes' "$bench_log")
+  [ -n "$line" ] && row "r4 p2p vs raw NCCL" INFO "$(field "$line" bytes) B: runtime <= $(field "$line" runtime_us_per_op) us/op, raw $(field "$line" raw_us) us ($(field "$line" raw_GBps) GB/s)"
+else
+  row "r4 bitpipe vs 1f1b" SKIP "time budget spent"
+fi
+
+#===----------------------------------------------------------------------===#
+# 9. memcheck, with the time left.
 #===----------------------------------------------------------------------===#
 sanitizer=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
 for tests in "${test_binaries[@]}"; do

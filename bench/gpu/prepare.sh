@@ -7,16 +7,25 @@
 #
 #   bin/      the GPU tests (CudaKernelTests; CudaBackendTests where the
 #             build has it), bitpipe-gpu-probe, bitpipe-gpu-block-bench,
-#             bitpipe-compare (stripped)
+#             bitpipe-compare, nccl-raw (stripped)
 #   e2e/      tokens.bin (the corpus: Debian's license texts as byte tokens)
 #             and, per model (gpt-tiny, bert-tiny): cpu/ the CPU run that the
 #             GPU runs must match (initial checkpoint, metrics, parameters;
 #             run here, so the CPU executable and OpenBLAS stay behind),
 #             fp32/train and bf16/train (the CUDA executables)
+#             and ranks/ (test/EndToEnd/cuda-ranks.sh: the initial
+#             checkpoint, written here by a CPU run; ref/train, the 1-rank
+#             CUDA fp32 executable; one fp32 executable per schedule on 4
+#             ranks and BitPipe on 2 x --dp 2)
 #   step/     train: bench/gpu/gpt-24l.json compiled for one GPU, bf16
+#   ranks/    bitpipe/train and 1f1b/train: bench/gpu/gpt-ranks.json on 4
+#             ranks, bf16 (bench/gpu/ranks-bench.sh's step times, trace and
+#             sizes for nccl-raw)
 #   syslibs/  shared libraries the carried programs need beyond a plain
 #             Linux and the GPU machine's own CUDA libraries (its driver,
-#             cuBLAS, cuDNN): MPI, say, with its plugins
+#             cuBLAS, cuDNN, NCCL): MPI, say, with its plugins, and
+#             Open MPI's launcher (bin/mpirun), used only where the GPU
+#             machine has none
 #
 # One xz archive because every CUDA executable embeds the same kernels'
 # machine code: packed together (xz -9 looks 64 MiB back) they cost about
@@ -55,7 +64,7 @@ step() { echo; echo "== $*"; }
 
 step "build ($build)"
 targets=(CudaKernelTests bitpipe-gpu-probe bitpipe-gpu-block-bench
-  bitpipe-compile bitpipe-compare bitpipe-tokenize)
+  bitpipe-compile bitpipe-compare bitpipe-tokenize nccl-raw)
 if [ "$do_build" = 1 ]; then
   if [ ! -f "$build/build.ninja" ]; then
     cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
@@ -82,7 +91,7 @@ grep -q '^BITPIPE_ENABLE_CUDA:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null ||
   fail "$build was configured without CUDA (BITPIPE_ENABLE_CUDA is not ON): no GPU programs"
 
 rm -rf "$dest" "$work"
-mkdir -p "$dest" "$stage/bin" "$stage/e2e" "$stage/step"
+mkdir -p "$dest" "$stage/bin" "$stage/e2e" "$stage/step" "$stage/ranks"
 
 step "programs -> bin/"
 carry_program() { # PATH: copy, stripped, into bin/
@@ -99,6 +108,7 @@ carry_program "$build/runtime/unittests/cuda/CudaKernelTests"
 carry_program "$bin/bitpipe-gpu-probe"
 carry_program "$bin/bitpipe-gpu-block-bench"
 carry_program "$bin/bitpipe-compare"
+carry_program "$bin/nccl-raw"
 
 # The corpus, shared by the match test and the step benchmark.
 export BITPIPE_BIN=$bin
@@ -124,6 +134,32 @@ for model in gpt-tiny bert-tiny; do
   done
 done
 
+ranks=$root/test/EndToEnd/cuda-ranks.sh
+for model in gpt-tiny bert-tiny; do
+  config=$root/examples/$model.json
+  step "multi-rank match, $model: the initial checkpoint (a CPU run, here), the CUDA fp32 executables"
+  # Same folder as the 1-rank match (the corpus is shared): e2e/<model>/ranks.
+  if ! "$ranks" init "$config" "$stage/e2e" >"$work/$model-ranks-init.log" 2>&1; then
+    tail -20 "$work/$model-ranks-init.log"
+    fail "the initial checkpoint of $model for cuda-ranks.sh (log: $work/$model-ranks-init.log)"
+  fi
+  for c in "gpipe 1 1" "gpipe 4 1" "1f1b 4 1" "interleaved-1f1b 4 1" \
+    "chimera 4 1" "bitpipe 4 1" "zb-h1 4 1" "bitpipe 2 2"; do
+    read -r schedule d k <<<"$c"
+    "$ranks" compile "$config" "$schedule" "$d" "$k" "$stage/e2e" fp32 ||
+      fail "bitpipe-compile --target cuda --precision fp32 --schedule $schedule --devices $d --dp $k $model"
+  done
+done
+
+step "multi-rank benchmark: bench/gpu/gpt-ranks.json on 4 ranks, bf16, BitPipe and 1F1B"
+for schedule in bitpipe 1f1b; do
+  mkdir -p "$stage/ranks/$schedule"
+  "$bin/bitpipe-compile" "$root/bench/gpu/gpt-ranks.json" --target cuda \
+    --precision bf16 --devices 4 --schedule "$schedule" --microbatches 8 \
+    -o "$stage/ranks/$schedule/train" ||
+    fail "bitpipe-compile --target cuda --precision bf16 --schedule $schedule bench/gpu/gpt-ranks.json"
+done
+
 step "training-step benchmark: bench/gpu/gpt-24l.json for one GPU, bf16"
 # One rank, one micro-batch of 4 x 2048 tokens per step: the step that
 # torch_step.py times. gpipe with one stage and one micro-batch is plain
@@ -135,6 +171,18 @@ if ! "$bin/bitpipe-compile" "$root/bench/gpu/gpt-24l.json" --target cuda \
     "12's CUDA target is in this build, it rejects --precision or answers" \
     "'not implemented'" >&2
   fail "bitpipe-compile --target cuda --precision bf16 bench/gpu/gpt-24l.json"
+fi
+
+step "Open MPI's launcher, for a GPU machine without one"
+# The multi-rank checks need mpirun; check.sh uses the GPU machine's own
+# when it has one (its MPI then matches its libmpi) and this copy only
+# when not. With the carried components (OPAL_PKGLIBDIR) it starts local
+# ranks itself: one node needs no orted.
+if launcher=$(command -v mpirun); then
+  mkdir -p "$stage/syslibs/bin"
+  cp -L "$launcher" "$stage/syslibs/bin/mpirun" || fail "copying $launcher"
+else
+  fail "no mpirun on this machine to carry"
 fi
 
 step "shared libraries the carried programs need"

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# ranks-bench.sh: issue 13's measurements of a multi-rank CUDA run, on the
+# GPU machine (bench/gpu/check.sh runs it; bench/RESULTS.md records it):
+#
+#   1. step time, BitPipe vs 1F1B: two executables of one model on 4 ranks
+#      (bench/gpu/gpt-ranks.json, bf16, 8 micro-batches per step, compiled
+#      by prepare.sh), run in turn (bitpipe, 1f1b, bitpipe, 1f1b, ... for
+#      ROUNDS rounds) so that whatever else the machine does falls on both;
+#      per run the median step seconds and tokens/s after 2 warm-up steps,
+#      then the median over the rounds;
+#   2. from every BitPipe run's Chrome trace (bench/gpu/trace_overlap.py):
+#      the fraction of all-reduce time hidden behind compute and the p2p
+#      time per step (the median over the rounds), and each bucket's
+#      all-reduce time;
+#   3. the same transfers as raw NCCL calls in the same session
+#      (bench/gpu/nccl-raw.cpp at the sizes bench/gpu/manifest_sizes.py
+#      reads from the BitPipe executable): p2p ping-pong at the activation
+#      size, all-reduce of each bucket's size over its group; next to the
+#      runtime's time for the same bucket from the trace.
+#
+#   ranks-bench.sh BITPIPE_EXE ONE_F_ONE_B_EXE TOKENS OUTDIR [--steps N] [--rounds R]
+#
+# The ranks share whatever GPUs there are (node-local rank mod device
+# count): on one GPU the four ranks' kernels time-share it, and NCCL goes
+# over loopback sockets, so these numbers say how the schedules and the
+# runtime's overlap behave, not what four GPUs would do (RESULTS.md).
+# BITPIPE_BIN: the folder with nccl-raw (and what test/EndToEnd/common.sh
+# needs); BITPIPE_PYTHON: python3. Prints RANKSBENCH key=value lines last;
+# exit status 0, 1 when a run failed, 2 usage.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../../test/EndToEnd/common.sh"
+steps=10 rounds=2
+# A failing NCCL call's reason in the logs.
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+usage() {
+  echo "usage: $0 BITPIPE_EXE ONE_F_ONE_B_EXE TOKENS OUTDIR [--steps N] [--rounds R]" >&2
+  exit 2
+}
+[ $# -ge 4 ] || usage
+bitpipe_exe=$1 onef1b_exe=$2 data=$3 out=$4
+shift 4
+while [ $# -gt 0 ]; do
+  case $1 in
+  --steps) [[ ${2:-} =~ ^[0-9]+$ ]] && [ "$2" -ge 4 ] || { echo "--steps wants N >= 4 (2 warm-up steps, then the median)" >&2; exit 2; }; steps=$2; shift 2 ;;
+  --rounds) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "--rounds wants N >= 1" >&2; exit 2; }; rounds=$2; shift 2 ;;
+  *) usage ;;
+  esac
+done
+for f in "$bitpipe_exe" "$onef1b_exe"; do
+  [ -x "$f" ] || { echo "ranks-bench: $f is not an executable" >&2; exit 2; }
+done
+[ -f "$data" ] || { echo "ranks-bench: no token file $data" >&2; exit 2; }
+mkdir -p "$out"
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# metric FILE KEY: the values of KEY after the 2 warm-up steps
+metric() { sed -n "3,\$s/.*\"$2\":\([0-9.eE+-]*\).*/\1/p" "$1"; }
+
+status=0
+for ((round = 1; round <= rounds; ++round)); do
+  for schedule in bitpipe 1f1b; do
+    exe=$bitpipe_exe
+    [ "$schedule" = 1f1b ] && exe=$onef1b_exe
+    tag=$schedule-$round
+    echo "== $tag"
+    # Both traced, so that the tracing's cost falls on both alike.
+    if ! run 4 "$exe" --data "$data" --steps "$steps" "${base_flags[@]}" \
+      --metrics "$out/$tag.jsonl" --trace "$out/$tag.trace.json" \
+      >"$out/$tag.log" 2>&1; then
+      tail -15 "$out/$tag.log"
+      echo "ranks-bench: the $schedule run (round $round) failed (log $out/$tag.log)" >&2
+      status=1
+      continue
+    fi
+    tail -3 "$out/$tag.log"
+    echo "$(metric "$out/$tag.jsonl" seconds | median)" >>"$out/$schedule.seconds"
+    echo "$(metric "$out/$tag.jsonl" tokens_per_s | median)" >>"$out/$schedule.tps"
+    if [ "$schedule" = bitpipe ]; then
+      "$python" "$here/trace_overlap.py" "$out/$tag.trace.json" \
+        >"$out/$tag.overlap" || status=1
+      tail -1 "$out/$tag.overlap"
+    fi
+  done
+done
+
+echo "== raw NCCL at the run's sizes"
+"$python" "$here/manifest_sizes.py" "$bitpipe_exe" >"$out/sizes.txt" || status=1
+raw_args=()
+for b in $(sed -n 's/^P2P bytes=//p' "$out/sizes.txt"); do raw_args+=(--p2p "$b"); done
+while read -r spec; do raw_args+=(--allreduce "$spec"); done < <(
+  sed -n 's/^ALLREDUCE .* bytes=\([0-9]*\) ranks=\(.*\)/\1:\2/p' "$out/sizes.txt" | sort -u)
+if [ ! -x "$bin/nccl-raw" ]; then
+  echo "ranks-bench: no $bin/nccl-raw (built only with NCCL and MPI)" >&2
+  status=1
+elif ! run 4 "$bin/nccl-raw" "${raw_args[@]}" >"$out/nccl-raw.log" 2>&1; then
+  tail -15 "$out/nccl-raw.log"
+  status=1
+fi
+cat "$out/nccl-raw.log" 2>/dev/null || true
+
+echo "== summary"
+field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
+for schedule in bitpipe 1f1b; do
+  s=$(median <"$out/$schedule.seconds" 2>/dev/null || true)
+  t=$(median <"$out/$schedule.tps" 2>/dev/null || true)
+  echo "RANKSBENCH step schedule=$schedule seconds=${s:-?} tokens_per_s=${t:-?} rounds=$(wc -l <"$out/$schedule.seconds" 2>/dev/null || echo 0)"
+done
+summaries=$(cat "$out"/bitpipe-*.overlap 2>/dev/null | grep '^TRACE overlap=' || true)
+if [ -n "$summaries" ]; then
+  overlap=$(while read -r l; do field "$l" overlap; done <<<"$summaries" | median)
+  p2p=$(while read -r l; do field "$l" p2p_ms_per_step; done <<<"$summaries" | median)
+  ar=$(while read -r l; do field "$l" allreduce_ms_per_step; done <<<"$summaries" | median)
+  exposed=$(while read -r l; do field "$l" exposed_ms_per_step; done <<<"$summaries" | median)
+  ops=$(while read -r l; do field "$l" p2p_ops_per_step; done <<<"$summaries" | median)
+  source=$(field "$(head -1 <<<"$summaries")" source)
+  echo "RANKSBENCH overlap fraction=$overlap allreduce_ms_per_step=$ar exposed_ms_per_step=$exposed source=$source"
+  echo "RANKSBENCH p2p ms_per_step=$p2p ops_per_step=$ops source=$source"
+fi
+# Each bucket: the runtime's time (median over ranks and rounds) next to
+# raw NCCL's at its size and group.
+while read -r line; do
+  rank=$(field "$line" rank) bucket=$(field "$line" bucket)
+  bytes=$(field "$line" bytes) ranks=$(field "$line" ranks)
+  ours=$(cat "$out"/bitpipe-*.overlap 2>/dev/null |
+    sed -n "s/^TRACEBUCKET bucket=$bucket rank=$rank us=\([0-9.]*\).*/\1/p" | median || true)
+  raw=$(sed -n "s/^NCCLRAW allreduce bytes=$bytes ranks=$ranks us=\([0-9.]*\).*/\1/p" "$out/nccl-raw.log" 2>/dev/null | head -1)
+  gbps() { [ -n "$1" ] && awk -v b="$bytes" -v us="$1" 'BEGIN { printf "%.2f", b / us / 1e3 }'; }
+  echo "RANKSBENCH allreduce rank=$rank bucket=$bucket bytes=$bytes ranks=$ranks runtime_us=${ours:-?} runtime_GBps=$(gbps "$ours" || echo '?') raw_us=${raw:-?} raw_GBps=$(gbps "$raw" || echo '?')"
+done < <(grep '^ALLREDUCE ' "$out/sizes.txt" 2>/dev/null || true)
+p2p_raw=$(sed -n 's/^NCCLRAW p2p bytes=\([0-9]*\) us=\([0-9.]*\) GBps=\([0-9.]*\).*/bytes=\1 raw_us=\2 raw_GBps=\3/p' "$out/nccl-raw.log" 2>/dev/null | head -1)
+if [ -n "$summaries" ] && [ -n "$p2p_raw" ]; then
+  # The runtime's time per transfer: its p2p time per step over the number
+  # of sends and receives (source host-bound: the host's time in the calls
+  # and waits, which includes waiting for the peer to get there; an upper
+  # bound on the transfer's time).
+  per_op=$(awk -v ms="$p2p" -v n="$ops" 'BEGIN { if (n > 0) printf "%.1f", 1000 * ms / n }')
+  echo "RANKSBENCH p2p $p2p_raw runtime_us_per_op=${per_op:-?} source=$source"
+fi
+exit $status
