@@ -273,14 +273,20 @@ void bp_rt_weight_grad(bp_rt_context *ctx, int32_t fn, int64_t mb,
                        int32_t saved);
 
 /* bitpipe.send / bitpipe.recv: post a non-blocking transfer of `count`
- * float32 to / from rank `peer` with MPI tag `tag`. A send completes on its
- * own (its buffer is held until then); a received value is complete before
- * it is first read. The compiler derives `tag` from the transfer's (kind,
- * stage, micro-batch), so both ends agree; tags are below 32768 and no two
- * transfers of a step share one on a (sender, receiver) pair.
- * bp_rt_end_batch marks the end of a batch of transfers
- * (`batch` attribute): everything posted so far has been posted before any
- * later op waits, so crossed transfers cannot deadlock. */
+ * elements of the target's compute precision (the manifest's
+ * target.precision: f32, or bf16 under "bf16") to / from rank `peer`. A
+ * send completes on its own (its buffer is held until then); a received
+ * value is complete before it is first read (on CUDA: its reader's stream
+ * waits for it, the host does not). `tag` tells transfers apart where the
+ * transport matches by tag (MPI); the compiler derives it from the
+ * transfer's (kind, stage, micro-batch), so both ends agree; tags are below
+ * 32768 and no two transfers of a step share one on a (sender, receiver)
+ * pair. NCCL has no tags and matches a pair's transfers in posting order,
+ * which the compiler's verifier guarantees is the same at both ends.
+ * bp_rt_end_batch marks the end of a batch of transfers (`batch`
+ * attribute): everything posted since the previous one is one group
+ * (NCCL: one ncclGroupStart/End), posted before any later op waits, so
+ * crossed transfers cannot deadlock. */
 void bp_rt_send(bp_rt_context *ctx, int32_t value, int64_t count,
                 int32_t peer, int32_t tag);
 void bp_rt_recv(bp_rt_context *ctx, int32_t value, int64_t count,
