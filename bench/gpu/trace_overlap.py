@@ -15,18 +15,25 @@ its communication, per rank and over the steps after W warm-up steps:
   per bucket   the median duration of each bucket's all-reduce (for the
                bandwidth next to raw NCCL calls: bench/gpu/ranks-bench.sh).
 
-The trace's rows (runtime/lib/train/Trace.cpp): tid 0 is the host (stage
-calls "F3.s1", "B3.s1", "W3.s1" as forward/backward; "send rP tT",
+The trace's rows (runtime/lib/train/Trace.h, TraceRow): tid 0 is the host
+(stage calls "F3.s1", "B3.s1", "W3.s1" as forward/backward; "send rP tT",
 "recv rP tT"; "allreduce bN" when a bucket's all-reduce is started and
 "allreduce.wait bN" when it is waited for; "optimizer" ends each step);
-tid 1 ("device", CUDA only) holds each stage call's span on the compute
-stream, measured with CUDA events. Which intervals are used, printed as
-`source`:
-  device      the trace's device row has spans named "allreduce ...",
-              "send ..." / "recv ..." (a communicator that times its own
-              operations on its streams): those are the operations;
-  host-bound  (CUDA, no such spans) a bucket's all-reduce starts on the
-              device no earlier than the host started it and no earlier
+the device rows (CUDA only) are measured with CUDA events on the host's
+clock: tid 1 the compute stream's stage calls, tid 2 the NCCL sends and
+receives ("send rP tT", "recv rP tT"; a batch's transfers run as one
+NCCL launch, so each of them has the batch's span), tid 3 the NCCL
+all-reduces ("allreduce bN": from when the all-reduce stream could start
+it, its wait for the gradients met, to its end). Which intervals are
+used, printed as `source`:
+  device      the device rows have all-reduce spans (multi-rank CUDA runs
+              since the communicator times its operations): those are
+              the operations, so the overlap is measured, not bounded; p2p
+              per step is the time the point-to-point stream spent in
+              transfers (the union of their spans) and their count;
+  host-bound  (CUDA traces without such spans, from before that) a
+              bucket's all-reduce starts on the device no earlier than
+              the host started it and no earlier
               than the end of the device span of the stage call issued just
               before (the one whose gradient completed the bucket: the
               all-reduce stream waits for its event), and has ended by the
@@ -94,7 +101,7 @@ def steps_of(host):
 
 def analyse_rank(events, warmup):
     host = sorted((e for e in events if e.get("tid", 0) == 0), key=lambda e: e["ts"])
-    dev = sorted((e for e in events if e.get("tid", 0) == 1), key=lambda e: e["ts"])
+    dev = sorted((e for e in events if e.get("tid", 0) >= 1), key=lambda e: e["ts"])
     steps = steps_of(host)[warmup:]
     if not steps:
         return None
@@ -149,7 +156,9 @@ def analyse_rank(events, warmup):
         total += length(ar_u)
         exposed += minus(ar_u, comp_u)
         if dev_p2p:
-            p2p += sum(e["dur"] for e in dev_p2p if inside(e))
+            # A batch's transfers share one span: count its time once.
+            p2p += length(union((e["ts"], e["ts"] + e["dur"])
+                                for e in dev_p2p if inside(e)))
             messages += sum(1 for e in dev_p2p if inside(e))
         else:
             p2p += sum(e["dur"] for e in h if e["cat"] in ("send", "recv"))

@@ -75,15 +75,18 @@ def main():
     expect("cuda host-bound", bound, "overlap", 0.8)
     expect("cuda host-bound", bound, "exposed_ms_per_step", 0.01)
 
-    # CUDA with the communicator's own device spans: all-reduce 55..95 (5
-    # of it after B1), one receive of 3.
-    X(cuda, "allreduce b0", "device", 55, 40, tid=1)
-    X(cuda, "recv r1 t3", "device", 5, 3, tid=1)
+    # CUDA with the communicator's own device spans, on the streams' rows
+    # (tid 2: point-to-point, tid 3: all-reduce): all-reduce 55..95 (5 of
+    # it after B1); a batch of a receive and a send, which share the
+    # batch's span of 3 (counted once).
+    X(cuda, "allreduce b0", "allreduce", 55, 40, tid=3)
+    X(cuda, "recv r1 t3", "recv", 5, 3, tid=2)
+    X(cuda, "send r1 t4", "send", 5, 3, tid=2)
     device = analyse(cuda)
     expect("cuda device", device, "source", "device")
     expect("cuda device", device, "overlap", 0.875)
     expect("cuda device", device, "p2p_ms_per_step", 0.003)
-    expect("cuda device", device, "p2p_ops_per_step", 1.0)
+    expect("cuda device", device, "p2p_ops_per_step", 2.0)
 
     print(f"trace_overlap_test: {failures} failure(s)")
     return 1 if failures else 0

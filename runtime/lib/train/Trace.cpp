@@ -39,6 +39,38 @@ const char *traceCategoryName(TraceCategory c) {
   return "other";
 }
 
+const char *traceRowName(int row) {
+  switch (row) {
+  case kHostRow:
+    return "host";
+  case kComputeStreamRow:
+    return "device: compute stream";
+  case kPointToPointStreamRow:
+    return "device: point-to-point stream";
+  case kAllReduceStreamRow:
+    return "device: all-reduce stream";
+  }
+  return "?";
+}
+
+void recordDeviceSpans(TraceRecorder &trace, double stepStartUs,
+                       const std::vector<DeviceSpan> &spans) {
+  std::vector<std::string> bucketNames;
+  for (const TraceEvent &e : trace.events())
+    if (e.row == kHostRow && e.category == TraceCategory::AllReduce &&
+        e.startUs >= stepStartUs && e.name.rfind("allreduce b", 0) == 0)
+      bucketNames.push_back(e.name);
+  size_t allReduces = 0;
+  for (const DeviceSpan &s : spans) {
+    std::string name = s.name;
+    if (s.category == TraceCategory::AllReduce &&
+        allReduces < bucketNames.size())
+      name = bucketNames[allReduces++];
+    trace.record(std::move(name), s.category, stepStartUs + 1000.0 * s.startMs,
+                 1000.0 * s.durationMs, s.row);
+  }
+}
+
 bool isComputeCategory(TraceCategory c) {
   // The optimizer step is work every rank must do, not pipeline idleness;
   // communication and waiting are what the bubble is made of.
@@ -55,8 +87,8 @@ std::string serializeTraceEvents(const std::vector<TraceEvent> &events) {
     for (char &c : name)
       if (c == '\n')
         c = ' ';
-    out += formatString("%d %a %a %s\n", static_cast<int>(e.category),
-                        e.startUs, e.durationUs, name.c_str());
+    out += formatString("%d %d %a %a %s\n", static_cast<int>(e.category),
+                        e.row, e.startUs, e.durationUs, name.c_str());
   }
   return out;
 }
@@ -83,6 +115,15 @@ deserializeTraceEvents(const std::string &text) {
     TraceEvent e;
     e.category = kAllCategories[cat];
     p = end;
+    long row = std::strtol(p, &end, 10);
+    if (end == p || row < kHostRow || row > kAllReduceStreamRow)
+      return Status::error(ErrorCode::FormatError,
+                           "trace: bad row in '" + line + "' (expected " +
+                               formatString("%d to %d", kHostRow,
+                                            kAllReduceStreamRow) +
+                               ")");
+    e.row = static_cast<int>(row);
+    p = end;
     e.startUs = std::strtod(p, &end);
     if (end == p)
       return Status::error(ErrorCode::FormatError,
@@ -96,6 +137,14 @@ deserializeTraceEvents(const std::string &text) {
     events.push_back(std::move(e));
   }
   return events;
+}
+
+/// The event's row; a Device event made without one is the compute
+/// stream's (TraceRecorder::record sets it, an aggregate may not).
+static int rowOf(const TraceEvent &e) {
+  return e.row == kHostRow && e.category == TraceCategory::Device
+             ? kComputeStreamRow
+             : e.row;
 }
 
 std::string
@@ -113,15 +162,26 @@ chromeTraceJson(const std::vector<std::vector<TraceEvent>> &perRank) {
     out += formatString("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%zu,"
                         "\"tid\":0,\"args\":{\"name\":\"rank %zu\"}}",
                         rank, rank);
+    // The device streams' rows are named where they are used (CUDA); a
+    // host-only trace (CPU) has the one unnamed row.
+    bool used[kAllReduceStreamRow + 1] = {};
+    for (const TraceEvent &e : perRank[rank])
+      if (rowOf(e) > kHostRow && rowOf(e) <= kAllReduceStreamRow)
+        used[rowOf(e)] = true;
+    for (int row = kComputeStreamRow; row <= kAllReduceStreamRow; ++row) {
+      if (!used[row])
+        continue;
+      sep();
+      out += formatString("{\"name\":\"thread_name\",\"ph\":\"M\","
+                          "\"pid\":%zu,\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+                          rank, row, traceRowName(row));
+    }
     for (const TraceEvent &e : perRank[rank]) {
       sep();
       out += "{\"name\":" + jsonQuote(e.name) + ",\"cat\":\"" +
              traceCategoryName(e.category) + "\",\"ph\":\"X\"" +
-             // Device spans overlap the host's (which only enqueue the
-             // work): a row of their own.
              formatString(",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%zu,\"tid\":%d}",
-                          e.startUs, e.durationUs, rank,
-                          e.category == TraceCategory::Device ? 1 : 0);
+                          e.startUs, e.durationUs, rank, rowOf(e));
     }
   }
   out += "]}\n";

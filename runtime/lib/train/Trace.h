@@ -4,7 +4,9 @@
 // all-reduce, optimizer) with their start and duration; at the end rank 0
 // gathers every rank's events and writes one Chrome trace JSON file
 // (chrome://tracing, Perfetto) with pid = rank, so the real timeline can be
-// laid beside the simulator's.
+// laid beside the simulator's. On CUDA a rank has a row (tid) per stream
+// as well (TraceRow): spans measured with CUDA events, placed on the
+// host's clock from the step's start event.
 //
 // Clocks: times are microseconds since the recorder's epoch. Call
 // TraceRecorder::resetEpoch() right after a barrier on every rank; on one
@@ -41,14 +43,38 @@ enum class TraceCategory {
 };
 
 const char *traceCategoryName(TraceCategory c);
+/// The viewer's name of a TraceRow.
+const char *traceRowName(int row);
 /// True for the categories that count as busy time in the bubble fraction.
 bool isComputeCategory(TraceCategory c);
+
+/// A rank's rows in the Chrome trace (its tids): the host's calls, then
+/// one per device stream (CUDA only). Device spans overlap the host's,
+/// which only enqueue the work, and each other across streams.
+enum TraceRow : int {
+  kHostRow = 0,
+  kComputeStreamRow = 1,     // stage calls (category Device)
+  kPointToPointStreamRow = 2, // NCCL sends and receives
+  kAllReduceStreamRow = 3,   // NCCL all-reduces
+};
 
 struct TraceEvent {
   std::string name; // e.g. "F3.s2" (micro-batch 3, stage 2)
   TraceCategory category = TraceCategory::Other;
   double startUs = 0;
   double durationUs = 0;
+  /// kHostRow, or a stream's row (Device events: the compute stream's).
+  int row = kHostRow;
+};
+
+/// An operation timed on a device stream by a pair of events: start and
+/// duration in milliseconds from the step's start event.
+struct DeviceSpan {
+  std::string name;
+  TraceCategory category = TraceCategory::Other;
+  int row = kHostRow;
+  float startMs = 0;
+  float durationMs = 0;
 };
 
 class TraceRecorder {
@@ -64,8 +90,10 @@ public:
   }
 
   void record(std::string name, TraceCategory category, double startUs,
-              double durationUs) {
-    events_.push_back({std::move(name), category, startUs, durationUs});
+              double durationUs, int row = kHostRow) {
+    if (category == TraceCategory::Device && row == kHostRow)
+      row = kComputeStreamRow;
+    events_.push_back({std::move(name), category, startUs, durationUs, row});
   }
 
   /// Records the lifetime of the scope as one event.
@@ -91,6 +119,15 @@ private:
   std::chrono::steady_clock::time_point epoch_;
   std::vector<TraceEvent> events_;
 };
+
+/// Records \p spans, measured from the step's start event, on the host's
+/// clock: that event was recorded at \p stepStartUs. An all-reduce span
+/// (category AllReduce, named "allreduce" by the communicator, which does
+/// not know buckets) takes the name of the host's span of the same
+/// all-reduce, "allreduce bN": the k-th of the step's host spans so named
+/// (each encloses one start, in posting order; exec/Executor.cpp).
+void recordDeviceSpans(TraceRecorder &trace, double stepStartUs,
+                       const std::vector<DeviceSpan> &spans);
 
 /// A compact text form of \p events for the gather (one event per line).
 std::string serializeTraceEvents(const std::vector<TraceEvent> &events);

@@ -156,6 +156,24 @@ public:
     events_[event].clear();
     free_.push_back(event);
   }
+  // Timing: only the CUDA backend turns it on (NcclCommunicator::
+  // setDeviceTiming), and the fake runs under the CPU backend; its slots
+  // are kept and recycled all the same, but there is no device clock to
+  // read them against.
+  Expected<int> recordTimingEvent(Lane) override {
+    if (!timingFree_.empty()) {
+      int slot = timingFree_.back();
+      timingFree_.pop_back();
+      return slot;
+    }
+    return timingSlots_++;
+  }
+  Expected<float> timingEventMs(void *, int) override {
+    return Status::error(ErrorCode::InvalidArgument,
+                         "host NCCL: no device clock to time operations by "
+                         "(expected the CPU backend to leave timing off)");
+  }
+  void releaseTimingEvent(int slot) override { timingFree_.push_back(slot); }
   Status asyncError(int) override { return Status::ok(); }
   void abortAll() override {}
 
@@ -180,6 +198,8 @@ private:
   std::vector<OpRef> lanes_[2];
   std::vector<std::vector<OpRef>> events_;
   std::vector<int> free_;
+  int timingSlots_ = 0;
+  std::vector<int> timingFree_;
 };
 
 } // namespace

@@ -7,19 +7,24 @@
 // opened lazily and closed by endBatch / a wait / an all-reduce, the event
 // a batch shares, the streams' waits for compute, device waits and their
 // drain, the timeout and async-error paths (abort once, message naming the
-// rank, op and peer), request ids, dtypes; and the rank -> GPU plan and the
-// NCCL_HOSTID arrangement. The real calls run in
+// rank, op and peer), request ids, dtypes; the device spans (a pair of
+// timing events per operation on its stream, a batch's pair around its
+// group's end, the pool's reuse, the spans' names and rows in the trace);
+// and the rank -> GPU plan and the NCCL_HOSTID arrangement. The real calls run in
 // runtime/unittests/cuda/NcclCommunicatorTest.cpp (GPU).
 //
 //===----------------------------------------------------------------------===//
 
 #include "comm/nccl/GpuSharing.h"
 #include "comm/nccl/NcclCommunicator.h"
+#include "train/Trace.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 
 using namespace bitpipe::runtime;
@@ -116,6 +121,34 @@ public:
     EXPECT_TRUE(liveEvents.erase(event)) << "event " << event
                                          << " released twice";
   }
+  // Timing events: logged as "time tN on LANE" and measured from the
+  // reference "step start" as the test set in timingMs.
+  Expected<int> recordTimingEvent(Lane lane) override {
+    int t;
+    if (!timingFree.empty()) {
+      t = timingFree.back();
+      timingFree.pop_back();
+    } else {
+      t = timingSlots++;
+    }
+    EXPECT_TRUE(liveTiming.insert(t).second) << "timing event " << t
+                                             << " recorded while in use";
+    log->push_back(formatString("time t%d on %s", t, laneName(lane)));
+    return t;
+  }
+  Expected<float> timingEventMs(void *reference, int slot) override {
+    EXPECT_EQ(reference, static_cast<void *>(&stepStart));
+    EXPECT_TRUE(liveTiming.count(slot)) << "reading released " << slot;
+    auto it = timingMs.find(slot);
+    if (it == timingMs.end())
+      return Status::error(ErrorCode::DeviceFailure, "not complete");
+    return it->second;
+  }
+  void releaseTimingEvent(int slot) override {
+    EXPECT_TRUE(liveTiming.erase(slot)) << "timing event " << slot
+                                        << " released twice";
+    timingFree.push_back(slot);
+  }
   Status asyncError(int) override { return nextAsyncError; }
   void abortAll() override {
     ++aborts;
@@ -123,6 +156,11 @@ public:
   }
 
   int nextEvent = 0;
+  int stepStart = 0; // its address is the reference event
+  std::set<int> liveTiming;
+  std::vector<int> timingFree;
+  int timingSlots = 0;
+  std::map<int, float> timingMs;
 };
 
 /// A bootstrap of \p size ranks seen from \p rank: groups get ids in call
@@ -377,6 +415,142 @@ TEST(NcclCommunicatorLogic, AnAllReduceEndsTheOpenBatchAndWaitsForCompute) {
   f.log.clear();
   ASSERT_TRUE(f.comm->waitOnDevice(*a).isOk());
   EXPECT_EQ(f.log, (std::vector<std::string>{"compute waits for e1"}));
+}
+
+TEST(NcclCommunicatorLogic, WithoutDeviceTimingNoTimingEventIsRecorded) {
+  Fixture f(0, 4);
+  auto g = f.comm->createGroup({0, 1});
+  ASSERT_TRUE(g.isOk());
+  ASSERT_TRUE(f.comm->send(data, 4, DType::F32, 1, 1).isOk());
+  ASSERT_TRUE(f.comm->allReduceStart(data, 16, DType::F32, *g).isOk());
+  EXPECT_EQ(f.calls->timingSlots, 0);
+  EXPECT_TRUE(f.comm->takeDeviceSpans(&f.calls->stepStart).empty());
+}
+
+TEST(NcclCommunicatorLogic, TimedOperationsBecomeDeviceSpansOfTheirStreams) {
+  Fixture f(0, 4);
+  auto g = f.comm->createGroup({2, 0});
+  ASSERT_TRUE(g.isOk());
+  f.comm->setDeviceTiming(true);
+  f.log.clear();
+  // A batch of two transfers: one pair of timing events around the
+  // group's launch (inside the group, before ncclGroupEnd; after it).
+  ASSERT_TRUE(f.comm->send(data, 4, DType::F32, 1, 7).isOk());
+  ASSERT_TRUE(f.comm->recv(data + 4, 4, DType::F32, 3, 8).isOk());
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  // An all-reduce: its pair on the all-reduce stream, after the wait for
+  // compute, around the call.
+  auto a = f.comm->allReduceStart(data, 16, DType::F32, *g);
+  ASSERT_TRUE(a.isOk());
+  // A transfer whose batch is still open at the step's end keeps its
+  // place for the next step.
+  ASSERT_TRUE(f.comm->send(data, 2, DType::F32, 2, 9).isOk());
+  EXPECT_EQ(f.log, (std::vector<std::string>{
+                       "groupStart", "point-to-point waits for compute",
+                       "send c0 n4 f32 to 1",
+                       "point-to-point waits for compute",
+                       "recv c0 n4 f32 from 3", "time t0 on point-to-point",
+                       "groupEnd", "time t1 on point-to-point",
+                       "record e0 on point-to-point",
+                       "all-reduce waits for compute",
+                       "time t2 on all-reduce", "allReduce c1 n16 f32",
+                       "time t3 on all-reduce", "record e1 on all-reduce",
+                       "groupStart", "point-to-point waits for compute",
+                       "send c0 n2 f32 to 2"}));
+
+  f.calls->timingMs = {{0, 1.0f}, {1, 1.5f}, {2, 2.0f}, {3, 4.0f}};
+  std::vector<DeviceSpan> spans =
+      f.comm->takeDeviceSpans(&f.calls->stepStart);
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0].name, "send r1 t7");
+  EXPECT_EQ(spans[0].category, TraceCategory::Send);
+  EXPECT_EQ(spans[0].row, kPointToPointStreamRow);
+  EXPECT_FLOAT_EQ(spans[0].startMs, 1.0f);
+  EXPECT_FLOAT_EQ(spans[0].durationMs, 0.5f);
+  EXPECT_EQ(spans[1].name, "recv r3 t8"); // the batch's span, shared
+  EXPECT_EQ(spans[1].category, TraceCategory::Recv);
+  EXPECT_EQ(spans[1].row, kPointToPointStreamRow);
+  EXPECT_FLOAT_EQ(spans[1].startMs, 1.0f);
+  EXPECT_FLOAT_EQ(spans[1].durationMs, 0.5f);
+  EXPECT_EQ(spans[2].name, "allreduce");
+  EXPECT_EQ(spans[2].category, TraceCategory::AllReduce);
+  EXPECT_EQ(spans[2].row, kAllReduceStreamRow);
+  EXPECT_FLOAT_EQ(spans[2].startMs, 2.0f);
+  EXPECT_FLOAT_EQ(spans[2].durationMs, 2.0f);
+  // Every pair went back to the pool once, and is reused.
+  EXPECT_TRUE(f.calls->liveTiming.empty());
+
+  // The open batch's transfer is timed when it closes, and taken then;
+  // a pair not complete is left out (and still released).
+  f.log.clear();
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  ASSERT_EQ(f.log.size(), 4u);
+  int begin = -1, end = -1;
+  EXPECT_EQ(std::sscanf(f.log[0].c_str(), "time t%d on point-to-point",
+                        &begin),
+            1);
+  EXPECT_EQ(f.log[1], "groupEnd");
+  EXPECT_EQ(std::sscanf(f.log[2].c_str(), "time t%d on point-to-point", &end),
+            1);
+  EXPECT_EQ(f.log[3], "record e2 on point-to-point");
+  EXPECT_EQ(f.calls->timingSlots, 4); // from the pool, none new
+  f.calls->timingMs = {{begin, 5.0f}};
+  EXPECT_TRUE(f.comm->takeDeviceSpans(&f.calls->stepStart).empty());
+  EXPECT_TRUE(f.calls->liveTiming.empty());
+  EXPECT_TRUE(f.comm->takeDeviceSpans(&f.calls->stepStart).empty());
+}
+
+TEST(NcclCommunicatorLogic, DeviceSpansReachTheTraceWithTheHostsNames) {
+  TraceRecorder trace;
+  // The host's spans of the step begun at 100 us: two all-reduces started
+  // in the order b1, b0, and their waits; one of an earlier step.
+  trace.record("allreduce b0", TraceCategory::AllReduce, 50, 1);
+  trace.record("allreduce b1", TraceCategory::AllReduce, 120, 1);
+  trace.record("allreduce b0", TraceCategory::AllReduce, 130, 1);
+  trace.record("allreduce.wait b1", TraceCategory::AllReduce, 140, 1);
+  trace.record("F0.s0", TraceCategory::Device, 110, 5);
+  const size_t hostEvents = trace.events().size();
+  std::vector<DeviceSpan> spans = {
+      {"send r1 t7", TraceCategory::Send, kPointToPointStreamRow, 0.5f, 0.25f},
+      {"allreduce", TraceCategory::AllReduce, kAllReduceStreamRow, 1.0f, 2.0f},
+      {"allreduce", TraceCategory::AllReduce, kAllReduceStreamRow, 3.0f, 1.0f},
+  };
+  recordDeviceSpans(trace, 100.0, spans);
+  const std::vector<TraceEvent> &events = trace.events();
+  ASSERT_EQ(events.size(), hostEvents + 3);
+  EXPECT_EQ(events[4].row, kComputeStreamRow); // a Device event's row
+  const TraceEvent &send = events[hostEvents];
+  EXPECT_EQ(send.name, "send r1 t7");
+  EXPECT_EQ(send.category, TraceCategory::Send);
+  EXPECT_EQ(send.row, kPointToPointStreamRow);
+  EXPECT_DOUBLE_EQ(send.startUs, 600.0);
+  EXPECT_DOUBLE_EQ(send.durationUs, 250.0);
+  EXPECT_EQ(events[hostEvents + 1].name, "allreduce b1");
+  EXPECT_DOUBLE_EQ(events[hostEvents + 1].startUs, 1100.0);
+  EXPECT_EQ(events[hostEvents + 2].name, "allreduce b0");
+  EXPECT_EQ(events[hostEvents + 2].row, kAllReduceStreamRow);
+
+  // In the Chrome trace: one row per stream, named, and the spans there
+  // with the category trace_overlap.py reads.
+  std::string json = chromeTraceJson({events});
+  EXPECT_NE(json.find("\"tid\":2,\"args\":{\"name\":\"device: "
+                      "point-to-point stream\"}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("{\"name\":\"allreduce b1\",\"cat\":\"allreduce\","
+                      "\"ph\":\"X\",\"ts\":1100.000,\"dur\":2000.000,"
+                      "\"pid\":0,\"tid\":3}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("{\"name\":\"send r1 t7\",\"cat\":\"send\","
+                      "\"ph\":\"X\",\"ts\":600.000,\"dur\":250.000,"
+                      "\"pid\":0,\"tid\":2}"),
+            std::string::npos)
+      << json;
+  // Rows survive the gather's text form.
+  auto back = deserializeTraceEvents(serializeTraceEvents(events));
+  ASSERT_TRUE(back.isOk()) << back.status().message();
+  EXPECT_EQ((*back)[hostEvents + 2].row, kAllReduceStreamRow);
 }
 
 TEST(NcclCommunicatorLogic, ADeviceWaitThatNeverEndsTimesOutAndAbortsOnce) {

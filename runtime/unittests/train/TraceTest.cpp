@@ -20,18 +20,24 @@ TEST(TraceTest, EventsSurviveSerialisationExactly) {
   std::vector<TraceEvent> events = {
       {"F0.s0", TraceCategory::Forward, 0.1, 1234.5678},
       {"send to 1 (tag 3)", TraceCategory::Send, 1e9 / 3, 0},
-      {"allreduce bucket 0", TraceCategory::AllReduce, 42, 7.25}};
+      {"allreduce bucket 0", TraceCategory::AllReduce, 42, 7.25},
+      {"allreduce b0", TraceCategory::AllReduce, 43, 8, kAllReduceStreamRow}};
   auto back = deserializeTraceEvents(serializeTraceEvents(events));
   ASSERT_TRUE(back.isOk()) << back.status().message();
-  ASSERT_EQ(back->size(), 3u);
-  for (size_t i = 0; i < 3; ++i) {
+  ASSERT_EQ(back->size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ((*back)[i].name, events[i].name);
     EXPECT_EQ((*back)[i].category, events[i].category);
     EXPECT_EQ((*back)[i].startUs, events[i].startUs);
     EXPECT_EQ((*back)[i].durationUs, events[i].durationUs);
+    EXPECT_EQ((*back)[i].row, events[i].row);
   }
-  EXPECT_FALSE(deserializeTraceEvents("9 0x0p+0 0x0p+0 x\n").isOk());
-  EXPECT_FALSE(deserializeTraceEvents("0 0x0p+0 0x0p+0 x").isOk());
+  EXPECT_FALSE(deserializeTraceEvents("9 0 0x0p+0 0x0p+0 x\n").isOk());
+  EXPECT_FALSE(deserializeTraceEvents("0 0 0x0p+0 0x0p+0 x").isOk());
+  Expected<std::vector<TraceEvent>> badRow =
+      deserializeTraceEvents("0 4 0x0p+0 0x0p+0 x\n");
+  ASSERT_FALSE(badRow.isOk());
+  EXPECT_NE(badRow.status().message().find("bad row"), std::string::npos);
 }
 
 TEST(TraceTest, ChromeTraceHasOneProcessPerRankAndCompleteEvents) {
@@ -65,6 +71,32 @@ TEST(TraceTest, ChromeTraceHasOneProcessPerRankAndCompleteEvents) {
   }
   EXPECT_EQ(complete, 3);
   EXPECT_EQ(perPid, (std::vector<int>{2, 1}));
+  // A host-only trace (the CPU target's) names no thread rows.
+  EXPECT_EQ(readBytes(path).find("thread_name"), std::string::npos);
+}
+
+TEST(TraceTest, DeviceSpansGoToTheirStreamsRows) {
+  TraceRecorder r;
+  r.record("F0.s0", TraceCategory::Forward, 0, 10);
+  r.record("F0.s0", TraceCategory::Device, 2, 10); // the compute stream's
+  r.record("send r1 t0", TraceCategory::Send, 12, 3, kPointToPointStreamRow);
+  std::string json = chromeTraceJson({r.events()});
+  EXPECT_NE(json.find("\"cat\":\"forward\",\"ph\":\"X\",\"ts\":0.000,"
+                      "\"dur\":10.000,\"pid\":0,\"tid\":0}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"cat\":\"device\",\"ph\":\"X\",\"ts\":2.000,"
+                      "\"dur\":10.000,\"pid\":0,\"tid\":1}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"cat\":\"send\",\"ph\":\"X\",\"ts\":12.000,"
+                      "\"dur\":3.000,\"pid\":0,\"tid\":2}"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"tid\":1,\"args\":{\"name\":\"device: compute "
+                      "stream\"}"),
+            std::string::npos);
+  EXPECT_EQ(json.find("all-reduce stream"), std::string::npos); // unused
 }
 
 TEST(TraceTest, ScopeRecordsTheIntervalItWasAlive) {

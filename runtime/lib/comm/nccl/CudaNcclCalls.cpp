@@ -157,6 +157,43 @@ public:
                     "cudaStreamWaitEvent (compute after transfer)");
   }
   void releaseEvent(int event) override { free_.push_back(event); }
+  Expected<int> recordTimingEvent(Lane lane) override {
+    int slot;
+    if (!timingFree_.empty()) {
+      slot = timingFree_.back();
+      timingFree_.pop_back();
+    } else {
+      cudaEvent_t e = nullptr;
+      BP_TRY(cudaCall(cudaEventCreateWithFlags(&e, cudaEventDefault),
+                      "cudaEventCreateWithFlags (timing)"));
+      timing_.push_back(e);
+      slot = static_cast<int>(timing_.size() - 1);
+    }
+    cudaError_t e = cudaEventRecord(timing_[slot], streamOf(lane));
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError(); // the next real call reports a lasting fault
+      timingFree_.push_back(slot);
+      return cudaCall(e, "cudaEventRecord (timing)");
+    }
+    return slot;
+  }
+  Expected<float> timingEventMs(void *reference, int slot) override {
+    if (slot < 0 || static_cast<size_t>(slot) >= timing_.size())
+      return Status::error(ErrorCode::InvalidArgument,
+                           formatString("timing event slot %d of %zu", slot,
+                                        timing_.size()));
+    float ms = 0;
+    cudaError_t e = cudaEventElapsedTime(
+        &ms, static_cast<cudaEvent_t>(reference), timing_[slot]);
+    if (e != cudaSuccess) {
+      // Not complete, or the reference not recorded: the span is dropped,
+      // and the error must not linger for a later launch check.
+      (void)cudaGetLastError();
+      return cudaCall(e, "cudaEventElapsedTime");
+    }
+    return ms;
+  }
+  void releaseTimingEvent(int slot) override { timingFree_.push_back(slot); }
   Status asyncError(int comm) override {
     if (comm < 0 || static_cast<size_t>(comm) >= comms_.size() ||
         !comms_[comm])
@@ -216,6 +253,8 @@ private:
   std::vector<ncclComm_t> comms_; // [0]: the world; nullptr once aborted
   std::vector<cudaEvent_t> events_;
   std::vector<int> free_;
+  std::vector<cudaEvent_t> timing_; // with timing; their own pool
+  std::vector<int> timingFree_;
   int32_t *scratch_ = nullptr;
   bool aborted_ = false;
 };
@@ -239,6 +278,8 @@ CudaNcclCalls::~CudaNcclCalls() {
       }
   }
   for (cudaEvent_t e : events_)
+    (void)cudaEventDestroy(e);
+  for (cudaEvent_t e : timing_)
     (void)cudaEventDestroy(e);
   if (scratch_ && !aborted_)
     (void)cudaFree(scratch_); // an aborted transfer may still hold it

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <unordered_set>
 
 namespace bitpipe::runtime {
 
@@ -173,6 +174,16 @@ Expected<RequestHandle> NcclCommunicator::postTransfer(Pending p, void *buf) {
     BP_TRY(calls_->recv(0, buf, p.count, type, p.peer));
   RequestHandle h = track(p);
   batchRequests_.push_back(h.id);
+  if (timing_) {
+    // Timed when the batch closes: NCCL launches the group there.
+    TimedOp op;
+    op.name = formatString("%s r%d t%d", p.op, p.peer, p.tag);
+    op.category = std::string(p.op) == "send" ? TraceCategory::Send
+                                              : TraceCategory::Recv;
+    op.row = kPointToPointStreamRow;
+    batchTimedOps_.push_back(timedOps_.size());
+    timedOps_.push_back(std::move(op));
+  }
   return h;
 }
 
@@ -204,7 +215,18 @@ Status NcclCommunicator::closeBatch() {
   if (!batchOpen_)
     return Status::ok();
   batchOpen_ = false;
+  // Still inside the group, so before its launch on the stream.
+  const int begin = batchTimedOps_.empty() ? -1
+                                           : timingEvent(Lane::PointToPoint);
   Status ended = calls_->groupEnd();
+  if (!batchTimedOps_.empty()) {
+    const int end = ended.isOk() ? timingEvent(Lane::PointToPoint) : -1;
+    for (size_t i : batchTimedOps_) {
+      timedOps_[i].begin = begin;
+      timedOps_[i].end = end;
+    }
+    batchTimedOps_.clear();
+  }
   if (!ended.isOk())
     // The batch's requests stay without an event: every later wait on
     // them fails, and NCCL's state is unknown, so nothing more goes to it.
@@ -250,7 +272,19 @@ Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
   // A collective inside the transfers' group would join it; end it first.
   BP_TRY(closeBatch());
   BP_TRY(calls_->laneWaitsForCompute(Lane::AllReduce));
+  TimedOp timed;
+  if (timing_)
+    timed.begin = timingEvent(Lane::AllReduce);
   BP_TRY(calls_->allReduce(groupComms_[group], buf, count, type));
+  if (timing_) {
+    timed.end = timingEvent(Lane::AllReduce);
+    // The bucket is the executor's: it names the spans (Trace.h,
+    // recordDeviceSpans).
+    timed.name = "allreduce";
+    timed.category = TraceCategory::AllReduce;
+    timed.row = kAllReduceStreamRow;
+    timedOps_.push_back(std::move(timed));
+  }
   BP_ASSIGN(event, calls_->recordEvent(Lane::AllReduce));
   eventUsers_[event] = 1;
   Pending p;
@@ -260,6 +294,44 @@ Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
   p.dtype = dtype;
   p.event = event;
   return track(p);
+}
+
+int NcclCommunicator::timingEvent(Lane lane) {
+  Expected<int> slot = calls_->recordTimingEvent(lane);
+  return slot.isOk() ? *slot : -1;
+}
+
+std::vector<DeviceSpan> NcclCommunicator::takeDeviceSpans(void *stepStart) {
+  std::vector<bool> inOpenBatch(timedOps_.size(), false);
+  for (size_t i : batchTimedOps_)
+    inOpenBatch[i] = true;
+  std::vector<DeviceSpan> spans;
+  std::vector<TimedOp> open; // the open batch's, timed when it closes
+  std::unordered_set<int> taken;
+  for (size_t i = 0; i < timedOps_.size(); ++i) {
+    TimedOp &op = timedOps_[i];
+    if (inOpenBatch[i]) {
+      open.push_back(std::move(op));
+      continue;
+    }
+    if (op.begin >= 0 && op.end >= 0) {
+      Expected<float> start = calls_->timingEventMs(stepStart, op.begin);
+      Expected<float> end = calls_->timingEventMs(stepStart, op.end);
+      if (start.isOk() && end.isOk())
+        spans.push_back({op.name, op.category, op.row, *start, *end - *start});
+    }
+    for (int slot : {op.begin, op.end})
+      if (slot >= 0)
+        taken.insert(slot);
+  }
+  // Back to the pool after every read: a batch's transfers share a pair.
+  for (int slot : taken)
+    calls_->releaseTimingEvent(slot);
+  timedOps_ = std::move(open);
+  batchTimedOps_.clear();
+  for (size_t i = 0; i < timedOps_.size(); ++i)
+    batchTimedOps_.push_back(i);
+  return spans;
 }
 
 int NcclCommunicator::commOf(const Pending &p) const {

@@ -26,6 +26,16 @@
 // no tags): the compiler's verifier checks that both ends order every
 // channel alike (Verify.cpp, "channel order").
 //
+// Device spans (setDeviceTiming; the CUDA backend turns it on): a timing
+// event on the operation's stream right before and right after it, kept
+// until takeDeviceSpans measures them from the step's start event. An
+// all-reduce's pair brackets its ncclAllReduce. A batch's transfers run
+// as one NCCL launch at ncclGroupEnd (nothing of the group is on the
+// stream before), so its pair brackets the group's end: every transfer of
+// the batch gets that span, from when the stream could start the group
+// (its compute waits met, the stream's earlier work done) to when the
+// last of its transfers ended. The trace's rows: train/Trace.h, TraceRow.
+//
 // A wait polls the event and ncclCommGetAsyncError until its deadline; on
 // timeout or an asynchronous error every NCCL communicator is aborted
 // (ncclCommAbort) and the error names the rank, the operation and the peer.
@@ -37,6 +47,7 @@
 
 #include "NcclDeviceCalls.h"
 #include "comm/Communicator.h"
+#include "train/Trace.h"
 
 #include <chrono>
 #include <memory>
@@ -90,6 +101,18 @@ public:
   /// Aborts the NCCL communicators (stuck kernels return), then the job.
   [[noreturn]] void abort(int code, const std::string &message) override;
 
+  /// Whether each operation from now on is timed on the device (off by
+  /// default: only a backend that takes the spans at each step's end may
+  /// turn it on, or they would pile up).
+  void setDeviceTiming(bool on) { timing_ = on; }
+  /// The timed operations enqueued so far (an open batch's stay), measured
+  /// from \p stepStart (a timing cudaEvent_t, complete, as are the
+  /// operations: the step's end waited for them); their events go back to
+  /// the pool. Names and categories are the host spans' ("send rP tT",
+  /// "recv rP tT", "allreduce"), rows the streams'. A span that cannot be
+  /// measured is left out: a trace is not worth failing a step.
+  std::vector<DeviceSpan> takeDeviceSpans(void *stepStart);
+
   /// For tests: requests neither waited for nor handed to waitOnDevice,
   /// those handed to waitOnDevice and not yet drained, and whether a batch
   /// is open.
@@ -133,6 +156,17 @@ private:
   Status fail(ErrorCode code, const std::string &message);
   std::string describe(const Pending &p) const;
 
+  /// An operation timed on the device: slots of its timing events, -1
+  /// while its batch is open or where recording failed.
+  struct TimedOp {
+    std::string name;
+    TraceCategory category = TraceCategory::Other;
+    int row = kHostRow;
+    int begin = -1, end = -1;
+  };
+  /// A timing event on \p lane, or -1 (the span is then dropped).
+  int timingEvent(Lane lane);
+
   Communicator &bootstrap_;
   std::unique_ptr<NcclDeviceCalls> calls_;
   /// Index of each group's NCCL communicator (-1 on non-members).
@@ -146,6 +180,10 @@ private:
   std::vector<int64_t> batchRequests_;
   bool aborted_ = false;
   int64_t nextId_ = 0;
+  bool timing_ = false;
+  std::vector<TimedOp> timedOps_;
+  /// Indices into timedOps_ of the open batch's transfers.
+  std::vector<size_t> batchTimedOps_;
 };
 
 } // namespace bitpipe::runtime

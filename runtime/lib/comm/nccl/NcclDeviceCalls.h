@@ -9,6 +9,10 @@
 //
 // Communicators are small indices: 0 is the world's, each split adds one.
 // Events are slots that the implementation recycles after releaseEvent.
+// Timing events (the trace's device spans of the operations) are slots of
+// a pool of their own, recycled after releaseTimingEvent: timing makes an
+// event dearer to record and to wait for, so the ordering events go
+// without it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,6 +77,14 @@ public:
   /// The compute stream waits (on the device) for the event.
   virtual Status computeWaitsFor(int event) = 0;
   virtual void releaseEvent(int event) = 0;
+
+  /// A timing event recorded on \p lane now: its slot.
+  virtual Expected<int> recordTimingEvent(Lane lane) = 0;
+  /// Milliseconds from \p reference (a timing cudaEvent_t on the same
+  /// device: the backend's step start) to timing event \p slot; an error
+  /// when either is not complete.
+  virtual Expected<float> timingEventMs(void *reference, int slot) = 0;
+  virtual void releaseTimingEvent(int slot) = 0;
 
   /// ncclCommGetAsyncError of \p comm: ok, or the error.
   virtual Status asyncError(int comm) = 0;

@@ -18,7 +18,10 @@
 // Stage calls are timed with CUDA events; at the step's end they become
 // "device" spans of the trace, placed on the host's clock from an event
 // recorded when the step began (the stream is idle then: the previous step
-// ended by waiting for it).
+// ended by waiting for it). The NCCL communicator times its sends,
+// receives and all-reduces on its own streams the same way; their spans
+// are measured from that same event and go to rows of their own
+// (train/Trace.h, TraceRow).
 //
 // More than one rank: each rank drives its node-local rank's GPU
 // (placeRank, before the stream exists), and its transfers and all-reduces
@@ -114,6 +117,8 @@ private:
   double stepStartUs_ = 0;
   std::vector<cudaEvent_t> events_;
   std::vector<std::string> spans_;
+  /// The communicator made by createCommunicator (more than one rank).
+  NcclCommunicator *nccl_ = nullptr;
 };
 
 CudaBackend::~CudaBackend() {
@@ -146,6 +151,10 @@ CudaBackend::createCommunicator(MpiCommunicator &bootstrap) {
     return std::unique_ptr<Communicator>(); // nothing to transfer
   BP_ASSIGN(calls, createCudaNcclCalls(stream_));
   BP_ASSIGN(comm, NcclCommunicator::create(bootstrap, std::move(calls)));
+  // endStep takes the spans; the communicator is destroyed before the
+  // backend (exec/Training.cpp), and no step runs after.
+  comm->setDeviceTiming(true);
+  nccl_ = comm.get();
   return std::unique_ptr<Communicator>(std::move(comm));
 }
 
@@ -310,6 +319,10 @@ void CudaBackend::endStep(TraceRecorder &trace) {
                  stepStartUs_ + 1000.0 * startMs, 1000.0 * durationMs);
   }
   spans_.clear();
+  // The transfers' and all-reduces' streams are done too: the step waited
+  // for every request before it waited for the compute stream.
+  if (nccl_)
+    recordDeviceSpans(trace, stepStartUs_, nccl_->takeDeviceSpans(stepStart_));
 }
 
 } // namespace
