@@ -131,9 +131,12 @@ done < <(grep '^ALLREDUCE ' "$out/sizes.txt" 2>/dev/null || true)
 p2p_raw=$(sed -n 's/^NCCLRAW p2p bytes=\([0-9]*\) us=\([0-9.]*\) GBps=\([0-9.]*\).*/bytes=\1 raw_us=\2 raw_GBps=\3/p' "$out/nccl-raw.log" 2>/dev/null | head -1)
 if [ -n "$summaries" ] && [ -n "$p2p_raw" ]; then
   # The runtime's time per transfer: its p2p time per step over the number
-  # of sends and receives (source host-bound: the host's time in the calls
-  # and waits, which includes waiting for the peer to get there; an upper
-  # bound on the transfer's time).
+  # of sends and receives. With source=device that time is the p2p
+  # stream's busy time (the union of its spans; a batch's transfers share
+  # one span), so this is the stream's time per transfer, batches
+  # included; with source=host-bound (traces without device spans) it is
+  # the host's time in the calls and waits, which includes waiting for the
+  # peer to get there: an upper bound on the transfer's time.
   per_op=$(awk -v ms="$p2p" -v n="$ops" 'BEGIN { if (n > 0) printf "%.1f", 1000 * ms / n }')
   echo "RANKSBENCH p2p $p2p_raw runtime_us_per_op=${per_op:-?} source=$source"
 fi
