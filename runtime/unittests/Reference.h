@@ -13,6 +13,7 @@
 #ifndef BITPIPE_RUNTIME_UNITTESTS_REFERENCE_H
 #define BITPIPE_RUNTIME_UNITTESTS_REFERENCE_H
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -127,6 +128,70 @@ std::vector<S> attention(const std::vector<S> &qkv, int64_t B, int64_t T,
           (*lse)[(b * nh + h) * T + i] = mx + std::log(sum);
       }
   return out;
+}
+
+/// The backward of attention(): for each row i, with P the
+/// softmax row, dP_ij = dO_i . V_j, D_i = dO_i . out_i and
+/// dS_ij = P_ij (dP_ij - D_i): dQ_i = scale sum_j dS_ij K_j,
+/// dK_j += scale dS_ij Q_i, dV_j += P_ij dO_i. D is formed from the \p out
+/// the backward is given, as the kernels form it (for the exact out it is
+/// sum_j P_ij dP_ij): under bf16 that out is rounded, and D's rounding
+/// error is amplified where dP_ij - D_i cancels, which is a property of
+/// the inputs, not of the kernel under test.
+template <typename S>
+std::vector<S> attentionGrad(const std::vector<S> &qkv,
+                             const std::vector<S> &out,
+                             const std::vector<S> &dout, int64_t B, int64_t T,
+                             int64_t H, int64_t nh, bool causal) {
+  const int64_t d = H / nh;
+  const S scale = S(1) / std::sqrt(S(d));
+  std::vector<S> dqkv(qkv.size(), S(0)), p(T), dp(T);
+  auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h) {
+    return (b * T + t) * 3 * H + part * H + h * d;
+  };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < nh; ++h)
+      for (int64_t i = 0; i < T; ++i) {
+        const int64_t nKeys = causal ? i + 1 : T;
+        const S *q = &qkv[at(b, i, 0, h)];
+        const S *dO = &dout[(b * T + i) * H + h * d];
+        S mx = -INFINITY;
+        for (int64_t j = 0; j < nKeys; ++j) {
+          const S *k = &qkv[at(b, j, 1, h)];
+          S s = 0;
+          for (int64_t c = 0; c < d; ++c)
+            s += q[c] * k[c];
+          p[j] = s * scale;
+          mx = std::max(mx, p[j]);
+        }
+        S sum = 0, rowDot = 0;
+        for (int64_t j = 0; j < nKeys; ++j) {
+          p[j] = std::exp(p[j] - mx);
+          sum += p[j];
+        }
+        for (int64_t j = 0; j < nKeys; ++j) {
+          p[j] /= sum;
+          const S *v = &qkv[at(b, j, 2, h)];
+          dp[j] = 0;
+          for (int64_t c = 0; c < d; ++c)
+            dp[j] += dO[c] * v[c];
+        }
+        for (int64_t c = 0; c < d; ++c)
+          rowDot += dO[c] * out[(b * T + i) * H + h * d + c];
+        for (int64_t j = 0; j < nKeys; ++j) {
+          const S ds = p[j] * (dp[j] - rowDot);
+          const S *k = &qkv[at(b, j, 1, h)];
+          S *dq = &dqkv[at(b, i, 0, h)];
+          S *dk = &dqkv[at(b, j, 1, h)];
+          S *dv = &dqkv[at(b, j, 2, h)];
+          for (int64_t c = 0; c < d; ++c) {
+            dq[c] += scale * ds * k[c];
+            dk[c] += scale * ds * q[c];
+            dv[c] += p[j] * dO[c];
+          }
+        }
+      }
+  return dqkv;
 }
 
 /// GELU, tanh form.

@@ -53,70 +53,6 @@ constexpr double kAttentionOutBf16Rtol = 2e-2;
 constexpr double kAttentionGradBf16Rtol = 5e-2;
 constexpr double kAttentionFp32Rtol = 1e-4;
 
-/// The float64 backward of ref::attention: for each row i, with P the
-/// softmax row, dP_ij = dO_i . V_j, D_i = dO_i . out_i and
-/// dS_ij = P_ij (dP_ij - D_i): dQ_i = scale sum_j dS_ij K_j,
-/// dK_j += scale dS_ij Q_i, dV_j += P_ij dO_i. D is formed from the \p out
-/// the backward is given, as the kernels form it (for the exact out it is
-/// sum_j P_ij dP_ij): under bf16 that out is rounded, and D's rounding
-/// error is amplified where dP_ij - D_i cancels, which is a property of
-/// the inputs, not of the kernel under test.
-std::vector<double> attentionGrad(const std::vector<double> &qkv,
-                                  const std::vector<double> &out,
-                                  const std::vector<double> &dout, int64_t B,
-                                  int64_t T, int64_t H, int64_t nh,
-                                  bool causal) {
-  const int64_t d = H / nh;
-  const double scale = 1.0 / std::sqrt(double(d));
-  std::vector<double> dqkv(qkv.size(), 0.0), p(T), dp(T);
-  auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h) {
-    return (b * T + t) * 3 * H + part * H + h * d;
-  };
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < nh; ++h)
-      for (int64_t i = 0; i < T; ++i) {
-        const int64_t nKeys = causal ? i + 1 : T;
-        const double *q = &qkv[at(b, i, 0, h)];
-        const double *dO = &dout[(b * T + i) * H + h * d];
-        double mx = -INFINITY;
-        for (int64_t j = 0; j < nKeys; ++j) {
-          const double *k = &qkv[at(b, j, 1, h)];
-          double s = 0;
-          for (int64_t c = 0; c < d; ++c)
-            s += q[c] * k[c];
-          p[j] = s * scale;
-          mx = std::max(mx, p[j]);
-        }
-        double sum = 0, rowDot = 0;
-        for (int64_t j = 0; j < nKeys; ++j) {
-          p[j] = std::exp(p[j] - mx);
-          sum += p[j];
-        }
-        for (int64_t j = 0; j < nKeys; ++j) {
-          p[j] /= sum;
-          const double *v = &qkv[at(b, j, 2, h)];
-          dp[j] = 0;
-          for (int64_t c = 0; c < d; ++c)
-            dp[j] += dO[c] * v[c];
-        }
-        for (int64_t c = 0; c < d; ++c)
-          rowDot += dO[c] * out[(b * T + i) * H + h * d + c];
-        for (int64_t j = 0; j < nKeys; ++j) {
-          const double ds = p[j] * (dp[j] - rowDot);
-          const double *k = &qkv[at(b, j, 1, h)];
-          double *dq = &dqkv[at(b, i, 0, h)];
-          double *dk = &dqkv[at(b, j, 1, h)];
-          double *dv = &dqkv[at(b, j, 2, h)];
-          for (int64_t c = 0; c < d; ++c) {
-            dq[c] += scale * ds * k[c];
-            dk[c] += scale * ds * q[c];
-            dv[c] += p[j] * dO[c];
-          }
-        }
-      }
-  return dqkv;
-}
-
 struct AttentionCase {
   int64_t B, T, nh, d;
   bool causal;
@@ -163,7 +99,7 @@ Expected expectedFor(const AttentionCase &c, bool round) {
   e.outRounded.assign(e.out.begin(), e.out.end());
   if (round)
     e.outRounded = fromBf16(toBf16(e.outRounded));
-  e.dqkv = attentionGrad(qkvD, toDouble(e.outRounded), toDouble(e.dout), c.B,
+  e.dqkv = ref::attentionGrad(qkvD, toDouble(e.outRounded), toDouble(e.dout), c.B,
                          c.T, H, c.nh, c.causal);
   return e;
 }

@@ -54,70 +54,6 @@ namespace {
 constexpr double kAttentionGradRtol = 2e-2;
 
 //===----------------------------------------------------------------------===//
-// The float64 reference of the backward.
-//===----------------------------------------------------------------------===//
-
-/// dqkv [B, T, 3H] of sum(dout * attention(qkv)), by the chain rule with
-/// every score row materialised: P = softmax(scale Q K^T) (masked),
-/// dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(P dP)), dQ = scale dS K,
-/// dK = scale dS^T Q.
-std::vector<double> attentionGrad(const std::vector<double> &qkv,
-                                  const std::vector<double> &dout, int64_t B,
-                                  int64_t T, int64_t H, int64_t nh,
-                                  bool causal) {
-  const int64_t d = H / nh;
-  const double scale = 1.0 / std::sqrt(double(d));
-  std::vector<double> dqkv(B * T * 3 * H, 0.0);
-  auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h) {
-    return (b * T + t) * 3 * H + part * H + h * d;
-  };
-  std::vector<double> p(T), dp(T);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < nh; ++h)
-      for (int64_t i = 0; i < T; ++i) {
-        const int64_t nKeys = causal ? i + 1 : T;
-        const double *q = &qkv[at(b, i, 0, h)];
-        const double *dO = &dout[(b * T + i) * H + h * d];
-        double mx = -INFINITY;
-        for (int64_t j = 0; j < nKeys; ++j) {
-          const double *k = &qkv[at(b, j, 1, h)];
-          double s = 0;
-          for (int64_t c = 0; c < d; ++c)
-            s += q[c] * k[c];
-          p[j] = s * scale;
-          mx = std::max(mx, p[j]);
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < nKeys; ++j) {
-          p[j] = std::exp(p[j] - mx);
-          sum += p[j];
-        }
-        double rowDot = 0;
-        for (int64_t j = 0; j < nKeys; ++j) {
-          p[j] /= sum;
-          const double *v = &qkv[at(b, j, 2, h)];
-          dp[j] = 0;
-          for (int64_t c = 0; c < d; ++c)
-            dp[j] += dO[c] * v[c];
-          rowDot += p[j] * dp[j];
-        }
-        double *dq = &dqkv[at(b, i, 0, h)];
-        for (int64_t j = 0; j < nKeys; ++j) {
-          const double ds = p[j] * (dp[j] - rowDot) * scale;
-          const double *k = &qkv[at(b, j, 1, h)];
-          double *dk = &dqkv[at(b, j, 1, h)];
-          double *dv = &dqkv[at(b, j, 2, h)];
-          for (int64_t c = 0; c < d; ++c) {
-            dq[c] += ds * k[c];
-            dk[c] += ds * q[c];
-            dv[c] += p[j] * dO[c];
-          }
-        }
-      }
-  return dqkv;
-}
-
-//===----------------------------------------------------------------------===//
 // Numerical tests (need a device and cuDNN's engines).
 //===----------------------------------------------------------------------===//
 
@@ -173,7 +109,8 @@ TEST_P(CudnnAttention, ForwardAndBackwardMatchReference) {
   const auto qkvD = toDouble(qkv);
   std::vector<double> lse;
   const auto out = ref::attention(qkvD, B, T, H, nh, causal, &lse);
-  const auto dqkv = attentionGrad(qkvD, toDouble(dout), B, T, H, nh, causal);
+  const auto dqkv =
+      ref::attentionGrad(qkvD, out, toDouble(dout), B, T, H, nh, causal);
   EXPECT_TRUE(checkClose("cudnn_attention_fwd", "out", shape,
                          fromBf16(dOut.download()), out, kBf16Rtol));
   EXPECT_TRUE(checkClose("cudnn_attention_fwd", "lse", shape, dLse.download(),
