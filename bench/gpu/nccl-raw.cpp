@@ -26,6 +26,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "comm/nccl/GpuSharing.h"
+
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
@@ -36,7 +38,6 @@
 #include <cstring>
 #include <map>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -143,26 +144,25 @@ int main(int argc, char **argv) {
   check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
   if (devices < 1)
     die("no CUDA device");
-  check(cudaSetDevice(localRank % devices), "cudaSetDevice");
-  // NCCL refuses two ranks of one communicator on one GPU unless each
-  // claims its own host; they then talk over sockets, loopback here. The
-  // same settings as the runtime's (docs/runtime-abi.md, "Communication on
-  // each target"), so that both measure one transport; set before
-  // ncclGetUniqueId, which reads the socket settings.
-  if (localSize > devices) {
-    char host[256] = {0};
-    gethostname(host, sizeof host - 1);
-    std::string id = std::string(host) + "-nccl-raw-" + std::to_string(localRank);
-    setenv("NCCL_HOSTID", id.c_str(), 0);
-    int localOnly = localSize == worldSize;
-    if (localOnly)
-      setenv("NCCL_SOCKET_IFNAME", "lo", 0);
-    setenv("NCCL_IB_DISABLE", "1", 0);
-    if (worldRank == 0)
-      std::printf("nccl-raw: %d ranks share %d GPU(s) on this node: "
-                  "NCCL_HOSTID per rank, NCCL_IB_DISABLE=1%s (where unset)\n",
-                  localSize, devices,
-                  localOnly ? ", NCCL_SOCKET_IFNAME=lo" : "");
+  // The runtime's own placement and GPU-sharing settings (GpuSharing.h,
+  // docs/runtime-abi.md, "Communication on each target"), so that both
+  // measure one transport; set before ncclGetUniqueId, which reads the
+  // socket settings.
+  bitpipe::runtime::Expected<bitpipe::runtime::DevicePlan> plan =
+      bitpipe::runtime::planDevice(localRank, localSize, devices);
+  if (!plan.isOk())
+    die(plan.status().message().c_str());
+  check(cudaSetDevice(plan->device), "cudaSetDevice");
+  if (plan->sharing) {
+    std::vector<std::string> set =
+        bitpipe::runtime::arrangeGpuSharing(worldRank);
+    if (worldRank == 0) {
+      std::printf("nccl-raw: %d ranks share %d GPU(s) on this node; set:",
+                  localSize, devices);
+      for (const std::string &v : set)
+        std::printf(" %s", v.c_str());
+      std::printf("\n");
+    }
   }
 
   ncclUniqueId id;
