@@ -23,6 +23,8 @@
 #   2. the GPU tests: every GoogleTest binary of runtime/unittests/cuda
 #      (CudaKernelTests: the kernels; CudaBackendTests: the executor's
 #      CUDA backend, where the build has it), all of their tests;
+#      NcclCommunicatorTests under mpirun -np 2 and 4 with the multi-rank
+#      checks below;
 #   3. the end-to-end match, gpt-tiny and bert-tiny in fp32 and bf16
 #      (test/EndToEnd/cuda-match.sh case: the GPU run against the CPU run
 #      that prepare.sh made);
@@ -510,6 +512,36 @@ ranks_row() { # NAME RC LOG LIMIT
     ;;
   esac
 }
+
+# The NCCL communicator's own tests (runtime/unittests/cuda/
+# NcclCommunicatorTest.cpp), as ctest runs them: 2 and 4 ranks on the one
+# GPU (the runtime gives each rank its own NCCL_HOSTID).
+if [ -x "$bin/NcclCommunicatorTests" ] && command -v mpirun >/dev/null; then
+  for np in 2 4; do
+    log=$logs/NcclCommunicatorTests.np$np.log
+    echo "== NcclCommunicatorTests, $np ranks"
+    if ! limit=$(allow 90); then
+      row "NcclCommunicatorTests np$np" SKIP "time budget spent"
+      continue
+    fi
+    timed "$limit" "$log" mpirun --allow-run-as-root --oversubscribe \
+      --bind-to none -np "$np" "$bin/NcclCommunicatorTests" --gtest_color=no
+    rc=$?
+    detail="rank 0: $(gtest_counts "$log")"
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+      row "NcclCommunicatorTests np$np" FAIL "timed out after ${limit}s"
+    elif [ "$rc" != 0 ]; then
+      grep -E '^\[  FAILED  \]|bitpipe' "$log" | head -10
+      row "NcclCommunicatorTests np$np" FAIL "exit $rc; $detail"
+    elif ! grep -q '^\[  PASSED  \] [1-9]' "$log"; then
+      row "NcclCommunicatorTests np$np" FAIL "no test ran; $detail"
+    else
+      row "NcclCommunicatorTests np$np" PASS "$detail"
+    fi
+  done
+else
+  row "NcclCommunicatorTests" SKIP "not prepared, or no mpirun"
+fi
 
 echo "== multi-rank match (test/EndToEnd/cuda-ranks.sh)"
 ready_models=()

@@ -5,7 +5,8 @@
 # holds MANIFEST.txt (what was prepared, from which commit, what failed) and
 # payload.tar.xz, which check.sh unpacks into a temporary folder there:
 #
-#   bin/      the GPU tests (CudaKernelTests; CudaBackendTests where the
+#   bin/      the GPU tests (CudaKernelTests; CudaBackendTests and
+#             NcclCommunicatorTests (run under mpirun) where the
 #             build has it), bitpipe-gpu-probe, bitpipe-gpu-block-bench,
 #             bitpipe-compare, nccl-raw (stripped)
 #   e2e/      tokens.bin (the corpus: Debian's license texts as byte tokens)
@@ -73,8 +74,10 @@ if [ "$do_build" = 1 ]; then
       -DCMAKE_CUDA_ARCHITECTURES=90 || fail "CMake configure"
   fi
   # The executor's CUDA backend tests, where this build has them.
-  ninja -C "$build" -t targets all 2>/dev/null | grep -q '^CudaBackendTests:' &&
-    targets+=(CudaBackendTests)
+  for t in CudaBackendTests NcclCommunicatorTests; do
+    ninja -C "$build" -t targets all 2>/dev/null | grep -q "^$t:" &&
+      targets+=("$t")
+  done
   # The runtime libraries that bitpipe-compile links executables with, for
   # either target, and their link-file targets: every BitPipeRuntime*.
   link_targets=$(ninja -C "$build" -t targets all 2>/dev/null |
@@ -103,8 +106,10 @@ carry_program() { # PATH: copy, stripped, into bin/
   fi
 }
 carry_program "$build/runtime/unittests/cuda/CudaKernelTests"
-[ -x "$build/runtime/unittests/cuda/CudaBackendTests" ] &&
-  carry_program "$build/runtime/unittests/cuda/CudaBackendTests"
+for t in CudaBackendTests NcclCommunicatorTests; do
+  [ -x "$build/runtime/unittests/cuda/$t" ] &&
+    carry_program "$build/runtime/unittests/cuda/$t"
+done
 carry_program "$bin/bitpipe-gpu-probe"
 carry_program "$bin/bitpipe-gpu-block-bench"
 carry_program "$bin/bitpipe-compare"
