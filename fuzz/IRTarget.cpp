@@ -1,0 +1,55 @@
+//===- IRTarget.cpp - Fuzz target: IR parser and verifiers ----------------===//
+//
+// The input is MLIR text. It is parsed with the dialects bitpipe-opt
+// registers for model IR and per-rank programs (nn, bitpipe, func, arith,
+// tensor), which runs every op, attribute and type verifier of the nn and
+// bitpipe dialects; a module that parses then goes through bitpipe-verify,
+// the whole-module checks of the per-rank programs. Parse errors and
+// verifier errors are refusals, not findings.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FuzzTarget.h"
+#include "LLVMFatalErrors.h"
+
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
+#include "bitpipe/Dialect/NN/IR/NNDialect.h"
+#include "bitpipe/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  bitpipe::fuzz::makeLLVMFatalErrorsCrash();
+  mlir::DialectRegistry registry;
+  registry.insert<bitpipe::nn::NNDialect, bitpipe::bp::BitPipeDialect,
+                  mlir::arith::ArithDialect, mlir::func::FuncDialect,
+                  mlir::tensor::TensorDialect>();
+  // A fresh context per input: nothing one input interns can change how
+  // the next parses.
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  mlir::ScopedDiagnosticHandler quiet(
+      &context, [](mlir::Diagnostic &) { return mlir::success(); });
+
+  // A copy with a NUL after it, as the tools' file buffers have: MLIR's
+  // lexer stops at the NUL, and libFuzzer's data has none.
+  std::string text(reinterpret_cast<const char *>(data), size);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(text, &context, "fuzz-input");
+  if (!module)
+    return 0;
+
+  mlir::PassManager pm(&context);
+  pm.addPass(bitpipe::createVerify());
+  (void)pm.run(*module);
+  return 0;
+}

@@ -1,0 +1,1 @@
+module attributes {bitpipe.placement = "v"} {}

@@ -1,0 +1,2 @@
+bitpipe.program @a rank 0 {}
+bitpipe.program @b rank 0 {}

@@ -1,0 +1,4 @@
+func.func @not_in_a_program() {
+  bitpipe.optimizer_step
+  return
+}

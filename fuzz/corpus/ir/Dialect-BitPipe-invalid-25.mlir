@@ -1,0 +1,3 @@
+bitpipe.program @rank1 rank 1 {
+  %x = bitpipe.recv activation from 1 stage 0 microbatch 0 : tensor<4xf32>
+}

@@ -1,0 +1,4 @@
+func.func @layer_norm_gamma(%x: tensor<2x8xf32>, %g: tensor<6xf32>, %b: tensor<8xf32>) {
+  %y = nn.layer_norm %x, %g, %b : (tensor<2x8xf32>, tensor<6xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}

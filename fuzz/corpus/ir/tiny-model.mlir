@@ -1,0 +1,29 @@
+module {
+  func.func @gpt_seed(%arg0: tensor<16x8xf32> {nn.init = #nn.init<normal, std = 2.000000e-02>, nn.param = "embed.tokens"}, %arg1: tensor<8x8xf32> {nn.init = #nn.init<normal, std = 2.000000e-02>, nn.param = "embed.positions"}, %arg2: tensor<8xf32> {nn.init = #nn.init<ones>, nn.param = "layers.0.ln1.weight"}, %arg3: tensor<8xf32> {nn.init = #nn.init<zeros>, nn.param = "layers.0.ln1.bias"}, %arg4: tensor<24x8xf32> {nn.init = #nn.init<normal, std = 2.000000e-02>, nn.param = "layers.0.attn.qkv.weight"}, %arg5: tensor<24xf32> {nn.init = #nn.init<zeros>, nn.param = "layers.0.attn.qkv.bias"}, %arg6: tensor<8x8xf32> {nn.init = #nn.init<normal, std = 1.000000e-02>, nn.param = "layers.0.attn.proj.weight"}, %arg7: tensor<8xf32> {nn.init = #nn.init<zeros>, nn.param = "layers.0.attn.proj.bias"}, %arg8: tensor<8xf32> {nn.init = #nn.init<ones>, nn.param = "layers.0.ln2.weight"}, %arg9: tensor<8xf32> {nn.init = #nn.init<zeros>, nn.param = "layers.0.ln2.bias"}, %arg10: tensor<32x8xf32> {nn.init = #nn.init<normal, std = 2.000000e-02>, nn.param = "layers.0.mlp.fc.weight"}, %arg11: tensor<32xf32> {nn.init = #nn.init<zeros>, nn.param = "layers.0.mlp.fc.bias"}, %arg12: tensor<8x32xf32> {nn.init = #nn.init<normal, std = 1.000000e-02>, nn.param = "layers.0.mlp.proj.weight"}, %arg13: tensor<8xf32> {nn.init = #nn.init<zeros>, nn.param = "layers.0.mlp.proj.bias"}, %arg14: tensor<8xf32> {nn.init = #nn.init<ones>, nn.param = "layers.1.ln1.weight"}, %arg15: tensor<8xf32> {nn.init = #nn.init<zeros>, nn.param = "layers.1.ln1.bias"}, %arg16: tensor<24x8xf32> {nn.init = #nn.init<normal, std = 2.000000e-02>, nn.param = "layers.1.attn.qkv.weight"}, %arg17: tensor<24xf32> {nn.init = #nn.init<zeros>, nn.param = "layers.1.attn.qkv.bias"}, %arg18: tensor<8x8xf32> {nn.init = #nn.init<normal, std = 1.000000e-02>, nn.param = "layers.1.attn.proj.weight"}, %arg19: tensor<8xf32> {nn.init = #nn.init<zeros>, nn.param = "layers.1.attn.proj.bias"}, %arg20: tensor<8xf32> {nn.init = #nn.init<ones>, nn.param = "layers.1.ln2.weight"}, %arg21: tensor<8xf32> {nn.init = #nn.init<zeros>, nn.param = "layers.1.ln2.bias"}, %arg22: tensor<32x8xf32> {nn.init = #nn.init<normal, std = 2.000000e-02>, nn.param = "layers.1.mlp.fc.weight"}, %arg23: tensor<32xf32> {nn.init = #nn.init<zeros>, nn.param = "layers.1.mlp.fc.bias"}, %arg24: tensor<8x32xf32> {nn.init = #nn.init<normal, std = 1.000000e-02>, nn.param = "layers.1.mlp.proj.weight"}, %arg25: tensor<8xf32> {nn.init = #nn.init<zeros>, nn.param = "layers.1.mlp.proj.bias"}, %arg26: tensor<8xf32> {nn.init = #nn.init<ones>, nn.param = "final_ln.weight"}, %arg27: tensor<8xf32> {nn.init = #nn.init<zeros>, nn.param = "final_ln.bias"}, %arg28: tensor<2x4xi32> {nn.input = "tokens"}, %arg29: tensor<2x4xi32> {nn.input = "labels"}) -> tensor<f32> attributes {nn.model = #nn.model<family = "gpt", layers = 2, hidden = 8, heads = 2, vocab = 16, max_positions = 8, seq_len = 4, microbatch_size = 2>} {
+    %0 = nn.embedding %arg28, %arg0, %arg1 {nn.layer = 0 : i64} : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+    %1 = nn.layer_norm %0, %arg2, %arg3 {nn.layer = 1 : i64} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %2 = nn.linear %1, %arg4, %arg5 {nn.layer = 1 : i64} : (tensor<2x4x8xf32>, tensor<24x8xf32>, tensor<24xf32>) -> tensor<2x4x24xf32>
+    %3 = nn.attention %2 heads(2) causal {nn.layer = 1 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+    %4 = nn.linear %3, %arg6, %arg7 {nn.layer = 1 : i64} : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %5 = nn.add %0, %4 {nn.layer = 1 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+    %6 = nn.layer_norm %5, %arg8, %arg9 {nn.layer = 1 : i64} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %7 = nn.linear %6, %arg10, %arg11 {nn.layer = 1 : i64} : (tensor<2x4x8xf32>, tensor<32x8xf32>, tensor<32xf32>) -> tensor<2x4x32xf32>
+    %8 = nn.gelu %7 {nn.layer = 1 : i64} : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+    %9 = nn.linear %8, %arg12, %arg13 {nn.layer = 1 : i64} : (tensor<2x4x32xf32>, tensor<8x32xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %10 = nn.add %5, %9 {nn.layer = 1 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+    %11 = nn.layer_norm %10, %arg14, %arg15 {nn.layer = 2 : i64} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %12 = nn.linear %11, %arg16, %arg17 {nn.layer = 2 : i64} : (tensor<2x4x8xf32>, tensor<24x8xf32>, tensor<24xf32>) -> tensor<2x4x24xf32>
+    %13 = nn.attention %12 heads(2) causal {nn.layer = 2 : i64} : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+    %14 = nn.linear %13, %arg18, %arg19 {nn.layer = 2 : i64} : (tensor<2x4x8xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %15 = nn.add %10, %14 {nn.layer = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+    %16 = nn.layer_norm %15, %arg20, %arg21 {nn.layer = 2 : i64} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %17 = nn.linear %16, %arg22, %arg23 {nn.layer = 2 : i64} : (tensor<2x4x8xf32>, tensor<32x8xf32>, tensor<32xf32>) -> tensor<2x4x32xf32>
+    %18 = nn.gelu %17 {nn.layer = 2 : i64} : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+    %19 = nn.linear %18, %arg24, %arg25 {nn.layer = 2 : i64} : (tensor<2x4x32xf32>, tensor<8x32xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %20 = nn.add %15, %19 {nn.layer = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+    %21 = nn.layer_norm %20, %arg26, %arg27 {nn.layer = 3 : i64} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %22 = nn.linear %21, %arg0 {nn.layer = 3 : i64} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+    %23 = nn.cross_entropy %22, %arg29 {nn.layer = 3 : i64} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+    return %23 : tensor<f32>
+  }
+}
