@@ -1,0 +1,95 @@
+"""IR through bitpipe-opt: mutants of a tiny model's IR through the whole
+pass pipeline, mutants of its per-rank programs through bitpipe-verify,
+and the same programs through bitpipe-lower-to-runtime, which must not
+lower what bitpipe-verify rejects (issue 14: lowering trusts its input)."""
+import os
+
+import mutations
+import outcome
+from cases import Case
+
+KIND_PIPELINE = "IR (bitpipe-opt passes)"
+KIND_LOWERING = "IR lowering (lower-to-runtime)"
+PIPELINE = "--bitpipe-pipeline=devices=2 schedule=1f1b"
+
+
+def write_file(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def named(model):
+    """(name, IR) of a model whose sizes no machine holds."""
+    huge = b"4611686018427387904"
+    return [
+        ("dims-2^62", model.replace(b"x16x", b"x" + huge + b"x")),
+        ("dims-2^63", model.replace(b"x16x", b"x9223372036854775808x")),
+        ("nested-regions", b"module {" * 20000 + b"}" * 20000),
+        ("empty", b""),
+        ("not-ir", b"\x00\xff\xfe garbage"),
+    ]
+
+
+def cases(fx, rng, mutants):
+    out_dir = fx.path("ir")
+    os.makedirs(out_dir, exist_ok=True)
+    model, programs = _read(fx.model), _read(fx.programs)
+    opt = fx.tool("bitpipe-opt")
+
+    def write(name, data):
+        path = os.path.join(out_dir, name + ".mlir")
+        return path, lambda: write_file(path, data)
+
+    result = []
+
+    def pipeline(name, data, expect):
+        path, prepare = write(name, data)
+        result.append(Case(KIND_PIPELINE, name, [opt, path, PIPELINE, "-o",
+                                                 path + ".out"],
+                           expect, prepare=prepare))
+
+    def verify(name, data, expect):
+        path, prepare = write(name, data)
+        result.append(Case(KIND_PIPELINE, name, [opt, path, "--bitpipe-verify",
+                                                 "-o", path + ".out"],
+                           expect, prepare=prepare))
+
+    def lowering(name, data):
+        path, prepare = write(name, data)
+
+        def check(o):
+            if o.status != "accepted":
+                return None
+            v = outcome.run([opt, path, "--bitpipe-verify", "-o",
+                             path + ".verified"], 60)
+            if v.status == "clear":
+                return ("lowered a program that bitpipe-verify rejects: " +
+                        v.excerpt(1))
+            return None
+        result.append(Case(KIND_LOWERING, name,
+                           [opt, path, "--bitpipe-lower-to-runtime", "-o",
+                            path + ".out"], "any", prepare=prepare,
+                           check=check))
+
+    pipeline("model", model, "valid")
+    verify("programs", programs, "valid")
+    lowering("programs", programs)
+    for name, data in named(model):
+        pipeline(name, data, "invalid")
+    for i in range(mutants):
+        if i % 2:
+            pipeline("model-mutant-%04d" % i,
+                     mutations.mutate(rng, model, mutations.TEXT_MUTATIONS),
+                     "any")
+        else:
+            verify("programs-mutant-%04d" % i,
+                   mutations.mutate(rng, programs, mutations.LINE_MUTATIONS +
+                                    mutations.TEXT_MUTATIONS), "any")
+        lowering("lowering-mutant-%04d" % i,
+                 mutations.mutate(rng, programs, mutations.LINE_MUTATIONS, 1))
+    return result
