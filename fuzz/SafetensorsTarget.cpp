@@ -39,18 +39,21 @@ static int memoryFile(const uint8_t *data, size_t size) {
 }
 
 // Elements of `shape`, or -1 when a dimension is negative or the product
-// does not fit in `limit`.
-static int64_t elementsWithin(const std::vector<int64_t> &shape,
-                              uint64_t limit) {
+// overflows 64 bits (a zero dimension anywhere makes it 0).
+static int64_t elements(const std::vector<int64_t> &shape) {
   uint64_t n = 1;
+  bool overflow = false, zero = false;
   for (int64_t d : shape) {
     if (d < 0)
       return -1;
-    if (d != 0 && n > limit / static_cast<uint64_t>(d))
-      return -1;
-    n *= static_cast<uint64_t>(d);
+    zero |= d == 0;
+    overflow |= __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n);
   }
-  return static_cast<int64_t>(n);
+  if (zero)
+    return 0;
+  return overflow || n > static_cast<uint64_t>(INT64_MAX)
+             ? -1
+             : static_cast<int64_t>(n);
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -76,8 +79,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       size_t width = safetensorsDTypeSize(entry.dtype);
       if (width == 0)
         continue;
-      int64_t n = elementsWithin(entry.shape, dataSize);
-      if (n < 0 || static_cast<uint64_t>(n) * width != entry.end - entry.begin)
+      int64_t n = elements(entry.shape);
+      uint64_t bytes = 0;
+      if (n < 0 ||
+          __builtin_mul_overflow(static_cast<uint64_t>(n), width, &bytes) ||
+          bytes != entry.end - entry.begin)
         bitpipe::fuzz::reportFuzzFinding(
             "the reader listed a tensor whose shape and dtype disagree with "
             "its data offsets");
