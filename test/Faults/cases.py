@@ -20,7 +20,7 @@ VERDICTS = ("accepted", "clear", "crash", "hang", "wrong")
 
 class Case:
     def __init__(self, kind, name, argv, expect, timeout=20, prepare=None,
-                 check=None, env=None):
+                 check=None, env=None, cleanup=None):
         self.kind = kind
         self.name = name
         self.argv = argv          # a list, or a callable returning one
@@ -29,6 +29,7 @@ class Case:
         self.prepare = prepare    # () -> None: writes the case's files
         self.check = check        # (Outcome) -> reason str, or None if fine
         self.env = env
+        self.cleanup = cleanup    # () -> None: after the run, before check
         self.verdict = None
         self.reason = ""
         self.outcome = None
@@ -37,7 +38,12 @@ class Case:
         if self.prepare:
             self.prepare()
         argv = self.argv() if callable(self.argv) else self.argv
-        o = outcome_mod.run([str(a) for a in argv], self.timeout, env=self.env)
+        try:
+            o = outcome_mod.run([str(a) for a in argv], self.timeout,
+                                env=self.env)
+        finally:
+            if self.cleanup:
+                self.cleanup()
         self.outcome = o
         self.verdict, self.reason = judge(self, o)
         return self

@@ -100,11 +100,13 @@ class Fixtures:
         self._run(self.mpirun(2) + [self.exe2, "--data", self.tokens,
                                     "--steps", 1, "--save", self.checkpoint2]
                   + RUN_FLAGS)
-        # What the undamaged checkpoint trains to: a damaged one that loads
-        # must train to the same, or it was silently wrong.
+        # What the undamaged checkpoint trains to, and the checkpoint it
+        # saves: a damaged one that loads must give the same bytes, or it
+        # was silently wrong.
+        self.resumed = self.path("resumed.safetensors")
         self.resumed_losses = losses(self._run(
             [self.exe1, "--data", self.tokens, "--steps", 2,
-             "--load", self.checkpoint] + RUN_FLAGS))
+             "--load", self.checkpoint, "--save", self.resumed] + RUN_FLAGS))
         return self
 
 

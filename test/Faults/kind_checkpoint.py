@@ -1,14 +1,16 @@
 """Checkpoints through the executable's --load: one field damaged at a time
 (non-finite weights and optimizer moments, impossible steps, unknown
 formats, truncations, shapes), byte-mutated checkpoints, which must either
-be refused or train exactly as the undamaged one, and a few on two ranks
-under mpirun. Issue 14's "corrupted checkpoints load"."""
+be refused or train exactly as the undamaged one (the same losses and the
+same saved checkpoint, byte for byte), and a few on two ranks under
+mpirun. Issue 14's "corrupted checkpoints load"."""
 import copy
 import os
 import shutil
 
 import mutations
 from cases import Case
+from fifo import FifoPeer
 from fixtures import RUN_FLAGS, losses, nonfinite_loss
 from safetensors_file import Safetensors
 
@@ -78,6 +80,8 @@ def huge_header(good):
 
 
 def cases(fx, rng, mutants, full=False):
+    """The named cases, the 200,000-entry header with `full`, and
+    `mutants` checkpoints with one byte changed."""
     out_dir = fx.path("checkpoints")
     os.makedirs(out_dir, exist_ok=True)
     good = fx.checkpoint
@@ -85,16 +89,20 @@ def cases(fx, rng, mutants, full=False):
         good_bytes = f.read()
     result = []
 
-    def case(name, data, expect, exe=None, np=1, ckpt=good, same_loss=False,
-             special=None):
+    def case(name, data, expect, exe=None, np=1, ckpt=good, same_result=False,
+             special=None, fifo=False):
         d = os.path.join(out_dir, name)
         src = os.path.join(d, "load.safetensors")
         keep = os.path.join(d, "keep.safetensors")
         exe = exe or fx.exe1
+        # A FIFO fed the good checkpoint by a writer (a shell's <(...)).
+        peer = FifoPeer(src, source=ckpt) if fifo else None
 
         def prepare():
             os.makedirs(d, exist_ok=True)
-            if special:
+            if peer:
+                peer.start()
+            elif special:
                 special(src)
             else:
                 with open(src, "wb") as f:
@@ -108,24 +116,29 @@ def cases(fx, rng, mutants, full=False):
             with open(keep, "rb") as f, open(ckpt, "rb") as g:
                 if o.status != "accepted" and f.read() != g.read():
                     return "a failed run replaced the --save checkpoint"
-            if same_loss and o.status == "accepted" and \
-                    losses(o.output) != fx.resumed_losses:
-                return ("loaded a damaged checkpoint and trained to other "
-                        "losses (%s, undamaged: %s)" %
-                        (" ".join(losses(o.output)),
-                         " ".join(fx.resumed_losses)))
+            if same_result and o.status == "accepted":
+                if losses(o.output) != fx.resumed_losses:
+                    return ("loaded a damaged checkpoint and trained to "
+                            "other losses (%s, undamaged: %s)" %
+                            (" ".join(losses(o.output)),
+                             " ".join(fx.resumed_losses)))
+                with open(keep, "rb") as f, open(fx.resumed, "rb") as g:
+                    if f.read() != g.read():
+                        return ("loaded a damaged checkpoint and saved other "
+                                "weights than the undamaged one trains to")
             return None
         argv = [exe, "--data", fx.tokens, "--steps", 2, "--load", src,
                 "--save", keep] + RUN_FLAGS
         if np > 1:
             argv = fx.mpirun(np) + argv
         result.append(Case(KIND, name, argv, expect, prepare=prepare,
-                           check=check, env=fx.env, timeout=30))
+                           check=check, env=fx.env, timeout=30,
+                           cleanup=peer.stop if peer else None))
 
     for name, data, expect in damaged(good):
         case(name, data, expect)
     case("directory", None, "invalid", special=os.makedirs)
-    case("fifo", None, "invalid", special=os.mkfifo)
+    case("fifo-with-writer", None, "any", fifo=True, same_result=True)
     case("missing", None, "invalid", special=lambda p: None)
     if full:
         case("header-200000-entries", huge_header(good), "any")
@@ -138,5 +151,5 @@ def cases(fx, rng, mutants, full=False):
     for i in range(mutants):
         data = mutations.mutate(rng, good_bytes, [mutations.flip_bit,
                                                   mutations.set_byte], 1)
-        case("mutant-%04d" % i, data, "any", same_loss=True)
+        case("mutant-%04d" % i, data, "any", same_result=True)
     return result

@@ -13,6 +13,7 @@ import os
 import stat
 
 from cases import Case
+from fifo import FifoPeer
 from fixtures import RUN_FLAGS
 
 KIND = "output targets"
@@ -95,7 +96,8 @@ def cases(fx, rng, mutants):
         d = os.path.join(out_dir, slug.strip("-"))
 
         def add(variant, expect, prepare, check, target, failing=False,
-                d=d, build=build, tool_name=tool_name, training=training):
+                d=d, build=build, tool_name=tool_name, training=training,
+                cleanup=None):
             def full_check(o):
                 why = check(o)
                 if not why and training:
@@ -108,7 +110,7 @@ def cases(fx, rng, mutants):
             result.append(Case(KIND, "%s %s" % (tool_name, variant),
                                build(target, failing), expect,
                                prepare=full_prepare, check=full_check,
-                               env=fx.env, timeout=30))
+                               env=fx.env, timeout=30, cleanup=cleanup))
 
         # A directory: refused, and still a directory.
         target = os.path.join(d, "a-directory")
@@ -134,12 +136,13 @@ def cases(fx, rng, mutants):
             return None
         add("symlink", "any", make_link, link_intact, link)
 
-        # A FIFO: refused (writing to one would wait for a reader forever).
+        # A FIFO with a reader (a shell's >(...)): written into as a stream
+        # or refused, never replaced and never a hang.
         fifo = os.path.join(d, "a-fifo")
-        add("fifo", "invalid",
-            lambda f=fifo: os.path.exists(f) or os.mkfifo(f),
+        peer = FifoPeer(fifo)
+        add("fifo", "any", peer.start,
             lambda o, f=fifo: None if stat.S_ISFIFO(os.lstat(f).st_mode)
-            else "replaced a FIFO", fifo)
+            else "replaced a FIFO", fifo, cleanup=peer.stop)
 
         # A character device: written to or refused, never replaced.
         if mknod:

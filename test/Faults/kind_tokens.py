@@ -6,6 +6,7 @@ import struct
 
 import mutations
 from cases import Case
+from fifo import FifoPeer
 from fixtures import RUN_FLAGS, VOCAB, nonfinite_loss
 
 KIND = "token files (--data)"
@@ -29,11 +30,15 @@ def cases(fx, rng, mutants):
         good = f.read()
     result = []
 
-    def case(name, data, expect, flags=(), special=None):
+    def case(name, data, expect, flags=(), special=None, fifo=False):
         path = os.path.join(out_dir, name + ".bin")
+        # A FIFO fed the good tokens by a writer (a shell's <(...)).
+        peer = FifoPeer(path, source=fx.tokens) if fifo else None
 
         def prepare():
-            if special:
+            if peer:
+                peer.start()
+            elif special:
                 if not os.path.exists(path):
                     special(path)
             else:
@@ -41,7 +46,8 @@ def cases(fx, rng, mutants):
                     f.write(data)
         result.append(Case(KIND, name, [fx.exe1, "--data", path, "--steps", 1]
                            + list(flags) + RUN_FLAGS, expect, prepare=prepare,
-                           check=nonfinite_loss, env=fx.env, timeout=30))
+                           check=nonfinite_loss, env=fx.env, timeout=30,
+                           cleanup=peer.stop if peer else None))
 
     case("valid", good, "valid")
     case("empty", b"", "invalid")
@@ -57,7 +63,7 @@ def cases(fx, rng, mutants):
     case("u32-out-of-vocabulary", struct.pack("<4096I", *([1 << 31] * 4096)),
          "invalid", flags=["--data-dtype", "u32"])
     case("directory", None, "invalid", special=os.makedirs)
-    case("fifo", None, "invalid", special=os.mkfifo)
+    case("fifo-with-writer", None, "any", fifo=True)
     case("missing", None, "invalid", special=lambda p: None)
     for i in range(mutants):
         data = mutations.mutate(rng, good, mutations.BYTE_MUTATIONS)
