@@ -24,7 +24,15 @@ def damaged(good):
     out = []
 
     def edit(name, fn, expect="invalid"):
-        s = Safetensors(copy.deepcopy(st.header), st.data)
+        # In the first format's layout (format, step, seed and fingerprint,
+        # no checksums), which loaders still read: a checksum would refuse
+        # every edit before the check of the edited value could.
+        header = copy.deepcopy(st.header)
+        header["__metadata__"] = {
+            k: v for k, v in header["__metadata__"].items()
+            if k in ("step", "seed", "fingerprint")}
+        header["__metadata__"]["format"] = "bitpipe-v1"
+        s = Safetensors(header, st.data)
         fn(s)
         out.append((name, s.encode(), expect))
 
