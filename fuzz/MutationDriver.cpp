@@ -37,6 +37,23 @@
 #include <vector>
 
 namespace fs = std::filesystem;
+
+// AddressSanitizer reserves terabytes of address space for its shadow, so
+// an address-space limit would break it (the libFuzzer build compiles
+// everything with it): there the default is no limit.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BITPIPE_FUZZ_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define BITPIPE_FUZZ_UNDER_ASAN 1
+#endif
+#ifdef BITPIPE_FUZZ_UNDER_ASAN
+static constexpr uint64_t kDefaultMemoryMB = 0;
+#else
+static constexpr uint64_t kDefaultMemoryMB = 4096;
+#endif
 using namespace bitpipe::fuzz;
 
 namespace {
@@ -50,7 +67,7 @@ struct Options {
   std::string crashDir = ".";
   unsigned timeout = 10;
   size_t maxLength = 1 << 20;
-  uint64_t memoryMB = 4096;
+  uint64_t memoryMB = kDefaultMemoryMB; // 0: no limit
   std::vector<std::string> replay;
 };
 
