@@ -4,8 +4,10 @@
 // registers for model IR and per-rank programs (nn, bitpipe, func, arith,
 // tensor), which runs every op, attribute and type verifier of the nn and
 // bitpipe dialects; a module that parses then goes through bitpipe-verify,
-// the whole-module checks of the per-rank programs. Parse errors and
-// verifier errors are refusals, not findings.
+// the whole-module checks of the per-rank programs, and a model (a function
+// with #nn.model) through the whole bitpipe-pipeline (2 devices, 1F1B), as
+// bitpipe-compile runs it. Parse, verifier and pass errors are refusals,
+// not findings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +16,9 @@
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
+#include "bitpipe/Dialect/NN/IR/NNAttrNames.h"
 #include "bitpipe/Transforms/Passes.h"
+#include "bitpipe/Transforms/Pipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -48,8 +52,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!module)
     return 0;
 
-  mlir::PassManager pm(&context);
-  pm.addPass(bitpipe::createVerify());
-  (void)pm.run(*module);
+  mlir::PassManager verify(&context);
+  verify.addPass(bitpipe::createVerify());
+  (void)verify.run(*module);
+
+  bool isModel = false;
+  module->walk([&](mlir::func::FuncOp f) {
+    isModel |= f->hasAttr(bitpipe::nn::attr::kModel);
+  });
+  if (!isModel)
+    return 0;
+  bitpipe::PipelineOptions options;
+  options.devices = 2;
+  options.schedule = "1f1b";
+  mlir::PassManager pipeline(&context);
+  bitpipe::buildPipeline(pipeline, options.toConfig());
+  (void)pipeline.run(*module);
   return 0;
 }
