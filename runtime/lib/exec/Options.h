@@ -50,6 +50,18 @@ Expected<TrainOptions> parseTrainOptions(int argc, char **argv);
 /// The --help text.
 std::string trainUsage(const char *program);
 
+/// Where --dump-rank-params puts \p rank's parameters: DIR/rank<R>.safetensors.
+std::string rankParamsPath(const TrainOptions &o, int rank);
+
+/// The output targets \p rank will write, checked before the first step so
+/// that a typo costs a message, not a finished run (docs/files.md): rank 0's
+/// --save, --trace and --metrics, and every rank's file under
+/// --dump-rank-params (whose directory is created, one level, if missing).
+/// A directory, a missing or read-only parent directory, a symbolic link
+/// (but to a device or a FIFO) or a block device is refused, naming the
+/// flag. Not pure: it looks at the file system.
+Status checkOutputTargets(const TrainOptions &o, int rank);
+
 } // namespace bitpipe::runtime
 
 #endif // BITPIPE_RUNTIME_EXEC_OPTIONS_H

@@ -26,38 +26,6 @@ namespace bitpipe::runtime {
 
 namespace {
 
-/// Whether \p path can be created: its directory exists and is writable.
-/// Checked at start-up so that a typo costs a message, not a finished run.
-Status checkOutputPath(const std::string &flag, const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  std::string dir = slash == std::string::npos ? "."
-                    : slash == 0               ? "/"
-                                               : path.substr(0, slash);
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return Status::error(ErrorCode::NotFound,
-                         flag + " " + path + ": directory '" + dir +
-                             "' does not exist");
-  if (::access(dir.c_str(), W_OK) != 0)
-    return Status::error(ErrorCode::IoError, flag + " " + path +
-                                                 ": directory '" + dir +
-                                                 "' is not writable");
-  return Status::ok();
-}
-
-/// Creates --dump-rank-params' directory if needed (one level).
-Status prepareDumpDir(const std::string &dir) {
-  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
-    return Status::error(ErrorCode::IoError,
-                         "--dump-rank-params " + dir + ": cannot create it: " +
-                             std::strerror(errno));
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return Status::error(ErrorCode::IoError,
-                         "--dump-rank-params " + dir + " is not a directory");
-  return Status::ok();
-}
-
 /// Whether a launcher started this process. Open MPI hands every rank a
 /// pseudo-terminal as stdout, even when mpirun's own output goes to a file,
 /// so isatty() cannot tell a log file from a terminal there.
@@ -107,19 +75,7 @@ Status startUpChecks(const TrainOptions &o, const Manifest &manifest,
     return Status::error(in.status().code(),
                          "--data: " + in.status().message());
   *inputs = in.take();
-  if (rank == 0)
-    for (const auto &[flag, path] :
-         {std::pair<const char *, const std::string &>{"--save", o.savePath},
-          {"--metrics", o.metricsPath},
-          {"--trace", o.tracePath}})
-      if (!path.empty()) {
-        Status s = checkOutputPath(flag, path);
-        if (!s.isOk())
-          return s;
-      }
-  if (!o.dumpRankParamsDir.empty())
-    return prepareDumpDir(o.dumpRankParamsDir);
-  return Status::ok();
+  return checkOutputTargets(o, rank);
 }
 
 /// DDP's start: every replica takes the parameters of its group's first
@@ -171,7 +127,7 @@ private:
   AdamW adam_;
   TraceRecorder trace_;
   uint64_t seed_ = 0;
-  std::FILE *metrics_ = nullptr;
+  std::unique_ptr<MetricsLog> metrics_; // rank 0's --metrics
   std::unique_ptr<StepLogger> logger_;
 };
 
@@ -260,13 +216,16 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
     std::string bubbles;
     for (double b : stats.bubble)
       bubbles += formatString("%s%.4f", bubbles.empty() ? "" : ",", b);
-    std::fprintf(metrics_,
-                 "{\"step\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,"
-                 "\"tokens_per_s\":%.6g,\"seconds\":%.6g,\"bubble\":[%s]}\n",
-                 static_cast<long long>(step), stats.loss, mine.gradNorm,
-                 seconds > 0 ? stats.tokens / seconds : 0.0, seconds,
-                 bubbles.c_str());
-    std::fflush(metrics_);
+    Status written = metrics_->append(formatString(
+        "{\"step\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,"
+        "\"tokens_per_s\":%.6g,\"seconds\":%.6g,\"bubble\":[%s]}",
+        static_cast<long long>(step), stats.loss, mine.gradNorm,
+        seconds > 0 ? stats.tokens / seconds : 0.0, seconds, bubbles.c_str()));
+    // A full disk now would fail the checkpoint too: stop the job at once.
+    if (!written.isOk())
+      comm_.abort(1, formatString("step %lld: --metrics: %s",
+                                  static_cast<long long>(step),
+                                  written.message().c_str()));
   }
 }
 
@@ -300,12 +259,13 @@ int Trainer::run() {
   // nothing. A resumed run appends to the metrics of the run it continues.
   Status opened = Status::ok();
   if (rank_ == 0 && !o_.metricsPath.empty()) {
-    metrics_ = std::fopen(o_.metricsPath.c_str(),
-                          o_.loadPath.empty() ? "w" : "a");
-    if (!metrics_)
-      opened = Status::error(ErrorCode::IoError,
-                             "--metrics " + o_.metricsPath + ": " +
-                                 std::strerror(errno));
+    Expected<std::unique_ptr<MetricsLog>> log =
+        MetricsLog::open(o_.metricsPath, /*append=*/!o_.loadPath.empty());
+    if (log.isOk())
+      metrics_ = log.take();
+    else
+      opened = Status::error(log.status().code(),
+                             "--metrics: " + log.status().message());
   }
   if (!agreeAllOk(comm_, opened))
     return 1;
@@ -367,9 +327,13 @@ int Trainer::run() {
   // schedule. Every rank takes the same branch (the step count is global).
   if (first < o_.steps && !agreeAllOk(comm_, reportMemory(ctx)))
     return 1;
-  if (metrics_)
-    std::fclose(metrics_);
-  metrics_ = nullptr;
+  Status closed = metrics_ ? metrics_->close() : Status::ok();
+  metrics_.reset();
+  if (!agreeAllOk(comm_, closed.isOk() ? closed
+                                       : Status::error(closed.code(),
+                                                       "--metrics: " +
+                                                           closed.message())))
+    return 1;
 
   int64_t last = adam_.stepCount();
   if (!o_.savePath.empty() && !agreeAllOk(comm_, save(o_.savePath, last)))
@@ -383,9 +347,8 @@ int Trainer::run() {
       return 1;
   }
   if (!o_.dumpRankParamsDir.empty()) {
-    std::string path = o_.dumpRankParamsDir + "/rank" +
-                       std::to_string(rank_) + ".safetensors";
-    if (!agreeAllOk(comm_, dumpRankParams(manifest_, store_, path, last)))
+    if (!agreeAllOk(comm_, dumpRankParams(manifest_, store_,
+                                          rankParamsPath(o_, rank_), last)))
       return 1;
   }
   return 0;
