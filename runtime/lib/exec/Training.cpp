@@ -347,8 +347,12 @@ int Trainer::run() {
       return 1;
   }
   if (!o_.dumpRankParamsDir.empty()) {
-    if (!agreeAllOk(comm_, dumpRankParams(manifest_, store_,
-                                          rankParamsPath(o_, rank_), last)))
+    Status d =
+        dumpRankParams(manifest_, store_, rankParamsPath(o_, rank_), last);
+    if (!agreeAllOk(comm_, d.isOk() ? d
+                                    : Status::error(d.code(),
+                                                    "--dump-rank-params: " +
+                                                        d.message())))
       return 1;
   }
   return 0;

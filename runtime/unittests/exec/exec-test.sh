@@ -219,7 +219,7 @@ fault-checkpoint)
   expect_failure 1 FakeSingle "was trained with seed 5, but --seed is 6" \
     --data "$tmp/data.bin" --seed 6 --steps 2 --load "$tmp/good.safetensors" ;;
 fault-output-dir)
-  expect_failure 1 FakeSingle "--save $tmp/nodir/c.safetensors: directory '$tmp/nodir' does not exist" \
+  expect_failure 1 FakeSingle "--save: '$tmp/nodir/c.safetensors' cannot be created: directory '$tmp/nodir' does not exist" \
     "${common[@]}" --steps 1 --save "$tmp/nodir/c.safetensors" ;;
 fault-program) # a miscompiled rank program: one rank's fatal stops both
   start=$(date +%s)
