@@ -27,6 +27,8 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
+#include "core/AtomicFile.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
@@ -604,18 +606,16 @@ LowerProgramToRuntimePass::readSchedule(const sched::World &world,
   return success();
 }
 
+/// Written as every tool writes its outputs (docs/files.md): replaced only
+/// by a complete file, never through a link or over a directory.
 LogicalResult LowerProgramToRuntimePass::writeManifestFile(StringRef text) {
-  std::error_code error;
-  llvm::raw_fd_ostream os(manifestFile, error, llvm::sys::fs::OF_None);
-  if (!error) {
-    os << text << "\n";
-    os.close();
-    error = os.error();
-  }
-  if (error)
+  std::string content = (text + "\n").str();
+  ::bitpipe::runtime::Status written = ::bitpipe::runtime::writeFileAtomically(
+      manifestFile, content.data(), content.size());
+  if (!written.isOk())
     return getOperation().emitError()
            << "cannot write the manifest to '" << manifestFile
-           << "': " << error.message();
+           << "': " << written.message();
   return success();
 }
 
