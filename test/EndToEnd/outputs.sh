@@ -11,6 +11,7 @@
 #    temporary: bitpipe-import, bitpipe-opt, bitpipe-compile (--emit=mlir,
 #    obj, exe), bitpipe-tokenize, --save, --trace, --metrics,
 #    --dump-rank-params;
+#  - Ctrl-C during bitpipe-compile's link leaves no temporary;
 #  - a temporary left by a killed run is removed by the next save.
 #
 #   outputs.sh WORKDIR        (BITPIPE_BIN: the build's bin directory)
@@ -70,8 +71,10 @@ expect() {
 unchanged() {
   if ! cmp -s "$2" "$3"; then
     fail "$1" "'$2' changed"
+    return 1
   elif compgen -G "$2.tmp.*" >/dev/null; then
     fail "$1" "a temporary is left: $(echo "$2".tmp.*)"
+    return 1
   fi
 }
 
@@ -115,6 +118,56 @@ if "${train[@]}" --steps 1 --save "$work/ckpt.safetensors" >"$log" 2>&1 &&
   ok "stale-temporary: removed, with a note"
 else
   fail stale-temporary "not removed, or no note" "$log"
+fi
+
+# 3. Ctrl-C while bitpipe-compile links (SIGINT to its process group, as a
+# terminal sends it): the executable's temporary and the object's scratch
+# file are removed, the previous executable is untouched, and the process
+# ends by the signal. A "linker" that writes its output and waits makes
+# the moment certain.
+cat >"$work/slow-linker" <<'LINKER'
+#!/bin/sh
+while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+echo partial >"$out"
+echo "$out" >"$(dirname "$0")/linker-ready"
+exec sleep 60
+LINKER
+chmod +x "$work/slow-linker"
+echo "old executable" >"$work/linked" && cp "$work/linked" "$work/linked.old"
+mkdir -p "$work/scratch"
+log=$work/interrupted-link.log
+# A script's background job starts with SIGINT ignored; a terminal's
+# foreground job does not: restore the default, then become the compiler.
+default_sigint=("$python" -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])')
+TMPDIR=$work/scratch setsid "${default_sigint[@]}" "$bin/bitpipe-compile" \
+  "$root/examples/gpt-tiny.json" \
+  --devices 1 --schedule gpipe --linker "$work/slow-linker" -o "$work/linked" \
+  >"$log" 2>&1 &
+compiler=$!
+for _ in $(seq 1 1200); do
+  [ -f "$work/linker-ready" ] && break
+  kill -0 $compiler 2>/dev/null || break
+  sleep 0.1
+done
+if [ ! -f "$work/linker-ready" ]; then
+  fail interrupted-link "the linker never ran" "$log"
+  kill -9 -- -$compiler 2>/dev/null
+  wait $compiler 2>/dev/null
+else
+  temporary=$(cat "$work/linker-ready")
+  kill -INT -- -$compiler
+  wait $compiler
+  rc=$?
+  if [ $rc -ne 130 ]; then
+    fail interrupted-link "exit $rc, not 130 (ended by SIGINT)" "$log"
+  elif [ -e "$temporary" ] || [ -n "$(ls -A "$work/scratch")" ]; then
+    fail interrupted-link "left $temporary or scratch files: $(ls -A "$work/scratch")"
+  else
+    unchanged interrupted-link "$work/linked" "$work/linked.old" &&
+      ok "interrupted-link: exit 130, no temporary, the old executable kept"
+  fi
 fi
 
 # 3. A read-only and a full file system: small tmpfs mounts (root only).
