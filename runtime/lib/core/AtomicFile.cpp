@@ -144,36 +144,35 @@ AtomicFileWriter::~AtomicFileWriter() {
   // temp_'s destructor removes the temporary unless commit() released it.
 }
 
-Status AtomicFileWriter::fail(const std::string &what) {
-  int err = errno;
+void AtomicFileWriter::discard() {
   if (fd_ >= 0 && ownsFd_)
     ::close(fd_);
   fd_ = -1;
   temp_.remove();
-  std::string message = "cannot write '" + path_ + "': " + what;
-  if (err)
-    message += ": " + errnoText(err);
+}
+
+Status AtomicFileWriter::failed(std::string message) {
+  discard();
   if (kind_ == OutputKind::File)
     message += " (the previous '" + path_ + "', if any, is unchanged)";
   return Status::error(ErrorCode::IoError, message);
 }
 
+Status AtomicFileWriter::fail(const std::string &what) {
+  int err = errno;
+  std::string message = "cannot write '" + path_ + "': " + what;
+  if (err)
+    message += ": " + errnoText(err);
+  return failed(message);
+}
+
 Status AtomicFileWriter::write(const void *data, size_t bytes) {
-  if (fd_ < 0)
-    return Status::error(ErrorCode::IoError,
-                         "cannot write '" + path_ + "': it is closed");
-  Status s = writeAll(fd_, data, bytes, path_);
-  if (!s.isOk()) {
-    std::string message = s.message();
-    if (kind_ == OutputKind::File)
-      message += " (the previous '" + path_ + "', if any, is unchanged)";
-    if (fd_ >= 0 && ownsFd_)
-      ::close(fd_);
-    fd_ = -1;
-    temp_.remove();
-    return Status::error(ErrorCode::IoError, message);
+  if (fd_ < 0) {
+    errno = 0;
+    return fail("it is closed");
   }
-  return s;
+  Status s = writeAll(fd_, data, bytes, path_);
+  return s.isOk() ? s : failed(s.message());
 }
 
 Status AtomicFileWriter::closeForExternalWriter() {
@@ -205,8 +204,10 @@ Status AtomicFileWriter::commit() {
     if (fd_ < 0)
       return fail("cannot open its temporary '" + tempPath() + "'");
   }
-  if (fd_ < 0)
+  if (fd_ < 0) {
+    errno = 0;
     return fail("it is closed");
+  }
   if (::fsync(fd_) != 0)
     return fail("cannot fsync its temporary '" + tempPath() + "'");
   int fd = fd_;

@@ -67,6 +67,12 @@ private:
       : path_(std::move(path)), kind_(kind), fd_(fd), ownsFd_(ownsFd),
         temp_(std::move(temp)) {}
 
+  /// Closes the descriptor and removes the temporary: the destination
+  /// stays as it was.
+  void discard();
+  /// discard(), and \p message (complete) as an error, saying so.
+  Status failed(std::string message);
+  /// failed("cannot write '<path>': <what>: <errno's text>").
   Status fail(const std::string &what);
 
   std::string path_;
