@@ -97,23 +97,10 @@ Expected<AtomicFileWriter> AtomicFileWriter::open(const std::string &path) {
   if (!kind.isOk())
     return kind.status();
   if (*kind == OutputKind::Stream) {
-    if (path == "-")
-      return AtomicFileWriter(path, OutputKind::Stream, STDOUT_FILENO,
-                              /*ownsFd=*/false, RemovedTemporary());
-    // No O_CREAT, no O_TRUNC: a stream is written into, never created.
-    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-      return Status::error(ErrorCode::IoError, "cannot open '" + path +
-                                                   "': " + errnoText(errno));
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
-      ::close(fd);
-      return Status::error(ErrorCode::IoError,
-                           "'" + path + "' changed while it was opened (it "
-                           "was a device or a FIFO); nothing was written");
-    }
-    return AtomicFileWriter(path, OutputKind::Stream, fd, /*ownsFd=*/true,
-                            RemovedTemporary());
+    Expected<int> fd = openOutputStream(path);
+    if (!fd.isOk())
+      return fd.status();
+    return AtomicFileWriter(path, OutputKind::Stream, *fd, RemovedTemporary());
   }
   removeStaleTemporaries(path);
   // Registered before it exists, so that no signal can leave it behind.
@@ -127,25 +114,24 @@ Expected<AtomicFileWriter> AtomicFileWriter::open(const std::string &path) {
                          "temporary '" + tempPathOf(path, ::getpid()) +
                              "': " + errnoText(err));
   }
-  return AtomicFileWriter(path, OutputKind::File, fd, /*ownsFd=*/true,
-                          std::move(temp));
+  return AtomicFileWriter(path, OutputKind::File, fd, std::move(temp));
 }
 
 AtomicFileWriter::AtomicFileWriter(AtomicFileWriter &&other) noexcept
     : path_(std::move(other.path_)), kind_(other.kind_), fd_(other.fd_),
-      ownsFd_(other.ownsFd_), externalWriter_(other.externalWriter_),
+      externalWriter_(other.externalWriter_),
       temp_(std::move(other.temp_)) {
   other.fd_ = -1;
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
-  if (fd_ >= 0 && ownsFd_)
+  if (fd_ >= 0)
     ::close(fd_);
   // temp_'s destructor removes the temporary unless commit() released it.
 }
 
 void AtomicFileWriter::discard() {
-  if (fd_ >= 0 && ownsFd_)
+  if (fd_ >= 0)
     ::close(fd_);
   fd_ = -1;
   temp_.remove();
@@ -194,7 +180,7 @@ Status AtomicFileWriter::commit() {
   if (kind_ == OutputKind::Stream) {
     int fd = fd_;
     fd_ = -1;
-    if (fd >= 0 && ownsFd_ && ::close(fd) != 0)
+    if (fd >= 0 && ::close(fd) != 0)
       return fail("cannot close it");
     return Status::ok();
   }

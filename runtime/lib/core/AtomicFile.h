@@ -14,8 +14,8 @@
 // destination, with a note on stderr.
 //
 // Which destinations are written how, and which are refused, is
-// OutputDestination.h's rule: "-", character devices and FIFOs are written
-// into; directories, symbolic links (but those to a stream), block devices
+// OutputDestination.h's rule: "-", /dev/stdout, character devices and FIFOs
+// are written into; directories, symbolic links (but those to a stream), block devices
 // and sockets are refused.
 //
 //===----------------------------------------------------------------------===//
@@ -62,10 +62,9 @@ public:
   const std::string &tempPath() const { return temp_.path(); }
 
 private:
-  AtomicFileWriter(std::string path, OutputKind kind, int fd, bool ownsFd,
+  AtomicFileWriter(std::string path, OutputKind kind, int fd,
                    RemovedTemporary temp)
-      : path_(std::move(path)), kind_(kind), fd_(fd), ownsFd_(ownsFd),
-        temp_(std::move(temp)) {}
+      : path_(std::move(path)), kind_(kind), fd_(fd), temp_(std::move(temp)) {}
 
   /// Closes the descriptor and removes the temporary: the destination
   /// stays as it was.
@@ -78,7 +77,6 @@ private:
   std::string path_;
   OutputKind kind_;
   int fd_ = -1;
-  bool ownsFd_ = true;
   bool externalWriter_ = false;
   RemovedTemporary temp_;
 };

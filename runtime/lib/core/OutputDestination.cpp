@@ -2,9 +2,12 @@
 
 #include "OutputDestination.h"
 
+#include <cstdlib>
+
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,9 +63,56 @@ std::string parentDirectory(const std::string &path) {
   return path.substr(0, slash);
 }
 
+int descriptorNamedBy(const std::string &path) {
+  if (path == "-" || path == "/dev/stdout")
+    return STDOUT_FILENO;
+  if (path == "/dev/stderr")
+    return STDERR_FILENO;
+  for (const char *dir : {"/dev/fd/", "/proc/self/fd/"}) {
+    size_t n = std::strlen(dir);
+    if (path.compare(0, n, dir) != 0 || path.size() == n ||
+        path.size() > n + 6 ||
+        path.find_first_not_of("0123456789", n) != std::string::npos)
+      continue;
+    return std::atoi(path.c_str() + n);
+  }
+  return -1;
+}
+
+Expected<int> openOutputStream(const std::string &path) {
+  int named = descriptorNamedBy(path);
+  if (named >= 0) {
+    int fd = ::fcntl(named, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+      return Status::error(ErrorCode::IoError,
+                           "cannot write '" + path + "': descriptor " +
+                               std::to_string(named) + " is not open (" +
+                               std::strerror(errno) + ")");
+    return fd;
+  }
+  // No O_CREAT, no O_TRUNC: a stream is written into, never created.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::error(ErrorCode::IoError, "cannot open '" + path +
+                                                 "': " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !isStream(st.st_mode)) {
+    ::close(fd);
+    return Status::error(ErrorCode::IoError,
+                         "'" + path + "' changed while it was opened (it was "
+                         "a device or a FIFO); nothing was written");
+  }
+  return fd;
+}
+
 Expected<OutputKind> checkOutputDestination(const std::string &path) {
-  if (path == "-")
+  int named = descriptorNamedBy(path);
+  if (named >= 0) {
+    if (::fcntl(named, F_GETFD) < 0)
+      return refuse(path, "names descriptor " + std::to_string(named) +
+                              ", which is not open");
     return OutputKind::Stream;
+  }
   if (path.empty())
     return Status::error(ErrorCode::InvalidArgument,
                          "an empty path names no file");

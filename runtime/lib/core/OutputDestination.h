@@ -6,10 +6,10 @@
 //  - a regular file, or a name that does not exist yet in an existing,
 //    writable directory: written to "<path>.tmp.<pid>" and renamed over it
 //    (AtomicFile.h), so the old file stays whole until the new one is;
-//  - "-" (standard output), a character device (/dev/null, a terminal) or
-//    a FIFO, also when named through a symbolic link (/dev/stdout,
-//    /dev/fd/N of a shell's process substitution): written into, as a
-//    stream; nothing is created or replaced;
+//  - "-" (standard output) and the names of open descriptors (/dev/stdout,
+//    /dev/stderr, /dev/fd/N, /proc/self/fd/N), a character device
+//    (/dev/null, a terminal) or a FIFO, also when named through a symbolic
+//    link: written into, as a stream; nothing is created or replaced;
 //  - anything else is refused, before any work is done, with what it is:
 //    a directory, a symbolic link to a regular file, a directory or nothing
 //    (replacing the link would break it; writing through it would bypass
@@ -43,6 +43,18 @@ Expected<OutputKind> checkOutputDestination(const std::string &path);
 
 /// The directory that holds \p path ("." for a bare name).
 std::string parentDirectory(const std::string &path);
+
+/// The open descriptor \p path names, -1 for none: "-" and /dev/stdout are
+/// 1, /dev/stderr 2, /dev/fd/N and /proc/self/fd/N are N. Such a path is a
+/// stream whatever the descriptor is (`-o /dev/stdout > out.mlir` is the
+/// shell's regular file, and stays the shell's).
+int descriptorNamedBy(const std::string &path);
+
+/// Opens a Stream destination (checkOutputDestination) for writing: a
+/// descriptor name is duplicated, so that the shell's redirection (its
+/// offset, its append mode) holds; a device or a FIFO is opened without
+/// creating or truncating anything, and must still be one once open.
+Expected<int> openOutputStream(const std::string &path);
 
 } // namespace bitpipe::runtime
 

@@ -116,17 +116,20 @@ Expected<std::unique_ptr<MetricsLog>> MetricsLog::open(const std::string &path,
   Expected<OutputKind> kind = checkOutputDestination(path);
   if (!kind.isOk())
     return kind.status();
-  bool regular = *kind == OutputKind::File;
-  int fd = path == "-" ? ::dup(STDOUT_FILENO)
-           : regular   ? ::open(path.c_str(),
-                                O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
-                                    (append ? O_APPEND : O_TRUNC),
-                                0666)
-                       : ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (*kind == OutputKind::Stream) {
+    Expected<int> stream = openOutputStream(path);
+    if (!stream.isOk())
+      return stream.status();
+    return std::unique_ptr<MetricsLog>(new MetricsLog(path, *stream, false));
+  }
+  int fd = ::open(path.c_str(),
+                  O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+                      (append ? O_APPEND : O_TRUNC),
+                  0666);
   if (fd < 0)
     return Status::error(ErrorCode::IoError, "cannot open '" + path +
                                                  "': " + std::strerror(errno));
-  return std::unique_ptr<MetricsLog>(new MetricsLog(path, fd, regular));
+  return std::unique_ptr<MetricsLog>(new MetricsLog(path, fd, true));
 }
 
 MetricsLog::~MetricsLog() {

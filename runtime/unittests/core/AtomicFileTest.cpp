@@ -226,6 +226,45 @@ TEST_F(AtomicFileTest, WritesIntoDevicesFifosAndLinksToThem) {
   EXPECT_EQ(entries().size(), 2u); // the link and the FIFO, no temporary
 }
 
+TEST_F(AtomicFileTest, DescriptorNamesAreTheShellsRedirections) {
+  // `tool -o /dev/stdout >> log`: /dev/stdout resolves to the regular file
+  // log, which is the shell's: appended to through the descriptor, not
+  // refused as a link, not replaced, not written from offset 0.
+  std::string log = path("log");
+  put(log, "head\n");
+  pid_t child = ::fork();
+  if (child == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_APPEND);
+    ::dup2(fd, STDOUT_FILENO);
+    Status s = writeFileAtomically("/dev/stdout", "body\n", 5);
+    ::_exit(s.isOk() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(get(log), "head\nbody\n");
+  EXPECT_EQ(entries(), std::vector<std::string>{"log"});
+
+  // /dev/fd/N of a pipe, as a shell's >(...) names it.
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  Expected<AtomicFileWriter> w =
+      AtomicFileWriter::open("/dev/fd/" + std::to_string(fds[1]));
+  ASSERT_TRUE(w.isOk()) << w.status().message();
+  EXPECT_EQ(w->kind(), OutputKind::Stream);
+  ASSERT_TRUE(w->write("piped", 5).isOk());
+  ASSERT_TRUE(w->commit().isOk());
+  ::close(fds[1]);
+  char buf[16] = {};
+  EXPECT_EQ(::read(fds[0], buf, sizeof buf), 5);
+  ::close(fds[0]);
+  EXPECT_EQ(std::string(buf), "piped");
+
+  Status s = writeFileAtomically("/dev/fd/987", "x", 1);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.message(), "'/dev/fd/987' names descriptor 987, which is not open");
+}
+
 TEST_F(AtomicFileTest, RefusesAMissingOrNonDirectoryParent) {
   Status s = writeFileAtomically(path("no/such/out"), "x", 1);
   ASSERT_FALSE(s.isOk());
