@@ -53,6 +53,7 @@ std::string Executor::describeCall(const std::string &op) const {
 void Executor::beginStep(int64_t step) {
   step_ = step;
   stepped_ = false;
+  nonFiniteGradNorm_ = false;
   lossSum_ = 0;
   lossCount_ = 0;
   lastStageCall_ = StageCall();
@@ -649,7 +650,15 @@ Status Executor::optimizerStep(int64_t microbatches) {
   BP_ASSIGN(r, host.allReduceStart(&total, 1, DType::F64, kWorldGroup));
   BP_TRY(host.allReduceWait(r));
   gradNorm_ = std::sqrt(total);
-  BP_TRY(arrays.adamwStep(optimizer_, n, total));
+  // A NaN or Inf gradient anywhere makes the sum NaN or Inf on every rank
+  // alike, so every rank takes the same branch. The trainer stops the job
+  // after this step (docs/training-semantics.md, "Non-finite values"); the
+  // update still runs, unclipped (the norm is unknown), so that the
+  // non-finite gradients land in the first moments, where the trainer finds
+  // the first parameter that went non-finite in the host image on every
+  // target, without a target-specific read of the gradients.
+  nonFiniteGradNorm_ = !std::isfinite(total);
+  BP_TRY(arrays.adamwStep(optimizer_, n, nonFiniteGradNorm_ ? 0.0 : total));
   BP_TRY(arrays.zeroGradients());
   stepped_ = true;
   return Status::ok();

@@ -81,6 +81,10 @@ public:
   /// The global norm of the step's mean gradient (before clipping), the
   /// same on every rank; set by the optimizer step.
   double gradNorm() const { return gradNorm_; }
+  /// Whether that norm was NaN or infinite (the same on every rank): the
+  /// step's update ran unclipped on non-finite gradients, and training must
+  /// stop (Training.cpp).
+  bool nonFiniteGradNorm() const { return nonFiniteGradNorm_; }
 
   // The calls of program.h.
   Status loadInput(int32_t value, int32_t kind, int64_t mb, int64_t count);
@@ -182,6 +186,7 @@ private:
   double lossSum_ = 0;
   int64_t lossCount_ = 0;
   double gradNorm_ = 0;
+  bool nonFiniteGradNorm_ = false;
 };
 
 } // namespace bitpipe::runtime
