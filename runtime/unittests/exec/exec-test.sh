@@ -218,6 +218,19 @@ fault-checkpoint)
     "${common[@]}" --steps 2 --load "$tmp/other.safetensors"
   expect_failure 1 FakeSingle "was trained with seed 5, but --seed is 6" \
     --data "$tmp/data.bin" --seed 6 --steps 2 --load "$tmp/good.safetensors" ;;
+fault-nonfinite) # docs/training-semantics.md, "Non-finite values"
+  # The loss is on rank 1 only (the last stage); rank 0 holds the first
+  # parameter: both stop at step 2 (--lr 1e30: the first update reaches
+  # 1e31, the second forward overflows), and nothing is saved. --metrics
+  # goes elsewhere: it is written as training goes.
+  expect_failure 2 FakePipe2 "^bitpipe: rank 0: error: step 2: the loss is not finite and the global gradient norm is -?nan; the first parameter \(in model order\) that went non-finite is 'embed.tokens' .*training stops" \
+    "${common[@]}" --lr 1e30 --steps 5 --metrics "$tmp/metrics.jsonl"
+  # A checkpoint with a NaN is refused on load; the run saves nothing.
+  must_run 1 FakeSingle "${common[@]}" --steps 1 --save "$tmp/good.safetensors"
+  /usr/bin/python3 "$(dirname "$0")/../../../test/EndToEnd/spoil-checkpoint.py" \
+    "$tmp/good.safetensors" "$tmp/nan.safetensors" nan-weight hidden.bias
+  expect_failure 2 FakePipe2 "^bitpipe: rank 0: error: --load: checkpoint '$tmp/nan.safetensors': tensor 'hidden.bias' element 0 is nan, expected a finite value" \
+    "${common[@]}" --steps 2 --load "$tmp/nan.safetensors" --metrics "$tmp/metrics.jsonl" ;;
 fault-output-dir)
   expect_failure 1 FakeSingle "--save $tmp/nodir/c.safetensors: directory '$tmp/nodir' does not exist" \
     "${common[@]}" --steps 1 --save "$tmp/nodir/c.safetensors" ;;
