@@ -54,6 +54,7 @@ void Executor::beginStep(int64_t step) {
   step_ = step;
   stepped_ = false;
   nonFiniteGradNorm_ = false;
+  skippedUpdate_ = false;
   lossSum_ = 0;
   lossCount_ = 0;
   lastStageCall_ = StageCall();
@@ -657,8 +658,16 @@ Status Executor::optimizerStep(int64_t microbatches) {
   // non-finite gradients land in the first moments, where the trainer finds
   // the first parameter that went non-finite in the host image on every
   // target, without a target-specific read of the gradients.
+  // With --skip-nonfinite-steps the update is skipped instead, as a
+  // loss-scaling optimizer skips an overflowed step; the step still counts
+  // (its count selects the data and is what a checkpoint resumes from).
   nonFiniteGradNorm_ = !std::isfinite(total);
-  BP_TRY(arrays.adamwStep(optimizer_, n, nonFiniteGradNorm_ ? 0.0 : total));
+  if (nonFiniteGradNorm_ && skipNonFiniteUpdate_) {
+    skippedUpdate_ = true;
+    optimizer_.setStepCount(optimizer_.stepCount() + 1);
+  } else {
+    BP_TRY(arrays.adamwStep(optimizer_, n, nonFiniteGradNorm_ ? 0.0 : total));
+  }
   BP_TRY(arrays.zeroGradients());
   stepped_ = true;
   return Status::ok();

@@ -85,6 +85,12 @@ public:
   /// step's update ran unclipped on non-finite gradients, and training must
   /// stop (Training.cpp).
   bool nonFiniteGradNorm() const { return nonFiniteGradNorm_; }
+  /// Whether the next steps skip their update when that norm is not finite
+  /// (--skip-nonfinite-steps): the step then counts, but changes no
+  /// parameter or moment.
+  void setSkipNonFiniteUpdate(bool skip) { skipNonFiniteUpdate_ = skip; }
+  /// Whether this step's update was skipped so (the same on every rank).
+  bool skippedUpdate() const { return skippedUpdate_; }
 
   // The calls of program.h.
   Status loadInput(int32_t value, int32_t kind, int64_t mb, int64_t count);
@@ -187,6 +193,8 @@ private:
   int64_t lossCount_ = 0;
   double gradNorm_ = 0;
   bool nonFiniteGradNorm_ = false;
+  bool skipNonFiniteUpdate_ = false;
+  bool skippedUpdate_ = false;
 };
 
 } // namespace bitpipe::runtime

@@ -182,6 +182,9 @@ private:
   uint64_t seed_ = 0;
   std::FILE *metrics_ = nullptr;
   std::unique_ptr<StepLogger> logger_;
+  // --skip-nonfinite-steps: updates skipped in a row now, and in all.
+  int64_t skippedInARow_ = 0;
+  int64_t skipped_ = 0;
 };
 
 Status Trainer::save(const std::string &path, int64_t step) {
@@ -218,14 +221,40 @@ bool Trainer::stepIsFinite(int64_t step, const bp_rt_context &ctx) {
            formatString("step %lld's loss and gradient-norm check",
                         static_cast<long long>(step))))
     any |= flags;
-  if (any == 0)
+  if (any == 0) {
+    skippedInARow_ = 0;
     return true;
+  }
+  // A skipped update (the same on every rank: the norm is global) with
+  // --skip-nonfinite-steps; its loss is as non-finite as its gradients.
+  if (ctx.skippedUpdate()) {
+    ++skippedInARow_;
+    ++skipped_;
+    if (rank_ == 0) {
+      std::fflush(stdout);
+      std::fprintf(stderr,
+                   "bitpipe: warning: step %lld: the global gradient norm is "
+                   "%g: its update is skipped (%lld in a row, at most %lld "
+                   "with --skip-nonfinite-steps; %lld in all)\n",
+                   static_cast<long long>(step), ctx.gradNorm(),
+                   static_cast<long long>(skippedInARow_),
+                   static_cast<long long>(o_.skipNonFiniteSteps),
+                   static_cast<long long>(skipped_));
+      std::fflush(stderr);
+    }
+    return true;
+  }
   std::string known;
   if (any & kLossNonFinite)
     known = "the loss is not finite";
   if (any & kGradNormNonFinite)
     known += formatString("%sthe global gradient norm is %g",
                           known.empty() ? "" : " and ", ctx.gradNorm());
+  if (skippedInARow_ > 0)
+    known += formatString(" after %lld skipped updates in a row "
+                          "(--skip-nonfinite-steps %lld)",
+                          static_cast<long long>(skippedInARow_),
+                          static_cast<long long>(o_.skipNonFiniteSteps));
   stateIsFinite(step, known);
   return false;
 }
@@ -363,10 +392,16 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
     std::string bubbles;
     for (double b : stats.bubble)
       bubbles += formatString("%s%.4f", bubbles.empty() ? "" : ",", b);
+    // JSON has no NaN or Inf: a non-finite loss or norm (the step that
+    // stops training, stepIsFinite) is written as null.
+    auto number = [](double x) {
+      return std::isfinite(x) ? formatString("%.9g", x) : std::string("null");
+    };
     std::fprintf(metrics_,
-                 "{\"step\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,"
+                 "{\"step\":%lld,\"loss\":%s,\"grad_norm\":%s,"
                  "\"tokens_per_s\":%.6g,\"seconds\":%.6g,\"bubble\":[%s]}\n",
-                 static_cast<long long>(step), stats.loss, mine.gradNorm,
+                 static_cast<long long>(step), number(stats.loss).c_str(),
+                 number(mine.gradNorm).c_str(),
                  seconds > 0 ? stats.tokens / seconds : 0.0, seconds,
                  bubbles.c_str());
     std::fflush(metrics_);
@@ -446,6 +481,7 @@ int Trainer::run() {
                 static_cast<long long>(o_.steps));
   for (int64_t step = first; step < o_.steps; ++step) {
     double start = trace_.nowUs();
+    ctx.setSkipNonFiniteUpdate(skippedInARow_ < o_.skipNonFiniteSteps);
     ctx.beginStep(step);
     program(&ctx);
     s = ctx.endStep();
@@ -467,6 +503,11 @@ int Trainer::run() {
   }
   if (logger_)
     logger_->finish();
+  if (skipped_ > 0 && rank_ == 0)
+    std::printf("bitpipe: %lld of %lld steps skipped their update "
+                "(non-finite gradients, --skip-nonfinite-steps)\n",
+                static_cast<long long>(skipped_),
+                static_cast<long long>(o_.steps - first));
   // The last update has no next step to show it (see stepIsFinite).
   if (first < o_.steps && !stateIsFinite(o_.steps, ""))
     return 1;
