@@ -53,8 +53,7 @@ Arena::create(const std::vector<RegionSpec> &regions) {
           formatString("arena: cannot reserve %llu bytes (%.1f MiB) of host "
                        "memory for %zu regions",
                        static_cast<unsigned long long>(total),
-                       static_cast<double>(total) / (1 << 20),
-                       regions.size()));
+                       static_cast<double>(total) / (1 << 20), regions.size()));
   }
   arena->total_ = total;
   return std::move(arena);

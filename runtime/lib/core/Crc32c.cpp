@@ -39,10 +39,10 @@ uint32_t crc32c(const void *data, size_t bytes, uint32_t previous) {
   uint32_t c = ~previous;
   while (bytes >= 8) {
     // Little-endian load of the first four bytes into the running CRC.
-    uint32_t lo = c ^ (static_cast<uint32_t>(p[0]) |
-                       static_cast<uint32_t>(p[1]) << 8 |
-                       static_cast<uint32_t>(p[2]) << 16 |
-                       static_cast<uint32_t>(p[3]) << 24);
+    uint32_t lo =
+        c ^
+        (static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24);
     c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^
         t[4][lo >> 24] ^ t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
     p += 8;

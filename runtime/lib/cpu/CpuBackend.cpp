@@ -34,8 +34,8 @@ template <typename T> struct HostArray {
   int64_t count = 0;
   bool allocate(int64_t n) {
     count = n;
-    data.reset(static_cast<T *>(std::calloc(static_cast<size_t>(n ? n : 1),
-                                            sizeof(T))));
+    data.reset(static_cast<T *>(
+        std::calloc(static_cast<size_t>(n ? n : 1), sizeof(T))));
     return data != nullptr;
   }
   T *get() { return data.get(); }
@@ -61,8 +61,7 @@ public:
                        "elements of %zu bytes (%.0f bytes, %.2f GiB) of host "
                        "memory for %zu parameter tensors",
                        what, static_cast<long long>(n), width, bytes,
-                       bytes / (1024.0 * 1024.0 * 1024.0),
-                       layout.all.size()));
+                       bytes / (1024.0 * 1024.0 * 1024.0), layout.all.size()));
     };
     if (n < 0)
       return fail("arrays (a negative size)", sizeof(float));
@@ -126,9 +125,9 @@ private:
   std::vector<AdamWParam> view(const std::vector<ParamSegment> &segments) {
     std::vector<AdamWParam> out;
     for (const ParamSegment &s : segments)
-      out.push_back({s.name, params_.get() + s.offset,
-                     grads_.get() + s.offset, m_.get() + s.offset,
-                     v_.get() + s.offset, s.count, s.decay});
+      out.push_back({s.name, params_.get() + s.offset, grads_.get() + s.offset,
+                     m_.get() + s.offset, v_.get() + s.offset, s.count,
+                     s.decay});
     return out;
   }
 

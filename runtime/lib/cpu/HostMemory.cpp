@@ -108,8 +108,7 @@ void *allocateForGeneratedCode(size_t bytes) {
                "tensor of %zu bytes (%.1f MiB) could not be allocated (the "
                "tensor pool holds %lld bytes in use, %lld reserved)\n",
                bytes, static_cast<double>(bytes) / (1 << 20),
-               static_cast<long long>(inUse),
-               static_cast<long long>(reserved));
+               static_cast<long long>(inUse), static_cast<long long>(reserved));
   std::fflush(stderr);
   std::_Exit(1);
 }

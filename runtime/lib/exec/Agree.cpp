@@ -31,9 +31,9 @@ std::vector<int32_t> gatherFromEveryRank(Communicator &comm, int32_t mine,
 bool agreeAllOk(Communicator &comm, const Status &local) {
   std::vector<int32_t> failed = gatherFromEveryRank(
       comm, local.isOk() ? 0 : 1,
-      local.isOk() ? std::string("start-up checks")
-                   : "start-up checks (this rank's error: " +
-                         local.message() + ")");
+      local.isOk()
+          ? std::string("start-up checks")
+          : "start-up checks (this rank's error: " + local.message() + ")");
   for (size_t k = 0; k < failed.size(); ++k)
     if (failed[k]) {
       if (static_cast<int>(k) == comm.rank())

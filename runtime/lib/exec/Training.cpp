@@ -278,8 +278,7 @@ bool Trainer::stateIsFinite(int64_t step, const std::string &known) {
     const ParamSpec &spec = manifest_.params[p];
     Status s = checkCheckpointValues(
         {spec.name, spec.shape, store_.hostParam(static_cast<int>(p)),
-         store_.hostM(static_cast<int>(p)),
-         store_.hostV(static_cast<int>(p))});
+         store_.hostM(static_cast<int>(p)), store_.hostV(static_cast<int>(p))});
     if (!s.isOk()) {
       first = static_cast<int32_t>(p);
       detail = s.message();
@@ -287,10 +286,10 @@ bool Trainer::stateIsFinite(int64_t step, const std::string &known) {
     }
   }
   store_.releaseHost();
-  std::vector<int32_t> firsts = gatherFromEveryRank(
-      comm_, first,
-      formatString("step %lld's parameter check",
-                   static_cast<long long>(step)));
+  std::vector<int32_t> firsts =
+      gatherFromEveryRank(comm_, first,
+                          formatString("step %lld's parameter check",
+                                       static_cast<long long>(step)));
   int printer = 0;
   for (size_t r = 0; r < firsts.size(); ++r)
     if (firsts[r] < firsts[printer])
@@ -300,8 +299,7 @@ bool Trainer::stateIsFinite(int64_t step, const std::string &known) {
   if (rank_ == printer) {
     std::string message =
         formatString("step %lld: ", static_cast<long long>(step)) +
-        (known.empty() ? "the update made the parameters non-finite"
-                       : known);
+        (known.empty() ? "the update made the parameters non-finite" : known);
     if (first != INT32_MAX)
       message += "; the first parameter (in model order) that went "
                  "non-finite is '" +

@@ -144,16 +144,15 @@ Status loadCheckpoint(const std::string &path,
     return Status::error(ErrorCode::FormatError,
                          "checkpoint '" + path + "': " + what);
   };
-  const std::string known =
-      std::string(kCheckpointFormat) + ", " + kFormatV1;
+  const std::string known = std::string(kCheckpointFormat) + ", " + kFormatV1;
   const std::string *format = reader.metadataValue("format");
   if (!format)
     return bad("__metadata__ has no \"format\" (expected one of: " + known +
                "; not written by bitpipe?)");
   const bool checksummed = *format == kCheckpointFormat;
   if (!checksummed && *format != kFormatV1)
-    return bad("unknown format '" + *format + "' (this build reads: " +
-               known + ")");
+    return bad("unknown format '" + *format + "' (this build reads: " + known +
+               ")");
   const std::string *metaCrc = reader.metadataValue(kMetadataCrcKey);
   if (checksummed) {
     if (!metaCrc)
@@ -166,7 +165,8 @@ Status loadCheckpoint(const std::string &path,
                  ", computed " + computed + "): the file is corrupt");
   } else if (metaCrc) {
     // A v1 file has no checksums: this one's format field was changed.
-    return bad("format '" + *format + "' has no checksums, but this file "
+    return bad("format '" + *format +
+               "' has no checksums, but this file "
                "carries them: the format field is corrupt");
   }
   const std::string *fp = reader.metadataValue("fingerprint");
@@ -204,13 +204,15 @@ Status loadCheckpoint(const std::string &path,
     const std::string *stored = reader.metadataValue(kCrcPrefix + name);
     if (!stored)
       return bad("tensor '" + name + "' has no checksum (\"" + kCrcPrefix +
-                 name + "\" is missing from __metadata__): the file is "
+                 name +
+                 "\" is missing from __metadata__): the file is "
                  "corrupt");
-    std::string computed = crc32cHex(crc32c(
-        out, static_cast<size_t>(numElements(shape)) * sizeof(float)));
+    std::string computed = crc32cHex(
+        crc32c(out, static_cast<size_t>(numElements(shape)) * sizeof(float)));
     if (*stored != computed)
       return bad("tensor '" + name + "' fails its CRC-32C check (stored " +
-                 *stored + ", computed " + computed + "): the file is "
+                 *stored + ", computed " + computed +
+                 "): the file is "
                  "corrupt");
     return Status::ok();
   };

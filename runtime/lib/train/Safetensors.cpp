@@ -8,11 +8,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <unordered_set>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <unordered_set>
 
 namespace bitpipe::runtime {
 

@@ -32,9 +32,9 @@ TEST(Crc32cTest, IsIncrementalAtEveryCut) {
   std::string text = "The quick brown fox jumps over the lazy dog, twice over";
   uint32_t whole = crc32c(text.data(), text.size());
   for (size_t cut = 0; cut <= text.size(); ++cut)
-    EXPECT_EQ(crc32c(text.data() + cut, text.size() - cut,
-                     crc32c(text.data(), cut)),
-              whole)
+    EXPECT_EQ(
+        crc32c(text.data() + cut, text.size() - cut, crc32c(text.data(), cut)),
+        whole)
         << "cut at " << cut;
 }
 

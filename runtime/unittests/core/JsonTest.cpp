@@ -47,8 +47,8 @@ TEST(JsonTest, DuplicateNamesAreRefusedInSmallAndLargeObjects) {
     for (int i = 0; i < 40; ++i)
       text += "\"k" + std::to_string(i) + "\":" + std::to_string(i) + ",";
     text += "\"k" + std::to_string(dupOf) + "\":0}";
-    expectError(text, "duplicate member name \"k" + std::to_string(dupOf) +
-                          "\"");
+    expectError(text,
+                "duplicate member name \"k" + std::to_string(dupOf) + "\"");
   }
   std::string distinct = "{";
   for (int i = 0; i < 40; ++i)

@@ -109,8 +109,8 @@ namespace {
 
 TEST(ArenaTest, MemoryThatIsNotThereIsAnErrorNotACrash) {
   // 2^62 bytes: each region is legal, the machine does not have them.
-  Expected<std::unique_ptr<Arena>> big =
-      Arena::create({{"params", uint64_t(1) << 62, RegionLifetime::Persistent}});
+  Expected<std::unique_ptr<Arena>> big = Arena::create(
+      {{"params", uint64_t(1) << 62, RegionLifetime::Persistent}});
   ASSERT_FALSE(big.isOk());
   EXPECT_EQ(big.status().code(), ErrorCode::OutOfMemory);
   EXPECT_NE(big.status().message().find("arena: cannot reserve "

@@ -32,9 +32,8 @@ void expectRefused(const Status &s, const std::string &needle) {
 
 /// Two parameters with their moments; load() reads a file into a copy.
 struct Model {
-  std::vector<float> w{0.5f, -1.f, 2.f, 0.25f, 3.f, -0.5f}, mw{0.1f, 0.2f,
-                                                               0.3f, 0.4f,
-                                                               0.5f, 0.6f},
+  std::vector<float> w{0.5f, -1.f, 2.f, 0.25f, 3.f, -0.5f},
+      mw{0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f},
       vw{1e-4f, 2e-4f, 3e-4f, 4e-4f, 5e-4f, 6e-4f}, b{1.f, -1.f},
       mb{0.01f, 0.02f}, vb{0.f, 1e-6f};
   std::vector<CheckpointParam> params() {
@@ -53,9 +52,9 @@ struct Model {
 
 /// Rewrites the file at \p path with its metadata changed by \p edit
 /// (without fixing any checksum).
-void editMetadata(const std::string &path,
-                  const std::function<void(std::map<std::string, std::string>
-                                               &)> &edit) {
+void editMetadata(
+    const std::string &path,
+    const std::function<void(std::map<std::string, std::string> &)> &edit) {
   std::map<std::string, std::string> meta;
   std::vector<SafetensorsEntry> entries;
   std::vector<std::vector<float>> data;
@@ -272,9 +271,9 @@ TEST(CheckpointIntegrityTest, StepAndSeedMustBeInRange) {
       meta["crc32c.__metadata__"] = crc32cHex(crc);
     });
   };
-  for (const char *step : {"9223372036854775808", "18446744073709551615",
-                           "4611686018427387905", "-1", "+3", " 3", "3x",
-                           "0x10", ""}) {
+  for (const char *step :
+       {"9223372036854775808", "18446744073709551615", "4611686018427387905",
+        "-1", "+3", " 3", "3x", "0x10", ""}) {
     withMeta("step", step);
     expectRefused(m.load(path), "__metadata__ step '" + std::string(step) +
                                     "' is not a decimal integer in [0, "

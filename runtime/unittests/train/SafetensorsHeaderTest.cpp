@@ -97,10 +97,9 @@ TEST(SafetensorsHeaderTest, OffsetsOutsideTheFileOrOverlappingAreRefused) {
 
 TEST(SafetensorsHeaderTest, DeeplyNestedHeaderIsRefused) {
   TempDir dir;
-  expectRefused(openStatus(dir,
-                           "{\"__metadata__\":" + std::string(100000, '['),
-                           ""),
-                "bad header: JSON: nesting too deep");
+  expectRefused(
+      openStatus(dir, "{\"__metadata__\":" + std::string(100000, '['), ""),
+      "bad header: JSON: nesting too deep");
 }
 
 /// A header of \p n one-float tensors and its data.
