@@ -79,6 +79,10 @@ FlagSet flags(TrainOptions &o) {
   f.number("--timeout", "SECONDS",
            "communication deadline (default $BITPIPE_COMM_TIMEOUT or 300)",
            &o.timeoutSeconds, 0, /*strict=*/true);
+  f.integer("--skip-nonfinite-steps", "K",
+            "skip the update of a step whose gradients are not finite, at "
+            "most K steps in a row (default 0: stop at the first)",
+            &o.skipNonFiniteSteps, 0);
   f.toggle("--help", "this text", &o.help);
   return f;
 }

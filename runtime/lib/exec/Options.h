@@ -39,6 +39,10 @@ struct TrainOptions {
   /// output is a pseudo-terminal whatever mpirun's own output is).
   bool progress = false;
   double timeoutSeconds = 0; // 0: the communicator's default
+  /// How many steps in a row may skip their update for non-finite
+  /// gradients before training stops (0: none; docs/training-semantics.md,
+  /// "Non-finite values").
+  int64_t skipNonFiniteSteps = 0;
   bool help = false;
 };
 
