@@ -20,12 +20,16 @@ namespace bitpipe {
 /// completed by sched::validate) and what the pipeline adds to it.
 /// bitpipe-compile fills it from its flags; bitpipe-pipeline's textual
 /// options convert into it (PipelineOptions::toConfig).
+/// The largest gradient bucket, in MiB (1 TiB): more than any device holds,
+/// and its byte count stays far inside int64 (docs/models.md, "Limits").
+/// bitpipe-insert-allreduce's bucket-mb and bucket-bytes are checked
+/// against it.
+constexpr double kMaxBucketMb = 1 << 20;
+
 struct PipelineConfig {
   sched::ScheduleOptions request;
   /// Gradient bucket capacity in MiB (DDP's default).
   double bucketMb = 25.0;
-  /// Split every backward even when the schedule does not need it.
-  bool splitBackward = false;
 };
 
 /// The textual options of `bitpipe-pipeline`, under the names
@@ -57,7 +61,8 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<bool> splitBackward{
       *this, "split-backward",
       llvm::cl::desc("Split the backward into input and weight gradients "
-                     "even when the schedule does not need it"),
+                     "(only schedules with weight-gradient steps, zb-h1, "
+                     "run it; they split without the option)"),
       llvm::cl::init(false)};
 
   /// The one conversion into a PipelineConfig: options not given are left
