@@ -1,12 +1,11 @@
 //===- LowerToRuntime.cpp - Tensor-level programs to the LLVM dialect -----===//
 //
 // `bitpipe-lower-to-runtime`: the whole way from bitpipe-pipeline's output
-// to an LLVM-dialect module that defines what program.h promises. It starts
-// with bitpipe-verify, so that no per-rank programs the verifier rejects (an
-// unmatched transfer, a deadlock, disagreeing all-reduces) become an
-// executable that hangs until the communication timeout: IR given to this
-// pipeline by hand is checked like bitpipe-pipeline's own output. The
-// programs go first, while the stage functions are still on tensors and
+// to an LLVM-dialect module that defines what program.h promises. Its first
+// pass, bitpipe-lower-program-to-runtime, runs bitpipe-verify's check before
+// it changes anything (verifyRankPrograms), so that no per-rank programs the
+// verifier rejects become an executable, however the lowering is invoked.
+// The programs go first, while the stage functions are still on tensors and
 // carry their role attributes; the entries last, once the C signatures of
 // the stage functions are final.
 //
@@ -15,7 +14,6 @@
 #include "bitpipe/Conversion/LowerToRuntime/LowerToRuntime.h"
 
 #include "bitpipe/Conversion/Passes.h"
-#include "bitpipe/Transforms/Passes.h"
 
 #include "mlir/Pass/PassRegistry.h"
 
@@ -39,10 +37,6 @@ struct LowerToRuntimePipelineOptions
 
 void bitpipe::buildLowerToRuntimePipeline(
     OpPassManager &pm, const LowerToRuntimeOptions &options) {
-  // A complete training step: a replicated stage needs its all-reduce.
-  VerifyOptions verify;
-  verify.requireAllReduce = true;
-  pm.addPass(createVerify(verify));
   LowerProgramToRuntimeOptions program;
   program.target = options.target;
   program.precision = options.precision;

@@ -18,8 +18,7 @@ struct LowerToRuntimeOptions {
 };
 
 /// Adds the passes of `bitpipe-lower-to-runtime` to \p pm (a module pass
-/// manager): bitpipe-verify (require-allreduce; a module it rejects is not
-/// lowered), bitpipe-lower-program-to-runtime, bitpipe-lower-nn-to-runtime,
+/// manager): bitpipe-lower-program-to-runtime, bitpipe-lower-nn-to-runtime,
 /// bitpipe-lower-to-llvm and bitpipe-emit-entry-points. The input is the
 /// output of bitpipe-pipeline; the output is LLVM dialect that
 /// mlir-translate turns into the object program.h describes.
