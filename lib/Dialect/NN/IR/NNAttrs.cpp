@@ -155,6 +155,13 @@ LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 int64_t microbatchSize) {
   if (family.empty())
     return emitError() << "#nn.model expects a model family, got \"\"";
+  if (!llvm::is_contained(kModelFamilies, family)) {
+    InFlightDiagnostic diag = emitError() << "#nn.model expects family ";
+    llvm::interleave(
+        kModelFamilies, diag,
+        [&](StringRef name) { diag << "\"" << name << "\""; }, " or ");
+    return diag << " (the models bitpipe builds), got \"" << family << "\"";
+  }
   // The importer's limits (ModelLimits.h), for IR written by hand.
   ModelSizes sizes{{"layers", layers},
                    {"hidden", hidden},

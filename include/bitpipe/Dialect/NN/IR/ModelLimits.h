@@ -19,6 +19,10 @@
 
 namespace bitpipe::nn {
 
+/// The families whose graph bitpipe builds, as `#nn.model` and the manifest
+/// name them (the importer maps its config names onto these).
+inline constexpr llvm::StringLiteral kModelFamilies[] = {"gpt", "bert"};
+
 /// At most this many transformer layers: each becomes about 30 IR ops and
 /// function arguments, so the limit keeps an import within memory and
 /// seconds (docs/models.md, "Limits").
