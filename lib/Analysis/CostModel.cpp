@@ -13,8 +13,8 @@ using namespace bitpipe;
 
 static int64_t bytesOf(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
-  return saturatingProduct({type.getNumElements(),
-                            (type.getElementTypeBitWidth() + 7) / 8});
+  return saturatingProduct(
+      {type.getNumElements(), (type.getElementTypeBitWidth() + 7) / 8});
 }
 
 /// The weight operands and the saved activations of an nn forward op.
@@ -56,8 +56,7 @@ struct Accumulator {
   void add(Operation *op) {
     Cost c = costOfOp(op);
     cost.forwardFlops = saturatingSum({cost.forwardFlops, c.forwardFlops});
-    cost.backwardFlops =
-        saturatingSum({cost.backwardFlops, c.backwardFlops});
+    cost.backwardFlops = saturatingSum({cost.backwardFlops, c.backwardFlops});
     SmallVector<Value> weights, activations;
     classifyValues(op, weights, activations);
     for (Value w : weights)
@@ -125,12 +124,12 @@ FailureOr<ModelCost> bitpipe::analyzeModelCost(func::FuncOp fn) {
   // too large to compile (the importer and #nn.model refuse such sizes;
   // this catches IR without them).
   const Cost &t = result.total;
-  for (auto [name, value] : {std::pair<StringRef, int64_t>{
-                                 "forward FLOPs", t.forwardFlops},
-                             {"backward FLOPs", t.backwardFlops},
-                             {"parameter bytes", t.parameterBytes},
-                             {"activation bytes", t.activationBytes},
-                             {"parameters", result.parameterCount}})
+  for (auto [name, value] :
+       {std::pair<StringRef, int64_t>{"forward FLOPs", t.forwardFlops},
+        {"backward FLOPs", t.backwardFlops},
+        {"parameter bytes", t.parameterBytes},
+        {"activation bytes", t.activationBytes},
+        {"parameters", result.parameterCount}})
     if (value >= kMaxCount)
       return fn.emitOpError()
              << "has more " << name

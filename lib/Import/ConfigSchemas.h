@@ -37,8 +37,10 @@ struct ConfigSchema {
 };
 
 inline constexpr ConfigSchema kBitpipeSchema = {
-    "family",  "layers",          "hidden",            "heads", "vocab",
-    "max_positions", "seq_len", "microbatch_size", "layer_norm_epsilon", {}};
+    "family",  "layers",          "hidden",
+    "heads",   "vocab",           "max_positions",
+    "seq_len", "microbatch_size", "layer_norm_epsilon",
+    {}};
 
 namespace detail {
 inline constexpr llvm::StringLiteral kTrue[] = {"true"};

@@ -61,7 +61,10 @@ std::string bitpipe::modelFamilyList() {
     names.push_back(f.name);
   std::string out;
   for (auto [i, name] : llvm::enumerate(names))
-    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + ("\"" + name + "\"").str();
+    out += (i == 0                  ? ""
+            : i + 1 == names.size() ? " or "
+                                    : ", ") +
+           ("\"" + name + "\"").str();
   return out;
 }
 
@@ -218,8 +221,7 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
       family = parseModelFamily(**familyName);
       if (!family)
         return read.error(schema->family, "expected " + modelFamilyList() +
-                                              ", got \"" + **familyName +
-                                              "\"");
+                                              ", got \"" + **familyName + "\"");
     }
   }
   if (overrides.family) {
@@ -284,9 +286,9 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
   if (const llvm::json::Value *eps = object->get(schema->epsilon)) {
     std::optional<double> d = eps->getAsNumber();
     if (!d)
-      return read.error(schema->epsilon,
-                        llvm::formatv("expected a number, got {0}", *eps)
-                            .str());
+      return read.error(
+          schema->epsilon,
+          llvm::formatv("expected a number, got {0}", *eps).str());
     if (std::optional<std::string> error = nn::checkLayerNormEpsilon(*d))
       return read.error(schema->epsilon, *error);
     config.layerNormEpsilon = *d;
@@ -313,8 +315,7 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
   if (std::optional<std::string> error = nn::checkModelSizes(sizes))
     return fail(*error);
 
-  if (llvm::Error e =
-          checkGraphFields(read, *object, *schema, config.hidden))
+  if (llvm::Error e = checkGraphFields(read, *object, *schema, config.hidden))
     return std::move(e);
   return config;
 }

@@ -169,9 +169,9 @@ std::string checkWorld(int devices, int dataParallel, const char *prefix) {
   if (error.empty() && int64_t(devices) * dataParallel > limit::kMaxRanks)
     error = fieldName(prefix, option::kDevices) + " * " +
             fieldName(prefix, option::kDataParallel) +
-            " (the ranks) must be at most " +
-            std::to_string(limit::kMaxRanks) + ", got " +
-            std::to_string(devices) + " * " + std::to_string(dataParallel);
+            " (the ranks) must be at most " + std::to_string(limit::kMaxRanks) +
+            ", got " + std::to_string(devices) + " * " +
+            std::to_string(dataParallel);
   return error;
 }
 
@@ -226,8 +226,8 @@ std::string checkPlacementCounts(int devices, int chunksPerDevice,
                                  int dataParallel, const char *flagPrefix) {
   std::string error = checkWorld(devices, dataParallel, flagPrefix);
   if (error.empty())
-    error = checkRange(flagPrefix, option::kChunksPerDevice, chunksPerDevice,
-                       1, limit::kMaxChunksPerDevice);
+    error = checkRange(flagPrefix, option::kChunksPerDevice, chunksPerDevice, 1,
+                       limit::kMaxChunksPerDevice);
   return error;
 }
 

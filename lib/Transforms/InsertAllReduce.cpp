@@ -180,10 +180,11 @@ struct InsertAllReducePass
     for (auto [name, value, range] :
          {std::tuple<StringRef, double, OptionRange>{
               "bucket-mb", bucketMb, {0, true, kMaxBucketMb}},
-          {"bucket-bytes", static_cast<double>(bucketBytes),
+          {"bucket-bytes",
+           static_cast<double>(bucketBytes),
            {0, false, kMaxBucketMb * 1024 * 1024}}})
-      if (std::optional<std::string> error = checkOptionRange(
-              "bitpipe-insert-allreduce", name, value, range))
+      if (std::optional<std::string> error =
+              checkOptionRange("bitpipe-insert-allreduce", name, value, range))
         return module.emitError() << *error;
     // bucket-bytes=0 (its default) leaves the size to bucket-mb.
     int64_t capBytes =

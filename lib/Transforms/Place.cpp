@@ -61,8 +61,8 @@ struct PlacePass : public bitpipe::impl::PlaceBase<PlacePass> {
              << " only applies to the loop placement; the " << placement
              << " placement fixes the chunks per device itself";
     // The counts within the schedule registry's limits (Registry.h).
-    std::string counts = sched::checkPlacementCounts(
-        devices, chunksPerDevice, dataParallel);
+    std::string counts =
+        sched::checkPlacementCounts(devices, chunksPerDevice, dataParallel);
     if (!counts.empty())
       return module.emitError() << "bitpipe-place: " << counts;
     sched::Result<sched::Placement> layout =

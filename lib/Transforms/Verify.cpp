@@ -354,7 +354,7 @@ struct VerifyPass : public bitpipe::impl::VerifyBase<VerifyPass> {
 } // namespace
 
 LogicalResult bitpipe::verifyRankPrograms(ModuleOp module,
-                                        bool requireAllReduce) {
+                                          bool requireAllReduce) {
   sched::VerifyOptions options;
   options.requireAllReduce = requireAllReduce;
   FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);

@@ -97,7 +97,6 @@ TEST(Registry, GeneratorsRefuseLikeTheRegistry) {
   EXPECT_EQ(generateGPipe(0, 4).error, errorOf({"gpipe", 0, 4}));
 }
 
-
 TEST(Registry, CountsStayWithinTheLimits) {
   // devices=2147483647 used to run on with gigabytes (and its default N,
   // 2 D, overflowed int).
@@ -106,8 +105,9 @@ TEST(Registry, CountsStayWithinTheLimits) {
   EXPECT_EQ(errorOf({"1f1b", 4, 65537}),
             "microbatches must be at most 65536, got 65537");
   EXPECT_EQ(errorOf({"1f1b", -4}), "devices must be at least 1, got -4");
-  EXPECT_EQ(errorOf({"interleaved-1f1b", 4, 8, 65}),
-            "chunks-per-device must be at most 64 for interleaved-1f1b, got 65");
+  EXPECT_EQ(
+      errorOf({"interleaved-1f1b", 4, 8, 65}),
+      "chunks-per-device must be at most 64 for interleaved-1f1b, got 65");
   EXPECT_EQ(errorOf({"interleaved-1f1b", 4, 8, -3}),
             "chunks-per-device must be at least 2 for interleaved-1f1b (use "
             "1f1b for 1), got -3");

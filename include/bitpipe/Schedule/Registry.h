@@ -107,11 +107,12 @@ const std::string &scheduleOptionHelp();
 
 /// The one check of a request: checks the counts against `limit`, fills the
 /// defaults (N = the entry's default per device times D; v = the entry's),
-/// then checks every field against the entry and the limits. The error names the option, as `flagPrefix` + its name (pass "--"
-/// for command-line flags), the value and what was expected, e.g.
-/// "devices must be even for bitpipe (...), got 3". Returns the completed
-/// request. It does not generate: a generator may still refuse an N where
-/// its order cannot run (interleaved-1f1b), saying why.
+/// then checks every field against the entry and the limits. The error names
+/// the option, as `flagPrefix` + its name (pass "--" for command-line flags),
+/// the value and what was expected, e.g. "devices must be even for bitpipe
+/// (...), got 3". Returns the completed request. It does not generate: a
+/// generator may still refuse an N where its order cannot run
+/// (interleaved-1f1b), saying why.
 Result<ScheduleOptions> validate(const ScheduleOptions &request,
                                  const char *flagPrefix = "");
 
@@ -119,8 +120,7 @@ Result<ScheduleOptions> validate(const ScheduleOptions &request,
 /// each within `limit`), for a front end that places without a schedule
 /// (bitpipe-place); empty when they pass. Messages as validate()'s.
 std::string checkPlacementCounts(int devices, int chunksPerDevice,
-                                 int dataParallel,
-                                 const char *flagPrefix = "");
+                                 int dataParallel, const char *flagPrefix = "");
 
 /// The placement the requested schedule runs on, from its entry, without
 /// generating it: lets a caller that holds a placement (bitpipe-schedule)

@@ -29,9 +29,8 @@ inline std::optional<int64_t> checkedTensorBytes(mlir::ShapedType type) {
         llvm::MulOverflow(count, dim, count))
       return std::nullopt;
   mlir::Type element = type.getElementType();
-  int64_t bytes = element.isIntOrFloat()
-                      ? (element.getIntOrFloatBitWidth() + 7) / 8
-                      : 8;
+  int64_t bytes =
+      element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 8;
   return checkedProduct({count, bytes});
 }
 

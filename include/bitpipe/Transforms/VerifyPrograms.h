@@ -1,4 +1,4 @@
-//===- VerifyPrograms.h - Whole-module check of per-rank programs -*- C++ -*-===//
+//===- VerifyPrograms.h - Checking per-rank programs ------------*- C++ -*-===//
 //
 // The check bitpipe-verify runs, as a function: the lowering to the runtime
 // calls it before it changes anything, so that per-rank programs the

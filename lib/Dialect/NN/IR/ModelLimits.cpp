@@ -51,8 +51,7 @@ public:
   std::optional<std::string> error;
 
 private:
-  int64_t fail(llvm::StringRef what,
-               std::initializer_list<NamedSize> factors) {
+  int64_t fail(llvm::StringRef what, std::initializer_list<NamedSize> factors) {
     if (error)
       return 0;
     std::string expression, values;
@@ -63,10 +62,9 @@ private:
       sep = " * ";
     }
     sep = "";
-    const NamedSize *all[] = {&sizes.layers,         &sizes.hidden,
-                              &sizes.heads,          &sizes.vocab,
-                              &sizes.maxPositions,   &sizes.seqLen,
-                              &sizes.microbatchSize};
+    const NamedSize *all[] = {
+        &sizes.layers,       &sizes.hidden, &sizes.heads,         &sizes.vocab,
+        &sizes.maxPositions, &sizes.seqLen, &sizes.microbatchSize};
     for (const NamedSize *s : all) {
       bool used = factors.size() == 0;
       for (const NamedSize &f : factors)
@@ -89,9 +87,8 @@ private:
 } // namespace
 
 std::optional<std::string> nn::checkModelSizes(const ModelSizes &s) {
-  for (const NamedSize *size :
-       {&s.layers, &s.hidden, &s.heads, &s.vocab, &s.maxPositions, &s.seqLen,
-        &s.microbatchSize})
+  for (const NamedSize *size : {&s.layers, &s.hidden, &s.heads, &s.vocab,
+                                &s.maxPositions, &s.seqLen, &s.microbatchSize})
     if (size->value < 1)
       return llvm::formatv("'{0}' must be a positive integer, got {1}",
                            size->name, size->value)
@@ -120,8 +117,7 @@ std::optional<std::string> nn::checkModelSizes(const ModelSizes &s) {
   check.product("the MLP weight's bytes", {four, four, H, H});
   check.product("the MLP activation's bytes", {four, B, T, four, H});
   check.product("the logits' bytes", {four, B, T, V});
-  check.product("the attention scores' bytes",
-                {four, B, s.heads, T, T});
+  check.product("the attention scores' bytes", {four, B, s.heads, T, T});
   if (check.error)
     return check.error;
 
@@ -133,12 +129,10 @@ std::optional<std::string> nn::checkModelSizes(const ModelSizes &s) {
   std::optional<int64_t> layersParams =
       perLayer ? checkedProduct({L.value, *perLayer}) : std::nullopt;
   std::optional<int64_t> params =
-      layersParams
-          ? checkedSum({(V.value + P.value) * h, *layersParams, 2 * h,
-                        s.maskedLMHead ? h * h + 3 * h + V.value : 0})
-          : std::nullopt;
-  if (!params || !checkedProduct({16, *params}))
-  {
+      layersParams ? checkedSum({(V.value + P.value) * h, *layersParams, 2 * h,
+                                 s.maskedLMHead ? h * h + 3 * h + V.value : 0})
+                   : std::nullopt;
+  if (!params || !checkedProduct({16, *params})) {
     check.overflow("the parameter, gradient and Adam-state bytes (16 per "
                    "parameter)");
     return check.error;
@@ -154,8 +148,7 @@ std::optional<std::string> nn::checkModelSizes(const ModelSizes &s) {
       hv ? checkedSum({*hv, 8 * V.value, 6 * h * h, 256 * h}) : std::nullopt;
   std::optional<int64_t> headFlops =
       headPerToken ? checkedProduct({tokens, *headPerToken}) : std::nullopt;
-  if (!allLayers || !headFlops || !checkedSum({*allLayers, *headFlops}))
-  {
+  if (!allLayers || !headFlops || !checkedSum({*allLayers, *headFlops})) {
     check.overflow("the FLOPs of one micro-batch's forward and backward");
     return check.error;
   }

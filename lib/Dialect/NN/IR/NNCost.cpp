@@ -53,8 +53,8 @@ static int64_t linearProductFlops(LinearOp op) {
 }
 
 int64_t LinearOp::getForwardFlops() {
-  return saturatingSum({linearProductFlops(*this),
-                        getBias() ? numElements(getResult()) : 0});
+  return saturatingSum(
+      {linearProductFlops(*this), getBias() ? numElements(getResult()) : 0});
 }
 int64_t LinearOp::getBackwardFlops() {
   return saturatingSum({saturatingProduct({2, linearProductFlops(*this)}),

@@ -220,7 +220,7 @@ LogicalResult storeInferred(FailureOr<Type> type,
 // (builders, parsing) they stay silent, and the verifier reports them later.
 // CHECK_ATTRS is an extra check of the op's attributes, run first.
 #define NN_DEFINE_CHECKED_INFERENCE(OP, CALL, CHECK_ATTRS)                     \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,   \
                                      OP::Adaptor adaptor,                      \
                                      SmallVectorImpl<Type> &inferred) {        \
     auto emitError = [] { return InFlightDiagnostic(); };                      \

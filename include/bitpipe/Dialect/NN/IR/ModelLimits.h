@@ -37,8 +37,7 @@ struct NamedSize {
 
 /// A model's sizes, named as their source names them.
 struct ModelSizes {
-  NamedSize layers, hidden, heads, vocab, maxPositions, seqLen,
-      microbatchSize;
+  NamedSize layers, hidden, heads, vocab, maxPositions, seqLen, microbatchSize;
   bool maskedLMHead = false; ///< BERT's head (dense, norm, bias) is counted.
 };
 
