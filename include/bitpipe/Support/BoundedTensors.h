@@ -23,15 +23,13 @@ namespace bitpipe {
 /// The bytes of a tensor of `type`, or nullopt when they leave int64.
 /// Dynamic dimensions count as 1 (they are refused where sizes matter).
 inline std::optional<int64_t> checkedTensorBytes(mlir::ShapedType type) {
-  int64_t count = 1;
-  for (int64_t dim : type.getShape())
-    if (!mlir::ShapedType::isDynamic(dim) &&
-        llvm::MulOverflow(count, dim, count))
-      return std::nullopt;
   mlir::Type element = type.getElementType();
-  int64_t bytes =
-      element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 8;
-  return checkedProduct({count, bytes});
+  llvm::SmallVector<int64_t> factors = {
+      element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 8};
+  for (int64_t dim : type.getShape())
+    if (!mlir::ShapedType::isDynamic(dim))
+      factors.push_back(dim);
+  return checkedProduct(factors);
 }
 
 /// Fails, naming the value, when one of `op`'s tensors is too large.

@@ -10,6 +10,7 @@
 #ifndef BITPIPE_SUPPORT_CHECKEDARITHMETIC_H
 #define BITPIPE_SUPPORT_CHECKEDARITHMETIC_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cstdint>
@@ -23,13 +24,16 @@ namespace bitpipe {
 constexpr int64_t kMaxCount = std::numeric_limits<int64_t>::max();
 
 /// The product of `factors`, or nullopt when it leaves int64.
-inline std::optional<int64_t>
-checkedProduct(std::initializer_list<int64_t> factors) {
+inline std::optional<int64_t> checkedProduct(llvm::ArrayRef<int64_t> factors) {
   int64_t product = 1;
   for (int64_t factor : factors)
     if (llvm::MulOverflow(product, factor, product))
       return std::nullopt;
   return product;
+}
+inline std::optional<int64_t>
+checkedProduct(std::initializer_list<int64_t> factors) {
+  return checkedProduct(llvm::ArrayRef<int64_t>(factors));
 }
 
 /// The sum of `terms`, or nullopt when it leaves int64.

@@ -37,11 +37,11 @@ public:
   /// overflow, which is then reported as `what`.
   int64_t product(llvm::StringRef what,
                   std::initializer_list<NamedSize> factors) {
-    int64_t result = 1;
+    llvm::SmallVector<int64_t> values;
     for (const NamedSize &f : factors)
-      if (llvm::MulOverflow(result, f.value, result))
-        return fail(what, factors);
-    return result;
+      values.push_back(f.value);
+    std::optional<int64_t> result = checkedProduct(values);
+    return result ? *result : fail(what, factors);
   }
 
   /// A sum or product over several sizes that left int64; the message lists
