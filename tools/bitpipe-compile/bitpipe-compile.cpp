@@ -113,7 +113,8 @@ cl::opt<bitpipe::Precision>
 // checks them and fills what is not given.
 bitpipe::ScheduleCommandLine scheduleFlags(category, {"bitpipe", 1});
 cl::opt<double> bucketMb("bucket-mb",
-                         cl::desc("Gradient bucket capacity in MiB (25)"),
+                         cl::desc("Gradient bucket capacity in MiB (25), in "
+                                  "(0, 1048576]"),
                          cl::init(25.0), cl::cat(category));
 cl::opt<bool> splitBackward("split-backward",
                             cl::desc("Split every backward into input and "

@@ -38,25 +38,27 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<std::string> schedule{*this, sched::option::kSchedule,
                                llvm::cl::desc(sched::scheduleOptionHelp())};
   Option<int> devices{*this, sched::option::kDevices,
-                      llvm::cl::desc("Pipeline devices D (required)"),
+                      llvm::cl::desc("Pipeline devices D (required; 1..4096)"),
                       llvm::cl::init(0)};
   Option<int> microbatches{
       *this, sched::option::kMicrobatches,
-      llvm::cl::desc("Micro-batches per step and copy N (default: the "
-                     "schedule's, 2 D)"),
+      llvm::cl::desc("Micro-batches per step and copy N, 1..65536 "
+                     "(default: the schedule's, 2 D)"),
       llvm::cl::init(0)};
   Option<int> chunksPerDevice{
       *this, sched::option::kChunksPerDevice,
-      llvm::cl::desc("Chunks per device v of interleaved-1f1b (default: the "
-                     "schedule's, 2)"),
+      llvm::cl::desc("Chunks per device v of interleaved-1f1b, 2..64 "
+                     "(default: the schedule's, 2)"),
       llvm::cl::init(0)};
   Option<int> dataParallel{
       *this, sched::option::kDataParallel,
-      llvm::cl::desc("Data-parallel copies K of the pipeline (world D * K)"),
+      llvm::cl::desc("Data-parallel copies K of the pipeline, 1..65536 "
+                     "(world D * K, at most 2^20)"),
       llvm::cl::init(1)};
   Option<double> bucketMb{
       *this, "bucket-mb",
-      llvm::cl::desc("Gradient bucket capacity in MiB (DDP: 25)"),
+      llvm::cl::desc("Gradient bucket capacity in MiB (DDP: 25), in "
+                     "(0, 1048576]"),
       llvm::cl::init(25.0)};
   Option<bool> splitBackward{
       *this, "split-backward",
