@@ -18,6 +18,7 @@
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
+#include "bitpipe/Transforms/VerifyPrograms.h"
 
 #include "DiagnosticText.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
@@ -346,30 +347,35 @@ struct VerifyPass : public bitpipe::impl::VerifyBase<VerifyPass> {
   }
 
   LogicalResult run(ModuleOp module) {
-    sched::VerifyOptions options;
-    options.requireAllReduce = requireAllReduce;
-    FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
-    if (failed(schedule))
-      return failure();
-    if (!hasBoundPrograms(module))
-      return module.emitError()
-             << "bitpipe-verify checks bound programs with their transfers; "
-                "run bitpipe-insert-transfers first";
-    FailureOr<sched::World> world = readWorld(module);
-    if (failed(world))
-      return failure();
-    // Every data-parallel copy runs the pipeline among its own ranks;
-    // readScheduleFromIR has checked that their steps agree, their
-    // transfers are checked here copy by copy.
-    for (int copy = 0; copy < world->dataParallel; ++copy) {
-      FailureOr<IRCommProgram> comms =
-          readCommProgramFromIR(module, *schedule, copy);
-      if (failed(comms) ||
-          failed(ModuleVerifier(module, *schedule, *comms, options).run()))
-        return failure();
-    }
-    return success();
+    return verifyRankPrograms(module, requireAllReduce);
   }
 };
 
 } // namespace
+
+LogicalResult bitpipe::verifyRankPrograms(ModuleOp module,
+                                          bool requireAllReduce) {
+  sched::VerifyOptions options;
+  options.requireAllReduce = requireAllReduce;
+  FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
+  if (failed(schedule))
+    return failure();
+  if (!hasBoundPrograms(module))
+    return module.emitError()
+           << "bitpipe-verify checks bound programs with their transfers; "
+              "run bitpipe-insert-transfers first";
+  FailureOr<sched::World> world = readWorld(module);
+  if (failed(world))
+    return failure();
+  // Every data-parallel copy runs the pipeline among its own ranks;
+  // readScheduleFromIR has checked that their steps agree, their
+  // transfers are checked here copy by copy.
+  for (int copy = 0; copy < world->dataParallel; ++copy) {
+    FailureOr<IRCommProgram> comms =
+        readCommProgramFromIR(module, *schedule, copy);
+    if (failed(comms) ||
+        failed(ModuleVerifier(module, *schedule, *comms, options).run()))
+      return failure();
+  }
+  return success();
+}

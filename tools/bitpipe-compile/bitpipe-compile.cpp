@@ -60,6 +60,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -71,6 +72,8 @@
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <cmath>
 
 using namespace llvm;
 
@@ -113,11 +116,13 @@ cl::opt<bitpipe::Precision>
 // checks them and fills what is not given.
 bitpipe::ScheduleCommandLine scheduleFlags(category, {"bitpipe", 1});
 cl::opt<double> bucketMb("bucket-mb",
-                         cl::desc("Gradient bucket capacity in MiB (25)"),
+                         cl::desc("Gradient bucket capacity in MiB (25), in "
+                                  "(0, 1048576]"),
                          cl::init(25.0), cl::cat(category));
 cl::opt<bool> splitBackward("split-backward",
                             cl::desc("Split every backward into input and "
-                                     "weight gradients"),
+                                     "weight gradients (zb-h1 only, which "
+                                     "splits without it)"),
                             cl::init(false), cl::cat(category));
 
 // Code generation and linking.
@@ -138,13 +143,30 @@ int fail(const Twine &message) {
   return 1;
 }
 
+/// The numeric flags that the schedule registry does not check, in range;
+/// an empty string when they are (docs/models.md, "Limits").
+std::string checkNumericFlags() {
+  if (!std::isfinite(bucketMb) || bucketMb <= 0 ||
+      bucketMb > bitpipe::kMaxBucketMb) {
+    std::string message;
+    raw_string_ostream(message)
+        << "--bucket-mb must be a finite number in (0, "
+        << static_cast<int64_t>(bitpipe::kMaxBucketMb) << "], got "
+        << format("%.15g", bucketMb.getValue());
+    return message;
+  }
+  if (optLevel > 3)
+    return "-O must be 0, 1, 2 or 3, got " + std::to_string(optLevel);
+  return {};
+}
+
 /// The flags as bitpipe-pipeline's configuration: a flag not given is left
 /// to the schedule registry's default.
 bitpipe::PipelineConfig pipelineConfig() {
   bitpipe::PipelineConfig config;
   config.request = scheduleFlags.request();
   config.bucketMb = bucketMb;
-  config.splitBackward = splitBackward;
+  config.request.splitBackward = splitBackward;
   return config;
 }
 
@@ -329,6 +351,8 @@ int main(int argc, char **argv) {
     return fail(inputPath + ": the model IR does not verify");
 
   // The request, checked with the flags' spelling ("--devices must ...").
+  if (std::string flagError = checkNumericFlags(); !flagError.empty())
+    return fail(flagError);
   bitpipe::PipelineConfig config = pipelineConfig();
   bitpipe::sched::Result<bitpipe::sched::ScheduleOptions> request =
       bitpipe::sched::validate(config.request, "--");

@@ -59,8 +59,8 @@ int main(int argc, char **argv) {
   if (!familyArg.empty()) {
     overrides.family = bitpipe::parseModelFamily(familyArg);
     if (!overrides.family)
-      return fail("unknown model family '" + familyArg +
-                  "' (expected gpt or bert)");
+      return fail("unknown model family '" + familyArg + "' (expected " +
+                  bitpipe::modelFamilyList() + ")");
   }
   if (seqLen.getNumOccurrences()) {
     if (seqLen <= 0)

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Conversion/ProgramToRuntime/ProgramToRuntime.h"
+#include "bitpipe/Transforms/VerifyPrograms.h"
 
 #include "Manifest.h"
 
@@ -715,6 +716,12 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   for (auto &[group, index] : groups)
     manifest.groups.emplace_back(group.begin(), group.end());
   manifest.functions = table->functions;
+
+  // Still nothing changed: programs that bitpipe-verify rejects (an
+  // unmatched transfer, a deadlock) must not become an executable that
+  // hangs until the communication timeout (docs/models.md, "Limits").
+  if (failed(verifyRankPrograms(module, /*requireAllReduce=*/true)))
+    return failure();
 
   std::string text = manifest::writeManifest(manifest);
   if (!manifestFile.empty() && failed(writeManifestFile(text)))
