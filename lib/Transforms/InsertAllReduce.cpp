@@ -28,7 +28,7 @@
 
 #include "PassOptionUtil.h"
 
-#include "DiagnosticText.h"
+#include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"

@@ -18,7 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Conversion/ProgramToRuntime/ProgramToRuntime.h"
-#include "bitpipe/Transforms/VerifyPrograms.h"
+#include "bitpipe/Dialect/BitPipe/Utils/VerifyPrograms.h"
 
 #include "Manifest.h"
 

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_TRANSFORMS_VERIFYPROGRAMS_H
-#define BITPIPE_TRANSFORMS_VERIFYPROGRAMS_H
+#ifndef BITPIPE_DIALECT_BITPIPE_UTILS_VERIFYPROGRAMS_H
+#define BITPIPE_DIALECT_BITPIPE_UTILS_VERIFYPROGRAMS_H
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -23,4 +23,4 @@ mlir::LogicalResult verifyRankPrograms(mlir::ModuleOp module,
 
 } // namespace bitpipe
 
-#endif // BITPIPE_TRANSFORMS_VERIFYPROGRAMS_H
+#endif // BITPIPE_DIALECT_BITPIPE_UTILS_VERIFYPROGRAMS_H
