@@ -3,6 +3,7 @@
 #include "bitpipe/Analysis/CostModel.h"
 
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
+#include "bitpipe/Support/CheckedArithmetic.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -12,8 +13,8 @@ using namespace bitpipe;
 
 static int64_t bytesOf(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
-  return type.getNumElements() *
-         ((type.getElementTypeBitWidth() + 7) / 8);
+  return saturatingProduct(
+      {type.getNumElements(), (type.getElementTypeBitWidth() + 7) / 8});
 }
 
 /// The weight operands and the saved activations of an nn forward op.
@@ -39,9 +40,9 @@ Cost bitpipe::costOfOp(Operation *op) {
   SmallVector<Value> weights, activations;
   classifyValues(op, weights, activations);
   for (Value w : weights)
-    cost.parameterBytes += bytesOf(w);
+    cost.parameterBytes = saturatingSum({cost.parameterBytes, bytesOf(w)});
   for (Value a : activations)
-    cost.activationBytes += bytesOf(a);
+    cost.activationBytes = saturatingSum({cost.activationBytes, bytesOf(a)});
   return cost;
 }
 
@@ -54,18 +55,21 @@ struct Accumulator {
 
   void add(Operation *op) {
     Cost c = costOfOp(op);
-    cost.forwardFlops += c.forwardFlops;
-    cost.backwardFlops += c.backwardFlops;
+    cost.forwardFlops = saturatingSum({cost.forwardFlops, c.forwardFlops});
+    cost.backwardFlops = saturatingSum({cost.backwardFlops, c.backwardFlops});
     SmallVector<Value> weights, activations;
     classifyValues(op, weights, activations);
     for (Value w : weights)
       if (seenWeights.insert(w).second) {
-        cost.parameterBytes += bytesOf(w);
-        parameterCount += cast<RankedTensorType>(w.getType()).getNumElements();
+        cost.parameterBytes = saturatingSum({cost.parameterBytes, bytesOf(w)});
+        parameterCount = saturatingSum(
+            {parameterCount,
+             cast<RankedTensorType>(w.getType()).getNumElements()});
       }
     for (Value a : activations)
       if (seenActivations.insert(a).second)
-        cost.activationBytes += bytesOf(a);
+        cost.activationBytes =
+            saturatingSum({cost.activationBytes, bytesOf(a)});
   }
 };
 } // namespace
@@ -116,5 +120,20 @@ FailureOr<ModelCost> bitpipe::analyzeModelCost(func::FuncOp fn) {
   });
   result.total = model.cost;
   result.parameterCount = model.parameterCount;
+  // The counts saturate rather than wrap; a model that reaches the limit is
+  // too large to compile (the importer and #nn.model refuse such sizes;
+  // this catches IR without them).
+  const Cost &t = result.total;
+  for (auto [name, value] :
+       {std::pair<StringRef, int64_t>{"forward FLOPs", t.forwardFlops},
+        {"backward FLOPs", t.backwardFlops},
+        {"parameter bytes", t.parameterBytes},
+        {"activation bytes", t.activationBytes},
+        {"parameters", result.parameterCount}})
+    if (value >= kMaxCount)
+      return fn.emitOpError()
+             << "has more " << name
+             << " per micro-batch than 2^63-1 (9223372036854775807); "
+                "docs/models.md, \"Limits\", gives the sizes bitpipe builds";
   return result;
 }

@@ -163,11 +163,16 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
   b.setInsertionPointToEnd(module->getBody());
+  // All argument attributes at once: setting them one by one rebuilds the
+  // array of every argument's attributes each time, which made the import
+  // quadratic in the layer count (docs/models.md, "Limits").
+  SmallVector<DictionaryAttr> argDicts;
+  for (NamedAttrList &attrs : argAttrs)
+    argDicts.push_back(attrs.getDictionary(&ctx));
   auto fn = b.create<func::FuncOp>(
       b.getUnknownLoc(), config.name,
-      b.getFunctionType(argTypes, {RankedTensorType::get({}, f32)}));
-  for (auto [i, attrs] : llvm::enumerate(argAttrs))
-    fn.setArgAttrs(i, attrs.getDictionary(&ctx));
+      b.getFunctionType(argTypes, {RankedTensorType::get({}, f32)}),
+      ArrayRef<NamedAttribute>(), argDicts);
   fn->setAttr(nn::attr::kModel,
               ModelAttr::get(&ctx, stringifyModelFamily(config.family), L, h,
                              config.heads, config.vocab, config.maxPositions,

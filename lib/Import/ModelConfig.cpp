@@ -1,19 +1,25 @@
 //===- ModelConfig.cpp - Reading model configurations ---------------------===//
 //
-// Two input schemas:
+// Two input schemas (ConfigSchemas.h lists their keys):
 //   * bitpipe's own: {"family", "layers", "hidden", "heads", "vocab",
 //     "max_positions", "seq_len", "microbatch_size", optional
 //     "layer_norm_epsilon" and "name"};
-//   * Hugging Face config.json: GPT-2 keys (n_layer n_embd n_head
-//     n_positions vocab_size) or BERT keys (num_hidden_layers hidden_size
-//     num_attention_heads max_position_embeddings vocab_size). Such a file
-//     has no sequence length or micro-batch size: the sequence length
-//     defaults to the maximum number of positions and the micro-batch size to
-//     1, unless given on the command line.
+//   * a Hugging Face config.json of a `model_type` bitpipe builds (gpt2,
+//     bert). Such a file has no sequence length or micro-batch size: the
+//     sequence length defaults to the maximum number of positions and the
+//     micro-batch size to 1, unless given on the command line. Its fields
+//     that change the graph must have the values bitpipe builds.
+// Every size and the epsilon are then held to ModelLimits.h's ranges.
+// docs/models.md describes the rules.
 //
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Import/ModelConfig.h"
+
+#include "ConfigSchemas.h"
+#include "JsonDepth.h"
+
+#include "bitpipe/Dialect/NN/IR/ModelLimits.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -23,16 +29,43 @@
 using namespace bitpipe;
 using llvm::json::Object;
 
+namespace {
+/// The families bitpipe builds, by the names a config or the command line
+/// gives them (the first name of each is its canonical one).
+struct FamilyName {
+  llvm::StringLiteral name;
+  ModelFamily family;
+};
+constexpr FamilyName kFamilyNames[] = {{"gpt", ModelFamily::GPT},
+                                       {"bert", ModelFamily::BERT},
+                                       {"gpt2", ModelFamily::GPT}};
+} // namespace
+
 llvm::StringRef bitpipe::stringifyModelFamily(ModelFamily family) {
-  return family == ModelFamily::GPT ? "gpt" : "bert";
+  for (const FamilyName &f : kFamilyNames)
+    if (f.family == family)
+      return f.name;
+  llvm_unreachable("every family has a name");
 }
 
 std::optional<ModelFamily> bitpipe::parseModelFamily(llvm::StringRef name) {
-  if (name == "gpt" || name == "gpt2")
-    return ModelFamily::GPT;
-  if (name == "bert")
-    return ModelFamily::BERT;
+  for (const FamilyName &f : kFamilyNames)
+    if (f.name == name)
+      return f.family;
   return std::nullopt;
+}
+
+std::string bitpipe::modelFamilyList() {
+  llvm::SmallVector<llvm::StringRef> names;
+  for (const FamilyName &f : kFamilyNames)
+    names.push_back(f.name);
+  std::string out;
+  for (auto [i, name] : llvm::enumerate(names))
+    out += (i == 0                  ? ""
+            : i + 1 == names.size() ? " or "
+                                    : ", ") +
+           ("\"" + name + "\"").str();
+  return out;
 }
 
 namespace {
@@ -72,20 +105,6 @@ public:
     return std::optional<std::string>(s->str());
   }
 
-  /// An optional positive number.
-  llvm::Expected<std::optional<double>>
-  optionalPositiveNumber(llvm::StringRef key) const {
-    const llvm::json::Value *value = object.get(key);
-    if (!value)
-      return std::nullopt;
-    std::optional<double> d = value->getAsNumber();
-    if (!d || *d <= 0)
-      return error(key, llvm::formatv("expected a positive number, got {0}",
-                                      *value)
-                            .str());
-    return d;
-  }
-
   llvm::Error error(llvm::StringRef key, llvm::StringRef what) const {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -97,24 +116,71 @@ private:
   const Object &object;
 };
 
-/// The JSON keys of one schema.
-struct Schema {
-  const char *family, *layers, *hidden, *heads, *vocab, *maxPositions;
-  const char *seqLen, *microbatchSize, *epsilon;
-};
-constexpr Schema bitpipeSchema = {"family",        "layers",   "hidden",
-                                  "heads",         "vocab",    "max_positions",
-                                  "seq_len",       "microbatch_size",
-                                  "layer_norm_epsilon"};
-constexpr Schema gpt2Schema = {"model_type", "n_layer",   "n_embd",
-                               "n_head",     "vocab_size", "n_positions",
-                               nullptr,      nullptr,     "layer_norm_epsilon"};
-constexpr Schema bertSchema = {
-    "model_type",          "num_hidden_layers", "hidden_size",
-    "num_attention_heads", "vocab_size",        "max_position_embeddings",
-    nullptr,               nullptr,             "layer_norm_eps"};
-
 } // namespace
+
+/// "\"a\", \"b\"" for a list of names.
+static std::string quotedList(llvm::ArrayRef<llvm::StringRef> names) {
+  std::string out;
+  for (llvm::StringRef name : names)
+    out += (out.empty() ? "\"" : ", \"") + name.str() + "\"";
+  return out;
+}
+
+/// The schema a Hugging Face file names with `model_type`, or (without one)
+/// the one whose signature key it has; null for bitpipe's own schema.
+static llvm::Expected<const HuggingFaceSchema *>
+findHuggingFaceSchema(const FieldReader &read, const Object &object) {
+  if (const llvm::json::Value *type = object.get("model_type")) {
+    std::optional<llvm::StringRef> name = type->getAsString();
+    for (const HuggingFaceSchema &hf : kHuggingFaceSchemas)
+      if (name && *name == hf.modelType)
+        return &hf;
+    llvm::SmallVector<llvm::StringRef> accepted;
+    for (const HuggingFaceSchema &hf : kHuggingFaceSchemas)
+      accepted.push_back(hf.modelType);
+    return read.error("model_type",
+                      llvm::formatv("is {0}, but bitpipe builds only the "
+                                    "Hugging Face model types {1}",
+                                    *type, quotedList(accepted))
+                          .str());
+  }
+  for (const HuggingFaceSchema &hf : kHuggingFaceSchemas)
+    if (read.has(hf.signatureKey))
+      return &hf;
+  return nullptr;
+}
+
+/// Refuses a field that would change the graph to one bitpipe does not
+/// build.
+static llvm::Error checkGraphFields(const FieldReader &read,
+                                    const Object &object,
+                                    const ConfigSchema &schema,
+                                    int64_t hidden) {
+  for (const GraphField &field : schema.graphFields) {
+    const llvm::json::Value *value = object.get(field.key);
+    if (!value)
+      continue;
+    std::string text = llvm::formatv("{0}", *value).str();
+    llvm::SmallVector<std::string> accepted;
+    bool ok = false;
+    for (llvm::StringRef a : field.accepted) {
+      std::string want =
+          a == kFourTimesHidden ? std::to_string(4 * hidden) : a.str();
+      ok |= text == want;
+      accepted.push_back(want);
+    }
+    if (ok)
+      continue;
+    std::string list;
+    for (const std::string &a : accepted)
+      list += (list.empty() ? "" : " or ") + a;
+    return read.error(field.key,
+                      llvm::formatv("is {0}, but bitpipe builds only {1} ({2})",
+                                    text, list, field.why)
+                          .str());
+  }
+  return llvm::Error::success();
+}
 
 llvm::Expected<ModelConfig>
 bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
@@ -123,6 +189,10 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " + what);
   };
+  if (std::optional<size_t> offset = findExcessiveJsonNesting(contents))
+    return fail(llvm::formatv("JSON nested deeper than {0} levels (at byte "
+                              "{1}); a model config nests a few",
+                              kMaxJsonDepth, *offset));
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(contents);
   if (!json)
     return fail("not valid JSON: " + llvm::toString(json.takeError()));
@@ -131,29 +201,28 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
     return fail("expected a JSON object at the top level");
   FieldReader read(path, *object);
 
-  // Which schema: bitpipe's, or a Hugging Face one recognised by its keys.
-  const Schema *schema = &bitpipeSchema;
-  std::optional<ModelFamily> schemaFamily;
-  if (read.has("n_layer")) {
-    schema = &gpt2Schema;
-    schemaFamily = ModelFamily::GPT;
-  } else if (read.has("num_hidden_layers")) {
-    schema = &bertSchema;
-    schemaFamily = ModelFamily::BERT;
-  }
+  // Which schema: a Hugging Face one, or bitpipe's.
+  llvm::Expected<const HuggingFaceSchema *> hf =
+      findHuggingFaceSchema(read, *object);
+  if (!hf)
+    return hf.takeError();
+  const ConfigSchema *schema = *hf ? &(*hf)->schema : &kBitpipeSchema;
 
   ModelConfig config;
-  llvm::Expected<std::optional<std::string>> familyName =
-      read.optionalString(schema->family);
-  if (!familyName)
-    return familyName.takeError();
-  std::optional<ModelFamily> family = schemaFamily;
-  if (*familyName && schema == &bitpipeSchema) {
-    family = parseModelFamily(**familyName);
-    if (!family)
-      return read.error(schema->family,
-                        "expected \"gpt\" or \"bert\", got \"" + **familyName +
-                            "\"");
+  std::optional<ModelFamily> family;
+  if (*hf) {
+    family = (*hf)->family;
+  } else {
+    llvm::Expected<std::optional<std::string>> familyName =
+        read.optionalString(schema->family);
+    if (!familyName)
+      return familyName.takeError();
+    if (*familyName) {
+      family = parseModelFamily(**familyName);
+      if (!family)
+        return read.error(schema->family, "expected " + modelFamilyList() +
+                                              ", got \"" + **familyName + "\"");
+    }
   }
   if (overrides.family) {
     if (family && *family != *overrides.family)
@@ -164,8 +233,8 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
   }
   if (!family)
     return read.error(schema->family,
-                      "is missing (\"gpt\" or \"bert\"; or name the family on "
-                      "the command line)");
+                      "is missing (" + modelFamilyList() +
+                          "; or name the family on the command line)");
   config.family = *family;
 
   struct {
@@ -184,52 +253,70 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
   }
 
   // Sequence length and micro-batch size: command line, then file, then the
-  // Hugging Face defaults.
+  // Hugging Face defaults. Each is named as its source names it.
   auto sizeField = [&](const char *key, std::optional<int64_t> override,
-                       int64_t hfDefault) -> llvm::Expected<int64_t> {
-    if (override)
+                       llvm::StringRef flag, int64_t hfDefault,
+                       llvm::StringRef hfDefaultName,
+                       std::string &name) -> llvm::Expected<int64_t> {
+    if (override) {
+      name = flag.str();
       return *override;
-    if (!key)
+    }
+    if (!key) {
+      name = hfDefaultName.str();
       return hfDefault;
+    }
+    name = key;
     return read.positive(key);
   };
+  std::string seqName, mbsName;
   llvm::Expected<int64_t> seq =
-      sizeField(schema->seqLen, overrides.seqLen, config.maxPositions);
+      sizeField(schema->seqLen, overrides.seqLen, "--seq-len",
+                config.maxPositions, schema->maxPositions, seqName);
   if (!seq)
     return seq.takeError();
   config.seqLen = *seq;
   llvm::Expected<int64_t> mbs =
-      sizeField(schema->microbatchSize, overrides.microbatchSize, 1);
+      sizeField(schema->microbatchSize, overrides.microbatchSize,
+                "--microbatch-size", 1, "--microbatch-size", mbsName);
   if (!mbs)
     return mbs.takeError();
   config.microbatchSize = *mbs;
 
-  llvm::Expected<std::optional<double>> eps =
-      read.optionalPositiveNumber(schema->epsilon);
-  if (!eps)
-    return eps.takeError();
-  if (*eps)
-    config.layerNormEpsilon = **eps;
+  if (const llvm::json::Value *eps = object->get(schema->epsilon)) {
+    std::optional<double> d = eps->getAsNumber();
+    if (!d)
+      return read.error(
+          schema->epsilon,
+          llvm::formatv("expected a number, got {0}", *eps).str());
+    if (std::optional<std::string> error = nn::checkLayerNormEpsilon(*d))
+      return read.error(schema->epsilon, *error);
+    config.layerNormEpsilon = *d;
+  }
 
   llvm::Expected<std::optional<std::string>> name =
-      schema == &bitpipeSchema ? read.optionalString("name")
-                               : llvm::Expected<std::optional<std::string>>(
-                                     std::nullopt);
+      schema == &kBitpipeSchema
+          ? read.optionalString("name")
+          : llvm::Expected<std::optional<std::string>>(std::nullopt);
   if (!name)
     return name.takeError();
   config.name = *name ? **name : llvm::sys::path::stem(path).str();
 
-  // Consistency between fields.
-  if (config.hidden % config.heads != 0)
-    return read.error(schema->heads,
-                      llvm::formatv("({0}) must divide the hidden size ({1})",
-                                    config.heads, config.hidden)
-                          .str());
-  if (config.seqLen > config.maxPositions)
-    return fail(llvm::formatv("sequence length {0} exceeds the model's {1} "
-                              "positions (field '{2}')",
-                              config.seqLen, config.maxPositions,
-                              schema->maxPositions));
+  // Sizes within what the compiler can build; the products of the sizes
+  // within int64 (ModelLimits.h).
+  nn::ModelSizes sizes{{schema->layers, config.layers},
+                       {schema->hidden, config.hidden},
+                       {schema->heads, config.heads},
+                       {schema->vocab, config.vocab},
+                       {schema->maxPositions, config.maxPositions},
+                       {seqName, config.seqLen},
+                       {mbsName, config.microbatchSize},
+                       /*maskedLMHead=*/config.family == ModelFamily::BERT};
+  if (std::optional<std::string> error = nn::checkModelSizes(sizes))
+    return fail(*error);
+
+  if (llvm::Error e = checkGraphFields(read, *object, *schema, config.hidden))
+    return std::move(e);
   return config;
 }
 

@@ -6,7 +6,9 @@
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
 
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 
 namespace bitpipe::sched {
 
@@ -87,6 +89,18 @@ std::string fieldName(const char *prefix, const char *name) {
   return std::string(prefix) + name;
 }
 
+/// "<option> must be at least <min>/at most <max>, got <value>", or empty.
+std::string checkRange(const char *prefix, const char *option, int64_t value,
+                       int64_t min, int64_t max) {
+  if (value < min)
+    return fieldName(prefix, option) + " must be at least " +
+           std::to_string(min) + ", got " + std::to_string(value);
+  if (value > max)
+    return fieldName(prefix, option) + " must be at most " +
+           std::to_string(max) + ", got " + std::to_string(value);
+  return {};
+}
+
 /// The checks of a complete request (no defaults left to fill), against
 /// its entry; empty when it passes.
 std::string checkComplete(const ScheduleInfo &info, int devices,
@@ -94,13 +108,27 @@ std::string checkComplete(const ScheduleInfo &info, int devices,
                           const char *prefix) {
   const std::string name = info.name;
   // Counts first, then what the schedule asks of them.
-  if (devices < 1)
-    return fieldName(prefix, option::kDevices) + " must be at least 1, got " +
-           std::to_string(devices);
-  if (microbatches < info.minMicrobatches)
-    return fieldName(prefix, option::kMicrobatches) + " must be at least " +
-           std::to_string(info.minMicrobatches) + ", got " +
-           std::to_string(microbatches);
+  std::string error =
+      checkRange(prefix, option::kDevices, devices, 1, limit::kMaxDevices);
+  if (error.empty())
+    error = checkRange(prefix, option::kMicrobatches, microbatches,
+                       info.minMicrobatches, limit::kMaxMicrobatches);
+  if (!error.empty())
+    return error;
+  int64_t pairs = int64_t(microbatches) * devices *
+                  (info.takesChunks() ? std::max(chunksPerDevice, 1) : 2);
+  if (pairs > limit::kMaxMicrobatchStages)
+    return fieldName(prefix, option::kMicrobatches) + " * " +
+           fieldName(prefix, option::kDevices) +
+           " * chunks per device must be at most " +
+           std::to_string(limit::kMaxMicrobatchStages) +
+           " (the actions of one pipeline copy; docs/models.md, "
+           "\"Limits\"), got " +
+           std::to_string(microbatches) + " * " + std::to_string(devices) +
+           " * " +
+           std::to_string(info.takesChunks() ? std::max(chunksPerDevice, 1)
+                                             : 2) +
+           " = " + std::to_string(pairs);
   if (info.evenDevices && devices % 2 != 0)
     return fieldName(prefix, option::kDevices) + " must be even: " + name +
            " needs an even number of devices (its two pipelines pair device "
@@ -123,11 +151,28 @@ std::string checkComplete(const ScheduleInfo &info, int devices,
     return fieldName(prefix, option::kChunksPerDevice) + " must be at least " +
            std::to_string(info.minChunks) + " for " + name +
            " (use 1f1b for 1), got " + std::to_string(chunksPerDevice);
-  if (chunksPerDevice > info.maxChunks)
+  int maxChunks = std::min(info.maxChunks, limit::kMaxChunksPerDevice);
+  if (chunksPerDevice > maxChunks)
     return fieldName(prefix, option::kChunksPerDevice) + " must be at most " +
-           std::to_string(info.maxChunks) + " for " + name + ", got " +
+           std::to_string(maxChunks) + " for " + name + ", got " +
            std::to_string(chunksPerDevice);
   return {};
+}
+
+/// D and dp each within their limits, and the ranks D * dp within theirs.
+std::string checkWorld(int devices, int dataParallel, const char *prefix) {
+  std::string error =
+      checkRange(prefix, option::kDevices, devices, 1, limit::kMaxDevices);
+  if (error.empty())
+    error = checkRange(prefix, option::kDataParallel, dataParallel, 1,
+                       limit::kMaxDataParallel);
+  if (error.empty() && int64_t(devices) * dataParallel > limit::kMaxRanks)
+    error = fieldName(prefix, option::kDevices) + " * " +
+            fieldName(prefix, option::kDataParallel) +
+            " (the ranks) must be at most " + std::to_string(limit::kMaxRanks) +
+            ", got " + std::to_string(devices) + " * " +
+            std::to_string(dataParallel);
+  return error;
 }
 
 std::string unknownSchedule(const std::string &name, const char *prefix) {
@@ -154,10 +199,17 @@ Result<ScheduleOptions> validate(const ScheduleOptions &request,
   if (!info)
     return Result<ScheduleOptions>::failure(
         unknownSchedule(request.schedule, flagPrefix));
-  if (request.dataParallel < 1)
-    return Result<ScheduleOptions>::failure(
-        fieldName(flagPrefix, option::kDataParallel) +
-        " must be at least 1, got " + std::to_string(request.dataParallel));
+  // D first: the default N is a multiple of it.
+  std::string counts =
+      checkWorld(request.devices, request.dataParallel, flagPrefix);
+  if (counts.empty() && request.splitBackward && !info->splitsBackward)
+    counts = fieldName(flagPrefix, option::kSplitBackward) +
+             " does not apply to schedule '" + info->name +
+             "': its steps have no weight-gradient (W) step to run the "
+             "second half of a split backward (zb-h1 has them, and splits "
+             "the backward without the option)";
+  if (!counts.empty())
+    return Result<ScheduleOptions>::failure(std::move(counts));
   ScheduleOptions done = request;
   if (!done.microbatches)
     done.microbatches = info->defaultMicrobatchesPerDevice * request.devices;
@@ -168,6 +220,15 @@ Result<ScheduleOptions> validate(const ScheduleOptions &request,
   if (!error.empty())
     return Result<ScheduleOptions>::failure(std::move(error));
   return Result<ScheduleOptions>::success(std::move(done));
+}
+
+std::string checkPlacementCounts(int devices, int chunksPerDevice,
+                                 int dataParallel, const char *flagPrefix) {
+  std::string error = checkWorld(devices, dataParallel, flagPrefix);
+  if (error.empty())
+    error = checkRange(flagPrefix, option::kChunksPerDevice, chunksPerDevice, 1,
+                       limit::kMaxChunksPerDevice);
+  return error;
 }
 
 Result<Placement> schedulePlacement(const ScheduleOptions &request) {

@@ -24,8 +24,11 @@
 #include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
+#include "bitpipe/Transforms/Pipeline.h"
 
-#include "DiagnosticText.h"
+#include "PassOptionUtil.h"
+
+#include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"
@@ -38,6 +41,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace bitpipe {
 #define GEN_PASS_DEF_INSERTALLREDUCE
@@ -173,15 +177,25 @@ struct InsertAllReducePass
   }
 
   LogicalResult run(ModuleOp module) {
+    for (auto [name, value, range] :
+         {std::tuple<StringRef, double, OptionRange>{
+              "bucket-mb", bucketMb, {0, true, kMaxBucketMb}},
+          {"bucket-bytes",
+           static_cast<double>(bucketBytes),
+           {0, false, kMaxBucketMb * 1024 * 1024}}})
+      if (std::optional<std::string> error =
+              checkOptionRange("bitpipe-insert-allreduce", name, value, range))
+        return module.emitError() << *error;
+    // bucket-bytes=0 (its default) leaves the size to bucket-mb.
     int64_t capBytes =
         bucketBytes > 0
             ? static_cast<int64_t>(bucketBytes)
             : static_cast<int64_t>(std::llround(bucketMb * 1024.0 * 1024.0));
     if (capBytes <= 0)
       return module.emitError()
-             << "bitpipe-insert-allreduce needs a positive bucket size; "
-                "bucket-mb and bucket-bytes give "
-             << capBytes << " bytes";
+             << "bitpipe-insert-allreduce needs a bucket of at least one "
+                "byte; bucket-mb="
+             << bucketMb.getValue() << " gives " << capBytes << " bytes";
 
     // The buckets are laid out from the schedule's markers: buckets already
     // there mean the pass ran, and a second run would reduce twice.

@@ -22,7 +22,7 @@
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
 
-#include "DiagnosticText.h"
+#include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"

@@ -79,7 +79,7 @@ FailureOr<Plan> derive(const PipelineConfig &config, std::string &error) {
   plan.placement = placement->kind;
   plan.stages = placement->numStages;
   plan.chunksPerDevice = placement->numStages / placement->numDevices;
-  plan.splitBackward = info.splitsBackward || config.splitBackward;
+  plan.splitBackward = info.splitsBackward || request->splitBackward;
   return plan;
 }
 
@@ -148,7 +148,7 @@ bitpipe::PipelineConfig bitpipe::PipelineOptions::toConfig() const {
   config.request.chunksPerDevice = givenValue(chunksPerDevice, 0);
   config.request.dataParallel = dataParallel;
   config.bucketMb = bucketMb;
-  config.splitBackward = splitBackward;
+  config.request.splitBackward = splitBackward;
   return config;
 }
 

@@ -12,6 +12,7 @@
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 #include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -59,10 +60,11 @@ struct PlacePass : public bitpipe::impl::PlaceBase<PlacePass> {
              << "chunks-per-device=" << chunksPerDevice.getValue()
              << " only applies to the loop placement; the " << placement
              << " placement fixes the chunks per device itself";
-    if (dataParallel < 1)
-      return module.emitError()
-             << "dp=" << dataParallel.getValue()
-             << " data-parallel copies; expected at least 1";
+    // The counts within the schedule registry's limits (Registry.h).
+    std::string counts =
+        sched::checkPlacementCounts(devices, chunksPerDevice, dataParallel);
+    if (!counts.empty())
+      return module.emitError() << "bitpipe-place: " << counts;
     sched::Result<sched::Placement> layout =
         sched::makePlacement(*kind, devices, chunksPerDevice);
     if (!layout)

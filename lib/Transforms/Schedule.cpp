@@ -19,7 +19,7 @@
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
 
-#include "DiagnosticText.h"
+#include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
 #include "PassOptionUtil.h"
 
 #include "mlir/IR/Builders.h"

@@ -18,12 +18,15 @@
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
 
+#include "PassOptionUtil.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatAdapters.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace bitpipe {
 #define GEN_PASS_DEF_SIMULATE
@@ -94,6 +97,22 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
   }
 
   LogicalResult run(ModuleOp module) {
+    // Times in units or milliseconds: positive step costs, non-negative
+    // latencies, a device speed up to an exaflop; each bounded so that the
+    // simulator's sums over every action stay finite (docs/models.md,
+    // "Limits").
+    constexpr double kMaxTime = 1e9, kMaxTflops = 1e6;
+    for (auto [name, value, range] :
+         {std::tuple<StringRef, double, OptionRange>{
+              "f-cost", forwardCost, {0, true, kMaxTime}},
+          {"b-cost", backwardCost, {0, true, kMaxTime}},
+          {"w-cost", weightGradCost, {0, true, kMaxTime}},
+          {"p2p-latency", p2pLatency, {0, false, kMaxTime}},
+          {"ar-latency", allReduceLatency, {0, false, kMaxTime}},
+          {"tflops", tflops, {0, false, kMaxTflops}}})
+      if (std::optional<std::string> error =
+              checkOptionRange("bitpipe-simulate", name, value, range))
+        return module.emitError() << *error;
     if (costs != "unit" && costs != "ir")
       return module.emitError() << "bitpipe-simulate: unknown costs=" << costs
                                 << "; expected unit or ir";

@@ -2,7 +2,7 @@
 // RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-insert-allreduce=bucket-mb=0 2>&1 | FileCheck %s --check-prefix=SIZE
 // RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-insert-allreduce | not bitpipe-opt --bitpipe-insert-allreduce 2>&1 | FileCheck %s --check-prefix=TWICE
 
-// SIZE: error: bitpipe-insert-allreduce needs a positive bucket size; bucket-mb and bucket-bytes give 0 bytes
+// SIZE: error: bitpipe-insert-allreduce: option 'bucket-mb' must be a finite number in (0, 1048576], got 0
 // TWICE: error: 'bitpipe.allreduce_start' op is a gradient bucket already; bitpipe-insert-allreduce runs once, on the programs of bitpipe-schedule
 
 // Gradients come from the backward functions.

@@ -9,7 +9,7 @@
 // KIND: error: unknown placement 'zigzag' (expected loop, v, bidirectional or bidirectional-v)
 // NOKIND: error: bitpipe-place needs placement=, one of loop, v, bidirectional or bidirectional-v{{$}}
 // ODD: error: bidirectional placement needs an even number of devices (the two pipelines pair device r with device D-1-r), got 3
-// NODEV: error: loop placement needs at least 1 device, got 0
+// NODEV: error: bitpipe-place: devices must be at least 1, got 0
 // CHUNKS: error: chunks-per-device=2 only applies to the loop placement; the v placement fixes the chunks per device itself
 // LOOP: error: loop placement on 2 devices with 3 chunks per device needs 6 stages, the module has 4 stage functions; partition with chunks=6
 

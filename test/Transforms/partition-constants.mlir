@@ -20,7 +20,7 @@
 // CHECK-NEXT:    %[[A:.*]] = call @consts_stage0(%[[X]])
 // CHECK-NEXT:    %[[B:.*]] = call @consts_stage1(%[[A]])
 // CHECK-NEXT:    return %[[B]]
-func.func @consts(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "toy", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
+func.func @consts(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
   %half = arith.constant dense<5.000000e-01> : tensor<2x8xf32>
   %a = nn.add %x, %half {nn.layer = 0} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
   %b = nn.add %a, %half {nn.layer = 1} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>

@@ -12,12 +12,12 @@ module {
 
 // -----
 
-func.func @a(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "toy", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
+func.func @a(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
   %y = nn.gelu %x {nn.layer = 0} : (tensor<2x8xf32>) -> tensor<2x8xf32>
   return %y : tensor<2x8xf32>
 }
 // expected-error @+1 {{bitpipe-partition expects one model function, but @a and @b both have 'nn.model'}}
-func.func @b(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "toy", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
+func.func @b(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
   %y = nn.gelu %x {nn.layer = 0} : (tensor<2x8xf32>) -> tensor<2x8xf32>
   return %y : tensor<2x8xf32>
 }
@@ -37,12 +37,12 @@ func.func @b(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
 // -----
 
 // expected-error @+1 {{bitpipe-partition expects the model function @external to have a body of one block}}
-func.func private @external(tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "toy", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>}
+func.func private @external(tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>}
 
 // -----
 
 // expected-error @+1 {{bitpipe-partition found no nn ops with 'nn.layer' in @empty: nothing to partition}}
-func.func @empty(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "toy", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
+func.func @empty(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
   return %x : tensor<2x8xf32>
 }
 
@@ -93,7 +93,7 @@ func.func @twice_stage0(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   return %x : tensor<2x8xf32>
 }
 // expected-error @+1 {{bitpipe-partition cannot outline chunk 0 as @twice_stage0: the module already has that symbol (was it partitioned already?)}}
-func.func @twice(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "toy", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
+func.func @twice(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
   %a = nn.gelu %x {nn.layer = 0} : (tensor<2x8xf32>) -> tensor<2x8xf32>
   %b = nn.gelu %a {nn.layer = 1} : (tensor<2x8xf32>) -> tensor<2x8xf32>
   return %b : tensor<2x8xf32>

@@ -35,7 +35,7 @@ func.func @toy(%wte: tensor<16x8xf32> {nn.param = "wte"},
                %w: tensor<8x8xf32> {nn.param = "w"},
                %tok: tensor<2x4xi32> {nn.input = "tokens"},
                %lab: tensor<2x4xi32> {nn.input = "labels"}) -> tensor<f32>
-    attributes {nn.model = #nn.model<family = "toy", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
+    attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
   %x = nn.embedding %tok, %wte, %wpe {nn.layer = 0} : (tensor<2x4xi32>, tensor<16x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>
   %g1 = nn.gelu %x {nn.layer = 1} : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   %s1 = nn.add %x, %g1 {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
@@ -93,7 +93,7 @@ func.func @toy(%wte: tensor<16x8xf32> {nn.param = "wte"},
 // The model keeps its signature and chains the stages.
 // THREE-LABEL: func.func @toy(
 // THREE-SAME:    %[[WTE:[^:]+]]: tensor<16x8xf32> {nn.param = "wte"}, %[[WPE:[^:]+]]: tensor<4x8xf32> {nn.param = "wpe"}, %[[W:[^:]+]]: tensor<8x8xf32> {nn.param = "w"}, %[[TOK:[^:]+]]: tensor<2x4xi32> {nn.input = "tokens"}, %[[LAB:[^:]+]]: tensor<2x4xi32> {nn.input = "labels"})
-// THREE-SAME:    attributes {nn.model = #nn.model<family = "toy", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>}
+// THREE-SAME:    attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>}
 // THREE-NEXT:    %[[S0:.*]]:2 = call @toy_stage0(%[[WTE]], %[[WPE]], %[[TOK]]) : (tensor<16x8xf32>, tensor<4x8xf32>, tensor<2x4xi32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>)
 // THREE-NEXT:    %[[H:.*]] = call @toy_stage1(%[[S0]]#0, %[[S0]]#1, %[[W]]) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
 // THREE-NEXT:    %[[LOSS:.*]] = call @toy_stage2(%[[H]], %[[WTE]], %[[LAB]]) : (tensor<2x4x8xf32>, tensor<16x8xf32>, tensor<2x4xi32>) -> tensor<f32>

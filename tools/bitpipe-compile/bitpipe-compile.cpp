@@ -19,9 +19,12 @@
 // kernels only) decides the stage functions' buffer types
 // (docs/architecture.md, "Targets and precision").
 //
-// and writes the output of the stage that --emit names. Every output is
-// written to a temporary file and renamed, so a failed run leaves nothing
-// half-written and never clobbers a previous output.
+// and writes the output of the stage that --emit names, as every tool writes
+// (ToolOutput.h, docs/files.md): to a temporary file renamed over the output
+// once complete (the linker writes the executable's), so a failed run (a
+// full disk, a failed link, a signal) leaves the previous output as it was;
+// "-" and devices are written into; a directory or a symbolic link is
+// refused before compiling.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +36,7 @@
 #include "bitpipe/Import/ModelConfig.h"
 #include "bitpipe/Support/ScheduleCommandLine.h"
 #include "bitpipe/Transforms/Pipeline.h"
+#include "ToolOutput.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -56,18 +60,20 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <cmath>
 
 using namespace llvm;
 
@@ -110,11 +116,13 @@ cl::opt<bitpipe::Precision>
 // checks them and fills what is not given.
 bitpipe::ScheduleCommandLine scheduleFlags(category, {"bitpipe", 1});
 cl::opt<double> bucketMb("bucket-mb",
-                         cl::desc("Gradient bucket capacity in MiB (25)"),
+                         cl::desc("Gradient bucket capacity in MiB (25), in "
+                                  "(0, 1048576]"),
                          cl::init(25.0), cl::cat(category));
 cl::opt<bool> splitBackward("split-backward",
                             cl::desc("Split every backward into input and "
-                                     "weight gradients"),
+                                     "weight gradients (zb-h1 only, which "
+                                     "splits without it)"),
                             cl::init(false), cl::cat(category));
 
 // Code generation and linking.
@@ -135,13 +143,30 @@ int fail(const Twine &message) {
   return 1;
 }
 
+/// The numeric flags that the schedule registry does not check, in range;
+/// an empty string when they are (docs/models.md, "Limits").
+std::string checkNumericFlags() {
+  if (!std::isfinite(bucketMb) || bucketMb <= 0 ||
+      bucketMb > bitpipe::kMaxBucketMb) {
+    std::string message;
+    raw_string_ostream(message)
+        << "--bucket-mb must be a finite number in (0, "
+        << static_cast<int64_t>(bitpipe::kMaxBucketMb) << "], got "
+        << format("%.15g", bucketMb.getValue());
+    return message;
+  }
+  if (optLevel > 3)
+    return "-O must be 0, 1, 2 or 3, got " + std::to_string(optLevel);
+  return {};
+}
+
 /// The flags as bitpipe-pipeline's configuration: a flag not given is left
 /// to the schedule registry's default.
 bitpipe::PipelineConfig pipelineConfig() {
   bitpipe::PipelineConfig config;
   config.request = scheduleFlags.request();
   config.bucketMb = bucketMb;
-  config.splitBackward = splitBackward;
+  config.request.splitBackward = splitBackward;
   return config;
 }
 
@@ -242,31 +267,27 @@ std::optional<std::string> runtimeLinkFile(bitpipe::TargetKind kind) {
   return file;
 }
 
-/// Writes \p object and links it with the runtime whose link line is
-/// \p link into \p output, through a temporary executable that is renamed
-/// on success.
-int linkExecutable(StringRef object, StringRef output, StringRef link) {
+/// Links \p object with the runtime whose link line is \p link into
+/// \p executable (a temporary the caller renames over the output).
+Error linkExecutable(StringRef object, StringRef executable, StringRef link,
+                     StringRef output) {
   ErrorOr<std::string> linkerPath = sys::findProgramByName(linker);
   if (!linkerPath)
-    return fail("linker '" + linker + "' not found");
-
-  std::string temporary = (output + ".tmp").str();
+    return createStringError(inconvertibleErrorCode(),
+                             "linker '" + linker + "' not found");
   std::string responseArg = ("@" + link).str();
-  SmallVector<StringRef> args = {*linkerPath, object,  responseArg,
-                                 "-o",        temporary};
+  SmallVector<StringRef> args = {*linkerPath, object, responseArg, "-o",
+                                 executable};
   std::string message;
   int rc = sys::ExecuteAndWait(*linkerPath, args, std::nullopt, {}, 0, 0,
                                &message);
-  if (rc != 0) {
-    sys::fs::remove(temporary);
-    return fail("linking " + output + " failed (" + linker + " exited with " +
-                Twine(rc) + (message.empty() ? "" : ": " + message) + ")");
-  }
-  if (std::error_code ec = sys::fs::rename(temporary, output)) {
-    sys::fs::remove(temporary);
-    return fail("cannot write " + output + ": " + ec.message());
-  }
-  return 0;
+  if (rc != 0)
+    return createStringError(
+        inconvertibleErrorCode(),
+        "linking '" + output + "' failed (" + linker + " exited with " +
+            Twine(rc) + (message.empty() ? "" : ": " + message) +
+            "); the previous '" + output + "', if any, is unchanged");
+  return Error::success();
 }
 
 } // namespace
@@ -301,6 +322,11 @@ int main(int argc, char **argv) {
   }
   std::string output =
       outputPath.getNumOccurrences() ? std::string(outputPath) : defaultOutput();
+  // Before compiling: where the output goes (a directory, a link...).
+  const std::string outputFlag =
+      outputPath.getNumOccurrences() ? "-o: " : "output: ";
+  if (Error e = bitpipe::checkOutputPath(output))
+    return fail(outputFlag + toString(std::move(e)));
 
   mlir::DialectRegistry registry;
   registry.insert<bitpipe::nn::NNDialect, bitpipe::bp::BitPipeDialect,
@@ -325,6 +351,8 @@ int main(int argc, char **argv) {
     return fail(inputPath + ": the model IR does not verify");
 
   // The request, checked with the flags' spelling ("--devices must ...").
+  if (std::string flagError = checkNumericFlags(); !flagError.empty())
+    return fail(flagError);
   bitpipe::PipelineConfig config = pipelineConfig();
   bitpipe::sched::Result<bitpipe::sched::ScheduleOptions> request =
       bitpipe::sched::validate(config.request, "--");
@@ -341,11 +369,9 @@ int main(int argc, char **argv) {
     return fail(inputPath + ": compilation failed (see the errors above)");
 
   if (emit == EmitKind::MLIR) {
-    if (Error e = writeToOutput(output, [&](raw_ostream &os) {
-          module->print(os);
-          return Error::success();
-        }))
-      return fail(output + ": " + toString(std::move(e)));
+    if (Error e = bitpipe::writeOutputFile(
+            output, [&](raw_ostream &os) { module->print(os); }))
+      return fail(outputFlag + toString(std::move(e)));
     return 0;
   }
 
@@ -368,47 +394,42 @@ int main(int argc, char **argv) {
     return fail("LLVM optimisation failed: " + toString(std::move(e)));
 
   if (emit == EmitKind::LLVM) {
-    if (Error e = writeToOutput(output, [&](raw_ostream &os) {
+    if (Error e = bitpipe::writeOutputFile(output, [&](raw_ostream &os) {
           llvmModule->print(os, nullptr);
-          return Error::success();
         }))
-      return fail(output + ": " + toString(std::move(e)));
+      return fail(outputFlag + toString(std::move(e)));
     return 0;
   }
 
-  // The object: to the output for --emit=obj, else to a temporary file that
-  // the linker reads.
-  SmallString<128> objectPath;
-  if (emit == EmitKind::Object) {
-    objectPath = output + ".tmp";
-  } else if (std::error_code ec = sys::fs::createTemporaryFile(
-                 "bitpipe-compile", "o", objectPath)) {
-    return fail("cannot create a temporary object file: " + ec.message());
-  }
+  // The object, in memory (the ELF writer seeks back into what it wrote);
+  // then to the output for --emit=obj, else to a scratch file the linker
+  // reads.
+  SmallVector<char, 0> object;
   {
-    std::error_code ec;
-    ToolOutputFile object(objectPath, ec, sys::fs::OF_None);
-    if (ec)
-      return fail(objectPath + ": " + ec.message());
+    raw_svector_ostream objectStream(object);
     legacy::PassManager codegen;
-    if (machine->addPassesToEmitFile(codegen, object.os(), nullptr,
+    if (machine->addPassesToEmitFile(codegen, objectStream, nullptr,
                                      CodeGenFileType::ObjectFile))
       return fail("this target cannot emit object files");
     codegen.run(*llvmModule);
-    object.os().flush();
-    if (object.os().has_error())
-      return fail(objectPath + ": write error");
-    object.keep();
   }
-
+  StringRef objectBytes(object.data(), object.size());
   if (emit == EmitKind::Object) {
-    if (std::error_code ec = sys::fs::rename(objectPath, output)) {
-      sys::fs::remove(objectPath);
-      return fail("cannot write " + output + ": " + ec.message());
-    }
+    if (Error e = bitpipe::writeOutputFile(
+            output, [&](raw_ostream &os) { os << objectBytes; }))
+      return fail(outputFlag + toString(std::move(e)));
     return 0;
   }
-  int rc = linkExecutable(objectPath, output, link);
-  sys::fs::remove(objectPath);
-  return rc;
+  Error linked = bitpipe::withScratchFile(
+      "bitpipe-compile", "o", [&](StringRef objectPath) -> Error {
+        if (Error e = bitpipe::writeOutputFile(
+                objectPath, [&](raw_ostream &os) { os << objectBytes; }))
+          return e;
+        return bitpipe::writeOutputFileFrom(output, [&](StringRef executable) {
+          return linkExecutable(objectPath, executable, link, output);
+        });
+      });
+  if (linked)
+    return fail(outputFlag + toString(std::move(linked)));
+  return 0;
 }

@@ -4,13 +4,16 @@
 //                  [--microbatch-size N] [-o OUT.mlir]
 //
 // FILE is bitpipe's JSON schema or a Hugging Face config.json. The output is
-// written to a temporary file and renamed, so a failed run leaves nothing
-// half-written.
+// written as every tool writes (ToolOutput.h, docs/files.md): to a temporary
+// file renamed over OUT once complete, so a failed run (a full disk, a
+// signal) leaves the previous OUT as it was; "-" and devices are written
+// into; a directory or a symbolic link is refused before any work.
 //
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Import/ModelBuilder.h"
 #include "bitpipe/Import/ModelConfig.h"
+#include "ToolOutput.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -49,12 +52,15 @@ int main(int argc, char **argv) {
                               "bitpipe model importer: writes model IR for a "
                               "GPT- or BERT-style configuration\n");
 
+  if (Error e = bitpipe::checkOutputPath(outputPath))
+    return fail("-o: " + toString(std::move(e)));
+
   bitpipe::ModelConfigOverrides overrides;
   if (!familyArg.empty()) {
     overrides.family = bitpipe::parseModelFamily(familyArg);
     if (!overrides.family)
-      return fail("unknown model family '" + familyArg +
-                  "' (expected gpt or bert)");
+      return fail("unknown model family '" + familyArg + "' (expected " +
+                  bitpipe::modelFamilyList() + ")");
   }
   if (seqLen.getNumOccurrences()) {
     if (seqLen <= 0)
@@ -79,10 +85,8 @@ int main(int argc, char **argv) {
   if (failed(mlir::verify(*module)))
     return fail("internal error: the generated model IR does not verify");
 
-  if (Error e = writeToOutput(outputPath, [&](raw_ostream &os) {
-        module->print(os);
-        return Error::success();
-      }))
-    return fail(outputPath + ": " + toString(std::move(e)));
+  if (Error e = bitpipe::writeOutputFile(
+          outputPath, [&](raw_ostream &os) { module->print(os); }))
+    return fail("-o: " + toString(std::move(e)));
   return 0;
 }

@@ -3,6 +3,12 @@
 // MlirOptMain with the nn and bitpipe dialects, the upstream dialects model
 // IR and its lowerings use, and every bitpipe pass and pipeline registered.
 //
+// mlir-opt's command line, but not its output file: MlirOptMain's own
+// removes the old -o file when the passes fail and leaves a truncated one
+// on a full disk. Here the result is printed to memory and written, on
+// success only, as every tool writes (ToolOutput.h, docs/files.md): a
+// failed run leaves the previous -o file as it was.
+//
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Conversion/Passes.h"
@@ -16,10 +22,25 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "ToolOutput.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "bitpipe-opt") << message << "\n";
+  return 1;
+}
+
 int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   bitpipe::registerAllBitPipePasses();
@@ -32,6 +53,31 @@ int main(int argc, char **argv) {
                   mlir::arith::ArithDialect, mlir::func::FuncDialect,
                   mlir::LLVM::LLVMDialect, mlir::memref::MemRefDialect,
                   mlir::tensor::TensorDialect>();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "bitpipe optimizer driver\n", registry));
+  auto [inputPath, outputPath] = mlir::registerAndParseCLIOptions(
+      argc, argv, "bitpipe optimizer driver\n", registry);
+  mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects()) {
+    llvm::outs() << "Available Dialects: ";
+    llvm::interleave(registry.getDialectNames(), llvm::outs(), ",");
+    llvm::outs() << "\n";
+    return 0;
+  }
+  // Before any work: a -o naming a directory or a link fails now.
+  if (llvm::Error e = bitpipe::checkOutputPath(outputPath))
+    return fail("-o: " + llvm::toString(std::move(e)));
+
+  std::string message;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(inputPath, &message);
+  if (!input)
+    return fail(message);
+  std::string result;
+  llvm::raw_string_ostream resultStream(result);
+  if (mlir::failed(
+          mlir::MlirOptMain(resultStream, std::move(input), registry, config)))
+    return 1; // the diagnostics say why; the -o file is untouched
+  if (llvm::Error e = bitpipe::writeOutputFile(
+          outputPath, [&](llvm::raw_ostream &os) { os << result; }))
+    return fail("-o: " + llvm::toString(std::move(e)));
+  return 0;
 }

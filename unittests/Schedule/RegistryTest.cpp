@@ -97,3 +97,60 @@ TEST(Registry, GeneratorsRefuseLikeTheRegistry) {
   EXPECT_EQ(generateGPipe(0, 4).error, errorOf({"gpipe", 0, 4}));
 }
 
+TEST(Registry, CountsStayWithinTheLimits) {
+  // devices=2147483647 used to run on with gigabytes (and its default N,
+  // 2 D, overflowed int).
+  EXPECT_EQ(errorOf({"1f1b", 2147483647}, "--"),
+            "--devices must be at most 4096, got 2147483647");
+  EXPECT_EQ(errorOf({"1f1b", 4, 65537}),
+            "microbatches must be at most 65536, got 65537");
+  EXPECT_EQ(errorOf({"1f1b", -4}), "devices must be at least 1, got -4");
+  EXPECT_EQ(
+      errorOf({"interleaved-1f1b", 4, 8, 65}),
+      "chunks-per-device must be at most 64 for interleaved-1f1b, got 65");
+  EXPECT_EQ(errorOf({"interleaved-1f1b", 4, 8, -3}),
+            "chunks-per-device must be at least 2 for interleaved-1f1b (use "
+            "1f1b for 1), got -3");
+  EXPECT_EQ(errorOf({"interleaved-1f1b", 4096, 65536, 64}),
+            "microbatches * devices * chunks per device must be at most "
+            "16777216 (the actions of one pipeline copy; docs/models.md, "
+            "\"Limits\"), got 65536 * 4096 * 64 = 17179869184");
+  ScheduleOptions manyCopies{"1f1b", 4096};
+  manyCopies.dataParallel = 65536;
+  EXPECT_EQ(errorOf(manyCopies, "--"),
+            "--devices * --dp (the ranks) must be at most 1048576, got 4096 "
+            "* 65536");
+  manyCopies.dataParallel = 65537;
+  EXPECT_EQ(errorOf(manyCopies), "dp must be at most 65536, got 65537");
+  // The largest accepted request.
+  ScheduleOptions largest{"1f1b", 4096, 4096};
+  largest.dataParallel = 256;
+  EXPECT_EQ(errorOf(largest), "");
+}
+
+TEST(Registry, PlacementCountsAsValidate) {
+  EXPECT_EQ(checkPlacementCounts(4, 1, 1), "");
+  EXPECT_EQ(checkPlacementCounts(5000, 1, 1),
+            "devices must be at most 4096, got 5000");
+  EXPECT_EQ(checkPlacementCounts(4, -1, 1),
+            "chunks-per-device must be at least 1, got -1");
+  EXPECT_EQ(checkPlacementCounts(4, 1, 0), "dp must be at least 1, got 0");
+}
+
+TEST(Registry, SplitBackwardOnlyWhereTheScheduleHasWeightSteps) {
+  for (const ScheduleInfo &info : schedules()) {
+    ScheduleOptions request{info.name, 4};
+    request.splitBackward = true;
+    if (info.splitsBackward) {
+      EXPECT_EQ(errorOf(request), "") << info.name;
+      continue;
+    }
+    EXPECT_EQ(errorOf(request, "--"),
+              std::string("--split-backward does not apply to schedule '") +
+                  info.name +
+                  "': its steps have no weight-gradient (W) step to run the "
+                  "second half of a split backward (zb-h1 has them, and "
+                  "splits the backward without the option)")
+        << info.name;
+  }
+}

@@ -1,7 +1,8 @@
 //===- ModelConfig.h - Transformer model configurations ---------*- C++ -*-===//
 //
 // The hyper-parameters of a GPT- or BERT-style model, read from bitpipe's own
-// JSON schema or from a Hugging Face `config.json` (GPT-2 or BERT keys).
+// JSON schema or from a Hugging Face `config.json` of a model type bitpipe
+// builds (lib/Import/ConfigSchemas.h lists them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,9 +20,11 @@ namespace bitpipe {
 
 enum class ModelFamily { GPT, BERT };
 
-/// "gpt" / "bert".
+/// "gpt" / "bert" (and "gpt2" for GPT when parsing).
 llvm::StringRef stringifyModelFamily(ModelFamily family);
 std::optional<ModelFamily> parseModelFamily(llvm::StringRef name);
+/// The names parseModelFamily accepts, for messages: "\"gpt\", ... or ...".
+std::string modelFamilyList();
 
 struct ModelConfig {
   std::string name;           ///< For the function name and messages.
@@ -43,8 +46,10 @@ struct ModelConfigOverrides {
   std::optional<int64_t> microbatchSize;
 };
 
-/// Parses `contents` (the text of `path`) as bitpipe's schema or as a Hugging
-/// Face config.json. Errors name the file and the field.
+/// Parses `contents` (the text of `path`, which is used only in messages)
+/// as bitpipe's schema or as a Hugging Face config.json, and checks every
+/// field against docs/models.md's rules and limits. Errors name the file
+/// and the field. Never crashes on any text (the fuzz target calls it).
 llvm::Expected<ModelConfig>
 parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
                  const ModelConfigOverrides &overrides = {});

@@ -31,7 +31,25 @@ inline constexpr char kDevices[] = "devices";
 inline constexpr char kMicrobatches[] = "microbatches";
 inline constexpr char kChunksPerDevice[] = "chunks-per-device";
 inline constexpr char kDataParallel[] = "dp";
+inline constexpr char kSplitBackward[] = "split-backward";
 } // namespace option
+
+/// The largest request the registry accepts. A schedule holds one action
+/// list per rank and about 3 * N * v actions per device (forward, backward,
+/// weight gradient of every micro-batch and chunk), and the simulator, the
+/// verifier and the per-rank programs each hold a copy, so the limits keep
+/// every request within memory and seconds (docs/models.md, "Limits"):
+/// they are far above any machine bitpipe runs on.
+namespace limit {
+inline constexpr int kMaxDevices = 4096;
+inline constexpr int kMaxMicrobatches = 1 << 16;
+inline constexpr int kMaxChunksPerDevice = 64;
+inline constexpr int kMaxDataParallel = 1 << 16;
+/// D * dp, the ranks.
+inline constexpr int64_t kMaxRanks = 1 << 20;
+/// N * D * v, the (micro-batch, stage) pairs of one pipeline copy.
+inline constexpr int64_t kMaxMicrobatchStages = int64_t(1) << 24;
+} // namespace limit
 
 /// A schedule request: what to run, on how many ranks. Fields left empty
 /// take the registry's default.
@@ -44,6 +62,10 @@ struct ScheduleOptions {
                                       ///< the entry's.
   int dataParallel = 1;               ///< K copies of the pipeline
                                       ///< (sched::World).
+  /// Split every backward into input- and weight-gradient halves. Only a
+  /// schedule with weight-gradient steps (splitsBackward) can run them, and
+  /// it splits without being asked.
+  bool splitBackward = false;
 };
 
 /// One row of the registry.
@@ -83,15 +105,22 @@ const std::string &scheduleNameList();
 /// it is required).
 const std::string &scheduleOptionHelp();
 
-/// The one check of a request: fills the defaults (N = the entry's default
-/// per device times D; v = the entry's), then checks every field against the
-/// entry. The error names the option, as `flagPrefix` + its name (pass "--"
-/// for command-line flags), the value and what was expected, e.g.
-/// "devices must be even for bitpipe (...), got 3". Returns the completed
-/// request. It does not generate: a generator may still refuse an N where
-/// its order cannot run (interleaved-1f1b), saying why.
+/// The one check of a request: checks the counts against `limit`, fills the
+/// defaults (N = the entry's default per device times D; v = the entry's),
+/// then checks every field against the entry and the limits. The error names
+/// the option, as `flagPrefix` + its name (pass "--" for command-line flags),
+/// the value and what was expected, e.g. "devices must be even for bitpipe
+/// (...), got 3". Returns the completed request. It does not generate: a
+/// generator may still refuse an N where its order cannot run
+/// (interleaved-1f1b), saying why.
 Result<ScheduleOptions> validate(const ScheduleOptions &request,
                                  const char *flagPrefix = "");
+
+/// The check of the counts a placement takes (D >= 1, 1 <= v, 1 <= dp,
+/// each within `limit`), for a front end that places without a schedule
+/// (bitpipe-place); empty when they pass. Messages as validate()'s.
+std::string checkPlacementCounts(int devices, int chunksPerDevice,
+                                 int dataParallel, const char *flagPrefix = "");
 
 /// The placement the requested schedule runs on, from its entry, without
 /// generating it: lets a caller that holds a placement (bitpipe-schedule)

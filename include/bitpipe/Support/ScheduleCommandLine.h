@@ -6,7 +6,8 @@
 // and --dp, named by sched::option as bitpipe-pipeline's textual options
 // are, read into the one request struct (sched::ScheduleOptions) that the
 // schedule registry checks and completes (sched::validate). Declare one
-// ScheduleCommandLine in main() before cl::ParseCommandLineOptions.
+// ScheduleCommandLine in main() before cl::ParseCommandLineOptions. The
+// ranges in the help texts are sched::limit's (Registry.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,19 +35,21 @@ public:
         schedule(sched::option::kSchedule,
                  llvm::cl::desc(sched::scheduleNameList()),
                  llvm::cl::init(defaults.schedule), llvm::cl::cat(category)),
-        devices(sched::option::kDevices, llvm::cl::desc("Pipeline devices D"),
+        devices(sched::option::kDevices,
+                llvm::cl::desc("Pipeline devices D (1..4096)"),
                 llvm::cl::init(defaults.devices), llvm::cl::cat(category)),
         microbatches(sched::option::kMicrobatches,
-                     llvm::cl::desc("Micro-batches per step and copy N "
-                                    "(default: the schedule's, 2 D)"),
+                     llvm::cl::desc("Micro-batches per step and copy N, "
+                                    "1..65536 (default: the schedule's, 2 D)"),
                      llvm::cl::cat(category)),
         chunksPerDevice(sched::option::kChunksPerDevice,
                         llvm::cl::desc("Chunks per device of "
-                                       "interleaved-1f1b (default: the "
-                                       "schedule's, 2)"),
+                                       "interleaved-1f1b, 2..64 (default: "
+                                       "the schedule's, 2)"),
                         llvm::cl::cat(category)),
         dataParallel(sched::option::kDataParallel,
-                     llvm::cl::desc("Data-parallel copies K (ranks: D * K)"),
+                     llvm::cl::desc("Data-parallel copies K, 1..65536 "
+                                    "(ranks: D * K, at most 2^20)"),
                      llvm::cl::init(defaults.dataParallel),
                      llvm::cl::cat(category)) {}
 

@@ -145,11 +145,11 @@ def Place : Pass<"bitpipe-place", "mlir::ModuleOp"> {
            "The placement kind, as the schedule library spells it (required; "
            "the error for an unknown kind lists them)">,
     Option<"devices", "devices", "int", /*default=*/"0",
-           "Number of pipeline devices D (required)">,
+           "Number of pipeline devices D (required; 1..4096)">,
     Option<"chunksPerDevice", "chunks-per-device", "int", /*default=*/"1",
-           "Stages per device of the loop placement (interleaved 1F1B: >= 2)">,
+           "Stages per device of the loop placement (1..64; interleaved 1F1B: >= 2)">,
     Option<"dataParallel", "dp", "int", /*default=*/"1",
-           "Data-parallel copies K of the pipeline (world = D * K ranks)">,
+           "Data-parallel copies K of the pipeline (1..65536; world = D * K ranks, at most 2^20)">,
   ];
 }
 
@@ -249,9 +249,9 @@ def InsertAllReduce : Pass<"bitpipe-insert-allreduce", "mlir::ModuleOp"> {
   let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
   let options = [
     Option<"bucketMb", "bucket-mb", "double", /*default=*/"25.0",
-           "Bucket capacity in MiB (DDP's default: 25); fractions allowed">,
+           "Bucket capacity in MiB (DDP's default: 25), in (0, 1048576]; fractions allowed">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
-           "Bucket capacity in bytes; overrides bucket-mb when positive">,
+           "Bucket capacity in bytes, in [0, 2^40]; overrides bucket-mb when positive">,
   ];
 }
 
@@ -311,17 +311,17 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
     Option<"costs", "costs", "std::string", /*default=*/"\"unit\"",
            "unit (f-cost, b-cost, w-cost) or ir (nn.cost FLOPs per stage)">,
     Option<"tflops", "tflops", "double", /*default=*/"0.0",
-           "costs=ir: device speed in TFLOP/s (times in ms); 0: relative units">,
+           "costs=ir: device speed in TFLOP/s, in [0, 1e6] (times in ms); 0: relative units">,
     Option<"forwardCost", "f-cost", "double", /*default=*/"1.0",
-           "costs=unit: time of one forward">,
+           "costs=unit: time of one forward, in (0, 1e9]">,
     Option<"backwardCost", "b-cost", "double", /*default=*/"2.0",
-           "costs=unit: time of one backward (input-gradient half if split)">,
+           "costs=unit: time of one backward (input-gradient half if split), in (0, 1e9]">,
     Option<"weightGradCost", "w-cost", "double", /*default=*/"1.0",
-           "costs=unit: time of one weight-gradient step">,
+           "costs=unit: time of one weight-gradient step, in (0, 1e9]">,
     Option<"p2pLatency", "p2p-latency", "double", /*default=*/"0.0",
-           "Time of one point-to-point transfer (same unit as the costs)">,
+           "Time of one point-to-point transfer (same unit as the costs), in [0, 1e9]">,
     Option<"allReduceLatency", "ar-latency", "double", /*default=*/"0.0",
-           "Time of one gradient all-reduce (same unit as the costs)">,
+           "Time of one gradient all-reduce (same unit as the costs), in [0, 1e9]">,
   ];
 }
 

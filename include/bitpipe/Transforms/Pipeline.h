@@ -20,12 +20,16 @@ namespace bitpipe {
 /// completed by sched::validate) and what the pipeline adds to it.
 /// bitpipe-compile fills it from its flags; bitpipe-pipeline's textual
 /// options convert into it (PipelineOptions::toConfig).
+/// The largest gradient bucket, in MiB (1 TiB): more than any device holds,
+/// and its byte count stays far inside int64 (docs/models.md, "Limits").
+/// bitpipe-insert-allreduce's bucket-mb and bucket-bytes are checked
+/// against it.
+constexpr double kMaxBucketMb = 1 << 20;
+
 struct PipelineConfig {
   sched::ScheduleOptions request;
   /// Gradient bucket capacity in MiB (DDP's default).
   double bucketMb = 25.0;
-  /// Split every backward even when the schedule does not need it.
-  bool splitBackward = false;
 };
 
 /// The textual options of `bitpipe-pipeline`, under the names
@@ -34,30 +38,33 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
   Option<std::string> schedule{*this, sched::option::kSchedule,
                                llvm::cl::desc(sched::scheduleOptionHelp())};
   Option<int> devices{*this, sched::option::kDevices,
-                      llvm::cl::desc("Pipeline devices D (required)"),
+                      llvm::cl::desc("Pipeline devices D (required; 1..4096)"),
                       llvm::cl::init(0)};
   Option<int> microbatches{
       *this, sched::option::kMicrobatches,
-      llvm::cl::desc("Micro-batches per step and copy N (default: the "
-                     "schedule's, 2 D)"),
+      llvm::cl::desc("Micro-batches per step and copy N, 1..65536 "
+                     "(default: the schedule's, 2 D)"),
       llvm::cl::init(0)};
   Option<int> chunksPerDevice{
       *this, sched::option::kChunksPerDevice,
-      llvm::cl::desc("Chunks per device v of interleaved-1f1b (default: the "
-                     "schedule's, 2)"),
+      llvm::cl::desc("Chunks per device v of interleaved-1f1b, 2..64 "
+                     "(default: the schedule's, 2)"),
       llvm::cl::init(0)};
   Option<int> dataParallel{
       *this, sched::option::kDataParallel,
-      llvm::cl::desc("Data-parallel copies K of the pipeline (world D * K)"),
+      llvm::cl::desc("Data-parallel copies K of the pipeline, 1..65536 "
+                     "(world D * K, at most 2^20)"),
       llvm::cl::init(1)};
   Option<double> bucketMb{
       *this, "bucket-mb",
-      llvm::cl::desc("Gradient bucket capacity in MiB (DDP: 25)"),
+      llvm::cl::desc("Gradient bucket capacity in MiB (DDP: 25), in "
+                     "(0, 1048576]"),
       llvm::cl::init(25.0)};
   Option<bool> splitBackward{
       *this, "split-backward",
       llvm::cl::desc("Split the backward into input and weight gradients "
-                     "even when the schedule does not need it"),
+                     "(only schedules with weight-gradient steps, zb-h1, "
+                     "run it; they split without the option)"),
       llvm::cl::init(false)};
 
   /// The one conversion into a PipelineConfig: options not given are left

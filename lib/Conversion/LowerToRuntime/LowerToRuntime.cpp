@@ -1,8 +1,11 @@
 //===- LowerToRuntime.cpp - Tensor-level programs to the LLVM dialect -----===//
 //
 // `bitpipe-lower-to-runtime`: the whole way from bitpipe-pipeline's output
-// to an LLVM-dialect module that defines what program.h promises. The
-// programs go first, while the stage functions are still on tensors and
+// to an LLVM-dialect module that defines what program.h promises. Its first
+// pass, bitpipe-lower-program-to-runtime, runs bitpipe-verify's check before
+// it changes anything (verifyRankPrograms), so that no per-rank programs the
+// verifier rejects become an executable, however the lowering is invoked.
+// The programs go first, while the stage functions are still on tensors and
 // carry their role attributes; the entries last, once the C signatures of
 // the stage functions are final.
 //

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Conversion/ProgramToRuntime/ProgramToRuntime.h"
+#include "bitpipe/Dialect/BitPipe/Utils/VerifyPrograms.h"
 
 #include "Manifest.h"
 
@@ -26,6 +27,8 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+
+#include "core/AtomicFile.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
@@ -604,18 +607,16 @@ LowerProgramToRuntimePass::readSchedule(const sched::World &world,
   return success();
 }
 
+/// Written as every tool writes its outputs (docs/files.md): replaced only
+/// by a complete file, never through a link or over a directory.
 LogicalResult LowerProgramToRuntimePass::writeManifestFile(StringRef text) {
-  std::error_code error;
-  llvm::raw_fd_ostream os(manifestFile, error, llvm::sys::fs::OF_None);
-  if (!error) {
-    os << text << "\n";
-    os.close();
-    error = os.error();
-  }
-  if (error)
+  std::string content = (text + "\n").str();
+  ::bitpipe::runtime::Status written = ::bitpipe::runtime::writeFileAtomically(
+      manifestFile, content.data(), content.size());
+  if (!written.isOk())
     return getOperation().emitError()
            << "cannot write the manifest to '" << manifestFile
-           << "': " << error.message();
+           << "': " << written.message();
   return success();
 }
 
@@ -715,6 +716,12 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   for (auto &[group, index] : groups)
     manifest.groups.emplace_back(group.begin(), group.end());
   manifest.functions = table->functions;
+
+  // Still nothing changed: programs that bitpipe-verify rejects (an
+  // unmatched transfer, a deadlock) must not become an executable that
+  // hangs until the communication timeout (docs/models.md, "Limits").
+  if (failed(verifyRankPrograms(module, /*requireAllReduce=*/true)))
+    return failure();
 
   std::string text = manifest::writeManifest(manifest);
   if (!manifestFile.empty() && failed(writeManifestFile(text)))

@@ -2,6 +2,8 @@
 
 #include "Arena.h"
 
+#include "CheckedMath.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -31,7 +33,14 @@ Arena::create(const std::vector<RegionSpec> &regions) {
     r.spec = spec;
     r.begin = total;
     r.capacity = alignUp(spec.bytes, kAlignment);
-    total += r.capacity;
+    // Each region is below 2^63, but their sum may not be.
+    if (!checkedAdd(total, r.capacity, &total))
+      return Status::error(
+          ErrorCode::OutOfMemory,
+          formatString("arena: the regions up to '%s' (%llu bytes) add up "
+                       "to more than 2^64 bytes",
+                       spec.name.c_str(),
+                       static_cast<unsigned long long>(spec.bytes)));
     arena->regions_.push_back(r);
   }
   if (total > 0) {
@@ -41,11 +50,10 @@ Arena::create(const std::vector<RegionSpec> &regions) {
     if (!arena->base_)
       return Status::error(
           ErrorCode::OutOfMemory,
-          formatString("arena: cannot reserve %llu bytes (%.1f MiB) for %zu "
-                       "regions",
+          formatString("arena: cannot reserve %llu bytes (%.1f MiB) of host "
+                       "memory for %zu regions",
                        static_cast<unsigned long long>(total),
-                       static_cast<double>(total) / (1 << 20),
-                       regions.size()));
+                       static_cast<double>(total) / (1 << 20), regions.size()));
   }
   arena->total_ = total;
   return std::move(arena);

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <unordered_set>
 
 namespace bitpipe::runtime {
 
@@ -31,9 +32,14 @@ public:
   }
 
 private:
-  // Nesting bound: headers are two levels deep; a hostile file must not
-  // overflow the stack.
+  // Nesting bound: headers are two levels deep, manifests a few more; a
+  // hostile file (100,000 '[') must be an error, not a stack overflow of
+  // this recursive parser.
   static constexpr int kMaxDepth = 64;
+  // Objects up to this many members look for a duplicate name by a scan;
+  // larger ones (a safetensors header lists every tensor) through a hash
+  // set, so parsing stays linear in the text's size.
+  static constexpr size_t kLinearDuplicateScan = 16;
 
   Status error(const char *what) const {
     return Status::error(ErrorCode::FormatError,
@@ -90,16 +96,29 @@ private:
     skipSpace();
     if (consume("}"))
       return Status::ok();
+    std::unordered_set<std::string> names; // filled past the linear scan
     for (;;) {
       skipSpace();
       if (pos_ >= text_.size() || text_[pos_] != '"')
         return error("expected a member name");
+      size_t keyStart = pos_;
       std::string key;
       Status s = parseString(key);
       if (!s.isOk())
         return s;
-      if (out.get(key))
-        return error("duplicate member name");
+      bool duplicate;
+      if (out.object.size() < kLinearDuplicateScan) {
+        duplicate = out.get(key) != nullptr;
+      } else {
+        if (names.empty())
+          for (const auto &member : out.object)
+            names.insert(member.first);
+        duplicate = !names.insert(key).second;
+      }
+      if (duplicate) {
+        pos_ = keyStart;
+        return error(("duplicate member name " + jsonQuote(key)).c_str());
+      }
       skipSpace();
       if (!consume(":"))
         return error("expected ':'");

@@ -15,49 +15,88 @@
 #include "train/Trace.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
 #include <new>
 
 namespace bitpipe::runtime {
 
 namespace {
 
+/// A zeroed host array of \p count elements, freed with free(): calloc
+/// checks count * sizeof(T) for overflow and returns null, where
+/// std::vector would throw std::bad_alloc past -fno-exceptions (a crash).
+template <typename T> struct HostArray {
+  struct Free {
+    void operator()(T *p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> data;
+  int64_t count = 0;
+  bool allocate(int64_t n) {
+    count = n;
+    data.reset(static_cast<T *>(
+        std::calloc(static_cast<size_t>(n ? n : 1), sizeof(T))));
+    return data != nullptr;
+  }
+  T *get() { return data.get(); }
+  T *begin() { return data.get(); }
+  T *end() { return data.get() + count; }
+};
+
 class CpuParamArrays final : public ParamArrays {
 public:
-  /// Fails (instead of throwing) when the host has no room.
+  /// Fails (instead of throwing) when the host has no room, naming the
+  /// array and its size.
   static Expected<std::unique_ptr<ParamArrays>>
   create(const ParamLayout &layout) {
     std::unique_ptr<CpuParamArrays> a(new (std::nothrow) CpuParamArrays);
     if (!a)
       return Status::error(ErrorCode::OutOfMemory, "out of memory");
-    size_t n = static_cast<size_t>(layout.numFloats);
-    a->params_.assign(n, 0.0f);
-    a->grads_.assign(n, 0.0);
-    a->m_.assign(n, 0.0f);
-    a->v_.assign(n, 0.0f);
+    const int64_t n = layout.numFloats;
+    auto fail = [&](const char *what, size_t width) {
+      double bytes = static_cast<double>(n) * static_cast<double>(width);
+      return Status::error(
+          ErrorCode::OutOfMemory,
+          formatString("the parameter store cannot allocate its %s: %lld "
+                       "elements of %zu bytes (%.0f bytes, %.2f GiB) of host "
+                       "memory for %zu parameter tensors",
+                       what, static_cast<long long>(n), width, bytes,
+                       bytes / (1024.0 * 1024.0 * 1024.0), layout.all.size()));
+    };
+    if (n < 0)
+      return fail("arrays (a negative size)", sizeof(float));
+    if (!a->params_.allocate(n))
+      return fail("fp32 master weights", sizeof(float));
+    if (!a->grads_.allocate(n))
+      return fail("fp64 gradient accumulators", sizeof(double));
+    if (!a->m_.allocate(n))
+      return fail("AdamW first moments", sizeof(float));
+    if (!a->v_.allocate(n))
+      return fail("AdamW second moments", sizeof(float));
     a->all_ = a->view(layout.all);
     a->norm_ = a->view(layout.norm);
     return std::unique_ptr<ParamArrays>(std::move(a));
   }
 
-  float *hostParams() override { return params_.data(); }
-  float *hostM() override { return m_.data(); }
-  float *hostV() override { return v_.data(); }
+  float *hostParams() override { return params_.get(); }
+  float *hostM() override { return m_.get(); }
+  float *hostV() override { return v_.get(); }
   // The host image is the arrays themselves.
   Status toHost() override { return Status::ok(); }
   Status toTarget() override { return Status::ok(); }
   void releaseHost() override {}
 
   void *computeParams(int64_t offset) override {
-    return params_.data() + offset;
+    return params_.get() + offset;
   }
 
-  void *gradData() override { return grads_.data(); }
+  void *gradData() override { return grads_.get(); }
   DType gradDType() const override { return DType::F64; }
 
   Status accumulate(int64_t offset, const float *g, int64_t n) override {
     // Summed in float64 (see AdamWParam): the order of the micro-batches,
     // stages and replicas then (nearly always) does not change the result.
-    double *acc = grads_.data() + offset;
+    double *acc = grads_.get() + offset;
     for (int64_t i = 0; i < n; ++i)
       acc[i] += g[i];
     return Status::ok();
@@ -86,14 +125,14 @@ private:
   std::vector<AdamWParam> view(const std::vector<ParamSegment> &segments) {
     std::vector<AdamWParam> out;
     for (const ParamSegment &s : segments)
-      out.push_back({s.name, params_.data() + s.offset,
-                     grads_.data() + s.offset, m_.data() + s.offset,
-                     v_.data() + s.offset, s.count, s.decay});
+      out.push_back({s.name, params_.get() + s.offset, grads_.get() + s.offset,
+                     m_.get() + s.offset, v_.get() + s.offset, s.count,
+                     s.decay});
     return out;
   }
 
-  std::vector<float> params_, m_, v_;
-  std::vector<double> grads_;
+  HostArray<float> params_, m_, v_;
+  HostArray<double> grads_;
   std::vector<AdamWParam> all_, norm_;
 };
 

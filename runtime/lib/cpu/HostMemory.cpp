@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -26,8 +27,12 @@ constexpr size_t kAlignment = 64;
 // alignment unit keeps the block aligned.
 constexpr size_t kHeader = kAlignment;
 
+/// The largest request served: rounding and the header must not wrap a
+/// size_t (a request for SIZE_MAX bytes would otherwise get a tiny block).
+constexpr size_t kMaxRequest = SIZE_MAX / 2;
+
 /// Sizes rounded so that near-equal requests share a free list: to 64 bytes
-/// below 64 KiB, to 4 KiB above.
+/// below 64 KiB, to 4 KiB above. \p bytes <= kMaxRequest.
 size_t roundSize(size_t bytes) {
   size_t unit = bytes < (64u << 10) ? kAlignment : 4096;
   return (std::max<size_t>(bytes, 1) + unit - 1) / unit * unit;
@@ -36,6 +41,8 @@ size_t roundSize(size_t bytes) {
 class Pool {
 public:
   void *allocate(size_t bytes) {
+    if (bytes > kMaxRequest)
+      return nullptr;
     size_t size = roundSize(bytes);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -84,6 +91,28 @@ Pool &pool() {
   return *p;
 }
 
+// MLIR's generic allocation functions (memref-to-LLVM with
+// use-generic-functions): what memref.alloc and memref.dealloc become.
+// Generated code does not check their result, so a failure here would be
+// a segfault somewhere in a stage function: it stops the process instead,
+// saying how much was asked for (mpirun then stops the other ranks).
+void *allocateForGeneratedCode(size_t bytes) {
+  void *p = pool().allocate(bytes);
+  if (p)
+    return p;
+  int64_t inUse = 0, peak = 0, reserved = 0;
+  pool().stats(&inUse, &peak, &reserved);
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "bitpipe: error: out of host memory: a stage function's "
+               "tensor of %zu bytes (%.1f MiB) could not be allocated (the "
+               "tensor pool holds %lld bytes in use, %lld reserved)\n",
+               bytes, static_cast<double>(bytes) / (1 << 20),
+               static_cast<long long>(inUse), static_cast<long long>(reserved));
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
 } // namespace
 
 extern "C" {
@@ -100,10 +129,8 @@ void bp_memory_stats(int64_t *inUse, int64_t *peakInUse, int64_t *reserved) {
   pool().stats(inUse, peakInUse, reserved);
 }
 
-// MLIR's generic allocation functions (memref-to-LLVM with
-// use-generic-functions): what memref.alloc and memref.dealloc become.
 void *_mlir_memref_to_llvm_alloc(size_t bytes) {
-  return pool().allocate(bytes);
+  return allocateForGeneratedCode(bytes);
 }
 
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes) {
@@ -111,7 +138,7 @@ void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes) {
   // by the lowering (memref.alloc without an alignment attribute).
   if (alignment > kAlignment)
     return nullptr;
-  return pool().allocate(bytes);
+  return allocateForGeneratedCode(bytes);
 }
 
 void _mlir_memref_to_llvm_free(void *ptr) { pool().release(ptr); }

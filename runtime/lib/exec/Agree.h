@@ -14,12 +14,21 @@
 #include "comm/Communicator.h"
 #include "core/Status.h"
 
+#include <string>
+#include <vector>
+
 namespace bitpipe::runtime {
 
 /// Collective over the world. True on every rank iff \p local is ok on
 /// every rank; otherwise the lowest failing rank prints
 /// "bitpipe: rank R: error: MESSAGE" to stderr and all return false.
 bool agreeAllOk(Communicator &comm, const Status &local);
+
+/// Collective over the world: every rank's \p mine, indexed by rank, on
+/// every rank (one all-reduce of world-size int32 over the host transport).
+/// A transport failure aborts the job, naming \p what.
+std::vector<int32_t> gatherFromEveryRank(Communicator &comm, int32_t mine,
+                                         const std::string &what);
 
 /// Prints "bitpipe: rank R: error: MESSAGE" to stderr.
 void printError(int rank, const std::string &message);

@@ -53,6 +53,8 @@ std::string Executor::describeCall(const std::string &op) const {
 void Executor::beginStep(int64_t step) {
   step_ = step;
   stepped_ = false;
+  nonFiniteGradNorm_ = false;
+  skippedUpdate_ = false;
   lossSum_ = 0;
   lossCount_ = 0;
   lastStageCall_ = StageCall();
@@ -649,7 +651,23 @@ Status Executor::optimizerStep(int64_t microbatches) {
   BP_ASSIGN(r, host.allReduceStart(&total, 1, DType::F64, kWorldGroup));
   BP_TRY(host.allReduceWait(r));
   gradNorm_ = std::sqrt(total);
-  BP_TRY(arrays.adamwStep(optimizer_, n, total));
+  // A NaN or Inf gradient anywhere makes the sum NaN or Inf on every rank
+  // alike, so every rank takes the same branch. The trainer stops the job
+  // after this step (docs/training-semantics.md, "Non-finite values"); the
+  // update still runs, unclipped (the norm is unknown), so that the
+  // non-finite gradients land in the first moments, where the trainer finds
+  // the first parameter that went non-finite in the host image on every
+  // target, without a target-specific read of the gradients.
+  // With --skip-nonfinite-steps the update is skipped instead, as a
+  // loss-scaling optimizer skips an overflowed step; the step still counts
+  // (its count selects the data and is what a checkpoint resumes from).
+  nonFiniteGradNorm_ = !std::isfinite(total);
+  if (nonFiniteGradNorm_ && skipNonFiniteUpdate_) {
+    skippedUpdate_ = true;
+    optimizer_.setStepCount(optimizer_.stepCount() + 1);
+  } else {
+    BP_TRY(arrays.adamwStep(optimizer_, n, nonFiniteGradNorm_ ? 0.0 : total));
+  }
   BP_TRY(arrays.zeroGradients());
   stepped_ = true;
   return Status::ok();

@@ -81,6 +81,16 @@ public:
   /// The global norm of the step's mean gradient (before clipping), the
   /// same on every rank; set by the optimizer step.
   double gradNorm() const { return gradNorm_; }
+  /// Whether that norm was NaN or infinite (the same on every rank): the
+  /// step's update ran unclipped on non-finite gradients, and training must
+  /// stop (Training.cpp).
+  bool nonFiniteGradNorm() const { return nonFiniteGradNorm_; }
+  /// Whether the next steps skip their update when that norm is not finite
+  /// (--skip-nonfinite-steps): the step then counts, but changes no
+  /// parameter or moment.
+  void setSkipNonFiniteUpdate(bool skip) { skipNonFiniteUpdate_ = skip; }
+  /// Whether this step's update was skipped so (the same on every rank).
+  bool skippedUpdate() const { return skippedUpdate_; }
 
   // The calls of program.h.
   Status loadInput(int32_t value, int32_t kind, int64_t mb, int64_t count);
@@ -182,6 +192,9 @@ private:
   double lossSum_ = 0;
   int64_t lossCount_ = 0;
   double gradNorm_ = 0;
+  bool nonFiniteGradNorm_ = false;
+  bool skipNonFiniteUpdate_ = false;
+  bool skippedUpdate_ = false;
 };
 
 } // namespace bitpipe::runtime

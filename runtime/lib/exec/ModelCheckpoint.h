@@ -4,7 +4,8 @@
 // checkpoint is one safetensors file for the whole model, in Checkpoint.h's
 // format: "<name>" (fp32 weights), "optim.m.<name>", "optim.v.<name>" for
 // every parameter of the manifest, in manifest order, and __metadata__
-// {format: bitpipe-v1, step, seed, fingerprint}. The fingerprint is that of
+// {format: bitpipe-v2, step, seed, fingerprint, crc32c.*} (Checkpoint.h;
+// docs/runtime-abi.md, "Checkpoints"). The fingerprint is that of
 // the whole model (names and shapes), not of a partition, so a checkpoint
 // written by a 4-rank run resumes on 1 rank or 8, and a checkpoint of a
 // different model is refused by name.

@@ -3,6 +3,11 @@
 #include "Options.h"
 
 #include "core/Flags.h"
+#include "core/OutputDestination.h"
+
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
 
 namespace bitpipe::runtime {
 
@@ -74,6 +79,10 @@ FlagSet flags(TrainOptions &o) {
   f.number("--timeout", "SECONDS",
            "communication deadline (default $BITPIPE_COMM_TIMEOUT or 300)",
            &o.timeoutSeconds, 0, /*strict=*/true);
+  f.integer("--skip-nonfinite-steps", "K",
+            "skip the update of a step whose gradients are not finite, at "
+            "most K steps in a row (default 0: stop at the first)",
+            &o.skipNonFiniteSteps, 0);
   f.toggle("--help", "this text", &o.help);
   return f;
 }
@@ -95,6 +104,44 @@ Expected<TrainOptions> parseTrainOptions(int argc, char **argv) {
     return Status::error(ErrorCode::InvalidArgument,
                          "--save-every needs --save PATH");
   return o;
+}
+
+std::string rankParamsPath(const TrainOptions &o, int rank) {
+  return o.dumpRankParamsDir + "/rank" + std::to_string(rank) + ".safetensors";
+}
+
+/// \p flag's \p path may be written (core/OutputDestination.h's rule).
+static Status checkTarget(const char *flag, const std::string &path) {
+  Expected<OutputKind> kind = checkOutputDestination(path);
+  if (!kind.isOk())
+    return Status::error(kind.status().code(),
+                         std::string(flag) + ": " + kind.status().message());
+  return Status::ok();
+}
+
+Status checkOutputTargets(const TrainOptions &o, int rank) {
+  if (rank == 0)
+    for (const auto &[flag, path] :
+         {std::pair<const char *, const std::string &>{"--save", o.savePath},
+          {"--trace", o.tracePath},
+          {"--metrics", o.metricsPath}})
+      if (!path.empty())
+        BP_TRY(checkTarget(flag, path));
+  if (o.dumpRankParamsDir.empty())
+    return Status::ok();
+  const std::string &dir = o.dumpRankParamsDir;
+  // Every rank may try: the ranks that lose the race see EEXIST.
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+    return Status::error(ErrorCode::IoError,
+                         "--dump-rank-params: cannot create directory '" +
+                             dir + "': " + std::strerror(errno));
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::error(ErrorCode::InvalidArgument,
+                         "--dump-rank-params: '" + dir +
+                             "' is not a directory (expected the directory "
+                             "to write rank<R>.safetensors into)");
+  return checkTarget("--dump-rank-params", rankParamsPath(o, rank));
 }
 
 std::string trainUsage(const char *program) {

@@ -39,6 +39,10 @@ struct TrainOptions {
   /// output is a pseudo-terminal whatever mpirun's own output is).
   bool progress = false;
   double timeoutSeconds = 0; // 0: the communicator's default
+  /// How many steps in a row may skip their update for non-finite
+  /// gradients before training stops (0: none; docs/training-semantics.md,
+  /// "Non-finite values").
+  int64_t skipNonFiniteSteps = 0;
   bool help = false;
 };
 
@@ -49,6 +53,18 @@ Expected<TrainOptions> parseTrainOptions(int argc, char **argv);
 
 /// The --help text.
 std::string trainUsage(const char *program);
+
+/// Where --dump-rank-params puts \p rank's parameters: DIR/rank<R>.safetensors.
+std::string rankParamsPath(const TrainOptions &o, int rank);
+
+/// The output targets \p rank will write, checked before the first step so
+/// that a typo costs a message, not a finished run (docs/files.md): rank 0's
+/// --save, --trace and --metrics, and every rank's file under
+/// --dump-rank-params (whose directory is created, one level, if missing).
+/// A directory, a missing or read-only parent directory, a symbolic link
+/// (but to a device or a FIFO) or a block device is refused, naming the
+/// flag. Not pure: it looks at the file system.
+Status checkOutputTargets(const TrainOptions &o, int rank);
 
 } // namespace bitpipe::runtime
 

@@ -4,7 +4,10 @@
 
 #include "train/Init.h"
 
+#include "core/CheckedMath.h"
+
 #include <algorithm>
+#include <limits>
 
 namespace bitpipe::runtime {
 
@@ -18,13 +21,39 @@ ParamStore::ParamStore(const Manifest &manifest, int rank)
   // element-wise kernels load 16 bytes at a time only from aligned rows.
   // The gaps are zero in every array and belong to no parameter, so they
   // change no result (a bucket's all-reduce adds zeros to zeros).
+  // The manifest's element counts are the user's (a hidden size of 2^40
+  // is a valid number): the layout's size is summed with overflow checks,
+  // up to what the largest array (fp64 gradients) can address in bytes,
+  // and a layout past it is attach()'s error, not a wrapped offset.
+  const int64_t limit = std::numeric_limits<int64_t>::max() /
+                        static_cast<int64_t>(sizeof(double));
+  auto overflow = [&](int p) {
+    if (layoutError_.isOk())
+      layoutError_ = Status::error(
+          ErrorCode::OutOfMemory,
+          formatString("the parameter store of rank %d cannot be laid out: "
+                       "with parameter '%s' (%lld elements) its arrays "
+                       "exceed %lld elements, more than 64-bit byte "
+                       "offsets address",
+                       rank, manifest.params[p].name.c_str(),
+                       static_cast<long long>(manifest.params[p].numel),
+                       static_cast<long long>(limit)));
+  };
   auto align = [&] {
+    if (next > limit - kParamAlignment)
+      return false;
     next = (next + kParamAlignment - 1) / kParamAlignment * kParamAlignment;
+    return true;
   };
   auto place = [&](int p) {
-    align();
+    int64_t end = 0;
+    if (!align() || !checkedAdd(next, manifest.params[p].numel, &end) ||
+        end > limit) {
+      overflow(p);
+      return;
+    }
     offset_[p] = next;
-    next += manifest.params[p].numel;
+    next = end;
     order_.push_back(p);
   };
   // Buckets first, each one contiguous (the manifest guarantees that a
@@ -32,7 +61,8 @@ ParamStore::ParamStore(const Manifest &manifest, int rank)
   // A bucket starts aligned, so its internal gaps are the same on every
   // replica and the ranges line up element by element.
   for (const BucketSpec &b : spec.buckets) {
-    align();
+    if (!align() && !b.params.empty())
+      overflow(b.params.front());
     ElementRange range{next, 0};
     for (int p : b.params)
       place(p);
@@ -55,6 +85,7 @@ ParamStore::ParamStore(const Manifest &manifest, int rank)
 }
 
 Status ParamStore::attach(Backend &backend) {
+  BP_TRY(layoutError_);
   BP_ASSIGN(arrays, backend.createParamArrays(layout_));
   arrays_ = std::move(arrays);
   return Status::ok();

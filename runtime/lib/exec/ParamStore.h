@@ -48,7 +48,9 @@ class ParamStore {
 public:
   ParamStore(const Manifest &manifest, int rank);
 
-  /// Allocates the arrays on \p backend's target, zeroed.
+  /// Allocates the arrays on \p backend's target, zeroed. Fails, naming
+  /// what and how many bytes, when the layout overflows 64-bit offsets or
+  /// the target has no room (the parameter store is then unusable).
   Status attach(Backend &backend);
   ParamArrays &arrays() { return *arrays_; }
 
@@ -92,6 +94,7 @@ private:
   std::vector<int64_t> offset_; // by manifest index; -1 if not held
   std::vector<ElementRange> buckets_;
   ParamLayout layout_;
+  Status layoutError_ = Status::ok(); // set when the layout overflows
   std::unique_ptr<ParamArrays> arrays_;
 };
 

@@ -14,6 +14,8 @@
 #include "bitpipe/runtime.h"
 
 #include <cerrno>
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,38 +27,6 @@
 namespace bitpipe::runtime {
 
 namespace {
-
-/// Whether \p path can be created: its directory exists and is writable.
-/// Checked at start-up so that a typo costs a message, not a finished run.
-Status checkOutputPath(const std::string &flag, const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  std::string dir = slash == std::string::npos ? "."
-                    : slash == 0               ? "/"
-                                               : path.substr(0, slash);
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return Status::error(ErrorCode::NotFound,
-                         flag + " " + path + ": directory '" + dir +
-                             "' does not exist");
-  if (::access(dir.c_str(), W_OK) != 0)
-    return Status::error(ErrorCode::IoError, flag + " " + path +
-                                                 ": directory '" + dir +
-                                                 "' is not writable");
-  return Status::ok();
-}
-
-/// Creates --dump-rank-params' directory if needed (one level).
-Status prepareDumpDir(const std::string &dir) {
-  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
-    return Status::error(ErrorCode::IoError,
-                         "--dump-rank-params " + dir + ": cannot create it: " +
-                             std::strerror(errno));
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return Status::error(ErrorCode::IoError,
-                         "--dump-rank-params " + dir + " is not a directory");
-  return Status::ok();
-}
 
 /// Whether a launcher started this process. Open MPI hands every rank a
 /// pseudo-terminal as stdout, even when mpirun's own output goes to a file,
@@ -100,6 +70,11 @@ Status startUpChecks(const TrainOptions &o, const Manifest &manifest,
                        static_cast<unsigned long long>(o.seed)));
     *seed = info.seed;
     adam.setStepCount(info.step);
+    if (rank == 0 && !info.unverifiedReason.empty()) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "bitpipe: warning: --load: %s\n",
+                   info.unverifiedReason.c_str());
+    }
   }
   Expected<std::unique_ptr<InputLoader>> in = InputLoader::open(
       manifest, o.dataPath, o.dataDType, *seed, o.sampling);
@@ -107,19 +82,7 @@ Status startUpChecks(const TrainOptions &o, const Manifest &manifest,
     return Status::error(in.status().code(),
                          "--data: " + in.status().message());
   *inputs = in.take();
-  if (rank == 0)
-    for (const auto &[flag, path] :
-         {std::pair<const char *, const std::string &>{"--save", o.savePath},
-          {"--metrics", o.metricsPath},
-          {"--trace", o.tracePath}})
-      if (!path.empty()) {
-        Status s = checkOutputPath(flag, path);
-        if (!s.isOk())
-          return s;
-      }
-  if (!o.dumpRankParamsDir.empty())
-    return prepareDumpDir(o.dumpRankParamsDir);
-  return Status::ok();
+  return checkOutputTargets(o, rank);
 }
 
 /// DDP's start: every replica takes the parameters of its group's first
@@ -158,6 +121,8 @@ public:
 
 private:
   Status save(const std::string &path, int64_t step);
+  bool stepIsFinite(int64_t step, const bp_rt_context &ctx);
+  bool stateIsFinite(int64_t step, const std::string &known);
   void report(int64_t step, double seconds, const StepReport &mine);
   Status reportMemory(const Executor &executor);
 
@@ -171,8 +136,11 @@ private:
   AdamW adam_;
   TraceRecorder trace_;
   uint64_t seed_ = 0;
-  std::FILE *metrics_ = nullptr;
+  std::unique_ptr<MetricsLog> metrics_; // rank 0's --metrics
   std::unique_ptr<StepLogger> logger_;
+  // --skip-nonfinite-steps: updates skipped in a row now, and in all.
+  int64_t skippedInARow_ = 0;
+  int64_t skipped_ = 0;
 };
 
 Status Trainer::save(const std::string &path, int64_t step) {
@@ -181,6 +149,124 @@ Status Trainer::save(const std::string &path, int64_t step) {
   if (!s.isOk())
     return Status::error(s.code(), "--save: " + s.message());
   return s;
+}
+
+// Non-finite values (docs/training-semantics.md, "Non-finite values").
+// Each step checks what it has computed anyway: the loss (on the ranks of
+// the last stage) and the global gradient norm (all-reduced, so the same on
+// every rank, whether or not clipping or --metrics use it), and the ranks
+// agree on the result with one all-reduce of one int32 per rank. The
+// updated parameters are not scanned every step: that is a pass over every
+// weight (and a device-to-host copy on CUDA) per step, while an update
+// that overflows (--lr 1e30: the weights reach 1e31, then Inf) makes the
+// next step's forward, and so its loss and gradient norm, non-finite at no
+// cost. The last step's update has no next step: the end of training
+// scans the state once, and saveCheckpoint refuses non-finite values in
+// any case, so no checkpoint ever holds them.
+enum : int32_t { kLossNonFinite = 1, kGradNormNonFinite = 2 };
+
+bool Trainer::stepIsFinite(int64_t step, const bp_rt_context &ctx) {
+  int32_t mine = 0;
+  if (ctx.lossCount() > 0 && !std::isfinite(ctx.lossSum()))
+    mine |= kLossNonFinite;
+  if (ctx.nonFiniteGradNorm())
+    mine |= kGradNormNonFinite;
+  int32_t any = 0;
+  for (int32_t flags : gatherFromEveryRank(
+           comm_, mine,
+           formatString("step %lld's loss and gradient-norm check",
+                        static_cast<long long>(step))))
+    any |= flags;
+  if (any == 0) {
+    skippedInARow_ = 0;
+    return true;
+  }
+  // A skipped update (the same on every rank: the norm is global) with
+  // --skip-nonfinite-steps; its loss is as non-finite as its gradients.
+  if (ctx.skippedUpdate()) {
+    ++skippedInARow_;
+    ++skipped_;
+    if (rank_ == 0) {
+      std::fflush(stdout);
+      std::fprintf(stderr,
+                   "bitpipe: warning: step %lld: the global gradient norm is "
+                   "%g: its update is skipped (%lld in a row, at most %lld "
+                   "with --skip-nonfinite-steps; %lld in all)\n",
+                   static_cast<long long>(step), ctx.gradNorm(),
+                   static_cast<long long>(skippedInARow_),
+                   static_cast<long long>(o_.skipNonFiniteSteps),
+                   static_cast<long long>(skipped_));
+      std::fflush(stderr);
+    }
+    return true;
+  }
+  std::string known;
+  if (any & kLossNonFinite)
+    known = "the loss is not finite";
+  if (any & kGradNormNonFinite)
+    known += formatString("%sthe global gradient norm is %g",
+                          known.empty() ? "" : " and ", ctx.gradNorm());
+  if (skippedInARow_ > 0)
+    known += formatString(" after %lld skipped updates in a row "
+                          "(--skip-nonfinite-steps %lld)",
+                          static_cast<long long>(skippedInARow_),
+                          static_cast<long long>(o_.skipNonFiniteSteps));
+  stateIsFinite(step, known);
+  return false;
+}
+
+/// Collective. Scans the weights and moments each rank holds, in model
+/// order, for the first parameter that is not what a checkpoint may hold
+/// (checkCheckpointValues: non-finite, or a negative second moment); the
+/// ranks agree on the first one in model order. When one is found, or
+/// \p known says what else went non-finite, the lowest rank holding that
+/// parameter (else rank 0) prints one message, and every rank returns
+/// false.
+bool Trainer::stateIsFinite(int64_t step, const std::string &known) {
+  int32_t first = INT32_MAX;
+  std::string detail;
+  Status host = store_.toHost();
+  if (!host.isOk())
+    detail = "the parameters could not be read back: " + host.message();
+  for (size_t p = 0; host.isOk() && p < manifest_.params.size(); ++p) {
+    if (!store_.holds(static_cast<int>(p)))
+      continue;
+    const ParamSpec &spec = manifest_.params[p];
+    Status s = checkCheckpointValues(
+        {spec.name, spec.shape, store_.hostParam(static_cast<int>(p)),
+         store_.hostM(static_cast<int>(p)), store_.hostV(static_cast<int>(p))});
+    if (!s.isOk()) {
+      first = static_cast<int32_t>(p);
+      detail = s.message();
+      break;
+    }
+  }
+  store_.releaseHost();
+  std::vector<int32_t> firsts =
+      gatherFromEveryRank(comm_, first,
+                          formatString("step %lld's parameter check",
+                                       static_cast<long long>(step)));
+  int printer = 0;
+  for (size_t r = 0; r < firsts.size(); ++r)
+    if (firsts[r] < firsts[printer])
+      printer = static_cast<int>(r);
+  if (firsts[printer] == INT32_MAX && known.empty())
+    return true;
+  if (rank_ == printer) {
+    std::string message =
+        formatString("step %lld: ", static_cast<long long>(step)) +
+        (known.empty() ? "the update made the parameters non-finite" : known);
+    if (first != INT32_MAX)
+      message += "; the first parameter (in model order) that went "
+                 "non-finite is '" +
+                 manifest_.params[first].name + "' (" + detail + ")";
+    else if (!detail.empty())
+      message += "; " + detail;
+    message += "; training stops: nothing is saved, an existing --save "
+               "file is left as it was";
+    printError(rank_, message);
+  }
+  return false;
 }
 
 /// Prints, on rank 0, per rank: the saved activations in flight at their
@@ -260,13 +346,22 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
     std::string bubbles;
     for (double b : stats.bubble)
       bubbles += formatString("%s%.4f", bubbles.empty() ? "" : ",", b);
-    std::fprintf(metrics_,
-                 "{\"step\":%lld,\"loss\":%.9g,\"grad_norm\":%.9g,"
-                 "\"tokens_per_s\":%.6g,\"seconds\":%.6g,\"bubble\":[%s]}\n",
-                 static_cast<long long>(step), stats.loss, mine.gradNorm,
-                 seconds > 0 ? stats.tokens / seconds : 0.0, seconds,
-                 bubbles.c_str());
-    std::fflush(metrics_);
+    // JSON has no NaN or Inf: a non-finite loss or norm (the step that
+    // stops training, stepIsFinite) is written as null.
+    auto number = [](double x) {
+      return std::isfinite(x) ? formatString("%.9g", x) : std::string("null");
+    };
+    Status written = metrics_->append(formatString(
+        "{\"step\":%lld,\"loss\":%s,\"grad_norm\":%s,"
+        "\"tokens_per_s\":%.6g,\"seconds\":%.6g,\"bubble\":[%s]}",
+        static_cast<long long>(step), number(stats.loss).c_str(),
+        number(mine.gradNorm).c_str(),
+        seconds > 0 ? stats.tokens / seconds : 0.0, seconds, bubbles.c_str()));
+    // A full disk now would fail the checkpoint too: stop the job at once.
+    if (!written.isOk())
+      comm_.abort(1, formatString("step %lld: --metrics: %s",
+                                  static_cast<long long>(step),
+                                  written.message().c_str()));
   }
 }
 
@@ -300,12 +395,13 @@ int Trainer::run() {
   // nothing. A resumed run appends to the metrics of the run it continues.
   Status opened = Status::ok();
   if (rank_ == 0 && !o_.metricsPath.empty()) {
-    metrics_ = std::fopen(o_.metricsPath.c_str(),
-                          o_.loadPath.empty() ? "w" : "a");
-    if (!metrics_)
-      opened = Status::error(ErrorCode::IoError,
-                             "--metrics " + o_.metricsPath + ": " +
-                                 std::strerror(errno));
+    Expected<std::unique_ptr<MetricsLog>> log =
+        MetricsLog::open(o_.metricsPath, /*append=*/!o_.loadPath.empty());
+    if (log.isOk())
+      metrics_ = log.take();
+    else
+      opened = Status::error(log.status().code(),
+                             "--metrics: " + log.status().message());
   }
   if (!agreeAllOk(comm_, opened))
     return 1;
@@ -343,6 +439,7 @@ int Trainer::run() {
                 static_cast<long long>(o_.steps));
   for (int64_t step = first; step < o_.steps; ++step) {
     double start = trace_.nowUs();
+    ctx.setSkipNonFiniteUpdate(skippedInARow_ < o_.skipNonFiniteSteps);
     ctx.beginStep(step);
     program(&ctx);
     s = ctx.endStep();
@@ -355,6 +452,8 @@ int Trainer::run() {
     if (o_.tracePath.empty())
       trace_.clear(); // keep memory flat on long runs
     report(step + 1, (end - start) * 1e-6, mine);
+    if (!stepIsFinite(step + 1, ctx))
+      return 1;
     if (o_.saveEvery > 0 && (step + 1) % o_.saveEvery == 0 &&
         step + 1 != o_.steps && !o_.savePath.empty())
       if (!agreeAllOk(comm_, save(o_.savePath, step + 1)))
@@ -362,14 +461,26 @@ int Trainer::run() {
   }
   if (logger_)
     logger_->finish();
+  if (skipped_ > 0 && rank_ == 0)
+    std::printf("bitpipe: %lld of %lld steps skipped their update "
+                "(non-finite gradients, --skip-nonfinite-steps)\n",
+                static_cast<long long>(skipped_),
+                static_cast<long long>(o_.steps - first));
+  // The last update has no next step to show it (see stepIsFinite).
+  if (first < o_.steps && !stateIsFinite(o_.steps, ""))
+    return 1;
   // Nothing was measured when no step ran (--steps 0, or a resume already
   // at --steps): no report, rather than one that "differs" from the
   // schedule. Every rank takes the same branch (the step count is global).
   if (first < o_.steps && !agreeAllOk(comm_, reportMemory(ctx)))
     return 1;
-  if (metrics_)
-    std::fclose(metrics_);
-  metrics_ = nullptr;
+  Status closed = metrics_ ? metrics_->close() : Status::ok();
+  metrics_.reset();
+  if (!agreeAllOk(comm_, closed.isOk() ? closed
+                                       : Status::error(closed.code(),
+                                                       "--metrics: " +
+                                                           closed.message())))
+    return 1;
 
   int64_t last = adam_.stepCount();
   if (!o_.savePath.empty() && !agreeAllOk(comm_, save(o_.savePath, last)))
@@ -383,9 +494,12 @@ int Trainer::run() {
       return 1;
   }
   if (!o_.dumpRankParamsDir.empty()) {
-    std::string path = o_.dumpRankParamsDir + "/rank" +
-                       std::to_string(rank_) + ".safetensors";
-    if (!agreeAllOk(comm_, dumpRankParams(manifest_, store_, path, last)))
+    Status d =
+        dumpRankParams(manifest_, store_, rankParamsPath(o_, rank_), last);
+    if (!agreeAllOk(comm_, d.isOk() ? d
+                                    : Status::error(d.code(),
+                                                    "--dump-rank-params: " +
+                                                        d.message())))
       return 1;
   }
   return 0;

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <unordered_set>
 
 namespace bitpipe::runtime {
 
@@ -51,17 +52,17 @@ Status writeSafetensors(const std::string &path,
     header += "}";
   }
   uint64_t offset = 0;
+  std::unordered_set<std::string> names;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const SafetensorsTensor &t = tensors[i];
     if (t.name.empty() || t.name == "__metadata__")
       return Status::error(ErrorCode::InvalidArgument,
                            "safetensors '" + path + "': invalid tensor name '" +
                                t.name + "'");
-    for (size_t j = 0; j < i; ++j)
-      if (tensors[j].name == t.name)
-        return Status::error(ErrorCode::InvalidArgument,
-                             "safetensors '" + path + "': tensor '" + t.name +
-                                 "' is listed twice");
+    if (!names.insert(t.name).second)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "safetensors '" + path + "': tensor '" + t.name +
+                               "' is listed twice");
     int64_t n = numElements(t.shape);
     if (n < 0 || (n > 0 && !t.data))
       return Status::error(ErrorCode::InvalidArgument,
@@ -236,6 +237,7 @@ SafetensorsReader::open(const std::string &path) {
                               static_cast<unsigned long long>(n) * width,
                               static_cast<unsigned long long>(e.end -
                                                               e.begin)));
+    r->index_.emplace(e.name, r->entries_.size());
     r->entries_.push_back(std::move(e));
   }
   // Two tensors must not share bytes (the reference reader checks this too).
@@ -267,10 +269,8 @@ SafetensorsReader::metadataValue(const std::string &key) const {
 
 const SafetensorsEntry *
 SafetensorsReader::find(const std::string &name) const {
-  for (const SafetensorsEntry &e : entries_)
-    if (e.name == name)
-      return &e;
-  return nullptr;
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
 Status SafetensorsReader::readF32(const std::string &name,

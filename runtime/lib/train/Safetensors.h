@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace bitpipe::runtime {
@@ -79,6 +80,9 @@ private:
   int fd_ = -1;
   uint64_t dataStart_ = 0;
   std::vector<SafetensorsEntry> entries_;
+  // Name -> index into entries_: a checkpoint looks up every tensor by name,
+  // which must not cost a scan each (linear load, docs/runtime-abi.md).
+  std::unordered_map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;
 };
 

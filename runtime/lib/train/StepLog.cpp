@@ -3,9 +3,13 @@
 #include "StepLog.h"
 
 #include "comm/Communicator.h"
+#include "core/AtomicFile.h"
+#include "core/OutputDestination.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace bitpipe::runtime {
@@ -105,6 +109,59 @@ void StepLogger::finish() {
     std::fflush(out_);
     barDrawn_ = false;
   }
+}
+
+Expected<std::unique_ptr<MetricsLog>> MetricsLog::open(const std::string &path,
+                                                       bool append) {
+  Expected<OutputKind> kind = checkOutputDestination(path);
+  if (!kind.isOk())
+    return kind.status();
+  if (*kind == OutputKind::Stream) {
+    Expected<int> stream = openOutputStream(path);
+    if (!stream.isOk())
+      return stream.status();
+    return std::unique_ptr<MetricsLog>(new MetricsLog(path, *stream, false));
+  }
+  int fd = ::open(path.c_str(),
+                  O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+                      (append ? O_APPEND : O_TRUNC),
+                  0666);
+  if (fd < 0)
+    return Status::error(ErrorCode::IoError, "cannot open '" + path +
+                                                 "': " + std::strerror(errno));
+  return std::unique_ptr<MetricsLog>(new MetricsLog(path, fd, true));
+}
+
+MetricsLog::~MetricsLog() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+Status MetricsLog::append(const std::string &line) {
+  if (fd_ < 0)
+    return Status::error(ErrorCode::IoError,
+                         "cannot write '" + path_ + "': it is closed");
+  std::string withNewline = line + "\n";
+  return writeAll(fd_, withNewline.data(), withNewline.size(), path_);
+}
+
+Status MetricsLog::close() {
+  int fd = fd_;
+  fd_ = -1;
+  if (fd < 0)
+    return Status::ok();
+  if (regular_ && ::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    return Status::error(ErrorCode::IoError, "cannot write '" + path_ +
+                                                 "': fsync failed: " +
+                                                 std::strerror(err));
+  }
+  if (::close(fd) != 0)
+    return Status::error(ErrorCode::IoError, "cannot write '" + path_ +
+                                                 "': close failed: " +
+                                                 std::strerror(errno));
+  return Status::ok();
 }
 
 } // namespace bitpipe::runtime

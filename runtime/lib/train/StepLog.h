@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,39 @@ private:
   int64_t totalSteps_;
   bool progress_;
   bool barDrawn_ = false;
+};
+
+/// --metrics: one JSON line per step, appended as the step ends.
+///
+/// Appended, not written to a temporary and renamed at the end like the
+/// other outputs (core/AtomicFile.h): users tail it while the job trains,
+/// and a run that dies keeps the lines of the steps it finished. So each
+/// line is one checked write(2) straight to the file, with no stdio buffer
+/// in between: a full disk is an error at the step that hit it, naming the
+/// file, not an empty file and exit 0. close() fsyncs (a network file
+/// system may report a failed write only then) and is checked. The
+/// destination follows the rule of every output (core/OutputDestination.h,
+/// docs/files.md): a directory or a symbolic link is refused, a device or a
+/// FIFO is written into. A fresh run starts the file anew; a resumed run
+/// (--load) appends to the log of the run it continues.
+class MetricsLog {
+public:
+  static Expected<std::unique_ptr<MetricsLog>> open(const std::string &path,
+                                                    bool append);
+  ~MetricsLog();
+
+  /// Writes \p line and a newline.
+  Status append(const std::string &line);
+  /// fsync (regular files) and close, both checked.
+  Status close();
+
+private:
+  MetricsLog(std::string path, int fd, bool regular)
+      : path_(std::move(path)), fd_(fd), regular_(regular) {}
+
+  std::string path_;
+  int fd_;
+  bool regular_;
 };
 
 } // namespace bitpipe::runtime

@@ -6,7 +6,10 @@
 // (ids 0..255, so a model with vocab >= 256 can train on it), written in the
 // flat little-endian format that nanoGPT's and Megatron's tools write and
 // TokenDataset reads. Files are concatenated in the order given. The output
-// is written to a temporary file and renamed.
+// is written as every tool writes (core/AtomicFile.h, docs/files.md): to a
+// temporary renamed over TOKENS.bin once complete, so a failed run (a full
+// disk, a signal) leaves the previous file as it was; a directory or a
+// symbolic link is refused before the inputs are read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,6 +88,12 @@ int main(int argc, char **argv) {
                  dtype.c_str());
     return 2;
   }
+  Expected<OutputKind> destination = checkOutputDestination(output);
+  if (!destination.isOk()) {
+    std::fprintf(stderr, "bitpipe-tokenize: -o: %s\n",
+                 destination.status().message().c_str());
+    return 1;
+  }
 
   std::vector<unsigned char> bytes;
   for (const std::string &path : inputs)
@@ -98,7 +107,7 @@ int main(int argc, char **argv) {
       dtype == "u16" ? encode<uint16_t>(bytes) : encode<uint32_t>(bytes);
   Status status = writeFileAtomically(output, data.data(), data.size());
   if (!status.isOk()) {
-    std::fprintf(stderr, "bitpipe-tokenize: %s: %s\n", output.c_str(),
+    std::fprintf(stderr, "bitpipe-tokenize: -o: %s\n",
                  status.message().c_str());
     return 1;
   }

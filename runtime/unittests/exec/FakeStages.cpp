@@ -5,6 +5,10 @@
 // Parameter gradients are fresh buffers too: the kernels accumulate, so
 // they start zeroed, and the executor adds them into its accumulators.
 //
+// BITPIPE_FAKE_NAN_BACKWARD=K makes the K-th call (from 1, in this process)
+// of stage 0's backward return a NaN in hidden.bias's gradient: a transient
+// non-finite gradient (exec-test.sh, fault-nonfinite).
+//
 //===----------------------------------------------------------------------===//
 
 #include "FakeModel.h"
@@ -57,6 +61,10 @@ void stage0Bwd(void **buf) {
            "embedding_bwd");
   bp_free(dh);
   bp_free(de);
+  static long calls = 0;
+  const char *nanAt = std::getenv("BITPIPE_FAKE_NAN_BACKWARD");
+  if (nanAt && ++calls == std::atol(nanAt))
+    db[0] = __builtin_nanf("");
   buf[5] = dwte;
   buf[6] = dwpe;
   buf[7] = dW;

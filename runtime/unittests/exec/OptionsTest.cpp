@@ -95,4 +95,19 @@ TEST(ExecOptions, HelpNeedsNothingElseAndListsEveryFlag) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
 }
 
+TEST(ExecOptions, SkipNonFiniteStepsIsACountFromZero) {
+  Expected<TrainOptions> o = parse({"--data", "t.bin", "--steps", "1"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_EQ(o->skipNonFiniteSteps, 0);
+  o = parse({"--data", "t.bin", "--steps", "1", "--skip-nonfinite-steps", "3"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_EQ(o->skipNonFiniteSteps, 3);
+  o = parse(
+      {"--data", "t.bin", "--steps", "1", "--skip-nonfinite-steps", "-1"});
+  ASSERT_FALSE(o.isOk());
+  EXPECT_NE(o.status().message().find("--skip-nonfinite-steps"),
+            std::string::npos)
+      << o.status().message();
+}
+
 } // namespace

@@ -76,3 +76,57 @@ TEST(ExecParamStore, ReplicasInitializeIdentically) {
 }
 
 } // namespace
+
+namespace {
+
+/// The fake manifest with hidden.bias of \p shape (every mention of it).
+std::string withBiasShape(const std::string &shape) {
+  std::string text = pipeDpManifest();
+  for (const char *key : {"\"name\": \"hidden.bias\", \"shape\": ",
+                          "\"param\": \"hidden.bias\", \"shape\": "}) {
+    std::string from = std::string(key) + "[16]", to = key + shape;
+    for (size_t at = text.find(from); at != std::string::npos;
+         at = text.find(from, at + to.size()))
+      text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+// A model whose parameters cannot be allocated is an error that says what
+// and how much, not std::bad_alloc (which -fno-exceptions turns into an
+// abort).
+TEST(ExecParamStore, ArraysThatCannotBeAllocatedAreAnError) {
+  // 2^42 elements: 16 TiB of fp32 weights, 32 TiB of gradients.
+  Expected<Manifest> m = parseManifest(withBiasShape("[4398046511104]"));
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  std::unique_ptr<Backend> cpu = createTargetBackend();
+  ParamStore store(*m, 0);
+  Status s = store.attach(*cpu);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.code(), ErrorCode::OutOfMemory);
+  EXPECT_NE(s.message().find("the parameter store cannot allocate its "),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find(" bytes, "), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find(" GiB) of host memory for 4 parameter tensors"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(ExecParamStore, LayoutPastSixtyFourBitOffsetsIsAnError) {
+  // 2^61 elements: numElements fits int64, 8-byte gradients do not.
+  Expected<Manifest> m = parseManifest(withBiasShape("[2305843009213693952]"));
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  std::unique_ptr<Backend> cpu = createTargetBackend();
+  ParamStore store(*m, 0);
+  Status s = store.attach(*cpu);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("the parameter store of rank 0 cannot be laid "
+                             "out: with parameter 'hidden.bias' "
+                             "(2305843009213693952 elements) its arrays "
+                             "exceed"),
+            std::string::npos)
+      << s.message();
+}
+
+} // namespace

@@ -218,8 +218,47 @@ fault-checkpoint)
     "${common[@]}" --steps 2 --load "$tmp/other.safetensors"
   expect_failure 1 FakeSingle "was trained with seed 5, but --seed is 6" \
     --data "$tmp/data.bin" --seed 6 --steps 2 --load "$tmp/good.safetensors" ;;
+fault-nonfinite) # docs/training-semantics.md, "Non-finite values"
+  # The loss is on rank 1 only (the last stage); rank 0 holds the first
+  # parameter: both stop at step 2 (--lr 1e30: the first update reaches
+  # 1e31, the second forward overflows), and nothing is saved. --metrics
+  # goes elsewhere: it is written as training goes.
+  expect_failure 2 FakePipe2 "^bitpipe: rank 0: error: step 2: the loss is not finite and the global gradient norm is -?nan; the first parameter \(in model order\) that went non-finite is 'embed.tokens' .*training stops" \
+    "${common[@]}" --lr 1e30 --steps 5 --metrics "$tmp/metrics.jsonl"
+  # The metrics stay JSON: the non-finite step's loss and norm are null.
+  /usr/bin/python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert [l["step"] for l in lines] == [1, 2], lines
+assert lines[1]["loss"] is None and lines[1]["grad_norm"] is None, lines[1]
+assert isinstance(lines[0]["loss"], float), lines[0]' "$tmp/metrics.jsonl" ||
+    fail "metrics of the non-finite step are not JSON with null loss and norm"
+  # A transient NaN gradient (hidden.bias, step 2's first backward on rank
+  # 0) is named precisely; with --skip-nonfinite-steps that step changes
+  # nothing: 2 steps with step 2 skipped end where 1 step ends.
+  BITPIPE_FAKE_NAN_BACKWARD=5 expect_failure 2 FakePipe2 "^bitpipe: rank 0: error: step 2: the global gradient norm is -?nan; the first parameter \(in model order\) that went non-finite is 'hidden.bias' \(tensor 'hidden.bias' element 0 is -?nan, expected a finite value\)" \
+    "${common[@]}" --steps 4 --metrics "$tmp/metrics.jsonl"
+  BITPIPE_FAKE_NAN_BACKWARD=5 must_run 2 FakePipe2 "${common[@]}" --steps 2 \
+    --skip-nonfinite-steps 1 --dump-rank-params "$tmp/skipped"
+  grep -q "^bitpipe: warning: step 2: the global gradient norm is -\?nan: its update is skipped (1 in a row, at most 1 with --skip-nonfinite-steps; 1 in all)" \
+    "$tmp/out.txt" || fail "no warning for the skipped step"
+  grep -q "^bitpipe: 1 of 2 steps skipped their update" "$tmp/out.txt" ||
+    fail "no count of skipped steps"
+  must_run 2 FakePipe2 "${common[@]}" --steps 1 --dump-rank-params "$tmp/one"
+  for r in 0 1; do
+    same_tensors "$tmp/one/rank$r.safetensors" "$tmp/skipped/rank$r.safetensors" 0
+  done
+  # Skipping gives up after K in a row: --lr 1e30 diverges for good.
+  expect_failure 2 FakePipe2 "^bitpipe: rank 0: error: step 4: the loss is not finite and the global gradient norm is -?nan after 2 skipped updates in a row \(--skip-nonfinite-steps 2\); the first parameter" \
+    "${common[@]}" --lr 1e30 --steps 9 --skip-nonfinite-steps 2 --metrics "$tmp/metrics.jsonl"
+  # A checkpoint with a NaN is refused on load; the run saves nothing.
+  must_run 1 FakeSingle "${common[@]}" --steps 1 --save "$tmp/good.safetensors"
+  /usr/bin/python3 "$(dirname "$0")/../../../test/EndToEnd/spoil-checkpoint.py" \
+    "$tmp/good.safetensors" "$tmp/nan.safetensors" nan-weight hidden.bias
+  expect_failure 2 FakePipe2 "^bitpipe: rank 0: error: --load: checkpoint '$tmp/nan.safetensors': tensor 'hidden.bias' element 0 is nan, expected a finite value" \
+    "${common[@]}" --steps 2 --load "$tmp/nan.safetensors" --metrics "$tmp/metrics.jsonl" ;;
 fault-output-dir)
-  expect_failure 1 FakeSingle "--save $tmp/nodir/c.safetensors: directory '$tmp/nodir' does not exist" \
+  expect_failure 1 FakeSingle "--save: '$tmp/nodir/c.safetensors' cannot be created: directory '$tmp/nodir' does not exist" \
     "${common[@]}" --steps 1 --save "$tmp/nodir/c.safetensors" ;;
 fault-program) # a miscompiled rank program: one rank's fatal stops both
   start=$(date +%s)

@@ -104,3 +104,29 @@ TEST(ArenaTest, RejectsDuplicateRegionsAndUnknownIds) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(ArenaTest, MemoryThatIsNotThereIsAnErrorNotACrash) {
+  // 2^62 bytes: each region is legal, the machine does not have them.
+  Expected<std::unique_ptr<Arena>> big = Arena::create(
+      {{"params", uint64_t(1) << 62, RegionLifetime::Persistent}});
+  ASSERT_FALSE(big.isOk());
+  EXPECT_EQ(big.status().code(), ErrorCode::OutOfMemory);
+  EXPECT_NE(big.status().message().find("arena: cannot reserve "
+                                        "4611686018427387904 bytes"),
+            std::string::npos)
+      << big.status().message();
+  // Three regions of 1.5 * 2^62 bytes each add up past 2^64.
+  uint64_t huge = (uint64_t(1) << 62) + (uint64_t(1) << 61);
+  Expected<std::unique_ptr<Arena>> wrap =
+      Arena::create({{"a", huge, RegionLifetime::Persistent},
+                     {"b", huge, RegionLifetime::Persistent},
+                     {"c", huge, RegionLifetime::PerStep}});
+  ASSERT_FALSE(wrap.isOk());
+  EXPECT_NE(wrap.status().message().find("arena: the regions up to 'c'"),
+            std::string::npos)
+      << wrap.status().message();
+}
+
+} // namespace

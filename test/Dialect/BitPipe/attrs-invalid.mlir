@@ -13,6 +13,11 @@ module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices
 
 // -----
 
+// expected-error @+1 {{#bitpipe.schedule expects at most 65536 micro-batches (the schedule registry's limit), got 9223372036854775807}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 9223372036854775807, microbatch_pipelines = [0], split_backward = false>} {}
+
+// -----
+
 // expected-error @+1 {{#bitpipe.schedule expects one entry of microbatch_pipelines per micro-batch (3), got 2}}
 module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 3, microbatch_pipelines = [0, 0], split_backward = false>} {}
 

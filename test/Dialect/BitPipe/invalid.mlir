@@ -30,8 +30,29 @@ module attributes {bitpipe.placement = "v"} {}
 
 // -----
 
-// expected-error @+1 {{'bitpipe.world_size' expects a positive integer, got 0 : i64}}
+// expected-error @+1 {{'bitpipe.world_size' expects a positive integer of at most 1048576 (the schedule registry's limit), got 0 : i64}}
 module attributes {bitpipe.world_size = 0 : i64} {}
+
+// -----
+
+// The schedule registry's limits hold for hand-written IR too (Registry.h).
+// expected-error @+1 {{'bitpipe.world_size' expects a positive integer of at most 1048576 (the schedule registry's limit), got 9223372036854775807 : i64}}
+module attributes {bitpipe.world_size = 9223372036854775807 : i64} {}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.world_size' expects a positive integer of at most 1048576 (the schedule registry's limit), got 100000000000000000000000 : i128}}
+module attributes {bitpipe.world_size = 100000000000000000000000 : i128} {}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.data_parallel' expects a positive integer of at most 65536 (the schedule registry's limit), got 70000 : i64}}
+module attributes {bitpipe.data_parallel = 70000 : i64} {}
+
+// -----
+
+// expected-error @+1 {{#bitpipe.placement expects at most 4096 devices (the schedule registry's limit), got 2147483647}}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2147483647, pipelines = [[0]]>} {}
 
 // -----
 
@@ -444,4 +465,17 @@ bitpipe.program @rank0 rank 0 {
 module attributes {
   bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
+}
+
+// -----
+
+// A tensor whose byte count leaves int64 (bitpipe/Support/BoundedTensors.h).
+module attributes {
+  bitpipe.world_size = 1 : i64,
+  bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>
+} {
+  bitpipe.program @rank0 rank 0 {
+    // expected-error @+1 {{'bitpipe.load_input' op result #0 of type 'tensor<4294967296x4294967296xi32>' has more elements or bytes than 2^63-1 (9223372036854775807)}}
+    %ids = bitpipe.load_input tokens microbatch 0 : tensor<4294967296x4294967296xi32>
+  }
 }

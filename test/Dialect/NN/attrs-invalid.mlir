@@ -54,8 +54,39 @@ func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layerz =
 
 // -----
 
-// expected-error @+1 {{#nn.model expects vocab to be positive, got 0}}
+// expected-error @+1 {{#nn.model: 'vocab' must be a positive integer, got 0}}
 func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 0, max_positions = 4, seq_len = 4, microbatch_size = 2>}
+
+// -----
+
+// The importer's limits hold for IR written by hand (ModelLimits.h).
+// expected-error @+1 {{#nn.model: the token embedding's bytes, 4 * vocab * hidden, exceeds 2^63-1 (9223372036854775807), with hidden = 4611686018427387904, vocab = 8}}
+func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4611686018427387904, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
+
+// -----
+
+// expected-error @+1 {{#nn.model: the MLP activation's bytes, 4 * microbatch_size * seq_len * 4 * hidden, exceeds 2^63-1 (9223372036854775807), with hidden = 4, seq_len = 4, microbatch_size = 4611686018427387904}}
+func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 4611686018427387904>}
+
+// -----
+
+// expected-error @+1 {{#nn.model: 'layers' must be at most 100000, got 100001}}
+func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 100001, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
+
+// -----
+
+// expected-error @+1 {{#nn.model: 'heads' (3) must divide 'hidden' (4)}}
+func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 3, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
+
+// -----
+
+// expected-error @+1 {{#nn.model: 'seq_len' (8) must not exceed 'max_positions' (4)}}
+func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 8, microbatch_size = 2>}
+
+// -----
+
+// expected-error @+1 {{#nn.model expects family "gpt" or "bert" (the models bitpipe builds), got "llama"}}
+func.func private @m() attributes {nn.model = #nn.model<family = "llama", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
 
 // -----
 

@@ -253,3 +253,63 @@ func.func @cross_entropy_grad(%l: tensor<2x16xf32>, %y: tensor<2xi32>, %dl: tens
   %d = nn.cross_entropy_grad %l, %y, %dl : (tensor<2x16xf32>, tensor<2xi32>, tensor<f32>) -> tensor<2x8xf32>
   return
 }
+
+// -----
+
+// The layer-norm epsilon is finite and in (0, 1) (ModelLimits.h), as the
+// importer requires of a config.
+func.func @layer_norm_epsilon_nan(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm' op expects 'epsilon' expected a finite number in (0, 1) (also as an f32), got nan}}
+  %y = nn.layer_norm %x, %g, %g {epsilon = 0x7FC00000 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_epsilon_inf(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm' op expects 'epsilon' expected a finite number in (0, 1) (also as an f32), got inf}}
+  %y = nn.layer_norm %x, %g, %g {epsilon = 0x7F800000 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_epsilon_negative(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm' op expects 'epsilon' expected a finite number in (0, 1) (also as an f32), got -1}}
+  %y = nn.layer_norm %x, %g, %g {epsilon = -1.0 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_epsilon_zero(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm' op expects 'epsilon' expected a finite number in (0, 1) (also as an f32), got 0}}
+  %y = nn.layer_norm %x, %g, %g {epsilon = 0.0 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_epsilon(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm_grad' op expects 'epsilon' expected a finite number in (0, 1) (also as an f32), got 2}}
+  %a, %b, %c = nn.layer_norm_grad %x, %g, %x {epsilon = 2.0 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+// Shapes whose element (or byte) count leaves int64: refused before the
+// shape functions or the cost model multiply them.
+func.func @elements_overflow(%x: tensor<4294967296x4294967296xf32>) {
+  // expected-error @+1 {{'nn.gelu' op operand #0 of type 'tensor<4294967296x4294967296xf32>' has more elements or bytes than 2^63-1 (9223372036854775807)}}
+  %y = nn.gelu %x : (tensor<4294967296x4294967296xf32>) -> tensor<4294967296x4294967296xf32>
+  return
+}
+
+// -----
+
+func.func @bytes_overflow(%x: tensor<2147483648x2147483648xf32>, %w: tensor<2147483648x2147483648xf32>) {
+  // expected-error @+1 {{'nn.add' op operand #0 of type 'tensor<2147483648x2147483648xf32>' has more elements or bytes than 2^63-1 (9223372036854775807)}}
+  %y = nn.add %x, %w : (tensor<2147483648x2147483648xf32>, tensor<2147483648x2147483648xf32>) -> tensor<2147483648x2147483648xf32>
+  return
+}

@@ -101,6 +101,11 @@ PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (devices < 1)
     return emitError() << "#bitpipe.placement expects at least one device, got "
                        << devices;
+  if (devices > sched::limit::kMaxDevices)
+    return emitError() << "#bitpipe.placement expects at most "
+                       << sched::limit::kMaxDevices
+                       << " devices (the schedule registry's limit), got "
+                       << devices;
 
   // One pipeline, or two running in opposite directions.
   size_t expected = sched::pipelineCount(kind);
@@ -183,6 +188,11 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (microbatches < 1)
     return emitError() << "#bitpipe.schedule expects at least one "
                           "micro-batch, got "
+                       << microbatches;
+  if (microbatches > sched::limit::kMaxMicrobatches)
+    return emitError() << "#bitpipe.schedule expects at most "
+                       << sched::limit::kMaxMicrobatches
+                       << " micro-batches (the schedule registry's limit), got "
                        << microbatches;
   if (static_cast<int64_t>(microbatchPipelines.size()) != microbatches)
     return emitError() << "#bitpipe.schedule expects one entry of "

@@ -4,6 +4,7 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeTypes.h"
+#include "bitpipe/Schedule/Registry.h"
 
 using namespace mlir;
 using namespace bitpipe::bp;
@@ -56,10 +57,14 @@ LogicalResult BitPipeDialect::verifyOperationAttribute(Operation *op,
 
   if (attr.getName() == kWorldSizeAttrName) {
     auto size = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!size || size.getValue().getSExtValue() < 1)
+    if (!size || size.getValue().getSignificantBits() > 64 ||
+        size.getValue().getSExtValue() < 1 ||
+        size.getValue().getSExtValue() > sched::limit::kMaxRanks)
       return op->emitError()
              << "'" << kWorldSizeAttrName
-             << "' expects a positive integer, got " << attr.getValue();
+             << "' expects a positive integer of at most "
+             << sched::limit::kMaxRanks
+             << " (the schedule registry's limit), got " << attr.getValue();
     // World = pipeline x data parallel: each pipeline device is replicated
     // the same number of times.
     if (auto placement = op->getAttrOfType<PlacementAttr>(kPlacementAttrName);
@@ -76,10 +81,14 @@ LogicalResult BitPipeDialect::verifyOperationAttribute(Operation *op,
 
   if (attr.getName() == kDataParallelAttrName) {
     auto copies = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!copies || copies.getValue().getSExtValue() < 1)
+    if (!copies || copies.getValue().getSignificantBits() > 64 ||
+        copies.getValue().getSExtValue() < 1 ||
+        copies.getValue().getSExtValue() > sched::limit::kMaxDataParallel)
       return op->emitError()
              << "'" << kDataParallelAttrName
-             << "' expects a positive integer, got " << attr.getValue();
+             << "' expects a positive integer of at most "
+             << sched::limit::kMaxDataParallel
+             << " (the schedule registry's limit), got " << attr.getValue();
     // Rank = copy * D + device only names every rank once when the world
     // is exactly K copies of the D devices.
     auto placement = op->getAttrOfType<PlacementAttr>(kPlacementAttrName);

@@ -1,6 +1,8 @@
 //===- NNAttrs.cpp - nn attributes and enums ------------------------------===//
 
 #include "bitpipe/Dialect/NN/IR/NNAttrs.h"
+
+#include "bitpipe/Dialect/NN/IR/ModelLimits.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 
 #include "mlir/IR/Builders.h"
@@ -153,16 +155,24 @@ LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 int64_t microbatchSize) {
   if (family.empty())
     return emitError() << "#nn.model expects a model family, got \"\"";
-  for (auto [name, value] : {std::pair<StringRef, int64_t>{"layers", layers},
-                             {"hidden", hidden},
-                             {"heads", heads},
-                             {"vocab", vocab},
-                             {"max_positions", maxPositions},
-                             {"seq_len", seqLen},
-                             {"microbatch_size", microbatchSize}})
-    if (value < 1)
-      return emitError() << "#nn.model expects " << name
-                         << " to be positive, got " << value;
+  if (!llvm::is_contained(kModelFamilies, family)) {
+    InFlightDiagnostic diag = emitError() << "#nn.model expects family ";
+    llvm::interleave(
+        kModelFamilies, diag,
+        [&](StringRef name) { diag << "\"" << name << "\""; }, " or ");
+    return diag << " (the models bitpipe builds), got \"" << family << "\"";
+  }
+  // The importer's limits (ModelLimits.h), for IR written by hand.
+  ModelSizes sizes{{"layers", layers},
+                   {"hidden", hidden},
+                   {"heads", heads},
+                   {"vocab", vocab},
+                   {"max_positions", maxPositions},
+                   {"seq_len", seqLen},
+                   {"microbatch_size", microbatchSize},
+                   /*maskedLMHead=*/family == "bert"};
+  if (std::optional<std::string> error = checkModelSizes(sizes))
+    return emitError() << "#nn.model: " << *error;
   return success();
 }
 

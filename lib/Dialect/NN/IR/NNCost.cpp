@@ -16,56 +16,74 @@
 //   * cross_entropy over M positions of V logits: forward 4*M*V (max,
 //     subtract, exp, sum), backward 2*M*V (softmax minus one-hot, scale).
 // Costs need static shapes; the cost pass rejects dynamic ones first.
+// Counts saturate at 2^63-1 instead of wrapping (CheckedArithmetic.h); the
+// cost analysis refuses a model whose cost reaches it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
+#include "bitpipe/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace bitpipe::nn;
+using bitpipe::saturatingProduct;
+using bitpipe::saturatingSum;
 
 static int64_t numElements(Value v) {
   return cast<RankedTensorType>(v.getType()).getNumElements();
 }
 
 int64_t EmbeddingOp::getForwardFlops() { return numElements(getResult()); }
-int64_t EmbeddingOp::getBackwardFlops() { return 2 * numElements(getResult()); }
+int64_t EmbeddingOp::getBackwardFlops() {
+  return saturatingProduct({2, numElements(getResult())});
+}
 
-int64_t LayerNormOp::getForwardFlops() { return 5 * numElements(getInput()); }
-int64_t LayerNormOp::getBackwardFlops() { return 2 * getForwardFlops(); }
+int64_t LayerNormOp::getForwardFlops() {
+  return saturatingProduct({5, numElements(getInput())});
+}
+int64_t LayerNormOp::getBackwardFlops() {
+  return saturatingProduct({2, getForwardFlops()});
+}
 
 /// 2*M*K*N for the product of the linear op's input and weight.
 static int64_t linearProductFlops(LinearOp op) {
   auto w = cast<RankedTensorType>(op.getWeight().getType());
   // numElements(result) = M*N; times K.
-  return 2 * numElements(op.getResult()) * w.getDimSize(1);
+  return saturatingProduct({2, numElements(op.getResult()), w.getDimSize(1)});
 }
 
 int64_t LinearOp::getForwardFlops() {
-  return linearProductFlops(*this) + (getBias() ? numElements(getResult()) : 0);
+  return saturatingSum(
+      {linearProductFlops(*this), getBias() ? numElements(getResult()) : 0});
 }
 int64_t LinearOp::getBackwardFlops() {
-  return 2 * linearProductFlops(*this) +
-         (getBias() ? numElements(getResult()) : 0);
+  return saturatingSum({saturatingProduct({2, linearProductFlops(*this)}),
+                        getBias() ? numElements(getResult()) : 0});
 }
 
 int64_t AttentionOp::getForwardFlops() {
   auto out = cast<RankedTensorType>(getResult().getType());
   int64_t seq = out.getDimSize(1);
   // B*T*H = numElements(out); QK^T and PV each cost 2*B*T*T*H.
-  return 4 * numElements(getResult()) * seq;
+  return saturatingProduct({4, numElements(getResult()), seq});
 }
-int64_t AttentionOp::getBackwardFlops() { return 2 * getForwardFlops(); }
+int64_t AttentionOp::getBackwardFlops() {
+  return saturatingProduct({2, getForwardFlops()});
+}
 
-int64_t GeluOp::getForwardFlops() { return 8 * numElements(getInput()); }
-int64_t GeluOp::getBackwardFlops() { return 2 * getForwardFlops(); }
+int64_t GeluOp::getForwardFlops() {
+  return saturatingProduct({8, numElements(getInput())});
+}
+int64_t GeluOp::getBackwardFlops() {
+  return saturatingProduct({2, getForwardFlops()});
+}
 
 int64_t AddOp::getForwardFlops() { return numElements(getResult()); }
 int64_t AddOp::getBackwardFlops() { return 0; }
 
 int64_t CrossEntropyOp::getForwardFlops() {
-  return 4 * numElements(getLogits());
+  return saturatingProduct({4, numElements(getLogits())});
 }
 int64_t CrossEntropyOp::getBackwardFlops() {
-  return 2 * numElements(getLogits());
+  return saturatingProduct({2, numElements(getLogits())});
 }

@@ -8,6 +8,8 @@
 
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
 
+#include "bitpipe/Dialect/NN/IR/ModelLimits.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -189,6 +191,16 @@ LogicalResult checkInferred(Operation *op, ErrorFn emitError,
                      << " (inferred from the operands), got " << got;
 }
 
+/// The layer-norm epsilon is in the importer's range (ModelLimits.h): a
+/// NaN, infinite, zero, negative or >= 1 epsilon makes nonsense of the
+/// normalisation.
+LogicalResult checkEpsilon(ErrorFn emitError, llvm::APFloat epsilon) {
+  if (std::optional<std::string> error =
+          checkLayerNormEpsilon(epsilon.convertToDouble()))
+    return emitError() << "expects 'epsilon' " << *error;
+  return success();
+}
+
 /// Stores the inferred type, or fails.
 LogicalResult storeInferred(FailureOr<Type> type,
                             SmallVectorImpl<Type> &inferred) {
@@ -206,8 +218,9 @@ LogicalResult storeInferred(FailureOr<Type> type,
 
 // The shape functions report problems during verification; during inference
 // (builders, parsing) they stay silent, and the verifier reports them later.
-#define NN_DEFINE_INFERENCE(OP, CALL)                                          \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,  \
+// CHECK_ATTRS is an extra check of the op's attributes, run first.
+#define NN_DEFINE_CHECKED_INFERENCE(OP, CALL, CHECK_ATTRS)                     \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,   \
                                      OP::Adaptor adaptor,                      \
                                      SmallVectorImpl<Type> &inferred) {        \
     auto emitError = [] { return InFlightDiagnostic(); };                      \
@@ -217,15 +230,21 @@ LogicalResult storeInferred(FailureOr<Type> type,
   LogicalResult OP::verify() {                                                 \
     auto emitError = [this] { return emitOpError(); };                         \
     auto adaptor = OP::Adaptor(*this);                                         \
+    if (failed(CHECK_ATTRS))                                                   \
+      return failure();                                                        \
     return checkInferred(*this, emitError, CALL);                              \
   }
+#define NN_DEFINE_INFERENCE(OP, CALL)                                          \
+  NN_DEFINE_CHECKED_INFERENCE(OP, CALL, success())
 
 NN_DEFINE_INFERENCE(EmbeddingOp,
                     inferEmbedding(emitError, adaptor.getTokens(),
                                    adaptor.getWte(), adaptor.getWpe()))
-NN_DEFINE_INFERENCE(LayerNormOp,
-                    inferLayerNorm(emitError, adaptor.getInput(),
-                                   adaptor.getGamma(), adaptor.getBeta()))
+NN_DEFINE_CHECKED_INFERENCE(LayerNormOp,
+                            inferLayerNorm(emitError, adaptor.getInput(),
+                                           adaptor.getGamma(),
+                                           adaptor.getBeta()),
+                            checkEpsilon(emitError, getEpsilon()))
 NN_DEFINE_INFERENCE(LinearOp,
                     inferLinear(emitError, adaptor.getInput(),
                                 adaptor.getWeight(), adaptor.getBias()))
@@ -237,6 +256,7 @@ NN_DEFINE_INFERENCE(CrossEntropyOp,
                     inferCrossEntropy(emitError, adaptor.getLogits(),
                                       adaptor.getLabels()))
 #undef NN_DEFINE_INFERENCE
+#undef NN_DEFINE_CHECKED_INFERENCE
 
 LogicalResult AddOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
                                       AddOp::Adaptor adaptor,
@@ -285,6 +305,8 @@ LogicalResult EmbeddingGradOp::verify() {
 
 LogicalResult LayerNormGradOp::verify() {
   auto emitError = [this] { return emitOpError(); };
+  if (failed(checkEpsilon(emitError, getEpsilon())))
+    return failure();
   if (failed(inferLayerNorm(emitError, getInput(), getGamma(), getGamma())))
     return failure();
   Type in = getInput().getType(), gamma = getGamma().getType();

@@ -89,7 +89,13 @@ def BitPipe_Dialect : Dialect {
   }];
 }
 
+// Every op's tensors have element and byte counts that fit in int64
+// (bitpipe/Support/BoundedTensors.h; docs/models.md, "Limits").
+def BitPipe_BoundedTensors : NativeOpTrait<"BoundedTensors"> {
+  let cppNamespace = "::bitpipe";
+}
+
 class BitPipe_Op<string mnemonic, list<Trait> traits = []>
-    : Op<BitPipe_Dialect, mnemonic, traits>;
+    : Op<BitPipe_Dialect, mnemonic, traits # [BitPipe_BoundedTensors]>;
 
 #endif // BITPIPE_DIALECT_BITPIPE_BITPIPEDIALECT_TD

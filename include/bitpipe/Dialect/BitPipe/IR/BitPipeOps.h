@@ -16,6 +16,8 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 
+#include "bitpipe/Support/BoundedTensors.h"
+
 #define GET_OP_CLASSES
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h.inc"
 

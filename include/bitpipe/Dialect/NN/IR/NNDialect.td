@@ -37,7 +37,13 @@ def NN_Dialect : Dialect {
   }];
 }
 
+// Every op's tensors have element and byte counts that fit in int64
+// (bitpipe/Support/BoundedTensors.h; docs/models.md, "Limits").
+def NN_BoundedTensors : NativeOpTrait<"BoundedTensors"> {
+  let cppNamespace = "::bitpipe";
+}
+
 class NN_Op<string mnemonic, list<Trait> traits = []>
-    : Op<NN_Dialect, mnemonic, traits>;
+    : Op<NN_Dialect, mnemonic, traits # [NN_BoundedTensors]>;
 
 #endif // BITPIPE_DIALECT_NN_NNDIALECT_TD

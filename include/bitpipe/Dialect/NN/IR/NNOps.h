@@ -12,6 +12,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "bitpipe/Support/BoundedTensors.h"
+
 #define GET_OP_CLASSES
 #include "bitpipe/Dialect/NN/IR/NNOps.h.inc"
 

@@ -1,13 +1,12 @@
-//===- DiagnosticText.h - How the passes spell values in messages -*- C++
-//-*-===//
+//===- DiagnosticText.h - How diagnostics spell values ---------*- C++ -*-===//
 //
 // Lists and type lists, spelled one way in every pass's diagnostics:
 // "[0, 3]", "["a", "b"]", "(tensor<2xf32>, tensor<4xf32>)".
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_LIB_TRANSFORMS_DIAGNOSTICTEXT_H
-#define BITPIPE_LIB_TRANSFORMS_DIAGNOSTICTEXT_H
+#ifndef BITPIPE_DIALECT_BITPIPE_UTILS_DIAGNOSTICTEXT_H
+#define BITPIPE_DIALECT_BITPIPE_UTILS_DIAGNOSTICTEXT_H
 
 #include "mlir/IR/TypeRange.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -48,4 +47,4 @@ inline std::string formatTypes(mlir::TypeRange types) {
 
 } // namespace bitpipe::detail
 
-#endif // BITPIPE_LIB_TRANSFORMS_DIAGNOSTICTEXT_H
+#endif // BITPIPE_DIALECT_BITPIPE_UTILS_DIAGNOSTICTEXT_H

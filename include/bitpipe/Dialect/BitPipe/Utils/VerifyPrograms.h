@@ -1,0 +1,26 @@
+//===- VerifyPrograms.h - Checking per-rank programs ------------*- C++ -*-===//
+//
+// The check bitpipe-verify runs, as a function: the lowering to the runtime
+// calls it before it changes anything, so that per-rank programs the
+// verifier rejects never become an executable, whichever way the lowering
+// is invoked (docs/models.md, "Limits").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_DIALECT_BITPIPE_UTILS_VERIFYPROGRAMS_H
+#define BITPIPE_DIALECT_BITPIPE_UTILS_VERIFYPROGRAMS_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace bitpipe {
+
+/// Checks that the bound per-rank programs of `module` can run as one
+/// training step: matching transfers in order, agreeing all-reduce groups
+/// (required for every replicated stage when `requireAllReduce`), no
+/// deadlock, the schedule's steps. Reports each finding at its op.
+mlir::LogicalResult verifyRankPrograms(mlir::ModuleOp module,
+                                       bool requireAllReduce);
+
+} // namespace bitpipe
+
+#endif // BITPIPE_DIALECT_BITPIPE_UTILS_VERIFYPROGRAMS_H

@@ -1,0 +1,57 @@
+//===- ModelLimits.h - The model sizes the compiler can build ---*- C++ -*-===//
+//
+// One definition of the ranges a model's sizes and layer-norm epsilon must
+// lie in, shared by the importer (on a config file) and the nn verifiers (on
+// `#nn.model` and `nn.layer_norm`), so IR that did not come from the
+// importer is held to the same limits. docs/models.md ("Limits") explains
+// each one.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_DIALECT_NN_IR_MODELLIMITS_H
+#define BITPIPE_DIALECT_NN_IR_MODELLIMITS_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace bitpipe::nn {
+
+/// The families whose graph bitpipe builds, as `#nn.model` and the manifest
+/// name them (the importer maps its config names onto these).
+inline constexpr llvm::StringLiteral kModelFamilies[] = {"gpt", "bert"};
+
+/// At most this many transformer layers: each becomes about 30 IR ops and
+/// function arguments, so the limit keeps an import within memory and
+/// seconds (docs/models.md, "Limits").
+constexpr int64_t kMaxLayers = 100000;
+
+/// One size and the name its source gives it (a config field, an attribute
+/// parameter), for messages.
+struct NamedSize {
+  llvm::StringRef name;
+  int64_t value;
+};
+
+/// A model's sizes, named as their source names them.
+struct ModelSizes {
+  NamedSize layers, hidden, heads, vocab, maxPositions, seqLen, microbatchSize;
+  bool maskedLMHead = false; ///< BERT's head (dense, norm, bias) is counted.
+};
+
+/// Nothing when every size is a positive integer within its limit, `heads`
+/// divides `hidden`, and every product the compiler forms from the sizes
+/// (tensor elements and bytes, parameter and optimizer-state bytes, the
+/// FLOPs of one micro-batch) fits in int64; otherwise a message naming the
+/// size or the product, its value and the limit.
+std::optional<std::string> checkModelSizes(const ModelSizes &sizes);
+
+/// Nothing when `epsilon` is finite and in (0, 1), also once rounded to an
+/// f32; otherwise "expected a finite number in (0, 1) ..., got <value>".
+std::optional<std::string> checkLayerNormEpsilon(double epsilon);
+
+} // namespace bitpipe::nn
+
+#endif // BITPIPE_DIALECT_NN_IR_MODELLIMITS_H

@@ -1,0 +1,102 @@
+//===- ConfigSchemas.h - The config kinds the importer accepts --*- C++ -*-===//
+//
+// The one table of what a config file may describe: bitpipe's own schema and
+// the Hugging Face model types whose graph bitpipe builds, each with its
+// JSON keys and the fields that would change the graph, with the values
+// bitpipe builds (docs/models.md, "Hugging Face configs"). Supporting a new
+// Hugging Face model type is one row in kHuggingFaceSchemas (and its graph
+// in ModelBuilder.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_LIB_IMPORT_CONFIGSCHEMAS_H
+#define BITPIPE_LIB_IMPORT_CONFIGSCHEMAS_H
+
+#include "bitpipe/Import/ModelConfig.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace bitpipe {
+
+/// A field that changes the graph, and the values bitpipe builds, as JSON
+/// text ("true", "null", "\"gelu_new\""); kFourTimesHidden stands for the
+/// number 4 * hidden. An absent field means bitpipe's graph.
+struct GraphField {
+  llvm::StringLiteral key;
+  llvm::ArrayRef<llvm::StringLiteral> accepted;
+  llvm::StringLiteral why; ///< What bitpipe builds, for the message.
+};
+constexpr llvm::StringLiteral kFourTimesHidden = "4*hidden";
+
+/// The JSON keys of one schema (null: the schema has no such key).
+struct ConfigSchema {
+  const char *family, *layers, *hidden, *heads, *vocab, *maxPositions;
+  const char *seqLen, *microbatchSize, *epsilon;
+  llvm::ArrayRef<GraphField> graphFields;
+};
+
+inline constexpr ConfigSchema kBitpipeSchema = {
+    "family",  "layers",          "hidden",
+    "heads",   "vocab",           "max_positions",
+    "seq_len", "microbatch_size", "layer_norm_epsilon",
+    {}};
+
+namespace detail {
+inline constexpr llvm::StringLiteral kTrue[] = {"true"};
+inline constexpr llvm::StringLiteral kFalse[] = {"false"};
+inline constexpr llvm::StringLiteral kTanhGelu[] = {"\"gelu_new\"",
+                                                    "\"gelu_pytorch_tanh\""};
+inline constexpr llvm::StringLiteral kNullOrFourTimes[] = {"null",
+                                                           kFourTimesHidden};
+inline constexpr llvm::StringLiteral kFourTimes[] = {kFourTimesHidden};
+inline constexpr llvm::StringLiteral kAbsolute[] = {"\"absolute\""};
+
+inline constexpr GraphField kGpt2GraphFields[] = {
+    {"n_inner", kNullOrFourTimes, "an MLP of 4 * n_embd"},
+    {"activation_function", kTanhGelu, "the tanh form of GELU"},
+    {"tie_word_embeddings", kTrue,
+     "the output projection tied to the token embedding"},
+    {"scale_attn_weights", kTrue, "attention scores scaled by 1/sqrt(d)"},
+    {"scale_attn_by_inverse_layer_idx", kFalse,
+     "no per-layer scaling of attention scores"},
+    {"add_cross_attention", kFalse, "no cross-attention"},
+};
+inline constexpr GraphField kBertGraphFields[] = {
+    {"intermediate_size", kFourTimes, "an MLP of 4 * hidden_size"},
+    {"hidden_act", kTanhGelu, "the tanh form of GELU"},
+    {"tie_word_embeddings", kTrue,
+     "the output projection tied to the token embedding"},
+    {"position_embedding_type", kAbsolute, "learned absolute positions"},
+    {"is_decoder", kFalse, "an encoder"},
+    {"add_cross_attention", kFalse, "no cross-attention"},
+};
+} // namespace detail
+
+/// A Hugging Face `model_type` bitpipe builds.
+struct HuggingFaceSchema {
+  llvm::StringLiteral modelType;
+  ModelFamily family;
+  /// A key only this model type's configs have, for a file without
+  /// `model_type`.
+  llvm::StringLiteral signatureKey;
+  ConfigSchema schema;
+};
+
+inline constexpr HuggingFaceSchema kHuggingFaceSchemas[] = {
+    {"gpt2",
+     ModelFamily::GPT,
+     "n_layer",
+     {"model_type", "n_layer", "n_embd", "n_head", "vocab_size", "n_positions",
+      nullptr, nullptr, "layer_norm_epsilon", detail::kGpt2GraphFields}},
+    {"bert",
+     ModelFamily::BERT,
+     "num_hidden_layers",
+     {"model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
+      "vocab_size", "max_position_embeddings", nullptr, nullptr,
+      "layer_norm_eps", detail::kBertGraphFields}},
+};
+
+} // namespace bitpipe
+
+#endif // BITPIPE_LIB_IMPORT_CONFIGSCHEMAS_H

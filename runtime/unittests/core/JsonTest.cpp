@@ -1,0 +1,63 @@
+//===- JsonTest.cpp - The runtime's JSON reader on hostile input ----------===//
+
+#include "core/Json.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace bitpipe::runtime;
+
+namespace {
+
+void expectError(const std::string &text, const std::string &needle) {
+  Expected<JsonValue> v = parseJson(text);
+  ASSERT_FALSE(v.isOk()) << text.substr(0, 80);
+  EXPECT_NE(v.status().message().find(needle), std::string::npos)
+      << "message: " << v.status().message() << "\nexpected: " << needle;
+}
+
+TEST(JsonTest, DeepNestingIsAnErrorNotAStackOverflow) {
+  std::string ok = std::string(60, '[') + std::string(60, ']');
+  EXPECT_TRUE(parseJson(ok).isOk());
+  // 100,000 levels overflow the stack of a recursive parser without a
+  // bound.
+  expectError(std::string(100000, '['), "JSON: nesting too deep at byte 65");
+  std::string objects;
+  for (int i = 0; i < 100000; ++i)
+    objects += "{\"a\":";
+  expectError(objects, "nesting too deep");
+}
+
+TEST(JsonTest, TrailingGarbageIsRefused) {
+  expectError("{} x", "JSON: unexpected characters after the JSON value at "
+                      "byte 3");
+  expectError(std::string("{}\0", 3),
+              "unexpected characters after the JSON value");
+  EXPECT_TRUE(parseJson("{}  \n\t ").isOk());
+}
+
+TEST(JsonTest, DuplicateNamesAreRefusedInSmallAndLargeObjects) {
+  expectError("{\"a\":1,\"a\":2}",
+              "JSON: duplicate member name \"a\" at byte 7");
+  // Past the linear scan (16 members) the hash set must catch it too,
+  // whether the first copy came before or after the switch.
+  for (int dupOf : {0, 5, 20, 39}) {
+    std::string text = "{";
+    for (int i = 0; i < 40; ++i)
+      text += "\"k" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+    text += "\"k" + std::to_string(dupOf) + "\":0}";
+    expectError(text,
+                "duplicate member name \"k" + std::to_string(dupOf) + "\"");
+  }
+  std::string distinct = "{";
+  for (int i = 0; i < 40; ++i)
+    distinct += std::string(i ? "," : "") + "\"k" + std::to_string(i) +
+                "\":" + std::to_string(i);
+  Expected<JsonValue> v = parseJson(distinct + "}");
+  ASSERT_TRUE(v.isOk()) << v.status().message();
+  EXPECT_EQ(v->object.size(), 40u);
+  EXPECT_EQ(v->get("k39")->integer, 39);
+}
+
+} // namespace

@@ -1,0 +1,123 @@
+//===- ToolOutput.cpp - How the compiler tools write their outputs -*- C++ -*-===//
+
+#include "ToolOutput.h"
+
+#include "core/AtomicFile.h"
+#include "core/TempFileCleanup.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace rt = bitpipe::runtime;
+
+namespace bitpipe {
+
+namespace {
+
+llvm::Error toError(const rt::Status &status) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 status.message());
+}
+
+/// A raw_ostream over an AtomicFileWriter. The first failed write is kept
+/// (and the writer has removed its temporary); what follows is dropped.
+class AtomicFileStream : public llvm::raw_ostream {
+public:
+  explicit AtomicFileStream(rt::AtomicFileWriter &writer) : writer_(writer) {
+    SetBufferSize(1 << 16);
+  }
+  ~AtomicFileStream() override { flush(); }
+
+  const rt::Status &status() const { return status_; }
+
+private:
+  void write_impl(const char *ptr, size_t size) override {
+    if (status_.isOk())
+      status_ = writer_.write(ptr, size);
+    pos_ += size;
+  }
+  uint64_t current_pos() const override { return pos_; }
+
+  rt::AtomicFileWriter &writer_;
+  rt::Status status_ = rt::Status::ok();
+  uint64_t pos_ = 0;
+};
+
+} // namespace
+
+llvm::Error checkOutputPath(llvm::StringRef path) {
+  rt::Expected<rt::OutputKind> kind = rt::checkOutputDestination(path.str());
+  if (!kind.isOk())
+    return toError(kind.status());
+  return llvm::Error::success();
+}
+
+llvm::Error writeOutputFile(llvm::StringRef path,
+                            llvm::function_ref<void(llvm::raw_ostream &)> print) {
+  rt::Expected<rt::AtomicFileWriter> writer =
+      rt::AtomicFileWriter::open(path.str());
+  if (!writer.isOk())
+    return toError(writer.status());
+  {
+    AtomicFileStream os(*writer);
+    print(os);
+    os.flush();
+    if (!os.status().isOk())
+      return toError(os.status());
+  }
+  rt::Status committed = writer->commit();
+  if (!committed.isOk())
+    return toError(committed);
+  return llvm::Error::success();
+}
+
+llvm::Error writeOutputFileFrom(
+    llvm::StringRef path,
+    llvm::function_ref<llvm::Error(llvm::StringRef file)> produce) {
+  rt::Expected<rt::AtomicFileWriter> writer =
+      rt::AtomicFileWriter::open(path.str());
+  if (!writer.isOk())
+    return toError(writer.status());
+  if (writer->kind() == rt::OutputKind::File) {
+    rt::Status closed = writer->closeForExternalWriter();
+    if (!closed.isOk())
+      return toError(closed);
+    if (llvm::Error e = produce(writer->tempPath()))
+      return e; // the writer removes the temporary
+    rt::Status committed = writer->commit();
+    if (!committed.isOk())
+      return toError(committed);
+    return llvm::Error::success();
+  }
+  return withScratchFile("bitpipe-output", "", [&](llvm::StringRef scratch) {
+    if (llvm::Error e = produce(scratch))
+      return e;
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bytes =
+        llvm::MemoryBuffer::getFile(scratch, /*IsText=*/false,
+                                    /*RequiresNullTerminator=*/false);
+    if (!bytes)
+      return llvm::createStringError(bytes.getError(),
+                                     "cannot read '" + scratch.str() +
+                                         "': " + bytes.getError().message());
+    rt::Status s = writer->write((*bytes)->getBufferStart(),
+                                 (*bytes)->getBufferSize());
+    if (s.isOk())
+      s = writer->commit();
+    return s.isOk() ? llvm::Error::success() : toError(s);
+  });
+}
+
+llvm::Error
+withScratchFile(llvm::StringRef prefix, llvm::StringRef suffix,
+                llvm::function_ref<llvm::Error(llvm::StringRef path)> use) {
+  llvm::SmallString<128> path;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile(prefix, suffix, path))
+    return llvm::createStringError(
+        ec, "cannot create a temporary file in the system's temporary "
+            "directory: " + ec.message());
+  rt::RemovedTemporary scratch(path.str().str());
+  return use(scratch.path());
+}
+
+} // namespace bitpipe
