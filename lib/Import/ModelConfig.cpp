@@ -15,9 +15,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Import/ModelConfig.h"
+#include "bitpipe/Support/TextGuard.h"
 
 #include "ConfigSchemas.h"
-#include "JsonDepth.h"
 
 #include "bitpipe/Dialect/NN/IR/ModelLimits.h"
 
@@ -189,10 +189,11 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    path + ": " + what);
   };
-  if (std::optional<size_t> offset = findExcessiveJsonNesting(contents))
-    return fail(llvm::formatv("JSON nested deeper than {0} levels (at byte "
-                              "{1}); a model config nests a few",
-                              kMaxJsonDepth, *offset));
+  if (std::optional<TextExcess> excess =
+          findTextExcess(contents, TextSyntax::Json))
+    return fail(llvm::formatv("JSON {0} (at byte {1}); a model config nests "
+                              "a few",
+                              excess->what, excess->offset));
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(contents);
   if (!json)
     return fail("not valid JSON: " + llvm::toString(json.takeError()));

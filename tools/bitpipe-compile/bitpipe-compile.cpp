@@ -35,6 +35,7 @@
 #include "bitpipe/Import/ModelBuilder.h"
 #include "bitpipe/Import/ModelConfig.h"
 #include "bitpipe/Support/ScheduleCommandLine.h"
+#include "bitpipe/Support/TextGuard.h"
 #include "bitpipe/Transforms/Pipeline.h"
 #include "ToolOutput.h"
 
@@ -185,6 +186,13 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context,
   std::unique_ptr<MemoryBuffer> file = mlir::openInputFile(inputPath, &message);
   if (!file) {
     error = message;
+    return nullptr;
+  }
+  if (std::optional<bitpipe::TextExcess> excess = bitpipe::findTextExcess(
+          file->getBuffer(), bitpipe::TextSyntax::Mlir)) {
+    error = excess->what + " at byte " +
+            std::to_string(excess->offset) +
+            ", which MLIR's parser cannot take safely";
     return nullptr;
   }
   SourceMgr sourceMgr;

@@ -14,6 +14,7 @@
 #include "bitpipe/Conversion/Passes.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
+#include "bitpipe/Support/TextGuard.h"
 #include "bitpipe/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -71,6 +72,13 @@ int main(int argc, char **argv) {
       mlir::openInputFile(inputPath, &message);
   if (!input)
     return fail(message);
+  // Text that would overflow MLIR's recursive parser or stall its integer
+  // conversion is refused before the parser sees it (TextGuard.h).
+  if (std::optional<bitpipe::TextExcess> excess = bitpipe::findTextExcess(
+          input->getBuffer(), bitpipe::TextSyntax::Mlir))
+    return fail(input->getBufferIdentifier() + ": " + excess->what +
+                " at byte " + llvm::Twine(excess->offset) +
+                ", which MLIR's parser cannot take safely");
   std::string result;
   llvm::raw_string_ostream resultStream(result);
   if (mlir::failed(
