@@ -1,13 +1,15 @@
 //===- IRTarget.cpp - Fuzz target: IR parser and verifiers ----------------===//
 //
-// The input is MLIR text. It is parsed with the dialects bitpipe-opt
-// registers for model IR and per-rank programs (nn, bitpipe, func, arith,
-// tensor), which runs every op, attribute and type verifier of the nn and
-// bitpipe dialects; a module that parses then goes through bitpipe-verify,
-// the whole-module checks of the per-rank programs, and a model (a function
-// with #nn.model) through the whole bitpipe-pipeline (2 devices, 1F1B), as
-// bitpipe-compile runs it. Parse, verifier and pass errors are refusals,
-// not findings.
+// The input is MLIR text. Like bitpipe-opt and bitpipe-compile, the target
+// first scans it with the text guard (Support/TextGuard.h), which refuses
+// what MLIR's parser cannot survive; then it parses it with the dialects
+// bitpipe-opt registers for model IR and per-rank programs (nn, bitpipe,
+// func, arith, tensor), which runs every op, attribute and type verifier of
+// the nn and bitpipe dialects. A module that parses then goes through
+// bitpipe-verify, the whole-module checks of the per-rank programs, and a
+// model (a function with #nn.model) through the whole bitpipe-pipeline
+// (2 devices, 1F1B), as bitpipe-compile runs it. Parse, verifier and pass
+// errors are refusals, not findings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 #include "bitpipe/Dialect/NN/IR/NNAttrNames.h"
+#include "bitpipe/Support/TextGuard.h"
 #include "bitpipe/Transforms/Passes.h"
 #include "bitpipe/Transforms/Pipeline.h"
 
@@ -47,6 +50,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // A copy with a NUL after it, as the tools' file buffers have: MLIR's
   // lexer stops at the NUL, and libFuzzer's data has none.
   std::string text(reinterpret_cast<const char *>(data), size);
+  if (bitpipe::findTextExcess(text, bitpipe::TextSyntax::Mlir))
+    return 0; // refused, as the tools refuse it
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(text, &context, "fuzz-input");
   if (!module)
