@@ -108,7 +108,7 @@ def main():
         # One generator per kind, seeded from the suite's seed and the
         # kind's name, so that one kind's cases do not depend on another's.
         rng = random.Random("%d:%s" % (args.seed, k))
-        if k == "checkpoints":
+        if k in ("checkpoints", "ir"):  # named cases of the full mode too
             cases += generate(fx, rng, full if args.full else short,
                               full=args.full)
         else:

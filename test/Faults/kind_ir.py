@@ -23,19 +23,26 @@ def _read(path):
         return f.read()
 
 
-def named(model):
-    """(name, IR) of a model whose sizes no machine holds."""
+def named(model, full):
+    """(name, IR): sizes no machine holds, text the parser cannot take.
+    With `full`, also 120,000 dimensions in one tensor type, which MLIR's
+    parser takes quadratic time over (fuzz/regressions/README.md)."""
     huge = b"4611686018427387904"
-    return [
+    cases = [
         ("dims-2^62", model.replace(b"x16x", b"x" + huge + b"x")),
         ("dims-2^63", model.replace(b"x16x", b"x9223372036854775808x")),
         ("nested-regions", b"module {" * 20000 + b"}" * 20000),
         ("empty", b""),
         ("not-ir", b"\x00\xff\xfe garbage"),
     ]
+    if full:
+        cases.append(("tensor-120000-dimensions",
+                      b"func.func private @f(tensor<2x" + b"1x" * 120000 +
+                      b"f32>)\n"))
+    return cases
 
 
-def cases(fx, rng, mutants):
+def cases(fx, rng, mutants, full=False):
     out_dir = fx.path("ir")
     os.makedirs(out_dir, exist_ok=True)
     model, programs = _read(fx.model), _read(fx.programs)
@@ -81,7 +88,7 @@ def cases(fx, rng, mutants):
     pipeline("model", model, "valid")
     verify("programs", programs, "valid")
     lowering("programs", programs)
-    for name, data in named(model):
+    for name, data in named(model, full):
         pipeline(name, data, "invalid")
     for i in range(mutants):
         if i % 2:
