@@ -62,7 +62,9 @@ public:
                  const IRCommProgram &comms, sched::VerifyOptions options)
       : module(module), schedule(schedule), comms(comms), options(options) {}
 
-  LogicalResult run();
+  /// The checks of one data-parallel copy, and with
+  /// `withModuleWideChecks` those that read every program of the module.
+  LogicalResult run(bool withModuleWideChecks);
 
 private:
   void checkMatching();
@@ -315,13 +317,17 @@ void ModuleVerifier::checkSchedule() {
     error(stepOp(d.rank, d.actionIndex)) << d.str();
 }
 
-LogicalResult ModuleVerifier::run() {
+LogicalResult ModuleVerifier::run(bool withModuleWideChecks) {
   // Local findings first: each names its own op. Channel order and deadlock
   // would only repeat an unmatched transfer; the library's verifier would
-  // repeat those.
+  // repeat those. The all-reduce checks read every program of the module,
+  // not one copy's: they run once (with the first copy), or every
+  // data-parallel copy would repeat them (and their findings) dp times.
   checkMatching();
-  checkAllReduceAgreement();
-  checkGradientsInFlight();
+  if (withModuleWideChecks) {
+    checkAllReduceAgreement();
+    checkGradientsInFlight();
+  }
   if (failed)
     return failure();
   checkChannelOrder();
@@ -357,7 +363,8 @@ LogicalResult bitpipe::verifyRankPrograms(ModuleOp module,
     FailureOr<IRCommProgram> comms =
         readCommProgramFromIR(module, *schedule, copy);
     if (failed(comms) ||
-        failed(ModuleVerifier(module, *schedule, *comms, options).run()))
+        failed(ModuleVerifier(module, *schedule, *comms, options)
+                   .run(/*withModuleWideChecks=*/copy == 0)))
       return failure();
   }
   return success();
