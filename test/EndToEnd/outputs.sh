@@ -109,11 +109,12 @@ else
 fi
 
 # 2. A temporary of a killed save (no process has pid 999999999) is
-# removed by the next save, with a note.
+# removed at the next run's start, before its first step, with a note.
 echo partial >"$work/ckpt.safetensors.tmp.999999999"
 log=$work/stale.log
 if "${train[@]}" --steps 1 --save "$work/ckpt.safetensors" >"$log" 2>&1 &&
   [ ! -e "$work/ckpt.safetensors.tmp.999999999" ] &&
+  grep -n "note: removed\|^step 1\b\|step 1 " "$log" | head -1 | grep -q "note: removed" &&
   grep -qx "note: removed '$work/ckpt.safetensors.tmp.999999999', a temporary file left by process 999999999, which no longer runs (an interrupted write of '$work/ckpt.safetensors')" "$log"; then
   ok "stale-temporary: removed, with a note"
 else

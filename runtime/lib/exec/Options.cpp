@@ -2,6 +2,7 @@
 
 #include "Options.h"
 
+#include "core/AtomicFile.h"
 #include "core/Flags.h"
 #include "core/OutputDestination.h"
 
@@ -111,11 +112,14 @@ std::string rankParamsPath(const TrainOptions &o, int rank) {
 }
 
 /// \p flag's \p path may be written (core/OutputDestination.h's rule).
+/// Temporaries a killed run left next to it are removed now, with a note,
+/// rather than at the first save, which may be hours away (docs/files.md).
 static Status checkTarget(const char *flag, const std::string &path) {
   Expected<OutputKind> kind = checkOutputDestination(path);
   if (!kind.isOk())
     return Status::error(kind.status().code(),
                          std::string(flag) + ": " + kind.status().message());
+  removeStaleTemporaries(path);
   return Status::ok();
 }
 
