@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""How the compiler's cost grows with data-parallel width, micro-batches and
+pipeline depth (issue 15), as ratios measured side by side in one run.
+
+Each measurement is one process of the real tools (bitpipe-import once,
+then bitpipe-opt --bitpipe-pipeline or bitpipe-compile), run REPEAT times;
+the median wall time and the peak RSS of that process alone (os.wait4) are
+kept, with the size of what it wrote. A pair of runs that differ in one
+quantity gives the ratio; the issue's target for it is printed next to it.
+A compiler whose output and cost do not depend on dp (one program per
+pipeline position) shows 1.0 for the dp rows; one that copies every rank
+program per copy shows about the dp ratio, and one that also lists every
+copy in every all-reduce shows its square.
+
+Usage: compile-scaling.py BUILD_DIR [--quick] [--absolute-only] [--repeat R]
+                          [--work DIR]
+  --quick  smaller widths (dp 4 vs 16) and no 126-layer compile: a minute.
+  --absolute-only  only the 126-layer D=64 N=512 pipeline and compile.
+The full run takes several minutes and about 2 GB on this machine.
+"""
+
+import argparse
+import atexit
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_once(argv):
+    """Runs argv; returns (seconds, peak RSS in MiB). Raises on failure."""
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.monotonic() - start
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}):\n{err[-2000:]}")
+    return seconds, usage.ru_maxrss / 1024.0
+
+
+def measure(argv, output, repeat):
+    times, rss = [], []
+    for _ in range(repeat):
+        t, m = run_once(argv)
+        times.append(t)
+        rss.append(m)
+    size = os.path.getsize(output) / 2**20 if os.path.exists(output) else float("nan")
+    return {"s": statistics.median(times), "mib": max(rss), "out_mib": size}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("build")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--work")
+    ap.add_argument("--absolute-only", action="store_true",
+                    help="only the 126-layer D=64 N=512 rows")
+    a = ap.parse_args()
+    bin_dir = os.path.join(a.build, "bin")
+    work = a.work or tempfile.mkdtemp(prefix="bitpipe-compile-scaling.")
+    os.makedirs(work, exist_ok=True)
+    if not a.work:  # Removed however the run ends.
+        atexit.register(shutil.rmtree, work, True)
+    tool = lambda name: os.path.join(bin_dir, name)
+
+    gpt96 = os.path.join(REPO, "examples", "gpt-96.json")
+    cfg = json.load(open(gpt96))
+    cfg["layers"] = 126
+    gpt126 = os.path.join(work, "gpt-126.json")
+    json.dump(cfg, open(gpt126, "w"))
+    models = {}
+    for name, config in (("gpt-96", gpt96), ("gpt-126", gpt126)):
+        models[name] = os.path.join(work, name + ".mlir")
+        run_once([tool("bitpipe-import"), "gpt", "--config", config, "-o", models[name]])
+
+    def pipeline(model, d, n, dp):
+        out = os.path.join(work, f"{model}-d{d}-n{n}-dp{dp}.mlir")
+        argv = [tool("bitpipe-opt"), models[model],
+                f"--bitpipe-pipeline=devices={d} microbatches={n} schedule=bitpipe dp={dp}",
+                "-o", out]
+        r = measure(argv, out, a.repeat)
+        os.remove(out)
+        return r
+
+    def compile_(model_cfg, d, n, dp):
+        out = os.path.join(work, f"exe-d{d}-n{n}-dp{dp}")
+        argv = [tool("bitpipe-compile"), model_cfg, "--devices", str(d), "--schedule", "bitpipe",
+                "--microbatches", str(n), "--dp", str(dp), "-o", out]
+        r = measure(argv, out, 1 if not a.quick else a.repeat)
+        os.remove(out)
+        return r
+
+    small_dp, large_dp = (4, 16) if a.quick else (16, 64)
+    rows = []  # (what, small, large, ratio key, target text)
+
+    def pair(what, f, x, y, target):
+        rx, ry = f(*x), f(*y)
+        rows.append((what, rx, ry, target))
+        print(f"  measured: {what}", file=sys.stderr, flush=True)
+
+    if not a.absolute_only:
+        pair(f"pipeline GPT-96 D=8 N=32: dp={small_dp} -> dp={large_dp}",
+             pipeline, ("gpt-96", 8, 32, small_dp), ("gpt-96", 8, 32, large_dp), "1.2")
+        pair("pipeline GPT-96 D=8 dp=1: N=64 -> N=128",
+             pipeline, ("gpt-96", 8, 64, 1), ("gpt-96", 8, 128, 1), "1.2")
+        compile_dp = 4 if a.quick else 16
+        pair(f"bitpipe-compile GPT-96 D=8 N=64: dp=1 -> dp={compile_dp}",
+             compile_, (gpt96, 8, 64, 1), (gpt96, 8, 64, compile_dp), "1.2 (at dp=128)")
+        pair("bitpipe-compile GPT-96 D=8 dp=1: N=64 -> N=128",
+             compile_, (gpt96, 8, 64, 1), (gpt96, 8, 128, 1), "1.2")
+
+        print(f"compile scaling: bitpipe schedule, median of {a.repeat} runs "
+              f"(whole compiles: 1 run), this machine\n")
+        print("| what | time (s) | ratio | peak RSS (MiB) | ratio | output (MiB) | ratio | target ratio |")
+        print("|---|---|---|---|---|---|---|---|")
+        for what, x, y, target in rows:
+            print(f"| {what} | {x['s']:.2f} -> {y['s']:.2f} | {y['s'] / x['s']:.2f} "
+                  f"| {x['mib']:.0f} -> {y['mib']:.0f} | {y['mib'] / x['mib']:.2f} "
+                  f"| {x['out_mib']:.1f} -> {y['out_mib']:.1f} | {y['out_mib'] / x['out_mib']:.2f} "
+                  f"| <= {target} |")
+
+    if not a.quick or a.absolute_only:
+        print("\nabsolute, 126-layer GPT, D=64 N=512 dp=1 (the issue's targets: "
+              "pipeline < 1 s, whole compile < 10 s):\n")
+        print("| what | time (s) | peak RSS (MiB) | output (MiB) |")
+        print("|---|---|---|---|")
+        for what, f, args in (("pipeline", pipeline, ("gpt-126", 64, 512, 1)),
+                              ("bitpipe-compile", compile_, (gpt126, 64, 512, 1))):
+            try:
+                r = f(*args)
+                print(f"| {what} | {r['s']:.2f} | {r['mib']:.0f} | {r['out_mib']:.1f} |")
+            except RuntimeError as e:  # A limit of the compiler is a result too.
+                reason = next((l for l in str(e).splitlines() if "error:" in l), str(e))
+                print(f"| {what} | fails: {reason.strip()} | | |")
+
+
+if __name__ == "__main__":
+    main()
