@@ -109,12 +109,13 @@ else
 fi
 
 # 2. A temporary of a killed save (no process has pid 999999999) is
-# removed at the next run's start, before its first step, with a note.
+# removed by the next run, with a note (before its first step:
+# runtime/unittests/exec/OptionsTest.cpp; the order of mpirun's forwarded
+# stderr and stdout lines cannot show it).
 echo partial >"$work/ckpt.safetensors.tmp.999999999"
 log=$work/stale.log
 if "${train[@]}" --steps 1 --save "$work/ckpt.safetensors" >"$log" 2>&1 &&
   [ ! -e "$work/ckpt.safetensors.tmp.999999999" ] &&
-  grep -n "note: removed\|^step 1\b\|step 1 " "$log" | head -1 | grep -q "note: removed" &&
   grep -qx "note: removed '$work/ckpt.safetensors.tmp.999999999', a temporary file left by process 999999999, which no longer runs (an interrupted write of '$work/ckpt.safetensors')" "$log"; then
   ok "stale-temporary: removed, with a note"
 else

@@ -87,12 +87,12 @@ def LowerProgramToRuntime : Pass<"bitpipe-lower-program-to-runtime",
       the program (tensor, saved handle, token) gets a dense id. A tensor
       value is released (`bp_rt_release`) right after its last use, or
       right after its definition when nothing uses it (the loss); the last
-      transfer of each batch is followed by `bp_rt_end_batch`. Transfers
-      carry the MPI tag `(microbatch * S + stage) * 2 + kind` (S stages,
-      kind 0 activation / 1 gradient): a send and its receive agree by
-      construction, and no two transfers of a step on one channel share a
-      tag. Tags must stay below 32768, the smallest upper bound MPI
-      guarantees;
+      transfer of each batch is followed by `bp_rt_end_batch`. A transfer
+      carries as its MPI tag its position on its channel (sender ->
+      receiver) in the step, modulo 32768, the smallest upper bound MPI
+      guarantees: a send and its receive agree because bitpipe-verify has
+      checked that both ends order every channel alike, and MPI keeps the
+      messages of one tag in order;
     * the manifest of program.h (JSON, version BP_MANIFEST_VERSION, its
       words from bitpipe/abi/ManifestKeys.def) becomes the constant
       globals `@bitpipe_manifest` (bytes, not NUL-terminated) and

@@ -8,8 +8,9 @@
 //   values     a dense id per SSA value of a program;
 //   lifetimes  where each tensor value is last used (bp_rt_release);
 //   batches    where each batch of transfers ends (bp_rt_end_batch);
-//   tags       the MPI tag of each transfer, from (kind, stage, micro-batch),
-//              so that both ends compute it alone and agree.
+//   tags       the MPI tag of each transfer: its position on its channel
+//              (sender -> receiver) in the step, modulo 32768, so that both
+//              ends compute it alone and agree.
 //
 // Each rank is planned into a list of calls first (all errors are found
 // there), and only then emitted, so that a failing module is left as it
@@ -223,20 +224,12 @@ int64_t elementCount(Type type) {
   return cast<ShapedType>(type).getNumElements();
 }
 
-/// The MPI tag of a transfer: unique per (kind, stage, micro-batch), which a
-/// step transfers at most once on a channel, and equal at both ends.
-int64_t transferTag(TransferKind kind, int64_t stage, int64_t microbatch,
-                    int64_t numStages) {
-  return (microbatch * numStages + stage) * 2 +
-         (kind == TransferKind::Gradient ? 1 : 0);
-}
-
 /// Lowers one program to a list of calls, or fails with an error at the
 /// op that does not fit program.h.
 class RankPlanner {
 public:
-  RankPlanner(ProgramOp program, const FunctionTable &table, int64_t numStages)
-      : program(program), table(table), numStages(numStages) {}
+  RankPlanner(ProgramOp program, const FunctionTable &table)
+      : program(program), table(table) {}
 
   LogicalResult plan();
 
@@ -269,14 +262,17 @@ private:
 
   ProgramOp program;
   const FunctionTable &table;
-  int64_t numStages;
   llvm::DenseMap<Value, int64_t> ids;
   /// The tensor values to release after each op, in id order.
   llvm::DenseMap<Operation *, SmallVector<int64_t>> releases;
   /// The last transfer of each batch, and the batch it ends.
   llvm::DenseMap<Operation *, int64_t> batchEnds;
-  /// (sends?, peer, tag) of the transfers seen, to reject a repeated tag.
-  std::map<std::tuple<bool, int64_t, int64_t>, Operation *> channelTags;
+  /// (sends?, peer, gradient?, stage, micro-batch) of the transfers seen,
+  /// to reject a repeated one.
+  std::map<std::tuple<bool, int64_t, bool, int64_t, int64_t>, Operation *>
+      channelTransfers;
+  /// (sends?, peer) -> transfers posted on that channel so far.
+  std::map<std::pair<bool, int64_t>, int64_t> channelCount;
   /// The all-reduce starts by bucket number.
   std::map<int64_t, AllReduceStartOp> bucketOps;
 };
@@ -468,26 +464,27 @@ LogicalResult RankPlanner::planTransfer(Operation *op, RuntimeFn fn,
            << "has no transfer batch; expected 'batch', which "
               "bitpipe-insert-transfers assigns, so that the runtime can "
               "post a batch before it waits";
-  int64_t tag = transferTag(kind, stage, microbatch, numStages);
-  if (tag > kMaxTransferTag)
-    return op->emitOpError()
-           << "needs MPI tag " << tag << " = (micro-batch " << microbatch
-           << " * " << numStages << " stages + stage " << stage
-           << ") * 2 + kind; expected at most " << kMaxTransferTag
-           << ", the largest tag MPI guarantees (fewer micro-batches or "
-              "stages per step)";
   bool sends = fn == RuntimeFn::bp_rt_send;
-  auto [it, inserted] = channelTags.try_emplace({sends, peer, tag}, op);
+  auto [it, inserted] = channelTransfers.try_emplace(
+      {sends, peer, kind == TransferKind::Gradient, stage, microbatch}, op);
   if (!inserted) {
     InFlightDiagnostic diag =
         op->emitOpError() << (sends ? "sends to" : "receives from") << " rank "
-                          << peer << " with tag " << tag
-                          << " a second time in the step (the same kind, "
-                             "stage and micro-batch); expected one transfer "
-                             "per tag on a channel";
+                          << peer << " the "
+                          << (kind == TransferKind::Gradient ? "gradient"
+                                                             : "activation")
+                          << " of stage " << stage << " micro-batch "
+                          << microbatch
+                          << " a second time in the step; expected one "
+                             "transfer of each on a channel";
     diag.attachNote(it->second->getLoc()) << "first transfer here";
     return diag;
   }
+  // The k-th transfer on a channel, at both ends: bitpipe-verify has
+  // checked that sender and receiver order every channel alike. MPI keeps
+  // the messages of one (sender, receiver, tag) in order, so the modulo
+  // only reuses a tag 32768 transfers later on the same channel.
+  int64_t tag = channelCount[{sends, peer}]++ % (kMaxTransferTag + 1);
   call(op, fn, {id(value), elementCount(value.getType()), peer, tag});
   return success();
 }
@@ -670,18 +667,11 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   for (const manifest::Param &p : manifest.params)
     known.insert(p.name);
 
-  // Tags depend on the number of stages, the same on every rank.
-  int64_t numStages = 0;
-  for (ProgramOp program : *programs)
-    program.walk([&](Operation *op) {
-      numStages = std::max(numStages, stageOf(op) + 1);
-    });
-
   // Plan every rank before changing anything.
   std::vector<RankPlanner> planners;
   llvm::MapVector<ArrayRef<int64_t>, int64_t> groups;
   for (ProgramOp program : *programs) {
-    RankPlanner &planner = planners.emplace_back(program, *table, numStages);
+    RankPlanner &planner = planners.emplace_back(program, *table);
     if (failed(planner.plan()))
       return failure();
     manifest::Rank rank;

@@ -278,11 +278,12 @@ void bp_rt_weight_grad(bp_rt_context *ctx, int32_t fn, int64_t mb,
  * send completes on its own (its buffer is held until then); a received
  * value is complete before it is first read (on CUDA: its reader's stream
  * waits for it, the host does not). `tag` tells transfers apart where the
- * transport matches by tag (MPI); the compiler derives it from the
- * transfer's (kind, stage, micro-batch), so both ends agree; tags are below
- * 32768 and no two transfers of a step share one on a (sender, receiver)
- * pair. NCCL has no tags and matches a pair's transfers in posting order,
- * which the compiler's verifier guarantees is the same at both ends.
+ * transport matches by tag (MPI): the compiler gives each transfer its
+ * position on its (sender, receiver) channel in the step, modulo 32768,
+ * which both ends agree on because the compiler's verifier guarantees they
+ * order the channel alike (MPI keeps one tag's messages in order). NCCL
+ * has no tags and matches a pair's transfers in posting order, the same
+ * order.
  * bp_rt_end_batch marks the end of a batch of transfers (`batch`
  * attribute): everything posted since the previous one is one group
  * (NCCL: one ncclGroupStart/End), posted before any later op waits, so

@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <unistd.h>
 #include <vector>
 
 using namespace bitpipe::runtime;
@@ -108,6 +113,29 @@ TEST(ExecOptions, SkipNonFiniteStepsIsACountFromZero) {
   EXPECT_NE(o.status().message().find("--skip-nonfinite-steps"),
             std::string::npos)
       << o.status().message();
+}
+
+// A temporary that a killed run left next to an output target (no process
+// has pid 999999999) is removed when the targets are checked, before the
+// first step, not at the first save, which may be hours away.
+TEST(ExecOptions, CheckingTargetsRemovesStaleTemporaries) {
+  char dirTemplate[] = "/tmp/bitpipe-options-test.XXXXXX";
+  ASSERT_NE(::mkdtemp(dirTemplate), nullptr);
+  std::string dir = dirTemplate;
+  std::string save = dir + "/ckpt.safetensors";
+  std::string metrics = dir + "/metrics.jsonl";
+  for (const std::string &target : {save, metrics})
+    std::ofstream(target + ".tmp.999999999") << "partial";
+  Expected<TrainOptions> o =
+      parse({"--data", "t.bin", "--steps", "1", "--save", save.c_str(),
+             "--metrics", metrics.c_str()});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  Status checked = checkOutputTargets(*o, /*rank=*/0);
+  ASSERT_TRUE(checked.isOk()) << checked.message();
+  for (const std::string &target : {save, metrics})
+    EXPECT_NE(::access((target + ".tmp.999999999").c_str(), F_OK), 0)
+        << target << "'s stale temporary is still there";
+  ::rmdir(dir.c_str());
 }
 
 } // namespace

@@ -182,30 +182,8 @@ module attributes {
 
 // -----
 
-// Too many micro-batches for the tags MPI guarantees: (8192 * 2 + 0) * 2.
-module attributes {
-  bitpipe.world_size = 2 : i64,
-  bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
-  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
-} {
-  func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2>}
-  func.func private @s0(tensor<2x4xi32> {nn.input = "tokens"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64}
-  func.func private @s1(tensor<2x4x8xf32>) -> tensor<f32> attributes {bitpipe.stage = 1 : i64}
-  bitpipe.program @rank0 rank 0 {
-    %t = load_input tokens microbatch 8192 : tensor<2x4xi32>
-    %a, %s = forward @s0(%t) stage 0 microbatch 8192 : (tensor<2x4xi32>) -> (tensor<2x4x8xf32>, !bitpipe.saved)
-    // expected-error @+1 {{needs MPI tag 32768 = (micro-batch 8192 * 2 stages + stage 0) * 2 + kind; expected at most 32767, the largest tag MPI guarantees (fewer micro-batches or stages per step)}}
-    send activation %a to 1 stage 0 microbatch 8192 batch 0 : tensor<2x4x8xf32>
-  }
-  bitpipe.program @rank1 rank 1 {
-    %x = recv activation from 0 stage 0 microbatch 0 batch 0 : tensor<2x4x8xf32>
-    %l, %s = forward @s1(%x) stage 1 microbatch 0 : (tensor<2x4x8xf32>) -> (tensor<f32>, !bitpipe.saved)
-  }
-}
-
-// -----
-
-// The same activation sent twice on one channel: one tag, two messages.
+// The same activation sent twice on one channel: the receiver cannot tell
+// which message is which.
 module attributes {
   bitpipe.world_size = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
@@ -219,7 +197,7 @@ module attributes {
     %a, %s = forward @s0(%t) stage 0 microbatch 0 : (tensor<2x4xi32>) -> (tensor<2x4x8xf32>, !bitpipe.saved)
     // expected-note @+1 {{first transfer here}}
     send activation %a to 1 stage 0 microbatch 0 batch 0 : tensor<2x4x8xf32>
-    // expected-error @+1 {{sends to rank 1 with tag 0 a second time in the step (the same kind, stage and micro-batch); expected one transfer per tag on a channel}}
+    // expected-error @+1 {{sends to rank 1 the activation of stage 0 micro-batch 0 a second time in the step; expected one transfer of each on a channel}}
     send activation %a to 1 stage 0 microbatch 0 batch 0 : tensor<2x4x8xf32>
   }
   bitpipe.program @rank1 rank 1 {

@@ -83,8 +83,9 @@ module attributes {
 // Rank 0. Ids in program order: %t0 0, %a0 1, %s0 2, %t1 3, %a1 4, %s1 5,
 // %g1 6, %g0 7, %tok 8. Tokens are read by the forward that saves them and
 // released right after it (the handle keeps what it needs). Tag of a
-// transfer: (micro-batch * 2 stages + stage) * 2 + kind, so F0.s0 -> 0,
-// F1.s0 -> 4, B1.s1 -> 7, B0.s1 -> 3; each batch ends after its last
+// transfer: its position on its channel, so the sends to rank 1 (F0.s0,
+// F1.s0) get 0 and 1, and the receives from rank 1 (B1.s1, B0.s1) 0 and 1,
+// as rank 1's receives and sends do; each batch ends after its last
 // transfer.
 // CHECK-LABEL: func.func @bitpipe_rank0(
 // CHECK-SAME:      %[[CTX:.*]]: !llvm.ptr) {
@@ -112,13 +113,13 @@ module attributes {
 // CHECK-NEXT:    call @bp_rt_load_input(%[[CTX]], %[[C3]], %[[C0]], %[[C1L]], %[[TOKENS]])
 // CHECK-NEXT:    call @bp_rt_forward(%[[CTX]], %[[C0]], %[[C1L]], %[[C3]], %[[NONE]], %[[C4]], %[[C5]])
 // CHECK-NEXT:    call @bp_rt_release(%[[CTX]], %[[C3]])
-// CHECK-NEXT:    call @bp_rt_send(%[[CTX]], %[[C4]], %[[ACT]], %[[C1]], %[[C4]])
+// CHECK-NEXT:    call @bp_rt_send(%[[CTX]], %[[C4]], %[[ACT]], %[[C1]], %[[C1]])
 // CHECK-NEXT:    call @bp_rt_release(%[[CTX]], %[[C4]])
-// CHECK-NEXT:    call @bp_rt_recv(%[[CTX]], %[[C6]], %[[ACT]], %[[C1]], %[[C7]])
+// CHECK-NEXT:    call @bp_rt_recv(%[[CTX]], %[[C6]], %[[ACT]], %[[C1]], %[[C0]])
 // CHECK-NEXT:    call @bp_rt_end_batch(%[[CTX]], %[[C1]])
 // CHECK-NEXT:    call @bp_rt_backward(%[[CTX]], %[[C1]], %[[C1L]], %[[C5]], %[[C6]], %[[NONE]])
 // CHECK-NEXT:    call @bp_rt_release(%[[CTX]], %[[C6]])
-// CHECK-NEXT:    call @bp_rt_recv(%[[CTX]], %[[C7]], %[[ACT]], %[[C1]], %[[C3]])
+// CHECK-NEXT:    call @bp_rt_recv(%[[CTX]], %[[C7]], %[[ACT]], %[[C1]], %[[C1]])
 // CHECK-NEXT:    call @bp_rt_end_batch(%[[CTX]], %[[C2]])
 // CHECK-NEXT:    call @bp_rt_backward(%[[CTX]], %[[C1]], %[[C0L]], %[[C2]], %[[C7]], %[[NONE]])
 // CHECK-NEXT:    call @bp_rt_release(%[[CTX]], %[[C7]])
@@ -156,7 +157,7 @@ module attributes {
 // CHECK-NEXT:    call @bp_rt_release(%[[CTX]], %[[C0]])
 // CHECK-NEXT:    call @bp_rt_release(%[[CTX]], %[[C1]])
 // CHECK-NEXT:    call @bp_rt_release(%[[CTX]], %[[C2]])
-// CHECK-NEXT:    call @bp_rt_recv(%[[CTX]], %[[C4]], %[[ACT]], %[[C0]], %[[C4]])
+// CHECK-NEXT:    call @bp_rt_recv(%[[CTX]], %[[C4]], %[[ACT]], %[[C0]], %[[C1]])
 // CHECK-NEXT:    call @bp_rt_end_batch(%[[CTX]], %[[C1]])
 // CHECK-NEXT:    call @bp_rt_load_input
 // CHECK-NEXT:    call @bp_rt_forward(%[[CTX]], %[[C2]], %[[C1L]], %[[C4]], %[[C5]], %[[C6]], %[[C7]])
@@ -164,11 +165,11 @@ module attributes {
 // CHECK-NEXT:    call @bp_rt_release(%[[CTX]], %[[C5]])
 // CHECK-NEXT:    call @bp_rt_release(%[[CTX]], %[[C6]])
 // CHECK-NEXT:    call @bp_rt_backward(%[[CTX]], %[[C3]], %[[C1L]], %[[C7]], %[[NONE]], %[[C8]])
-// CHECK-NEXT:    call @bp_rt_send(%[[CTX]], %[[C8]], %[[ACT]], %[[C0]], %[[C7]])
+// CHECK-NEXT:    call @bp_rt_send(%[[CTX]], %[[C8]], %[[ACT]], %[[C0]], %[[C0]])
 // CHECK-NEXT:    call @bp_rt_end_batch(%[[CTX]], %[[C2]])
 // CHECK-NEXT:    call @bp_rt_release(%[[CTX]], %[[C8]])
 // CHECK-NEXT:    call @bp_rt_backward(%[[CTX]], %[[C3]], %[[C0L]], %[[C3]], %[[NONE]], %[[C9]])
-// CHECK-NEXT:    call @bp_rt_send(%[[CTX]], %[[C9]], %[[ACT]], %[[C0]], %[[C3]])
+// CHECK-NEXT:    call @bp_rt_send(%[[CTX]], %[[C9]], %[[ACT]], %[[C0]], %[[C1]])
 // CHECK-NEXT:    call @bp_rt_end_batch(%[[CTX]], %[[C3]])
 // CHECK-NEXT:    call @bp_rt_release(%[[CTX]], %[[C9]])
 // CHECK-NEXT:    call @bp_rt_allreduce_start(%[[CTX]], %[[C0]], %[[C10]])

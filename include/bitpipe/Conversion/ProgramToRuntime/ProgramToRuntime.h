@@ -23,7 +23,8 @@ namespace bitpipe {
 inline constexpr llvm::StringLiteral kEntryPointsAttrName =
     "bitpipe.entry_points";
 
-/// The largest MPI tag every implementation accepts (MPI_TAG_UB >= 32767).
+/// The largest MPI tag every implementation accepts (MPI_TAG_UB >= 32767):
+/// a transfer's tag is its position on its channel modulo 32768.
 inline constexpr int64_t kMaxTransferTag = 32767;
 
 } // namespace bitpipe
