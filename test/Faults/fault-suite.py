@@ -24,6 +24,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# Shared with test/EndToEnd: safetensors_file.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
 
 import kind_checkpoint  # noqa: E402
 import kind_config  # noqa: E402

@@ -24,16 +24,11 @@ def damaged(good):
     out = []
 
     def edit(name, fn, expect="invalid"):
-        # In the first format's layout (format, step, seed and fingerprint,
-        # no checksums), which loaders still read: a checksum would refuse
-        # every edit before the check of the edited value could.
-        header = copy.deepcopy(st.header)
-        header["__metadata__"] = {
-            k: v for k, v in header["__metadata__"].items()
-            if k in ("step", "seed", "fingerprint")}
-        header["__metadata__"]["format"] = "bitpipe-v1"
-        s = Safetensors(header, st.data)
+        # With the checksums recomputed after the edit: otherwise they would
+        # refuse every edit before the check of the edited value could.
+        s = Safetensors(copy.deepcopy(st.header), st.data)
         fn(s)
+        s.reseal()
         out.append((name, s.encode(), expect))
 
     def meta(key, value):

@@ -15,23 +15,16 @@
 #include <cstdio>
 
 using namespace bitpipe::runtime;
+using bitpipe::runtime::testing::safetensorsBytes;
 using bitpipe::runtime::testing::TempDir;
 using bitpipe::runtime::testing::writeBytes;
 
 namespace {
 
-std::string assemble(const std::string &header, const std::string &data) {
-  std::string out;
-  uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i)
-    out += static_cast<char>((n >> (8 * i)) & 0xff);
-  return out + header + data;
-}
-
 Status openStatus(const TempDir &dir, const std::string &header,
                   const std::string &data) {
   std::string path = dir.file("h.safetensors");
-  std::string bytes = assemble(header, data);
+  std::string bytes = safetensorsBytes(header, data);
   writeBytes(path, bytes.data(), bytes.size());
   auto r = SafetensorsReader::open(path);
   return r.isOk() ? Status::ok() : r.status();
@@ -111,7 +104,7 @@ std::string headerFile(int n) {
               "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" +
               std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]}";
   header += "}";
-  return assemble(header, std::string(4 * static_cast<size_t>(n), '\0'));
+  return safetensorsBytes(header, std::string(4 * static_cast<size_t>(n), '\0'));
 }
 
 /// Writes a file of \p n tensors; returns its path.

@@ -9,19 +9,11 @@
 
 using namespace bitpipe::runtime;
 using bitpipe::runtime::testing::readBytes;
+using bitpipe::runtime::testing::safetensorsBytes;
 using bitpipe::runtime::testing::TempDir;
 using bitpipe::runtime::testing::writeBytes;
 
 namespace {
-
-/// 8-byte little-endian length + header + data, as the format specifies.
-std::string assemble(const std::string &header, const std::string &data) {
-  std::string out;
-  uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i)
-    out += static_cast<char>((n >> (8 * i)) & 0xff);
-  return out + header + data;
-}
 
 /// Little-endian bytes of the given floats, spelt out by hand so the test
 /// does not depend on the host's memcpy of a float.
@@ -45,7 +37,7 @@ TEST(SafetensorsTest, WriterProducesTheExactBytesOfTheFormat) {
                        "\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
   ASSERT_EQ(header.size(), 82u);
   header += "      "; // padded to 88: data starts 8-byte aligned
-  EXPECT_EQ(readBytes(dir.file("w.safetensors")), assemble(header, kOneTwo));
+  EXPECT_EQ(readBytes(dir.file("w.safetensors")), safetensorsBytes(header, kOneTwo));
   // Atomic write: no temporary left behind.
   EXPECT_EQ(dir.list(), std::vector<std::string>{"w.safetensors"});
 }
@@ -58,7 +50,7 @@ TEST(SafetensorsTest, ReadsAFileWrittenByAnotherTool) {
       "\"a\":{\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},"
       "\"__metadata__\":{\"format\":\"pt\",\"note\":\"x\"}}";
   std::string path = dir.file("other.safetensors");
-  std::string bytes = assemble(header, kOneTwo + kHalfThree);
+  std::string bytes = safetensorsBytes(header, kOneTwo + kHalfThree);
   writeBytes(path, bytes.data(), bytes.size());
 
   auto r = SafetensorsReader::open(path);
@@ -104,7 +96,7 @@ TEST(SafetensorsTest, TruncatedFileNamesFileAndTensor) {
   std::string header =
       "{\"w\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}";
   std::string path = dir.file("cut.safetensors");
-  std::string bytes = assemble(header, kOneTwo + kHalfThree).substr(0, 8 + header.size() + 12);
+  std::string bytes = safetensorsBytes(header, kOneTwo + kHalfThree).substr(0, 8 + header.size() + 12);
   writeBytes(path, bytes.data(), bytes.size());
   auto r = SafetensorsReader::open(path);
   ASSERT_FALSE(r.isOk());
@@ -112,7 +104,7 @@ TEST(SafetensorsTest, TruncatedFileNamesFileAndTensor) {
   expectContains(r.status(), "truncated: tensor 'w' ends at byte 16");
 
   // Cut inside the header.
-  std::string tiny = assemble(header, "").substr(0, 20);
+  std::string tiny = safetensorsBytes(header, "").substr(0, 20);
   writeBytes(path, tiny.data(), tiny.size());
   expectContains(SafetensorsReader::open(path).status(), "truncated");
   writeBytes(path, "abc", 3);
@@ -122,13 +114,13 @@ TEST(SafetensorsTest, TruncatedFileNamesFileAndTensor) {
 TEST(SafetensorsTest, BadHeaderJsonIsReported) {
   TempDir dir;
   std::string path = dir.file("bad.safetensors");
-  std::string bytes = assemble("{\"w\":{\"dtype\":\"F32\",", "");
+  std::string bytes = safetensorsBytes("{\"w\":{\"dtype\":\"F32\",", "");
   writeBytes(path, bytes.data(), bytes.size());
   expectContains(SafetensorsReader::open(path).status(), "bad header");
-  bytes = assemble("[1,2]", "");
+  bytes = safetensorsBytes("[1,2]", "");
   writeBytes(path, bytes.data(), bytes.size());
   expectContains(SafetensorsReader::open(path).status(), "not a JSON object");
-  bytes = assemble("{\"w\":{\"dtype\":\"F32\",\"shape\":[3],"
+  bytes = safetensorsBytes("{\"w\":{\"dtype\":\"F32\",\"shape\":[3],"
                    "\"data_offsets\":[0,8]}}",
                    kOneTwo);
   writeBytes(path, bytes.data(), bytes.size());
@@ -142,7 +134,7 @@ TEST(SafetensorsTest, BadHeaderJsonIsReported) {
 TEST(SafetensorsTest, OverlappingTensorsAreRejected) {
   TempDir dir;
   std::string path = dir.file("overlap.safetensors");
-  std::string bytes = assemble(
+  std::string bytes = safetensorsBytes(
       "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
       "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
       kOneTwo + kHalfThree);
@@ -153,7 +145,7 @@ TEST(SafetensorsTest, OverlappingTensorsAreRejected) {
 TEST(SafetensorsTest, WrongDTypeShapeOrMissingTensorNamesTheTensor) {
   TempDir dir;
   std::string path = dir.file("m.safetensors");
-  std::string bytes = assemble(
+  std::string bytes = safetensorsBytes(
       "{\"h\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]},"
       "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}",
       kOneTwo + kHalfThree);

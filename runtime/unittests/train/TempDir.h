@@ -3,6 +3,7 @@
 #ifndef BITPIPE_RUNTIME_UNITTESTS_TRAIN_TEMPDIR_H
 #define BITPIPE_RUNTIME_UNITTESTS_TRAIN_TEMPDIR_H
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <dirent.h>
@@ -68,6 +69,18 @@ inline std::string readBytes(const std::string &path) {
     out.append(buf, n);
   std::fclose(f);
   return out;
+}
+
+/// A safetensors file's bytes: 8-byte little-endian header length, the
+/// header, the data (as the format specifies), spelt out byte by byte so
+/// that the tests do not depend on the reader's own code.
+inline std::string safetensorsBytes(const std::string &header,
+                                    const std::string &data) {
+  std::string out;
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i)
+    out += static_cast<char>((n >> (8 * i)) & 0xff);
+  return out + header + data;
 }
 
 } // namespace bitpipe::runtime::testing
