@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # check.sh: the one prepared GPU check of issues 12 (the CUDA target, one
-# rank) and 13 (NCCL: the CUDA target across ranks). Written on a machine
+# rank) and 13 (NCCL: the CUDA target across ranks), and of issue 14's
+# non-finite stop on the device path. Written on a machine
 # without a GPU; what it finds on the H200 comes back as new work.
 #
 # On the build machine (no GPU needed), from the repository root:
@@ -27,7 +28,8 @@
 #      checks below;
 #   3. the end-to-end match, gpt-tiny and bert-tiny in fp32 and bf16
 #      (test/EndToEnd/cuda-match.sh case: the GPU run against the CPU run
-#      that prepare.sh made);
+#      that prepare.sh made), and the same start with --lr 1e30 in bf16
+#      (cuda-match.sh diverge: stopped at step 2, nothing saved);
 #   4. the block benchmark: ours (bitpipe-gpu-block-bench, own and cuDNN
 #      attention; each kernel's time in the log) and PyTorch eager's
 #      (torch_block.py) when `import torch` works, TFLOP/s by
@@ -338,6 +340,35 @@ for model in gpt-tiny bert-tiny; do
       ;;
     esac
   done
+done
+
+# A diverging run on the GPU (--lr 1e30): stopped at step 2 on the device
+# path, the first non-finite parameter read back and named, nothing saved.
+for model in gpt-tiny bert-tiny; do
+  name="e2e $model diverge"
+  log=$logs/e2e-$model-diverge.log
+  if [ ! -x "$payload/e2e/$model/bf16/train" ] ||
+    [ ! -f "$payload/e2e/$model/cpu/init.safetensors" ]; then
+    row "$name" SKIP "not prepared (MANIFEST.txt)"
+    continue
+  fi
+  if ! limit=$(allow 30); then
+    row "$name" SKIP "time budget spent"
+    continue
+  fi
+  BITPIPE_BIN=$bin BITPIPE_PYTHON=$numpy_python timed "$limit" "$log" \
+    "$root/test/EndToEnd/cuda-match.sh" diverge "$root/examples/$model.json" \
+    bf16 "$payload/e2e"
+  rc=$?
+  case $rc in
+  0) row "$name" PASS "stopped at step 2, parameter named, nothing saved" ;;
+  77) row "$name" SKIP "$(grep -m1 SKIPPED "$log")" ;;
+  124 | 137) row "$name" FAIL "timed out after ${limit}s" ;;
+  *)
+    tail -8 "$log"
+    row "$name" FAIL "exit $rc; log e2e-$model-diverge.log"
+    ;;
+  esac
 done
 
 #===----------------------------------------------------------------------===#

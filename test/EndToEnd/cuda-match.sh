@@ -63,7 +63,12 @@
 #       compile the CUDA executable (no GPU needed);
 #   cuda-match.sh case MODEL PRECISION WORKDIR
 #       train on the GPU (compiling first if WORKDIR lacks the executable)
-#       and compare; needs the reference in WORKDIR.
+#       and compare; needs the reference in WORKDIR;
+#   cuda-match.sh diverge MODEL PRECISION WORKDIR
+#       the same start with --lr 1e30 (docs/training-semantics.md,
+#       "Non-finite values"): the GPU run must stop at step 2 naming the
+#       step and the first non-finite parameter (read back from the
+#       device), exit non-zero, and leave --save unwritten.
 # WORKDIR/tokens.bin is the corpus (made with bitpipe-tokenize if absent);
 # WORKDIR/<model name>/{cpu,fp32,bf16}/ hold the runs.
 #
@@ -80,7 +85,7 @@ microbatches=4
 
 usage() {
   echo "usage: $0 reference MODEL WORKDIR [--if-device] |" \
-    "compile MODEL fp32|bf16 WORKDIR | case MODEL fp32|bf16 WORKDIR" >&2
+    "compile MODEL fp32|bf16 WORKDIR | case|diverge MODEL fp32|bf16 WORKDIR" >&2
   exit 2
 }
 
@@ -197,6 +202,35 @@ EOF
     echo "cuda-match: $name $precision: FAIL"
   fi
   exit "$status"
+  ;;
+diverge)
+  [ $# -eq 4 ] && precision_ok "$3" || usage
+  precision=$3 work=$4
+  require_device
+  ref=$work/$name/cpu dir=$work/$name/$precision
+  if [ ! -f "$ref/init.safetensors" ]; then
+    echo "cuda-match: $ref/init.safetensors is missing: run '$0 reference" \
+      "$model $work' first" >&2
+    exit 1
+  fi
+  [ -x "$dir/train" ] || "$0" compile "$model" "$precision" "$work"
+  data=$(tokens "$work")
+  save=$dir/diverged.safetensors
+  rm -f "$save"
+  log=$dir/diverge.log
+  rc=0
+  run 1 "$dir/train" --data "$data" --steps "$steps" "${base_flags[@]}" \
+    --load "$ref/init.safetensors" --lr 1e30 --save "$save" >"$log" 2>&1 ||
+    rc=$?
+  cat "$log"
+  if [ "$rc" != 0 ] && [ ! -e "$save" ] &&
+    grep -q "step 2: .*the first parameter (in model order) that went non-finite is '" "$log"; then
+    echo "cuda-match: $name $precision diverge: PASS (exit $rc, nothing saved)"
+    exit 0
+  fi
+  echo "cuda-match: $name $precision diverge: FAIL (exit $rc; expected non-zero," \
+    "step 2 and the first non-finite parameter named, no $save)" >&2
+  exit 1
   ;;
 *)
   usage
