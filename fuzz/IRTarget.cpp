@@ -16,16 +16,13 @@
 #include "FuzzTarget.h"
 #include "LLVMFatalErrors.h"
 
-#include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
-#include "bitpipe/Dialect/NN/IR/NNDialect.h"
+#include "bitpipe/InitAllDialects.h"
 #include "bitpipe/Dialect/NN/IR/NNAttrNames.h"
 #include "bitpipe/Support/TextGuard.h"
 #include "bitpipe/Transforms/Passes.h"
 #include "bitpipe/Transforms/Pipeline.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -38,9 +35,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bitpipe::fuzz::makeLLVMFatalErrorsCrash();
   mlir::DialectRegistry registry;
-  registry.insert<bitpipe::nn::NNDialect, bitpipe::bp::BitPipeDialect,
-                  mlir::arith::ArithDialect, mlir::func::FuncDialect,
-                  mlir::tensor::TensorDialect>();
+  bitpipe::registerAllDialects(registry);
   // A fresh context per input: nothing one input interns can change how
   // the next parses.
   mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);

@@ -30,20 +30,14 @@
 
 #include "bitpipe/Conversion/LowerToRuntime/LowerToRuntime.h"
 #include "bitpipe/Conversion/Target/Target.h"
-#include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
-#include "bitpipe/Dialect/NN/IR/NNDialect.h"
 #include "bitpipe/Import/ModelBuilder.h"
+#include "bitpipe/InitAllDialects.h"
 #include "bitpipe/Import/ModelConfig.h"
 #include "bitpipe/Support/ScheduleCommandLine.h"
 #include "bitpipe/Support/TextGuard.h"
 #include "bitpipe/Transforms/Pipeline.h"
 #include "ToolOutput.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -337,10 +331,7 @@ int main(int argc, char **argv) {
     return fail(outputFlag + toString(std::move(e)));
 
   mlir::DialectRegistry registry;
-  registry.insert<bitpipe::nn::NNDialect, bitpipe::bp::BitPipeDialect,
-                  mlir::arith::ArithDialect, mlir::func::FuncDialect,
-                  mlir::LLVM::LLVMDialect, mlir::memref::MemRefDialect,
-                  mlir::tensor::TensorDialect>();
+  bitpipe::registerAllDialects(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
   mlir::MLIRContext context(registry);

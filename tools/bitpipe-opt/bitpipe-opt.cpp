@@ -12,16 +12,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Conversion/Passes.h"
-#include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
-#include "bitpipe/Dialect/NN/IR/NNDialect.h"
+#include "bitpipe/InitAllDialects.h"
 #include "bitpipe/Support/TextGuard.h"
 #include "bitpipe/Transforms/Passes.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -50,10 +44,7 @@ int main(int argc, char **argv) {
   bitpipe::registerLowerToRuntimePipeline();
 
   mlir::DialectRegistry registry;
-  registry.insert<bitpipe::nn::NNDialect, bitpipe::bp::BitPipeDialect,
-                  mlir::arith::ArithDialect, mlir::func::FuncDialect,
-                  mlir::LLVM::LLVMDialect, mlir::memref::MemRefDialect,
-                  mlir::tensor::TensorDialect>();
+  bitpipe::registerAllDialects(registry);
   auto [inputPath, outputPath] = mlir::registerAndParseCLIOptions(
       argc, argv, "bitpipe optimizer driver\n", registry);
   mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
