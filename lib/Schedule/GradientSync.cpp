@@ -13,10 +13,26 @@ std::vector<int> stageReplicaRanks(const Placement &placement, int stage,
   std::set<int> devices;
   for (const Pipeline &p : placement.pipelines)
     devices.insert(p.stageDevice[stage]);
+  return worldGroup(std::vector<int>(devices.begin(), devices.end()), world);
+}
+
+std::vector<int> worldGroup(const std::vector<int> &pipelineRanks,
+                            const World &world) {
   std::vector<int> ranks;
+  ranks.reserve(pipelineRanks.size() * world.dataParallel);
   for (int copy = 0; copy < world.dataParallel; ++copy)
-    for (int d : devices)
+    for (int d : pipelineRanks)
       ranks.push_back(world.rank(copy, d));
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+std::vector<int> pipelineGroup(const std::vector<int> &worldRanks,
+                               const World &world) {
+  std::vector<int> ranks;
+  for (int r : worldRanks)
+    if (world.copy(r) == 0)
+      ranks.push_back(r);
   std::sort(ranks.begin(), ranks.end());
   return ranks;
 }

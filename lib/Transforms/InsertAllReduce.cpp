@@ -152,7 +152,7 @@ FailureOr<SmallVector<StageGradient>> stageGradients(func::FuncOp stage,
 
 /// One all-reduce a rank will start.
 struct PlannedBucket {
-  SmallVector<int64_t> ranks;
+  SmallVector<int64_t> ranks; ///< The group, as pipeline ranks.
   SmallVector<int64_t> stages;
   SmallVector<std::string> grads;
   int64_t bytes = 0;
@@ -239,10 +239,12 @@ struct InsertAllReducePass
       gradients.push_back(std::move(*grads));
     }
 
-    std::vector<RankPlan> plans(world->size());
+    // One program per pipeline rank; its groups name pipeline ranks and
+    // stand for them in every copy (docs/data-parallel.md).
+    std::vector<RankPlan> plans(world->pipelineDevices);
     for (auto program : module.getOps<bp::ProgramOp>())
       plans[program.getRank()].program = program;
-    for (int rank = 0; rank < world->size(); ++rank)
+    for (int rank = 0; rank < world->pipelineDevices; ++rank)
       if (failed(planRank(plans[rank], rank, *schedule, *world, gradients,
                           holders, capBytes)))
         return failure();
@@ -394,7 +396,8 @@ struct InsertAllReducePass
 
     for (const sched::GradientBucket &b : *buckets) {
       PlannedBucket &out = plan.buckets.emplace_back();
-      out.ranks.assign(b.ranks.begin(), b.ranks.end());
+      std::vector<int> members = sched::pipelineGroup(b.ranks, world);
+      out.ranks.assign(members.begin(), members.end());
       out.bytes = b.bytes;
       out.syncPoint = b.syncPoint;
       std::set<int64_t> stages;

@@ -166,16 +166,15 @@ bindStages(ModuleOp module, ArrayRef<func::FuncOp> stages, bool split) {
 /// Phase 2: rewrites one rank's program from its lowered item list.
 class ProgramRewriter {
 public:
-  /// Rewrites the programs of one pipeline copy, whose ranks start at
-  /// `rankOffset` (data parallelism: copy * D).
-  ProgramRewriter(ArrayRef<StageBinding> stages, const sched::CommProgram &comm,
-                  int rankOffset)
-      : stages(stages), comm(comm), rankOffset(rankOffset) {
+  /// Rewrites the programs of the pipeline ranks; peers are pipeline
+  /// ranks too (each data-parallel copy talks among its own ranks).
+  ProgramRewriter(ArrayRef<StageBinding> stages, const sched::CommProgram &comm)
+      : stages(stages), comm(comm) {
     for (auto [id, t] : llvm::enumerate(comm.transfers))
       inputOf[{t.dst, t.consumerIndex}] = static_cast<int>(id);
   }
 
-  /// Rewrites the program of `device` of this copy.
+  /// Rewrites the program of pipeline rank `device`.
   void rewrite(int device, ArrayRef<Operation *> steps);
 
 private:
@@ -193,7 +192,6 @@ private:
 
   ArrayRef<StageBinding> stages;
   const sched::CommProgram &comm;
-  int rankOffset;
   std::map<std::pair<int, int>, int> inputOf;       ///< (dst, consumer) -> id.
   llvm::DenseMap<int, SmallVector<Value>> arrived;  ///< id -> values.
   llvm::DenseMap<int, SmallVector<Value>> produced; ///< step -> outputs.
@@ -270,7 +268,7 @@ void ProgramRewriter::rewrite(int device, ArrayRef<Operation *> steps) {
             b.create<bp::RecvOp>(steps[item.actionIndex]->getLoc(), type,
                                  t.gradient ? bp::TransferKind::Gradient
                                             : bp::TransferKind::Activation,
-                                 t.src + rankOffset, t.fromStage, t.microbatch,
+                                 t.src, t.fromStage, t.microbatch,
                                  b.getI64IntegerAttr(batch)));
       batchUsed = true;
       break;
@@ -293,7 +291,7 @@ void ProgramRewriter::rewrite(int device, ArrayRef<Operation *> steps) {
           lastEmitted = copy;
         } else {
           lastEmitted = b.create<bp::SendOp>(
-              value.getLoc(), kind, value, t.dst + rankOffset, t.fromStage,
+              value.getLoc(), kind, value, t.dst, t.fromStage,
               t.microbatch, b.getI64IntegerAttr(batch));
         }
       }
@@ -322,7 +320,7 @@ struct InsertTransfersPass
       return failure();
 
     // Phase 1: check everything the rewrite relies on.
-    SmallVector<SmallVector<Operation *>> steps(world->size());
+    SmallVector<SmallVector<Operation *>> steps(world->pipelineDevices);
     for (auto program : module.getOps<bp::ProgramOp>()) {
       for (Operation &op : program.getBody().front()) {
         if (isa<bp::SendOp, bp::RecvOp, bp::LocalCopyOp>(op) ||
@@ -368,14 +366,11 @@ struct InsertTransfersPass
              << "cannot derive the transfers of the schedule: "
              << lowered.error;
 
-    // Phase 2: rewrite every program. Each data-parallel copy runs the same
-    // pipeline among its own ranks.
-    for (int copy = 0; copy < world->dataParallel; ++copy) {
-      ProgramRewriter rewriter(*stages, *lowered,
-                               world->rank(copy, /*device=*/0));
-      for (int d = 0; d < world->pipelineDevices; ++d)
-        rewriter.rewrite(d, steps[world->rank(copy, d)]);
-    }
+    // Phase 2: rewrite every program: one per pipeline rank, which every
+    // data-parallel copy runs among its own ranks (docs/data-parallel.md).
+    ProgramRewriter rewriter(*stages, *lowered);
+    for (int d = 0; d < world->pipelineDevices; ++d)
+      rewriter.rewrite(d, steps[d]);
 
     // The IR is the record from now on: read it back, transfers included,
     // and let the library check it. A failure fails the pass, which
@@ -383,28 +378,21 @@ struct InsertTransfersPass
     FailureOr<sched::Schedule> readBack = readScheduleFromIR(module);
     if (failed(readBack))
       return failure();
-    for (int copy = 0; copy < world->dataParallel; ++copy) {
-      FailureOr<IRCommProgram> comms =
-          readCommProgramFromIR(module, *readBack, copy);
-      if (failed(comms))
-        return failure();
-      if (comms->program.format() != lowered->format())
-        return module.emitError()
-               << "internal error: the transfers of pipeline copy " << copy
-               << " read back differ from the library's lowering\nlowered:\n"
-               << lowered->format() << "read back:\n"
-               << comms->program.format();
-      std::vector<sched::Diagnostic> problems =
-          sched::verify(*readBack, comms->program);
-      if (!problems.empty())
-        return module.emitError()
-               << "the programs"
-               << (world->dataParallel > 1
-                       ? " of pipeline copy " + std::to_string(copy)
-                       : std::string())
-               << " with their transfers do not verify:\n"
-               << sched::formatDiagnostics(problems);
-    }
+    FailureOr<IRCommProgram> comms = readCommProgramFromIR(module, *readBack);
+    if (failed(comms))
+      return failure();
+    if (comms->program.format() != lowered->format())
+      return module.emitError()
+             << "internal error: the transfers read back differ from the "
+                "library's lowering\nlowered:\n"
+             << lowered->format() << "read back:\n"
+             << comms->program.format();
+    std::vector<sched::Diagnostic> problems =
+        sched::verify(*readBack, comms->program);
+    if (!problems.empty())
+      return module.emitError()
+             << "the programs with their transfers do not verify:\n"
+             << sched::formatDiagnostics(problems);
     return success();
   }
 };

@@ -122,10 +122,12 @@ private:
       return;
     case sched::ActionKind::AllReduce: {
       // The verifier has checked that all stages of one AR share their
-      // replica group; the marker spans every copy of it in the world.
+      // replica group; the marker names it by pipeline ranks, and every
+      // copy reduces with its own (docs/data-parallel.md).
       SmallVector<int64_t> stageList(a.stages.begin(), a.stages.end());
-      std::vector<int> group =
-          sched::stageReplicaRanks(placement, a.stages.front(), world);
+      std::vector<int> group = sched::pipelineGroup(
+          sched::stageReplicaRanks(placement, a.stages.front(), world),
+          world);
       auto start = b.create<bp::AllReduceStartOp>(
           loc, bp::TokenType::get(b.getContext()), stageList,
           SmallVector<int64_t>(group.begin(), group.end()),
@@ -254,10 +256,11 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
                     bp::ScheduleAttr::get(context, *generated));
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
     ProgramBuilder programs(builder, module.getLoc(), have, *world, *stages);
-    // Every copy runs the same schedule on its own data: the micro-batch
-    // numbers are per copy (the dialect says which data they read).
-    for (int r = 0; r < world->size(); ++r)
-      programs.build(r, generated->ranks[world->device(r)]);
+    // One program per pipeline rank, whatever the data-parallel width:
+    // every copy runs the same schedule on its own data, among its own
+    // ranks (docs/data-parallel.md), so the IR does not grow with it.
+    for (int r = 0; r < world->pipelineDevices; ++r)
+      programs.build(r, generated->ranks[r]);
 
     // The IR is the record from now on; it must say what was generated.
     FailureOr<sched::Schedule> readBack = readScheduleFromIR(module);

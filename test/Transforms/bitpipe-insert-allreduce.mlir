@@ -40,30 +40,40 @@
 // BITPIPE-NOT:   allreduce_start
 // BITPIPE-NOT:   bitpipe.program
 
-// BitPipe with dp=2: one all-reduce over the mirror partner and both copies
-// ({0,3,4,7}, {1,2,5,6}), not one per kind of replica; the average runs
-// over N * K = 8 micro-batches. Rank 4 (device 0 of copy 1) runs rank 0's
-// program with the same micro-batch numbers.
+// BitPipe with dp=2: one all-reduce over the mirror partner and both copies,
+// not one per kind of replica; the average runs over N * K = 8
+// micro-batches. The module still holds one program per pipeline rank,
+// which both copies run; a group names pipeline ranks and stands for them
+// in every copy (docs/data-parallel.md): [0, 3] is world ranks {0,3,4,7}.
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=bidirectional-v devices=4 dp=2" --bitpipe-schedule="schedule=bitpipe microbatches=4" --bitpipe-insert-allreduce | FileCheck %s --check-prefix=DP
 // DP:          bitpipe.data_parallel = 2 : i64
 // DP-SAME:     bitpipe.world_size = 8 : i64
 // DP-LABEL: bitpipe.program @rank0 rank 0 {
 // DP:            backward(%{{.*}}) stage 0 microbatch 0
-// DP-NEXT:       allreduce_start stages [4] group [0, 3, 4, 7] bucket 0 grads ["h4.w"] bytes 256
+// DP-NEXT:       allreduce_start stages [4] group [0, 3] bucket 0 grads ["h4.w"] bytes 256
 // DP-NEXT:       backward(%{{.*}}) stage 0 microbatch 1
-// DP-NEXT:       allreduce_start stages [0, 3, 7] group [0, 3, 4, 7] bucket 1
+// DP-NEXT:       allreduce_start stages [0, 3, 7] group [0, 3] bucket 1
 // DP:            optimizer_step microbatches 8
 // DP-LABEL: bitpipe.program @rank1 rank 1 {
-// DP:            allreduce_start stages [5, 6] group [1, 2, 5, 6] bucket 0
-// DP-NEXT:       allreduce_start stages [1, 2] group [1, 2, 5, 6] bucket 1
-// DP-LABEL: bitpipe.program @rank4 rank 4 {
-// DP-NEXT:       load_input tokens microbatch 0
-// DP-NEXT:       forward(%{{.*}}) stage 0 microbatch 0
-// DP:            backward(%{{.*}}) stage 0 microbatch 0
-// DP-NEXT:       allreduce_start stages [4] group [0, 3, 4, 7] bucket 0 grads ["h4.w"] bytes 256
-// DP-LABEL: bitpipe.program @rank7 rank 7 {
-// DP:            allreduce_start stages [0, 3, 7] group [0, 3, 4, 7] bucket 1
-// DP:            optimizer_step microbatches 8
+// DP:            allreduce_start stages [5, 6] group [1, 2] bucket 0
+// DP-NEXT:       allreduce_start stages [1, 2] group [1, 2] bucket 1
+// DP-LABEL: bitpipe.program @rank3 rank 3 {
+// DP-NOT:    bitpipe.program
+
+// Copy 1 written out with world ranks: pipeline rank 0 is world rank 4, and
+// its groups list every copy's members, the ranks the all-reduce spans.
+// RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=bidirectional-v devices=4 dp=2" --bitpipe-schedule="schedule=bitpipe microbatches=4" --bitpipe-insert-allreduce --bitpipe-instantiate-copy=copy=1 | FileCheck %s --check-prefix=COPY1
+// COPY1:          bitpipe.data_parallel_copy = 1 : i64
+// COPY1-LABEL: bitpipe.program @rank4 rank 4 {
+// COPY1-NEXT:       load_input tokens microbatch 0
+// COPY1-NEXT:       forward(%{{.*}}) stage 0 microbatch 0
+// COPY1:            backward(%{{.*}}) stage 0 microbatch 0
+// COPY1-NEXT:       allreduce_start stages [4] group [0, 3, 4, 7] bucket 0 grads ["h4.w"] bytes 256
+// COPY1-LABEL: bitpipe.program @rank5 rank 5 {
+// COPY1:            allreduce_start stages [5, 6] group [1, 2, 5, 6] bucket 0
+// COPY1-LABEL: bitpipe.program @rank7 rank 7 {
+// COPY1:            allreduce_start stages [0, 3, 7] group [0, 3, 4, 7] bucket 1
+// COPY1:            optimizer_step microbatches 8
 
 // Small buckets: bucket-mb=0.0003 is 315 bytes. Rank 0's second sync point
 // (h3.w 256, wte 512, wpe 128) becomes three buckets: wte does not fit
@@ -90,30 +100,39 @@
 // SMALL-NEXT:    allreduce_start stages [2] group [1, 2] bucket 2 grads ["h2.w"] bytes 256
 // SMALL-NEXT:    allreduce_start stages [1] group [1, 2] bucket 3 grads ["h1.w"] bytes 256
 
-// 1F1B with dp=2 on 4 devices: every stage has one holder per copy, so the
-// groups are {r, r+4}; no schedule markers, so each bucket starts right
-// after the last backward of its stage. The tied wte lives on devices 0
-// and 3: its own bucket over {0,3,4,7}, after the stage's other gradients.
+// 1F1B with dp=2 on 4 devices: every stage has one holder per copy, so a
+// group is one pipeline rank, [r], which stands for world ranks {r, r+4}
+// (docs/data-parallel.md); no schedule markers, so each bucket starts
+// right after the last backward of its stage. The tied wte lives on
+// devices 0 and 3: its own bucket over [0, 3], after the stage's other
+// gradients.
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=loop devices=4 dp=2" --bitpipe-schedule="schedule=1f1b microbatches=4" --bitpipe-insert-allreduce | FileCheck %s --check-prefix=ONEF
 // ONEF-LABEL: bitpipe.program @rank0 rank 0 {
 // ONEF:          backward(%{{.*}}) stage 0 microbatch 3
-// ONEF-NEXT:     allreduce_start stages [0] group [0, 4] bucket 0 grads ["wpe"] bytes 128
-// ONEF-NEXT:     allreduce_start stages [0] group [0, 3, 4, 7] bucket 1 grads ["wte"] bytes 512
+// ONEF-NEXT:     allreduce_start stages [0] group [0] bucket 0 grads ["wpe"] bytes 128
+// ONEF-NEXT:     allreduce_start stages [0] group [0, 3] bucket 1 grads ["wte"] bytes 512
 // ONEF-NEXT:     allreduce_wait
 // ONEF-NEXT:     allreduce_wait
 // ONEF-NEXT:     optimizer_step microbatches 8
 // ONEF-LABEL: bitpipe.program @rank1 rank 1 {
 // ONEF:          backward(%{{.*}}) stage 1 microbatch 3
-// ONEF-NEXT:     allreduce_start stages [1] group [1, 5] bucket 0 grads ["h1.w"] bytes 256
+// ONEF-NEXT:     allreduce_start stages [1] group [1] bucket 0 grads ["h1.w"] bytes 256
 // ONEF-LABEL: bitpipe.program @rank2 rank 2 {
-// ONEF:          allreduce_start stages [2] group [2, 6] bucket 0 grads ["h2.w"] bytes 256
+// ONEF:          allreduce_start stages [2] group [2] bucket 0 grads ["h2.w"] bytes 256
 // ONEF-LABEL: bitpipe.program @rank3 rank 3 {
 // ONEF:          backward(%{{.*}}) stage 3 microbatch 3
-// ONEF-NEXT:     allreduce_start stages [3] group [0, 3, 4, 7] bucket 0 grads ["wte"] bytes 512
+// ONEF-NEXT:     allreduce_start stages [3] group [0, 3] bucket 0 grads ["wte"] bytes 512
 // ONEF-NEXT:     allreduce_wait
 // ONEF-NEXT:     optimizer_step microbatches 8
-// ONEF-LABEL: bitpipe.program @rank5 rank 5 {
-// ONEF:          allreduce_start stages [1] group [1, 5] bucket 0 grads ["h1.w"] bytes 256
+// ONEF-NOT:  bitpipe.program
+
+// Copy 1 of it, with world ranks: [1] is {1, 5}, [0, 3] is {0, 3, 4, 7}.
+// RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=loop devices=4 dp=2" --bitpipe-schedule="schedule=1f1b microbatches=4" --bitpipe-insert-allreduce --bitpipe-instantiate-copy=copy=1 | FileCheck %s --check-prefix=ONEF-COPY1
+// ONEF-COPY1-LABEL: bitpipe.program @rank4 rank 4 {
+// ONEF-COPY1:          allreduce_start stages [0] group [0, 4] bucket 0 grads ["wpe"] bytes 128
+// ONEF-COPY1-NEXT:     allreduce_start stages [0] group [0, 3, 4, 7] bucket 1 grads ["wte"] bytes 512
+// ONEF-COPY1-LABEL: bitpipe.program @rank5 rank 5 {
+// ONEF-COPY1:          allreduce_start stages [1] group [1, 5] bucket 0 grads ["h1.w"] bytes 256
 
 // 1F1B without data parallelism: only the tied embedding is replicated, on
 // the first and the last device; the middle ranks have nothing to reduce.
@@ -138,6 +157,6 @@
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-generate-backward=split --bitpipe-place="placement=loop devices=4 dp=2" --bitpipe-schedule="schedule=zb-h1 microbatches=4" --bitpipe-insert-allreduce | FileCheck %s --check-prefix=ZB
 // ZB-LABEL: bitpipe.program @rank1 rank 1 {
 // ZB:            weight_grad(%{{.*}}) stage 1 microbatch 3
-// ZB-NEXT:       allreduce_start stages [1] group [1, 5] bucket 0 grads ["h1.w"] bytes 256
+// ZB-NEXT:       allreduce_start stages [1] group [1] bucket 0 grads ["h1.w"] bytes 256
 // ZB-NEXT:       allreduce_wait
 // ZB-NEXT:       optimizer_step microbatches 8

@@ -60,7 +60,7 @@ module attributes {
 
 // -----
 
-// expected-error @+1 {{has no bitpipe.program for rank 1 of the world's 2 ranks (1 x 2 devices)}}
+// expected-error @+1 {{has no bitpipe.program for pipeline rank 1 of the placement's 2 devices}}
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
   bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
@@ -90,8 +90,8 @@ module attributes {
 
 // -----
 
-// Data parallelism: the world is every copy of the devices.
-// expected-error @+1 {{has no bitpipe.program for rank 3 of the world's 4 ranks (2 x 2 devices)}}
+// Data parallelism: one program per pipeline rank, which every copy runs
+// (docs/data-parallel.md); a program per world rank is refused.
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
   bitpipe.world_size = 4 : i64, bitpipe.data_parallel = 2 : i64,
@@ -101,32 +101,22 @@ module attributes {
   }
   bitpipe.program @rank1 rank 1 {
   }
+  // expected-error @+1 {{has rank 2, but a module holds one program per pipeline rank (0..1 for the placement's 2 devices), which every data-parallel copy runs}}
   bitpipe.program @rank2 rank 2 {
   }
 }
 
 // -----
 
-// A copy must run its device's program: rank 2 is device 0 of copy 1.
+// A copy written out for reading is not taken by passes.
+// expected-error @+1 {{holds data-parallel copy 1 written out with world ranks for reading ('bitpipe.data_parallel_copy', from bitpipe-instantiate-copy); passes and the lowering take the module of one program per pipeline rank it came from}}
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
   bitpipe.world_size = 4 : i64, bitpipe.data_parallel = 2 : i64,
-  bitpipe.schedule = #bitpipe.schedule<name = "gpipe", microbatches = 2, microbatch_pipelines = [0, 0], split_backward = false>
+  bitpipe.data_parallel_copy = 1 : i64,
+  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
 } {
-  bitpipe.program @rank0 rank 0 {
-    %a = forward stage 0 microbatch 0 : () -> !bitpipe.saved
-    %b = forward stage 0 microbatch 1 : () -> !bitpipe.saved
-    backward(%a) stage 0 microbatch 0 : (!bitpipe.saved) -> ()
-    backward(%b) stage 0 microbatch 1 : (!bitpipe.saved) -> ()
-  }
-  bitpipe.program @rank1 rank 1 {
-  }
-  // expected-error @+1 {{is rank 2, device 0 of data-parallel copy 1, but its step 2 is B1.s0 where rank 0 runs B0.s0; expected every copy to run its device's program}}
   bitpipe.program @rank2 rank 2 {
-    %a = forward stage 0 microbatch 0 : () -> !bitpipe.saved
-    %b = forward stage 0 microbatch 1 : () -> !bitpipe.saved
-    backward(%b) stage 0 microbatch 1 : (!bitpipe.saved) -> ()
-    backward(%a) stage 0 microbatch 0 : (!bitpipe.saved) -> ()
   }
   bitpipe.program @rank3 rank 3 {
   }

@@ -31,6 +31,19 @@ TEST(GradientSync, LoopPlacementHasOnlyDataParallelReplicas) {
   EXPECT_EQ(stageReplicaRanks(p, 5, World{4, 3}), (Ranks{1, 5, 9}));
 }
 
+TEST(GradientSync, WorldGroupsAreNamedByPipelineRanks) {
+  World world{4, 3};
+  EXPECT_EQ(worldGroup({0, 3}, world), (Ranks{0, 3, 4, 7, 8, 11}));
+  EXPECT_EQ(worldGroup({2}, world), (Ranks{2, 6, 10}));
+  EXPECT_EQ(pipelineGroup(worldGroup({0, 3}, world), world), (Ranks{0, 3}));
+  EXPECT_EQ(worldGroup({1, 2}, World{4, 1}), (Ranks{1, 2}));
+  // A stage's replicas are its holders in every copy.
+  Placement p = *bidirectionalVPlacement(4);
+  EXPECT_EQ(stageReplicaRanks(p, 6, world),
+            worldGroup(pipelineGroup(stageReplicaRanks(p, 6, world), world),
+                       world));
+}
+
 TEST(GradientSync, BitPipeSyncPointsAreTheReferenceMarkers) {
   Schedule s = *generateBitPipe(4, 4);
   // P0: ... B0.s0 AR(4,7) B1.s0 AR(0,3)

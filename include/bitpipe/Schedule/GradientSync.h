@@ -25,6 +25,9 @@
 namespace bitpipe::sched {
 
 /// Ranks of `dataParallel` copies of a pipeline of `pipelineDevices`.
+/// Device d of copy c is world rank c * D + d; the IR and the runtime call
+/// d the *pipeline rank* (docs/data-parallel.md): a compiled module holds
+/// one program per pipeline rank, which every copy runs.
 struct World {
   int pipelineDevices = 1;
   int dataParallel = 1;
@@ -39,6 +42,17 @@ struct World {
 /// each data-parallel copy.
 std::vector<int> stageReplicaRanks(const Placement &placement, int stage,
                                    const World &world);
+
+/// The world ranks of a group named by pipeline ranks: each of them in
+/// every copy, sorted. The IR and the manifest name an all-reduce group so,
+/// since every copy reduces alike (docs/data-parallel.md).
+std::vector<int> worldGroup(const std::vector<int> &pipelineRanks,
+                            const World &world);
+
+/// The inverse of worldGroup: the pipeline ranks of a world group that
+/// spans every copy alike (copy 0's members), sorted.
+std::vector<int> pipelineGroup(const std::vector<int> &worldRanks,
+                               const World &world);
 
 /// A point in one rank's program where gradients become final.
 struct SyncPoint {

@@ -406,4 +406,32 @@ def Verify : Pass<"bitpipe-verify", "mlir::ModuleOp"> {
   let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
 }
 
+def InstantiateCopy : Pass<"bitpipe-instantiate-copy", "mlir::ModuleOp"> {
+  let summary = "Write out one data-parallel copy's programs with world ranks, "
+                "for reading";
+  let description = [{
+    A module holds one program per pipeline rank, which every data-parallel
+    copy runs (docs/data-parallel.md): `rank`, send and receive peers and
+    all-reduce `group`s are pipeline ranks. This pass writes copy `copy`
+    out as the ranks of that copy see it: program `rank` p becomes world
+    rank copy * D + p (and its symbol `@rank<w>`), each peer likewise, and
+    each group lists its pipeline ranks in every copy, which is the set
+    of world ranks the all-reduce spans. It marks the module with
+    `bitpipe.data_parallel_copy = copy`.
+
+    The result is for reading (what does world rank 13 run, with whom does
+    it reduce?); passes and the lowering refuse it, since the one-program
+    form is what they take. Any module with programs is accepted, before
+    or after the transfers and all-reduces are inserted.
+    ```
+    bitpipe-opt m.mlir --bitpipe-instantiate-copy=copy=3
+    ```
+  }];
+  let options = [
+    Option<"copy", "copy", "int", /*default=*/"0",
+           "The data-parallel copy to write out (0 .. bitpipe.data_parallel - 1)">,
+  ];
+  let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
+}
+
 #endif // BITPIPE_TRANSFORMS_PASSES_TD

@@ -73,10 +73,10 @@ struct Bucket {
   llvm::SmallVector<std::string> grads;
 };
 
-/// One entry of "ranks".
+/// One entry of "ranks": a pipeline rank, whose program every data-parallel
+/// copy runs (docs/data-parallel.md).
 struct Rank {
   int64_t numValues = 0;
-  int64_t dpCopy = 0;
   /// Over the rank's program order: the most forward handles alive at once
   /// and the most bytes of their saved results.
   int64_t peakHandles = 0, peakSavedBytes = 0;
@@ -97,6 +97,7 @@ struct Manifest {
 
   std::vector<Param> params;
   std::vector<Function> functions;
+  /// Every all-reduce group, by pipeline ranks (each in every copy).
   std::vector<llvm::SmallVector<int64_t>> groups;
   std::vector<Rank> ranks;
 };

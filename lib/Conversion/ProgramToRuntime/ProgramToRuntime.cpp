@@ -567,7 +567,7 @@ struct LowerProgramToRuntimePass
   }
 
   LogicalResult lower();
-  /// The programs by rank, one for every rank of the world.
+  /// The programs by pipeline rank, which every data-parallel copy runs.
   FailureOr<SmallVector<ProgramOp>> collectPrograms(const sched::World &world);
   LogicalResult readSchedule(const sched::World &world,
                              manifest::Manifest &manifest);
@@ -577,16 +577,22 @@ struct LowerProgramToRuntimePass
 FailureOr<SmallVector<ProgramOp>>
 LowerProgramToRuntimePass::collectPrograms(const sched::World &world) {
   ModuleOp module = getOperation();
-  SmallVector<ProgramOp> byRank(world.size());
-  for (auto program : module.getOps<ProgramOp>())
-    if (program.getRank() < world.size())
-      byRank[program.getRank()] = program;
+  SmallVector<ProgramOp> byRank(world.pipelineDevices);
+  for (auto program : module.getOps<ProgramOp>()) {
+    if (program.getRank() >= world.pipelineDevices)
+      return program.emitError()
+             << "has rank " << program.getRank()
+             << ", but a module holds one program per pipeline rank (0.."
+             << world.pipelineDevices - 1
+             << "), which every data-parallel copy runs";
+    byRank[program.getRank()] = program;
+  }
   for (auto [rank, program] : llvm::enumerate(byRank))
     if (!program)
       return module.emitError()
-             << "has no bitpipe.program for rank " << rank
-             << "; expected one per rank of the world of " << world.size()
-             << " (bitpipe.world_size), run bitpipe-pipeline first";
+             << "has no bitpipe.program for pipeline rank " << rank
+             << "; expected one per device of the placement's "
+             << world.pipelineDevices << ", run bitpipe-pipeline first";
   return byRank;
 }
 
@@ -676,7 +682,6 @@ LogicalResult LowerProgramToRuntimePass::lower() {
       return failure();
     manifest::Rank rank;
     rank.numValues = planner.numValues;
-    rank.dpCopy = world->copy(program.getRank());
     std::tie(rank.peakHandles, rank.peakSavedBytes) =
         peakSavedActivations(program, precision);
     llvm::StringSet<> held;

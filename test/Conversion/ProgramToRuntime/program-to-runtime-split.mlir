@@ -3,8 +3,9 @@
 
 // Two stages on one device (a local copy between them), the backward split
 // into input and weight halves, and two data-parallel copies of that
-// device: ranks 0 and 1 run the same program on their own data and sum
-// their gradients over [0, 1].
+// device: world ranks 0 and 1 run the one program of pipeline rank 0 on
+// their own data and sum their gradients over group [0], which stands for
+// pipeline rank 0 in both copies (docs/data-parallel.md).
 module attributes {
   bitpipe.data_parallel = 2 : i64,
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0, 0]]>,
@@ -51,22 +52,7 @@ module attributes {
     backward @s0_bwd_input(%s0, %h) stage 0 microbatch 0 : (!bitpipe.saved, tensor<2x4x4xf32>) -> ()
     weight_grad @s1_bwd_weight(%s1) stage 1 microbatch 0
     weight_grad @s0_bwd_weight(%s0) stage 0 microbatch 0
-    %tok = allreduce_start stages [0, 1] group [0, 1] bucket 0 grads ["head.bias", "head.weight", "wte"] bytes 208 : !bitpipe.token
-    allreduce_wait %tok
-    optimizer_step
-  }
-  bitpipe.program @rank1 rank 1 {
-    %t = load_input tokens microbatch 0 : tensor<2x4xi32>
-    %a, %s0 = forward @s0(%t) stage 0 microbatch 0 : (tensor<2x4xi32>) -> (tensor<2x4x4xf32>, !bitpipe.saved)
-    %b = local_copy activation %a stage 0 microbatch 0 : tensor<2x4x4xf32>
-    %l = load_input targets microbatch 0 : tensor<2x4xi32>
-    %loss, %s1 = forward @s1(%b, %l) stage 1 microbatch 0 : (tensor<2x4x4xf32>, tensor<2x4xi32>) -> (tensor<f32>, !bitpipe.saved)
-    %g = backward @s1_bwd_input(%s1) stage 1 microbatch 0 : (!bitpipe.saved) -> tensor<2x4x4xf32>
-    %h = local_copy gradient %g stage 1 microbatch 0 : tensor<2x4x4xf32>
-    backward @s0_bwd_input(%s0, %h) stage 0 microbatch 0 : (!bitpipe.saved, tensor<2x4x4xf32>) -> ()
-    weight_grad @s1_bwd_weight(%s1) stage 1 microbatch 0
-    weight_grad @s0_bwd_weight(%s0) stage 0 microbatch 0
-    %tok = allreduce_start stages [0, 1] group [0, 1] bucket 0 grads ["head.bias", "head.weight", "wte"] bytes 208 : !bitpipe.token
+    %tok = allreduce_start stages [0, 1] group [0] bucket 0 grads ["head.bias", "head.weight", "wte"] bytes 208 : !bitpipe.token
     allreduce_wait %tok
     optimizer_step
   }
@@ -74,7 +60,7 @@ module attributes {
 
 // Functions by stage, then forward, input half, weight half: s0 0,
 // s0_bwd_input 1, s0_bwd_weight 2, s1 3, s1_bwd_input 4, s1_bwd_weight 5.
-// CHECK: bitpipe.entry_points = {functions = [@s0, @s0_bwd_input, @s0_bwd_weight, @s1, @s1_bwd_input, @s1_bwd_weight], ranks = [@bitpipe_rank0, @bitpipe_rank1]}
+// CHECK: bitpipe.entry_points = {functions = [@s0, @s0_bwd_input, @s0_bwd_weight, @s1, @s1_bwd_input, @s1_bwd_weight], ranks = [@bitpipe_rank0]}
 
 // Ids: %t 0, %a 1, %s0 2, %b 3, %l 4, %loss 5, %s1 6, %g 7, %h 8, %tok 9.
 // A local copy is a hand-off, not a transfer: no batch to end. The weight
@@ -116,9 +102,7 @@ module attributes {
 // CHECK-NEXT:    call @bp_rt_allreduce_wait(%[[CTX]], %[[C9]])
 // CHECK-NEXT:    call @bp_rt_optimizer_step(%[[CTX]], %[[NONEL]])
 // CHECK-NEXT:    return
-// CHECK-LABEL: func.func @bitpipe_rank1(
-// CHECK-NOT:     bp_rt_end_batch
-// CHECK:         return
+// CHECK-NOT: func.func @bitpipe_rank1(
 
 // MANIFEST:      "model":{"name":"tiny","family":"bert","vocab":8,"seq_len":4,"microbatch_size":2,"mask_token":7},
 // MANIFEST-SAME: "schedule":{"name":"zb-h1","microbatches":1,"devices":1,"data_parallel":2,"world_size":2},
@@ -133,6 +117,5 @@ module attributes {
 // MANIFEST-SAME:   {"name":"s1","kind":"forward","stage":1,
 // MANIFEST-SAME:   {"name":"s1_bwd_input","kind":"backward_input","stage":1,
 // MANIFEST-SAME:   {"name":"s1_bwd_weight","kind":"backward_weight","stage":1,
-// MANIFEST-SAME: "groups":{{\[\[0,1\]\]}},
-// MANIFEST-SAME: "ranks":[{"num_values":10,"dp_copy":0,"peak_handles":2,"peak_saved_bytes":128,"params":["wte","head.weight","head.bias"],"buckets":[{"group":0,"params":["head.bias","head.weight","wte"]}]},
-// MANIFEST-SAME:          {"num_values":10,"dp_copy":1,"peak_handles":2,"peak_saved_bytes":128,
+// MANIFEST-SAME: "groups":{{\[\[0\]\]}},
+// MANIFEST-SAME: "ranks":[{"num_values":10,"peak_handles":2,"peak_saved_bytes":128,"params":["wte","head.weight","head.bias"],"buckets":[{"group":0,"params":["head.bias","head.weight","wte"]}]}]}

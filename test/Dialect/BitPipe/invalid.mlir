@@ -51,6 +51,16 @@ module attributes {bitpipe.data_parallel = 70000 : i64} {}
 
 // -----
 
+// expected-error @+1 {{'bitpipe.data_parallel_copy' expects a copy number below 'bitpipe.data_parallel' = 2, got 2 : i64}}
+module attributes {bitpipe.data_parallel = 2 : i64, bitpipe.data_parallel_copy = 2 : i64} {}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.data_parallel_copy' expects a copy number below 'bitpipe.data_parallel' = 1, got -1 : i64}}
+module attributes {bitpipe.data_parallel_copy = -1 : i64} {}
+
+// -----
+
 // expected-error @+1 {{#bitpipe.placement expects at most 4096 devices (the schedule registry's limit), got 2147483647}}
 module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2147483647, pipelines = [[0]]>} {}
 
@@ -332,6 +342,25 @@ bitpipe.program @rank0 rank 0 {
 bitpipe.program @rank0 rank 0 {
   // expected-error @+1 {{'bitpipe.allreduce_start' op expects a group of at least 2 ranks, got [0]; stages without replicas need no all-reduce}}
   %t = bitpipe.allreduce_start stages [4, 7] group [0] bucket 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
+}
+
+// -----
+
+// One copy: a group of one pipeline rank is one rank.
+module attributes {bitpipe.data_parallel = 1 : i64} {
+  bitpipe.program @rank0 rank 0 {
+    // expected-error @+1 {{'bitpipe.allreduce_start' op expects a group of at least 2 ranks, got [0]; stages without replicas need no all-reduce}}
+    %t = bitpipe.allreduce_start stages [4, 7] group [0] bucket 0 : !bitpipe.token
+    bitpipe.allreduce_wait %t
+  }
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.allreduce_start' op expects a group of at least 2 ranks, got []; stages without replicas need no all-reduce}}
+  %t = bitpipe.allreduce_start stages [4, 7] group [] bucket 0 : !bitpipe.token
   bitpipe.allreduce_wait %t
 }
 

@@ -268,3 +268,17 @@ module attributes {
     weight_grad @s1_bwd_weight(%s) stage 1 microbatch 0
   }
 }
+
+// -----
+
+// Data parallelism: a group names pipeline ranks and stands for them in
+// every copy, so one pipeline rank is a group of K ranks when K > 1.
+// CHECK: module attributes {bitpipe.data_parallel = 2 : i64, bitpipe.world_size = 4 : i64}
+// CHECK-LABEL: bitpipe.program @rank0 rank 0 {
+// CHECK-NEXT: %[[T:.+]] = allreduce_start stages [0] group [0] bucket 0 : !bitpipe.token
+module attributes {bitpipe.data_parallel = 2 : i64, bitpipe.world_size = 4 : i64} {
+  bitpipe.program @rank0 rank 0 {
+    %t = allreduce_start stages [0] group [0] bucket 0 : !bitpipe.token
+    allreduce_wait %t
+  }
+}

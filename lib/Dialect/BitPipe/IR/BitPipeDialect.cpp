@@ -104,5 +104,19 @@ LogicalResult BitPipeDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
 
+  if (attr.getName() == kDataParallelCopyAttrName) {
+    auto copy = dyn_cast<IntegerAttr>(attr.getValue());
+    auto copies = op->getAttrOfType<IntegerAttr>(kDataParallelAttrName);
+    int64_t limit = copies ? copies.getInt() : 1;
+    if (!copy || copy.getValue().getSignificantBits() > 64 ||
+        copy.getValue().getSExtValue() < 0 ||
+        copy.getValue().getSExtValue() >= limit)
+      return op->emitError()
+             << "'" << kDataParallelCopyAttrName
+             << "' expects a copy number below '" << kDataParallelAttrName
+             << "' = " << limit << ", got " << attr.getValue();
+    return success();
+  }
+
   return success();
 }

@@ -50,6 +50,16 @@ static std::optional<int64_t> getWorldSize(ProgramOp program) {
   return size.getInt();
 }
 
+/// The `bitpipe.data_parallel` of the module holding `program` (1 when
+/// absent).
+static int64_t getDataParallel(ProgramOp program) {
+  Operation *parent = program->getParentOp();
+  auto copies = parent ? parent->getAttrOfType<IntegerAttr>(
+                             BitPipeDialect::kDataParallelAttrName)
+                       : IntegerAttr();
+  return copies ? copies.getInt() : 1;
+}
+
 /// Checks that `peer` is another rank of the world.
 static LogicalResult verifyPeer(Operation *op, ProgramOp program, int64_t peer,
                                 StringRef action) {
@@ -536,8 +546,12 @@ LogicalResult AllReduceStartOp::verify() {
                             "got "
                          << formatList(stages);
 
+  // A group names pipeline ranks and stands for them in every copy
+  // (docs/data-parallel.md): one pipeline rank is a group of K ranks.
   ArrayRef<int64_t> group = getGroup();
-  if (group.size() < 2)
+  ProgramOp program = getParentOp();
+  if (group.empty() ||
+      static_cast<int64_t>(group.size()) * getDataParallel(program) < 2)
     return emitOpError() << "expects a group of at least 2 ranks, got "
                          << formatList(group)
                          << "; stages without replicas need no all-reduce";
@@ -546,7 +560,6 @@ LogicalResult AllReduceStartOp::verify() {
                             "got "
                          << formatList(group);
 
-  ProgramOp program = getParentOp();
   if (!llvm::is_contained(group, program.getRank()))
     return emitOpError() << "expects group " << formatList(group)
                          << " to contain the rank of its program, "

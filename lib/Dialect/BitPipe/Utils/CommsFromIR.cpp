@@ -42,9 +42,8 @@ public:
     result.steps.resize(schedule.numRanks());
   }
 
-  /// Reads the program of device `rank` of a pipeline copy whose ranks start
-  /// at `offset` (peers are translated to the copy's device numbers).
-  LogicalResult read(int rank, bp::ProgramOp program, int offset);
+  /// Reads the program of pipeline rank `rank`.
+  LogicalResult read(int rank, bp::ProgramOp program);
   IRCommProgram take() { return std::move(result); }
 
 private:
@@ -103,7 +102,7 @@ FailureOr<int> CommReader::consumerStep(int rank, Operation *op) {
                            << " has no compute step after it to receive for";
 }
 
-LogicalResult CommReader::read(int rank, bp::ProgramOp program, int offset) {
+LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
   Block &body = program.getBody().front();
   int numDevices = schedule.numRanks();
   // The steps as readScheduleFromIR counts them: a run of bucketed
@@ -116,15 +115,16 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program, int offset) {
     stepIndex[op] = static_cast<int>(index);
     result.steps[rank].push_back(op);
   }
-  // A transfer's peer, as a device of this copy.
+  // A transfer's peer: a pipeline rank, since every data-parallel copy
+  // runs these programs among its own ranks (docs/data-parallel.md).
   auto devicePeer = [&](Operation *op, int64_t peer) -> FailureOr<int> {
-    int64_t device = peer - offset;
-    if (device < 0 || device >= numDevices)
+    if (peer < 0 || peer >= numDevices)
       return op->emitOpError()
-             << "on rank " << rank + offset << " talks to rank " << peer
-             << ", outside its pipeline copy (ranks " << offset << ".."
-             << offset + numDevices - 1 << ")";
-    return static_cast<int>(device);
+             << "on rank " << rank << " talks to rank " << peer
+             << ", which is not a pipeline rank (0.." << numDevices - 1
+             << "); a module holds the programs of one pipeline, which "
+                "every data-parallel copy runs among its own ranks";
+    return static_cast<int>(peer);
   };
   std::vector<sched::CommAction> &items = result.program.ranks[rank];
   std::vector<Operation *> &ops = result.ops[rank];
@@ -227,18 +227,13 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program, int offset) {
 } // namespace
 
 FailureOr<IRCommProgram>
-bitpipe::readCommProgramFromIR(ModuleOp module, const sched::Schedule &schedule,
-                               int copy) {
+bitpipe::readCommProgramFromIR(ModuleOp module,
+                               const sched::Schedule &schedule) {
   CommReader reader(schedule);
-  int numDevices = schedule.numRanks();
-  int offset = copy * numDevices;
-  // readScheduleFromIR has checked that the ranks cover the world.
-  for (auto program : module.getOps<bp::ProgramOp>()) {
-    int64_t rank = program.getRank();
-    if (rank < offset || rank >= offset + numDevices)
-      continue;
-    if (failed(reader.read(static_cast<int>(rank - offset), program, offset)))
+  // readScheduleFromIR has checked that the programs are the pipeline
+  // ranks', once each.
+  for (auto program : module.getOps<bp::ProgramOp>())
+    if (failed(reader.read(static_cast<int>(program.getRank()), program)))
       return failure();
-  }
   return reader.take();
 }

@@ -35,6 +35,14 @@ FailureOr<sched::World> bitpipe::readWorld(ModuleOp module) {
     return module.emitError()
            << "has no '" << bp::BitPipeDialect::kPlacementAttrName
            << "'; run bitpipe-place first";
+  if (auto copy = module->getAttrOfType<IntegerAttr>(
+          bp::BitPipeDialect::kDataParallelCopyAttrName))
+    return module.emitError()
+           << "holds data-parallel copy " << copy.getInt()
+           << " written out with world ranks for reading ('"
+           << bp::BitPipeDialect::kDataParallelCopyAttrName
+           << "', from bitpipe-instantiate-copy); passes and the lowering "
+              "take the module of one program per pipeline rank it came from";
   sched::World world;
   world.pipelineDevices = placement.getDevices();
   if (auto copies = module->getAttrOfType<IntegerAttr>(
@@ -149,57 +157,33 @@ FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
   info->applyTo(schedule);
   schedule.placement = placement.toSched();
 
-  // One program per rank of the world (the program verifier rejects
-  // duplicates and ranks beyond bitpipe.world_size).
-  const int ranks = world->size();
+  // One program per pipeline rank, whatever the data-parallel width:
+  // every copy runs them (docs/data-parallel.md). The program verifier
+  // rejects duplicates.
+  const int ranks = world->pipelineDevices;
   SmallVector<bp::ProgramOp> programs(ranks);
   for (auto program : module.getOps<bp::ProgramOp>()) {
     int64_t rank = program.getRank();
     if (rank >= ranks)
       return program.emitError()
-             << "has rank " << rank << ", but the world has " << ranks
-             << " ranks (" << world->dataParallel << " x "
-             << world->pipelineDevices << " devices)";
+             << "has rank " << rank << ", but a module holds one program per "
+             << "pipeline rank (0.." << ranks - 1 << " for the placement's "
+             << ranks << " devices), which every data-parallel copy runs";
     programs[rank] = program;
   }
   for (auto [rank, program] : llvm::enumerate(programs))
     if (!program)
       return module.emitError()
-             << "has no bitpipe.program for rank " << rank << " of the "
-             << "world's " << ranks << " ranks (" << world->dataParallel
-             << " x " << world->pipelineDevices << " devices)";
+             << "has no bitpipe.program for pipeline rank " << rank
+             << " of the placement's " << ranks << " devices";
 
-  schedule.ranks.resize(world->pipelineDevices);
+  schedule.ranks.resize(ranks);
   for (auto [rank, program] : llvm::enumerate(programs)) {
     FailureOr<ProgramSteps> steps =
         readProgramSteps(program, schedule.placement);
     if (failed(steps))
       return failure();
-    int device = world->device(rank);
-    if (world->copy(rank) == 0) {
-      schedule.ranks[device] = std::move(steps->actions);
-      continue;
-    }
-    // Copies run their device's program; anything else is another
-    // schedule, which the one-copy view would hide.
-    const std::vector<sched::Action> &want = schedule.ranks[device];
-    size_t n = std::min(want.size(), steps->actions.size());
-    size_t k = 0;
-    while (k < n && want[k] == steps->actions[k])
-      ++k;
-    if (k == n && want.size() == steps->actions.size())
-      continue;
-    InFlightDiagnostic diag = program.emitError();
-    diag << "is rank " << rank << ", device " << device << " of data-parallel "
-         << "copy " << world->copy(rank) << ", but its ";
-    if (k < n)
-      diag << "step " << k << " is " << steps->actions[k].str()
-           << " where rank " << device << " runs " << want[k].str();
-    else
-      diag << "program has " << steps->actions.size() << " steps where rank "
-           << device << "'s has " << want.size();
-    diag << "; expected every copy to run its device's program";
-    return diag;
+    schedule.ranks[rank] = std::move(steps->actions);
   }
   return schedule;
 }

@@ -62,9 +62,9 @@ public:
                  const IRCommProgram &comms, sched::VerifyOptions options)
       : module(module), schedule(schedule), comms(comms), options(options) {}
 
-  /// The checks of one data-parallel copy, and with
-  /// `withModuleWideChecks` those that read every program of the module.
-  LogicalResult run(bool withModuleWideChecks);
+  /// Every check; stops after a kind of finding that later checks would
+  /// only repeat.
+  LogicalResult run();
 
 private:
   void checkMatching();
@@ -317,17 +317,13 @@ void ModuleVerifier::checkSchedule() {
     error(stepOp(d.rank, d.actionIndex)) << d.str();
 }
 
-LogicalResult ModuleVerifier::run(bool withModuleWideChecks) {
+LogicalResult ModuleVerifier::run() {
   // Local findings first: each names its own op. Channel order and deadlock
   // would only repeat an unmatched transfer; the library's verifier would
-  // repeat those. The all-reduce checks read every program of the module,
-  // not one copy's: they run once (with the first copy), or every
-  // data-parallel copy would repeat them (and their findings) dp times.
+  // repeat those.
   checkMatching();
-  if (withModuleWideChecks) {
-    checkAllReduceAgreement();
-    checkGradientsInFlight();
-  }
+  checkAllReduceAgreement();
+  checkGradientsInFlight();
   if (failed)
     return failure();
   checkChannelOrder();
@@ -353,19 +349,10 @@ LogicalResult bitpipe::verifyRankPrograms(ModuleOp module,
     return module.emitError()
            << "bitpipe-verify checks bound programs with their transfers; "
               "run bitpipe-insert-transfers first";
-  FailureOr<sched::World> world = readWorld(module);
-  if (failed(world))
+  // One program per pipeline rank, which every data-parallel copy runs
+  // among its own ranks: checking them checks every copy.
+  FailureOr<IRCommProgram> comms = readCommProgramFromIR(module, *schedule);
+  if (failed(comms))
     return failure();
-  // Every data-parallel copy runs the pipeline among its own ranks;
-  // readScheduleFromIR has checked that their steps agree, their
-  // transfers are checked here copy by copy.
-  for (int copy = 0; copy < world->dataParallel; ++copy) {
-    FailureOr<IRCommProgram> comms =
-        readCommProgramFromIR(module, *schedule, copy);
-    if (failed(comms) ||
-        failed(ModuleVerifier(module, *schedule, *comms, options)
-                   .run(/*withModuleWideChecks=*/copy == 0)))
-      return failure();
-  }
-  return success();
+  return ModuleVerifier(module, *schedule, *comms, options).run();
 }

@@ -53,12 +53,22 @@ def BitPipe_Dialect : Dialect {
       parallel); every program rank and peer is below it.
     - `bitpipe.data_parallel = K : i64`: the number of data-parallel copies
       of the pipeline (bitpipe-place `dp=K`); `bitpipe.world_size` is then
-      D * K for the placement's D devices. Rank r is device `r mod D` of
-      copy `r div D` (rank = copy * D + device) and runs that device's
-      program. Micro-batch numbers are per copy: micro-batch m of copy c
-      reads the training data of global micro-batch `c * N + m` (N the
-      schedule's micro-batch count), so the K copies train on K * N
-      distinct micro-batches per step.
+      D * K for the placement's D devices. World rank w is pipeline rank
+      `w mod D` of copy `w div D`. The module holds ONE program per
+      pipeline rank (`rank` in 0..D-1), which every copy runs: its peers
+      are pipeline ranks (copy c talks to c * D + peer) and an all-reduce
+      `group` lists pipeline ranks, standing for those ranks in every copy
+      (so a group of one pipeline rank is a real group when K > 1). The IR
+      therefore does not grow with K (docs/data-parallel.md).
+      Micro-batch numbers are per copy: micro-batch m of copy c reads the
+      training data of global micro-batch `c * N + m` (N the schedule's
+      micro-batch count), so the K copies train on K * N distinct
+      micro-batches per step.
+    - `bitpipe.data_parallel_copy = c : i64`: the module holds copy c's
+      programs written out with world ranks (ranks, peers and every copy's
+      members of each group), for reading; bitpipe-instantiate-copy
+      writes it from the module above, and passes and the lowering refuse
+      it.
     - `bitpipe.placement = #bitpipe.placement<...>`: the stage-to-device map.
     - `bitpipe.schedule = #bitpipe.schedule<...>`: the schedule the
       programs were built from (bitpipe-schedule): its name, micro-batch
@@ -80,6 +90,8 @@ def BitPipe_Dialect : Dialect {
         "bitpipe.schedule";
     static constexpr ::llvm::StringLiteral kDataParallelAttrName =
         "bitpipe.data_parallel";
+    static constexpr ::llvm::StringLiteral kDataParallelCopyAttrName =
+        "bitpipe.data_parallel_copy";
 
   private:
     void registerTypes();

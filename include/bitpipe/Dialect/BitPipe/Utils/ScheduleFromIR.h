@@ -41,7 +41,9 @@ mlir::FailureOr<bp::ScheduleAttr> readScheduleAttr(mlir::ModuleOp module);
 
 /// The world of `module`: the placement's D devices times
 /// `bitpipe.data_parallel` copies (1 when absent). Fails, with an error,
-/// without a placement, or when `bitpipe.world_size` is not D * K.
+/// without a placement, when `bitpipe.world_size` is not D * K, or on a
+/// module that holds one copy written out for reading
+/// (`bitpipe.data_parallel_copy`), which no pass takes.
 mlir::FailureOr<sched::World> readWorld(mlir::ModuleOp module);
 
 /// Reads the module's `bitpipe.placement`, `bitpipe.schedule` and per-rank
@@ -54,14 +56,12 @@ mlir::FailureOr<sched::World> readWorld(mlir::ModuleOp module);
 /// many buckets it has. Transfers, inputs, waits and the optimizer step are
 /// not schedule actions and are skipped.
 ///
-/// With data parallelism (readWorld) the programs must cover the whole
-/// world, and every copy's rank must run the same steps as its device in
-/// copy 0; the schedule returned is copy 0's.
+/// The module holds one program per pipeline rank, which every
+/// data-parallel copy runs (docs/data-parallel.md).
 ///
 /// Fails, with an error naming what is missing or inconsistent, when an
-/// attribute is absent, the programs do not cover the world's ranks exactly
-/// once, a copy differs from copy 0, or a program holds an op the reader
-/// does not know. It does not verify the schedule: that is sched::verify's
+/// attribute is absent, the programs do not cover the pipeline ranks
+/// exactly once, or a program holds an op the reader does not know. It does not verify the schedule: that is sched::verify's
 /// job.
 mlir::FailureOr<sched::Schedule> readScheduleFromIR(mlir::ModuleOp module);
 
@@ -102,12 +102,10 @@ struct IRCommProgram {
 /// transfer that is missing one side is kept, for sched::checkChannels and
 /// the verifier to report. Fails, at the op, on a transfer of a stage or
 /// micro-batch that does not exist, or a receive that no step follows.
-/// With data parallelism it reads pipeline copy `copy` (ranks copy * D ..
-/// copy * D + D - 1), numbering ranks and peers as devices 0..D-1, and
-/// fails on a transfer that leaves the copy.
+/// Ranks and peers are pipeline ranks (every data-parallel copy runs these
+/// programs among its own ranks); a peer that is not one fails.
 mlir::FailureOr<IRCommProgram>
-readCommProgramFromIR(mlir::ModuleOp module, const sched::Schedule &schedule,
-                      int copy = 0);
+readCommProgramFromIR(mlir::ModuleOp module, const sched::Schedule &schedule);
 
 } // namespace bitpipe
 
