@@ -214,7 +214,10 @@ void findRegions(const ItemSequence &items, size_t period, size_t lo,
   // Positions [start, stop) pair with their item one period later: items
   // [start, stop + period).
   auto close = [&](size_t stop) {
-    if (open && stop - start >= period)
+    // Kept only if a run in it can save more than the one item its loop
+    // costs (see Cost): two periods of at least two items, or three of one.
+    size_t repetitions = (stop - start) / period + 1;
+    if (open && repetitions >= 2 && period * (repetitions - 1) >= 2)
       out.push_back({start, stop + period, period});
     open = false;
   };
@@ -324,14 +327,20 @@ std::vector<Segment> segmentRepetitions(const ItemSequence &items) {
     last[x] = {-1, x - 1};
     while (nextRegion < regions.size() &&
            regions[nextRegion].begin + 2 * regions[nextRegion].period == x) {
-      rings[nextRegion].assign(regions[nextRegion].period, Slot{});
+      // A region shorter than three periods holds runs of two only: each
+      // start is used once and needs no ring.
+      const Region &region = regions[nextRegion];
+      if (region.end - region.begin >= 3 * region.period)
+        rings[nextRegion].assign(region.period, Slot{});
       active.push_back(nextRegion++);
     }
     for (size_t k = 0; k < active.size();) {
       size_t r = active[k];
       const Region &region = regions[r];
       size_t s = x - 2 * region.period;
-      Slot &slot = rings[r][s % region.period];
+      Slot onlyStart{best[s], s, true};
+      Slot &slot =
+          rings[r].empty() ? onlyStart : rings[r][s % region.period];
       if (!slot.set || best[s] < slot.cost)
         slot = {best[s], s, true};
       Cost viaRun{slot.cost.kept + region.period, slot.cost.runs + 1};
