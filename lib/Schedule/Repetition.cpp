@@ -1,0 +1,490 @@
+//===- Repetition.cpp - The repeated runs of a rank program ---------------===//
+//
+// segmentRepetitions works in three steps (docs/repetition.md):
+//  1. candidate periods: the short ones, and for windows of 1, 2, 4, ...
+//     items the most frequent distances from a window to the next window of
+//     the same shapes;
+//  2. for each candidate period P, one linear scan finds the maximal regions
+//     where item i + P repeats item i's shape and steps from it as item i
+//     steps from item i - P (so each body item has its own strides);
+//  3. a dynamic program over positions picks the runs (any part of a region
+//     at least two periods long) that keep the fewest items, counting one
+//     more per run for the loop itself.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Schedule/Repetition.h"
+
+#include <algorithm>
+#include <cassert>
+#include <unordered_map>
+
+namespace bitpipe::sched {
+
+//===----------------------------------------------------------------------===//
+// ItemSequence, ShapeTable
+//===----------------------------------------------------------------------===//
+
+void ItemSequence::append(int64_t shape, const std::vector<int64_t> &lanes) {
+  assert(static_cast<int>(lanes.size()) == numLanes_ &&
+         "ItemSequence::append: one value per lane");
+  shapes_.push_back(shape);
+  lanes_.insert(lanes_.end(), lanes.begin(), lanes.end());
+}
+
+void ItemSequence::appendItem(const ItemSequence &other, size_t index) {
+  assert(other.numLanes_ == numLanes_ && "appendItem: same lane count");
+  shapes_.push_back(other.shapes_[index]);
+  const int64_t *first = &other.lanes_[index * numLanes_];
+  lanes_.insert(lanes_.end(), first, first + numLanes_);
+}
+
+std::string ItemSequence::str(size_t index) const {
+  std::string out = std::to_string(shape(index)) + "(";
+  for (int l = 0; l < numLanes_; ++l) {
+    int64_t v = lane(index, l);
+    out += (l ? "," : "") + (v == kAbsent ? std::string("-") : std::to_string(v));
+  }
+  return out + ")";
+}
+
+int64_t ShapeTable::key(const std::vector<int64_t> &description) {
+  auto [it, inserted] =
+      keys_.try_emplace(description, static_cast<int64_t>(descriptions_.size()));
+  if (inserted)
+    descriptions_.push_back(description);
+  return it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// Wrapping arithmetic: strides are differences modulo 2^64, so that any two
+// values have one and unrolling gives back every value exactly.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+uint64_t wrap(int64_t v) { return static_cast<uint64_t>(v); }
+int64_t unwrap(uint64_t v) { return static_cast<int64_t>(v); }
+
+uint64_t mix(uint64_t x) { // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+uint64_t combine(uint64_t h, uint64_t v) { return mix(h ^ mix(v)); }
+
+//===----------------------------------------------------------------------===//
+// Step 1: candidate periods
+//===----------------------------------------------------------------------===//
+
+/// Item i's token: its shape and which lanes are present, the part of an
+/// item that a run repeats unchanged.
+std::vector<uint64_t> shapeTokens(const ItemSequence &items) {
+  std::vector<uint64_t> tokens(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    uint64_t h = mix(wrap(items.shape(i)));
+    for (int l = 0; l < items.numLanes(); ++l)
+      h = combine(h, items.lane(i, l) == ItemSequence::kAbsent ? 1 : 2);
+    tokens[i] = h;
+  }
+  return tokens;
+}
+
+/// Periods always tried: short bodies (a run of forwards, 1F1B's pair) are
+/// cheap to scan for and easy to crowd out of the frequency ranking.
+constexpr size_t kShortPeriods = 4;
+/// The widest window compared: a body whose longest internal repetition is
+/// shorter than this shows its period as the distance between equal windows.
+constexpr size_t kMaxWindow = 1024;
+/// Distances kept per window width, the most frequent first.
+constexpr size_t kPeriodsPerWidth = 8;
+
+/// 1..kShortPeriods, and for windows of 1, 2, 4, ..., kMaxWindow tokens the
+/// kPeriodsPerWidth most frequent distances from a window to the next
+/// equal one. In a run of K repetitions of a body of P items, every window
+/// that occurs once per body recurs at distance P, about (K-1)*P times: long
+/// runs are among the candidates.
+std::vector<size_t> candidatePeriods(const std::vector<uint64_t> &tokens) {
+  const size_t n = tokens.size();
+  std::vector<size_t> periods;
+  for (size_t p = 1; p <= kShortPeriods && 2 * p <= n; ++p)
+    periods.push_back(p);
+  constexpr uint64_t kBase = 0x100000001b3ULL; // odd: powers never vanish
+  for (size_t width = 1; width <= kMaxWindow && 2 * width <= n; width *= 2) {
+    uint64_t power = 1; // kBase^width
+    for (size_t j = 0; j < width; ++j)
+      power *= kBase;
+    // hashes[i]: the window [i, i + width), polynomial in kBase.
+    std::vector<uint64_t> hashes(n - width + 1);
+    uint64_t h = 0;
+    for (size_t j = 0; j < width; ++j)
+      h = h * kBase + tokens[j];
+    hashes[0] = h;
+    for (size_t i = 1; i + width <= n; ++i) {
+      h = h * kBase - tokens[i - 1] * power + tokens[i + width - 1];
+      hashes[i] = h;
+    }
+    std::unordered_map<uint64_t, size_t> nextSeen;
+    nextSeen.reserve(hashes.size());
+    std::unordered_map<size_t, size_t> distanceCount;
+    for (size_t i = hashes.size(); i-- > 0;) {
+      auto [it, inserted] = nextSeen.try_emplace(hashes[i], i);
+      if (inserted)
+        continue;
+      size_t distance = it->second - i;
+      if (distance > kShortPeriods && 2 * distance <= n)
+        ++distanceCount[distance];
+      it->second = i;
+    }
+    std::vector<std::pair<size_t, size_t>> byCount; // (count, distance)
+    for (auto [distance, count] : distanceCount)
+      byCount.push_back({count, distance});
+    size_t keep = std::min(kPeriodsPerWidth, byCount.size());
+    std::partial_sort(byCount.begin(), byCount.begin() + keep, byCount.end(),
+                      [](auto a, auto b) {
+                        return a.first != b.first ? a.first > b.first
+                                                  : a.second < b.second;
+                      });
+    for (size_t k = 0; k < keep; ++k)
+      periods.push_back(byCount[k].second);
+  }
+  std::sort(periods.begin(), periods.end());
+  periods.erase(std::unique(periods.begin(), periods.end()), periods.end());
+  return periods;
+}
+
+//===----------------------------------------------------------------------===//
+// Step 2: the regions of one period
+//===----------------------------------------------------------------------===//
+
+/// Items [begin, end), at least two periods long, any part of which that is
+/// a whole number (>= 2) of periods is a run: item i + period has item i's
+/// shape and absent lanes, and its present lanes step by the same amount
+/// from item i as item i's do from item i - period.
+struct Region {
+  size_t begin = 0;
+  size_t end = 0;
+  size_t period = 0;
+};
+
+/// Item i + period repeats item i: same shape, same absent lanes.
+bool sameShape(const ItemSequence &items, size_t i, size_t period) {
+  size_t j = i + period;
+  if (items.shape(i) != items.shape(j))
+    return false;
+  for (int l = 0; l < items.numLanes(); ++l)
+    if ((items.lane(i, l) == ItemSequence::kAbsent) !=
+        (items.lane(j, l) == ItemSequence::kAbsent))
+      return false;
+  return true;
+}
+
+/// Item i steps from item i - period as item i + period steps from item i.
+bool sameStep(const ItemSequence &items, size_t i, size_t period) {
+  for (int l = 0; l < items.numLanes(); ++l) {
+    int64_t v = items.lane(i, l);
+    if (v == ItemSequence::kAbsent)
+      continue;
+    if (wrap(items.lane(i + period, l)) - wrap(v) !=
+        wrap(v) - wrap(items.lane(i - period, l)))
+      return false;
+  }
+  return true;
+}
+
+/// The most repetitions of a shape period a lane period is tried as: the
+/// lanes can repeat less often than the shapes (Chimera's two micro-batch
+/// streams share one shape period, and advance in turn).
+constexpr size_t kMaxMultiple = 8;
+
+/// The maximal regions of `period` among positions [lo, hi) (position i
+/// pairs item i with item i + period), in one scan. A position joins the
+/// open region when it repeats its shape and, one period into the region,
+/// its step; a step that changes at i starts a new region at i - period + 1,
+/// the first position it does not constrain. Every maximal interval of
+/// repeated shapes that breaks into several regions is scanned again for
+/// the multiples of `period` (when `tryMultiples`; not again for those).
+void findRegions(const ItemSequence &items, size_t period, size_t lo,
+                 size_t hi, bool tryMultiples, std::vector<Region> &out) {
+  bool open = false;
+  size_t start = 0;
+  size_t shapeStart = lo; // the interval of repeated shapes
+  size_t stepBreaks = 0;  // regions it broke into, minus one
+  // Positions [start, stop) pair with their item one period later: items
+  // [start, stop + period).
+  auto close = [&](size_t stop) {
+    // Kept only if a run in it can save more than the one item its loop
+    // costs (see Cost): two periods of at least two items, or three of one.
+    size_t repetitions = (stop - start) / period + 1;
+    if (open && repetitions >= 2 && period * (repetitions - 1) >= 2)
+      out.push_back({start, stop + period, period});
+    open = false;
+  };
+  auto closeShapes = [&](size_t stop) {
+    close(stop);
+    // A lane period m * period needs m * period positions of repeated
+    // shapes to pair with the next repetition.
+    if (tryMultiples && stepBreaks > 0)
+      for (size_t m = 2;
+           m <= kMaxMultiple && stop - shapeStart >= 2 * m * period; ++m)
+        findRegions(items, m * period, shapeStart, stop - (m - 1) * period,
+                    /*tryMultiples=*/false, out);
+    stepBreaks = 0;
+  };
+  for (size_t i = lo; i < hi; ++i) {
+    if (!sameShape(items, i, period)) {
+      if (open)
+        closeShapes(i);
+      continue;
+    }
+    if (!open) {
+      open = true;
+      start = shapeStart = i;
+    } else if (i >= start + period && !sameStep(items, i, period)) {
+      close(i);
+      open = true;
+      start = i - period + 1;
+      ++stepBreaks;
+    }
+  }
+  if (open)
+    closeShapes(hi);
+}
+
+/// The maximal regions of `period` in the whole sequence.
+void findRegions(const ItemSequence &items, size_t period,
+                 std::vector<Region> &out) {
+  if (items.size() >= 2 * period)
+    findRegions(items, period, 0, items.size() - period,
+                /*tryMultiples=*/true, out);
+}
+
+/// The strides of the run of `period` that starts at item `begin`: per body
+/// item, per lane, the step to the next repetition (0 where absent).
+std::vector<int64_t> runStrides(const ItemSequence &items, size_t begin,
+                                size_t period) {
+  const int numLanes = items.numLanes();
+  std::vector<int64_t> strides(period * numLanes);
+  for (size_t j = 0; j < period; ++j)
+    for (int l = 0; l < numLanes; ++l) {
+      int64_t v = items.lane(begin + j, l);
+      if (v != ItemSequence::kAbsent)
+        strides[j * numLanes + l] =
+            unwrap(wrap(items.lane(begin + period + j, l)) - wrap(v));
+    }
+  return strides;
+}
+
+//===----------------------------------------------------------------------===//
+// Step 3: the segmentation that keeps the fewest items
+//===----------------------------------------------------------------------===//
+
+/// What a prefix costs: items kept plus one per run (the loop itself, so
+/// that a run saving a single item stays straight), then fewer runs.
+struct Cost {
+  size_t kept = 0;
+  size_t runs = 0;
+  bool operator<(const Cost &o) const {
+    return kept + runs != o.kept + o.runs ? kept + runs < o.kept + o.runs
+                                          : runs < o.runs;
+  }
+};
+
+/// How the best segmentation of a prefix [0, x) ends.
+struct Last {
+  int region = -1; ///< -1: item x-1 straight; else a run of this region...
+  size_t from = 0; ///< ...over items [from, x).
+};
+
+} // namespace
+
+std::vector<Segment> segmentRepetitions(const ItemSequence &items) {
+  const size_t n = items.size();
+  std::vector<Region> regions;
+  for (size_t period : candidatePeriods(shapeTokens(items)))
+    findRegions(items, period, regions);
+  // A run of region r can end at x in [begin + 2P, end]; it starts at some
+  // s = x - 2P, x - 3P, ... >= begin. For each region, best[s] is folded
+  // into a ring of P slots (one per residue of s mod P) as s advances, so
+  // each end costs one step per region that covers it.
+  std::sort(regions.begin(), regions.end(),
+            [](const Region &a, const Region &b) {
+              return a.begin + 2 * a.period < b.begin + 2 * b.period;
+            });
+  struct Slot {
+    Cost cost;
+    size_t from = 0;
+    bool set = false;
+  };
+  std::vector<std::vector<Slot>> rings(regions.size());
+  std::vector<size_t> active;
+  size_t nextRegion = 0;
+  std::vector<Cost> best(n + 1);
+  std::vector<Last> last(n + 1);
+  for (size_t x = 1; x <= n; ++x) {
+    best[x] = {best[x - 1].kept + 1, best[x - 1].runs};
+    last[x] = {-1, x - 1};
+    while (nextRegion < regions.size() &&
+           regions[nextRegion].begin + 2 * regions[nextRegion].period == x) {
+      // A region shorter than three periods holds runs of two only: each
+      // start is used once and needs no ring.
+      const Region &region = regions[nextRegion];
+      if (region.end - region.begin >= 3 * region.period)
+        rings[nextRegion].assign(region.period, Slot{});
+      active.push_back(nextRegion++);
+    }
+    for (size_t k = 0; k < active.size();) {
+      size_t r = active[k];
+      const Region &region = regions[r];
+      size_t s = x - 2 * region.period;
+      Slot onlyStart{best[s], s, true};
+      Slot &slot =
+          rings[r].empty() ? onlyStart : rings[r][s % region.period];
+      if (!slot.set || best[s] < slot.cost)
+        slot = {best[s], s, true};
+      Cost viaRun{slot.cost.kept + region.period, slot.cost.runs + 1};
+      if (viaRun < best[x]) {
+        best[x] = viaRun;
+        last[x] = {static_cast<int>(r), slot.from};
+      }
+      if (x == region.end) { // no run of it ends later
+        rings[r] = {};
+        active[k] = active.back();
+        active.pop_back();
+      } else {
+        ++k;
+      }
+    }
+  }
+  // Trace back, merging consecutive straight items.
+  std::vector<Segment> reversed;
+  for (size_t x = n; x > 0;) {
+    const Last &l = last[x];
+    if (l.region < 0) {
+      if (!reversed.empty() && !reversed.back().repeated() &&
+          reversed.back().begin == x) {
+        --reversed.back().begin;
+        ++reversed.back().period;
+      } else {
+        reversed.push_back({x - 1, 1, 1, {}});
+      }
+      x -= 1;
+      continue;
+    }
+    const Region &region = regions[l.region];
+    reversed.push_back({l.from, region.period, (x - l.from) / region.period,
+                        runStrides(items, l.from, region.period)});
+    x = l.from;
+  }
+  return {reversed.rbegin(), reversed.rend()};
+}
+
+size_t keptSize(const std::vector<Segment> &segments) {
+  size_t kept = 0;
+  for (const Segment &s : segments)
+    kept += s.period;
+  return kept;
+}
+
+ItemSequence keptItems(const ItemSequence &items,
+                       const std::vector<Segment> &segments) {
+  ItemSequence kept(items.numLanes());
+  for (const Segment &s : segments)
+    for (size_t j = 0; j < s.period; ++j)
+      kept.appendItem(items, s.begin + j);
+  return kept;
+}
+
+Result<ItemSequence> unroll(const std::vector<Segment> &segments,
+                            const ItemSequence &kept) {
+  const int numLanes = kept.numLanes();
+  ItemSequence out(numLanes);
+  std::vector<int64_t> lanes(numLanes);
+  size_t next = 0; // first kept item of the current segment
+  for (size_t k = 0; k < segments.size(); ++k) {
+    const Segment &s = segments[k];
+    std::string where = "unroll: segment " + std::to_string(k) + " (begin " +
+                        std::to_string(s.begin) + ")";
+    if (s.period == 0 || s.count == 0)
+      return Result<ItemSequence>::failure(
+          where + ": period and count must be at least 1, got period " +
+          std::to_string(s.period) + ", count " + std::to_string(s.count));
+    if (next + s.period > kept.size())
+      return Result<ItemSequence>::failure(
+          where + " keeps items [" + std::to_string(next) + ", " +
+          std::to_string(next + s.period) + ") but only " +
+          std::to_string(kept.size()) + " kept items were given");
+    if (s.repeated() && s.strides.size() != s.period * numLanes)
+      return Result<ItemSequence>::failure(
+          where + ": a run needs one stride per body item and lane, " +
+          std::to_string(s.period * numLanes) + ", got " +
+          std::to_string(s.strides.size()));
+    for (size_t rep = 0; rep < s.count; ++rep)
+      for (size_t j = 0; j < s.period; ++j) {
+        for (int l = 0; l < numLanes; ++l) {
+          int64_t v = kept.lane(next + j, l);
+          lanes[l] = v == ItemSequence::kAbsent || rep == 0
+                         ? v
+                         : unwrap(wrap(v) +
+                                  rep * wrap(s.strides[j * numLanes + l]));
+        }
+        out.append(kept.shape(next + j), lanes);
+      }
+    next += s.period;
+  }
+  if (next != kept.size())
+    return Result<ItemSequence>::failure(
+        "unroll: the segments keep " + std::to_string(next) + " items, but " +
+        std::to_string(kept.size()) + " kept items were given");
+  return Result<ItemSequence>::success(std::move(out));
+}
+
+//===----------------------------------------------------------------------===//
+// Adapters
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Shape descriptions start with a tag, so that the two adapters' shapes
+/// never collide in a shared table.
+enum ShapeTag : int64_t { kActionShape = 1, kCommShape = 2 };
+
+int64_t microbatchLane(const Action &a) {
+  return a.kind == ActionKind::AllReduce ? ItemSequence::kAbsent
+                                         : a.microbatch;
+}
+
+} // namespace
+
+ItemSequence actionItems(const std::vector<Action> &actions,
+                         ShapeTable &shapes) {
+  ItemSequence items(1);
+  for (const Action &a : actions) {
+    std::vector<int64_t> description = {kActionShape,
+                                        static_cast<int64_t>(a.kind), a.stage};
+    description.insert(description.end(), a.stages.begin(), a.stages.end());
+    items.append(shapes.key(description), {microbatchLane(a)});
+  }
+  return items;
+}
+
+ItemSequence commItems(const std::vector<CommAction> &actions,
+                       ShapeTable &shapes) {
+  ItemSequence items(kNumCommLanes);
+  std::vector<int64_t> lanes(kNumCommLanes);
+  for (const CommAction &c : actions) {
+    std::vector<int64_t> description = {
+        kCommShape, static_cast<int64_t>(c.kind),
+        static_cast<int64_t>(c.action.kind), c.action.stage, c.peer};
+    description.insert(description.end(), c.action.stages.begin(),
+                       c.action.stages.end());
+    lanes[kCommMicrobatch] = microbatchLane(c.action);
+    lanes[kCommTransfer] = c.transfer < 0 ? ItemSequence::kAbsent : c.transfer;
+    lanes[kCommActionIndex] = c.actionIndex;
+    items.append(shapes.key(description), lanes);
+  }
+  return items;
+}
+
+} // namespace bitpipe::sched
