@@ -43,14 +43,15 @@ std::string ItemSequence::str(size_t index) const {
   std::string out = std::to_string(shape(index)) + "(";
   for (int l = 0; l < numLanes_; ++l) {
     int64_t v = lane(index, l);
-    out += (l ? "," : "") + (v == kAbsent ? std::string("-") : std::to_string(v));
+    out +=
+        (l ? "," : "") + (v == kAbsent ? std::string("-") : std::to_string(v));
   }
   return out + ")";
 }
 
 int64_t ShapeTable::key(const std::vector<int64_t> &description) {
-  auto [it, inserted] =
-      keys_.try_emplace(description, static_cast<int64_t>(descriptions_.size()));
+  auto [it, inserted] = keys_.try_emplace(
+      description, static_cast<int64_t>(descriptions_.size()));
   if (inserted)
     descriptions_.push_back(description);
   return it->second;
@@ -205,8 +206,8 @@ constexpr size_t kMaxMultiple = 8;
 /// the first position it does not constrain. Every maximal interval of
 /// repeated shapes that breaks into several regions is scanned again for
 /// the multiples of `period` (when `tryMultiples`; not again for those).
-void findRegions(const ItemSequence &items, size_t period, size_t lo,
-                 size_t hi, bool tryMultiples, std::vector<Region> &out) {
+void findRegions(const ItemSequence &items, size_t period, size_t lo, size_t hi,
+                 bool tryMultiples, std::vector<Region> &out) {
   bool open = false;
   size_t start = 0;
   size_t shapeStart = lo; // the interval of repeated shapes
@@ -339,8 +340,7 @@ std::vector<Segment> segmentRepetitions(const ItemSequence &items) {
       const Region &region = regions[r];
       size_t s = x - 2 * region.period;
       Slot onlyStart{best[s], s, true};
-      Slot &slot =
-          rings[r].empty() ? onlyStart : rings[r][s % region.period];
+      Slot &slot = rings[r].empty() ? onlyStart : rings[r][s % region.period];
       if (!slot.set || best[s] < slot.cost)
         slot = {best[s], s, true};
       Cost viaRun{slot.cost.kept + region.period, slot.cost.runs + 1};
@@ -424,10 +424,10 @@ Result<ItemSequence> unroll(const std::vector<Segment> &segments,
       for (size_t j = 0; j < s.period; ++j) {
         for (int l = 0; l < numLanes; ++l) {
           int64_t v = kept.lane(next + j, l);
-          lanes[l] = v == ItemSequence::kAbsent || rep == 0
-                         ? v
-                         : unwrap(wrap(v) +
-                                  rep * wrap(s.strides[j * numLanes + l]));
+          lanes[l] =
+              v == ItemSequence::kAbsent || rep == 0
+                  ? v
+                  : unwrap(wrap(v) + rep * wrap(s.strides[j * numLanes + l]));
         }
         out.append(kept.shape(next + j), lanes);
       }
@@ -451,8 +451,7 @@ namespace {
 enum ShapeTag : int64_t { kActionShape = 1, kCommShape = 2 };
 
 int64_t microbatchLane(const Action &a) {
-  return a.kind == ActionKind::AllReduce ? ItemSequence::kAbsent
-                                         : a.microbatch;
+  return a.kind == ActionKind::AllReduce ? ItemSequence::kAbsent : a.microbatch;
 }
 
 } // namespace

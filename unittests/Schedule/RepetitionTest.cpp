@@ -271,6 +271,12 @@ TEST(Repetition, UnrollRejectsMismatchedKeptItems) {
       << r.error;
 }
 
+TEST(Repetition, ItemStr) {
+  ItemSequence items = sequence(2, {{7, {3, kAbsent}}, {-1, {-4, 0}}});
+  EXPECT_EQ(items.str(0), "7(3,-)");
+  EXPECT_EQ(items.str(1), "-1(-4,0)");
+}
+
 TEST(Repetition, ShapeTableInterns) {
   ShapeTable table;
   int64_t a = table.key({1, 2});
@@ -382,7 +388,8 @@ TEST(Repetition, KeptSizeDoesNotGrowWithN) {
     for (int devices : {2, 4, 8}) {
       std::vector<KeptSizes> sizes;
       for (int perDevice : {8, 16, 32, 64}) {
-        std::optional<Schedule> s = generated(info, devices, perDevice * devices);
+        std::optional<Schedule> s =
+            generated(info, devices, perDevice * devices);
         ASSERT_TRUE(s.has_value()) << info.name << " D=" << devices;
         sizes.push_back(keptSizes(*s));
       }

@@ -146,8 +146,8 @@ ItemSequence actionItems(const std::vector<Action> &actions,
 
 /// The lanes of commItems().
 enum CommLane : int {
-  kCommMicrobatch = 0, ///< The action's (or producer's) micro-batch.
-  kCommTransfer = 1,   ///< Index into CommProgram::transfers, or absent.
+  kCommMicrobatch = 0,  ///< The action's (or producer's) micro-batch.
+  kCommTransfer = 1,    ///< Index into CommProgram::transfers, or absent.
   kCommActionIndex = 2, ///< CommAction::actionIndex.
   kNumCommLanes = 3,
 };
