@@ -131,10 +131,15 @@ def LowerProgramToRuntime : Pass<"bitpipe-lower-program-to-runtime",
            "The precision the stage functions are lowered in (fp32 | bf16; "
            "bf16 needs target=cuda): the manifest's target.precision and the "
            "roles' dtypes", "::bitpipe::precisionValues()">,
+    Option<"loops", "loops", "bool", /*default=*/"true",
+           "Emit repeated runs of calls (the schedule's steady state) as "
+           "scf.for loops, so that a rank function does not grow with the "
+           "micro-batch count; false keeps the straight line">,
   ];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::func::FuncDialect",
-                           "mlir::LLVM::LLVMDialect"];
+                           "mlir::LLVM::LLVMDialect",
+                           "mlir::scf::SCFDialect"];
 }
 
 def EmitEntryPoints : Pass<"bitpipe-emit-entry-points", "mlir::ModuleOp"> {

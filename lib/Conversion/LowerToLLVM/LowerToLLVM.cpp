@@ -3,7 +3,9 @@
 // `bitpipe-lower-to-llvm`: upstream conversions only, in the order upstream
 // uses them. The input is the output of bitpipe-lower-nn-to-runtime: memrefs
 // (static shapes, identity layouts), func calls of the kernels, arith
-// scalars and the few LLVM-dialect ops that produce kernel pointers.
+// scalars and the few LLVM-dialect ops that produce kernel pointers; and the
+// rank functions of bitpipe-lower-program-to-runtime, whose loops (scf.for)
+// become branches first.
 //
 // Calling convention: bare pointers (`use-bare-ptr-memref-call-conv`). All
 // memrefs here are static and dense, so a buffer is fully described by its
@@ -25,15 +27,18 @@
 #include "bitpipe/Conversion/LowerToLLVM/LowerToLLVM.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 
 void bitpipe::buildLowerToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertSCFToCFPass());
   FinalizeMemRefToLLVMConversionPassOptions memrefOptions;
   memrefOptions.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefOptions));
@@ -41,6 +46,7 @@ void bitpipe::buildLowerToLLVMPipeline(OpPassManager &pm) {
   funcOptions.useBarePtrCallConv = true;
   pm.addPass(createConvertFuncToLLVMPass(funcOptions));
   pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
@@ -48,7 +54,7 @@ void bitpipe::registerLowerToLLVMPipeline() {
   PassPipelineRegistration<>(
       "bitpipe-lower-to-llvm",
       "Lower the output of bitpipe-lower-nn-to-runtime to the LLVM dialect "
-      "(memref, func with bare-pointer memrefs, arith; then "
+      "(scf to cf; memref, func with bare-pointer memrefs, arith, cf; then "
       "reconcile-unrealized-casts)",
       [](OpPassManager &pm) { buildLowerToLLVMPipeline(pm); });
 }

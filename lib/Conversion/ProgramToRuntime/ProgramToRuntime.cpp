@@ -22,6 +22,7 @@
 #include "bitpipe/Dialect/BitPipe/Utils/VerifyPrograms.h"
 
 #include "Manifest.h"
+#include "RankFunction.h"
 
 #include "bitpipe/Conversion/RuntimeAbi/RuntimeAbi.h"
 #include "bitpipe/Conversion/Target/StorageType.h"
@@ -59,15 +60,9 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 /// A bp_rt_* function; bitpipe/abi/RuntimeCalls.def gives its parameters
-/// (the context, then integers).
+/// (the context, then integers). The calls planned are PlannedCall
+/// (RankFunction.h).
 using RuntimeFn = abi::RuntimeCall;
-
-/// One call to emit, with its integer arguments (the context comes first).
-struct PlannedCall {
-  RuntimeFn fn;
-  SmallVector<int64_t, 6> args;
-  Location loc;
-};
 
 //===----------------------------------------------------------------------===//
 // Functions the programs call
@@ -493,48 +488,6 @@ LogicalResult RankPlanner::planTransfer(Operation *op, RuntimeFn fn,
 // Emitting
 //===----------------------------------------------------------------------===//
 
-/// `func.func @bitpipe_rankR(%ctx: !llvm.ptr)` in place of the program:
-/// the constants the calls use, in order of first use, then the calls.
-func::FuncOp emitRankFunction(ProgramOp program, ArrayRef<PlannedCall> calls) {
-  OpBuilder b(program);
-  MLIRContext *ctx = b.getContext();
-  auto module = program->getParentOfType<ModuleOp>();
-  // A bp_rank_program_t (ModelSymbols.def).
-  auto fn = b.create<func::FuncOp>(
-      program.getLoc(), ("bitpipe_rank" + Twine(program.getRank())).str(),
-      abi::functionTypeOf(
-          abi::symbolsOf(abi::ModelTable::bitpipe_rank_programs).entry, ctx));
-  Block *entry = fn.addEntryBlock();
-  b.setInsertionPointToEnd(entry);
-
-  // Argument i of a call is parameter i + 1 of its function (0 is the
-  // context), an integer of the width RuntimeCalls.def gives it.
-  auto widths = [&](const PlannedCall &c) {
-    SmallVector<unsigned, 6> widths;
-    for (abi::Kind kind : abi::signatureOf(c.fn).params.drop_front())
-      widths.push_back(abi::typeOf(kind, ctx).getIntOrFloatBitWidth());
-    return widths;
-  };
-  std::map<std::pair<int64_t, unsigned>, Value> constants;
-  for (const PlannedCall &c : calls)
-    for (auto [value, width] : llvm::zip(c.args, widths(c))) {
-      Value &constant = constants[{value, width}];
-      if (!constant)
-        constant = b.create<arith::ConstantIntOp>(fn.getLoc(), value, width);
-    }
-  for (const PlannedCall &c : calls) {
-    SmallVector<Value> args = {entry->getArgument(0)};
-    for (auto [value, width] : llvm::zip(c.args, widths(c)))
-      args.push_back(constants[{value, width}]);
-    const abi::Signature &signature = abi::signatureOf(c.fn);
-    abi::checkArguments(signature, args);
-    FlatSymbolRefAttr callee = abi::declare(b, module, signature);
-    b.create<func::CallOp>(c.loc, callee, TypeRange{}, args);
-  }
-  b.create<func::ReturnOp>(program.getLoc());
-  return fn;
-}
-
 /// `@bitpipe_manifest` (the text, not NUL-terminated) and
 /// `@bitpipe_manifest_size`, constant and external, at the module's end
 /// (ModelSymbols.def).
@@ -729,7 +682,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   for (const manifest::Function &f : table->functions)
     functions.push_back(FlatSymbolRefAttr::get(f.fn));
   for (auto [program, planner] : llvm::zip(*programs, planners)) {
-    func::FuncOp fn = emitRankFunction(program, planner.calls);
+    func::FuncOp fn = emitRankFunction(program, planner.calls, loops);
     ranks.push_back(FlatSymbolRefAttr::get(fn));
   }
   emitManifestGlobals(module, text);
