@@ -379,7 +379,6 @@ std::string manifest::writeManifest(const Manifest &m) {
       for (const Rank &r : m.ranks)
         j.object([&] {
           j.attribute(key::NumValues, r.numValues);
-          j.attribute(key::DpCopy, r.dpCopy);
           j.attribute(key::PeakHandles, r.peakHandles);
           j.attribute(key::PeakSavedBytes, r.peakSavedBytes);
           writeNames(j, key::Params, r.params);
