@@ -15,12 +15,11 @@ static Status invalid(std::string message) {
 }
 
 Executor::Executor(ExecutorParts parts)
-    : manifest_(*parts.manifest), entries_(parts.entries),
-      comm_(*parts.comm), backend_(*parts.backend), params_(*parts.params),
-      inputs_(parts.inputs), optimizer_(*parts.optimizer),
-      trace_(*parts.trace), groupIds_(std::move(parts.groupIds)),
-      rank_(parts.comm->rank()), spec_(manifest_.rankSpec(rank_)),
-      copy_(manifest_.copyOf(rank_)) {
+    : manifest_(*parts.manifest), entries_(parts.entries), comm_(*parts.comm),
+      backend_(*parts.backend), params_(*parts.params), inputs_(parts.inputs),
+      optimizer_(*parts.optimizer), trace_(*parts.trace),
+      groupIds_(std::move(parts.groupIds)), rank_(parts.comm->rank()),
+      spec_(manifest_.rankSpec(rank_)), copy_(manifest_.copyOf(rank_)) {
   values_.reset(spec_.numValues);
 }
 
@@ -126,7 +125,7 @@ Status Executor::complete(Buffer &b,
   if (!s.isOk())
     return Status::error(s.code(),
                          formatString("receive from %s (tag %d): %s",
-                                      describePeer(b.recvPeer).c_str(),
+                                      describeWorldPeer(b.recvPeer).c_str(),
                                       b.recvTag, s.message().c_str()));
   b.pendingRecv = RequestHandle();
   return Status::ok();
@@ -153,8 +152,8 @@ Status Executor::drainSends() {
     if (!s.isOk())
       return Status::error(s.code(),
                            formatString("send to %s (tag %d): %s",
-                                        describePeer(p.peer).c_str(), p.tag,
-                                        s.message().c_str()));
+                                        describeWorldPeer(p.peer).c_str(),
+                                        p.tag, s.message().c_str()));
   }
   sends_.clear();
   return Status::ok();
@@ -235,8 +234,8 @@ Status Executor::loadInput(int32_t value, int32_t kind, int64_t mb,
   if (count <= 0)
     return invalid("an input needs a positive count");
   BP_ASSIGN(b, backend_.loadInput(count, [&](int32_t *host) {
-    return inputs_->load(step_, copy_, mb,
-                         static_cast<InputKind>(kind), host, count);
+    return inputs_->load(step_, copy_, mb, static_cast<InputKind>(kind), host,
+                         count);
   }));
   return values_.defineTensor(value, std::move(b));
 }
@@ -512,22 +511,32 @@ DType Executor::transferDType() const {
   return manifest_.target.computeDType();
 }
 
-Expected<int> Executor::worldPeer(int32_t peer, const char *op) const {
-  if (peer < 0 || peer >= manifest_.pipelineRanks())
-    return invalid(formatString("%s with peer %d, which is not a pipeline "
-                                "rank (the schedule's devices are %d)",
-                                op, peer, manifest_.pipelineRanks()));
+bool Executor::isPipelineRank(int32_t peer) const {
+  return peer >= 0 && peer < manifest_.pipelineRanks();
+}
+
+Expected<int> Executor::worldPeer(int32_t peer) const {
+  if (!isPipelineRank(peer))
+    return invalid(formatString("peer %d is not a pipeline rank (below "
+                                "schedule.devices %d)",
+                                peer, manifest_.pipelineRanks()));
   return manifest_.worldRank(copy_, peer);
 }
 
-std::string Executor::describePeer(int world) const {
-  return formatString("rank %d (pipeline rank %d)", world,
-                      manifest_.pipelineRank(world));
+std::string Executor::describePeer(int32_t peer) const {
+  if (!isPipelineRank(peer))
+    return formatString("pipeline rank %d", peer);
+  return formatString("rank %d (pipeline rank %d)",
+                      manifest_.worldRank(copy_, peer), peer);
+}
+
+std::string Executor::describeWorldPeer(int world) const {
+  return describePeer(manifest_.pipelineRank(world));
 }
 
 Status Executor::send(int32_t value, int64_t count, int32_t pipelinePeer,
                       int32_t tag) {
-  BP_ASSIGN(peer, worldPeer(pipelinePeer, "send"));
+  BP_ASSIGN(peer, worldPeer(pipelinePeer));
   BP_ASSIGN(b, values_.tensor(value, "the value to send"));
   const DType dtype = transferDType();
   if (count < 0 || static_cast<size_t>(count) * dtypeSize(dtype) != b->bytes())
@@ -540,8 +549,8 @@ Status Executor::send(int32_t value, int64_t count, int32_t pipelinePeer,
                                 value, b->bytes()));
   // Forwarding a value still being received.
   BP_TRY(complete(*b, [&] {
-    return describeCall(
-        formatString("send to %s (tag %d)", describePeer(peer).c_str(), tag));
+    return describeCall(formatString("send to %s (tag %d)",
+                                     describeWorldPeer(peer).c_str(), tag));
   }));
   RequestHandle request;
   {
@@ -556,7 +565,7 @@ Status Executor::send(int32_t value, int64_t count, int32_t pipelinePeer,
 
 Status Executor::recv(int32_t value, int64_t count, int32_t pipelinePeer,
                       int32_t tag) {
-  BP_ASSIGN(peer, worldPeer(pipelinePeer, "receive"));
+  BP_ASSIGN(peer, worldPeer(pipelinePeer));
   if (count < 0)
     return invalid("a receive needs a non-negative count");
   if (!values_.valid(value) || values_.kind(value) != ValueTable::Kind::Empty)

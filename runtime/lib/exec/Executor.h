@@ -116,6 +116,10 @@ public:
   std::string describeStageCall(const char *op, int32_t fn, int64_t mb) const;
   /// "step 4: OP".
   std::string describeCall(const std::string &op) const;
+  /// "rank 3 (pipeline rank 1)": pipeline rank \p peer of this rank's
+  /// copy, as messages name a send's or receive's peer; "pipeline rank 5"
+  /// when \p peer is none.
+  std::string describePeer(int32_t peer) const;
 
 private:
   /// Orders the target's later work on \p b after the receive that fills
@@ -152,11 +156,12 @@ private:
   Status takeBackwardResults(int fn, SavedHandle &handle,
                              std::vector<BufferRef> &results, int32_t out0);
   std::string opName(char kind, int fn, int64_t mb) const;
+  bool isPipelineRank(int32_t peer) const;
   /// The world rank of pipeline rank \p peer in this rank's copy, or an
-  /// error naming \p op when \p peer is no pipeline rank.
-  Expected<int> worldPeer(int32_t peer, const char *op) const;
-  /// "rank 3 (pipeline rank 1)": world rank \p world, for messages.
-  std::string describePeer(int world) const;
+  /// error when \p peer is no pipeline rank.
+  Expected<int> worldPeer(int32_t peer) const;
+  /// describePeer of world rank \p world (of this rank's copy).
+  std::string describeWorldPeer(int world) const;
 
   const Manifest &manifest_;
   const bp_stage_entry_t *entries_;

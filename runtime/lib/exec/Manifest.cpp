@@ -579,9 +579,9 @@ Status parseRanks(const std::vector<JsonValue> &list, Manifest *m) {
         return bad(fb.at(key::Params), "a bucket needs at least one parameter");
       for (int p : bs.params) {
         if (!rs.holds(p))
-          return bad(fb.at(key::Params),
-                     "pipeline rank " + std::to_string(r) +
-                         " does not hold '" + m->params[p].name + "'");
+          return bad(fb.at(key::Params), "pipeline rank " + std::to_string(r) +
+                                             " does not hold '" +
+                                             m->params[p].name + "'");
         if (!bucketed.insert(p).second)
           return bad(fb.at(key::Params),
                      "'" + m->params[p].name + "' is in two buckets");

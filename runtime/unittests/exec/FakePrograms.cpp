@@ -30,6 +30,8 @@
 // middle of step S, in every copy: the dead-rank test.
 // BITPIPE_FAKE_BUG=1 makes the first stage release its first tokens twice,
 // as a miscompiled program would: the executor must stop the whole job.
+// BITPIPE_FAKE_BAD_PEER=P makes it send its first activation to pipeline
+// rank P instead of its partner (P = 2 with 2 pipeline ranks: no such rank).
 //
 //===----------------------------------------------------------------------===//
 
@@ -120,7 +122,9 @@ void maybeDie(int rank) {
     bp_rt_release(ctx, id(mb, kTok));
     if (mb == 0 && std::getenv("BITPIPE_FAKE_BUG"))
       bp_rt_release(ctx, id(mb, kTok));
-    bp_rt_send(ctx, id(mb, kAct), FAKE_ACT_COUNT, peer, mb);
+    const char *badPeer = std::getenv("BITPIPE_FAKE_BAD_PEER");
+    bp_rt_send(ctx, id(mb, kAct), FAKE_ACT_COUNT,
+               mb == 0 && badPeer ? std::atoi(badPeer) : peer, mb);
     bp_rt_end_batch(ctx, mb);
     bp_rt_release(ctx, id(mb, kAct)); // the pending send still holds it
   }
@@ -183,7 +187,7 @@ void rank0(bp_rt_context *c) { bothStages(c, 0, 4, 4, 0); }
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 4, \"devices\": 1,"   \
   " \"data_parallel\": 1, \"world_size\": 1},"                                 \
   "\"groups\": [],"                                                            \
-  "\"ranks\": [{\"num_values\": 28,"                                          \
+  "\"ranks\": [{\"num_values\": 28,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
   " \"hidden.bias\"], \"buckets\": []}]"
 #elif defined(FAKE_PIPE2)
@@ -194,11 +198,11 @@ void rank1(bp_rt_context *c) { lastStage(c, 1, 0, 4, 4); }
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 4, \"devices\": 2,"   \
   " \"data_parallel\": 1, \"world_size\": 2},"                                 \
   "\"groups\": [[0, 1]],"                                                      \
-  "\"ranks\": [{\"num_values\": 17,"                                          \
+  "\"ranks\": [{\"num_values\": 17,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
   " \"hidden.bias\"],"                                                         \
   " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]},"           \
-  "{\"num_values\": 21, \"params\": [\"embed.tokens\"],"                      \
+  "{\"num_values\": 21, \"params\": [\"embed.tokens\"],"                       \
   " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]}]"
 #elif defined(FAKE_DP2)
 // One program; world ranks 0 and 1 run it as copies 0 and 1.
@@ -208,9 +212,9 @@ void rank0(bp_rt_context *c) { bothStages(c, 0, 2, 4, 2); }
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, \"devices\": 1,"   \
   " \"data_parallel\": 2, \"world_size\": 2},"                                 \
   "\"groups\": [[0]],"                                                         \
-  "\"ranks\": [{\"num_values\": 16,"                                          \
+  "\"ranks\": [{\"num_values\": 16,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
-  " \"hidden.bias\"], \"buckets\": ["                                           \
+  " \"hidden.bias\"], \"buckets\": ["                                          \
   "{\"group\": 0, \"params\": [\"embed.tokens\"]},"                            \
   "{\"group\": 0, \"params\": [\"hidden.weight\", \"hidden.bias\","            \
   " \"embed.pos\"]}]}]"
@@ -224,13 +228,13 @@ void rank1(bp_rt_context *c) { lastStage(c, 1, 0, 2, 4); }
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, \"devices\": 2,"   \
   " \"data_parallel\": 2, \"world_size\": 4},"                                 \
   "\"groups\": [[0, 1], [0]],"                                                 \
-  "\"ranks\": [{\"num_values\": 10,"                                          \
+  "\"ranks\": [{\"num_values\": 10,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
-  " \"hidden.bias\"], \"buckets\": ["                                           \
+  " \"hidden.bias\"], \"buckets\": ["                                          \
   "{\"group\": 1, \"params\": [\"hidden.weight\", \"hidden.bias\","            \
   " \"embed.pos\"]},"                                                          \
   "{\"group\": 0, \"params\": [\"embed.tokens\"]}]},"                          \
-  "{\"num_values\": 11, \"params\": [\"embed.tokens\"],"                      \
+  "{\"num_values\": 11, \"params\": [\"embed.tokens\"],"                       \
   " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]}]"
 #else
 #error "define one of FAKE_SINGLE, FAKE_PIPE2, FAKE_DP2, FAKE_PIPE2_DP2"

@@ -208,8 +208,7 @@ TEST(ExecManifest, RanksAreOnePerPipelineRank) {
   const std::string good = pipeDpManifest();
   const std::string extra = "{\"num_values\": 11, \"params\": [], "
                             "\"buckets\": []},";
-  std::string three =
-      replaced(good, "\"ranks\": [", "\"ranks\": [" + extra);
+  std::string three = replaced(good, "\"ranks\": [", "\"ranks\": [" + extra);
   ASSERT_NE(three, good);
   EXPECT_NE(errorOf(three).find("manifest: ranks: lists 3 ranks, but there is "
                                 "one per pipeline rank: schedule.devices is 2"),

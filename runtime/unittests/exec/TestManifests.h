@@ -32,12 +32,11 @@ inline std::string pipeDpTailJson() {
                      "[{\"group\": 0, \"params\": [\"embed.tokens\"]}]}";
   // Pipeline ranks: group 0 (the tied embedding) is world ranks 0-3, group
   // 1 (pipeline rank 0 alone) world ranks 0 and 2.
-  return std::string(
-             "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, "
-             "\"devices\": 2, \"data_parallel\": 2, \"world_size\": 4},"
-             "\"groups\": [[0, 1], [0]], \"ranks\": [") +
-         "{\"num_values\": 10, " + first + "," +
-         "{\"num_values\": 11, " + last + "]";
+  return std::string("\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, "
+                     "\"devices\": 2, \"data_parallel\": 2, \"world_size\": 4},"
+                     "\"groups\": [[0, 1], [0]], \"ranks\": [") +
+         "{\"num_values\": 10, " + first + "," + "{\"num_values\": 11, " +
+         last + "]";
 }
 
 inline std::string pipeDpManifest() {

@@ -117,7 +117,7 @@ for e in events:
     words = e["name"].split()
     if e.get("cat") in ("send", "recv") and len(words) == 3:
         me, peer = e["pid"], int(words[1][1:])
-        assert (me // 2, me % 2) == (peer // 2, 1 - me % 2), (me, e["name"])
+        assert (peer // 2, peer % 2) == (me // 2, 1 - me % 2), (me, e["name"])
         seen.add((me, words[0], peer))
 want = {(0, "send", 1), (1, "recv", 0), (1, "send", 0), (0, "recv", 1),
         (2, "send", 3), (3, "recv", 2), (3, "send", 2), (2, "recv", 3)}
@@ -289,7 +289,12 @@ fault-program) # a miscompiled rank program: one rank's fatal stops both
   [ "$rc" -ne 0 ] || fail "exited 0"
   [ $(( $(date +%s) - start )) -le 15 ] || fail "the other rank was not stopped promptly"
   grep -q "bitpipe: rank 0: fatal: step 1: release of value 0: value 0 holds nothing (released twice, or never defined)" \
-    "$tmp/out.txt" || fail "no fatal message naming the step, call and value" ;;
+    "$tmp/out.txt" || fail "no fatal message naming the step, call and value"
+  # Peers are pipeline ranks (program.h): 2 is none with 2 of them.
+  BITPIPE_FAKE_BAD_PEER=2 run 2 FakePipe2 "${common[@]}" --steps 2 --timeout 20
+  [ $? -ne 0 ] || fail "a send to pipeline rank 2 of 2 exited 0"
+  grep -q "bitpipe: rank 0: fatal: step 1: send of value 1 to pipeline rank 2 (tag 0): peer 2 is not a pipeline rank (below schedule.devices 2)" \
+    "$tmp/out.txt" || fail "no fatal message naming the peer that is no pipeline rank" ;;
 fake-nccl)      # the executor's NCCL path (comm/nccl) on the fake device
   # Batches as groups posted at their end, transfers matched in posting
   # order, device waits and their drain, host memory over MPI: a pipeline
