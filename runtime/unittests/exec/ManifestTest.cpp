@@ -97,6 +97,10 @@ TEST(ExecManifest, NamesWhatIsWrongAndWhere) {
        "parameter 'embed.pos' is [8, 16] f32, not [8, 15] f32"},
       {"\"world_size\": 4", "\"world_size\": 3",
        "world_size 3 is not devices 2 x data_parallel 2"},
+      // World ranks are MPI's ints.
+      {"\"world_size\": 4", "\"world_size\": 4294967296",
+       "schedule.world_size: 4294967296 is more ranks than an MPI job has "
+       "(at most 2147483647)"},
       {"\"family\": \"gpt\"", "\"family\": \"bert\"",
        "a bert model needs \"mask_token\""},
       // A forward cannot take a stash.
