@@ -55,14 +55,22 @@ typedef struct bp_rt_context bp_rt_context;
  * and meaning of arguments and results are the manifest's "functions". */
 typedef void (*bp_stage_entry_t)(void **buffers);
 
-/* One rank's program: a straight line of bp_rt_* calls for one training
- * step (ending with bp_rt_optimizer_step). */
+/* One pipeline rank's program: a straight line of bp_rt_* calls for one
+ * training step (ending with bp_rt_optimizer_step). */
 typedef void (*bp_rank_program_t)(bp_rt_context *ctx);
 
 /* bitpipe_stage_entries[i] is function i of the manifest. */
 extern const bp_stage_entry_t bitpipe_stage_entries[];
 extern const int32_t bitpipe_num_stage_entries;
-/* bitpipe_rank_programs[r] is the program of rank r. */
+/* Ranks: D = the manifest's schedule.devices PIPELINE ranks p in [0, D),
+ * K = schedule.data_parallel DATA-PARALLEL copies c in [0, K) of them, and
+ * the D x K = schedule.world_size processes of the job, WORLD rank
+ * w = c * D + p. bitpipe_rank_programs[p] is the program of pipeline rank
+ * p, and bitpipe_num_ranks is D: every copy runs the same D programs
+ * (world rank w runs program w % D as copy w / D), so the executable does
+ * not depend on K. The copy selects the samples a program's bp_rt_load_input
+ * reads and the world ranks its bp_rt_send / bp_rt_recv and all-reduces
+ * reach. */
 extern const bp_rank_program_t bitpipe_rank_programs[];
 extern const int32_t bitpipe_num_ranks;
 /* The manifest: JSON text (not NUL-terminated), described below. */
@@ -77,7 +85,7 @@ extern const int64_t bitpipe_manifest_size;
  * reads:
  *
  * {
- *   "version": 2,                   // BP_MANIFEST_VERSION
+ *   "version": 3,                   // BP_MANIFEST_VERSION
  *   "target": {"name": "cpu" | "cuda",       // which runtime library the
  *              "precision": "fp32" | "bf16"},// stage functions were built
  *                                   // for, and their element type: with
@@ -92,7 +100,10 @@ extern const int64_t bitpipe_manifest_size;
  *                "data_parallel": 1, "world_size": 4},
  *                                   // microbatches: per data-parallel copy
  *                                   // (a rank program's mb are in [0, 8));
- *                                   // world_size = devices x data_parallel
+ *                                   // devices: pipeline ranks D (= the
+ *                                   // number of rank programs);
+ *                                   // data_parallel: copies K;
+ *                                   // world_size = D x K (the MPI job's)
  *   "params": [                     // every parameter of the model, once
  *     {"name": "embed.tokens", "shape": [256, 64],
  *      "init": {"kind": "normal", "std": 0.02} | {"kind": "zeros"} |
@@ -105,19 +116,33 @@ extern const int64_t bitpipe_manifest_size;
  *      "stage": 0,
  *      "args": [ROLE...], "results": [ROLE...]}
  *   ],
- *   "groups": [[0, 1], [2, 3]],     // every all-reduce group of the job,
- *                                   // created once at start on all ranks
- *   "ranks": [                      // index r <-> bitpipe_rank_programs[r]
+ *   "groups": [[0, 3], [1]],        // every all-reduce group of the job,
+ *                                   // as PIPELINE ranks (each < devices,
+ *                                   // distinct, increasing). Group g
+ *                                   // stands for the world group
+ *                                   // {c * D + p : c < K, p in g}, sorted,
+ *                                   // of at least 2 ranks (so one member
+ *                                   // only when K > 1: a stage that one
+ *                                   // pipeline rank holds, replicated
+ *                                   // across copies). Created once at
+ *                                   // start on all ranks, in this order
+ *   "ranks": [                      // index p <-> bitpipe_rank_programs[p]:
+ *                                   // exactly D entries, one per pipeline
+ *                                   // rank, the same for all its copies
  *     {"num_values": 57,
- *      "dp_copy": 0,                // which data-parallel copy r belongs to
  *      "peak_handles": 7,           // the schedule's saved activations in
- *      "peak_saved_bytes": 2129920, // flight at their peak on rank r: most
+ *      "peak_saved_bytes": 2129920, // flight at their peak on rank p: most
  *                                   // forward handles alive at once in
  *                                   // program order, most bytes of their
  *                                   // "saved" results (optional; the
  *                                   // runtime measures both and reports)
- *      "params": ["embed.tokens", ...],   // parameters rank r holds
+ *      "params": ["embed.tokens", ...],   // parameters rank p holds
  *      "buckets": [{"group": 0, "params": ["final_ln.weight", ...]}]}
+ *                                   // a bucket's group contains p, and
+ *                                   // every member of a group lists the
+ *                                   // same buckets for it (parameters and
+ *                                   // order): its all-reduce sums them
+ *                                   // over the world group
  *   ]
  * }
  *
@@ -149,7 +174,7 @@ extern const int64_t bitpipe_manifest_size;
 /* The version of the manifest's grammar above. The compiler writes it and
  * the runtime reads no other (it stops, naming both versions): change it
  * with any change of the grammar that an older reader would misread. */
-#define BP_MANIFEST_VERSION 2
+#define BP_MANIFEST_VERSION 3
 
 /* The manifest's vocabularies, from bitpipe/abi/ManifestKeys.def: one
  * spelling for the compiler that writes them and the runtime that reads
@@ -274,7 +299,9 @@ void bp_rt_weight_grad(bp_rt_context *ctx, int32_t fn, int64_t mb,
 
 /* bitpipe.send / bitpipe.recv: post a non-blocking transfer of `count`
  * elements of the target's compute precision (the manifest's
- * target.precision: f32, or bf16 under "bf16") to / from rank `peer`. A
+ * target.precision: f32, or bf16 under "bf16") to / from pipeline rank
+ * `peer` (< schedule.devices) of the caller's own data-parallel copy c:
+ * world rank c * devices + peer (see bitpipe_rank_programs). A
  * send completes on its own (its buffer is held until then); a received
  * value is complete before it is first read (on CUDA: its reader's stream
  * waits for it, the host does not). `tag` tells transfers apart where the
@@ -299,7 +326,8 @@ void bp_rt_end_batch(bp_rt_context *ctx, int32_t batch);
 void bp_rt_local_copy(bp_rt_context *ctx, int32_t src, int32_t dst);
 
 /* bitpipe.allreduce_start / wait: the sum of bucket `bucket` (of the
- * manifest's ranks[r].buckets) over its group, started asynchronously;
+ * manifest's ranks[p].buckets) over its group's world group (every copy
+ * of its pipeline ranks), started asynchronously;
  * token names it until the wait. */
 void bp_rt_allreduce_start(bp_rt_context *ctx, int32_t bucket, int32_t token);
 void bp_rt_allreduce_wait(bp_rt_context *ctx, int32_t token);

@@ -15,12 +15,12 @@ static Status invalid(std::string message) {
 }
 
 Executor::Executor(ExecutorParts parts)
-    : manifest_(*parts.manifest), entries_(parts.entries),
-      comm_(*parts.comm), backend_(*parts.backend), params_(*parts.params),
-      inputs_(parts.inputs), optimizer_(*parts.optimizer),
-      trace_(*parts.trace), groupIds_(std::move(parts.groupIds)),
-      rank_(parts.comm->rank()) {
-  values_.reset(manifest_.ranks[rank_].numValues);
+    : manifest_(*parts.manifest), entries_(parts.entries), comm_(*parts.comm),
+      backend_(*parts.backend), params_(*parts.params), inputs_(parts.inputs),
+      optimizer_(*parts.optimizer), trace_(*parts.trace),
+      groupIds_(std::move(parts.groupIds)), rank_(parts.comm->rank()),
+      spec_(manifest_.rankSpec(rank_)), copy_(manifest_.copyOf(rank_)) {
+  values_.reset(spec_.numValues);
 }
 
 void Executor::fatal(const std::string &message) {
@@ -124,9 +124,9 @@ Status Executor::complete(Buffer &b,
   Status s = comm_.waitOnDeviceFor(b.pendingRecv, reader());
   if (!s.isOk())
     return Status::error(s.code(),
-                         formatString("receive from rank %d (tag %d): %s",
-                                      b.recvPeer, b.recvTag,
-                                      s.message().c_str()));
+                         formatString("receive from %s (tag %d): %s",
+                                      describeWorldPeer(b.recvPeer).c_str(),
+                                      b.recvTag, s.message().c_str()));
   b.pendingRecv = RequestHandle();
   return Status::ok();
 }
@@ -151,8 +151,9 @@ Status Executor::drainSends() {
     Status s = comm_.wait(p.request);
     if (!s.isOk())
       return Status::error(s.code(),
-                           formatString("send to rank %d (tag %d): %s",
-                                        p.peer, p.tag, s.message().c_str()));
+                           formatString("send to %s (tag %d): %s",
+                                        describeWorldPeer(p.peer).c_str(),
+                                        p.tag, s.message().c_str()));
   }
   sends_.clear();
   return Status::ok();
@@ -233,8 +234,8 @@ Status Executor::loadInput(int32_t value, int32_t kind, int64_t mb,
   if (count <= 0)
     return invalid("an input needs a positive count");
   BP_ASSIGN(b, backend_.loadInput(count, [&](int32_t *host) {
-    return inputs_->load(step_, manifest_.ranks[rank_].dpCopy, mb,
-                         static_cast<InputKind>(kind), host, count);
+    return inputs_->load(step_, copy_, mb, static_cast<InputKind>(kind), host,
+                         count);
   }));
   return values_.defineTensor(value, std::move(b));
 }
@@ -510,8 +511,32 @@ DType Executor::transferDType() const {
   return manifest_.target.computeDType();
 }
 
-Status Executor::send(int32_t value, int64_t count, int32_t peer,
+bool Executor::isPipelineRank(int32_t peer) const {
+  return peer >= 0 && peer < manifest_.pipelineRanks();
+}
+
+Expected<int> Executor::worldPeer(int32_t peer) const {
+  if (!isPipelineRank(peer))
+    return invalid(formatString("peer %d is not a pipeline rank (below "
+                                "schedule.devices %d)",
+                                peer, manifest_.pipelineRanks()));
+  return manifest_.worldRank(copy_, peer);
+}
+
+std::string Executor::describePeer(int32_t peer) const {
+  if (!isPipelineRank(peer))
+    return formatString("pipeline rank %d", peer);
+  return formatString("rank %d (pipeline rank %d)",
+                      manifest_.worldRank(copy_, peer), peer);
+}
+
+std::string Executor::describeWorldPeer(int world) const {
+  return describePeer(manifest_.pipelineRank(world));
+}
+
+Status Executor::send(int32_t value, int64_t count, int32_t pipelinePeer,
                       int32_t tag) {
+  BP_ASSIGN(peer, worldPeer(pipelinePeer));
   BP_ASSIGN(b, values_.tensor(value, "the value to send"));
   const DType dtype = transferDType();
   if (count < 0 || static_cast<size_t>(count) * dtypeSize(dtype) != b->bytes())
@@ -524,7 +549,8 @@ Status Executor::send(int32_t value, int64_t count, int32_t peer,
                                 value, b->bytes()));
   // Forwarding a value still being received.
   BP_TRY(complete(*b, [&] {
-    return describeCall(formatString("send to rank %d (tag %d)", peer, tag));
+    return describeCall(formatString("send to %s (tag %d)",
+                                     describeWorldPeer(peer).c_str(), tag));
   }));
   RequestHandle request;
   {
@@ -537,8 +563,9 @@ Status Executor::send(int32_t value, int64_t count, int32_t peer,
   return pollSends();
 }
 
-Status Executor::recv(int32_t value, int64_t count, int32_t peer,
+Status Executor::recv(int32_t value, int64_t count, int32_t pipelinePeer,
                       int32_t tag) {
+  BP_ASSIGN(peer, worldPeer(pipelinePeer));
   if (count < 0)
     return invalid("a receive needs a non-negative count");
   if (!values_.valid(value) || values_.kind(value) != ValueTable::Kind::Empty)
@@ -570,10 +597,12 @@ Status Executor::localCopy(int32_t src, int32_t dst) {
 }
 
 Status Executor::allreduceStart(int32_t bucket, int32_t token) {
-  const RankSpec &spec = manifest_.ranks[rank_];
+  const RankSpec &spec = spec_;
   if (bucket < 0 || static_cast<size_t>(bucket) >= spec.buckets.size())
-    return invalid(formatString("bucket %d; rank %d has %zu buckets", bucket,
-                                rank_, spec.buckets.size()));
+    return invalid(formatString("bucket %d; rank %d (pipeline rank %d) has "
+                                "%zu buckets",
+                                bucket, rank_, manifest_.pipelineRank(rank_),
+                                spec.buckets.size()));
   if (!values_.valid(token) || values_.kind(token) != ValueTable::Kind::Empty)
     return values_.defineToken(token, RequestHandle(), bucket);
   const ElementRange &range = params_.bucketRange(bucket);

@@ -99,6 +99,8 @@ public:
   Status backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
                   int32_t out0);
   Status weightGrad(int32_t fn, int64_t mb, int32_t saved);
+  /// \p peer: a pipeline rank of this rank's data-parallel copy
+  /// (program.h); the transfer goes to or from its world rank.
   Status send(int32_t value, int64_t count, int32_t peer, int32_t tag);
   Status recv(int32_t value, int64_t count, int32_t peer, int32_t tag);
   Status endBatch(int32_t batch);
@@ -114,6 +116,10 @@ public:
   std::string describeStageCall(const char *op, int32_t fn, int64_t mb) const;
   /// "step 4: OP".
   std::string describeCall(const std::string &op) const;
+  /// "rank 3 (pipeline rank 1)": pipeline rank \p peer of this rank's
+  /// copy, as messages name a send's or receive's peer; "pipeline rank 5"
+  /// when \p peer is none.
+  std::string describePeer(int32_t peer) const;
 
 private:
   /// Orders the target's later work on \p b after the receive that fills
@@ -150,6 +156,12 @@ private:
   Status takeBackwardResults(int fn, SavedHandle &handle,
                              std::vector<BufferRef> &results, int32_t out0);
   std::string opName(char kind, int fn, int64_t mb) const;
+  bool isPipelineRank(int32_t peer) const;
+  /// The world rank of pipeline rank \p peer in this rank's copy, or an
+  /// error when \p peer is no pipeline rank.
+  Expected<int> worldPeer(int32_t peer) const;
+  /// describePeer of world rank \p world (of this rank's copy).
+  std::string describeWorldPeer(int world) const;
 
   const Manifest &manifest_;
   const bp_stage_entry_t *entries_;
@@ -165,7 +177,11 @@ private:
   int64_t peakHandles_ = 0, peakSavedBytes_ = 0;
   void handleCreated(const SavedHandle &h);
   void handleReleased(const SavedHandle &h);
-  int rank_;
+  int rank_; // the world rank
+  /// What the manifest says about this rank's pipeline rank, and its
+  /// data-parallel copy (Manifest.h, "Ranks").
+  const RankSpec &spec_;
+  int copy_;
   /// The step's last stage call (a device fault found when the host waits
   /// is reported after it); op is null before the first.
   struct StageCall {
@@ -179,7 +195,7 @@ private:
   struct PendingSend {
     BufferRef buffer;
     RequestHandle request;
-    int peer = -1;
+    int peer = -1; // a world rank
     int tag = 0;
   };
   std::vector<PendingSend> sends_;

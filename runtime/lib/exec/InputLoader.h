@@ -38,7 +38,8 @@ public:
        uint64_t seed, SamplingMode mode);
 
   /// Fills \p out with the \p count int32 of \p kind of micro-batch \p mb
-  /// (numbered within the copy's step) of step \p step.
+  /// (numbered within the copy's step) of step \p step of data-parallel
+  /// copy \p dpCopy (Manifest::copyOf).
   Status load(int64_t step, int dpCopy, int64_t mb, InputKind kind,
               int32_t *out, int64_t count) const;
 

@@ -45,10 +45,22 @@ int Manifest::findParam(std::string_view name) const {
 }
 
 int Manifest::ownerRank(int param) const {
-  for (size_t r = 0; r < ranks.size(); ++r)
-    if (ranks[r].holds(param))
-      return static_cast<int>(r);
+  // Copy 0 holds world ranks 0 .. devices - 1, the lowest of all.
+  for (size_t p = 0; p < ranks.size(); ++p)
+    if (ranks[p].holds(param))
+      return worldRank(0, static_cast<int>(p));
   return -1;
+}
+
+std::vector<int> Manifest::worldGroup(int g) const {
+  std::vector<int> world;
+  const std::vector<int> &members = groups[static_cast<size_t>(g)];
+  world.reserve(members.size() * static_cast<size_t>(schedule.dataParallel));
+  // Copy-major over increasing pipeline ranks: increasing world ranks.
+  for (int c = 0; c < schedule.dataParallel; ++c)
+    for (int p : members)
+      world.push_back(worldRank(c, p));
+  return world;
 }
 
 namespace {
@@ -233,7 +245,15 @@ Status parseSchedule(const JsonValue &v, ScheduleSpec *s) {
   BP_TRY(f.integer(key::Devices, &s->devices, 1));
   BP_TRY(f.integer(key::DataParallel, &s->dataParallel, 1));
   BP_TRY(f.integer(key::WorldSize, &s->worldSize, 1));
-  if (s->worldSize != s->devices * s->dataParallel)
+  // World ranks are ints (MPI's): a larger world is no job this runtime
+  // can be started as, and the product below must not overflow.
+  if (s->worldSize > INT32_MAX)
+    return bad(std::string(key::Schedule) + "." + key::WorldSize,
+               formatString("%lld is more ranks than an MPI job has (at most "
+                            "%d)",
+                            static_cast<long long>(s->worldSize), INT32_MAX));
+  if (s->devices > s->worldSize || s->dataParallel > s->worldSize ||
+      s->worldSize != s->devices * s->dataParallel)
     return bad(key::Schedule,
                formatString("world_size %lld is not devices %lld x "
                             "data_parallel %lld",
@@ -446,25 +466,40 @@ Status parseFunctions(const std::vector<JsonValue> &list, Manifest *m) {
   return Status::ok();
 }
 
+/// A group is pipeline ranks (Manifest.h): in increasing order, so that
+/// its world group (Manifest::worldGroup) is too, and of a world group of
+/// at least two ranks (an all-reduce over one rank is a compiler bug).
 Status parseGroups(const std::vector<JsonValue> &list, Manifest *m) {
+  const int64_t devices = m->schedule.devices;
+  const int64_t copies = m->schedule.dataParallel;
   for (size_t i = 0; i < list.size(); ++i) {
     std::string where = indexed(key::Groups, i);
     std::vector<int64_t> ranks;
     BP_TRY(parseIntList(list[i], where, 0, &ranks));
     if (ranks.empty())
-      return bad(where, "a group needs at least one rank");
-    std::set<int64_t> seen;
+      return bad(where, "a group needs at least one pipeline rank");
+    if (ranks.size() == 1 && copies == 1)
+      return bad(where, formatString("pipeline rank %lld alone, with "
+                                     "data_parallel 1, is a group of one "
+                                     "world rank; a group needs at least 2",
+                                     static_cast<long long>(ranks[0])));
     std::vector<int> g;
-    for (int64_t r : ranks) {
-      if (r >= m->schedule.worldSize)
-        return bad(where, formatString("rank %lld is not below world_size "
-                                       "%lld",
+    for (size_t k = 0; k < ranks.size(); ++k) {
+      int64_t r = ranks[k];
+      if (r >= devices)
+        return bad(where, formatString("rank %lld is not a pipeline rank "
+                                       "(below devices %lld)",
                                        static_cast<long long>(r),
-                                       static_cast<long long>(
-                                           m->schedule.worldSize)));
-      if (!seen.insert(r).second)
+                                       static_cast<long long>(devices)));
+      // In increasing order, a repeated rank follows itself.
+      if (k > 0 && r == ranks[k - 1])
         return bad(where, formatString("rank %lld is listed twice",
                                        static_cast<long long>(r)));
+      if (k > 0 && r < ranks[k - 1])
+        return bad(where, formatString("rank %lld after rank %lld: pipeline "
+                                       "ranks must be in increasing order",
+                                       static_cast<long long>(r),
+                                       static_cast<long long>(ranks[k - 1])));
       g.push_back(static_cast<int>(r));
     }
     m->groups.push_back(std::move(g));
@@ -492,10 +527,13 @@ Status parseNames(const JsonValue &v, const std::string &where,
 }
 
 Status parseRanks(const std::vector<JsonValue> &list, Manifest *m) {
-  if (static_cast<int64_t>(list.size()) != m->schedule.worldSize)
+  // One entry per pipeline rank: every data-parallel copy runs the same.
+  if (static_cast<int64_t>(list.size()) != m->schedule.devices)
     return bad(key::Ranks,
-               formatString("lists %zu ranks, world_size is %lld", list.size(),
-                            static_cast<long long>(m->schedule.worldSize)));
+               formatString("lists %zu ranks, but there is one per pipeline "
+                            "rank: schedule.devices is %lld",
+                            list.size(),
+                            static_cast<long long>(m->schedule.devices)));
   for (size_t r = 0; r < list.size(); ++r) {
     std::string where = indexed(key::Ranks, r);
     Fields f(list[r], where);
@@ -506,15 +544,6 @@ Status parseRanks(const std::vector<JsonValue> &list, Manifest *m) {
     if (n > INT32_MAX)
       return bad(f.at(key::NumValues), "too large");
     rs.numValues = static_cast<int32_t>(n);
-    int64_t copy = 0;
-    BP_TRY(f.integer(key::DpCopy, &copy, 0));
-    if (copy >= m->schedule.dataParallel)
-      return bad(
-          f.at(key::DpCopy),
-          formatString("%lld is not below data_parallel %lld",
-                       static_cast<long long>(copy),
-                       static_cast<long long>(m->schedule.dataParallel)));
-    rs.dpCopy = static_cast<int>(copy);
     if (list[r].get(key::PeakHandles))
       BP_TRY(f.integer(key::PeakHandles, &rs.peakHandles, 0));
     if (list[r].get(key::PeakSavedBytes))
@@ -540,8 +569,9 @@ Status parseRanks(const std::vector<JsonValue> &list, Manifest *m) {
       if (std::find(members.begin(), members.end(), static_cast<int>(r)) ==
           members.end())
         return bad(fb.at(key::Group),
-                   formatString("rank %zu is not a member of group %lld", r,
-                                static_cast<long long>(g)));
+                   formatString("pipeline rank %zu is not a member of "
+                                "group %lld",
+                                r, static_cast<long long>(g)));
       const JsonValue *names = nullptr;
       BP_TRY(fb.member(key::Params, &names));
       BP_TRY(parseNames(*names, fb.at(key::Params), *m, &bs.params));
@@ -549,7 +579,7 @@ Status parseRanks(const std::vector<JsonValue> &list, Manifest *m) {
         return bad(fb.at(key::Params), "a bucket needs at least one parameter");
       for (int p : bs.params) {
         if (!rs.holds(p))
-          return bad(fb.at(key::Params), "rank " + std::to_string(r) +
+          return bad(fb.at(key::Params), "pipeline rank " + std::to_string(r) +
                                              " does not hold '" +
                                              m->params[p].name + "'");
         if (!bucketed.insert(p).second)
@@ -585,9 +615,10 @@ Status checkGroupsAgree(const Manifest &m) {
         same = first[b]->params == other[b]->params;
       if (!same)
         return bad(key::Ranks,
-                   formatString("ranks %d and %d list different buckets for "
-                                "group %zu; every member must all-reduce the "
-                                "same parameters in the same order",
+                   formatString("pipeline ranks %d and %d list different "
+                                "buckets for group %zu; every member must "
+                                "all-reduce the same parameters in the same "
+                                "order",
                                 members[0], members[k], g));
     }
   }

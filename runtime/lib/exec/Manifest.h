@@ -8,11 +8,20 @@
 // crash in the middle of a step:
 //   - every ROLE fits the kind of its function (a forward has no stash...),
 //     names a known parameter with the parameter's shape, and has a size;
-//   - groups hold distinct ranks below world_size;
-//   - a bucket's group contains its rank, its parameters are held by the
-//     rank and in no other bucket, and every member of a group lists the
-//     same buckets (parameters, order) for it: the all-reduce then sums
+//   - there is one rank entry per pipeline rank; groups hold distinct
+//     pipeline ranks in increasing order, and stand for world groups of at
+//     least two ranks;
+//   - a bucket's group contains its pipeline rank, its parameters are held
+//     by the rank and in no other bucket, and every member of a group lists
+//     the same buckets (parameters, order) for it: the all-reduce then sums
 //     the same gradients elementwise on every member, in place.
+//
+// Ranks (program.h, "The manifest"; docs/runtime-abi.md): the executable
+// holds one program per PIPELINE rank p in [0, devices), run by every
+// DATA-PARALLEL copy c in [0, data_parallel); the process of WORLD rank
+// w = c * devices + p runs program p as copy c. The manifest describes
+// pipeline ranks only; Manifest's rank helpers below are the one place
+// that maps them to world ranks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -161,9 +170,10 @@ struct BucketSpec {
   std::vector<int> params; // indices into Manifest::params, in bucket order
 };
 
+/// What the manifest says about one pipeline rank: the same for every
+/// data-parallel copy of it.
 struct RankSpec {
   int32_t numValues = 0;
-  int dpCopy = 0;
   /// The schedule's prediction (program.h): most forward handles alive at
   /// once, and most bytes of their saved results; -1 when not given.
   int64_t peakHandles = -1, peakSavedBytes = -1;
@@ -178,14 +188,39 @@ struct Manifest {
   ScheduleSpec schedule;
   std::vector<ParamSpec> params;
   std::vector<StageFunction> functions;
+  /// Every all-reduce group, as pipeline ranks in increasing order; the
+  /// communicator's group is worldGroup(g).
   std::vector<std::vector<int>> groups;
+  /// Index p <-> bitpipe_rank_programs[p]: one per pipeline rank.
   std::vector<RankSpec> ranks;
 
   /// Index of parameter \p name, or -1.
   int findParam(std::string_view name) const;
-  /// The lowest rank holding parameter \p param (whose copy is saved and
-  /// counted once in the gradient norm), or -1 if no rank holds it.
+  /// The lowest world rank holding parameter \p param (whose copy is saved
+  /// and counted once in the gradient norm): its pipeline rank in copy 0.
+  /// -1 if no rank holds it.
   int ownerRank(int param) const;
+
+  // The ranks (file comment). \p world is a world rank in
+  // [0, schedule.worldSize), \p pipeline a pipeline rank in
+  // [0, schedule.devices), \p copy a copy in [0, schedule.dataParallel).
+  int pipelineRanks() const { return static_cast<int>(schedule.devices); }
+  /// The pipeline rank of world rank \p world: which program it runs.
+  int pipelineRank(int world) const { return world % pipelineRanks(); }
+  /// The data-parallel copy of world rank \p world: whose data it reads
+  /// and whose pipeline ranks it talks to.
+  int copyOf(int world) const { return world / pipelineRanks(); }
+  /// The world rank of pipeline rank \p pipeline in copy \p copy.
+  int worldRank(int copy, int pipeline) const {
+    return copy * pipelineRanks() + pipeline;
+  }
+  /// What the manifest says about world rank \p world.
+  const RankSpec &rankSpec(int world) const {
+    return ranks[static_cast<size_t>(pipelineRank(world))];
+  }
+  /// The world ranks of group \p g: its pipeline ranks in every copy, in
+  /// increasing order ({c * devices + p : c < data_parallel, p in g}).
+  std::vector<int> worldGroup(int g) const;
 };
 
 /// Parses and validates \p text (see the file comment). Reads every word

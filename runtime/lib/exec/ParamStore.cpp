@@ -13,7 +13,7 @@ namespace bitpipe::runtime {
 
 ParamStore::ParamStore(const Manifest &manifest, int rank)
     : manifest_(manifest), offset_(manifest.params.size(), -1) {
-  const RankSpec &spec = manifest.ranks[rank];
+  const RankSpec &spec = manifest.rankSpec(rank);
   int64_t next = 0;
   // Every tensor starts on a kParamAlignment-element boundary: on the CUDA
   // target cuBLASLt picks its fast kernels and bias epilogue only for

@@ -60,15 +60,17 @@ void bp_rt_send(bp_rt_context *ctx, int32_t value, int64_t count,
                 int32_t peer, int32_t tag) {
   check(ctx, ctx->send(value, count, peer, tag), [&] {
     return ctx->describeCall(
-        formatString("send of value %d to rank %d (tag %d)", value, peer, tag));
+        formatString("send of value %d to %s (tag %d)", value,
+                     ctx->describePeer(peer).c_str(), tag));
   });
 }
 
 void bp_rt_recv(bp_rt_context *ctx, int32_t value, int64_t count,
                 int32_t peer, int32_t tag) {
   check(ctx, ctx->recv(value, count, peer, tag), [&] {
-    return ctx->describeCall(formatString(
-        "recv of value %d from rank %d (tag %d)", value, peer, tag));
+    return ctx->describeCall(
+        formatString("recv of value %d from %s (tag %d)", value,
+                     ctx->describePeer(peer).c_str(), tag));
   });
 }
 

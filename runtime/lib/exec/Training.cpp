@@ -94,7 +94,7 @@ Status startUpChecks(const TrainOptions &o, const Manifest &manifest,
 Status broadcastInitialParams(Communicator &comm, const Manifest &manifest,
                               ParamStore &store,
                               const std::vector<GroupId> &groupIds) {
-  const RankSpec &spec = manifest.ranks[comm.rank()];
+  const RankSpec &spec = manifest.rankSpec(comm.rank());
   for (size_t g = 0; g < manifest.groups.size(); ++g)
     for (size_t b = 0; b < spec.buckets.size(); ++b) {
       if (spec.buckets[b].group != static_cast<int>(g))
@@ -292,7 +292,7 @@ Status Trainer::reportMemory(const Executor &executor) {
     int64_t v[4] = {0, 0, 0, 0};
     if (all[r].size() == sizeof v)
       std::memcpy(v, all[r].data(), sizeof v);
-    const RankSpec &spec = manifest_.ranks[r];
+    const RankSpec &spec = manifest_.rankSpec(static_cast<int>(r));
     saved += formatString(" r%zu %lld (%.2f MiB)", r, (long long)v[0],
                           v[1] / MiB);
     if (spec.peakHandles >= 0 &&
@@ -368,8 +368,11 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
 int Trainer::run() {
   // Groups first: createGroup is collective over every rank, in order.
   std::vector<GroupId> groupIds;
-  for (const std::vector<int> &g : manifest_.groups) {
-    Expected<GroupId> id = comm_.createGroup(g);
+  // The manifest's groups are pipeline ranks: each is created as the world
+  // group of every copy of them (Manifest::worldGroup).
+  for (size_t g = 0; g < manifest_.groups.size(); ++g) {
+    Expected<GroupId> id =
+        comm_.createGroup(manifest_.worldGroup(static_cast<int>(g)));
     if (!id.isOk())
       comm_.abort(1, "creating the manifest's groups: " +
                          id.status().message());
@@ -420,7 +423,9 @@ int Trainer::run() {
   parts.trace = &trace_;
   parts.groupIds = groupIds;
   bp_rt_context ctx(std::move(parts));
-  bp_rank_program_t program = program_.rankPrograms[rank_];
+  // Every data-parallel copy runs its pipeline rank's program.
+  bp_rank_program_t program =
+      program_.rankPrograms[manifest_.pipelineRank(rank_)];
 
   // One time base for the trace on every rank (Trace.h).
   s = comm_.barrier(kWorldGroup);
@@ -546,15 +551,17 @@ int runTraining(const CompiledProgram &program, BackendFactory createBackend,
     return 1;
   }
   if (program.numStageEntries != static_cast<int32_t>(m->functions.size()) ||
-      program.numRanks != static_cast<int32_t>(m->schedule.worldSize)) {
+      program.numRanks != m->pipelineRanks()) {
+    // One rank program per pipeline rank, not per world rank (program.h).
     if (rank == 0)
       printError(rank,
                  formatString("the compiled program is inconsistent: %d stage "
-                              "entries and %d rank programs, but its manifest "
-                              "lists %zu functions and %lld ranks",
+                              "entries and %d rank programs "
+                              "(bitpipe_num_ranks), but its manifest lists "
+                              "%zu functions and %d pipeline ranks "
+                              "(schedule.devices)",
                               program.numStageEntries, program.numRanks,
-                              m->functions.size(),
-                              static_cast<long long>(m->schedule.worldSize)));
+                              m->functions.size(), m->pipelineRanks()));
     return 1;
   }
   if (mpi.size() != m->schedule.worldSize) {

@@ -24,6 +24,7 @@ namespace bitpipe::runtime {
 struct CompiledProgram {
   const bp_stage_entry_t *stageEntries = nullptr;
   int32_t numStageEntries = 0;
+  /// One per pipeline rank (program.h): numRanks = schedule.devices.
   const bp_rank_program_t *rankPrograms = nullptr;
   int32_t numRanks = 0;
   const char *manifest = nullptr;

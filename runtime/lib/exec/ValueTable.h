@@ -44,7 +44,7 @@ public:
 
   /// The receive that fills this buffer, until waited for.
   RequestHandle pendingRecv;
-  int recvPeer = -1;
+  int recvPeer = -1; // the sender's world rank
   int recvTag = 0;
 
 private:

@@ -2,7 +2,9 @@
 //
 // The rank programs and manifests bitpipe-compile would emit for the fake
 // model (FakeModel.h), one configuration per executable, chosen by a
-// compile definition:
+// compile definition. As compiled ones, they are one program per PIPELINE
+// rank, which every data-parallel copy runs: peers and groups are pipeline
+// ranks, and the executor maps them to the copy's world ranks (program.h).
 //
 //   FAKE_SINGLE     1 rank, both stages, 4 micro-batches, GPipe order, a
 //                   local copy between the stages, full backward;
@@ -10,19 +12,26 @@
 //                   and gradients sent in batches, split backward with the
 //                   weight halves deferred (zero-bubble style), the tied
 //                   embedding's gradient all-reduced over both ranks;
-//   FAKE_DP2        2 data-parallel copies of FAKE_SINGLE, 2 micro-batches
-//                   each, gradients in two buckets;
-//   FAKE_PIPE2_DP2  2 copies of FAKE_PIPE2, 2 micro-batches each: the
-//                   embedding all-reduced over 4 ranks, the rest over 2.
+//   FAKE_DP2        2 data-parallel copies of FAKE_SINGLE (1 program, 2
+//                   world ranks), 2 micro-batches each, gradients in two
+//                   buckets over a group of one pipeline rank;
+//   FAKE_PIPE2_DP2  2 copies of FAKE_PIPE2 (2 programs, 4 world ranks), 2
+//                   micro-batches each: copy 1's pipeline ranks are world
+//                   ranks 2 and 3, the embedding is all-reduced over all 4
+//                   world ranks, the rest over 0 and 2.
 // FAKE_BERT switches the model family (masked-LM data) for any of them.
+// FAKE_WORLD_PROGRAMS lists one program per WORLD rank instead (what a
+// version-2 compiler emitted), which the runtime must refuse.
 //
 // Each configuration trains on 4 micro-batches per step, so all of them
 // must match FAKE_SINGLE (the executor equivalence tests).
 //
-// BITPIPE_FAKE_KILL=R:S makes rank R kill itself (SIGKILL) in the middle of
-// step S: the dead-rank test.
+// BITPIPE_FAKE_KILL=R:S makes pipeline rank R kill itself (SIGKILL) in the
+// middle of step S, in every copy: the dead-rank test.
 // BITPIPE_FAKE_BUG=1 makes the first stage release its first tokens twice,
 // as a miscompiled program would: the executor must stop the whole job.
+// BITPIPE_FAKE_BAD_PEER=P makes it send its first activation to pipeline
+// rank P instead of its partner (P = 2 with 2 pipeline ranks: no such rank).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,7 +56,7 @@ namespace {
 /// Counts this process's steps (rank programs run once per step).
 int stepNumber = 0;
 
-/// BITPIPE_FAKE_KILL=R:S: rank R dies in step S.
+/// BITPIPE_FAKE_KILL=R:S: pipeline rank R dies in step S.
 void maybeDie(int rank) {
   const char *spec = std::getenv("BITPIPE_FAKE_KILL");
   int r = -1, s = -1;
@@ -113,7 +122,9 @@ void maybeDie(int rank) {
     bp_rt_release(ctx, id(mb, kTok));
     if (mb == 0 && std::getenv("BITPIPE_FAKE_BUG"))
       bp_rt_release(ctx, id(mb, kTok));
-    bp_rt_send(ctx, id(mb, kAct), FAKE_ACT_COUNT, peer, mb);
+    const char *badPeer = std::getenv("BITPIPE_FAKE_BAD_PEER");
+    bp_rt_send(ctx, id(mb, kAct), FAKE_ACT_COUNT,
+               mb == 0 && badPeer ? std::atoi(badPeer) : peer, mb);
     bp_rt_end_batch(ctx, mb);
     bp_rt_release(ctx, id(mb, kAct)); // the pending send still holds it
   }
@@ -176,7 +187,7 @@ void rank0(bp_rt_context *c) { bothStages(c, 0, 4, 4, 0); }
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 4, \"devices\": 1,"   \
   " \"data_parallel\": 1, \"world_size\": 1},"                                 \
   "\"groups\": [],"                                                            \
-  "\"ranks\": [{\"num_values\": 28, \"dp_copy\": 0,"                           \
+  "\"ranks\": [{\"num_values\": 28,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
   " \"hidden.bias\"], \"buckets\": []}]"
 #elif defined(FAKE_PIPE2)
@@ -187,59 +198,55 @@ void rank1(bp_rt_context *c) { lastStage(c, 1, 0, 4, 4); }
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 4, \"devices\": 2,"   \
   " \"data_parallel\": 1, \"world_size\": 2},"                                 \
   "\"groups\": [[0, 1]],"                                                      \
-  "\"ranks\": [{\"num_values\": 17, \"dp_copy\": 0,"                           \
+  "\"ranks\": [{\"num_values\": 17,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
   " \"hidden.bias\"],"                                                         \
   " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]},"           \
-  "{\"num_values\": 21, \"dp_copy\": 0, \"params\": [\"embed.tokens\"],"       \
+  "{\"num_values\": 21, \"params\": [\"embed.tokens\"],"                       \
   " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]}]"
 #elif defined(FAKE_DP2)
+// One program; world ranks 0 and 1 run it as copies 0 and 1.
 void rank0(bp_rt_context *c) { bothStages(c, 0, 2, 4, 2); }
-void rank1(bp_rt_context *c) { bothStages(c, 1, 2, 4, 2); }
-#define FAKE_RANKS rank0, rank1
-#define FAKE_DP2_RANK(copy)                                                    \
-  "{\"num_values\": 16, \"dp_copy\": " #copy ","                               \
-  " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
-  " \"hidden.bias\"], \"buckets\": ["                                           \
-  "{\"group\": 0, \"params\": [\"embed.tokens\"]},"                            \
-  "{\"group\": 0, \"params\": [\"hidden.weight\", \"hidden.bias\","            \
-  " \"embed.pos\"]}]}"
+#define FAKE_RANKS rank0
 #define FAKE_TAIL_JSON                                                         \
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, \"devices\": 1,"   \
   " \"data_parallel\": 2, \"world_size\": 2},"                                 \
-  "\"groups\": [[0, 1]],"                                                      \
-  "\"ranks\": [" FAKE_DP2_RANK(0) "," FAKE_DP2_RANK(1) "]"
+  "\"groups\": [[0]],"                                                         \
+  "\"ranks\": [{\"num_values\": 16,"                                           \
+  " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
+  " \"hidden.bias\"], \"buckets\": ["                                          \
+  "{\"group\": 0, \"params\": [\"embed.tokens\"]},"                            \
+  "{\"group\": 0, \"params\": [\"hidden.weight\", \"hidden.bias\","            \
+  " \"embed.pos\"]}]}]"
 #elif defined(FAKE_PIPE2_DP2)
-// Rank = copy * 2 + device; the partner stage is on rank ^ 1.
+// Two programs, peers as pipeline ranks; world rank = copy * 2 + pipeline
+// rank, so copy 1's stages (world ranks 2 and 3) talk to each other.
 void rank0(bp_rt_context *c) { firstStage(c, 0, 1, 2, 4, 2); }
 void rank1(bp_rt_context *c) { lastStage(c, 1, 0, 2, 4); }
-void rank2(bp_rt_context *c) { firstStage(c, 2, 3, 2, 4, 2); }
-void rank3(bp_rt_context *c) { lastStage(c, 3, 2, 2, 4); }
-#define FAKE_RANKS rank0, rank1, rank2, rank3
-#define FAKE_FIRST(copy)                                                       \
-  "{\"num_values\": 10, \"dp_copy\": " #copy ","                               \
-  " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
-  " \"hidden.bias\"], \"buckets\": ["                                           \
-  "{\"group\": 1, \"params\": [\"hidden.weight\", \"hidden.bias\","            \
-  " \"embed.pos\"]},"                                                          \
-  "{\"group\": 0, \"params\": [\"embed.tokens\"]}]}"
-#define FAKE_LAST(copy)                                                        \
-  "{\"num_values\": 11, \"dp_copy\": " #copy ","                               \
-  " \"params\": [\"embed.tokens\"],"                                           \
-  " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]}"
+#define FAKE_RANKS rank0, rank1
 #define FAKE_TAIL_JSON                                                         \
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, \"devices\": 2,"   \
   " \"data_parallel\": 2, \"world_size\": 4},"                                 \
-  "\"groups\": [[0, 1, 2, 3], [0, 2]],"                                        \
-  "\"ranks\": [" FAKE_FIRST(0) "," FAKE_LAST(0) "," FAKE_FIRST(1) ","          \
-  FAKE_LAST(1) "]"
+  "\"groups\": [[0, 1], [0]],"                                                 \
+  "\"ranks\": [{\"num_values\": 10,"                                           \
+  " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
+  " \"hidden.bias\"], \"buckets\": ["                                          \
+  "{\"group\": 1, \"params\": [\"hidden.weight\", \"hidden.bias\","            \
+  " \"embed.pos\"]},"                                                          \
+  "{\"group\": 0, \"params\": [\"embed.tokens\"]}]},"                          \
+  "{\"num_values\": 11, \"params\": [\"embed.tokens\"],"                       \
+  " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]}]"
 #else
 #error "define one of FAKE_SINGLE, FAKE_PIPE2, FAKE_DP2, FAKE_PIPE2_DP2"
 #endif
 
 } // namespace
 
+#ifdef FAKE_WORLD_PROGRAMS
+const bp_rank_program_t bitpipe_rank_programs[] = {FAKE_RANKS, FAKE_RANKS};
+#else
 const bp_rank_program_t bitpipe_rank_programs[] = {FAKE_RANKS};
+#endif
 const int32_t bitpipe_num_ranks =
     sizeof(bitpipe_rank_programs) / sizeof(bitpipe_rank_programs[0]);
 #define FAKE_STRINGIFY(x) #x

@@ -32,15 +32,49 @@ TEST(ExecManifest, ParsesTheFakePipelineWithDataParallelism) {
   EXPECT_TRUE(fwd1.results[0].isScalarF32()); // the loss
   EXPECT_FALSE(fwd1.results[1].isScalarF32());
   EXPECT_EQ(m->functions[kStage1BwdWeight].args[1].kind, RoleKind::Stash);
+  // Groups and ranks are pipeline ranks: one rank entry per program.
   ASSERT_EQ(m->groups.size(), 2u);
-  EXPECT_EQ(m->groups[1], (std::vector<int>{0, 2}));
-  ASSERT_EQ(m->ranks.size(), 4u);
-  EXPECT_EQ(m->ranks[3].dpCopy, 1);
+  EXPECT_EQ(m->groups[0], (std::vector<int>{0, 1}));
+  EXPECT_EQ(m->groups[1], (std::vector<int>{0}));
+  ASSERT_EQ(m->ranks.size(), 2u);
   ASSERT_EQ(m->ranks[0].buckets.size(), 2u);
   EXPECT_EQ(m->ranks[0].buckets[0].group, 1);
   // Saved and counted once by the lowest rank holding it.
   EXPECT_EQ(m->ownerRank(m->findParam("embed.tokens")), 0);
   EXPECT_EQ(m->ownerRank(m->findParam("hidden.bias")), 0);
+}
+
+// World rank w = copy * devices + pipeline rank (program.h).
+TEST(ExecManifest, MapsWorldRanksToPipelineRanksAndCopies) {
+  Expected<Manifest> m = parseManifest(pipeDpManifest());
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  EXPECT_EQ(m->pipelineRanks(), 2);
+  const int pipeline[] = {0, 1, 0, 1}, copy[] = {0, 0, 1, 1};
+  for (int w = 0; w < 4; ++w) {
+    EXPECT_EQ(m->pipelineRank(w), pipeline[w]) << w;
+    EXPECT_EQ(m->copyOf(w), copy[w]) << w;
+    EXPECT_EQ(m->worldRank(copy[w], pipeline[w]), w);
+    // Every copy of a pipeline rank reads that rank's entry.
+    EXPECT_EQ(&m->rankSpec(w), &m->ranks[pipeline[w]]) << w;
+  }
+  // The groups' world ranks: every copy of their pipeline ranks, sorted.
+  EXPECT_EQ(m->worldGroup(0), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(m->worldGroup(1), (std::vector<int>{0, 2}));
+  // The owner of a parameter is in copy 0: copies > 0 save nothing.
+  EXPECT_EQ(m->ownerRank(m->findParam("embed.tokens")), 0);
+}
+
+TEST(ExecManifest, WorldGroupsInterleaveCopiesOfSeveralPipelineRanks) {
+  // D = 4, K = 3: group {1, 3} is {1, 3, 5, 7, 9, 11}.
+  Manifest m;
+  m.schedule.devices = 4;
+  m.schedule.dataParallel = 3;
+  m.schedule.worldSize = 12;
+  m.groups = {{1, 3}};
+  EXPECT_EQ(m.worldGroup(0), (std::vector<int>{1, 3, 5, 7, 9, 11}));
+  EXPECT_EQ(m.pipelineRank(11), 3);
+  EXPECT_EQ(m.copyOf(11), 2);
+  EXPECT_EQ(m.worldRank(2, 1), 9);
 }
 
 /// The error message of parsing \p text (empty if it parses).
@@ -63,6 +97,10 @@ TEST(ExecManifest, NamesWhatIsWrongAndWhere) {
        "parameter 'embed.pos' is [8, 16] f32, not [8, 15] f32"},
       {"\"world_size\": 4", "\"world_size\": 3",
        "world_size 3 is not devices 2 x data_parallel 2"},
+      // World ranks are MPI's ints.
+      {"\"world_size\": 4", "\"world_size\": 4294967296",
+       "schedule.world_size: 4294967296 is more ranks than an MPI job has "
+       "(at most 2147483647)"},
       {"\"family\": \"gpt\"", "\"family\": \"bert\"",
        "a bert model needs \"mask_token\""},
       // A forward cannot take a stash.
@@ -73,14 +111,28 @@ TEST(ExecManifest, NamesWhatIsWrongAndWhere) {
        "\"params\": [\"embed.tokens\"]",
        "\"params\": [\"embed.tokens\"], \"buckets\": [{\"group\": 0, "
        "\"params\": [\"embed.pos\"]",
-       "ranks[1].buckets[0].params: rank 1 does not hold 'embed.pos'"},
-      // Rank 0's buckets for group 1 now differ from rank 2's.
-      {"\"hidden.bias\", \"embed.pos\"]}", "\"embed.pos\", \"hidden.bias\"]}",
-       "ranks 0 and 2 list different buckets for group 1"},
-      {"[[0, 1, 2, 3], [0, 2]]", "[[0, 1, 2, 3], [0, 0]]",
-       "groups[1]: rank 0 is listed twice"},
-      {"\"dp_copy\": 1", "\"dp_copy\": 2",
-       "ranks[2].dp_copy: 2 is not below data_parallel 2"},
+       "ranks[1].buckets[0].params: pipeline rank 1 does not hold "
+       "'embed.pos'"},
+      // Rank 0's bucket for group 0 now differs from rank 1's.
+      {"\"hidden.bias\", \"embed.pos\"]},{\"group\": 0, \"params\": "
+       "[\"embed.tokens\"]}",
+       "\"hidden.bias\"]},{\"group\": 0, \"params\": [\"embed.tokens\", "
+       "\"embed.pos\"]}",
+       "pipeline ranks 0 and 1 list different buckets for group 0"},
+      // Rank 1 is not in group 1 (pipeline rank 0 alone).
+      {"\"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]}]",
+       "\"buckets\": [{\"group\": 1, \"params\": [\"embed.tokens\"]}]}]",
+       "ranks[1].buckets[0].group: pipeline rank 1 is not a member of group "
+       "1"},
+      // Groups are pipeline ranks: distinct, increasing, below devices.
+      {"[[0, 1], [0]]", "[[0, 0], [0]]", "groups[0]: rank 0 is listed twice"},
+      {"[[0, 1], [0]]", "[[1, 0], [0]]",
+       "groups[0]: rank 0 after rank 1: pipeline ranks must be in increasing "
+       "order"},
+      {"[[0, 1], [0]]", "[[0, 2], [0]]",
+       "groups[0]: rank 2 is not a pipeline rank (below devices 2)"},
+      {"[[0, 1], [0]]", "[[0, 1], []]",
+       "groups[1]: a group needs at least one pipeline rank"},
       {"{\"version\"", "[{\"version\"", "manifest: JSON:"},
       {"\"name\": \"cpu\"", "\"name\": \"tpu\"",
        "manifest: target.name: unknown target 'tpu' (expected one of cpu, "
@@ -154,14 +206,40 @@ TEST(ExecManifest, ReadsTheTarget) {
       << errorOf(bf16);
 }
 
-TEST(ExecManifest, RanksMustMatchTheWorldSize) {
-  std::string text = replaced(pipeDpManifest(), "\"world_size\": 4",
-                              "\"world_size\": 2");
-  text = replaced(text, "\"devices\": 2", "\"devices\": 1");
-  text = replaced(text, "[[0, 1, 2, 3], [0, 2]]", "[[0, 1], [0, 1]]");
-  EXPECT_NE(errorOf(text).find("lists 4 ranks, world_size is 2"),
+// One entry per pipeline rank, not per world rank: a manifest listing
+// every world rank (version 2's) is refused naming both numbers.
+TEST(ExecManifest, RanksAreOnePerPipelineRank) {
+  const std::string good = pipeDpManifest();
+  const std::string extra = "{\"num_values\": 11, \"params\": [], "
+                            "\"buckets\": []},";
+  std::string three = replaced(good, "\"ranks\": [", "\"ranks\": [" + extra);
+  ASSERT_NE(three, good);
+  EXPECT_NE(errorOf(three).find("manifest: ranks: lists 3 ranks, but there is "
+                                "one per pipeline rank: schedule.devices is 2"),
             std::string::npos)
-      << errorOf(text);
+      << errorOf(three);
+  std::string four = replaced(three, "\"ranks\": [", "\"ranks\": [" + extra);
+  EXPECT_NE(errorOf(four).find("lists 4 ranks, but there is one per pipeline "
+                               "rank: schedule.devices is 2"),
+            std::string::npos)
+      << errorOf(four);
+  // No "dp_copy": the copy is the world rank's (Manifest::copyOf).
+  EXPECT_EQ(good.find("dp_copy"), std::string::npos);
+}
+
+// A group of one pipeline rank all-reduces across the copies: a world
+// group of data_parallel ranks, so it needs data_parallel > 1.
+TEST(ExecManifest, AOneMemberGroupNeedsSeveralCopies) {
+  const std::string good = pipeDpManifest();
+  ASSERT_TRUE(parseManifest(good).isOk()) << errorOf(good); // K = 2
+  std::string single = replaced(good, "\"data_parallel\": 2, \"world_size\": 4",
+                                "\"data_parallel\": 1, \"world_size\": 2");
+  ASSERT_NE(single, good);
+  EXPECT_NE(errorOf(single).find("manifest: groups[1]: pipeline rank 0 alone, "
+                                 "with data_parallel 1, is a group of one "
+                                 "world rank; a group needs at least 2"),
+            std::string::npos)
+      << errorOf(single);
 }
 
 } // namespace

@@ -50,6 +50,14 @@ TEST(ExecParamStore, BucketsAreContiguousInManifestOrder) {
   // Rank 0 holds embed.tokens too: rank 1 leaves it out of its norm.
   EXPECT_EQ(last.layout().all.size(), 1u);
   EXPECT_TRUE(last.layout().norm.empty());
+
+  // World rank 2 is pipeline rank 0 of copy 1: rank 0's layout, but rank 0
+  // (copy 0) counts every parameter in the norm, so copy 1 counts none.
+  ParamStore copy1(*m, 2);
+  EXPECT_EQ(copy1.layoutOrder(), store.layoutOrder());
+  EXPECT_EQ(copy1.bucketRange(0).count, store.bucketRange(0).count);
+  EXPECT_EQ(copy1.layout().all.size(), 4u);
+  EXPECT_TRUE(copy1.layout().norm.empty());
 }
 
 TEST(ExecParamStore, ReplicasInitializeIdentically) {

@@ -1,8 +1,9 @@
 //===- TestManifests.h - Manifests for the executor unit tests --*- C++ -*-===//
 //
 // The fake model's manifest (FakeModel.h) with the 2 x 2 configuration of
-// FakePrograms.cpp (two data-parallel copies of a two-rank pipeline), as a
-// string the tests parse or break on purpose.
+// FakePrograms.cpp (two data-parallel copies of a two-rank pipeline: two
+// rank programs, four world ranks), as a string the tests parse or break
+// on purpose.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,14 +30,13 @@ inline std::string pipeDpTailJson() {
                       "{\"group\": 0, \"params\": [\"embed.tokens\"]}]}";
   const char *last = "\"params\": [\"embed.tokens\"], \"buckets\": "
                      "[{\"group\": 0, \"params\": [\"embed.tokens\"]}]}";
-  return std::string(
-             "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, "
-             "\"devices\": 2, \"data_parallel\": 2, \"world_size\": 4},"
-             "\"groups\": [[0, 1, 2, 3], [0, 2]], \"ranks\": [") +
-         "{\"num_values\": 10, \"dp_copy\": 0, " + first + "," +
-         "{\"num_values\": 11, \"dp_copy\": 0, " + last + "," +
-         "{\"num_values\": 10, \"dp_copy\": 1, " + first + "," +
-         "{\"num_values\": 11, \"dp_copy\": 1, " + last + "]";
+  // Pipeline ranks: group 0 (the tied embedding) is world ranks 0-3, group
+  // 1 (pipeline rank 0 alone) world ranks 0 and 2.
+  return std::string("\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, "
+                     "\"devices\": 2, \"data_parallel\": 2, \"world_size\": 4},"
+                     "\"groups\": [[0, 1], [0]], \"ranks\": [") +
+         "{\"num_values\": 10, " + first + "," + "{\"num_values\": 11, " +
+         last + "]";
 }
 
 inline std::string pipeDpManifest() {

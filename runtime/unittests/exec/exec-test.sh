@@ -103,7 +103,26 @@ pipeline)      # (a) 1 rank vs a 2-rank pipeline
 data-parallel) # (b) 2 data-parallel copies of 2 micro-batches vs 1 rank of 4
   initial; equivalent 2 FakeDp2 FakeSingle ;;
 pipeline-dp)   # 2 copies of the 2-rank pipeline (overlapping groups)
-  initial; equivalent 4 FakePipe2Dp2 FakeSingle ;;
+  # Two rank programs run by 4 world ranks (program.h): each copy's stages
+  # talk to each other (0<->1, 2<->3; the trace names world ranks), and the
+  # all-reduces span the copies (the embedding's all 4 ranks: the result
+  # equals the one-rank run's).
+  initial; equivalent 4 FakePipe2Dp2 FakeSingle
+  must_run 4 FakePipe2Dp2 "${common[@]}" --steps 1 --trace "$tmp/trace.json"
+  /usr/bin/python3 -c '
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+seen = set()
+for e in events:
+    words = e["name"].split()
+    if e.get("cat") in ("send", "recv") and len(words) == 3:
+        me, peer = e["pid"], int(words[1][1:])
+        assert (peer // 2, peer % 2) == (me // 2, 1 - me % 2), (me, e["name"])
+        seen.add((me, words[0], peer))
+want = {(0, "send", 1), (1, "recv", 0), (1, "send", 0), (0, "recv", 1),
+        (2, "send", 3), (3, "recv", 2), (3, "send", 2), (2, "recv", 3)}
+assert seen == want, sorted(seen)' "$tmp/trace.json" ||
+    fail "the copies do not talk to their own pipeline peers" ;;
 bert)          # masked-LM data: the two stages' ranks agree on the masks
   initial; equivalent 2 FakeBertPipe2 FakeBertSingle ;;
 clipping)      # global norm over unique parameters across ranks
@@ -160,6 +179,9 @@ fault-world-size)   # (d) wrong rank count
   expect_failure 1 FakePipe2 'compiled for 2 ranks, started with 1: run with mpirun -np 2' \
     "${common[@]}" --steps 2
   expect_failure 4 FakeDp2 'compiled for 2 ranks, started with 4: run with mpirun -np 2' \
+    "${common[@]}" --steps 2
+  # One program per world rank (version 2's layout), not per pipeline rank.
+  expect_failure 4 FakePipe2Dp2WorldPrograms 'the compiled program is inconsistent: 6 stage entries and 4 rank programs \(bitpipe_num_ranks\), but its manifest lists 6 functions and 2 pipeline ranks \(schedule.devices\)' \
     "${common[@]}" --steps 2 ;;
 fake-device)    # the CUDA backend's bookkeeping on a fake device (FakeDeviceBackend.cpp)
   # fp32 accumulators and the kernels' AdamW arithmetic: the CPU's run to
@@ -267,7 +289,12 @@ fault-program) # a miscompiled rank program: one rank's fatal stops both
   [ "$rc" -ne 0 ] || fail "exited 0"
   [ $(( $(date +%s) - start )) -le 15 ] || fail "the other rank was not stopped promptly"
   grep -q "bitpipe: rank 0: fatal: step 1: release of value 0: value 0 holds nothing (released twice, or never defined)" \
-    "$tmp/out.txt" || fail "no fatal message naming the step, call and value" ;;
+    "$tmp/out.txt" || fail "no fatal message naming the step, call and value"
+  # Peers are pipeline ranks (program.h): 2 is none with 2 of them.
+  BITPIPE_FAKE_BAD_PEER=2 run 2 FakePipe2 "${common[@]}" --steps 2 --timeout 20
+  [ $? -ne 0 ] || fail "a send to pipeline rank 2 of 2 exited 0"
+  grep -q "bitpipe: rank 0: fatal: step 1: send of value 1 to pipeline rank 2 (tag 0): peer 2 is not a pipeline rank (below schedule.devices 2)" \
+    "$tmp/out.txt" || fail "no fatal message naming the peer that is no pipeline rank" ;;
 fake-nccl)      # the executor's NCCL path (comm/nccl) on the fake device
   # Batches as groups posted at their end, transfers matched in posting
   # order, device waits and their drain, host memory over MPI: a pipeline
