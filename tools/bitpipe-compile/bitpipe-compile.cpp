@@ -2,13 +2,14 @@
 //
 //   bitpipe-compile MODEL.mlir|CONFIG.json --devices D --schedule S
 //                   [--microbatches N] [--dp K] [--emit=mlir|llvm|obj|exe]
-//                   [--target cpu|cuda] [--precision fp32|bf16] [-o OUT]
+//                   [--target cpu|cuda] [--precision fp32|bf16]
+//                   [--loops=false] [-o OUT]
 //
 // The driver runs, in one process, what a user could also run step by step:
 //
 //   bitpipe-import (when given a JSON config)
 //   bitpipe-opt --bitpipe-pipeline=...          (schedule, transfers, buckets)
-//   bitpipe-opt --bitpipe-lower-to-runtime{target=T precision=P}
+//   bitpipe-opt --bitpipe-lower-to-runtime{target=T precision=P loops=L}
 //                                               (runtime calls, LLVM dialect)
 //   mlir-translate --mlir-to-llvmir, opt -O2, llc -filetype=obj
 //   c++ OBJ @runtime-cpu.rsp | @runtime-cuda.rsp  (link with the runtime)
@@ -121,6 +122,12 @@ cl::opt<bool> splitBackward("split-backward",
                             cl::init(false), cl::cat(category));
 
 // Code generation and linking.
+cl::opt<bool> loops("loops",
+                    cl::desc("Emit the repeated steady state of each rank "
+                             "as loops (default), so that the program does "
+                             "not grow with --microbatches; --loops=false "
+                             "keeps one call per step (docs/repetition.md)"),
+                    cl::init(true), cl::cat(category));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3)"),
                            cl::Prefix, cl::init(2), cl::cat(category));
 cl::opt<std::string> runtimeLink(
@@ -304,6 +311,7 @@ int main(int argc, char **argv) {
 
   bitpipe::LowerToRuntimeOptions targetOptions;
   targetOptions.target = target;
+  targetOptions.loops = loops;
   targetOptions.precision = precision.getNumOccurrences()
                                 ? precision.getValue()
                                 : bitpipe::defaultPrecision(target);

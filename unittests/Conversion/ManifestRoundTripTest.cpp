@@ -302,15 +302,21 @@ TEST_P(ManifestRoundTrip, TheRuntimeReadsWhatTheCompilerWrote) {
   }
   EXPECT_EQ(params, paramsOfForwards);
 
-  // Ranks: one per program, as the program says.
+  // Ranks: one per pipeline rank, whatever the copy count, as the program
+  // says (docs/data-parallel.md).
   ASSERT_EQ(m.ranks.size(), expected.programs.size());
+  ASSERT_EQ(static_cast<int>(m.ranks.size()), kDevices);
   for (auto &[rank, program] : expected.programs) {
     SCOPED_TRACE("rank " + std::to_string(rank));
     ASSERT_LT(rank, static_cast<int64_t>(m.ranks.size()));
     const rt::RankSpec &r = m.ranks[rank];
     EXPECT_EQ(r.numValues, program.numValues);
-    // Copies are consecutive blocks of `devices` ranks (sched::World).
-    EXPECT_EQ(r.dpCopy, rank / kDevices);
+    // Every copy runs it: world rank c * D + p is pipeline rank p.
+    for (int c = 0; c < GetParam().dataParallel; ++c) {
+      int w = m.worldRank(c, static_cast<int>(rank));
+      EXPECT_EQ(m.copyOf(w), c);
+      EXPECT_EQ(&m.rankSpec(w), &r);
+    }
     std::set<std::string> held, want;
     for (int p : r.params)
       held.insert(m.params[p].name);
@@ -322,6 +328,10 @@ TEST_P(ManifestRoundTrip, TheRuntimeReadsWhatTheCompilerWrote) {
       const std::vector<int> &group = m.groups[r.buckets[b].group];
       EXPECT_EQ(std::vector<int64_t>(group.begin(), group.end()),
                 program.buckets[b].group)
+          << "bucket " << b;
+      // The group spans its pipeline ranks in every copy.
+      EXPECT_EQ(m.worldGroup(r.buckets[b].group).size(),
+                group.size() * GetParam().dataParallel)
           << "bucket " << b;
       std::vector<std::string> grads;
       for (int p : r.buckets[b].params)

@@ -31,6 +31,10 @@ struct LowerToRuntimePipelineOptions
       *this, "precision",
       llvm::cl::desc("fp32 | bf16 (bf16 needs target=cuda)"),
       llvm::cl::init(bitpipe::Precision::FP32), bitpipe::precisionValues()};
+  Option<bool> loops{*this, "loops",
+                     llvm::cl::desc("Repeated runs of a rank's calls as "
+                                    "scf.for loops (false: a straight line)"),
+                     llvm::cl::init(true)};
 };
 
 } // namespace
@@ -40,6 +44,7 @@ void bitpipe::buildLowerToRuntimePipeline(
   LowerProgramToRuntimeOptions program;
   program.target = options.target;
   program.precision = options.precision;
+  program.loops = options.loops;
   pm.addPass(createLowerProgramToRuntime(program));
   LowerNNToRuntimeOptions kernels;
   kernels.precision = options.precision;
@@ -55,6 +60,7 @@ void bitpipe::registerLowerToRuntimePipeline() {
       "programs as calls of bitpipe/program.h, stage functions as calls of "
       "the kernels, the manifest and the entry tables",
       [](OpPassManager &pm, const LowerToRuntimePipelineOptions &options) {
-        buildLowerToRuntimePipeline(pm, {options.target, options.precision});
+        buildLowerToRuntimePipeline(
+            pm, {options.target, options.precision, options.loops});
       });
 }

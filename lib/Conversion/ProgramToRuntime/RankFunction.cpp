@@ -25,6 +25,7 @@
 #include "llvm/Support/ErrorHandling.h"
 
 #include <map>
+#include <tuple>
 
 using namespace mlir;
 using namespace bitpipe;
@@ -34,6 +35,11 @@ namespace {
 /// The most integer arguments of a bp_rt_* call (bp_rt_forward's six):
 /// lane i of a call's item is its argument i.
 constexpr int kLanes = 6;
+
+/// A repeated run of fewer calls than this stays a straight line: its loop
+/// (a counter, a compare, a branch, the arguments' arithmetic) would cost
+/// about what it saves, and a reader of the IR sees the calls themselves.
+constexpr size_t kMinLoopCalls = 8;
 
 /// The arguments that say what a call runs rather than which values and
 /// micro-batch it runs on; they join the function in the item's shape, so
@@ -98,8 +104,10 @@ public:
       }
       // base + iv * stride, in the argument's width: the values are the
       // ones the straight line would pass, all of which fit.
-      args.push_back(
-          b.create<arith::AddIOp>(c.loc, base, product(iv, stride, type)));
+      Value &sum = sums[{c.args[i], stride, type.getWidth()}];
+      if (!sum)
+        sum = b.create<arith::AddIOp>(c.loc, base, product(iv, stride, type));
+      args.push_back(sum);
     }
     abi::checkArguments(signature, args);
     FlatSymbolRefAttr callee = abi::declare(b, module, signature);
@@ -132,6 +140,7 @@ public:
   void enterLoop() {
     counters.clear();
     products.clear();
+    sums.clear();
   }
 
 private:
@@ -168,6 +177,9 @@ private:
   Operation *lastConstant = nullptr;
   std::map<unsigned, Value> counters;
   std::map<std::pair<int64_t, unsigned>, Value> products;
+  /// (base, stride, width) -> base + iv * stride, in the current body. A
+  /// sum is made where its first user needs it, which dominates the rest.
+  std::map<std::tuple<int64_t, int64_t, unsigned>, Value> sums;
 };
 
 } // namespace
@@ -205,8 +217,8 @@ func::FuncOp bitpipe::emitRankFunction(bp::ProgramOp program,
   }
 
   for (const sched::Segment &s : segments) {
-    if (!s.repeated()) {
-      for (size_t i = s.begin; i < s.begin + s.period; ++i)
+    if (!s.repeated() || s.length() < kMinLoopCalls) {
+      for (size_t i = s.begin; i < s.begin + s.length(); ++i)
         emitter.emit(calls[i], Value(), {});
       continue;
     }

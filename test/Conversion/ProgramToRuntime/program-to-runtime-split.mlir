@@ -1,4 +1,4 @@
-// RUN: bitpipe-opt %s --bitpipe-lower-program-to-runtime=manifest-file=%t.json | FileCheck %s
+// RUN: bitpipe-opt %s --bitpipe-lower-program-to-runtime="manifest-file=%t.json loops=false" | FileCheck %s
 // RUN: FileCheck %s --input-file=%t.json --check-prefix=MANIFEST
 
 // Two stages on one device (a local copy between them), the backward split

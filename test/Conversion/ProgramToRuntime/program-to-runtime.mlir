@@ -1,4 +1,4 @@
-// RUN: bitpipe-opt %s --bitpipe-lower-program-to-runtime=manifest-file=%t.json | FileCheck %s
+// RUN: bitpipe-opt %s --bitpipe-lower-program-to-runtime="manifest-file=%t.json loops=false" | FileCheck %s
 // RUN: FileCheck %s --input-file=%t.json --check-prefix=MANIFEST
 
 // GPipe on two ranks, two micro-batches, a tied embedding "wte" on both
@@ -188,7 +188,7 @@ module attributes {
 // order of first appearance; only matrices decay. The backward's parameter
 // argument is a forward_arg (bound from the handle), its parameter result a
 // "param" gradient. Rank 1 holds only "wte".
-// MANIFEST:      {"version":2,
+// MANIFEST:      {"version":3,
 // MANIFEST-SAME: "target":{"name":"cpu","precision":"fp32"},
 // MANIFEST-SAME: "model":{"name":"m","family":"gpt","vocab":8,"seq_len":4,"microbatch_size":2,"mask_token":7},
 // MANIFEST-SAME: "schedule":{"name":"gpipe","microbatches":2,"devices":2,"data_parallel":1,"world_size":2},
@@ -229,7 +229,7 @@ module attributes {
 // The saved bytes in flight halve.
 // RUN: bitpipe-opt %s --bitpipe-lower-program-to-runtime="manifest-file=%t.bf16.json target=cuda precision=bf16" -o /dev/null
 // RUN: FileCheck %s --input-file=%t.bf16.json --check-prefix=BF16
-// BF16:      {"version":2,
+// BF16:      {"version":3,
 // BF16-SAME: "target":{"name":"cuda","precision":"bf16"},
 // BF16-SAME:   {"name":"m_stage0","kind":"forward","stage":0,
 // BF16-SAME:    "args":[{"role":"param","param":"wte","shape":[8,4],"dtype":"bf16"},
@@ -251,5 +251,5 @@ module attributes {
 // The CUDA target in fp32: only the target differs.
 // RUN: bitpipe-opt %s --bitpipe-lower-program-to-runtime="manifest-file=%t.cuda.json target=cuda" -o /dev/null
 // RUN: FileCheck %s --input-file=%t.cuda.json --check-prefix=CUDA-FP32
-// CUDA-FP32:     {"version":2,"target":{"name":"cuda","precision":"fp32"},
+// CUDA-FP32:     {"version":3,"target":{"name":"cuda","precision":"fp32"},
 // CUDA-FP32-NOT: bf16

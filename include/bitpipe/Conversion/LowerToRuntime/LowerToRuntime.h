@@ -15,6 +15,9 @@ namespace bitpipe {
 struct LowerToRuntimeOptions {
   TargetKind target = TargetKind::CPU;
   Precision precision = Precision::FP32;
+  /// Repeated runs of a rank's calls as loops (bitpipe-lower-program-to-
+  /// runtime's `loops`, docs/repetition.md).
+  bool loops = true;
 };
 
 /// Adds the passes of `bitpipe-lower-to-runtime` to \p pm (a module pass
