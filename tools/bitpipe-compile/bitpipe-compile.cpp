@@ -53,6 +53,9 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Transforms/IPO/MergeFunctions.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -225,6 +228,27 @@ std::string defaultOutput() {
 }
 
 /// The host's target machine, position-independent (executables are PIE).
+/// Merges functions whose bodies are the same (LLVM's MergeFunctions),
+/// before the optimiser sees them: the stage functions of a model's middle
+/// layers differ only in which buffers they are given (the parameters are
+/// arguments), so a 126-layer model on 128 stages has a handful of distinct
+/// ones, and the rest become calls of those (bench/RESULTS.md, issue 15).
+void mergeIdenticalFunctions(Module &module, TargetMachine &machine) {
+  LoopAnalysisManager loops;
+  FunctionAnalysisManager functions;
+  CGSCCAnalysisManager cgscc;
+  ModuleAnalysisManager modules;
+  PassBuilder builder(&machine);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(cgscc);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, cgscc, modules);
+  ModulePassManager pm;
+  pm.addPass(MergeFunctionsPass());
+  pm.run(module, modules);
+}
+
 std::unique_ptr<TargetMachine> createHostTargetMachine(std::string &error) {
   std::string triple = sys::getProcessTriple();
   const Target *theTarget = TargetRegistry::lookupTarget(triple, error);
@@ -395,6 +419,8 @@ int main(int argc, char **argv) {
     return fail(inputPath + ": translation to LLVM IR failed");
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(machine->getTargetTriple().str());
+  if (optLevel > 0)
+    mergeIdenticalFunctions(*llvmModule, *machine);
   auto optimize = mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0,
                                                   machine.get());
   if (Error e = optimize(llvmModule.get()))

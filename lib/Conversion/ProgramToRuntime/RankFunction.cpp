@@ -195,6 +195,13 @@ func::FuncOp bitpipe::emitRankFunction(bp::ProgramOp program,
       program.getLoc(), ("bitpipe_rank" + Twine(program.getRank())).str(),
       abi::functionTypeOf(
           abi::symbolsOf(abi::ModelTable::bitpipe_rank_programs).entry, ctx));
+  // Calls with integer arguments and a counter: nothing an optimiser can
+  // improve, yet at D=64 most of the module. `optnone` (kept by the
+  // conversion to the LLVM dialect as a pass-through attribute) spares them
+  // LLVM's -O2 pipeline and selects the fast instruction selector; the
+  // stage functions are optimised as before (bench/RESULTS.md, issue 15).
+  fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline"),
+                                             b.getStringAttr("optnone")}));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToEnd(entry);
   CallEmitter emitter(b, fn, module);
