@@ -88,7 +88,7 @@ module attributes {
 // as rank 1's receives and sends do; each batch ends after its last
 // transfer.
 // CHECK-LABEL: func.func @bitpipe_rank0(
-// CHECK-SAME:      %[[CTX:.*]]: !llvm.ptr) {
+// CHECK-SAME:      %[[CTX:[^:]*]]: !llvm.ptr) attributes {passthrough = ["noinline", "optnone"]} {
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : i32
 // CHECK-DAG:     %[[C0L:.*]] = arith.constant 0 : i64
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : i32
@@ -133,7 +133,7 @@ module attributes {
 // Ids: %x0 0, %l0 1, %loss0 2, %s0 3, %x1 4, %l1 5, %loss1 6, %s1 7, %g1 8,
 // %g0 9, %tok 10.
 // CHECK-LABEL: func.func @bitpipe_rank1(
-// CHECK-SAME:      %[[CTX:.*]]: !llvm.ptr) {
+// CHECK-SAME:      %[[CTX:[^:]*]]: !llvm.ptr) attributes {passthrough = ["noinline", "optnone"]} {
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : i32
 // CHECK-DAG:     %[[C0L:.*]] = arith.constant 0 : i64
 // CHECK-DAG:     %[[C1:.*]] = arith.constant 1 : i32
