@@ -162,7 +162,8 @@ void bitpipe::buildPipeline(OpPassManager &pm, const PipelineConfig &config) {
   addModelPasses(pm, *plan);
   addSchedulePasses(pm, *plan);
   addCommunicationPasses(pm, config);
-  addVerificationPasses(pm);
+  if (config.verify)
+    addVerificationPasses(pm);
 }
 
 void bitpipe::registerBitPipePipelines() {

@@ -30,6 +30,11 @@ struct PipelineConfig {
   sched::ScheduleOptions request;
   /// Gradient bucket capacity in MiB (DDP's default).
   double bucketMb = 25.0;
+  /// End with bitpipe-verify. A driver that lowers the result at once may
+  /// leave it out: bitpipe-lower-program-to-runtime runs the same checks
+  /// (verifyRankPrograms) before it changes anything, and at D=64 they
+  /// cost most of a second (bench/RESULTS.md, issue 15).
+  bool verify = true;
 };
 
 /// The textual options of `bitpipe-pipeline`, under the names
