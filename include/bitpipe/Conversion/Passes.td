@@ -73,8 +73,8 @@ def LowerNNToRuntime : Pass<"bitpipe-lower-nn-to-runtime", "mlir::ModuleOp"> {
 
 def LowerProgramToRuntime : Pass<"bitpipe-lower-program-to-runtime",
                                  "mlir::ModuleOp"> {
-  let summary = "Lower per-rank bitpipe.program ops to straight-line "
-                "functions of calls of the program ABI, and the manifest";
+  let summary = "Lower per-rank bitpipe.program ops to functions of calls "
+                "of the program ABI, and the manifest";
   let description = [{
     Runs on the tensor-level output of `bitpipe-pipeline` (after
     `bitpipe-insert-allreduce`: bound programs, bucketed all-reduces) and
@@ -83,7 +83,11 @@ def LowerProgramToRuntime : Pass<"bitpipe-lower-program-to-runtime",
     * every `bitpipe.program` of rank R becomes
       `func.func @bitpipe_rankR(%ctx: !llvm.ptr)`, the ops of the program
       as calls of the `bp_rt_*` functions in program order (declared once
-      as private `func.func`s on i32, i64 and `!llvm.ptr`). Every value of
+      as private `func.func`s on i32, i64 and `!llvm.ptr`); with `loops`
+      (the default) repeated runs of calls become `scf.for` loops whose
+      arguments are affine in the counter, checked to unroll to the same
+      calls (docs/repetition.md). Rank functions are `optnone`: calls with
+      integer arguments leave an optimiser nothing to do. Every value of
       the program (tensor, saved handle, token) gets a dense id. A tensor
       value is released (`bp_rt_release`) right after its last use, or
       right after its definition when nothing uses it (the loss); the last

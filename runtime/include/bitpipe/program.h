@@ -7,11 +7,12 @@
 |*                                                                            *|
 |* Division of work. The compiler turns every stage function (forward,        *|
 |* backward, input/weight-gradient halves) into machine code that calls the   *|
-|* kernels of runtime.h, and every rank's program into a straight-line        *|
-|* function of bp_rt_* calls below, in the schedule's order. The runtime      *|
-|* (the "executor") owns everything with state: parameters, their gradients   *|
-|* and AdamW moments, the buffers of values in flight, the saved handles,     *|
-|* communication requests, data loading, checkpoints, logs and traces.        *|
+|* kernels of runtime.h, and every rank's program into a function of the      *|
+|* bp_rt_* calls below, in the schedule's order (loops where it repeats).     *|
+|* The runtime (the "executor") owns everything with state: parameters,       *|
+|* their gradients and AdamW moments, the buffers of values in flight, the    *|
+|* saved handles, communication requests, data loading, checkpoints, logs     *|
+|* and traces.                                                                *|
 |*                                                                            *|
 |* Values. Within one rank's program every SSA value (a tensor, a saved       *|
 |* handle, an all-reduce token) has a dense id in [0, num_values) assigned    *|
@@ -55,8 +56,9 @@ typedef struct bp_rt_context bp_rt_context;
  * and meaning of arguments and results are the manifest's "functions". */
 typedef void (*bp_stage_entry_t)(void **buffers);
 
-/* One pipeline rank's program: a straight line of bp_rt_* calls for one
- * training step (ending with bp_rt_optimizer_step). */
+/* One pipeline rank's program: the bp_rt_* calls of one training step in
+ * order (ending with bp_rt_optimizer_step), the repeated steady state of
+ * the schedule as loops. */
 typedef void (*bp_rank_program_t)(bp_rt_context *ctx);
 
 /* bitpipe_stage_entries[i] is function i of the manifest. */
