@@ -12,9 +12,9 @@ and their ratio. A model of many thin layers makes the glue's share of a
 step as large as it gets: hidden 64, so the kernels do little per call.
 
 Usage: codegen-level.py BUILD_DIR [--layers L] [--steps S] [--repeat R]
-                        [--compile-model CONFIG] [--work DIR]
-  --compile-model: also time the -O0 and -O2 compiles of this config at
-  D=64, N=512 (e.g. the 126-layer GPT of compile-scaling.py).
+                        [--compile-layers L] [--work DIR]
+  --compile-layers: also time the -O0 and -O2 compiles of GPT-96's
+  configuration with L layers at D=64, N=512 (126: compile-scaling.py's).
 """
 
 import argparse
@@ -49,7 +49,7 @@ def main():
     ap.add_argument("--layers", type=int, default=32)
     ap.add_argument("--steps", type=int, default=25)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--compile-model")
+    ap.add_argument("--compile-layers", type=int)
     ap.add_argument("--work")
     a = ap.parse_args()
     tool = lambda name: os.path.join(a.build, "bin", name)
@@ -95,15 +95,19 @@ def main():
     print(f"| step time (s) | {med[0]:.4f} | {med[2]:.4f} | {med[2] / med[0]:.2f} |")
     print(f"| compile time (s) | {compile_s[0]:.2f} | {compile_s[2]:.2f} "
           f"| {compile_s[2] / compile_s[0]:.2f} |")
-    if a.compile_model:
+    if a.compile_layers:
+        big_cfg = json.load(open(os.path.join(repo, "examples", "gpt-96.json")))
+        big_cfg["layers"] = a.compile_layers
+        big_model = os.path.join(work, "big.json")
+        json.dump(big_cfg, open(big_model, "w"))
         big = {}
         for o in levels:
             out = os.path.join(work, f"big-O{o}")
-            big[o] = timed([tool("bitpipe-compile"), a.compile_model, "--devices", "64",
+            big[o] = timed([tool("bitpipe-compile"), big_model, "--devices", "64",
                             "--schedule", "bitpipe", "--microbatches", "512",
                             f"-O{o}", "-o", out])
             os.remove(out)
-        print(f"| compile time, {os.path.basename(a.compile_model)} D=64 N=512 (s) "
+        print(f"| compile time, GPT {a.compile_layers} layers D=64 N=512 (s) "
               f"| {big[0]:.2f} | {big[2]:.2f} | {big[2] / big[0]:.2f} |")
 
 
