@@ -68,6 +68,10 @@ private:
   std::string prepare();
   bool advance(int rank);
   bool computeReady(int rank, const Action &a, int actionIndex);
+  /// Registers `rank`, which cannot run `a`, with what it waits for.
+  void waitFor(int rank, const Action &a, int actionIndex);
+  /// Advances the ranks in `waiters` (and empties it).
+  void wake(std::vector<int> &waiters);
   std::string waitReason(int rank, const Action &a, int actionIndex);
   void startCollective(int id);
   void finishCompute(int rank);
@@ -128,6 +132,12 @@ private:
   /// [rank][action index] -> id of that AR's collective, or -1.
   std::vector<std::vector<int>> collectiveOf_;
   std::vector<std::vector<std::pair<double, double>>> arIntervals_;
+  /// The ranks blocked on a transfer's arrival (by transfer) and on a
+  /// compute step (by slot). An event wakes only the ranks it can unblock,
+  /// so that a run costs O(steps + events) rather than a pass over every
+  /// rank per event, which grew as D^2 N (issue 15).
+  std::vector<std::vector<int>> transferWaiters_;
+  std::vector<std::vector<int>> slotWaiters_;
 };
 
 std::string Simulation::prepare() {
@@ -160,6 +170,8 @@ std::string Simulation::prepare() {
   done_.assign(slots, false);
   forwardRank_.assign(slots, -1);
   arrived_.assign(program_.transfers.size(), false);
+  transferWaiters_.assign(program_.transfers.size(), {});
+  slotWaiters_.assign(slots, {});
   arIntervals_.assign(numRanks_, {});
   out_.ranks.assign(numRanks_, RankStats());
 
@@ -234,6 +246,25 @@ bool Simulation::computeReady(int rank, const Action &a, int actionIndex) {
   return !own || done_[slot(*own)];
 }
 
+void Simulation::waitFor(int rank, const Action &a, int actionIndex) {
+  // What computeReady found missing, in its order.
+  int in = inputTransfer_[rank][actionIndex];
+  if (in >= 0 && !arrived_[in]) {
+    transferWaiters_[in].push_back(rank);
+    return;
+  }
+  std::optional<Action> own = inputsOf(a, numStages_).sameStage;
+  if (own && !done_[slot(*own)])
+    slotWaiters_[slot(*own)].push_back(rank);
+}
+
+void Simulation::wake(std::vector<int> &waiters) {
+  std::vector<int> ranks;
+  ranks.swap(waiters);
+  for (int r : ranks)
+    advance(r);
+}
+
 std::string Simulation::waitReason(int rank, const Action &a, int actionIndex) {
   std::string head = "rank " + std::to_string(rank) + ": " + a.str() + " (" +
                      describe(a) + ") waits for ";
@@ -301,8 +332,10 @@ bool Simulation::advance(int r) {
     switch (c.kind) {
     case CommKind::Compute: {
       const Action &a = schedule_.ranks[r][c.actionIndex];
-      if (!computeReady(r, a, c.actionIndex))
+      if (!computeReady(r, a, c.actionIndex)) {
+        waitFor(r, a, c.actionIndex);
         return progressed;
+      }
       double dur = duration(a);
       TimelineEvent e;
       e.lane = Lane::Compute;
@@ -362,8 +395,10 @@ bool Simulation::advance(int r) {
       break;
     case CommKind::RecvF:
     case CommKind::RecvB:
-      if (!arrived_[c.transfer])
+      if (!arrived_[c.transfer]) {
+        transferWaiters_[c.transfer].push_back(r);
         return progressed;
+      }
       break;
     }
     ++pc_[r];
@@ -463,24 +498,24 @@ Result<SimResult> Simulation::run() {
   result.error = prepare();
   if (!result.error.empty())
     return result;
-  auto advanceAll = [&] {
-    bool progressed = true;
-    while (progressed) {
-      progressed = false;
-      for (int r = 0; r < numRanks_; ++r)
-        progressed |= advance(r);
-    }
-  };
-  advanceAll();
+  // Every rank runs until it blocks; from then on only events unblock
+  // ranks (a step's end its own rank and whoever waits for the step, a
+  // transfer's arrival its receiver), and each wakes exactly those.
+  for (int r = 0; r < numRanks_; ++r)
+    advance(r);
   while (!events_.empty()) {
     Event e = events_.top();
     events_.pop();
     now_ = e.time;
-    if (e.isCompute)
+    if (e.isCompute) {
+      int done = slot(running_[e.id]);
       finishCompute(e.id);
-    else
+      advance(e.id);
+      wake(slotWaiters_[done]);
+    } else {
       arrived_[e.id] = true;
-    advanceAll();
+      wake(transferWaiters_[e.id]);
+    }
   }
   finalize();
   result.value = std::move(out_);
