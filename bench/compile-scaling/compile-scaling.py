@@ -112,6 +112,10 @@ def main():
              pipeline, ("gpt-96", 8, 32, 1), ("gpt-96", 8, 32, 128), "1.2")
         pair("pipeline GPT-96 D=8 dp=1: N=64 -> N=128",
              pipeline, ("gpt-96", 8, 64, 1), ("gpt-96", 8, 128, 1), "1.2")
+        # Twice the devices is twice the IR (D programs of N steps each):
+        # a pass quadratic in D would show a ratio near 4.
+        pair("pipeline 126-layer GPT N=128 dp=1: D=32 -> D=64",
+             pipeline, ("gpt-126", 32, 128, 1), ("gpt-126", 64, 128, 1), "2.2 (2x IR)")
         pair("bitpipe-compile GPT-96 D=8 N=64: dp=1 -> dp=128 (1,024 GPUs)",
              compile_, (gpt96, 8, 64, 1), (gpt96, 8, 64, 128), "1.2")
         pair("bitpipe-compile GPT-96 D=8 dp=1: N=64 -> N=128",
