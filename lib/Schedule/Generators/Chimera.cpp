@@ -46,13 +46,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CriticalPathOrder.h"
 #include "GeneratorUtil.h"
 
 #include "bitpipe/Schedule/Dependencies.h"
 #include "bitpipe/Schedule/Describe.h"
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Simulator.h"
 
+#include <limits>
 #include <optional>
 
 namespace bitpipe::sched {
@@ -132,9 +135,19 @@ bool placeStreams(Schedule &s) {
   return true;
 }
 
+/// The makespan of `s` (forwards and backwards only) under the library's
+/// unit costs (F=1, B=2, free communication); infinite if it cannot run.
+double makespanAtUnitCosts(const Schedule &s) {
+  Result<SimResult> sim = simulate(s, CostModel());
+  if (!sim || sim->deadlocked)
+    return std::numeric_limits<double>::infinity();
+  return sim->makespan;
+}
+
 } // namespace
 
-Result<Schedule> generateChimera(int devices, int microbatches) {
+Result<Schedule> generateChimera(int devices, int microbatches,
+                                 ChimeraOrder order) {
   const std::string name = "chimera";
   std::string err = detail::checkArguments(name, devices, microbatches, 0);
   if (!err.empty())
@@ -150,10 +163,28 @@ Result<Schedule> generateChimera(int devices, int microbatches) {
   s.numMicrobatches = N;
   s.microbatchPipeline = detail::bidirectionalMicrobatchPipelines(D, N);
   s.ranks.resize(D);
-  if (!placeStreams(s))
+  const std::string sizes =
+      "D=" + std::to_string(D) + ", N=" + std::to_string(N);
+  if (order != ChimeraOrder::CriticalPath && !placeStreams(s))
     return Result<Schedule>::failure(
-        "chimera: internal error: the streams for D=" + std::to_string(D) +
-        ", N=" + std::to_string(N) + " cannot run");
+        "chimera: internal error: the alternating streams for " + sizes +
+        " cannot run");
+  if (order != ChimeraOrder::Alternating) {
+    // At most D micro-batches of each direction in flight: twice the
+    // alternating order's memory, as Chimera's forward doubling
+    // (docs/bitpipe-order.md, "Chimera").
+    Schedule critical = s;
+    critical.ranks = detail::criticalPathOrder(s, /*injectionCap=*/D);
+    if (critical.ranks.empty())
+      return Result<Schedule>::failure(
+          "chimera: internal error: the critical-path order for " + sizes +
+          " stops with work left");
+    // Best keeps the alternating order unless the other is strictly faster,
+    // so chimera is never slower than the alternating order.
+    if (order == ChimeraOrder::CriticalPath ||
+        makespanAtUnitCosts(critical) < makespanAtUnitCosts(s))
+      s.ranks = std::move(critical.ranks);
+  }
   // Each rank holds one replica of stage r (down) and one of D-1-r (up); the
   // other replica of each is on rank D-1-r. Sync each as soon as its last
   // backward on this rank is done, in the order both replicas agree on.
