@@ -460,7 +460,7 @@ TEST(BaselineSchedules, InterleavedFollowsMegatronRules) {
   // N*v); forwards walk groups of D micro-batches through chunk 0, 1, ...;
   // backwards walk the same groups through the chunks in reverse.
   for (int D : {2, 4, 8})
-    for (int v : {2, 3})
+    for (int v : {2, 3, 4})
       for (int N : {D, 2 * D, 3 * D}) {
         Schedule s = generate("interleaved-1f1b", D, N, v);
         for (int r = 0; r < D; ++r) {
@@ -482,6 +482,38 @@ TEST(BaselineSchedules, InterleavedFollowsMegatronRules) {
             EXPECT_EQ(a.microbatch, group * D + k % D);
             EXPECT_EQ(a.stage, chunk * D + r);
           }
+        }
+      }
+}
+
+TEST(BaselineSchedules, InterleavedWithMoreThanTwoChunks) {
+  // v = 3, 4 chunks per device, N a multiple of D (Megatron's requirement).
+  // Each chunk costs F=1, B=2 (1/v of a stage of the D-stage model). A rank
+  // works 3vN chunk slots, and Megatron's closed form (D-1)/(vN+D-1) of the
+  // bubble makes the makespan 3vN / (1 - bubble) = 3(vN + D - 1), i.e.
+  // (vN + D - 1)(F + B)/v in stage units: 15 at D=4, N=4, v=3 (bench/
+  // RESULTS.md, "Baselines at their best"). Rank r's peak is its warm-up
+  // plus the steady phase's first forward, 2(D-1-r) + (v-1)D + 1 chunks,
+  // or all vN when the warm-up covers every forward.
+  for (int v : {3, 4})
+    for (int D : {2, 4, 8})
+      for (int N : {D, 2 * D, 4 * D}) {
+        SCOPED_TRACE("D=" + std::to_string(D) + " N=" + std::to_string(N) +
+                     " v=" + std::to_string(v));
+        Schedule s = generate("interleaved-1f1b", D, N, v);
+        EXPECT_TRUE(s.note.empty()) << s.note;
+        std::vector<Diagnostic> diags = verify(s);
+        EXPECT_TRUE(diags.empty()) << formatDiagnostics(diags);
+        test::PlayResult r = play(s);
+        ASSERT_TRUE(r.finished) << r.stuck;
+        EXPECT_EQ(r.makespan, 3L * (v * N + D - 1));
+        // The makespan is exact; the ratio is 1 - busy/makespan, rounded.
+        EXPECT_NEAR(r.bubbleRatio(), ratio(D - 1, v * N + D - 1), 1e-12);
+        for (int rank = 0; rank < D; ++rank) {
+          const int warmup = 2 * (D - 1 - rank) + (v - 1) * D;
+          EXPECT_EQ(peakInFlight(s.ranks[rank]),
+                    warmup < v * N ? warmup + 1 : v * N)
+              << "rank " << rank;
         }
       }
 }

@@ -15,34 +15,43 @@
 // overlap (1F1B's first stage sends warm-up forwards that the next stage
 // consumes late, and the other direction's gradients overtake them).
 //
-// The sequences: the rightward one starts with the first D/2 down forwards,
-// then alternates an up backward and a down forward; the leftward one is its
-// mirror image. Any N works (a short last unit only makes some slots wait). On rank r, rightward actions take the slots t = r (mod 2)
-// and leftward ones the others, each at the first such slot at which its
-// inputs are done (F=B=1, free communication). When all inputs are there,
-// rank r runs rightward action i at 2i + r and leftward action j at
-// 2j + D-1-r: both streams move one rank per slot and never collide. The
-// returning pass of a micro-batch sits at least D/2 places after its forward
-// in the other stream, the round trip, so for N a multiple of D the inputs
-// are always there:
+// Two orders (ChimeraOrder; docs/bitpipe-order.md, "Chimera, the baseline"):
+//
+// Alternating. The rightward sequence starts with the first D/2 down
+// forwards, then alternates an up backward and a down forward; the
+// leftward one is its mirror image. Any N works (a short last unit only
+// makes some slots wait). On rank r, rightward actions take the slots
+// t = r (mod 2) and leftward ones the others, each at the first such slot
+// at which its inputs are done (F=B=1, free communication). When all
+// inputs are there, rank r runs rightward action i at 2i + r and leftward
+// action j at 2j + D-1-r: both streams move one rank per slot and never
+// collide. The returning pass of a micro-batch sits at least D/2 places
+// after its forward in the other stream, the round trip, so for N a
+// multiple of D the inputs are always there:
 //   F=B=1:   makespan 2N + D - 2, bubble (D-2)/(2N+D-2), Chimera's closed
 //            form, for every such N: units overlap, the next unit's forwards
 //            fill the previous unit's drain;
-//   F=1,B=2: the same order, measured: makespan 4N + D - 4. The streams
-//            alternate slot by slot, which is perfect for F=B and stalls a
-//            stream behind every 2-slot backward otherwise, so the bubble
-//            tends to 1/4 as N grows; a cost-aware interleaving is open.
+//   F=1,B=2: makespan 4N + D - 4. The streams alternate slot by slot, which
+//            is perfect for F=B and stalls a stream behind every 2-slot
+//            backward otherwise, so the bubble tends to 1/4 as N grows.
 //            The exhaustive search of unittests/Schedule/OptimalSchedule.h
-//            finds 3(N + D/2 - 1) for N = 2D, 4D (the lower bound; e.g. 27
-//            against this order's 32 at D=4, N=8) and 4N + D - 4 for N = D
-//            (D = 4, 6): this order is optimal for one unit only.
+//            finds 4N + D - 4 for N = D (D = 4, 6): optimal for one unit.
 // For N = D this is the paper's basic unit: for D=4 its figure exactly (16
-// slots under F=1, B=2, optimal by that search); for larger D the same
-// makespans as the former per-unit merge of two 1F1B pipelines, in a
-// slightly different order.
-// Memory (BaselineSchedulesTest): at most D chunks in flight on any rank,
-// one unit's worth, as the paper bounds it; for N = D, D on the middle
-// ranks and D/2+1 on the edges.
+// slots under F=1, B=2); for larger D the same makespans as the former
+// per-unit merge of two 1F1B pipelines, in a slightly different order.
+// At most D chunks in flight on any rank, one unit's worth, as the paper
+// bounds it; for N = D, D on the middle ranks and D/2+1 on the edges.
+//
+// Critical path (CriticalPathOrder.h). List scheduling under F=1, B=2 with
+// the channels kept in order and at most D micro-batches of each direction
+// in flight (up to 2D chunks per rank, the memory of the paper's forward
+// doubling). For N >= 2D it is within a few slots of the optimum, which
+// the search shows to be the lower bound 3(N + D/2 - 1) (27 at D=4, N=8,
+// against the alternating order's 32); for N = D it is slower.
+//
+// Best, the registered order, takes the critical-path order where it is
+// strictly faster under F=1, B=2, so chimera is never slower than the
+// alternating order was; BaselineSchedulesTest holds the numbers.
 //
 //===----------------------------------------------------------------------===//
 
