@@ -335,6 +335,24 @@ TEST(BaselineSchedules, ChimeraAtScale) {
   EXPECT_EQ(play(*alternating).makespan, 268);
 }
 
+TEST(BaselineSchedules, ChimeraEveryOrderVerifies) {
+  // SchedulePropertiesTest checks the registered order; each candidate
+  // must be a valid step as well (channels in order, all-reduces that
+  // meet), whichever the registry picks, for every N, whole units or not.
+  for (int D = 2; D <= 16; D += 2)
+    for (int N : {1, D / 2 + 1, D, D + 1, 2 * D + 3, 3 * D})
+      for (ChimeraOrder order :
+           {ChimeraOrder::Alternating, ChimeraOrder::CriticalPath}) {
+        SCOPED_TRACE("D=" + std::to_string(D) + " N=" + std::to_string(N) +
+                     (order == ChimeraOrder::Alternating ? " alternating"
+                                                         : " critical path"));
+        Result<Schedule> s = generateChimera(D, N, order);
+        ASSERT_TRUE(s.ok()) << s.error;
+        std::vector<Diagnostic> diags = verify(*s, {/*requireAllReduce=*/true});
+        EXPECT_TRUE(diags.empty()) << formatDiagnostics(diags);
+      }
+}
+
 TEST(BaselineSchedules, ChimeraPeakActivations) {
   // The alternating order, one unit: rank r holds at most min(D-r, D/2)
   // down and min(r+1, D/2) up chunks, D on the middle ranks, as in the
