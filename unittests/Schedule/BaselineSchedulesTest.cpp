@@ -361,7 +361,7 @@ TEST(BaselineSchedules, ChimeraPeakActivations) {
   // The critical-path order lets at most D micro-batches of each direction
   // be in flight, and one in flight holds at most one chunk per rank and
   // direction: at most 2D chunks per rank, the memory of Chimera's forward
-  // doubling; the middle ranks reach it from N = 2D on at D >= 4.
+  // doubling; some rank reaches it from N = 2D on at D >= 4.
   // The registered order has the peak of the order it picked.
   for (int D : {2, 4, 8, 16})
     for (int N : {D, 2 * D, 4 * D, 2 * D + 3}) {
