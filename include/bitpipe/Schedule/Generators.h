@@ -51,7 +51,7 @@ enum class ChimeraOrder {
   /// (2N+D-2) and for one unit with B=2F; at most D chunks in flight.
   Alternating,
   /// Cost-aware list scheduling (B=2F) with at most D micro-batches of each
-  /// direction in flight: near the optimum for N >= 2D, up to 2D chunks.
+  /// direction in flight: optimal or near it for N >= 2D, up to 2D chunks.
   CriticalPath,
   /// The faster of the two under F=1, B=2 (Alternating on ties).
   Best,

@@ -45,9 +45,11 @@
 // Critical path (CriticalPathOrder.h). List scheduling under F=1, B=2 with
 // the channels kept in order and at most D micro-batches of each direction
 // in flight (up to 2D chunks per rank, the memory of the paper's forward
-// doubling). For N >= 2D it is within a few slots of the optimum, which
-// the search shows to be the lower bound 3(N + D/2 - 1) (27 at D=4, N=8,
-// against the alternating order's 32); for N = D it is slower.
+// doubling). For N >= 2D it meets the lower bound 3(N + D/2 - 1), so it is
+// optimal, wherever BaselineSchedulesTest looks but at D=16, N=64 (215
+// against 213); e.g. 27 at D=4, N=8 against the alternating order's 32.
+// Its bubble is then (D-2)/(2N+D-2), Chimera's closed form, with B = 2F.
+// For N = D it is slower.
 //
 // Best, the registered order, takes the critical-path order where it is
 // strictly faster under F=1, B=2, so chimera is never slower than the

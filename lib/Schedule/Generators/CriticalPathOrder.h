@@ -4,7 +4,8 @@
 // backwards of a schedule's micro-batches, built by playing them under the
 // library's unit costs (F=1, B=2, free communication): whenever a rank is
 // idle it starts the ready action that ranks first by (backward before
-// forward, longest chain of work after it, lowest micro-batch, stage).
+// forward, earliest time its inputs were done, longest chain of work after
+// it, lowest micro-batch, stage).
 //
 // Unlike appendListSchedule (GeneratorUtil.h) it honours the project's
 // channel rule (Comms.h: each (src, dst) link delivers in the order it
