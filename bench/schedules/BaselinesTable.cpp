@@ -112,17 +112,17 @@ bool printChimeraEqualCosts() {
     for (int N : {D, 2 * D, 4 * D}) {
       std::printf("| %d | %d |", D, N);
       for (double backward : {1.0, 2.0}) {
-        for (ChimeraOrder order : {ChimeraOrder::Alternating,
-                                   ChimeraOrder::CriticalPath,
-                                   ChimeraOrder::Best}) {
+        for (ChimeraOrder order :
+             {ChimeraOrder::Alternating, ChimeraOrder::CriticalPath,
+              ChimeraOrder::Best}) {
           double makespan = chimeraMakespan(D, N, order, backward);
           allOk = allOk && makespan >= 0;
           std::printf(" %g |", makespan);
         }
         // The closed form (F=B) and the lower bound (B=2F; the optimum
         // where the search of OptimalSchedule.h reaches, N >= 2D).
-        std::printf(" %d |", backward == 1.0 ? 2 * N + D - 2
-                                             : 3 * (N + D / 2 - 1));
+        std::printf(" %d |",
+                    backward == 1.0 ? 2 * N + D - 2 : 3 * (N + D / 2 - 1));
       }
       std::printf("\n");
     }

@@ -1,4 +1,4 @@
-//===- BaselinesTable.h - The baselines at their best (issue 17) -*- C++ -*-===//
+//===- BaselinesTable.h - The baselines at their best -----------*- C++ -*-===//
 //
 // bench-schedules --baselines: the table of bench/RESULTS.md, "Baselines at
 // their best (issue 17)".

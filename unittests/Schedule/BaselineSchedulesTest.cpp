@@ -278,9 +278,9 @@ TEST(BaselineSchedules, ChimeraRegisteredOrderNearOptimumBeyondOneUnit) {
     int D, N;
     long alternating, registered, optimum;
   };
-  for (Case c : {Case{2, 4, 12, 12, 12}, Case{2, 8, 24, 24, 24},
-                 Case{4, 8, 32, 27, 27}, Case{6, 12, 50, 42, 42},
-                 Case{4, 16, 64, 51, 51}}) {
+  for (Case c :
+       {Case{2, 4, 12, 12, 12}, Case{2, 8, 24, 24, 24}, Case{4, 8, 32, 27, 27},
+        Case{6, 12, 50, 42, 42}, Case{4, 16, 64, 51, 51}}) {
     SCOPED_TRACE("D=" + std::to_string(c.D) + " N=" + std::to_string(c.N));
     ChimeraMakespans m = compareChimeraWithSearch(c.D, c.N);
     EXPECT_EQ(m.optimum, chimeraLowerBound(c.D, c.N, 1, 2));
@@ -290,9 +290,9 @@ TEST(BaselineSchedules, ChimeraRegisteredOrderNearOptimumBeyondOneUnit) {
     Result<Schedule> alternating =
         generateChimera(c.D, c.N, ChimeraOrder::Alternating);
     ASSERT_TRUE(alternating.ok()) << alternating.error;
-    EXPECT_EQ(generatorMakespan(chimeraProblem(c.D, c.N, 2, true),
-                                *alternating),
-              c.alternating);
+    EXPECT_EQ(
+        generatorMakespan(chimeraProblem(c.D, c.N, 2, true), *alternating),
+        c.alternating);
     if (c.D > 2) {
       EXPECT_EQ(c.alternating, 4L * c.N + c.D - 4);
       EXPECT_EQ(c.alternating - c.optimum, c.N - c.D / 2 - 1);

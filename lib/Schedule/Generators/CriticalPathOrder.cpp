@@ -40,9 +40,9 @@ Key keyOf(const Action &a, int numStages, int readyAt) {
   const bool forward = a.kind == ActionKind::Forward;
   // Work that must follow it: the later forwards and every backward after
   // a forward, the earlier backwards after a backward.
-  const int tail = forward ? (numStages - 1 - a.stage) * kForward +
-                                 numStages * kBackward
-                           : a.stage * kBackward;
+  const int tail =
+      forward ? (numStages - 1 - a.stage) * kForward + numStages * kBackward
+              : a.stage * kBackward;
   return {forward, readyAt, -((forward ? kForward : kBackward) + tail),
           a.microbatch, a.stage};
 }
@@ -62,7 +62,9 @@ std::vector<std::vector<Action>> criticalPathOrder(const Schedule &shape,
   auto pipeOf = [&](const Action &a) {
     return shape.microbatchPipeline[a.microbatch];
   };
-  auto deviceOf = [&](const Action &a) { return pl.device(pipeOf(a), a.stage); };
+  auto deviceOf = [&](const Action &a) {
+    return pl.device(pipeOf(a), a.stage);
+  };
   // finish[(m * S + s) * 2 + backward]: end time, -1 while not run.
   std::vector<int> finish(static_cast<size_t>(N) * S * 2, -1);
   auto fin = [&](const Action &a) -> int & {
@@ -119,10 +121,12 @@ std::vector<std::vector<Action>> criticalPathOrder(const Schedule &shape,
         std::vector<Action> consumers;
         if (done.kind == ActionKind::Forward) {
           if (done.stage + 1 < S)
-            consumers.push_back(Action::forward(done.microbatch, done.stage + 1));
+            consumers.push_back(
+                Action::forward(done.microbatch, done.stage + 1));
           consumers.push_back(Action::backward(done.microbatch, done.stage));
         } else if (done.stage > 0) {
-          consumers.push_back(Action::backward(done.microbatch, done.stage - 1));
+          consumers.push_back(
+              Action::backward(done.microbatch, done.stage - 1));
         }
         for (const Action &c : consumers)
           if (fin(c) < 0 && inputsDone(c))
