@@ -16,6 +16,7 @@
 // same work per (micro-batch, stage). Communication is free.
 //
 // Usage: bench-schedules [--repeat K] [--devices D] [--microbatches N]
+//        bench-schedules --baselines   (only BaselinesTable.h's table)
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,8 @@
 #include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
+
+#include "BaselinesTable.h"
 
 #include "core/Flags.h"
 
@@ -42,6 +45,7 @@ struct Options {
   int repeat = 7;
   int devices = 32;
   int microbatches = 256;
+  bool baselines = false;
 };
 
 /// Reads the flags into \p o; false (with a message) on a malformed one.
@@ -55,7 +59,10 @@ bool parseArgs(int argc, char **argv, Options &o) {
       .integer(devicesFlag.c_str(), "D", "pipeline devices (default 32)",
                &devices, 1)
       .integer(microbatchesFlag.c_str(), "N", "micro-batches (default 256)",
-               &microbatches, 1);
+               &microbatches, 1)
+      .toggle("--baselines",
+              "only the table of the baselines at their best (issue 17)",
+              &o.baselines);
   bitpipe::runtime::Status parsed = flags.parse(argc, argv);
   constexpr int64_t kMax = 1000000;
   if (!parsed.isOk() || repeat > kMax || devices > kMax ||
@@ -231,6 +238,8 @@ int main(int argc, char **argv) {
   Options o;
   if (!parseArgs(argc, argv, o))
     return 2;
+  if (o.baselines)
+    return bitpipe::bench::printBaselinesTable() ? 0 : 1;
   timingTable(o);
   qualityTable();
   chimeraEqualCostTable();

@@ -19,9 +19,12 @@
 #
 #   equivalence.sh reference MODEL N_TOTAL WORKDIR [RUN FLAG...]
 #       compiles and runs the 1-rank reference (a ctest fixture);
-#   equivalence.sh case MODEL SCHEDULE D K N WORKDIR [RUN FLAG...]
+#   equivalence.sh case MODEL SCHEDULE D K N WORKDIR [--chunks-per-device V]
+#                  [RUN FLAG...]
 #       compiles and runs one case and compares it with the reference of
-#       MODEL, N*K and the same run flags, which must exist in WORKDIR.
+#       MODEL, N*K and the same run flags, which must exist in WORKDIR;
+#       --chunks-per-device (first, if given) goes to bitpipe-compile only
+#       (interleaved-1f1b's v; the reference has no chunks).
 # RUN FLAGs (e.g. --max-grad-norm 0.05) go to both runs.
 #
 # BITPIPE_BIN: the directory of bitpipe-compile, bitpipe-tokenize and
@@ -64,12 +67,18 @@ reference)
 case)
   model=$2 schedule=$3 d=$4 k=$5 n=$6 work=$7
   shift 7
+  compile_flags=()
+  if [ "${1:-}" = --chunks-per-device ]; then
+    compile_flags=(--chunks-per-device "$2")
+    shift 2
+  fi
   name=$(basename "$model" .json)
   ref=$work/ref-$name-n$((n * k))$(flags_tag "$@")
-  dir=$work/$name-$schedule-d$d-dp$k-n$n$(flags_tag "$@")
+  dir=$work/$name-$schedule-d$d-dp$k-n$n$(flags_tag "${compile_flags[@]}" "$@")
   rm -rf "$dir" && mkdir -p "$dir"
   "$bin/bitpipe-compile" "$model" --devices "$d" --dp "$k" \
-    --schedule "$schedule" --microbatches "$n" -o "$dir/train"
+    --schedule "$schedule" --microbatches "$n" "${compile_flags[@]}" \
+    -o "$dir/train"
   train "$dir" $((d * k)) "$@"
   # The saved activations in flight peaked where the compiler predicted
   # from the schedule, on every rank.
@@ -81,7 +90,7 @@ case)
   ;;
 *)
   echo "usage: $0 reference MODEL N WORKDIR [FLAG...] |" \
-    "case MODEL SCHEDULE D K N WORKDIR [FLAG...]" >&2
+    "case MODEL SCHEDULE D K N WORKDIR [--chunks-per-device V] [FLAG...]" >&2
   exit 2
   ;;
 esac

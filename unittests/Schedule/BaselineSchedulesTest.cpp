@@ -169,13 +169,21 @@ TEST(BaselineSchedules, ChimeraReachesClosedFormWithEqualCosts) {
   // 2N + D - 2: D-2 idle slots per rank in all, whatever N. That needs the
   // units to overlap: a middle rank's D-2 idle slots are all forced at the
   // very start and end, so it may not idle at all between units.
+  // Both the alternating order and the registered one (chosen for B=2F:
+  // the alternating order at N = D, the critical-path order beyond) reach
+  // it.
   for (int D : {4, 8})
     for (int N : {D, 2 * D, 4 * D}) {
-      test::PlayResult r = play(generate("chimera", D, N), /*B=*/1);
-      ASSERT_TRUE(r.finished) << r.stuck;
-      EXPECT_EQ(r.makespan, 2L * N + D - 2) << "D=" << D << " N=" << N;
-      EXPECT_DOUBLE_EQ(r.bubbleRatio(), ratio(D - 2, 2 * N + D - 2))
-          << "D=" << D << " N=" << N;
+      Result<Schedule> alternating =
+          generateChimera(D, N, ChimeraOrder::Alternating);
+      ASSERT_TRUE(alternating.ok()) << alternating.error;
+      for (const Schedule &s : {*alternating, generate("chimera", D, N)}) {
+        test::PlayResult r = play(s, /*B=*/1);
+        ASSERT_TRUE(r.finished) << r.stuck;
+        EXPECT_EQ(r.makespan, 2L * N + D - 2) << "D=" << D << " N=" << N;
+        EXPECT_DOUBLE_EQ(r.bubbleRatio(), ratio(D - 2, 2 * N + D - 2))
+            << "D=" << D << " N=" << N;
+      }
     }
 }
 
@@ -251,52 +259,151 @@ TEST(BaselineSchedules, ChimeraGeneratorOptimalForOneUnitWithDoubleBackward) {
   }
 }
 
-TEST(BaselineSchedules, ChimeraGeneratorGapToOptimumBeyondOneUnit) {
+TEST(BaselineSchedules, ChimeraRegisteredOrderNearOptimumBeyondOneUnit) {
   // F=1, B=2, N a multiple of D above D. The search finds orders (with
   // channels in order, so the project can run them) that meet the lower
-  // bound 3(N + D/2 - 1), so that is the optimum. The generator's streams
-  // alternate slot by slot, which suits F=B but stalls a stream behind
-  // every 2-slot backward: its order takes 4N+D-4, N - D/2 - 1 slots more,
-  // a gap that grows with N. Issue 17 improves the generator; update the
-  // generator column when it does.
+  // bound 3(N + D/2 - 1), so that is the optimum.
+  //  - The alternating order (the registered one before issue 17) gives
+  //    its streams alternate slots, which suits F=B but stalls a stream
+  //    behind every 2-slot backward: 4N+D-4, N - D/2 - 1 slots above the
+  //    optimum for D >= 4, a gap that grows with N. At D=2 it reaches the
+  //    optimum (the D=2 rows).
+  //  - The critical-path order (CriticalPathOrder.h: backward first, then
+  //    the one whose inputs were done first, then the longest chain of
+  //    work; channels in order, at most D micro-batches of each direction
+  //    in flight) reaches the optimum in every row.
+  // The registered order is the faster of the two, the alternating one on
+  // a tie (the D=2 rows), so it is optimal in every row.
   struct Case {
     int D, N;
-    long generator, optimum;
+    long alternating, registered, optimum;
   };
   for (Case c :
-       {Case{4, 8, 32, 27}, Case{6, 12, 50, 42}, Case{4, 16, 64, 51}}) {
+       {Case{2, 4, 12, 12, 12}, Case{2, 8, 24, 24, 24}, Case{4, 8, 32, 27, 27},
+        Case{6, 12, 50, 42, 42}, Case{4, 16, 64, 51, 51}}) {
     SCOPED_TRACE("D=" + std::to_string(c.D) + " N=" + std::to_string(c.N));
     ChimeraMakespans m = compareChimeraWithSearch(c.D, c.N);
     EXPECT_EQ(m.optimum, chimeraLowerBound(c.D, c.N, 1, 2));
     EXPECT_EQ(m.optimum, c.optimum);
     EXPECT_EQ(m.optimumAnyChannelOrder, c.optimum);
-    EXPECT_EQ(m.generator, c.generator);
-    EXPECT_EQ(m.generator - m.optimum, c.N - c.D / 2 - 1);
+    EXPECT_EQ(m.generator, c.registered);
+    Result<Schedule> alternating =
+        generateChimera(c.D, c.N, ChimeraOrder::Alternating);
+    ASSERT_TRUE(alternating.ok()) << alternating.error;
+    EXPECT_EQ(
+        generatorMakespan(chimeraProblem(c.D, c.N, 2, true), *alternating),
+        c.alternating);
+    if (c.D > 2) {
+      EXPECT_EQ(c.alternating, 4L * c.N + c.D - 4);
+      EXPECT_EQ(c.alternating - c.optimum, c.N - c.D / 2 - 1);
+    }
   }
-  // Beyond the search's reach: never below the bound, and still a smaller
+  // Beyond the search's reach: never below the bound, never slower than
+  // the alternating order, strictly faster from N = 2D on, and a smaller
   // bubble than 1F1B's closed form (D-1)/(N+D-1).
-  for (Size c : kSizes) {
-    test::PlayResult r = play(generate("chimera", c.D, c.N));
-    ASSERT_TRUE(r.finished) << r.stuck;
-    EXPECT_GE(r.makespan, chimeraLowerBound(c.D, c.N, 1, 2));
-    EXPECT_LT(r.bubbleRatio(), ratio(c.D - 1, c.N + c.D - 1))
-        << "D=" << c.D << " N=" << c.N;
+  for (int D : {4, 8, 16})
+    for (int N : {D, 2 * D, 4 * D}) {
+      SCOPED_TRACE("D=" + std::to_string(D) + " N=" + std::to_string(N));
+      test::PlayResult r = play(generate("chimera", D, N));
+      Result<Schedule> alternating =
+          generateChimera(D, N, ChimeraOrder::Alternating);
+      ASSERT_TRUE(alternating.ok()) << alternating.error;
+      test::PlayResult before = play(*alternating);
+      ASSERT_TRUE(r.finished) << r.stuck;
+      EXPECT_GE(r.makespan, chimeraLowerBound(D, N, 1, 2));
+      if (N == D)
+        EXPECT_EQ(r.makespan, before.makespan);
+      else
+        EXPECT_LT(r.makespan, before.makespan);
+      EXPECT_LT(r.bubbleRatio(), ratio(D - 1, N + D - 1));
+    }
+}
+
+TEST(BaselineSchedules, ChimeraAtScale) {
+  // D=16, N=64 (F=1, B=2): the alternating order takes 4N+D-4 = 268 slots,
+  // bubble 76/268 = 0.284; the critical-path order 215, bubble 23/215 =
+  // 0.107, 2 slots above the lower bound 3(N + D/2 - 1) = 213 (bench/
+  // RESULTS.md, "Baselines at their best"). Both verify.
+  Schedule s = generate("chimera", 16, 64);
+  std::vector<Diagnostic> diags = verify(s, {/*requireAllReduce=*/true});
+  EXPECT_TRUE(diags.empty()) << formatDiagnostics(diags);
+  test::PlayResult r = play(s);
+  ASSERT_TRUE(r.finished) << r.stuck;
+  EXPECT_EQ(r.makespan, 215);
+  EXPECT_EQ(chimeraLowerBound(16, 64, 1, 2), 213);
+  Result<Schedule> alternating =
+      generateChimera(16, 64, ChimeraOrder::Alternating);
+  ASSERT_TRUE(alternating.ok()) << alternating.error;
+  EXPECT_EQ(play(*alternating).makespan, 268);
+  // Where the registered order meets the lower bound it is optimal without
+  // a search: D=8, N=16 and 32; D=16, N=32 (57, 105, 117). Its bubble is
+  // then (3D/2 - 3)/(3N + 3D/2 - 3) = (D-2)/(2N+D-2), Chimera's closed form.
+  for (auto [D, N] : {std::pair{8, 16}, {8, 32}, {16, 32}}) {
+    test::PlayResult at = play(generate("chimera", D, N));
+    ASSERT_TRUE(at.finished) << at.stuck;
+    EXPECT_EQ(at.makespan, chimeraLowerBound(D, N, 1, 2))
+        << "D=" << D << " N=" << N;
+    EXPECT_NEAR(at.bubbleRatio(), ratio(D - 2, 2 * N + D - 2), 1e-12)
+        << "D=" << D << " N=" << N;
   }
 }
 
+TEST(BaselineSchedules, ChimeraEveryOrderVerifies) {
+  // SchedulePropertiesTest checks the registered order; each candidate
+  // must be a valid step as well (channels in order, all-reduces that
+  // meet), whichever the registry picks, for every N, whole units or not.
+  for (int D = 2; D <= 16; D += 2)
+    for (int N : {1, D / 2 + 1, D, D + 1, 2 * D + 3, 3 * D})
+      for (ChimeraOrder order :
+           {ChimeraOrder::Alternating, ChimeraOrder::CriticalPath}) {
+        SCOPED_TRACE("D=" + std::to_string(D) + " N=" + std::to_string(N) +
+                     (order == ChimeraOrder::Alternating ? " alternating"
+                                                         : " critical path"));
+        Result<Schedule> s = generateChimera(D, N, order);
+        ASSERT_TRUE(s.ok()) << s.error;
+        std::vector<Diagnostic> diags = verify(*s, {/*requireAllReduce=*/true});
+        EXPECT_TRUE(diags.empty()) << formatDiagnostics(diags);
+      }
+}
+
 TEST(BaselineSchedules, ChimeraPeakActivations) {
-  // One unit: rank r holds at most min(D-r, D/2) down and min(r+1, D/2) up
-  // chunks, D on the middle ranks, as in the paper. With overlapping units
-  // every rank peaks at D: one unit's activations, no more.
+  // The alternating order, one unit: rank r holds at most min(D-r, D/2)
+  // down and min(r+1, D/2) up chunks, D on the middle ranks, as in the
+  // paper. With overlapping units every rank peaks at D: one unit's
+  // activations, no more.
+  // The critical-path order lets at most D micro-batches of each direction
+  // be in flight, and one in flight holds at most one chunk per rank and
+  // direction: at most 2D chunks per rank, the memory of Chimera's forward
+  // doubling. From N = 2D on (D >= 4) it holds more than the alternating
+  // order's D (6 of 8 at D=4, N=8; 32 of 32 at D=16, N=64).
+  // The registered order has the peak of the order it picked.
   for (int D : {2, 4, 8, 16})
     for (int N : {D, 2 * D, 4 * D, 2 * D + 3}) {
+      SCOPED_TRACE("D=" + std::to_string(D) + " N=" + std::to_string(N));
+      Result<Schedule> alternating =
+          generateChimera(D, N, ChimeraOrder::Alternating);
+      Result<Schedule> critical =
+          generateChimera(D, N, ChimeraOrder::CriticalPath);
+      ASSERT_TRUE(alternating.ok() && critical.ok());
       Schedule s = generate("chimera", D, N);
+      const bool picked = s.ranks == critical->ranks;
+      EXPECT_TRUE(picked || s.ranks == alternating->ranks);
+      int criticalPeak = 0;
       for (int r = 0; r < D; ++r) {
         int expected =
             N == D ? std::min(D - r, D / 2) + std::min(r + 1, D / 2) : D;
-        EXPECT_EQ(peakInFlight(s.ranks[r]), expected)
-            << "D=" << D << " N=" << N << " r=" << r;
+        EXPECT_EQ(peakInFlight(alternating->ranks[r]), expected) << "r=" << r;
+        EXPECT_LE(peakInFlight(critical->ranks[r]), 2 * D) << "r=" << r;
+        criticalPeak = std::max(criticalPeak, peakInFlight(critical->ranks[r]));
+        EXPECT_EQ(peakInFlight(s.ranks[r]),
+                  peakInFlight((picked ? critical : alternating)->ranks[r]));
       }
+      if (D >= 4 && N >= 2 * D && N % D == 0)
+        EXPECT_GT(criticalPeak, D);
+      if (D == 4 && N == 8)
+        EXPECT_EQ(criticalPeak, 6);
+      if (D == 16 && N == 64)
+        EXPECT_EQ(criticalPeak, 32);
     }
 }
 
@@ -389,7 +496,7 @@ TEST(BaselineSchedules, InterleavedFollowsMegatronRules) {
   // N*v); forwards walk groups of D micro-batches through chunk 0, 1, ...;
   // backwards walk the same groups through the chunks in reverse.
   for (int D : {2, 4, 8})
-    for (int v : {2, 3})
+    for (int v : {2, 3, 4})
       for (int N : {D, 2 * D, 3 * D}) {
         Schedule s = generate("interleaved-1f1b", D, N, v);
         for (int r = 0; r < D; ++r) {
@@ -411,6 +518,38 @@ TEST(BaselineSchedules, InterleavedFollowsMegatronRules) {
             EXPECT_EQ(a.microbatch, group * D + k % D);
             EXPECT_EQ(a.stage, chunk * D + r);
           }
+        }
+      }
+}
+
+TEST(BaselineSchedules, InterleavedWithMoreThanTwoChunks) {
+  // v = 3, 4 chunks per device, N a multiple of D (Megatron's requirement).
+  // Each chunk costs F=1, B=2 (1/v of a stage of the D-stage model). A rank
+  // works 3vN chunk slots, and Megatron's closed form (D-1)/(vN+D-1) of the
+  // bubble makes the makespan 3vN / (1 - bubble) = 3(vN + D - 1), i.e.
+  // (vN + D - 1)(F + B)/v in stage units: 15 at D=4, N=4, v=3 (bench/
+  // RESULTS.md, "Baselines at their best"). Rank r's peak is its warm-up
+  // plus the steady phase's first forward, 2(D-1-r) + (v-1)D + 1 chunks,
+  // or all vN when the warm-up covers every forward.
+  for (int v : {3, 4})
+    for (int D : {2, 4, 8})
+      for (int N : {D, 2 * D, 4 * D}) {
+        SCOPED_TRACE("D=" + std::to_string(D) + " N=" + std::to_string(N) +
+                     " v=" + std::to_string(v));
+        Schedule s = generate("interleaved-1f1b", D, N, v);
+        EXPECT_TRUE(s.note.empty()) << s.note;
+        std::vector<Diagnostic> diags = verify(s);
+        EXPECT_TRUE(diags.empty()) << formatDiagnostics(diags);
+        test::PlayResult r = play(s);
+        ASSERT_TRUE(r.finished) << r.stuck;
+        EXPECT_EQ(r.makespan, 3L * (v * N + D - 1));
+        // The makespan is exact; the ratio is 1 - busy/makespan, rounded.
+        EXPECT_NEAR(r.bubbleRatio(), ratio(D - 1, v * N + D - 1), 1e-12);
+        for (int rank = 0; rank < D; ++rank) {
+          const int warmup = 2 * (D - 1 - rank) + (v - 1) * D;
+          EXPECT_EQ(peakInFlight(s.ranks[rank]),
+                    warmup < v * N ? warmup + 1 : v * N)
+              << "rank " << rank;
         }
       }
 }

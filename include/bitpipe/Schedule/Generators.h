@@ -44,11 +44,24 @@ Result<Schedule> generateOneFOneB(int devices, int microbatches);
 Result<Schedule> generateInterleaved1F1B(int devices, int microbatches,
                                          int chunksPerDevice);
 
+/// The per-rank orders Chimera's generator knows (docs/bitpipe-order.md,
+/// "Chimera"). Best is what the registry's `chimera` runs.
+enum class ChimeraOrder {
+  /// The two streams take alternate slots on every rank: optimal for F=B
+  /// (2N+D-2) and for one unit with B=2F; at most D chunks in flight.
+  Alternating,
+  /// Cost-aware list scheduling (B=2F) with at most D micro-batches of each
+  /// direction in flight: optimal or near it for N >= 2D, up to 2D chunks.
+  CriticalPath,
+  /// The faster of the two under F=1, B=2 (Alternating on ties).
+  Best,
+};
+
 /// Chimera (Li & Hoefler 2021) on bidirectionalPlacement(D), D even: units of
-/// D micro-batches (D/2 down, D/2 up) concatenated with overlap (each
-/// direction runs one 1F1B over all of its micro-batches, so the next unit's
-/// forwards fill the previous unit's drain). Any N >= 1.
-Result<Schedule> generateChimera(int devices, int microbatches);
+/// D micro-batches (D/2 down, D/2 up) concatenated with overlap (the next
+/// unit's forwards fill the previous unit's drain), in `order`. Any N >= 1.
+Result<Schedule> generateChimera(int devices, int microbatches,
+                                 ChimeraOrder order = ChimeraOrder::Best);
 
 /// BitPipe on bidirectionalVPlacement(D), D even: exactly the reference
 /// per-rank order of docs/bitpipe-order.md when N is a multiple of D.

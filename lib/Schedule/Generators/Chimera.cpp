@@ -15,44 +15,58 @@
 // overlap (1F1B's first stage sends warm-up forwards that the next stage
 // consumes late, and the other direction's gradients overtake them).
 //
-// The sequences: the rightward one starts with the first D/2 down forwards,
-// then alternates an up backward and a down forward; the leftward one is its
-// mirror image. Any N works (a short last unit only makes some slots wait). On rank r, rightward actions take the slots t = r (mod 2)
-// and leftward ones the others, each at the first such slot at which its
-// inputs are done (F=B=1, free communication). When all inputs are there,
-// rank r runs rightward action i at 2i + r and leftward action j at
-// 2j + D-1-r: both streams move one rank per slot and never collide. The
-// returning pass of a micro-batch sits at least D/2 places after its forward
-// in the other stream, the round trip, so for N a multiple of D the inputs
-// are always there:
+// Two orders (ChimeraOrder; docs/bitpipe-order.md, "Chimera, the baseline"):
+//
+// Alternating. The rightward sequence starts with the first D/2 down
+// forwards, then alternates an up backward and a down forward; the
+// leftward one is its mirror image. Any N works (a short last unit only
+// makes some slots wait). On rank r, rightward actions take the slots
+// t = r (mod 2) and leftward ones the others, each at the first such slot
+// at which its inputs are done (F=B=1, free communication). When all
+// inputs are there, rank r runs rightward action i at 2i + r and leftward
+// action j at 2j + D-1-r: both streams move one rank per slot and never
+// collide. The returning pass of a micro-batch sits at least D/2 places
+// after its forward in the other stream, the round trip, so for N a
+// multiple of D the inputs are always there:
 //   F=B=1:   makespan 2N + D - 2, bubble (D-2)/(2N+D-2), Chimera's closed
 //            form, for every such N: units overlap, the next unit's forwards
 //            fill the previous unit's drain;
-//   F=1,B=2: the same order, measured: makespan 4N + D - 4. The streams
-//            alternate slot by slot, which is perfect for F=B and stalls a
-//            stream behind every 2-slot backward otherwise, so the bubble
-//            tends to 1/4 as N grows; a cost-aware interleaving is open.
+//   F=1,B=2: makespan 4N + D - 4. The streams alternate slot by slot, which
+//            is perfect for F=B and stalls a stream behind every 2-slot
+//            backward otherwise, so the bubble tends to 1/4 as N grows.
 //            The exhaustive search of unittests/Schedule/OptimalSchedule.h
-//            finds 3(N + D/2 - 1) for N = 2D, 4D (the lower bound; e.g. 27
-//            against this order's 32 at D=4, N=8) and 4N + D - 4 for N = D
-//            (D = 4, 6): this order is optimal for one unit only.
+//            finds 4N + D - 4 for N = D (D = 4, 6): optimal for one unit.
 // For N = D this is the paper's basic unit: for D=4 its figure exactly (16
-// slots under F=1, B=2, optimal by that search); for larger D the same
-// makespans as the former per-unit merge of two 1F1B pipelines, in a
-// slightly different order.
-// Memory (BaselineSchedulesTest): at most D chunks in flight on any rank,
-// one unit's worth, as the paper bounds it; for N = D, D on the middle
-// ranks and D/2+1 on the edges.
+// slots under F=1, B=2); for larger D the same makespans as the former
+// per-unit merge of two 1F1B pipelines, in a slightly different order.
+// At most D chunks in flight on any rank, one unit's worth, as the paper
+// bounds it; for N = D, D on the middle ranks and D/2+1 on the edges.
+//
+// Critical path (CriticalPathOrder.h). List scheduling under F=1, B=2 with
+// the channels kept in order and at most D micro-batches of each direction
+// in flight (up to 2D chunks per rank, the memory of the paper's forward
+// doubling). For N >= 2D it meets the lower bound 3(N + D/2 - 1), so it is
+// optimal, wherever BaselineSchedulesTest looks but at D=16, N=64 (215
+// against 213); e.g. 27 at D=4, N=8 against the alternating order's 32.
+// Its bubble is then (D-2)/(2N+D-2), Chimera's closed form, with B = 2F.
+// For N = D it is slower.
+//
+// Best, the registered order, takes the critical-path order where it is
+// strictly faster under F=1, B=2, so chimera is never slower than the
+// alternating order was; BaselineSchedulesTest holds the numbers.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CriticalPathOrder.h"
 #include "GeneratorUtil.h"
 
 #include "bitpipe/Schedule/Dependencies.h"
 #include "bitpipe/Schedule/Describe.h"
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Simulator.h"
 
+#include <limits>
 #include <optional>
 
 namespace bitpipe::sched {
@@ -132,9 +146,19 @@ bool placeStreams(Schedule &s) {
   return true;
 }
 
+/// The makespan of `s` (forwards and backwards only) under the library's
+/// unit costs (F=1, B=2, free communication); infinite if it cannot run.
+double makespanAtUnitCosts(const Schedule &s) {
+  Result<SimResult> sim = simulate(s, CostModel());
+  if (!sim || sim->deadlocked)
+    return std::numeric_limits<double>::infinity();
+  return sim->makespan;
+}
+
 } // namespace
 
-Result<Schedule> generateChimera(int devices, int microbatches) {
+Result<Schedule> generateChimera(int devices, int microbatches,
+                                 ChimeraOrder order) {
   const std::string name = "chimera";
   std::string err = detail::checkArguments(name, devices, microbatches, 0);
   if (!err.empty())
@@ -150,10 +174,28 @@ Result<Schedule> generateChimera(int devices, int microbatches) {
   s.numMicrobatches = N;
   s.microbatchPipeline = detail::bidirectionalMicrobatchPipelines(D, N);
   s.ranks.resize(D);
-  if (!placeStreams(s))
+  const std::string sizes =
+      "D=" + std::to_string(D) + ", N=" + std::to_string(N);
+  if (order != ChimeraOrder::CriticalPath && !placeStreams(s))
     return Result<Schedule>::failure(
-        "chimera: internal error: the streams for D=" + std::to_string(D) +
-        ", N=" + std::to_string(N) + " cannot run");
+        "chimera: internal error: the alternating streams for " + sizes +
+        " cannot run");
+  if (order != ChimeraOrder::Alternating) {
+    // At most D micro-batches of each direction in flight: twice the
+    // alternating order's memory, as Chimera's forward doubling
+    // (docs/bitpipe-order.md, "Chimera").
+    Schedule critical = s;
+    critical.ranks = detail::criticalPathOrder(s, /*injectionCap=*/D);
+    if (critical.ranks.empty())
+      return Result<Schedule>::failure(
+          "chimera: internal error: the critical-path order for " + sizes +
+          " stops with work left");
+    // Best keeps the alternating order unless the other is strictly faster,
+    // so chimera is never slower than the alternating order.
+    if (order == ChimeraOrder::CriticalPath ||
+        makespanAtUnitCosts(critical) < makespanAtUnitCosts(s))
+      s.ranks = std::move(critical.ranks);
+  }
   // Each rank holds one replica of stage r (down) and one of D-1-r (up); the
   // other replica of each is on rank D-1-r. Sync each as soon as its last
   // backward on this rank is done, in the order both replicas agree on.

@@ -1,0 +1,178 @@
+//===- BaselinesTable.cpp - The baselines at their best (issue 17) --------===//
+//
+// Every baseline in its best form next to the earlier ones, at D in {4, 8,
+// 16} and N in {D, 2D, 4D}, F=1, B=2 per chunk of a D-stage model (a chunk
+// of interleaved-1f1b with v chunks per device costs 1/v of that, so every
+// schedule does the same work), free communication:
+//
+//  - makespan and bubble ratio, from the simulator;
+//  - peak in-flight activations per rank, in chunks (one per (micro-batch,
+//    stage) whose F is done and B is not) and in stages of the D-stage
+//    model (chunks x D / stages: an interleaved chunk holds 1/v of a stage);
+//  - p2p volume: transfers between ranks (activations and gradients, each
+//    one boundary tensor; local hand-offs are free), from the simulator.
+//
+// chimera is the registered order (ChimeraOrder::Best); its two candidate
+// orders are listed too, so the change of issue 17 can be read off, and
+// bitpipe, which the baselines are compared with, closes the table.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BaselinesTable.h"
+
+#include "bitpipe/Schedule/CostModel.h"
+#include "bitpipe/Schedule/Generators.h"
+#include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Schedule/Simulator.h"
+#include "bitpipe/Schedule/Verifier.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace bitpipe::sched;
+
+namespace bitpipe::bench {
+
+namespace {
+
+struct Row {
+  std::string label;
+  std::function<Result<Schedule>(int D, int N)> generate;
+};
+
+std::vector<Row> rows() {
+  auto registered = [](const char *name, int v) {
+    return [name, v](int D, int N) {
+      ScheduleOptions request{name, D, N};
+      if (v > 0)
+        request.chunksPerDevice = v;
+      return generateSchedule(request);
+    };
+  };
+  auto chimera = [](ChimeraOrder order) {
+    return [order](int D, int N) { return generateChimera(D, N, order); };
+  };
+  return {
+      {"gpipe", registered("gpipe", 0)},
+      {"1f1b", registered("1f1b", 0)},
+      {"interleaved-1f1b v=2", registered("interleaved-1f1b", 2)},
+      {"interleaved-1f1b v=3", registered("interleaved-1f1b", 3)},
+      {"interleaved-1f1b v=4", registered("interleaved-1f1b", 4)},
+      {"chimera, alternating (before)", chimera(ChimeraOrder::Alternating)},
+      {"chimera, critical path", chimera(ChimeraOrder::CriticalPath)},
+      {"chimera (registered)", registered("chimera", 0)},
+      // What they are compared with: 2D chunks of half a stage each.
+      {"bitpipe", registered("bitpipe", 0)},
+  };
+}
+
+/// F=1, B=2 per D-stage model stage; every boundary tensor one unit.
+CostModel costsFor(const Schedule &s, int D) {
+  CostModel cost;
+  const double share = static_cast<double>(D) / s.placement.numStages;
+  cost.unitForward = share;
+  cost.unitBackward = 2 * share;
+  cost.boundaryBytes.assign(s.placement.numStages, 1.0);
+  return cost;
+}
+
+/// Makespan of Chimera's `order` with F=1 and backward cost `backward`, or
+/// -1 after printing why it failed.
+double chimeraMakespan(int D, int N, ChimeraOrder order, double backward) {
+  Result<Schedule> s = generateChimera(D, N, order);
+  if (!s) {
+    std::fprintf(stderr, "chimera D=%d N=%d: %s\n", D, N, s.error.c_str());
+    return -1;
+  }
+  CostModel cost;
+  cost.unitBackward = backward;
+  Result<SimResult> sim = simulate(*s, cost);
+  if (!sim || sim->deadlocked) {
+    std::fprintf(stderr, "chimera D=%d N=%d cannot be simulated: %s\n", D, N,
+                 sim ? sim->deadlockReport().c_str() : sim.error.c_str());
+    return -1;
+  }
+  return sim->makespan;
+}
+
+/// The registered order is built for B = 2F; with F = B (the costs of
+/// Chimera's closed form, makespan 2N+D-2) the alternating order is the
+/// best one. Both cost models, every order.
+bool printChimeraEqualCosts() {
+  std::printf("### Chimera's orders under both cost models (makespans)\n\n");
+  std::printf("| D | N | F=B=1: alternating | F=B=1: critical path | F=B=1: "
+              "registered | 2N+D-2 | F=1,B=2: alternating | F=1,B=2: "
+              "critical path | F=1,B=2: registered | 3(N+D/2-1) |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  bool allOk = true;
+  for (int D : {4, 8, 16})
+    for (int N : {D, 2 * D, 4 * D}) {
+      std::printf("| %d | %d |", D, N);
+      for (double backward : {1.0, 2.0}) {
+        for (ChimeraOrder order :
+             {ChimeraOrder::Alternating, ChimeraOrder::CriticalPath,
+              ChimeraOrder::Best}) {
+          double makespan = chimeraMakespan(D, N, order, backward);
+          allOk = allOk && makespan >= 0;
+          std::printf(" %g |", makespan);
+        }
+        // The closed form (F=B) and the lower bound (B=2F; the optimum
+        // where the search of OptimalSchedule.h reaches, N >= 2D).
+        std::printf(" %d |",
+                    backward == 1.0 ? 2 * N + D - 2 : 3 * (N + D / 2 - 1));
+      }
+      std::printf("\n");
+    }
+  std::printf("\n");
+  return allOk;
+}
+
+} // namespace
+
+bool printBaselinesTable() {
+  std::printf("### Baselines at their best (F=1, B=2 per stage of a D-stage "
+              "model, free communication)\n\n");
+  std::printf("| schedule | D | N | makespan | bubble | peak in-flight "
+              "(chunks) | peak in-flight (stages) | p2p transfers |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  bool allOk = true;
+  for (const Row &row : rows())
+    for (int D : {4, 8, 16})
+      for (int N : {D, 2 * D, 4 * D}) {
+        Result<Schedule> s = row.generate(D, N);
+        std::string why;
+        if (!s)
+          why = s.error;
+        else if (std::vector<Diagnostic> d = verify(*s); !d.empty())
+          why = "does not verify:\n" + formatDiagnostics(d);
+        Result<SimResult> sim = Result<SimResult>::failure(why);
+        if (why.empty()) {
+          sim = simulate(*s, costsFor(*s, D));
+          if (!sim || sim->deadlocked)
+            why = sim ? sim->deadlockReport() : sim.error;
+        }
+        if (!why.empty()) {
+          std::fprintf(stderr, "%s D=%d N=%d: %s\n", row.label.c_str(), D, N,
+                       why.c_str());
+          std::printf("| %s | %d | %d | failed | - | - | - | - |\n",
+                      row.label.c_str(), D, N);
+          allOk = false;
+          continue;
+        }
+        int peak = 0;
+        for (const RankStats &r : sim->ranks)
+          peak = std::max(peak, r.peakInFlight);
+        std::printf("| %s | %d | %d | %g | %.4f | %d | %g | %g |\n",
+                    row.label.c_str(), D, N, sim->makespan, sim->bubbleRatio,
+                    peak,
+                    static_cast<double>(peak) * D / s->placement.numStages,
+                    sim->totalBytesSent);
+      }
+  std::printf("\n");
+  return printChimeraEqualCosts() && allOk;
+}
+
+} // namespace bitpipe::bench

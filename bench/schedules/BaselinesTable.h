@@ -1,0 +1,19 @@
+//===- BaselinesTable.h - The baselines at their best -----------*- C++ -*-===//
+//
+// bench-schedules --baselines: the table of bench/RESULTS.md, "Baselines at
+// their best (issue 17)".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_BENCH_SCHEDULES_BASELINESTABLE_H
+#define BITPIPE_BENCH_SCHEDULES_BASELINESTABLE_H
+
+namespace bitpipe::bench {
+
+/// Prints the table (Markdown); false if a schedule failed to generate,
+/// verify or simulate (the row says "failed" and stderr why).
+bool printBaselinesTable();
+
+} // namespace bitpipe::bench
+
+#endif // BITPIPE_BENCH_SCHEDULES_BASELINESTABLE_H
