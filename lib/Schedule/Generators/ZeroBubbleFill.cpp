@@ -156,7 +156,8 @@ std::vector<std::vector<Action>> listScheduleSplit(const Schedule &shape,
       if (!c.microbatches.empty())
         chunks[pl.device(p, s)].push_back(std::move(c));
     }
-  // Furthest along the pipeline first.
+  // Furthest along its pipeline first (for F, until the rank's first B:
+  // see `pick`).
   for (std::vector<Chunk> &held : chunks)
     std::stable_sort(held.begin(), held.end(),
                      [](const Chunk &x, const Chunk &y) {
@@ -233,9 +234,19 @@ std::vector<std::vector<Action>> listScheduleSplit(const Schedule &shape,
         channel[r * R + dst].push_back(*consumer);
     }
   };
-  // The first chunk whose next F (or B) can run, or null.
+  // The first chunk whose next F (or B) can run, or null. B's go furthest
+  // along first (nearest the loss: the critical path). F's too during the
+  // warm-up, to reach the loss and start the backwards sooner; once the
+  // rank has run a B, the F's nearest the start go first, to keep the ranks
+  // downstream supplied. (This order also settles into a steady state that
+  // repeats every micro-batch, which the rolled rank programs need:
+  // docs/repetition.md.)
+  std::vector<bool> sawBackward(R, false);
   auto pick = [&](int r, bool forward, long now, bool ignoreCap) -> Chunk * {
-    for (Chunk &c : chunks[r]) {
+    const int n = static_cast<int>(chunks[r].size());
+    const bool firstArmFirst = forward && sawBackward[r];
+    for (int i = 0; i < n; ++i) {
+      Chunk &c = chunks[r][firstArmFirst ? n - 1 - i : i];
       size_t k = forward ? c.nextF : c.nextB;
       if (k >= c.microbatches.size())
         continue;
@@ -259,6 +270,7 @@ std::vector<std::vector<Action>> listScheduleSplit(const Schedule &shape,
         std::optional<Action> step;
         if (Chunk *c = pick(r, /*forward=*/false, now, ignoreCap)) {
           step = Action::backward(c->microbatches[c->nextB++], c->stage);
+          sawBackward[r] = true;
         } else if (Chunk *c = pick(r, /*forward=*/true, now, ignoreCap)) {
           step = Action::forward(c->microbatches[c->nextF++], c->stage);
           capExceeded |= step->stage == 0 && !admissible(step->microbatch);
