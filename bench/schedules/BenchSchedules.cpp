@@ -274,17 +274,16 @@ void zeroBubbleTable() {
         int toB = 0, toW = 0;
         for (int r = 0; r < s->numRanks(); ++r) {
           toB = std::max(toB, sim->ranks[r].peakInFlight);
-          toW = std::max(toW, peakHeld(s->ranks[r],
-                                       s->splitBackward
-                                           ? ActionKind::WeightGrad
-                                           : ActionKind::Backward));
+          toW =
+              std::max(toW, peakHeld(s->ranks[r], s->splitBackward
+                                                      ? ActionKind::WeightGrad
+                                                      : ActionKind::Backward));
         }
-        const double slots =
-            sim->makespan * 2 * D / s->placement.numStages;
+        const double slots = sim->makespan * 2 * D / s->placement.numStages;
         std::printf("| %s | %d | %d | %g | %.3f | %.4f | %d | %d | %g |\n",
                     name, D, N, slots, slots / bitpipe->makespan,
-                    sim->bubbleRatio, toB,
-                    toW, double(toW) * D / s->placement.numStages);
+                    sim->bubbleRatio, toB, toW,
+                    double(toW) * D / s->placement.numStages);
       }
     }
   std::printf("\n");

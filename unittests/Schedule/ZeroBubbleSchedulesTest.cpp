@@ -85,8 +85,8 @@ TEST(ZeroBubbleSchedules, BitPipeZbVerifiesWithEagerAllReduces) {
       VerifyOptions options;
       options.requireAllReduce = true;
       std::vector<Diagnostic> diags = verify(s, options);
-      EXPECT_TRUE(diags.empty())
-          << "D=" << D << " N=" << N << ":\n" << formatDiagnostics(diags);
+      EXPECT_TRUE(diags.empty()) << "D=" << D << " N=" << N << ":\n"
+                                 << formatDiagnostics(diags);
       // BitPipe's two all-reduces per rank, second halves first; each right
       // after the rank's last W of its stages.
       for (int r = 0; r < D; ++r) {
@@ -180,8 +180,8 @@ TEST(ZeroBubbleSchedules, ZbvIsAVWithinOneFOneBsMemory) {
       EXPECT_TRUE(s.splitBackward);
       EXPECT_TRUE(s.note.empty()) << s.note;
       std::vector<Diagnostic> diags = verify(s);
-      EXPECT_TRUE(diags.empty())
-          << "D=" << D << " N=" << N << ":\n" << formatDiagnostics(diags);
+      EXPECT_TRUE(diags.empty()) << "D=" << D << " N=" << N << ":\n"
+                                 << formatDiagnostics(diags);
       test::PlayResult r = play(s);
       EXPECT_TRUE(r.finished) << r.stuck;
       // 1F1B's first rank holds D micro-batches of a whole device's layers;

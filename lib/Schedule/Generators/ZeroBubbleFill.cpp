@@ -132,9 +132,8 @@ splitAndFillWeightGrads(const Schedule &unsplit,
   return out;
 }
 
-std::vector<std::vector<Action>> listScheduleSplit(const Schedule &shape,
-                                                   int liveCap,
-                                                   bool &capExceeded) {
+std::vector<std::vector<Action>>
+listScheduleSplit(const Schedule &shape, int liveCap, bool &capExceeded) {
   const Placement &pl = shape.placement;
   const int R = pl.numDevices, S = pl.numStages;
   // A chunk: one stage of one pipeline on its device, with the micro-batches
@@ -159,10 +158,9 @@ std::vector<std::vector<Action>> listScheduleSplit(const Schedule &shape,
   // Furthest along its pipeline first (for F, until the rank's first B:
   // see `pick`).
   for (std::vector<Chunk> &held : chunks)
-    std::stable_sort(held.begin(), held.end(),
-                     [](const Chunk &x, const Chunk &y) {
-                       return x.stage > y.stage;
-                     });
+    std::stable_sort(
+        held.begin(), held.end(),
+        [](const Chunk &x, const Chunk &y) { return x.stage > y.stage; });
   auto deviceOf = [&](int m, int s) {
     return pl.device(shape.microbatchPipeline[m], s);
   };
@@ -217,7 +215,8 @@ std::vector<std::vector<Action>> listScheduleSplit(const Schedule &shape,
         channel[src * R + r].pop_front();
     }
     if (a.kind == ActionKind::Forward && a.stage == 0) {
-      const std::vector<int> &need = stagesOn[shape.microbatchPipeline[a.microbatch]];
+      const std::vector<int> &need =
+          stagesOn[shape.microbatchPipeline[a.microbatch]];
       for (int q = 0; q < R; ++q)
         reserved[q] += need[q];
     }

@@ -1,4 +1,5 @@
-//===- ZeroBubbleFill.h - Placing split backwards under unit costs -*- C++ -*-===//
+//===- ZeroBubbleFill.h - Placing split backwards under unit costs -*- C++
+//-*-===//
 //
 // Private to lib/Schedule: the two ways the zero-bubble generators
 // (bitpipe-zb, zbv) place weight-gradient steps, both by playing the step
@@ -37,16 +38,19 @@ splitAndFillWeightGrads(const Schedule &unsplit,
 
 /// Greedy list scheduling of every F, B and W of `shape` (placement and
 /// microbatchPipeline set): whenever a rank is free it runs, in this order
-/// of preference, a ready B; a ready F if it then holds at most `liveCap`
-/// stashes; its oldest waiting W. Each stage takes its micro-batches in
-/// order, and among chunks the one furthest along its pipeline goes first
-/// (its F and B are nearer the loss and the critical path). Should every
-/// rank be stuck on the cap with nothing running (the cap is too small for
-/// the placement), the stuck ranks run their F anyway; `capExceeded` then
-/// says so.
-std::vector<std::vector<Action>> listScheduleSplit(const Schedule &shape,
-                                                   int liveCap,
-                                                   bool &capExceeded);
+/// of preference, a ready B; a ready F; its oldest waiting W. Each stage
+/// takes its micro-batches in order; B's go to the chunk furthest along
+/// its pipeline first, F's too until the rank's first B, then to the one
+/// nearest the start. A consumer whose input crosses ranks waits until that
+/// input is the oldest undelivered message of its (src, dst) channel, so
+/// that both ends order every channel alike. Memory is granted per
+/// micro-batch: its first F runs only when every rank can reserve one stash
+/// per stage it holds of it within `liveCap` (each W returns one), so an
+/// admitted micro-batch never waits for memory. Should nothing be able to
+/// run while work is left (a cap below the stages a rank holds), a
+/// micro-batch is admitted over the cap and `capExceeded` says so.
+std::vector<std::vector<Action>>
+listScheduleSplit(const Schedule &shape, int liveCap, bool &capExceeded);
 
 /// Peak over `actions` of stashes held from F to W (split) or F to B.
 int peakStashes(const std::vector<Action> &actions, bool splitBackward);
