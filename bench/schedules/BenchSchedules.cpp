@@ -1,6 +1,6 @@
 //===- BenchSchedules.cpp - Cost and quality of the schedule generators ---===//
 //
-// Two tables, in Markdown:
+// Three tables, in Markdown:
 //
 //  1. Wall time of generate + verify + simulate (unit costs) for every
 //     schedule at D=32 and N, 2N micro-batches, with the ratio of the two: a
@@ -10,12 +10,20 @@
 //     in chunks: one per (micro-batch, stage) whose F is done and B is not)
 //     for every schedule at small D and N, next to the closed-form bubble
 //     ratio the papers give, where one applies.
+//  3. (--zero-bubble: this table only) issue 17's comparison of the
+//     zero-bubble schedules with BitPipe (docs/zero-bubble.md): bitpipe,
+//     bitpipe-zb, zb-h1 and zbv at D in {4, 8, 16}, N in {D, 2D, 4D}:
+//     makespan, bubble, and the peak activations per rank, counted until
+//     B (the simulator's measure) and until W (a split backward's W reads
+//     the stash), in chunks and in a device's share of the model.
 //
-// Costs are the papers' units: F=1, B=2 for a whole backward; zb-h1 splits
-// it into B=1 (input gradient) and W=1 (weights), so every schedule does the
-// same work per (micro-batch, stage). Communication is free.
+// Costs are the papers' units: F=1, B=2 for a whole backward; the split
+// schedules (zb-h1, bitpipe-zb, zbv) split it into B=1 (input gradient) and
+// W=1 (weights), so every schedule does the same work per (micro-batch,
+// stage). Communication is free.
 //
 // Usage: bench-schedules [--repeat K] [--devices D] [--microbatches N]
+//                        [--zero-bubble]
 //        bench-schedules --baselines   (only BaselinesTable.h's table)
 //
 //===----------------------------------------------------------------------===//
@@ -46,6 +54,7 @@ struct Options {
   int devices = 32;
   int microbatches = 256;
   bool baselines = false;
+  bool zeroBubbleOnly = false;
 };
 
 /// Reads the flags into \p o; false (with a message) on a malformed one.
@@ -62,7 +71,10 @@ bool parseArgs(int argc, char **argv, Options &o) {
                &microbatches, 1)
       .toggle("--baselines",
               "only the table of the baselines at their best (issue 17)",
-              &o.baselines);
+              &o.baselines)
+      .toggle("--zero-bubble",
+              "only the zero-bubble table (issue 17, docs/zero-bubble.md)",
+              &o.zeroBubbleOnly);
   bitpipe::runtime::Status parsed = flags.parse(argc, argv);
   constexpr int64_t kMax = 1000000;
   if (!parsed.isOk() || repeat > kMax || devices > kMax ||
@@ -187,7 +199,7 @@ void timingTable(const Options &o) {
 
 void qualityTable() {
   std::printf("### Makespan, bubble ratio and peak activations "
-              "(F=1, B=2; zb-h1 B=1, W=1)\n\n");
+              "(F=1, B=2; split schedules B=1, W=1)\n\n");
   std::printf("| schedule | D | N | makespan | bubble (measured) | "
               "bubble (closed form) | peak in-flight (chunks) |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
@@ -232,6 +244,58 @@ void chimeraEqualCostTable() {
   std::printf("\n");
 }
 
+/// Peak over a rank's list of stashes held from F until `frees` (B or W).
+int peakHeld(const std::vector<Action> &actions, ActionKind frees) {
+  int live = 0, peak = 0;
+  for (const Action &a : actions) {
+    if (a.kind == ActionKind::Forward)
+      peak = std::max(peak, ++live);
+    else if (a.kind == frees)
+      --live;
+  }
+  return peak;
+}
+
+/// Issue 17's table (see the file comment). A chunk is 1/S of the model:
+/// zb-h1 has S = D stages, the others 2D. So that all run the same model,
+/// the makespan is in slots of a 1/(2D) chunk's F (zb-h1's, whose stages
+/// are twice as long, doubles), and "x share" (chunks x D / S) counts the
+/// activations in micro-batches of one device's layers.
+void zeroBubbleTable() {
+  std::printf("### Zero-bubble schedules (F=1; bitpipe B=2; the others "
+              "B=1, W=1; one slot = the F of 1/(2D) of the model)\n\n");
+  std::printf("| schedule | D | N | makespan | / bitpipe | bubble | peak to B "
+              "(chunks) | peak to W (chunks) | peak to W (x share) |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (int D : {4, 8, 16})
+    for (int N : {D, 2 * D, 4 * D}) {
+      std::optional<SimResult> bitpipe = runOnce("bitpipe", D, N);
+      for (const char *name : {"bitpipe", "bitpipe-zb", "zb-h1", "zbv"}) {
+        Result<Schedule> s = generateSchedule({name, D, N});
+        std::optional<SimResult> sim = runOnce(name, D, N);
+        if (!s || !sim || !bitpipe) {
+          std::printf("| %s | %d | %d | failed | - | - | - | - | - |\n", name,
+                      D, N);
+          continue;
+        }
+        int toB = 0, toW = 0;
+        for (int r = 0; r < s->numRanks(); ++r) {
+          toB = std::max(toB, sim->ranks[r].peakInFlight);
+          toW =
+              std::max(toW, peakHeld(s->ranks[r], s->splitBackward
+                                                      ? ActionKind::WeightGrad
+                                                      : ActionKind::Backward));
+        }
+        const double slots = sim->makespan * 2 * D / s->placement.numStages;
+        std::printf("| %s | %d | %d | %g | %.3f | %.4f | %d | %d | %g |\n",
+                    name, D, N, slots, slots / bitpipe->makespan,
+                    sim->bubbleRatio, toB, toW,
+                    double(toW) * D / s->placement.numStages);
+      }
+    }
+  std::printf("\n");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -240,8 +304,13 @@ int main(int argc, char **argv) {
     return 2;
   if (o.baselines)
     return bitpipe::bench::printBaselinesTable() ? 0 : 1;
+  if (o.zeroBubbleOnly) {
+    zeroBubbleTable();
+    return 0;
+  }
   timingTable(o);
   qualityTable();
   chimeraEqualCostTable();
+  zeroBubbleTable();
   return 0;
 }

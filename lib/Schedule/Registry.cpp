@@ -24,6 +24,10 @@ Result<Schedule> interleaved(int d, int n, int v) {
 Result<Schedule> chimera(int d, int n, int) { return generateChimera(d, n); }
 Result<Schedule> bitPipe(int d, int n, int) { return generateBitPipe(d, n); }
 Result<Schedule> zbH1(int d, int n, int) { return generateZeroBubbleH1(d, n); }
+Result<Schedule> bitPipeZb(int d, int n, int) {
+  return generateBitPipeZeroBubble(d, n);
+}
+Result<Schedule> zbV(int d, int n, int) { return generateZeroBubbleV(d, n); }
 
 } // namespace
 
@@ -45,6 +49,10 @@ const std::vector<ScheduleInfo> &schedules() {
      PlacementKind::BidirectionalV, false, true, 0, 0, 0, 1, 2, bitPipe},
     {"zb-h1", "1F1B with the weight gradient split off and deferred (ZB-H1)",
      PlacementKind::Loop, true, false, 1, 1, 1, 1, 2, zbH1},
+    {"bitpipe-zb", "BitPipe with the weight gradient split off into its idle slots",
+     PlacementKind::BidirectionalV, true, true, 0, 0, 0, 1, 2, bitPipeZb},
+    {"zbv", "V-shaped pipeline, weight gradient split off and deferred (ZB-V)",
+     PlacementKind::V, true, false, 0, 0, 0, 1, 2, zbV},
   };
   // clang-format on
   return table;

@@ -21,8 +21,8 @@
 // A request the registry refuses: the option and what it expects.
 // ZERO: error: cannot build schedule 'bitpipe' for the module's bidirectional-v placement (8 stages on 4 devices): microbatches must be at least 1, got 0{{$}}
 
-// UNKNOWN: error: bitpipe-schedule: unknown schedule 'zigzag' (expected one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1){{$}}
-// NONAME: error: bitpipe-schedule: schedule is required (one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1){{$}}
+// UNKNOWN: error: bitpipe-schedule: unknown schedule 'zigzag' (expected one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1, bitpipe-zb, zbv){{$}}
+// NONAME: error: bitpipe-schedule: schedule is required (one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1, bitpipe-zb, zbv){{$}}
 
 // An N for which the generator's order cannot run: the generator checks its
 // own result with the library's verifier and refuses, naming the channel the

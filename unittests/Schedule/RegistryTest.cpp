@@ -58,13 +58,15 @@ TEST(Registry, NamesAreUniqueAndListedInOrder) {
   }
   EXPECT_EQ(scheduleNames().size(), schedules().size());
   EXPECT_EQ(scheduleNameList(),
-            "gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1");
+            "gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1, "
+            "bitpipe-zb, zbv");
   EXPECT_EQ(findSchedule("pipedream"), nullptr);
 }
 
 TEST(Registry, ValidateNamesTheOptionAndWhatItExpects) {
   const std::string names =
-      "gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1";
+      "gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1, "
+      "bitpipe-zb, zbv";
   EXPECT_EQ(errorOf({"", 4}), "schedule is required (one of " + names + ")");
   EXPECT_EQ(errorOf({"zigzag", 4}, "--"),
             "unknown --schedule 'zigzag' (expected one of " + names + ")");

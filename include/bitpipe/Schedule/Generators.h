@@ -72,6 +72,17 @@ Result<Schedule> generateBitPipe(int devices, int microbatches);
 /// bubble, with 1F1B's number of in-flight forwards.
 Result<Schedule> generateZeroBubbleH1(int devices, int microbatches);
 
+/// bitpipe-zb on bidirectionalVPlacement(D), D even: BitPipe's order with
+/// the backward split, each W filling a slot where BitPipe's rank waits,
+/// holding no more stashes (F to W) than BitPipe holds (F to B); eager
+/// all-reduces after the last W. Any N >= 1 (docs/zero-bubble.md).
+Result<Schedule> generateBitPipeZeroBubble(int devices, int microbatches);
+
+/// ZB-V on vPlacement(D): one V-shaped pipeline, backward split, list-
+/// scheduled under F = B = W = 1 with at most 2D stashes (1F1B's memory)
+/// per rank. Any D, N >= 1 (docs/zero-bubble.md).
+Result<Schedule> generateZeroBubbleV(int devices, int microbatches);
+
 } // namespace bitpipe::sched
 
 #endif // BITPIPE_SCHEDULE_GENERATORS_H
