@@ -244,18 +244,6 @@ void chimeraEqualCostTable() {
   std::printf("\n");
 }
 
-/// Peak over a rank's list of stashes held from F until `frees` (B or W).
-int peakHeld(const std::vector<Action> &actions, ActionKind frees) {
-  int live = 0, peak = 0;
-  for (const Action &a : actions) {
-    if (a.kind == ActionKind::Forward)
-      peak = std::max(peak, ++live);
-    else if (a.kind == frees)
-      --live;
-  }
-  return peak;
-}
-
 /// Issue 17's table (see the file comment). A chunk is 1/S of the model:
 /// zb-h1 has S = D stages, the others 2D. So that all run the same model,
 /// the makespan is in slots of a 1/(2D) chunk's F (zb-h1's, whose stages
@@ -281,10 +269,7 @@ void zeroBubbleTable() {
         int toB = 0, toW = 0;
         for (int r = 0; r < s->numRanks(); ++r) {
           toB = std::max(toB, sim->ranks[r].peakInFlight);
-          toW =
-              std::max(toW, peakHeld(s->ranks[r], s->splitBackward
-                                                      ? ActionKind::WeightGrad
-                                                      : ActionKind::Backward));
+          toW = std::max(toW, peakStashes(s->ranks[r], s->splitBackward));
         }
         const double slots = sim->makespan * 2 * D / s->placement.numStages;
         std::printf("| %s | %d | %d | %g | %.3f | %.4f | %d | %d | %g |\n",

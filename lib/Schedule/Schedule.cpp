@@ -37,4 +37,17 @@ std::string Action::str() const {
   return "?";
 }
 
+int peakStashes(const std::vector<Action> &actions, bool splitBackward) {
+  const ActionKind frees =
+      splitBackward ? ActionKind::WeightGrad : ActionKind::Backward;
+  int live = 0, peak = 0;
+  for (const Action &a : actions) {
+    if (a.kind == ActionKind::Forward)
+      peak = std::max(peak, ++live);
+    else if (a.kind == frees)
+      --live;
+  }
+  return peak;
+}
+
 } // namespace bitpipe::sched

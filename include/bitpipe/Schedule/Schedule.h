@@ -118,6 +118,11 @@ struct Schedule {
   int numRanks() const { return static_cast<int>(ranks.size()); }
 };
 
+/// The most stashes a rank holds at once over its `actions`, in program
+/// order: each forward's, until the step that frees it (W when the
+/// backward is split, B otherwise).
+int peakStashes(const std::vector<Action> &actions, bool splitBackward);
+
 } // namespace bitpipe::sched
 
 #endif // BITPIPE_SCHEDULE_SCHEDULE_H

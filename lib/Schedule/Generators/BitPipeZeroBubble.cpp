@@ -32,7 +32,7 @@ Result<Schedule> generateBitPipeZeroBubble(int devices, int microbatches) {
   s.splitBackward = true;
   std::vector<int> cap(devices);
   for (int r = 0; r < devices; ++r)
-    cap[r] = detail::peakStashes(bitpipe->ranks[r], /*splitBackward=*/false);
+    cap[r] = peakStashes(bitpipe->ranks[r], /*splitBackward=*/false);
   s.ranks = detail::splitAndFillWeightGrads(*bitpipe, cap);
 
   // BitPipe's two all-reduces per rank: the stages of the second halves of

@@ -52,9 +52,6 @@ splitAndFillWeightGrads(const Schedule &unsplit,
 std::vector<std::vector<Action>>
 listScheduleSplit(const Schedule &shape, int liveCap, bool &capExceeded);
 
-/// Peak over `actions` of stashes held from F to W (split) or F to B.
-int peakStashes(const std::vector<Action> &actions, bool splitBackward);
-
 } // namespace bitpipe::sched::detail
 
 #endif // BITPIPE_LIB_SCHEDULE_GENERATORS_ZEROBUBBLEFILL_H
