@@ -16,10 +16,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "CriticalPathOrder.h"
+#include "GeneratorUtil.h"
 
 #include "bitpipe/Schedule/Dependencies.h"
 
-#include <map>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -87,10 +87,7 @@ std::vector<std::vector<Action>> criticalPathOrder(const Schedule &shape,
   std::vector<int> inFlight(numPipelines, 0);
 
   std::vector<std::set<Key>> ready(D);
-  // Per (src, dst) channel: the actions whose outputs it carries, in send
-  // order, and how many of them were delivered.
-  std::map<std::pair<int, int>, std::vector<Action>> sent;
-  std::map<std::pair<int, int>, size_t> delivered;
+  ChannelOrder channels(D);
   // The input of `a` that crosses ranks, with its channel, if any.
   auto crossing = [&](const Action &a)
       -> std::optional<std::pair<Action, std::pair<int, int>>> {
@@ -101,11 +98,7 @@ std::vector<std::vector<Action>> criticalPathOrder(const Schedule &shape,
   };
   auto channelAllows = [&](const Action &a) {
     auto c = crossing(a);
-    if (!c)
-      return true;
-    const std::vector<Action> &queue = sent[c->second];
-    const size_t head = delivered[c->second];
-    return head < queue.size() && queue[head] == c->first;
+    return !c || channels.isNext(c->second.first, c->second.second, c->first);
   };
 
   std::vector<std::vector<Action>> ranks(D);
@@ -172,12 +165,12 @@ std::vector<std::vector<Action>> criticalPathOrder(const Schedule &shape,
       finishing[fin(a)].push_back(a);
       ranks[r].push_back(a);
       if (auto c = crossing(a))
-        ++delivered[c->second];
+        channels.deliver(c->second.first, c->second.second);
       // Its output goes to the next stage (forward) or the previous one
       // (backward), over a channel if that runs elsewhere.
       const int to = forward ? a.stage + 1 : a.stage - 1;
       if (to >= 0 && to < S && pl.device(pipe, to) != r)
-        sent[{r, pl.device(pipe, to)}].push_back(a);
+        channels.send(r, pl.device(pipe, to), a);
     }
   }
   return ranks;

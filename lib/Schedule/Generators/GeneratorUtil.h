@@ -13,6 +13,7 @@
 #include "bitpipe/Schedule/Error.h"
 #include "bitpipe/Schedule/Schedule.h"
 
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
@@ -67,6 +68,36 @@ void insertAllReducesAfterLastBackward(
 void appendListSchedule(const Schedule &shape,
                         const std::vector<int> &microbatches,
                         std::vector<std::vector<Action>> &ranks);
+
+/// The (sender, receiver) channels of a generator that places actions one
+/// at a time. A channel carries its sender's outputs in the order they were
+/// produced, and a consumer may take its input only when that input is the
+/// oldest one the channel has not delivered: the channel order that the
+/// verifier checks and that NCCL and MPI need (sched::checkChannels).
+class ChannelOrder {
+public:
+  explicit ChannelOrder(int ranks)
+      : ranks_(ranks), queues_(static_cast<size_t>(ranks) * ranks) {}
+
+  /// `producer` ran on `src`, and its output goes to `dst`.
+  void send(int src, int dst, const Action &producer) {
+    queues_[index(src, dst)].push_back(producer);
+  }
+  /// Whether `producer`'s output is the next one `src` -> `dst` delivers.
+  bool isNext(int src, int dst, const Action &producer) const {
+    const std::deque<Action> &q = queues_[index(src, dst)];
+    return !q.empty() && q.front() == producer;
+  }
+  /// The next output of `src` -> `dst` was taken.
+  void deliver(int src, int dst) { queues_[index(src, dst)].pop_front(); }
+
+private:
+  size_t index(int src, int dst) const {
+    return static_cast<size_t>(src) * ranks_ + dst;
+  }
+  int ranks_;
+  std::vector<std::deque<Action>> queues_;
+};
 
 } // namespace bitpipe::sched::detail
 

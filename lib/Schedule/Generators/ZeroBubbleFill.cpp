@@ -1,6 +1,7 @@
 //===- ZeroBubbleFill.cpp - Placing split backwards under unit costs ------===//
 
 #include "ZeroBubbleFill.h"
+#include "GeneratorUtil.h"
 
 #include "bitpipe/Schedule/Dependencies.h"
 
@@ -173,7 +174,7 @@ listScheduleSplit(const Schedule &shape, int liveCap, bool &capExceeded) {
   // each of its stages on every rank, which that stage's W returns, and is
   // admitted only when every rank has room. An admitted micro-batch then
   // runs to the end without waiting for memory.
-  std::vector<std::deque<Action>> channel(static_cast<size_t>(R) * R);
+  ChannelOrder channels(R);
   std::vector<std::vector<int>> stagesOn(pl.pipelines.size(),
                                          std::vector<int>(R, 0));
   for (size_t p = 0; p < pl.pipelines.size(); ++p)
@@ -197,11 +198,8 @@ listScheduleSplit(const Schedule &shape, int liveCap, bool &capExceeded) {
     ActionInputs in = inputsOf(a, S);
     if (in.crossStage) {
       int src = deviceOf(in.crossStage->microbatch, in.crossStage->stage);
-      if (src != r) {
-        const std::deque<Action> &q = channel[src * R + r];
-        if (q.empty() || !(q.front() == a))
-          return false;
-      }
+      if (src != r && !channels.isNext(src, r, *in.crossStage))
+        return false;
     }
     return a.kind != ActionKind::Forward || a.stage != 0 || ignoreCap ||
            admissible(a.microbatch);
@@ -212,7 +210,7 @@ listScheduleSplit(const Schedule &shape, int liveCap, bool &capExceeded) {
     if (in.crossStage) {
       int src = deviceOf(in.crossStage->microbatch, in.crossStage->stage);
       if (src != r)
-        channel[src * R + r].pop_front();
+        channels.deliver(src, r);
     }
     if (a.kind == ActionKind::Forward && a.stage == 0) {
       const std::vector<int> &need =
@@ -230,7 +228,7 @@ listScheduleSplit(const Schedule &shape, int liveCap, bool &capExceeded) {
     if (consumer) {
       int dst = deviceOf(consumer->microbatch, consumer->stage);
       if (dst != r)
-        channel[r * R + dst].push_back(*consumer);
+        channels.send(r, dst, a);
     }
   };
   // The first chunk whose next F (or B) can run, or null. B's go furthest
