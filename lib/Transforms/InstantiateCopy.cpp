@@ -38,9 +38,10 @@ struct InstantiateCopyPass
     FailureOr<sched::World> world = readWorld(module);
     if (failed(world))
       return failure();
-    if (copy < 0 || copy >= world->dataParallel)
+    const int wanted = copy;
+    if (wanted < 0 || wanted >= world->dataParallel)
       return module.emitError()
-             << "bitpipe-instantiate-copy: copy=" << copy
+             << "bitpipe-instantiate-copy: copy=" << wanted
              << " is not a copy of the module's "
              << bp::BitPipeDialect::kDataParallelAttrName << " = "
              << world->dataParallel << "; expected 0.."
@@ -56,7 +57,7 @@ struct InstantiateCopyPass
 
     Builder b(module.getContext());
     auto worldRank = [&](int64_t pipelineRank) -> int64_t {
-      return world->rank(copy, static_cast<int>(pipelineRank));
+      return world->rank(wanted, static_cast<int>(pipelineRank));
     };
     for (auto program : module.getOps<bp::ProgramOp>()) {
       int64_t rank = worldRank(program.getRank());
@@ -72,7 +73,7 @@ struct InstantiateCopyPass
       }
     }
     module->setAttr(bp::BitPipeDialect::kDataParallelCopyAttrName,
-                    b.getI64IntegerAttr(copy));
+                    b.getI64IntegerAttr(wanted));
     return success();
   }
 
