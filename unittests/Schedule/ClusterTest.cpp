@@ -120,6 +120,15 @@ TEST(Cluster, ErrorsNameTheFileTheFieldAndWhatWasExpected) {
                            "cluster description (JSON, docs/clusters.md)");
 }
 
+TEST(Cluster, EveryTruncationOfAGoodFileIsAnError) {
+  std::string good = kGood;
+  for (size_t n = 0; n < good.size(); ++n) {
+    Result<Cluster> c = parseCluster(good.substr(0, n), "cluster.json");
+    ASSERT_FALSE(c) << "accepted the first " << n << " bytes";
+    EXPECT_EQ(c.error.rfind("cluster.json: ", 0), 0u) << c.error;
+  }
+}
+
 TEST(Cluster, RanksFillANodeBeforeTheNext) {
   Cluster a = a100();
   // D=8 on 8-GPU nodes: each copy's pipeline is one node.

@@ -87,6 +87,24 @@ TEST(CommunicationCost, ADeploymentChargesTheLinkBetweenTheRanks) {
   EXPECT_DOUBLE_EQ(cost.allReduceTime(4e6, std::vector<int>{0, 1}), 630e-6);
 }
 
+TEST(CommunicationCost, ADeepPipelineCrossesNodesBetweenRanks7And8) {
+  Result<Cluster> a100 = readCluster(std::string(BITPIPE_SOURCE_DIR) +
+                                     "/examples/clusters/a100-4x8.json");
+  ASSERT_TRUE(a100) << a100.error;
+  // D=8, copy 2: world ranks 16..23, all on node 2: 3 us + 1e6 / 300e9 s.
+  CostModel d8;
+  d8.deployment = Deployment{*a100, World{8, 4}, 2};
+  EXPECT_DOUBLE_EQ(d8.p2pTime(1e6, 3, 4), 3e-6 + 1e6 / 300e9);
+  EXPECT_DOUBLE_EQ(d8.p2pTime(1e6, 7, 0), 3e-6 + 1e6 / 300e9);
+  // D=16, copy 1: world ranks 16..31 on nodes 2 and 3. Pipeline ranks 7
+  // and 8 are world 23 and 24: 6 us + 1e6 / 12.5e9 s = 86 us.
+  CostModel d16;
+  d16.deployment = Deployment{*a100, World{16, 2}, 1};
+  EXPECT_DOUBLE_EQ(d16.p2pTime(1e6, 6, 7), 3e-6 + 1e6 / 300e9);
+  EXPECT_DOUBLE_EQ(d16.p2pTime(1e6, 7, 8), 86e-6);
+  EXPECT_DOUBLE_EQ(d16.p2pTime(1e6, 8, 7), 86e-6);
+}
+
 TEST(CommunicationCost, ACrossNodeHandOffLengthensTheStep) {
   // 1F1B, D=2, N=1: F0.s0 on rank 0, its activation to rank 1, F0.s1,
   // B0.s1, the gradient back to rank 0, B0.s0. Nothing overlaps, so
