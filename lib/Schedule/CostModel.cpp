@@ -38,4 +38,24 @@ double CostModel::allReduceTime(double bytes, int ranks) const {
          (allReduceBandwidth > 0 ? perRank / allReduceBandwidth : 0.0);
 }
 
+double CostModel::p2pTime(double bytes, int src, int dst) const {
+  if (!deployment)
+    return p2pTime(bytes);
+  return transferTime(deployment->cluster, bytes, deployment->worldRank(src),
+                      deployment->worldRank(dst));
+}
+
+std::vector<int>
+CostModel::allReduceGroup(const std::vector<int> &members) const {
+  return deployment ? worldGroup(members, deployment->world) : members;
+}
+
+double CostModel::allReduceTime(double bytes,
+                                const std::vector<int> &members) const {
+  if (!deployment)
+    return allReduceTime(bytes, static_cast<int>(members.size()));
+  return ringAllReduceTime(deployment->cluster, bytes,
+                           allReduceGroup(members));
+}
+
 } // namespace bitpipe::sched

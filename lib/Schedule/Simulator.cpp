@@ -154,6 +154,9 @@ std::string Simulation::prepare() {
                std::to_string(st) + " on device " + std::to_string(devs[st]) +
                ", but the schedule has " + quantity(numRanks_, "rank", "ranks");
   }
+  if (cost_.deployment)
+    if (std::string why = cost_.deployment->check(numRanks_); !why.empty())
+      return "cost model: " + why;
   if (static_cast<int>(program_.ranks.size()) != numRanks_)
     return "the lowered program has " +
            quantity(static_cast<int>(program_.ranks.size()), "rank", "ranks") +
@@ -301,8 +304,10 @@ void Simulation::startCollective(int id) {
   double start = now_;
   for (int m : c.members)
     start = std::max(start, allReduceFree_[m]);
-  int n = static_cast<int>(c.members.size());
-  double dur = cost_.allReduceTime(c.bytes, n);
+  // With a deployment the collective spans every data-parallel copy, and
+  // each member sends the ring's share of the whole group.
+  int n = static_cast<int>(cost_.allReduceGroup(c.members).size());
+  double dur = cost_.allReduceTime(c.bytes, c.members);
   double perRank = CostModel::allReduceBytesPerRank(c.bytes, n);
   out_.allReduceTime += dur;
   for (int m : c.members) {
@@ -366,7 +371,7 @@ bool Simulation::advance(int r) {
       double bytes = cost_.boundary(t.gradient ? t.toStage : t.fromStage);
       double &free = channelFree_[{t.src, t.dst}];
       double start = std::max(now_, free);
-      double end = start + cost_.p2pTime(bytes);
+      double end = start + cost_.p2pTime(bytes, t.src, t.dst);
       free = end;
       out_.ranks[r].bytesSent += bytes;
       out_.totalBytesSent += bytes;

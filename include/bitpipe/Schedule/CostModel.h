@@ -6,11 +6,18 @@
 // docs/bitpipe-order.md. For a split-backward schedule, B is the input-gradient half only:
 // set backward accordingly (zero-bubble papers use F=B=W=1).
 //
+// With a `deployment` (a cluster and where the simulated pipeline copy sits
+// in it, docs/clusters.md), communication costs follow the links between
+// the ranks involved, in seconds: give the compute times in seconds too.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_SCHEDULE_COSTMODEL_H
 #define BITPIPE_SCHEDULE_COSTMODEL_H
 
+#include "bitpipe/Schedule/Cluster.h"
+
+#include <optional>
 #include <vector>
 
 namespace bitpipe::sched {
@@ -39,6 +46,10 @@ struct CostModel {
   /// A group of one rank costs nothing. Bandwidth 0 = infinite.
   double allReduceLatency = 0.0;
   double allReduceBandwidth = 0.0;
+  /// When set, replaces the four flat numbers above: a transfer costs its
+  /// link's alpha-beta time and an all-reduce the ring time over the
+  /// slowest link its group spans, across every data-parallel copy.
+  std::optional<Deployment> deployment;
 
   double forwardTime(int stage) const;
   double backwardTime(int stage) const;
@@ -46,10 +57,20 @@ struct CostModel {
   double boundary(int stage) const;
   double stash(int stage) const;
   double gradient(int stage) const;
-  /// Time of one transfer of `bytes` over a link.
+  /// Time of one transfer of `bytes` over a link (the flat numbers).
   double p2pTime(double bytes) const;
-  /// Time of one all-reduce of `bytes` among `ranks` ranks.
+  /// Time of one all-reduce of `bytes` among `ranks` ranks (flat numbers).
   double allReduceTime(double bytes, int ranks) const;
+  /// Time of one transfer of `bytes` from pipeline rank `src` to `dst`: over
+  /// their link with a deployment, p2pTime(bytes) without.
+  double p2pTime(double bytes, int src, int dst) const;
+  /// The ranks an all-reduce among pipeline ranks `members` really spans:
+  /// with a deployment, every copy's (worldGroup), else `members`.
+  std::vector<int> allReduceGroup(const std::vector<int> &members) const;
+  /// Time of one all-reduce of `bytes` among pipeline ranks `members`: the
+  /// ring over allReduceGroup(members) with a deployment,
+  /// allReduceTime(bytes, members.size()) without.
+  double allReduceTime(double bytes, const std::vector<int> &members) const;
   /// Bytes each rank sends in that ring all-reduce.
   static double allReduceBytesPerRank(double bytes, int ranks);
 };

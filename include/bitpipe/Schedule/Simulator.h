@@ -17,6 +17,11 @@
 // are free. The step ends when all compute and all all-reduces are done,
 // since the optimizer step waits for the gradients.
 //
+// A transfer costs CostModel::p2pTime(bytes, src, dst) and a collective
+// CostModel::allReduceTime(bytes, members): with a deployment, the link
+// between the two ranks' GPUs and the ring over the group in every
+// data-parallel copy (docs/clusters.md). The simulated ranks are one copy's.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_SCHEDULE_SIMULATOR_H

@@ -1,0 +1,279 @@
+//===- Cluster.cpp - Cluster descriptions and link costs ------------------===//
+//
+// The file format and the cost formulas are documented in docs/clusters.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Schedule/Cluster.h"
+
+#include "bitpipe/Schedule/Json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace bitpipe::sched {
+
+LinkClass Cluster::linkBetween(int a, int b) const {
+  if (a == b)
+    return LinkClass::Local;
+  return nodeOf(a) == nodeOf(b) ? LinkClass::IntraNode : LinkClass::InterNode;
+}
+
+LinkCost Cluster::interNode() const {
+  return {interNodeLatency, interNodeBandwidthPerNode / gpusPerNode};
+}
+
+LinkCost Cluster::cost(LinkClass link) const {
+  switch (link) {
+  case LinkClass::Local:
+    break;
+  case LinkClass::IntraNode:
+    return intraNode;
+  case LinkClass::InterNode:
+    return interNode();
+  }
+  // Free: a latency of 0 and an infinite bandwidth.
+  return {0, HUGE_VAL};
+}
+
+const char *linkClassName(LinkClass link) {
+  switch (link) {
+  case LinkClass::Local:
+    return "local";
+  case LinkClass::IntraNode:
+    return "intra_node";
+  case LinkClass::InterNode:
+    return "inter_node";
+  }
+  return "?";
+}
+
+double transferTime(const Cluster &cluster, double bytes, int srcWorld,
+                    int dstWorld) {
+  LinkClass link = cluster.linkBetween(srcWorld, dstWorld);
+  return link == LinkClass::Local ? 0.0 : cluster.cost(link).time(bytes);
+}
+
+LinkClass groupSpan(const Cluster &cluster,
+                    const std::vector<int> &worldRanks) {
+  if (worldRanks.size() <= 1)
+    return LinkClass::Local;
+  for (int r : worldRanks)
+    if (cluster.nodeOf(r) != cluster.nodeOf(worldRanks.front()))
+      return LinkClass::InterNode;
+  return LinkClass::IntraNode;
+}
+
+double ringAllReduceTime(const Cluster &cluster, double bytes,
+                         const std::vector<int> &worldRanks) {
+  int n = static_cast<int>(worldRanks.size());
+  if (n <= 1)
+    return 0.0;
+  LinkCost link = cluster.cost(groupSpan(cluster, worldRanks));
+  return 2.0 * (n - 1) * (link.latency + bytes / (n * link.bandwidth));
+}
+
+std::string Deployment::check(int pipelineRanks) const {
+  if (world.pipelineDevices != pipelineRanks)
+    return "the deployment's world has " +
+           std::to_string(world.pipelineDevices) +
+           " pipeline ranks, the schedule " + std::to_string(pipelineRanks);
+  if (world.dataParallel < 1)
+    return "the deployment's world has " + std::to_string(world.dataParallel) +
+           " data-parallel copies, expected at least 1";
+  if (copy < 0 || copy >= world.dataParallel)
+    return "the deployment's copy is " + std::to_string(copy) +
+           ", expected 0 to " + std::to_string(world.dataParallel - 1);
+  if (world.size() > cluster.size())
+    return "the world has " + std::to_string(world.size()) +
+           " ranks, but cluster " + cluster.name + " has " +
+           std::to_string(cluster.size()) + " GPUs (" +
+           std::to_string(cluster.nodes) +
+           (cluster.nodes == 1 ? " node x " : " nodes x ") +
+           std::to_string(cluster.gpusPerNode) + ")";
+  return "";
+}
+
+namespace {
+
+/// Reads the members of one JSON object, each exactly once, and reports
+/// missing, ill-typed and unknown members by their dotted path.
+class Fields {
+public:
+  Fields(const std::string &file, std::string path, const JsonValue &object,
+         std::string &error)
+      : file_(file), path_(std::move(path)), object_(object), error_(error) {}
+
+  /// A number `accept` takes; `expected` says which, for the message.
+  template <class Accept>
+  double number(const char *key, const std::string &expected, Accept accept) {
+    const JsonValue *v = member(key, expected);
+    if (!v)
+      return 0;
+    if (v->kind != JsonValue::Kind::Number || !accept(v->number))
+      fail(key, expected, v->str());
+    return v->number;
+  }
+
+  double positive(const char *key, const std::string &unit) {
+    return number(key, "a positive number of " + unit,
+                  [](double x) { return x > 0; });
+  }
+
+  double nonNegative(const char *key, const std::string &unit) {
+    return number(key, "a number of " + unit + ", at least 0",
+                  [](double x) { return x >= 0; });
+  }
+
+  int positiveInteger(const char *key) {
+    double x = number(key, "a positive integer", [](double x) {
+      return x >= 1 && x <= 1e6 && std::floor(x) == x;
+    });
+    return error_.empty() ? static_cast<int>(x) : 0;
+  }
+
+  std::string string(const char *key) {
+    const JsonValue *v = member(key, "a string");
+    if (!v)
+      return "";
+    if (v->kind != JsonValue::Kind::String)
+      fail(key, "a string", v->str());
+    return v->string;
+  }
+
+  /// The member object `key`, or null (with the error set).
+  const JsonValue *object(const char *key) {
+    const JsonValue *v = member(key, "an object");
+    if (v && v->kind != JsonValue::Kind::Object) {
+      fail(key, "an object", v->str());
+      return nullptr;
+    }
+    return v;
+  }
+
+  bool has(const char *key) const { return object_.get(key) != nullptr; }
+  /// Lets finish() accept `key` without reading it here.
+  void expectOptional(const char *key) { known_.push_back(key); }
+  std::string pathOf(const char *key) const { return join(key); }
+
+  /// Reports the first member that no call above asked for.
+  void finish() {
+    for (const auto &[key, value] : object_.object) {
+      if (std::count(known_.begin(), known_.end(), key))
+        continue;
+      std::string list;
+      for (size_t i = 0; i < known_.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == known_.size() ? " or " : ", ") +
+                known_[i];
+      setError(join(key), "one of " + list, "the unknown field \"" + key + "\"");
+      return;
+    }
+  }
+
+private:
+  std::string join(const std::string &key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+
+  const JsonValue *member(const char *key, const std::string &expected) {
+    known_.push_back(key);
+    const JsonValue *v = object_.get(key);
+    if (!v)
+      setError(join(key), expected, "nothing (the field is missing)");
+    return error_.empty() ? v : nullptr;
+  }
+
+  void fail(const char *key, const std::string &expected,
+            const std::string &got) {
+    setError(join(key), expected, got);
+  }
+
+  void setError(const std::string &path, const std::string &expected,
+                const std::string &got) {
+    if (error_.empty())
+      error_ = file_ + ": " + path + ": expected " + expected + ", got " + got;
+  }
+
+  const std::string &file_;
+  std::string path_;
+  const JsonValue &object_;
+  std::string &error_;
+  std::vector<std::string> known_;
+};
+
+} // namespace
+
+Result<Cluster> parseCluster(std::string_view text,
+                             const std::string &fileName) {
+  Result<JsonValue> json = parseJson(text);
+  if (!json)
+    return Result<Cluster>::failure(fileName + ": " + json.error);
+  if (json->kind != JsonValue::Kind::Object)
+    return Result<Cluster>::failure(
+        fileName + ": expected an object at the top level, got " +
+        json->kindName());
+
+  std::string error;
+  Cluster c;
+  Fields top(fileName, "", *json, error);
+  c.name = top.string("name");
+  c.description = top.string("description");
+  c.nodes = top.positiveInteger("nodes");
+  c.gpusPerNode = top.positiveInteger("gpus_per_node");
+  if (const JsonValue *gpu = top.object("gpu")) {
+    Fields g(fileName, "gpu", *gpu, error);
+    c.gpuMemoryBytes = g.positive("memory_bytes", "bytes");
+    c.peakBf16Flops = g.positive("peak_bf16_flops", "FLOP per second");
+    c.achievableFraction =
+        g.number("achievable_fraction", "a fraction above 0, at most 1",
+                 [](double x) { return x > 0 && x <= 1; });
+    g.finish();
+  }
+  if (const JsonValue *links = top.object("links")) {
+    Fields l(fileName, "links", *links, error);
+    if (const JsonValue *intra = l.object("intra_node")) {
+      Fields f(fileName, "links.intra_node", *intra, error);
+      c.intraNode.latency = f.nonNegative("latency", "seconds");
+      c.intraNode.bandwidth =
+          f.positive("bandwidth", "bytes per second (per GPU, per direction)");
+      f.finish();
+    }
+    // A single node has no network to describe; more than one must say
+    // what theirs is.
+    if (error.empty() && c.nodes == 1 && l.has("inter_node"))
+      error = fileName + ": " + l.pathOf("inter_node") +
+              ": expected no inter_node link on a cluster of 1 node, got one";
+    if (error.empty() && c.nodes > 1) {
+      if (const JsonValue *inter = l.object("inter_node")) {
+        Fields f(fileName, "links.inter_node", *inter, error);
+        c.interNodeLatency = f.nonNegative("latency", "seconds");
+        c.interNodeBandwidthPerNode = f.positive(
+            "bandwidth_per_node",
+            "bytes per second (a node's NICs together, per direction)");
+        f.finish();
+      }
+    } else if (c.nodes == 1) {
+      l.expectOptional("inter_node");
+    }
+    l.finish();
+  }
+  top.finish();
+  if (!error.empty())
+    return Result<Cluster>::failure(error);
+  return Result<Cluster>::success(std::move(c));
+}
+
+Result<Cluster> readCluster(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Result<Cluster>::failure(
+        path + ": cannot be read: expected a cluster description (JSON, "
+               "docs/clusters.md)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parseCluster(text.str(), path);
+}
+
+} // namespace bitpipe::sched

@@ -1,0 +1,32 @@
+//===- Memory.cpp - What one rank keeps in GPU memory during a step -------===//
+
+#include "bitpipe/Schedule/Memory.h"
+
+namespace bitpipe::sched {
+
+namespace {
+constexpr double kFp32 = 4, kBf16 = 2;
+
+double weightBytes(ComputePrecision precision) {
+  // The fp32 master copy always; the copy the stage functions read under
+  // bf16, which the AdamW kernel rewrites (docs/runtime-abi.md).
+  return kFp32 + (precision == ComputePrecision::Bf16 ? kBf16 : 0);
+}
+} // namespace
+
+double bytesPerParameter(ComputePrecision precision) {
+  return weightBytes(precision) + kFp32 + 2 * kFp32;
+}
+
+RankMemory rankMemory(double parameters, ComputePrecision precision,
+                      double peakActivationBytes, double communicationBytes) {
+  RankMemory m;
+  m.weights = parameters * weightBytes(precision);
+  m.gradients = parameters * kFp32;
+  m.optimizer = parameters * 2 * kFp32;
+  m.activations = peakActivationBytes;
+  m.communication = communicationBytes;
+  return m;
+}
+
+} // namespace bitpipe::sched

@@ -1,0 +1,186 @@
+//===- ClusterTest.cpp - Cluster descriptions and their link costs --------===//
+//
+// The file format and the formulas: docs/clusters.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Schedule/Cluster.h"
+
+#include <gtest/gtest.h>
+
+using namespace bitpipe::sched;
+
+namespace {
+
+std::string example(const std::string &name) {
+  return std::string(BITPIPE_SOURCE_DIR) + "/examples/clusters/" + name;
+}
+
+Cluster a100() {
+  Result<Cluster> c = readCluster(example("a100-4x8.json"));
+  EXPECT_TRUE(c) << c.error;
+  return c ? *c : Cluster();
+}
+
+/// A valid two-node file; the error tests below break one field each.
+const char *kGood = R"({
+  "name": "t", "description": "test",
+  "nodes": 2, "gpus_per_node": 4,
+  "gpu": {"memory_bytes": 1e9, "peak_bf16_flops": 1e12,
+          "achievable_fraction": 0.5},
+  "links": {
+    "intra_node": {"latency": 1e-6, "bandwidth": 1e11},
+    "inter_node": {"latency": 5e-6, "bandwidth_per_node": 4e10}
+  }
+})";
+
+std::string errorOf(std::string text, const std::string &from,
+                    const std::string &to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos)
+    text.replace(at, from.size(), to);
+  Result<Cluster> c = parseCluster(text, "cluster.json");
+  EXPECT_FALSE(c) << "accepted " << to;
+  return c.error;
+}
+
+} // namespace
+
+TEST(Cluster, ReadsTheExamples) {
+  Cluster a = a100();
+  EXPECT_EQ(a.name, "a100-4x8");
+  EXPECT_EQ(a.nodes, 4);
+  EXPECT_EQ(a.gpusPerNode, 8);
+  EXPECT_EQ(a.size(), 32);
+  EXPECT_EQ(a.gpuMemoryBytes, 80.0 * (1 << 30));
+  EXPECT_EQ(a.achievableFlops(), 156e12);
+  EXPECT_EQ(a.intraNode.bandwidth, 300e9);
+  // 4 x 200 Gb/s = 100 GB/s per node, 12.5 GB/s for each of its 8 GPUs.
+  EXPECT_EQ(a.interNodeBandwidthPerNode, 100e9);
+  EXPECT_EQ(a.interNode().bandwidth, 12.5e9);
+
+  Result<Cluster> h = readCluster(example("h200-4x8.json"));
+  ASSERT_TRUE(h) << h.error;
+  EXPECT_EQ(h->intraNode.bandwidth, 450e9);
+  // 8 x 400 Gb/s = 400 GB/s per node, 50 GB/s per GPU.
+  EXPECT_EQ(h->interNode().bandwidth, 50e9);
+
+  Result<Cluster> cpu = readCluster(example("cpu-dev.json"));
+  ASSERT_TRUE(cpu) << cpu.error;
+  EXPECT_EQ(cpu->nodes, 1);
+  EXPECT_EQ(cpu->size(), 2);
+  EXPECT_EQ(cpu->interNodeBandwidthPerNode, 0);
+}
+
+TEST(Cluster, ErrorsNameTheFileTheFieldAndWhatWasExpected) {
+  ASSERT_TRUE(parseCluster(kGood, "cluster.json"));
+  EXPECT_EQ(errorOf(kGood, "\"bandwidth\": 1e11", "\"bandwidth\": -1"),
+            "cluster.json: links.intra_node.bandwidth: expected a positive "
+            "number of bytes per second (per GPU, per direction), got -1");
+  EXPECT_EQ(errorOf(kGood, "\"latency\": 5e-6", "\"latency\": \"5us\""),
+            "cluster.json: links.inter_node.latency: expected a number of "
+            "seconds, at least 0, got \"5us\"");
+  EXPECT_EQ(errorOf(kGood, "\"nodes\": 2", "\"nodes\": 2.5"),
+            "cluster.json: nodes: expected a positive integer, got 2.5");
+  EXPECT_EQ(errorOf(kGood, "\"gpus_per_node\": 4", "\"gpus_per_node\": 0"),
+            "cluster.json: gpus_per_node: expected a positive integer, got 0");
+  EXPECT_EQ(errorOf(kGood, "\"achievable_fraction\": 0.5",
+                    "\"achievable_fraction\": 1.5"),
+            "cluster.json: gpu.achievable_fraction: expected a fraction above "
+            "0, at most 1, got 1.5");
+  EXPECT_EQ(errorOf(kGood, "\"memory_bytes\": 1e9, ", ""),
+            "cluster.json: gpu.memory_bytes: expected a positive number of "
+            "bytes, got nothing (the field is missing)");
+  EXPECT_EQ(errorOf(kGood, "\"intra_node\"", "\"nvlink\""),
+            "cluster.json: links.intra_node: expected an object, got nothing "
+            "(the field is missing)");
+  EXPECT_EQ(errorOf(kGood, "\"memory_bytes\"", "\"memory_gib\": 80, \"memory_bytes\""),
+            "cluster.json: gpu.memory_gib: expected one of memory_bytes, "
+            "peak_bf16_flops or achievable_fraction, got the unknown field "
+            "\"memory_gib\"");
+  EXPECT_EQ(errorOf(kGood, "\"nodes\"", "\"racks\": 1, \"nodes\""),
+            "cluster.json: racks: expected one of name, description, nodes, "
+            "gpus_per_node, gpu or links, got the unknown field \"racks\"");
+  EXPECT_EQ(errorOf(kGood, "\"bandwidth_per_node\"", "\"bandwidth\""),
+            "cluster.json: links.inter_node.bandwidth_per_node: expected a "
+            "positive number of bytes per second (a node's NICs together, per "
+            "direction), got nothing (the field is missing)");
+  EXPECT_EQ(errorOf(kGood, "\"nodes\": 2", "\"nodes\": 1"),
+            "cluster.json: links.inter_node: expected no inter_node link on a "
+            "cluster of 1 node, got one");
+  // The array swallows the gpu object, then "links" meets its ":".
+  EXPECT_EQ(errorOf(kGood, "\"gpu\": {", "\"gpu\": [{"),
+            "cluster.json: line 6, column 10: expected ',' or ']' in an "
+            "array, got ':'");
+  EXPECT_EQ(errorOf("[1]", "[1]", "[]"),
+            "cluster.json: expected an object at the top level, got an array");
+  Result<Cluster> missing = readCluster("/nonexistent/c.json");
+  EXPECT_EQ(missing.error, "/nonexistent/c.json: cannot be read: expected a "
+                           "cluster description (JSON, docs/clusters.md)");
+}
+
+TEST(Cluster, EveryTruncationOfAGoodFileIsAnError) {
+  std::string good = kGood;
+  for (size_t n = 0; n < good.size(); ++n) {
+    Result<Cluster> c = parseCluster(good.substr(0, n), "cluster.json");
+    ASSERT_FALSE(c) << "accepted the first " << n << " bytes";
+    EXPECT_EQ(c.error.rfind("cluster.json: ", 0), 0u) << c.error;
+  }
+}
+
+TEST(Cluster, RanksFillANodeBeforeTheNext) {
+  Cluster a = a100();
+  // D=8 on 8-GPU nodes: each copy's pipeline is one node.
+  World d8{8, 4};
+  EXPECT_EQ(a.linkBetween(d8.rank(0, 3), d8.rank(0, 4)), LinkClass::IntraNode);
+  EXPECT_EQ(a.linkBetween(d8.rank(1, 7), d8.rank(1, 0)), LinkClass::IntraNode);
+  EXPECT_EQ(a.nodeOf(d8.rank(3, 5)), 3);
+  // D=16: the hand-off between pipeline ranks 7 and 8 crosses nodes.
+  World d16{16, 2};
+  EXPECT_EQ(a.linkBetween(d16.rank(0, 6), d16.rank(0, 7)), LinkClass::IntraNode);
+  EXPECT_EQ(a.linkBetween(d16.rank(0, 7), d16.rank(0, 8)), LinkClass::InterNode);
+  EXPECT_EQ(a.linkBetween(d16.rank(1, 15), d16.rank(1, 8)), LinkClass::IntraNode);
+  EXPECT_EQ(a.linkBetween(5, 5), LinkClass::Local);
+}
+
+TEST(Cluster, PointToPointIsTheLinksAlphaBetaTime) {
+  Cluster a = a100();
+  // 1 MB within a node: 3 us + 1e6 / 300e9 s.
+  EXPECT_DOUBLE_EQ(transferTime(a, 1e6, 3, 4), 3e-6 + 1e6 / 300e9);
+  // Across nodes: 6 us + 1e6 / 12.5e9 s = 86 us.
+  EXPECT_DOUBLE_EQ(transferTime(a, 1e6, 7, 8), 86e-6);
+  EXPECT_EQ(transferTime(a, 1e6, 7, 7), 0);
+}
+
+TEST(Cluster, RingAllReduceRunsAtTheSlowestLinkOfItsGroup) {
+  Cluster a = a100();
+  EXPECT_EQ(groupSpan(a, {3}), LinkClass::Local);
+  EXPECT_EQ(ringAllReduceTime(a, 1e8, {3}), 0);
+  // 8 ranks of node 0: 2*7 * (3 us + 1e8 / (8 * 300e9) s)
+  //                  = 14 * (3e-6 + 41.6667e-6) = 625.33 us.
+  std::vector<int> node0 = {0, 1, 2, 3, 4, 5, 6, 7};
+  EXPECT_EQ(groupSpan(a, node0), LinkClass::IntraNode);
+  EXPECT_DOUBLE_EQ(ringAllReduceTime(a, 1e8, node0),
+                   14 * (3e-6 + 1e8 / (8 * 300e9)));
+  EXPECT_NEAR(ringAllReduceTime(a, 1e8, node0), 625.333e-6, 1e-9);
+  // One rank on each of 4 nodes: 2*3 * (6 us + 1e8 / (4 * 12.5e9) s)
+  //                             = 6 * 2006 us = 12.036 ms.
+  std::vector<int> acrossNodes = {0, 8, 16, 24};
+  EXPECT_EQ(groupSpan(a, acrossNodes), LinkClass::InterNode);
+  EXPECT_DOUBLE_EQ(ringAllReduceTime(a, 1e8, acrossNodes), 12.036e-3);
+}
+
+TEST(Cluster, ADeploymentMustFitItsCluster) {
+  Deployment d{a100(), World{8, 4}, 3};
+  EXPECT_EQ(d.check(8), "");
+  EXPECT_EQ(d.worldRank(2), 26);
+  EXPECT_EQ(d.check(4),
+            "the deployment's world has 8 pipeline ranks, the schedule 4");
+  d.copy = 4;
+  EXPECT_EQ(d.check(8), "the deployment's copy is 4, expected 0 to 3");
+  d.copy = 0;
+  d.world.dataParallel = 5;
+  EXPECT_EQ(d.check(8), "the world has 40 ranks, but cluster a100-4x8 has 32 "
+                        "GPUs (4 nodes x 8)");
+}
