@@ -6,7 +6,7 @@
 
 #include "bitpipe/Schedule/Cluster.h"
 
-#include "bitpipe/Schedule/Json.h"
+#include "core/JsonTree.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +14,9 @@
 #include <sstream>
 
 namespace bitpipe::sched {
+
+using json::JsonValue;
+
 
 LinkClass Cluster::linkBetween(int a, int b) const {
   if (a == b)
@@ -207,17 +210,22 @@ private:
 
 Result<Cluster> parseCluster(std::string_view text,
                              const std::string &fileName) {
-  Result<JsonValue> json = parseJson(text);
-  if (!json)
-    return Result<Cluster>::failure(fileName + ": " + json.error);
-  if (json->kind != JsonValue::Kind::Object)
+  JsonValue root;
+  json::JsonError bad;
+  if (!json::readJson(text, root, bad)) {
+    auto [line, column] = json::lineAndColumn(text, bad.offset);
+    return Result<Cluster>::failure(fileName + ": line " +
+                                    std::to_string(line) + ", column " +
+                                    std::to_string(column) + ": " + bad.what);
+  }
+  if (root.kind != JsonValue::Kind::Object)
     return Result<Cluster>::failure(
         fileName + ": expected an object at the top level, got " +
-        json->kindName());
+        root.kindName());
 
   std::string error;
   Cluster c;
-  Fields top(fileName, "", *json, error);
+  Fields top(fileName, "", root, error);
   c.name = top.string("name");
   c.description = top.string("description");
   c.nodes = top.positiveInteger("nodes");

@@ -61,3 +61,25 @@ TEST(JsonTest, DuplicateNamesAreRefusedInSmallAndLargeObjects) {
 }
 
 } // namespace
+
+// The dependency-free API the schedule library reads cluster files with
+// (core/JsonTree.h): errors carry the offset, which maps to a line and
+// column, and values name their kind and print back for messages.
+TEST(JsonTest, TreeApiGivesOffsetsLinesAndValueText) {
+  bitpipe::json::JsonValue v;
+  bitpipe::json::JsonError error;
+  const std::string text = "{\n  \"a\": [1,\n  2 3]\n}";
+  ASSERT_FALSE(bitpipe::json::readJson(text, v, error));
+  EXPECT_EQ(error.what, "expected ',' or ']'");
+  EXPECT_EQ(bitpipe::json::lineAndColumn(text, error.offset),
+            (std::pair<size_t, size_t>(3, 5)));
+  ASSERT_TRUE(bitpipe::json::readJson(
+      "{\"n\": 300e9, \"m\": -1, \"s\": \"x\", \"l\": [], \"o\": {}}", v,
+      error));
+  EXPECT_EQ(v.get("n")->str(), "300000000000");
+  EXPECT_EQ(v.get("m")->str(), "-1");
+  EXPECT_EQ(v.get("s")->str(), "\"x\"");
+  EXPECT_STREQ(v.get("l")->kindName(), "an array");
+  EXPECT_STREQ(v.get("o")->kindName(), "an object");
+  EXPECT_STREQ(v.get("n")->kindName(), "a number");
+}
