@@ -200,8 +200,11 @@ func::FuncOp bitpipe::emitRankFunction(bp::ProgramOp program,
   // conversion to the LLVM dialect as a pass-through attribute) spares them
   // LLVM's -O2 pipeline and selects the fast instruction selector; the
   // stage functions are optimised as before (bench/RESULTS.md, issue 15).
-  fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline"),
-                                             b.getStringAttr("optnone")}));
+  // The attribute is llvm.func's, which func-to-llvm carries over by name.
+  StringAttr passthrough = LLVM::LLVMFuncOp::getPassthroughAttrName(
+      OperationName(LLVM::LLVMFuncOp::getOperationName(), ctx));
+  fn->setAttr(passthrough, b.getArrayAttr({b.getStringAttr("noinline"),
+                                           b.getStringAttr("optnone")}));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToEnd(entry);
   CallEmitter emitter(b, fn, module);

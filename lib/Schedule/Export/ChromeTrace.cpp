@@ -9,13 +9,15 @@
 
 #include "ExportUtil.h"
 
+#include "core/JsonTree.h"
+
 #include <set>
 
 namespace bitpipe::sched {
 
 using detail::directionName;
 using detail::formatNumber;
-using detail::jsonEscape;
+using json::quote;
 using detail::pipelineOf;
 
 namespace {
@@ -45,8 +47,8 @@ std::string metadata(const char *what, int pid, int tid,
                      const std::string &name) {
   return std::string("{\"name\":\"") + what +
          "\",\"ph\":\"M\",\"pid\":" + std::to_string(pid) +
-         ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":\"" +
-         jsonEscape(name) + "\"}}";
+         ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":" +
+         quote(name) + "}}";
 }
 
 std::string sortIndex(const char *what, int pid, int tid, int index) {
@@ -109,7 +111,7 @@ std::string toChromeTrace(const Schedule &schedule, const SimResult &sim,
       break;
     }
     }
-    events.push_back("{\"name\":\"" + jsonEscape(name) + "\",\"cat\":\"" + cat +
+    events.push_back("{\"name\":" + quote(name) + ",\"cat\":\"" + cat +
                      "\",\"ph\":\"X\",\"pid\":" + std::to_string(e.rank) +
                      ",\"tid\":" + std::to_string(tid) +
                      ",\"ts\":" + formatNumber(e.start * scale) +
@@ -133,9 +135,9 @@ std::string toChromeTrace(const Schedule &schedule, const SimResult &sim,
   }
 
   std::string out =
-      "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"schedule\":\"" +
-      jsonEscape(schedule.name) +
-      "\",\"devices\":" + std::to_string(schedule.placement.numDevices) +
+      "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"schedule\":" +
+      quote(schedule.name) +
+      ",\"devices\":" + std::to_string(schedule.placement.numDevices) +
       ",\"microbatches\":" + std::to_string(schedule.numMicrobatches) +
       ",\"makespan\":" + formatNumber(sim.makespan) +
       ",\"bubble_ratio\":" + formatNumber(sim.bubbleRatio) +

@@ -17,35 +17,6 @@ std::string formatNumber(double value) {
   return s == "-0" ? "0" : s;
 }
 
-std::string jsonEscape(const std::string &text) {
-  std::string out;
-  for (unsigned char c : text) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    default:
-      if (c < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-        out += buf;
-      } else {
-        out += static_cast<char>(c);
-      }
-    }
-  }
-  return out;
-}
-
 std::string xmlEscape(const std::string &text) {
   std::string out;
   for (char c : text) {

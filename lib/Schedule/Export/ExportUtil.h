@@ -15,7 +15,6 @@ namespace bitpipe::sched::detail {
 
 /// Shortest of "%.3f" without trailing zeros: 28 -> "28", 0.5 -> "0.5".
 std::string formatNumber(double value);
-std::string jsonEscape(const std::string &text);
 std::string xmlEscape(const std::string &text);
 /// The pipeline micro-batch `m` travels, or 0 when the schedule lacks it.
 int pipelineOf(const Schedule &schedule, int microbatch);

@@ -295,5 +295,4 @@ listScheduleSplit(const Schedule &shape, int liveCap, bool &capExceeded) {
   return out;
 }
 
-
 } // namespace bitpipe::sched::detail
