@@ -30,6 +30,16 @@ void ItemSequence::append(int64_t shape, const std::vector<int64_t> &lanes) {
          "ItemSequence::append: one value per lane");
   shapes_.push_back(shape);
   lanes_.insert(lanes_.end(), lanes.begin(), lanes.end());
+  if (!earliest_.empty())
+    earliest_.push_back(shapes_.size() - 1);
+}
+
+void ItemSequence::addRead(size_t index, size_t earlier) {
+  assert(index < size() && earlier <= index && "addRead: an earlier item");
+  if (earliest_.empty())
+    for (size_t i = 0; i < size(); ++i)
+      earliest_.push_back(i);
+  earliest_[index] = std::min(earliest_[index], earlier);
 }
 
 void ItemSequence::appendItem(const ItemSequence &other, size_t index) {
@@ -37,6 +47,8 @@ void ItemSequence::appendItem(const ItemSequence &other, size_t index) {
   shapes_.push_back(other.shapes_[index]);
   const int64_t *first = &other.lanes_[index * numLanes_];
   lanes_.insert(lanes_.end(), first, first + numLanes_);
+  if (!earliest_.empty())
+    earliest_.push_back(shapes_.size() - 1);
 }
 
 std::string ItemSequence::str(size_t index) const {
@@ -298,6 +310,41 @@ struct Last {
   size_t from = 0; ///< ...over items [from, x).
 };
 
+/// The earliest item read by any item of a range, in O(1) per query (a
+/// sparse table over ItemSequence::earliestRead); without reads, every
+/// range reads nothing before itself.
+class ReadBounds {
+public:
+  explicit ReadBounds(const ItemSequence &items) {
+    if (!items.hasReads())
+      return;
+    const size_t n = items.size();
+    levels.emplace_back(n);
+    for (size_t i = 0; i < n; ++i)
+      levels[0][i] = items.earliestRead(i);
+    for (size_t w = 1; 2 * w <= n; w *= 2) {
+      const std::vector<size_t> &prev = levels.back();
+      std::vector<size_t> next(n - 2 * w + 1);
+      for (size_t i = 0; i < next.size(); ++i)
+        next[i] = std::min(prev[i], prev[i + w]);
+      levels.push_back(std::move(next));
+    }
+  }
+  /// min earliestRead over [begin, end), end > begin.
+  size_t earliest(size_t begin, size_t end) const {
+    if (levels.empty())
+      return begin;
+    size_t level = 0;
+    while ((size_t(2) << level) <= end - begin)
+      ++level;
+    return std::min(levels[level][begin],
+                    levels[level][end - (size_t(1) << level)]);
+  }
+
+private:
+  std::vector<std::vector<size_t>> levels;
+};
+
 } // namespace
 
 std::vector<Segment> segmentRepetitions(const ItemSequence &items) {
@@ -306,19 +353,19 @@ std::vector<Segment> segmentRepetitions(const ItemSequence &items) {
   for (size_t period : candidatePeriods(shapeTokens(items)))
     findRegions(items, period, regions);
   // A run of region r can end at x in [begin + 2P, end]; it starts at some
-  // s = x - 2P, x - 3P, ... >= begin. For each region, best[s] is folded
-  // into a ring of P slots (one per residue of s mod P) as s advances, so
-  // each end costs one step per region that covers it.
+  // s = x - 2P, x - 3P, ... >= begin, and, with reads, at or before the
+  // earliest item its last repetition [x - P, x) reads. Per region, starts
+  // are recorded as s advances with, per residue of s mod P, the best start
+  // so far (prefix minima), so each end costs one step per region that
+  // covers it.
   std::sort(regions.begin(), regions.end(),
             [](const Region &a, const Region &b) {
               return a.begin + 2 * a.period < b.begin + 2 * b.period;
             });
-  struct Slot {
-    Cost cost;
-    size_t from = 0;
-    bool set = false;
-  };
-  std::vector<std::vector<Slot>> rings(regions.size());
+  ReadBounds reads(items);
+  // prefix[r][i]: the best start of region r among begin + i, begin + i - P,
+  // ... (fewest kept, then the earliest).
+  std::vector<std::vector<size_t>> prefix(regions.size());
   std::vector<size_t> active;
   size_t nextRegion = 0;
   std::vector<Cost> best(n + 1);
@@ -327,29 +374,34 @@ std::vector<Segment> segmentRepetitions(const ItemSequence &items) {
     best[x] = {best[x - 1].kept + 1, best[x - 1].runs};
     last[x] = {-1, x - 1};
     while (nextRegion < regions.size() &&
-           regions[nextRegion].begin + 2 * regions[nextRegion].period == x) {
-      // A region shorter than three periods holds runs of two only: each
-      // start is used once and needs no ring.
-      const Region &region = regions[nextRegion];
-      if (region.end - region.begin >= 3 * region.period)
-        rings[nextRegion].assign(region.period, Slot{});
+           regions[nextRegion].begin + 2 * regions[nextRegion].period == x)
       active.push_back(nextRegion++);
-    }
     for (size_t k = 0; k < active.size();) {
       size_t r = active[k];
       const Region &region = regions[r];
-      size_t s = x - 2 * region.period;
-      Slot onlyStart{best[s], s, true};
-      Slot &slot = rings[r].empty() ? onlyStart : rings[r][s % region.period];
-      if (!slot.set || best[s] < slot.cost)
-        slot = {best[s], s, true};
-      Cost viaRun{slot.cost.kept + region.period, slot.cost.runs + 1};
-      if (viaRun < best[x]) {
-        best[x] = viaRun;
-        last[x] = {static_cast<int>(r), slot.from};
+      const size_t P = region.period;
+      std::vector<size_t> &starts = prefix[r];
+      size_t s = x - 2 * P;
+      size_t i = s - region.begin;
+      size_t pick = s;
+      if (i >= P && !(best[s] < best[starts[i - P]]))
+        pick = starts[i - P];
+      starts.push_back(pick);
+      // The latest start allowed, of the residue of x.
+      size_t bound = std::min(s, reads.earliest(x - P, x));
+      size_t back = (s - bound + P - 1) / P * P;
+      if (back <= s - region.begin) {
+        size_t from = starts[s - back - region.begin];
+        {
+          Cost viaRun{best[from].kept + P, best[from].runs + 1};
+          if (viaRun < best[x]) {
+            best[x] = viaRun;
+            last[x] = {static_cast<int>(r), from};
+          }
+        }
       }
       if (x == region.end) { // no run of it ends later
-        rings[r] = {};
+        prefix[r] = {};
         active[k] = active.back();
         active.pop_back();
       } else {

@@ -29,6 +29,7 @@
 #include "PassOptionUtil.h"
 
 #include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
+#include "bitpipe/Dialect/BitPipe/Utils/Repeats.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"
@@ -177,6 +178,8 @@ struct InsertAllReducePass
   }
 
   LogicalResult run(ModuleOp module) {
+    if (failed(bp::requireStraightPrograms(module, "bitpipe-insert-allreduce")))
+      return failure();
     for (auto [name, value, range] :
          {std::tuple<StringRef, double, OptionRange>{
               "bucket-mb", bucketMb, {0, true, kMaxBucketMb}},

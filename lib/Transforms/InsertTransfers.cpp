@@ -23,6 +23,7 @@
 #include "bitpipe/Transforms/Passes.h"
 
 #include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
+#include "bitpipe/Dialect/BitPipe/Utils/Repeats.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "mlir/IR/Builders.h"
@@ -216,7 +217,7 @@ Operation *ProgramRewriter::bind(OpBuilder &b, int rank, int index,
     auto bound = b.create<bp::ForwardOp>(
         loc, stage.outputs, forward.getSaved().getType(),
         FlatSymbolRefAttr::get(stage.forward), operands, forward.getStage(),
-        forward.getMicrobatch());
+        forward.getMicrobatch(), /*microbatch_step=*/IntegerAttr());
     forward.getSaved().replaceAllUsesWith(bound.getSaved());
     produced[index] = SmallVector<Value>(bound.getOutputs());
     return bound;
@@ -226,14 +227,15 @@ Operation *ProgramRewriter::bind(OpBuilder &b, int rank, int index,
     auto bound = b.create<bp::BackwardOp>(
         loc, stage.gradsOut, FlatSymbolRefAttr::get(stage.backward),
         backward.getSaved(), inputs(rank, index), backward.getStage(),
-        backward.getMicrobatch());
+        backward.getMicrobatch(), /*microbatch_step=*/IntegerAttr());
     produced[index] = SmallVector<Value>(bound.getOutputs());
     return bound;
   }
   auto weight = cast<bp::WeightGradOp>(old);
   return b.create<bp::WeightGradOp>(
       loc, FlatSymbolRefAttr::get(stages[weight.getStage()].weight),
-      weight.getSaved(), weight.getStage(), weight.getMicrobatch());
+      weight.getSaved(), weight.getStage(), weight.getMicrobatch(),
+      /*microbatch_step=*/IntegerAttr());
 }
 
 void ProgramRewriter::rewrite(int device, ArrayRef<Operation *> steps) {
@@ -269,7 +271,9 @@ void ProgramRewriter::rewrite(int device, ArrayRef<Operation *> steps) {
                                  t.gradient ? bp::TransferKind::Gradient
                                             : bp::TransferKind::Activation,
                                  t.src, t.fromStage, t.microbatch,
-                                 b.getI64IntegerAttr(batch)));
+                                 b.getI64IntegerAttr(batch),
+                                 /*microbatch_step=*/IntegerAttr(),
+                                 /*batch_step=*/IntegerAttr()));
       batchUsed = true;
       break;
     }
@@ -286,13 +290,15 @@ void ProgramRewriter::rewrite(int device, ArrayRef<Operation *> steps) {
       for (Value value : produced[item.actionIndex]) {
         if (local) {
           auto copy = b.create<bp::LocalCopyOp>(value.getLoc(), kind, value,
-                                                t.fromStage, t.microbatch);
+                                                t.fromStage, t.microbatch,
+                                                /*microbatch_step=*/IntegerAttr());
           values.push_back(copy);
           lastEmitted = copy;
         } else {
           lastEmitted = b.create<bp::SendOp>(
               value.getLoc(), kind, value, t.dst, t.fromStage,
-              t.microbatch, b.getI64IntegerAttr(batch));
+              t.microbatch, b.getI64IntegerAttr(batch),
+              /*microbatch_step=*/IntegerAttr(), /*batch_step=*/IntegerAttr());
         }
       }
       batchUsed |= !local;
@@ -312,6 +318,8 @@ struct InsertTransfersPass
   }
 
   LogicalResult run(ModuleOp module) {
+    if (failed(bp::requireStraightPrograms(module, "bitpipe-insert-transfers")))
+      return failure();
     FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
     if (failed(schedule))
       return failure();

@@ -63,14 +63,16 @@ struct InstantiateCopyPass
       int64_t rank = worldRank(program.getRank());
       program.setRank(rank);
       program.setSymName(("rank" + Twine(rank)).str());
-      for (Operation &op : program.getBody().front()) {
+      // Repeats included: their transfers talk to the same peers in every
+      // repetition.
+      program.walk([&](Operation *op) {
         if (auto send = dyn_cast<bp::SendOp>(op))
           send.setPeer(worldRank(send.getPeer()));
         else if (auto recv = dyn_cast<bp::RecvOp>(op))
           recv.setPeer(worldRank(recv.getPeer()));
         else if (auto start = dyn_cast<bp::AllReduceStartOp>(op))
           start.setGroup(worldRanks(start.getGroup(), *world));
-      }
+      });
     }
     module->setAttr(bp::BitPipeDialect::kDataParallelCopyAttrName,
                     b.getI64IntegerAttr(wanted));

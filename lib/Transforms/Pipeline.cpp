@@ -6,6 +6,7 @@
 //   schedule       place, schedule
 //   communication  insert-transfers, insert-allreduce
 //   verification   the library verifier on the finished programs
+//   output         the repeated runs kept as loops (bitpipe-reroll)
 //
 // The pipeline decides nothing the schedule registry does not already
 // define: the request is checked and completed there (sched::validate), the
@@ -138,6 +139,9 @@ void addVerificationPasses(OpPassManager &pm) {
   pm.addPass(createVerify(verify));
 }
 
+/// What is written: the programs with their steady state as loops.
+void addOutputPasses(OpPassManager &pm) { pm.addPass(createReroll()); }
+
 } // namespace
 
 bitpipe::PipelineConfig bitpipe::PipelineOptions::toConfig() const {
@@ -149,6 +153,7 @@ bitpipe::PipelineConfig bitpipe::PipelineOptions::toConfig() const {
   config.request.dataParallel = dataParallel;
   config.bucketMb = bucketMb;
   config.request.splitBackward = splitBackward;
+  config.loops = loops;
   return config;
 }
 
@@ -164,6 +169,8 @@ void bitpipe::buildPipeline(OpPassManager &pm, const PipelineConfig &config) {
   addCommunicationPasses(pm, config);
   if (config.verify)
     addVerificationPasses(pm);
+  if (config.loops)
+    addOutputPasses(pm);
 }
 
 void bitpipe::registerBitPipePipelines() {
@@ -171,7 +178,7 @@ void bitpipe::registerBitPipePipelines() {
       "bitpipe-pipeline",
       "From a model to per-rank pipeline-parallel training programs: "
       "annotate-cost, partition, generate-backward, place, schedule, "
-      "insert-transfers, insert-allreduce, verify",
+      "insert-transfers, insert-allreduce, verify, reroll",
       [](OpPassManager &pm, const PipelineOptions &options) {
         buildPipeline(pm, options.toConfig());
       });

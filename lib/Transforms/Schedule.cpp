@@ -102,23 +102,26 @@ private:
                                  : bp::InputKind::Targets;
         inputs.push_back(
             b.create<bp::LoadInputOp>(loc, fn.getArgumentTypes()[i], kind,
-                                      static_cast<int64_t>(a.microbatch)));
+                                      static_cast<int64_t>(a.microbatch),
+                                      /*microbatch_step=*/IntegerAttr()));
       }
       auto forward = b.create<bp::ForwardOp>(
           loc, TypeRange{}, bp::SavedType::get(b.getContext()), unbound, inputs,
-          stage(a), microbatch(a));
+          stage(a), microbatch(a), /*microbatch_step=*/IntegerAttr());
       saved[{a.stage, a.microbatch}] = forward.getSaved();
       return;
     }
     case sched::ActionKind::Backward:
       b.create<bp::BackwardOp>(loc, TypeRange{}, unbound,
                                saved.lookup({a.stage, a.microbatch}),
-                               ValueRange{}, stage(a), microbatch(a));
+                               ValueRange{}, stage(a), microbatch(a),
+                               /*microbatch_step=*/IntegerAttr());
       return;
     case sched::ActionKind::WeightGrad:
       b.create<bp::WeightGradOp>(loc, unbound,
                                  saved.lookup({a.stage, a.microbatch}),
-                                 stage(a), microbatch(a));
+                                 stage(a), microbatch(a),
+                                 /*microbatch_step=*/IntegerAttr());
       return;
     case sched::ActionKind::AllReduce: {
       // The verifier has checked that all stages of one AR share their

@@ -390,8 +390,11 @@ int main(int argc, char **argv) {
   if (!request)
     return fail(request.error);
   config.request = *request;
-  // The lowering verifies the programs itself before it changes anything.
+  // The lowering verifies the programs itself before it changes anything,
+  // and plans its calls step by step: rolling the programs first would
+  // only be undone (its rank functions loop anyway, RankFunction.h).
   config.verify = false;
+  config.loops = false;
 
   // Schedule, transfers, all-reduce buckets; then runtime calls in the LLVM
   // dialect. Pass failures report their own diagnostics on the ops.

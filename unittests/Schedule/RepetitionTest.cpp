@@ -271,6 +271,51 @@ TEST(Repetition, UnrollRejectsMismatchedKeptItems) {
       << r.error;
 }
 
+// Reads (ItemSequence::addRead): a run's last repetition may read only
+// items of the run, so that a loop carries each value across fewer
+// repetitions than it has.
+TEST(Repetition, ReadsKeepRunsThatCarryLessThanTheirLength) {
+  // Ten forwards, then ten backwards each reading the forward ten back:
+  // without reads the backwards are one run; with them no run of the
+  // backwards holds what its last repetition reads.
+  std::vector<Item> items;
+  for (int k = 0; k < 10; ++k)
+    items.push_back({1, {k}});
+  for (int k = 0; k < 10; ++k)
+    items.push_back({2, {k}});
+  ItemSequence plain = sequence(1, items);
+  ItemSequence withReads = sequence(1, items);
+  for (size_t i = 10; i < 20; ++i)
+    withReads.addRead(i, i - 10);
+  EXPECT_FALSE(plain.hasReads());
+  EXPECT_EQ(withReads.earliestRead(13), 3u);
+  EXPECT_EQ(withReads.earliestRead(4), 4u);
+
+  std::vector<Segment> free = segmentAndCheck(plain);
+  ASSERT_EQ(free.size(), 2u) << describe(free);
+  EXPECT_EQ(free[1], (Segment{10, 1, 10, {1}}));
+
+  // The forwards' run reads nothing and stays; the backwards stay
+  // straight.
+  std::vector<Segment> bound = segmentAndCheck(withReads);
+  ASSERT_EQ(bound.size(), 2u) << describe(bound);
+  EXPECT_EQ(bound[0], (Segment{0, 1, 10, {1}}));
+  EXPECT_FALSE(bound[1].repeated()) << describe(bound);
+
+  // A 1F1B-like steady state (F k+1, B k) reads one repetition back: it
+  // stays one run with reads.
+  ItemSequence steady(1);
+  steady.append(1, {0});
+  for (int k = 0; k < 8; ++k) {
+    steady.append(1, {k + 1});
+    steady.append(2, {k});
+    steady.addRead(steady.size() - 1, steady.size() - 3);
+  }
+  std::vector<Segment> oneRun = segmentAndCheck(steady);
+  ASSERT_EQ(oneRun.size(), 2u) << describe(oneRun);
+  EXPECT_EQ(oneRun[1], (Segment{1, 2, 8, {1, 1}}));
+}
+
 TEST(Repetition, ItemStr) {
   ItemSequence items = sequence(2, {{7, {3, kAbsent}}, {-1, {-4, 0}}});
   EXPECT_EQ(items.str(0), "7(3,-)");

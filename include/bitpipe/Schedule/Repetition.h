@@ -46,8 +46,20 @@ public:
 
   /// Appends one item; `lanes` must hold numLanes() values.
   void append(int64_t shape, const std::vector<int64_t> &lanes);
-  /// Appends item `index` of `other` (same numLanes()).
+  /// Appends item `index` of `other` (same numLanes()), without its reads.
   void appendItem(const ItemSequence &other, size_t index);
+
+  /// Records that item `index` reads item `earlier` (earlier <= index): a
+  /// value a loop body uses. segmentRepetitions then keeps, in the last
+  /// repetition of every run, only items whose reads stay inside the run,
+  /// so that a loop carries each value across fewer repetitions than it
+  /// has (docs/repetition.md, "Loops in the program IR").
+  void addRead(size_t index, size_t earlier);
+  /// The earliest item `index` reads; itself when it reads none.
+  size_t earliestRead(size_t index) const {
+    return earliest_.empty() ? index : earliest_[index];
+  }
+  bool hasReads() const { return !earliest_.empty(); }
 
   int64_t shape(size_t index) const { return shapes_[index]; }
   int64_t lane(size_t index, int lane) const {
@@ -68,6 +80,8 @@ private:
   int numLanes_;
   std::vector<int64_t> shapes_;
   std::vector<int64_t> lanes_;
+  /// Per item, the earliest item it reads; empty until addRead.
+  std::vector<size_t> earliest_;
 };
 
 /// A piece of a segmented sequence: items [begin, begin + period * count) of
@@ -100,7 +114,8 @@ struct Segment {
 };
 
 /// Covers `items` in order with straight segments and repeated runs so that
-/// the items kept (keptSize) are few. Exact whatever the input: unroll()
+/// the items kept (keptSize) are few. With reads (ItemSequence::addRead),
+/// every item of a run's last repetition reads only items of the run. Exact whatever the input: unroll()
 /// of the result gives back `items`. The candidate periods are derived from
 /// the sequence, and among segmentations that use runs of those periods the
 /// result minimises the items kept plus one per run (then the runs); see

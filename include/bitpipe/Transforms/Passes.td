@@ -434,4 +434,43 @@ def InstantiateCopy : Pass<"bitpipe-instantiate-copy", "mlir::ModuleOp"> {
   let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
 }
 
+def Reroll : Pass<"bitpipe-reroll", "mlir::ModuleOp"> {
+  let summary = "Keep the repeated runs of the rank programs as bitpipe.repeat";
+  let description = [{
+    The steady state of a schedule repeats (BitPipe per unit of D
+    micro-batches, 1F1B per micro-batch); this pass finds each program's
+    repeated runs (the schedule library's segmentRepetitions, over the ops
+    with their micro-batch and batch numbers as the progressing lanes and
+    the distances to their operands' definitions as part of the shape) and
+    keeps each as one `bitpipe.repeat` whose numbers advance per
+    repetition. Values used repetitions later (a forward's saved handle)
+    are carried by a window of body arguments. The program runs the same
+    steps in the same order: every pass and the lowering read it unrolled
+    (ProgramTrace.h), and `bitpipe-unroll` gives back the straight program.
+
+    A run becomes a repeat with at least `min-repetitions` repetitions that
+    save at least `min-ops-saved` ops, so short programs stay straight.
+    Runs any time after bitpipe-insert-allreduce; bitpipe-pipeline ends
+    with it (`loops=false` leaves it out). See docs/repetition.md.
+  }];
+  let options = [
+    Option<"minRepetitions", "min-repetitions", "int64_t", /*default=*/"4",
+           "Repetitions a run needs to become a repeat (>= 2)">,
+    Option<"minOpsSaved", "min-ops-saved", "int64_t", /*default=*/"64",
+           "Ops a repeat must save (>= 1)">,
+  ];
+  let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
+}
+
+def Unroll : Pass<"bitpipe-unroll", "mlir::ModuleOp"> {
+  let summary = "Write every bitpipe.repeat out as the straight steps it runs";
+  let description = [{
+    The inverse of bitpipe-reroll: each repeat becomes `count` copies of its
+    body, with the numbers of each repetition, and its carried values
+    become the values they stand for. For reading, and for tools that want
+    one op per step.
+  }];
+  let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
+}
+
 #endif // BITPIPE_TRANSFORMS_PASSES_TD

@@ -35,6 +35,10 @@ struct PipelineConfig {
   /// (verifyRankPrograms) before it changes anything, and at D=64 they
   /// cost most of a second (bench/RESULTS.md, issue 15).
   bool verify = true;
+  /// End with bitpipe-reroll: the programs keep their repeated runs as
+  /// bitpipe.repeat, so that what is written does not grow with N
+  /// (docs/repetition.md). A driver that lowers at once leaves it out.
+  bool loops = true;
 };
 
 /// The textual options of `bitpipe-pipeline`, under the names
@@ -71,6 +75,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
                      "(only schedules with weight-gradient steps, zb-h1, "
                      "run it; they split without the option)"),
       llvm::cl::init(false)};
+  Option<bool> loops{
+      *this, "loops",
+      llvm::cl::desc("Keep the programs' repeated runs as bitpipe.repeat "
+                     "(bitpipe-reroll; false: straight programs)"),
+      llvm::cl::init(true)};
 
   /// The one conversion into a PipelineConfig: options not given are left
   /// to the registry's defaults.

@@ -28,6 +28,7 @@
 #include "bitpipe/Conversion/Target/StorageType.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/Utils/Repeats.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "core/AtomicFile.h"
@@ -589,6 +590,11 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   FailureOr<SmallVector<ProgramOp>> programs = collectPrograms(*world);
   if (failed(programs))
     return failure();
+  // The calls are planned step by step, so repeats are written out here;
+  // the rank functions roll the planned calls into loops again
+  // (RankFunction.h, docs/repetition.md).
+  for (ProgramOp program : *programs)
+    unrollRepeats(program);
 
   manifest::Manifest manifest;
   if (!supportsPrecision(target, precision))

@@ -508,3 +508,114 @@ module attributes {
     %ids = bitpipe.load_input tokens microbatch 0 : tensor<4294967296x4294967296xi32>
   }
 }
+
+// -----
+
+// Repeats (docs/repetition.md): numbers advance only inside one.
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{'bitpipe.forward' op advances a number per repetition ('step'), but is not in a bitpipe.repeat}}
+  %s = bitpipe.forward stage 0 microbatch 0 step 1 : () -> !bitpipe.saved
+}
+
+// -----
+
+bitpipe.program @rank0 rank 0 {
+  // expected-error @+1 {{expects a repetition count of at least 1, got 0}}
+  bitpipe.repeat 0 {
+  }
+}
+
+// -----
+
+// All-reduces and the optimizer step happen once per training step.
+bitpipe.program @rank0 rank 0 {
+  bitpipe.repeat 2 {
+    // expected-error @+1 {{'bitpipe.optimizer_step' op expects parent op 'bitpipe.program'}}
+    bitpipe.optimizer_step
+  }
+}
+
+// -----
+
+// A number that a later repetition takes below zero.
+bitpipe.program @rank0 rank 0 {
+  bitpipe.repeat 3 {
+    // expected-error @+1 {{'bitpipe.forward' op reaches micro-batch -2 in the last repetition (2); expected numbers that stay non-negative}}
+    %s = bitpipe.forward stage 0 microbatch 2 step -2 : () -> !bitpipe.saved
+    bitpipe.backward(%s) stage 0 microbatch 2 step -2 : (!bitpipe.saved) -> ()
+  }
+}
+
+// -----
+
+// The same forward in two repetitions: its micro-batch does not advance.
+bitpipe.program @rank0 rank 0 {
+  bitpipe.repeat 2 {
+    // expected-error @+2 {{'bitpipe.forward' op runs stage 0 micro-batch 5 in repetition 1 of its bitpipe.repeat a second time; expected one forward per stage and micro-batch in a program}}
+    // expected-note @+1 {{first forward here}}
+    %s = bitpipe.forward stage 0 microbatch 5 : () -> !bitpipe.saved
+    bitpipe.backward(%s) stage 0 microbatch 5 : (!bitpipe.saved) -> ()
+  }
+}
+
+// -----
+
+// A carried handle that reaches the backward of another micro-batch: the
+// window holds the handle of repetition k - 1 (micro-batch k - 1 + 1 = k),
+// but the backward of repetition k is that of micro-batch k + 1.
+bitpipe.program @rank0 rank 0 {
+  // expected-note @+1 {{forward here}}
+  %s0 = bitpipe.forward stage 0 microbatch 0 : () -> !bitpipe.saved
+  %last = bitpipe.repeat 3 (%c = %s0) : (!bitpipe.saved) -> !bitpipe.saved {
+    %s = bitpipe.forward stage 0 microbatch 1 step 1 : () -> !bitpipe.saved
+    // expected-error @+1 {{'bitpipe.backward' op of stage 0 micro-batch 1 in repetition 0 of its bitpipe.repeat expects the saved state of the same stage and micro-batch, but it carries the forward of stage 0 micro-batch 0}}
+    bitpipe.backward(%c) stage 0 microbatch 1 step 1 : (!bitpipe.saved) -> ()
+    bitpipe.yield %s : !bitpipe.saved
+  }
+  bitpipe.backward(%last) stage 0 microbatch 3 : (!bitpipe.saved) -> ()
+}
+
+// -----
+
+// A forward outside the repeat, consumed in every repetition.
+bitpipe.program @rank0 rank 0 {
+  %s0 = bitpipe.forward stage 0 microbatch 0 : () -> !bitpipe.saved
+  bitpipe.repeat 2 {
+    // expected-error @+1 {{'bitpipe.backward' op uses the saved state of a forward outside its bitpipe.repeat in every repetition; expected it carried in as a body argument}}
+    bitpipe.backward(%s0) stage 0 microbatch 0 : (!bitpipe.saved) -> ()
+  }
+}
+
+// -----
+
+// Carried values must keep their type from one repetition to the next.
+module attributes {
+  bitpipe.world_size = 2 : i64
+} {
+  bitpipe.program @rank0 rank 0 {
+    %g = bitpipe.recv gradient from 1 stage 1 microbatch 0 batch 0 : tensor<2x4xf32>
+    // expected-error @+1 {{'bitpipe.repeat' op carries value 0 as 'tensor<2x4xf32>', but its init is 'tensor<2x4xf32>' and the yield gives 'tensor<4x4xf32>'}}
+    %last = bitpipe.repeat 2 (%c = %g) : (tensor<2x4xf32>) -> tensor<4x4xf32> {
+      %h = bitpipe.recv gradient from 1 stage 1 microbatch 1 step 1 batch 1 step 1 : tensor<4x4xf32>
+      bitpipe.yield %h : tensor<4x4xf32>
+    }
+  }
+}
+
+// -----
+
+// A batch must advance with the repetitions: one that does not would be
+// split by the compute steps between them.
+module attributes {
+  bitpipe.world_size = 2 : i64
+} {
+  bitpipe.program @rank0 rank 0 {
+    bitpipe.repeat 2 {
+      // expected-error @+1 {{'bitpipe.recv' op is in transfer batch 3 in repetition 1 of its bitpipe.repeat, which a compute step splits; expected the transfers of a batch between two compute steps}}
+      %a = bitpipe.recv gradient from 1 stage 1 microbatch 0 step 1 batch 3 : tensor<2x4xf32>
+      // expected-note @+1 {{compute step here}}
+      %s = bitpipe.forward stage 0 microbatch 0 step 1 : () -> !bitpipe.saved
+      bitpipe.backward(%s) stage 0 microbatch 0 step 1 : (!bitpipe.saved) -> ()
+    }
+  }
+}

@@ -282,3 +282,42 @@ module attributes {bitpipe.data_parallel = 2 : i64, bitpipe.world_size = 4 : i64
     allreduce_wait %t
   }
 }
+
+// -----
+
+// A 1F1B-like steady state kept as a repeat (docs/repetition.md): each
+// repetition loads, runs and sends micro-batch k + 1 and runs the backward
+// of micro-batch k, whose handle the previous repetition kept; the window
+// of one handle is the body's argument, rotated by the yield, and the
+// repeat's result is the last handle, for the backward after it.
+
+// CHECK-LABEL: bitpipe.program @rank0 rank 0 {
+bitpipe.program @rank0 rank 0 {
+  // CHECK-NEXT: %[[IDS:.+]] = load_input tokens microbatch 0 : tensor<2x16xi32>
+  // CHECK-NEXT: %[[S0:.+]] = forward(%[[IDS]]) stage 0 microbatch 0 : (tensor<2x16xi32>) -> !bitpipe.saved
+  %ids = load_input tokens microbatch 0 : tensor<2x16xi32>
+  %s0 = forward(%ids) stage 0 microbatch 0 : (tensor<2x16xi32>) -> !bitpipe.saved
+  // CHECK-NEXT: %[[LAST:.+]] = repeat 3 (%[[C:.+]] = %[[S0]]) : (!bitpipe.saved) -> !bitpipe.saved {
+  // CHECK-NEXT:   %[[NEXT_IDS:.+]] = load_input tokens microbatch 1 step 1 : tensor<2x16xi32>
+  // CHECK-NEXT:   %[[S:.+]] = forward(%[[NEXT_IDS]]) stage 0 microbatch 1 step 1 : (tensor<2x16xi32>) -> !bitpipe.saved
+  // CHECK-NEXT:   backward(%[[C]]) stage 0 microbatch 0 step 1 : (!bitpipe.saved) -> ()
+  // CHECK-NEXT:   yield %[[S]] : !bitpipe.saved
+  // CHECK-NEXT: }
+  %last = repeat 3 (%c = %s0) : (!bitpipe.saved) -> !bitpipe.saved {
+    %next = load_input tokens microbatch 1 step 1 : tensor<2x16xi32>
+    %s = forward(%next) stage 0 microbatch 1 step 1 : (tensor<2x16xi32>) -> !bitpipe.saved
+    backward(%c) stage 0 microbatch 0 step 1 : (!bitpipe.saved) -> ()
+    yield %s : !bitpipe.saved
+  }
+  // CHECK-NEXT: backward(%[[LAST]]) stage 0 microbatch 3 : (!bitpipe.saved) -> ()
+  backward(%last) stage 0 microbatch 3 : (!bitpipe.saved) -> ()
+  // A repeat with nothing to carry; transfers advance their batch too.
+  // CHECK-NEXT: repeat 2 {
+  // CHECK-NEXT:   %[[G:.+]] = recv gradient from 1 stage 1 microbatch 4 step 2 batch 7 step 3 : tensor<2x16x32xf32>
+  // CHECK-NEXT:   send gradient %[[G]] to 1 stage 1 microbatch 4 step 2 batch 8 step 3 : tensor<2x16x32xf32>
+  // CHECK-NEXT: }
+  repeat 2 {
+    %g = recv gradient from 1 stage 1 microbatch 4 step 2 batch 7 step 3 : tensor<2x16x32xf32>
+    send gradient %g to 1 stage 1 microbatch 4 step 2 batch 8 step 3 : tensor<2x16x32xf32>
+  }
+}

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -229,13 +230,33 @@ static LogicalResult verifyStageCallee(Operation *op, FlatSymbolRefAttr callee,
 /// Checks that `saved` was kept by the forward of the same stage and
 /// micro-batch, so a backward cannot stand before (or apart from) its
 /// forward.
+/// True when `value` reaches its user through a `bitpipe.repeat` (a body
+/// argument or a repeat's result): which forward defined it depends on the
+/// repetition, so the program's verifier checks it on the trace.
+static bool isCarried(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    return isa<RepeatOp>(arg.getOwner()->getParentOp());
+  return isa_and_nonnull<RepeatOp>(value.getDefiningOp());
+}
+
 static LogicalResult verifySavedSource(Operation *op, Value saved,
-                                       int64_t stage, int64_t microbatch) {
+                                       int64_t stage, int64_t microbatch,
+                                       std::optional<int64_t> microbatchStep) {
+  if (isCarried(saved))
+    return success();
   auto forward = saved.getDefiningOp<ForwardOp>();
   if (!forward)
     return op->emitOpError() << "expects its !bitpipe.saved operand to be "
                                 "produced by a bitpipe.forward";
-  if (forward.getStage() == stage && forward.getMicrobatch() == microbatch)
+  // In one repeat body both advance together; a forward outside the
+  // repeat would be consumed once per repetition.
+  if (forward->getBlock() != op->getBlock())
+    return op->emitOpError()
+           << "uses the saved state of a forward outside its bitpipe.repeat "
+              "in every repetition; expected it carried in as a body "
+              "argument";
+  if (forward.getStage() == stage && forward.getMicrobatch() == microbatch &&
+      forward.getMicrobatchStep().value_or(0) == microbatchStep.value_or(0))
     return success();
   InFlightDiagnostic diag =
       op->emitOpError() << "of stage " << stage << " micro-batch " << microbatch
@@ -330,26 +351,113 @@ LogicalResult ProgramOp::verify() {
   return success();
 }
 
+/// " in repetition k of its bitpipe.repeat" for a step of a repeat's body,
+/// so that a finding about one repetition says which.
+static std::string repetitionText(const TracedStep &step) {
+  if (!isa<RepeatOp>(step.op->getParentOp()))
+    return "";
+  return " in repetition " + std::to_string(step.repetition) +
+         " of its bitpipe.repeat";
+}
+
+/// Backwards and weight halves in or around repeats: each must get the
+/// handle of the forward of its own stage and micro-batch, in the
+/// repetition it runs; a forward's handle is consumed at most once by each,
+/// the backward first. (Straight programs: the ops' own checks.)
+static LogicalResult verifyCarriedHandles(const ProgramTrace &trace) {
+  // forward step -> (backward step, weight_grad step) consuming it.
+  llvm::DenseMap<size_t, std::pair<size_t, size_t>> consumers;
+  constexpr size_t kNone = ~size_t(0);
+  for (auto [index, step] : llvm::enumerate(trace.steps())) {
+    Value saved;
+    int64_t stage;
+    bool weight = false;
+    if (auto backward = dyn_cast<BackwardOp>(step.op)) {
+      saved = backward.getSaved();
+      stage = backward.getStage();
+    } else if (auto weightGrad = dyn_cast<WeightGradOp>(step.op)) {
+      saved = weightGrad.getSaved();
+      stage = weightGrad.getStage();
+      weight = true;
+    } else {
+      continue;
+    }
+    // Handles used where they are defined: the ops' own verifiers have
+    // checked them; they still count as consumers below.
+    bool carried = isCarried(saved);
+    int64_t microbatch = *microbatchAt(step.op, step.repetition);
+    std::optional<size_t> def = trace.definingStep(saved, step.repetition);
+    auto forward = def ? dyn_cast<ForwardOp>(trace[*def].op) : ForwardOp();
+    if (!forward)
+      return step.op->emitOpError()
+             << "of stage " << stage << " micro-batch " << microbatch
+             << repetitionText(step)
+             << " expects its !bitpipe.saved operand to come from a "
+                "bitpipe.forward";
+    int64_t fwdMicrobatch = forward.microbatchAt(trace[*def].repetition);
+    if (carried &&
+        (forward.getStage() != stage || fwdMicrobatch != microbatch)) {
+      InFlightDiagnostic diag =
+          step.op->emitOpError()
+          << "of stage " << stage << " micro-batch " << microbatch
+          << repetitionText(step)
+          << " expects the saved state of the same stage and micro-batch, "
+             "but it carries the forward of stage "
+          << forward.getStage() << " micro-batch " << fwdMicrobatch;
+      diag.attachNote(forward.getLoc()) << "forward here";
+      return diag;
+    }
+    auto [it, fresh] = consumers.try_emplace(*def, kNone, kNone);
+    size_t &slot = weight ? it->second.second : it->second.first;
+    if (slot != kNone)
+      return forward.emitOpError()
+             << "of stage " << stage << " micro-batch " << microbatch
+             << repetitionText(trace[*def]) << " has its saved state consumed "
+             << "by two " << (weight ? "bitpipe.weight_grad" : "bitpipe.backward")
+             << " ops; expected at most one of each";
+    slot = index;
+    if (weight && it->second.first == kNone)
+      return step.op->emitOpError()
+             << "of stage " << stage << " micro-batch " << microbatch
+             << repetitionText(step)
+             << " expects the bitpipe.backward of the same saved state to "
+                "run before it";
+  }
+  return success();
+}
+
 LogicalResult ProgramOp::verifyRegions() {
   Block &body = getBody().front();
   if (body.getNumArguments() != 0)
     return emitOpError() << "expects a body without arguments";
+  for (Operation &op : body)
+    if (hasStep(&op))
+      return op.emitOpError()
+             << "advances a number per repetition ('step'), but is not in a "
+                "bitpipe.repeat";
+
+  // The program as it runs: repeats unrolled.
+  ProgramTrace trace(*this);
 
   // A (stage, micro-batch) runs forward at most once per step. Backwards
   // follow: each consumes the handle of one forward (ForwardOp::verify).
-  llvm::DenseMap<std::pair<int64_t, int64_t>, ForwardOp> forwards;
-  for (auto forward : body.getOps<ForwardOp>()) {
-    auto [it, inserted] = forwards.try_emplace(
-        {forward.getStage(), forward.getMicrobatch()}, forward);
+  llvm::DenseMap<std::pair<int64_t, int64_t>, size_t> forwards;
+  for (auto [index, step] : llvm::enumerate(trace.steps())) {
+    auto forward = dyn_cast<ForwardOp>(step.op);
+    if (!forward)
+      continue;
+    int64_t microbatch = forward.microbatchAt(step.repetition);
+    auto [it, inserted] =
+        forwards.try_emplace({forward.getStage(), microbatch}, index);
     if (inserted)
       continue;
     InFlightDiagnostic diag =
         forward.emitOpError()
-        << "runs stage " << forward.getStage() << " micro-batch "
-        << forward.getMicrobatch()
+        << "runs stage " << forward.getStage() << " micro-batch " << microbatch
+        << repetitionText(step)
         << " a second time; expected one forward per stage and micro-batch "
            "in a program";
-    diag.attachNote(it->second.getLoc()) << "first forward here";
+    diag.attachNote(trace[it->second].op->getLoc()) << "first forward here";
     return diag;
   }
 
@@ -358,26 +466,25 @@ LogicalResult ProgramOp::verifyRegions() {
   // reaches its first op.
   std::optional<int64_t> open;   // The batch of the last transfer seen.
   Operation *closedBy = nullptr; // A compute step after it, if any.
-  for (Operation &op : body) {
+  for (const TracedStep &step : trace.steps()) {
+    Operation &op = *step.op;
     if (isa<ForwardOp, BackwardOp, WeightGradOp>(op)) {
       if (open && !closedBy)
         closedBy = &op;
       continue;
     }
-    std::optional<int64_t> batch;
-    if (auto send = dyn_cast<SendOp>(op))
-      batch = send.getBatch();
-    else if (auto recv = dyn_cast<RecvOp>(op))
-      batch = recv.getBatch();
+    std::optional<int64_t> batch = batchAt(&op, step.repetition);
     if (!batch)
       continue;
     if (open && *batch < *open)
       return op.emitOpError()
-             << "is in transfer batch " << *batch << " after batch " << *open
+             << "is in transfer batch " << *batch << repetitionText(step)
+             << " after batch " << *open
              << "; expected batch numbers to grow along the program";
     if (open && *batch == *open && closedBy) {
       InFlightDiagnostic diag =
           op.emitOpError() << "is in transfer batch " << *batch
+                           << repetitionText(step)
                            << ", which a compute step splits; expected the "
                               "transfers of a batch between two compute "
                               "steps";
@@ -388,7 +495,182 @@ LogicalResult ProgramOp::verifyRegions() {
       closedBy = nullptr;
     open = batch;
   }
+  return verifyCarriedHandles(trace);
+}
+
+//===----------------------------------------------------------------------===//
+// RepeatOp
+//===----------------------------------------------------------------------===//
+
+YieldOp RepeatOp::getYield() {
+  return cast<YieldOp>(getBodyBlock().getTerminator());
+}
+
+// repeat 12 (%a = %x, ...) : (types) -> (types) { ... }
+ParseResult RepeatOp::parse(OpAsmParser &parser, OperationState &result) {
+  Builder &b = parser.getBuilder();
+  int64_t count;
+  SMLoc countLoc = parser.getCurrentLocation();
+  if (parser.parseInteger(count))
+    return failure();
+  if (count < 1)
+    return parser.emitError(countLoc)
+           << "expects a repetition count of at least 1, got " << count;
+  result.addAttribute(getCountAttrName(result.name),
+                      b.getI64IntegerAttr(count));
+
+  SmallVector<OpAsmParser::Argument> args;
+  SmallVector<OpAsmParser::UnresolvedOperand> inits;
+  if (succeeded(parser.parseOptionalLParen()) &&
+      failed(parser.parseOptionalRParen())) {
+    do {
+      OpAsmParser::Argument arg;
+      OpAsmParser::UnresolvedOperand init;
+      if (parser.parseArgument(arg) || parser.parseEqual() ||
+          parser.parseOperand(init))
+        return failure();
+      args.push_back(arg);
+      inits.push_back(init);
+    } while (succeeded(parser.parseOptionalComma()));
+    if (parser.parseRParen())
+      return failure();
+  }
+  SmallVector<Type> initTypes;
+  if (succeeded(parser.parseOptionalColon())) {
+    SMLoc typeLoc = parser.getCurrentLocation();
+    FunctionType type;
+    if (parser.parseType(type))
+      return failure();
+    if (type.getNumInputs() != inits.size())
+      return parser.emitError(typeLoc)
+             << "has " << inits.size() << " carried value(s) but "
+             << type.getNumInputs() << " type(s) for them";
+    llvm::append_range(initTypes, type.getInputs());
+    result.addTypes(type.getResults());
+  } else if (!inits.empty()) {
+    return parser.emitError(parser.getCurrentLocation())
+           << "expects ': (types) -> (types)' after the carried values";
+  }
+  for (auto [arg, type] : llvm::zip(args, initTypes))
+    arg.type = type;
+  if (parser.resolveOperands(inits, initTypes, countLoc, result.operands))
+    return failure();
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, args) ||
+      parser.parseOptionalAttrDict(result.attributes))
+    return failure();
+  RepeatOp::ensureTerminator(*body, b, result.location);
   return success();
+}
+
+void RepeatOp::print(OpAsmPrinter &p) {
+  p << ' ' << getCount();
+  Block &body = getBodyBlock();
+  if (!getInits().empty()) {
+    p << " (";
+    llvm::interleaveComma(llvm::zip(body.getArguments(), getInits()), p,
+                          [&](auto pair) {
+                            p << std::get<0>(pair) << " = " << std::get<1>(pair);
+                          });
+    p << ')';
+  }
+  if (!getInits().empty() || !getResults().empty())
+    p << " : "
+      << FunctionType::get(getContext(), getInits().getTypes(),
+                           getResults().getTypes());
+  p << ' ';
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/!getResults().empty());
+  p.printOptionalAttrDict((*this)->getAttrs(), {getCountAttrName()});
+}
+
+LogicalResult RepeatOp::verify() {
+  if (getCount() < 1)
+    return emitOpError() << "expects a repetition count of at least 1, got "
+                         << getCount();
+  Block &body = getBodyBlock();
+  if (body.getNumArguments() != getInits().size())
+    return emitOpError() << "has " << getInits().size()
+                         << " carried value(s) but its body takes "
+                         << body.getNumArguments();
+  YieldOp yield = getYield();
+  if (yield.getNumOperands() < getInits().size())
+    return yield.emitOpError()
+           << "yields " << yield.getNumOperands() << " value(s), but the "
+           << "repeat carries " << getInits().size()
+           << "; expected one per body argument first";
+  for (auto [i, arg, init] :
+       llvm::enumerate(body.getArguments(), getInits()))
+    if (arg.getType() != init.getType() ||
+        yield.getOperand(i).getType() != arg.getType())
+      return emitOpError() << "carries value " << i << " as " << arg.getType()
+                           << ", but its init is " << init.getType()
+                           << " and the yield gives "
+                           << yield.getOperand(i).getType();
+  if (yield.getOperandTypes() != getResultTypes())
+    return emitOpError() << "has results of type(s) " << getResultTypes()
+                         << ", but its body yields "
+                         << yield.getOperandTypes();
+  // Every number a step reaches must be a micro-batch or batch number.
+  int64_t last = getCount() - 1;
+  for (Operation &op : getSteps()) {
+    std::optional<int64_t> microbatch = microbatchAt(&op, last);
+    std::optional<int64_t> batch = batchAt(&op, last);
+    if ((microbatch && *microbatch < 0) || (batch && *batch < 0))
+      return op.emitOpError()
+             << "reaches " << (microbatch && *microbatch < 0 ? "micro-batch "
+                                                             : "batch ")
+             << (microbatch && *microbatch < 0 ? *microbatch : *batch)
+             << " in the last repetition (" << last
+             << "); expected numbers that stay non-negative";
+  }
+  return success();
+}
+
+void RepeatOp::getAsmBlockArgumentNames(Region &region,
+                                        OpAsmSetValueNameFn setNameFn) {
+  for (Value arg : region.getArguments())
+    setNameFn(arg, "carried");
+}
+
+StringRef RepeatOp::getDefaultDialect() {
+  return BitPipeDialect::getDialectNamespace();
+}
+
+void RepeatOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  if (!getResults().empty())
+    setNameFn(getResult(0), "after");
+}
+
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+/// `custom<Batch>`: an optional `batch b`, then an optional `step s` that
+/// only a batch may have.
+static ParseResult parseBatch(OpAsmParser &parser, IntegerAttr &batch,
+                              IntegerAttr &step) {
+  if (failed(parser.parseOptionalKeyword("batch")))
+    return success();
+  int64_t value;
+  if (parser.parseInteger(value))
+    return failure();
+  batch = parser.getBuilder().getI64IntegerAttr(value);
+  if (failed(parser.parseOptionalKeyword("step")))
+    return success();
+  if (parser.parseInteger(value))
+    return failure();
+  step = parser.getBuilder().getI64IntegerAttr(value);
+  return success();
+}
+
+static void printBatch(OpAsmPrinter &printer, Operation *, IntegerAttr batch,
+                       IntegerAttr step) {
+  if (!batch)
+    return;
+  printer << "batch " << batch.getInt();
+  if (step)
+    printer << " step " << step.getInt();
 }
 
 //===----------------------------------------------------------------------===//
@@ -474,7 +756,8 @@ LogicalResult BackwardOp::verify() {
     return emitOpError() << "without a callee takes only its !bitpipe.saved "
                             "handle and returns nothing; bind the backward "
                             "function to pass gradients";
-  return verifySavedSource(*this, getSaved(), getStage(), getMicrobatch());
+  return verifySavedSource(*this, getSaved(), getStage(), getMicrobatch(),
+                           getMicrobatchStep());
 }
 
 void BackwardOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
@@ -495,8 +778,13 @@ WeightGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 LogicalResult WeightGradOp::verify() {
-  if (failed(verifySavedSource(*this, getSaved(), getStage(), getMicrobatch())))
+  if (failed(verifySavedSource(*this, getSaved(), getStage(), getMicrobatch(),
+                               getMicrobatchStep())))
     return failure();
+  // A carried handle: ProgramOp::verifyRegions checks the order on the
+  // trace.
+  if (isCarried(getSaved()))
+    return success();
 
   // The weight half needs the output gradients the input half computed.
   auto forward = getSaved().getDefiningOp<ForwardOp>();
@@ -516,11 +804,19 @@ LogicalResult WeightGradOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult SendOp::verify() {
-  return verifyPeer(*this, getParentOp(), getPeer(), "sends to");
+  if (getBatchStep() && !getBatch())
+    return emitOpError() << "advances its transfer batch per repetition "
+                            "('batch_step') but has no batch";
+  return verifyPeer(*this, (*this)->getParentOfType<ProgramOp>(), getPeer(),
+                    "sends to");
 }
 
 LogicalResult RecvOp::verify() {
-  return verifyPeer(*this, getParentOp(), getPeer(), "receives from");
+  if (getBatchStep() && !getBatch())
+    return emitOpError() << "advances its transfer batch per repetition "
+                            "('batch_step') but has no batch";
+  return verifyPeer(*this, (*this)->getParentOfType<ProgramOp>(), getPeer(),
+                    "receives from");
 }
 
 void RecvOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {

@@ -10,6 +10,7 @@
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -50,14 +51,17 @@ private:
   /// The transfer `key` names, created on first sight; fails at `op` when
   /// its stage or micro-batch does not exist.
   FailureOr<int> transferOf(Operation *op, const TransferKey &key);
-  /// The step of `rank` that uses a value `op` defines: the first user
-  /// among the steps, or else the first step after `op`.
-  FailureOr<int> consumerStep(int rank, Operation *op);
+  /// The step of `rank` that uses the value trace step `index` defines:
+  /// the first user among the steps, or else the first step after it.
+  FailureOr<int> consumerStep(int rank, size_t index);
 
   const sched::Schedule &schedule;
   IRCommProgram result;
   std::map<TransferKey, int> transfers;
-  llvm::DenseMap<Operation *, int> stepIndex;
+  /// Of the program being read: per trace step, its schedule step (or -1),
+  /// and the first schedule step that uses a value it defines (or -1).
+  std::vector<int> stepIndex, firstUser;
+  const bp::ProgramTrace *trace = nullptr;
 };
 
 FailureOr<int> CommReader::transferOf(Operation *op, const TransferKey &key) {
@@ -88,22 +92,18 @@ FailureOr<int> CommReader::transferOf(Operation *op, const TransferKey &key) {
   return it->second;
 }
 
-FailureOr<int> CommReader::consumerStep(int rank, Operation *op) {
-  std::optional<int> first;
-  for (Operation *user : op->getUsers())
-    if (auto it = stepIndex.find(user); it != stepIndex.end())
-      first = first ? std::min(*first, it->second) : it->second;
-  if (first)
-    return *first;
-  for (Operation *next = op->getNextNode(); next; next = next->getNextNode())
-    if (auto it = stepIndex.find(next); it != stepIndex.end())
-      return it->second;
-  return op->emitOpError() << "on rank " << rank
-                           << " has no compute step after it to receive for";
+FailureOr<int> CommReader::consumerStep(int rank, size_t index) {
+  if (firstUser[index] >= 0)
+    return firstUser[index];
+  for (size_t next = index + 1; next < stepIndex.size(); ++next)
+    if (stepIndex[next] >= 0)
+      return stepIndex[next];
+  return (*trace)[index].op->emitOpError()
+         << "on rank " << rank << " has no compute step after it to receive "
+         << "for";
 }
 
 LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
-  Block &body = program.getBody().front();
   int numDevices = schedule.numRanks();
   // The steps as readScheduleFromIR counts them: a run of bucketed
   // all-reduces is one step, named by its first op.
@@ -111,9 +111,24 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
       readProgramSteps(program, schedule.placement);
   if (failed(programSteps))
     return failure();
+  // The program as it runs, repeats unrolled (ProgramTrace.h).
+  bp::ProgramTrace programTrace(program);
+  trace = &programTrace;
+  stepIndex.assign(programTrace.size(), -1);
+  firstUser.assign(programTrace.size(), -1);
   for (auto [index, op] : llvm::enumerate(programSteps->ops)) {
-    stepIndex[op] = static_cast<int>(index);
+    std::optional<size_t> at =
+        programTrace.indexOf(op, programSteps->repetitions[index]);
+    stepIndex[*at] = static_cast<int>(index);
     result.steps[rank].push_back(op);
+  }
+  for (size_t user = 0; user < programTrace.size(); ++user) {
+    if (stepIndex[user] < 0)
+      continue;
+    for (unsigned n = 0; n < programTrace[user].op->getNumOperands(); ++n)
+      if (std::optional<size_t> def = programTrace.operandStep(user, n))
+        if (firstUser[*def] < 0)
+          firstUser[*def] = stepIndex[user];
   }
   // A transfer's peer: a pipeline rank, since every data-parallel copy
   // runs these programs among its own ranks (docs/data-parallel.md).
@@ -145,17 +160,20 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
     items.push_back(item);
     ops.push_back(op);
   };
-  // The step that defines `value`, or else the last step before the use.
-  auto producerStep = [&](Value value) {
-    if (Operation *def = value.getDefiningOp())
-      if (auto it = stepIndex.find(def); it != stepIndex.end())
-        return it->second;
+  // The step that defines operand 0 of trace step `index`, or else the
+  // last step before it.
+  auto producerStep = [&](size_t index) {
+    if (std::optional<size_t> def = programTrace.operandStep(index, 0))
+      if (stepIndex[*def] >= 0)
+        return stepIndex[*def];
     return lastStep;
   };
 
-  for (Operation &op : body) {
-    if (auto it = stepIndex.find(&op); it != stepIndex.end()) {
-      lastStep = it->second;
+  for (size_t index = 0; index < programTrace.size(); ++index) {
+    Operation &op = *programTrace[index].op;
+    const int64_t k = programTrace[index].repetition;
+    if (stepIndex[index] >= 0) {
+      lastStep = stepIndex[index];
       const sched::Action &action = schedule.ranks[rank][lastStep];
       sched::CommAction item;
       item.kind = action.kind == sched::ActionKind::AllReduce
@@ -173,10 +191,10 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
       if (failed(peer))
         return failure();
       FailureOr<int> id = transferOf(
-          send, {gradient, send.getMicrobatch(), send.getStage(), rank, *peer});
+          send, {gradient, send.microbatchAt(k), send.getStage(), rank, *peer});
       if (failed(id))
         return failure();
-      int producer = producerStep(send.getValue());
+      int producer = producerStep(index);
       sched::Transfer &t = result.program.transfers[*id];
       t.producerIndex = producer;
       result.sendOps[*id].push_back(send);
@@ -189,10 +207,10 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
       if (failed(peer))
         return failure();
       FailureOr<int> id = transferOf(
-          recv, {gradient, recv.getMicrobatch(), recv.getStage(), *peer, rank});
+          recv, {gradient, recv.microbatchAt(k), recv.getStage(), *peer, rank});
       if (failed(id))
         return failure();
-      FailureOr<int> consumer = consumerStep(rank, recv);
+      FailureOr<int> consumer = consumerStep(rank, index);
       if (failed(consumer))
         return failure();
       result.program.transfers[*id].consumerIndex = *consumer;
@@ -203,13 +221,13 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
     } else if (auto copy = dyn_cast<bp::LocalCopyOp>(op)) {
       bool gradient = copy.getKind() == bp::TransferKind::Gradient;
       FailureOr<int> id = transferOf(
-          copy, {gradient, copy.getMicrobatch(), copy.getStage(), rank, rank});
+          copy, {gradient, copy.microbatchAt(k), copy.getStage(), rank, rank});
       if (failed(id))
         return failure();
-      FailureOr<int> consumer = consumerStep(rank, copy);
+      FailureOr<int> consumer = consumerStep(rank, index);
       if (failed(consumer))
         return failure();
-      int producer = producerStep(copy.getValue());
+      int producer = producerStep(index);
       sched::Transfer &t = result.program.transfers[*id];
       t.producerIndex = producer;
       t.consumerIndex = *consumer;

@@ -9,6 +9,7 @@
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -70,11 +71,17 @@ bitpipe::readProgramSteps(bp::ProgramOp program,
   std::vector<std::vector<int>> groups = placement.replicaGroups();
   // The open run of bucketed all-reduces: replica group -> its AR step.
   std::map<std::vector<int>, size_t> run;
+  // The program as it runs: a repeat's body once per repetition.
+  bp::ProgramTrace trace(program);
+  int64_t k = 0;
   auto push = [&](sched::Action action, Operation *op) {
     steps.actions.push_back(std::move(action));
     steps.ops.push_back(op);
+    steps.repetitions.push_back(k);
   };
-  for (Operation &op : program.getBody().front()) {
+  for (const bp::TracedStep &step : trace.steps()) {
+    Operation &op = *step.op;
+    k = step.repetition;
     auto ar = dyn_cast<bp::AllReduceStartOp>(op);
     if (!ar || !ar.isBucketed()) {
       // Only compute steps and markers end a run of buckets: transfers,
@@ -86,15 +93,15 @@ bitpipe::readProgramSteps(bp::ProgramOp program,
     LogicalResult read =
         llvm::TypeSwitch<Operation *, LogicalResult>(&op)
             .Case([&](bp::ForwardOp f) {
-              push(sched::Action::forward(f.getMicrobatch(), f.getStage()), f);
+              push(sched::Action::forward(f.microbatchAt(k), f.getStage()), f);
               return success();
             })
             .Case([&](bp::BackwardOp b) {
-              push(sched::Action::backward(b.getMicrobatch(), b.getStage()), b);
+              push(sched::Action::backward(b.microbatchAt(k), b.getStage()), b);
               return success();
             })
             .Case([&](bp::WeightGradOp w) {
-              push(sched::Action::weightGrad(w.getMicrobatch(), w.getStage()),
+              push(sched::Action::weightGrad(w.microbatchAt(k), w.getStage()),
                    w);
               return success();
             })
@@ -189,12 +196,18 @@ FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
 }
 
 bool bitpipe::hasBoundPrograms(ModuleOp module) {
-  for (auto program : module.getOps<bp::ProgramOp>())
-    for (Operation &op : program.getBody().front())
-      if (llvm::TypeSwitch<Operation *, bool>(&op)
-              .Case<bp::ForwardOp, bp::BackwardOp, bp::WeightGradOp>(
-                  [](auto compute) { return bool(compute.getCalleeAttr()); })
-              .Default(false))
-        return true;
+  for (auto program : module.getOps<bp::ProgramOp>()) {
+    WalkResult bound = program.walk([](Operation *op) {
+      bool has = llvm::TypeSwitch<Operation *, bool>(op)
+                     .Case<bp::ForwardOp, bp::BackwardOp, bp::WeightGradOp>(
+                         [](auto compute) {
+                           return bool(compute.getCalleeAttr());
+                         })
+                     .Default(false);
+      return has ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (bound.wasInterrupted())
+      return true;
+  }
   return false;
 }

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
 #include "bitpipe/Schedule/Comms.h"
 #include "bitpipe/Schedule/CostModel.h"
 #include "bitpipe/Schedule/Describe.h"
@@ -228,7 +229,9 @@ void ModuleVerifier::checkGradientsInFlight() {
     // stage -> the all-reduce of its gradients that has started and not
     // been waited for.
     llvm::DenseMap<int64_t, bp::AllReduceStartOp> inFlight;
-    for (Operation &op : program.getBody().front()) {
+    bp::ProgramTrace trace(program);
+    for (const bp::TracedStep &step : trace.steps()) {
+      Operation &op = *step.op;
       if (auto start = dyn_cast<bp::AllReduceStartOp>(op)) {
         for (int64_t s : start.getStages())
           inFlight[s] = start;
@@ -243,9 +246,10 @@ void ModuleVerifier::checkGradientsInFlight() {
       int64_t stage, microbatch;
       StringRef what;
       if (auto b = dyn_cast<bp::BackwardOp>(op)) {
-        stage = b.getStage(), microbatch = b.getMicrobatch(), what = "backward";
+        stage = b.getStage(), microbatch = b.microbatchAt(step.repetition);
+        what = "backward";
       } else if (auto w = dyn_cast<bp::WeightGradOp>(op)) {
-        stage = w.getStage(), microbatch = w.getMicrobatch();
+        stage = w.getStage(), microbatch = w.microbatchAt(step.repetition);
         what = "weight gradient";
       } else {
         continue;

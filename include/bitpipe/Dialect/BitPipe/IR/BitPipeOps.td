@@ -25,13 +25,44 @@ def BitPipe_I64Attr : TypedSignlessIntegerAttrBase<I64, "int64_t",
 }
 def BitPipe_IndexAttr : ConfinedAttr<BitPipe_I64Attr, [IntNonNegative]>;
 
-// An op that lives in a program and has a readable default SSA name.
+// An op that lives in a program, at its top level: all-reduces and the
+// optimizer step happen once per training step, never in a repeat.
 class BitPipe_ProgramOp<string mnemonic, list<Trait> traits = []>
     : BitPipe_Op<mnemonic, !listconcat(traits, [HasParent<"ProgramOp">])>;
 
+// A step for one micro-batch: it lives in a program or in the body of a
+// `bitpipe.repeat`, where its micro-batch (and transfer batch) may advance
+// with the repetition (`microbatch 4 step 2`: 4 + 2k in repetition k). The
+// numbers an op has in repetition k: `microbatchAt(k)`, `batchAt(k)`.
+defvar BitPipe_MicrobatchAt = [{
+  /// The micro-batch this op works on in repetition `k` of its repeat
+  /// (k = 0 outside one): microbatch + k * microbatch_step.
+  int64_t microbatchAt(int64_t k) {
+    return getMicrobatch() + k * getMicrobatchStep().value_or(0);
+  }
+}];
+defvar BitPipe_BatchAt = [{
+  /// The transfer batch of this op in repetition `k`, if it has one.
+  std::optional<int64_t> batchAt(int64_t k) {
+    if (std::optional<int64_t> batch = getBatch())
+      return *batch + k * getBatchStep().value_or(0);
+    return std::nullopt;
+  }
+}];
+
+class BitPipe_StepOp<string mnemonic, list<Trait> traits = []>
+    : BitPipe_Op<mnemonic, !listconcat(traits, [
+        ParentOneOf<["ProgramOp", "RepeatOp"]>])> {
+  let extraClassDeclaration = BitPipe_MicrobatchAt;
+}
+
+// A step op with readable default SSA names.
 class BitPipe_NamedResultsOp<string mnemonic, list<Trait> traits = []>
-    : BitPipe_ProgramOp<mnemonic, !listconcat(traits, [
+    : BitPipe_StepOp<mnemonic, !listconcat(traits, [
         DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>])>;
+
+// How much a number advances per repetition of the enclosing repeat.
+def BitPipe_StepAttr : OptionalAttr<BitPipe_I64Attr>;
 
 //===----------------------------------------------------------------------===//
 // Programs
@@ -87,10 +118,12 @@ def BitPipe_LoadInputOp : BitPipe_NamedResultsOp<"load_input"> {
   }];
 
   let arguments = (ins BitPipe_InputKindAttr:$kind,
-                       BitPipe_IndexAttr:$microbatch);
+                       BitPipe_IndexAttr:$microbatch,
+                       BitPipe_StepAttr:$microbatch_step);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    custom<Kind>($kind) `microbatch` $microbatch attr-dict `:` type($result)
+    custom<Kind>($kind) `microbatch` $microbatch
+    (`step` $microbatch_step^)? attr-dict `:` type($result)
   }];
 }
 
@@ -146,12 +179,13 @@ def BitPipe_ForwardOp : BitPipe_NamedResultsOp<"forward", [
   let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$callee,
                        Variadic<AnyType>:$inputs,
                        BitPipe_IndexAttr:$stage,
-                       BitPipe_IndexAttr:$microbatch);
+                       BitPipe_IndexAttr:$microbatch,
+                       BitPipe_StepAttr:$microbatch_step);
   let results = (outs Variadic<AnyType>:$outputs,
                       BitPipe_SavedType:$saved);
   let assemblyFormat = [{
     ($callee^)? (`(` $inputs^ `)`)? `stage` $stage `microbatch` $microbatch
-    attr-dict `:` functional-type($inputs, results)
+    (`step` $microbatch_step^)? attr-dict `:` functional-type($inputs, results)
   }];
   let hasVerifier = 1;
 }
@@ -201,16 +235,18 @@ def BitPipe_BackwardOp : BitPipe_NamedResultsOp<"backward", [
                        BitPipe_SavedType:$saved,
                        Variadic<AnyType>:$grads,
                        BitPipe_IndexAttr:$stage,
-                       BitPipe_IndexAttr:$microbatch);
+                       BitPipe_IndexAttr:$microbatch,
+                       BitPipe_StepAttr:$microbatch_step);
   let results = (outs Variadic<AnyType>:$outputs);
   let assemblyFormat = [{
     ($callee^)? `(` $saved (`,` $grads^)? `)` `stage` $stage
-    `microbatch` $microbatch attr-dict `:` functional-type(operands, results)
+    `microbatch` $microbatch (`step` $microbatch_step^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
 
-def BitPipe_WeightGradOp : BitPipe_ProgramOp<"weight_grad", [
+def BitPipe_WeightGradOp : BitPipe_StepOp<"weight_grad", [
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "the weight-gradient half of a split backward";
   let description = [{
@@ -237,10 +273,11 @@ def BitPipe_WeightGradOp : BitPipe_ProgramOp<"weight_grad", [
   let arguments = (ins OptionalAttr<FlatSymbolRefAttr>:$callee,
                        BitPipe_SavedType:$saved,
                        BitPipe_IndexAttr:$stage,
-                       BitPipe_IndexAttr:$microbatch);
+                       BitPipe_IndexAttr:$microbatch,
+                       BitPipe_StepAttr:$microbatch_step);
   let assemblyFormat = [{
     ($callee^)? `(` $saved `)` `stage` $stage `microbatch` $microbatch
-    attr-dict
+    (`step` $microbatch_step^)? attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -253,7 +290,7 @@ def BitPipe_WeightGradOp : BitPipe_ProgramOp<"weight_grad", [
 // whose output it is, or the backward whose input gradient it is), so a send
 // and its recv carry the same (kind, stage, microbatch).
 
-def BitPipe_SendOp : BitPipe_ProgramOp<"send"> {
+def BitPipe_SendOp : BitPipe_StepOp<"send"> {
   let summary = "send a tensor to another rank";
   let description = [{
     Point-to-point send of an activation (forward) or gradient (backward) to
@@ -283,12 +320,16 @@ def BitPipe_SendOp : BitPipe_ProgramOp<"send"> {
                        BitPipe_IndexAttr:$peer,
                        BitPipe_IndexAttr:$stage,
                        BitPipe_IndexAttr:$microbatch,
-                       OptionalAttr<BitPipe_IndexAttr>:$batch);
+                       OptionalAttr<BitPipe_IndexAttr>:$batch,
+                       BitPipe_StepAttr:$microbatch_step,
+                       BitPipe_StepAttr:$batch_step);
   let assemblyFormat = [{
     custom<Kind>($kind) $value `to` $peer `stage` $stage `microbatch` $microbatch
-    (`batch` $batch^)? attr-dict `:` type($value)
+    (`step` $microbatch_step^)? custom<Batch>($batch, $batch_step) attr-dict
+    `:` type($value)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = !strconcat(BitPipe_MicrobatchAt, BitPipe_BatchAt);
 }
 
 def BitPipe_RecvOp : BitPipe_NamedResultsOp<"recv"> {
@@ -305,13 +346,17 @@ def BitPipe_RecvOp : BitPipe_NamedResultsOp<"recv"> {
                        BitPipe_IndexAttr:$peer,
                        BitPipe_IndexAttr:$stage,
                        BitPipe_IndexAttr:$microbatch,
-                       OptionalAttr<BitPipe_IndexAttr>:$batch);
+                       OptionalAttr<BitPipe_IndexAttr>:$batch,
+                       BitPipe_StepAttr:$microbatch_step,
+                       BitPipe_StepAttr:$batch_step);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     custom<Kind>($kind) `from` $peer `stage` $stage `microbatch` $microbatch
-    (`batch` $batch^)? attr-dict `:` type($result)
+    (`step` $microbatch_step^)? custom<Batch>($batch, $batch_step) attr-dict
+    `:` type($result)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = !strconcat(BitPipe_MicrobatchAt, BitPipe_BatchAt);
 }
 
 def BitPipe_LocalCopyOp : BitPipe_NamedResultsOp<"local_copy",
@@ -330,11 +375,12 @@ def BitPipe_LocalCopyOp : BitPipe_NamedResultsOp<"local_copy",
   let arguments = (ins BitPipe_TransferKindAttr:$kind,
                        AnyRankedTensor:$value,
                        BitPipe_IndexAttr:$stage,
-                       BitPipe_IndexAttr:$microbatch);
+                       BitPipe_IndexAttr:$microbatch,
+                       BitPipe_StepAttr:$microbatch_step);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    custom<Kind>($kind) $value `stage` $stage `microbatch` $microbatch attr-dict
-    `:` type($value)
+    custom<Kind>($kind) $value `stage` $stage `microbatch` $microbatch
+    (`step` $microbatch_step^)? attr-dict `:` type($value)
   }];
 }
 
@@ -342,7 +388,8 @@ def BitPipe_LocalCopyOp : BitPipe_NamedResultsOp<"local_copy",
 // Gradient synchronisation and the optimizer
 //===----------------------------------------------------------------------===//
 
-def BitPipe_AllReduceStartOp : BitPipe_NamedResultsOp<"allreduce_start"> {
+def BitPipe_AllReduceStartOp : BitPipe_ProgramOp<"allreduce_start", [
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
   let summary = "start an asynchronous all-reduce of stage gradients";
   let description = [{
     Sums the accumulated gradients of `stages` (one bucket) over the ranks of
@@ -423,6 +470,81 @@ def BitPipe_OptimizerStepOp : BitPipe_ProgramOp<"optimizer_step"> {
   let arguments = (ins OptionalAttr<BitPipe_I64Attr>:$microbatches);
   let assemblyFormat = "(`microbatches` $microbatches^)? attr-dict";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Repetition
+//===----------------------------------------------------------------------===//
+
+def BitPipe_RepeatOp : BitPipe_Op<"repeat", [
+    HasParent<"ProgramOp">,
+    SingleBlockImplicitTerminator<"YieldOp">,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames",
+                                                 "getAsmResultNames",
+                                                 "getDefaultDialect"]>]> {
+  let summary = "run a body of steps `count` times";
+  let description = [{
+    The steady state of a schedule repeats (docs/repetition.md): BitPipe per
+    unit of D micro-batches, 1F1B per micro-batch. A repeat keeps one copy
+    of such a run, so that a program does not grow with the number of
+    micro-batches. Repetition k (0 <= k < count) runs the body with every
+    `microbatch m step s` read as m + k*s, and every `batch b step s` as
+    b + k*s; a number without `step` is the same in every repetition. The
+    body holds steps only (load_input, forward, backward, weight_grad,
+    send, recv, local_copy): all-reduces and the optimizer step happen
+    once per training step.
+
+    *Values across repetitions.* A step may use a value that an earlier
+    repetition defined (a forward's `!bitpipe.saved` handle used by its
+    backward d repetitions later). The body's arguments carry such values:
+    in repetition 0 they are `inits`; in repetition k > 0, the first
+    values the body yielded in repetition k - 1. A window of the last d
+    repetitions' handles is d arguments, rotated by the yield. The op's
+    results are what the last repetition yielded: the window, and any
+    further values the steps after the repeat use.
+
+    ```mlir
+    %w:2 = bitpipe.repeat 12 (%s1 = %saved_s0_m0, %s2 = %saved_s0_m1)
+        : !bitpipe.saved, !bitpipe.saved {
+      %s = bitpipe.forward(...) stage 0 microbatch 2 step 1 : ...
+      bitpipe.backward(%s2) stage 0 microbatch 0 step 1 : ...
+      bitpipe.yield %s, %s1 : !bitpipe.saved, !bitpipe.saved
+    }
+    ```
+
+    `bitpipe-reroll` writes repeats, `bitpipe-unroll` removes them; the
+    passes and the lowering read a program with repeats as the straight
+    program it unrolls to (ProgramTrace.h).
+  }];
+
+  let arguments = (ins BitPipe_I64Attr:$count, Variadic<AnyType>:$inits);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    mlir::Block &getBodyBlock() { return getBody().front(); }
+    YieldOp getYield();
+    /// The body's steps, without the yield.
+    auto getSteps() { return getBodyBlock().without_terminator(); }
+  }];
+}
+
+def BitPipe_YieldOp : BitPipe_Op<"yield", [HasParent<"RepeatOp">, Terminator]> {
+  let summary = "end a repetition, handing values to the next and after";
+  let description = [{
+    The first operands become the body's arguments in the next repetition
+    (one per argument); all of them are the repeat's results after the last
+    repetition. Printed only when it has operands.
+
+    ```mlir
+    bitpipe.yield %s, %s1 : !bitpipe.saved, !bitpipe.saved
+    ```
+  }];
+
+  let arguments = (ins Variadic<AnyType>:$values);
+  let builders = [OpBuilder<(ins), [{ /* nothing to yield */ }]>];
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
 }
 
 #endif // BITPIPE_DIALECT_BITPIPE_BITPIPEOPS_TD

@@ -67,9 +67,12 @@ mlir::FailureOr<sched::Schedule> readScheduleFromIR(mlir::ModuleOp module);
 
 /// The steps of one program, as readScheduleFromIR reads them, with the op
 /// each step came from (for bucketed all-reduce runs, the run's first op).
+/// A repeat's body is read once per repetition (ProgramTrace.h): `ops`
+/// then names the body's op and `repetitions` which repetition it is.
 struct ProgramSteps {
   std::vector<sched::Action> actions;
   llvm::SmallVector<mlir::Operation *> ops;
+  std::vector<int64_t> repetitions;
 };
 mlir::FailureOr<ProgramSteps>
 readProgramSteps(bp::ProgramOp program, const sched::Placement &placement);

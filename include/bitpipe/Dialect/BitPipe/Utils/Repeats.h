@@ -1,0 +1,60 @@
+//===- Repeats.h - Writing and removing bitpipe.repeat ----------*- C++ -*-===//
+//
+// A rank program's steady state repeats (docs/repetition.md). rerollProgram
+// finds the repeated runs of a straight program with the schedule library's
+// segmentRepetitions and keeps each as one `bitpipe.repeat`; unrollRepeats
+// is the inverse. Both keep the program's steps, in order, exactly: the
+// trace of the rolled program (ProgramTrace.h) is the straight program.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_DIALECT_BITPIPE_UTILS_REPEATS_H
+#define BITPIPE_DIALECT_BITPIPE_UTILS_REPEATS_H
+
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace bitpipe::bp {
+
+/// Sets the numbers of step op `op` to those of repetition `k` and drops
+/// its `step`s, as the op runs once outside the repeat.
+void setRepetition(mlir::Operation *op, int64_t k);
+
+/// Replaces `repeat` by `count` copies of its body, in place.
+void unrollRepeat(RepeatOp repeat);
+/// Unrolls every repeat of `program`.
+void unrollRepeats(ProgramOp program);
+
+struct RerollOptions {
+  /// A run becomes a repeat only with at least this many repetitions...
+  int64_t minRepetitions = 4;
+  /// ...and when it saves at least this many ops, so that short programs
+  /// (those of most tests) stay straight and easy to read.
+  int64_t minOpsSaved = 64;
+};
+
+struct RerollStats {
+  size_t opsBefore = 0, opsAfter = 0, repeats = 0;
+};
+
+/// Fails, with an error at the first repeat, when a program of `module`
+/// has one: `pass` rewrites programs op by op and takes straight ones.
+mlir::LogicalResult requireStraightPrograms(mlir::ModuleOp module,
+                                            llvm::StringRef pass);
+
+/// Rolls the repeated runs of `program` into repeats (a program that
+/// already has some is unrolled first). A run whose values cannot be
+/// carried by a short window (a value used far later) stays straight.
+/// Fails, with an error at the program, only on an internal inconsistency:
+/// the rolled program does not run the steps the straight one ran.
+mlir::FailureOr<RerollStats> rerollProgram(ProgramOp program,
+                                           const RerollOptions &options);
+
+} // namespace bitpipe::bp
+
+#endif // BITPIPE_DIALECT_BITPIPE_UTILS_REPEATS_H
