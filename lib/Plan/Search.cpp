@@ -10,6 +10,10 @@
 #include "bitpipe/Schedule/Placement.h"
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <thread>
 #include <map>
 #include <tuple>
 
@@ -40,6 +44,38 @@ int scheduleOrder(const std::string &name) {
   const std::vector<std::string> &names = sched::scheduleNames();
   return static_cast<int>(std::find(names.begin(), names.end(), name) -
                           names.begin());
+}
+
+/// One configuration of the search and what became of it.
+struct Candidate {
+  PlanConfig config;
+  /// Set when the cheap checks passed: what evaluateStages needs.
+  const ModelProfile *model = nullptr;
+  const std::vector<StageProfile> *stages = nullptr;
+  std::optional<sched::Placement> placement;
+  sched::Result<Estimate> outcome =
+      sched::Result<Estimate>::failure("not evaluated");
+  Rejection reason = Rejection::Simulation;
+};
+
+/// Runs body(0) .. body(n-1) on `jobs` threads (0: one per hardware
+/// thread); each index once.
+void forEachInParallel(size_t n, int jobs,
+                       const std::function<void(size_t)> &body) {
+  unsigned threads = jobs > 0 ? unsigned(jobs)
+                              : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<size_t>(threads, n));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++)
+      body(i);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &t : pool)
+    t.join();
 }
 
 bool faster(const Estimate &a, const Estimate &b) {
@@ -84,6 +120,10 @@ std::string checkRequest(const PlanRequest &request,
     return field(prefix, "max-chunks") + " must be in [1, " +
            std::to_string(sched::limit::kMaxChunksPerDevice) + "], got " +
            std::to_string(request.maxChunks);
+  if (request.jobs < 0 || request.jobs > 1024)
+    return field(prefix, "jobs") +
+           " must be in [0, 1024] (0: one per hardware thread), got " +
+           std::to_string(request.jobs);
   return {};
 }
 
@@ -100,12 +140,6 @@ sched::Result<PlanResult> search(const PlanRequest &request,
                                                      : cluster.gpuMemoryBytes;
   for (int r = 0; r < kNumRejections; ++r)
     result.rejections.push_back({static_cast<Rejection>(r), 0, {}});
-  auto count = [&](Rejection reason, const std::string &why) {
-    RejectionCount &c = result.rejections[static_cast<int>(reason)];
-    if (c.count++ == 0)
-      c.example = why;
-    ++result.considered;
-  };
 
   std::vector<const sched::ScheduleInfo *> schedules;
   for (const sched::ScheduleInfo &info : sched::schedules())
@@ -117,7 +151,8 @@ sched::Result<PlanResult> search(const PlanRequest &request,
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
 
-  // The profiles, and the cuts of each into S stages, once each.
+  // The profiles, and the cuts of each into S stages, once each (map
+  // nodes stay put: the candidates point into them).
   std::map<int64_t, sched::Result<ModelProfile>> profiles;
   auto profileAt = [&](int64_t size) -> const sched::Result<ModelProfile> & {
     auto it = profiles.find(size);
@@ -131,6 +166,18 @@ sched::Result<PlanResult> search(const PlanRequest &request,
   std::map<std::pair<int64_t, int>, sched::Result<std::vector<StageProfile>>>
       cuts;
 
+  // First every candidate, in a fixed order, with what the cheap checks
+  // say; then the simulations, on every thread; then the counts, in the
+  // candidates' order, so that the result does not depend on the threads.
+  std::vector<Candidate> candidates;
+  auto reject = [&](const PlanConfig &config, Rejection reason,
+                    const std::string &why) {
+    Candidate c;
+    c.config = config;
+    c.outcome = sched::Result<Estimate>::failure(describe(config) + ": " + why);
+    c.reason = reason;
+    candidates.push_back(std::move(c));
+  };
   const int gpus = result.gpus;
   for (int dp = 1; dp <= gpus; ++dp) {
     if (request.globalBatch % dp != 0)
@@ -151,9 +198,9 @@ sched::Result<PlanResult> search(const PlanRequest &request,
             config.chunks = info->takesChunks() && info->choosesChunks() ? v : 0;
             config.microbatchSize = size;
             if (perCopy / size > sched::limit::kMaxMicrobatches) {
-              count(Rejection::Schedule,
-                    describe(config) + ": more micro-batches than " +
-                        std::to_string(sched::limit::kMaxMicrobatches));
+              reject(config, Rejection::Schedule,
+                     "more micro-batches than " +
+                         std::to_string(sched::limit::kMaxMicrobatches));
               continue;
             }
             config.microbatches = static_cast<int>(perCopy / size);
@@ -165,13 +212,12 @@ sched::Result<PlanResult> search(const PlanRequest &request,
                         : sched::Result<sched::Placement>::failure(
                               options.error);
             if (!placement) {
-              count(Rejection::Schedule,
-                    describe(config) + ": " + placement.error);
+              reject(config, Rejection::Schedule, placement.error);
               continue;
             }
             const sched::Result<ModelProfile> &model = profileAt(size);
             if (!model) {
-              count(Rejection::Model, describe(config) + ": " + model.error);
+              reject(config, Rejection::Model, model.error);
               continue;
             }
             const int S = placement->numStages;
@@ -181,23 +227,38 @@ sched::Result<PlanResult> search(const PlanRequest &request,
                                  stageProfiles(*model, S))
                         .first;
             if (!cut->second) {
-              count(Rejection::Stages,
-                    describe(config) + ": " + cut->second.error);
+              reject(config, Rejection::Stages, cut->second.error);
               continue;
             }
-            Rejection reason = Rejection::Simulation;
-            sched::Result<Estimate> estimate =
-                evaluateStages(config, *model, *cut->second, *placement,
-                               cluster, request, result.memoryCapBytes,
-                               &reason);
-            if (!estimate) {
-              count(reason, estimate.error);
-              continue;
-            }
-            result.ranked.push_back(std::move(*estimate));
-            ++result.considered;
+            Candidate c;
+            c.config = config;
+            c.model = &*model;
+            c.stages = &*cut->second;
+            c.placement = std::move(*placement);
+            candidates.push_back(std::move(c));
           }
     }
+  }
+
+  forEachInParallel(candidates.size(), request.jobs, [&](size_t i) {
+    Candidate &c = candidates[i];
+    if (!c.model)
+      return;
+    c.reason = Rejection::Simulation;
+    c.outcome = evaluateStages(c.config, *c.model, *c.stages, *c.placement,
+                               cluster, request, result.memoryCapBytes,
+                               &c.reason);
+  });
+
+  for (Candidate &c : candidates) {
+    ++result.considered;
+    if (c.outcome) {
+      result.ranked.push_back(std::move(*c.outcome));
+      continue;
+    }
+    RejectionCount &count = result.rejections[static_cast<int>(c.reason)];
+    if (count.count++ == 0)
+      count.example = c.outcome.error;
   }
   std::sort(result.ranked.begin(), result.ranked.end(), faster);
   return R::success(std::move(result));

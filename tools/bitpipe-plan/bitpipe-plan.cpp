@@ -5,6 +5,7 @@
 //                [--schedules a,b] [--microbatch-sizes 1,2,4,8]
 //                [--max-chunks 8] [--allow-idle-gpus] [--top K]
 //                [--json FILE] [--target cuda|cpu] [--precision bf16|fp32]
+//                [--jobs J]
 //
 // Searches schedule, pipeline depth, data-parallel width, chunks per device
 // and micro-batch size and count for the model on the cluster at the global
@@ -74,6 +75,10 @@ cl::opt<int> maxChunks("max-chunks",
                        cl::desc("The most chunks per device tried for a "
                                 "schedule that takes several (8)"),
                        cl::init(8), cl::cat(category));
+cl::opt<int> jobs("jobs",
+                  cl::desc("Threads that simulate candidates (0: one per "
+                           "hardware thread; the result is the same)"),
+                  cl::init(0), cl::cat(category));
 cl::opt<int> top("top", cl::desc("Rows of the table (10; 0: all)"),
                  cl::init(10), cl::cat(category));
 cl::opt<std::string> jsonPath("json",
@@ -162,6 +167,7 @@ int main(int argc, char **argv) {
   request.allowIdleGpus = allowIdle;
   request.schedules.assign(scheduleList.begin(), scheduleList.end());
   request.maxChunks = maxChunks;
+  request.jobs = jobs;
   request.precision = trainPrecision == bitpipe::Precision::BF16
                           ? sched::ComputePrecision::Bf16
                           : sched::ComputePrecision::Fp32;

@@ -237,6 +237,30 @@ TEST(Planner, ChargesDataParallelAllReducesForEverySchedule) {
   EXPECT_GT(e->stepTime, 0.024);
 }
 
+TEST(Planner, GivesTheSameAnswerOnAnyNumberOfThreads) {
+  PlanRequest req = request(16);
+  req.microbatchSizes = {1, 2};
+  req.memoryCapBytes = 5e4; // Some fit, some do not.
+  req.jobs = 1;
+  sched::Result<PlanResult> one =
+      search(req, freeCluster(4), uniform(8, 1000, 1e4, 64));
+  req.jobs = 3;
+  sched::Result<PlanResult> three =
+      search(req, freeCluster(4), uniform(8, 1000, 1e4, 64));
+  ASSERT_TRUE(one && three);
+  ASSERT_EQ(one->ranked.size(), three->ranked.size());
+  EXPECT_GT(one->rejected(), 0);
+  for (size_t i = 0; i < one->ranked.size(); ++i) {
+    EXPECT_EQ(one->ranked[i].config.schedule, three->ranked[i].config.schedule);
+    EXPECT_EQ(one->ranked[i].config.devices, three->ranked[i].config.devices);
+    EXPECT_EQ(one->ranked[i].stepTime, three->ranked[i].stepTime);
+  }
+  for (int r = 0; r < kNumRejections; ++r) {
+    EXPECT_EQ(one->rejections[r].count, three->rejections[r].count);
+    EXPECT_EQ(one->rejections[r].example, three->rejections[r].example);
+  }
+}
+
 TEST(Planner, RejectsABadRequest) {
   sched::Cluster c = freeCluster(4);
   PlanRequest r = request(0);
@@ -251,6 +275,10 @@ TEST(Planner, RejectsABadRequest) {
   r = request(8);
   r.microbatchSizes = {0};
   EXPECT_NE(checkRequest(r, c).find("microbatch-sizes"), std::string::npos);
+  r = request(8);
+  r.jobs = -1;
+  EXPECT_NE(checkRequest(r, c).find("jobs must be in [0, 1024]"),
+            std::string::npos);
   EXPECT_FALSE(search(request(0), c, uniform(4, 1, 1)));
 }
 

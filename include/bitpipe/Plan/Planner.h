@@ -45,6 +45,9 @@ struct PlanRequest {
   std::vector<int64_t> microbatchSizes; ///< Sizes to try, each >= 1.
   int maxChunks = 8; ///< The most chunks per device tried (interleaved).
   sched::ComputePrecision precision = sched::ComputePrecision::Bf16;
+  /// Threads that simulate candidates (0: one per hardware thread). The
+  /// result is the same for any number.
+  int jobs = 0;
 };
 
 /// One configuration of the search.
