@@ -30,13 +30,13 @@ std::string field(const char *prefix, const char *name) {
 std::vector<int> chunkChoices(const sched::ScheduleInfo &info, int maxChunks) {
   if (!info.takesChunks())
     return {0};
+  if (!info.choosesChunks())
+    return {info.minChunks};
   std::vector<int> out;
-  for (int v = info.minChunks;
-       v <= std::min({info.maxChunks, maxChunks, sched::limit::kMaxChunksPerDevice});
-       ++v)
+  int most = std::min({info.maxChunks, maxChunks,
+                       sched::limit::kMaxChunksPerDevice});
+  for (int v = info.minChunks; v <= most; ++v)
     out.push_back(v);
-  if (out.empty() && !info.choosesChunks())
-    out.push_back(info.minChunks);
   return out;
 }
 

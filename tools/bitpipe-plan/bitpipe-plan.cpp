@@ -174,8 +174,14 @@ int main(int argc, char **argv) {
   if (top < 0)
     return fail("--top must be 0 (all) or more, got " + Twine(top.getValue()));
 
-  // Checked before the model is read: a wrong flag is said at once.
-  request.microbatchSizes = {1};
+  // The sizes: the flag's, or 1, 2, 4, 8 and the model's own (added once
+  // the model is read). The flags are checked before the model is read, so
+  // that a wrong one is said at once.
+  if (!microbatchSizes.empty())
+    request.microbatchSizes.assign(microbatchSizes.begin(),
+                                   microbatchSizes.end());
+  else
+    request.microbatchSizes = {1, 2, 4, 8};
   if (std::string error =
           bitpipe::plan::checkRequest(request, *cluster, "--");
       !error.empty())
@@ -187,22 +193,18 @@ int main(int argc, char **argv) {
     return fail(toString(model.takeError()));
   bitpipe::plan::ModelSource &source = **model;
 
-  if (!microbatchSizes.empty()) {
-    request.microbatchSizes.assign(microbatchSizes.begin(),
-                                   microbatchSizes.end());
-    if (source.fixesMicrobatchSize())
-      for (int64_t size : request.microbatchSizes)
-        if (size != source.defaultMicrobatchSize())
-          return fail("--microbatch-sizes: " + modelPath +
-                      " is model IR, whose types fix the micro-batch size "
-                      "at " +
-                      Twine(source.defaultMicrobatchSize()) + ", got " +
-                      Twine(size) + " (give the model's configuration to "
-                      "search others)");
-  } else if (source.fixesMicrobatchSize()) {
-    request.microbatchSizes = {source.defaultMicrobatchSize()};
-  } else {
-    request.microbatchSizes = {1, 2, 4, 8, source.defaultMicrobatchSize()};
+  const int64_t own = source.defaultMicrobatchSize();
+  if (source.fixesMicrobatchSize()) {
+    // Model IR: its own size only.
+    for (int64_t size : microbatchSizes)
+      if (size != own)
+        return fail("--microbatch-sizes: " + modelPath +
+                    " is model IR, whose types fix the micro-batch size at " +
+                    Twine(own) + ", got " + Twine(size) +
+                    " (give the model's configuration to search others)");
+    request.microbatchSizes = {own};
+  } else if (microbatchSizes.empty()) {
+    request.microbatchSizes.push_back(own);
   }
 
   sched::Result<bitpipe::plan::PlanResult> result = bitpipe::plan::search(

@@ -55,8 +55,8 @@ struct PlanConfig {
   std::string schedule;
   int devices = 0;      ///< D.
   int dataParallel = 0; ///< dp.
-  int chunks = 0;       ///< Chunks per device; 0 where the placement
-                        ///< fixes them (ScheduleInfo::takesChunks).
+  int chunks = 0;       ///< Chunks per device; 0 where the schedule
+                        ///< fixes them (!ScheduleInfo::choosesChunks).
   int64_t microbatchSize = 0;
   int microbatches = 0; ///< N per copy and step.
   bool splitBackward = false;
