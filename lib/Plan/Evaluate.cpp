@@ -37,7 +37,8 @@ void addGradientSync(sched::Schedule &schedule) {
       if (a.kind == sched::ActionKind::AllReduce)
         return;
   for (int d = 0; d < schedule.numRanks(); ++d) {
-    std::vector<sched::SyncPoint> points = sched::gradientSyncPoints(schedule, d);
+    std::vector<sched::SyncPoint> points =
+        sched::gradientSyncPoints(schedule, d);
     std::vector<sched::Action> &actions = schedule.ranks[d];
     for (auto it = points.rbegin(); it != points.rend(); ++it)
       actions.insert(actions.begin() + it->afterAction + 1,
@@ -192,9 +193,9 @@ sched::Result<Estimate> evaluateStages(PlanConfig config,
   e.stepTime = sim->makespan;
   e.bubble = sim->bubbleRatio;
   e.allReduceOverlap = sim->allReduceOverlap;
-  const double tokens =
-      static_cast<double>(config.microbatchSize) * config.microbatches * dp *
-      static_cast<double>(model.seqLen);
+  const double tokens = static_cast<double>(config.microbatchSize) *
+                        config.microbatches * dp *
+                        static_cast<double>(model.seqLen);
   e.tokensPerSecond = e.stepTime > 0 ? tokens / e.stepTime : 0;
   double allReduce = 0;
   for (const sched::RankStats &r : sim->ranks)

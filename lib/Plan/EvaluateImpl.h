@@ -1,4 +1,5 @@
-//===- EvaluateImpl.h - The planner's evaluation, for its search -*- C++ -*-===//
+//===- EvaluateImpl.h - The planner's evaluation, for its search -*- C++
+//-*-===//
 //
 // What Search.cpp shares with Evaluate.cpp: the evaluation of a candidate
 // whose stages are already cut (the search cuts once per micro-batch size
@@ -21,13 +22,11 @@ std::string describe(const PlanConfig &config);
 sched::Result<sched::ScheduleOptions> scheduleRequest(const PlanConfig &config);
 
 /// evaluate(), given the placement and the cut for it, and the cap.
-sched::Result<Estimate> evaluateStages(PlanConfig config,
-                                       const ModelProfile &model,
-                                       const std::vector<StageProfile> &stages,
-                                       const sched::Placement &placement,
-                                       const sched::Cluster &cluster,
-                                       const PlanRequest &request,
-                                       double memoryCap, Rejection *reason);
+sched::Result<Estimate>
+evaluateStages(PlanConfig config, const ModelProfile &model,
+               const std::vector<StageProfile> &stages,
+               const sched::Placement &placement, const sched::Cluster &cluster,
+               const PlanRequest &request, double memoryCap, Rejection *reason);
 
 } // namespace bitpipe::plan
 

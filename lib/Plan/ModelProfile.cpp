@@ -6,8 +6,8 @@
 
 namespace bitpipe::plan {
 
-sched::Result<std::vector<StageProfile>> stageProfiles(const ModelProfile &model,
-                                                       int stages) {
+sched::Result<std::vector<StageProfile>>
+stageProfiles(const ModelProfile &model, int stages) {
   using R = sched::Result<std::vector<StageProfile>>;
   const int units = static_cast<int>(model.layers.size());
   if (stages < 1 || stages > units)

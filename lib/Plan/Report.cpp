@@ -63,8 +63,8 @@ std::string compileCommand(const PlanConfig &c, const CommandContext &ctx) {
   if (ctx.modelIsConfig && c.microbatchSize != ctx.modelMicrobatchSize) {
     model = base + "-mb" + std::to_string(c.microbatchSize) + ".mlir";
     prefix = "bitpipe-import --config " + shellWord(ctx.modelPath) +
-             " --microbatch-size " + std::to_string(c.microbatchSize) +
-             " -o " + shellWord(model) + " && ";
+             " --microbatch-size " + std::to_string(c.microbatchSize) + " -o " +
+             shellWord(model) + " && ";
   }
   std::string cmd = prefix + "bitpipe-compile " + shellWord(model) + " --" +
                     sched::option::kSchedule + " " + c.schedule + " --" +
@@ -84,10 +84,10 @@ std::string formatTable(const PlanResult &result, int topK) {
   static const struct {
     const char *name;
     size_t width;
-  } columns[] = {{"rank", 4},     {"schedule", 16}, {"D", 4},
-                 {"dp", 4},       {"v", 3},         {"mb", 4},
-                 {"N", 6},        {"split", 5},     {"step_s", 10},
-                 {"tokens/s", 11}, {"bubble", 7},   {"peak_GiB", 9},
+  } columns[] = {{"rank", 4},      {"schedule", 16}, {"D", 4},
+                 {"dp", 4},        {"v", 3},         {"mb", 4},
+                 {"N", 6},         {"split", 5},     {"step_s", 10},
+                 {"tokens/s", 11}, {"bubble", 7},    {"peak_GiB", 9},
                  {"comm_GiB", 10}};
   auto row = [&](const std::vector<std::string> &cells) {
     std::string line;
@@ -110,15 +110,15 @@ std::string formatTable(const PlanResult &result, int topK) {
   for (size_t i = 0; i < shown; ++i) {
     const Estimate &e = result.ranked[i];
     const PlanConfig &c = e.config;
-    out += row({std::to_string(i + 1), c.schedule, std::to_string(c.devices),
-                std::to_string(c.dataParallel),
-                c.chunks ? std::to_string(c.chunks) : "-",
-                std::to_string(c.microbatchSize),
-                std::to_string(c.microbatches), c.splitBackward ? "yes" : "no",
-                format("%.4f", e.stepTime), format("%.0f", e.tokensPerSecond),
-                format("%.4f", e.bubble),
-                format("%.2f", e.peakMemory.total() / kGiB),
-                format("%.2f", commBytes(e) / kGiB)});
+    out +=
+        row({std::to_string(i + 1), c.schedule, std::to_string(c.devices),
+             std::to_string(c.dataParallel),
+             c.chunks ? std::to_string(c.chunks) : "-",
+             std::to_string(c.microbatchSize), std::to_string(c.microbatches),
+             c.splitBackward ? "yes" : "no", format("%.4f", e.stepTime),
+             format("%.0f", e.tokensPerSecond), format("%.4f", e.bubble),
+             format("%.2f", e.peakMemory.total() / kGiB),
+             format("%.2f", commBytes(e) / kGiB)});
   }
   return out;
 }
@@ -153,7 +153,8 @@ std::string formatJson(const PlanResult &result, int topK,
   out += "  \"rejected\": {";
   for (size_t i = 0; i < result.rejections.size(); ++i) {
     const RejectionCount &r = result.rejections[i];
-    out += std::string(i ? "," : "") + "\n    " + quote(rejectionName(r.reason)) +
+    out += std::string(i ? "," : "") + "\n    " +
+           quote(rejectionName(r.reason)) +
            ": {\"count\": " + std::to_string(r.count) +
            ", \"example\": " + quote(r.example) + "}";
   }
@@ -164,8 +165,9 @@ std::string formatJson(const PlanResult &result, int topK,
     const Estimate &e = result.ranked[i];
     const PlanConfig &c = e.config;
     const sched::RankMemory &m = e.peakMemory;
-    out += std::string(i ? "," : "") + "\n    {\"rank\": " +
-           std::to_string(i + 1) + ", \"schedule\": " + quote(c.schedule) +
+    out += std::string(i ? "," : "") +
+           "\n    {\"rank\": " + std::to_string(i + 1) +
+           ", \"schedule\": " + quote(c.schedule) +
            ", \"devices\": " + std::to_string(c.devices) +
            ", \"dp\": " + std::to_string(c.dataParallel) +
            ", \"chunks_per_device\": " + std::to_string(c.chunks) +

@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <map>
 #include <optional>
 #include <thread>
-#include <map>
 #include <tuple>
 
 namespace bitpipe::plan {
@@ -33,8 +33,8 @@ std::vector<int> chunkChoices(const sched::ScheduleInfo &info, int maxChunks) {
   if (!info.choosesChunks())
     return {info.minChunks};
   std::vector<int> out;
-  int most = std::min({info.maxChunks, maxChunks,
-                       sched::limit::kMaxChunksPerDevice});
+  int most =
+      std::min({info.maxChunks, maxChunks, sched::limit::kMaxChunksPerDevice});
   for (int v = info.minChunks; v <= most; ++v)
     out.push_back(v);
   return out;
@@ -62,8 +62,9 @@ struct Candidate {
 /// thread); each index once.
 void forEachInParallel(size_t n, int jobs,
                        const std::function<void(size_t)> &body) {
-  unsigned threads = jobs > 0 ? unsigned(jobs)
-                              : std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads = jobs > 0
+                         ? unsigned(jobs)
+                         : std::max(1u, std::thread::hardware_concurrency());
   threads = static_cast<unsigned>(std::min<size_t>(threads, n));
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -116,7 +117,8 @@ std::string checkRequest(const PlanRequest &request,
       return field(prefix, "microbatch-sizes") +
              " must be positive numbers of sequences, got " +
              std::to_string(size);
-  if (request.maxChunks < 1 || request.maxChunks > sched::limit::kMaxChunksPerDevice)
+  if (request.maxChunks < 1 ||
+      request.maxChunks > sched::limit::kMaxChunksPerDevice)
     return field(prefix, "max-chunks") + " must be in [1, " +
            std::to_string(sched::limit::kMaxChunksPerDevice) + "], got " +
            std::to_string(request.maxChunks);
@@ -128,8 +130,8 @@ std::string checkRequest(const PlanRequest &request,
 }
 
 sched::Result<PlanResult> search(const PlanRequest &request,
-                               const sched::Cluster &cluster,
-                               const ProfileSource &profile) {
+                                 const sched::Cluster &cluster,
+                                 const ProfileSource &profile) {
   using R = sched::Result<PlanResult>;
   if (std::string error = checkRequest(request, cluster); !error.empty())
     return R::failure(error);
@@ -195,7 +197,8 @@ sched::Result<PlanResult> search(const PlanRequest &request,
             config.schedule = info->name;
             config.devices = D;
             config.dataParallel = dp;
-            config.chunks = info->takesChunks() && info->choosesChunks() ? v : 0;
+            config.chunks =
+                info->takesChunks() && info->choosesChunks() ? v : 0;
             config.microbatchSize = size;
             if (perCopy / size > sched::limit::kMaxMicrobatches) {
               reject(config, Rejection::Schedule,
@@ -208,9 +211,9 @@ sched::Result<PlanResult> search(const PlanRequest &request,
             sched::Result<sched::ScheduleOptions> options =
                 scheduleRequest(config);
             sched::Result<sched::Placement> placement =
-                options ? sched::schedulePlacement(*options)
-                        : sched::Result<sched::Placement>::failure(
-                              options.error);
+                options
+                    ? sched::schedulePlacement(*options)
+                    : sched::Result<sched::Placement>::failure(options.error);
             if (!placement) {
               reject(config, Rejection::Schedule, placement.error);
               continue;
@@ -245,9 +248,9 @@ sched::Result<PlanResult> search(const PlanRequest &request,
     if (!c.model)
       return;
     c.reason = Rejection::Simulation;
-    c.outcome = evaluateStages(c.config, *c.model, *c.stages, *c.placement,
-                               cluster, request, result.memoryCapBytes,
-                               &c.reason);
+    c.outcome =
+        evaluateStages(c.config, *c.model, *c.stages, *c.placement, cluster,
+                       request, result.memoryCapBytes, &c.reason);
   });
 
   for (Candidate &c : candidates) {

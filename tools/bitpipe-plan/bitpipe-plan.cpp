@@ -16,13 +16,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ToolOutput.h"
 #include "bitpipe/Conversion/Target/Target.h"
 #include "bitpipe/Plan/Planner.h"
 #include "bitpipe/Plan/ProfileModel.h"
 #include "bitpipe/Plan/Report.h"
 #include "bitpipe/Schedule/Cluster.h"
 #include "bitpipe/Schedule/Registry.h"
-#include "ToolOutput.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -108,11 +108,14 @@ double parseSize(const std::string &text) {
   static const struct {
     const char *suffix;
     double factor;
-  } units[] = {{"KiB", 1024.0},     {"MiB", 1024.0 * 1024},
+  } units[] = {{"KiB", 1024.0},
+               {"MiB", 1024.0 * 1024},
                {"GiB", 1024.0 * 1024 * 1024},
                {"TiB", 1024.0 * 1024 * 1024 * 1024},
-               {"KB", 1e3},         {"MB", 1e6},
-               {"GB", 1e9},         {"TB", 1e12},
+               {"KB", 1e3},
+               {"MB", 1e6},
+               {"GB", 1e9},
+               {"TB", 1e12},
                {"B", 1.0}};
   StringRef s = StringRef(text).trim();
   double factor = 1;
@@ -142,9 +145,9 @@ int main(int argc, char **argv) {
   if (!cluster)
     return fail("--cluster: " + cluster.error);
 
-  bitpipe::Precision trainPrecision =
-      precision.getNumOccurrences() ? precision.getValue()
-                                    : bitpipe::defaultPrecision(target);
+  bitpipe::Precision trainPrecision = precision.getNumOccurrences()
+                                          ? precision.getValue()
+                                          : bitpipe::defaultPrecision(target);
   if (!bitpipe::supportsPrecision(target, trainPrecision))
     return fail("--precision " + bitpipe::stringifyPrecision(trainPrecision) +
                 " is not supported by --target " +
@@ -161,8 +164,8 @@ int main(int argc, char **argv) {
                   memoryCap + "'");
   }
   if (gpus.getNumOccurrences() && gpus < 1)
-    return fail("--gpus must be in [1, " + Twine(cluster->size()) +
-                "], got " + Twine(gpus.getValue()));
+    return fail("--gpus must be in [1, " + Twine(cluster->size()) + "], got " +
+                Twine(gpus.getValue()));
   request.gpus = gpus;
   request.allowIdleGpus = allowIdle;
   request.schedules.assign(scheduleList.begin(), scheduleList.end());
@@ -182,8 +185,7 @@ int main(int argc, char **argv) {
                                    microbatchSizes.end());
   else
     request.microbatchSizes = {1, 2, 4, 8};
-  if (std::string error =
-          bitpipe::plan::checkRequest(request, *cluster, "--");
+  if (std::string error = bitpipe::plan::checkRequest(request, *cluster, "--");
       !error.empty())
     return fail(error);
 
@@ -208,8 +210,7 @@ int main(int argc, char **argv) {
   }
 
   sched::Result<bitpipe::plan::PlanResult> result = bitpipe::plan::search(
-      request, *cluster,
-      [&](int64_t size) { return source.profile(size); });
+      request, *cluster, [&](int64_t size) { return source.profile(size); });
   if (!result)
     return fail(result.error);
 

@@ -104,8 +104,8 @@ TEST(StageProfiles, CutsAsThePartitionerAndSumsEachStage) {
 // (N + D - 1)(F + B) = 5 x 6 = 30 ms. GPipe ties 1F1B at D=1 but keeps both
 // micro-batches' activations: 1F1B wins on memory.
 TEST(Planner, PicksTheKnownBestOfATinyCase) {
-  sched::Result<PlanResult> r = search(request(4, {"gpipe", "1f1b"}),
-                                     freeCluster(2), uniform(4, 0, 100));
+  sched::Result<PlanResult> r =
+      search(request(4, {"gpipe", "1f1b"}), freeCluster(2), uniform(4, 0, 100));
   ASSERT_TRUE(r) << r.error;
   ASSERT_EQ(r->ranked.size(), 4u);
   const Estimate &best = r->ranked[0];
@@ -209,7 +209,7 @@ TEST(Planner, CountsWhatTheScheduleOrTheModelCannotDo) {
   // Three GPUs: BitPipe needs an even D (D=3, dp=1 is refused), and a
   // 2-unit model has no room for D=3 stages of 1F1B.
   sched::Result<PlanResult> r = search(request(6, {"bitpipe", "1f1b"}),
-                                     freeCluster(3), uniform(2, 10, 10));
+                                       freeCluster(3), uniform(2, 10, 10));
   ASSERT_TRUE(r) << r.error;
   EXPECT_GT(rejectedFor(*r, Rejection::Schedule), 0);
   EXPECT_GT(rejectedFor(*r, Rejection::Stages), 0);

@@ -40,7 +40,8 @@ double tensorBytes(Type type) {
 }
 
 struct PassStage {
-  double forwardFlops = 0, backwardFlops = 0, resultBytes = 0, paramElements = 0;
+  double forwardFlops = 0, backwardFlops = 0, resultBytes = 0,
+         paramElements = 0;
 };
 
 /// Runs annotate-cost and partition{chunks=S} and reads each stage
@@ -49,8 +50,9 @@ std::vector<PassStage> partitionWithPasses(MLIRContext &context,
                                            const ModelConfig &config, int S) {
   OwningOpRef<ModuleOp> module = buildModel(context, config);
   PassManager pm(&context);
-  std::string pipeline = "bitpipe-annotate-cost,bitpipe-partition{chunks=" +
-                         std::to_string(S) + "}";
+  std::string pipeline =
+      "bitpipe-annotate-cost,bitpipe-partition{chunks=" + std::to_string(S) +
+      "}";
   EXPECT_TRUE(succeeded(parsePassPipeline(pipeline, pm)));
   EXPECT_TRUE(succeeded(pm.run(*module)));
   std::vector<std::pair<int64_t, PassStage>> stages;
@@ -69,9 +71,8 @@ std::vector<PassStage> partitionWithPasses(MLIRContext &context,
       st.resultBytes += tensorBytes(t);
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
       if (fn.getArgAttr(i, nn::attr::kParam))
-        st.paramElements +=
-            double(cast<RankedTensorType>(fn.getArgumentTypes()[i])
-                       .getNumElements());
+        st.paramElements += double(
+            cast<RankedTensorType>(fn.getArgumentTypes()[i]).getNumElements());
     stages.push_back({stage.getInt(), st});
   }
   std::sort(stages.begin(), stages.end(),

@@ -36,19 +36,20 @@ TEST(CompileCommand, NamesBitpipeCompilesFlags) {
             "bitpipe-compile examples/gpt-96.json --schedule bitpipe "
             "--devices 8 --microbatches 16 --dp 4 --target cuda "
             "--precision bf16 -o gpt_96_train");
-  EXPECT_EQ(compileCommand(config("interleaved-1f1b", 3, 1),
-                           context("m.json", true)),
-            "bitpipe-compile m.json --schedule interleaved-1f1b --devices 8 "
-            "--microbatches 16 --chunks-per-device 3 --dp 4 --target cuda "
-            "--precision bf16 -o gpt_96_train");
+  EXPECT_EQ(
+      compileCommand(config("interleaved-1f1b", 3, 1), context("m.json", true)),
+      "bitpipe-compile m.json --schedule interleaved-1f1b --devices 8 "
+      "--microbatches 16 --chunks-per-device 3 --dp 4 --target cuda "
+      "--precision bf16 -o gpt_96_train");
 }
 
 TEST(CompileCommand, ImportsFirstForAnotherMicrobatchSize) {
-  EXPECT_EQ(compileCommand(config("1f1b", 0, 4), context("my model.json", true)),
-            "bitpipe-import --config 'my model.json' --microbatch-size 4 -o "
-            "gpt_96-mb4.mlir && bitpipe-compile gpt_96-mb4.mlir --schedule "
-            "1f1b --devices 8 --microbatches 16 --dp 4 --target cuda "
-            "--precision bf16 -o gpt_96_train");
+  EXPECT_EQ(
+      compileCommand(config("1f1b", 0, 4), context("my model.json", true)),
+      "bitpipe-import --config 'my model.json' --microbatch-size 4 -o "
+      "gpt_96-mb4.mlir && bitpipe-compile gpt_96-mb4.mlir --schedule "
+      "1f1b --devices 8 --microbatches 16 --dp 4 --target cuda "
+      "--precision bf16 -o gpt_96_train");
 }
 
 TEST(Report, SizesTakeABinaryUnit) {

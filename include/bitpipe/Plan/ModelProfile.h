@@ -41,8 +41,8 @@ struct CrossingValue {
 
 struct ModelProfile {
   std::string name;
-  int64_t seqLen = 0;         ///< Tokens per sequence.
-  int64_t microbatchSize = 0; ///< Sequences per micro-batch.
+  int64_t seqLen = 0;               ///< Tokens per sequence.
+  int64_t microbatchSize = 0;       ///< Sequences per micro-batch.
   std::vector<LayerProfile> layers; ///< Partition units, in order.
   std::vector<CrossingValue> crossings;
 };
@@ -63,8 +63,8 @@ struct StageProfile {
 /// balanced cut (sched::balancePartition) of the same unit costs, forward +
 /// backward FLOPs (lib/Transforms/Partition.cpp). Fails when S is not in
 /// [1, units].
-sched::Result<std::vector<StageProfile>> stageProfiles(const ModelProfile &model,
-                                                       int stages);
+sched::Result<std::vector<StageProfile>>
+stageProfiles(const ModelProfile &model, int stages);
 
 } // namespace bitpipe::plan
 

@@ -35,13 +35,13 @@ inline constexpr double kCommBufferBytesPerPeer = 4.0 * 1024 * 1024;
 
 /// What to search, and under which limits.
 struct PlanRequest {
-  int64_t globalBatch = 0;  ///< Sequences per optimizer step, all copies.
+  int64_t globalBatch = 0;   ///< Sequences per optimizer step, all copies.
   double memoryCapBytes = 0; ///< Per GPU; 0: the cluster's gpu.memory_bytes.
-  int gpus = 0;             ///< GPUs to use; 0: every GPU of the cluster.
+  int gpus = 0;              ///< GPUs to use; 0: every GPU of the cluster.
   /// Also configurations with D * dp < gpus (some GPUs idle); otherwise
   /// D * dp == gpus.
   bool allowIdleGpus = false;
-  std::vector<std::string> schedules; ///< Empty: every registered one.
+  std::vector<std::string> schedules;   ///< Empty: every registered one.
   std::vector<int64_t> microbatchSizes; ///< Sizes to try, each >= 1.
   int maxChunks = 8; ///< The most chunks per device tried (interleaved).
   sched::ComputePrecision precision = sched::ComputePrecision::Bf16;
@@ -60,7 +60,7 @@ struct PlanConfig {
   int64_t microbatchSize = 0;
   int microbatches = 0; ///< N per copy and step.
   bool splitBackward = false;
-  int stages = 0;       ///< Stages per pipeline, as the placement makes.
+  int stages = 0; ///< Stages per pipeline, as the placement makes.
 
   int gpus() const { return devices * dataParallel; }
 };
@@ -68,9 +68,9 @@ struct PlanConfig {
 /// What a configuration costs, as simulated.
 struct Estimate {
   PlanConfig config;
-  double stepTime = 0;        ///< Seconds (the simulator's makespan).
-  double tokensPerSecond = 0; ///< globalBatch * seqLen / stepTime.
-  double bubble = 0;          ///< SimResult::bubbleRatio.
+  double stepTime = 0;          ///< Seconds (the simulator's makespan).
+  double tokensPerSecond = 0;   ///< globalBatch * seqLen / stepTime.
+  double bubble = 0;            ///< SimResult::bubbleRatio.
   sched::RankMemory peakMemory; ///< Of the rank whose total is largest.
   int peakRank = 0;             ///< That rank (pipeline rank).
   /// Bytes every rank of every copy sends in a step: point-to-point
@@ -108,7 +108,7 @@ struct PlanResult {
   std::vector<Estimate> ranked;
   /// One entry per reason, in Rejection's order (count 0 when none).
   std::vector<RejectionCount> rejections;
-  int64_t considered = 0; ///< ranked.size() + every rejection.
+  int64_t considered = 0;    ///< ranked.size() + every rejection.
   double memoryCapBytes = 0; ///< The cap applied.
   int gpus = 0;              ///< The GPUs searched over.
   int64_t seqLen = 0;
@@ -129,8 +129,8 @@ std::string checkRequest(const PlanRequest &request,
 
 /// The search. Fails when the request does not pass checkRequest.
 sched::Result<PlanResult> search(const PlanRequest &request,
-                               const sched::Cluster &cluster,
-                               const ProfileSource &profile);
+                                 const sched::Cluster &cluster,
+                                 const ProfileSource &profile);
 
 /// Times and sizes one configuration of `model` (whose micro-batch size is
 /// the configuration's). Fails, saying why, where the search would reject

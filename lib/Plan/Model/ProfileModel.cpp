@@ -55,8 +55,8 @@ FailureOr<func::FuncOp> modelFunction(ModuleOp module, std::string &error) {
 }
 
 /// Runs `body`, collecting the diagnostics it emits as text.
-template <class F> auto withDiagnostics(MLIRContext &context, std::string &text,
-                                        F body) {
+template <class F>
+auto withDiagnostics(MLIRContext &context, std::string &text, F body) {
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
     llvm::raw_string_ostream os(text);
     if (!text.empty())
@@ -136,8 +136,8 @@ ModelSource::open(const std::string &path) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
       llvm::MemoryBuffer::getFile(path);
   if (!file)
-    return error(path + ": cannot read the model: " +
-                 file.getError().message() +
+    return error(path +
+                 ": cannot read the model: " + file.getError().message() +
                  " (expected a model configuration, *.json, or model IR)");
   if (std::optional<TextExcess> excess =
           findTextExcess((*file)->getBuffer(), TextSyntax::Mlir))
@@ -165,9 +165,9 @@ ModelSource::open(const std::string &path) {
   });
   if (!profile)
     return error(path + ": " +
-                 (problem.empty() ? "cannot profile the model IR:\n" +
-                                        diagnostics
-                                  : problem));
+                 (problem.empty()
+                      ? "cannot profile the model IR:\n" + diagnostics
+                      : problem));
   source->name_ = profile->name;
   source->seqLen_ = profile->seqLen;
   source->microbatchSize_ = profile->microbatchSize;
