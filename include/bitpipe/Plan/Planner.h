@@ -1,0 +1,146 @@
+//===- Planner.h - The best way to train a model on a cluster ---*- C++ -*-===//
+//
+// Searches the configurations of a training step for a model on a cluster
+// at a fixed global batch: every registered schedule (Registry.h), the
+// pipeline depth D, the data-parallel width dp, the chunks per device of a
+// schedule that takes several, and the micro-batch size and count
+// (global batch = dp * N * micro-batch size); the backward is split where
+// the schedule's entry says so. Each candidate is cut into stages as
+// bitpipe-partition cuts it (ModelProfile.h), timed by the event simulator
+// on the cluster (CostModel::deployment: link-aware transfers, ring
+// all-reduces over every copy) and sized by rankMemory (Memory.h); those
+// over the memory cap, or that the registry refuses, are rejected and
+// counted by reason. Plain C++ on the schedule library; docs/planning.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_PLAN_PLANNER_H
+#define BITPIPE_PLAN_PLANNER_H
+
+#include "bitpipe/Plan/ModelProfile.h"
+#include "bitpipe/Schedule/Cluster.h"
+#include "bitpipe/Schedule/Error.h"
+#include "bitpipe/Schedule/Memory.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace bitpipe::plan {
+
+/// The transports' buffers per peer a rank talks to: NCCL_BUFFSIZE's
+/// default (docs/clusters.md, "Memory").
+inline constexpr double kCommBufferBytesPerPeer = 4.0 * 1024 * 1024;
+
+/// What to search, and under which limits.
+struct PlanRequest {
+  int64_t globalBatch = 0;   ///< Sequences per optimizer step, all copies.
+  double memoryCapBytes = 0; ///< Per GPU; 0: the cluster's gpu.memory_bytes.
+  int gpus = 0;              ///< GPUs to use; 0: every GPU of the cluster.
+  /// Also configurations with D * dp < gpus (some GPUs idle); otherwise
+  /// D * dp == gpus.
+  bool allowIdleGpus = false;
+  std::vector<std::string> schedules;   ///< Empty: every registered one.
+  std::vector<int64_t> microbatchSizes; ///< Sizes to try, each >= 1.
+  int maxChunks = 8; ///< The most chunks per device tried (interleaved).
+  sched::ComputePrecision precision = sched::ComputePrecision::Bf16;
+  /// Threads that simulate candidates (0: one per hardware thread). The
+  /// result is the same for any number.
+  int jobs = 0;
+};
+
+/// One configuration of the search.
+struct PlanConfig {
+  std::string schedule;
+  int devices = 0;      ///< D.
+  int dataParallel = 0; ///< dp.
+  int chunks = 0;       ///< Chunks per device; 0 where the schedule
+                        ///< fixes them (!ScheduleInfo::choosesChunks).
+  int64_t microbatchSize = 0;
+  int microbatches = 0; ///< N per copy and step.
+  bool splitBackward = false;
+  int stages = 0; ///< Stages per pipeline, as the placement makes.
+
+  int gpus() const { return devices * dataParallel; }
+};
+
+/// What a configuration costs, as simulated.
+struct Estimate {
+  PlanConfig config;
+  double stepTime = 0;          ///< Seconds (the simulator's makespan).
+  double tokensPerSecond = 0;   ///< globalBatch * seqLen / stepTime.
+  double bubble = 0;            ///< SimResult::bubbleRatio.
+  sched::RankMemory peakMemory; ///< Of the rank whose total is largest.
+  int peakRank = 0;             ///< That rank (pipeline rank).
+  /// Bytes every rank of every copy sends in a step: point-to-point
+  /// activations and gradients, and the ring all-reduces' sends.
+  double p2pBytes = 0;
+  double allReduceBytes = 0;
+  double allReduceOverlap = 1; ///< SimResult::allReduceOverlap.
+};
+
+/// Why a configuration was not kept.
+enum class Rejection {
+  Stages,       ///< More stages than the model has partition units.
+  Schedule,     ///< The registry or the generator refuses (D, N, v).
+  Model,        ///< The model cannot be built at that micro-batch size.
+  MemoryStates, ///< Weights, gradients, optimizer state and buffers alone
+                ///< exceed the cap (not simulated).
+  Memory,       ///< With the activations in flight, over the cap.
+  Simulation,   ///< The simulator failed or found a deadlock.
+};
+inline constexpr int kNumRejections = 6;
+/// "stages", "schedule", "model", "memory-states", "memory", "simulation".
+const char *rejectionName(Rejection reason);
+/// One line: what the reason means.
+const char *rejectionMeaning(Rejection reason);
+
+struct RejectionCount {
+  Rejection reason;
+  int64_t count = 0;
+  std::string example; ///< The first such configuration and why.
+};
+
+struct PlanResult {
+  /// Every configuration that fits, fastest first (ties: less memory,
+  /// fewer GPUs, then the registry's order, D, chunks, micro-batch size).
+  std::vector<Estimate> ranked;
+  /// One entry per reason, in Rejection's order (count 0 when none).
+  std::vector<RejectionCount> rejections;
+  int64_t considered = 0;    ///< ranked.size() + every rejection.
+  double memoryCapBytes = 0; ///< The cap applied.
+  int gpus = 0;              ///< The GPUs searched over.
+  int64_t seqLen = 0;
+
+  int64_t rejected() const { return considered - int64_t(ranked.size()); }
+};
+
+/// The model's profile at a micro-batch size (ProfileModel.h's
+/// ModelSource::profile; tests give hand-made ones).
+using ProfileSource =
+    std::function<sched::Result<ModelProfile>(int64_t microbatchSize)>;
+
+/// Checks the request against the cluster: errors name the field, the
+/// value and what was expected (the tool prefixes "--").
+std::string checkRequest(const PlanRequest &request,
+                         const sched::Cluster &cluster,
+                         const char *flagPrefix = "");
+
+/// The search. Fails when the request does not pass checkRequest.
+sched::Result<PlanResult> search(const PlanRequest &request,
+                                 const sched::Cluster &cluster,
+                                 const ProfileSource &profile);
+
+/// Times and sizes one configuration of `model` (whose micro-batch size is
+/// the configuration's). Fails, saying why, where the search would reject
+/// it; `reason` (when given) says which Rejection.
+sched::Result<Estimate> evaluate(const PlanConfig &config,
+                                 const ModelProfile &model,
+                                 const sched::Cluster &cluster,
+                                 const PlanRequest &request,
+                                 Rejection *reason = nullptr);
+
+} // namespace bitpipe::plan
+
+#endif // BITPIPE_PLAN_PLANNER_H

@@ -1,0 +1,54 @@
+//===- Report.h - The planner's answer, for people and scripts --*- C++ -*-===//
+//
+// The ranked table, the rejections by reason, the same as JSON, and the
+// bitpipe-compile command line that builds the best configuration
+// (tools/bitpipe-compile's flags; docs/planning.md, "Output").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_PLAN_REPORT_H
+#define BITPIPE_PLAN_REPORT_H
+
+#include "bitpipe/Plan/Planner.h"
+
+#include <cstdint>
+#include <string>
+
+namespace bitpipe::plan {
+
+/// The model and target the command line names.
+struct CommandContext {
+  std::string modelPath;
+  bool modelIsConfig = true;
+  int64_t modelMicrobatchSize = 0; ///< What the file gives.
+  std::string modelName;           ///< For the output's file name.
+  std::string target = "cuda";     ///< bitpipe-compile --target.
+  std::string precision = "bf16";  ///< bitpipe-compile --precision.
+};
+
+/// `bytes` with a binary unit and two decimals: "512.00 MiB", "80.00 GiB".
+std::string formatBytes(double bytes);
+
+/// The commands that build `config`: bitpipe-compile on the model, or,
+/// when the micro-batch size differs from the configuration file's,
+/// bitpipe-import --microbatch-size first (bitpipe-compile takes the
+/// file's). Arguments are quoted for a POSIX shell where they need it.
+std::string compileCommand(const PlanConfig &config,
+                           const CommandContext &context);
+
+/// The first `topK` rows of the ranking (all when topK <= 0), with a header.
+std::string formatTable(const PlanResult &result, int topK);
+
+/// "rejected: N of M" and one line per reason that occurred, with its
+/// count, meaning and first example.
+std::string formatRejections(const PlanResult &result);
+
+/// Everything above as one JSON object (docs/planning.md, "Output").
+std::string formatJson(const PlanResult &result, int topK,
+                       const PlanRequest &request,
+                       const std::string &clusterName,
+                       const CommandContext &context);
+
+} // namespace bitpipe::plan
+
+#endif // BITPIPE_PLAN_REPORT_H

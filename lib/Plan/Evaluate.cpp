@@ -1,0 +1,256 @@
+//===- Evaluate.cpp - What one configuration costs ------------------------===//
+//
+// One candidate of the search: the registry's schedule for it, stage costs
+// from the model's profile, the simulator on the cluster, rankMemory.
+// docs/planning.md, "The cost model".
+//
+//===----------------------------------------------------------------------===//
+
+#include "EvaluateImpl.h"
+
+#include "bitpipe/Plan/Report.h"
+
+#include "bitpipe/Schedule/GradientSync.h"
+#include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Schedule/Simulator.h"
+
+#include <algorithm>
+#include <set>
+
+namespace bitpipe::plan {
+
+namespace {
+
+/// Element bytes of activations under `precision` over those of the
+/// model IR, which is f32 throughout (docs/planning.md, "Limits").
+double activationScale(sched::ComputePrecision precision) {
+  return precision == sched::ComputePrecision::Bf16 ? 0.5 : 1.0;
+}
+
+/// Gives a schedule without all-reduce steps (1F1B, GPipe, ...) the ones
+/// bitpipe-insert-allreduce gives its program: one per sync point
+/// (sched::gradientSyncPoints), so that data-parallel copies pay for
+/// summing their gradients as BitPipe's and Chimera's eager all-reduces do.
+void addGradientSync(sched::Schedule &schedule) {
+  for (const std::vector<sched::Action> &actions : schedule.ranks)
+    for (const sched::Action &a : actions)
+      if (a.kind == sched::ActionKind::AllReduce)
+        return;
+  for (int d = 0; d < schedule.numRanks(); ++d) {
+    std::vector<sched::SyncPoint> points =
+        sched::gradientSyncPoints(schedule, d);
+    std::vector<sched::Action> &actions = schedule.ranks[d];
+    for (auto it = points.rbegin(); it != points.rend(); ++it)
+      actions.insert(actions.begin() + it->afterAction + 1,
+                     sched::Action::allReduce(it->stages));
+  }
+}
+
+} // namespace
+
+const char *rejectionName(Rejection reason) {
+  switch (reason) {
+  case Rejection::Stages:
+    return "stages";
+  case Rejection::Schedule:
+    return "schedule";
+  case Rejection::Model:
+    return "model";
+  case Rejection::MemoryStates:
+    return "memory-states";
+  case Rejection::Memory:
+    return "memory";
+  case Rejection::Simulation:
+    return "simulation";
+  }
+  return "?";
+}
+
+const char *rejectionMeaning(Rejection reason) {
+  switch (reason) {
+  case Rejection::Stages:
+    return "more pipeline stages than the model has partition units";
+  case Rejection::Schedule:
+    return "the schedule registry or generator refuses D, N or the chunks";
+  case Rejection::Model:
+    return "the model cannot be built at that micro-batch size";
+  case Rejection::MemoryStates:
+    return "weights, gradients, optimizer state and buffers exceed the cap";
+  case Rejection::Memory:
+    return "with the activations in flight, a rank exceeds the cap";
+  case Rejection::Simulation:
+    return "the simulator failed or found a deadlock";
+  }
+  return "?";
+}
+
+std::string describe(const PlanConfig &c) {
+  std::string text = c.schedule + " D=" + std::to_string(c.devices) +
+                     " dp=" + std::to_string(c.dataParallel);
+  if (c.chunks)
+    text += " v=" + std::to_string(c.chunks);
+  return text + " mb=" + std::to_string(c.microbatchSize) +
+         " N=" + std::to_string(c.microbatches);
+}
+
+sched::Result<sched::ScheduleOptions> scheduleRequest(const PlanConfig &c) {
+  sched::ScheduleOptions request;
+  request.schedule = c.schedule;
+  request.devices = c.devices;
+  request.microbatches = c.microbatches;
+  request.dataParallel = c.dataParallel;
+  if (c.chunks)
+    request.chunksPerDevice = c.chunks;
+  return sched::validate(request);
+}
+
+sched::Result<Estimate> evaluateStages(PlanConfig config,
+                                       const ModelProfile &model,
+                                       const std::vector<StageProfile> &stages,
+                                       const sched::Placement &placement,
+                                       const sched::Cluster &cluster,
+                                       const PlanRequest &request,
+                                       double memoryCap, Rejection *reason) {
+  using R = sched::Result<Estimate>;
+  auto reject = [&](Rejection why, const std::string &message) {
+    if (reason)
+      *reason = why;
+    return R::failure(describe(config) + ": " + message);
+  };
+  const int D = config.devices, dp = config.dataParallel;
+  const int S = placement.numStages;
+
+  // What each device holds, and whom it talks to: without a schedule,
+  // from the placement alone, so that a configuration whose weights do not
+  // fit is rejected before it is generated and simulated.
+  std::vector<std::set<int>> held(D), peers(D);
+  for (const sched::Pipeline &pipe : placement.pipelines)
+    for (int s = 0; s < S; ++s) {
+      int d = pipe.stageDevice[s];
+      held[d].insert(s);
+      if (s + 1 < S && pipe.stageDevice[s + 1] != d) {
+        peers[d].insert(pipe.stageDevice[s + 1]);
+        peers[pipe.stageDevice[s + 1]].insert(d);
+      }
+    }
+  std::vector<std::vector<int>> replicas = placement.replicaGroups();
+  std::vector<double> parameters(D, 0), buffers(D, 0);
+  for (int d = 0; d < D; ++d) {
+    int ringPeers = 0;
+    for (int s : held[d]) {
+      parameters[d] += stages[s].parameters;
+      int group = static_cast<int>(replicas[s].size()) * dp;
+      ringPeers = std::max(ringPeers, std::min(2, group - 1));
+    }
+    buffers[d] = kCommBufferBytesPerPeer *
+                 static_cast<double>(peers[d].size() + ringPeers);
+    sched::RankMemory states =
+        sched::rankMemory(parameters[d], request.precision, 0, buffers[d]);
+    if (states.total() > memoryCap)
+      return reject(Rejection::MemoryStates,
+                    "rank " + std::to_string(d) + " holds " +
+                        std::to_string(static_cast<long long>(parameters[d])) +
+                        " parameters: weights, gradients, optimizer state and "
+                        "buffers take " +
+                        formatBytes(states.total()) + ", over the cap of " +
+                        formatBytes(memoryCap));
+  }
+
+  sched::Result<sched::ScheduleOptions> options = scheduleRequest(config);
+  if (!options)
+    return reject(Rejection::Schedule, options.error);
+  sched::Result<sched::Schedule> schedule = sched::generateSchedule(*options);
+  if (!schedule)
+    return reject(Rejection::Schedule, schedule.error);
+  addGradientSync(*schedule);
+
+  sched::CostModel cost;
+  const double flops = cluster.achievableFlops();
+  const double scale = activationScale(request.precision);
+  for (const StageProfile &st : stages) {
+    cost.forward.push_back(st.forwardFlops / flops);
+    double backward = st.backwardFlops / flops;
+    // The cost analysis does not split the backward: halves, as
+    // bitpipe-simulate charges them (the zero-bubble papers' B = W).
+    cost.backward.push_back(schedule->splitBackward ? backward / 2 : backward);
+    cost.weightGrad.push_back(schedule->splitBackward ? backward / 2 : 0);
+    cost.boundaryBytes.push_back(st.boundaryBytes * scale);
+    cost.stashBytes.push_back(st.activationBytes * scale);
+    // Gradients are fp32 accumulators in every precision (Memory.h).
+    cost.gradientBytes.push_back(st.parameters * 4);
+  }
+  cost.deployment = sched::Deployment{cluster, sched::World{D, dp}, 0};
+  sched::Result<sched::SimResult> sim = sched::simulate(*schedule, cost);
+  if (!sim)
+    return reject(Rejection::Simulation, sim.error);
+  if (sim->deadlocked)
+    return reject(Rejection::Simulation, sim->deadlockReport());
+
+  Estimate e;
+  config.splitBackward = schedule->splitBackward;
+  config.stages = S;
+  e.config = config;
+  e.stepTime = sim->makespan;
+  e.bubble = sim->bubbleRatio;
+  e.allReduceOverlap = sim->allReduceOverlap;
+  const double tokens = static_cast<double>(config.microbatchSize) *
+                        config.microbatches * dp *
+                        static_cast<double>(model.seqLen);
+  e.tokensPerSecond = e.stepTime > 0 ? tokens / e.stepTime : 0;
+  double allReduce = 0;
+  for (const sched::RankStats &r : sim->ranks)
+    allReduce += r.allReduceBytesSent;
+  e.p2pBytes = sim->totalBytesSent * dp;
+  e.allReduceBytes = allReduce * dp;
+  for (int d = 0; d < D; ++d) {
+    sched::RankMemory m =
+        sched::rankMemory(parameters[d], request.precision,
+                          sim->ranks[d].peakInFlightBytes, buffers[d]);
+    if (d == 0 || m.total() > e.peakMemory.total()) {
+      e.peakMemory = m;
+      e.peakRank = d;
+    }
+  }
+  if (e.peakMemory.total() > memoryCap)
+    return reject(Rejection::Memory,
+                  "rank " + std::to_string(e.peakRank) + " needs " +
+                      formatBytes(e.peakMemory.total()) + " (" +
+                      formatBytes(e.peakMemory.activations) +
+                      " of activations in flight), over the cap of " +
+                      formatBytes(memoryCap));
+  return R::success(std::move(e));
+}
+
+sched::Result<Estimate> evaluate(const PlanConfig &config,
+                                 const ModelProfile &model,
+                                 const sched::Cluster &cluster,
+                                 const PlanRequest &request,
+                                 Rejection *reason) {
+  using R = sched::Result<Estimate>;
+  sched::Result<sched::ScheduleOptions> options = scheduleRequest(config);
+  if (!options) {
+    if (reason)
+      *reason = Rejection::Schedule;
+    return R::failure(describe(config) + ": " + options.error);
+  }
+  sched::Result<sched::Placement> placement =
+      sched::schedulePlacement(*options);
+  if (!placement) {
+    if (reason)
+      *reason = Rejection::Schedule;
+    return R::failure(describe(config) + ": " + placement.error);
+  }
+  sched::Result<std::vector<StageProfile>> stages =
+      stageProfiles(model, placement->numStages);
+  if (!stages) {
+    if (reason)
+      *reason = Rejection::Stages;
+    return R::failure(describe(config) + ": " + stages.error);
+  }
+  double cap = request.memoryCapBytes > 0 ? request.memoryCapBytes
+                                          : cluster.gpuMemoryBytes;
+  return evaluateStages(config, model, *stages, *placement, cluster, request,
+                        cap, reason);
+}
+
+} // namespace bitpipe::plan

@@ -1,0 +1,252 @@
+//===- bitpipe-plan.cpp - The best configuration for a cluster ------------===//
+//
+//   bitpipe-plan MODEL.json|MODEL.mlir --cluster CLUSTER.json
+//                --global-batch B [--memory-cap 80GiB] [--gpus G]
+//                [--schedules a,b] [--microbatch-sizes 1,2,4,8]
+//                [--max-chunks 8] [--allow-idle-gpus] [--top K]
+//                [--json FILE] [--target cuda|cpu] [--precision bf16|fp32]
+//                [--jobs J]
+//
+// Searches schedule, pipeline depth, data-parallel width, chunks per device
+// and micro-batch size and count for the model on the cluster at the global
+// batch (lib/Plan, docs/planning.md), and prints the fastest configurations
+// that fit the memory cap, what was rejected and why, and the
+// bitpipe-compile command of the best. Exits 1 on a bad input, or when no
+// configuration fits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ToolOutput.h"
+#include "bitpipe/Conversion/Target/Target.h"
+#include "bitpipe/Plan/Planner.h"
+#include "bitpipe/Plan/ProfileModel.h"
+#include "bitpipe/Plan/Report.h"
+#include "bitpipe/Schedule/Cluster.h"
+#include "bitpipe/Schedule/Registry.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace llvm;
+namespace sched = bitpipe::sched;
+
+namespace {
+
+cl::OptionCategory category("bitpipe-plan options");
+
+cl::opt<std::string> modelPath(cl::Positional, cl::Required,
+                               cl::desc("<model config.json | model.mlir>"),
+                               cl::cat(category));
+cl::opt<std::string> clusterPath("cluster", cl::Required,
+                                 cl::desc("Cluster description "
+                                          "(docs/clusters.md)"),
+                                 cl::value_desc("file"), cl::cat(category));
+cl::opt<int64_t> globalBatch("global-batch", cl::Required,
+                             cl::desc("Sequences per optimizer step, over "
+                                      "all data-parallel copies"),
+                             cl::value_desc("B"), cl::cat(category));
+cl::opt<std::string>
+    memoryCap("memory-cap",
+              cl::desc("Memory per GPU: bytes, or a number with KiB, MiB, "
+                       "GiB, TiB, KB, MB, GB or TB (default: the cluster's "
+                       "gpu.memory_bytes)"),
+              cl::value_desc("size"), cl::cat(category));
+cl::opt<int> gpus("gpus",
+                  cl::desc("GPUs to use (default: all of the cluster's)"),
+                  cl::init(0), cl::cat(category));
+cl::opt<bool> allowIdle("allow-idle-gpus",
+                        cl::desc("Also consider D * dp below --gpus"),
+                        cl::init(false), cl::cat(category));
+cl::list<std::string> scheduleList("schedules", cl::CommaSeparated,
+                                   cl::desc("Schedules to try (default: "
+                                            "all registered)"),
+                                   cl::value_desc("name,..."),
+                                   cl::cat(category));
+cl::list<int64_t> microbatchSizes(
+    "microbatch-sizes", cl::CommaSeparated,
+    cl::desc("Micro-batch sizes to try (default: 1,2,4,8 and the model's; "
+             "model IR: its own only)"),
+    cl::value_desc("n,..."), cl::cat(category));
+cl::opt<int> maxChunks("max-chunks",
+                       cl::desc("The most chunks per device tried for a "
+                                "schedule that takes several (8)"),
+                       cl::init(8), cl::cat(category));
+cl::opt<int> jobs("jobs",
+                  cl::desc("Threads that simulate candidates (0: one per "
+                           "hardware thread; the result is the same)"),
+                  cl::init(0), cl::cat(category));
+cl::opt<int> top("top", cl::desc("Rows of the table (10; 0: all)"),
+                 cl::init(10), cl::cat(category));
+cl::opt<std::string> jsonPath("json",
+                              cl::desc("Also write the result as JSON "
+                                       "(\"-\": standard output, instead of "
+                                       "the table)"),
+                              cl::value_desc("file"), cl::cat(category));
+cl::opt<bitpipe::TargetKind> target("target",
+                                    cl::desc("The target of the compile "
+                                             "command (cuda)"),
+                                    cl::init(bitpipe::TargetKind::CUDA),
+                                    bitpipe::targetKindValues(),
+                                    cl::cat(category));
+cl::opt<bitpipe::Precision>
+    precision("precision",
+              cl::desc("Training precision (default: the target's, bf16 on "
+                       "cuda): sizes weights and activations"),
+              bitpipe::precisionValues(), cl::cat(category));
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "bitpipe-plan") << message << "\n";
+  return 1;
+}
+
+/// "80GiB", "8.5e10", "512 MiB" in bytes; negative when unreadable.
+double parseSize(const std::string &text) {
+  static const struct {
+    const char *suffix;
+    double factor;
+  } units[] = {{"KiB", 1024.0},
+               {"MiB", 1024.0 * 1024},
+               {"GiB", 1024.0 * 1024 * 1024},
+               {"TiB", 1024.0 * 1024 * 1024 * 1024},
+               {"KB", 1e3},
+               {"MB", 1e6},
+               {"GB", 1e9},
+               {"TB", 1e12},
+               {"B", 1.0}};
+  StringRef s = StringRef(text).trim();
+  double factor = 1;
+  for (const auto &u : units)
+    if (s.ends_with(u.suffix)) {
+      s = s.drop_back(StringRef(u.suffix).size()).rtrim();
+      factor = u.factor;
+      break;
+    }
+  double value = 0;
+  if (s.empty() || s.getAsDouble(value) || !std::isfinite(value) || value <= 0)
+    return -1;
+  return value * factor;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "bitpipe-plan: the fastest schedule, pipeline depth, data-parallel "
+      "width, chunks and micro-batches for a model on a cluster\n");
+
+  sched::Result<sched::Cluster> cluster = sched::readCluster(clusterPath);
+  if (!cluster)
+    return fail("--cluster: " + cluster.error);
+
+  bitpipe::Precision trainPrecision = precision.getNumOccurrences()
+                                          ? precision.getValue()
+                                          : bitpipe::defaultPrecision(target);
+  if (!bitpipe::supportsPrecision(target, trainPrecision))
+    return fail("--precision " + bitpipe::stringifyPrecision(trainPrecision) +
+                " is not supported by --target " +
+                bitpipe::stringifyTargetKind(target) +
+                " (the CPU runtime has fp32 kernels only)");
+
+  bitpipe::plan::PlanRequest request;
+  request.globalBatch = globalBatch;
+  if (memoryCap.getNumOccurrences()) {
+    request.memoryCapBytes = parseSize(memoryCap);
+    if (request.memoryCapBytes <= 0)
+      return fail("--memory-cap: expected a positive size in bytes, or with "
+                  "a unit (80GiB, 512MiB, 8e10), got '" +
+                  memoryCap + "'");
+  }
+  if (gpus.getNumOccurrences() && gpus < 1)
+    return fail("--gpus must be in [1, " + Twine(cluster->size()) + "], got " +
+                Twine(gpus.getValue()));
+  request.gpus = gpus;
+  request.allowIdleGpus = allowIdle;
+  request.schedules.assign(scheduleList.begin(), scheduleList.end());
+  request.maxChunks = maxChunks;
+  request.jobs = jobs;
+  request.precision = trainPrecision == bitpipe::Precision::BF16
+                          ? sched::ComputePrecision::Bf16
+                          : sched::ComputePrecision::Fp32;
+  if (top < 0)
+    return fail("--top must be 0 (all) or more, got " + Twine(top.getValue()));
+
+  // The sizes: the flag's, or 1, 2, 4, 8 and the model's own (added once
+  // the model is read). The flags are checked before the model is read, so
+  // that a wrong one is said at once.
+  if (!microbatchSizes.empty())
+    request.microbatchSizes.assign(microbatchSizes.begin(),
+                                   microbatchSizes.end());
+  else
+    request.microbatchSizes = {1, 2, 4, 8};
+  if (std::string error = bitpipe::plan::checkRequest(request, *cluster, "--");
+      !error.empty())
+    return fail(error);
+
+  Expected<std::unique_ptr<bitpipe::plan::ModelSource>> model =
+      bitpipe::plan::ModelSource::open(modelPath);
+  if (!model)
+    return fail(toString(model.takeError()));
+  bitpipe::plan::ModelSource &source = **model;
+
+  const int64_t own = source.defaultMicrobatchSize();
+  if (source.fixesMicrobatchSize()) {
+    // Model IR: its own size only.
+    for (int64_t size : microbatchSizes)
+      if (size != own)
+        return fail("--microbatch-sizes: " + modelPath +
+                    " is model IR, whose types fix the micro-batch size at " +
+                    Twine(own) + ", got " + Twine(size) +
+                    " (give the model's configuration to search others)");
+    request.microbatchSizes = {own};
+  } else if (microbatchSizes.empty()) {
+    request.microbatchSizes.push_back(own);
+  }
+
+  sched::Result<bitpipe::plan::PlanResult> result = bitpipe::plan::search(
+      request, *cluster, [&](int64_t size) { return source.profile(size); });
+  if (!result)
+    return fail(result.error);
+
+  bitpipe::plan::CommandContext context;
+  context.modelPath = modelPath;
+  context.modelIsConfig = source.isConfig();
+  context.modelMicrobatchSize = source.defaultMicrobatchSize();
+  context.modelName = source.name();
+  context.target = bitpipe::stringifyTargetKind(target).str();
+  context.precision = bitpipe::stringifyPrecision(trainPrecision).str();
+
+  if (!jsonPath.empty()) {
+    std::string json = bitpipe::plan::formatJson(*result, top, request,
+                                                 cluster->name, context);
+    if (Error e = bitpipe::writeOutputFile(
+            jsonPath, [&](raw_ostream &os) { os << json; }))
+      return fail("--json: " + toString(std::move(e)));
+  }
+  if (jsonPath != "-") {
+    raw_ostream &os = outs();
+    os << "bitpipe-plan: " << source.name() << " on " << cluster->name << " ("
+       << result->gpus << " GPUs), global batch " << request.globalBatch
+       << " x " << result->seqLen << " tokens, memory cap "
+       << bitpipe::plan::formatBytes(result->memoryCapBytes) << ", "
+       << context.precision << "\n";
+    os << bitpipe::plan::formatTable(*result, top);
+    os << bitpipe::plan::formatRejections(*result);
+    if (!result->ranked.empty())
+      os << "best: "
+         << bitpipe::plan::compileCommand(result->ranked.front().config,
+                                          context)
+         << "\n";
+    os.flush();
+  }
+  if (result->ranked.empty())
+    return fail("no configuration of the " + Twine(result->considered) +
+                " considered fits (the rejections above say why)");
+  return 0;
+}

@@ -1,0 +1,285 @@
+//===- PlannerTest.cpp - The planner's search, on hand-made models --------===//
+//
+// Profiles built by hand, so that the best configuration and its numbers
+// can be worked out on paper (docs/planning.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Plan/Planner.h"
+#include "bitpipe/Schedule/Registry.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+using namespace bitpipe;
+using namespace bitpipe::plan;
+
+namespace {
+
+/// One node of `gpus` GPUs whose achievable speed is 1e12 FLOP/s, with
+/// free links (latency 0, a bandwidth no test's bytes notice).
+sched::Cluster freeCluster(int gpus, double memory = 1e12) {
+  sched::Cluster c;
+  c.name = "test";
+  c.nodes = 1;
+  c.gpusPerNode = gpus;
+  c.gpuMemoryBytes = memory;
+  c.peakBf16Flops = 1e12;
+  c.achievableFraction = 1;
+  c.intraNode = {0, 1e30};
+  return c;
+}
+
+/// `units` identical units: forward 1 ms, backward 2 ms at 1e12 FLOP/s per
+/// sequence, `params` parameters, `act` activation bytes per sequence, and
+/// a hand-off of `boundary` bytes per sequence from each unit to the next.
+ModelProfile uniformModel(int units, int64_t microbatchSize, double params,
+                          double act, double boundary = 0) {
+  ModelProfile m;
+  m.name = "uniform";
+  m.seqLen = 8;
+  m.microbatchSize = microbatchSize;
+  for (int u = 0; u < units; ++u) {
+    LayerProfile l;
+    l.kind = "transformer";
+    l.forwardFlops = 1e9 * microbatchSize;
+    l.backwardFlops = 2e9 * microbatchSize;
+    l.parameters = params;
+    l.activationBytes = act * microbatchSize;
+    m.layers.push_back(l);
+    if (u + 1 < units)
+      m.crossings.push_back({u, u + 1, boundary * microbatchSize});
+  }
+  return m;
+}
+
+ProfileSource uniform(int units, double params, double act,
+                      double boundary = 0) {
+  return [=](int64_t size) {
+    return sched::Result<ModelProfile>::success(
+        uniformModel(units, size, params, act, boundary));
+  };
+}
+
+PlanRequest request(int64_t batch, std::vector<std::string> schedules = {}) {
+  PlanRequest r;
+  r.globalBatch = batch;
+  r.microbatchSizes = {1};
+  r.schedules = std::move(schedules);
+  r.precision = sched::ComputePrecision::Fp32;
+  return r;
+}
+
+int64_t rejectedFor(const PlanResult &r, Rejection reason) {
+  return r.rejections[static_cast<int>(reason)].count;
+}
+
+TEST(StageProfiles, CutsAsThePartitionerAndSumsEachStage) {
+  ModelProfile m = uniformModel(4, 1, 10, 100, 7);
+  // A value from unit 0 read by unit 3 crosses every cut between them.
+  m.crossings.push_back({0, 3, 1000});
+  sched::Result<std::vector<StageProfile>> two = stageProfiles(m, 2);
+  ASSERT_TRUE(two) << two.error;
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[0].firstLayer, 0);
+  EXPECT_EQ((*two)[0].lastLayer, 1);
+  EXPECT_EQ((*two)[1].firstLayer, 2);
+  EXPECT_DOUBLE_EQ((*two)[0].forwardFlops, 2e9);
+  EXPECT_DOUBLE_EQ((*two)[0].backwardFlops, 4e9);
+  EXPECT_DOUBLE_EQ((*two)[0].parameters, 20);
+  EXPECT_DOUBLE_EQ((*two)[0].activationBytes, 200);
+  // Unit 1 -> 2 (7 bytes) and unit 0 -> 3 (1000 bytes) leave stage 0.
+  EXPECT_DOUBLE_EQ((*two)[0].boundaryBytes, 1007);
+  EXPECT_DOUBLE_EQ((*two)[1].boundaryBytes, 0);
+
+  EXPECT_FALSE(stageProfiles(m, 5));
+  EXPECT_FALSE(stageProfiles(m, 0));
+}
+
+// Two GPUs, global batch 4, micro-batches of one sequence, 4 units of
+// F = 1 ms and B = 2 ms. Data parallel (D=1, dp=2, N=2): each copy runs
+// 2 x (4 + 8) ms = 24 ms, and the free all-reduce adds nothing. Pipelined
+// (D=2, dp=1, N=4, stages of F = 2 ms, B = 4 ms): 1F1B takes
+// (N + D - 1)(F + B) = 5 x 6 = 30 ms. GPipe ties 1F1B at D=1 but keeps both
+// micro-batches' activations: 1F1B wins on memory.
+TEST(Planner, PicksTheKnownBestOfATinyCase) {
+  sched::Result<PlanResult> r =
+      search(request(4, {"gpipe", "1f1b"}), freeCluster(2), uniform(4, 0, 100));
+  ASSERT_TRUE(r) << r.error;
+  ASSERT_EQ(r->ranked.size(), 4u);
+  const Estimate &best = r->ranked[0];
+  EXPECT_EQ(best.config.schedule, "1f1b");
+  EXPECT_EQ(best.config.devices, 1);
+  EXPECT_EQ(best.config.dataParallel, 2);
+  EXPECT_EQ(best.config.microbatches, 2);
+  EXPECT_NEAR(best.stepTime, 0.024, 1e-12);
+  EXPECT_NEAR(best.tokensPerSecond, 4 * 8 / 0.024, 1e-6);
+  EXPECT_NEAR(best.bubble, 0, 1e-12);
+  // 1F1B at D=1 keeps one micro-batch's 4 units of activations.
+  EXPECT_DOUBLE_EQ(best.peakMemory.activations, 400);
+  EXPECT_EQ(r->ranked[1].config.schedule, "gpipe");
+  EXPECT_DOUBLE_EQ(r->ranked[1].peakMemory.activations, 800);
+  EXPECT_NEAR(r->ranked[2].stepTime, 0.030, 1e-12);
+  EXPECT_EQ(r->ranked[2].config.devices, 2);
+  EXPECT_EQ(r->rejected(), 0);
+  EXPECT_EQ(r->considered, 4);
+}
+
+TEST(Planner, RanksByStepTime) {
+  sched::Result<PlanResult> r =
+      search(request(16), freeCluster(4), uniform(8, 1000, 100, 64));
+  ASSERT_TRUE(r) << r.error;
+  ASSERT_GT(r->ranked.size(), 5u);
+  for (size_t i = 1; i < r->ranked.size(); ++i)
+    EXPECT_LE(r->ranked[i - 1].stepTime, r->ranked[i].stepTime) << i;
+}
+
+TEST(Planner, RespectsTheMemoryCapAndCountsWhatItRejects) {
+  PlanRequest req = request(8);
+  req.microbatchSizes = {1, 2};
+  sched::Result<PlanResult> free =
+      search(req, freeCluster(4), uniform(8, 1000, 1e6));
+  ASSERT_TRUE(free) << free.error;
+  // A cap between the smallest and the largest peak rejects some.
+  double low = 1e300, high = 0;
+  for (const Estimate &e : free->ranked) {
+    low = std::min(low, e.peakMemory.total());
+    high = std::max(high, e.peakMemory.total());
+  }
+  ASSERT_LT(low, high);
+  req.memoryCapBytes = (low + high) / 2;
+  sched::Result<PlanResult> capped =
+      search(req, freeCluster(4), uniform(8, 1000, 1e6));
+  ASSERT_TRUE(capped) << capped.error;
+  EXPECT_FALSE(capped->ranked.empty());
+  for (const Estimate &e : capped->ranked)
+    EXPECT_LE(e.peakMemory.total(), req.memoryCapBytes);
+  int64_t over = 0;
+  for (const Estimate &e : free->ranked)
+    over += e.peakMemory.total() > req.memoryCapBytes;
+  EXPECT_EQ(rejectedFor(*capped, Rejection::Memory) +
+                rejectedFor(*capped, Rejection::MemoryStates) -
+                rejectedFor(*free, Rejection::MemoryStates),
+            over);
+  EXPECT_EQ(capped->considered, free->considered);
+  int64_t counted = 0;
+  for (const RejectionCount &c : capped->rejections)
+    counted += c.count;
+  EXPECT_EQ(counted + int64_t(capped->ranked.size()), capped->considered);
+  EXPECT_FALSE(capped->rejections[int(Rejection::Memory)].example.empty());
+}
+
+TEST(Planner, AnImpossibleCapRejectsEverythingBeforeSimulating) {
+  PlanRequest req = request(8);
+  req.memoryCapBytes = 1; // Not even the weights fit.
+  sched::Result<PlanResult> r =
+      search(req, freeCluster(4), uniform(8, 1000, 100));
+  ASSERT_TRUE(r) << r.error;
+  EXPECT_TRUE(r->ranked.empty());
+  EXPECT_GT(rejectedFor(*r, Rejection::MemoryStates), 0);
+  EXPECT_EQ(rejectedFor(*r, Rejection::Memory), 0);
+}
+
+TEST(Planner, NeverUsesMoreGpusThanItHas) {
+  for (bool idle : {false, true}) {
+    PlanRequest req = request(12);
+    req.allowIdleGpus = idle;
+    req.gpus = 6;
+    sched::Result<PlanResult> r =
+        search(req, freeCluster(8), uniform(12, 10, 10));
+    ASSERT_TRUE(r) << r.error;
+    ASSERT_FALSE(r->ranked.empty());
+    bool fewer = false;
+    for (const Estimate &e : r->ranked) {
+      EXPECT_LE(e.config.gpus(), 6);
+      if (!idle) {
+        EXPECT_EQ(e.config.gpus(), 6);
+      }
+      fewer = fewer || e.config.gpus() < 6;
+      EXPECT_EQ(int64_t(e.config.dataParallel) * e.config.microbatches *
+                    e.config.microbatchSize,
+                12);
+    }
+    EXPECT_EQ(fewer, idle);
+  }
+}
+
+TEST(Planner, CountsWhatTheScheduleOrTheModelCannotDo) {
+  // Three GPUs: BitPipe needs an even D (D=3, dp=1 is refused), and a
+  // 2-unit model has no room for D=3 stages of 1F1B.
+  sched::Result<PlanResult> r = search(request(6, {"bitpipe", "1f1b"}),
+                                       freeCluster(3), uniform(2, 10, 10));
+  ASSERT_TRUE(r) << r.error;
+  EXPECT_GT(rejectedFor(*r, Rejection::Schedule), 0);
+  EXPECT_GT(rejectedFor(*r, Rejection::Stages), 0);
+  EXPECT_NE(r->rejections[int(Rejection::Schedule)].example.find("even"),
+            std::string::npos)
+      << r->rejections[int(Rejection::Schedule)].example;
+}
+
+TEST(Planner, ChargesDataParallelAllReducesForEverySchedule) {
+  sched::Cluster c = freeCluster(2);
+  c.intraNode = {1e-3, 1e9};
+  PlanConfig config;
+  config.schedule = "1f1b";
+  config.devices = 1;
+  config.dataParallel = 2;
+  config.microbatchSize = 1;
+  config.microbatches = 2;
+  PlanRequest req = request(4);
+  sched::Result<Estimate> e =
+      evaluate(config, uniformModel(4, 1, 1e6, 0), c, req);
+  ASSERT_TRUE(e) << e.error;
+  // 4e6 parameters, fp32 gradients: 16 MB over 2 ranks, each sending half
+  // (the ring's 2(n-1)/n): 2 * 8e6 bytes over both copies.
+  EXPECT_DOUBLE_EQ(e->allReduceBytes, 2 * 16e6);
+  EXPECT_GT(e->stepTime, 0.024);
+}
+
+TEST(Planner, GivesTheSameAnswerOnAnyNumberOfThreads) {
+  PlanRequest req = request(16);
+  req.microbatchSizes = {1, 2};
+  req.memoryCapBytes = 5e4; // Some fit, some do not.
+  req.jobs = 1;
+  sched::Result<PlanResult> one =
+      search(req, freeCluster(4), uniform(8, 1000, 1e4, 64));
+  req.jobs = 3;
+  sched::Result<PlanResult> three =
+      search(req, freeCluster(4), uniform(8, 1000, 1e4, 64));
+  ASSERT_TRUE(one && three);
+  ASSERT_EQ(one->ranked.size(), three->ranked.size());
+  EXPECT_GT(one->rejected(), 0);
+  for (size_t i = 0; i < one->ranked.size(); ++i) {
+    EXPECT_EQ(one->ranked[i].config.schedule, three->ranked[i].config.schedule);
+    EXPECT_EQ(one->ranked[i].config.devices, three->ranked[i].config.devices);
+    EXPECT_EQ(one->ranked[i].stepTime, three->ranked[i].stepTime);
+  }
+  for (int r = 0; r < kNumRejections; ++r) {
+    EXPECT_EQ(one->rejections[r].count, three->rejections[r].count);
+    EXPECT_EQ(one->rejections[r].example, three->rejections[r].example);
+  }
+}
+
+TEST(Planner, RejectsABadRequest) {
+  sched::Cluster c = freeCluster(4);
+  PlanRequest r = request(0);
+  EXPECT_NE(checkRequest(r, c, "--").find("--global-batch"), std::string::npos);
+  r = request(8);
+  r.gpus = 5;
+  EXPECT_NE(checkRequest(r, c).find("gpus must be in [1, 4]"),
+            std::string::npos);
+  r = request(8, {"nope"});
+  EXPECT_NE(checkRequest(r, c).find("unknown schedule 'nope'"),
+            std::string::npos);
+  r = request(8);
+  r.microbatchSizes = {0};
+  EXPECT_NE(checkRequest(r, c).find("microbatch-sizes"), std::string::npos);
+  r = request(8);
+  r.jobs = -1;
+  EXPECT_NE(checkRequest(r, c).find("jobs must be in [0, 1024]"),
+            std::string::npos);
+  EXPECT_FALSE(search(request(0), c, uniform(4, 1, 1)));
+}
+
+} // namespace
