@@ -58,6 +58,10 @@ struct VerifyOptions {
   /// its own buckets and a tied parameter's). Off by default: some
   /// pipelines insert the all-reduces after scheduling.
   bool requireAllReduce = false;
+  /// Check the channels' order and run the simulator for a deadlock. A
+  /// caller that has just done both on the same program (bitpipe-verify,
+  /// which reports them at the ops) turns it off rather than pay twice.
+  bool checkExecution = true;
 };
 
 /// All problems of `schedule`; empty when it is valid. Structural problems

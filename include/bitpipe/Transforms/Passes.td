@@ -252,6 +252,9 @@ def InsertAllReduce : Pass<"bitpipe-insert-allreduce", "mlir::ModuleOp"> {
            "Bucket capacity in MiB (DDP's default: 25), in (0, 1048576]; fractions allowed">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
            "Bucket capacity in bytes, in [0, 2^40]; overrides bucket-mb when positive">,
+    Option<"checkResult", "check-result", "bool", /*default=*/"true",
+           "Verify the programs with their buckets (false: a later "
+           "bitpipe-verify or the lowering does)">,
   ];
 }
 
@@ -355,8 +358,15 @@ def InsertTransfers : Pass<"bitpipe-insert-transfers", "mlir::ModuleOp"> {
     (ScheduleFromIR.h), and runs the library's verifier on them (channels
     matched in order, no deadlock by simulation); a failure reports the
     verifier's message with the grid and the failing step marked.
+    `check-result=false` leaves that check to whoever verifies at the end
+    (bitpipe-pipeline's bitpipe-verify, or the lowering's own check).
   }];
   let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
+  let options = [
+    Option<"checkResult", "check-result", "bool", /*default=*/"true",
+           "Verify the rewritten programs (false: a later bitpipe-verify or "
+           "the lowering does)">,
+  ];
 }
 
 def Verify : Pass<"bitpipe-verify", "mlir::ModuleOp"> {

@@ -30,29 +30,47 @@ bool bitpipe::bp::hasStep(Operation *op) {
       .Default(false);
 }
 
-ProgramTrace::ProgramTrace(ProgramOp program) {
-  for (Operation &op : program.getBody().front()) {
+ProgramTrace::ProgramTrace(ProgramOp program) : program_(program) {
+  Block &block = program.getBody().front();
+  for (Operation &op : block) {
     auto repeat = dyn_cast<RepeatOp>(op);
     if (!repeat) {
-      placement_[&op] = {steps_.size(), 0};
       steps_.push_back({&op, 0});
       continue;
     }
-    size_t first = steps_.size();
+    hasRepeats_ = true;
     auto body = repeat.getSteps();
     size_t period = std::distance(body.begin(), body.end());
-    size_t position = 0;
-    for (Operation &step : body)
-      placement_[&step] = {first + position++, period};
     int64_t count = repeat.getCount();
     steps_.reserve(steps_.size() + period * std::max<int64_t>(count, 0));
     for (int64_t k = 0; k < count; ++k)
-      for (Operation &step : repeat.getSteps())
+      for (Operation &step : body)
         steps_.push_back({&step, k});
   }
 }
 
+void ProgramTrace::place() const {
+  placed_ = true;
+  placement_.reserve(steps_.size());
+  size_t index = 0;
+  for (Operation &op : program_.getBody().front()) {
+    auto repeat = dyn_cast<RepeatOp>(op);
+    if (!repeat) {
+      placement_[&op] = {index++, 0};
+      continue;
+    }
+    auto body = repeat.getSteps();
+    size_t period = std::distance(body.begin(), body.end());
+    size_t position = 0;
+    for (Operation &step : body)
+      placement_[&step] = {index + position++, period};
+    index += period * static_cast<size_t>(std::max<int64_t>(repeat.getCount(), 0));
+  }
+}
+
 std::optional<size_t> ProgramTrace::indexOf(Operation *op, int64_t k) const {
+  if (!placed_)
+    place();
   auto it = placement_.find(op);
   if (it == placement_.end())
     return std::nullopt;

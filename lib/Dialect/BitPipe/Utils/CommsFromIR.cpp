@@ -13,9 +13,10 @@
 #include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/Hashing.h"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 #include <optional>
 #include <tuple>
 
@@ -31,7 +32,13 @@ struct TransferKey {
   auto tie() const {
     return std::make_tuple(gradient, microbatch, stage, src, dst);
   }
-  bool operator<(const TransferKey &o) const { return tie() < o.tie(); }
+  bool operator==(const TransferKey &o) const { return tie() == o.tie(); }
+};
+
+struct TransferKeyHash {
+  size_t operator()(const TransferKey &k) const {
+    return llvm::hash_combine(k.gradient, k.microbatch, k.stage, k.src, k.dst);
+  }
 };
 
 /// Builds the library's CommProgram of one module, program by program.
@@ -57,7 +64,7 @@ private:
 
   const sched::Schedule &schedule;
   IRCommProgram result;
-  std::map<TransferKey, int> transfers;
+  std::unordered_map<TransferKey, int, TransferKeyHash> transfers;
   /// Of the program being read: per trace step, its schedule step (or -1),
   /// and the first schedule step that uses a value it defines (or -1).
   std::vector<int> stepIndex, firstUser;

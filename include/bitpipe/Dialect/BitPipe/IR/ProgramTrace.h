@@ -45,6 +45,8 @@ public:
   explicit ProgramTrace(ProgramOp program);
 
   llvm::ArrayRef<TracedStep> steps() const { return steps_; }
+  /// True when the program keeps a run as a bitpipe.repeat.
+  bool hasRepeats() const { return hasRepeats_; }
   size_t size() const { return steps_.size(); }
   const TracedStep &operator[](size_t i) const { return steps_[i]; }
 
@@ -69,8 +71,15 @@ private:
     size_t first;
     size_t period;
   };
+  /// Built on the first indexOf/definingStep: a verifier of a straight
+  /// program that only walks the steps never pays for it.
+  void place() const;
+
+  mutable ProgramOp program_; // Op handles have non-const accessors.
+  bool hasRepeats_ = false;
   std::vector<TracedStep> steps_;
-  llvm::DenseMap<mlir::Operation *, Placement> placement_;
+  mutable llvm::DenseMap<mlir::Operation *, Placement> placement_;
+  mutable bool placed_ = false;
 };
 
 } // namespace bitpipe::bp
