@@ -107,7 +107,8 @@ Value ModelBuilder::transformerLayer(Value x, int64_t index) {
   Value qkv = linear(h, p + ".attn.qkv");
   UnitAttr causal =
       config.family == ModelFamily::GPT ? b.getUnitAttr() : UnitAttr();
-  Value a = create<AttentionOp>(qkv, b.getI64IntegerAttr(config.heads), causal);
+  Value a = create<AttentionOp>(qkv, b.getI64IntegerAttr(config.heads),
+                                /*num_kv_heads=*/IntegerAttr(), causal);
   x = create<AddOp>(x, linear(a, p + ".attn.proj"));
   h = layerNorm(x, p + ".ln2");
   Value m = create<GeluOp>(linear(h, p + ".mlp.fc"));
