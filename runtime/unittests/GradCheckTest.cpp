@@ -526,3 +526,60 @@ TEST(ReferenceGrad, CrossEntropyMatchesFiniteDifferences) {
 }
 
 } // namespace
+
+TEST(ReferenceGrad, RmsNormMatchesFiniteDifferences) {
+  const int64_t N = 3, H = 7;
+  const double eps = 1e-5;
+  auto x = toDouble(randomFloats(N * H, 60, -2.0f, 2.0f));
+  auto g = toDouble(randomFloats(H, 61, 0.5f, 1.5f));
+  auto dy = toDouble(randomFloats(N * H, 62));
+  auto loss = [&] { return weightedSum(ref::rmsNorm(x, g, N, H, eps), dy); };
+  auto fdX = finiteDifferences(x, loss);
+  auto fdG = finiteDifferences(g, loss);
+  std::vector<double> dx, dg;
+  ref::rmsNormGrad(dy, x, g, N, H, eps, dx, dg);
+  EXPECT_TRUE(allClose(dx, fdX, kRefGradRtol));
+  EXPECT_TRUE(allClose(dg, fdG, kRefGradRtol));
+}
+
+TEST(ReferenceGrad, SwiGluMatchesFiniteDifferences) {
+  auto gate = toDouble(randomFloats(40, 63, -6.0f, 6.0f));
+  auto up = toDouble(randomFloats(40, 64));
+  auto dy = toDouble(randomFloats(40, 65));
+  auto loss = [&] { return weightedSum(ref::swiglu(gate, up), dy); };
+  auto fdGate = finiteDifferences(gate, loss);
+  auto fdUp = finiteDifferences(up, loss);
+  std::vector<double> dgate, dup;
+  ref::swigluGrad(dy, gate, up, dgate, dup);
+  EXPECT_TRUE(allClose(dgate, fdGate, kRefGradRtol));
+  EXPECT_TRUE(allClose(dup, fdUp, kRefGradRtol));
+}
+
+TEST(ReferenceGrad, RotaryMatchesFiniteDifferences) {
+  const int64_t B = 1, T = 4, H = 8, nh = 2, nkv = 1;
+  auto qkv = toDouble(randomFloats(B * T * 16, 66, -1.5f, 1.5f));
+  auto dy = toDouble(randomFloats(qkv.size(), 67));
+  auto fd = finiteDifferences(qkv, [&] {
+    return weightedSum(ref::rotary(qkv, B, T, H, nh, nkv, 5.0), dy);
+  });
+  EXPECT_TRUE(
+      allClose(ref::rotaryGrad(dy, B, T, H, nh, nkv, 5.0), fd, kRefGradRtol));
+}
+
+TEST(ReferenceGrad, GroupedAttentionMatchesFiniteDifferences) {
+  const int64_t B = 1, T = 5, H = 6, nh = 3, nkv = 1;
+  const int64_t width = (nh + 2 * nkv) * (H / nh);
+  auto qkv = toDouble(randomFloats(B * T * width, 68, -1.5f, 1.5f));
+  auto dy = toDouble(randomFloats(B * T * H, 69));
+  for (bool causal : {true, false}) {
+    auto fd = finiteDifferences(qkv, [&] {
+      return weightedSum(
+          ref::groupedAttention(qkv, B, T, H, nh, nkv, causal), dy);
+    });
+    auto out = ref::groupedAttention(qkv, B, T, H, nh, nkv, causal);
+    EXPECT_TRUE(allClose(ref::groupedAttentionGrad(qkv, out, dy, B, T, H, nh,
+                                                   nkv, causal),
+                         fd, kRefGradRtol))
+        << "causal=" << causal;
+  }
+}

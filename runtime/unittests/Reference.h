@@ -145,9 +145,11 @@ std::vector<S> attention(const std::vector<S> &qkv, int64_t B, int64_t T,
 /// Rotary position embedding of the q and k heads of qkv [B, T, (nh + 2 nkv)
 /// d] (Hugging Face's rotate_half): feature i < d/2 of a head at position t
 /// pairs with i + d/2 and is rotated by t * base^(-2i/d); v is copied.
+/// sign = -1 rotates back (rotaryGrad).
 template <typename S>
 std::vector<S> rotary(const std::vector<S> &qkv, int64_t B, int64_t T,
-                      int64_t H, int64_t nh, int64_t nkv, double base) {
+                      int64_t H, int64_t nh, int64_t nkv, double base,
+                      double sign = 1.0) {
   const int64_t d = H / nh, half = d / 2, width = (nh + 2 * nkv) * d;
   std::vector<S> out(qkv);
   for (int64_t b = 0; b < B; ++b)
@@ -155,7 +157,7 @@ std::vector<S> rotary(const std::vector<S> &qkv, int64_t B, int64_t T,
       for (int64_t h = 0; h < nh + nkv; ++h)
         for (int64_t i = 0; i < half; ++i) {
           const double angle = double(t) * std::pow(base, -2.0 * i / d);
-          const S c = S(std::cos(angle)), sn = S(std::sin(angle));
+          const S c = S(std::cos(angle)), sn = S(sign * std::sin(angle));
           const int64_t lo = (b * T + t) * width + h * d + i, hi = lo + half;
           out[lo] = qkv[lo] * c - qkv[hi] * sn;
           out[hi] = qkv[hi] * c + qkv[lo] * sn;
@@ -171,16 +173,22 @@ std::vector<S> rotary(const std::vector<S> &qkv, int64_t B, int64_t T,
 /// sum_j P_ij dP_ij): under bf16 that out is rounded, and D's rounding
 /// error is amplified where dP_ij - D_i cancels, which is a property of
 /// the inputs, not of the kernel under test.
+///
+/// groupedAttentionGrad is the backward of groupedAttention: a key/value
+/// head's gradient sums the terms of every query head that reads it.
 template <typename S>
-std::vector<S> attentionGrad(const std::vector<S> &qkv,
-                             const std::vector<S> &out,
-                             const std::vector<S> &dout, int64_t B, int64_t T,
-                             int64_t H, int64_t nh, bool causal) {
-  const int64_t d = H / nh;
+std::vector<S> groupedAttentionGrad(const std::vector<S> &qkv,
+                                    const std::vector<S> &out,
+                                    const std::vector<S> &dout, int64_t B,
+                                    int64_t T, int64_t H, int64_t nh,
+                                    int64_t nkv, bool causal) {
+  const int64_t d = H / nh, width = (nh + 2 * nkv) * d, group = nh / nkv;
   const S scale = S(1) / std::sqrt(S(d));
   std::vector<S> dqkv(qkv.size(), S(0)), p(T), dp(T);
   auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h) {
-    return (b * T + t) * 3 * H + part * H + h * d;
+    int64_t column =
+        part == 0 ? h * d : H + (part - 1) * nkv * d + (h / group) * d;
+    return (b * T + t) * width + column;
   };
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < nh; ++h)
@@ -226,6 +234,15 @@ std::vector<S> attentionGrad(const std::vector<S> &qkv,
       }
   return dqkv;
 }
+
+template <typename S>
+std::vector<S> attentionGrad(const std::vector<S> &qkv,
+                             const std::vector<S> &out,
+                             const std::vector<S> &dout, int64_t B, int64_t T,
+                             int64_t H, int64_t nh, bool causal) {
+  return groupedAttentionGrad(qkv, out, dout, B, T, H, nh, nh, causal);
+}
+
 
 /// RMS norm over rows of x [N, H]: x / sqrt(mean(x^2) + eps) * gamma; also
 /// returns each row's 1 / sqrt(mean(x^2) + eps).
@@ -394,6 +411,54 @@ std::vector<S> crossEntropyGrad(const std::vector<S> &logits,
                      S(count);
   }
   return d;
+}
+
+/// The gradient of rotary(): dout rotated back (a rotation's transpose is
+/// its inverse).
+template <typename S>
+std::vector<S> rotaryGrad(const std::vector<S> &dout, int64_t B, int64_t T,
+                          int64_t H, int64_t nh, int64_t nkv, double base) {
+  return rotary(dout, B, T, H, nh, nkv, base, -1.0);
+}
+
+/// dx [N, H] and dgamma [H] of sum(dy * rmsNorm(x)), through the mean square
+/// m = mean(x^2) (y = x (m + eps)^(-1/2) gamma), not through the kernels'
+/// compact rstd (g - xhat mean(g xhat)).
+template <typename S>
+void rmsNormGrad(const std::vector<S> &dy, const std::vector<S> &x,
+                 const std::vector<S> &gamma, int64_t N, int64_t H, S eps,
+                 std::vector<S> &dx, std::vector<S> &dgamma) {
+  dx.assign(N * H, S(0));
+  dgamma.assign(H, S(0));
+  for (int64_t i = 0; i < N; ++i) {
+    S m = 0;
+    for (int64_t c = 0; c < H; ++c)
+      m += x[i * H + c] * x[i * H + c] / S(H);
+    const S rs = S(1) / std::sqrt(m + eps);
+    // dL/dm = sum_c dy_c gamma_c x_c * (-1/2) (m + eps)^(-3/2).
+    S dm = 0;
+    for (int64_t c = 0; c < H; ++c)
+      dm += dy[i * H + c] * gamma[c] * x[i * H + c] * S(-0.5) * rs * rs * rs;
+    for (int64_t c = 0; c < H; ++c) {
+      dx[i * H + c] =
+          dy[i * H + c] * gamma[c] * rs + dm * S(2) * x[i * H + c] / S(H);
+      dgamma[c] += dy[i * H + c] * x[i * H + c] * rs;
+    }
+  }
+}
+
+/// dgate and dup of sum(dy * swiglu(gate, up)).
+template <typename S>
+void swigluGrad(const std::vector<S> &dy, const std::vector<S> &gate,
+                const std::vector<S> &up, std::vector<S> &dgate,
+                std::vector<S> &dup) {
+  dgate.assign(gate.size(), S(0));
+  dup.assign(gate.size(), S(0));
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const S s = S(1) / (S(1) + std::exp(-gate[i]));
+    dgate[i] = dy[i] * up[i] * (s + gate[i] * s * (S(1) - s));
+    dup[i] = dy[i] * gate[i] * s;
+  }
 }
 
 } // namespace bitpipe::runtime::ref
