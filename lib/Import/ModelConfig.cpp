@@ -6,10 +6,11 @@
 //     "layer_norm_epsilon" and "name"};
 //   * a Hugging Face config.json of a `model_type` bitpipe builds (gpt2,
 //     bert, llama, mistral). Such a file has no sequence length or
-//     micro-batch size: the
-//     sequence length defaults to the maximum number of positions and the
-//     micro-batch size to 1, unless given on the command line. Its fields
-//     that change the graph must have the values bitpipe builds.
+//     micro-batch size: the sequence length defaults to the maximum number
+//     of positions and the micro-batch size to 1, unless given on the
+//     command line. Its fields that change the graph must have the values
+//     bitpipe builds.
+// LLaMA configs add their own sizes (readLlamaFields; docs/llama.md).
 // Every size and the epsilon are then held to ModelLimits.h's ranges.
 // docs/models.md describes the rules.
 //
