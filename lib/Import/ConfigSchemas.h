@@ -21,26 +21,37 @@ namespace bitpipe {
 
 /// A field that changes the graph, and the values bitpipe builds, as JSON
 /// text ("true", "null", "\"gelu_new\""); kFourTimesHidden stands for the
-/// number 4 * hidden. An absent field means bitpipe's graph.
+/// number 4 * hidden, kHeadDim for hidden / heads. An absent field means
+/// bitpipe's graph.
 struct GraphField {
   llvm::StringLiteral key;
   llvm::ArrayRef<llvm::StringLiteral> accepted;
   llvm::StringLiteral why; ///< What bitpipe builds, for the message.
 };
 constexpr llvm::StringLiteral kFourTimesHidden = "4*hidden";
+constexpr llvm::StringLiteral kHeadDim = "hidden/heads";
 
 /// The JSON keys of one schema (null: the schema has no such key).
 struct ConfigSchema {
   const char *family, *layers, *hidden, *heads, *vocab, *maxPositions;
   const char *seqLen, *microbatchSize, *epsilon;
   llvm::ArrayRef<GraphField> graphFields;
+  // The LLaMA family's sizes (docs/llama.md): key/value heads (optional,
+  // default: heads), the MLP width (required), the rotary base (optional,
+  // default 10000), whether the output projection is tied (optional,
+  // default false), and Mistral's sliding window (optional; a window that
+  // covers the sequence is full causal attention, any other is refused).
+  const char *kvHeads = nullptr, *intermediateSize = nullptr,
+             *ropeTheta = nullptr, *tieEmbeddings = nullptr,
+             *slidingWindow = nullptr;
 };
 
 inline constexpr ConfigSchema kBitpipeSchema = {
     "family",  "layers",          "hidden",
     "heads",   "vocab",           "max_positions",
     "seq_len", "microbatch_size", "layer_norm_epsilon",
-    {}};
+    {},        "kv_heads",        "intermediate_size",
+    "rope_theta", "tie_embeddings", nullptr};
 
 namespace detail {
 inline constexpr llvm::StringLiteral kTrue[] = {"true"};
@@ -51,6 +62,10 @@ inline constexpr llvm::StringLiteral kNullOrFourTimes[] = {"null",
                                                            kFourTimesHidden};
 inline constexpr llvm::StringLiteral kFourTimes[] = {kFourTimesHidden};
 inline constexpr llvm::StringLiteral kAbsolute[] = {"\"absolute\""};
+inline constexpr llvm::StringLiteral kSilu[] = {"\"silu\""};
+inline constexpr llvm::StringLiteral kNull[] = {"null"};
+inline constexpr llvm::StringLiteral kOne[] = {"1"};
+inline constexpr llvm::StringLiteral kNullOrHeadDim[] = {"null", kHeadDim};
 
 inline constexpr GraphField kGpt2GraphFields[] = {
     {"n_inner", kNullOrFourTimes, "an MLP of 4 * n_embd"},
@@ -71,14 +86,29 @@ inline constexpr GraphField kBertGraphFields[] = {
     {"is_decoder", kFalse, "an encoder"},
     {"add_cross_attention", kFalse, "no cross-attention"},
 };
+inline constexpr GraphField kLlamaGraphFields[] = {
+    {"hidden_act", kSilu, "SwiGLU, silu(gate) * up"},
+    {"attention_bias", kFalse, "q/k/v and output projections without bias"},
+    {"mlp_bias", kFalse, "MLP projections without bias"},
+    {"rope_scaling", kNull, "unscaled rotary positions"},
+    {"pretraining_tp", kOne, "unsliced projections"},
+    {"head_dim", kNullOrHeadDim, "heads of hidden_size / num_attention_heads"},
+};
+inline constexpr GraphField kMistralGraphFields[] = {
+    {"hidden_act", kSilu, "SwiGLU, silu(gate) * up"},
+    {"rope_scaling", kNull, "unscaled rotary positions"},
+    {"head_dim", kNullOrHeadDim, "heads of hidden_size / num_attention_heads"},
+};
 } // namespace detail
 
 /// A Hugging Face `model_type` bitpipe builds.
 struct HuggingFaceSchema {
   llvm::StringLiteral modelType;
   ModelFamily family;
-  /// A key only this model type's configs have, for a file without
-  /// `model_type`.
+  /// A key this model type's configs have and those of the rows before it
+  /// do not, for a file without `model_type`: the table is searched from
+  /// its end (LLaMA configs have BERT's num_hidden_layers, Mistral configs
+  /// LLaMA's rms_norm_eps).
   llvm::StringLiteral signatureKey;
   ConfigSchema schema;
 };
@@ -95,6 +125,23 @@ inline constexpr HuggingFaceSchema kHuggingFaceSchemas[] = {
      {"model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
       "vocab_size", "max_position_embeddings", nullptr, nullptr,
       "layer_norm_eps", detail::kBertGraphFields}},
+    {"llama",
+     ModelFamily::LLaMA,
+     "rms_norm_eps",
+     {"model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
+      "vocab_size", "max_position_embeddings", nullptr, nullptr,
+      "rms_norm_eps", detail::kLlamaGraphFields, "num_key_value_heads",
+      "intermediate_size", "rope_theta", "tie_word_embeddings", nullptr}},
+    // Mistral is LLaMA's graph with a sliding attention window: the same
+    // graph where the window covers the whole sequence.
+    {"mistral",
+     ModelFamily::LLaMA,
+     "sliding_window",
+     {"model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
+      "vocab_size", "max_position_embeddings", nullptr, nullptr,
+      "rms_norm_eps", detail::kMistralGraphFields, "num_key_value_heads",
+      "intermediate_size", "rope_theta", "tie_word_embeddings",
+      "sliding_window"}},
 };
 
 } // namespace bitpipe

@@ -7,9 +7,15 @@
 // masked-LM head (dense h -> h, GELU, layer norm, output projection tied to
 // the token embedding, with its own bias); cross-entropy on the masked
 // positions only (the others carry the ignore index).
-// Initialisation (GPT-2): weights normal(0, 0.02), biases zero, layer-norm
-// gains one, the two residual output projections of each layer normal(0,
-// 0.02 / sqrt(2L)).
+// LLaMA (docs/llama.md): token embedding only; L pre-norm layers of RMSNorm,
+// a bias-free fused q/k/v projection ([q | k | v], k and v with kv_heads
+// heads), rotary embedding of q and k, causal (grouped-query) attention,
+// output projection, RMSNorm, SwiGLU MLP (gate, up, down projections);
+// final RMSNorm; an output projection of its own (or tied to the token
+// embedding); next-token cross-entropy.
+// Initialisation (GPT-2): weights normal(0, 0.02), biases zero, norm gains
+// one, the two residual output projections of each layer normal(0, 0.02 /
+// sqrt(2L)).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,8 +58,16 @@ private:
   template <typename OpT, typename... Args> Value create(Args &&...args);
 
   Value layerNorm(Value x, StringRef prefix);
+  Value rmsNorm(Value x, StringRef prefix);
   Value linear(Value x, StringRef prefix);
+  Value linearNoBias(Value x, StringRef prefix);
   Value transformerLayer(Value x, int64_t index);
+  Value llamaLayer(Value x, int64_t index);
+  /// nn.attention's and nn.rotary's kv_heads: none without grouping.
+  IntegerAttr kvHeadsAttr();
+
+  void declareGptBertParams();
+  void declareLlamaParams();
 
   MLIRContext &ctx;
   const ModelConfig &config;
@@ -95,6 +109,41 @@ Value ModelBuilder::layerNorm(Value x, StringRef prefix) {
                              b.getF32FloatAttr(config.layerNormEpsilon));
 }
 
+Value ModelBuilder::rmsNorm(Value x, StringRef prefix) {
+  Value gamma = arg(paramIndex[(prefix + ".weight").str()]);
+  return create<RMSNormOp>(x, gamma,
+                           b.getF32FloatAttr(config.layerNormEpsilon));
+}
+
+Value ModelBuilder::linearNoBias(Value x, StringRef prefix) {
+  Value w = arg(paramIndex[(prefix + ".weight").str()]);
+  return create<LinearOp>(x, w, Value());
+}
+
+IntegerAttr ModelBuilder::kvHeadsAttr() {
+  return config.kvHeads == config.heads
+             ? IntegerAttr()
+             : b.getI64IntegerAttr(config.kvHeads);
+}
+
+Value ModelBuilder::llamaLayer(Value x, int64_t index) {
+  std::string p = "layers." + std::to_string(index);
+  Value h = rmsNorm(x, p + ".ln1");
+  Value qkv = linearNoBias(h, p + ".attn.qkv");
+  IntegerAttr heads = b.getI64IntegerAttr(config.heads);
+  qkv = create<RotaryOp>(qkv, heads, kvHeadsAttr(),
+                         b.getF32FloatAttr(config.ropeTheta));
+  Value a = create<AttentionOp>(qkv, heads, kvHeadsAttr(), b.getUnitAttr());
+  x = create<AddOp>(x, linearNoBias(a, p + ".attn.proj"));
+  h = rmsNorm(x, p + ".ln2");
+  // Two statements: the order of the ops (and of a reader's argument list)
+  // must not depend on the evaluation order of call arguments.
+  Value gate = linearNoBias(h, p + ".mlp.gate");
+  Value up = linearNoBias(h, p + ".mlp.up");
+  Value m = create<SwiGLUOp>(gate, up);
+  return create<AddOp>(x, linearNoBias(m, p + ".mlp.down"));
+}
+
 Value ModelBuilder::linear(Value x, StringRef prefix) {
   Value w = arg(paramIndex[(prefix + ".weight").str()]);
   Value bias = arg(paramIndex[(prefix + ".bias").str()]);
@@ -107,16 +156,16 @@ Value ModelBuilder::transformerLayer(Value x, int64_t index) {
   Value qkv = linear(h, p + ".attn.qkv");
   UnitAttr causal =
       config.family == ModelFamily::GPT ? b.getUnitAttr() : UnitAttr();
-  Value a = create<AttentionOp>(qkv, b.getI64IntegerAttr(config.heads), causal);
+  Value a = create<AttentionOp>(qkv, b.getI64IntegerAttr(config.heads),
+                                IntegerAttr(), causal);
   x = create<AddOp>(x, linear(a, p + ".attn.proj"));
   h = layerNorm(x, p + ".ln2");
   Value m = create<GeluOp>(linear(h, p + ".mlp.fc"));
   return create<AddOp>(x, linear(m, p + ".mlp.proj"));
 }
 
-OwningOpRef<ModuleOp> ModelBuilder::build() {
+void ModelBuilder::declareGptBertParams() {
   int64_t h = config.hidden, L = config.layers;
-  bool bert = config.family == ModelFamily::BERT;
   Init weight{InitKind::Normal, kInitStd};
   Init residual{InitKind::Normal, kInitStd / std::sqrt(2.0 * L)};
   Init zeros{InitKind::Zeros}, ones{InitKind::Ones};
@@ -131,8 +180,8 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   };
 
   // Parameters, in the order the model uses them.
-  unsigned wte = param("embed.tokens", {config.vocab, h}, weight);
-  unsigned wpe = param("embed.positions", {config.maxPositions, h}, weight);
+  param("embed.tokens", {config.vocab, h}, weight);
+  param("embed.positions", {config.maxPositions, h}, weight);
   for (int64_t i = 0; i < L; ++i) {
     std::string p = "layers." + std::to_string(i);
     normParams(p + ".ln1");
@@ -143,12 +192,47 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
     linearParams(p + ".mlp.proj", h, 4 * h, residual);
   }
   normParams("final_ln");
-  unsigned headBias = 0;
-  if (bert) {
+  if (config.family == ModelFamily::BERT) {
     linearParams("head.dense", h, h, weight);
     normParams("head.ln");
-    headBias = param("head.bias", {config.vocab}, zeros);
+    param("head.bias", {config.vocab}, zeros);
   }
+}
+
+void ModelBuilder::declareLlamaParams() {
+  int64_t h = config.hidden, L = config.layers, I = config.intermediateSize;
+  int64_t headDim = h / config.heads;
+  // The fused projection's rows: q (heads), then k and v (kv_heads each).
+  int64_t qkvRows = (config.heads + 2 * config.kvHeads) * headDim;
+  Init weight{InitKind::Normal, kInitStd};
+  Init residual{InitKind::Normal, kInitStd / std::sqrt(2.0 * L)};
+  Init ones{InitKind::Ones};
+
+  param("embed.tokens", {config.vocab, h}, weight);
+  for (int64_t i = 0; i < L; ++i) {
+    std::string p = "layers." + std::to_string(i);
+    param(p + ".ln1.weight", {h}, ones);
+    param(p + ".attn.qkv.weight", {qkvRows, h}, weight);
+    param(p + ".attn.proj.weight", {h, h}, residual);
+    param(p + ".ln2.weight", {h}, ones);
+    param(p + ".mlp.gate.weight", {I, h}, weight);
+    param(p + ".mlp.up.weight", {I, h}, weight);
+    param(p + ".mlp.down.weight", {h, I}, residual);
+  }
+  param("final_ln.weight", {h}, ones);
+  if (!config.tieEmbeddings)
+    param("head.weight", {config.vocab, h}, weight);
+}
+
+OwningOpRef<ModuleOp> ModelBuilder::build() {
+  int64_t h = config.hidden, L = config.layers;
+  bool bert = config.family == ModelFamily::BERT;
+  bool llama = config.family == ModelFamily::LLaMA;
+  if (llama)
+    declareLlamaParams();
+  else
+    declareGptBertParams();
+  unsigned wte = paramIndex["embed.tokens"];
 
   // Inputs: one micro-batch of token ids and labels.
   auto ids = RankedTensorType::get({config.microbatchSize, config.seqLen},
@@ -181,19 +265,28 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   b.setInsertionPointToStart(body);
 
   setLayer(0);
-  Value x = create<EmbeddingOp>(arg(tokens), arg(wte), arg(wpe));
+  Value x = llama ? create<EmbeddingOp>(arg(tokens), arg(wte), Value())
+                  : create<EmbeddingOp>(arg(tokens), arg(wte),
+                                        arg(paramIndex["embed.positions"]));
   for (int64_t i = 0; i < L; ++i) {
     setLayer(i + 1);
-    x = transformerLayer(x, i);
+    x = llama ? llamaLayer(x, i) : transformerLayer(x, i);
   }
   setLayer(L + 1);
-  x = layerNorm(x, "final_ln");
   Value logits;
-  if (bert) {
+  if (llama) {
+    x = rmsNorm(x, "final_ln");
+    // Untied: the head's own weight; tied: the token embedding's.
+    Value head =
+        config.tieEmbeddings ? arg(wte) : arg(paramIndex["head.weight"]);
+    logits = create<LinearOp>(x, head, Value());
+  } else if (bert) {
+    x = layerNorm(x, "final_ln");
     Value t = create<GeluOp>(linear(x, "head.dense"));
     t = layerNorm(t, "head.ln");
-    logits = create<LinearOp>(t, arg(wte), arg(headBias));
+    logits = create<LinearOp>(t, arg(wte), arg(paramIndex["head.bias"]));
   } else {
+    x = layerNorm(x, "final_ln");
     logits = create<LinearOp>(x, arg(wte), Value());
   }
   Value loss = create<CrossEntropyOp>(logits, arg(labels),

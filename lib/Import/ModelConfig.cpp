@@ -5,10 +5,12 @@
 //     "max_positions", "seq_len", "microbatch_size", optional
 //     "layer_norm_epsilon" and "name"};
 //   * a Hugging Face config.json of a `model_type` bitpipe builds (gpt2,
-//     bert). Such a file has no sequence length or micro-batch size: the
-//     sequence length defaults to the maximum number of positions and the
-//     micro-batch size to 1, unless given on the command line. Its fields
-//     that change the graph must have the values bitpipe builds.
+//     bert, llama, mistral). Such a file has no sequence length or
+//     micro-batch size: the sequence length defaults to the maximum number
+//     of positions and the micro-batch size to 1, unless given on the
+//     command line. Its fields that change the graph must have the values
+//     bitpipe builds.
+// LLaMA configs add their own sizes (readLlamaFields; docs/llama.md).
 // Every size and the epsilon are then held to ModelLimits.h's ranges.
 // docs/models.md describes the rules.
 //
@@ -26,6 +28,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cmath>
+
 using namespace bitpipe;
 using llvm::json::Object;
 
@@ -38,6 +42,7 @@ struct FamilyName {
 };
 constexpr FamilyName kFamilyNames[] = {{"gpt", ModelFamily::GPT},
                                        {"bert", ModelFamily::BERT},
+                                       {"llama", ModelFamily::LLaMA},
                                        {"gpt2", ModelFamily::GPT}};
 } // namespace
 
@@ -78,6 +83,9 @@ public:
       : path(path), object(object) {}
 
   bool has(llvm::StringRef key) const { return object.get(key) != nullptr; }
+  const llvm::json::Value *get(llvm::StringRef key) const {
+    return object.get(key);
+  }
 
   /// A required positive integer.
   llvm::Expected<int64_t> positive(llvm::StringRef key) const {
@@ -90,6 +98,30 @@ public:
                                       *value)
                             .str());
     return *n;
+  }
+
+  /// An optional positive integer.
+  llvm::Expected<std::optional<int64_t>>
+  optionalPositive(llvm::StringRef key) const {
+    if (!has(key))
+      return std::nullopt;
+    llvm::Expected<int64_t> n = positive(key);
+    if (!n)
+      return n.takeError();
+    return std::optional<int64_t>(*n);
+  }
+
+  /// An optional boolean.
+  llvm::Expected<std::optional<bool>> optionalBool(llvm::StringRef key) const {
+    const llvm::json::Value *value = object.get(key);
+    if (!value)
+      return std::nullopt;
+    std::optional<bool> b = value->getAsBoolean();
+    if (!b)
+      return error(key, llvm::formatv("expected true or false, got {0}",
+                                      *value)
+                            .str());
+    return std::optional<bool>(*b);
   }
 
   /// An optional string.
@@ -144,7 +176,8 @@ findHuggingFaceSchema(const FieldReader &read, const Object &object) {
                                     *type, quotedList(accepted))
                           .str());
   }
-  for (const HuggingFaceSchema &hf : kHuggingFaceSchemas)
+  // From the end: see HuggingFaceSchema::signatureKey.
+  for (const HuggingFaceSchema &hf : llvm::reverse(kHuggingFaceSchemas))
     if (read.has(hf.signatureKey))
       return &hf;
   return nullptr;
@@ -155,7 +188,7 @@ findHuggingFaceSchema(const FieldReader &read, const Object &object) {
 static llvm::Error checkGraphFields(const FieldReader &read,
                                     const Object &object,
                                     const ConfigSchema &schema,
-                                    int64_t hidden) {
+                                    int64_t hidden, int64_t heads) {
   for (const GraphField &field : schema.graphFields) {
     const llvm::json::Value *value = object.get(field.key);
     if (!value)
@@ -164,8 +197,9 @@ static llvm::Error checkGraphFields(const FieldReader &read,
     llvm::SmallVector<std::string> accepted;
     bool ok = false;
     for (llvm::StringRef a : field.accepted) {
-      std::string want =
-          a == kFourTimesHidden ? std::to_string(4 * hidden) : a.str();
+      std::string want = a == kFourTimesHidden ? std::to_string(4 * hidden)
+                         : a == kHeadDim       ? std::to_string(hidden / heads)
+                                               : a.str();
       ok |= text == want;
       accepted.push_back(want);
     }
@@ -180,6 +214,85 @@ static llvm::Error checkGraphFields(const FieldReader &read,
                           .str());
   }
   return llvm::Error::success();
+}
+
+/// The LLaMA family's fields (ConfigSchema: kvHeads ... tieEmbeddings); in
+/// a config of another family they are refused, since they would change a
+/// graph that family does not have.
+static llvm::Error readLlamaFields(const FieldReader &read,
+                                   const ConfigSchema &schema,
+                                   ModelConfig &config) {
+  const char *llamaKeys[] = {schema.kvHeads, schema.intermediateSize,
+                             schema.ropeTheta, schema.tieEmbeddings};
+  if (config.family != ModelFamily::LLaMA) {
+    for (const char *key : llamaKeys)
+      if (key && read.has(key))
+        return read.error(key, ("applies to the llama family only, but the "
+                                "config describes a " +
+                                stringifyModelFamily(config.family) +
+                                " model")
+                                   .str());
+    return llvm::Error::success();
+  }
+  llvm::Expected<std::optional<int64_t>> kvHeads =
+      read.optionalPositive(schema.kvHeads);
+  if (!kvHeads)
+    return kvHeads.takeError();
+  config.kvHeads = kvHeads->value_or(config.heads);
+  llvm::Expected<int64_t> intermediate =
+      read.positive(schema.intermediateSize);
+  if (!intermediate)
+    return intermediate.takeError();
+  config.intermediateSize = *intermediate;
+  if (const llvm::json::Value *theta = read.get(schema.ropeTheta)) {
+    std::optional<double> d = theta->getAsNumber();
+    if (!d || !(*d > 0) || !std::isfinite(float(*d)))
+      return read.error(schema.ropeTheta,
+                        llvm::formatv("expected a positive number (the "
+                                      "rotary base), got {0}",
+                                      *theta)
+                            .str());
+    config.ropeTheta = *d;
+  }
+  llvm::Expected<std::optional<bool>> tie =
+      read.optionalBool(schema.tieEmbeddings);
+  if (!tie)
+    return tie.takeError();
+  config.tieEmbeddings = tie->value_or(false);
+  return llvm::Error::success();
+}
+
+/// Mistral's sliding window: attention to the last `sliding_window`
+/// positions only. bitpipe builds full causal attention, which is the same
+/// graph when the window covers the whole sequence; any other window is
+/// refused.
+static llvm::Error checkSlidingWindow(const FieldReader &read,
+                                      const Object &object,
+                                      const ConfigSchema &schema,
+                                      const ModelConfig &config,
+                                      llvm::StringRef seqName) {
+  if (!schema.slidingWindow)
+    return llvm::Error::success();
+  const llvm::json::Value *value = object.get(schema.slidingWindow);
+  if (!value || value->getAsNull())
+    return llvm::Error::success();
+  std::optional<int64_t> window = value->getAsInteger();
+  if (!window || *window <= 0)
+    return read.error(schema.slidingWindow,
+                      llvm::formatv("expected null or a positive integer, got "
+                                    "{0}",
+                                    *value)
+                          .str());
+  if (*window >= config.seqLen)
+    return llvm::Error::success();
+  return read.error(
+      schema.slidingWindow,
+      llvm::formatv("is {0}, but bitpipe builds only full causal attention, "
+                    "which is the same graph only when the window covers the "
+                    "sequence: '{1}' is {2}; use a sequence length of at most "
+                    "{0} (--seq-len)",
+                    *window, seqName, config.seqLen)
+          .str());
 }
 
 llvm::Expected<ModelConfig>
@@ -253,6 +366,9 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
     *field.slot = *n;
   }
 
+  if (llvm::Error e = readLlamaFields(read, *schema, config))
+    return std::move(e);
+
   // Sequence length and micro-batch size: command line, then file, then the
   // Hugging Face defaults. Each is named as its source names it.
   auto sizeField = [&](const char *key, std::optional<int64_t> override,
@@ -313,10 +429,19 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
                        {seqName, config.seqLen},
                        {mbsName, config.microbatchSize},
                        /*maskedLMHead=*/config.family == ModelFamily::BERT};
+  if (config.family == ModelFamily::LLaMA) {
+    sizes.llama = nn::LlamaSizes{{schema->kvHeads, config.kvHeads},
+                                 {schema->intermediateSize,
+                                  config.intermediateSize}};
+  }
   if (std::optional<std::string> error = nn::checkModelSizes(sizes))
     return fail(*error);
+  if (llvm::Error e = checkSlidingWindow(read, *object, *schema, config,
+                                         seqName))
+    return std::move(e);
 
-  if (llvm::Error e = checkGraphFields(read, *object, *schema, config.hidden))
+  if (llvm::Error e = checkGraphFields(read, *object, *schema, config.hidden,
+                                      config.heads))
     return std::move(e);
   return config;
 }

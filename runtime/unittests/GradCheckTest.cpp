@@ -66,6 +66,22 @@ TEST(EmbeddingBwd, MatchesFiniteDifferencesAndAccumulates) {
   EXPECT_TRUE(gradMatches(dwpe, times(fdWpe, 2)));
 }
 
+TEST(EmbeddingBwd, WithoutPositionTableMatchesFiniteDifferences) {
+  const int64_t B = 2, T = 3, H = 3, V = 4;
+  std::vector<int32_t> tokens = {1, 1, 0, 3, 1, 2};
+  auto wte = randomFloats(V * H, 52), w = randomFloats(B * T * H, 53);
+  auto wteD = toDouble(wte), wD = toDouble(w);
+  auto fdWte = finiteDifferences(wteD, [&] {
+    return weightedSum(
+        ref::embedding(tokens, wteD, std::vector<double>(), B, T, H), wD);
+  });
+  std::vector<float> dwte(V * H, 0.0f);
+  ASSERT_EQ(bp_embedding_bwd(tokens.data(), w.data(), dwte.data(), nullptr, B,
+                             T, H, V),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dwte, fdWte));
+}
+
 //===----------------------------------------------------------------------===//
 // Layer norm
 //===----------------------------------------------------------------------===//
@@ -184,12 +200,13 @@ TEST_P(AttentionBwd, MatchesFiniteDifferences) {
 
   std::vector<float> out(c.B * c.T * c.H), lse(c.B * c.nh * c.T);
   ASSERT_EQ(cpu::attentionForward(qkv.data(), out.data(), lse.data(), c.B, c.T,
-                                  c.H, c.nh, c.causal, c.blockQ, c.blockK),
+                                  c.H, c.nh, c.nh, c.causal, c.blockQ,
+                                  c.blockK),
             BP_OK);
   std::vector<float> dqkv(qkv.size(), 7.0f); // Written, not accumulated.
   ASSERT_EQ(cpu::attentionBackward(qkv.data(), out.data(), w.data(), lse.data(),
-                                   dqkv.data(), c.B, c.T, c.H, c.nh, c.causal,
-                                   c.blockQ, c.blockK),
+                                   dqkv.data(), c.B, c.T, c.H, c.nh, c.nh,
+                                   c.causal, c.blockQ, c.blockK),
             BP_OK);
   EXPECT_TRUE(gradMatches(dqkv, fd));
 }
@@ -216,6 +233,122 @@ TEST(AttentionBwdAbi, MatchesFiniteDifferencesThroughTheCAbi) {
               BP_OK);
     EXPECT_TRUE(gradMatches(dqkv, fd)) << "causal=" << causal;
   }
+}
+
+TEST(GroupedQueryAttentionBwd, MatchesFiniteDifferences) {
+  // nh, nkv, blocks, causal: groups of 2 and 3, multi-query, partial blocks;
+  // the last through the C ABI's default blocks.
+  struct Case {
+    int64_t nh, nkv, blockQ, blockK;
+    bool causal;
+  };
+  const int64_t B = 2, T = 9, d = 2;
+  for (Case c : {Case{2, 1, 4, 3, true}, Case{6, 2, 2, 5, false},
+                 Case{3, 1, 3, 3, true}, Case{4, 2, 64, 64, true}}) {
+    const int64_t H = c.nh * d, width = (c.nh + 2 * c.nkv) * d;
+    auto qkv = randomFloats(B * T * width, 42, -1.5f, 1.5f);
+    auto w = randomFloats(B * T * H, 43);
+    auto qkvD = toDouble(qkv), wD = toDouble(w);
+    auto fd = finiteDifferences(qkvD, [&] {
+      return weightedSum(
+          ref::groupedAttention(qkvD, B, T, H, c.nh, c.nkv, c.causal), wD);
+    });
+    std::vector<float> out(B * T * H), lse(B * c.nh * T);
+    std::vector<float> dqkv(qkv.size(), 7.0f); // Written, not accumulated.
+    if (c.blockQ == cpu::kAttentionBlockQ) {
+      ASSERT_EQ(bp_attention_gqa_fwd(qkv.data(), out.data(), lse.data(), B, T,
+                                     H, c.nh, c.nkv, c.causal),
+                BP_OK);
+      ASSERT_EQ(bp_attention_gqa_bwd(qkv.data(), out.data(), w.data(),
+                                     lse.data(), dqkv.data(), B, T, H, c.nh,
+                                     c.nkv, c.causal),
+                BP_OK);
+    } else {
+      ASSERT_EQ(cpu::attentionForward(qkv.data(), out.data(), lse.data(), B, T,
+                                      H, c.nh, c.nkv, c.causal, c.blockQ,
+                                      c.blockK),
+                BP_OK);
+      ASSERT_EQ(cpu::attentionBackward(qkv.data(), out.data(), w.data(),
+                                       lse.data(), dqkv.data(), B, T, H, c.nh,
+                                       c.nkv, c.causal, c.blockQ, c.blockK),
+                BP_OK);
+    }
+    EXPECT_TRUE(gradMatches(dqkv, fd)) << "nh=" << c.nh << " nkv=" << c.nkv;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary position embedding
+//===----------------------------------------------------------------------===//
+
+TEST(RotaryBwd, MatchesFiniteDifferences) {
+  const int64_t B = 2, T = 5, H = 8, nh = 2, nkv = 1;
+  const int64_t width = (nh + 2 * nkv) * (H / nh);
+  auto qkv = randomFloats(B * T * width, 44, -1.5f, 1.5f);
+  auto w = randomFloats(qkv.size(), 45);
+  auto qkvD = toDouble(qkv), wD = toDouble(w);
+  for (float base : {10000.0f, 7.0f}) {
+    auto fd = finiteDifferences(qkvD, [&] {
+      return weightedSum(ref::rotary(qkvD, B, T, H, nh, nkv, double(base)),
+                         wD);
+    });
+    std::vector<float> dqkv(qkv.size(), 7.0f);
+    ASSERT_EQ(bp_rotary_bwd(w.data(), dqkv.data(), B, T, H, nh, nkv, base),
+              BP_OK);
+    EXPECT_TRUE(gradMatches(dqkv, fd)) << "base=" << base;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// RMS norm
+//===----------------------------------------------------------------------===//
+
+TEST(RmsNormBwd, MatchesFiniteDifferencesAndAccumulates) {
+  const int64_t N = 4, H = 10;
+  const float eps = 1e-5f;
+  auto x = randomFloats(N * H, 46, -2.0f, 3.0f);
+  auto gamma = randomFloats(H, 47, 0.5f, 1.5f), w = randomFloats(N * H, 48);
+  auto xD = toDouble(x), gD = toDouble(gamma), wD = toDouble(w);
+  auto loss = [&] {
+    return weightedSum(ref::rmsNorm(xD, gD, N, H, double(eps)), wD);
+  };
+  auto fdX = finiteDifferences(xD, loss);
+  auto fdGamma = finiteDifferences(gD, loss);
+
+  std::vector<float> y(N * H), rstd(N);
+  ASSERT_EQ(bp_rms_norm_fwd(x.data(), gamma.data(), y.data(), rstd.data(), N, H,
+                            eps),
+            BP_OK);
+  std::vector<float> dx(N * H, 7.0f), dgamma(H, 0.0f);
+  for (int call = 1; call <= 2; ++call) {
+    ASSERT_EQ(bp_rms_norm_bwd(w.data(), x.data(), gamma.data(), rstd.data(),
+                              dx.data(), dgamma.data(), N, H),
+              BP_OK);
+    // dx is overwritten; dgamma accumulates.
+    EXPECT_TRUE(gradMatches(dx, fdX)) << "call " << call;
+    EXPECT_TRUE(gradMatches(dgamma, times(fdGamma, call))) << "call " << call;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// SwiGLU
+//===----------------------------------------------------------------------===//
+
+TEST(SwiGluBwd, MatchesFiniteDifferences) {
+  auto gate = randomFloats(64, 49, -6.0f, 6.0f), up = randomFloats(64, 50);
+  gate.push_back(0.0f);
+  up.push_back(0.5f);
+  auto w = randomFloats(gate.size(), 51);
+  auto gD = toDouble(gate), uD = toDouble(up), wD = toDouble(w);
+  auto loss = [&] { return weightedSum(ref::swiglu(gD, uD), wD); };
+  auto fdGate = finiteDifferences(gD, loss);
+  auto fdUp = finiteDifferences(uD, loss);
+  std::vector<float> dgate(gate.size(), 7.0f), dup(up.size(), 7.0f);
+  ASSERT_EQ(bp_swiglu_bwd(w.data(), gate.data(), up.data(), dgate.data(),
+                          dup.data(), gate.size()),
+            BP_OK);
+  EXPECT_TRUE(gradMatches(dgate, fdGate));
+  EXPECT_TRUE(gradMatches(dup, fdUp));
 }
 
 //===----------------------------------------------------------------------===//
@@ -393,3 +526,60 @@ TEST(ReferenceGrad, CrossEntropyMatchesFiniteDifferences) {
 }
 
 } // namespace
+
+TEST(ReferenceGrad, RmsNormMatchesFiniteDifferences) {
+  const int64_t N = 3, H = 7;
+  const double eps = 1e-5;
+  auto x = toDouble(randomFloats(N * H, 60, -2.0f, 2.0f));
+  auto g = toDouble(randomFloats(H, 61, 0.5f, 1.5f));
+  auto dy = toDouble(randomFloats(N * H, 62));
+  auto loss = [&] { return weightedSum(ref::rmsNorm(x, g, N, H, eps), dy); };
+  auto fdX = finiteDifferences(x, loss);
+  auto fdG = finiteDifferences(g, loss);
+  std::vector<double> dx, dg;
+  ref::rmsNormGrad(dy, x, g, N, H, eps, dx, dg);
+  EXPECT_TRUE(allClose(dx, fdX, kRefGradRtol));
+  EXPECT_TRUE(allClose(dg, fdG, kRefGradRtol));
+}
+
+TEST(ReferenceGrad, SwiGluMatchesFiniteDifferences) {
+  auto gate = toDouble(randomFloats(40, 63, -6.0f, 6.0f));
+  auto up = toDouble(randomFloats(40, 64));
+  auto dy = toDouble(randomFloats(40, 65));
+  auto loss = [&] { return weightedSum(ref::swiglu(gate, up), dy); };
+  auto fdGate = finiteDifferences(gate, loss);
+  auto fdUp = finiteDifferences(up, loss);
+  std::vector<double> dgate, dup;
+  ref::swigluGrad(dy, gate, up, dgate, dup);
+  EXPECT_TRUE(allClose(dgate, fdGate, kRefGradRtol));
+  EXPECT_TRUE(allClose(dup, fdUp, kRefGradRtol));
+}
+
+TEST(ReferenceGrad, RotaryMatchesFiniteDifferences) {
+  const int64_t B = 1, T = 4, H = 8, nh = 2, nkv = 1;
+  auto qkv = toDouble(randomFloats(B * T * 16, 66, -1.5f, 1.5f));
+  auto dy = toDouble(randomFloats(qkv.size(), 67));
+  auto fd = finiteDifferences(qkv, [&] {
+    return weightedSum(ref::rotary(qkv, B, T, H, nh, nkv, 5.0), dy);
+  });
+  EXPECT_TRUE(
+      allClose(ref::rotaryGrad(dy, B, T, H, nh, nkv, 5.0), fd, kRefGradRtol));
+}
+
+TEST(ReferenceGrad, GroupedAttentionMatchesFiniteDifferences) {
+  const int64_t B = 1, T = 5, H = 6, nh = 3, nkv = 1;
+  const int64_t width = (nh + 2 * nkv) * (H / nh);
+  auto qkv = toDouble(randomFloats(B * T * width, 68, -1.5f, 1.5f));
+  auto dy = toDouble(randomFloats(B * T * H, 69));
+  for (bool causal : {true, false}) {
+    auto fd = finiteDifferences(qkv, [&] {
+      return weightedSum(
+          ref::groupedAttention(qkv, B, T, H, nh, nkv, causal), dy);
+    });
+    auto out = ref::groupedAttention(qkv, B, T, H, nh, nkv, causal);
+    EXPECT_TRUE(allClose(ref::groupedAttentionGrad(qkv, out, dy, B, T, H, nh,
+                                                   nkv, causal),
+                         fd, kRefGradRtol))
+        << "causal=" << causal;
+  }
+}

@@ -137,7 +137,8 @@ TEST_P(AttentionFwd, MatchesReference) {
   auto qkv = randomFloats(c.B * c.T * 3 * c.H, 10, -2.0f, 2.0f);
   std::vector<float> out(c.B * c.T * c.H), lse(c.B * c.nh * c.T);
   ASSERT_EQ(cpu::attentionForward(qkv.data(), out.data(), lse.data(), c.B, c.T,
-                                  c.H, c.nh, c.causal, c.blockQ, c.blockK),
+                                  c.H, c.nh, c.nh, c.causal, c.blockQ,
+                                  c.blockK),
             BP_OK);
   std::vector<double> refLse;
   auto refOut =
@@ -200,6 +201,204 @@ TEST(AttentionAbi, RejectsHeadsThatDoNotDivideH) {
   EXPECT_EQ(bp_attention_bwd(qkv.data(), out.data(), out.data(), lse.data(),
                              qkv.data(), 1, 1, 6, 4, 1),
             BP_ERR_INVALID_ARGUMENT);
+}
+
+//===----------------------------------------------------------------------===//
+// Grouped-query attention
+//===----------------------------------------------------------------------===//
+
+/// B, T, H, nh, nkv, blockQ, blockK, causal.
+struct GqaCase {
+  int64_t B, T, H, nh, nkv, blockQ, blockK;
+  bool causal;
+};
+// Groups of 2 and 3 query heads per key/value head, one key/value head for
+// all (multi-query), partial blocks, and nkv == nh (plain multi-head).
+const GqaCase kGqaCases[] = {
+    {2, 10, 8, 2, 1, 4, 3, true},  {2, 10, 8, 2, 1, 4, 3, false},
+    {1, 9, 12, 6, 2, 2, 4, true},  {1, 9, 12, 6, 3, 5, 2, false},
+    {1, 70, 8, 4, 2, 64, 64, true}, {1, 7, 8, 2, 2, 3, 3, true}};
+
+TEST(GroupedQueryAttention, MatchesReference) {
+  for (const GqaCase &c : kGqaCases) {
+    const int64_t d = c.H / c.nh, width = (c.nh + 2 * c.nkv) * d;
+    auto qkv = randomFloats(c.B * c.T * width, 15, -2.0f, 2.0f);
+    std::vector<float> out(c.B * c.T * c.H), lse(c.B * c.nh * c.T);
+    ASSERT_EQ(cpu::attentionForward(qkv.data(), out.data(), lse.data(), c.B,
+                                    c.T, c.H, c.nh, c.nkv, c.causal, c.blockQ,
+                                    c.blockK),
+              BP_OK);
+    std::vector<double> refLse;
+    auto refOut = ref::groupedAttention(toDouble(qkv), c.B, c.T, c.H, c.nh,
+                                        c.nkv, c.causal, &refLse);
+    EXPECT_TRUE(allClose(out, refOut, kFwdRtol)) << "nh=" << c.nh
+                                                 << " nkv=" << c.nkv;
+    EXPECT_TRUE(allClose(lse, refLse, kFwdRtol));
+  }
+}
+
+TEST(GroupedQueryAttention, FullGroupsEqualMultiHeadAttention) {
+  // nkv == nh is bp_attention_fwd exactly (same layout, same kernel).
+  const int64_t B = 2, T = 13, H = 8, nh = 2;
+  auto qkv = randomFloats(B * T * 3 * H, 16, -2.0f, 2.0f);
+  std::vector<float> a(B * T * H), b(B * T * H), lseA(B * nh * T),
+      lseB(B * nh * T);
+  ASSERT_EQ(bp_attention_fwd(qkv.data(), a.data(), lseA.data(), B, T, H, nh, 1),
+            BP_OK);
+  ASSERT_EQ(bp_attention_gqa_fwd(qkv.data(), b.data(), lseB.data(), B, T, H,
+                                 nh, nh, 1),
+            BP_OK);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(lseA, lseB);
+}
+
+TEST(GroupedQueryAttention, SharedKeyValueHeadGivesEqualOutputsForEqualQueries) {
+  // Two query heads with identical q reading the same key/value head must
+  // produce identical outputs: the grouping maps both to that head.
+  const int64_t B = 1, T = 5, H = 8, nh = 2, nkv = 1, d = 4;
+  const int64_t width = (nh + 2 * nkv) * d;
+  auto qkv = randomFloats(B * T * width, 17, -1.0f, 1.0f);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t c = 0; c < d; ++c)
+      qkv[t * width + d + c] = qkv[t * width + c];
+  std::vector<float> out(B * T * H), lse(B * nh * T);
+  ASSERT_EQ(bp_attention_gqa_fwd(qkv.data(), out.data(), lse.data(), B, T, H,
+                                 nh, nkv, 1),
+            BP_OK);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t c = 0; c < d; ++c)
+      EXPECT_EQ(out[t * H + c], out[t * H + d + c]);
+}
+
+TEST(GroupedQueryAttention, RejectsKvHeadsThatDoNotDivideHeads) {
+  std::vector<float> qkv(64), out(16), lse(8);
+  EXPECT_EQ(bp_attention_gqa_fwd(qkv.data(), out.data(), lse.data(), 1, 1, 12,
+                                 3, 2, 1),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_attention_gqa_bwd(qkv.data(), out.data(), out.data(),
+                                 lse.data(), qkv.data(), 1, 1, 12, 3, 2, 1),
+            BP_ERR_INVALID_ARGUMENT);
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary position embedding
+//===----------------------------------------------------------------------===//
+
+TEST(RotaryFwd, MatchesReference) {
+  const int64_t B = 2, T = 7, H = 8, nh = 2, nkv = 1, d = 4;
+  const int64_t width = (nh + 2 * nkv) * d;
+  auto qkv = randomFloats(B * T * width, 18, -2.0f, 2.0f);
+  for (float base : {10000.0f, 500000.0f, 3.0f}) {
+    std::vector<float> out(qkv.size());
+    ASSERT_EQ(
+        bp_rotary_fwd(qkv.data(), out.data(), B, T, H, nh, nkv, base),
+        BP_OK);
+    EXPECT_TRUE(allClose(
+        out, ref::rotary(toDouble(qkv), B, T, H, nh, nkv, double(base)),
+        kFwdRtol))
+        << "base=" << base;
+  }
+}
+
+TEST(RotaryFwd, PositionZeroAndValuesPassThroughAndNormsArePreserved) {
+  const int64_t B = 1, T = 5, H = 12, nh = 2, nkv = 2, d = 6;
+  const int64_t width = (nh + 2 * nkv) * d;
+  auto qkv = randomFloats(B * T * width, 19, -2.0f, 2.0f);
+  std::vector<float> out(qkv.size());
+  ASSERT_EQ(bp_rotary_fwd(qkv.data(), out.data(), B, T, H, nh, nkv, 10000.0f),
+            BP_OK);
+  // Angle 0 at t = 0: the first row is unchanged.
+  for (int64_t c = 0; c < width; ++c)
+    EXPECT_EQ(out[c], qkv[c]);
+  for (int64_t t = 0; t < T; ++t) {
+    // v heads are copied.
+    for (int64_t c = (nh + nkv) * d; c < width; ++c)
+      EXPECT_EQ(out[t * width + c], qkv[t * width + c]);
+    // A rotation keeps each pair's length.
+    for (int64_t h = 0; h < nh + nkv; ++h)
+      for (int64_t i = 0; i < d / 2; ++i) {
+        auto norm = [&](const std::vector<float> &v) {
+          float lo = v[t * width + h * d + i], hi = v[t * width + h * d + i + d / 2];
+          return lo * lo + hi * hi;
+        };
+        EXPECT_NEAR(norm(out), norm(qkv), 1e-5f * (1.0f + norm(qkv)));
+      }
+  }
+}
+
+TEST(RotaryFwd, InPlaceAndBackwardUndoesForward) {
+  const int64_t B = 2, T = 6, H = 8, nh = 4, nkv = 2;
+  const int64_t width = (nh + 2 * nkv) * (H / nh);
+  auto qkv = randomFloats(B * T * width, 20, -2.0f, 2.0f);
+  std::vector<float> copy(qkv), rotated(qkv.size());
+  ASSERT_EQ(bp_rotary_fwd(qkv.data(), rotated.data(), B, T, H, nh, nkv, 100.0f),
+            BP_OK);
+  ASSERT_EQ(bp_rotary_fwd(copy.data(), copy.data(), B, T, H, nh, nkv, 100.0f),
+            BP_OK);
+  EXPECT_EQ(copy, rotated);
+  ASSERT_EQ(bp_rotary_bwd(copy.data(), copy.data(), B, T, H, nh, nkv, 100.0f),
+            BP_OK);
+  EXPECT_TRUE(allClose(copy, toDouble(qkv), 1e-5));
+}
+
+TEST(RotaryFwd, RejectsOddHeadDimensionsAndBadBases) {
+  std::vector<float> qkv(3 * 6), out(3 * 6);
+  // d = 3: odd.
+  EXPECT_EQ(bp_rotary_fwd(qkv.data(), out.data(), 1, 1, 6, 2, 2, 10000.0f),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_rotary_fwd(qkv.data(), out.data(), 1, 1, 4, 2, 2, 0.0f),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_rotary_bwd(qkv.data(), out.data(), 1, 1, 4, 2, 3, 10000.0f),
+            BP_ERR_INVALID_ARGUMENT);
+}
+
+//===----------------------------------------------------------------------===//
+// RMS norm, SwiGLU, embedding without positions
+//===----------------------------------------------------------------------===//
+
+TEST(RmsNormFwd, MatchesReferenceIncludingSavedStatistics) {
+  const int64_t N = 5, H = 12;
+  const float eps = 1e-6f;
+  auto x = randomFloats(N * H, 21, -3.0f, 3.0f);
+  auto gamma = randomFloats(H, 22, 0.5f, 1.5f);
+  std::vector<float> y(N * H), rstd(N);
+  ASSERT_EQ(bp_rms_norm_fwd(x.data(), gamma.data(), y.data(), rstd.data(), N, H,
+                            eps),
+            BP_OK);
+  std::vector<double> refRstd;
+  auto refY =
+      ref::rmsNorm(toDouble(x), toDouble(gamma), N, H, double(eps), &refRstd);
+  EXPECT_TRUE(allClose(y, refY, kFwdRtol));
+  EXPECT_TRUE(allClose(rstd, refRstd, kFwdRtol));
+}
+
+TEST(SwiGluFwd, MatchesReferenceAndKnownValues) {
+  auto gate = randomFloats(101, 23, -8.0f, 8.0f), up = randomFloats(101, 24);
+  gate.push_back(0.0f);
+  up.push_back(5.0f);
+  gate.push_back(-100.0f); // exp(100) overflows to inf: sigmoid 0, no NaN.
+  up.push_back(1.0f);
+  std::vector<float> y(gate.size());
+  ASSERT_EQ(bp_swiglu_fwd(gate.data(), up.data(), y.data(), gate.size()),
+            BP_OK);
+  EXPECT_TRUE(
+      allClose(y, ref::swiglu(toDouble(gate), toDouble(up)), kFwdRtol));
+  EXPECT_EQ(y[101], 0.0f);
+  EXPECT_EQ(y[102], -0.0f);
+}
+
+TEST(EmbeddingFwd, WithoutPositionTableIsTheTokenRows) {
+  const int64_t B = 2, T = 3, H = 4, V = 5;
+  std::vector<int32_t> tokens = {4, 0, 4, 1, 2, 3};
+  auto wte = randomFloats(V * H, 25);
+  std::vector<float> out(B * T * H);
+  ASSERT_EQ(bp_embedding_fwd(tokens.data(), wte.data(), nullptr, out.data(), B,
+                             T, H, V),
+            BP_OK);
+  EXPECT_TRUE(allClose(out,
+                       ref::embedding(tokens, toDouble(wte),
+                                      std::vector<double>(), B, T, H),
+                       0.0));
 }
 
 //===----------------------------------------------------------------------===//

@@ -21,7 +21,8 @@
 
 namespace bitpipe::runtime::ref {
 
-/// out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :]
+/// out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :]; an empty wpe is no
+/// position embedding (rotary models).
 template <typename S>
 std::vector<S> embedding(const std::vector<int32_t> &tokens,
                          const std::vector<S> &wte, const std::vector<S> &wpe,
@@ -30,8 +31,8 @@ std::vector<S> embedding(const std::vector<int32_t> &tokens,
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t)
       for (int64_t c = 0; c < H; ++c)
-        out[(b * T + t) * H + c] =
-            wte[tokens[b * T + t] * H + c] + wpe[t * H + c];
+        out[(b * T + t) * H + c] = wte[tokens[b * T + t] * H + c] +
+                                   (wpe.empty() ? S(0) : wpe[t * H + c]);
   return out;
 }
 
@@ -89,19 +90,21 @@ std::vector<S> linear(const std::vector<S> &x, const std::vector<S> &w,
   return y;
 }
 
-/// Multi-head attention on fused qkv [B, T, 3H], materialising each full
+/// Grouped-query attention on fused qkv [B, T, (nh + 2 nkv) d], d = H / nh:
+/// query head h reads key/value head h / (nh / nkv). Materialises each full
 /// score row. Optionally returns the row log-sum-exps as [B, nh, T].
 template <typename S>
-std::vector<S> attention(const std::vector<S> &qkv, int64_t B, int64_t T,
-                         int64_t H, int64_t nh, bool causal,
-                         std::vector<S> *lse = nullptr) {
-  const int64_t d = H / nh;
+std::vector<S> groupedAttention(const std::vector<S> &qkv, int64_t B,
+                                int64_t T, int64_t H, int64_t nh, int64_t nkv,
+                                bool causal, std::vector<S> *lse = nullptr) {
+  const int64_t d = H / nh, width = (nh + 2 * nkv) * d, group = nh / nkv;
   const S scale = S(1) / std::sqrt(S(d));
   std::vector<S> out(B * T * H, S(0));
   if (lse)
     lse->assign(B * nh * T, S(0));
   auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h, int64_t c) {
-    return qkv[(b * T + t) * 3 * H + part * H + h * d + c];
+    int64_t column = part == 0 ? h * d : H + (part - 1) * nkv * d + (h / group) * d;
+    return qkv[(b * T + t) * width + column + c];
   };
   std::vector<S> p(T);
   for (int64_t b = 0; b < B; ++b)
@@ -130,6 +133,38 @@ std::vector<S> attention(const std::vector<S> &qkv, int64_t B, int64_t T,
   return out;
 }
 
+/// Multi-head attention on fused qkv [B, T, 3H]: groupedAttention with one
+/// key/value head per query head.
+template <typename S>
+std::vector<S> attention(const std::vector<S> &qkv, int64_t B, int64_t T,
+                         int64_t H, int64_t nh, bool causal,
+                         std::vector<S> *lse = nullptr) {
+  return groupedAttention(qkv, B, T, H, nh, nh, causal, lse);
+}
+
+/// Rotary position embedding of the q and k heads of qkv [B, T, (nh + 2 nkv)
+/// d] (Hugging Face's rotate_half): feature i < d/2 of a head at position t
+/// pairs with i + d/2 and is rotated by t * base^(-2i/d); v is copied.
+/// sign = -1 rotates back (rotaryGrad).
+template <typename S>
+std::vector<S> rotary(const std::vector<S> &qkv, int64_t B, int64_t T,
+                      int64_t H, int64_t nh, int64_t nkv, double base,
+                      double sign = 1.0) {
+  const int64_t d = H / nh, half = d / 2, width = (nh + 2 * nkv) * d;
+  std::vector<S> out(qkv);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t h = 0; h < nh + nkv; ++h)
+        for (int64_t i = 0; i < half; ++i) {
+          const double angle = double(t) * std::pow(base, -2.0 * i / d);
+          const S c = S(std::cos(angle)), sn = S(sign * std::sin(angle));
+          const int64_t lo = (b * T + t) * width + h * d + i, hi = lo + half;
+          out[lo] = qkv[lo] * c - qkv[hi] * sn;
+          out[hi] = qkv[hi] * c + qkv[lo] * sn;
+        }
+  return out;
+}
+
 /// The backward of attention(): for each row i, with P the
 /// softmax row, dP_ij = dO_i . V_j, D_i = dO_i . out_i and
 /// dS_ij = P_ij (dP_ij - D_i): dQ_i = scale sum_j dS_ij K_j,
@@ -138,16 +173,22 @@ std::vector<S> attention(const std::vector<S> &qkv, int64_t B, int64_t T,
 /// sum_j P_ij dP_ij): under bf16 that out is rounded, and D's rounding
 /// error is amplified where dP_ij - D_i cancels, which is a property of
 /// the inputs, not of the kernel under test.
+///
+/// groupedAttentionGrad is the backward of groupedAttention: a key/value
+/// head's gradient sums the terms of every query head that reads it.
 template <typename S>
-std::vector<S> attentionGrad(const std::vector<S> &qkv,
-                             const std::vector<S> &out,
-                             const std::vector<S> &dout, int64_t B, int64_t T,
-                             int64_t H, int64_t nh, bool causal) {
-  const int64_t d = H / nh;
+std::vector<S> groupedAttentionGrad(const std::vector<S> &qkv,
+                                    const std::vector<S> &out,
+                                    const std::vector<S> &dout, int64_t B,
+                                    int64_t T, int64_t H, int64_t nh,
+                                    int64_t nkv, bool causal) {
+  const int64_t d = H / nh, width = (nh + 2 * nkv) * d, group = nh / nkv;
   const S scale = S(1) / std::sqrt(S(d));
   std::vector<S> dqkv(qkv.size(), S(0)), p(T), dp(T);
   auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h) {
-    return (b * T + t) * 3 * H + part * H + h * d;
+    int64_t column =
+        part == 0 ? h * d : H + (part - 1) * nkv * d + (h / group) * d;
+    return (b * T + t) * width + column;
   };
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < nh; ++h)
@@ -192,6 +233,46 @@ std::vector<S> attentionGrad(const std::vector<S> &qkv,
         }
       }
   return dqkv;
+}
+
+template <typename S>
+std::vector<S> attentionGrad(const std::vector<S> &qkv,
+                             const std::vector<S> &out,
+                             const std::vector<S> &dout, int64_t B, int64_t T,
+                             int64_t H, int64_t nh, bool causal) {
+  return groupedAttentionGrad(qkv, out, dout, B, T, H, nh, nh, causal);
+}
+
+
+/// RMS norm over rows of x [N, H]: x / sqrt(mean(x^2) + eps) * gamma; also
+/// returns each row's 1 / sqrt(mean(x^2) + eps).
+template <typename S>
+std::vector<S> rmsNorm(const std::vector<S> &x, const std::vector<S> &gamma,
+                       int64_t N, int64_t H, S eps,
+                       std::vector<S> *rstd = nullptr) {
+  std::vector<S> y(N * H);
+  if (rstd)
+    rstd->assign(N, S(0));
+  for (int64_t i = 0; i < N; ++i) {
+    S sq = 0;
+    for (int64_t c = 0; c < H; ++c)
+      sq += x[i * H + c] * x[i * H + c];
+    const S rs = S(1) / std::sqrt(sq / S(H) + eps);
+    for (int64_t c = 0; c < H; ++c)
+      y[i * H + c] = x[i * H + c] * rs * gamma[c];
+    if (rstd)
+      (*rstd)[i] = rs;
+  }
+  return y;
+}
+
+/// SwiGLU: gate / (1 + exp(-gate)) * up, element-wise.
+template <typename S>
+std::vector<S> swiglu(const std::vector<S> &gate, const std::vector<S> &up) {
+  std::vector<S> y(gate.size());
+  for (size_t i = 0; i < gate.size(); ++i)
+    y[i] = gate[i] / (S(1) + std::exp(-gate[i])) * up[i];
+  return y;
 }
 
 /// GELU, tanh form.
@@ -330,6 +411,54 @@ std::vector<S> crossEntropyGrad(const std::vector<S> &logits,
                      S(count);
   }
   return d;
+}
+
+/// The gradient of rotary(): dout rotated back (a rotation's transpose is
+/// its inverse).
+template <typename S>
+std::vector<S> rotaryGrad(const std::vector<S> &dout, int64_t B, int64_t T,
+                          int64_t H, int64_t nh, int64_t nkv, double base) {
+  return rotary(dout, B, T, H, nh, nkv, base, -1.0);
+}
+
+/// dx [N, H] and dgamma [H] of sum(dy * rmsNorm(x)), through the mean square
+/// m = mean(x^2) (y = x (m + eps)^(-1/2) gamma), not through the kernels'
+/// compact rstd (g - xhat mean(g xhat)).
+template <typename S>
+void rmsNormGrad(const std::vector<S> &dy, const std::vector<S> &x,
+                 const std::vector<S> &gamma, int64_t N, int64_t H, S eps,
+                 std::vector<S> &dx, std::vector<S> &dgamma) {
+  dx.assign(N * H, S(0));
+  dgamma.assign(H, S(0));
+  for (int64_t i = 0; i < N; ++i) {
+    S m = 0;
+    for (int64_t c = 0; c < H; ++c)
+      m += x[i * H + c] * x[i * H + c] / S(H);
+    const S rs = S(1) / std::sqrt(m + eps);
+    // dL/dm = sum_c dy_c gamma_c x_c * (-1/2) (m + eps)^(-3/2).
+    S dm = 0;
+    for (int64_t c = 0; c < H; ++c)
+      dm += dy[i * H + c] * gamma[c] * x[i * H + c] * S(-0.5) * rs * rs * rs;
+    for (int64_t c = 0; c < H; ++c) {
+      dx[i * H + c] =
+          dy[i * H + c] * gamma[c] * rs + dm * S(2) * x[i * H + c] / S(H);
+      dgamma[c] += dy[i * H + c] * x[i * H + c] * rs;
+    }
+  }
+}
+
+/// dgate and dup of sum(dy * swiglu(gate, up)).
+template <typename S>
+void swigluGrad(const std::vector<S> &dy, const std::vector<S> &gate,
+                const std::vector<S> &up, std::vector<S> &dgate,
+                std::vector<S> &dup) {
+  dgate.assign(gate.size(), S(0));
+  dup.assign(gate.size(), S(0));
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const S s = S(1) / (S(1) + std::exp(-gate[i]));
+    dgate[i] = dy[i] * up[i] * (s + gate[i] * s * (S(1) - s));
+    dup[i] = dy[i] * gate[i] * s;
+  }
 }
 
 } // namespace bitpipe::runtime::ref

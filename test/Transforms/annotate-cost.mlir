@@ -57,3 +57,44 @@ func.func @tiny(%wte: tensor<16x8xf32>, %wpe: tensor<4x8xf32>,
 // SUMMARY-NEXT: 2       head             2             2560             4352            128            512            800
 // SUMMARY-NEXT: total                    8             7808            14528            392           1568           2368
 // SUMMARY-NEXT: parameters: 392 (0.000 billion)
+
+// A LLaMA layer (docs/llama.md), worked out by hand (NNCost.cpp's
+// conventions). B = 2, T = 4, H = 8 (2 query heads, 1 key/value head of
+// d = 4: q/k/v width (2 + 2 * 1) * 4 = 16), MLP width 12, V = 16.
+//   embedding, no positions: fwd 0 (a gather), bwd 64 (scatter-add into one
+//                  table); params wte 128 (512 bytes); saved tokens 32.
+//   rms_norm:      fwd 4 * 64 = 256, bwd 512; gain 8 (32 bytes); saved x.
+//   rotary:        3 per rotated element, q and k: 2*4*(2 + 1)*4 = 96
+//                  elements, fwd = bwd = 288; keeps nothing.
+//   attention:     4*B*T*T*H over the query heads' width, 4*2*4*4*8 =
+//                  1024, bwd 2048; saved qkv 2*4*16*4 = 512 bytes.
+//   gate, up:      2*8*8*12 = 1536 each, bwd 3072; params 96 (384 bytes).
+//   swiglu:        6 per element, 96 elements: 576, bwd 1152; saved gate
+//                  and up, 2 * 96 * 4 = 768 bytes.
+//   head (untied): 2*8*8*16 = 2048, bwd 4096; its own weight (512 bytes).
+// CHECK-LABEL: func @llama_layer
+// CHECK: nn.embedding {{.*}}nn.cost = #nn.cost<fwd_flops = 0, bwd_flops = 64, param_bytes = 512, act_bytes = 32>
+// CHECK: nn.rms_norm {{.*}}nn.cost = #nn.cost<fwd_flops = 256, bwd_flops = 512, param_bytes = 32, act_bytes = 256>
+// CHECK: nn.linear {{.*}}nn.cost = #nn.cost<fwd_flops = 2048, bwd_flops = 4096, param_bytes = 512, act_bytes = 256>
+// CHECK: nn.rotary {{.*}}nn.cost = #nn.cost<fwd_flops = 288, bwd_flops = 288, param_bytes = 0, act_bytes = 0>
+// CHECK: nn.attention {{.*}}nn.cost = #nn.cost<fwd_flops = 1024, bwd_flops = 2048, param_bytes = 0, act_bytes = 512>
+// CHECK: nn.linear {{.*}}nn.cost = #nn.cost<fwd_flops = 1536, bwd_flops = 3072, param_bytes = 384, act_bytes = 256>
+// CHECK: nn.linear {{.*}}nn.cost = #nn.cost<fwd_flops = 1536, bwd_flops = 3072, param_bytes = 384, act_bytes = 256>
+// CHECK: nn.swiglu {{.*}}nn.cost = #nn.cost<fwd_flops = 576, bwd_flops = 1152, param_bytes = 0, act_bytes = 768>
+// CHECK: nn.linear {{.*}}nn.cost = #nn.cost<fwd_flops = 2048, bwd_flops = 4096, param_bytes = 512, act_bytes = 256>
+func.func @llama_layer(%wte: tensor<16x8xf32>, %g: tensor<8xf32>,
+                       %wqkv: tensor<16x8xf32>, %wgate: tensor<12x8xf32>,
+                       %wup: tensor<12x8xf32>, %whead: tensor<16x8xf32>,
+                       %tok: tensor<2x4xi32>, %lab: tensor<2x4xi32>) -> tensor<f32> {
+  %x = nn.embedding %tok, %wte {nn.layer = 0} : (tensor<2x4xi32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+  %n = nn.rms_norm %x, %g {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %qkv = nn.linear %n, %wqkv {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %rot = nn.rotary %qkv heads(2) kv_heads(1) {nn.layer = 1} : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %a = nn.attention %rot heads(2) kv_heads(1) causal {nn.layer = 1} : (tensor<2x4x16xf32>) -> tensor<2x4x8xf32>
+  %gate = nn.linear %a, %wgate {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<12x8xf32>) -> tensor<2x4x12xf32>
+  %up = nn.linear %a, %wup {nn.layer = 1} : (tensor<2x4x8xf32>, tensor<12x8xf32>) -> tensor<2x4x12xf32>
+  %s = nn.swiglu %gate, %up {nn.layer = 1} : (tensor<2x4x12xf32>, tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
+  %logits = nn.linear %a, %whead {nn.layer = 2} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %loss = nn.cross_entropy %logits, %lab {nn.layer = 2} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}

@@ -111,3 +111,50 @@ func.func @tied_stage0(%tok: tensor<2x4xi32> {nn.input = "tokens"}, %wte: tensor
   %loss = nn.cross_entropy %logits, %lab {nn.layer = 1} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// A LLaMA layer (docs/llama.md): the rotary embedding keeps nothing (its
+// backward is the inverse rotation of the gradient), so its input is not
+// saved, only its output, which the attention reads; RMSNorm keeps its
+// input (a forward argument) and gain; SwiGLU keeps gate and up.
+// CHECK-LABEL: func.func @llama_stage1(
+// CHECK-SAME: -> (tensor<2x4x8xf32>, tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 1 : i64}, tensor<2x4x8xf32> {bitpipe.saved = 2 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 3 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 4 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 5 : i64})
+// CHECK:      %[[N:.*]] = nn.rms_norm
+// CHECK:      %[[QKV:.*]] = nn.linear %[[N]]
+// CHECK:      %[[ROT:.*]] = nn.rotary %[[QKV]] heads(2) kv_heads(1)
+// CHECK:      %[[A:.*]] = nn.attention %[[ROT]] heads(2) kv_heads(1) causal
+// CHECK:      %[[GATE:.*]] = nn.linear %[[A]]
+// CHECK:      %[[UP:.*]] = nn.linear %[[A]]
+// CHECK:      %[[S:.*]] = nn.swiglu %[[GATE]], %[[UP]]
+// CHECK:      return %{{.*}}, %[[N]], %[[ROT]], %[[A]], %[[GATE]], %[[UP]], %[[S]]
+// CHECK-LABEL: func.func private @llama_stage1_bwd(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.forward_arg = 0 : i64},
+// CHECK-SAME: %[[G:[a-z0-9]+]]: tensor<8xf32> {bitpipe.forward_arg = 1 : i64, nn.param = "ln1.weight"},
+// CHECK-SAME: %[[SROT:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 1 : i64},
+// CHECK-SAME: %[[SGATE:[a-z0-9]+]]: tensor<2x4x12xf32> {bitpipe.saved = 3 : i64},
+// CHECK-SAME: %[[SUP:[a-z0-9]+]]: tensor<2x4x12xf32> {bitpipe.saved = 4 : i64},
+// CHECK:      %[[DGATE:.*]], %[[DUP:.*]] = nn.swiglu_grad %[[SGATE]], %[[SUP]], %{{.*}} :
+// CHECK:      %[[DQKV:.*]] = nn.attention_grad %[[SROT]], %{{.*}} heads(2) kv_heads(1) causal
+// CHECK:      %[[DROT:.*]] = nn.rotary_grad %[[DQKV]] heads(2) kv_heads(1) :
+// CHECK:      nn.linear_input_grad %[[DROT]]
+// CHECK:      %{{.*}}, %[[DG:.*]] = nn.rms_norm_grad %[[X]], %[[G]], %{{.*}} :
+// CHECK:      return %{{.*}}, %[[DG]],
+// SPLIT-LABEL: func.func private @llama_stage1_bwd_input(
+// SPLIT:      nn.rms_norm_grad
+// SPLIT-LABEL: func.func private @llama_stage1_bwd_weight(
+// SPLIT-NOT:  nn.rms_norm_grad
+// SPLIT-NOT:  nn.rotary_grad
+// SPLIT:      return
+func.func @llama_stage1(%x: tensor<2x4x8xf32>, %g: tensor<8xf32> {nn.param = "ln1.weight"}, %wqkv: tensor<16x8xf32> {nn.param = "attn.qkv.weight"}, %wgate: tensor<12x8xf32> {nn.param = "mlp.gate.weight"}, %wup: tensor<12x8xf32> {nn.param = "mlp.up.weight"}, %wdown: tensor<8x12xf32> {nn.param = "mlp.down.weight"}) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 1 : i64} {
+  %n = nn.rms_norm %x, %g : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %qkv = nn.linear %n, %wqkv : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %rot = nn.rotary %qkv heads(2) kv_heads(1) : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %a = nn.attention %rot heads(2) kv_heads(1) causal : (tensor<2x4x16xf32>) -> tensor<2x4x8xf32>
+  %gate = nn.linear %a, %wgate : (tensor<2x4x8xf32>, tensor<12x8xf32>) -> tensor<2x4x12xf32>
+  %up = nn.linear %a, %wup : (tensor<2x4x8xf32>, tensor<12x8xf32>) -> tensor<2x4x12xf32>
+  %s = nn.swiglu %gate, %up : (tensor<2x4x12xf32>, tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
+  %d = nn.linear %s, %wdown : (tensor<2x4x12xf32>, tensor<8x12xf32>) -> tensor<2x4x8xf32>
+  %r = nn.add %x, %d : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %r : tensor<2x4x8xf32>
+}

@@ -1,6 +1,6 @@
 //===- bitpipe-import.cpp - Writes model IR from a model configuration ----===//
 //
-//   bitpipe-import [gpt|bert] --config FILE [--seq-len N]
+//   bitpipe-import [gpt|bert|llama] --config FILE [--seq-len N]
 //                  [--microbatch-size N] [-o OUT.mlir]
 //
 // FILE is bitpipe's JSON schema or a Hugging Face config.json. The output is
@@ -25,7 +25,7 @@
 using namespace llvm;
 
 static cl::opt<std::string> familyArg(cl::Positional,
-                                      cl::desc("[gpt|bert]"),
+                                      cl::desc("[gpt|bert|llama]"),
                                       cl::init(""));
 static cl::opt<std::string> configPath("config", cl::Required,
                                        cl::desc("Model configuration (JSON)"),
@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
   cl::ParseCommandLineOptions(argc, argv,
                               "bitpipe model importer: writes model IR for a "
-                              "GPT- or BERT-style configuration\n");
+                              "GPT-, BERT- or LLaMA-style configuration\n");
 
   if (Error e = bitpipe::checkOutputPath(outputPath))
     return fail("-o: " + toString(std::move(e)));

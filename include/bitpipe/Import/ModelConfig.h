@@ -1,8 +1,8 @@
 //===- ModelConfig.h - Transformer model configurations ---------*- C++ -*-===//
 //
-// The hyper-parameters of a GPT- or BERT-style model, read from bitpipe's own
-// JSON schema or from a Hugging Face `config.json` of a model type bitpipe
-// builds (lib/Import/ConfigSchemas.h lists them).
+// The hyper-parameters of a GPT-, BERT- or LLaMA-style model, read from
+// bitpipe's own JSON schema or from a Hugging Face `config.json` of a model
+// type bitpipe builds (lib/Import/ConfigSchemas.h lists them).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,9 +18,9 @@
 
 namespace bitpipe {
 
-enum class ModelFamily { GPT, BERT };
+enum class ModelFamily { GPT, BERT, LLaMA };
 
-/// "gpt" / "bert" (and "gpt2" for GPT when parsing).
+/// "gpt" / "bert" / "llama" (and "gpt2" for GPT when parsing).
 llvm::StringRef stringifyModelFamily(ModelFamily family);
 std::optional<ModelFamily> parseModelFamily(llvm::StringRef name);
 /// The names parseModelFamily accepts, for messages: "\"gpt\", ... or ...".
@@ -36,7 +36,14 @@ struct ModelConfig {
   int64_t maxPositions = 0;
   int64_t seqLen = 0;         ///< Tokens per sample.
   int64_t microbatchSize = 0; ///< Samples per micro-batch.
+  /// The norms' epsilon: layer norms (GPT, BERT) or RMS norms (LLaMA).
   double layerNormEpsilon = 1e-5;
+
+  // LLaMA only (docs/llama.md); the other families ignore them.
+  int64_t kvHeads = 0;          ///< Key/value heads; < heads: grouped-query.
+  int64_t intermediateSize = 0; ///< Width of the SwiGLU MLP.
+  double ropeTheta = 10000.0;   ///< The rotary embedding's base.
+  bool tieEmbeddings = false;   ///< Output projection = the token embedding.
 };
 
 /// Values given on the command line; they override the file's.

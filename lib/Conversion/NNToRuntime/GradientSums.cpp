@@ -21,8 +21,8 @@ using namespace bitpipe::nn_lowering;
 namespace {
 
 /// Whether \p value is a result that its gradient kernel accumulates into:
-/// the parameter gradients of nn.linear_weight_grad, nn.embedding_grad and
-/// nn.layer_norm_grad (not its input gradient).
+/// the parameter gradients of nn.linear_weight_grad, nn.embedding_grad,
+/// nn.layer_norm_grad and nn.rms_norm_grad (not their input gradients).
 bool isAccumulatedResult(Value value) {
   auto result = dyn_cast<OpResult>(value);
   if (!result)
@@ -30,7 +30,8 @@ bool isAccumulatedResult(Value value) {
   Operation *op = result.getOwner();
   if (isa<nn::LinearWeightGradOp, nn::EmbeddingGradOp>(op))
     return true;
-  return isa<nn::LayerNormGradOp>(op) && result.getResultNumber() != 0;
+  return isa<nn::LayerNormGradOp, nn::RMSNormGradOp>(op) &&
+         result.getResultNumber() != 0;
 }
 
 /// The op whose kernel creates the buffer that holds \p value under the

@@ -83,9 +83,11 @@ struct EmbeddingLowering : OpConversionPattern<nn::EmbeddingOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     Value out = emit.alloc(op.getType());
+    // Without a position table (rotary models) the kernel takes NULL.
+    Value wpe = adaptor.getWpe() ? emit.pointer(adaptor.getWpe()) : emit.null();
     emit.call(Kernel::bp_embedding_fwd,
               {emit.pointer(adaptor.getTokens()),
-               emit.pointer(adaptor.getWte()), emit.pointer(adaptor.getWpe()),
+               emit.pointer(adaptor.getWte()), wpe,
                emit.pointer(out), emit.i64(dimSize(op.getTokens(), 0)),
                emit.i64(dimSize(op.getTokens(), 1)),
                emit.i64(lastDim(op.getWte())),
@@ -123,17 +125,24 @@ struct EmbeddingGradLowering : GradientPattern<nn::EmbeddingGradOp> {
   matchAndRewrite(nn::EmbeddingGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
-    // Both tables' gradients accumulate (scatter-add).
+    // Both tables' gradients accumulate (scatter-add); a missing position
+    // table is NULL to the kernel.
     Value dwte = accumulator(emit, op.getWteGrad(), rewriter);
-    Value dwpe = accumulator(emit, op.getWpeGrad(), rewriter);
+    Value dwpe;
+    if (Value wpeGrad = op.getWpeGrad())
+      dwpe = accumulator(emit, wpeGrad, rewriter);
     emit.call(Kernel::bp_embedding_bwd,
               {emit.pointer(adaptor.getTokens()),
                emit.pointer(adaptor.getGrad()), emit.pointer(dwte),
-               emit.pointer(dwpe), emit.i64(dimSize(op.getTokens(), 0)),
+               dwpe ? emit.pointer(dwpe) : emit.null(),
+               emit.i64(dimSize(op.getTokens(), 0)),
                emit.i64(dimSize(op.getTokens(), 1)),
                emit.i64(lastDim(op.getWteGrad())),
                emit.i64(dimSize(op.getWteGrad(), 0))});
-    rewriter.replaceOp(op, {dwte, dwpe});
+    SmallVector<Value> results{dwte};
+    if (dwpe)
+      results.push_back(dwpe);
+    rewriter.replaceOp(op, results);
     return success();
   }
 };
@@ -193,6 +202,57 @@ struct LayerNormGradLowering : GradientPattern<nn::LayerNormGradOp> {
                emit.pointer(rstd), emit.pointer(dx), emit.pointer(dgamma),
                emit.pointer(dbeta), emit.i64(n), emit.i64(h)});
     rewriter.replaceOp(op, {dx, dgamma, dbeta});
+    return success();
+  }
+};
+
+struct RMSNormLowering : OpConversionPattern<nn::RMSNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::RMSNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    int64_t n = rows(op.getInput());
+    Value y = emit.alloc(op.getType());
+    // rstd is not an nn result: the backward recomputes it.
+    Value rstd = emit.allocScratch({n});
+    emit.call(Kernel::bp_rms_norm_fwd,
+              {emit.pointer(adaptor.getInput()),
+               emit.pointer(adaptor.getGamma()), emit.pointer(y),
+               emit.pointer(rstd), emit.i64(n),
+               emit.i64(lastDim(op.getInput())),
+               emit.f32(op.getEpsilon().convertToFloat())});
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct RMSNormGradLowering : GradientPattern<nn::RMSNormGradOp> {
+  using GradientPattern::GradientPattern;
+  LogicalResult
+  matchAndRewrite(nn::RMSNormGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    int64_t n = rows(op.getInput());
+    int64_t h = lastDim(op.getInput());
+    Value dx = emit.alloc(op.getInputGrad().getType());
+    Value dgamma = accumulator(emit, op.getGammaGrad(), rewriter);
+    // Recompute rstd with the forward kernel, as for the layer norm: its
+    // output goes to dx, which the backward kernel overwrites. Cost: one
+    // rms-norm forward and N floats of scratch.
+    Value rstd = emit.allocScratch({n});
+    emit.call(Kernel::bp_rms_norm_fwd,
+              {emit.pointer(adaptor.getInput()),
+               emit.pointer(adaptor.getGamma()), emit.pointer(dx),
+               emit.pointer(rstd), emit.i64(n), emit.i64(h),
+               emit.f32(op.getEpsilon().convertToFloat())});
+    emit.call(Kernel::bp_rms_norm_bwd,
+              {emit.pointer(adaptor.getGrad()),
+               emit.pointer(adaptor.getInput()),
+               emit.pointer(adaptor.getGamma()), emit.pointer(rstd),
+               emit.pointer(dx), emit.pointer(dgamma), emit.i64(n),
+               emit.i64(h)});
+    rewriter.replaceOp(op, {dx, dgamma});
     return success();
   }
 };
@@ -259,6 +319,27 @@ struct LinearWeightGradLowering : GradientPattern<nn::LinearWeightGradOp> {
   }
 };
 
+/// The attention kernels of an op with \p kvHeads key/value heads: the
+/// multi-head entry points when there is no grouping (the layout and kernels
+/// GPT and BERT use, on every target), the grouped-query ones otherwise.
+/// \p rest are the arguments after the head count (causal).
+void callAttention(KernelCallEmitter &emit, bool backward,
+                   ArrayRef<Value> buffers, int64_t b, int64_t t, int64_t h,
+                   int64_t heads, int64_t kvHeads, Value causal) {
+  SmallVector<Value> args(buffers);
+  args.append({emit.i64(b), emit.i64(t), emit.i64(h), emit.i64(heads)});
+  if (kvHeads == heads) {
+    args.push_back(causal);
+    emit.call(backward ? Kernel::bp_attention_bwd : Kernel::bp_attention_fwd,
+              args);
+    return;
+  }
+  args.append({emit.i64(kvHeads), causal});
+  emit.call(backward ? Kernel::bp_attention_gqa_bwd
+                     : Kernel::bp_attention_gqa_fwd,
+            args);
+}
+
 struct AttentionLowering : OpConversionPattern<nn::AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -271,10 +352,11 @@ struct AttentionLowering : OpConversionPattern<nn::AttentionOp> {
     Value out = emit.alloc(op.getType());
     // The log-sum-exps are not an nn result: the backward recomputes them.
     Value lse = emit.allocScratch({b, heads, t});
-    emit.call(Kernel::bp_attention_fwd,
-              {emit.pointer(adaptor.getQkv()), emit.pointer(out),
-               emit.pointer(lse), emit.i64(b), emit.i64(t), emit.i64(h),
-               emit.i64(heads), emit.i32(op.getCausal() ? 1 : 0)});
+    callAttention(emit, /*backward=*/false,
+                  {emit.pointer(adaptor.getQkv()), emit.pointer(out),
+                   emit.pointer(lse)},
+                  b, t, h, heads, op.getKvHeadCount(),
+                  emit.i32(op.getCausal() ? 1 : 0));
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -288,7 +370,7 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     KernelCallEmitter emit(op, rewriter);
     int64_t b = dimSize(op.getQkv(), 0), t = dimSize(op.getQkv(), 1);
     int64_t h = lastDim(op.getGrad());
-    int64_t heads = op.getNumHeads();
+    int64_t heads = op.getNumHeads(), kvHeads = op.getKvHeadCount();
     Value causal = emit.i32(op.getCausal() ? 1 : 0);
     Value dqkv = emit.alloc(op.getType());
     // The backward kernel reads the forward's output and log-sum-exps: run
@@ -300,16 +382,73 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
     Value out = emit.allocScratch(
         {b, t, h}, cast<MemRefType>(adaptor.getGrad().getType()).getElementType());
     Value lse = emit.allocScratch({b, heads, t});
-    emit.call(Kernel::bp_attention_fwd,
-              {emit.pointer(adaptor.getQkv()), emit.pointer(out),
-               emit.pointer(lse), emit.i64(b), emit.i64(t), emit.i64(h),
-               emit.i64(heads), causal});
-    emit.call(Kernel::bp_attention_bwd,
-              {emit.pointer(adaptor.getQkv()), emit.pointer(out),
-               emit.pointer(adaptor.getGrad()), emit.pointer(lse),
-               emit.pointer(dqkv), emit.i64(b), emit.i64(t), emit.i64(h),
-               emit.i64(heads), causal});
+    Value qkv = emit.pointer(adaptor.getQkv());
+    callAttention(emit, /*backward=*/false,
+                  {qkv, emit.pointer(out), emit.pointer(lse)}, b, t, h, heads,
+                  kvHeads, causal);
+    callAttention(emit, /*backward=*/true,
+                  {qkv, emit.pointer(out), emit.pointer(adaptor.getGrad()),
+                   emit.pointer(lse), emit.pointer(dqkv)},
+                  b, t, h, heads, kvHeads, causal);
     rewriter.replaceOp(op, dqkv);
+    return success();
+  }
+};
+
+/// nn.rotary and nn.rotary_grad: one kernel each over the fused q/k/v
+/// tensor, with the heads and base of the op.
+template <typename Op, Kernel kernel>
+struct RotaryPattern : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    Value input = op->getOperand(0);
+    int64_t heads = op.getNumHeads(), kvHeads = op.getKvHeadCount();
+    int64_t d = lastDim(input) / (heads + 2 * kvHeads);
+    Value out = emit.alloc(op.getType());
+    emit.call(kernel, {emit.pointer(adaptor.getOperands()[0]),
+                       emit.pointer(out), emit.i64(dimSize(input, 0)),
+                       emit.i64(dimSize(input, 1)), emit.i64(heads * d),
+                       emit.i64(heads), emit.i64(kvHeads),
+                       emit.f32(op.getBase().convertToFloat())});
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+using RotaryLowering = RotaryPattern<nn::RotaryOp, Kernel::bp_rotary_fwd>;
+using RotaryGradLowering =
+    RotaryPattern<nn::RotaryGradOp, Kernel::bp_rotary_bwd>;
+
+struct SwiGLULowering : OpConversionPattern<nn::SwiGLUOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::SwiGLUOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    Value y = emit.alloc(op.getType());
+    emit.call(Kernel::bp_swiglu_fwd,
+              {emit.pointer(adaptor.getGate()), emit.pointer(adaptor.getUp()),
+               emit.pointer(y), emit.i64(numElements(op.getResult()))});
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct SwiGLUGradLowering : OpConversionPattern<nn::SwiGLUGradOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(nn::SwiGLUGradOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit(op, rewriter);
+    Value dgate = emit.alloc(op.getGateGrad().getType());
+    Value dup = emit.alloc(op.getUpGrad().getType());
+    emit.call(Kernel::bp_swiglu_bwd,
+              {emit.pointer(adaptor.getGrad()), emit.pointer(adaptor.getGate()),
+               emit.pointer(adaptor.getUp()), emit.pointer(dgate),
+               emit.pointer(dup), emit.i64(numElements(op.getGate()))});
+    rewriter.replaceOp(op, {dgate, dup});
     return success();
   }
 };
@@ -619,12 +758,14 @@ void nn_lowering::populateNNToRuntimeConversionPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns,
     const GradientSumPlan &sums) {
   MLIRContext *context = patterns.getContext();
-  patterns.add<EmbeddingLowering, LayerNormLowering, LinearLowering,
-               LinearInputGradLowering, AttentionLowering,
-               AttentionGradLowering, GeluLowering, GeluGradLowering,
-               CrossEntropyLowering, CrossEntropyGradLowering,
-               SplatConstantLowering>(converter, context);
+  patterns.add<EmbeddingLowering, LayerNormLowering, RMSNormLowering,
+               LinearLowering, LinearInputGradLowering, AttentionLowering,
+               AttentionGradLowering, RotaryLowering, RotaryGradLowering,
+               GeluLowering, GeluGradLowering, SwiGLULowering,
+               SwiGLUGradLowering, CrossEntropyLowering,
+               CrossEntropyGradLowering, SplatConstantLowering>(converter,
+                                                                context);
   patterns.add<EmbeddingGradLowering, LayerNormGradLowering,
-               LinearWeightGradLowering, AddLowering>(converter, context,
-                                                      sums);
+               RMSNormGradLowering, LinearWeightGradLowering, AddLowering>(
+      converter, context, sums);
 }

@@ -27,8 +27,8 @@ bool isParameterGradient(Value value,
   Operation *op = result.getOwner();
   if (isa<nn::LinearWeightGradOp, nn::EmbeddingGradOp>(op))
     return true;
-  if (isa<nn::LayerNormGradOp>(op))
-    return result.getResultNumber() != 0; // gamma and beta, not the input
+  if (isa<nn::LayerNormGradOp, nn::RMSNormGradOp>(op))
+    return result.getResultNumber() != 0; // gamma (and beta), not the input
   if (auto add = dyn_cast<nn::AddOp>(op))
     return isParameterGradient(add.getLhs(), callsSeen) &&
            isParameterGradient(add.getRhs(), callsSeen);

@@ -64,7 +64,8 @@ typedef uint16_t bp_bf16_t;
 
 /*===-----------------------------------------------------------------------===
  * Embedding: out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :]
- *   tokens [B, T] int32; wte [V, H], wpe [P >= T, H], out [B, T, H] bf16.
+ *   tokens [B, T] int32; wte [V, H], wpe [P >= T, H] or NULL (no position
+ *   table, as runtime.h), out [B, T, H] bf16.
  *===----------------------------------------------------------------------===*/
 bp_status_t bp_cuda_embedding_fwd(const int32_t *tokens, const bp_bf16_t *wte,
                                   const bp_bf16_t *wpe, bp_bf16_t *out,
@@ -97,6 +98,57 @@ bp_status_t bp_cuda_layer_norm_bwd(const bp_bf16_t *dy, const bp_bf16_t *x,
                                    const float *rstd, bp_bf16_t *dx,
                                    float *dgamma, float *dbeta, int64_t N,
                                    int64_t H, void *stream);
+
+/*===-----------------------------------------------------------------------===
+ * RMS norm over the last dimension (runtime.h's bp_rms_norm_*):
+ *   x, y [N, H] bf16; gamma [H] bf16; rstd [N] fp32, written.
+ * The backward writes dx [N, H] bf16 and accumulates dgamma [H] in fp32 (in
+ * a fixed order: deterministic).
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_cuda_rms_norm_fwd(const bp_bf16_t *x, const bp_bf16_t *gamma,
+                                 bp_bf16_t *y, float *rstd, int64_t N,
+                                 int64_t H, float eps, void *stream);
+bp_status_t bp_cuda_rms_norm_bwd(const bp_bf16_t *dy, const bp_bf16_t *x,
+                                 const bp_bf16_t *gamma, const float *rstd,
+                                 bp_bf16_t *dx, float *dgamma, int64_t N,
+                                 int64_t H, void *stream);
+
+/*===-----------------------------------------------------------------------===
+ * SwiGLU (runtime.h's bp_swiglu_*): y = silu(gate) * up, all [n] bf16; the
+ * backward writes dgate and dup (which must not alias each other).
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_cuda_swiglu_fwd(const bp_bf16_t *gate, const bp_bf16_t *up,
+                               bp_bf16_t *y, int64_t n, void *stream);
+bp_status_t bp_cuda_swiglu_bwd(const bp_bf16_t *dy, const bp_bf16_t *gate,
+                               const bp_bf16_t *up, bp_bf16_t *dgate,
+                               bp_bf16_t *dup, int64_t n, void *stream);
+
+/*===-----------------------------------------------------------------------===
+ * Rotary position embedding of the q and k heads (runtime.h's bp_rotary_*:
+ * layout, angles, the backward's inverse rotation), bf16; out may alias
+ * the input.
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_cuda_rotary_fwd(const bp_bf16_t *qkv, bp_bf16_t *out,
+                               int64_t B, int64_t T, int64_t H, int64_t nh,
+                               int64_t nkv, float base, void *stream);
+bp_status_t bp_cuda_rotary_bwd(const bp_bf16_t *dout, bp_bf16_t *dqkv,
+                               int64_t B, int64_t T, int64_t H, int64_t nh,
+                               int64_t nkv, float base, void *stream);
+
+/*===-----------------------------------------------------------------------===
+ * Grouped-query q/k/v to and from the multi-head layout, for
+ * bp_attention_gqa_* (runtime/lib/cuda/KvHeads.cu):
+ *   expand: mha [rows, 3H] from gqa [rows, (nh + 2 nkv) d], d = H / nh, each
+ *     key/value head repeated for the nh / nkv query heads that read it;
+ *   fold: dgqa from dmha, q copied, each key/value head's gradient the sum
+ *     over its query heads (fp32, in order, rounded once).
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_cuda_kv_heads_expand(const bp_bf16_t *gqa, bp_bf16_t *mha,
+                                    int64_t rows, int64_t H, int64_t nh,
+                                    int64_t nkv, void *stream);
+bp_status_t bp_cuda_kv_heads_fold(const bp_bf16_t *dmha, bp_bf16_t *dgqa,
+                                  int64_t rows, int64_t H, int64_t nh,
+                                  int64_t nkv, void *stream);
 
 /*===-----------------------------------------------------------------------===
  * GELU, tanh form: x, y [n] bf16; y may alias x.
@@ -159,6 +211,30 @@ bp_status_t bp_cuda_layer_norm_bwd_f32(const float *dy, const float *x,
                                        const float *rstd, float *dx,
                                        float *dgamma, float *dbeta, int64_t N,
                                        int64_t H, void *stream);
+bp_status_t bp_cuda_rms_norm_fwd_f32(const float *x, const float *gamma,
+                                     float *y, float *rstd, int64_t N,
+                                     int64_t H, float eps, void *stream);
+bp_status_t bp_cuda_rms_norm_bwd_f32(const float *dy, const float *x,
+                                     const float *gamma, const float *rstd,
+                                     float *dx, float *dgamma, int64_t N,
+                                     int64_t H, void *stream);
+bp_status_t bp_cuda_swiglu_fwd_f32(const float *gate, const float *up,
+                                   float *y, int64_t n, void *stream);
+bp_status_t bp_cuda_swiglu_bwd_f32(const float *dy, const float *gate,
+                                   const float *up, float *dgate, float *dup,
+                                   int64_t n, void *stream);
+bp_status_t bp_cuda_rotary_fwd_f32(const float *qkv, float *out, int64_t B,
+                                   int64_t T, int64_t H, int64_t nh,
+                                   int64_t nkv, float base, void *stream);
+bp_status_t bp_cuda_rotary_bwd_f32(const float *dout, float *dqkv, int64_t B,
+                                   int64_t T, int64_t H, int64_t nh,
+                                   int64_t nkv, float base, void *stream);
+bp_status_t bp_cuda_kv_heads_expand_f32(const float *gqa, float *mha,
+                                        int64_t rows, int64_t H, int64_t nh,
+                                        int64_t nkv, void *stream);
+bp_status_t bp_cuda_kv_heads_fold_f32(const float *dmha, float *dgqa,
+                                      int64_t rows, int64_t H, int64_t nh,
+                                      int64_t nkv, void *stream);
 bp_status_t bp_cuda_gelu_fwd_f32(const float *x, float *y, int64_t n,
                                  void *stream);
 bp_status_t bp_cuda_gelu_bwd_f32(const float *dy, const float *x, float *dx,

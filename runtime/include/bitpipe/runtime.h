@@ -62,7 +62,9 @@ enum {
  *
  *   tokens [B, T] int32, each in [0, V)
  *   wte    [V, H]   token embedding
- *   wpe    [P, H]   position embedding, P >= T; rows 0..T-1 are used
+ *   wpe    [P, H]   position embedding, P >= T; rows 0..T-1 are used; or
+ *                   NULL: no position embedding (rotary models, LLaMA),
+ *                   out[b, t, :] = wte[tokens[b, t], :]
  *   out    [B, T, H]
  *===----------------------------------------------------------------------===*/
 bp_status_t bp_embedding_fwd(const int32_t *tokens, const float *wte,
@@ -70,7 +72,8 @@ bp_status_t bp_embedding_fwd(const int32_t *tokens, const float *wte,
                              int64_t T, int64_t H, int64_t V);
 
 /* Accumulates dwte[tokens[b, t], :] += dout[b, t, :] (a scatter-add: repeated
- * tokens sum) and dwpe[t, :] += sum_b dout[b, t, :].
+ * tokens sum) and, unless dwpe is NULL (no position embedding),
+ * dwpe[t, :] += sum_b dout[b, t, :].
  *   dout [B, T, H]; dwte [V, H]; dwpe [P, H], rows 0..T-1 touched. */
 bp_status_t bp_embedding_bwd(const int32_t *tokens, const float *dout,
                              float *dwte, float *dwpe, int64_t B, int64_t T,
@@ -93,6 +96,20 @@ bp_status_t bp_layer_norm_bwd(const float *dy, const float *x,
                               const float *gamma, const float *mean,
                               const float *rstd, float *dx, float *dgamma,
                               float *dbeta, int64_t N, int64_t H);
+
+/*===-----------------------------------------------------------------------===
+ * RMS norm over the last dimension (LLaMA):
+ *   y = x * rstd * gamma,  rstd = 1 / sqrt(mean(x^2) + eps).
+ *
+ *   x, y [N, H]; gamma [H]; rstd [N] written, saved for backward.
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_rms_norm_fwd(const float *x, const float *gamma, float *y,
+                            float *rstd, int64_t N, int64_t H, float eps);
+
+/* Writes dx [N, H]; accumulates dgamma [H]. rstd is the forward's. */
+bp_status_t bp_rms_norm_bwd(const float *dy, const float *x,
+                            const float *gamma, const float *rstd, float *dx,
+                            float *dgamma, int64_t N, int64_t H);
 
 /*===-----------------------------------------------------------------------===
  * Linear: y = x W^T + b, W stored [Out, In] as PyTorch.
@@ -164,6 +181,49 @@ bp_status_t bp_attention_bwd(const float *qkv, const float *out,
                              int32_t causal);
 
 /*===-----------------------------------------------------------------------===
+ * Grouped-query attention (LLaMA-2-70B, Mistral): bp_attention_fwd/bwd with
+ * nkv key/value heads, nkv dividing nh.
+ *
+ *   qkv [B, T, (nh + 2 nkv) d], d = H / nh: q = the first nh heads
+ *     (columns 0 .. H-1), k = the next nkv heads, v = the last nkv; query
+ *     head h reads key/value head h / (nh / nkv).
+ *   out [B, T, H], lse [B, nh, T] and causal as bp_attention_fwd's.
+ * nkv == nh is bp_attention_fwd's layout and result.
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_attention_gqa_fwd(const float *qkv, float *out, float *lse,
+                                 int64_t B, int64_t T, int64_t H, int64_t nh,
+                                 int64_t nkv, int32_t causal);
+
+/* Writes dqkv [B, T, (nh + 2 nkv) d]; the gradients of a key/value head sum
+ * over the query heads that read it. As bp_attention_bwd otherwise. */
+bp_status_t bp_attention_gqa_bwd(const float *qkv, const float *out,
+                                 const float *dout, const float *lse,
+                                 float *dqkv, int64_t B, int64_t T, int64_t H,
+                                 int64_t nh, int64_t nkv, int32_t causal);
+
+/*===-----------------------------------------------------------------------===
+ * Rotary position embedding of the q and k heads of a fused qkv (LLaMA,
+ * Hugging Face's rotate_half layout):
+ *
+ *   qkv, out [B, T, (nh + 2 nkv) d], d = H / nh even, laid out as
+ *     bp_attention_gqa_fwd's. For each q and k head vector x at position t
+ *     and i < d/2, with a = t * base^(-2i/d):
+ *       out[i]       = x[i] cos(a) - x[i + d/2] sin(a)
+ *       out[i + d/2] = x[i + d/2] cos(a) + x[i] sin(a)
+ *     The v heads are copied. out may alias qkv.
+ *   base: rope_theta (10000 in LLaMA-1/2), > 0. The angles are computed in
+ *     double and their cosines and sines rounded to float.
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_rotary_fwd(const float *qkv, float *out, int64_t B, int64_t T,
+                          int64_t H, int64_t nh, int64_t nkv, float base);
+
+/* Writes dqkv: dout rotated back (angle -a; the rotation's transpose) in
+ * the q and k heads, copied in the v heads. dqkv may alias dout. */
+bp_status_t bp_rotary_bwd(const float *dout, float *dqkv, int64_t B,
+                          int64_t T, int64_t H, int64_t nh, int64_t nkv,
+                          float base);
+
+/*===-----------------------------------------------------------------------===
  * GELU, tanh form (GPT-2):
  *   y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
  *   x, y [n]; y may alias x.
@@ -173,6 +233,19 @@ bp_status_t bp_gelu_fwd(const float *x, float *y, int64_t n);
 /* Writes dx = dy * gelu'(x). x is the forward's input. dx may alias dy. */
 bp_status_t bp_gelu_bwd(const float *dy, const float *x, float *dx,
                         int64_t n);
+
+/*===-----------------------------------------------------------------------===
+ * SwiGLU (LLaMA's MLP): y = silu(gate) * up = gate * sigmoid(gate) * up.
+ *   gate, up, y [n]; y may alias gate or up.
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_swiglu_fwd(const float *gate, const float *up, float *y,
+                          int64_t n);
+
+/* Writes dgate = dy * up * silu'(gate) and dup = dy * silu(gate),
+ * silu'(g) = s (1 + g (1 - s)), s = sigmoid(g). gate and up are the
+ * forward's inputs; all [n]. dgate and dup must not alias each other. */
+bp_status_t bp_swiglu_bwd(const float *dy, const float *gate, const float *up,
+                          float *dgate, float *dup, int64_t n);
 
 /*===-----------------------------------------------------------------------===
  * Residual add: out = a + b, all [n]; out may alias a or b.

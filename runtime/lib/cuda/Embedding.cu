@@ -45,9 +45,10 @@ __global__ void embeddingFwdKernel(const int32_t *tokens, const E *wte,
       continue;
     }
     const E *tokRow = wte + static_cast<int64_t>(token) * H;
-    const E *posRow = wpe + (row % T) * H;
+    // No position table (rotary models): the token row alone.
+    const E *posRow = wpe ? wpe + (row % T) * H : nullptr;
     for (int64_t c = threadIdx.x; c < H; c += blockDim.x)
-      store(outRow, c, load(tokRow, c) + load(posRow, c));
+      store(outRow, c, load(tokRow, c) + (posRow ? load(posRow, c) : 0.0f));
   }
 }
 
@@ -70,7 +71,8 @@ __global__ void embeddingBwdKernel(const int32_t *tokens, const E *dout,
         atomicAdd(dwte + static_cast<int64_t>(token) * H + c, g);
         pos += g;
       }
-      dwpe[t * H + c] += pos;
+      if (dwpe) // NULL: no position table.
+        dwpe[t * H + c] += pos;
     }
   }
 }
@@ -79,7 +81,7 @@ template <typename A>
 bp_status_t embeddingFwd(const int32_t *tokens, const A *wte, const A *wpe,
                          A *out, int64_t B, int64_t T, int64_t H, int64_t V,
                          void *stream, const char *name) {
-  if (!allNonNull({tokens, wte, wpe, out}) || !allPositive({B, T, H, V}))
+  if (!allNonNull({tokens, wte, out}) || !allPositive({B, T, H, V}))
     return BP_ERR_INVALID_ARGUMENT;
   int32_t *indexError = indexErrorWord();
   if (!indexError)
@@ -95,7 +97,7 @@ template <typename A>
 bp_status_t embeddingBwd(const int32_t *tokens, const A *dout, float *dwte,
                          float *dwpe, int64_t B, int64_t T, int64_t H,
                          int64_t V, void *stream, const char *name) {
-  if (!allNonNull({tokens, dout, dwte, dwpe}) || !allPositive({B, T, H, V}))
+  if (!allNonNull({tokens, dout, dwte}) || !allPositive({B, T, H, V}))
     return BP_ERR_INVALID_ARGUMENT;
   int32_t *indexError = indexErrorWord();
   if (!indexError)

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ColumnChunks.h"
 #include "DeviceMath.cuh"
 #include "Launch.h"
 #include "core/ArgChecks.h"
@@ -86,12 +87,10 @@ __global__ void layerNormBwdInputKernel(const T *dy, const T *x,
   }
 }
 
-// Stage 1 of the parameter gradients: a block is kColTile columns x
-// kRowLanes rows; each thread sums every kRowLanes-th row of its chunk for
-// one column (a warp reads one row's kColTile consecutive columns), then the
-// lanes of a column are summed in order.
-constexpr int kColTile = 32;
-constexpr int kRowLanes = 8;
+// Stage 1 of the parameter gradients (ColumnChunks.h): a block is kColTile
+// columns x kRowLanes rows; each thread sums every kRowLanes-th row of its
+// chunk for one column (a warp reads one row's kColTile consecutive
+// columns), then the lanes of a column are summed in order.
 
 template <typename T>
 __global__ void layerNormParamGradPartialKernel(const T *dy, const T *x,
@@ -141,24 +140,6 @@ __global__ void layerNormParamGradFinishKernel(const float *partial,
     dgamma[c] += g;
     dbeta[c] += b;
   }
-}
-
-/// Chunks of rows for stage 1: about kTargetBlocks blocks in all (a few
-/// blocks per SM on an H200, whatever H is), at least kRowLanes rows a chunk.
-/// The scratch is 2 * chunks * H floats, so at most about
-/// 2 * kTargetBlocks * kColTile floats (512 KiB).
-struct ChunkPlan {
-  int64_t rowsPerChunk, chunks;
-};
-constexpr int64_t kTargetBlocks = 2048;
-constexpr int64_t kMaxGridY = 65535;
-
-ChunkPlan planChunks(int64_t N, int64_t H) {
-  const int64_t colTiles = (H + kColTile - 1) / kColTile;
-  int64_t chunks = std::max<int64_t>(1, kTargetBlocks / colTiles);
-  int64_t rowsPerChunk = std::max<int64_t>(kRowLanes, (N + chunks - 1) / chunks);
-  rowsPerChunk = std::max(rowsPerChunk, (N + kMaxGridY - 1) / kMaxGridY);
-  return {rowsPerChunk, (N + rowsPerChunk - 1) / rowsPerChunk};
 }
 
 template <typename A>

@@ -19,8 +19,9 @@ InputLoader::open(const Manifest &manifest, const std::string &path,
   config.seqLen = model.seqLen;
   config.seed = seed;
   config.mode = mode;
-  // GPT's targets are the next tokens; BERT's labels come from the masking.
-  config.lookahead = model.family == ModelFamily::Gpt ? 1 : 0;
+  // GPT's and LLaMA's targets are the next tokens; BERT's labels come from
+  // the masking.
+  config.lookahead = isNextTokenModel(model.family) ? 1 : 0;
   Expected<BatchSampler> sampler =
       BatchSampler::create(*loader->data_, config);
   if (!sampler.isOk())
@@ -56,7 +57,7 @@ Status InputLoader::load(int64_t step, int dpCopy, int64_t mb, InputKind kind,
       static_cast<uint64_t>(step), dpCopy,
       static_cast<int>(schedule.dataParallel), static_cast<int>(mb),
       static_cast<int>(schedule.microbatches));
-  if (model.family == ModelFamily::Gpt)
+  if (isNextTokenModel(model.family))
     return kind == InputKind::Tokens ? sampler_->gptBatch(global, out, nullptr)
                                      : sampler_->gptBatch(global, nullptr, out);
   std::vector<int32_t> rows(static_cast<size_t>(n)), other(rows.size());

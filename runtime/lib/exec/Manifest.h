@@ -44,7 +44,14 @@ namespace bitpipe::runtime {
 enum class ModelFamily {
   Gpt = BP_MODEL_FAMILY_GPT,
   Bert = BP_MODEL_FAMILY_BERT,
+  Llama = BP_MODEL_FAMILY_LLAMA,
 };
+
+/// Whether a family is trained on next-token targets (GPT, LLaMA) rather
+/// than BERT's masked-LM labels (docs/training-semantics.md).
+inline bool isNextTokenModel(ModelFamily family) {
+  return family != ModelFamily::Bert;
+}
 
 /// program.h's targets (values: its bp_target_kind): which runtime library
 /// the stage functions were compiled for.

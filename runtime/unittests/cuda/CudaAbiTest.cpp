@@ -216,6 +216,151 @@ TEST_P(CudaAbi, CrossEntropyDispatchesAndWritesTheLossOnTheDevice) {
                          activationSumRtol()));
 }
 
+//===----------------------------------------------------------------------===//
+// The LLaMA kernels (docs/llama.md)
+//===----------------------------------------------------------------------===//
+
+TEST_P(CudaAbi, EmbeddingWithoutPositionTableDispatches) {
+  const int64_t B = 2, T = 5, H = 37, V = 11;
+  const std::string shape = tag("B=2,T=5,H=37,V=11,nopos", precisionName());
+  auto tokens = randomInts(B * T, 80, 0, static_cast<int32_t>(V - 1));
+  ActTensor wte(bf16(), randomFloats(V * H, 81)),
+      dout(bf16(), randomFloats(B * T * H, 82)), out(bf16(), B * T * H);
+  auto dwte0 = randomFloats(V * H, 83);
+  DeviceBuffer<int32_t> dTokens(tokens);
+  DeviceBuffer<float> dDwte(dwte0);
+  ASSERT_EQ(bp_embedding_fwd(dTokens.get(), wte.abi(), nullptr, out.abi(), B,
+                             T, H, V),
+            BP_OK);
+  ASSERT_EQ(bp_embedding_bwd(dTokens.get(), dout.abi(), dDwte.get(), nullptr,
+                             B, T, H, V),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  std::vector<double> dwte, dwpe;
+  ref::embeddingGrad(tokens, toDouble(dout.values()), B, T, H, V, dwte, dwpe);
+  EXPECT_TRUE(checkClose("bp_embedding_fwd", "out", shape, out.download(),
+                         ref::embedding(tokens, toDouble(wte.values()),
+                                        std::vector<double>(), B, T, H),
+                         activationRtol()));
+  EXPECT_TRUE(checkClose("bp_embedding_bwd", "dwte(+=)", shape,
+                         dDwte.download(), plus(dwte0, dwte), fp32Rtol()));
+}
+
+TEST_P(CudaAbi, RmsNormDispatches) {
+  // H = 1025: not a multiple of a warp or of the packs; N = 70: several
+  // chunks of the gain's column sums.
+  const int64_t N = 70, H = 1025;
+  const float eps = 1e-6f;
+  const std::string shape = tag("N=70,H=1025", precisionName());
+  ActTensor x(bf16(), randomFloats(N * H, 84, -3.0f, 3.0f)),
+      gamma(bf16(), randomFloats(H, 85, 0.5f, 1.5f)),
+      dy(bf16(), randomFloats(N * H, 86)), y(bf16(), N * H), dx(bf16(), N * H);
+  auto dgamma0 = randomFloats(H, 87);
+  DeviceBuffer<float> dRstd(N), dDgamma(dgamma0);
+  ASSERT_EQ(bp_rms_norm_fwd(x.abi(), gamma.abi(), y.abi(), dRstd.get(), N, H,
+                            eps),
+            BP_OK);
+  ASSERT_EQ(bp_rms_norm_bwd(dy.abi(), x.abi(), gamma.abi(), dRstd.get(),
+                            dx.abi(), dDgamma.get(), N, H),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  std::vector<double> rstd, rdx, rdgamma;
+  auto xD = toDouble(x.values()), gD = toDouble(gamma.values());
+  auto ry = ref::rmsNorm(xD, gD, N, H, double(eps), &rstd);
+  ref::rmsNormGrad(toDouble(dy.values()), xD, gD, N, H, double(eps), rdx,
+                   rdgamma);
+  EXPECT_TRUE(checkClose("bp_rms_norm_fwd", "y", shape, y.download(), ry,
+                         activationRtol()));
+  EXPECT_TRUE(checkClose("bp_rms_norm_fwd", "rstd", shape, dRstd.download(),
+                         rstd, fp32Rtol()));
+  EXPECT_TRUE(checkClose("bp_rms_norm_bwd", "dx", shape, dx.download(), rdx,
+                         activationSumRtol()));
+  EXPECT_TRUE(checkClose("bp_rms_norm_bwd", "dgamma(+=)", shape,
+                         dDgamma.download(), plus(dgamma0, rdgamma),
+                         fp32Rtol()));
+}
+
+TEST_P(CudaAbi, SwiGluDispatches) {
+  const int64_t n = 1001;
+  const std::string shape = tag("n=1001", precisionName());
+  ActTensor gate(bf16(), randomFloats(n, 88, -6.0f, 6.0f)),
+      up(bf16(), randomFloats(n, 89)), dy(bf16(), randomFloats(n, 90)),
+      y(bf16(), n), dgate(bf16(), n), dup(bf16(), n);
+  ASSERT_EQ(bp_swiglu_fwd(gate.abi(), up.abi(), y.abi(), n), BP_OK);
+  ASSERT_EQ(bp_swiglu_bwd(dy.abi(), gate.abi(), up.abi(), dgate.abi(),
+                          dup.abi(), n),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  auto gD = toDouble(gate.values()), uD = toDouble(up.values());
+  std::vector<double> rdgate, rdup;
+  ref::swigluGrad(toDouble(dy.values()), gD, uD, rdgate, rdup);
+  EXPECT_TRUE(checkClose("bp_swiglu_fwd", "y", shape, y.download(),
+                         ref::swiglu(gD, uD), activationRtol()));
+  EXPECT_TRUE(checkClose("bp_swiglu_bwd", "dgate", shape, dgate.download(),
+                         rdgate, activationRtol()));
+  EXPECT_TRUE(checkClose("bp_swiglu_bwd", "dup", shape, dup.download(), rdup,
+                         activationRtol()));
+}
+
+TEST_P(CudaAbi, RotaryDispatches) {
+  const int64_t B = 2, T = 37, H = 64, nh = 4, nkv = 2;
+  const int64_t width = (nh + 2 * nkv) * (H / nh);
+  const float base = 10000.0f;
+  const std::string shape = tag("B=2,T=37,H=64,nh=4,nkv=2", precisionName());
+  ActTensor qkv(bf16(), randomFloats(B * T * width, 91, -2.0f, 2.0f)),
+      dout(bf16(), randomFloats(B * T * width, 92)), out(bf16(), B * T * width),
+      dqkv(bf16(), B * T * width);
+  ASSERT_EQ(bp_rotary_fwd(qkv.abi(), out.abi(), B, T, H, nh, nkv, base),
+            BP_OK);
+  ASSERT_EQ(bp_rotary_bwd(dout.abi(), dqkv.abi(), B, T, H, nh, nkv, base),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  EXPECT_TRUE(checkClose(
+      "bp_rotary_fwd", "out", shape, out.download(),
+      ref::rotary(toDouble(qkv.values()), B, T, H, nh, nkv, double(base)),
+      activationRtol()));
+  EXPECT_TRUE(checkClose(
+      "bp_rotary_bwd", "dqkv", shape, dqkv.download(),
+      ref::rotaryGrad(toDouble(dout.values()), B, T, H, nh, nkv, double(base)),
+      activationRtol()));
+}
+
+TEST_P(CudaAbi, GroupedQueryAttentionDispatches) {
+  // Groups of 3 query heads per key/value head; T not a multiple of a tile.
+  const int64_t B = 2, T = 45, H = 96, nh = 6, nkv = 2;
+  const int64_t width = (nh + 2 * nkv) * (H / nh);
+  const std::string shape = tag("B=2,T=45,H=96,nh=6,nkv=2", precisionName());
+  ActTensor qkv(bf16(), randomFloats(B * T * width, 93, -1.5f, 1.5f)),
+      dout(bf16(), randomFloats(B * T * H, 94)), out(bf16(), B * T * H),
+      dqkv(bf16(), B * T * width);
+  DeviceBuffer<float> dLse(B * nh * T);
+  for (int32_t causal : {1, 0}) {
+    ASSERT_EQ(bp_attention_gqa_fwd(qkv.abi(), out.abi(), dLse.get(), B, T, H,
+                                   nh, nkv, causal),
+              BP_OK);
+    ASSERT_EQ(bp_attention_gqa_bwd(qkv.abi(), out.abi(), dout.abi(),
+                                   dLse.get(), dqkv.abi(), B, T, H, nh, nkv,
+                                   causal),
+              BP_OK);
+    ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+    auto qD = toDouble(qkv.values());
+    std::vector<double> lse;
+    auto rout = ref::groupedAttention(qD, B, T, H, nh, nkv, causal != 0, &lse);
+    // The backward's D = dO . out is formed from the out it is given, as
+    // the kernels form it (Reference.h, attentionGrad).
+    auto rdqkv =
+        ref::groupedAttentionGrad(qD, toDouble(out.download()),
+                                  toDouble(dout.values()), B, T, H, nh, nkv,
+                                  causal != 0);
+    EXPECT_TRUE(checkClose("bp_attention_gqa_fwd", "out", shape,
+                           out.download(), rout, bf16() ? 2e-2 : 1e-4));
+    EXPECT_TRUE(checkClose("bp_attention_gqa_fwd", "lse", shape,
+                           dLse.download(), lse, fp32Rtol()));
+    EXPECT_TRUE(checkClose("bp_attention_gqa_bwd", "dqkv", shape,
+                           dqkv.download(), rdqkv, bf16() ? 5e-2 : 1e-4));
+  }
+}
+
 TEST_P(CudaAbi, FillWritesFp32InBothPrecisions) {
   // The ABI fills only fp32 buffers (gradient accumulators, the loss seed).
   const int64_t n = 37;

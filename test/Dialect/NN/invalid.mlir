@@ -313,3 +313,115 @@ func.func @bytes_overflow(%x: tensor<2147483648x2147483648xf32>, %w: tensor<2147
   %y = nn.add %x, %w : (tensor<2147483648x2147483648xf32>, tensor<2147483648x2147483648xf32>) -> tensor<2147483648x2147483648xf32>
   return
 }
+
+// -----
+
+func.func @rms_norm_gamma(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{'nn.rms_norm' op expects gamma of shape [8] (the input's last dimension), got 'tensor<4xf32>'}}
+  %y = nn.rms_norm %x, %g : (tensor<2x8xf32>, tensor<4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_epsilon(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.rms_norm' op expects 'epsilon' expected a finite number in (0, 1) (also as an f32), got 0}}
+  %y = nn.rms_norm %x, %g {epsilon = 0.0 : f32} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.rms_norm_grad' op expects gamma_grad of type 'tensor<8xf32>' (as gamma), got 'tensor<2x8xf32>'}}
+  %a, %b = nn.rms_norm_grad %x, %g, %x : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @swiglu_types(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+1 {{'nn.swiglu' op expects gate and up of one type, got 'tensor<2x8xf32>' and 'tensor<2x4xf32>'}}
+  %y = nn.swiglu %a, %b : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @swiglu_grad(%a: tensor<2x8xf32>, %d: tensor<2x4xf32>) {
+  // expected-error @+1 {{'nn.swiglu_grad' op expects grad of type 'tensor<2x8xf32>' (as gate), got 'tensor<2x4xf32>'}}
+  %x, %y = nn.swiglu_grad %a, %a, %d : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x4xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @gqa_kv_heads_divide(%qkv: tensor<2x4x28xf32>) {
+  // expected-error @+1 {{'nn.attention' op expects num_kv_heads (2) to divide num_heads (3)}}
+  %a = nn.attention %qkv heads(3) kv_heads(2) : (tensor<2x4x28xf32>) -> tensor<2x4x12xf32>
+  return
+}
+
+// -----
+
+func.func @gqa_width(%qkv: tensor<2x4x18xf32>) {
+  // expected-error @+1 {{'nn.attention' op expects the last dimension of qkv (18) to be (num_heads + 2 * num_kv_heads) * head_dim = 4 * head_dim}}
+  %a = nn.attention %qkv heads(2) kv_heads(1) : (tensor<2x4x18xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gqa_result(%qkv: tensor<2x4x16xf32>) {
+  // expected-error @+1 {{'nn.attention' op expects result type 'tensor<2x4x8xf32>' (inferred from the operands), got 'tensor<2x4x4xf32>'}}
+  %a = nn.attention %qkv heads(2) kv_heads(1) : (tensor<2x4x16xf32>) -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @gqa_zero_kv_heads(%qkv: tensor<2x4x16xf32>) {
+  // expected-error @+1 {{attribute 'num_kv_heads' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %a = nn.attention %qkv heads(2) kv_heads(0) : (tensor<2x4x16xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_odd_head_dim(%qkv: tensor<2x4x12xf32>) {
+  // expected-error @+1 {{'nn.rotary' op expects an even head dimension (rotary rotates pairs of features), got 3}}
+  %r = nn.rotary %qkv heads(2) kv_heads(1) : (tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_base(%qkv: tensor<2x4x16xf32>) {
+  // expected-error @+1 {{'nn.rotary' op expects 'base' (rope_theta) to be a positive finite number, got -1}}
+  %r = nn.rotary %qkv heads(2) kv_heads(1) {base = -1.0 : f32} : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_result(%qkv: tensor<2x4x24xf32>) {
+  // expected-error @+1 {{'nn.rotary' op expects result type 'tensor<2x4x24xf32>' (inferred from the operands), got 'tensor<2x4x8xf32>'}}
+  %r = nn.rotary %qkv heads(2) : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_grad(%d: tensor<2x4x16xf32>) {
+  // expected-error @+1 {{'nn.rotary_grad' op expects qkv_grad of type 'tensor<2x4x16xf32>' (as grad), got 'tensor<2x4x8xf32>'}}
+  %r = nn.rotary_grad %d heads(2) kv_heads(1) : (tensor<2x4x16xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gqa_grad(%qkv: tensor<2x4x16xf32>, %dy: tensor<2x4x16xf32>) {
+  // expected-error @+1 {{'nn.attention_grad' op expects grad of type 'tensor<2x4x8xf32>' (the attention's output), got 'tensor<2x4x16xf32>'}}
+  %d = nn.attention_grad %qkv, %dy heads(2) kv_heads(1) : (tensor<2x4x16xf32>, tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  return
+}

@@ -70,3 +70,58 @@ func.func @bf16(%x: tensor<2x4x8xbf16>, %w: tensor<24x8xbf16>) -> tensor<2x4x24x
   %y = nn.linear %x, %w : (tensor<2x4x8xbf16>, tensor<24x8xbf16>) -> tensor<2x4x24xbf16>
   return %y : tensor<2x4x24xbf16>
 }
+
+// One LLaMA block, hidden 8, 2 query heads sharing 1 key/value head (head
+// dimension 4): embedding without positions, RMSNorm, rotary on the fused
+// q/k/v [q (8) | k (4) | v (4)], grouped-query attention, SwiGLU MLP, an
+// output projection with its own weight.
+// CHECK-LABEL: func @llama_block
+func.func @llama_block(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>,
+                       %wte: tensor<16x8xf32>, %g: tensor<8xf32>,
+                       %wqkv: tensor<16x8xf32>, %wgate: tensor<12x8xf32>,
+                       %wup: tensor<12x8xf32>, %wdown: tensor<8x12xf32>,
+                       %whead: tensor<16x8xf32>) -> tensor<f32> {
+  // CHECK: %[[X:.*]] = nn.embedding %{{.*}}, %{{.*}} : (tensor<2x4xi32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+  %x = nn.embedding %tokens, %wte : (tensor<2x4xi32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: %[[N:.*]] = nn.rms_norm %[[X]], %{{.*}} {epsilon = 9.99999997E-7 : f32} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %n = nn.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: nn.rms_norm %[[X]], %{{.*}} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %n2 = nn.rms_norm %x, %g : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: %[[QKV:.*]] = nn.linear %[[N]], %{{.*}} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %qkv = nn.linear %n, %wqkv : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  // CHECK: %[[ROT:.*]] = nn.rotary %[[QKV]] heads(2) kv_heads(1) : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %rot = nn.rotary %qkv heads(2) kv_heads(1) : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  // CHECK: nn.rotary %[[QKV]] heads(2) kv_heads(1) {base = 5.000000e+05 : f32}
+  %rot3 = nn.rotary %qkv heads(2) kv_heads(1) {base = 500000.0 : f32} : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  // CHECK: %[[A:.*]] = nn.attention %[[ROT]] heads(2) kv_heads(1) causal : (tensor<2x4x16xf32>) -> tensor<2x4x8xf32>
+  %a = nn.attention %rot heads(2) kv_heads(1) causal : (tensor<2x4x16xf32>) -> tensor<2x4x8xf32>
+  %r = nn.add %x, %a : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %m = nn.rms_norm %r, %g : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %gate = nn.linear %m, %wgate : (tensor<2x4x8xf32>, tensor<12x8xf32>) -> tensor<2x4x12xf32>
+  %up = nn.linear %m, %wup : (tensor<2x4x8xf32>, tensor<12x8xf32>) -> tensor<2x4x12xf32>
+  // CHECK: %[[S:.*]] = nn.swiglu %{{.*}}, %{{.*}} : (tensor<2x4x12xf32>, tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
+  %s = nn.swiglu %gate, %up : (tensor<2x4x12xf32>, tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
+  %down = nn.linear %s, %wdown : (tensor<2x4x12xf32>, tensor<8x12xf32>) -> tensor<2x4x8xf32>
+  // Untied output projection: the existing linear op with its own weight.
+  // CHECK: nn.linear %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %logits = nn.linear %down, %whead : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %loss = nn.cross_entropy %logits, %labels : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// CHECK-LABEL: func @llama_backward_ops
+func.func @llama_backward_ops(%tokens: tensor<2x4xi32>, %x: tensor<2x4x8xf32>,
+                              %dy: tensor<2x4x8xf32>, %g: tensor<8xf32>,
+                              %qkv: tensor<2x4x16xf32>, %h: tensor<2x4x12xf32>) {
+  // CHECK: nn.embedding_grad %{{.*}}, %{{.*}} : (tensor<2x4xi32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
+  %dwte = nn.embedding_grad %tokens, %dy : (tensor<2x4xi32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
+  // CHECK: nn.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>)
+  %dx, %dg = nn.rms_norm_grad %x, %g, %dy : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>)
+  // CHECK: nn.attention_grad %{{.*}}, %{{.*}} heads(2) kv_heads(1) causal : (tensor<2x4x16xf32>, tensor<2x4x8xf32>) -> tensor<2x4x16xf32>
+  %dqkv = nn.attention_grad %qkv, %dy heads(2) kv_heads(1) causal : (tensor<2x4x16xf32>, tensor<2x4x8xf32>) -> tensor<2x4x16xf32>
+  // CHECK: nn.rotary_grad %{{.*}} heads(2) kv_heads(1) {base = 5.000000e+05 : f32} : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %drot = nn.rotary_grad %dqkv heads(2) kv_heads(1) {base = 500000.0 : f32} : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  // CHECK: nn.swiglu_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x4x12xf32>, tensor<2x4x12xf32>, tensor<2x4x12xf32>) -> (tensor<2x4x12xf32>, tensor<2x4x12xf32>)
+  %dgate, %dup = nn.swiglu_grad %h, %h, %h : (tensor<2x4x12xf32>, tensor<2x4x12xf32>, tensor<2x4x12xf32>) -> (tensor<2x4x12xf32>, tensor<2x4x12xf32>)
+  return
+}

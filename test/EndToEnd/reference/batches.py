@@ -45,8 +45,10 @@ class Batches:
         self.vocab = vocab
         self.seed = seed
         self.sampling = sampling
-        # GPT's targets are the next tokens, so a window needs one more.
-        self.lookahead = 1 if family == "gpt" else 0
+        # GPT's and LLaMA's targets are the next tokens, so a window needs
+        # one more.
+        self.causal = family in ("gpt", "llama")
+        self.lookahead = 1 if self.causal else 0
 
     def offset(self, g, row):
         n, T = len(self.tokens), self.seq_len
@@ -61,7 +63,7 @@ class Batches:
         """(inputs, labels), both [batch, seq_len] int64, of micro-batch g."""
         T = self.seq_len
         rows = [self.offset(g, b) for b in range(self.batch)]
-        if self.family == "gpt":
+        if self.causal:
             inputs = np.stack([self.tokens[o:o + T] for o in rows])
             labels = np.stack([self.tokens[o + 1:o + 1 + T] for o in rows])
             return inputs, labels

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """check_gradients.py: the float64 reference's own backward against central
-finite differences of its forward, for GPT and BERT on a model small enough
+finite differences of its forward, for GPT, BERT and LLaMA (grouped-query,
+untied and tied) on a model small enough
 to difference every parameter element it samples. The reference is an
 oracle for the compiled code; this keeps the oracle itself honest.
 Exits non-zero naming the worst parameter when a gradient is wrong."""
@@ -9,7 +10,7 @@ import sys
 import numpy as np
 
 from batches import IGNORE_INDEX
-from model import Transformer
+from model import Transformer, make_model
 
 H, HEADS, LAYERS, V, T, B = 8, 2, 2, 11, 5, 2
 
@@ -38,9 +39,39 @@ def random_params(rng, family):
     return p
 
 
-def check(family, rng, samples_per_param=6, h=1e-6):
-    model = Transformer({"family": family, "layers": LAYERS, "heads": HEADS})
-    params = random_params(rng, family)
+def random_llama_params(rng, kv_heads, tied, mlp=12):
+    def normal(*shape):
+        return rng.normal(0.0, 0.3, shape)
+
+    d = H // HEADS
+    p = {"embed.tokens": normal(V, H), "final_ln.weight": 1 + normal(H)}
+    if not tied:
+        p["head.weight"] = normal(V, H)
+    for i in range(LAYERS):
+        n = f"layers.{i}."
+        p[n + "ln1.weight"] = 1 + normal(H)
+        p[n + "ln2.weight"] = 1 + normal(H)
+        p[n + "attn.qkv.weight"] = normal((HEADS + 2 * kv_heads) * d, H)
+        p[n + "attn.proj.weight"] = normal(H, H)
+        p[n + "mlp.gate.weight"] = normal(mlp, H)
+        p[n + "mlp.up.weight"] = normal(mlp, H)
+        p[n + "mlp.down.weight"] = normal(H, mlp)
+    return p
+
+
+def check(family, rng, samples_per_param=6, h=1e-6, kv_heads=HEADS,
+          tied=False):
+    if family == "llama":
+        # A small base, so that the rotation angles differ a lot between
+        # positions and features.
+        model = make_model({"family": family, "layers": LAYERS,
+                            "heads": HEADS, "kv_heads": kv_heads,
+                            "rope_theta": 7.0, "tie_embeddings": tied})
+        params = random_llama_params(rng, kv_heads, tied)
+    else:
+        model = Transformer({"family": family, "layers": LAYERS,
+                             "heads": HEADS})
+        params = random_params(rng, family)
     inputs = rng.integers(0, V, (B, T))
     labels = rng.integers(0, V, (B, T))
     labels[0, 1] = labels[1, 3] = IGNORE_INDEX  # the ignore index is skipped
@@ -67,11 +98,15 @@ def check(family, rng, samples_per_param=6, h=1e-6):
 def main():
     rng = np.random.default_rng(20261130)
     failed = False
-    for family in ("gpt", "bert"):
-        worst, where = check(family, rng)
+    cases = [("gpt", {}), ("bert", {}),
+             ("llama", {"kv_heads": 1}),
+             ("llama", {"kv_heads": HEADS, "tied": True})]
+    for family, options in cases:
+        worst, where = check(family, rng, **options)
         ok = worst < 1e-5
         failed |= not ok
-        print(f"{family}: worst relative error {worst:.2e} at {where}: "
+        name = family + "".join(f" {k}={v}" for k, v in options.items())
+        print(f"{name}: worst relative error {worst:.2e} at {where}: "
               f"{'ok' if ok else 'WRONG'}")
     return 1 if failed else 0
 

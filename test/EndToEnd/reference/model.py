@@ -1,5 +1,6 @@
 """GPT- and BERT-style transformers in float64, forward and backward, written
-from the models' definitions (docs/models.md, docs/training-semantics.md):
+from the models' definitions (docs/models.md, docs/training-semantics.md;
+LLaMA-style decoders are in llama.py, make_model picks by family):
 nothing here is derived from the compiler's IR or the runtime's kernels, so
 a fault in either shows up as a difference.
 
@@ -198,3 +199,11 @@ class Transformer:
         np.add.at(grads["embed.tokens"], inputs, dx)
         grads["embed.positions"][:T] += dx.sum(0)
         return loss, grads
+
+
+def make_model(config):
+    """The reference model of a bitpipe config's family."""
+    if config["family"] == "llama":
+        from llama import Llama  # llama.py imports this module's helpers
+        return Llama(config)
+    return Transformer(config)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """train_reference.py: an independent float64 reference of bitpipe training.
 
-Trains a GPT- or BERT-style model (a bitpipe JSON config) for a few AdamW
+Trains a GPT-, BERT- or LLaMA-style model (a bitpipe JSON config) for a few AdamW
 steps exactly as docs/training-semantics.md defines a step: N x K
 micro-batches (N per data-parallel copy, K copies), the loss of a step the
 mean of the micro-batches' losses, the gradient the mean of theirs. Starts
@@ -22,7 +22,7 @@ import numpy as np
 
 from adamw import AdamW
 from batches import Batches, global_index
-from model import Transformer
+from model import make_model
 import safetensors_io
 
 
@@ -51,7 +51,7 @@ def main(argv):
     a = parse_args(argv)
     with open(a.config) as f:
         config = json.load(f)
-    model = Transformer(config)
+    model = make_model(config)
     loaded, _ = safetensors_io.read(a.init)
     params = {k: v for k, v in loaded.items() if not k.startswith("optim.")}
     tokens = np.fromfile(a.data, dtype="<u2").astype(np.int64)

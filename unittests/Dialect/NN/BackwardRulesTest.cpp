@@ -98,6 +98,52 @@ TEST(BackwardRules, Embedding) {
             1);
 }
 
+TEST(BackwardRules, EmbeddingWithoutPositions) {
+  checkRule(R"mlir(
+    func.func @f(%t: tensor<2x4xi32>, %wte: tensor<16x8xf32>,
+                 %dy: tensor<2x4x8xf32>) {
+      %x = nn.embedding %t, %wte : (tensor<2x4xi32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+      return
+    })mlir",
+            1);
+}
+
+TEST(BackwardRules, RMSNorm) {
+  checkRule(R"mlir(
+    func.func @f(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %dy: tensor<2x8xf32>) {
+      %y = nn.rms_norm %x, %g : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+      return
+    })mlir",
+            1);
+}
+
+TEST(BackwardRules, GroupedQueryAttention) {
+  checkRule(R"mlir(
+    func.func @f(%qkv: tensor<2x4x16xf32>, %dy: tensor<2x4x8xf32>) {
+      %y = nn.attention %qkv heads(2) kv_heads(1) causal : (tensor<2x4x16xf32>) -> tensor<2x4x8xf32>
+      return
+    })mlir",
+            1);
+}
+
+TEST(BackwardRules, Rotary) {
+  checkRule(R"mlir(
+    func.func @f(%qkv: tensor<2x4x16xf32>, %dy: tensor<2x4x16xf32>) {
+      %y = nn.rotary %qkv heads(2) kv_heads(1) {base = 500000.0 : f32} : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+      return
+    })mlir",
+            1);
+}
+
+TEST(BackwardRules, SwiGLU) {
+  checkRule(R"mlir(
+    func.func @f(%g: tensor<2x12xf32>, %u: tensor<2x12xf32>, %dy: tensor<2x12xf32>) {
+      %y = nn.swiglu %g, %u : (tensor<2x12xf32>, tensor<2x12xf32>) -> tensor<2x12xf32>
+      return
+    })mlir",
+            1);
+}
+
 TEST(BackwardRules, LayerNorm) {
   checkRule(R"mlir(
     func.func @f(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>,
@@ -173,9 +219,10 @@ TEST(BackwardRules, WeightGradientOpsCarryTheTrait) {
     ASSERT_TRUE(op.has_value()) << name.str();
     EXPECT_TRUE(op->hasTrait<bitpipe::nn::OpTrait::WeightGradient>()) << name.str();
   }
-  for (StringRef name : {"nn.linear_input_grad", "nn.layer_norm_grad",
-                         "nn.attention_grad", "nn.gelu_grad",
-                         "nn.cross_entropy_grad"}) {
+  for (StringRef name :
+       {"nn.linear_input_grad", "nn.layer_norm_grad", "nn.rms_norm_grad",
+        "nn.attention_grad", "nn.rotary_grad", "nn.gelu_grad",
+        "nn.swiglu_grad", "nn.cross_entropy_grad"}) {
     std::optional<RegisteredOperationName> op =
         RegisteredOperationName::lookup(name, &context);
     ASSERT_TRUE(op.has_value()) << name.str();

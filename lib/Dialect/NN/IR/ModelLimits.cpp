@@ -101,6 +101,28 @@ std::optional<std::string> nn::checkModelSizes(const ModelSizes &s) {
     return llvm::formatv("'{0}' ({1}) must divide '{2}' ({3})", s.heads.name,
                          s.heads.value, s.hidden.name, s.hidden.value)
         .str();
+  if (s.llama) {
+    const NamedSize &kv = s.llama->kvHeads, &mlp = s.llama->intermediateSize;
+    for (const NamedSize *size : {&kv, &mlp})
+      if (size->value < 1)
+        return llvm::formatv("'{0}' must be a positive integer, got {1}",
+                             size->name, size->value)
+            .str();
+    if (s.heads.value % kv.value != 0)
+      return llvm::formatv("'{0}' ({1}) must divide '{2}' ({3}): each "
+                           "key/value head serves a whole group of query "
+                           "heads",
+                           kv.name, kv.value, s.heads.name, s.heads.value)
+          .str();
+    int64_t headDim = s.hidden.value / s.heads.value;
+    if (headDim % 2 != 0)
+      return llvm::formatv("the head dimension '{0}' / '{1}' ({2} / {3} = {4}) "
+                           "must be even: the rotary embedding rotates pairs "
+                           "of features",
+                           s.hidden.name, s.heads.name, s.hidden.value,
+                           s.heads.value, headDim)
+          .str();
+  }
   if (s.seqLen.value > s.maxPositions.value)
     return llvm::formatv("'{0}' ({1}) must not exceed '{2}' ({3})",
                          s.seqLen.name, s.seqLen.value, s.maxPositions.name,
@@ -118,8 +140,26 @@ std::optional<std::string> nn::checkModelSizes(const ModelSizes &s) {
   check.product("the MLP activation's bytes", {four, B, T, four, H});
   check.product("the logits' bytes", {four, B, T, V});
   check.product("the attention scores' bytes", {four, B, s.heads, T, T});
+  if (s.llama) {
+    const NamedSize &I = s.llama->intermediateSize;
+    check.product("the MLP weight's bytes", {four, I, H});
+    check.product("the MLP activation's bytes", {four, B, T, I});
+  }
   if (check.error)
     return check.error;
+  if (s.llama) {
+    // LLaMA's MLP: 3 H I parameters per layer, 16 bytes each (as below),
+    // and 6 FLOPs per parameter and token (forward and backward). The rest
+    // of a layer is within the GPT sums below.
+    std::optional<int64_t> mlpParams = checkedProduct(
+        {L.value, 3, H.value, s.llama->intermediateSize.value});
+    if (!mlpParams || !checkedProduct({16, *mlpParams}) ||
+        !checkedProduct({6, B.value, T.value, *mlpParams})) {
+      check.overflow("the MLP's parameter bytes or FLOPs (3 * hidden * "
+                     "intermediate_size per layer)");
+      return check.error;
+    }
+  }
 
   // Parameters: embeddings, L layers of 12 H^2 + 13 H, the final norm, and
   // BERT's head; 16 bytes each (weight, gradient, two Adam moments).

@@ -18,10 +18,12 @@ using namespace bitpipe::nn;
 
 LogicalResult EmbeddingOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
-  auto grad = b.create<EmbeddingGradOp>(getLoc(), getWte().getType(),
-                                        getWpe().getType(), getTokens(),
-                                        resultGrads[0]);
-  operandGrads.assign({Value(), grad.getWteGrad(), grad.getWpeGrad()});
+  Type wpeType = getWpe() ? getWpe().getType() : Type();
+  auto grad = b.create<EmbeddingGradOp>(getLoc(), getWte().getType(), wpeType,
+                                        getTokens(), resultGrads[0]);
+  operandGrads.assign({Value(), grad.getWteGrad()});
+  if (getWpe())
+    operandGrads.push_back(grad.getWpeGrad());
   return success();
 }
 SmallVector<Value> EmbeddingOp::getSavedValues() { return {getTokens()}; }
@@ -51,6 +53,28 @@ SmallVector<Value> LayerNormOp::getSavedValues() {
 bool LayerNormOp::isWeightOperand(unsigned index) { return index != 0; }
 ArrayRef<StringLiteral> LayerNormOp::getBackwardOpNames() {
   static constexpr StringLiteral names[] = {"nn.layer_norm_grad"};
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// rms_norm
+//===----------------------------------------------------------------------===//
+
+LogicalResult RMSNormOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  Type in = getInput().getType(), gamma = getGamma().getType();
+  auto grad =
+      b.create<RMSNormGradOp>(getLoc(), in, gamma, getInput(), getGamma(),
+                              resultGrads[0], getEpsilonAttr());
+  operandGrads.assign({grad.getInputGrad(), grad.getGammaGrad()});
+  return success();
+}
+SmallVector<Value> RMSNormOp::getSavedValues() {
+  return {getInput(), getGamma()};
+}
+bool RMSNormOp::isWeightOperand(unsigned index) { return index != 0; }
+ArrayRef<StringLiteral> RMSNormOp::getBackwardOpNames() {
+  static constexpr StringLiteral names[] = {"nn.rms_norm_grad"};
   return names;
 }
 
@@ -89,7 +113,7 @@ LogicalResult AttentionOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
   auto grad = b.create<AttentionGradOp>(getLoc(), getQkv().getType(), getQkv(),
                                         resultGrads[0], getNumHeadsAttr(),
-                                        getCausalAttr());
+                                        getNumKvHeadsAttr(), getCausalAttr());
   operandGrads.assign({grad.getQkvGrad()});
   return success();
 }
@@ -97,6 +121,45 @@ SmallVector<Value> AttentionOp::getSavedValues() { return {getQkv()}; }
 bool AttentionOp::isWeightOperand(unsigned) { return false; }
 ArrayRef<StringLiteral> AttentionOp::getBackwardOpNames() {
   static constexpr StringLiteral names[] = {"nn.attention_grad"};
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// rotary: an orthogonal map, so its backward is the inverse rotation of the
+// gradient and keeps nothing.
+//===----------------------------------------------------------------------===//
+
+LogicalResult RotaryOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  auto grad = b.create<RotaryGradOp>(getLoc(), getQkv().getType(),
+                                     resultGrads[0], getNumHeadsAttr(),
+                                     getNumKvHeadsAttr(), getBaseAttr());
+  operandGrads.assign({grad.getQkvGrad()});
+  return success();
+}
+SmallVector<Value> RotaryOp::getSavedValues() { return {}; }
+bool RotaryOp::isWeightOperand(unsigned) { return false; }
+ArrayRef<StringLiteral> RotaryOp::getBackwardOpNames() {
+  static constexpr StringLiteral names[] = {"nn.rotary_grad"};
+  return names;
+}
+
+//===----------------------------------------------------------------------===//
+// swiglu: both operands are kept (each one's gradient reads the other).
+//===----------------------------------------------------------------------===//
+
+LogicalResult SwiGLUOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
+                                      SmallVectorImpl<Value> &operandGrads) {
+  Type type = getGate().getType();
+  auto grad = b.create<SwiGLUGradOp>(getLoc(), type, type, getGate(), getUp(),
+                                     resultGrads[0]);
+  operandGrads.assign({grad.getGateGrad(), grad.getUpGrad()});
+  return success();
+}
+SmallVector<Value> SwiGLUOp::getSavedValues() { return {getGate(), getUp()}; }
+bool SwiGLUOp::isWeightOperand(unsigned) { return false; }
+ArrayRef<StringLiteral> SwiGLUOp::getBackwardOpNames() {
+  static constexpr StringLiteral names[] = {"nn.swiglu_grad"};
   return names;
 }
 

@@ -9,10 +9,19 @@
 //   * attention on [B, T, 3H]: forward 4*B*T*T*H (QK^T and PV over the full
 //     T x T square, causal or not, as Megatron-LM's and the BitPipe paper's
 //     FLOP formulas count it); backward twice that;
+//   * attention with kv_heads (grouped-query): the same, the products being
+//     over the query heads' width (the result's), whatever K;
 //   * element-wise work counts FLOPs per element: add 1 (its backward is
-//     free), layer_norm 5, gelu 8, and each backward twice its forward;
+//     free), layer_norm 5, rms_norm 4, gelu 8, swiglu 6 (per output
+//     element: sigmoid 4, two products), and each backward twice its
+//     forward;
+//   * rotary: 3 per rotated element (the q and k heads: two products and a
+//     sum; v passes through), and the same for its backward (the inverse
+//     rotation);
 //   * embedding: forward adds the position row (1 per output element),
-//     backward scatter-adds into two tables (2 per element);
+//     backward scatter-adds into two tables (2 per element); without a
+//     position table the forward is a gather (0) and the backward 1 per
+//     element;
 //   * cross_entropy over M positions of V logits: forward 4*M*V (max,
 //     subtract, exp, sum), backward 2*M*V (softmax minus one-hot, scale).
 // Costs need static shapes; the cost pass rejects dynamic ones first.
@@ -33,9 +42,18 @@ static int64_t numElements(Value v) {
   return cast<RankedTensorType>(v.getType()).getNumElements();
 }
 
-int64_t EmbeddingOp::getForwardFlops() { return numElements(getResult()); }
+int64_t EmbeddingOp::getForwardFlops() {
+  return getWpe() ? numElements(getResult()) : 0;
+}
 int64_t EmbeddingOp::getBackwardFlops() {
-  return saturatingProduct({2, numElements(getResult())});
+  return saturatingProduct({getWpe() ? 2 : 1, numElements(getResult())});
+}
+
+int64_t RMSNormOp::getForwardFlops() {
+  return saturatingProduct({4, numElements(getInput())});
+}
+int64_t RMSNormOp::getBackwardFlops() {
+  return saturatingProduct({2, getForwardFlops()});
 }
 
 int64_t LayerNormOp::getForwardFlops() {
@@ -68,6 +86,24 @@ int64_t AttentionOp::getForwardFlops() {
   return saturatingProduct({4, numElements(getResult()), seq});
 }
 int64_t AttentionOp::getBackwardFlops() {
+  return saturatingProduct({2, getForwardFlops()});
+}
+
+int64_t RotaryOp::getForwardFlops() {
+  auto type = cast<RankedTensorType>(getQkv().getType());
+  int64_t heads = getNumHeads(), kvHeads = getKvHeadCount();
+  // The fused width is (heads + 2 kvHeads) d; q and k are (heads + kvHeads) d.
+  int64_t rotated = saturatingProduct(
+      {type.getDimSize(0), type.getDimSize(1),
+       type.getDimSize(2) / (heads + 2 * kvHeads), heads + kvHeads});
+  return saturatingProduct({3, rotated});
+}
+int64_t RotaryOp::getBackwardFlops() { return getForwardFlops(); }
+
+int64_t SwiGLUOp::getForwardFlops() {
+  return saturatingProduct({6, numElements(getResult())});
+}
+int64_t SwiGLUOp::getBackwardFlops() {
   return saturatingProduct({2, getForwardFlops()});
 }
 

@@ -14,6 +14,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace bitpipe::nn;
 
@@ -70,25 +72,29 @@ LogicalResult checkRank(ErrorFn emitError, RankedTensorType type,
 
 FailureOr<Type> inferEmbedding(ErrorFn emitError, Value tokens, Value wte,
                                Value wpe) {
-  auto tokType = tensorType(tokens), wteType = tensorType(wte),
-       wpeType = tensorType(wpe);
+  auto tokType = tensorType(tokens), wteType = tensorType(wte);
   if (failed(checkRank(emitError, tokType, "tokens", 2, "[batch, seq]")) ||
-      failed(checkRank(emitError, wteType, "wte", 2, "[vocab, hidden]")) ||
-      failed(checkRank(emitError, wpeType, "wpe", 2,
-                       "[max_positions, hidden]")) ||
-      failed(checkElementTypes(emitError, {wte, wpe}, {"wte", "wpe"})))
+      failed(checkRank(emitError, wteType, "wte", 2, "[vocab, hidden]")))
     return failure();
-  int64_t hidden = wteType.getDimSize(1);
-  if (!sameDim(wpeType.getDimSize(1), hidden))
-    return emitError() << "expects wpe's hidden size "
-                       << dimStr(wpeType.getDimSize(1))
-                       << " to equal wte's " << dimStr(hidden);
-  int64_t seq = tokType.getDimSize(1), maxPos = wpeType.getDimSize(0);
-  if (!ShapedType::isDynamic(seq) && !ShapedType::isDynamic(maxPos) &&
-      seq > maxPos)
-    return emitError() << "sequence length " << seq
-                       << " exceeds the position table's " << maxPos
-                       << " rows";
+  int64_t hidden = wteType.getDimSize(1), seq = tokType.getDimSize(1);
+  // Without a position table (rotary models) there is nothing more to check.
+  if (wpe) {
+    auto wpeType = tensorType(wpe);
+    if (failed(checkRank(emitError, wpeType, "wpe", 2,
+                         "[max_positions, hidden]")) ||
+        failed(checkElementTypes(emitError, {wte, wpe}, {"wte", "wpe"})))
+      return failure();
+    if (!sameDim(wpeType.getDimSize(1), hidden))
+      return emitError() << "expects wpe's hidden size "
+                         << dimStr(wpeType.getDimSize(1))
+                         << " to equal wte's " << dimStr(hidden);
+    int64_t maxPos = wpeType.getDimSize(0);
+    if (!ShapedType::isDynamic(seq) && !ShapedType::isDynamic(maxPos) &&
+        seq > maxPos)
+      return emitError() << "sequence length " << seq
+                         << " exceeds the position table's " << maxPos
+                         << " rows";
+  }
   return Type(RankedTensorType::get({tokType.getDimSize(0), seq, hidden},
                                     wteType.getElementType()));
 }
@@ -110,6 +116,41 @@ FailureOr<Type> inferLayerNorm(ErrorFn emitError, Value input, Value gamma,
                          << "] (the input's last dimension), got " << type;
   }
   return Type(inType);
+}
+
+FailureOr<Type> inferRMSNorm(ErrorFn emitError, Value input, Value gamma) {
+  auto inType = tensorType(input);
+  if (inType.getRank() < 1)
+    return emitError() << "expects an input of rank >= 1, got " << inType;
+  if (failed(checkElementTypes(emitError, {input, gamma}, {"input", "gamma"})))
+    return failure();
+  int64_t features = inType.getShape().back();
+  auto type = tensorType(gamma);
+  if (type.getRank() != 1 || !sameDim(type.getDimSize(0), features))
+    return emitError() << "expects gamma of shape [" << dimStr(features)
+                       << "] (the input's last dimension), got " << type;
+  return Type(inType);
+}
+
+/// Both operands of an element-wise binary op have one type, the result's.
+FailureOr<Type> inferSameTypes(ErrorFn emitError, Value lhs, StringRef lhsName,
+                               Value rhs, StringRef rhsName) {
+  if (lhs.getType() != rhs.getType())
+    return emitError() << "expects " << lhsName << " and " << rhsName
+                       << " of one type, got " << lhs.getType() << " and "
+                       << rhs.getType();
+  return lhs.getType();
+}
+
+/// The rotary base (rope_theta) is positive and finite: angles are
+/// t * base^(-2i/d).
+LogicalResult checkRotaryBase(ErrorFn emitError, llvm::APFloat base) {
+  double value = base.convertToDouble();
+  if (!(value > 0.0) || std::isinf(value))
+    return emitError() << "expects 'base' (rope_theta) to be a positive "
+                          "finite number, got "
+                       << value;
+  return success();
 }
 
 FailureOr<Type> inferLinear(ErrorFn emitError, Value input, Value weight,
@@ -142,25 +183,82 @@ FailureOr<Type> inferLinear(ErrorFn emitError, Value input, Value weight,
   return Type(RankedTensorType::get(shape, inType.getElementType()));
 }
 
-FailureOr<Type> inferAttention(ErrorFn emitError, Value qkv,
-                               int64_t numHeads) {
+/// The head geometry of a fused q/k/v tensor [B, T, (heads + 2 kvHeads) d]
+/// (nn.attention's and nn.rotary's operand).
+struct FusedHeads {
+  int64_t headDim; ///< d
+  int64_t hidden;  ///< heads * d, the attention's output width
+};
+
+/// Checks a fused q/k/v type against the head counts; \p kvHeads is empty
+/// for plain multi-head attention (the [B, T, 3H] layout).
+FailureOr<FusedHeads> inferFusedHeads(ErrorFn emitError, Value qkv,
+                                      int64_t numHeads,
+                                      std::optional<int64_t> kvHeads) {
   auto type = tensorType(qkv);
-  if (failed(checkRank(emitError, type, "qkv", 3, "[batch, seq, 3 * hidden]")))
+  if (failed(checkRank(emitError, type, "qkv", 3,
+                       kvHeads ? "[batch, seq, (heads + 2 * kv_heads) * "
+                                 "head_dim]"
+                               : "[batch, seq, 3 * hidden]")))
     return failure();
   int64_t fused = type.getDimSize(2);
   if (ShapedType::isDynamic(fused))
     return emitError() << "expects a static fused q/k/v dimension, got "
                        << type;
-  if (fused % 3 != 0)
+  if (!kvHeads) {
+    if (fused % 3 != 0)
+      return emitError() << "expects the last dimension of qkv (" << fused
+                         << ") to be 3 * hidden";
+    int64_t hidden = fused / 3;
+    if (numHeads <= 0 || hidden % numHeads != 0)
+      return emitError() << "expects hidden size " << hidden
+                         << " to be a multiple of num_heads (" << numHeads
+                         << ")";
+    return FusedHeads{hidden / numHeads, hidden};
+  }
+  if (*kvHeads <= 0 || numHeads <= 0 || numHeads % *kvHeads != 0)
+    return emitError() << "expects num_kv_heads (" << *kvHeads
+                       << ") to divide num_heads (" << numHeads << ")";
+  int64_t slots = numHeads + 2 * *kvHeads;
+  if (fused % slots != 0)
     return emitError() << "expects the last dimension of qkv (" << fused
-                       << ") to be 3 * hidden";
-  int64_t hidden = fused / 3;
-  if (numHeads <= 0 || hidden % numHeads != 0)
-    return emitError() << "expects hidden size " << hidden
-                       << " to be a multiple of num_heads (" << numHeads
-                       << ")";
+                       << ") to be (num_heads + 2 * num_kv_heads) * head_dim "
+                          "= "
+                       << slots << " * head_dim";
+  int64_t d = fused / slots;
+  return FusedHeads{d, numHeads * d};
+}
+
+std::optional<int64_t> kvHeadsOf(std::optional<uint64_t> attr) {
+  if (!attr)
+    return std::nullopt;
+  return int64_t(*attr);
+}
+
+FailureOr<Type> inferAttention(ErrorFn emitError, Value qkv, int64_t numHeads,
+                               std::optional<int64_t> kvHeads) {
+  FailureOr<FusedHeads> heads =
+      inferFusedHeads(emitError, qkv, numHeads, kvHeads);
+  if (failed(heads))
+    return failure();
+  auto type = tensorType(qkv);
   return Type(RankedTensorType::get(
-      {type.getDimSize(0), type.getDimSize(1), hidden}, type.getElementType()));
+      {type.getDimSize(0), type.getDimSize(1), heads->hidden},
+      type.getElementType()));
+}
+
+/// Rotary rotates pairs (i, i + d/2) of each head: d must be even.
+FailureOr<Type> inferRotary(ErrorFn emitError, Value qkv, int64_t numHeads,
+                            std::optional<int64_t> kvHeads) {
+  FailureOr<FusedHeads> heads =
+      inferFusedHeads(emitError, qkv, numHeads, kvHeads);
+  if (failed(heads))
+    return failure();
+  if (heads->headDim % 2 != 0)
+    return emitError() << "expects an even head dimension (rotary rotates "
+                          "pairs of features), got "
+                       << heads->headDim;
+  return Type(qkv.getType());
 }
 
 FailureOr<Type> inferCrossEntropy(ErrorFn emitError, Value logits,
@@ -248,9 +346,22 @@ NN_DEFINE_CHECKED_INFERENCE(LayerNormOp,
 NN_DEFINE_INFERENCE(LinearOp,
                     inferLinear(emitError, adaptor.getInput(),
                                 adaptor.getWeight(), adaptor.getBias()))
+NN_DEFINE_CHECKED_INFERENCE(RMSNormOp,
+                            inferRMSNorm(emitError, adaptor.getInput(),
+                                         adaptor.getGamma()),
+                            checkEpsilon(emitError, getEpsilon()))
 NN_DEFINE_INFERENCE(AttentionOp,
                     inferAttention(emitError, adaptor.getQkv(),
-                                   adaptor.getNumHeadsAttr().getInt()))
+                                   adaptor.getNumHeadsAttr().getInt(),
+                                   kvHeadsOf(adaptor.getNumKvHeads())))
+NN_DEFINE_CHECKED_INFERENCE(RotaryOp,
+                            inferRotary(emitError, adaptor.getQkv(),
+                                        adaptor.getNumHeadsAttr().getInt(),
+                                        kvHeadsOf(adaptor.getNumKvHeads())),
+                            checkRotaryBase(emitError, getBase()))
+NN_DEFINE_INFERENCE(SwiGLUOp,
+                    inferSameTypes(emitError, adaptor.getGate(), "gate",
+                                   adaptor.getUp(), "up"))
 NN_DEFINE_INFERENCE(GeluOp, FailureOr<Type>(adaptor.getInput().getType()))
 NN_DEFINE_INFERENCE(CrossEntropyOp,
                     inferCrossEntropy(emitError, adaptor.getLogits(),
@@ -320,6 +431,21 @@ LogicalResult LayerNormGradOp::verify() {
                            "as gamma")));
 }
 
+LogicalResult RMSNormGradOp::verify() {
+  auto emitError = [this] { return emitOpError(); };
+  if (failed(checkEpsilon(emitError, getEpsilon())))
+    return failure();
+  if (failed(inferRMSNorm(emitError, getInput(), getGamma())))
+    return failure();
+  Type in = getInput().getType(), gamma = getGamma().getType();
+  return success(
+      succeeded(expectType(emitError, getGrad(), "grad", in, "as the input")) &&
+      succeeded(expectType(emitError, getInputGrad(), "input_grad", in,
+                           "as the input")) &&
+      succeeded(expectType(emitError, getGammaGrad(), "gamma_grad", gamma,
+                           "as gamma")));
+}
+
 LogicalResult LinearInputGradOp::verify() {
   auto emitError = [this] { return emitOpError(); };
   // The forward maps input_grad's type to grad's type through `weight`.
@@ -343,8 +469,9 @@ LogicalResult LinearWeightGradOp::verify() {
 
 LogicalResult AttentionGradOp::verify() {
   auto emitError = [this] { return emitOpError(); };
-  FailureOr<Type> fwd =
-      inferAttention(emitError, getQkv(), getNumHeadsAttr().getInt());
+  FailureOr<Type> fwd = inferAttention(emitError, getQkv(),
+                                       getNumHeadsAttr().getInt(),
+                                       kvHeadsOf(getNumKvHeads()));
   if (failed(fwd))
     return failure();
   return success(
@@ -354,6 +481,16 @@ LogicalResult AttentionGradOp::verify() {
                            getQkv().getType(), "as qkv")));
 }
 
+LogicalResult RotaryGradOp::verify() {
+  auto emitError = [this] { return emitOpError(); };
+  if (failed(checkRotaryBase(emitError, getBase())) ||
+      failed(inferRotary(emitError, getGrad(), getNumHeadsAttr().getInt(),
+                         kvHeadsOf(getNumKvHeads()))))
+    return failure();
+  return expectType(emitError, getQkvGrad(), "qkv_grad", getGrad().getType(),
+                    "as grad");
+}
+
 LogicalResult GeluGradOp::verify() {
   auto emitError = [this] { return emitOpError(); };
   Type in = getInput().getType();
@@ -361,6 +498,20 @@ LogicalResult GeluGradOp::verify() {
       succeeded(expectType(emitError, getGrad(), "grad", in, "as the input")) &&
       succeeded(expectType(emitError, getInputGrad(), "input_grad", in,
                            "as the input")));
+}
+
+LogicalResult SwiGLUGradOp::verify() {
+  auto emitError = [this] { return emitOpError(); };
+  FailureOr<Type> in =
+      inferSameTypes(emitError, getGate(), "gate", getUp(), "up");
+  if (failed(in))
+    return failure();
+  return success(
+      succeeded(expectType(emitError, getGrad(), "grad", *in, "as gate")) &&
+      succeeded(expectType(emitError, getGateGrad(), "gate_grad", *in,
+                           "as gate")) &&
+      succeeded(expectType(emitError, getUpGrad(), "up_grad", *in,
+                           "as up")));
 }
 
 LogicalResult CrossEntropyGradOp::verify() {

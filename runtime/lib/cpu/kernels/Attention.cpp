@@ -14,7 +14,11 @@
 // dQ straight into dqkv.
 //
 // q, k and v are read in place from the fused qkv buffer: a head's rows are
-// strided by 3H, which cblas_sgemm takes as the leading dimension.
+// strided by the fused width ((nh + 2 nkv) d, 3H without grouping), which
+// cblas_sgemm takes as the leading dimension. Grouped-query attention
+// (nkv < nh) only changes where a query head finds its key/value head
+// (h / (nh / nkv)); the dK and dV tiles of a shared head accumulate over
+// its query heads like over its query blocks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,14 +38,19 @@ static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 namespace {
 /// The geometry shared by the forward and the backward of one call.
 struct AttentionShape {
-  int64_t B, T, H, nh, d;
-  int64_t ldQKV; // Row stride of qkv and dqkv: 3H.
+  int64_t B, T, H, nh, nkv, d;
+  int64_t ldQKV; // Row stride of qkv and dqkv: (nh + 2 nkv) d.
   float scale;   // 1 / sqrt(d).
   bool causal;
 
-  /// Offset of row t of head h of the q (part 0), k (1) or v (2) third.
+  /// Offset of row t of the q (part 0), k (1) or v (2) head that query
+  /// head h reads.
   int64_t qkvOffset(int64_t b, int64_t t, int64_t part, int64_t h) const {
-    return (b * T + t) * ldQKV + part * H + h * d;
+    int64_t row = (b * T + t) * ldQKV;
+    if (part == 0)
+      return row + h * d;
+    int64_t kvHead = h / (nh / nkv);
+    return row + H + (part - 1) * nkv * d + kvHead * d;
   }
   /// Offset of row t of head h in out / dout [B, T, H].
   int64_t outOffset(int64_t b, int64_t t, int64_t h) const {
@@ -51,14 +60,22 @@ struct AttentionShape {
 } // namespace
 
 static bool validAttentionArgs(int64_t B, int64_t T, int64_t H, int64_t nh,
-                               int64_t blockQ, int64_t blockK) {
-  return allPositive({B, T, H, nh, blockQ, blockK}) && H % nh == 0;
+                               int64_t nkv, int64_t blockQ, int64_t blockK) {
+  return allPositive({B, T, H, nh, nkv, blockQ, blockK}) && H % nh == 0 &&
+         nh % nkv == 0;
 }
 
 static AttentionShape makeShape(int64_t B, int64_t T, int64_t H, int64_t nh,
-                                bool causal) {
+                                int64_t nkv, bool causal) {
   int64_t d = H / nh;
-  return {B,     T, H, nh, d, 3 * H, 1.0f / std::sqrt(static_cast<float>(d)),
+  return {B,
+          T,
+          H,
+          nh,
+          nkv,
+          d,
+          (nh + 2 * nkv) * d,
+          1.0f / std::sqrt(static_cast<float>(d)),
           causal};
 }
 
@@ -78,11 +95,12 @@ namespace bitpipe::runtime::cpu {
 
 bp_status_t attentionForward(const float *qkv, float *out, float *lse,
                              int64_t B, int64_t T, int64_t H, int64_t nh,
-                             bool causal, int64_t blockQ, int64_t blockK) {
+                             int64_t nkv, bool causal, int64_t blockQ,
+                             int64_t blockK) {
   if (!allNonNull({qkv, out, lse}) ||
-      !validAttentionArgs(B, T, H, nh, blockQ, blockK))
+      !validAttentionArgs(B, T, H, nh, nkv, blockQ, blockK))
     return BP_ERR_INVALID_ARGUMENT;
-  const AttentionShape sh = makeShape(B, T, H, nh, causal);
+  const AttentionShape sh = makeShape(B, T, H, nh, nkv, causal);
   const int64_t d = sh.d;
 
   ScratchBuffer scores(blockQ * blockK), acc(blockQ * d), rowMax(blockQ),
@@ -163,11 +181,12 @@ bp_status_t attentionForward(const float *qkv, float *out, float *lse,
 bp_status_t attentionBackward(const float *qkv, const float *out,
                               const float *dout, const float *lse, float *dqkv,
                               int64_t B, int64_t T, int64_t H, int64_t nh,
-                              bool causal, int64_t blockQ, int64_t blockK) {
+                              int64_t nkv, bool causal, int64_t blockQ,
+                              int64_t blockK) {
   if (!allNonNull({qkv, out, dout, lse, dqkv}) ||
-      !validAttentionArgs(B, T, H, nh, blockQ, blockK))
+      !validAttentionArgs(B, T, H, nh, nkv, blockQ, blockK))
     return BP_ERR_INVALID_ARGUMENT;
-  const AttentionShape sh = makeShape(B, T, H, nh, causal);
+  const AttentionShape sh = makeShape(B, T, H, nh, nkv, causal);
   const int64_t d = sh.d;
 
   ScratchBuffer probs(blockQ * blockK), dprobs(blockQ * blockK), rowDot(T);
@@ -176,7 +195,8 @@ bp_status_t attentionBackward(const float *qkv, const float *out,
   float *P = probs.get(), *dP = dprobs.get(), *D = rowDot.get();
 
   // dQ, dK, dV are accumulated tile by tile with sgemm's beta = 1.
-  std::memset(dqkv, 0, static_cast<size_t>(B * T * 3 * H) * sizeof(float));
+  std::memset(dqkv, 0,
+              static_cast<size_t>(B * T * sh.ldQKV) * sizeof(float));
 
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t h = 0; h < nh; ++h) {
@@ -256,7 +276,7 @@ bp_status_t attentionBackward(const float *qkv, const float *out,
 extern "C" bp_status_t bp_attention_fwd(const float *qkv, float *out,
                                         float *lse, int64_t B, int64_t T,
                                         int64_t H, int64_t nh, int32_t causal) {
-  return attentionForward(qkv, out, lse, B, T, H, nh, causal != 0,
+  return attentionForward(qkv, out, lse, B, T, H, nh, nh, causal != 0,
                           kAttentionBlockQ, kAttentionBlockK);
 }
 
@@ -264,6 +284,23 @@ extern "C" bp_status_t bp_attention_bwd(const float *qkv, const float *out,
                                         const float *dout, const float *lse,
                                         float *dqkv, int64_t B, int64_t T,
                                         int64_t H, int64_t nh, int32_t causal) {
-  return attentionBackward(qkv, out, dout, lse, dqkv, B, T, H, nh, causal != 0,
-                           kAttentionBlockQ, kAttentionBlockK);
+  return attentionBackward(qkv, out, dout, lse, dqkv, B, T, H, nh, nh,
+                           causal != 0, kAttentionBlockQ, kAttentionBlockK);
+}
+
+extern "C" bp_status_t bp_attention_gqa_fwd(const float *qkv, float *out,
+                                            float *lse, int64_t B, int64_t T,
+                                            int64_t H, int64_t nh, int64_t nkv,
+                                            int32_t causal) {
+  return attentionForward(qkv, out, lse, B, T, H, nh, nkv, causal != 0,
+                          kAttentionBlockQ, kAttentionBlockK);
+}
+
+extern "C" bp_status_t bp_attention_gqa_bwd(const float *qkv, const float *out,
+                                            const float *dout, const float *lse,
+                                            float *dqkv, int64_t B, int64_t T,
+                                            int64_t H, int64_t nh, int64_t nkv,
+                                            int32_t causal) {
+  return attentionBackward(qkv, out, dout, lse, dqkv, B, T, H, nh, nkv,
+                           causal != 0, kAttentionBlockQ, kAttentionBlockK);
 }

@@ -1,7 +1,7 @@
 //===- Attention.h - Blocked attention, internal entry points --*- C++ -*-===//
 //
-// The C ABI entry points bp_attention_{fwd,bwd} call these with the default
-// block sizes. They are exposed so that tests can use tiny blocks and cover
+// The C ABI entry points bp_attention_{fwd,bwd} (nkv = nh) and
+// bp_attention_gqa_{fwd,bwd} call these with the default block sizes. They are exposed so that tests can use tiny blocks and cover
 // partial blocks and the causal diagonal with small T.
 //
 //===----------------------------------------------------------------------===//
@@ -21,17 +21,19 @@ namespace bitpipe::runtime::cpu {
 inline constexpr int64_t kAttentionBlockQ = 64;
 inline constexpr int64_t kAttentionBlockK = 64;
 
-/// bp_attention_fwd with explicit block sizes (each >= 1).
+/// bp_attention_gqa_fwd with explicit block sizes (each >= 1).
 bp_status_t attentionForward(const float *qkv, float *out, float *lse,
                              int64_t B, int64_t T, int64_t H, int64_t nh,
-                             bool causal, int64_t blockQ, int64_t blockK);
+                             int64_t nkv, bool causal, int64_t blockQ,
+                             int64_t blockK);
 
-/// bp_attention_bwd with explicit block sizes (each >= 1). The block sizes
-/// need not match the forward's.
+/// bp_attention_gqa_bwd with explicit block sizes (each >= 1). The block
+/// sizes need not match the forward's.
 bp_status_t attentionBackward(const float *qkv, const float *out,
                               const float *dout, const float *lse, float *dqkv,
                               int64_t B, int64_t T, int64_t H, int64_t nh,
-                              bool causal, int64_t blockQ, int64_t blockK);
+                              int64_t nkv, bool causal, int64_t blockQ,
+                              int64_t blockK);
 
 } // namespace bitpipe::runtime::cpu
 

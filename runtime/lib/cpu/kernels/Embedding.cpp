@@ -1,7 +1,8 @@
 //===- Embedding.cpp - Token + position embedding ---------------*- C++ -*-===//
 //
-// Forward gathers a token row and adds the position row; backward scatters
-// the gradient back, adding when a token repeats.
+// Forward gathers a token row and adds the position row (none without a
+// position table: rotary models); backward scatters the gradient back,
+// adding when a token repeats.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,14 +25,19 @@ static bool validEmbeddingArgs(const int32_t *tokens, int64_t B, int64_t T,
 extern "C" bp_status_t bp_embedding_fwd(const int32_t *tokens, const float *wte,
                                         const float *wpe, float *out, int64_t B,
                                         int64_t T, int64_t H, int64_t V) {
-  if (!allNonNull({tokens, wte, wpe, out}) ||
+  if (!allNonNull({tokens, wte, out}) ||
       !validEmbeddingArgs(tokens, B, T, H, V))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t t = 0; t < T; ++t) {
       const float *tokRow = wte + static_cast<int64_t>(tokens[b * T + t]) * H;
-      const float *posRow = wpe + t * H;
       float *outRow = out + (b * T + t) * H;
+      if (!wpe) {
+        for (int64_t c = 0; c < H; ++c)
+          outRow[c] = tokRow[c];
+        continue;
+      }
+      const float *posRow = wpe + t * H;
       for (int64_t c = 0; c < H; ++c)
         outRow[c] = tokRow[c] + posRow[c];
     }
@@ -43,7 +49,7 @@ extern "C" bp_status_t bp_embedding_bwd(const int32_t *tokens,
                                         const float *dout, float *dwte,
                                         float *dwpe, int64_t B, int64_t T,
                                         int64_t H, int64_t V) {
-  if (!allNonNull({tokens, dout, dwte, dwpe}) ||
+  if (!allNonNull({tokens, dout, dwte}) ||
       !validEmbeddingArgs(tokens, B, T, H, V))
     return BP_ERR_INVALID_ARGUMENT;
   // Sequential scatter-add: repeated tokens are summed without races because
@@ -52,11 +58,13 @@ extern "C" bp_status_t bp_embedding_bwd(const int32_t *tokens,
     for (int64_t t = 0; t < T; ++t) {
       const float *g = dout + (b * T + t) * H;
       float *tokRow = dwte + static_cast<int64_t>(tokens[b * T + t]) * H;
-      float *posRow = dwpe + t * H;
-      for (int64_t c = 0; c < H; ++c) {
+      for (int64_t c = 0; c < H; ++c)
         tokRow[c] += g[c];
+      if (!dwpe)
+        continue;
+      float *posRow = dwpe + t * H;
+      for (int64_t c = 0; c < H; ++c)
         posRow[c] += g[c];
-      }
     }
   }
   return BP_OK;

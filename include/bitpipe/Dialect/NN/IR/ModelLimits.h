@@ -21,7 +21,8 @@ namespace bitpipe::nn {
 
 /// The families whose graph bitpipe builds, as `#nn.model` and the manifest
 /// name them (the importer maps its config names onto these).
-inline constexpr llvm::StringLiteral kModelFamilies[] = {"gpt", "bert"};
+inline constexpr llvm::StringLiteral kModelFamilies[] = {"gpt", "bert",
+                                                         "llama"};
 
 /// At most this many transformer layers: each becomes about 30 IR ops and
 /// function arguments, so the limit keeps an import within memory and
@@ -35,14 +36,22 @@ struct NamedSize {
   int64_t value;
 };
 
+/// The sizes only a LLaMA model has (docs/llama.md).
+struct LlamaSizes {
+  NamedSize kvHeads, intermediateSize;
+};
+
 /// A model's sizes, named as their source names them.
 struct ModelSizes {
   NamedSize layers, hidden, heads, vocab, maxPositions, seqLen, microbatchSize;
   bool maskedLMHead = false; ///< BERT's head (dense, norm, bias) is counted.
+  std::optional<LlamaSizes> llama; ///< Set for a LLaMA model.
 };
 
 /// Nothing when every size is a positive integer within its limit, `heads`
-/// divides `hidden`, and every product the compiler forms from the sizes
+/// divides `hidden`, for LLaMA `kvHeads` divides `heads` and the head
+/// dimension is even (rotary pairs), and every product the compiler forms
+/// from the sizes
 /// (tensor elements and bytes, parameter and optimizer-state bytes, the
 /// FLOPs of one micro-batch) fits in int64; otherwise a message naming the
 /// size or the product, its value and the limit.

@@ -18,14 +18,16 @@ class NN_GradOp<string mnemonic, list<Trait> traits = []>
 }
 
 def NN_EmbeddingGradOp : NN_GradOp<"embedding_grad", [NN_WeightGradient]> {
-  let summary = "gradients of the token and position embedding tables";
+  let summary = "gradients of the token and (optional) position embedding tables";
   let description = [{
     Scatter-adds `grad[b, t, :]` into row `tokens[b, t]` of the token-table
-    gradient and into row t of the position-table gradient. The result types
-    give the tables' shapes.
+    gradient and, when the embedding has a position table, into row t of
+    its gradient (the second result). The result types give the tables'
+    shapes.
   }];
   let arguments = (ins NN_IndexTensor:$tokens, NN_FloatTensor:$grad);
-  let results = (outs NN_FloatTensor:$wte_grad, NN_FloatTensor:$wpe_grad);
+  let results = (outs NN_FloatTensor:$wte_grad,
+                      Optional<NN_FloatTensor>:$wpe_grad);
 }
 
 def NN_LayerNormGradOp : NN_GradOp<"layer_norm_grad"> {
@@ -39,6 +41,18 @@ def NN_LayerNormGradOp : NN_GradOp<"layer_norm_grad"> {
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
   let results = (outs NN_FloatTensor:$input_grad, NN_FloatTensor:$gamma_grad,
                       NN_FloatTensor:$beta_grad);
+}
+
+def NN_RMSNormGradOp : NN_GradOp<"rms_norm_grad"> {
+  let summary = "gradients of rms_norm's input and gain";
+  let description = [{
+    Recomputes the row statistics from `input` and returns the input and
+    gain gradients.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       NN_FloatTensor:$grad,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$input_grad, NN_FloatTensor:$gamma_grad);
 }
 
 def NN_LinearInputGradOp : NN_GradOp<"linear_input_grad"> {
@@ -64,14 +78,49 @@ def NN_AttentionGradOp : NN_GradOp<"attention_grad"> {
   let description = [{
     Recomputes the attention probabilities block by block from `qkv` (as
     FlashAttention's backward does) and returns the gradient of `qkv`.
+    `kv_heads` as on nn.attention.
   }];
   let arguments = (ins NN_FloatTensor:$qkv, NN_FloatTensor:$grad,
                        ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:
+                           $num_kv_heads,
                        UnitAttr:$causal);
   let results = (outs NN_FloatTensor:$qkv_grad);
   let assemblyFormat = [{
-    $qkv `,` $grad `heads` `(` $num_heads `)` (`causal` $causal^)? attr-dict
+    $qkv `,` $grad `heads` `(` $num_heads `)`
+    (`kv_heads` `(` $num_kv_heads^ `)`)? (`causal` $causal^)? attr-dict
     `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The key/value head count: kv_heads, or num_heads without it.
+    int64_t getKvHeadCount() {
+      return getNumKvHeads() ? int64_t(*getNumKvHeads()) : int64_t(getNumHeads());
+    }
+  }];
+}
+
+def NN_RotaryGradOp : NN_GradOp<"rotary_grad"> {
+  let summary = "gradient of rotary's fused q/k/v operand";
+  let description = [{
+    The rotation is orthogonal: the gradient of the q and k heads is
+    `grad` rotated back by the same angles (the transpose), the v heads'
+    gradient is `grad`'s. Needs no forward value.
+  }];
+  let arguments = (ins NN_FloatTensor:$grad,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:
+                           $num_kv_heads,
+                       DefaultValuedAttr<F32Attr, "10000.0">:$base);
+  let results = (outs NN_FloatTensor:$qkv_grad);
+  let assemblyFormat = [{
+    $grad `heads` `(` $num_heads `)` (`kv_heads` `(` $num_kv_heads^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The key/value head count: kv_heads, or num_heads without it.
+    int64_t getKvHeadCount() {
+      return getNumKvHeads() ? int64_t(*getNumKvHeads()) : int64_t(getNumHeads());
+    }
   }];
 }
 
@@ -79,6 +128,13 @@ def NN_GeluGradOp : NN_GradOp<"gelu_grad"> {
   let summary = "gradient of gelu's input";
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$grad);
   let results = (outs NN_FloatTensor:$input_grad);
+}
+
+def NN_SwiGLUGradOp : NN_GradOp<"swiglu_grad"> {
+  let summary = "gradients of swiglu's gate and up operands";
+  let arguments = (ins NN_FloatTensor:$gate, NN_FloatTensor:$up,
+                       NN_FloatTensor:$grad);
+  let results = (outs NN_FloatTensor:$gate_grad, NN_FloatTensor:$up_grad);
 }
 
 def NN_CrossEntropyGradOp : NN_GradOp<"cross_entropy_grad"> {

@@ -1,7 +1,7 @@
 //===- NNOps.td - nn forward operations ---------------------*- tablegen -*-===//
 //
-// The forward op set of GPT- and BERT-style transformers. Layouts follow
-// PyTorch: activations are [batch, seq, features], a linear weight is
+// The forward op set of GPT-, BERT- and LLaMA-style transformers. Layouts
+// follow PyTorch: activations are [batch, seq, features], a linear weight is
 // [out, in].
 //
 //===----------------------------------------------------------------------===//
@@ -30,22 +30,26 @@ class NN_ForwardOp<string mnemonic, list<Trait> traits = []>
 }
 
 def NN_EmbeddingOp : NN_ForwardOp<"embedding"> {
-  let summary = "token embedding plus learned position embedding";
+  let summary = "token embedding plus an optional learned position embedding";
   let description = [{
     `result[b, t, :] = wte[tokens[b, t], :] + wpe[t, :]`. Token ids index the
     rows of `wte` ([vocab, hidden]); positions 0..T-1 index the rows of `wpe`
-    ([max_positions, hidden]), so T must not exceed max_positions.
+    ([max_positions, hidden]), so T must not exceed max_positions. Without
+    `wpe` (a model with rotary positions, LLaMA) the result is the token
+    rows alone.
 
     ```mlir
     %x = nn.embedding %tokens, %wte, %wpe
         : (tensor<4x64xi32>, tensor<512x32xf32>, tensor<64x32xf32>) -> tensor<4x64x32xf32>
+    %y = nn.embedding %tokens, %wte
+        : (tensor<4x64xi32>, tensor<512x32xf32>) -> tensor<4x64x32xf32>
     ```
   }];
   let arguments = (ins NN_IndexTensor:$tokens, NN_FloatTensor:$wte,
-                       NN_FloatTensor:$wpe);
+                       Optional<NN_FloatTensor>:$wpe);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
-    $tokens `,` $wte `,` $wpe attr-dict `:` functional-type(operands, results)
+    $tokens `,` $wte (`,` $wpe^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -66,6 +70,26 @@ def NN_LayerNormOp : NN_ForwardOp<"layer_norm"> {
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def NN_RMSNormOp : NN_ForwardOp<"rms_norm"> {
+  let summary = "root-mean-square normalisation over the last dimension";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * gamma` (LLaMA's RMSNorm: no centring,
+    no bias), statistics over the last dimension; `gamma` has that
+    dimension's size.
+
+    ```mlir
+    %y = nn.rms_norm %x, %g {epsilon = 1.0e-06 : f32}
+        : (tensor<4x64x32xf32>, tensor<32xf32>) -> tensor<4x64x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -91,26 +115,76 @@ def NN_LinearOp : NN_ForwardOp<"linear"> {
 }
 
 def NN_AttentionOp : NN_ForwardOp<"attention"> {
-  let summary = "multi-head scaled dot-product attention on fused q/k/v";
+  let summary = "multi-head or grouped-query scaled dot-product attention on fused q/k/v";
   let description = [{
-    The operand is the output of the fused qkv projection, [B, T, 3H]: q, k
-    and v are its three consecutive H-wide thirds, each split into
-    `num_heads` heads of H / num_heads features. With `causal`, position t
+    The operand is the output of the fused qkv projection. Without
+    `kv_heads` it is [B, T, 3H]: q, k and v are its three consecutive
+    H-wide thirds, each split into `num_heads` heads of d = H / num_heads
+    features. With `kv_heads(K)` (grouped-query attention, LLaMA-2-70B,
+    Mistral) it is [B, T, (num_heads + 2K) d]: q has num_heads heads, k and
+    v have K heads each, and query head h reads key/value head
+    h / (num_heads / K); K divides num_heads. `kv_heads` equal to
+    `num_heads` is plain multi-head attention. With `causal`, position t
     attends to positions <= t (GPT); without, to all positions (BERT). The
-    result is [B, T, H], heads concatenated. Kernels never materialise the
-    T x T score matrix.
+    result is [B, T, num_heads * d], heads concatenated. Kernels never
+    materialise the T x T score matrix.
 
     ```mlir
     %a = nn.attention %qkv heads(4) causal
         : (tensor<4x64x96xf32>) -> tensor<4x64x32xf32>
+    %g = nn.attention %qkv heads(4) kv_heads(2) causal
+        : (tensor<4x64x64xf32>) -> tensor<4x64x32xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$qkv, ConfinedAttr<I64Attr,
-                       [IntPositive]>:$num_heads, UnitAttr:$causal);
+                       [IntPositive]>:$num_heads,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:
+                           $num_kv_heads,
+                       UnitAttr:$causal);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
-    $qkv `heads` `(` $num_heads `)` (`causal` $causal^)? attr-dict `:`
-    functional-type(operands, results)
+    $qkv `heads` `(` $num_heads `)` (`kv_heads` `(` $num_kv_heads^ `)`)?
+    (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The key/value head count: kv_heads, or num_heads without it.
+    int64_t getKvHeadCount() {
+      return getNumKvHeads() ? int64_t(*getNumKvHeads()) : int64_t(getNumHeads());
+    }
+  }];
+}
+
+def NN_RotaryOp : NN_ForwardOp<"rotary"> {
+  let summary = "rotary position embedding of the q and k heads of fused q/k/v";
+  let description = [{
+    The operand is laid out as nn.attention's (heads, kv_heads). Every q and
+    k head vector x (d features, d even) at position t is rotated as in
+    Hugging Face's LLaMA (`rotate_half`): for i < d/2, with
+    angle = t * base^(-2i/d),
+    `x'[i] = x[i] cos - x[i + d/2] sin`, `x'[i + d/2] = x[i + d/2] cos +
+    x[i] sin`. The v heads pass through unchanged. `base` is the
+    Hugging Face `rope_theta` (10000 by default, LLaMA-3 uses 500000).
+
+    ```mlir
+    %r = nn.rotary %qkv heads(4) kv_heads(2) {base = 1.0e+04 : f32}
+        : (tensor<4x64x64xf32>) -> tensor<4x64x64xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$qkv,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:
+                           $num_kv_heads,
+                       DefaultValuedAttr<F32Attr, "10000.0">:$base);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $qkv `heads` `(` $num_heads `)` (`kv_heads` `(` $num_kv_heads^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The key/value head count: kv_heads, or num_heads without it.
+    int64_t getKvHeadCount() {
+      return getNumKvHeads() ? int64_t(*getNumKvHeads()) : int64_t(getNumHeads());
+    }
   }];
 }
 
@@ -126,6 +200,25 @@ def NN_GeluOp : NN_ForwardOp<"gelu"> {
   let arguments = (ins NN_FloatTensor:$input);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_SwiGLUOp : NN_ForwardOp<"swiglu"> {
+  let summary = "SwiGLU gate: silu(gate) * up, element-wise (LLaMA's MLP)";
+  let description = [{
+    `gate * sigmoid(gate) * up`, element-wise, on the outputs of the MLP's
+    gate and up projections (two nn.linear ops); the down projection is a
+    third. Both operands and the result have one type.
+
+    ```mlir
+    %m = nn.swiglu %gate, %up
+        : (tensor<4x64x88xf32>, tensor<4x64x88xf32>) -> tensor<4x64x88xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$gate, NN_FloatTensor:$up);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $gate `,` $up attr-dict `:` functional-type(operands, results)
+  }];
 }
 
 def NN_AddOp : NN_ForwardOp<"add", [Commutative]> {

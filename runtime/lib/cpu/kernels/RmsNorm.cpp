@@ -1,0 +1,64 @@
+//===- RmsNorm.cpp - RMS normalisation over the last dim --------*- C++ -*-===//
+//
+// LLaMA's RMSNorm: y = x * rstd * gamma with rstd = 1 / sqrt(mean(x^2) +
+// eps); no centring and no bias. The forward saves rstd per row for the
+// backward, as the layer norm saves its statistics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+#include <cmath>
+
+using namespace bitpipe::runtime::cpu;
+
+extern "C" bp_status_t bp_rms_norm_fwd(const float *x, const float *gamma,
+                                       float *y, float *rstd, int64_t N,
+                                       int64_t H, float eps) {
+  if (!allNonNull({x, gamma, y, rstd}) || !allPositive({N, H}) ||
+      !(eps >= 0.0f))
+    return BP_ERR_INVALID_ARGUMENT;
+  const float invH = 1.0f / static_cast<float>(H);
+  for (int64_t i = 0; i < N; ++i) {
+    const float *xr = x + i * H;
+    float *yr = y + i * H;
+    float sq = 0.0f;
+    for (int64_t c = 0; c < H; ++c)
+      sq += xr[c] * xr[c];
+    const float rs = 1.0f / std::sqrt(sq * invH + eps);
+    for (int64_t c = 0; c < H; ++c)
+      yr[c] = xr[c] * rs * gamma[c];
+    rstd[i] = rs;
+  }
+  return BP_OK;
+}
+
+extern "C" bp_status_t bp_rms_norm_bwd(const float *dy, const float *x,
+                                       const float *gamma, const float *rstd,
+                                       float *dx, float *dgamma, int64_t N,
+                                       int64_t H) {
+  if (!allNonNull({dy, x, gamma, rstd, dx, dgamma}) || !allPositive({N, H}))
+    return BP_ERR_INVALID_ARGUMENT;
+  const float invH = 1.0f / static_cast<float>(H);
+  for (int64_t i = 0; i < N; ++i) {
+    const float *dyr = dy + i * H;
+    const float *xr = x + i * H;
+    float *dxr = dx + i * H;
+    const float rs = rstd[i];
+    // With xhat = x rstd and g = dy * gamma, differentiating through rstd
+    // (d rstd / dx_c = -rstd^3 x_c / H) gives
+    //   dx = rstd (g - xhat mean(g xhat)).
+    float meanGX = 0.0f;
+    for (int64_t c = 0; c < H; ++c) {
+      const float xhat = xr[c] * rs;
+      meanGX += dyr[c] * gamma[c] * xhat;
+      dgamma[c] += dyr[c] * xhat;
+    }
+    meanGX *= invH;
+    for (int64_t c = 0; c < H; ++c) {
+      const float xhat = xr[c] * rs;
+      dxr[c] = rs * (dyr[c] * gamma[c] - xhat * meanGX);
+    }
+  }
+  return BP_OK;
+}

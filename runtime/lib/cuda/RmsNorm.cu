@@ -1,0 +1,190 @@
+//===- RmsNorm.cu - RMS norm, bf16 or fp32 data, fp32 statistics --------===//
+//
+// LLaMA's RMSNorm (runtime.h's bp_rms_norm_*), laid out as LayerNorm.cu:
+// the forward and the input gradient one block per row with fp32 block
+// reductions, the gain's gradient a deterministic two-stage column sum
+// (ColumnChunks.h). The formulas are the CPU kernel's
+// (runtime/lib/cpu/kernels/RmsNorm.cpp).
+//
+// None of this has run on a GPU yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ColumnChunks.h"
+#include "DeviceMath.cuh"
+#include "Launch.h"
+#include "core/ArgChecks.h"
+
+using namespace bitpipe::runtime::cuda;
+using bitpipe::runtime::allNonNull;
+using bitpipe::runtime::allPositive;
+
+namespace {
+
+template <typename T>
+__global__ void rmsNormFwdKernel(const T *x, const T *gamma, T *y,
+                                 float *rstd, int64_t N, int64_t H,
+                                 float eps) {
+  const float invH = 1.0f / static_cast<float>(H);
+  for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
+    const T *xr = x + row * H;
+    T *yr = y + row * H;
+    float sq = 0.0f;
+    for (int64_t c = threadIdx.x; c < H; c += blockDim.x) {
+      float v = load(xr, c);
+      sq += v * v;
+    }
+    const float rs = 1.0f / sqrtf(blockReduce(sq, Plus(), 0.0f) * invH + eps);
+    for (int64_t c = threadIdx.x; c < H; c += blockDim.x)
+      store(yr, c, load(xr, c) * rs * load(gamma, c));
+    if (threadIdx.x == 0)
+      rstd[row] = rs;
+  }
+}
+
+/// dx = rstd (g - xhat mean(g xhat)), g = dy gamma, as the CPU.
+template <typename T>
+__global__ void rmsNormBwdInputKernel(const T *dy, const T *x, const T *gamma,
+                                      const float *rstd, T *dx, int64_t N,
+                                      int64_t H) {
+  const float invH = 1.0f / static_cast<float>(H);
+  for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
+    const T *dyr = dy + row * H, *xr = x + row * H;
+    T *dxr = dx + row * H;
+    const float rs = rstd[row];
+    float gx = 0.0f;
+    for (int64_t c = threadIdx.x; c < H; c += blockDim.x)
+      gx += load(dyr, c) * load(gamma, c) * load(xr, c) * rs;
+    const float meanGX = blockReduce(gx, Plus(), 0.0f) * invH;
+    for (int64_t c = threadIdx.x; c < H; c += blockDim.x) {
+      float g = load(dyr, c) * load(gamma, c);
+      store(dxr, c, rs * (g - load(xr, c) * rs * meanGX));
+    }
+  }
+}
+
+/// Stage 1 of dgamma = sum over rows of dy * xhat (ColumnChunks.h).
+template <typename T>
+__global__ void rmsNormGainGradPartialKernel(const T *dy, const T *x,
+                                             const float *rstd,
+                                             float *partial, int64_t N,
+                                             int64_t H, int64_t rowsPerChunk) {
+  __shared__ float lanes[kRowLanes][kColTile + 1];
+  const int64_t c = blockIdx.x * static_cast<int64_t>(kColTile) + threadIdx.x;
+  const int64_t chunk = blockIdx.y;
+  const int64_t begin = chunk * rowsPerChunk;
+  const int64_t end = min(N, begin + rowsPerChunk);
+  float dg = 0.0f;
+  if (c < H)
+    for (int64_t r = begin + threadIdx.y; r < end; r += kRowLanes)
+      dg += load(dy, r * H + c) * load(x, r * H + c) * rstd[r];
+  lanes[threadIdx.y][threadIdx.x] = dg;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < H) {
+    float g = 0.0f;
+    for (int l = 0; l < kRowLanes; ++l)
+      g += lanes[l][threadIdx.x];
+    partial[chunk * H + c] = g;
+  }
+}
+
+/// Stage 2: one thread per column sums the chunks in order and accumulates.
+__global__ void rmsNormGainGradFinishKernel(const float *partial,
+                                            int64_t chunks, float *dgamma,
+                                            int64_t H) {
+  for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+       c < H; c += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float g = 0.0f;
+    for (int64_t k = 0; k < chunks; ++k)
+      g += partial[k * H + c];
+    dgamma[c] += g;
+  }
+}
+
+template <typename A>
+bp_status_t rmsNormFwd(const A *x, const A *gamma, A *y, float *rstd,
+                       int64_t N, int64_t H, float eps, void *stream,
+                       const char *name) {
+  if (!allNonNull({x, gamma, y, rstd}) || !allPositive({N, H}) ||
+      !(eps >= 0.0f))
+    return BP_ERR_INVALID_ARGUMENT;
+  rmsNormFwdKernel<<<gridBlocks(N, 1), rowThreads(H, 4), 0,
+                     asStream(stream)>>>(asDevice(x), asDevice(gamma),
+                                         asDevice(y), rstd, N, H, eps);
+  return checkLaunch(name);
+}
+
+template <typename A>
+bp_status_t rmsNormBwd(const A *dy, const A *x, const A *gamma,
+                       const float *rstd, A *dx, float *dgamma, int64_t N,
+                       int64_t H, void *stream, const char *name) {
+  if (!allNonNull({dy, x, gamma, rstd, dx, dgamma}) || !allPositive({N, H}))
+    return BP_ERR_INVALID_ARGUMENT;
+  const cudaStream_t s = asStream(stream);
+  const ChunkPlan plan = planChunks(N, H);
+  // Allocated first: failing here leaves every output untouched.
+  auto *partial = static_cast<float *>(bp_cuda_alloc(
+      plan.chunks * H * static_cast<int64_t>(sizeof(float)), stream));
+  if (!partial)
+    return BP_ERR_OUT_OF_MEMORY;
+
+  // The gain's gradient reads dy before the input gradient is written: dx
+  // may not alias dy (runtime.h), but the order costs nothing.
+  dim3 grid(static_cast<unsigned>((H + kColTile - 1) / kColTile),
+            static_cast<unsigned>(plan.chunks));
+  rmsNormGainGradPartialKernel<<<grid, dim3(kColTile, kRowLanes), 0, s>>>(
+      asDevice(dy), asDevice(x), rstd, partial, N, H, plan.rowsPerChunk);
+  bp_status_t status = checkLaunch(name);
+  if (status == BP_OK) {
+    rmsNormGainGradFinishKernel<<<gridBlocks(H, 256), 256, 0, s>>>(
+        partial, plan.chunks, dgamma, H);
+    status = checkLaunch(name);
+  }
+  if (status == BP_OK) {
+    rmsNormBwdInputKernel<<<gridBlocks(N, 1), rowThreads(H, 4), 0, s>>>(
+        asDevice(dy), asDevice(x), asDevice(gamma), rstd, asDevice(dx), N, H);
+    status = checkLaunch(name);
+  }
+  bp_cuda_free(partial, stream); // In stream order: after the kernels above.
+  return status;
+}
+
+} // namespace
+
+extern "C" bp_status_t bp_cuda_rms_norm_fwd(const bp_bf16_t *x,
+                                            const bp_bf16_t *gamma,
+                                            bp_bf16_t *y, float *rstd,
+                                            int64_t N, int64_t H, float eps,
+                                            void *stream) {
+  return rmsNormFwd(x, gamma, y, rstd, N, H, eps, stream,
+                    "bp_cuda_rms_norm_fwd");
+}
+
+extern "C" bp_status_t bp_cuda_rms_norm_bwd(const bp_bf16_t *dy,
+                                            const bp_bf16_t *x,
+                                            const bp_bf16_t *gamma,
+                                            const float *rstd, bp_bf16_t *dx,
+                                            float *dgamma, int64_t N,
+                                            int64_t H, void *stream) {
+  return rmsNormBwd(dy, x, gamma, rstd, dx, dgamma, N, H, stream,
+                    "bp_cuda_rms_norm_bwd");
+}
+
+extern "C" bp_status_t bp_cuda_rms_norm_fwd_f32(const float *x,
+                                                const float *gamma, float *y,
+                                                float *rstd, int64_t N,
+                                                int64_t H, float eps,
+                                                void *stream) {
+  return rmsNormFwd(x, gamma, y, rstd, N, H, eps, stream,
+                    "bp_cuda_rms_norm_fwd_f32");
+}
+
+extern "C" bp_status_t bp_cuda_rms_norm_bwd_f32(const float *dy,
+                                                const float *x,
+                                                const float *gamma,
+                                                const float *rstd, float *dx,
+                                                float *dgamma, int64_t N,
+                                                int64_t H, void *stream) {
+  return rmsNormBwd(dy, x, gamma, rstd, dx, dgamma, N, H, stream,
+                    "bp_cuda_rms_norm_bwd_f32");
+}
