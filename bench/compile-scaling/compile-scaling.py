@@ -116,6 +116,10 @@ def main():
         # a pass quadratic in D would show a ratio near 4.
         pair("pipeline 126-layer GPT N=128 dp=1: D=32 -> D=64",
              pipeline, ("gpt-126", 32, 128, 1), ("gpt-126", 64, 128, 1), "2.2 (2x IR)")
+        # The written programs keep their steady state as bitpipe.repeat
+        # (docs/repetition.md): their size should not move with N.
+        pair("pipeline 126-layer GPT D=64 dp=1: N=512 -> N=1024",
+             pipeline, ("gpt-126", 64, 512, 1), ("gpt-126", 64, 1024, 1), "1.2")
         pair("bitpipe-compile GPT-96 D=8 N=64: dp=1 -> dp=128 (1,024 GPUs)",
              compile_, (gpt96, 8, 64, 1), (gpt96, 8, 64, 128), "1.2")
         pair("bitpipe-compile GPT-96 D=8 dp=1: N=64 -> N=128",

@@ -10,7 +10,8 @@ the readers accept (docs/robustness.md):
   ir/           the cases of the nn and bitpipe dialect tests and of the
                 bitpipe-verify tests (split at "// -----", comment lines
                 dropped), a tiny model's IR from bitpipe-import and its
-                per-rank programs from bitpipe-opt --bitpipe-pipeline;
+                per-rank programs from bitpipe-opt --bitpipe-pipeline (short
+                ones, and long enough to hold bitpipe.repeat);
   safetensors/  small files in the layout the checkpoint writer uses
                 (parameters, optim.m.*, optim.v.*, __metadata__ with format,
                 step, seed, fingerprint), and other dtypes.
@@ -92,6 +93,12 @@ def ir_seeds(bin_dir):
                            "--bitpipe-pipeline=devices=2 schedule=1f1b "
                            "microbatches=2",
                            "-o", os.path.join(out, "tiny-programs.mlir")])
+    # Enough micro-batches that the programs keep their steady state as
+    # bitpipe.repeat (docs/repetition.md).
+    subprocess.check_call([os.path.join(bin_dir, "bitpipe-opt"), model,
+                           "--bitpipe-pipeline=devices=2 schedule=1f1b "
+                           "microbatches=32",
+                           "-o", os.path.join(out, "tiny-programs-rolled.mlir")])
 
 
 def safetensors(tensors, metadata=None):

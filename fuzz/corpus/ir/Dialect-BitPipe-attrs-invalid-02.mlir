@@ -1,1 +1,1 @@
-module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 3, microbatch_pipelines = [0, 0], split_backward = false>} {}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 9223372036854775807, microbatch_pipelines = [0], split_backward = false>} {}

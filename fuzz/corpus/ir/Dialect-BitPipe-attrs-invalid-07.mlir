@@ -1,1 +1,1 @@
-module attributes {bitpipe.placement = #bitpipe.placement<kind = "bidirectional", devices = 2, pipelines = [[0, 1], [1, 0]]>, bitpipe.schedule = #bitpipe.schedule<name = "chimera", microbatches = 3, microbatch_pipelines = [0, 1, 2], split_backward = false>} {}
+module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = {name = "1f1b", microbatches = 1 : i64}} {}

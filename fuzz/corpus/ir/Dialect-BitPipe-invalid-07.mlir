@@ -1,2 +1,1 @@
-bitpipe.program @a rank 0 {}
-bitpipe.program @b rank 0 {}
+module attributes {bitpipe.world_size = 100000000000000000000000 : i128} {}

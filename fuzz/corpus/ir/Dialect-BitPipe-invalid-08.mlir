@@ -1,3 +1,1 @@
-module attributes {bitpipe.world_size = 2 : i64} {
-  bitpipe.program @rank2 rank 2 {}
-}
+module attributes {bitpipe.data_parallel = 70000 : i64} {}

@@ -1,3 +1,1 @@
-"bitpipe.program"() <{rank = 0 : i64, sym_name = "rank0"}> ({
-^bb0(%arg0: tensor<4xf32>):
-}) : () -> ()
+module attributes {bitpipe.data_parallel = 2 : i64, bitpipe.data_parallel_copy = 2 : i64} {}

@@ -1,4 +1,1 @@
-func.func @not_in_a_program() {
-  bitpipe.optimizer_step
-  return
-}
+module attributes {bitpipe.data_parallel_copy = -1 : i64} {}

@@ -1,4 +1,1 @@
-bitpipe.program @rank0 rank 0 {
-  %x = bitpipe.load_input tokens microbatch 0 : tensor<2x16xi32>
-  %y, %s = bitpipe.forward @stage_0(%x) stage 0 microbatch 0 : (tensor<2x16xi32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
-}
+module attributes {bitpipe.world_size = 6 : i64, bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 4, pipelines = [[0, 1, 2, 3]]>} {}

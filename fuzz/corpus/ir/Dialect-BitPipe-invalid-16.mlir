@@ -1,8 +1,4 @@
-func.func private @stage_1(tensor<4xf32>) -> tensor<4xf32>
-func.func private @stage_2_bwd(tensor<4xf32>) -> tensor<4xf32>
-bitpipe.program @rank0 rank 0 {
-  %x = bitpipe.recv activation from 1 stage 0 microbatch 2 : tensor<4xf32>
-  %y, %s = bitpipe.forward @stage_1(%x) stage 1 microbatch 2 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
-  %g = bitpipe.recv gradient from 1 stage 3 microbatch 2 : tensor<4xf32>
-  %gx = bitpipe.backward @stage_2_bwd(%s, %g) stage 2 microbatch 2 : (!bitpipe.saved, tensor<4xf32>) -> tensor<4xf32>
+func.func @not_in_a_program() {
+  bitpipe.optimizer_step
+  return
 }

@@ -1,8 +1,3 @@
-func.func private @stage_1(tensor<4xf32>) -> tensor<4xf32>
-func.func private @stage_1_bwd(tensor<4xf32>) -> tensor<4xf32>
 bitpipe.program @rank0 rank 0 {
-  %x = bitpipe.recv activation from 1 stage 0 microbatch 0 : tensor<4xf32>
-  %y, %s = bitpipe.forward @stage_1(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
-  %gx = bitpipe.backward @stage_1_bwd(%s, %x) stage 1 microbatch 0 : (!bitpipe.saved, tensor<4xf32>) -> tensor<4xf32>
-  %gx2 = bitpipe.backward @stage_1_bwd(%s, %x) stage 1 microbatch 0 : (!bitpipe.saved, tensor<4xf32>) -> tensor<4xf32>
+  %x = bitpipe.load_input tokens microbatch -1 : tensor<2x16xi32>
 }

@@ -1,6 +1,4 @@
-func.func private @stage_1(tensor<4xf32>) -> tensor<4xf32>
 bitpipe.program @rank0 rank 0 {
-  %x = bitpipe.recv activation from 1 stage 0 microbatch 0 : tensor<4xf32>
-  %y, %s = bitpipe.forward @stage_1(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
-  %y2, %s2 = bitpipe.forward @stage_1(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
+  %x = bitpipe.load_input tokens microbatch 0 : tensor<2x16xi32>
+  %y, %s = bitpipe.forward @stage_0(%x) stage 0 microbatch 0 : (tensor<2x16xi32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
 }

@@ -1,4 +1,6 @@
-bitpipe.program @rank1 rank 1 {
-  %x = bitpipe.recv activation from 0 stage 0 microbatch 0 : tensor<4xf32>
-  bitpipe.send activation %x to 1 stage 1 microbatch 0 : tensor<4xf32>
+func.func private @stage_1(tensor<4xf32>) -> tensor<4xf32>
+bitpipe.program @rank0 rank 0 {
+  %x = bitpipe.recv activation from 1 stage 0 microbatch 0 : tensor<4xf32>
+  %y, %s = bitpipe.forward @stage_1(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
+  %y2, %s2 = bitpipe.forward @stage_1(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, !bitpipe.saved)
 }

@@ -1,6 +1,5 @@
-module attributes {bitpipe.world_size = 4 : i64} {
-  bitpipe.program @rank1 rank 1 {
-    %x = bitpipe.recv activation from 0 stage 0 microbatch 0 : tensor<4xf32>
-    bitpipe.send activation %x to 4 stage 1 microbatch 0 : tensor<4xf32>
-  }
+func.func private @stage_0(tensor<2x16xi32> {nn.input = "tokens"}, tensor<64x32xf32> {nn.param = "wte"}) -> (tensor<2x16x64xf32>, tensor<2x16x32xf32> {bitpipe.saved = 0 : i64})
+bitpipe.program @rank0 rank 0 {
+  %x = bitpipe.load_input tokens microbatch 0 : tensor<2x16xi32>
+  %y, %s = bitpipe.forward @stage_0(%x) stage 0 microbatch 0 : (tensor<2x16xi32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
 }

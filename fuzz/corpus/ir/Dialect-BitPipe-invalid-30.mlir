@@ -1,4 +1,4 @@
-bitpipe.program @rank0 rank 0 {
-  %t = bitpipe.allreduce_start stages [7, 4] group [0, 3] bucket 0 : !bitpipe.token
-  bitpipe.allreduce_wait %t
+bitpipe.program @rank1 rank 1 {
+  %x = bitpipe.recv activation from 0 stage 0 microbatch 0 : tensor<4xf32>
+  bitpipe.send activation %x to 1 stage 1 microbatch 0 : tensor<4xf32>
 }

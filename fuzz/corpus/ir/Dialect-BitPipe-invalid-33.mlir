@@ -1,4 +1,3 @@
-bitpipe.program @rank0 rank 0 {
-  %t = bitpipe.allreduce_start stages [4, 7] group [0] bucket 0 : !bitpipe.token
-  bitpipe.allreduce_wait %t
+bitpipe.program @rank1 rank 1 {
+  %x = bitpipe.recv weights from 0 stage 0 microbatch 0 : tensor<4xf32>
 }

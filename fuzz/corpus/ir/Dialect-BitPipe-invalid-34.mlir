@@ -1,4 +1,4 @@
-bitpipe.program @rank0 rank 0 {
-  %t = bitpipe.allreduce_start stages [4, 7] group [1, 2] bucket 0 : !bitpipe.token
-  bitpipe.allreduce_wait %t
+bitpipe.program @rank1 rank 1 {
+  %x = bitpipe.recv activation from 0 stage 0 microbatch 0 batch 1 : tensor<4xf32>
+  %y = bitpipe.recv activation from 0 stage 0 microbatch 1 batch 0 : tensor<4xf32>
 }

@@ -1,6 +1,5 @@
-module attributes {bitpipe.world_size = 4 : i64} {
-  bitpipe.program @rank0 rank 0 {
-    %t = bitpipe.allreduce_start stages [4, 7] group [0, 7] bucket 0 : !bitpipe.token
-    bitpipe.allreduce_wait %t
-  }
+bitpipe.program @rank1 rank 1 {
+  %x = bitpipe.recv activation from 0 stage 0 microbatch 0 batch 0 : tensor<4xf32>
+  %s = bitpipe.forward stage 1 microbatch 0 : () -> !bitpipe.saved
+  %y = bitpipe.recv activation from 0 stage 0 microbatch 1 batch 0 : tensor<4xf32>
 }

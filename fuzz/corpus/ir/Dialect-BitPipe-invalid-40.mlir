@@ -1,4 +1,6 @@
-bitpipe.program @rank0 rank 0 {
-  %t = bitpipe.allreduce_start stages [4] group [0, 3] bucket 0 grads ["h4.w"] bytes 0 : !bitpipe.token
-  bitpipe.allreduce_wait %t
+module attributes {bitpipe.data_parallel = 1 : i64} {
+  bitpipe.program @rank0 rank 0 {
+    %t = bitpipe.allreduce_start stages [4, 7] group [0] bucket 0 : !bitpipe.token
+    bitpipe.allreduce_wait %t
+  }
 }

@@ -1,3 +1,4 @@
 bitpipe.program @rank0 rank 0 {
-  bitpipe.optimizer_step microbatches 0
+  %t = bitpipe.allreduce_start stages [4, 7] group [] bucket 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
 }

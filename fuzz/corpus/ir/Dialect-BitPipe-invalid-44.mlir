@@ -1,3 +1,3 @@
 bitpipe.program @rank0 rank 0 {
-  %y, %s = bitpipe.forward stage 0 microbatch 0 : () -> (tensor<2x16x32xf32>, !bitpipe.saved)
+  %t = bitpipe.allreduce_start stages [4, 7] group [0, 3] bucket 0 : !bitpipe.token
 }

@@ -1,4 +1,5 @@
-bitpipe.program @rank1 rank 1 {
-  %x = bitpipe.recv activation from 0 stage 0 microbatch 0 : tensor<2x16x32xf32>
-  %s = bitpipe.forward(%x) stage 1 microbatch 0 : (tensor<2x16x32xf32>) -> !bitpipe.saved
+bitpipe.program @rank0 rank 0 {
+  %t = bitpipe.allreduce_start stages [4, 7] group [0, 3] bucket 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
+  bitpipe.allreduce_wait %t
 }

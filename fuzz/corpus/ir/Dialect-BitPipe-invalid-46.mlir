@@ -1,5 +1,4 @@
-bitpipe.program @rank1 rank 1 {
-  %s = bitpipe.forward stage 1 microbatch 0 : () -> !bitpipe.saved
-  %g = bitpipe.recv gradient from 0 stage 2 microbatch 0 : tensor<2x16x32xf32>
-  bitpipe.backward(%s, %g) stage 1 microbatch 0 : (!bitpipe.saved, tensor<2x16x32xf32>) -> ()
+bitpipe.program @rank0 rank 0 {
+  %t = "bitpipe.allreduce_start"() {stages = array<i64: 4>, group = array<i64: 0, 3>, bucket = 0 : i64, grads = ["h4.w"]} : () -> !bitpipe.token
+  bitpipe.allreduce_wait %t
 }

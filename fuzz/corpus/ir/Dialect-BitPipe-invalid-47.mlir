@@ -1,4 +1,4 @@
 bitpipe.program @rank0 rank 0 {
-  %s = bitpipe.forward stage 0 microbatch 0 : () -> !bitpipe.saved
-  bitpipe.backward(%s) stage 0 microbatch 1 : (!bitpipe.saved) -> ()
+  %t = bitpipe.allreduce_start stages [4] group [0, 3] bucket 0 grads [] bytes 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
 }

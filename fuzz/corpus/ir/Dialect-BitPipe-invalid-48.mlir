@@ -1,4 +1,4 @@
-module attributes {
-  bitpipe.schedule = #bitpipe.schedule<name = "1f1b", microbatches = 1, microbatch_pipelines = [0], split_backward = false>
-} {
+bitpipe.program @rank0 rank 0 {
+  %t = bitpipe.allreduce_start stages [4] group [0, 3] bucket 0 grads ["h4.w"] bytes 0 : !bitpipe.token
+  bitpipe.allreduce_wait %t
 }

@@ -1,4 +1,1 @@
-func.func @f(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
-  %y = nn.gelu %x {nn.layer = -1} : (tensor<2x8xf32>) -> tensor<2x8xf32>
-  return %y : tensor<2x8xf32>
-}
+func.func private @m() attributes {nn.model = {family = "gpt"}}

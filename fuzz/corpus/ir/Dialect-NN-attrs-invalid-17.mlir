@@ -1,1 +1,1 @@
-func.func private @f(tensor<2x4xi32> {nn.input = "targets"})
+func.func private @f(tensor<4xf32> {nn.param = "w", nn.init = #nn.init<normal, std = 0.0>})

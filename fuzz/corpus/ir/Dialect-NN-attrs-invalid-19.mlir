@@ -1,1 +1,1 @@
-func.func private @f() attributes {nn.stage = 0}
+func.func private @f(tensor<4xf32> {nn.param = "w", nn.init = #nn.init<uniform>})

@@ -39,3 +39,37 @@ func.func @bf16(%x: tensor<2x4x8xbf16>, %w: tensor<24x8xbf16>) -> tensor<2x4x24x
   %y = nn.linear %x, %w : (tensor<2x4x8xbf16>, tensor<24x8xbf16>) -> tensor<2x4x24xbf16>
   return %y : tensor<2x4x24xbf16>
 }
+
+func.func @llama_block(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>,
+                       %wte: tensor<16x8xf32>, %g: tensor<8xf32>,
+                       %wqkv: tensor<16x8xf32>, %wgate: tensor<12x8xf32>,
+                       %wup: tensor<12x8xf32>, %wdown: tensor<8x12xf32>,
+                       %whead: tensor<16x8xf32>) -> tensor<f32> {
+  %x = nn.embedding %tokens, %wte : (tensor<2x4xi32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+  %n = nn.rms_norm %x, %g {epsilon = 1.0e-6 : f32} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %n2 = nn.rms_norm %x, %g : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %qkv = nn.linear %n, %wqkv : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %rot = nn.rotary %qkv heads(2) kv_heads(1) : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %rot3 = nn.rotary %qkv heads(2) kv_heads(1) {base = 500000.0 : f32} : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %a = nn.attention %rot heads(2) kv_heads(1) causal : (tensor<2x4x16xf32>) -> tensor<2x4x8xf32>
+  %r = nn.add %x, %a : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %m = nn.rms_norm %r, %g : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %gate = nn.linear %m, %wgate : (tensor<2x4x8xf32>, tensor<12x8xf32>) -> tensor<2x4x12xf32>
+  %up = nn.linear %m, %wup : (tensor<2x4x8xf32>, tensor<12x8xf32>) -> tensor<2x4x12xf32>
+  %s = nn.swiglu %gate, %up : (tensor<2x4x12xf32>, tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
+  %down = nn.linear %s, %wdown : (tensor<2x4x12xf32>, tensor<8x12xf32>) -> tensor<2x4x8xf32>
+  %logits = nn.linear %down, %whead : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %loss = nn.cross_entropy %logits, %labels : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+func.func @llama_backward_ops(%tokens: tensor<2x4xi32>, %x: tensor<2x4x8xf32>,
+                              %dy: tensor<2x4x8xf32>, %g: tensor<8xf32>,
+                              %qkv: tensor<2x4x16xf32>, %h: tensor<2x4x12xf32>) {
+  %dwte = nn.embedding_grad %tokens, %dy : (tensor<2x4xi32>, tensor<2x4x8xf32>) -> tensor<16x8xf32>
+  %dx, %dg = nn.rms_norm_grad %x, %g, %dy : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>)
+  %dqkv = nn.attention_grad %qkv, %dy heads(2) kv_heads(1) causal : (tensor<2x4x16xf32>, tensor<2x4x8xf32>) -> tensor<2x4x16xf32>
+  %drot = nn.rotary_grad %dqkv heads(2) kv_heads(1) {base = 500000.0 : f32} : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  %dgate, %dup = nn.swiglu_grad %h, %h, %h : (tensor<2x4x12xf32>, tensor<2x4x12xf32>, tensor<2x4x12xf32>) -> (tensor<2x4x12xf32>, tensor<2x4x12xf32>)
+  return
+}

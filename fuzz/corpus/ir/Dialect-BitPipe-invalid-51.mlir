@@ -1,0 +1,5 @@
+bitpipe.program @rank0 rank 0 {
+  %t = bitpipe.allreduce_start stages [4, 7] group [0, 3] bucket 2 : !bitpipe.token
+  bitpipe.optimizer_step
+  bitpipe.allreduce_wait %t
+}

@@ -1,0 +1,5 @@
+bitpipe.program @rank0 rank 0 {
+  bitpipe.repeat 2 {
+    bitpipe.optimizer_step
+  }
+}
