@@ -266,14 +266,13 @@ void ProgramRewriter::rewrite(int device, ArrayRef<Operation *> steps) {
       b.setInsertionPoint(steps[item.actionIndex]);
       SmallVector<Value> &values = arrived[item.transfer];
       for (Type type : payload(t))
-        values.push_back(
-            b.create<bp::RecvOp>(steps[item.actionIndex]->getLoc(), type,
-                                 t.gradient ? bp::TransferKind::Gradient
-                                            : bp::TransferKind::Activation,
-                                 t.src, t.fromStage, t.microbatch,
-                                 b.getI64IntegerAttr(batch),
-                                 /*microbatch_step=*/IntegerAttr(),
-                                 /*batch_step=*/IntegerAttr()));
+        values.push_back(b.create<bp::RecvOp>(
+            steps[item.actionIndex]->getLoc(), type,
+            t.gradient ? bp::TransferKind::Gradient
+                       : bp::TransferKind::Activation,
+            t.src, t.fromStage, t.microbatch, b.getI64IntegerAttr(batch),
+            /*microbatch_step=*/IntegerAttr(),
+            /*batch_step=*/IntegerAttr()));
       batchUsed = true;
       break;
     }
@@ -289,15 +288,15 @@ void ProgramRewriter::rewrite(int device, ArrayRef<Operation *> steps) {
       SmallVector<Value> &values = arrived[item.transfer];
       for (Value value : produced[item.actionIndex]) {
         if (local) {
-          auto copy = b.create<bp::LocalCopyOp>(value.getLoc(), kind, value,
-                                                t.fromStage, t.microbatch,
-                                                /*microbatch_step=*/IntegerAttr());
+          auto copy = b.create<bp::LocalCopyOp>(
+              value.getLoc(), kind, value, t.fromStage, t.microbatch,
+              /*microbatch_step=*/IntegerAttr());
           values.push_back(copy);
           lastEmitted = copy;
         } else {
           lastEmitted = b.create<bp::SendOp>(
-              value.getLoc(), kind, value, t.dst, t.fromStage,
-              t.microbatch, b.getI64IntegerAttr(batch),
+              value.getLoc(), kind, value, t.dst, t.fromStage, t.microbatch,
+              b.getI64IntegerAttr(batch),
               /*microbatch_step=*/IntegerAttr(), /*batch_step=*/IntegerAttr());
         }
       }

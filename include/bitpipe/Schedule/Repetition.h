@@ -115,12 +115,12 @@ struct Segment {
 
 /// Covers `items` in order with straight segments and repeated runs so that
 /// the items kept (keptSize) are few. With reads (ItemSequence::addRead),
-/// every item of a run's last repetition reads only items of the run. Exact whatever the input: unroll()
-/// of the result gives back `items`. The candidate periods are derived from
-/// the sequence, and among segmentations that use runs of those periods the
-/// result minimises the items kept plus one per run (then the runs); see
-/// docs/repetition.md for the heuristic and its cost, about linear in the
-/// length. Consecutive straight items form one straight segment.
+/// every item of a run's last repetition reads only items of the run. Exact
+/// whatever the input: unroll() of the result gives back `items`. The candidate
+/// periods are derived from the sequence, and among segmentations that use runs
+/// of those periods the result minimises the items kept plus one per run (then
+/// the runs); see docs/repetition.md for the heuristic and its cost, about
+/// linear in the length. Consecutive straight items form one straight segment.
 std::vector<Segment> segmentRepetitions(const ItemSequence &items);
 
 /// The items a segmentation keeps: its straight items plus one body per run.

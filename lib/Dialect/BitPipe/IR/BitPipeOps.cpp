@@ -86,13 +86,13 @@ static LogicalResult verifyPeer(Operation *op, ProgramOp program, int64_t peer,
 /// `!bitpipe.saved` handle (everything else).
 static ArrayRef<StringLiteral> stateArgRoles(CalleeRole callee) {
   static constexpr StringLiteral forward[] = {role::kParam};
-  static constexpr StringLiteral backward[] = {
-      role::kParam, role::kInput, role::kForwardArg, role::kSaved,
-      role::kStash};
+  static constexpr StringLiteral backward[] = {role::kParam, role::kInput,
+                                               role::kForwardArg, role::kSaved,
+                                               role::kStash};
   // The weight half also reads the output gradients the input half got.
   static constexpr StringLiteral weight[] = {
-      role::kParam,  role::kInput, role::kForwardArg,
-      role::kSaved,  role::kStash, role::kGradOfResult};
+      role::kParam, role::kInput, role::kForwardArg,
+      role::kSaved, role::kStash, role::kGradOfResult};
   switch (callee) {
   case CalleeRole::Forward:
     return forward;
@@ -197,17 +197,17 @@ static LogicalResult verifyStageCallee(Operation *op, FlatSymbolRefAttr callee,
   auto fn =
       symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(op, callee);
   if (!fn)
-    return op->emitOpError() << "expects " << callee << " to be a "
-                             << describeCallee(role)
-                             << ", but the module has no function of that "
-                                "name";
+    return op->emitOpError()
+           << "expects " << callee << " to be a " << describeCallee(role)
+           << ", but the module has no function of that "
+              "name";
   if (std::optional<int64_t> calleeStage =
           getCalleeStage(op, fn, role, symbolTable);
       calleeStage && *calleeStage != stage) {
     InFlightDiagnostic diag = op->emitOpError()
                               << "of stage " << stage << " calls " << callee
-                              << ", a " << describeCallee(role)
-                              << " of stage " << *calleeStage;
+                              << ", a " << describeCallee(role) << " of stage "
+                              << *calleeStage;
     diag.attachNote(fn.getLoc()) << describeCallee(role) << " declared here";
     return diag;
   }
@@ -413,7 +413,8 @@ static LogicalResult verifyCarriedHandles(const ProgramTrace &trace) {
       return forward.emitOpError()
              << "of stage " << stage << " micro-batch " << microbatch
              << repetitionText(trace[*def]) << " has its saved state consumed "
-             << "by two " << (weight ? "bitpipe.weight_grad" : "bitpipe.backward")
+             << "by two "
+             << (weight ? "bitpipe.weight_grad" : "bitpipe.backward")
              << " ops; expected at most one of each";
     slot = index;
     if (weight && it->second.first == kNone)
@@ -571,10 +572,10 @@ void RepeatOp::print(OpAsmPrinter &p) {
   Block &body = getBodyBlock();
   if (!getInits().empty()) {
     p << " (";
-    llvm::interleaveComma(llvm::zip(body.getArguments(), getInits()), p,
-                          [&](auto pair) {
-                            p << std::get<0>(pair) << " = " << std::get<1>(pair);
-                          });
+    llvm::interleaveComma(
+        llvm::zip(body.getArguments(), getInits()), p, [&](auto pair) {
+          p << std::get<0>(pair) << " = " << std::get<1>(pair);
+        });
     p << ')';
   }
   if (!getInits().empty() || !getResults().empty())
@@ -602,8 +603,7 @@ LogicalResult RepeatOp::verify() {
            << "yields " << yield.getNumOperands() << " value(s), but the "
            << "repeat carries " << getInits().size()
            << "; expected one per body argument first";
-  for (auto [i, arg, init] :
-       llvm::enumerate(body.getArguments(), getInits()))
+  for (auto [i, arg, init] : llvm::enumerate(body.getArguments(), getInits()))
     if (arg.getType() != init.getType() ||
         yield.getOperand(i).getType() != arg.getType())
       return emitOpError() << "carries value " << i << " as " << arg.getType()
@@ -612,8 +612,7 @@ LogicalResult RepeatOp::verify() {
                            << yield.getOperand(i).getType();
   if (yield.getOperandTypes() != getResultTypes())
     return emitOpError() << "has results of type(s) " << getResultTypes()
-                         << ", but its body yields "
-                         << yield.getOperandTypes();
+                         << ", but its body yields " << yield.getOperandTypes();
   // Every number a step reaches must be a micro-batch or batch number.
   int64_t last = getCount() - 1;
   for (Operation &op : getSteps()) {
@@ -621,8 +620,8 @@ LogicalResult RepeatOp::verify() {
     std::optional<int64_t> batch = batchAt(&op, last);
     if ((microbatch && *microbatch < 0) || (batch && *batch < 0))
       return op.emitOpError()
-             << "reaches " << (microbatch && *microbatch < 0 ? "micro-batch "
-                                                             : "batch ")
+             << "reaches "
+             << (microbatch && *microbatch < 0 ? "micro-batch " : "batch ")
              << (microbatch && *microbatch < 0 ? *microbatch : *batch)
              << " in the last repetition (" << last
              << "); expected numbers that stay non-negative";

@@ -64,7 +64,8 @@ void ProgramTrace::place() const {
     size_t position = 0;
     for (Operation &step : body)
       placement_[&step] = {index + position++, period};
-    index += period * static_cast<size_t>(std::max<int64_t>(repeat.getCount(), 0));
+    index +=
+        period * static_cast<size_t>(std::max<int64_t>(repeat.getCount(), 0));
   }
 }
 

@@ -16,9 +16,9 @@
 #include "llvm/ADT/Hashing.h"
 
 #include <algorithm>
-#include <unordered_map>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 
 using namespace mlir;
 using namespace bitpipe;

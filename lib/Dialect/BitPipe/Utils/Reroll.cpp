@@ -32,7 +32,9 @@ namespace {
 
 enum Lane : int { kMicrobatchLane = 0, kBatchLane = 1, kNumLanes = 2 };
 
-int64_t asKey(const void *p) { return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p)); }
+int64_t asKey(const void *p) {
+  return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
+}
 
 /// A value of the body: result `result` of body op `position`.
 using BodyValue = std::pair<size_t, unsigned>;
@@ -112,7 +114,8 @@ sched::ItemSequence Reroller::items() {
     // the accessors: getAttrs() would build a dictionary per op.)
     llvm::TypeSwitch<Operation *>(op)
         .Case<ForwardOp, BackwardOp, WeightGradOp>([&](auto compute) {
-          description.push_back(asKey(compute.getCalleeAttr().getAsOpaquePointer()));
+          description.push_back(
+              asKey(compute.getCalleeAttr().getAsOpaquePointer()));
           description.push_back(compute.getStage());
         })
         .Case<SendOp, RecvOp>([&](auto transfer) {
@@ -136,8 +139,9 @@ sched::ItemSequence Reroller::items() {
       description.push_back(asKey(type.getAsOpaquePointer()));
     for (Value operand : op->getOperands()) {
       auto result = cast<OpResult>(operand);
-      description.push_back(static_cast<int64_t>(i) -
-                            static_cast<int64_t>(position.lookup(result.getOwner())));
+      description.push_back(
+          static_cast<int64_t>(i) -
+          static_cast<int64_t>(position.lookup(result.getOwner())));
       description.push_back(result.getResultNumber());
       description.push_back(asKey(operand.getType().getAsOpaquePointer()));
     }
@@ -163,10 +167,12 @@ bool Reroller::analyse(RunPlan &plan) {
     for (auto [n, operand] : llvm::enumerate(op->getOperands())) {
       auto result = cast<OpResult>(operand);
       int64_t def = position.lookup(result.getOwner());
-      int64_t from = def - static_cast<int64_t>(s); // Body position, < 0 before.
+      int64_t from =
+          def - static_cast<int64_t>(s); // Body position, < 0 before.
       if (from >= 0)
         continue;
-      int64_t d = (-from + static_cast<int64_t>(L) - 1) / static_cast<int64_t>(L);
+      int64_t d =
+          (-from + static_cast<int64_t>(L) - 1) / static_cast<int64_t>(L);
       size_t j = static_cast<size_t>(from + d * static_cast<int64_t>(L));
       BodyValue value{j, result.getResultNumber()};
       plan.carriedUses.emplace_back(p, static_cast<unsigned>(n), value, d);
@@ -208,7 +214,8 @@ bool Reroller::analyse(RunPlan &plan) {
   // an op before the run of the same type.
   for (const auto &[value, d] : plan.window)
     for (int64_t t = 1; t <= d; ++t) {
-      int64_t at = static_cast<int64_t>(s + value.first) - t * static_cast<int64_t>(L);
+      int64_t at =
+          static_cast<int64_t>(s + value.first) - t * static_cast<int64_t>(L);
       if (at < 0 || value.second >= ops[at]->getNumResults() ||
           ops[at]->getResult(value.second).getType() !=
               ops[s + value.first]->getResult(value.second).getType())
@@ -246,7 +253,8 @@ void Reroller::roll(const RunPlan &plan) {
   OpBuilder b(ops[s]);
   SmallVector<Type> resultTypes(carriedTypes);
   for (BodyValue value : exposed)
-    resultTypes.push_back(ops[s + value.first]->getResult(value.second).getType());
+    resultTypes.push_back(
+        ops[s + value.first]->getResult(value.second).getType());
   auto repeat = b.create<RepeatOp>(ops[s]->getLoc(), resultTypes,
                                    b.getI64IntegerAttr(plan.count), inits);
   Block *body = new Block();
@@ -266,9 +274,9 @@ void Reroller::roll(const RunPlan &plan) {
       if (auto slot = firstSlot.find(value); slot != firstSlot.end())
         replacement = repeat.getResult(slot->second + t - 1);
       else
-        replacement = repeat.getResult(
-            carriedTypes.size() +
-            (llvm::find(exposed, value) - exposed.begin()));
+        replacement =
+            repeat.getResult(carriedTypes.size() +
+                             (llvm::find(exposed, value) - exposed.begin()));
       ops[x]->getResult(r).replaceUsesWithIf(replacement, [&](OpOperand &use) {
         auto it = position.find(use.getOwner());
         return it != position.end() && it->second >= e;
@@ -287,7 +295,8 @@ void Reroller::roll(const RunPlan &plan) {
       op->setAttr("batch_step", attrs.getI64IntegerAttr(step));
   }
   for (const auto &[p, n, value, d] : plan.carriedUses)
-    ops[s + p]->setOperand(n, body->getArgument(firstSlot.lookup(value) + d - 1));
+    ops[s + p]->setOperand(n,
+                           body->getArgument(firstSlot.lookup(value) + d - 1));
   SmallVector<Value> yielded;
   for (const auto &[value, d] : plan.window) {
     yielded.push_back(ops[s + value.first]->getResult(value.second));
@@ -359,7 +368,7 @@ FailureOr<RerollStats> Reroller::run() {
 
 } // namespace
 
-FailureOr<RerollStats> bitpipe::bp::rerollProgram(ProgramOp program,
-                                                  const RerollOptions &options) {
+FailureOr<RerollStats>
+bitpipe::bp::rerollProgram(ProgramOp program, const RerollOptions &options) {
   return Reroller(program, options).run();
 }

@@ -198,12 +198,11 @@ FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
 bool bitpipe::hasBoundPrograms(ModuleOp module) {
   for (auto program : module.getOps<bp::ProgramOp>()) {
     WalkResult bound = program.walk([](Operation *op) {
-      bool has = llvm::TypeSwitch<Operation *, bool>(op)
-                     .Case<bp::ForwardOp, bp::BackwardOp, bp::WeightGradOp>(
-                         [](auto compute) {
-                           return bool(compute.getCalleeAttr());
-                         })
-                     .Default(false);
+      bool has =
+          llvm::TypeSwitch<Operation *, bool>(op)
+              .Case<bp::ForwardOp, bp::BackwardOp, bp::WeightGradOp>(
+                  [](auto compute) { return bool(compute.getCalleeAttr()); })
+              .Default(false);
       return has ? WalkResult::interrupt() : WalkResult::advance();
     });
     if (bound.wasInterrupted())

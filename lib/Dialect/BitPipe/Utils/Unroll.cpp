@@ -45,8 +45,8 @@ void bitpipe::bp::unrollRepeat(RepeatOp repeat) {
 }
 
 void bitpipe::bp::unrollRepeats(ProgramOp program) {
-  for (auto repeat : llvm::make_early_inc_range(
-           program.getBody().front().getOps<RepeatOp>()))
+  for (auto repeat :
+       llvm::make_early_inc_range(program.getBody().front().getOps<RepeatOp>()))
     unrollRepeat(repeat);
 }
 

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bitpipe/Dialect/BitPipe/Utils/VerifyPrograms.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
 #include "bitpipe/Schedule/Comms.h"
@@ -22,7 +23,6 @@
 #include "bitpipe/Schedule/Describe.h"
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
-#include "bitpipe/Dialect/BitPipe/Utils/VerifyPrograms.h"
 
 #include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
