@@ -450,7 +450,9 @@ TEST(CudaArguments, NullPointersAndNonPositiveSizesAreRejected) {
             BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_cuda_embedding_fwd(ids, p, p, p, 1, 0, 4, 4, nullptr),
             BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_cuda_embedding_bwd(ids, p, f, nullptr, 1, 1, 4, 4, nullptr),
+  // A null position-table gradient is a model without one (LLaMA); a null
+  // token-table gradient is an error.
+  EXPECT_EQ(bp_cuda_embedding_bwd(ids, p, nullptr, f, 1, 1, 4, 4, nullptr),
             BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_cuda_cross_entropy_fwd(p, ids, f, 2, 0, BP_IGNORE_INDEX,
                                       nullptr),
