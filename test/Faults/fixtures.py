@@ -68,6 +68,12 @@ class Fixtures:
         self._run([self.tool("bitpipe-opt"), self.model,
                    "--bitpipe-pipeline=devices=2 schedule=1f1b",
                    "-o", self.programs])
+        # Long enough that the steady state is kept as bitpipe.repeat
+        # (docs/repetition.md), with carried handles to get wrong.
+        self.rolled_programs = self.path("rolled-programs.mlir")
+        self._run([self.tool("bitpipe-opt"), self.model,
+                   "--bitpipe-pipeline=devices=2 schedule=1f1b microbatches=16",
+                   "-o", self.rolled_programs])
         self.exe1 = self.path("exe1")
         self._run([self.tool("bitpipe-compile"), self.config, "--devices", 1,
                    "--schedule", "gpipe", "--microbatches", 2,

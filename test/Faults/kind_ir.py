@@ -1,5 +1,6 @@
 """IR through bitpipe-opt: mutants of a tiny model's IR through the whole
-pass pipeline, mutants of its per-rank programs through bitpipe-verify,
+pass pipeline, mutants of its per-rank programs (straight, and rolled into
+bitpipe.repeat) through bitpipe-verify,
 and the same programs through bitpipe-lower-to-runtime, which must not
 lower what bitpipe-verify rejects (issue 14: lowering trusts its input)."""
 import os
@@ -46,6 +47,7 @@ def cases(fx, rng, mutants, full=False):
     out_dir = fx.path("ir")
     os.makedirs(out_dir, exist_ok=True)
     model, programs = _read(fx.model), _read(fx.programs)
+    rolled = _read(fx.rolled_programs)
     opt = fx.tool("bitpipe-opt")
 
     def write(name, data):
@@ -88,6 +90,8 @@ def cases(fx, rng, mutants, full=False):
     pipeline("model", model, "valid")
     verify("programs", programs, "valid")
     lowering("programs", programs)
+    verify("rolled-programs", rolled, "valid")
+    lowering("rolled-programs", rolled)
     for name, data in named(model, full):
         pipeline(name, data, "invalid")
     for i in range(mutants):
@@ -96,9 +100,13 @@ def cases(fx, rng, mutants, full=False):
                      mutations.mutate(rng, model, mutations.TEXT_MUTATIONS),
                      "any")
         else:
+            # Every other programs mutant is of the rolled ones: repeats,
+            # steps and carried values mutated too.
+            source = rolled if i % 4 == 2 else programs
             verify("programs-mutant-%04d" % i,
-                   mutations.mutate(rng, programs, mutations.LINE_MUTATIONS +
+                   mutations.mutate(rng, source, mutations.LINE_MUTATIONS +
                                     mutations.TEXT_MUTATIONS), "any")
         lowering("mutant-%04d" % i,
-                 mutations.mutate(rng, programs, mutations.LINE_MUTATIONS, 1))
+                 mutations.mutate(rng, rolled if i % 3 == 1 else programs,
+                                  mutations.LINE_MUTATIONS, 1))
     return result
