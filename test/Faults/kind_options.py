@@ -59,6 +59,16 @@ def pass_cases(fx):
         case("simulate-tflops=" + v, programs,
              "--bitpipe-simulate=costs=ir tflops=" + v)
     case("simulate-costs=unknown", programs, "--bitpipe-simulate=costs=nope")
+    # int64 thresholds: any value from the minimum up is a valid request
+    # (a huge one keeps every program straight); 2^63 does not parse.
+    for opt, values in [("min-repetitions", ["1", "0", "-1"]),
+                        ("min-ops-saved", ["0", "-5"])]:
+        for v in values + ["9223372036854775808"]:
+            case("reroll-%s=%s" % (opt, v), programs,
+                 "--bitpipe-reroll=%s=%s" % (opt, v))
+        for v in ["2147483648", "4611686018427387904"]:
+            case("reroll-%s=%s" % (opt, v), programs,
+                 "--bitpipe-reroll=%s=%s" % (opt, v), "valid")
     return out
 
 
