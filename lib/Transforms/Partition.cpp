@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Analysis/CostModel.h"
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
 #include "bitpipe/Schedule/Partition.h"
@@ -384,17 +386,10 @@ void PartitionPass::runOnOperation() {
 
   outline(fn, *cut, chunkInfo);
 
-  Builder b(&getContext());
-  module->setAttr(
-      attr::kPartition,
-      b.getDictionaryAttr({
-          b.getNamedAttr("chunks", b.getI64IntegerAttr(cut->numChunks())),
-          b.getNamedAttr("starts", b.getDenseI64ArrayAttr(cut->starts)),
-          b.getNamedAttr("costs", b.getDenseI64ArrayAttr(flops)),
-          b.getNamedAttr("max_cost",
-                         b.getI64IntegerAttr(*llvm::max_element(flops))),
-          b.getNamedAttr("balance", b.getF64FloatAttr(cut->imbalance())),
-      }));
+  module->setAttr(attr::kPartition,
+                  bp::PartitionAttr::get(&getContext(), cut->numChunks(),
+                                         cut->starts, flops,
+                                         llvm::APFloat(cut->imbalance())));
   if (print)
     printTable(fn, *cut, flops);
 }

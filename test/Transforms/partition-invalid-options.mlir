@@ -20,7 +20,7 @@
 // REPEAT: error: bitpipe-partition option 'boundaries' on @three: boundaries must be strictly increasing: 1 follows 1
 // ZERO: error: bitpipe-partition option 'boundaries' on @three: boundary 0 is out of range: a chunk can start only at layers 1..2 (layer 0 always starts the first chunk)
 // RANGE: error: bitpipe-partition option 'boundaries' on @three: boundary 3 is out of range: a chunk can start only at layers 1..2 (layer 0 always starts the first chunk)
-// VALID: bitpipe.partition = {{{.*}}chunks = 3 : i64{{.*}}starts = array<i64: 0, 1, 2>}
+// VALID: bitpipe.partition = #bitpipe.partition<chunks = 3, starts = [0, 1, 2], costs = [{{.*}}], balance = {{.*}}>
 func.func @three(%x: tensor<2x8xf32>) -> tensor<2x8xf32> attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 8, heads = 1, vocab = 8, max_positions = 2, seq_len = 2, microbatch_size = 2>} {
   %a = nn.gelu %x {nn.layer = 0} : (tensor<2x8xf32>) -> tensor<2x8xf32>
   %b = nn.gelu %a {nn.layer = 1} : (tensor<2x8xf32>) -> tensor<2x8xf32>

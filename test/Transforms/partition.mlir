@@ -48,7 +48,7 @@ func.func @toy(%wte: tensor<16x8xf32> {nn.param = "wte"},
   return %loss : tensor<f32>
 }
 
-// TWO: module attributes {bitpipe.partition = {balance = {{.*}} : f64, chunks = 2 : i64, costs = array<i64: 6528, 6912>, max_cost = 6912 : i64, starts = array<i64: 0, 4>}}
+// TWO: module attributes {bitpipe.partition = #bitpipe.partition<chunks = 2, starts = [0, 4], costs = [6528, 6912], balance = {{.*}}>}
 // TWO-LABEL: func.func @toy_stage0(
 // TWO-SAME:    -> tensor<2x4x8xf32> attributes {bitpipe.layers = array<i64: 0, 3>, bitpipe.stage = 0 : i64}
 // TWO-COUNT-7: = nn.
@@ -59,7 +59,7 @@ func.func @toy(%wte: tensor<16x8xf32> {nn.param = "wte"},
 // TWO-LABEL: func.func @toy(
 // TWO-COUNT-2: call @toy_stage
 
-// THREE: module attributes {bitpipe.partition = {balance = {{.*}} : f64, chunks = 3 : i64, costs = array<i64: 1792, 4736, 6912>, max_cost = 6912 : i64, starts = array<i64: 0, 2, 4>}}
+// THREE: module attributes {bitpipe.partition = #bitpipe.partition<chunks = 3, starts = [0, 2, 4], costs = [1792, 4736, 6912], balance = {{.*}}>}
 
 // The tied embedding %wte is an argument of the first and the last stage.
 // Layer 3 reads the embedding output %x, so stage 0 returns it beside the
@@ -100,7 +100,7 @@ func.func @toy(%wte: tensor<16x8xf32> {nn.param = "wte"},
 // THREE-NEXT:    return %[[LOSS]] : tensor<f32>
 // THREE-NEXT:  }
 
-// CUT: module attributes {bitpipe.partition = {balance = 1.900000e+00 : f64, chunks = 3 : i64, costs = array<i64: 1792, 3136, 8512>, max_cost = 8512 : i64, starts = array<i64: 0, 2, 3>}}
+// CUT: module attributes {bitpipe.partition = #bitpipe.partition<chunks = 3, starts = [0, 2, 3], costs = [1792, 3136, 8512], balance = 1.8999999999999999>}
 
 // Stage 0 returns both the embedding output (for layer 3) and the stream.
 // CUT-LABEL: func.func @toy_stage0(

@@ -94,12 +94,13 @@ def Partition : Pass<"bitpipe-partition", "mlir::ModuleOp"> {
     returns the loss). The model function's body becomes the sequence of
     calls of the stages, so it still computes the same loss.
 
-    The module records the result as
-    `bitpipe.partition = {chunks, starts, costs, max_cost, balance}`:
-    the number of chunks, the first layer of each, each chunk's forward +
-    backward FLOPs, the largest of them and max / mean (1.0 is perfect).
+    The module records the result as `bitpipe.partition =
+    #bitpipe.partition<chunks, starts, costs, balance>`: the number of
+    chunks, the first layer of each, each chunk's forward + backward FLOPs
+    and max / mean (1.0 is perfect).
   }];
-  let dependentDialects = ["mlir::func::FuncDialect"];
+  let dependentDialects = ["mlir::func::FuncDialect",
+                           "bitpipe::bp::BitPipeDialect"];
   let options = [
     Option<"chunks", "chunks", "unsigned", /*default=*/"0",
            "Number of chunks (pipeline stages) to balance by FLOPs">,

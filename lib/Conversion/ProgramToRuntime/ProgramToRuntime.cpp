@@ -701,13 +701,15 @@ LogicalResult LowerProgramToRuntimePass::lower() {
 
   // What the programs were and what described them is in the manifest now;
   // the model function would only call stage functions nothing else runs.
+  // The partition's record goes too: an LLVM module carries no bitpipe
+  // attribute, so that any tool reads it without the dialect.
   for (ProgramOp program : *programs)
     program.erase();
   model.erase();
   for (StringRef name :
        {BitPipeDialect::kPlacementAttrName, BitPipeDialect::kScheduleAttrName,
         BitPipeDialect::kWorldSizeAttrName,
-        BitPipeDialect::kDataParallelAttrName})
+        BitPipeDialect::kDataParallelAttrName, ::bitpipe::attr::kPartition})
     module->removeAttr(name);
   return success();
 }

@@ -48,3 +48,26 @@ module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices
 
 // expected-error @+1 {{'bitpipe.schedule' sends micro-batch 2 through pipeline 2, but the placement has 2}}
 module attributes {bitpipe.placement = #bitpipe.placement<kind = "bidirectional", devices = 2, pipelines = [[0, 1], [1, 0]]>, bitpipe.schedule = #bitpipe.schedule<name = "chimera", microbatches = 3, microbatch_pipelines = [0, 1, 2], split_backward = false>} {}
+
+// -----
+
+// #bitpipe.partition: one start and one cost per chunk, starts from layer 0
+// upwards, a balance of at least 1.
+
+// expected-error @+1 {{#bitpipe.partition of 2 chunks expects one start and one cost per chunk, got 1 starts and 2 costs}}
+module attributes {bitpipe.partition = #bitpipe.partition<chunks = 2, starts = [0], costs = [1, 2], balance = 1.5>} {}
+
+// -----
+
+// expected-error @+1 {{#bitpipe.partition expects starts that begin at layer 0 and increase, got starts[1] = 0}}
+module attributes {bitpipe.partition = #bitpipe.partition<chunks = 2, starts = [0, 0], costs = [1, 2], balance = 1.5>} {}
+
+// -----
+
+// expected-error @+1 {{#bitpipe.partition expects a balance (the largest cost over the mean) of at least 1, got 5.000000e-01}}
+module attributes {bitpipe.partition = #bitpipe.partition<chunks = 1, starts = [0], costs = [1], balance = 0.5>} {}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.partition' expects a #bitpipe.partition, got {chunks = 2 : i64}}}
+module attributes {bitpipe.partition = {chunks = 2 : i64}} {}

@@ -25,3 +25,13 @@ module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>,
   bitpipe.schedule = #bitpipe.schedule<name = "zb-h1", microbatches = 2, microbatch_pipelines = [0, 0], split_backward = true, note = "">
 } {}
+
+// -----
+
+// #bitpipe.partition: bitpipe-partition's record of the cut.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: bitpipe.partition = #bitpipe.partition<chunks = 2, starts = [0, 4], costs = [6528, 6912], balance = 1.0286>
+module attributes {
+  bitpipe.partition = #bitpipe.partition<chunks = 2, starts = [0, 4],
+                                         costs = [6528, 6912], balance = 1.0286>
+} {}

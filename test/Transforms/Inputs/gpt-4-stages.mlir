@@ -2,7 +2,7 @@
 // Stage functions as bitpipe-partition writes them: stage 0 reads the
 // tokens, the last stage the labels and returns the loss; parameters are
 // `nn.param` arguments (the tied embedding `wte` on both ends).
-module attributes {bitpipe.partition = {chunks = 4 : i64}} {
+module {
   func.func @gpt_stage0(%tok: tensor<2x4xi32> {nn.input = "tokens"},
                         %wte: tensor<16x8xf32> {nn.param = "wte"},
                         %wpe: tensor<4x8xf32> {nn.param = "wpe"})

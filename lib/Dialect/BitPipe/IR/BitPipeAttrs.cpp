@@ -1,6 +1,10 @@
 //===- BitPipeAttrs.cpp - bitpipe attributes and enums --------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
+
+#include "llvm/ADT/SmallString.h"
+
+#include <cmath>
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/Schedule/Registry.h"
@@ -92,6 +96,57 @@ void bitpipe::bp::printPipelines(AsmPrinter &printer,
     printIntList(printer, pipeline.asArrayRef());
   });
   os << ']';
+}
+
+//===----------------------------------------------------------------------===//
+// PartitionAttr
+//===----------------------------------------------------------------------===//
+
+FailureOr<APFloat> bitpipe::bp::parseRatio(AsmParser &parser) {
+  double value;
+  if (parser.parseFloat(value))
+    return failure();
+  return APFloat(value);
+}
+
+void bitpipe::bp::printRatio(AsmPrinter &printer, const APFloat &value) {
+  // The shortest text that reads back as the same double: 1.0286.
+  SmallString<24> text;
+  value.toString(text);
+  printer << text;
+}
+
+LogicalResult
+PartitionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      int64_t chunks, ArrayRef<int64_t> starts,
+                      ArrayRef<int64_t> costs, APFloat ratio) {
+  const double balance = ratio.convertToDouble();
+  if (chunks < 1)
+    return emitError() << "#bitpipe.partition expects at least one chunk, got "
+                       << chunks;
+  if (static_cast<int64_t>(starts.size()) != chunks ||
+      static_cast<int64_t>(costs.size()) != chunks)
+    return emitError() << "#bitpipe.partition of " << chunks
+                       << " chunks expects one start and one cost per chunk, "
+                          "got "
+                       << starts.size() << " starts and " << costs.size()
+                       << " costs";
+  for (size_t k = 0; k < starts.size(); ++k)
+    if ((k == 0 && starts[k] != 0) || (k > 0 && starts[k] <= starts[k - 1]))
+      return emitError() << "#bitpipe.partition expects starts that begin at "
+                            "layer 0 and increase, got starts["
+                         << k << "] = " << starts[k];
+  if (llvm::any_of(costs, [](int64_t c) { return c < 0; }))
+    return emitError() << "#bitpipe.partition expects non-negative costs";
+  if (!(balance >= 1.0) || std::isinf(balance))
+    return emitError() << "#bitpipe.partition expects a balance (the largest "
+                          "cost over the mean) of at least 1, got "
+                       << balance;
+  return success();
+}
+
+int64_t PartitionAttr::getMaxCost() const {
+  return *llvm::max_element(getCosts());
 }
 
 LogicalResult

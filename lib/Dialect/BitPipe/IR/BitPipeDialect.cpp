@@ -79,6 +79,14 @@ LogicalResult BitPipeDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kScheduleAttrName)
     return verifyScheduleAttr(op, attr.getValue());
 
+  if (attr.getName() == ::bitpipe::attr::kPartition) {
+    if (!isa<PartitionAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << ::bitpipe::attr::kPartition
+             << "' expects a #bitpipe.partition, got " << attr.getValue();
+    return success();
+  }
+
   if (attr.getName() == kDataParallelAttrName) {
     auto copies = dyn_cast<IntegerAttr>(attr.getValue());
     if (!copies || copies.getValue().getSignificantBits() > 64 ||

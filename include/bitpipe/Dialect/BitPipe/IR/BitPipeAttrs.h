@@ -17,6 +17,9 @@ mlir::FailureOr<sched::PlacementKind>
 parsePlacementKind(mlir::AsmParser &parser);
 mlir::FailureOr<llvm::SmallVector<mlir::DenseI64ArrayAttr>>
 parsePipelines(mlir::AsmParser &parser);
+/// A #bitpipe.partition's balance: a floating-point number.
+mlir::FailureOr<llvm::APFloat> parseRatio(mlir::AsmParser &parser);
+void printRatio(mlir::AsmPrinter &printer, const llvm::APFloat &value);
 void printPipelines(mlir::AsmPrinter &printer,
                     llvm::ArrayRef<mlir::DenseI64ArrayAttr> pipelines);
 

@@ -166,4 +166,43 @@ def BitPipe_ScheduleAttr : BitPipe_Attr<"Schedule", "schedule"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Partition
+//===----------------------------------------------------------------------===//
+
+// A ratio, printed as a plain number; held as an APFloat, which the
+// attribute storage can hash.
+def BitPipe_RatioParameter : APFloatParameter<"ratio"> {
+  let parser = "::bitpipe::bp::parseRatio($_parser)";
+  let printer = "::bitpipe::bp::printRatio($_printer, $_self)";
+}
+
+def BitPipe_PartitionAttr : BitPipe_Attr<"Partition", "partition"> {
+  let summary = "what bitpipe-partition chose";
+  let description = [{
+    A record on the module of how the model was cut: `chunks` stages,
+    stage k starting at layer `starts[k]` (`starts[0]` = 0, increasing),
+    `costs[k]` the stage's forward plus backward FLOPs, and `balance`, the
+    largest cost over the mean (1 is perfectly balanced). Nothing reads it
+    back: the stages themselves are the outlined functions
+    (`bitpipe.stage`); this says why they are what they are.
+
+    ```mlir
+    bitpipe.partition = #bitpipe.partition<chunks = 2, starts = [0, 4],
+        costs = [6528, 6912], balance = 1.0286>
+    ```
+  }];
+
+  let parameters = (ins "int64_t":$chunks,
+                        BitPipe_IntListParameter:$starts,
+                        BitPipe_IntListParameter:$costs,
+                        BitPipe_RatioParameter:$balance);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The most expensive stage's FLOPs.
+    int64_t getMaxCost() const;
+  }];
+}
+
 #endif // BITPIPE_DIALECT_BITPIPE_BITPIPEATTRS_TD

@@ -45,7 +45,7 @@ inline constexpr llvm::StringLiteral kGradOfResult = "bitpipe.grad_of_result";
 inline constexpr llvm::StringLiteral kGradOfArg = "bitpipe.grad_of_arg";
 
 // On the module.
-/// What bitpipe-partition chose: {chunks, starts, costs, max_cost, balance}.
+/// What bitpipe-partition chose: a #bitpipe.partition.
 inline constexpr llvm::StringLiteral kPartition = "bitpipe.partition";
 
 } // namespace bitpipe::attr
