@@ -12,6 +12,10 @@
 //  - p2p volume: transfers between ranks (activations and gradients, each
 //    one boundary tensor; local hand-offs are free), from the simulator.
 //
+// 1f1b also runs under a cap on the micro-batches in flight (max-in-flight
+// = D/2, D/4, 1: docs/schedules.md, "Fewer micro-batches in flight"), the
+// memory it saves against the makespan it costs.
+//
 // chimera is the registered order (ChimeraOrder::Best); its two candidate
 // orders are listed too, so the change of issue 17 can be read off, and
 // bitpipe, which the baselines are compared with, closes the table.
@@ -52,12 +56,23 @@ std::vector<Row> rows() {
       return generateSchedule(request);
     };
   };
+  // 1F1B under a cap on micro-batches in flight: capOf(D) per rank.
+  auto capped = [](int (*capOf)(int D)) {
+    return [capOf](int D, int N) {
+      ScheduleOptions request{"1f1b", D, N};
+      request.maxInFlight = capOf(D);
+      return generateSchedule(request);
+    };
+  };
   auto chimera = [](ChimeraOrder order) {
     return [order](int D, int N) { return generateChimera(D, N, order); };
   };
   return {
       {"gpipe", registered("gpipe", 0)},
       {"1f1b", registered("1f1b", 0)},
+      {"1f1b max-in-flight=D/2", capped([](int D) { return D / 2; })},
+      {"1f1b max-in-flight=D/4", capped([](int D) { return D / 4; })},
+      {"1f1b max-in-flight=1", capped([](int) { return 1; })},
       {"interleaved-1f1b v=2", registered("interleaved-1f1b", 2)},
       {"interleaved-1f1b v=3", registered("interleaved-1f1b", 3)},
       {"interleaved-1f1b v=4", registered("interleaved-1f1b", 4)},
