@@ -160,8 +160,7 @@ std::string checkInFlightCap(const ScheduleInfo &info, int devices,
 /// its entry; empty when it passes.
 std::string checkComplete(const ScheduleInfo &info, int devices,
                           int microbatches, int chunksPerDevice,
-                          std::optional<int> maxInFlight,
-                          const char *prefix) {
+                          std::optional<int> maxInFlight, const char *prefix) {
   const std::string name = info.name;
   // Counts first, then what the schedule asks of them.
   std::string error =

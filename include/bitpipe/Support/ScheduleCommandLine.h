@@ -3,11 +3,12 @@
 // The command-line flags of a schedule request, for the programs that parse
 // their command line with llvm::cl (bitpipe-compile, bench-pipeline,
 // bench-bubble): --schedule, --devices, --microbatches, --chunks-per-device,
-// --max-in-flight and --dp, named by sched::option as bitpipe-pipeline's textual options
-// are, read into the one request struct (sched::ScheduleOptions) that the
-// schedule registry checks and completes (sched::validate). Declare one
-// ScheduleCommandLine in main() before cl::ParseCommandLineOptions. The
-// ranges in the help texts are sched::limit's (Registry.h).
+// --max-in-flight and --dp, named by sched::option as bitpipe-pipeline's
+// textual options are, read into the one request struct
+// (sched::ScheduleOptions) that the schedule registry checks and completes
+// (sched::validate). Declare one ScheduleCommandLine in main() before
+// cl::ParseCommandLineOptions. The ranges in the help texts are sched::limit's
+// (Registry.h).
 //
 //===----------------------------------------------------------------------===//
 
