@@ -7,14 +7,22 @@
 //
 //  - makespan and bubble ratio, from the simulator;
 //  - peak in-flight activations per rank, in chunks (one per (micro-batch,
-//    stage) whose F is done and B is not) and in stages of the D-stage
-//    model (chunks x D / stages: an interleaved chunk holds 1/v of a stage);
+//    stage) whose F is done and whose last reader, B or, split, W, is not)
+//    and in stages of the D-stage model (chunks x D / stages: an
+//    interleaved chunk holds 1/v of a stage);
 //  - p2p volume: transfers between ranks (activations and gradients, each
 //    one boundary tensor; local hand-offs are free), from the simulator.
 //
+// 1f1b also runs under a cap on the micro-batches in flight (max-in-flight
+// = D/2, D/4, 1: docs/schedules.md, "Fewer micro-batches in flight"), the
+// memory it saves against the makespan it costs.
+//
 // chimera is the registered order (ChimeraOrder::Best); its two candidate
 // orders are listed too, so the change of issue 17 can be read off, and
-// bitpipe, which the baselines are compared with, closes the table.
+// bitpipe, which the baselines are compared with, closes the table with the
+// schedules that split the backward (zb-h1, bitpipe-zb, zbv), at B = W = 1
+// per stage: the same work, B + W = 2 (docs/zero-bubble.md has their own
+// table, in its slot units).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,12 +60,23 @@ std::vector<Row> rows() {
       return generateSchedule(request);
     };
   };
+  // 1F1B under a cap on micro-batches in flight: capOf(D) per rank.
+  auto capped = [](int (*capOf)(int D)) {
+    return [capOf](int D, int N) {
+      ScheduleOptions request{"1f1b", D, N};
+      request.maxInFlight = capOf(D);
+      return generateSchedule(request);
+    };
+  };
   auto chimera = [](ChimeraOrder order) {
     return [order](int D, int N) { return generateChimera(D, N, order); };
   };
   return {
       {"gpipe", registered("gpipe", 0)},
       {"1f1b", registered("1f1b", 0)},
+      {"1f1b max-in-flight=D/2", capped([](int D) { return D / 2; })},
+      {"1f1b max-in-flight=D/4", capped([](int D) { return D / 4; })},
+      {"1f1b max-in-flight=1", capped([](int) { return 1; })},
       {"interleaved-1f1b v=2", registered("interleaved-1f1b", 2)},
       {"interleaved-1f1b v=3", registered("interleaved-1f1b", 3)},
       {"interleaved-1f1b v=4", registered("interleaved-1f1b", 4)},
@@ -66,15 +85,20 @@ std::vector<Row> rows() {
       {"chimera (registered)", registered("chimera", 0)},
       // What they are compared with: 2D chunks of half a stage each.
       {"bitpipe", registered("bitpipe", 0)},
+      {"zb-h1", registered("zb-h1", 0)},
+      {"bitpipe-zb", registered("bitpipe-zb", 0)},
+      {"zbv", registered("zbv", 0)},
   };
 }
 
-/// F=1, B=2 per D-stage model stage; every boundary tensor one unit.
+/// F=1, B=2 per D-stage model stage (split: B=1, W=1); every boundary
+/// tensor one unit.
 CostModel costsFor(const Schedule &s, int D) {
   CostModel cost;
   const double share = static_cast<double>(D) / s.placement.numStages;
   cost.unitForward = share;
-  cost.unitBackward = 2 * share;
+  cost.unitBackward = (s.splitBackward ? 1 : 2) * share;
+  cost.unitWeightGrad = share;
   cost.boundaryBytes.assign(s.placement.numStages, 1.0);
   return cost;
 }
@@ -162,9 +186,11 @@ bool printBaselinesTable() {
           allOk = false;
           continue;
         }
+        // Until the last reader of a stash: the W where the backward is
+        // split (the simulator's peakInFlight counts to the B).
         int peak = 0;
-        for (const RankStats &r : sim->ranks)
-          peak = std::max(peak, r.peakInFlight);
+        for (const std::vector<Action> &rank : s->ranks)
+          peak = std::max(peak, peakStashes(rank, s->splitBackward));
         std::printf("| %s | %d | %d | %g | %.4f | %d | %g | %g |\n",
                     row.label.c_str(), D, N, sim->makespan, sim->bubbleRatio,
                     peak,

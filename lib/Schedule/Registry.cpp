@@ -14,20 +14,36 @@ namespace bitpipe::sched {
 
 namespace {
 
-// The generators that take no chunk count ignore the registry's (always 1
-// or "fixed by the placement").
-Result<Schedule> gpipe(int d, int n, int) { return generateGPipe(d, n); }
-Result<Schedule> oneFOneB(int d, int n, int) { return generateOneFOneB(d, n); }
-Result<Schedule> interleaved(int d, int n, int v) {
-  return generateInterleaved1F1B(d, n, v);
+// Each entry's generator, on a completed request (every field it reads is
+// set); those that take no chunk count or cap ignore them.
+int devicesOf(const ScheduleOptions &o) { return o.devices; }
+int microbatchesOf(const ScheduleOptions &o) { return *o.microbatches; }
+
+Result<Schedule> gpipe(const ScheduleOptions &o) {
+  return generateGPipe(devicesOf(o), microbatchesOf(o));
 }
-Result<Schedule> chimera(int d, int n, int) { return generateChimera(d, n); }
-Result<Schedule> bitPipe(int d, int n, int) { return generateBitPipe(d, n); }
-Result<Schedule> zbH1(int d, int n, int) { return generateZeroBubbleH1(d, n); }
-Result<Schedule> bitPipeZb(int d, int n, int) {
-  return generateBitPipeZeroBubble(d, n);
+Result<Schedule> oneFOneB(const ScheduleOptions &o) {
+  return generateOneFOneB(devicesOf(o), microbatchesOf(o), *o.maxInFlight);
 }
-Result<Schedule> zbV(int d, int n, int) { return generateZeroBubbleV(d, n); }
+Result<Schedule> interleaved(const ScheduleOptions &o) {
+  return generateInterleaved1F1B(devicesOf(o), microbatchesOf(o),
+                                 *o.chunksPerDevice);
+}
+Result<Schedule> chimera(const ScheduleOptions &o) {
+  return generateChimera(devicesOf(o), microbatchesOf(o));
+}
+Result<Schedule> bitPipe(const ScheduleOptions &o) {
+  return generateBitPipe(devicesOf(o), microbatchesOf(o));
+}
+Result<Schedule> zbH1(const ScheduleOptions &o) {
+  return generateZeroBubbleH1(devicesOf(o), microbatchesOf(o));
+}
+Result<Schedule> bitPipeZb(const ScheduleOptions &o) {
+  return generateBitPipeZeroBubble(devicesOf(o), microbatchesOf(o));
+}
+Result<Schedule> zbV(const ScheduleOptions &o) {
+  return generateZeroBubbleV(devicesOf(o), microbatchesOf(o));
+}
 
 } // namespace
 
@@ -36,23 +52,23 @@ const std::vector<ScheduleInfo> &schedules() {
   static const std::vector<ScheduleInfo> table = {
     // name, summary,
     //   placement, splits backward, even D, chunks min/max/default,
-    //   min N, default N per device, generator
+    //   min N, default N per device, caps in-flight, generator
     {"gpipe", "all forwards, then all backwards (GPipe)",
-     PlacementKind::Loop, false, false, 1, 1, 1, 1, 2, gpipe},
+     PlacementKind::Loop, false, false, 1, 1, 1, 1, 2, false, gpipe},
     {"1f1b", "one forward, one backward (PipeDream-flush, DAPPLE)",
-     PlacementKind::Loop, false, false, 1, 1, 1, 1, 2, oneFOneB},
+     PlacementKind::Loop, false, false, 1, 1, 1, 1, 2, true, oneFOneB},
     {"interleaved-1f1b", "1F1B over v chunks per device (Megatron-LM)",
-     PlacementKind::Loop, false, false, 2, INT_MAX, 2, 1, 2, interleaved},
+     PlacementKind::Loop, false, false, 2, INT_MAX, 2, 1, 2, false, interleaved},
     {"chimera", "two mirrored pipelines (Chimera)",
-     PlacementKind::Bidirectional, false, true, 0, 0, 0, 1, 2, chimera},
+     PlacementKind::Bidirectional, false, true, 0, 0, 0, 1, 2, false, chimera},
     {"bitpipe", "two mirrored V-shaped pipelines, eager all-reduce (BitPipe)",
-     PlacementKind::BidirectionalV, false, true, 0, 0, 0, 1, 2, bitPipe},
+     PlacementKind::BidirectionalV, false, true, 0, 0, 0, 1, 2, false, bitPipe},
     {"zb-h1", "1F1B with the weight gradient split off and deferred (ZB-H1)",
-     PlacementKind::Loop, true, false, 1, 1, 1, 1, 2, zbH1},
+     PlacementKind::Loop, true, false, 1, 1, 1, 1, 2, false, zbH1},
     {"bitpipe-zb", "BitPipe with the weight gradient split off into its idle slots",
-     PlacementKind::BidirectionalV, true, true, 0, 0, 0, 1, 2, bitPipeZb},
+     PlacementKind::BidirectionalV, true, true, 0, 0, 0, 1, 2, false, bitPipeZb},
     {"zbv", "V-shaped pipeline, weight gradient split off and deferred (ZB-V)",
-     PlacementKind::V, true, false, 0, 0, 0, 1, 2, zbV},
+     PlacementKind::V, true, false, 0, 0, 0, 1, 2, false, zbV},
   };
   // clang-format on
   return table;
@@ -109,11 +125,42 @@ std::string checkRange(const char *prefix, const char *option, int64_t value,
   return {};
 }
 
+/// "1f1b": the entries that take a cap on micro-batches in flight.
+std::string cappingScheduleList() {
+  std::string out;
+  for (const ScheduleInfo &info : schedules())
+    if (info.capsInFlight)
+      out += (out.empty() ? "" : ", ") + std::string(info.name);
+  return out;
+}
+
+/// A cap on the micro-batches in flight: only for an entry that takes one,
+/// and in 1..D (D: the uncapped order; more would not cap anything).
+std::string checkInFlightCap(const ScheduleInfo &info, int devices,
+                             std::optional<int> cap, const char *prefix) {
+  if (!cap)
+    return {};
+  const std::string field = fieldName(prefix, option::kMaxInFlight);
+  if (!info.capsInFlight)
+    return field + "=" + std::to_string(*cap) +
+           " does not apply to schedule '" + info.name +
+           "' (only these take a cap on the micro-batches in flight: " +
+           cappingScheduleList() + ")";
+  if (*cap < 1)
+    return field + " must be at least 1, got " + std::to_string(*cap);
+  if (*cap > devices)
+    return field + " must be at most " + std::to_string(devices) +
+           " (devices: " + info.name +
+           " without a cap holds at most D micro-batches in flight), got " +
+           std::to_string(*cap);
+  return {};
+}
+
 /// The checks of a complete request (no defaults left to fill), against
 /// its entry; empty when it passes.
 std::string checkComplete(const ScheduleInfo &info, int devices,
                           int microbatches, int chunksPerDevice,
-                          const char *prefix) {
+                          std::optional<int> maxInFlight, const char *prefix) {
   const std::string name = info.name;
   // Counts first, then what the schedule asks of them.
   std::string error =
@@ -142,6 +189,9 @@ std::string checkComplete(const ScheduleInfo &info, int devices,
            " needs an even number of devices (its two pipelines pair device "
            "r with device D-1-r), got " +
            std::to_string(devices);
+  if (std::string cap = checkInFlightCap(info, devices, maxInFlight, prefix);
+      !cap.empty())
+    return cap;
   if (!info.takesChunks()) {
     if (chunksPerDevice != 0)
       return fieldName(prefix, option::kChunksPerDevice) + "=" +
@@ -194,11 +244,13 @@ std::string unknownSchedule(const std::string &name, const char *prefix) {
 } // namespace
 
 std::string detail::checkArguments(const std::string &name, int devices,
-                                   int microbatches, int chunksPerDevice) {
+                                   int microbatches, int chunksPerDevice,
+                                   std::optional<int> maxInFlight) {
   const ScheduleInfo *info = findSchedule(name);
   if (!info)
     return unknownSchedule(name, "");
-  return checkComplete(*info, devices, microbatches, chunksPerDevice, "");
+  return checkComplete(*info, devices, microbatches, chunksPerDevice,
+                       maxInFlight, "");
 }
 
 Result<ScheduleOptions> validate(const ScheduleOptions &request,
@@ -223,8 +275,11 @@ Result<ScheduleOptions> validate(const ScheduleOptions &request,
     done.microbatches = info->defaultMicrobatchesPerDevice * request.devices;
   if (!done.chunksPerDevice)
     done.chunksPerDevice = info->defaultChunks;
-  std::string error = checkComplete(*info, done.devices, *done.microbatches,
-                                    *done.chunksPerDevice, flagPrefix);
+  if (!done.maxInFlight && info->capsInFlight)
+    done.maxInFlight = request.devices;
+  std::string error =
+      checkComplete(*info, done.devices, *done.microbatches,
+                    *done.chunksPerDevice, done.maxInFlight, flagPrefix);
   if (!error.empty())
     return Result<ScheduleOptions>::failure(std::move(error));
   return Result<ScheduleOptions>::success(std::move(done));
@@ -252,9 +307,7 @@ Result<Schedule> generateSchedule(const ScheduleOptions &request) {
   Result<ScheduleOptions> done = validate(request);
   if (!done)
     return Result<Schedule>::failure(done.error);
-  const ScheduleInfo &info = *findSchedule(done->schedule);
-  return info.generate(done->devices, *done->microbatches,
-                       *done->chunksPerDevice);
+  return findSchedule(done->schedule)->generate(*done);
 }
 
 } // namespace bitpipe::sched

@@ -113,6 +113,9 @@ void addSchedulePasses(OpPassManager &pm, const Plan &plan) {
   ScheduleOptions schedule;
   schedule.schedule = plan.request.schedule;
   schedule.microbatches = *plan.request.microbatches;
+  // The completed request's cap (D when none was given): only the
+  // schedules that take one have it; 0 tells bitpipe-schedule "none".
+  schedule.maxInFlight = plan.request.maxInFlight.value_or(0);
   pm.addPass(createSchedule(schedule));
 }
 
@@ -155,6 +158,7 @@ bitpipe::PipelineConfig bitpipe::PipelineOptions::toConfig() const {
   config.request.devices = devices;
   config.request.microbatches = givenValue(microbatches, 0);
   config.request.chunksPerDevice = givenValue(chunksPerDevice, 0);
+  config.request.maxInFlight = givenValue(maxInFlight, 0);
   config.request.dataParallel = dataParallel;
   config.bucketMb = bucketMb;
   config.request.splitBackward = splitBackward;

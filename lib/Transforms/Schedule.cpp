@@ -161,13 +161,17 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
 
   /// The one conversion of the pass options into the registry's request,
   /// for the module's placement `have`: D from it, and v when the schedule
-  /// has a chunk count to choose; `microbatches` when given (else the
-  /// registry's default). Not yet validated.
+  /// has a chunk count to choose; `microbatches` and `max-in-flight` when
+  /// given (else the registry's defaults). Not yet validated.
   sched::ScheduleOptions request(const sched::Placement &have) {
     sched::ScheduleOptions request;
     request.schedule = schedule;
     request.devices = have.numDevices;
     request.microbatches = givenValue(microbatches, 0);
+    // 0 is "not given": bitpipe-pipeline builds this pass from its option
+    // struct, which sets every option, so a given 0 cannot be told apart.
+    if (maxInFlight != 0)
+      request.maxInFlight = maxInFlight;
     const sched::ScheduleInfo *info = sched::findSchedule(schedule);
     if (info && info->choosesChunks() &&
         have.kind == sched::PlacementKind::Loop)

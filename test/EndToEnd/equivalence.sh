@@ -20,11 +20,12 @@
 #   equivalence.sh reference MODEL N_TOTAL WORKDIR [RUN FLAG...]
 #       compiles and runs the 1-rank reference (a ctest fixture);
 #   equivalence.sh case MODEL SCHEDULE D K N WORKDIR [--chunks-per-device V]
-#                  [RUN FLAG...]
+#                  [--max-in-flight C] [RUN FLAG...]
 #       compiles and runs one case and compares it with the reference of
 #       MODEL, N*K and the same run flags, which must exist in WORKDIR;
-#       --chunks-per-device (first, if given) goes to bitpipe-compile only
-#       (interleaved-1f1b's v; the reference has no chunks).
+#       --chunks-per-device and --max-in-flight (first, if given) go to
+#       bitpipe-compile only (interleaved-1f1b's v, 1f1b's cap on
+#       micro-batches in flight; the reference has neither).
 # RUN FLAGs (e.g. --max-grad-norm 0.05) go to both runs.
 #
 # BITPIPE_BIN: the directory of bitpipe-compile, bitpipe-tokenize and
@@ -68,10 +69,10 @@ case)
   model=$2 schedule=$3 d=$4 k=$5 n=$6 work=$7
   shift 7
   compile_flags=()
-  if [ "${1:-}" = --chunks-per-device ]; then
-    compile_flags=(--chunks-per-device "$2")
+  while [ "${1:-}" = --chunks-per-device ] || [ "${1:-}" = --max-in-flight ]; do
+    compile_flags+=("$1" "$2")
     shift 2
-  fi
+  done
   name=$(basename "$model" .json)
   ref=$work/ref-$name-n$((n * k))$(flags_tag "$@")
   dir=$work/$name-$schedule-d$d-dp$k-n$n$(flags_tag "${compile_flags[@]}" "$@")
@@ -90,7 +91,8 @@ case)
   ;;
 *)
   echo "usage: $0 reference MODEL N WORKDIR [FLAG...] |" \
-    "case MODEL SCHEDULE D K N WORKDIR [--chunks-per-device V] [FLAG...]" >&2
+    "case MODEL SCHEDULE D K N WORKDIR [--chunks-per-device V]" \
+    "[--max-in-flight C] [FLAG...]" >&2
   exit 2
   ;;
 esac

@@ -78,6 +78,7 @@ def compile_cases():
                          ("--dp", ["0", "-1", "2147483647"] + HUGE),
                          ("--microbatches", ["0", "-1", "2147483647"] + HUGE),
                          ("--chunks-per-device", ["-1", "0"]),
+                         ("--max-in-flight", ["-1", "0", "2147483647"]),
                          ("--bucket-mb", ["-1", "nan", "inf", "1e400"]),
                          ("-O", ["9", "-1"]),
                          ("--schedule", ["nope", ""]),
@@ -85,8 +86,8 @@ def compile_cases():
                          ("--emit", ["nope"]),
                          ("--target", ["nope"])]:
         for v in values:
-            extra = (["--schedule", "interleaved-1f1b"]
-                     if flag == "--chunks-per-device" else [])
+            extra = {"--chunks-per-device": ["--schedule", "interleaved-1f1b"],
+                     "--max-in-flight": ["--schedule", "1f1b"]}.get(flag, [])
             out.append(("%s=%s" % (flag.lstrip("-"), v), [flag + "=" + v] +
                         extra, "invalid"))
     for s in SCHEDULES:

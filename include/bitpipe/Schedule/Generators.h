@@ -25,6 +25,7 @@
 #include "bitpipe/Schedule/Error.h"
 #include "bitpipe/Schedule/Schedule.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,14 @@ Result<Schedule> generateGPipe(int devices, int microbatches);
 
 /// PipeDream-flush / DAPPLE 1F1B: rank r runs min(D-1-r, N) warm-up
 /// forwards, then alternates one forward and one backward. Any D, N >= 1.
-Result<Schedule> generateOneFOneB(int devices, int microbatches);
+/// With `maxInFlight` = k in 1..D-1, the memory-saving variant: rank r
+/// holds at most min(k, D - r) micro-batches in flight (1F1B holds D - r),
+/// in a list order (F=1, B=2) whose makespan stays within one round trip
+/// (3D slots) of ceil(N / k) * 3D (docs/schedules.md, "Fewer micro-batches
+/// in flight"). k = D (or none) is 1F1B itself.
+Result<Schedule>
+generateOneFOneB(int devices, int microbatches,
+                 std::optional<int> maxInFlight = std::nullopt);
 
 /// Megatron-LM's interleaved 1F1B on loopPlacement(D, v): micro-batches
 /// advance through the v chunks in groups of D. v >= 2 and N a multiple of D

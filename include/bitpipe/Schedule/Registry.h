@@ -32,6 +32,7 @@ inline constexpr char kMicrobatches[] = "microbatches";
 inline constexpr char kChunksPerDevice[] = "chunks-per-device";
 inline constexpr char kDataParallel[] = "dp";
 inline constexpr char kSplitBackward[] = "split-backward";
+inline constexpr char kMaxInFlight[] = "max-in-flight";
 } // namespace option
 
 /// The largest request the registry accepts. A schedule holds one action
@@ -66,6 +67,13 @@ struct ScheduleOptions {
   /// schedule with weight-gradient steps (splitsBackward) can run them, and
   /// it splits without being asked.
   bool splitBackward = false;
+  /// The most micro-batches a rank may hold in flight (forward done,
+  /// backward not: the activations it stashes), for a schedule that takes
+  /// the cap (capsInFlight: 1f1b). 1..D; default, and the completed value
+  /// of such a schedule: D, its uncapped order (1F1B holds D - r on rank r).
+  /// Left empty for the others, which refuse it (docs/schedules.md,
+  /// "Fewer micro-batches in flight").
+  std::optional<int> maxInFlight;
 };
 
 /// One row of the registry.
@@ -83,9 +91,11 @@ struct ScheduleInfo {
   /// The least N it schedules, and the default N = this times D.
   int minMicrobatches;
   int defaultMicrobatchesPerDevice;
-  /// Builds the schedule from a request validate() has accepted.
-  Result<Schedule> (*generate)(int devices, int microbatches,
-                               int chunksPerDevice);
+  /// It takes ScheduleOptions::maxInFlight, a cap on each rank's
+  /// micro-batches in flight, in 1..D.
+  bool capsInFlight;
+  /// Builds the schedule from a request validate() has completed.
+  Result<Schedule> (*generate)(const ScheduleOptions &completed);
 
   /// It runs on a loop placement, whose chunk count it constrains.
   bool takesChunks() const { return maxChunks > 0; }
@@ -106,7 +116,8 @@ const std::string &scheduleNameList();
 const std::string &scheduleOptionHelp();
 
 /// The one check of a request: checks the counts against `limit`, fills the
-/// defaults (N = the entry's default per device times D; v = the entry's),
+/// defaults (N = the entry's default per device times D; v = the entry's;
+/// the cap on micro-batches in flight of a schedule that takes one = D),
 /// then checks every field against the entry and the limits. The error names
 /// the option, as `flagPrefix` + its name (pass "--" for command-line flags),
 /// the value and what was expected, e.g. "devices must be even for bitpipe

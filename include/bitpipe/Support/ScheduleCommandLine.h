@@ -2,12 +2,13 @@
 //
 // The command-line flags of a schedule request, for the programs that parse
 // their command line with llvm::cl (bitpipe-compile, bench-pipeline,
-// bench-bubble): --schedule, --devices, --microbatches, --chunks-per-device
-// and --dp, named by sched::option as bitpipe-pipeline's textual options
-// are, read into the one request struct (sched::ScheduleOptions) that the
-// schedule registry checks and completes (sched::validate). Declare one
-// ScheduleCommandLine in main() before cl::ParseCommandLineOptions. The
-// ranges in the help texts are sched::limit's (Registry.h).
+// bench-bubble): --schedule, --devices, --microbatches, --chunks-per-device,
+// --max-in-flight and --dp, named by sched::option as bitpipe-pipeline's
+// textual options are, read into the one request struct
+// (sched::ScheduleOptions) that the schedule registry checks and completes
+// (sched::validate). Declare one ScheduleCommandLine in main() before
+// cl::ParseCommandLineOptions. The ranges in the help texts are sched::limit's
+// (Registry.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,10 @@ public:
                                        "interleaved-1f1b, 2..64 (default: "
                                        "the schedule's, 2)"),
                         llvm::cl::cat(category)),
+        maxInFlight(sched::option::kMaxInFlight,
+                    llvm::cl::desc("Micro-batches a rank may hold in flight, "
+                                   "1..D, for 1f1b (default: D, no cap)"),
+                    llvm::cl::cat(category)),
         dataParallel(sched::option::kDataParallel,
                      llvm::cl::desc("Data-parallel copies K, 1..65536 "
                                     "(ranks: D * K, at most 2^20)"),
@@ -60,6 +65,7 @@ public:
     r.devices = devices;
     r.microbatches = given(microbatches, defaults.microbatches);
     r.chunksPerDevice = given(chunksPerDevice, defaults.chunksPerDevice);
+    r.maxInFlight = given(maxInFlight, defaults.maxInFlight);
     r.dataParallel = dataParallel;
     return r;
   }
@@ -83,6 +89,7 @@ private:
   llvm::cl::opt<int> devices;
   llvm::cl::opt<int> microbatches;
   llvm::cl::opt<int> chunksPerDevice;
+  llvm::cl::opt<int> maxInFlight;
   llvm::cl::opt<int> dataParallel;
 };
 

@@ -203,6 +203,9 @@ def Schedule : Pass<"bitpipe-schedule", "mlir::ModuleOp"> {
     Option<"microbatches", "microbatches", "int", /*default=*/"0",
            "Micro-batches per training step N (default: the schedule's, "
            "2 D)">,
+    Option<"maxInFlight", "max-in-flight", "int", /*default=*/"0",
+           "Micro-batches a rank may hold in flight, 1..D, for 1f1b "
+           "(0, the default: not given, D for 1f1b; docs/schedules.md)">,
   ];
 }
 

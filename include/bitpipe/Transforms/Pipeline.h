@@ -59,6 +59,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("Chunks per device v of interleaved-1f1b, 2..64 "
                      "(default: the schedule's, 2)"),
       llvm::cl::init(0)};
+  Option<int> maxInFlight{
+      *this, sched::option::kMaxInFlight,
+      llvm::cl::desc("Micro-batches a rank may hold in flight, 1..D, for "
+                     "1f1b (default: D, no cap)"),
+      llvm::cl::init(0)};
   Option<int> dataParallel{
       *this, sched::option::kDataParallel,
       llvm::cl::desc("Data-parallel copies K of the pipeline, 1..65536 "

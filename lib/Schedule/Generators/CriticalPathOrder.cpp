@@ -54,8 +54,9 @@ Action actionOf(const Key &k) {
 
 } // namespace
 
-std::vector<std::vector<Action>> criticalPathOrder(const Schedule &shape,
-                                                   int injectionCap) {
+std::vector<std::vector<Action>>
+criticalPathOrder(const Schedule &shape, int injectionCap,
+                  const std::vector<int> &rankCaps) {
   const Placement &pl = shape.placement;
   const int S = pl.numStages, N = shape.numMicrobatches, D = pl.numDevices;
   const int numPipelines = static_cast<int>(pl.pipelines.size());
@@ -85,6 +86,12 @@ std::vector<std::vector<Action>> criticalPathOrder(const Schedule &shape,
     entering[shape.microbatchPipeline[m]].push_back(m);
   std::vector<size_t> entered(numPipelines, 0);
   std::vector<int> inFlight(numPipelines, 0);
+  // Per rank: (stage, micro-batch) pairs whose forward ran there and whose
+  // backward has not; a forward may start only below the rank's cap.
+  std::vector<int> rankHolds(D, 0);
+  auto rankFull = [&](int r) {
+    return !rankCaps.empty() && rankHolds[r] >= rankCaps[r];
+  };
 
   std::vector<std::set<Key>> ready(D);
   ChannelOrder channels(D);
@@ -130,14 +137,15 @@ std::vector<std::vector<Action>> criticalPathOrder(const Schedule &shape,
         continue;
       std::optional<Key> best;
       for (auto it = ready[r].begin(); it != ready[r].end(); ++it)
-        if (channelAllows(actionOf(*it))) {
+        if (channelAllows(actionOf(*it)) &&
+            !(std::get<0>(*it) && rankFull(r))) {
           best = *it;
           break;
         }
       // The next micro-batch of each pipeline that enters on this rank.
       for (int p = 0; p < numPipelines; ++p) {
         if (pl.device(p, 0) != r || entered[p] >= entering[p].size() ||
-            inFlight[p] >= injectionCap)
+            inFlight[p] >= injectionCap || rankFull(r))
           continue;
         // No inputs: ready from the start.
         Key k = keyOf(Action::forward(entering[p][entered[p]], 0), S, 0);
@@ -159,6 +167,7 @@ std::vector<std::vector<Action>> criticalPathOrder(const Schedule &shape,
       --left;
       lastRun = now;
       const bool forward = a.kind == ActionKind::Forward;
+      rankHolds[r] += forward ? 1 : -1;
       busyUntil[r] = fin(a) = now + (forward ? kForward : kBackward);
       if (static_cast<int>(finishing.size()) <= fin(a))
         finishing.resize(fin(a) + 1);

@@ -12,8 +12,12 @@
 // sends), so an action whose input crosses ranks is ready only when that
 // input is the oldest transfer its channel has not yet delivered; and it
 // bounds memory by letting at most `injectionCap` micro-batches of each
-// pipeline be in flight (first forward run, first-stage backward not yet).
-// Why Chimera uses it: docs/bitpipe-order.md, "Chimera".
+// pipeline be in flight (first forward run, first-stage backward not yet)
+// and, when `rankCaps` is given, at most rankCaps[r] (stage, micro-batch)
+// pairs on rank r (forward run there, backward not yet): a forward waits
+// while its rank is full. Why Chimera uses it: docs/bitpipe-order.md,
+// "Chimera"; why 1f1b's max-in-flight does: docs/schedules.md, "Fewer
+// micro-batches in flight".
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +33,9 @@ namespace bitpipe::sched::detail {
 /// The ranks' orders for all micro-batches of `shape` (its placement and
 /// microbatchPipeline), or an empty vector if the play stops with work
 /// left (then the caller has no order from it and says so).
-std::vector<std::vector<Action>> criticalPathOrder(const Schedule &shape,
-                                                   int injectionCap);
+std::vector<std::vector<Action>>
+criticalPathOrder(const Schedule &shape, int injectionCap,
+                  const std::vector<int> &rankCaps = {});
 
 } // namespace bitpipe::sched::detail
 

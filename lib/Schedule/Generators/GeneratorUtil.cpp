@@ -13,8 +13,9 @@
 namespace bitpipe::sched::detail {
 
 Result<Schedule> emptyLoopSchedule(const std::string &name, int devices,
-                                   int microbatches) {
-  std::string err = checkArguments(name, devices, microbatches, 1);
+                                   int microbatches,
+                                   std::optional<int> maxInFlight) {
+  std::string err = checkArguments(name, devices, microbatches, 1, maxInFlight);
   if (!err.empty())
     return Result<Schedule>::failure(err);
   Result<Placement> placement = loopPlacement(devices, 1);

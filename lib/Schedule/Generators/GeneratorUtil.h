@@ -15,24 +15,28 @@
 
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace bitpipe::sched::detail {
 
-/// Empty when the registry's entry `schedule` accepts D, N and v (given
-/// explicitly: no defaults), else validate()'s message. Every generator
+/// Empty when the registry's entry `schedule` accepts D, N, v and the cap on
+/// micro-batches in flight (given explicitly: no defaults; no cap: empty),
+/// else validate()'s message. Every generator
 /// checks its arguments here, so that a direct call and a request through
 /// the registry are refused alike, by one definition of each rule.
 /// Defined in Registry.cpp.
 std::string checkArguments(const std::string &schedule, int devices,
-                           int microbatches, int chunksPerDevice);
+                           int microbatches, int chunksPerDevice,
+                           std::optional<int> maxInFlight = std::nullopt);
 
 /// An empty schedule `name` of N micro-batches on the plain loop placement
 /// (stage r on device r, one pipeline): what GPipe, 1F1B and ZB-H1 fill in.
-/// Fails like checkArguments.
-Result<Schedule> emptyLoopSchedule(const std::string &name, int devices,
-                                   int microbatches);
+/// Fails like checkArguments (with `maxInFlight`, for 1f1b's cap).
+Result<Schedule>
+emptyLoopSchedule(const std::string &name, int devices, int microbatches,
+                  std::optional<int> maxInFlight = std::nullopt);
 
 /// The bidirectional rule: micro-batch m is in unit m div D; the first D/2 of
 /// a full unit go down (0), the others up (1). A final partial unit of n
