@@ -305,10 +305,10 @@ void Simulation::startCollective(int id) {
   for (int m : c.members)
     start = std::max(start, allReduceFree_[m]);
   // With a deployment the collective spans every data-parallel copy, and
-  // each member sends the ring's share of the whole group.
-  int n = static_cast<int>(cost_.allReduceGroup(c.members).size());
+  // each member sends its algorithm's share of the whole group (the ring's
+  // or the tree's, CostModel::allReduceAlgorithmFor).
   double dur = cost_.allReduceTime(c.bytes, c.members);
-  double perRank = CostModel::allReduceBytesPerRank(c.bytes, n);
+  double perRank = cost_.allReduceBytesPerRank(c.bytes, c.members);
   out_.allReduceTime += dur;
   for (int m : c.members) {
     allReduceFree_[m] = start + dur;
