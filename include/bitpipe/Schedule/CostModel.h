@@ -70,6 +70,14 @@ struct CostModel {
   /// (allReduceAlgorithm) over the links its group spans, across every
   /// data-parallel copy.
   std::optional<Deployment> deployment;
+  /// Point-to-point transfers as NCCL runs them (docs/clusters.md, "NCCL
+  /// groups"): the transfers between two compute steps of a rank are one
+  /// group on the rank's transfer stream, a transfer moves only once both
+  /// its ends' groups are launched (a send completes when its receive is
+  /// posted), and a rank's group launches only when its previous one has
+  /// completed. Off (the default): a send starts when its producer ends and
+  /// nothing waits for the receiver, as every test's exact numbers assume.
+  bool ncclGroups = false;
   /// With a deployment: which algorithm an all-reduce costs. Cheapest (the
   /// default) takes the ring unless the tree is strictly faster.
   AllReduceAlgorithm allReduceAlgorithm = AllReduceAlgorithm::Cheapest;
