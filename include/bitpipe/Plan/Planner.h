@@ -41,7 +41,11 @@ struct PlanRequest {
   /// Also configurations with D * dp < gpus (some GPUs idle); otherwise
   /// D * dp == gpus.
   bool allowIdleGpus = false;
-  std::vector<std::string> schedules;   ///< Empty: every registered one.
+  std::vector<std::string> schedules; ///< Empty: every registered one.
+  /// Pipeline depths D to try, each >= 1; empty: every D the GPUs allow.
+  /// Comparing schedules at one depth takes the partition's granularity
+  /// out of the comparison (bench/paper).
+  std::vector<int> devices;
   std::vector<int64_t> microbatchSizes; ///< Sizes to try, each >= 1.
   int maxChunks = 8; ///< The most chunks per device tried (interleaved).
   sched::ComputePrecision precision = sched::ComputePrecision::Bf16;
