@@ -86,9 +86,9 @@ TEST(NcclGroups, GroupsMatchAcrossAChainOfRanks) {
   // With every transfer 0.5: F0.s0 [0,1], F1.s0 [1,2]; F0 to rank 1
   // [1,1.5]; F0.s1 [1.5,2.5]; rank 1's second group launches at 2.5: F0 to
   // rank 2 [2.5,3], and F1 from rank 0, whose group (SEND_F1 RECV_B0)
-  // waited since 2, [2.5,3]; F1.s1 [3,4]; rank 2: F0.s2 [3,4], B0.s2 [4,6], then its
-  // group (SEND_B0 RECV_F1) at 6. Rank 1's third group launches at 4, but
-  // F1 to rank 2 waits for that receive: [6,6.5], as does B0's gradient
+  // waited since 2, [2.5,3]; F1.s1 [3,4]; rank 2: F0.s2 [3,4], B0.s2 [4,6],
+  // then its group (SEND_B0 RECV_F1) at 6. Rank 1's third group launches at 4,
+  // but F1 to rank 2 waits for that receive: [6,6.5], as does B0's gradient
   // [6,6.5]. F1.s2 [6.5,7.5].
   Schedule s = emptySchedule("hand", loop(3), 2);
   s.ranks = gridRanks("P0: F0.s0 F1.s0 B0.s0 B1.s0\n"
@@ -131,8 +131,8 @@ TEST(NcclGroups, NoScheduleGetsFasterAndThreeDeadlockInTheirLoweredOrder) {
     groups.ncclGroups = true;
     SimResult a = run(*s, buffered), b = run(*s, groups);
     ASSERT_FALSE(a.deadlocked) << info.name;
-    EXPECT_EQ(b.deadlocked, cycle.count(info.name) == 1)
-        << info.name << "\n" << b.deadlockReport();
+    EXPECT_EQ(b.deadlocked, cycle.count(info.name) == 1) << info.name << "\n"
+                                                         << b.deadlockReport();
     // Waiting for a receiver can only delay a transfer.
     if (!b.deadlocked)
       EXPECT_GE(b.makespan, a.makespan - 1e-9) << info.name;

@@ -61,8 +61,7 @@ const std::vector<int> kRank0{0};
 TEST(TreeAllReduce, ChainInsideNodesAndABinaryTreeAcross) {
   // 32 ranks on 4 nodes of 8: depth 7 intra hops + log2(4) = 2 inter hops.
   // 1 MB: 2 * (7 * 1 us + 2 * 5 us + 1e6 / 1e10 s) = 234 us.
-  EXPECT_NEAR(treeAllReduceTime(cluster(4, 8), 1e6, ranks(32)), 234e-6,
-              1e-12);
+  EXPECT_NEAR(treeAllReduceTime(cluster(4, 8), 1e6, ranks(32)), 234e-6, 1e-12);
   // 5 nodes: ceil(log2 5) = 3 inter hops.
   EXPECT_NEAR(treeAllReduceTime(cluster(5, 8), 0, ranks(40)),
               2 * (7e-6 + 3 * 5e-6), 1e-12);
@@ -98,7 +97,8 @@ TEST(TreeAllReduce, InsideOneNodeTheRingIsNeverSlower) {
   // A chain has the ring's latency and more bytes: ties go to the ring.
   CostModel cost = dataParallel(cluster(1, 8), 8);
   for (double bytes : {0.0, 1e3, 1e6, 1e9}) {
-    EXPECT_EQ(cost.allReduceAlgorithmFor(bytes, kRank0), AllReduceAlgorithm::Ring)
+    EXPECT_EQ(cost.allReduceAlgorithmFor(bytes, kRank0),
+              AllReduceAlgorithm::Ring)
         << bytes;
     EXPECT_LE(cost.allReduceTime(bytes, kRank0),
               treeAllReduceTime(cost.deployment->cluster, bytes, ranks(8)));

@@ -102,8 +102,8 @@ struct CostModel {
   /// runs: with a deployment, allReduceAlgorithm resolved for the message
   /// and allReduceGroup(members) (Cheapest becomes Ring or Tree); the ring
   /// without one.
-  AllReduceAlgorithm allReduceAlgorithmFor(
-      double bytes, const std::vector<int> &members) const;
+  AllReduceAlgorithm
+  allReduceAlgorithmFor(double bytes, const std::vector<int> &members) const;
   /// Time of one all-reduce of `bytes` among pipeline ranks `members`: that
   /// algorithm over allReduceGroup(members) with a deployment,
   /// allReduceTime(bytes, members.size()) without.
