@@ -7,8 +7,8 @@
 // (global batch = dp * N * micro-batch size); the backward is split where
 // the schedule's entry says so. Each candidate is cut into stages as
 // bitpipe-partition cuts it (ModelProfile.h), timed by the event simulator
-// on the cluster (CostModel::deployment: link-aware transfers, ring
-// all-reduces over every copy) and sized by rankMemory (Memory.h); those
+// on the cluster (CostModel::deployment: link-aware transfers, ring or
+// tree all-reduces over every copy) and sized by rankMemory (Memory.h); those
 // over the memory cap, or that the registry refuses, are rejected and
 // counted by reason. Plain C++ on the schedule library; docs/planning.md.
 //
@@ -78,7 +78,8 @@ struct Estimate {
   sched::RankMemory peakMemory; ///< Of the rank whose total is largest.
   int peakRank = 0;             ///< That rank (pipeline rank).
   /// Bytes every rank of every copy sends in a step: point-to-point
-  /// activations and gradients, and the ring all-reduces' sends.
+  /// activations and gradients, and the all-reduces' sends (ring or tree,
+  /// whichever each all-reduce runs).
   double p2pBytes = 0;
   double allReduceBytes = 0;
   double allReduceOverlap = 1; ///< SimResult::allReduceOverlap.
