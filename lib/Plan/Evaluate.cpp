@@ -27,25 +27,6 @@ double activationScale(sched::ComputePrecision precision) {
   return precision == sched::ComputePrecision::Bf16 ? 0.5 : 1.0;
 }
 
-/// Gives a schedule without all-reduce steps (1F1B, GPipe, ...) the ones
-/// bitpipe-insert-allreduce gives its program: one per sync point
-/// (sched::gradientSyncPoints), so that data-parallel copies pay for
-/// summing their gradients as BitPipe's and Chimera's eager all-reduces do.
-void addGradientSync(sched::Schedule &schedule) {
-  for (const std::vector<sched::Action> &actions : schedule.ranks)
-    for (const sched::Action &a : actions)
-      if (a.kind == sched::ActionKind::AllReduce)
-        return;
-  for (int d = 0; d < schedule.numRanks(); ++d) {
-    std::vector<sched::SyncPoint> points =
-        sched::gradientSyncPoints(schedule, d);
-    std::vector<sched::Action> &actions = schedule.ranks[d];
-    for (auto it = points.rbegin(); it != points.rend(); ++it)
-      actions.insert(actions.begin() + it->afterAction + 1,
-                     sched::Action::allReduce(it->stages));
-  }
-}
-
 } // namespace
 
 const char *rejectionName(Rejection reason) {
@@ -162,7 +143,10 @@ sched::Result<Estimate> evaluateStages(PlanConfig config,
   sched::Result<sched::Schedule> schedule = sched::generateSchedule(*options);
   if (!schedule)
     return reject(Rejection::Schedule, schedule.error);
-  addGradientSync(*schedule);
+  // BitPipe's and Chimera's generators place their all-reduces; the
+  // others get bitpipe-insert-allreduce's, so that data parallelism costs
+  // every schedule what it costs in the compiled program.
+  *schedule = sched::withGradientSync(std::move(*schedule));
 
   sched::CostModel cost;
   const double flops = cluster.achievableFlops();

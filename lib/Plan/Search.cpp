@@ -110,6 +110,10 @@ std::string checkRequest(const PlanRequest &request,
     if (!sched::findSchedule(name))
       return field(prefix, "schedules") + ": unknown schedule '" + name +
              "' (expected some of " + sched::scheduleNameList() + ")";
+  for (int d : request.devices)
+    if (d < 1)
+      return field(prefix, "devices") +
+             " must be positive pipeline depths, got " + std::to_string(d);
   if (request.microbatchSizes.empty())
     return field(prefix, "microbatch-sizes") + " must name at least one size";
   for (int64_t size : request.microbatchSizes)
@@ -187,6 +191,9 @@ sched::Result<PlanResult> search(const PlanRequest &request,
     const int64_t perCopy = request.globalBatch / dp;
     for (int D = 1; D * dp <= gpus; ++D) {
       if (!request.allowIdleGpus && D * dp != gpus)
+        continue;
+      if (!request.devices.empty() &&
+          !std::count(request.devices.begin(), request.devices.end(), D))
         continue;
       for (const sched::ScheduleInfo *info : schedules)
         for (int v : chunkChoices(*info, request.maxChunks))

@@ -66,6 +66,22 @@ std::vector<SyncPoint> gradientSyncPoints(const Schedule &schedule,
   return points;
 }
 
+Schedule withGradientSync(Schedule schedule) {
+  for (const std::vector<Action> &actions : schedule.ranks)
+    for (const Action &a : actions)
+      if (a.kind == ActionKind::AllReduce)
+        return schedule;
+  for (int d = 0; d < schedule.numRanks(); ++d) {
+    std::vector<SyncPoint> points = gradientSyncPoints(schedule, d);
+    std::vector<Action> &actions = schedule.ranks[d];
+    // From the last point back, so that earlier indices stay valid.
+    for (auto it = points.rbegin(); it != points.rend(); ++it)
+      actions.insert(actions.begin() + it->afterAction + 1,
+                     Action::allReduce(it->stages));
+  }
+  return schedule;
+}
+
 Result<std::vector<GradientBucket>>
 planGradientBuckets(const std::vector<GradientTensor> &tensors,
                     const std::vector<SyncPoint> &syncPoints,

@@ -74,6 +74,19 @@ private:
   void wake(std::vector<int> &waiters);
   std::string waitReason(int rank, const Action &a, int actionIndex);
   void startCollective(int id);
+  /// Moves transfer `t` over its channel from now on (or once the channel
+  /// is free), and schedules its arrival.
+  void startTransfer(int t);
+  /// NCCL groups: launches `rank`'s posted groups in order, each once the
+  /// one before it has completed, and starts the transfers whose two ends
+  /// are then both launched.
+  void launchGroups(int rank);
+  /// NCCL groups: one end of transfer `t` is launched (`receiving` says
+  /// which); starts it when the other end is too.
+  void launchEnd(int t, bool receiving);
+  /// NCCL groups: transfer `t` arrived; completes the groups it was the
+  /// last of and launches what they held back.
+  void finishTransferInGroups(int t);
   void finishCompute(int rank);
   void finalize();
 
@@ -138,6 +151,23 @@ private:
   /// rank per event, which grew as D^2 N (issue 15).
   std::vector<std::vector<int>> transferWaiters_;
   std::vector<std::vector<int>> slotWaiters_;
+
+  /// NCCL groups (CostModel::ncclGroups): a rank's transfers between two
+  /// of its compute or all-reduce steps.
+  struct Group {
+    std::vector<int> transfers;
+    int pending = 0; ///< Transfers not yet arrived.
+    bool posted = false, launched = false, complete = false;
+  };
+  std::vector<Group> groups_;
+  /// [rank] -> its groups, in program order; the next one to launch.
+  std::vector<std::vector<int>> rankGroups_;
+  std::vector<size_t> nextGroup_;
+  /// [rank][item index] -> the group of a Send/Recv item, or -1.
+  std::vector<std::vector<int>> groupOfItem_;
+  /// [transfer] -> the sending and the receiving end's group launched.
+  std::vector<bool> sendLaunched_, recvLaunched_;
+  std::vector<int> sendGroup_, recvGroup_;
 };
 
 std::string Simulation::prepare() {
@@ -192,6 +222,44 @@ std::string Simulation::prepare() {
              std::to_string(tr.dst) + "'s action " +
              std::to_string(tr.consumerIndex) + ", which does not exist";
     inputTransfer_[tr.dst][tr.consumerIndex] = static_cast<int>(t);
+  }
+
+  if (cost_.ncclGroups) {
+    // A group: the transfers between two compute or all-reduce steps
+    // (local copies are no NCCL calls: they neither join nor end one).
+    rankGroups_.assign(numRanks_, {});
+    nextGroup_.assign(numRanks_, 0);
+    groupOfItem_.assign(numRanks_, {});
+    sendLaunched_.assign(program_.transfers.size(), false);
+    recvLaunched_.assign(program_.transfers.size(), false);
+    sendGroup_.assign(program_.transfers.size(), -1);
+    recvGroup_.assign(program_.transfers.size(), -1);
+    for (int r = 0; r < numRanks_; ++r) {
+      const std::vector<CommAction> &items = program_.ranks[r];
+      groupOfItem_[r].assign(items.size(), -1);
+      int open = -1;
+      for (size_t i = 0; i < items.size(); ++i) {
+        CommKind k = items[i].kind;
+        if (k == CommKind::Compute || k == CommKind::AllReduce) {
+          open = -1;
+          continue;
+        }
+        bool send = k == CommKind::SendF || k == CommKind::SendB;
+        bool recv = k == CommKind::RecvF || k == CommKind::RecvB;
+        if (!send && !recv)
+          continue;
+        if (open < 0) {
+          open = static_cast<int>(groups_.size());
+          groups_.emplace_back();
+          rankGroups_[r].push_back(open);
+        }
+        int t = items[i].transfer;
+        groups_[open].transfers.push_back(t);
+        ++groups_[open].pending;
+        groupOfItem_[r][i] = open;
+        (send ? sendGroup_ : recvGroup_)[t] = open;
+      }
+    }
   }
 
   // Match all-reduces: the k-th AR of a rank with replica group G meets the
@@ -278,6 +346,10 @@ std::string Simulation::waitReason(int rank, const Action &a, int actionIndex) {
     std::string what =
         (t.gradient ? "the gradient of " : "the activation of ") +
         producer.str() + " from rank " + std::to_string(t.src);
+    if (done_[slot(producer)] && cost_.ncclGroups)
+      return head + what + ", whose NCCL group has not launched on " +
+             (sendLaunched_[in] ? "this rank" : "the sender") +
+             " (a group launches when the one before it completes)";
     if (done_[slot(producer)])
       return head + what + ", which was never sent";
     std::string why = ", which has not run";
@@ -305,10 +377,10 @@ void Simulation::startCollective(int id) {
   for (int m : c.members)
     start = std::max(start, allReduceFree_[m]);
   // With a deployment the collective spans every data-parallel copy, and
-  // each member sends the ring's share of the whole group.
-  int n = static_cast<int>(cost_.allReduceGroup(c.members).size());
+  // each member sends its algorithm's share of the whole group (the ring's
+  // or the tree's, CostModel::allReduceAlgorithmFor).
   double dur = cost_.allReduceTime(c.bytes, c.members);
-  double perRank = CostModel::allReduceBytesPerRank(c.bytes, n);
+  double perRank = cost_.allReduceBytesPerRank(c.bytes, c.members);
   out_.allReduceTime += dur;
   for (int m : c.members) {
     allReduceFree_[m] = start + dur;
@@ -327,6 +399,68 @@ void Simulation::startCollective(int id) {
     st.allReduceBytesSent += perRank;
     arIntervals_[m].push_back({start, start + dur});
   }
+}
+
+void Simulation::startTransfer(int id) {
+  const Transfer &t = program_.transfers[id];
+  double bytes = cost_.boundary(t.gradient ? t.toStage : t.fromStage);
+  double &free = channelFree_[{t.src, t.dst}];
+  double start = std::max(now_, free);
+  double end = start + cost_.p2pTime(bytes, t.src, t.dst);
+  free = end;
+  out_.ranks[t.src].bytesSent += bytes;
+  out_.totalBytesSent += bytes;
+  TimelineEvent e;
+  e.lane = Lane::P2P;
+  e.action = t.producer();
+  e.start = start;
+  e.end = end;
+  e.bytes = bytes;
+  e.rank = t.src;
+  e.peer = t.dst;
+  e.kind = t.gradient ? CommKind::SendB : CommKind::SendF;
+  out_.timeline.push_back(e);
+  e.rank = t.dst;
+  e.peer = t.src;
+  e.kind = t.gradient ? CommKind::RecvB : CommKind::RecvF;
+  out_.timeline.push_back(e);
+  push(end, /*isCompute=*/false, id);
+}
+
+void Simulation::launchGroups(int r) {
+  while (nextGroup_[r] < rankGroups_[r].size()) {
+    size_t next = nextGroup_[r];
+    Group &g = groups_[rankGroups_[r][next]];
+    if (!g.posted)
+      return;
+    if (next > 0 && !groups_[rankGroups_[r][next - 1]].complete)
+      return;
+    g.launched = true;
+    ++nextGroup_[r];
+    // Copied: launching an end may complete nothing, but keeps g's list
+    // safe from any growth of groups_ (there is none after prepare).
+    for (int t : std::vector<int>(g.transfers))
+      launchEnd(t, program_.transfers[t].dst == r);
+  }
+}
+
+void Simulation::launchEnd(int t, bool receiving) {
+  (receiving ? recvLaunched_ : sendLaunched_)[t] = true;
+  if (sendLaunched_[t] && recvLaunched_[t])
+    startTransfer(t);
+}
+
+void Simulation::finishTransferInGroups(int t) {
+  for (int id : {sendGroup_[t], recvGroup_[t]}) {
+    if (id < 0)
+      continue;
+    Group &g = groups_[id];
+    if (--g.pending == 0)
+      g.complete = true;
+  }
+  const Transfer &tr = program_.transfers[t];
+  launchGroups(tr.src);
+  launchGroups(tr.dst);
 }
 
 bool Simulation::advance(int r) {
@@ -366,33 +500,16 @@ bool Simulation::advance(int r) {
       break;
     }
     case CommKind::SendF:
-    case CommKind::SendB: {
-      const Transfer &t = program_.transfers[c.transfer];
-      double bytes = cost_.boundary(t.gradient ? t.toStage : t.fromStage);
-      double &free = channelFree_[{t.src, t.dst}];
-      double start = std::max(now_, free);
-      double end = start + cost_.p2pTime(bytes, t.src, t.dst);
-      free = end;
-      out_.ranks[r].bytesSent += bytes;
-      out_.totalBytesSent += bytes;
-      bool grad = c.kind == CommKind::SendB;
-      TimelineEvent e;
-      e.lane = Lane::P2P;
-      e.action = t.producer();
-      e.start = start;
-      e.end = end;
-      e.bytes = bytes;
-      e.rank = t.src;
-      e.peer = t.dst;
-      e.kind = c.kind;
-      out_.timeline.push_back(e);
-      e.rank = t.dst;
-      e.peer = t.src;
-      e.kind = grad ? CommKind::RecvB : CommKind::RecvF;
-      out_.timeline.push_back(e);
-      push(end, /*isCompute=*/false, c.transfer);
+    case CommKind::SendB:
+      if (cost_.ncclGroups) {
+        // Posting the item's group is all the program does; the
+        // transfer moves once both ends' groups are launched.
+        groups_[groupOfItem_[r][pc_[r]]].posted = true;
+        launchGroups(r);
+      } else {
+        startTransfer(c.transfer);
+      }
       break;
-    }
     case CommKind::LocalCopyF:
     case CommKind::LocalCopyB:
       // Free: the consumer may start at once.
@@ -400,6 +517,10 @@ bool Simulation::advance(int r) {
       break;
     case CommKind::RecvF:
     case CommKind::RecvB:
+      if (cost_.ncclGroups && !groups_[groupOfItem_[r][pc_[r]]].posted) {
+        groups_[groupOfItem_[r][pc_[r]]].posted = true;
+        launchGroups(r);
+      }
       if (!arrived_[c.transfer]) {
         transferWaiters_[c.transfer].push_back(r);
         return progressed;
@@ -519,6 +640,8 @@ Result<SimResult> Simulation::run() {
       wake(slotWaiters_[done]);
     } else {
       arrived_[e.id] = true;
+      if (cost_.ncclGroups)
+        finishTransferInGroups(e.id);
       wake(transferWaiters_[e.id]);
     }
   }

@@ -2,7 +2,8 @@
 //
 //   bitpipe-plan MODEL.json|MODEL.mlir --cluster CLUSTER.json
 //                --global-batch B [--memory-cap 80GiB] [--gpus G]
-//                [--schedules a,b] [--microbatch-sizes 1,2,4,8]
+//                [--schedules a,b] [--devices D,..]
+//                [--microbatch-sizes 1,2,4,8]
 //                [--max-chunks 8] [--allow-idle-gpus] [--top K]
 //                [--json FILE] [--target cuda|cpu] [--precision bf16|fp32]
 //                [--jobs J]
@@ -66,6 +67,10 @@ cl::list<std::string> scheduleList("schedules", cl::CommaSeparated,
                                             "all registered)"),
                                    cl::value_desc("name,..."),
                                    cl::cat(category));
+cl::list<int> depths("devices", cl::CommaSeparated,
+                     cl::desc("Pipeline depths D to try (default: every D "
+                              "the GPUs allow)"),
+                     cl::value_desc("D,..."), cl::cat(category));
 cl::list<int64_t> microbatchSizes(
     "microbatch-sizes", cl::CommaSeparated,
     cl::desc("Micro-batch sizes to try (default: 1,2,4,8 and the model's; "
@@ -169,6 +174,7 @@ int main(int argc, char **argv) {
   request.gpus = gpus;
   request.allowIdleGpus = allowIdle;
   request.schedules.assign(scheduleList.begin(), scheduleList.end());
+  request.devices.assign(depths.begin(), depths.end());
   request.maxChunks = maxChunks;
   request.jobs = jobs;
   request.precision = trainPrecision == bitpipe::Precision::BF16

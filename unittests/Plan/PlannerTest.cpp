@@ -261,6 +261,29 @@ TEST(Planner, GivesTheSameAnswerOnAnyNumberOfThreads) {
   }
 }
 
+TEST(Planner, TriesOnlyTheDepthsAsked) {
+  PlanRequest req = request(8);
+  req.devices = {2, 8};
+  sched::Result<PlanResult> r =
+      search(req, freeCluster(8), uniform(16, 10, 10));
+  ASSERT_TRUE(r) << r.error;
+  ASSERT_FALSE(r->ranked.empty());
+  bool two = false, eight = false;
+  for (const Estimate &e : r->ranked) {
+    EXPECT_TRUE(e.config.devices == 2 || e.config.devices == 8)
+        << e.config.devices;
+    two = two || e.config.devices == 2;
+    eight = eight || e.config.devices == 8;
+  }
+  EXPECT_TRUE(two && eight);
+  // Every other depth is left out before it is counted.
+  PlanRequest all = request(8);
+  sched::Result<PlanResult> every =
+      search(all, freeCluster(8), uniform(16, 10, 10));
+  ASSERT_TRUE(every) << every.error;
+  EXPECT_LT(r->considered, every->considered);
+}
+
 TEST(Planner, RejectsABadRequest) {
   sched::Cluster c = freeCluster(4);
   PlanRequest r = request(0);
@@ -275,6 +298,11 @@ TEST(Planner, RejectsABadRequest) {
   r = request(8);
   r.microbatchSizes = {0};
   EXPECT_NE(checkRequest(r, c).find("microbatch-sizes"), std::string::npos);
+  r = request(8);
+  r.devices = {4, 0};
+  EXPECT_NE(checkRequest(r, c, "--")
+                .find("--devices must be positive pipeline depths, got 0"),
+            std::string::npos);
   r = request(8);
   r.jobs = -1;
   EXPECT_NE(checkRequest(r, c).find("jobs must be in [0, 1024]"),

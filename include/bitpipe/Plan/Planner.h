@@ -7,8 +7,8 @@
 // (global batch = dp * N * micro-batch size); the backward is split where
 // the schedule's entry says so. Each candidate is cut into stages as
 // bitpipe-partition cuts it (ModelProfile.h), timed by the event simulator
-// on the cluster (CostModel::deployment: link-aware transfers, ring
-// all-reduces over every copy) and sized by rankMemory (Memory.h); those
+// on the cluster (CostModel::deployment: link-aware transfers, ring or
+// tree all-reduces over every copy) and sized by rankMemory (Memory.h); those
 // over the memory cap, or that the registry refuses, are rejected and
 // counted by reason. Plain C++ on the schedule library; docs/planning.md.
 //
@@ -41,7 +41,11 @@ struct PlanRequest {
   /// Also configurations with D * dp < gpus (some GPUs idle); otherwise
   /// D * dp == gpus.
   bool allowIdleGpus = false;
-  std::vector<std::string> schedules;   ///< Empty: every registered one.
+  std::vector<std::string> schedules; ///< Empty: every registered one.
+  /// Pipeline depths D to try, each >= 1; empty: every D the GPUs allow.
+  /// Comparing schedules at one depth takes the partition's granularity
+  /// out of the comparison (bench/paper).
+  std::vector<int> devices;
   std::vector<int64_t> microbatchSizes; ///< Sizes to try, each >= 1.
   int maxChunks = 8; ///< The most chunks per device tried (interleaved).
   sched::ComputePrecision precision = sched::ComputePrecision::Bf16;
@@ -74,7 +78,8 @@ struct Estimate {
   sched::RankMemory peakMemory; ///< Of the rank whose total is largest.
   int peakRank = 0;             ///< That rank (pipeline rank).
   /// Bytes every rank of every copy sends in a step: point-to-point
-  /// activations and gradients, and the ring all-reduces' sends.
+  /// activations and gradients, and the all-reduces' sends (ring or tree,
+  /// whichever each all-reduce runs).
   double p2pBytes = 0;
   double allReduceBytes = 0;
   double allReduceOverlap = 1; ///< SimResult::allReduceOverlap.

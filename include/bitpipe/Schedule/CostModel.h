@@ -22,6 +22,25 @@
 
 namespace bitpipe::sched {
 
+/// NCCL's all-reduce algorithms the cost model knows (docs/clusters.md,
+/// "All-reduce"), and Cheapest: the faster of the two for the message and
+/// the group, as NCCL's tuner picks one per call.
+enum class AllReduceAlgorithm { Ring, Tree, Cheapest };
+
+/// "ring", "tree", "cheapest".
+const char *allReduceAlgorithmName(AllReduceAlgorithm algorithm);
+
+/// NCCL's tree all-reduce of `bytes` over `worldRanks` in the alpha-beta
+/// model: a chain through each node's members and a double binary tree
+/// across the nodes, reduced up and broadcast down, each phase pipelined,
+///   2 * ((m - 1) * alpha_intra + ceil(log2 k) * alpha_inter) + 2 b / beta
+/// for k nodes holding at most m members each, beta the slowest link the
+/// group spans (intra_node on one node, inter_node's per-GPU share
+/// otherwise). Each rank sends b in each phase (its two trees carry half
+/// each), so 2b in all. A group of one costs nothing.
+double treeAllReduceTime(const Cluster &cluster, double bytes,
+                         const std::vector<int> &worldRanks);
+
 struct CostModel {
   /// Per-stage compute times. An empty vector (or a stage past its end)
   /// falls back to the unit cost below.
@@ -47,9 +66,21 @@ struct CostModel {
   double allReduceLatency = 0.0;
   double allReduceBandwidth = 0.0;
   /// When set, replaces the four flat numbers above: a transfer costs its
-  /// link's alpha-beta time and an all-reduce the ring time over the
-  /// slowest link its group spans, across every data-parallel copy.
+  /// link's alpha-beta time and an all-reduce NCCL's ring or tree time
+  /// (allReduceAlgorithm) over the links its group spans, across every
+  /// data-parallel copy.
   std::optional<Deployment> deployment;
+  /// Point-to-point transfers as NCCL runs them (docs/clusters.md, "NCCL
+  /// groups"): the transfers between two compute steps of a rank are one
+  /// group on the rank's transfer stream, a transfer moves only once both
+  /// its ends' groups are launched (a send completes when its receive is
+  /// posted), and a rank's group launches only when its previous one has
+  /// completed. Off (the default): a send starts when its producer ends and
+  /// nothing waits for the receiver, as every test's exact numbers assume.
+  bool ncclGroups = false;
+  /// With a deployment: which algorithm an all-reduce costs. Cheapest (the
+  /// default) takes the ring unless the tree is strictly faster.
+  AllReduceAlgorithm allReduceAlgorithm = AllReduceAlgorithm::Cheapest;
 
   double forwardTime(int stage) const;
   double backwardTime(int stage) const;
@@ -67,11 +98,21 @@ struct CostModel {
   /// The ranks an all-reduce among pipeline ranks `members` really spans:
   /// with a deployment, every copy's (worldGroup), else `members`.
   std::vector<int> allReduceGroup(const std::vector<int> &members) const;
-  /// Time of one all-reduce of `bytes` among pipeline ranks `members`: the
-  /// ring over allReduceGroup(members) with a deployment,
+  /// The algorithm an all-reduce of `bytes` among pipeline ranks `members`
+  /// runs: with a deployment, allReduceAlgorithm resolved for the message
+  /// and allReduceGroup(members) (Cheapest becomes Ring or Tree); the ring
+  /// without one.
+  AllReduceAlgorithm
+  allReduceAlgorithmFor(double bytes, const std::vector<int> &members) const;
+  /// Time of one all-reduce of `bytes` among pipeline ranks `members`: that
+  /// algorithm over allReduceGroup(members) with a deployment,
   /// allReduceTime(bytes, members.size()) without.
   double allReduceTime(double bytes, const std::vector<int> &members) const;
-  /// Bytes each rank sends in that ring all-reduce.
+  /// Bytes each rank sends in that all-reduce: the ring's share, or the
+  /// tree's 2 * bytes, over allReduceGroup(members).
+  double allReduceBytesPerRank(double bytes,
+                               const std::vector<int> &members) const;
+  /// Bytes each rank sends in a ring all-reduce among `ranks`.
   static double allReduceBytesPerRank(double bytes, int ranks);
 };
 

@@ -69,6 +69,16 @@ struct SyncPoint {
 std::vector<SyncPoint> gradientSyncPoints(const Schedule &schedule,
                                           int device);
 
+/// The schedule with its gradient all-reduces, as the compiler inserts them
+/// (bitpipe-insert-allreduce, docs/data-parallel.md): a schedule whose
+/// generator places AR actions (BitPipe's eager all-reduce, Chimera's) is
+/// returned as it is; any other (GPipe, 1F1B, interleaved 1F1B, ZB-H1,
+/// ZB-V) gets one AR of each sync point's stages right after that point's
+/// action (gradientSyncPoints). Whatever simulates or compares schedules
+/// with data-parallel copies should run this one: without it the
+/// simulator charges those schedules no all-reduce at all.
+Schedule withGradientSync(Schedule schedule);
+
 /// One gradient tensor of a stage.
 struct GradientTensor {
   std::string name;
