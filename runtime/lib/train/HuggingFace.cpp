@@ -7,6 +7,8 @@
 #include "core/Tensor.h"
 
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <sys/stat.h>
 
@@ -243,9 +245,21 @@ public:
     return raw(key, std::to_string(v));
   }
   JsonObject &number(const std::string &key, double v) {
-    // %.17g reads back as the same double; keep a decimal point so that
-    // Python reads a float.
-    std::string s = formatString("%.17g", v);
+    // The shortest text that reads back as \p v; for a value that is a
+    // float (the IR's epsilons are f32), as that float: 1e-05, not
+    // 9.9999997473787516e-06. A decimal point so that Python reads a float.
+    bool isFloat = static_cast<double>(static_cast<float>(v)) == v;
+    std::string s;
+    if (v == static_cast<double>(static_cast<int64_t>(v)) &&
+        std::fabs(v) < 1e15) // a whole number: 500000.0, not 5e+05
+      return raw(key, formatString("%.1f", v));
+    for (int digits = 1; digits <= 17; ++digits) {
+      s = formatString("%.*g", digits, v);
+      double back = std::strtod(s.c_str(), nullptr);
+      if (isFloat ? static_cast<float>(back) == static_cast<float>(v)
+                  : back == v)
+        break;
+    }
     if (s.find_first_of(".eEn") == std::string::npos)
       s += ".0";
     return raw(key, s);

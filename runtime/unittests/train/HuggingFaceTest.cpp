@@ -267,6 +267,16 @@ TEST(HuggingFaceTest, ConfigJsonHasTheFieldsTransformersReads) {
   EXPECT_EQ(llama->get("rms_norm_eps")->number, 1e-6);
   EXPECT_EQ(llama->get("rope_theta")->number, 500000.0);
   EXPECT_FALSE(llama->get("tie_word_embeddings")->boolean);
+  // An f32 epsilon (as the IR holds it) is written as the float it is.
+  HfModelSizes f32Epsilon = gpt2Sizes();
+  f32Epsilon.normEpsilon = static_cast<double>(1e-5f);
+  EXPECT_NE(huggingFaceConfigJson(f32Epsilon).find(
+                "\"layer_norm_epsilon\": 1e-05,"),
+            std::string::npos)
+      << huggingFaceConfigJson(f32Epsilon);
+  EXPECT_NE(huggingFaceConfigJson(llamaSizes(true)).find(
+                "\"rope_theta\": 500000.0,"),
+            std::string::npos);
   Expected<JsonValue> gpt2 = parseJson(huggingFaceConfigJson(gpt2Sizes()));
   ASSERT_TRUE(gpt2.isOk());
   EXPECT_EQ(gpt2->get("model_type")->string, "gpt2");
