@@ -551,6 +551,9 @@ Expected<bool> isHuggingFaceCheckpoint(const std::string &path,
       SafetensorsReader::open(path);
   if (!r.isOk())
     return r.status();
+  const std::string *format = (*r)->metadataValue("format");
+  if (format && format->rfind("bitpipe-", 0) == 0)
+    return false;
   return (*r)->find(firstParam) == nullptr;
 }
 

@@ -142,8 +142,9 @@ Status writeHuggingFace(const std::string &dir, const HfMapping &mapping,
                         const std::string &configJson);
 
 /// Whether \p path names a Hugging Face checkpoint rather than a bitpipe
-/// one: an index file, or a safetensors file without the tensor
-/// \p firstParam (bitpipe's first parameter; docs/huggingface.md).
+/// one: an index file, or a safetensors file that is neither of a bitpipe
+/// format ("format": "bitpipe-v...") nor holds the tensor \p firstParam
+/// (bitpipe's first parameter; docs/huggingface.md).
 Expected<bool> isHuggingFaceCheckpoint(const std::string &path,
                                        const std::string &firstParam);
 

@@ -12,6 +12,7 @@
 #include "TempDir.h"
 #include "core/Json.h"
 #include "core/Tensor.h"
+#include "train/Checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -355,10 +356,39 @@ TEST(HuggingFaceTest, BaseModelNamesWithoutThePrefixLoad) {
             return n.rfind("transformer.", 0) == 0 ? n.substr(12) : n;
           });
   expectLoadsExactly(dir.file("base.safetensors"), *m, params);
-  Expected<bool> hf =
-      isHuggingFaceCheckpoint(dir.file("base.safetensors"), "embed.tokens");
-  ASSERT_TRUE(hf.isOk());
-  EXPECT_TRUE(*hf);
+}
+
+TEST(HuggingFaceTest, TellsHuggingFaceFilesFromBitpipeCheckpoints) {
+  TempDir dir;
+  HfModelSizes sizes = gpt2Sizes();
+  Expected<HfMapping> m = huggingFaceMapping(sizes);
+  ASSERT_TRUE(m.isOk());
+  auto params = randomParams(*m);
+  ASSERT_TRUE(write(dir.path(), sizes, *m, params).isOk());
+  auto isHf = [](const std::string &path, const std::string &first) {
+    Expected<bool> hf = isHuggingFaceCheckpoint(path, first);
+    EXPECT_TRUE(hf.isOk()) << hf.status().message();
+    return hf.isOk() && *hf;
+  };
+  EXPECT_TRUE(isHf(dir.file("model.safetensors"), "embed.tokens"));
+  EXPECT_TRUE(isHf(dir.file("x.safetensors.index.json"), "embed.tokens"));
+  // A bitpipe checkpoint: by its format, whatever its parameters' names,
+  // and a plain file of bitpipe's names by its first parameter.
+  std::vector<float> w = params["embed.tokens"], zeros(w.size(), 0.0f);
+  std::vector<CheckpointParam> ckpt = {
+      {"wte", {11, 8}, w.data(), zeros.data(), zeros.data()}};
+  ASSERT_TRUE(saveCheckpoint(dir.file("ckpt.safetensors"), ckpt,
+                             {0, 1, modelFingerprint(ckpt)})
+                  .isOk());
+  EXPECT_FALSE(isHf(dir.file("ckpt.safetensors"), "embed.tokens"));
+  ASSERT_TRUE(writeSafetensors(dir.file("plain.safetensors"),
+                               {{"embed.tokens", w.data(), {11, 8}}}, {})
+                  .isOk());
+  EXPECT_FALSE(isHf(dir.file("plain.safetensors"), "embed.tokens"));
+  Expected<bool> missing =
+      isHuggingFaceCheckpoint(dir.file("absent.safetensors"), "embed.tokens");
+  ASSERT_FALSE(missing.isOk());
+  expectContains(missing.status(), "absent.safetensors");
 }
 
 TEST(HuggingFaceTest, MissingMisshapedAndUnknownTensorsAreNamed) {
