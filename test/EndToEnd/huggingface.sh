@@ -2,10 +2,12 @@
 # Hugging Face checkpoints in and out of a compiled executable
 # (docs/huggingface.md), on 2 pipeline ranks (each reads only its stages'
 # parameters), with files this test writes:
-#   - GPT-2 in: random weights in Hugging Face's names and layout (as the
-#     hub's gpt2 file is: GPT2Model names, Conv1D [in, out], causal-mask
-#     buffers) load into gpt-tiny, whose first-step loss must match the
-#     float64 Hugging Face graph of reference/hf_gpt2.py;
+#   - GPT-2 and LLaMA in: random weights in Hugging Face's names and
+#     layouts (GPT-2 as the hub's gpt2 file is: GPT2Model names, Conv1D
+#     [in, out], causal-mask buffers; LLaMA as LlamaForCausalLM writes it,
+#     in BF16, with grouped-query attention, an untied head, rotary base
+#     500000) load into gpt-tiny and a llama-tiny, whose first-step losses
+#     must match the float64 Hugging Face graphs of reference/hf_models.py;
 #   - GPT-2 out: --save-hf writes the same tensors back bit for bit, and a
 #     config.json that bitpipe-compile reads back into the same model;
 #   - a sharded index loads to the same bytes;
@@ -52,31 +54,47 @@ refused() {
   done
 }
 
-# GPT-2 in: the loss of the loaded weights against Hugging Face's graph.
-gpt=$examples/gpt-tiny.json
-compile "$gpt" "$dir/gpt"
-mkdir "$dir/gpt2"
-hf=$dir/gpt2/model.safetensors
-"$python" "$reference_dir/hf_gpt2.py" make --config "$gpt" --out "$hf" --seed 7
-train "$dir/gpt" --steps 1 --load "$hf" --metrics "$dir/gpt2.jsonl" \
-  >"$dir/gpt2.log"
-grep -q "started from the Hugging Face weights of $hf at step 0" "$dir/gpt2.log"
-want=$("$python" "$reference_dir/hf_gpt2.py" loss --config "$gpt" \
-  --weights "$hf" --data "$data" --seed "$seed" --microbatches 2)
-# float32 kernels against float64, as absolute.sh (seen: 2e-8).
-"$python" - "$dir/gpt2.jsonl" "$want" <<'EOF'
+# The LLaMA: llama-tiny with LLaMA-3's rotary base and another epsilon,
+# which its config.json must carry.
+"$python" - "$examples/llama-tiny.json" "$dir/llama-theta.json" <<'EOF'
 import json, sys
-got = json.loads(open(sys.argv[1]).readline())["loss"]
-want = float(sys.argv[2])
+c = json.load(open(sys.argv[1]))
+c.update(name="llama_theta", rope_theta=500000.0, layer_norm_epsilon=1e-6)
+json.dump(c, open(sys.argv[2], "w"))
+EOF
+
+# GPT-2 and LLaMA in: the loss of the loaded weights against Hugging
+# Face's graphs.
+gpt=$examples/gpt-tiny.json
+for config in "$gpt" "$dir/llama-theta.json"; do
+  model=$(basename "$config" .json)
+  compile "$config" "$dir/$model"
+  mkdir "$dir/$model-in"
+  in=$dir/$model-in/model.safetensors
+  "$python" "$reference_dir/hf_models.py" make --config "$config" \
+    --out "$in" --seed 7
+  train "$dir/$model" --steps 1 --load "$in" --metrics "$dir/$model.jsonl" \
+    >"$dir/$model.log"
+  grep -q "started from the Hugging Face weights of $in at step 0" \
+    "$dir/$model.log"
+  want=$("$python" "$reference_dir/hf_models.py" loss --config "$config" \
+    --weights "$in" --data "$data" --seed "$seed" --microbatches 2)
+  # float32 kernels against float64, as absolute.sh (seen: 2e-8).
+  "$python" - "$model" "$dir/$model.jsonl" "$want" <<'EOF'
+import json, sys
+got = json.loads(open(sys.argv[2]).readline())["loss"]
+want = float(sys.argv[3])
 rel = abs(got - want) / abs(want)
-print(f"GPT-2 from Hugging Face weights: loss {got!r}, float64 Hugging "
-      f"Face graph {want!r}, relative difference {rel:.2e}")
+print(f"{sys.argv[1]} from Hugging Face weights: loss {got!r}, float64 "
+      f"Hugging Face graph {want!r}, relative difference {rel:.2e}")
 sys.exit(0 if rel <= 1e-6 else 1)
 EOF
+done
+hf=$dir/gpt-tiny-in/model.safetensors
 
 # GPT-2 out: the same tensors, bit for bit, under GPT2LMHeadModel's names
 # (the causal-mask buffers are not parameters).
-train "$dir/gpt" --steps 0 --load "$hf" --save-hf "$dir/gpt2-out" >/dev/null
+train "$dir/gpt-tiny" --steps 0 --load "$hf" --save-hf "$dir/gpt2-out" >/dev/null
 files same "$hf" "$dir/gpt2-out/model.safetensors" attn.bias
 "$python" - "$dir/gpt2-out/config.json" <<'EOF'
 import json, sys
@@ -98,36 +116,26 @@ cmp "$dir/gpt2-out/model.safetensors" "$dir/gpt2-again/model.safetensors"
 # A sharded checkpoint: the index and its two shards.
 mkdir "$dir/shards"
 files shard "$hf" "$dir/shards"
-train "$dir/gpt" --steps 0 --load "$dir/shards/model.safetensors.index.json" \
+train "$dir/gpt-tiny" --steps 0 --load "$dir/shards/model.safetensors.index.json" \
   --save-hf "$dir/gpt2-sharded" >/dev/null
 cmp "$dir/gpt2-out/model.safetensors" "$dir/gpt2-sharded/model.safetensors"
 
 # Refusals, each naming the file and the tensor.
 files drop "$hf" "$dir/missing.safetensors" h.3.mlp.c_fc.bias
-refused "$dir/gpt" "$dir/missing.safetensors" "missing.safetensors" \
+refused "$dir/gpt-tiny" "$dir/missing.safetensors" "missing.safetensors" \
   "no tensor 'transformer.h.3.mlp.c_fc.bias'" "layers.3.mlp.fc.bias"
 files cut-row "$hf" "$dir/shape.safetensors" h.0.attn.c_attn.weight
-refused "$dir/gpt" "$dir/shape.safetensors" "shape.safetensors" \
+refused "$dir/gpt-tiny" "$dir/shape.safetensors" "shape.safetensors" \
   "tensor 'h.0.attn.c_attn.weight' has shape [63, 192], expected [64, 192]"
 files rename "$hf" "$dir/unknown.safetensors" ln_f.weight ln_final.weight
-refused "$dir/gpt" "$dir/unknown.safetensors" "unknown.safetensors" \
+refused "$dir/gpt-tiny" "$dir/unknown.safetensors" "unknown.safetensors" \
   "tensor 'ln_final.weight' is not a tensor of bitpipe's gpt2"
-refused "$dir/gpt" "$dir/shards/absent.index.json" "absent.index.json"
+refused "$dir/gpt-tiny" "$dir/shards/absent.index.json" "absent.index.json"
 
 # LLaMA and BERT: trained weights out and back in, bit for bit, through
 # this executable and through one compiled from the written config.json.
-# The LLaMA has LLaMA-3's rotary base and another epsilon, which its
-# config.json must carry.
-"$python" - "$examples/llama-tiny.json" "$dir/llama-theta.json" <<'EOF'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c.update(name="llama_theta", rope_theta=500000.0, layer_norm_epsilon=1e-6)
-json.dump(c, open(sys.argv[2], "w"))
-EOF
+compile "$examples/bert-tiny.json" "$dir/bert-tiny"
 for model in llama-theta bert-tiny; do
-  config=$examples/$model.json
-  [ -f "$config" ] || config=$dir/$model.json
-  compile "$config" "$dir/$model"
   train "$dir/$model" --steps 1 --save "$dir/$model.safetensors" \
     --save-hf "$dir/$model-hf" >/dev/null
   train "$dir/$model" --steps 0 --load "$dir/$model-hf/model.safetensors" \
