@@ -48,6 +48,21 @@ struct StepReport {
   double gradNorm = 0;
 };
 
+/// Rank 0 says, once, that a Hugging Face BERT is another function of the
+/// same weights (docs/huggingface.md, "BERT is not the same function").
+void warnIfBertLayoutDiffers(const TrainOptions &o, const Manifest &manifest,
+                             int rank, bool loadsHuggingFace) {
+  if (rank != 0 || manifest.model.family != ModelFamily::Bert ||
+      (!loadsHuggingFace && o.saveHfDir.empty()))
+    return;
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "bitpipe: warning: %s: bitpipe's BERT is pre-LN and Hugging "
+               "Face's post-LN: the weights correspond, but the two models "
+               "compute different functions of them (docs/huggingface.md)\n",
+               loadsHuggingFace ? "--load" : "--save-hf");
+}
+
 /// Start-up checks that may fail on some ranks: the data, the checkpoint,
 /// the output paths. Fills \p inputs and, with --load, the parameters;
 /// \p resumed says whether --load continued a bitpipe run (a Hugging Face
@@ -72,6 +87,7 @@ Status startUpChecks(const TrainOptions &o, const Manifest &manifest,
   if (!huggingFace.isOk())
     return Status::error(huggingFace.status().code(),
                          "--load: " + huggingFace.status().message());
+  warnIfBertLayoutDiffers(o, manifest, rank, *huggingFace);
   if (*huggingFace) {
     Status s = loadHuggingFaceWeights(manifest, store, o.loadPath);
     if (!s.isOk())
