@@ -14,8 +14,10 @@
 #include "bitpipe/Conversion/Target/StorageType.h"
 #include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/NN/IR/NNAttrs.h"
+#include "bitpipe/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
@@ -268,6 +270,19 @@ LogicalResult manifest::readModel(func::FuncOp model, Manifest &manifest) {
   manifest.vocab = info.getVocab();
   manifest.seqLen = info.getSeqLen();
   manifest.microbatchSize = info.getMicrobatchSize();
+  manifest.heads = info.getHeads();
+  manifest.maxPositions = info.getMaxPositions();
+  // For a Hugging Face config.json (docs/huggingface.md): bitpipe-import
+  // gives every norm of a model one epsilon and every rotary op one base.
+  // The ops are in the stage functions by now, not in the model function.
+  model->getParentOfType<mlir::ModuleOp>().walk([&](Operation *op) {
+    if (auto ln = dyn_cast<nn::LayerNormOp>(op); ln && !manifest.normEpsilon)
+      manifest.normEpsilon = ln.getEpsilon().convertToDouble();
+    if (auto rms = dyn_cast<nn::RMSNormOp>(op); rms && !manifest.normEpsilon)
+      manifest.normEpsilon = rms.getEpsilon().convertToDouble();
+    if (auto rot = dyn_cast<nn::RotaryOp>(op); rot && !manifest.ropeTheta)
+      manifest.ropeTheta = rot.getBase().convertToDouble();
+  });
   return success();
 }
 
@@ -328,6 +343,12 @@ std::string manifest::writeManifest(const Manifest &m) {
       j.attribute(key::MicrobatchSize, m.microbatchSize);
       // The last token id, as BERT-style masked LM training uses it.
       j.attribute(key::MaskToken, m.vocab - 1);
+      j.attribute(key::Heads, m.heads);
+      j.attribute(key::MaxPositions, m.maxPositions);
+      if (m.normEpsilon)
+        j.attribute(key::NormEpsilon, *m.normEpsilon);
+      if (m.ropeTheta)
+        j.attribute(key::RopeTheta, *m.ropeTheta);
     });
     j.attributeObject(key::Schedule, [&] {
       j.attribute(key::Name, m.scheduleName);

@@ -20,6 +20,7 @@
 
 #include "bitpipe/program.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,9 @@ struct Manifest {
   // "model"
   std::string modelName, family;
   int64_t vocab = 0, seqLen = 0, microbatchSize = 0;
+  int64_t heads = 0, maxPositions = 0;
+  // The first norm's epsilon and the first rotary op's base, if any.
+  std::optional<double> normEpsilon, ropeTheta;
   // "schedule"
   std::string scheduleName;
   int64_t microbatches = 0, devices = 0, dataParallel = 1, worldSize = 0;

@@ -96,8 +96,14 @@ extern const int64_t bitpipe_manifest_size;
  *                                   // functions read are bf16 (roles say
  *                                   // "bf16"); parameter gradients, the
  *                                   // loss and statistics stay f32
- *   "model": {"name": "gpt_tiny", "family": "gpt" | "bert", "vocab": 256,
- *             "seq_len": 32, "microbatch_size": 4, "mask_token": 255},
+ *   "model": {"name": "gpt_tiny", "family": "gpt" | "bert" | "llama",
+ *             "vocab": 256, "seq_len": 32, "microbatch_size": 4,
+ *             "mask_token": 255,
+ *             "heads": 4, "max_positions": 64,  // for a Hugging Face
+ *             "norm_epsilon": 1e-05,            // config.json
+ *             "rope_theta": 10000.0},           // (docs/huggingface.md);
+ *                                   // the last two only when the model
+ *                                   // has a norm / a rotary op
  *   "schedule": {"name": "bitpipe", "microbatches": 8, "devices": 4,
  *                "data_parallel": 1, "world_size": 4},
  *                                   // microbatches: per data-parallel copy

@@ -234,6 +234,14 @@ Status parseModel(const JsonValue &v, ModelSpec *m) {
     return bad(key::Model, std::string("a bert model needs \"") +
                                key::MaskToken + "\" (the [MASK] id)");
   }
+  if (f.has(key::Heads))
+    BP_TRY(f.integer(key::Heads, &m->heads, 1));
+  if (f.has(key::MaxPositions))
+    BP_TRY(f.integer(key::MaxPositions, &m->maxPositions, 1));
+  if (f.has(key::NormEpsilon))
+    BP_TRY(f.number(key::NormEpsilon, &m->normEpsilon));
+  if (f.has(key::RopeTheta))
+    BP_TRY(f.number(key::RopeTheta, &m->ropeTheta));
   return Status::ok();
 }
 

@@ -89,6 +89,11 @@ struct ModelSpec {
   int64_t seqLen = 0;
   int64_t microbatchSize = 0;
   int32_t maskToken = -1; // BERT only; -1 when absent
+  // What a Hugging Face config.json needs besides the parameters' shapes
+  // (docs/huggingface.md): 0 when absent (a manifest of hand-written IR).
+  int64_t heads = 0, maxPositions = 0;
+  double normEpsilon = 0; // the norms' epsilon; 0: no norm
+  double ropeTheta = 0;   // the rotary base; 0: no rotary op
 };
 
 struct ScheduleSpec {

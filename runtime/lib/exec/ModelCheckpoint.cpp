@@ -15,11 +15,11 @@ std::string manifestFingerprint(const Manifest &manifest) {
   return modelFingerprint(all);
 }
 
-Status saveModelCheckpoint(Communicator &comm, const Manifest &manifest,
-                           ParamStore &store, const std::string &path,
-                           const CheckpointInfo &info) {
+Status gatherModelState(Communicator &comm, const Manifest &manifest,
+                        ParamStore &store, bool moments,
+                        GatheredModel *out) {
   // Each rank sends, for every parameter it is the lowest holder of, in
-  // manifest order: weights, m, v, from the host image of its store.
+  // manifest order: weights (and m, v), from the host image of its store.
   Status current = store.toHost();
   if (!current.isOk())
     return current;
@@ -29,8 +29,11 @@ Status saveModelCheckpoint(Communicator &comm, const Manifest &manifest,
       continue;
     size_t bytes = static_cast<size_t>(manifest.params[p].numel) * sizeof(float);
     for (const float *src :
-         {store.hostParam(p), store.hostM(p), store.hostV(p)})
+         {store.hostParam(p), store.hostM(p), store.hostV(p)}) {
       mine.append(reinterpret_cast<const char *>(src), bytes);
+      if (!moments)
+        break;
+    }
   }
   store.releaseHost();
   std::vector<std::string> all;
@@ -39,9 +42,10 @@ Status saveModelCheckpoint(Communicator &comm, const Manifest &manifest,
     return s;
 
   const size_t n = manifest.params.size();
-  std::vector<std::vector<float>> weights(n), m(n), v(n);
+  out->weights.assign(n, {});
+  out->m.assign(moments ? n : 0, {});
+  out->v.assign(moments ? n : 0, {});
   std::vector<size_t> cursor(all.size(), 0);
-  std::vector<CheckpointParam> params;
   for (size_t p = 0; p < n; ++p) {
     const ParamSpec &spec = manifest.params[p];
     int owner = manifest.ownerRank(static_cast<int>(p));
@@ -51,7 +55,10 @@ Status saveModelCheckpoint(Communicator &comm, const Manifest &manifest,
                                spec.name + "'");
     size_t count = static_cast<size_t>(spec.numel);
     const std::string &from = all[owner];
-    for (std::vector<float> *dst : {&weights[p], &m[p], &v[p]}) {
+    std::vector<std::vector<float> *> dsts = {&out->weights[p]};
+    if (moments)
+      dsts.insert(dsts.end(), {&out->m[p], &out->v[p]});
+    for (std::vector<float> *dst : dsts) {
       if (cursor[owner] + count * sizeof(float) > from.size())
         return Status::error(ErrorCode::FormatError,
                              formatString("checkpoint: rank %d sent too few "
@@ -62,9 +69,22 @@ Status saveModelCheckpoint(Communicator &comm, const Manifest &manifest,
                   count * sizeof(float));
       cursor[owner] += count * sizeof(float);
     }
-    params.push_back(
-        {spec.name, spec.shape, weights[p].data(), m[p].data(), v[p].data()});
   }
+  return Status::ok();
+}
+
+Status saveModelCheckpoint(Communicator &comm, const Manifest &manifest,
+                           ParamStore &store, const std::string &path,
+                           const CheckpointInfo &info) {
+  GatheredModel model;
+  Status s = gatherModelState(comm, manifest, store, /*moments=*/true, &model);
+  if (!s.isOk() || comm.rank() != 0)
+    return s;
+  std::vector<CheckpointParam> params;
+  for (size_t p = 0; p < manifest.params.size(); ++p)
+    params.push_back({manifest.params[p].name, manifest.params[p].shape,
+                      model.weights[p].data(), model.m[p].data(),
+                      model.v[p].data()});
   return saveCheckpoint(path, params, info);
 }
 

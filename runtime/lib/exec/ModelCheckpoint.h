@@ -26,11 +26,23 @@
 #include "train/Checkpoint.h"
 
 #include <string>
+#include <vector>
 
 namespace bitpipe::runtime {
 
 /// The fingerprint of the whole model of \p manifest.
 std::string manifestFingerprint(const Manifest &manifest);
+
+/// The whole model's state on rank 0, by manifest index.
+struct GatheredModel {
+  std::vector<std::vector<float>> weights, m, v; // m, v: with moments only
+};
+
+/// Collective: rank 0 receives every parameter's weights (and, with
+/// \p moments, AdamW's moments) from its lowest holder (replicas are
+/// identical); other ranks send theirs and return ok.
+Status gatherModelState(Communicator &comm, const Manifest &manifest,
+                        ParamStore &store, bool moments, GatheredModel *out);
 
 /// Collective. Rank 0 writes \p path; the returned status is rank 0's write
 /// (other ranks return ok once their part is sent): agree on it.

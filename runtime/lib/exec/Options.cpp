@@ -58,11 +58,17 @@ FlagSet flags(TrainOptions &o) {
           o.seedGiven = true;
           return st;
         });
-  f.text("--load", "PATH", "resume from this checkpoint (safetensors)",
+  f.text("--load", "PATH",
+         "resume from this checkpoint (safetensors), or start from a "
+         "Hugging Face model.safetensors or model.safetensors.index.json",
          &o.loadPath);
   f.text("--save", "PATH", "write the checkpoint here (at the end)",
          &o.savePath);
   f.integer("--save-every", "K", "also save every K steps", &o.saveEvery, 1);
+  f.text("--save-hf", "DIR",
+         "at the end, write DIR/model.safetensors and DIR/config.json in "
+         "Hugging Face's layout",
+         &o.saveHfDir);
   f.text("--trace", "PATH", "Chrome trace of the run, all ranks", &o.tracePath);
   f.text("--metrics", "PATH",
          "JSON lines {step, loss, grad_norm, tokens_per_s, seconds, bubble "
@@ -123,6 +129,24 @@ static Status checkTarget(const char *flag, const std::string &path) {
   return Status::ok();
 }
 
+/// Creates \p flag's directory \p dir (one level) if missing; fails unless
+/// it is a directory then. Every rank may try: the losers of the race see
+/// EEXIST.
+static Status makeDirectory(const char *flag, const std::string &dir,
+                            const char *contents) {
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+    return Status::error(ErrorCode::IoError,
+                         std::string(flag) + ": cannot create directory '" +
+                             dir + "': " + std::strerror(errno));
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::error(ErrorCode::InvalidArgument,
+                         std::string(flag) + ": '" + dir +
+                             "' is not a directory (expected the directory "
+                             "to write " + contents + " into)");
+  return Status::ok();
+}
+
 Status checkOutputTargets(const TrainOptions &o, int rank) {
   if (rank == 0)
     for (const auto &[flag, path] :
@@ -131,20 +155,16 @@ Status checkOutputTargets(const TrainOptions &o, int rank) {
           {"--metrics", o.metricsPath}})
       if (!path.empty())
         BP_TRY(checkTarget(flag, path));
+  if (rank == 0 && !o.saveHfDir.empty()) {
+    BP_TRY(makeDirectory("--save-hf", o.saveHfDir,
+                         "model.safetensors and config.json"));
+    for (const char *file : {"/model.safetensors", "/config.json"})
+      BP_TRY(checkTarget("--save-hf", o.saveHfDir + file));
+  }
   if (o.dumpRankParamsDir.empty())
     return Status::ok();
-  const std::string &dir = o.dumpRankParamsDir;
-  // Every rank may try: the ranks that lose the race see EEXIST.
-  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
-    return Status::error(ErrorCode::IoError,
-                         "--dump-rank-params: cannot create directory '" +
-                             dir + "': " + std::strerror(errno));
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return Status::error(ErrorCode::InvalidArgument,
-                         "--dump-rank-params: '" + dir +
-                             "' is not a directory (expected the directory "
-                             "to write rank<R>.safetensors into)");
+  BP_TRY(makeDirectory("--dump-rank-params", o.dumpRankParamsDir,
+                       "rank<R>.safetensors"));
   return checkTarget("--dump-rank-params", rankParamsPath(o, rank));
 }
 

@@ -31,6 +31,9 @@ struct TrainOptions {
   std::string loadPath;
   std::string savePath;
   int64_t saveEvery = 0; // 0: only at the end
+  /// --save-hf: at the end, the weights in Hugging Face's layout and a
+  /// config.json in this directory (docs/huggingface.md).
+  std::string saveHfDir;
   std::string tracePath;
   std::string metricsPath;
   std::string dumpRankParamsDir;
@@ -59,7 +62,8 @@ std::string rankParamsPath(const TrainOptions &o, int rank);
 
 /// The output targets \p rank will write, checked before the first step so
 /// that a typo costs a message, not a finished run (docs/files.md): rank 0's
-/// --save, --trace and --metrics, and every rank's file under
+/// --save, --trace and --metrics, --save-hf's two files (its directory is
+/// created, one level, if missing), and every rank's file under
 /// --dump-rank-params (whose directory is created, one level, if missing).
 /// A directory, a missing or read-only parent directory, a symbolic link
 /// (but to a device or a FIFO) or a block device is refused, naming the

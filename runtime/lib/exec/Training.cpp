@@ -5,6 +5,7 @@
 #include "Agree.h"
 #include "Backend.h"
 #include "Executor.h"
+#include "HuggingFaceCheckpoint.h"
 #include "ModelCheckpoint.h"
 #include "Options.h"
 #include "comm/mpi/MpiCommunicator.h"
@@ -47,13 +48,52 @@ struct StepReport {
   double gradNorm = 0;
 };
 
+/// Rank 0 says, once, that a Hugging Face BERT is another function of the
+/// same weights (docs/huggingface.md, "BERT is not the same function").
+void warnIfBertLayoutDiffers(const TrainOptions &o, const Manifest &manifest,
+                             int rank, bool loadsHuggingFace) {
+  if (rank != 0 || manifest.model.family != ModelFamily::Bert ||
+      (!loadsHuggingFace && o.saveHfDir.empty()))
+    return;
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "bitpipe: warning: %s: bitpipe's BERT is pre-LN and Hugging "
+               "Face's post-LN: the weights correspond, but the two models "
+               "compute different functions of them (docs/huggingface.md)\n",
+               loadsHuggingFace ? "--load" : "--save-hf");
+}
+
 /// Start-up checks that may fail on some ranks: the data, the checkpoint,
-/// the output paths. Fills \p inputs and, with --load, the parameters.
+/// the output paths. Fills \p inputs and, with --load, the parameters;
+/// \p resumed says whether --load continued a bitpipe run (a Hugging Face
+/// checkpoint starts a new one at step 0, docs/huggingface.md).
 Status startUpChecks(const TrainOptions &o, const Manifest &manifest,
                      int rank, ParamStore &store, AdamW &adam,
-                     uint64_t *seed, std::unique_ptr<InputLoader> *inputs) {
+                     uint64_t *seed, std::unique_ptr<InputLoader> *inputs,
+                     bool *resumed) {
   *seed = o.seed;
-  if (!o.loadPath.empty()) {
+  *resumed = false;
+  // --save-hf's model must map to Hugging Face's before any step runs.
+  if (!o.saveHfDir.empty()) {
+    Expected<HfMapping> mapping = manifestHfMapping(manifest);
+    if (!mapping.isOk())
+      return Status::error(mapping.status().code(),
+                           "--save-hf: " + mapping.status().message());
+  }
+  Expected<bool> huggingFace =
+      o.loadPath.empty() || manifest.params.empty()
+          ? Expected<bool>(false)
+          : isHuggingFaceCheckpoint(o.loadPath, manifest.params[0].name);
+  if (!huggingFace.isOk())
+    return Status::error(huggingFace.status().code(),
+                         "--load: " + huggingFace.status().message());
+  warnIfBertLayoutDiffers(o, manifest, rank, *huggingFace);
+  if (*huggingFace) {
+    Status s = loadHuggingFaceWeights(manifest, store, o.loadPath);
+    if (!s.isOk())
+      return Status::error(s.code(), "--load: " + s.message());
+  } else if (!o.loadPath.empty()) {
+    *resumed = true;
     CheckpointInfo info;
     Status s = loadModelCheckpoint(manifest, store, o.loadPath, &info);
     if (!s.isOk())
@@ -385,8 +425,9 @@ int Trainer::run() {
     return 1;
   store_.initialize(o_.seed);
   std::unique_ptr<InputLoader> inputs;
+  bool resumed = false;
   if (!agreeAllOk(comm_, startUpChecks(o_, manifest_, rank_, store_, adam_,
-                                       &seed_, &inputs)))
+                                       &seed_, &inputs, &resumed)))
     return 1;
   Status s = broadcastInitialParams(comm_, manifest_, store_, groupIds);
   if (!s.isOk())
@@ -399,7 +440,7 @@ int Trainer::run() {
   Status opened = Status::ok();
   if (rank_ == 0 && !o_.metricsPath.empty()) {
     Expected<std::unique_ptr<MetricsLog>> log =
-        MetricsLog::open(o_.metricsPath, /*append=*/!o_.loadPath.empty());
+        MetricsLog::open(o_.metricsPath, /*append=*/resumed);
     if (log.isOk())
       metrics_ = log.take();
     else
@@ -435,7 +476,9 @@ int Trainer::run() {
 
   int64_t first = adam_.stepCount();
   if (!o_.loadPath.empty() && rank_ == 0)
-    std::printf("bitpipe: resumed from %s at step %lld\n",
+    std::printf(resumed ? "bitpipe: resumed from %s at step %lld\n"
+                        : "bitpipe: started from the Hugging Face weights of "
+                          "%s at step %lld\n",
                 o_.loadPath.c_str(), static_cast<long long>(first));
   if (first >= o_.steps && rank_ == 0)
     std::printf("bitpipe: already at step %lld (--steps %lld): nothing to "
@@ -490,6 +533,14 @@ int Trainer::run() {
   int64_t last = adam_.stepCount();
   if (!o_.savePath.empty() && !agreeAllOk(comm_, save(o_.savePath, last)))
     return 1;
+  if (!o_.saveHfDir.empty()) {
+    Status h = saveHuggingFace(comm_, manifest_, store_, o_.saveHfDir);
+    if (!agreeAllOk(comm_, h.isOk() ? h
+                                    : Status::error(h.code(),
+                                                    "--save-hf: " +
+                                                        h.message())))
+      return 1;
+  }
   if (!o_.tracePath.empty()) {
     Status t = gatherAndWriteChromeTrace(comm_, trace_, o_.tracePath);
     if (!agreeAllOk(comm_, t.isOk() ? t

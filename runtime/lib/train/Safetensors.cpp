@@ -273,6 +273,61 @@ SafetensorsReader::find(const std::string &name) const {
   return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
+/// The F32 value of IEEE binary16 \p h (normal, subnormal, zero, inf,
+/// NaN): exact, since F32 has more exponent and mantissa bits.
+static float halfToFloat(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu;
+  uint32_t mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0x1f) { // inf, NaN
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) { // normal: rebias 15 -> 127
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) { // zero
+    bits = sign;
+  } else { // subnormal: mantissa * 2^-24, normal in F32
+    int shift = 0;
+    while (!(mantissa & 0x400u)) {
+      mantissa <<= 1;
+      ++shift;
+    }
+    bits = sign | ((113u - shift) << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+Status SafetensorsReader::readAsF32(const std::string &name,
+                                    const std::vector<int64_t> &shape,
+                                    float *out) const {
+  const SafetensorsEntry *e = find(name);
+  if (!e || e->dtype == "F32")
+    return readF32(name, shape, out);
+  if (e->dtype != "BF16" && e->dtype != "F16")
+    return formatError(path_, "tensor '" + name + "' is " + e->dtype +
+                                  ", expected F32, BF16 or F16");
+  if (e->shape != shape)
+    return formatError(path_, "tensor '" + name + "' has shape " +
+                                  shapeToString(e->shape) + ", expected " +
+                                  shapeToString(shape));
+  std::vector<uint16_t> half((e->end - e->begin) / 2);
+  if (!preadAll(fd_, half.data(), e->end - e->begin, dataStart_ + e->begin))
+    return Status::error(ErrorCode::IoError, "cannot read tensor '" + name +
+                                                 "' from '" + path_ + "'");
+  bool bf16 = e->dtype == "BF16";
+  for (size_t i = 0; i < half.size(); ++i) {
+    if (bf16) {
+      uint32_t bits = static_cast<uint32_t>(half[i]) << 16;
+      std::memcpy(&out[i], &bits, sizeof(float));
+    } else {
+      out[i] = halfToFloat(half[i]);
+    }
+  }
+  return Status::ok();
+}
+
 Status SafetensorsReader::readF32(const std::string &name,
                                   const std::vector<int64_t> &shape,
                                   float *out) const {

@@ -72,6 +72,11 @@ public:
   /// F32, or has another shape.
   Status readF32(const std::string &name, const std::vector<int64_t> &shape,
                  float *out) const;
+  /// As readF32, but also reads BF16 and F16 tensors, converted to F32
+  /// exactly (every BF16 and F16 value is an F32 value), as Hugging Face
+  /// checkpoints are often stored (docs/huggingface.md).
+  Status readAsF32(const std::string &name, const std::vector<int64_t> &shape,
+                   float *out) const;
 
 private:
   SafetensorsReader() = default;

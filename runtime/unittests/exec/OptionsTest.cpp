@@ -96,7 +96,7 @@ TEST(ExecOptions, HelpNeedsNothingElseAndListsEveryFlag) {
        {"--data", "--data-dtype", "--steps", "--lr", "--weight-decay",
         "--seed", "--load", "--save", "--save-every", "--trace",
         "--log-interval", "--metrics", "--dump-rank-params", "--timeout",
-        "--sampling", "--max-grad-norm", "--progress"})
+        "--sampling", "--max-grad-norm", "--progress", "--save-hf"})
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
 }
 
@@ -135,6 +135,33 @@ TEST(ExecOptions, CheckingTargetsRemovesStaleTemporaries) {
   for (const std::string &target : {save, metrics})
     EXPECT_NE(::access((target + ".tmp.999999999").c_str(), F_OK), 0)
         << target << "'s stale temporary is still there";
+  ::rmdir(dir.c_str());
+}
+
+// --save-hf DIR: the directory is created up front (one level), and a
+// file in its place is refused by flag before the first step.
+TEST(ExecOptions, SaveHfDirectoryIsCreatedOrRefusedUpFront) {
+  char dirTemplate[] = "/tmp/bitpipe-options-test.XXXXXX";
+  ASSERT_NE(::mkdtemp(dirTemplate), nullptr);
+  std::string dir = dirTemplate, hf = dir + "/hf", file = dir + "/file";
+  Expected<TrainOptions> o =
+      parse({"--data", "t.bin", "--steps", "1", "--save-hf", hf.c_str()});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_EQ(o->saveHfDir, hf);
+  Status checked = checkOutputTargets(*o, /*rank=*/0);
+  ASSERT_TRUE(checked.isOk()) << checked.message();
+  EXPECT_EQ(::access(hf.c_str(), F_OK), 0) << "--save-hf made no directory";
+  std::ofstream(file) << "not a directory";
+  o = parse({"--data", "t.bin", "--steps", "1", "--save-hf", file.c_str()});
+  ASSERT_TRUE(o.isOk());
+  checked = checkOutputTargets(*o, /*rank=*/0);
+  ASSERT_FALSE(checked.isOk());
+  EXPECT_NE(checked.message().find("--save-hf: '" + file +
+                                   "' is not a directory"),
+            std::string::npos)
+      << checked.message();
+  ::rmdir(hf.c_str());
+  std::remove(file.c_str());
   ::rmdir(dir.c_str());
 }
 

@@ -2,8 +2,9 @@
 8-byte little-endian header length, a JSON header mapping tensor names to
 dtype, shape and byte offsets, then the raw little-endian data).
 
-Only what the reference needs: F32 tensors in, F32 tensors out. Written
-without the runtime's reader so that a fault there cannot hide itself.
+Only what the reference needs: F32 and BF16 tensors in, F32 (or, for the
+Hugging Face tests, BF16) tensors out. Written without the runtime's reader
+so that a fault there cannot hide itself.
 """
 import json
 import os
@@ -13,8 +14,22 @@ import tempfile
 import numpy as np
 
 
+def bf16_to_f32(raw):
+    """BF16 is the upper half of an F32: shift the bits back."""
+    bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+    return bits.view(np.float32)
+
+
+def f32_to_bf16(array):
+    """Round to nearest even, as torch's .to(torch.bfloat16) (no NaNs)."""
+    bits = np.ascontiguousarray(array, dtype="<f4").view(np.uint32)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return bits.astype("<u2").tobytes()
+
+
 def read(path):
-    """Returns ({name: float64 array}, metadata) of every F32 tensor."""
+    """Returns ({name: float64 array}, metadata) of every F32 and BF16
+    tensor."""
     with open(path, "rb") as f:
         data = f.read()
     if len(data) < 8:
@@ -25,11 +40,12 @@ def read(path):
     body = data[8 + n:]
     tensors = {}
     for name, entry in header.items():
-        if entry["dtype"] != "F32":
+        if entry["dtype"] not in ("F32", "BF16"):
             continue
         begin, end = entry["data_offsets"]
         shape = tuple(entry["shape"])
-        array = np.frombuffer(body[begin:end], dtype="<f4")
+        array = (np.frombuffer(body[begin:end], dtype="<f4")
+                 if entry["dtype"] == "F32" else bf16_to_f32(body[begin:end]))
         if array.size != int(np.prod(shape, dtype=np.int64)):
             raise ValueError(f"{path}: tensor '{name}' has {array.size} "
                              f"values for shape {list(shape)}")
@@ -37,15 +53,17 @@ def read(path):
     return tensors, meta
 
 
-def write(path, tensors, metadata=None):
-    """Writes {name: array} as F32, atomically (temporary file, rename)."""
+def write(path, tensors, metadata=None, dtype="F32"):
+    """Writes {name: array} as `dtype` (F32 or BF16), atomically
+    (temporary file, rename)."""
     header = {}
     if metadata:
         header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
     chunks, offset = [], 0
     for name in sorted(tensors):
-        raw = np.ascontiguousarray(tensors[name], dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
+        raw = (np.ascontiguousarray(tensors[name], dtype="<f4").tobytes()
+               if dtype == "F32" else f32_to_bf16(tensors[name]))
+        header[name] = {"dtype": dtype, "shape": list(tensors[name].shape),
                         "data_offsets": [offset, offset + len(raw)]}
         chunks.append(raw)
         offset += len(raw)
