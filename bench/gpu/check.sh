@@ -26,7 +26,8 @@
 #      CUDA backend, where the build has it), all of their tests;
 #      NcclCommunicatorTests under mpirun -np 2 and 4 with the multi-rank
 #      checks below;
-#   3. the end-to-end match, gpt-tiny and bert-tiny in fp32 and bf16
+#   3. the end-to-end match, gpt-tiny and bert-tiny in fp32 and bf16,
+#      llama-tiny in fp32
 #      (test/EndToEnd/cuda-match.sh case: the GPU run against the CPU run
 #      that prepare.sh made), and the same start with --lr 1e30 in bf16
 #      (cuda-match.sh diverge: stopped at step 2, nothing saved);
@@ -310,7 +311,7 @@ done
 # 3. The end-to-end match.
 #===----------------------------------------------------------------------===#
 echo "== end-to-end match (test/EndToEnd/cuda-match.sh)"
-for model in gpt-tiny bert-tiny; do
+for model in gpt-tiny bert-tiny llama-tiny; do
   for precision in fp32 bf16; do
     name="e2e $model $precision"
     log=$logs/e2e-$model-$precision.log

@@ -122,7 +122,7 @@ export BITPIPE_PYTHON=${BITPIPE_PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/
   fail "bitpipe-tokenize (the corpus)"
 
 match=$root/test/EndToEnd/cuda-match.sh
-for model in gpt-tiny bert-tiny; do
+for model in gpt-tiny bert-tiny llama-tiny; do
   config=$root/examples/$model.json
   step "end-to-end match, $model: the CPU run (here), the CUDA executables"
   if "$match" reference "$config" "$stage/e2e" >"$work/$model-cpu.log" 2>&1; then
@@ -134,6 +134,9 @@ for model in gpt-tiny bert-tiny; do
     fail "the CPU run of $model (log: $work/$model-cpu.log)"
   fi
   for precision in fp32 bf16; do
+    # LLaMA's bf16 tolerances have not been derived yet (docs/llama.md):
+    # its fp32 match only; check.sh reports its bf16 row as not prepared.
+    [ "$model" = llama-tiny ] && [ "$precision" = bf16 ] && continue
     "$match" compile "$config" "$precision" "$stage/e2e" ||
       fail "bitpipe-compile --target cuda --precision $precision $model"
   done
