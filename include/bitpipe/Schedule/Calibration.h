@@ -1,0 +1,89 @@
+//===- Calibration.h - The cost model fitted to a real run -------*- C++ -*-===//
+//
+// A compiled executable's Chrome trace (--trace; runtime/lib/train/Trace.h)
+// records, per rank on one clock, every compute step ("F3.s2", "B3.s2",
+// "W3.s2"), every transfer it posts ("send r<peer> t<tag>") and every wait
+// for a received tensor ("recv r<peer> t<tag>"). This file measures a run
+// from its trace (step time, bubbles) and fits the simulator's cost model to
+// it: each stage's F/B/W time, and the time a point-to-point transfer takes
+// from its post to the data being there. Simulating a schedule with a model
+// fitted on another run predicts that run's step time; the difference is the
+// prediction error (docs/calibration.md).
+//
+// Plain C++, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_SCHEDULE_CALIBRATION_H
+#define BITPIPE_SCHEDULE_CALIBRATION_H
+
+#include "bitpipe/Schedule/CostModel.h"
+#include "bitpipe/Schedule/Error.h"
+#include "bitpipe/Schedule/Schedule.h"
+#include "bitpipe/Schedule/Simulator.h"
+
+#include <string>
+#include <vector>
+
+namespace bitpipe::sched {
+
+/// One timed span of a real run (microseconds; one clock for every rank).
+struct RunEvent {
+  int rank = 0;
+  std::string name;
+  double start = 0, duration = 0;
+  double end() const { return start + duration; }
+};
+
+/// The complete ("ph": "X") events of a Chrome trace's "traceEvents", with
+/// "pid" as the rank. Fails, saying where, on text that is not such a trace.
+Result<std::vector<RunEvent>> readChromeTrace(const std::string &text);
+
+/// A run measured from its trace.
+struct MeasuredRun {
+  int stepsUsed = 0;    ///< Complete steps measured (after the skipped ones).
+  double stepTime = 0;  ///< Mean step: first compute start to last compute end.
+  double bubble = 0;    ///< Mean of the ranks' bubbles.
+  std::vector<double> rankBubble; ///< 1 - compute time / step, per rank.
+};
+
+/// Cuts each rank's compute events into steps by the schedule's compute
+/// actions and measures steps [skip, complete steps). Fails when the trace
+/// names a rank or stage the schedule lacks, or holds no more than `skip`
+/// complete steps.
+Result<MeasuredRun> measureRun(const Schedule &schedule,
+                               const std::vector<RunEvent> &events, int skip);
+
+/// The cost model a run implies.
+struct Calibration {
+  /// forward/backward/weightGrad: each stage's mean time (microseconds);
+  /// p2pLatency: the median time from a send's post to its data being
+  /// there, over the transfers whose receiver was already waiting (the
+  /// others only bound it). Unit costs and bandwidths are left alone.
+  CostModel cost;
+  int computeSamples = 0;
+  int transferSamples = 0; ///< Transfers that measured p2pLatency.
+};
+
+/// Fits the cost model to steps [skip, ...) of a run of `schedule`.
+Result<Calibration> calibrate(const Schedule &schedule,
+                              const std::vector<RunEvent> &events, int skip);
+
+/// A run against what the simulator predicts for it under `cost`.
+struct Prediction {
+  MeasuredRun measured;
+  double simulatedStep = 0, simulatedBubble = 0;
+  /// (simulated - measured) / measured.
+  double stepError() const {
+    return measured.stepTime > 0
+               ? (simulatedStep - measured.stepTime) / measured.stepTime
+               : 0;
+  }
+};
+
+Result<Prediction> predict(const Schedule &schedule, const CostModel &cost,
+                           const std::vector<RunEvent> &events, int skip);
+
+} // namespace bitpipe::sched
+
+#endif // BITPIPE_SCHEDULE_CALIBRATION_H

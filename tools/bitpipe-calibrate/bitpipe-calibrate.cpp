@@ -1,0 +1,173 @@
+//===- bitpipe-calibrate.cpp - The simulator fitted to real runs ----------===//
+//
+//   bitpipe-calibrate --fit RUN.json:SCHEDULE:D:N[:V]
+//                     [--check OTHER.json:SCHEDULE:D:N[:V]]... [--skip-steps K]
+//
+// Fits the simulator's cost model to one run's Chrome trace (an executable's
+// --trace): each stage's F/B/W time and the time from a transfer's post to
+// its data being there. Then predicts every run given (the fitted one and
+// the held-out --check runs, other schedules or micro-batch counts of the
+// same model and ranks): the measured step time against the simulated one,
+// with the fitted transfer time and with free communication, so that what
+// the transfers cost is visible (docs/calibration.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Schedule/Calibration.h"
+#include "bitpipe/Schedule/Registry.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+using namespace bitpipe::sched;
+
+namespace {
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "bitpipe-calibrate: %s\n", message.c_str());
+  return 1;
+}
+
+/// A run: its trace's events and the schedule it ran.
+struct Run {
+  std::string spec, file;
+  Schedule schedule;
+  std::vector<RunEvent> events;
+};
+
+/// "RUN.json:SCHEDULE:D:N[:V]" -> a run, or the reason it is not one.
+Result<Run> loadRun(const std::string &flag, const std::string &spec) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(spec).split(parts, ':');
+  auto bad = [&](const std::string &why) {
+    return Result<Run>::failure(flag + " " + spec + ": " + why +
+                                "; expected FILE:SCHEDULE:D:N[:V] (the trace, "
+                                "the schedule, devices, micro-batches, "
+                                "chunks per device)");
+  };
+  if (parts.size() != 4 && parts.size() != 5)
+    return bad("has " + std::to_string(parts.size()) + " ':'-separated field(s)");
+  ScheduleOptions request;
+  request.schedule = parts[1].str();
+  int devices = 0, microbatches = 0, chunks = 0;
+  if (parts[2].getAsInteger(10, devices))
+    return bad("devices '" + parts[2].str() + "' is not an integer");
+  if (parts[3].getAsInteger(10, microbatches))
+    return bad("micro-batches '" + parts[3].str() + "' is not an integer");
+  request.devices = devices;
+  request.microbatches = microbatches;
+  if (parts.size() == 5) {
+    if (parts[4].getAsInteger(10, chunks))
+      return bad("chunks '" + parts[4].str() + "' is not an integer");
+    request.chunksPerDevice = chunks;
+  }
+  Result<Schedule> schedule = generateSchedule(request);
+  if (!schedule)
+    return bad(schedule.error);
+
+  Run run;
+  run.spec = spec;
+  run.file = parts[0].str();
+  run.schedule = std::move(*schedule);
+  auto buffer = llvm::MemoryBuffer::getFile(run.file);
+  if (!buffer)
+    return Result<Run>::failure(flag + " " + spec + ": cannot read '" +
+                                run.file + "': " + buffer.getError().message());
+  Result<std::vector<RunEvent>> events =
+      readChromeTrace((*buffer)->getBuffer().str());
+  if (!events)
+    return Result<Run>::failure(run.file + ": " + events.error);
+  run.events = std::move(*events);
+  return Result<Run>::success(std::move(run));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  namespace cl = llvm::cl;
+  cl::OptionCategory category("bitpipe-calibrate options");
+  cl::opt<std::string> fitFlag(
+      "fit", cl::desc("the run to fit the cost model to"),
+      cl::value_desc("RUN.json:SCHEDULE:D:N[:V]"), cl::Required,
+      cl::cat(category));
+  cl::list<std::string> checkFlag(
+      "check", cl::desc("a held-out run to predict (repeatable)"),
+      cl::value_desc("RUN.json:SCHEDULE:D:N[:V]"), cl::cat(category));
+  cl::opt<int> skipFlag("skip-steps",
+                        cl::desc("steps skipped at the start of every run "
+                                 "(default 1: start-up, cold caches)"),
+                        cl::value_desc("K"), cl::init(1), cl::cat(category));
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv, "the simulator's cost model fitted to real runs\n");
+  const int skip = skipFlag;
+  if (skip < 0)
+    return fail("--skip-steps must not be negative, got " +
+                std::to_string(skip));
+
+  Result<Run> fitted = loadRun("--fit", fitFlag);
+  if (!fitted)
+    return fail(fitted.error);
+  Result<Calibration> fit = calibrate(fitted->schedule, fitted->events, skip);
+  if (!fit)
+    return fail(fitted->file + ": " + fit.error);
+  std::vector<Run> runs;
+  runs.push_back(std::move(*fitted));
+  for (const std::string &spec : checkFlag) {
+    Result<Run> run = loadRun("--check", spec);
+    if (!run)
+      return fail(run.error);
+    if (run->schedule.placement.numStages !=
+        runs.front().schedule.placement.numStages)
+      return fail("--check " + spec + ": its schedule has " +
+                  std::to_string(run->schedule.placement.numStages) +
+                  " stages, the fitted run's " +
+                  std::to_string(runs.front().schedule.placement.numStages) +
+                  "; the cost model is per stage, so both must cut the model "
+                  "alike");
+    runs.push_back(std::move(*run));
+  }
+
+  const CostModel &cost = fit->cost;
+  std::printf("fitted on %s: %d compute steps, %d transfers the receiver "
+              "waited for\n",
+              runs.front().spec.c_str(), fit->computeSamples,
+              fit->transferSamples);
+  std::printf("  mean ms per stage:");
+  for (size_t s = 0; s < cost.forward.size(); ++s) {
+    std::printf(" s%zu F %.3f B %.3f", s, cost.forward[s] / 1e3,
+                cost.backward[s] / 1e3);
+    if (cost.weightGrad[s] > 0)
+      std::printf(" W %.3f", cost.weightGrad[s] / 1e3);
+    std::printf(s + 1 < cost.forward.size() ? "," : "\n");
+  }
+  std::printf("  point-to-point: %.3f ms from a send's post to its data\n\n",
+              cost.p2pLatency / 1e3);
+
+  CostModel free = cost;
+  free.p2pLatency = 0;
+  std::printf("| run | steps | measured step (ms) | predicted (ms) | error | "
+              "measured bubble | predicted | free communication: predicted "
+              "(ms) | error |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (const Run &run : runs) {
+    Result<Prediction> p = predict(run.schedule, cost, run.events, skip);
+    if (!p)
+      return fail(run.file + ": " + p.error);
+    Result<Prediction> q = predict(run.schedule, free, run.events, skip);
+    if (!q)
+      return fail(run.file + ": " + q.error);
+    std::printf("| %s%s | %d | %.2f | %.2f | %+.1f%% | %.3f | %.3f | %.2f | "
+                "%+.1f%% |\n",
+                run.spec.c_str(), &run == &runs.front() ? " (fitted)" : "",
+                p->measured.stepsUsed, p->measured.stepTime / 1e3,
+                p->simulatedStep / 1e3, 100 * p->stepError(),
+                p->measured.bubble, p->simulatedBubble,
+                q->simulatedStep / 1e3, 100 * q->stepError());
+  }
+  return 0;
+}

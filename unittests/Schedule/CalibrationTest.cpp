@@ -1,0 +1,149 @@
+//===- CalibrationTest.cpp - Fitting the cost model to a run --------------===//
+//
+// A run whose trace the simulator itself wrote (known per-stage costs, known
+// transfer times) must calibrate back to those costs, measure the
+// simulator's makespan and bubbles, and predict itself with no error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/Schedule/Calibration.h"
+
+#include "bitpipe/Schedule/Registry.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace bitpipe::sched;
+
+namespace {
+
+Schedule scheduleOf(const std::string &name, int devices, int microbatches) {
+  ScheduleOptions request;
+  request.schedule = name;
+  request.devices = devices;
+  request.microbatches = microbatches;
+  Result<Schedule> s = generateSchedule(request);
+  EXPECT_TRUE(s.ok()) << s.error;
+  return *s;
+}
+
+std::string computeName(const Action &a) {
+  char kind = a.kind == ActionKind::Forward    ? 'F'
+              : a.kind == ActionKind::Backward ? 'B'
+                                               : 'W';
+  return kind + std::to_string(a.microbatch) + ".s" + std::to_string(a.stage);
+}
+
+/// `steps` copies of the simulated step, one after another, as a trace.
+std::vector<RunEvent> traceOf(const SimResult &sim, int steps) {
+  std::vector<RunEvent> events;
+  for (int s = 0; s < steps; ++s) {
+    double offset = s * (sim.makespan + 10);
+    for (const TimelineEvent &e : sim.timeline)
+      if (e.lane == Lane::Compute && e.kind == CommKind::Compute)
+        events.push_back({e.rank, computeName(e.action), offset + e.start,
+                          e.end - e.start});
+  }
+  return events;
+}
+
+TEST(Calibration, RecoversTheCostsOfASimulatedRun) {
+  Schedule schedule = scheduleOf("1f1b", 4, 8);
+  CostModel truth;
+  truth.forward = {10, 20, 30, 15};
+  truth.backward = {25, 35, 45, 20};
+  Result<SimResult> sim = simulate(schedule, truth);
+  ASSERT_TRUE(sim.ok()) << sim.error;
+
+  std::vector<RunEvent> trace = traceOf(*sim, 3);
+  Result<Calibration> fit = calibrate(schedule, trace, /*skip=*/1);
+  ASSERT_TRUE(fit.ok()) << fit.error;
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_DOUBLE_EQ(fit->cost.forward[s], truth.forward[s]) << "stage " << s;
+    EXPECT_DOUBLE_EQ(fit->cost.backward[s], truth.backward[s]) << "stage " << s;
+  }
+  EXPECT_EQ(fit->computeSamples, 2 * 4 * 8 * 2); // 2 steps, 4 stages, F and B
+  EXPECT_EQ(fit->transferSamples, 0);
+
+  Result<MeasuredRun> run = measureRun(schedule, trace, 1);
+  ASSERT_TRUE(run.ok()) << run.error;
+  EXPECT_EQ(run->stepsUsed, 2);
+  EXPECT_DOUBLE_EQ(run->stepTime, sim->makespan);
+  EXPECT_NEAR(run->bubble, sim->bubbleRatio, 1e-12);
+
+  Result<Prediction> self = predict(schedule, fit->cost, trace, 1);
+  ASSERT_TRUE(self.ok()) << self.error;
+  EXPECT_NEAR(self->stepError(), 0.0, 1e-12);
+}
+
+TEST(Calibration, TransferTimeFromPostsTheReceiverWaitedFor) {
+  Schedule schedule = scheduleOf("1f1b", 2, 2);
+  std::vector<RunEvent> trace;
+  // One step per rank: F0 F1 B0 B1 on rank 0, F0 B0 F1 B1 on rank 1.
+  auto compute = [&](int rank, const char *name, double start) {
+    trace.push_back({rank, name, start, 1.0});
+  };
+  for (int step = 0; step < 2; ++step) {
+    double t = step * 100;
+    compute(0, "F0.s0", t + 0);
+    compute(0, "F1.s0", t + 1);
+    compute(0, "B0.s0", t + 20);
+    compute(0, "B1.s0", t + 30);
+    compute(1, "F0.s1", t + 10);
+    compute(1, "B0.s1", t + 11);
+    compute(1, "F1.s1", t + 12);
+    compute(1, "B1.s1", t + 13);
+    // Rank 1 waits from before the post: the wait's end - the post = 7.
+    trace.push_back({0, "send r1 t4", t + 1, 0.1});
+    trace.push_back({1, "recv r0 t4", t + 0.5, 7.5});
+    // Rank 1 starts waiting after the post: only a bound, not a sample.
+    trace.push_back({0, "send r1 t6", t + 2, 0.1});
+    trace.push_back({1, "recv r0 t6", t + 11.5, 0.2});
+  }
+  // The k-th send of a tag meets the k-th wait: the second step's pair
+  // gives 7 again.
+  Result<Calibration> fit = calibrate(schedule, trace, 0);
+  ASSERT_TRUE(fit.ok()) << fit.error;
+  EXPECT_EQ(fit->transferSamples, 2);
+  EXPECT_DOUBLE_EQ(fit->cost.p2pLatency, 7.0);
+  EXPECT_DOUBLE_EQ(fit->cost.forward[0], 1.0);
+}
+
+TEST(Calibration, ReadsTheRuntimesChromeTrace) {
+  Result<std::vector<RunEvent>> events = readChromeTrace(
+      R"({"displayTimeUnit":"ms","traceEvents":[)"
+      R"({"name":"process_name","ph":"M","pid":0,"tid":0,"args":{"name":"rank 0"}},)"
+      R"({"name":"F0.s0","cat":"forward","ph":"X","ts":1.5,"dur":2,"pid":0,"tid":0},)"
+      R"({"name":"recv r0 t1","cat":"recv","ph":"X","ts":4,"dur":0.5,"pid":1,"tid":0}]})");
+  ASSERT_TRUE(events.ok()) << events.error;
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].name, "F0.s0");
+  EXPECT_DOUBLE_EQ((*events)[0].end(), 3.5);
+  EXPECT_EQ((*events)[1].rank, 1);
+}
+
+TEST(Calibration, RefusesWhatIsNotARunOfTheSchedule) {
+  EXPECT_NE(readChromeTrace("{").error.find("not JSON at line 1"),
+            std::string::npos);
+  EXPECT_NE(readChromeTrace(R"({"events":[]})").error.find("traceEvents"),
+            std::string::npos);
+  EXPECT_NE(readChromeTrace(R"([{"ph":"X","name":"F0.s0","pid":"zero",)"
+                            R"("ts":1,"dur":1}])")
+                .error.find("an integer \"pid\""),
+            std::string::npos);
+
+  Schedule schedule = scheduleOf("1f1b", 2, 2);
+  std::vector<RunEvent> wrongRank = {{5, "F0.s0", 0, 1}};
+  EXPECT_NE(measureRun(schedule, wrongRank, 0).error.find("rank 5"),
+            std::string::npos);
+  std::vector<RunEvent> wrongStage = {{0, "F0.s9", 0, 1}};
+  EXPECT_NE(measureRun(schedule, wrongStage, 0).error.find("stage 9"),
+            std::string::npos);
+  std::vector<RunEvent> tooShort = {{0, "F0.s0", 0, 1}};
+  EXPECT_NE(measureRun(schedule, tooShort, 0).error.find("0 complete step"),
+            std::string::npos);
+}
+
+} // namespace
