@@ -10,10 +10,10 @@
 #             build has it), bitpipe-gpu-probe, bitpipe-gpu-block-bench,
 #             bitpipe-compare, nccl-raw (stripped)
 #   e2e/      tokens.bin (the corpus: Debian's license texts as byte tokens)
-#             and, per model (gpt-tiny, bert-tiny): cpu/ the CPU run that the
+#             and, per model (gpt-tiny, bert-tiny, llama-tiny): cpu/ the CPU run that the
 #             GPU runs must match (initial checkpoint, metrics, parameters;
 #             run here, so the CPU executable and OpenBLAS stay behind),
-#             fp32/train and bf16/train (the CUDA executables)
+#             fp32/train and bf16/train (the CUDA executables; llama-tiny: fp32)
 #             and ranks/ (test/EndToEnd/cuda-ranks.sh: the initial
 #             checkpoint, written here by a CPU run; ref/train, the 1-rank
 #             CUDA fp32 executable; one fp32 executable per schedule on 4
