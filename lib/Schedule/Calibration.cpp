@@ -2,6 +2,8 @@
 
 #include "bitpipe/Schedule/Calibration.h"
 
+#include "bitpipe/Schedule/GridText.h"
+
 #include "core/JsonTree.h"
 
 #include <algorithm>
@@ -22,28 +24,15 @@ struct Failure {
 };
 Failure Error(std::string message) { return {std::move(message)}; }
 
-/// "F3.s2" -> kind, micro-batch, stage.
-bool parseCompute(const std::string &name, ActionKind &kind, int &microbatch,
-                  int &stage) {
-  if (name.size() < 4)
+/// A compute event's name, "F3.s2", as the text grid spells actions
+/// (GridText.h); false for anything else (transfers, all-reduces, ...).
+bool parseCompute(const std::string &name, ActionKind &kind, int &stage) {
+  Result<Action> action = parseAction(name);
+  if (!action || action->kind == ActionKind::AllReduce)
     return false;
-  switch (name[0]) {
-  case 'F':
-    kind = ActionKind::Forward;
-    break;
-  case 'B':
-    kind = ActionKind::Backward;
-    break;
-  case 'W':
-    kind = ActionKind::WeightGrad;
-    break;
-  default:
-    return false;
-  }
-  char tail = 0;
-  return std::sscanf(name.c_str() + 1, "%d.s%d%c", &microbatch, &stage,
-                     &tail) == 2 &&
-         microbatch >= 0 && stage >= 0;
+  kind = action->kind;
+  stage = action->stage;
+  return true;
 }
 
 /// "send r1 t5" / "recv r1 t5" -> peer, tag.
@@ -74,8 +63,7 @@ Result<Steps> cutSteps(const Schedule &schedule,
   steps.perRank.resize(ranks);
   for (const RunEvent &e : events) {
     Compute c;
-    int microbatch;
-    if (!parseCompute(e.name, c.kind, microbatch, c.stage))
+    if (!parseCompute(e.name, c.kind, c.stage))
       continue;
     if (e.rank < 0 || e.rank >= ranks)
       return Error("trace event '" + e.name + "' on rank " +
@@ -91,10 +79,9 @@ Result<Steps> cutSteps(const Schedule &schedule,
   }
   steps.complete = -1;
   for (int r = 0; r < ranks; ++r) {
-    std::stable_sort(steps.perRank[r].begin(), steps.perRank[r].end(),
-                     [](const Compute &a, const Compute &b) {
-                       return a.start < b.start;
-                     });
+    std::stable_sort(
+        steps.perRank[r].begin(), steps.perRank[r].end(),
+        [](const Compute &a, const Compute &b) { return a.start < b.start; });
     size_t n = std::count_if(
         schedule.ranks[r].begin(), schedule.ranks[r].end(),
         [](const Action &a) { return a.kind != ActionKind::AllReduce; });
@@ -171,10 +158,12 @@ Result<std::vector<RunEvent>> readChromeTrace(const std::string &text) {
                    " lacks a string \"name\", an integer \"pid\" or numbers "
                    "\"ts\" and \"dur\"");
     if (dur->number < 0)
-      return Error("trace event '" + name->string + "' has a negative "
-                   "duration " + dur->str());
-    events.push_back({static_cast<int>(pid->integer), name->string,
-                      ts->number, dur->number});
+      return Error("trace event '" + name->string +
+                   "' has a negative "
+                   "duration " +
+                   dur->str());
+    events.push_back({static_cast<int>(pid->integer), name->string, ts->number,
+                      dur->number});
   }
   return Result<std::vector<RunEvent>>::success(std::move(events));
 }

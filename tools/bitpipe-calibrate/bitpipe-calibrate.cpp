@@ -51,7 +51,8 @@ Result<Run> loadRun(const std::string &flag, const std::string &spec) {
                                 "chunks per device)");
   };
   if (parts.size() != 4 && parts.size() != 5)
-    return bad("has " + std::to_string(parts.size()) + " ':'-separated field(s)");
+    return bad("has " + std::to_string(parts.size()) +
+               " ':'-separated field(s)");
   ScheduleOptions request;
   request.schedule = parts[1].str();
   int devices = 0, microbatches = 0, chunks = 0;
@@ -91,10 +92,10 @@ Result<Run> loadRun(const std::string &flag, const std::string &spec) {
 int main(int argc, char **argv) {
   namespace cl = llvm::cl;
   cl::OptionCategory category("bitpipe-calibrate options");
-  cl::opt<std::string> fitFlag(
-      "fit", cl::desc("the run to fit the cost model to"),
-      cl::value_desc("RUN.json:SCHEDULE:D:N[:V]"), cl::Required,
-      cl::cat(category));
+  cl::opt<std::string> fitFlag("fit",
+                               cl::desc("the run to fit the cost model to"),
+                               cl::value_desc("RUN.json:SCHEDULE:D:N[:V]"),
+                               cl::Required, cl::cat(category));
   cl::list<std::string> checkFlag(
       "check", cl::desc("a held-out run to predict (repeatable)"),
       cl::value_desc("RUN.json:SCHEDULE:D:N[:V]"), cl::cat(category));
@@ -166,8 +167,8 @@ int main(int argc, char **argv) {
                 run.spec.c_str(), &run == &runs.front() ? " (fitted)" : "",
                 p->measured.stepsUsed, p->measured.stepTime / 1e3,
                 p->simulatedStep / 1e3, 100 * p->stepError(),
-                p->measured.bubble, p->simulatedBubble,
-                q->simulatedStep / 1e3, 100 * q->stepError());
+                p->measured.bubble, p->simulatedBubble, q->simulatedStep / 1e3,
+                100 * q->stepError());
   }
   return 0;
 }

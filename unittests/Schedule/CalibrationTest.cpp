@@ -43,8 +43,8 @@ std::vector<RunEvent> traceOf(const SimResult &sim, int steps) {
     double offset = s * (sim.makespan + 10);
     for (const TimelineEvent &e : sim.timeline)
       if (e.lane == Lane::Compute && e.kind == CommKind::Compute)
-        events.push_back({e.rank, computeName(e.action), offset + e.start,
-                          e.end - e.start});
+        events.push_back(
+            {e.rank, computeName(e.action), offset + e.start, e.end - e.start});
   }
   return events;
 }

@@ -1,4 +1,5 @@
-//===- Calibration.h - The cost model fitted to a real run -------*- C++ -*-===//
+//===- Calibration.h - The cost model fitted to a real run -------*- C++
+//-*-===//
 //
 // A compiled executable's Chrome trace (--trace; runtime/lib/train/Trace.h)
 // records, per rank on one clock, every compute step ("F3.s2", "B3.s2",
@@ -41,9 +42,9 @@ Result<std::vector<RunEvent>> readChromeTrace(const std::string &text);
 
 /// A run measured from its trace.
 struct MeasuredRun {
-  int stepsUsed = 0;    ///< Complete steps measured (after the skipped ones).
-  double stepTime = 0;  ///< Mean step: first compute start to last compute end.
-  double bubble = 0;    ///< Mean of the ranks' bubbles.
+  int stepsUsed = 0;   ///< Complete steps measured (after the skipped ones).
+  double stepTime = 0; ///< Mean step: first compute start to last compute end.
+  double bubble = 0;   ///< Mean of the ranks' bubbles.
   std::vector<double> rankBubble; ///< 1 - compute time / step, per rank.
 };
 

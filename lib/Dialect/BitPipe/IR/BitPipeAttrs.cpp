@@ -145,10 +145,6 @@ PartitionAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-int64_t PartitionAttr::getMaxCost() const {
-  return *llvm::max_element(getCosts());
-}
-
 LogicalResult
 PlacementAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       sched::PlacementKind kind, int64_t devices,

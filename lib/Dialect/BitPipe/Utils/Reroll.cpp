@@ -287,12 +287,8 @@ void Reroller::roll(const RunPlan &plan) {
   for (size_t p = 0; p < L; ++p) {
     Operation *op = ops[s + p];
     op->moveBefore(body, body->end());
-    auto stride = [&](int lane) { return plan.strides[p * kNumLanes + lane]; };
-    Builder attrs(op->getContext());
-    if (int64_t step = stride(kMicrobatchLane); step && microbatchAt(op, 0))
-      op->setAttr("microbatch_step", attrs.getI64IntegerAttr(step));
-    if (int64_t step = stride(kBatchLane); step && batchAt(op, 0))
-      op->setAttr("batch_step", attrs.getI64IntegerAttr(step));
+    setSteps(op, plan.strides[p * kNumLanes + kMicrobatchLane],
+             plan.strides[p * kNumLanes + kBatchLane]);
   }
   for (const auto &[p, n, value, d] : plan.carriedUses)
     ops[s + p]->setOperand(n,

@@ -25,6 +25,24 @@ void bitpipe::bp::setRepetition(Operation *op, int64_t k) {
           });
 }
 
+void bitpipe::bp::setSteps(Operation *op, int64_t microbatchStep,
+                           int64_t batchStep) {
+  Builder b(op->getContext());
+  auto step = [&](int64_t value) {
+    return value ? b.getI64IntegerAttr(value) : IntegerAttr();
+  };
+  llvm::TypeSwitch<Operation *>(op)
+      .Case<SendOp, RecvOp>([&](auto transfer) {
+        transfer.setMicrobatchStepAttr(step(microbatchStep));
+        if (transfer.getBatch())
+          transfer.setBatchStepAttr(step(batchStep));
+      })
+      .Case<LoadInputOp, ForwardOp, BackwardOp, WeightGradOp, LocalCopyOp>(
+          [&](auto numbered) {
+            numbered.setMicrobatchStepAttr(step(microbatchStep));
+          });
+}
+
 void bitpipe::bp::unrollRepeat(RepeatOp repeat) {
   OpBuilder b(repeat);
   Block &body = repeat.getBodyBlock();

@@ -199,10 +199,6 @@ def BitPipe_PartitionAttr : BitPipe_Attr<"Partition", "partition"> {
                         BitPipe_RatioParameter:$balance);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
-  let extraClassDeclaration = [{
-    /// The most expensive stage's FLOPs.
-    int64_t getMaxCost() const;
-  }];
 }
 
 #endif // BITPIPE_DIALECT_BITPIPE_BITPIPEATTRS_TD

@@ -25,6 +25,11 @@ namespace bitpipe::bp {
 /// its `step`s, as the op runs once outside the repeat.
 void setRepetition(mlir::Operation *op, int64_t k);
 
+/// The inverse, for an op that becomes a repeat's body: its micro-batch
+/// (and, for a transfer with a batch, its batch) advance by these per
+/// repetition; a step of 0 is left out.
+void setSteps(mlir::Operation *op, int64_t microbatchStep, int64_t batchStep);
+
 /// Replaces `repeat` by `count` copies of its body, in place.
 void unrollRepeat(RepeatOp repeat);
 /// Unrolls every repeat of `program`.
