@@ -9,6 +9,7 @@
 
 #include "bitpipe/Schedule/Simulator.h"
 
+#include "TestClusters.h"
 #include "TestSchedules.h"
 
 #include <gtest/gtest.h>
@@ -17,21 +18,6 @@ using namespace bitpipe::sched;
 using namespace bitpipe::sched::test;
 
 namespace {
-
-/// `nodes` x `gpusPerNode` with round link numbers: intra_node 1 us and
-/// 100 GB/s; inter_node 5 us and 10 GB/s per GPU.
-Cluster cluster(int nodes, int gpusPerNode) {
-  Cluster c;
-  c.name = std::to_string(nodes) + "x" + std::to_string(gpusPerNode);
-  c.nodes = nodes;
-  c.gpusPerNode = gpusPerNode;
-  c.gpuMemoryBytes = 1e9;
-  c.peakBf16Flops = 1e12;
-  c.intraNode = {1e-6, 1e11};
-  c.interNodeLatency = 5e-6;
-  c.interNodeBandwidthPerNode = 1e10 * gpusPerNode;
-  return c;
-}
 
 /// F = 1 ms, B = 2 ms; 1 MB crosses each stage boundary.
 CostModel seconds(const Cluster &c, World world, int copy = 0) {
