@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bitpipe/Dialect/NN/IR/NNOps.h"
 #include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
+#include "bitpipe/Dialect/NN/IR/NNOps.h"
 #include "bitpipe/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -34,8 +34,7 @@ namespace {
 /// Records the ops a builder creates, so that their operands can be moved
 /// from forward values to the backward function's.
 struct CreatedOps : public OpBuilder::Listener {
-  void notifyOperationInserted(Operation *op,
-                               OpBuilder::InsertPoint) override {
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     ops.push_back(op);
   }
   SmallVector<Operation *> ops;
@@ -62,10 +61,10 @@ private:
                Attribute layer = {});
 
   func::FuncOp forward;
-  SmallVector<Operation *> activeOps;          ///< Forward order.
+  SmallVector<Operation *> activeOps; ///< Forward order.
   llvm::SetVector<Value> savedArgs, savedResults;
-  IRMapping toBackward;                        ///< Forward -> backward values.
-  llvm::MapVector<Value, Value> grads;         ///< Forward value -> gradient.
+  IRMapping toBackward;                ///< Forward -> backward values.
+  llvm::MapVector<Value, Value> grads; ///< Forward value -> gradient.
   /// A parameter used more than once in the stage (the tied embedding in a
   /// one-stage model): its further contributions, returned as results of
   /// their own instead of summed here. The runtime adds each into the
@@ -104,8 +103,8 @@ LogicalResult StageDifferentiator::collectActiveOps() {
   return success();
 }
 
-void StageDifferentiator::addGrad(OpBuilder &b, Value forwardValue,
-                                  Value grad, Attribute layer) {
+void StageDifferentiator::addGrad(OpBuilder &b, Value forwardValue, Value grad,
+                                  Attribute layer) {
   auto [it, inserted] = grads.insert({forwardValue, grad});
   if (inserted)
     return;
@@ -152,8 +151,8 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
     }
   for (auto [i, v] : llvm::enumerate(savedResults)) {
     argTypes.push_back(v.getType());
-    argAttrs.push_back(
-        b.getDictionaryAttr(b.getNamedAttr(attr::kSaved, b.getI64IntegerAttr(i))));
+    argAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(attr::kSaved, b.getI64IntegerAttr(i))));
     argSources.push_back(v);
   }
   SmallVector<unsigned> gradArgOutputs;
@@ -185,9 +184,9 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
   b.setInsertionPointToStart(body);
   for (auto [i, out] : llvm::enumerate(fwdReturn.getOperands())) {
     if (isLoss(out)) {
-      auto one = DenseElementsAttr::get(cast<ShapedType>(out.getType()),
-                                        b.getFloatAttr(
-                                            getElementTypeOrSelf(out), 1.0));
+      auto one = DenseElementsAttr::get(
+          cast<ShapedType>(out.getType()),
+          b.getFloatAttr(getElementTypeOrSelf(out), 1.0));
       addGrad(b, out, b.create<arith::ConstantOp>(forward.getLoc(), one));
     }
   }
@@ -214,8 +213,8 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
                                   "supported";
     created.ops.clear();
     SmallVector<Value> operandGrads;
-    if (failed(cast<nn::BackwardOpInterface>(op).buildBackward(
-            b, resultGrads, operandGrads)))
+    if (failed(cast<nn::BackwardOpInterface>(op).buildBackward(b, resultGrads,
+                                                               operandGrads)))
       return op->emitOpError() << "backward rule failed";
     // Move the new ops' operands from forward values to backward ones.
     for (Operation *newOp : created.ops) {
@@ -230,8 +229,8 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
           return op->emitOpError()
                  << "backward rule reads a forward value it does not list in "
                     "getSavedValues (operand #"
-                 << operand.getOperandNumber() << " of '"
-                 << newOp->getName() << "')";
+                 << operand.getOperandNumber() << " of '" << newOp->getName()
+                 << "')";
         operand.set(mapped);
       }
     }
@@ -335,9 +334,9 @@ void splitBackward(func::FuncOp forward, func::FuncOp bwd) {
 
   auto makeFunc = [&](StringRef suffix, TypeRange args) {
     b.setInsertionPoint(bwd);
-    auto fn = b.create<func::FuncOp>(
-        bwd.getLoc(), (forward.getSymName() + suffix).str(),
-        b.getFunctionType(args, {}));
+    auto fn = b.create<func::FuncOp>(bwd.getLoc(),
+                                     (forward.getSymName() + suffix).str(),
+                                     b.getFunctionType(args, {}));
     fn.setPrivate();
     fn->setAttr(attr::kBackwardOf, FlatSymbolRefAttr::get(forward));
     fn.addEntryBlock();
@@ -374,8 +373,8 @@ void splitBackward(func::FuncOp forward, func::FuncOp bwd) {
   }
   for (auto [j, v] : llvm::enumerate(stash)) {
     inResults.push_back(inMap.lookup(v));
-    inAttrs.push_back(
-        b.getDictionaryAttr(b.getNamedAttr(attr::kStash, b.getI64IntegerAttr(j))));
+    inAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(attr::kStash, b.getI64IntegerAttr(j))));
   }
   b.create<func::ReturnOp>(bwd.getLoc(), inResults);
   input.setType(b.getFunctionType(input.getArgumentTypes(),
@@ -395,8 +394,8 @@ void splitBackward(func::FuncOp forward, func::FuncOp bwd) {
   IRMapping wMap;
   for (auto [i, v] : llvm::enumerate(weightArgs)) {
     wMap.map(v, wBody.getArgument(i));
-    weight.setArgAttrs(i, bwd.getArgAttrDict(
-                              cast<BlockArgument>(v).getArgNumber()));
+    weight.setArgAttrs(
+        i, bwd.getArgAttrDict(cast<BlockArgument>(v).getArgNumber()));
   }
   for (auto [j, v] : llvm::enumerate(stash)) {
     unsigned i = weightArgs.size() + j;
@@ -412,8 +411,7 @@ void splitBackward(func::FuncOp forward, func::FuncOp bwd) {
   for (Value v : weightResults)
     wResults.push_back(wMap.lookup(v));
   b.create<func::ReturnOp>(bwd.getLoc(), wResults);
-  weight.setType(
-      b.getFunctionType(wTypes, ValueRange(wResults).getTypes()));
+  weight.setType(b.getFunctionType(wTypes, ValueRange(wResults).getTypes()));
   for (auto [i, attrs] : llvm::enumerate(weightAttrs))
     if (attrs)
       weight.setResultAttrs(i, attrs);
@@ -424,27 +422,40 @@ void splitBackward(func::FuncOp forward, func::FuncOp bwd) {
   bwd.erase();
 }
 
-/// Calls of `forward` get the saved results it now returns as well.
-LogicalResult updateCallers(ModuleOp module, func::FuncOp forward) {
-  std::optional<SymbolTable::UseRange> uses =
-      SymbolTable::getSymbolUses(forward, module);
-  if (!uses)
-    return success();
-  for (const SymbolTable::SymbolUse &use : *uses) {
+/// The ops that reference each symbol of `module`, found in one walk (a
+/// walk per stage would make the pass quadratic in the model's size).
+llvm::DenseMap<StringAttr, SmallVector<Operation *>>
+symbolUsers(ModuleOp module) {
+  llvm::DenseMap<StringAttr, SmallVector<Operation *>> users;
+  if (std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(&module.getBodyRegion()))
+    for (const SymbolTable::SymbolUse &use : *uses) {
+      SmallVector<Operation *> &list =
+          users[use.getSymbolRef().getRootReference()];
+      if (list.empty() || list.back() != use.getUser())
+        list.push_back(use.getUser());
+    }
+  return users;
+}
+
+/// Calls of `forward` (among `users`, the ops that reference it) get the
+/// saved results it now returns as well.
+LogicalResult updateCallers(func::FuncOp forward, ArrayRef<Operation *> users) {
+  for (Operation *user : users) {
     // Backward functions name their forward in an attribute; not a call.
-    if (isa<func::FuncOp>(use.getUser()))
+    if (isa<func::FuncOp>(user))
       continue;
-    auto call = dyn_cast<func::CallOp>(use.getUser());
+    auto call = dyn_cast<func::CallOp>(user);
     if (!call)
-      return use.getUser()->emitOpError()
+      return user->emitOpError()
              << "uses stage @" << forward.getSymName()
              << ", whose results change when its backward is generated; "
                 "only func.call users are updated";
     if (call.getNumResults() == forward.getNumResults())
       continue;
     OpBuilder b(call);
-    auto newCall = b.create<func::CallOp>(call.getLoc(), forward,
-                                          call.getOperands());
+    auto newCall =
+        b.create<func::CallOp>(call.getLoc(), forward, call.getOperands());
     for (auto [oldResult, newResult] :
          llvm::zip(call.getResults(), newCall.getResults()))
       oldResult.replaceAllUsesWith(newResult);
@@ -465,10 +476,11 @@ struct GenerateBackwardPass
         stages.push_back(fn);
     if (stages.empty()) {
       module.emitError() << "no stage functions (functions with '"
-                         << attr::kStage
-                         << "'): run bitpipe-partition first";
+                         << attr::kStage << "'): run bitpipe-partition first";
       return signalPassFailure();
     }
+    llvm::DenseMap<StringAttr, SmallVector<Operation *>> users =
+        symbolUsers(module);
     for (func::FuncOp stage : stages) {
       if (stage->hasAttr(attr::kBackward) ||
           stage->hasAttr(attr::kBackwardInput)) {
@@ -476,7 +488,8 @@ struct GenerateBackwardPass
         return signalPassFailure();
       }
       FailureOr<func::FuncOp> bwd = StageDifferentiator(stage).run();
-      if (failed(bwd) || failed(updateCallers(module, stage)))
+      if (failed(bwd) ||
+          failed(updateCallers(stage, users.lookup(stage.getSymNameAttr()))))
         return signalPassFailure();
       if (split)
         splitBackward(stage, *bwd);

@@ -163,10 +163,25 @@ struct PlannedBucket {
 /// What the pass does to one rank's program.
 struct RankPlan {
   bp::ProgramOp program;
-  /// The op after which each sync point's buckets start.
-  SmallVector<Operation *> syncOps;
+  /// Per sync point, the op after which its buckets start (null: at the
+  /// start of the program).
+  SmallVector<Operation *> startAfter;
   std::vector<PlannedBucket> buckets;
 };
+
+/// The last of the ops right after gradient step `op` that hand its
+/// results on (the next stage is waiting for those; the all-reduce is
+/// not), or `op` itself.
+Operation *handOff(Operation *op) {
+  Operation *at = op;
+  while (Operation *next = at->getNextNode()) {
+    if (!llvm::any_of(next->getOperands(),
+                      [&](Value v) { return v.getDefiningOp() == op; }))
+      break;
+    at = next;
+  }
+  return at;
+}
 
 struct InsertAllReducePass
     : public bitpipe::impl::InsertAllReduceBase<InsertAllReducePass> {
@@ -178,8 +193,6 @@ struct InsertAllReducePass
   }
 
   LogicalResult run(ModuleOp module) {
-    if (failed(bp::requireStraightPrograms(module, "bitpipe-insert-allreduce")))
-      return failure();
     for (auto [name, value, range] :
          {std::tuple<StringRef, double, OptionRange>{
               "bucket-mb", bucketMb, {0, true, kMaxBucketMb}},
@@ -288,13 +301,40 @@ struct InsertAllReducePass
                          int64_t capBytes) {
     const sched::Placement &placement = schedule.placement;
     const int device = world.device(rank);
-    FailureOr<ProgramSteps> steps = readProgramSteps(plan.program, placement);
-    if (failed(steps))
-      return failure();
     std::vector<sched::SyncPoint> points =
         sched::gradientSyncPoints(schedule, device);
-    for (const sched::SyncPoint &point : points)
-      plan.syncOps.push_back(steps->ops[point.afterAction]);
+    // A bucket starts right after its sync point's step and the transfers
+    // that hand the step's result on. When a repeat runs that step, its
+    // repetitions from that one on are written out, unless the step is the
+    // last repetition's and only those transfers follow it in the body:
+    // then the bucket starts right after the repeat.
+    FailureOr<ProgramSteps> steps;
+    for (bool peeled = true; peeled;) {
+      steps = readProgramSteps(plan.program, placement);
+      if (failed(steps))
+        return failure();
+      peeled = false;
+      for (const sched::SyncPoint &point : points) {
+        Operation *op = steps->ops[point.afterAction];
+        auto repeat = dyn_cast<bp::RepeatOp>(op->getParentOp());
+        int64_t repetition = steps->repetitions[point.afterAction];
+        if (!repeat || (repetition + 1 == repeat.getCount() &&
+                        isa<bp::YieldOp>(handOff(op)->getNextNode())))
+          continue;
+        bp::peelRepetitions(repeat, repetition);
+        peeled = true;
+        break;
+      }
+    }
+    for (const sched::SyncPoint &point : points) {
+      Operation *op = steps->ops[point.afterAction];
+      if (isa<bp::AllReduceStartOp>(op))
+        plan.startAfter.push_back(op->getPrevNode()); // In place of a marker.
+      else if (isa<bp::RepeatOp>(op->getParentOp()))
+        plan.startAfter.push_back(op->getParentOp());
+      else
+        plan.startAfter.push_back(handOff(op));
+    }
     std::map<int, int> pointOfStage;
     for (auto [p, point] : llvm::enumerate(points))
       for (int stage : point.stages)
@@ -481,25 +521,7 @@ struct InsertAllReducePass
 
     OpBuilder b(plan.program.getContext());
     Location loc = plan.program.getLoc();
-    // Insertion point of each sync point: in place of a marker, or after
-    // the last gradient step and the transfers that hand its result on
-    // (the next stage is waiting for those; the all-reduce is not).
-    SmallVector<Operation *> cursor;
-    for (Operation *op : plan.syncOps) {
-      if (isa<bp::AllReduceStartOp>(op)) {
-        cursor.push_back(op->getPrevNode());
-        continue;
-      }
-      Operation *at = op;
-      while (Operation *next = at->getNextNode()) {
-        if (!llvm::any_of(next->getOperands(),
-                          [&](Value v) { return v.getDefiningOp() == op; }))
-          break;
-        at = next;
-      }
-      cursor.push_back(at);
-    }
-
+    SmallVector<Operation *> cursor(plan.startAfter);
     SmallVector<Value> tokens;
     for (auto [index, bucket] : llvm::enumerate(plan.buckets)) {
       Operation *&after = cursor[bucket.syncPoint];

@@ -22,13 +22,16 @@
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
 
+#include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
 #include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
 #include "bitpipe/Dialect/BitPipe/Utils/Repeats.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Utils/StraightProgram.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <map>
 
@@ -164,148 +167,295 @@ bindStages(ModuleOp module, ArrayRef<func::FuncOp> stages, bool split) {
   return bindings;
 }
 
-/// Phase 2: rewrites one rank's program from its lowered item list.
-class ProgramRewriter {
+/// Phase 2: one rank's program, bound and with its transfers, step by step
+/// as the library's lowered item list orders it. The steps that are not
+/// the schedule's actions (input loads, all-reduce waits, the optimizer
+/// step) are the unbound program's, read through its repeats.
+class BoundProgram : public bp::StraightProgram {
 public:
-  /// Rewrites the programs of the pipeline ranks; peers are pipeline
-  /// ranks too (each data-parallel copy talks among its own ranks).
-  ProgramRewriter(ArrayRef<StageBinding> stages, const sched::CommProgram &comm)
-      : stages(stages), comm(comm) {
-    for (auto [id, t] : llvm::enumerate(comm.transfers))
-      inputOf[{t.dst, t.consumerIndex}] = static_cast<int>(id);
+  /// `trace` is the unbound program of pipeline rank `device`; peers are
+  /// pipeline ranks too (each data-parallel copy talks among its own).
+  BoundProgram(MLIRContext *context, ArrayRef<StageBinding> stages,
+               const sched::CommProgram &comm, int device,
+               const bp::ProgramTrace &trace)
+      : stages(stages), comm(comm),
+        names{OperationName(bp::ForwardOp::getOperationName(), context),
+              OperationName(bp::BackwardOp::getOperationName(), context),
+              OperationName(bp::WeightGradOp::getOperationName(), context),
+              OperationName(bp::RecvOp::getOperationName(), context),
+              OperationName(bp::SendOp::getOperationName(), context),
+              OperationName(bp::LocalCopyOp::getOperationName(), context)} {
+    for (const StageBinding &stage : stages) {
+      SmallVector<Type> results(stage.outputs);
+      results.push_back(bp::SavedType::get(context));
+      forwardResults.push_back(std::move(results));
+    }
+    ArrayRef<sched::CommAction> items = comm.ranks[device];
+    // Where each traced step went, and per transfer the values it made
+    // available on this rank; per action its outputs.
+    std::vector<size_t> fromTrace(trace.size());
+    llvm::DenseMap<int, SmallVector<bp::StepOperand>> arrived, produced;
+    auto operandsOf = [&](size_t traced) {
+      SmallVector<bp::StepOperand, 2> operands;
+      for (unsigned n = 0, e = trace[traced].op->getNumOperands(); n < e; ++n)
+        operands.push_back({fromTrace[*trace.operandStep(traced, n)], 0});
+      // Results are numbered by the defining step's own op.
+      for (auto [n, operand] : llvm::enumerate(operands))
+        operand.result =
+            cast<OpResult>(trace[traced].op->getOperand(n)).getResultNumber();
+      return operands;
+    };
+    // Transfers between two compute steps form one batch; a compute step
+    // closes the open batch if it holds anything.
+    int64_t batch = 0;
+    bool batchUsed = false;
+    int action = -1;
+    size_t next = 0; // The next item of the lowered list.
+    for (size_t t = 0; t < trace.size(); ++t) {
+      Operation *op = trace[t].op;
+      if (!isa<bp::ForwardOp, bp::BackwardOp, bp::WeightGradOp,
+               bp::AllReduceStartOp>(op)) {
+        fromTrace[t] = steps.size();
+        steps.push_back({Kind::Kept, t, operandsOf(t)});
+        continue;
+      }
+      ++action;
+      for (; next < items.size() && items[next].actionIndex == action; ++next) {
+        const sched::CommAction &item = items[next];
+        const sched::Transfer *transfer =
+            item.transfer >= 0 ? &comm.transfers[item.transfer] : nullptr;
+        switch (item.kind) {
+        case sched::CommKind::AllReduce:
+          fromTrace[t] = steps.size();
+          steps.push_back({Kind::Kept, t, operandsOf(t)});
+          break;
+        case sched::CommKind::Compute: {
+          fromTrace[t] = steps.size();
+          Step step{Kind::Forward, t};
+          if (auto forward = dyn_cast<bp::ForwardOp>(op)) {
+            // Training inputs and activations, in the function's order.
+            SmallVector<bp::StepOperand, 2> loaded = operandsOf(t);
+            ArrayRef<bp::StepOperand> activations = arrived.lookup(action);
+            auto input = loaded.begin();
+            for (bool isInput :
+                 stages[forward.getStage()].forwardOperandIsInput) {
+              if (isInput) {
+                step.operands.push_back(*input++);
+              } else {
+                step.operands.push_back(activations.front());
+                activations = activations.drop_front();
+              }
+            }
+            for (unsigned r = 0; r < stages[forward.getStage()].outputs.size();
+                 ++r)
+              produced[action].push_back({steps.size(), r});
+          } else {
+            // The saved handle, then (a backward) the output gradients.
+            size_t forwardStep = operandsOf(t).front().step;
+            int stage = isa<bp::BackwardOp>(op)
+                            ? cast<bp::BackwardOp>(op).getStage()
+                            : cast<bp::WeightGradOp>(op).getStage();
+            step.kind =
+                isa<bp::BackwardOp>(op) ? Kind::Backward : Kind::WeightGrad;
+            step.operands.push_back(
+                {forwardStep,
+                 static_cast<unsigned>(stages[stage].outputs.size())});
+            if (step.kind == Kind::Backward) {
+              for (bp::StepOperand grad : arrived.lookup(action))
+                step.operands.push_back(grad);
+              for (unsigned r = 0; r < stages[stage].gradsOut.size(); ++r)
+                produced[action].push_back({steps.size(), r});
+            }
+          }
+          steps.push_back(std::move(step));
+          if (batchUsed)
+            ++batch;
+          batchUsed = false;
+          break;
+        }
+        case sched::CommKind::RecvF:
+        case sched::CommKind::RecvB:
+          for (unsigned k = 0; k < payload(*transfer).size(); ++k) {
+            arrived[transfer->consumerIndex].push_back({steps.size(), 0});
+            steps.push_back({Kind::Recv, t, {}, item.transfer, k, batch});
+          }
+          batchUsed = true;
+          break;
+        case sched::CommKind::SendF:
+        case sched::CommKind::SendB:
+        case sched::CommKind::LocalCopyF:
+        case sched::CommKind::LocalCopyB: {
+          bool local = transfer->local();
+          for (auto [k, value] : llvm::enumerate(produced.lookup(action))) {
+            if (local)
+              arrived[transfer->consumerIndex].push_back({steps.size(), 0});
+            steps.push_back({local ? Kind::Copy : Kind::Send,
+                             t,
+                             {value},
+                             item.transfer,
+                             static_cast<unsigned>(k),
+                             batch});
+          }
+          batchUsed |= !local;
+          break;
+        }
+        }
+      }
+    }
+    traced.assign(trace.steps().begin(), trace.steps().end());
   }
 
-  /// Rewrites the program of pipeline rank `device`.
-  void rewrite(int device, ArrayRef<Operation *> steps);
+  size_t size() const override { return steps.size(); }
+  OperationName name(size_t i) const override {
+    const Step &step = steps[i];
+    return step.kind == Kind::Kept ? op(step)->getName()
+                                   : names[static_cast<int>(step.kind)];
+  }
+  void describe(size_t i, std::vector<int64_t> &shape) const override {
+    const Step &step = steps[i];
+    if (step.kind == Kind::Kept) {
+      Operation *kept = op(step);
+      for (Type type : kept->getResultTypes())
+        shape.push_back(asKey(type.getAsOpaquePointer()));
+      if (auto load = dyn_cast<bp::LoadInputOp>(kept))
+        shape.push_back(static_cast<int64_t>(load.getKind()));
+      return;
+    }
+    shape.push_back(stage(step));
+    if (step.transfer >= 0) {
+      const sched::Transfer &t = comm.transfers[step.transfer];
+      shape.push_back(t.gradient);
+      shape.push_back(step.kind == Kind::Send ? t.dst : t.src);
+      shape.push_back(step.index);
+    }
+  }
+  bool repeatable(size_t i) const override {
+    const Step &step = steps[i];
+    return step.kind != Kind::Kept || isa<bp::LoadInputOp>(op(step));
+  }
+  std::optional<int64_t> microbatch(size_t i) const override {
+    const Step &step = steps[i];
+    return bp::microbatchAt(traced[step.traced].op,
+                            traced[step.traced].repetition);
+  }
+  std::optional<int64_t> batch(size_t i) const override {
+    const Step &step = steps[i];
+    if (step.kind == Kind::Send || step.kind == Kind::Recv)
+      return step.batch;
+    return std::nullopt;
+  }
+  ArrayRef<bp::StepOperand> operands(size_t i) const override {
+    return steps[i].operands;
+  }
+  TypeRange resultTypes(size_t i) const override {
+    const Step &step = steps[i];
+    switch (step.kind) {
+    case Kind::Kept:
+      return op(step)->getResultTypes();
+    case Kind::Forward:
+      return forwardResults[stage(step)];
+    case Kind::Backward:
+      return stages[stage(step)].gradsOut;
+    case Kind::Recv:
+    case Kind::Copy:
+      return TypeRange(payload(comm.transfers[step.transfer]))
+          .slice(step.index, 1);
+    default:
+      return {};
+    }
+  }
+
+  Operation *build(OpBuilder &b, size_t i, ValueRange operands) const override {
+    const Step &step = steps[i];
+    Operation *old = op(step);
+    Location loc = old->getLoc();
+    int64_t microbatch = *this->microbatch(i);
+    if (step.kind == Kind::Kept) {
+      Operation *copy = b.clone(*old);
+      copy->setOperands(operands);
+      bp::setRepetition(copy, traced[step.traced].repetition);
+      return copy;
+    }
+    const StageBinding &binding = stages[stage(step)];
+    const sched::Transfer *t =
+        step.transfer >= 0 ? &comm.transfers[step.transfer] : nullptr;
+    auto transferKind = [&] {
+      return t->gradient ? bp::TransferKind::Gradient
+                         : bp::TransferKind::Activation;
+    };
+    switch (step.kind) {
+    case Kind::Forward:
+      return b.create<bp::ForwardOp>(
+          loc, binding.outputs, forwardResults[stage(step)].back(),
+          FlatSymbolRefAttr::get(binding.forward), operands, stage(step),
+          microbatch, /*microbatch_step=*/IntegerAttr());
+    case Kind::Backward:
+      return b.create<bp::BackwardOp>(
+          loc, binding.gradsOut, FlatSymbolRefAttr::get(binding.backward),
+          operands.front(), operands.drop_front(), stage(step), microbatch,
+          /*microbatch_step=*/IntegerAttr());
+    case Kind::WeightGrad:
+      return b.create<bp::WeightGradOp>(
+          loc, FlatSymbolRefAttr::get(binding.weight), operands.front(),
+          stage(step), microbatch, /*microbatch_step=*/IntegerAttr());
+    case Kind::Recv:
+      return b.create<bp::RecvOp>(
+          loc, payload(*t)[step.index], transferKind(), t->src, t->fromStage,
+          t->microbatch, b.getI64IntegerAttr(step.batch),
+          /*microbatch_step=*/IntegerAttr(), /*batch_step=*/IntegerAttr());
+    case Kind::Send:
+      return b.create<bp::SendOp>(
+          operands.front().getLoc(), transferKind(), operands.front(), t->dst,
+          t->fromStage, t->microbatch, b.getI64IntegerAttr(step.batch),
+          /*microbatch_step=*/IntegerAttr(), /*batch_step=*/IntegerAttr());
+    case Kind::Copy:
+      return b.create<bp::LocalCopyOp>(operands.front().getLoc(),
+                                       transferKind(), operands.front(),
+                                       t->fromStage, t->microbatch,
+                                       /*microbatch_step=*/IntegerAttr());
+    case Kind::Kept:
+      break;
+    }
+    llvm_unreachable("kept steps are cloned above");
+  }
 
 private:
+  enum class Kind { Forward, Backward, WeightGrad, Recv, Send, Copy, Kept };
+  struct Step {
+    Kind kind;
+    size_t traced; ///< The unbound program's step it comes from.
+    SmallVector<bp::StepOperand, 2> operands = {};
+    int transfer = -1;  ///< A transfer: its number in the lowered program.
+    unsigned index = 0; ///< A transfer: which tensor of its payload.
+    int64_t batch = 0;  ///< A send or receive: its batch.
+  };
+
+  static int64_t asKey(const void *p) {
+    return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
+  }
+  Operation *op(const Step &step) const { return traced[step.traced].op; }
+  int stage(const Step &step) const {
+    if (step.transfer >= 0) {
+      const sched::Transfer &t = comm.transfers[step.transfer];
+      return t.fromStage;
+    }
+    return llvm::TypeSwitch<Operation *, int>(op(step))
+        .Case<bp::ForwardOp, bp::BackwardOp, bp::WeightGradOp>(
+            [](auto compute) { return compute.getStage(); });
+  }
   /// The tensors a transfer carries: the producer's outputs.
   ArrayRef<Type> payload(const sched::Transfer &t) const {
     return t.gradient ? stages[t.fromStage].gradsOut
                       : stages[t.fromStage].outputs;
   }
-  /// The values the transfer into step `index` of `rank` made available.
-  ArrayRef<Value> inputs(int rank, int index) {
-    auto it = inputOf.find({rank, index});
-    return it == inputOf.end() ? ArrayRef<Value>() : arrived[it->second];
-  }
-  Operation *bind(OpBuilder &b, int rank, int index, Operation *old);
 
   ArrayRef<StageBinding> stages;
   const sched::CommProgram &comm;
-  std::map<std::pair<int, int>, int> inputOf;       ///< (dst, consumer) -> id.
-  llvm::DenseMap<int, SmallVector<Value>> arrived;  ///< id -> values.
-  llvm::DenseMap<int, SmallVector<Value>> produced; ///< step -> outputs.
+  OperationName names[6];
+  SmallVector<SmallVector<Type>> forwardResults;
+  std::vector<bp::TracedStep> traced;
+  std::vector<Step> steps;
 };
-
-Operation *ProgramRewriter::bind(OpBuilder &b, int rank, int index,
-                                 Operation *old) {
-  Location loc = old->getLoc();
-  if (auto forward = dyn_cast<bp::ForwardOp>(old)) {
-    const StageBinding &stage = stages[forward.getStage()];
-    ArrayRef<Value> activations = inputs(rank, index);
-    auto loaded = forward.getInputs().begin();
-    SmallVector<Value> operands;
-    for (bool isInput : stage.forwardOperandIsInput) {
-      if (isInput) {
-        operands.push_back(*loaded++);
-      } else {
-        operands.push_back(activations.front());
-        activations = activations.drop_front();
-      }
-    }
-    auto bound = b.create<bp::ForwardOp>(
-        loc, stage.outputs, forward.getSaved().getType(),
-        FlatSymbolRefAttr::get(stage.forward), operands, forward.getStage(),
-        forward.getMicrobatch(), /*microbatch_step=*/IntegerAttr());
-    forward.getSaved().replaceAllUsesWith(bound.getSaved());
-    produced[index] = SmallVector<Value>(bound.getOutputs());
-    return bound;
-  }
-  if (auto backward = dyn_cast<bp::BackwardOp>(old)) {
-    const StageBinding &stage = stages[backward.getStage()];
-    auto bound = b.create<bp::BackwardOp>(
-        loc, stage.gradsOut, FlatSymbolRefAttr::get(stage.backward),
-        backward.getSaved(), inputs(rank, index), backward.getStage(),
-        backward.getMicrobatch(), /*microbatch_step=*/IntegerAttr());
-    produced[index] = SmallVector<Value>(bound.getOutputs());
-    return bound;
-  }
-  auto weight = cast<bp::WeightGradOp>(old);
-  return b.create<bp::WeightGradOp>(
-      loc, FlatSymbolRefAttr::get(stages[weight.getStage()].weight),
-      weight.getSaved(), weight.getStage(), weight.getMicrobatch(),
-      /*microbatch_step=*/IntegerAttr());
-}
-
-void ProgramRewriter::rewrite(int device, ArrayRef<Operation *> steps) {
-  OpBuilder b(steps.empty() ? nullptr : steps.front()->getContext());
-  // Transfers between two compute steps form one batch; a compute step
-  // closes the open batch if it holds anything.
-  int64_t batch = 0;
-  bool batchUsed = false;
-  Operation *lastEmitted = nullptr;
-  for (const sched::CommAction &item : comm.ranks[device]) {
-    switch (item.kind) {
-    case sched::CommKind::AllReduce:
-      lastEmitted = steps[item.actionIndex];
-      break;
-    case sched::CommKind::Compute: {
-      Operation *old = steps[item.actionIndex];
-      b.setInsertionPoint(old);
-      lastEmitted = bind(b, device, item.actionIndex, old);
-      old->erase();
-      if (batchUsed)
-        ++batch;
-      batchUsed = false;
-      break;
-    }
-    case sched::CommKind::RecvF:
-    case sched::CommKind::RecvB: {
-      const sched::Transfer &t = comm.transfers[item.transfer];
-      b.setInsertionPoint(steps[item.actionIndex]);
-      SmallVector<Value> &values = arrived[item.transfer];
-      for (Type type : payload(t))
-        values.push_back(b.create<bp::RecvOp>(
-            steps[item.actionIndex]->getLoc(), type,
-            t.gradient ? bp::TransferKind::Gradient
-                       : bp::TransferKind::Activation,
-            t.src, t.fromStage, t.microbatch, b.getI64IntegerAttr(batch),
-            /*microbatch_step=*/IntegerAttr(),
-            /*batch_step=*/IntegerAttr()));
-      batchUsed = true;
-      break;
-    }
-    case sched::CommKind::SendF:
-    case sched::CommKind::SendB:
-    case sched::CommKind::LocalCopyF:
-    case sched::CommKind::LocalCopyB: {
-      const sched::Transfer &t = comm.transfers[item.transfer];
-      bool local = t.local();
-      auto kind = t.gradient ? bp::TransferKind::Gradient
-                             : bp::TransferKind::Activation;
-      b.setInsertionPointAfter(lastEmitted);
-      SmallVector<Value> &values = arrived[item.transfer];
-      for (Value value : produced[item.actionIndex]) {
-        if (local) {
-          auto copy = b.create<bp::LocalCopyOp>(
-              value.getLoc(), kind, value, t.fromStage, t.microbatch,
-              /*microbatch_step=*/IntegerAttr());
-          values.push_back(copy);
-          lastEmitted = copy;
-        } else {
-          lastEmitted = b.create<bp::SendOp>(
-              value.getLoc(), kind, value, t.dst, t.fromStage, t.microbatch,
-              b.getI64IntegerAttr(batch),
-              /*microbatch_step=*/IntegerAttr(), /*batch_step=*/IntegerAttr());
-        }
-      }
-      batchUsed |= !local;
-      break;
-    }
-    }
-  }
-}
 
 /// The two programs take the same steps, as CommProgram::format() shows
 /// them (transfer numbers may differ), compared without formatting them.
@@ -339,8 +489,6 @@ struct InsertTransfersPass
   }
 
   LogicalResult run(ModuleOp module) {
-    if (failed(bp::requireStraightPrograms(module, "bitpipe-insert-transfers")))
-      return failure();
     FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
     if (failed(schedule))
       return failure();
@@ -348,20 +496,22 @@ struct InsertTransfersPass
     if (failed(world))
       return failure();
 
-    // Phase 1: check everything the rewrite relies on.
-    SmallVector<SmallVector<Operation *>> steps(world->pipelineDevices);
+    // Phase 1: check everything the rewrite relies on. Programs are read
+    // as the steps they run, repeats or not.
+    SmallVector<bp::ProgramOp> programs(world->pipelineDevices);
+    std::vector<std::unique_ptr<bp::ProgramTrace>> traces(
+        world->pipelineDevices);
     for (auto program : module.getOps<bp::ProgramOp>()) {
-      for (Operation &op : program.getBody().front()) {
-        if (isa<bp::SendOp, bp::RecvOp, bp::LocalCopyOp>(op) ||
-            op.getAttr("callee"))
-          return op.emitError()
+      auto trace = std::make_unique<bp::ProgramTrace>(program);
+      for (const bp::TracedStep &step : trace->steps())
+        if (isa<bp::SendOp, bp::RecvOp, bp::LocalCopyOp>(step.op) ||
+            step.op->getAttr("callee"))
+          return step.op->emitError()
                  << "is already a transfer or bound; bitpipe-insert-"
                     "transfers runs once, on the unbound programs of "
                     "bitpipe-schedule";
-        if (isa<bp::ForwardOp, bp::BackwardOp, bp::WeightGradOp,
-                bp::AllReduceStartOp>(op))
-          steps[program.getRank()].push_back(&op);
-      }
+      programs[program.getRank()] = program;
+      traces[program.getRank()] = std::move(trace);
     }
     FailureOr<SmallVector<func::FuncOp>> stageFns =
         collectStageFunctions(module);
@@ -375,9 +525,9 @@ struct InsertTransfersPass
         bindStages(module, *stageFns, schedule->splitBackward);
     if (failed(stages))
       return failure();
-    for (ArrayRef<Operation *> rankSteps : steps)
-      for (Operation *op : rankSteps)
-        if (auto forward = dyn_cast<bp::ForwardOp>(op)) {
+    for (const auto &trace : traces)
+      for (const bp::TracedStep &step : trace->steps())
+        if (auto forward = dyn_cast<bp::ForwardOp>(step.op)) {
           const StageBinding &stage = (*stages)[forward.getStage()];
           func::FuncOp fn = stage.forward;
           size_t wanted = llvm::count(stage.forwardOperandIsInput, true);
@@ -397,9 +547,24 @@ struct InsertTransfersPass
 
     // Phase 2: rewrite every program: one per pipeline rank, which every
     // data-parallel copy runs among its own ranks (docs/data-parallel.md).
-    ProgramRewriter rewriter(*stages, *lowered);
-    for (int d = 0; d < world->pipelineDevices; ++d)
-      rewriter.rewrite(d, steps[d]);
+    bp::RerollOptions rolling;
+    rolling.loops = loops;
+    for (int d = 0; d < world->pipelineDevices; ++d) {
+      BoundProgram bound(&getContext(), *stages, *lowered, d, *traces[d]);
+      // The unbound ops wait aside until the bound program is written;
+      // its kept steps (loads, waits, the update) are copies of them.
+      Block &body = programs[d].getBody().front();
+      Block waiting;
+      waiting.getOperations().splice(waiting.end(), body.getOperations());
+      FailureOr<bp::RerollStats> written =
+          bp::writeProgram(programs[d], bound, rolling);
+      for (Operation &op : waiting)
+        op.dropAllUses();
+      while (!waiting.empty())
+        waiting.back().erase();
+      if (failed(written))
+        return failure();
+    }
 
     // The IR is the record from now on: read it back, transfers included,
     // and let the library check it. A failure fails the pass, which

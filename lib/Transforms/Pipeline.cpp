@@ -6,7 +6,12 @@
 //   schedule       place, schedule
 //   communication  insert-transfers, insert-allreduce
 //   verification   the library verifier on the finished programs
-//   output         the repeated runs kept as loops (bitpipe-reroll)
+//
+// The programs keep their repeated runs as loops from bitpipe-schedule on:
+// schedule and insert-transfers write them rolled, insert-allreduce peels
+// a repetition where a bucket must start, and the verifier reads them as
+// the straight programs they run (docs/repetition.md). `loops=false`
+// writes straight programs throughout.
 //
 // The pipeline decides nothing the schedule registry does not already
 // define: the request is checked and completed there (sched::validate), the
@@ -100,7 +105,7 @@ void addModelPasses(OpPassManager &pm, const Plan &plan) {
 }
 
 /// Which rank runs what, in which order.
-void addSchedulePasses(OpPassManager &pm, const Plan &plan) {
+void addSchedulePasses(OpPassManager &pm, const Plan &plan, bool loops) {
   PlaceOptions place;
   place.placement = sched::placementKindName(plan.placement);
   place.devices = plan.request.devices;
@@ -116,6 +121,7 @@ void addSchedulePasses(OpPassManager &pm, const Plan &plan) {
   // The completed request's cap (D when none was given): only the
   // schedules that take one have it; 0 tells bitpipe-schedule "none".
   schedule.maxInFlight = plan.request.maxInFlight.value_or(0);
+  schedule.loops = loops;
   pm.addPass(createSchedule(schedule));
 }
 
@@ -128,6 +134,7 @@ void addCommunicationPasses(OpPassManager &pm, const PipelineConfig &config) {
   // both check everything these would.
   InsertTransfersOptions transfers;
   transfers.checkResult = false;
+  transfers.loops = config.loops;
   pm.addPass(createInsertTransfers(transfers));
   InsertAllReduceOptions allReduce;
   allReduce.bucketMb = config.bucketMb;
@@ -146,9 +153,6 @@ void addVerificationPasses(OpPassManager &pm) {
   verify.requireAllReduce = true;
   pm.addPass(createVerify(verify));
 }
-
-/// What is written: the programs with their steady state as loops.
-void addOutputPasses(OpPassManager &pm) { pm.addPass(createReroll()); }
 
 } // namespace
 
@@ -174,12 +178,10 @@ void bitpipe::buildPipeline(OpPassManager &pm, const PipelineConfig &config) {
     return;
   }
   addModelPasses(pm, *plan);
-  addSchedulePasses(pm, *plan);
+  addSchedulePasses(pm, *plan, config.loops);
   addCommunicationPasses(pm, config);
   if (config.verify)
     addVerificationPasses(pm);
-  if (config.loops)
-    addOutputPasses(pm);
 }
 
 void bitpipe::registerBitPipePipelines() {
@@ -187,7 +189,8 @@ void bitpipe::registerBitPipePipelines() {
       "bitpipe-pipeline",
       "From a model to per-rank pipeline-parallel training programs: "
       "annotate-cost, partition, generate-backward, place, schedule, "
-      "insert-transfers, insert-allreduce, verify, reroll",
+      "insert-transfers, insert-allreduce, verify (programs with their "
+      "repeated runs as loops unless loops=false)",
       [](OpPassManager &pm, const PipelineOptions &options) {
         buildPipeline(pm, options.toConfig());
       });

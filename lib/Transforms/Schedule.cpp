@@ -12,6 +12,7 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeTypes.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Utils/StraightProgram.h"
 #include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/GridText.h"
 #include "bitpipe/Schedule/Placement.h"
@@ -19,8 +20,8 @@
 #include "bitpipe/Schedule/Verifier.h"
 #include "bitpipe/Transforms/Passes.h"
 
-#include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
 #include "PassOptionUtil.h"
+#include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -52,103 +53,183 @@ std::string describe(const sched::Placement &p) {
          std::to_string(p.numDevices) + " devices)";
 }
 
-/// Builds the program of one rank from its list of actions.
-class ProgramBuilder {
+/// One rank's program as bitpipe-schedule writes it, step by step: per
+/// forward its training inputs' loads, then the unbound compute steps and
+/// the all-reduce markers in the schedule's order, then a wait per marker
+/// and the optimizer step.
+class ScheduledProgram : public bp::StraightProgram {
 public:
-  ProgramBuilder(OpBuilder &builder, Location loc,
-                 const sched::Placement &placement, const sched::World &world,
-                 ArrayRef<func::FuncOp> stages)
-      : b(builder), loc(loc), placement(placement), world(world),
-        stages(stages) {}
-
-  void build(int rank, ArrayRef<sched::Action> actions) {
-    auto program =
-        b.create<bp::ProgramOp>(loc, ("rank" + Twine(rank)).str(), rank);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(&program.getBody().front());
-    saved.clear();
-    tokens.clear();
-    for (const sched::Action &action : actions)
-      emit(action);
+  ScheduledProgram(Location loc, ArrayRef<sched::Action> actions,
+                   const sched::Placement &placement, const sched::World &world,
+                   ArrayRef<func::FuncOp> stages)
+      : loc(loc), placement(placement), world(world),
+        savedType(bp::SavedType::get(loc.getContext())),
+        tokenType(bp::TokenType::get(loc.getContext())),
+        names{
+            OperationName(bp::LoadInputOp::getOperationName(),
+                          loc.getContext()),
+            OperationName(bp::ForwardOp::getOperationName(), loc.getContext()),
+            OperationName(bp::BackwardOp::getOperationName(), loc.getContext()),
+            OperationName(bp::WeightGradOp::getOperationName(),
+                          loc.getContext()),
+            OperationName(bp::AllReduceStartOp::getOperationName(),
+                          loc.getContext()),
+            OperationName(bp::AllReduceWaitOp::getOperationName(),
+                          loc.getContext()),
+            OperationName(bp::OptimizerStepOp::getOperationName(),
+                          loc.getContext())} {
+    // Each stage function's training inputs, in argument order.
+    for (func::FuncOp fn : stages) {
+      SmallVector<std::pair<bp::InputKind, Type>> inputs;
+      for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+        if (auto input = fn.getArgAttrOfType<StringAttr>(i, nn::attr::kInput))
+          inputs.push_back({input.getValue() == nn::attr::kTokens
+                                ? bp::InputKind::Tokens
+                                : bp::InputKind::Targets,
+                            fn.getArgumentTypes()[i]});
+      stageInputs.push_back(std::move(inputs));
+    }
+    llvm::DenseMap<std::pair<int, int>, size_t> forwardOf; // (stage, mb)
+    SmallVector<size_t> markers;
+    for (const sched::Action &a : actions) {
+      switch (a.kind) {
+      case sched::ActionKind::Forward: {
+        Step forward{Kind::Forward, &a};
+        // Each training input the stage function reads is loaded for this
+        // micro-batch right before its forward.
+        for (auto [index, input] : llvm::enumerate(stageInputs[a.stage])) {
+          forward.operands.push_back({steps.size(), 0});
+          steps.push_back({Kind::Load, &a, {}, static_cast<unsigned>(index)});
+        }
+        forwardOf[{a.stage, a.microbatch}] = steps.size();
+        steps.push_back(std::move(forward));
+        break;
+      }
+      case sched::ActionKind::Backward:
+      case sched::ActionKind::WeightGrad:
+        steps.push_back({a.kind == sched::ActionKind::Backward
+                             ? Kind::Backward
+                             : Kind::WeightGrad,
+                         &a,
+                         {{forwardOf.lookup({a.stage, a.microbatch}), 0}}});
+        break;
+      case sched::ActionKind::AllReduce:
+        markers.push_back(steps.size());
+        steps.push_back(
+            {Kind::Marker, &a, {}, static_cast<unsigned>(markers.size() - 1)});
+        break;
+      }
+    }
     // The gradients must be final before the update: wait for every
     // all-reduce, in the order they were started.
-    for (Value token : tokens)
-      b.create<bp::AllReduceWaitOp>(loc, token);
-    // Not averaged yet: bitpipe-insert-allreduce knows over how many
-    // micro-batches the summed gradients run.
-    b.create<bp::OptimizerStepOp>(loc, /*microbatches=*/nullptr);
+    for (size_t marker : markers)
+      steps.push_back({Kind::Wait, nullptr, {{marker, 0}}});
+    steps.push_back({Kind::Update, nullptr});
   }
 
-private:
-  static int64_t stage(const sched::Action &a) { return a.stage; }
-  static int64_t microbatch(const sched::Action &a) { return a.microbatch; }
+  size_t size() const override { return steps.size(); }
+  OperationName name(size_t i) const override {
+    return names[static_cast<int>(steps[i].kind)];
+  }
+  void describe(size_t i, std::vector<int64_t> &shape) const override {
+    const Step &step = steps[i];
+    if (step.action)
+      shape.push_back(step.action->stage);
+    // A load's input kind is fixed by its stage and position.
+    shape.push_back(step.index);
+  }
+  bool repeatable(size_t i) const override {
+    Kind kind = steps[i].kind;
+    return kind != Kind::Marker && kind != Kind::Wait && kind != Kind::Update;
+  }
+  std::optional<int64_t> microbatch(size_t i) const override {
+    if (!repeatable(i))
+      return std::nullopt;
+    return steps[i].action->microbatch;
+  }
+  std::optional<int64_t> batch(size_t) const override { return std::nullopt; }
+  ArrayRef<bp::StepOperand> operands(size_t i) const override {
+    return steps[i].operands;
+  }
+  TypeRange resultTypes(size_t i) const override {
+    const Step &step = steps[i];
+    switch (step.kind) {
+    case Kind::Load:
+      return TypeRange(stageInputs[step.action->stage][step.index].second);
+    case Kind::Forward:
+      return TypeRange(savedType);
+    case Kind::Marker:
+      return TypeRange(tokenType);
+    default:
+      return {};
+    }
+  }
 
-  void emit(const sched::Action &a) {
+  Operation *build(OpBuilder &b, size_t i, ValueRange operands) const override {
+    const Step &step = steps[i];
+    const sched::Action *a = step.action;
     // No callee: the unbound form, until bitpipe-insert-transfers binds the
     // stage functions (see bitpipe.forward's description).
     const FlatSymbolRefAttr unbound;
-    switch (a.kind) {
-    case sched::ActionKind::Forward: {
-      // Each training input the stage function reads is loaded for this
-      // micro-batch right before its forward.
-      func::FuncOp fn = stages[a.stage];
-      SmallVector<Value> inputs;
-      for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-        auto input = fn.getArgAttrOfType<StringAttr>(i, nn::attr::kInput);
-        if (!input)
-          continue;
-        bp::InputKind kind = input.getValue() == nn::attr::kTokens
-                                 ? bp::InputKind::Tokens
-                                 : bp::InputKind::Targets;
-        inputs.push_back(
-            b.create<bp::LoadInputOp>(loc, fn.getArgumentTypes()[i], kind,
-                                      static_cast<int64_t>(a.microbatch),
-                                      /*microbatch_step=*/IntegerAttr()));
-      }
-      auto forward = b.create<bp::ForwardOp>(
-          loc, TypeRange{}, bp::SavedType::get(b.getContext()), unbound, inputs,
-          stage(a), microbatch(a), /*microbatch_step=*/IntegerAttr());
-      saved[{a.stage, a.microbatch}] = forward.getSaved();
-      return;
+    switch (step.kind) {
+    case Kind::Load: {
+      auto [kind, type] = stageInputs[a->stage][step.index];
+      return b.create<bp::LoadInputOp>(loc, type, kind,
+                                       static_cast<int64_t>(a->microbatch),
+                                       /*microbatch_step=*/IntegerAttr());
     }
-    case sched::ActionKind::Backward:
-      b.create<bp::BackwardOp>(loc, TypeRange{}, unbound,
-                               saved.lookup({a.stage, a.microbatch}),
-                               ValueRange{}, stage(a), microbatch(a),
-                               /*microbatch_step=*/IntegerAttr());
-      return;
-    case sched::ActionKind::WeightGrad:
-      b.create<bp::WeightGradOp>(loc, unbound,
-                                 saved.lookup({a.stage, a.microbatch}),
-                                 stage(a), microbatch(a),
-                                 /*microbatch_step=*/IntegerAttr());
-      return;
-    case sched::ActionKind::AllReduce: {
+    case Kind::Forward:
+      return b.create<bp::ForwardOp>(loc, TypeRange{}, savedType, unbound,
+                                     operands, a->stage, a->microbatch,
+                                     /*microbatch_step=*/IntegerAttr());
+    case Kind::Backward:
+      return b.create<bp::BackwardOp>(loc, TypeRange{}, unbound, operands[0],
+                                      ValueRange{}, a->stage, a->microbatch,
+                                      /*microbatch_step=*/IntegerAttr());
+    case Kind::WeightGrad:
+      return b.create<bp::WeightGradOp>(loc, unbound, operands[0], a->stage,
+                                        a->microbatch,
+                                        /*microbatch_step=*/IntegerAttr());
+    case Kind::Marker: {
       // The verifier has checked that all stages of one AR share their
       // replica group; the marker names it by pipeline ranks, and every
       // copy reduces with its own (docs/data-parallel.md).
-      SmallVector<int64_t> stageList(a.stages.begin(), a.stages.end());
+      SmallVector<int64_t> stageList(a->stages.begin(), a->stages.end());
       std::vector<int> group = sched::pipelineGroup(
-          sched::stageReplicaRanks(placement, a.stages.front(), world),
-          world);
-      auto start = b.create<bp::AllReduceStartOp>(
-          loc, bp::TokenType::get(b.getContext()), stageList,
+          sched::stageReplicaRanks(placement, a->stages.front(), world), world);
+      return b.create<bp::AllReduceStartOp>(
+          loc, tokenType, stageList,
           SmallVector<int64_t>(group.begin(), group.end()),
-          static_cast<int64_t>(tokens.size()), /*grads=*/nullptr,
+          static_cast<int64_t>(step.index), /*grads=*/nullptr,
           /*bytes=*/nullptr);
-      tokens.push_back(start.getToken());
-      return;
     }
+    case Kind::Wait:
+      return b.create<bp::AllReduceWaitOp>(loc, operands[0]);
+    case Kind::Update:
+      // Not averaged yet: bitpipe-insert-allreduce knows over how many
+      // micro-batches the summed gradients run.
+      return b.create<bp::OptimizerStepOp>(loc, /*microbatches=*/nullptr);
     }
+    llvm_unreachable("every step kind is built");
   }
 
-  OpBuilder &b;
+private:
+  enum class Kind { Load, Forward, Backward, WeightGrad, Marker, Wait, Update };
+  struct Step {
+    Kind kind;
+    const sched::Action *action; ///< Null for the waits and the update.
+    SmallVector<bp::StepOperand, 1> operands = {};
+    /// A load: which training input of its stage; a marker: its number.
+    unsigned index = 0;
+  };
+
   Location loc;
   const sched::Placement &placement;
   const sched::World &world;
-  ArrayRef<func::FuncOp> stages;
-  llvm::DenseMap<std::pair<int, int>, Value> saved; ///< (stage, mb) -> handle
-  SmallVector<Value> tokens;
+  Type savedType, tokenType;
+  OperationName names[7];
+  SmallVector<SmallVector<std::pair<bp::InputKind, Type>>> stageInputs;
+  std::vector<Step> steps;
 };
 
 struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
@@ -262,12 +343,19 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
     module->setAttr(bp::BitPipeDialect::kScheduleAttrName,
                     bp::ScheduleAttr::get(context, *generated));
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-    ProgramBuilder programs(builder, module.getLoc(), have, *world, *stages);
+    bp::RerollOptions rolling;
+    rolling.loops = loops;
     // One program per pipeline rank, whatever the data-parallel width:
     // every copy runs the same schedule on its own data, among its own
     // ranks (docs/data-parallel.md), so the IR does not grow with it.
-    for (int r = 0; r < world->pipelineDevices; ++r)
-      programs.build(r, generated->ranks[r]);
+    for (int r = 0; r < world->pipelineDevices; ++r) {
+      auto program = builder.create<bp::ProgramOp>(
+          module.getLoc(), ("rank" + Twine(r)).str(), r);
+      ScheduledProgram steps(module.getLoc(), generated->ranks[r], have, *world,
+                             *stages);
+      if (failed(bp::writeProgram(program, steps, rolling)))
+        return failure();
+    }
 
     // The IR is the record from now on; it must say what was generated.
     FailureOr<sched::Schedule> readBack = readScheduleFromIR(module);

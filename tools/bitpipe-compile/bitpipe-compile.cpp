@@ -390,11 +390,11 @@ int main(int argc, char **argv) {
   if (!request)
     return fail(request.error);
   config.request = *request;
-  // The lowering verifies the programs itself before it changes anything,
-  // and plans its calls step by step: rolling the programs first would
-  // only be undone (its rank functions loop anyway, RankFunction.h).
+  // The lowering verifies the programs itself before it changes anything.
+  // Rolled programs cost the passes less; the lowering plans its calls step
+  // by step and rolls them again (RankFunction.h).
   config.verify = false;
-  config.loops = false;
+  config.loops = loops;
 
   // Schedule, transfers, all-reduce buckets; then runtime calls in the LLVM
   // dialect. Pass failures report their own diagnostics on the ops.

@@ -184,6 +184,11 @@ def Schedule : Pass<"bitpipe-schedule", "mlir::ModuleOp"> {
     split_backward[, note]}`; from here on the programs are the record of
     the order (see ScheduleFromIR.h).
 
+    With `loops` (the default) the programs are written with their
+    repeated runs as `bitpipe.repeat`, exactly as `bitpipe-reroll` would
+    roll the straight programs, and only the ops the loops keep are
+    created (docs/repetition.md); short programs stay straight.
+
     The options, with D (and the chunks per device of a loop placement)
     from the module's placement, are a request of the schedule registry
     (`sched::ScheduleOptions`, Registry.h): it knows every schedule, checks
@@ -206,6 +211,9 @@ def Schedule : Pass<"bitpipe-schedule", "mlir::ModuleOp"> {
     Option<"maxInFlight", "max-in-flight", "int", /*default=*/"0",
            "Micro-batches a rank may hold in flight, 1..D, for 1f1b "
            "(0, the default: not given, D for 1f1b; docs/schedules.md)">,
+    Option<"loops", "loops", "bool", /*default=*/"true",
+           "Write each program's repeated runs as bitpipe.repeat, as "
+           "bitpipe-reroll would (false: one op per step)">,
   ];
 }
 
@@ -364,12 +372,21 @@ def InsertTransfers : Pass<"bitpipe-insert-transfers", "mlir::ModuleOp"> {
     verifier's message with the grid and the failing step marked.
     `check-result=false` leaves that check to whoever verifies at the end
     (bitpipe-pipeline's bitpipe-verify, or the lowering's own check).
+
+    The programs may hold `bitpipe.repeat`s (bitpipe-schedule writes
+    them): the pass reads them as the straight programs they run
+    (ProgramTrace.h) and writes each bound program anew, with `loops` (the
+    default) its repeated runs as repeats, creating only the ops the loops
+    keep (docs/repetition.md).
   }];
   let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
   let options = [
     Option<"checkResult", "check-result", "bool", /*default=*/"true",
            "Verify the rewritten programs (false: a later bitpipe-verify or "
            "the lowering does)">,
+    Option<"loops", "loops", "bool", /*default=*/"true",
+           "Write each program's repeated runs as bitpipe.repeat (false: "
+           "one op per step)">,
   ];
 }
 

@@ -35,9 +35,9 @@ struct PipelineConfig {
   /// (verifyRankPrograms) before it changes anything, and at D=64 they
   /// cost most of a second (bench/RESULTS.md, issue 15).
   bool verify = true;
-  /// End with bitpipe-reroll: the programs keep their repeated runs as
-  /// bitpipe.repeat, so that what is written does not grow with N
-  /// (docs/repetition.md). A driver that lowers at once leaves it out.
+  /// Write the programs with their repeated runs as bitpipe.repeat from
+  /// bitpipe-schedule on, so that neither the passes' work nor what is
+  /// written grows with N (docs/repetition.md); false: straight programs.
   bool loops = true;
 };
 
@@ -82,8 +82,8 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::init(false)};
   Option<bool> loops{
       *this, "loops",
-      llvm::cl::desc("Keep the programs' repeated runs as bitpipe.repeat "
-                     "(bitpipe-reroll; false: straight programs)"),
+      llvm::cl::desc("Write the programs' repeated runs as bitpipe.repeat "
+                     "(false: straight programs)"),
       llvm::cl::init(true)};
 
   /// The one conversion into a PipelineConfig: options not given are left

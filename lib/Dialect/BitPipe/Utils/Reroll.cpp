@@ -1,17 +1,21 @@
-//===- Reroll.cpp - Keeping repeated runs as bitpipe.repeat ---------------===//
+//===- Reroll.cpp - Writing programs with their runs as bitpipe.repeat ----===//
 //
-// The program's ops become items for the schedule library's
-// segmentRepetitions: the shape is everything about an op except its
-// micro-batch and batch (which are the lanes), *including where its operands
-// come from*, as the distance back to the defining op. So a run repeats only
-// if its data flow repeats too, and a repeated run is a loop body whose
-// operands are either defined in the same repetition or d repetitions
-// earlier; the latter are carried by a window of d body arguments
-// (docs/repetition.md, "Loops in the program IR").
+// writeProgram: the steps of a StraightProgram become items for the schedule
+// library's segmentRepetitions. An item's shape is everything about the step
+// except its micro-batch and batch (which are the lanes), *including where
+// its operands come from*, as the distance back to the defining step. So a
+// run repeats only if its data flow repeats too, and a repeated run is a
+// loop body whose operands are either defined in the same repetition or d
+// repetitions earlier; the latter are carried by a window of d body
+// arguments (docs/repetition.md, "Loops in the program IR"). Only the ops
+// the rolled program keeps are created.
+//
+// rerollProgram is writeProgram over the ops of an existing program.
 //
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/Utils/Repeats.h"
+#include "bitpipe/Dialect/BitPipe/Utils/StraightProgram.h"
 
 #include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
 #include "bitpipe/Schedule/Repetition.h"
@@ -36,7 +40,7 @@ int64_t asKey(const void *p) {
   return static_cast<int64_t>(reinterpret_cast<uintptr_t>(p));
 }
 
-/// A value of the body: result `result` of body op `position`.
+/// A value of the body: result `result` of body step `position`.
 using BodyValue = std::pair<size_t, unsigned>;
 
 /// What rolling one run needs to know about its data flow.
@@ -53,128 +57,92 @@ struct RunPlan {
   /// (body position, operand number), from which the inits are read.
   std::map<BodyValue, std::pair<size_t, unsigned>> farthestUse;
   /// The body's operands that a window carries: (body position, operand
-  /// number) -> (body value, repetitions back). Read from the straight
-  /// program, before rolling an earlier run renames what they point to.
+  /// number) -> (body value, repetitions back).
   std::vector<std::tuple<size_t, unsigned, BodyValue, int64_t>> carriedUses;
 
   size_t end() const { return begin + period * count; }
 };
 
-class Reroller {
+class Writer {
 public:
-  Reroller(ProgramOp program, const RerollOptions &options)
-      : program(program), options(options) {}
+  Writer(ProgramOp program, const StraightProgram &straight,
+         const RerollOptions &options)
+      : program(program), straight(straight), options(options) {}
   FailureOr<RerollStats> run();
 
 private:
-  void index();
+  void indexUses();
   sched::ItemSequence items();
   /// The data flow of run `plan` (begin, period, count set); false when it
   /// cannot be rolled.
   bool analyse(RunPlan &plan);
-  void roll(const RunPlan &plan);
+  /// Creates the straight steps [from, to).
+  void writeStraight(OpBuilder &b, size_t from, size_t to);
+  void writeRun(OpBuilder &b, const RunPlan &plan);
+  SmallVector<Value> operandValues(size_t i);
 
   ProgramOp program;
+  const StraightProgram &straight;
   const RerollOptions &options;
-  std::vector<Operation *> ops;
-  llvm::DenseMap<Operation *, size_t> position;
-  /// Per op and result: the index of its last user (0 when unused).
+  /// Per step and result: the index of its last user (0 when unused).
   std::vector<SmallVector<size_t, 2>> lastUse;
+  /// Per step and result: the value that stands for it where the next
+  /// steps are written (a straight op's result, a repeat's result).
+  std::vector<SmallVector<Value, 2>> values;
 };
 
-void Reroller::index() {
-  for (Operation &op : program.getBody().front()) {
-    position[&op] = ops.size();
-    ops.push_back(&op);
-  }
-  lastUse.resize(ops.size());
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    lastUse[i].assign(op->getNumResults(), 0);
-    for (Value operand : op->getOperands())
-      if (auto result = dyn_cast<OpResult>(operand)) {
-        size_t def = position.lookup(result.getOwner());
-        size_t &last = lastUse[def][result.getResultNumber()];
-        last = std::max(last, i);
-      }
+void Writer::indexUses() {
+  lastUse.resize(straight.size());
+  for (size_t i = 0, e = straight.size(); i < e; ++i) {
+    lastUse[i].assign(straight.resultTypes(i).size(), 0);
+    for (StepOperand operand : straight.operands(i)) {
+      size_t &last = lastUse[operand.step][operand.result];
+      last = std::max(last, i);
+    }
   }
 }
 
-sched::ItemSequence Reroller::items() {
+sched::ItemSequence Writer::items() {
   sched::ItemSequence seq(kNumLanes);
   sched::ShapeTable shapes;
   std::vector<int64_t> description;
-  for (auto [i, op] : llvm::enumerate(ops)) {
+  for (size_t i = 0, e = straight.size(); i < e; ++i) {
     description.clear();
-    description.push_back(asKey(op->getName().getAsOpaquePointer()));
+    description.push_back(asKey(straight.name(i).getAsOpaquePointer()));
     // Once per training step: never part of a run.
-    if (!isa<LoadInputOp, ForwardOp, BackwardOp, WeightGradOp, SendOp, RecvOp,
-             LocalCopyOp>(op))
+    if (!straight.repeatable(i))
       description.push_back(-1 - static_cast<int64_t>(i));
-    // Everything that names what the op does, but its lanes. (Read through
-    // the accessors: getAttrs() would build a dictionary per op.)
-    llvm::TypeSwitch<Operation *>(op)
-        .Case<ForwardOp, BackwardOp, WeightGradOp>([&](auto compute) {
-          description.push_back(
-              asKey(compute.getCalleeAttr().getAsOpaquePointer()));
-          description.push_back(compute.getStage());
-        })
-        .Case<SendOp, RecvOp>([&](auto transfer) {
-          description.push_back(static_cast<int64_t>(transfer.getKind()));
-          description.push_back(transfer.getPeer());
-          description.push_back(transfer.getStage());
-          description.push_back(transfer.getBatch().has_value());
-        })
-        .Case([&](LocalCopyOp copy) {
-          description.push_back(static_cast<int64_t>(copy.getKind()));
-          description.push_back(copy.getStage());
-        })
-        .Case([&](LoadInputOp load) {
-          description.push_back(static_cast<int64_t>(load.getKind()));
-        });
-    for (NamedAttribute attr : op->getDiscardableAttrs()) {
-      description.push_back(asKey(attr.getName().getAsOpaquePointer()));
-      description.push_back(asKey(attr.getValue().getAsOpaquePointer()));
+    straight.describe(i, description);
+    for (StepOperand operand : straight.operands(i)) {
+      description.push_back(static_cast<int64_t>(i) -
+                            static_cast<int64_t>(operand.step));
+      description.push_back(operand.result);
     }
-    for (Type type : op->getResultTypes())
-      description.push_back(asKey(type.getAsOpaquePointer()));
-    for (Value operand : op->getOperands()) {
-      auto result = cast<OpResult>(operand);
-      description.push_back(
-          static_cast<int64_t>(i) -
-          static_cast<int64_t>(position.lookup(result.getOwner())));
-      description.push_back(result.getResultNumber());
-      description.push_back(asKey(operand.getType().getAsOpaquePointer()));
-    }
-    std::optional<int64_t> microbatch = microbatchAt(op, 0);
-    std::optional<int64_t> batch = batchAt(op, 0);
     seq.append(shapes.key(description),
-               {microbatch.value_or(sched::ItemSequence::kAbsent),
-                batch.value_or(sched::ItemSequence::kAbsent)});
+               {straight.microbatch(i).value_or(sched::ItemSequence::kAbsent),
+                straight.batch(i).value_or(sched::ItemSequence::kAbsent)});
     // A loop carries a value in a window shorter than its count.
-    for (Value operand : op->getOperands())
-      seq.addRead(i, position.lookup(cast<OpResult>(operand).getOwner()));
+    for (StepOperand operand : straight.operands(i))
+      seq.addRead(i, operand.step);
   }
   return seq;
 }
 
-bool Reroller::analyse(RunPlan &plan) {
+bool Writer::analyse(RunPlan &plan) {
   const size_t s = plan.begin, L = plan.period;
-  // Uses inside the run: from iteration 0's ops (every repetition's ops
-  // read from the same distances).
+  // Uses inside the run: from repetition 0's steps (every repetition's
+  // steps read from the same distances).
   int64_t deepest = 0;
   for (size_t p = 0; p < L; ++p) {
-    Operation *op = ops[s + p];
-    for (auto [n, operand] : llvm::enumerate(op->getOperands())) {
-      auto result = cast<OpResult>(operand);
-      int64_t def = position.lookup(result.getOwner());
-      int64_t from =
-          def - static_cast<int64_t>(s); // Body position, < 0 before.
+    for (auto [n, operand] : llvm::enumerate(straight.operands(s + p))) {
+      int64_t from = static_cast<int64_t>(operand.step) -
+                     static_cast<int64_t>(s); // Body position, < 0 before.
       if (from >= 0)
         continue;
       int64_t d =
           (-from + static_cast<int64_t>(L) - 1) / static_cast<int64_t>(L);
       size_t j = static_cast<size_t>(from + d * static_cast<int64_t>(L));
-      BodyValue value{j, result.getResultNumber()};
+      BodyValue value{j, operand.result};
       plan.carriedUses.emplace_back(p, static_cast<unsigned>(n), value, d);
       auto [it, fresh] = plan.window.try_emplace(value, d);
       if (fresh || d > it->second) {
@@ -210,37 +178,50 @@ bool Reroller::analyse(RunPlan &plan) {
       break;
     plan.count -= static_cast<size_t>(peel);
   }
-  // The inits: every window slot is read, in some early repetition, from
-  // an op before the run of the same type.
-  for (const auto &[value, d] : plan.window)
+  // The inits: every window slot is read, in some early repetition, from a
+  // step before the run of the same type.
+  for (const auto &[value, d] : plan.window) {
+    auto [p, n] = plan.farthestUse.at(value);
+    Type type = straight.resultTypes(s + value.first)[value.second];
     for (int64_t t = 1; t <= d; ++t) {
-      int64_t at =
-          static_cast<int64_t>(s + value.first) - t * static_cast<int64_t>(L);
-      if (at < 0 || value.second >= ops[at]->getNumResults() ||
-          ops[at]->getResult(value.second).getType() !=
-              ops[s + value.first]->getResult(value.second).getType())
+      StepOperand init = straight.operands(s + (d - t) * L + p)[n];
+      if (init.step >= s ||
+          straight.resultTypes(init.step)[init.result] != type)
         return false;
     }
+  }
   int64_t saved = static_cast<int64_t>(L * (plan.count - 1));
   return saved >= options.minOpsSaved;
 }
 
-void Reroller::roll(const RunPlan &plan) {
+SmallVector<Value> Writer::operandValues(size_t i) {
+  SmallVector<Value> operands;
+  for (StepOperand operand : straight.operands(i))
+    operands.push_back(values[operand.step][operand.result]);
+  return operands;
+}
+
+void Writer::writeStraight(OpBuilder &b, size_t from, size_t to) {
+  for (size_t i = from; i < to; ++i) {
+    Operation *op = straight.build(b, i, operandValues(i));
+    values[i].assign(op->result_begin(), op->result_end());
+  }
+}
+
+void Writer::writeRun(OpBuilder &b, const RunPlan &plan) {
   const size_t s = plan.begin, L = plan.period, e = plan.end();
   // Window slots, body value by body value: slot t holds the value of t
   // repetitions back.
   llvm::MapVector<BodyValue, unsigned> firstSlot; // Body value -> its slot 1.
   SmallVector<Value> inits;
-  SmallVector<Type> carriedTypes;
   for (const auto &[value, d] : plan.window) {
     firstSlot[value] = inits.size();
     auto [p, n] = plan.farthestUse.at(value);
     for (int64_t t = 1; t <= d; ++t) {
       // The farthest use reads slot d; in repetition d - t it reads what
-      // slot t holds on entry, which the straight program names.
-      Operation *user = ops[s + (d - t) * L + p];
-      inits.push_back(user->getOperand(n));
-      carriedTypes.push_back(inits.back().getType());
+      // slot t holds on entry, which a step before the run defined.
+      StepOperand init = straight.operands(s + (d - t) * L + p)[n];
+      inits.push_back(values[init.step][init.result]);
     }
   }
   // Values used after the run that no window carries: the last
@@ -250,110 +231,110 @@ void Reroller::roll(const RunPlan &plan) {
     if (!plan.window.count(value))
       exposed.push_back(value);
 
-  OpBuilder b(ops[s]);
-  SmallVector<Type> resultTypes(carriedTypes);
+  Location loc = program.getLoc();
+  SmallVector<Type> resultTypes;
+  for (Value init : inits)
+    resultTypes.push_back(init.getType());
   for (BodyValue value : exposed)
-    resultTypes.push_back(
-        ops[s + value.first]->getResult(value.second).getType());
-  auto repeat = b.create<RepeatOp>(ops[s]->getLoc(), resultTypes,
+    resultTypes.push_back(straight.resultTypes(s + value.first)[value.second]);
+  auto repeat = b.create<RepeatOp>(loc, resultTypes,
                                    b.getI64IntegerAttr(plan.count), inits);
   Block *body = new Block();
   repeat.getBody().push_back(body);
-  for (Type type : carriedTypes)
-    body->addArgument(type, repeat.getLoc());
+  for (Value init : inits)
+    body->addArgument(init.getType(), loc);
 
-  // Outside uses first, while every op still has its position: the value
-  // of repetition count - t becomes result slot t (or the exposed value).
+  // The body: repetition 0's steps, advancing as the run does; an operand
+  // from an earlier repetition is the window slot that carries it.
+  DenseMap<std::pair<size_t, unsigned>, Value> carried;
+  for (const auto &[p, n, value, d] : plan.carriedUses)
+    carried[{p, n}] = body->getArgument(firstSlot.lookup(value) + d - 1);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(body);
+    for (size_t p = 0; p < L; ++p) {
+      SmallVector<Value> operands;
+      for (auto [n, operand] : llvm::enumerate(straight.operands(s + p)))
+        operands.push_back(operand.step >= s
+                               ? values[operand.step][operand.result]
+                               : carried.lookup({p, static_cast<unsigned>(n)}));
+      Operation *op = straight.build(b, s + p, operands);
+      setSteps(op, plan.strides[p * kNumLanes + kMicrobatchLane],
+               plan.strides[p * kNumLanes + kBatchLane]);
+      values[s + p].assign(op->result_begin(), op->result_end());
+    }
+    SmallVector<Value> yielded;
+    for (const auto &[value, d] : plan.window) {
+      yielded.push_back(values[s + value.first][value.second]);
+      for (int64_t t = 2; t <= d; ++t)
+        yielded.push_back(body->getArgument(firstSlot.lookup(value) + t - 2));
+    }
+    for (BodyValue value : exposed)
+      yielded.push_back(values[s + value.first][value.second]);
+    b.create<YieldOp>(loc, yielded);
+  }
+
+  // After the run, the value of repetition count - t is result slot t (or
+  // the exposed value); a value not used after the run is not needed.
   for (size_t x = s; x < e; ++x)
     for (auto [r, last] : llvm::enumerate(lastUse[x])) {
       if (last < e)
         continue;
       BodyValue value{(x - s) % L, static_cast<unsigned>(r)};
       int64_t t = static_cast<int64_t>(plan.count - (x - s) / L);
-      Value replacement;
       if (auto slot = firstSlot.find(value); slot != firstSlot.end())
-        replacement = repeat.getResult(slot->second + t - 1);
+        values[x][r] = repeat.getResult(slot->second + t - 1);
       else
-        replacement =
-            repeat.getResult(carriedTypes.size() +
-                             (llvm::find(exposed, value) - exposed.begin()));
-      ops[x]->getResult(r).replaceUsesWithIf(replacement, [&](OpOperand &use) {
-        auto it = position.find(use.getOwner());
-        return it != position.end() && it->second >= e;
-      });
+        values[x][r] = repeat.getResult(
+            inits.size() + (llvm::find(exposed, value) - exposed.begin()));
     }
-
-  // The body: repetition 0's ops, advancing as the run does.
-  for (size_t p = 0; p < L; ++p) {
-    Operation *op = ops[s + p];
-    op->moveBefore(body, body->end());
-    setSteps(op, plan.strides[p * kNumLanes + kMicrobatchLane],
-             plan.strides[p * kNumLanes + kBatchLane]);
-  }
-  for (const auto &[p, n, value, d] : plan.carriedUses)
-    ops[s + p]->setOperand(n,
-                           body->getArgument(firstSlot.lookup(value) + d - 1));
-  SmallVector<Value> yielded;
-  for (const auto &[value, d] : plan.window) {
-    yielded.push_back(ops[s + value.first]->getResult(value.second));
-    for (int64_t t = 2; t <= d; ++t)
-      yielded.push_back(body->getArgument(firstSlot.lookup(value) + t - 2));
-  }
-  for (BodyValue value : exposed)
-    yielded.push_back(ops[s + value.first]->getResult(value.second));
-  OpBuilder::atBlockEnd(body).create<YieldOp>(repeat.getLoc(), yielded);
-
-  // The later repetitions: what they computed is the repeat's now.
-  for (size_t x = e; x-- > s + L;) {
-    ops[x]->dropAllUses();
-    ops[x]->erase();
-  }
 }
 
-FailureOr<RerollStats> Reroller::run() {
-  unrollRepeats(program);
-  index();
+FailureOr<RerollStats> Writer::run() {
   RerollStats stats;
-  stats.opsBefore = ops.size();
-  // The steps as they run now, to check the rolled program against.
-  std::vector<std::tuple<OperationName, int64_t, int64_t>> before;
-  before.reserve(ops.size());
-  for (Operation *op : ops)
-    before.emplace_back(op->getName(), microbatchAt(op, 0).value_or(-1),
-                        batchAt(op, 0).value_or(-1));
-
-  sched::ItemSequence seq = items();
+  stats.opsBefore = straight.size();
+  values.resize(straight.size());
   std::vector<RunPlan> plans;
-  for (const sched::Segment &segment : sched::segmentRepetitions(seq)) {
-    if (!segment.repeated())
-      continue;
-    RunPlan plan;
-    plan.begin = segment.begin;
-    plan.period = segment.period;
-    plan.count = segment.count;
-    plan.strides = segment.strides;
-    if (analyse(plan))
-      plans.push_back(std::move(plan));
+  if (options.loops) {
+    indexUses();
+    sched::ItemSequence seq = items();
+    for (const sched::Segment &segment : sched::segmentRepetitions(seq)) {
+      if (!segment.repeated())
+        continue;
+      RunPlan plan;
+      plan.begin = segment.begin;
+      plan.period = segment.period;
+      plan.count = segment.count;
+      plan.strides = segment.strides;
+      if (analyse(plan))
+        plans.push_back(std::move(plan));
+    }
   }
-  for (const RunPlan &plan : plans)
-    roll(plan);
+
+  Block &block = program.getBody().front();
+  OpBuilder b = OpBuilder::atBlockEnd(&block);
+  size_t next = 0;
+  for (const RunPlan &plan : plans) {
+    writeStraight(b, next, plan.begin);
+    writeRun(b, plan);
+    next = plan.end();
+  }
+  writeStraight(b, next, straight.size());
   stats.repeats = plans.size();
 
-  // The rolled program must run what the straight one ran. Ops of later
-  // repetitions are gone, so compare by name and numbers.
+  // The written program must run the straight one's steps.
   ProgramTrace trace(program);
-  bool same = trace.size() == before.size();
+  bool same = trace.size() == straight.size();
   for (size_t i = 0; same && i < trace.size(); ++i) {
     const TracedStep &step = trace[i];
-    auto [name, microbatch, batch] = before[i];
-    same = step.op->getName() == name &&
-           microbatchAt(step.op, step.repetition).value_or(-1) == microbatch &&
-           batchAt(step.op, step.repetition).value_or(-1) == batch;
+    same = step.op->getName() == straight.name(i) &&
+           microbatchAt(step.op, step.repetition) == straight.microbatch(i) &&
+           batchAt(step.op, step.repetition) == straight.batch(i);
   }
   if (!same)
     return program.emitError()
            << "internal error: the rolled program does not run the steps of "
-              "the straight one (bitpipe-reroll)";
+              "the straight one";
   stats.opsAfter = 0;
   program.walk([&](Operation *op) {
     if (op != program.getOperation() && !isa<YieldOp>(op))
@@ -362,9 +343,103 @@ FailureOr<RerollStats> Reroller::run() {
   return stats;
 }
 
+/// The ops of a straight program, as they are; building one moves it.
+class ExistingOps : public StraightProgram {
+public:
+  explicit ExistingOps(Block &block) {
+    DenseMap<Operation *, size_t> position;
+    for (Operation &op : block) {
+      position[&op] = ops.size();
+      ops.push_back(&op);
+    }
+    operandRefs.resize(ops.size());
+    for (auto [i, op] : llvm::enumerate(ops))
+      for (Value operand : op->getOperands()) {
+        auto result = cast<OpResult>(operand);
+        operandRefs[i].push_back(
+            {position.lookup(result.getOwner()), result.getResultNumber()});
+      }
+  }
+
+  size_t size() const override { return ops.size(); }
+  OperationName name(size_t i) const override { return ops[i]->getName(); }
+  void describe(size_t i, std::vector<int64_t> &shape) const override {
+    Operation *op = ops[i];
+    // Everything that names what the op does, but its lanes. (Read through
+    // the accessors: getAttrs() would build a dictionary per op.)
+    llvm::TypeSwitch<Operation *>(op)
+        .Case<ForwardOp, BackwardOp, WeightGradOp>([&](auto compute) {
+          shape.push_back(asKey(compute.getCalleeAttr().getAsOpaquePointer()));
+          shape.push_back(compute.getStage());
+        })
+        .Case<SendOp, RecvOp>([&](auto transfer) {
+          shape.push_back(static_cast<int64_t>(transfer.getKind()));
+          shape.push_back(transfer.getPeer());
+          shape.push_back(transfer.getStage());
+          shape.push_back(transfer.getBatch().has_value());
+        })
+        .Case([&](LocalCopyOp copy) {
+          shape.push_back(static_cast<int64_t>(copy.getKind()));
+          shape.push_back(copy.getStage());
+        })
+        .Case([&](LoadInputOp load) {
+          shape.push_back(static_cast<int64_t>(load.getKind()));
+        });
+    for (NamedAttribute attr : op->getDiscardableAttrs()) {
+      shape.push_back(asKey(attr.getName().getAsOpaquePointer()));
+      shape.push_back(asKey(attr.getValue().getAsOpaquePointer()));
+    }
+    for (Type type : op->getResultTypes())
+      shape.push_back(asKey(type.getAsOpaquePointer()));
+  }
+  bool repeatable(size_t i) const override {
+    return isa<LoadInputOp, ForwardOp, BackwardOp, WeightGradOp, SendOp, RecvOp,
+               LocalCopyOp>(ops[i]);
+  }
+  std::optional<int64_t> microbatch(size_t i) const override {
+    return microbatchAt(ops[i], 0);
+  }
+  std::optional<int64_t> batch(size_t i) const override {
+    return batchAt(ops[i], 0);
+  }
+  ArrayRef<StepOperand> operands(size_t i) const override {
+    return operandRefs[i];
+  }
+  TypeRange resultTypes(size_t i) const override {
+    return ops[i]->getResultTypes();
+  }
+  Operation *build(OpBuilder &b, size_t i, ValueRange operands) const override {
+    Operation *op = ops[i];
+    op->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
+    op->setOperands(operands);
+    return op;
+  }
+
+  std::vector<Operation *> ops;
+  std::vector<SmallVector<StepOperand, 2>> operandRefs;
+};
+
 } // namespace
 
 FailureOr<RerollStats>
+bitpipe::bp::writeProgram(ProgramOp program, const StraightProgram &straight,
+                          const RerollOptions &options) {
+  return Writer(program, straight, options).run();
+}
+
+FailureOr<RerollStats>
 bitpipe::bp::rerollProgram(ProgramOp program, const RerollOptions &options) {
-  return Reroller(program, options).run();
+  unrollRepeats(program);
+  // The ops wait in a block of their own; writing moves back those the
+  // rolled program keeps, and the later repetitions' are left there.
+  Block &body = program.getBody().front();
+  auto waiting = std::make_unique<Block>();
+  waiting->getOperations().splice(waiting->end(), body.getOperations());
+  ExistingOps ops(*waiting);
+  FailureOr<RerollStats> stats = writeProgram(program, ops, options);
+  for (Operation &op : *waiting)
+    op.dropAllUses();
+  while (!waiting->empty())
+    waiting->back().erase();
+  return stats;
 }

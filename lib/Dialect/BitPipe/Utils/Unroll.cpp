@@ -43,13 +43,27 @@ void bitpipe::bp::setSteps(Operation *op, int64_t microbatchStep,
           });
 }
 
-void bitpipe::bp::unrollRepeat(RepeatOp repeat) {
-  OpBuilder b(repeat);
+void bitpipe::bp::peelRepetitions(RepeatOp repeat, int64_t keep) {
+  const int64_t count = repeat.getCount();
+  keep = keep < 2 ? 0 : std::min(keep, count);
+  if (keep == count)
+    return;
   Block &body = repeat.getBodyBlock();
   YieldOp yield = repeat.getYield();
-  SmallVector<Value> carried(repeat.getInits());
+  // What the steps after the repeat use: the last copy's values from now.
+  SmallVector<std::pair<OpOperand *, unsigned>> later;
+  for (OpResult result : repeat.getResults())
+    for (OpOperand &use : result.getUses())
+      later.push_back({&use, result.getResultNumber()});
+  // Repetition `keep` starts from what the kept ones yielded.
+  SmallVector<Value> carried =
+      keep ? SmallVector<Value>(
+                 repeat.getResults().take_front(body.getNumArguments()))
+           : SmallVector<Value>(repeat.getInits());
   SmallVector<Value> yielded(yield.getOperands());
-  for (int64_t k = 0; k < repeat.getCount(); ++k) {
+  OpBuilder b(repeat->getContext());
+  b.setInsertionPointAfter(repeat);
+  for (int64_t k = keep; k < count; ++k) {
     IRMapping map;
     map.map(body.getArguments(), carried);
     for (Operation &op : repeat.getSteps())
@@ -58,24 +72,18 @@ void bitpipe::bp::unrollRepeat(RepeatOp repeat) {
       yielded[i] = map.lookupOrDefault(value);
     carried.assign(yielded.begin(), yielded.begin() + carried.size());
   }
-  repeat.replaceAllUsesWith(yielded);
-  repeat.erase();
+  for (auto [use, result] : later)
+    use->set(yielded[result]);
+  if (keep)
+    repeat.setCountAttr(b.getI64IntegerAttr(keep));
+  else
+    repeat.erase();
 }
+
+void bitpipe::bp::unrollRepeat(RepeatOp repeat) { peelRepetitions(repeat, 0); }
 
 void bitpipe::bp::unrollRepeats(ProgramOp program) {
   for (auto repeat :
        llvm::make_early_inc_range(program.getBody().front().getOps<RepeatOp>()))
     unrollRepeat(repeat);
-}
-
-LogicalResult bitpipe::bp::requireStraightPrograms(ModuleOp module,
-                                                   StringRef pass) {
-  for (auto program : module.getOps<ProgramOp>())
-    for (auto repeat : program.getBody().front().getOps<RepeatOp>())
-      return repeat.emitError()
-             << pass << " rewrites the programs op by op and takes straight "
-             << "ones, but @" << program.getSymName()
-             << " keeps a run as a bitpipe.repeat; run it before "
-                "bitpipe-reroll, or after bitpipe-unroll";
-  return success();
 }

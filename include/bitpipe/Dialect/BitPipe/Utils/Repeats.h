@@ -12,6 +12,7 @@
 #define BITPIPE_DIALECT_BITPIPE_UTILS_REPEATS_H
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/Utils/StraightProgram.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
@@ -30,33 +31,21 @@ void setRepetition(mlir::Operation *op, int64_t k);
 /// repetition; a step of 0 is left out.
 void setSteps(mlir::Operation *op, int64_t microbatchStep, int64_t batchStep);
 
+/// Keeps the first `keep` repetitions of `repeat` as a repeat and writes
+/// the others out after it, in place; with fewer than 2 kept, all of them.
+/// What a step holds in repetition k stays the same.
+void peelRepetitions(RepeatOp repeat, int64_t keep);
 /// Replaces `repeat` by `count` copies of its body, in place.
 void unrollRepeat(RepeatOp repeat);
 /// Unrolls every repeat of `program`.
 void unrollRepeats(ProgramOp program);
 
-struct RerollOptions {
-  /// A run becomes a repeat only with at least this many repetitions...
-  int64_t minRepetitions = 4;
-  /// ...and when it saves at least this many ops, so that short programs
-  /// (those of most tests) stay straight and easy to read.
-  int64_t minOpsSaved = 64;
-};
-
-struct RerollStats {
-  size_t opsBefore = 0, opsAfter = 0, repeats = 0;
-};
-
-/// Fails, with an error at the first repeat, when a program of `module`
-/// has one: `pass` rewrites programs op by op and takes straight ones.
-mlir::LogicalResult requireStraightPrograms(mlir::ModuleOp module,
-                                            llvm::StringRef pass);
-
 /// Rolls the repeated runs of `program` into repeats (a program that
-/// already has some is unrolled first). A run whose values cannot be
-/// carried by a short window (a value used far later) stays straight.
-/// Fails, with an error at the program, only on an internal inconsistency:
-/// the rolled program does not run the steps the straight one ran.
+/// already has some is unrolled first): writeProgram over its own ops. A run
+/// whose values cannot be carried by a short window (a value used far later)
+/// stays straight. Fails, with an error at the program, only on an internal
+/// inconsistency: the rolled program does not run the steps the straight one
+/// ran.
 mlir::FailureOr<RerollStats> rerollProgram(ProgramOp program,
                                            const RerollOptions &options);
 

@@ -61,8 +61,8 @@ mlir::FailureOr<sched::World> readWorld(mlir::ModuleOp module);
 ///
 /// Fails, with an error naming what is missing or inconsistent, when an
 /// attribute is absent, the programs do not cover the pipeline ranks
-/// exactly once, or a program holds an op the reader does not know. It does not verify the schedule: that is sched::verify's
-/// job.
+/// exactly once, or a program holds an op the reader does not know. It does not
+/// verify the schedule: that is sched::verify's job.
 mlir::FailureOr<sched::Schedule> readScheduleFromIR(mlir::ModuleOp module);
 
 /// The steps of one program, as readScheduleFromIR reads them, with the op
