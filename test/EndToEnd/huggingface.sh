@@ -198,7 +198,7 @@ for model in llama-theta bert-tiny-postln bert-tiny; do
   # Pre-LN BERT is another function of Hugging Face's weights
   # (docs/huggingface.md): the user is told.
   if [ "$model" = bert-tiny ]; then
-    grep -q "warning: --save-hf: bitpipe's BERT is pre-LN" "$dir/$model.err"
+    grep -q "warning: --save-hf: this BERT is pre-LN" "$dir/$model.err"
   elif grep -q "pre-LN" "$dir/$model.err"; then
     echo "FAIL: $model warns about BERT's layout" >&2
     exit 1

@@ -63,9 +63,11 @@ void warnIfBertLayoutDiffers(const TrainOptions &o, const Manifest &manifest,
     return;
   std::fflush(stdout);
   std::fprintf(stderr,
-               "bitpipe: warning: %s: bitpipe's BERT is pre-LN and Hugging "
+               "bitpipe: warning: %s: this BERT is pre-LN and Hugging "
                "Face's post-LN: the weights correspond, but the two models "
-               "compute different functions of them (docs/huggingface.md)\n",
+               "compute different functions of them; a model compiled with "
+               "\"layer_norm_position\": \"post\" is Hugging Face's "
+               "(docs/huggingface.md)\n",
                loadsHuggingFace ? "--load" : "--save-hf");
 }
 
