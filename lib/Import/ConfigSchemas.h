@@ -44,6 +44,10 @@ struct ConfigSchema {
   const char *kvHeads = nullptr, *intermediateSize = nullptr,
              *ropeTheta = nullptr, *tieEmbeddings = nullptr,
              *slidingWindow = nullptr;
+  // The BERT family's norm position, "pre" or "post" (optional, default:
+  // the schema's; docs/models.md). Only bitpipe's schema has the key: a
+  // Hugging Face model type has one graph (HuggingFaceSchema).
+  const char *normPosition = nullptr;
 };
 
 inline constexpr ConfigSchema kBitpipeSchema = {
@@ -51,7 +55,10 @@ inline constexpr ConfigSchema kBitpipeSchema = {
     "heads",   "vocab",           "max_positions",
     "seq_len", "microbatch_size", "layer_norm_epsilon",
     {},        "kv_heads",        "intermediate_size",
-    "rope_theta", "tie_embeddings", nullptr};
+    "rope_theta", "tie_embeddings", nullptr,
+    "layer_norm_position"};
+/// bitpipe's own BERT configs: pre-LN unless they say otherwise.
+inline constexpr NormPosition kBitpipeNormPosition = NormPosition::Pre;
 
 namespace detail {
 inline constexpr llvm::StringLiteral kTrue[] = {"true"};
@@ -111,6 +118,9 @@ struct HuggingFaceSchema {
   /// LLaMA's rms_norm_eps).
   llvm::StringLiteral signatureKey;
   ConfigSchema schema;
+  /// Where this model type's graph puts its norms: BertForMaskedLM is
+  /// post-LN, the decoders pre-norm.
+  NormPosition normPosition = NormPosition::Pre;
 };
 
 inline constexpr HuggingFaceSchema kHuggingFaceSchemas[] = {
@@ -124,7 +134,8 @@ inline constexpr HuggingFaceSchema kHuggingFaceSchemas[] = {
      "num_hidden_layers",
      {"model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
       "vocab_size", "max_position_embeddings", nullptr, nullptr,
-      "layer_norm_eps", detail::kBertGraphFields}},
+      "layer_norm_eps", detail::kBertGraphFields},
+     NormPosition::Post},
     {"llama",
      ModelFamily::LLaMA,
      "rms_norm_eps",

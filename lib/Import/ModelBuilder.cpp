@@ -6,7 +6,10 @@
 // BERT: the same layers with bidirectional attention and final layer norm;
 // masked-LM head (dense h -> h, GELU, layer norm, output projection tied to
 // the token embedding, with its own bias); cross-entropy on the masked
-// positions only (the others carry the ignore index).
+// positions only (the others carry the ignore index). Post-LN BERT (the
+// original, Hugging Face's BertForMaskedLM): a layer norm after the
+// embeddings, each layer x = ln1(x + attn(x)), x = ln2(x + mlp(x)), no
+// final layer norm, the same head.
 // LLaMA (docs/llama.md): token embedding only; L pre-norm layers of RMSNorm,
 // a bias-free fused q/k/v projection ([q | k | v], k and v with kv_heads
 // heads), rotary embedding of q and k, causal (grouped-query) attention,
@@ -62,6 +65,11 @@ private:
   Value linear(Value x, StringRef prefix);
   Value linearNoBias(Value x, StringRef prefix);
   Value transformerLayer(Value x, int64_t index);
+  Value postNormLayer(Value x, int64_t index);
+  bool postNorm() const {
+    return config.family == ModelFamily::BERT &&
+           config.normPosition == NormPosition::Post;
+  }
   Value llamaLayer(Value x, int64_t index);
   /// nn.attention's and nn.rotary's kv_heads: none without grouping.
   IntegerAttr kvHeadsAttr();
@@ -164,6 +172,16 @@ Value ModelBuilder::transformerLayer(Value x, int64_t index) {
   return create<AddOp>(x, linear(m, p + ".mlp.proj"));
 }
 
+Value ModelBuilder::postNormLayer(Value x, int64_t index) {
+  std::string p = "layers." + std::to_string(index);
+  Value qkv = linear(x, p + ".attn.qkv");
+  Value a = create<AttentionOp>(qkv, b.getI64IntegerAttr(config.heads),
+                                IntegerAttr(), UnitAttr());
+  x = layerNorm(create<AddOp>(x, linear(a, p + ".attn.proj")), p + ".ln1");
+  Value m = create<GeluOp>(linear(x, p + ".mlp.fc"));
+  return layerNorm(create<AddOp>(x, linear(m, p + ".mlp.proj")), p + ".ln2");
+}
+
 void ModelBuilder::declareGptBertParams() {
   int64_t h = config.hidden, L = config.layers;
   Init weight{InitKind::Normal, kInitStd};
@@ -179,19 +197,28 @@ void ModelBuilder::declareGptBertParams() {
     param(prefix + ".bias", {out}, zeros);
   };
 
-  // Parameters, in the order the model uses them.
+  // Parameters, in the order the model uses them: a post-LN layer uses
+  // each norm after its sublayer, and the embeddings' norm takes the place
+  // of the final one.
+  bool post = postNorm();
   param("embed.tokens", {config.vocab, h}, weight);
   param("embed.positions", {config.maxPositions, h}, weight);
+  if (post)
+    normParams("embed.ln");
   for (int64_t i = 0; i < L; ++i) {
     std::string p = "layers." + std::to_string(i);
-    normParams(p + ".ln1");
+    if (!post)
+      normParams(p + ".ln1");
     linearParams(p + ".attn.qkv", 3 * h, h, weight);
     linearParams(p + ".attn.proj", h, h, residual);
-    normParams(p + ".ln2");
+    normParams(p + (post ? ".ln1" : ".ln2"));
     linearParams(p + ".mlp.fc", 4 * h, h, weight);
     linearParams(p + ".mlp.proj", h, 4 * h, residual);
+    if (post)
+      normParams(p + ".ln2");
   }
-  normParams("final_ln");
+  if (!post)
+    normParams("final_ln");
   if (config.family == ModelFamily::BERT) {
     linearParams("head.dense", h, h, weight);
     normParams("head.ln");
@@ -268,9 +295,14 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   Value x = llama ? create<EmbeddingOp>(arg(tokens), arg(wte), Value())
                   : create<EmbeddingOp>(arg(tokens), arg(wte),
                                         arg(paramIndex["embed.positions"]));
+  // The embeddings' norm belongs to layer 0, so the first stage holds it.
+  if (postNorm())
+    x = layerNorm(x, "embed.ln");
   for (int64_t i = 0; i < L; ++i) {
     setLayer(i + 1);
-    x = llama ? llamaLayer(x, i) : transformerLayer(x, i);
+    x = llama        ? llamaLayer(x, i)
+        : postNorm() ? postNormLayer(x, i)
+                     : transformerLayer(x, i);
   }
   setLayer(L + 1);
   Value logits;
@@ -281,7 +313,8 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
         config.tieEmbeddings ? arg(wte) : arg(paramIndex["head.weight"]);
     logits = create<LinearOp>(x, head, Value());
   } else if (bert) {
-    x = layerNorm(x, "final_ln");
+    if (!postNorm())
+      x = layerNorm(x, "final_ln");
     Value t = create<GeluOp>(linear(x, "head.dense"));
     t = layerNorm(t, "head.ln");
     logits = create<LinearOp>(t, arg(wte), arg(paramIndex["head.bias"]));

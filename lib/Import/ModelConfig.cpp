@@ -3,7 +3,7 @@
 // Two input schemas (ConfigSchemas.h lists their keys):
 //   * bitpipe's own: {"family", "layers", "hidden", "heads", "vocab",
 //     "max_positions", "seq_len", "microbatch_size", optional
-//     "layer_norm_epsilon" and "name"};
+//     "layer_norm_epsilon", "name" and (BERT) "layer_norm_position"};
 //   * a Hugging Face config.json of a `model_type` bitpipe builds (gpt2,
 //     bert, llama, mistral). Such a file has no sequence length or
 //     micro-batch size: the sequence length defaults to the maximum number
@@ -71,6 +71,25 @@ std::string bitpipe::modelFamilyList() {
                                     : ", ") +
            ("\"" + name + "\"").str();
   return out;
+}
+
+namespace {
+constexpr std::pair<llvm::StringLiteral, NormPosition> kNormPositionNames[] = {
+    {"pre", NormPosition::Pre}, {"post", NormPosition::Post}};
+} // namespace
+
+llvm::StringRef bitpipe::stringifyNormPosition(NormPosition position) {
+  for (const auto &[name, p] : kNormPositionNames)
+    if (p == position)
+      return name;
+  llvm_unreachable("every norm position has a name");
+}
+
+std::optional<NormPosition> bitpipe::parseNormPosition(llvm::StringRef name) {
+  for (const auto &[n, p] : kNormPositionNames)
+    if (n == name)
+      return p;
+  return std::nullopt;
 }
 
 namespace {
@@ -262,6 +281,44 @@ static llvm::Error readLlamaFields(const FieldReader &read,
   return llvm::Error::success();
 }
 
+/// Where the BERT family's norms sit: bitpipe's schema may say (pre by
+/// default); a Hugging Face model type has its own graph's. The other
+/// families have one graph each (pre-norm), so the key is refused there.
+static llvm::Error readNormPosition(const FieldReader &read,
+                                    const ConfigSchema &schema,
+                                    const HuggingFaceSchema *hf,
+                                    ModelConfig &config) {
+  config.normPosition = hf ? hf->normPosition : kBitpipeNormPosition;
+  // bitpipe's key in a Hugging Face file: refused rather than ignored, as
+  // the file's graph is fixed by its model type.
+  if (hf && read.has(kBitpipeSchema.normPosition))
+    return read.error(kBitpipeSchema.normPosition,
+                      ("is a key of bitpipe's own configs; a Hugging Face "
+                       "'" +
+                       hf->modelType + "' config builds " +
+                       stringifyNormPosition(hf->normPosition) +
+                       "-norm layers, the graph of that model type")
+                          .str());
+  if (!schema.normPosition || !read.has(schema.normPosition))
+    return llvm::Error::success();
+  if (config.family != ModelFamily::BERT)
+    return read.error(schema.normPosition,
+                      ("applies to the bert family only (gpt and llama "
+                       "models are pre-norm), but the config describes a " +
+                       stringifyModelFamily(config.family) + " model")
+                          .str());
+  const llvm::json::Value *value = read.get(schema.normPosition);
+  std::optional<llvm::StringRef> name = value->getAsString();
+  std::optional<NormPosition> position =
+      name ? parseNormPosition(*name) : std::nullopt;
+  if (!position)
+    return read.error(
+        schema.normPosition,
+        llvm::formatv("expected \"pre\" or \"post\", got {0}", *value).str());
+  config.normPosition = *position;
+  return llvm::Error::success();
+}
+
 /// Mistral's sliding window: attention to the last `sliding_window`
 /// positions only. bitpipe builds full causal attention, which is the same
 /// graph when the window covers the whole sequence; any other window is
@@ -367,6 +424,8 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
   }
 
   if (llvm::Error e = readLlamaFields(read, *schema, config))
+    return std::move(e);
+  if (llvm::Error e = readNormPosition(read, *schema, *hf, config))
     return std::move(e);
 
   // Sequence length and micro-batch size: command line, then file, then the

@@ -8,14 +8,23 @@
 #     in BF16, with grouped-query attention, an untied head, rotary base
 #     500000) load into gpt-tiny and a llama-tiny, whose first-step losses
 #     must match the float64 Hugging Face graphs of reference/hf_models.py;
+#   - BERT in: random weights as BertForMaskedLM writes them (its pooler,
+#     next-sentence head, tied decoder copy and token type row 0 among
+#     them) load into a post-LN bert-tiny imported from a Hugging Face
+#     config.json, whose first-step loss must match the float64
+#     BertForMaskedLM graph of reference/hf_models.py;
 #   - GPT-2 out: --save-hf writes the same tensors back bit for bit, and a
 #     config.json that bitpipe-compile reads back into the same model;
 #   - a sharded index loads to the same bytes;
 #   - a missing, mis-shaped or unknown tensor is refused, naming the file
 #     and the tensor (and both shapes);
-#   - LLaMA (grouped-query, untied head) and BERT: trained weights ->
-#     --save-hf -> --load are the trained weights bit for bit, and the
-#     written config.json compiles to a model that loads them too.
+#   - LLaMA (grouped-query, untied head) and post-LN BERT: trained
+#     weights -> --save-hf -> --load are the trained weights bit for bit,
+#     and the written config.json compiles to a model that loads them too;
+#   - pre-LN BERT: the same round trip through its own executable, with a
+#     warning that Hugging Face's graph is another function; its written
+#     config.json compiles to the post-LN model, which reads the same
+#     tensors and writes them back bit for bit.
 #
 #   huggingface.sh WORKDIR
 # BITPIPE_BIN: the build's bin directory; BITPIPE_PYTHON: python3 with numpy.
@@ -92,6 +101,52 @@ EOF
 done
 hf=$dir/gpt-tiny-in/model.safetensors
 
+# BERT in: a Hugging Face config.json (model_type bert: post-LN) of
+# bert-tiny-postln's sizes, with BERT's epsilon 1e-12; the same sizes as a
+# bitpipe config for the reference.
+bert_postln=$examples/bert-tiny-postln.json
+"$python" - "$bert_postln" "$dir/bert-in" <<'EOF'
+import json, os, sys
+c = json.load(open(sys.argv[1]))
+os.mkdir(sys.argv[2])
+hf = {"model_type": "bert", "architectures": ["BertForMaskedLM"],
+      "vocab_size": c["vocab"], "hidden_size": c["hidden"],
+      "num_hidden_layers": c["layers"],
+      "num_attention_heads": c["heads"],
+      "intermediate_size": 4 * c["hidden"], "hidden_act": "gelu_new",
+      "max_position_embeddings": c["max_positions"], "type_vocab_size": 2,
+      "layer_norm_eps": 1e-12, "hidden_dropout_prob": 0.1}
+json.dump(hf, open(os.path.join(sys.argv[2], "config.json"), "w"))
+c.update(layer_norm_epsilon=1e-12)
+json.dump(c, open(os.path.join(sys.argv[2], "bitpipe.json"), "w"))
+EOF
+"$bin/bitpipe-import" --config "$dir/bert-in/config.json" --seq-len 32 \
+  --microbatch-size 4 -o "$dir/bert-in.mlir"
+compile "$dir/bert-in.mlir" "$dir/bert-in-train"
+"$python" "$reference_dir/hf_models.py" make \
+  --config "$dir/bert-in/bitpipe.json" \
+  --out "$dir/bert-in/model.safetensors" --seed 7
+train "$dir/bert-in-train" --steps 1 --load "$dir/bert-in/model.safetensors" \
+  --metrics "$dir/bert-in.jsonl" >"$dir/bert-in.log" 2>"$dir/bert-in.err"
+# The same graph on both sides: no warning.
+if grep -q "pre-LN" "$dir/bert-in.err"; then
+  echo "FAIL: a post-LN BERT warns about BERT's layout" >&2
+  exit 1
+fi
+want=$("$python" "$reference_dir/hf_models.py" loss \
+  --config "$dir/bert-in/bitpipe.json" \
+  --weights "$dir/bert-in/model.safetensors" --data "$data" --seed "$seed" \
+  --microbatches 2)
+"$python" - bert "$dir/bert-in.jsonl" "$want" <<'EOF'
+import json, sys
+got = json.loads(open(sys.argv[2]).readline())["loss"]
+want = float(sys.argv[3])
+rel = abs(got - want) / abs(want)
+print(f"{sys.argv[1]} from Hugging Face weights: loss {got!r}, float64 "
+      f"Hugging Face graph {want!r}, relative difference {rel:.2e}")
+sys.exit(0 if rel <= 1e-6 else 1)
+EOF
+
 # GPT-2 out: the same tensors, bit for bit, under GPT2LMHeadModel's names
 # (the causal-mask buffers are not parameters).
 train "$dir/gpt-tiny" --steps 0 --load "$hf" --save-hf "$dir/gpt2-out" >/dev/null
@@ -133,37 +188,52 @@ refused "$dir/gpt-tiny" "$dir/unknown.safetensors" "unknown.safetensors" \
 refused "$dir/gpt-tiny" "$dir/shards/absent.index.json" "absent.index.json"
 
 # LLaMA and BERT: trained weights out and back in, bit for bit, through
-# this executable and through one compiled from the written config.json.
+# this executable; for LLaMA and post-LN BERT also through one compiled
+# from the written config.json, the same graph.
 compile "$examples/bert-tiny.json" "$dir/bert-tiny"
-for model in llama-theta bert-tiny; do
+compile "$bert_postln" "$dir/bert-tiny-postln"
+for model in llama-theta bert-tiny-postln bert-tiny; do
   train "$dir/$model" --steps 1 --save "$dir/$model.safetensors" \
     --save-hf "$dir/$model-hf" >/dev/null 2>"$dir/$model.err"
-  # BERT's graphs differ (docs/huggingface.md): the user is told.
+  # Pre-LN BERT is another function of Hugging Face's weights
+  # (docs/huggingface.md): the user is told.
   if [ "$model" = bert-tiny ]; then
-    grep -q "warning: --save-hf: bitpipe's BERT is pre-LN" "$dir/$model.err"
+    grep -q "warning: --save-hf: this BERT is pre-LN" "$dir/$model.err"
   elif grep -q "pre-LN" "$dir/$model.err"; then
     echo "FAIL: $model warns about BERT's layout" >&2
     exit 1
   fi
   train "$dir/$model" --steps 0 --load "$dir/$model-hf/model.safetensors" \
-    --save "$dir/$model-back.safetensors" >/dev/null
+    --save "$dir/$model-back.safetensors" >/dev/null 2>&1
   files same-weights "$dir/$model.safetensors" "$dir/$model-back.safetensors"
   compile "$dir/$model-hf/config.json" "$dir/$model-again"
+  if [ "$model" = bert-tiny ]; then
+    # A Hugging Face BERT config builds post-LN: another model, which
+    # reads the same tensors and writes them back unchanged.
+    train "$dir/$model-again" --steps 0 \
+      --load "$dir/$model-hf/model.safetensors" \
+      --save-hf "$dir/$model-again-hf" >/dev/null
+    files same "$dir/$model-hf/model.safetensors" \
+      "$dir/$model-again-hf/model.safetensors"
+    continue
+  fi
   train "$dir/$model-again" --steps 0 \
     --load "$dir/$model-hf/model.safetensors" \
     --save "$dir/$model-again.safetensors" >/dev/null
   files same-weights "$dir/$model.safetensors" "$dir/$model-again.safetensors"
 done
-"$python" - "$dir/llama-theta-hf/config.json" "$dir/bert-tiny-hf/config.json" <<'EOF'
+"$python" - "$dir/llama-theta-hf/config.json" "$dir/bert-tiny-hf/config.json" \
+  "$dir/bert-tiny-postln-hf/config.json" <<'EOF'
 import json, sys
-llama, bert = (json.load(open(p)) for p in sys.argv[1:])
+llama, bert, postln = (json.load(open(p)) for p in sys.argv[1:])
+bert_fields = {"model_type": "bert", "layer_norm_eps": 1e-5,
+               "num_attention_heads": 4, "hidden_size": 64,
+               "max_position_embeddings": 64, "hidden_act": "gelu_new"}
 want = [(llama, {"model_type": "llama", "rope_theta": 500000.0,
                  "rms_norm_eps": 1e-6, "num_key_value_heads": 2,
                  "num_attention_heads": 4, "intermediate_size": 176,
                  "tie_word_embeddings": False}),
-        (bert, {"model_type": "bert", "layer_norm_eps": 1e-5,
-                "num_attention_heads": 4, "hidden_size": 64,
-                "max_position_embeddings": 64})]
+        (bert, bert_fields), (postln, bert_fields)]
 bad = [(k, c.get(k), v) for c, w in want for k, v in w.items()
        if c.get(k) != v]
 sys.exit(f"config.json: (field, found, expected) {bad}" if bad else 0)

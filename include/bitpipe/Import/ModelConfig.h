@@ -26,6 +26,16 @@ std::optional<ModelFamily> parseModelFamily(llvm::StringRef name);
 /// The names parseModelFamily accepts, for messages: "\"gpt\", ... or ...".
 std::string modelFamilyList();
 
+/// Where a GPT/BERT layer's layer norms sit (docs/models.md). Pre: in front
+/// of each sublayer, with a final norm (GPT-2, bitpipe's own BERT). Post:
+/// after each residual add, with one after the embeddings and no final norm
+/// (the original BERT, Hugging Face's BertForMaskedLM).
+enum class NormPosition { Pre, Post };
+
+/// "pre" / "post".
+llvm::StringRef stringifyNormPosition(NormPosition position);
+std::optional<NormPosition> parseNormPosition(llvm::StringRef name);
+
 struct ModelConfig {
   std::string name;           ///< For the function name and messages.
   ModelFamily family = ModelFamily::GPT;
@@ -38,6 +48,9 @@ struct ModelConfig {
   int64_t microbatchSize = 0; ///< Samples per micro-batch.
   /// The norms' epsilon: layer norms (GPT, BERT) or RMS norms (LLaMA).
   double layerNormEpsilon = 1e-5;
+  /// BERT only: bitpipe's own configs say (default pre), a Hugging Face
+  /// BERT is post-LN. GPT and LLaMA are pre-norm.
+  NormPosition normPosition = NormPosition::Pre;
 
   // LLaMA only (docs/llama.md); the other families ignore them.
   int64_t kvHeads = 0;          ///< Key/value heads; < heads: grouped-query.

@@ -72,6 +72,10 @@ Expected<HfModelSizes> manifestHfSizes(const Manifest &manifest) {
   if (s.type != HfModelType::Llama) {
     BP_ASSIGN(positions, requireShape(manifest, "embed.positions", 2));
     s.maxPositions = positions[0];
+    // A post-LN BERT has the embeddings' norm (docs/models.md), as a LLaMA
+    // with an untied head has head.weight.
+    if (s.type == HfModelType::Bert && shapeOf(manifest, "embed.ln.weight"))
+      s.normPosition = HfNormPosition::Post;
     return s;
   }
   BP_ASSIGN(qkv, requireShape(manifest, "layers.0.attn.qkv.weight", 2));

@@ -48,18 +48,26 @@ struct StepReport {
   double gradNorm = 0;
 };
 
-/// Rank 0 says, once, that a Hugging Face BERT is another function of the
-/// same weights (docs/huggingface.md, "BERT is not the same function").
+/// Rank 0 says, once, that a pre-LN BERT is another function of Hugging
+/// Face's weights (docs/huggingface.md, "Pre-LN BERT"); a post-LN BERT is
+/// BertForMaskedLM's graph.
 void warnIfBertLayoutDiffers(const TrainOptions &o, const Manifest &manifest,
                              int rank, bool loadsHuggingFace) {
   if (rank != 0 || manifest.model.family != ModelFamily::Bert ||
       (!loadsHuggingFace && o.saveHfDir.empty()))
     return;
+  // A model the mapping cannot describe is refused by --load and --save-hf
+  // themselves.
+  Expected<HfModelSizes> sizes = manifestHfSizes(manifest);
+  if (!sizes.isOk() || sizes->normPosition == HfNormPosition::Post)
+    return;
   std::fflush(stdout);
   std::fprintf(stderr,
-               "bitpipe: warning: %s: bitpipe's BERT is pre-LN and Hugging "
+               "bitpipe: warning: %s: this BERT is pre-LN and Hugging "
                "Face's post-LN: the weights correspond, but the two models "
-               "compute different functions of them (docs/huggingface.md)\n",
+               "compute different functions of them; a model compiled with "
+               "\"layer_norm_position\": \"post\" is Hugging Face's "
+               "(docs/huggingface.md)\n",
                loadsHuggingFace ? "--load" : "--save-hf");
 }
 

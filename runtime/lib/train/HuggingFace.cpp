@@ -100,42 +100,61 @@ void gpt2(const HfModelSizes &s, MappingBuilder &b) {
   b.m.ignored.insert("lm_head.weight"); // tied to wte
 }
 
+/// One BERT layer's q/k/v projections, stacked by rows as bitpipe's
+/// fused attn.qkv.
+void bertQkv(const std::string &param, const std::string &layer, int64_t H,
+             MappingBuilder &b) {
+  for (const char *w : {"weight", "bias"}) {
+    std::vector<int64_t> shape = std::string(w) == "weight"
+                                     ? std::vector<int64_t>{H, H}
+                                     : std::vector<int64_t>{H};
+    std::vector<HfPart> parts;
+    for (const char *proj : {"query", "key", "value"})
+      parts.push_back(
+          {layer + "attention.self." + proj + "." + w, shape, false});
+    b.stacked(param + "." + w, std::move(parts));
+  }
+}
+
 void bert(const HfModelSizes &s, MappingBuilder &b) {
   const int64_t H = s.hidden;
   const std::string e = "bert.embeddings.";
+  const bool post = s.normPosition == HfNormPosition::Post;
   b.m.prefix = "bert.";
   b.same("embed.tokens", e + "word_embeddings.weight", {s.vocab, H});
   b.same("embed.positions", e + "position_embeddings.weight",
          {s.maxPositions, H});
   b.m.params.back().foldedRow =
       HfPart{e + "token_type_embeddings.weight", {2, H}, false};
+  // In the manifest's order (ModelBuilder.cpp): a post-LN model's norms
+  // follow their sublayers.
+  if (post)
+    b.withBias("embed.ln", e + "LayerNorm", {H});
   auto layer = [](int64_t i) {
     return "bert.encoder.layer." + std::to_string(i) + ".";
   };
   for (int64_t i = 0; i < s.layers; ++i) {
     std::string p = "layers." + std::to_string(i) + ".";
     std::string l = layer(i);
-    // bitpipe's BERT is pre-LN, Hugging Face's post-LN: each bitpipe norm
-    // takes the Hugging Face norm in front of the same sublayer
-    // (docs/huggingface.md, "BERT").
-    b.withBias(p + "ln1",
-               i == 0 ? e + "LayerNorm" : layer(i - 1) + "output.LayerNorm",
-               {H});
-    for (const char *w : {"weight", "bias"}) {
-      std::vector<int64_t> shape =
-          std::string(w) == "weight" ? std::vector<int64_t>{H, H}
-                                     : std::vector<int64_t>{H};
-      std::vector<HfPart> parts;
-      for (const char *proj : {"query", "key", "value"})
-        parts.push_back({l + "attention.self." + proj + "." + w, shape, false});
-      b.stacked(p + "attn.qkv." + w, std::move(parts));
-    }
+    // Post-LN: the same graph, each norm the one after the same residual
+    // add. Pre-LN (bitpipe's own BERT): each bitpipe norm takes the
+    // Hugging Face norm in front of the same sublayer, another function of
+    // the same weights (docs/huggingface.md, "BERT").
+    if (!post)
+      b.withBias(p + "ln1",
+                 i == 0 ? e + "LayerNorm" : layer(i - 1) + "output.LayerNorm",
+                 {H});
+    bertQkv(p + "attn.qkv", l, H, b);
     b.withBias(p + "attn.proj", l + "attention.output.dense", {H, H});
-    b.withBias(p + "ln2", l + "attention.output.LayerNorm", {H});
+    b.withBias(p + (post ? "ln1" : "ln2"), l + "attention.output.LayerNorm",
+               {H});
     b.withBias(p + "mlp.fc", l + "intermediate.dense", {4 * H, H});
     b.withBias(p + "mlp.proj", l + "output.dense", {H, 4 * H});
+    if (post)
+      b.withBias(p + "ln2", l + "output.LayerNorm", {H});
   }
-  b.withBias("final_ln", layer(s.layers - 1) + "output.LayerNorm", {H});
+  if (!post)
+    b.withBias("final_ln", layer(s.layers - 1) + "output.LayerNorm", {H});
   b.withBias("head.dense", "cls.predictions.transform.dense", {H, H});
   b.withBias("head.ln", "cls.predictions.transform.LayerNorm", {H});
   b.same("head.bias", "cls.predictions.bias", {s.vocab});

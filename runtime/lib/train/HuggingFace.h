@@ -44,9 +44,16 @@ enum class HfModelType { Gpt2, Bert, Llama };
 
 const char *hfModelTypeName(HfModelType type);
 
+/// Where a BERT's layer norms sit (docs/models.md): pre-LN is bitpipe's
+/// own BERT, a different function of Hugging Face's weights; post-LN is
+/// BertForMaskedLM's graph.
+enum class HfNormPosition { Pre, Post };
+
 /// The sizes the correspondence and config.json need.
 struct HfModelSizes {
   HfModelType type = HfModelType::Gpt2;
+  /// BERT only; GPT-2 and LLaMA are pre-norm on both sides.
+  HfNormPosition normPosition = HfNormPosition::Pre;
   int64_t layers = 0, hidden = 0, heads = 0, kvHeads = 0, vocab = 0,
           maxPositions = 0, intermediate = 0;
   /// LLaMA: the output projection is the token embedding (no head.weight).

@@ -56,6 +56,27 @@ Manifest gptManifest(int64_t layers, int64_t H, int64_t V, int64_t P) {
   return m;
 }
 
+/// BERT's parameters (lib/Import/ModelBuilder.cpp): pre-LN, GPT's and the
+/// masked-LM head; post-LN, embed.ln for final_ln and each layer's norms
+/// after its sublayers.
+Manifest bertManifest(bool post) {
+  const int64_t H = 16, V = 32, P = 8;
+  Manifest m = gptManifest(2, H, V, P);
+  m.model.family = ModelFamily::Bert;
+  if (post) {
+    for (const char *field : {"weight", "bias"}) {
+      std::string f = field;
+      m.params[m.findParam("final_ln." + f)].name = "embed.ln." + f;
+    }
+  }
+  add(m, "head.dense.weight", {H, H});
+  add(m, "head.dense.bias", {H});
+  add(m, "head.ln.weight", {H});
+  add(m, "head.ln.bias", {H});
+  add(m, "head.bias", {V});
+  return m;
+}
+
 /// LLaMA: 4 heads of 4 features, 2 key/value heads, I = 24.
 Manifest llamaManifest(bool tied) {
   const int64_t H = 16, V = 32, I = 24, L = 3;
@@ -111,6 +132,31 @@ TEST(ExecHuggingFace, LlamaKvHeadsAndIntermediateSizeFromTheWeights) {
     ASSERT_TRUE(m.isOk()) << m.status().message();
     EXPECT_EQ(m->find("head.weight") != nullptr, !tied);
   }
+}
+
+TEST(ExecHuggingFace, BertNormPositionFromTheEmbeddingsNorm) {
+  for (bool post : {false, true}) {
+    Expected<HfModelSizes> s = manifestHfSizes(bertManifest(post));
+    ASSERT_TRUE(s.isOk()) << s.status().message();
+    EXPECT_EQ(s->type, HfModelType::Bert);
+    EXPECT_EQ(s->layers, 2);
+    EXPECT_EQ(s->normPosition,
+              post ? HfNormPosition::Post : HfNormPosition::Pre);
+    Expected<HfMapping> m = manifestHfMapping(bertManifest(post));
+    ASSERT_TRUE(m.isOk()) << m.status().message();
+    EXPECT_EQ(m->find("embed.ln.weight") != nullptr, post);
+    EXPECT_EQ(m->find("final_ln.weight") != nullptr, !post);
+  }
+  // Both the embeddings' norm and a final one: not a BERT either form
+  // describes.
+  Manifest both = bertManifest(false);
+  add(both, "embed.ln.weight", {16});
+  add(both, "embed.ln.bias", {16});
+  EXPECT_NE(manifestHfMapping(both).status().message().find(
+                "the model's parameter 'final_ln.weight' has no Hugging Face "
+                "counterpart"),
+            std::string::npos)
+      << manifestHfMapping(both).status().message();
 }
 
 TEST(ExecHuggingFace, ModelsTheMappingCannotDescribeAreRefused) {

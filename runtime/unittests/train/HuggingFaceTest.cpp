@@ -49,6 +49,12 @@ HfModelSizes bertSizes() {
   return s;
 }
 
+HfModelSizes postLnBertSizes() {
+  HfModelSizes s = bertSizes();
+  s.normPosition = HfNormPosition::Post;
+  return s;
+}
+
 HfModelSizes llamaSizes(bool tied) {
   HfModelSizes s;
   s.type = HfModelType::Llama;
@@ -146,8 +152,8 @@ bool all(const std::string &) { return true; }
 std::string same(const std::string &n) { return n; }
 
 TEST(HuggingFaceTest, RoundTripIsBitExactForEveryFamily) {
-  for (HfModelSizes sizes :
-       {gpt2Sizes(), bertSizes(), llamaSizes(true), llamaSizes(false)}) {
+  for (HfModelSizes sizes : {gpt2Sizes(), bertSizes(), postLnBertSizes(),
+                             llamaSizes(true), llamaSizes(false)}) {
     SCOPED_TRACE(hfModelTypeName(sizes.type));
     TempDir dir;
     Expected<HfMapping> m = huggingFaceMapping(sizes);
@@ -254,6 +260,89 @@ TEST(HuggingFaceTest, BertFoldsTheTokenTypeRowIntoThePositions) {
       (*c)->read(*m, *m->find("embed.positions"), positions.data()).isOk());
   for (size_t i = 0; i < positions.size(); ++i)
     EXPECT_EQ(positions[i], params["embed.positions"][i] + 1.0f);
+}
+
+TEST(HuggingFaceTest, PostLnBertNormsAreTheNormsAfterEachResidualAdd) {
+  TempDir dir;
+  HfModelSizes sizes = postLnBertSizes();
+  Expected<HfMapping> m = huggingFaceMapping(sizes);
+  ASSERT_TRUE(m.isOk());
+  // BertForMaskedLM's graph: the embeddings' norm, two per layer, no final
+  // norm, in the order the model uses them (ModelBuilder.cpp).
+  std::vector<std::string> norms;
+  for (const HfParamMapping &p : m->params)
+    if (p.param.find("ln") != std::string::npos &&
+        p.param.find(".weight") != std::string::npos)
+      norms.push_back(p.param);
+  EXPECT_EQ(norms, (std::vector<std::string>{
+                       "embed.ln.weight", "layers.0.ln1.weight",
+                       "layers.0.ln2.weight", "layers.1.ln1.weight",
+                       "layers.1.ln2.weight", "head.ln.weight"}));
+  EXPECT_EQ(m->find("final_ln.weight"), nullptr);
+
+  auto params = randomParams(*m);
+  ASSERT_TRUE(write(dir.path(), sizes, *m, params).isOk());
+  std::string file = dir.file("model.safetensors");
+  EXPECT_EQ(tensor(file, "bert.embeddings.LayerNorm.weight"),
+            params["embed.ln.weight"]);
+  EXPECT_EQ(tensor(file, "bert.embeddings.LayerNorm.bias"),
+            params["embed.ln.bias"]);
+  for (int i = 0; i < 2; ++i) {
+    std::string l = "bert.encoder.layer." + std::to_string(i) + ".";
+    std::string p = "layers." + std::to_string(i) + ".";
+    for (const char *w : {"weight", "bias"}) {
+      EXPECT_EQ(tensor(file, l + "attention.output.LayerNorm." + w),
+                params[p + "ln1." + w]);
+      EXPECT_EQ(tensor(file, l + "output.LayerNorm." + w),
+                params[p + "ln2." + w]);
+    }
+  }
+  // The rest is pre-LN's: q/k/v stacked, the token type row folded.
+  EXPECT_EQ(tensor(file, "bert.encoder.layer.0.attention.self.value.weight"),
+            std::vector<float>(params["layers.0.attn.qkv.weight"].begin() + 128,
+                               params["layers.0.attn.qkv.weight"].end()));
+  EXPECT_EQ(tensor(file, "bert.embeddings.token_type_embeddings.weight"),
+            std::vector<float>(16, 0.0f));
+
+  // Pre- and post-LN BERT read the same Hugging Face tensors.
+  Expected<HfMapping> pre = huggingFaceMapping(bertSizes());
+  ASSERT_TRUE(pre.isOk());
+  Expected<std::unique_ptr<HfCheckpoint>> c = HfCheckpoint::open(file);
+  ASSERT_TRUE(c.isOk());
+  Status checked = (*c)->check(*pre);
+  EXPECT_TRUE(checked.isOk()) << checked.message();
+}
+
+TEST(HuggingFaceTest, PostLnBertMissingAndMisshapedNormsAreNamed) {
+  TempDir dir;
+  HfModelSizes sizes = postLnBertSizes();
+  Expected<HfMapping> m = huggingFaceMapping(sizes);
+  ASSERT_TRUE(m.isOk());
+  ASSERT_TRUE(write(dir.path(), sizes, *m, randomParams(*m)).isOk());
+  std::string whole = dir.file("model.safetensors");
+  auto checkOf = [&](const std::string &path) {
+    Expected<std::unique_ptr<HfCheckpoint>> c = HfCheckpoint::open(path);
+    EXPECT_TRUE(c.isOk());
+    return c.isOk() ? (*c)->check(*m) : c.status();
+  };
+  rewrite(
+      whole, dir.file("missing.safetensors"),
+      [](const std::string &n) {
+        return n != "bert.embeddings.LayerNorm.bias";
+      },
+      same);
+  Status s = checkOf(dir.file("missing.safetensors"));
+  expectContains(s, "missing.safetensors");
+  expectContains(s, "no tensor 'bert.embeddings.LayerNorm.bias' (bitpipe's "
+                    "'embed.ln.bias'), expected shape [8]");
+
+  rewrite(whole, dir.file("shape.safetensors"), all, same,
+          {{"bert.encoder.layer.1.output.LayerNorm.weight", {7}}});
+  s = checkOf(dir.file("shape.safetensors"));
+  expectContains(s, "shape.safetensors");
+  expectContains(s, "tensor 'bert.encoder.layer.1.output.LayerNorm.weight' "
+                    "has shape [7], expected [8] (bitpipe's "
+                    "'layers.1.ln2.weight' [8])");
 }
 
 TEST(HuggingFaceTest, ConfigJsonHasTheFieldsTransformersReads) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """check_gradients.py: the float64 reference's own backward against central
-finite differences of its forward, for GPT, BERT and LLaMA (grouped-query,
-untied and tied) on a model small enough
-to difference every parameter element it samples. The reference is an
+finite differences of its forward, for GPT, BERT (pre- and post-LN) and
+LLaMA (grouped-query, untied and tied) on a model small enough to
+difference every parameter element it samples. The reference is an
 oracle for the compiled code; this keeps the oracle itself honest.
 Exits non-zero naming the worst parameter when a gradient is wrong."""
 import sys
@@ -15,12 +15,14 @@ from model import Transformer, make_model
 H, HEADS, LAYERS, V, T, B = 8, 2, 2, 11, 5, 2
 
 
-def random_params(rng, family):
+def random_params(rng, family, post=False):
     def normal(*shape):
         return rng.normal(0.0, 0.3, shape)
 
+    # Post-LN: the embeddings' norm instead of the final one.
+    norm = "embed.ln" if post else "final_ln"
     p = {"embed.tokens": normal(V, H), "embed.positions": normal(T + 2, H),
-         "final_ln.weight": 1 + normal(H), "final_ln.bias": normal(H)}
+         norm + ".weight": 1 + normal(H), norm + ".bias": normal(H)}
     for i in range(LAYERS):
         n = f"layers.{i}."
         for ln in ("ln1", "ln2"):
@@ -60,7 +62,7 @@ def random_llama_params(rng, kv_heads, tied, mlp=12):
 
 
 def check(family, rng, samples_per_param=6, h=1e-6, kv_heads=HEADS,
-          tied=False):
+          tied=False, layer_norm_position="pre"):
     if family == "llama":
         # A small base, so that the rotation angles differ a lot between
         # positions and features.
@@ -70,8 +72,9 @@ def check(family, rng, samples_per_param=6, h=1e-6, kv_heads=HEADS,
         params = random_llama_params(rng, kv_heads, tied)
     else:
         model = Transformer({"family": family, "layers": LAYERS,
-                             "heads": HEADS})
-        params = random_params(rng, family)
+                             "heads": HEADS,
+                             "layer_norm_position": layer_norm_position})
+        params = random_params(rng, family, layer_norm_position == "post")
     inputs = rng.integers(0, V, (B, T))
     labels = rng.integers(0, V, (B, T))
     labels[0, 1] = labels[1, 3] = IGNORE_INDEX  # the ignore index is skipped
@@ -99,6 +102,7 @@ def main():
     rng = np.random.default_rng(20261130)
     failed = False
     cases = [("gpt", {}), ("bert", {}),
+             ("bert", {"layer_norm_position": "post"}),
              ("llama", {"kv_heads": 1}),
              ("llama", {"kv_heads": HEADS, "tied": True})]
     for family, options in cases:

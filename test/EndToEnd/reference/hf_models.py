@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""hf_models.py: Hugging Face's GPT-2 (GPT2LMHeadModel) and LLaMA
-(LlamaForCausalLM) graphs in eval mode, in float64, over checkpoints in
-Hugging Face's own names and layouts, written from transformers'
-definitions and sharing nothing with bitpipe's mapping
+"""hf_models.py: Hugging Face's GPT-2 (GPT2LMHeadModel), BERT
+(BertForMaskedLM) and LLaMA (LlamaForCausalLM) graphs in eval mode, in
+float64, over checkpoints in Hugging Face's own names and layouts, written
+from transformers' definitions and sharing nothing with bitpipe's mapping
 (runtime/lib/train/HuggingFace.cpp), model.py or llama.py.
 
 GPT-2:
@@ -11,6 +11,18 @@ GPT-2:
     into n_head heads of consecutive columns;
   - GELU is gelu_new (tanh form); layer norms use epsilon 1e-5;
   - the logits are ln_f(h) wte^T (the head is tied).
+BERT (post-LN):
+  - nn.Linear weights [out, in], x W^T + b;
+  - embeddings: word + position + token type 0, then
+    embeddings.LayerNorm (epsilon from the config);
+  - each layer: separate query, key, value projections, each split into
+    heads of consecutive columns, bidirectional attention;
+    attention.output.LayerNorm(dense(context) + x); then
+    output.LayerNorm(output.dense(act(intermediate.dense(h))) + h);
+  - the MLM head: transform.dense, act, transform.LayerNorm, then the
+    decoder tied to the word embeddings plus cls.predictions.bias;
+  - act is hidden_act "gelu_new" (tanh form), the one bitpipe builds;
+  - the loss: mean cross-entropy over the labelled (masked) positions.
 LLaMA:
   - nn.Linear weights [out, in], x W^T, no biases;
   - RMSNorm x / sqrt(mean(x^2) + eps) * weight;
@@ -21,11 +33,14 @@ LLaMA:
   - MLP down(silu(gate(x)) * up(x)); an untied lm_head.
 
   make  --config CONFIG --out FILE [--seed S]
-        random weights of a bitpipe config (family gpt or llama). GPT-2:
-        named as GPT2Model writes them (the hub's gpt2 file: no
+        random weights of a bitpipe config (family gpt, bert or llama).
+        GPT-2: named as GPT2Model writes them (the hub's gpt2 file: no
         "transformer." prefix, with the causal-mask buffers
-        "h.<i>.attn.bias"), F32. LLaMA: named as LlamaForCausalLM writes
-        them, with old checkpoints' "rotary_emb.inv_freq" buffers, BF16.
+        "h.<i>.attn.bias"), F32. BERT: named as BertForMaskedLM writes
+        them, with the pooler, the next-sentence head, the tied decoder
+        copy and the position_ids buffer, F32. LLaMA: named as
+        LlamaForCausalLM writes them, with old checkpoints'
+        "rotary_emb.inv_freq" buffers, BF16.
   loss  --config CONFIG --weights FILE --data TOKENS --seed S
         --microbatches N
         prints the mean loss of step 1's N micro-batches (one data-parallel
@@ -61,9 +76,13 @@ def softmax_causal(s):
 
 
 def mean_cross_entropy(logits, labels):
+    """Over the positions whose label is not -100 (torch's ignore_index)."""
     z = logits - logits.max(-1, keepdims=True)
     logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
-    return -np.take_along_axis(logp, labels[..., None], -1).mean()
+    valid = labels != -100
+    picked = np.take_along_axis(logp, np.where(valid, labels, 0)[..., None],
+                                -1)[..., 0]
+    return -picked[valid].mean()
 
 
 def count_layers(p, prefix):
@@ -94,6 +113,41 @@ def gpt2_loss(p, config, ids, labels):
                        pre + "mlp.c_proj")
     h = layer_norm(h, p["ln_f.weight"], p["ln_f.bias"])
     return mean_cross_entropy(h @ p["wte.weight"].T, labels)
+
+
+def bert_loss(p, config, ids, labels):
+    """The masked-LM loss of BertForMaskedLM."""
+    heads = config["heads"]
+    eps = config.get("layer_norm_epsilon", 1e-5)
+    B, T = ids.shape
+    linear = lambda x, name: x @ p[name + ".weight"].T + p[name + ".bias"]
+    norm = lambda x, name: layer_norm(x, p[name + ".weight"],
+                                      p[name + ".bias"], eps)
+    e = "bert.embeddings."
+    h = (p[e + "word_embeddings.weight"][ids]
+         + p[e + "position_embeddings.weight"][np.arange(T)][None]
+         + p[e + "token_type_embeddings.weight"][0])
+    h = norm(h, e + "LayerNorm")
+    for i in range(count_layers(p, "bert.encoder.layer.")):
+        pre = f"bert.encoder.layer.{i}."
+        H = h.shape[-1]
+        d = H // heads
+        q, k, v = (linear(h, pre + "attention.self." + n)
+                   .reshape(B, T, heads, d).transpose(0, 2, 1, 3)
+                   for n in ("query", "key", "value"))
+        s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s /= s.sum(-1, keepdims=True)
+        o = (s @ v).transpose(0, 2, 1, 3).reshape(B, T, H)
+        h = norm(linear(o, pre + "attention.output.dense") + h,
+                 pre + "attention.output.LayerNorm")
+        m = gelu_new(linear(h, pre + "intermediate.dense"))
+        h = norm(linear(m, pre + "output.dense") + h, pre + "output.LayerNorm")
+    t = "cls.predictions.transform."
+    h = norm(gelu_new(linear(h, t + "dense")), t + "LayerNorm")
+    logits = (h @ p["cls.predictions.decoder.weight"].T
+              + p["cls.predictions.bias"])
+    return mean_cross_entropy(logits, labels)
 
 
 def llama_loss(p, config, ids, labels):
@@ -168,6 +222,48 @@ def make_gpt2(config, rng):
     return t, "F32"
 
 
+def make_bert(config, rng):
+    H, V, P = config["hidden"], config["vocab"], config["max_positions"]
+    def normal(*shape, std=0.2):
+        return rng.normal(0.0, std, shape)
+    e = "bert.embeddings."
+    t = {e + "word_embeddings.weight": normal(V, H),
+         e + "position_embeddings.weight": normal(P, H),
+         # Row 0 is the one segment bitpipe reads; row 1 is never used.
+         e + "token_type_embeddings.weight": normal(2, H),
+         e + "LayerNorm.weight": 1.0 + normal(H),
+         e + "LayerNorm.bias": normal(H),
+         e + "position_ids": np.arange(P)[None].astype(np.float64),
+         "bert.pooler.dense.weight": normal(H, H),
+         "bert.pooler.dense.bias": normal(H),
+         "cls.predictions.bias": normal(V),
+         "cls.seq_relationship.weight": normal(2, H),
+         "cls.seq_relationship.bias": normal(2)}
+    for i in range(config["layers"]):
+        pre = f"bert.encoder.layer.{i}."
+        for name, fan_in, fan_out in (("attention.self.query", H, H),
+                                      ("attention.self.key", H, H),
+                                      ("attention.self.value", H, H),
+                                      ("attention.output.dense", H, H),
+                                      ("intermediate.dense", H, 4 * H),
+                                      ("output.dense", 4 * H, H)):
+            t[pre + name + ".weight"] = normal(fan_out, fan_in,
+                                               std=1 / math.sqrt(fan_in))
+            t[pre + name + ".bias"] = normal(fan_out)
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            t[pre + norm + ".weight"] = 1.0 + normal(H)
+            t[pre + norm + ".bias"] = normal(H)
+    tr = "cls.predictions.transform."
+    t[tr + "dense.weight"] = normal(H, H, std=1 / math.sqrt(H))
+    t[tr + "dense.bias"] = normal(H)
+    t[tr + "LayerNorm.weight"] = 1.0 + normal(H)
+    t[tr + "LayerNorm.bias"] = normal(H)
+    # The decoder is tied: the file holds a copy of the word embeddings.
+    t["cls.predictions.decoder.weight"] = t[e + "word_embeddings.weight"]
+    t["cls.predictions.decoder.bias"] = t["cls.predictions.bias"]
+    return t, "F32"
+
+
 def make_llama(config, rng):
     H, V, I = config["hidden"], config["vocab"], config["intermediate_size"]
     heads = config["heads"]
@@ -208,10 +304,16 @@ def main(argv):
     with open(a.config) as f:
         config = json.load(f)
     family = config["family"]
-    if family not in ("gpt", "llama"):
-        sys.exit(f"hf_models.py: family {family!r}: expected gpt or llama")
+    makers = {"gpt": (make_gpt2, gpt2_loss), "bert": (make_bert, bert_loss),
+              "llama": (make_llama, llama_loss)}
+    if family not in makers:
+        sys.exit(f"hf_models.py: family {family!r}: expected gpt, bert or "
+                 "llama")
+    if family == "bert" and config.get("layer_norm_position") != "post":
+        sys.exit("hf_models.py: BertForMaskedLM is post-LN: the config must "
+                 "say \"layer_norm_position\": \"post\"")
+    make, loss = makers[family]
     if a.command == "make":
-        make = make_gpt2 if family == "gpt" else make_llama
         tensors, dtype = make(config, np.random.default_rng(a.seed))
         safetensors_io.write(a.out, tensors, {"format": "pt"}, dtype=dtype)
         return 0
@@ -219,7 +321,6 @@ def main(argv):
     tokens = np.fromfile(a.data, dtype="<u2").astype(np.int64)
     batches = Batches(tokens, family, config["microbatch_size"],
                       config["seq_len"], config["vocab"], a.seed, "random")
-    loss = gpt2_loss if family == "gpt" else llama_loss
     losses = [loss(weights, config,
                    *batches.get(global_index(0, 0, 1, m, a.microbatches)))
               for m in range(a.microbatches)]

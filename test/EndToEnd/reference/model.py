@@ -119,13 +119,18 @@ def cross_entropy(logits, labels):
 class Transformer:
     """family "gpt": causal attention, logits = final_ln(x) wte^T.
     family "bert": bidirectional attention, masked-LM head
-    (dense, GELU, layer norm, logits = . wte^T + head.bias)."""
+    (dense, GELU, layer norm, logits = . wte^T + head.bias).
+    layer_norm_position "pre" (the default): x + attn(ln1(x)),
+    x + mlp(ln2(x)), final_ln; "post" (BERT only, the original BERT):
+    embed.ln after the embeddings, ln1(x + attn(x)), ln2(x + mlp(x)), no
+    final norm."""
 
     def __init__(self, config):
         self.family = config["family"]
         self.layers = config["layers"]
         self.heads = config["heads"]
         self.eps = config.get("layer_norm_epsilon", 1e-5)
+        self.post = config.get("layer_norm_position", "pre") == "post"
 
     def loss_and_grads(self, params, inputs, labels):
         """The micro-batch's loss and d loss / d param for every param."""
@@ -133,24 +138,39 @@ class Transformer:
         grads = {name: np.zeros_like(value) for name, value in P.items()}
         B, T = inputs.shape
         x = P["embed.tokens"][inputs] + P["embed.positions"][:T][None]
+        norm = lambda v, prefix: layer_norm(v, P[prefix + ".weight"],
+                                            P[prefix + ".bias"], eps)
+        if self.post:
+            x, lne = norm(x, "embed.ln")
         caches = []
         for i in range(L):
             n = f"layers.{i}."
-            h1, ln1 = layer_norm(x, P[n + "ln1.weight"], P[n + "ln1.bias"],
-                                 eps)
+            if self.post:
+                # h1, h2: the sublayers' inputs; ln1, ln2 after the adds.
+                h1, ln1 = x, None
+            else:
+                h1, ln1 = norm(x, n + "ln1")
             qkv = linear(h1, P[n + "attn.qkv.weight"], P[n + "attn.qkv.bias"])
             a, att = attention(qkv, self.heads, self.family == "gpt")
             x1 = x + linear(a, P[n + "attn.proj.weight"],
                             P[n + "attn.proj.bias"])
-            h2, ln2 = layer_norm(x1, P[n + "ln2.weight"], P[n + "ln2.bias"],
-                                 eps)
+            if self.post:
+                x1, ln1 = norm(x1, n + "ln1")
+                h2, ln2 = x1, None
+            else:
+                h2, ln2 = norm(x1, n + "ln2")
             f = linear(h2, P[n + "mlp.fc.weight"], P[n + "mlp.fc.bias"])
             g = gelu(f)
             x2 = x1 + linear(g, P[n + "mlp.proj.weight"],
                              P[n + "mlp.proj.bias"])
+            if self.post:
+                x2, ln2 = norm(x2, n + "ln2")
             caches.append((h1, ln1, att, a, h2, ln2, f, g))
             x = x2
-        y, lnf = layer_norm(x, P["final_ln.weight"], P["final_ln.bias"], eps)
+        if self.post:
+            y = x
+        else:
+            y, lnf = norm(x, "final_ln")
         wte = P["embed.tokens"]
         if self.family == "bert":
             d = linear(y, P["head.dense.weight"], P["head.dense.bias"])
@@ -185,10 +205,22 @@ class Transformer:
             dy = linear_back("head.dense", gelu_grad(de, d), y)
         else:
             dy = dt
-        dx = norm_back("final_ln", dy, lnf)
+        dx = dy if self.post else norm_back("final_ln", dy, lnf)
         for i in reversed(range(L)):
             n = f"layers.{i}."
             h1, ln1, att, a, h2, ln2, f, g = caches[i]
+            if self.post:
+                # d(x2) through ln2; both x1 and the MLP feed the add; then
+                # d(x1) through ln1, both x and the attention feed that add.
+                dsum = norm_back(n + "ln2", dx, ln2)
+                dg = linear_back(n + "mlp.proj", dsum, g)
+                dx1 = linear_back(n + "mlp.fc", gelu_grad(dg, f), h2) + dsum
+                dsum = norm_back(n + "ln1", dx1, ln1)
+                da = linear_back(n + "attn.proj", dsum, a)
+                dx = linear_back(n + "attn.qkv",
+                                 attention_grad(da, att, self.heads),
+                                 h1) + dsum
+                continue
             dg = linear_back(n + "mlp.proj", dx, g)
             dh2 = linear_back(n + "mlp.fc", gelu_grad(dg, f), h2)
             dx1 = norm_back(n + "ln2", dh2, ln2) + dx
@@ -196,6 +228,8 @@ class Transformer:
             dh1 = linear_back(n + "attn.qkv", attention_grad(da, att,
                                                              self.heads), h1)
             dx = norm_back(n + "ln1", dh1, ln1) + dx1
+        if self.post:
+            dx = norm_back("embed.ln", dx, lne)
         np.add.at(grads["embed.tokens"], inputs, dx)
         grads["embed.positions"][:T] += dx.sum(0)
         return loss, grads
