@@ -245,15 +245,15 @@ int main(int argc, char **argv) {
       return fail(other->file + ": " + otherFit.error);
     if (otherFit->allReduceSamples == 0)
       return fail("--allreduce-from " + allReduceFlag +
-                  ": no all-reduce that a member waited for (it takes a "
-                  "schedule whose all-reduces all span one group: BitPipe or "
-                  "Chimera at D = 2)");
+                  ": no step with all-reduce waits after its compute (it "
+                  "takes a schedule whose all-reduces all span one group: "
+                  "BitPipe or Chimera at D = 2)");
     cost.allReduceLatency = otherFit->cost.allReduceLatency;
     allReduceSource = other->spec;
     allReduceSamples = otherFit->allReduceSamples;
   }
-  std::printf("  all-reduce: %.3f ms from the last post to the sum (%d "
-              "waited for, in %s)\n\n",
+  std::printf("  all-reduce: %.3f ms each, in the waits after the compute "
+              "(median of %d steps of %s)\n\n",
               cost.allReduceLatency / 1e3, allReduceSamples,
               allReduceSource.c_str());
 

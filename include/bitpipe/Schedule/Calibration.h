@@ -69,16 +69,18 @@ struct Calibration {
   /// traced between it and the rank's next call);
   /// p2pLatency: the median time from a send's post to its data being
   /// there, over the transfers whose receiver was already waiting (the
-  /// others only bound it); allReduceLatency: the median time from the last
-  /// member's post of an all-reduce to its sum being there, over the
-  /// all-reduces a member was already waiting for, when every all-reduce
-  /// of the schedule spans one group (BitPipe and Chimera at D = 2). The
-  /// trace does not say a bucket's bytes, so the all-reduce's time is one
-  /// number, like a transfer's. Unit costs and bandwidths are left alone.
+  /// others only bound it); allReduceLatency: under MPI an all-reduce runs
+  /// in its members' waits after their last compute, one after another
+  /// (allReduceAfterCompute, set): the median over steps of the time from
+  /// the members' last compute to their last wait's end, over the
+  /// collectives each posted, when every all-reduce of the schedule spans
+  /// one group (BitPipe and Chimera at D = 2). The trace does not say a
+  /// bucket's bytes, so the all-reduce's time is one number, like a
+  /// transfer's. Unit costs and bandwidths are left alone.
   CostModel cost;
   int computeSamples = 0;
   int transferSamples = 0;  ///< Transfers that measured p2pLatency.
-  int allReduceSamples = 0; ///< All-reduces that measured allReduceLatency.
+  int allReduceSamples = 0; ///< Steps that measured allReduceLatency.
 };
 
 /// Fits the cost model to steps [skip, ...) of a run of `schedule`.

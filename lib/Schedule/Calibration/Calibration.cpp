@@ -94,13 +94,13 @@ std::vector<int> onlyAllReduceGroup(const Schedule &schedule) {
   return only;
 }
 
-/// The all-reduce times a run measures: within a step, the k-th post of
-/// each member meets the k-th of the others (MPI and NCCL match the
-/// collectives of one communicator in posting order), so this needs every
-/// all-reduce over one group. When a member was already waiting for the sum
-/// when the last member posted, its wait ends when the sum is there: that
-/// end minus the last post is the all-reduce's time. A wait that began
-/// later only bounds it.
+/// The all-reduce times a run measures. Under MPI without a progress
+/// thread a collective moves only inside its members' MPI calls: in
+/// practice in the waits after the last compute, one after another
+/// (CostModel::allReduceAfterCompute). So each step gives one sample: from
+/// the members' last compute (or gradient sum) to their last all-reduce
+/// wait's end, over the collectives each member posted. That needs every
+/// all-reduce of the schedule over one group.
 std::vector<double> allReduceSamples(const Schedule &schedule,
                                      const Steps &steps, int skip) {
   std::vector<int> group = onlyAllReduceGroup(schedule);
@@ -108,31 +108,22 @@ std::vector<double> allReduceSamples(const Schedule &schedule,
   if (group.empty())
     return samples;
   for (int s = skip; s < steps.complete; ++s) {
-    std::map<int, std::vector<BucketSpan>> posts, waits;
+    double from = steps.start(s), to = steps.start(s + 1);
+    double computeEnd = -1e300, sumEnd = -1e300;
     size_t collectives = SIZE_MAX;
     for (int r : group) {
-      posts[r] = steps.inStep(steps.allReducePosts[r], s);
-      waits[r] = steps.inStep(steps.allReduceWaits[r], s);
-      collectives = std::min(collectives, posts[r].size());
+      for (const Compute *c = steps.begin(r, s); c != steps.end(r, s); ++c)
+        computeEnd = std::max(computeEnd, c->end);
+      for (auto [start, end] : steps.accumulates[r])
+        if (start >= from && start < to)
+          computeEnd = std::max(computeEnd, end);
+      for (const BucketSpan &w : steps.inStep(steps.allReduceWaits[r], s))
+        sumEnd = std::max(sumEnd, w.end);
+      collectives = std::min(collectives,
+                             steps.inStep(steps.allReducePosts[r], s).size());
     }
-    for (size_t k = 0; k < collectives; ++k) {
-      double lastPost = -1e300;
-      for (int r : group)
-        lastPost = std::max(lastPost, posts[r][k].end);
-      for (int r : group) {
-        // The wait for this post: its bucket's wait as often seen before.
-        int bucket = posts[r][k].bucket;
-        int earlier = std::count_if(
-            posts[r].begin(), posts[r].begin() + k,
-            [&](const BucketSpan &p) { return p.bucket == bucket; });
-        for (const BucketSpan &w : waits[r])
-          if (w.bucket == bucket && earlier-- == 0) {
-            if (w.start <= lastPost && w.end >= lastPost)
-              samples.push_back(w.end - lastPost);
-            break;
-          }
-      }
-    }
+    if (collectives > 0 && collectives != SIZE_MAX && sumEnd > computeEnd)
+      samples.push_back((sumEnd - computeEnd) / collectives);
   }
   return samples;
 }
@@ -261,6 +252,7 @@ Result<Calibration> calibrate(const Schedule &schedule,
   std::vector<double> collectives = allReduceSamples(schedule, steps, skip);
   out.allReduceSamples = static_cast<int>(collectives.size());
   cost.allReduceLatency = median(collectives, cost.allReduceLatency);
+  cost.allReduceAfterCompute = true; // the runs are MPI's
   return Result<Calibration>::success(std::move(out));
 }
 
