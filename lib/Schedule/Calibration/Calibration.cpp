@@ -108,15 +108,10 @@ std::vector<double> allReduceSamples(const Schedule &schedule,
   if (group.empty())
     return samples;
   for (int s = skip; s < steps.complete; ++s) {
-    double from = steps.start(s), to = steps.start(s + 1);
     double computeEnd = -1e300, sumEnd = -1e300;
     size_t collectives = SIZE_MAX;
     for (int r : group) {
-      for (const Compute *c = steps.begin(r, s); c != steps.end(r, s); ++c)
-        computeEnd = std::max(computeEnd, c->end);
-      for (auto [start, end] : steps.accumulates[r])
-        if (start >= from && start < to)
-          computeEnd = std::max(computeEnd, end);
+      computeEnd = std::max(computeEnd, steps.workEnd(r, s));
       for (const BucketSpan &w : steps.inStep(steps.allReduceWaits[r], s))
         sumEnd = std::max(sumEnd, w.end);
       collectives = std::min(collectives,

@@ -50,18 +50,24 @@ std::vector<BucketSpan> Steps::inStep(const std::vector<BucketSpan> &all,
   return out;
 }
 
+double Steps::workEnd(int rank, int step) const {
+  double from = start(step), to = start(step + 1), last = -1e300;
+  for (const Compute *c = begin(rank, step); c != end(rank, step); ++c)
+    last = std::max(last, c->end);
+  for (auto [sumStart, sumEnd] : accumulates[rank])
+    if (sumStart >= from && sumStart < to)
+      last = std::max(last, sumEnd);
+  return last;
+}
+
 std::pair<double, double> Steps::window(int step) const {
-  double first = start(step), next = start(step + 1), last = -1e300;
+  double last = -1e300;
   for (size_t r = 0; r < perRank.size(); ++r) {
-    for (const Compute *c = begin(r, step); c != end(r, step); ++c)
-      last = std::max(last, c->end);
+    last = std::max(last, workEnd(r, step));
     for (const BucketSpan &wait : inStep(allReduceWaits[r], step))
       last = std::max(last, wait.end);
-    for (auto [start, end] : accumulates[r])
-      if (start >= first && start < next)
-        last = std::max(last, end);
   }
-  return {first, last};
+  return {start(step), last};
 }
 
 Result<Steps> cutSteps(const Schedule &schedule,

@@ -67,6 +67,8 @@ struct Steps {
   /// optimizer step waits for the sums: the simulator's makespan). A span
   /// belongs to the step it starts in: from its start to the next's.
   std::pair<double, double> window(int step) const;
+  /// The end of rank r's last compute or gradient sum of step s.
+  double workEnd(int rank, int step) const;
   /// Rank r's spans of `all` that start in step s (as window() counts).
   std::vector<BucketSpan> inStep(const std::vector<BucketSpan> &all,
                                  int step) const;
