@@ -1,5 +1,4 @@
-//===- IdleTime.h - What a real run's ranks did when not computing -*- C++
-//-*-===//
+//===- IdleTime.h - What a run's ranks did when not computing --*- C++ -*-===//
 //
 // The calibration (Calibration.h) measures a rank's bubble as the part of a
 // step it spent outside compute. This file says what that time was: each
@@ -9,9 +8,9 @@
 // span covers is host time the trace does not name (polling sends,
 // posting receives, the executor itself). The gradient sums a stage call
 // leaves ("accumulate") are the rank's compute, as the calibration counts
-// them: a gap lists them, its causes do not. Time between steps, outside the
-// calibration's step window, is broken down alike: there the all-reduce
-// waits and the optimizer step run (docs/calibration.md).
+// them: a gap lists them, its causes do not. Time between steps (a rank's
+// last compute of a step to its first of the next: the all-reduce waits,
+// the optimizer step) is broken down alike (docs/calibration.md).
 //
 // Plain C++, no MLIR.
 //
@@ -41,9 +40,8 @@ inline constexpr const char *kUntraced = "untraced";
 struct IdleGap {
   int rank = 0;
   int step = 0;
-  /// Inside the step's window (first compute start to last compute end over
-  /// all ranks), or from the rank's last compute of the step to its first
-  /// of the next.
+  /// Inside the step's window (MeasuredRun::stepTime's), or from the
+  /// rank's last compute of the step to its first of the next.
   bool betweenSteps = false;
   double stepStart = 0; ///< The step's first compute start over all ranks.
   double start = 0, end = 0;
