@@ -74,6 +74,8 @@ private:
   void wake(std::vector<int> &waiters);
   std::string waitReason(int rank, const Action &a, int actionIndex);
   void startCollective(int id);
+  /// A member has issued collective `id`; the last one starts it.
+  void reachAllReduce(int id);
   /// Moves transfer `t` over its channel from now on (or once the channel
   /// is free), and schedules its arrival.
   void startTransfer(int t);
@@ -132,6 +134,9 @@ private:
   std::vector<double> inFlightBytes_;
   std::map<std::pair<int, int>, double> channelFree_;
   std::vector<double> allReduceFree_;
+  /// CostModel::allReduceAfterCompute: the collectives each rank reached,
+  /// issued when its program ends.
+  std::vector<std::vector<int>> reachedAllReduces_;
   // Per compute action (by slot): finished?, and the rank of each F.
   std::vector<bool> done_;
   std::vector<int> forwardRank_;
@@ -199,6 +204,7 @@ std::string Simulation::prepare() {
   inFlight_.assign(numRanks_, 0);
   inFlightBytes_.assign(numRanks_, 0);
   allReduceFree_.assign(numRanks_, 0);
+  reachedAllReduces_.assign(numRanks_, {});
   size_t slots = 3 * static_cast<size_t>(std::max(0, numMicrobatches_)) *
                  std::max(0, numStages_);
   done_.assign(slots, false);
@@ -492,12 +498,12 @@ bool Simulation::advance(int r) {
       break;
     }
     case CommKind::AllReduce: {
-      if (int id = collectiveOf_[r][c.actionIndex]; id >= 0) {
-        Collective &col = collectives_[id];
-        col.lastReach = now_;
-        if (++col.reached == static_cast<int>(col.members.size()))
-          startCollective(id);
-      }
+      if (int id = collectiveOf_[r][c.actionIndex]; id < 0)
+        break;
+      else if (cost_.allReduceAfterCompute)
+        reachedAllReduces_[r].push_back(id);
+      else
+        reachAllReduce(id);
       break;
     }
     case CommKind::SendF:
@@ -531,7 +537,21 @@ bool Simulation::advance(int r) {
     ++pc_[r];
     progressed = true;
   }
+  // All-reduces that move only while their members wait are issued when
+  // the program has ended (CostModel::allReduceAfterCompute).
+  if (pc_[r] >= items.size() && !busy_[r]) {
+    for (int id : reachedAllReduces_[r])
+      reachAllReduce(id);
+    reachedAllReduces_[r].clear();
+  }
   return progressed;
+}
+
+void Simulation::reachAllReduce(int id) {
+  Collective &col = collectives_[id];
+  col.lastReach = now_;
+  if (++col.reached == static_cast<int>(col.members.size()))
+    startCollective(id);
 }
 
 void Simulation::finishCompute(int r) {

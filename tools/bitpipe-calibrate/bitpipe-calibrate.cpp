@@ -2,24 +2,29 @@
 //
 //   bitpipe-calibrate --fit RUN.json:SCHEDULE:D:N[:V]
 //                     [--check OTHER.json:SCHEDULE:D:N[:V]]... [--skip-steps K]
+//                     [--allreduce-from RUN.json:SCHEDULE:D:N[:V]] [--idle K]
 //
 // Fits the simulator's cost model to one run's Chrome trace (an executable's
-// --trace): each stage's F/B/W time and the time from a transfer's post to
-// its data being there. Then predicts every run given (the fitted one and
+// --trace): each stage's F/B/W time, the time from a transfer's post to its
+// data being there, and from an all-reduce's last post to its sum (or takes
+// that from another run). Then predicts every run given (the fitted one and
 // the held-out --check runs, other schedules or micro-batch counts of the
 // same model and ranks): the measured step time against the simulated one,
-// with the fitted transfer time and with free communication, so that what
-// the transfers cost is visible (docs/calibration.md).
+// with the fitted model, with free all-reduces and with free communication,
+// so that what each costs is visible. --idle first says what each run's
+// ranks did when they did not compute (docs/calibration.md).
 //
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Schedule/Calibration.h"
+#include "bitpipe/Schedule/IdleTime.h"
 #include "bitpipe/Schedule/Registry.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -87,6 +92,70 @@ Result<Run> loadRun(const std::string &flag, const std::string &spec) {
   return Result<Run>::success(std::move(run));
 }
 
+/// "recv r1 4.20, untraced 1.03" in ms, largest first; "-" when empty.
+std::string formatCauses(const IdleByCause &causes) {
+  std::vector<std::pair<std::string, double>> sorted(causes.begin(),
+                                                     causes.end());
+  std::stable_sort(
+      sorted.begin(), sorted.end(),
+      [](const auto &a, const auto &b) { return a.second > b.second; });
+  std::string text;
+  char number[32];
+  for (const auto &[cause, time] : sorted) {
+    std::snprintf(number, sizeof(number), " %.2f", time / 1e3);
+    text += (text.empty() ? "" : ", ") + cause + number;
+  }
+  return text.empty() ? "-" : text;
+}
+
+double total(const IdleByCause &causes) {
+  double sum = 0;
+  for (const auto &[cause, time] : causes)
+    sum += time;
+  return sum;
+}
+
+/// What each rank of `run` did when it did not compute (IdleTime.h), and
+/// its `largest` longest gaps inside a step.
+int printIdle(const Run &run, int skip, int largest) {
+  Result<IdleBreakdown> idle = explainIdle(run.schedule, run.events, skip);
+  if (!idle)
+    return fail(run.file + ": " + idle.error);
+  std::printf("idle time of %s, mean ms per step: step %.2f, period %.2f "
+              "(step start to step start)\n",
+              run.spec.c_str(), idle->measured.stepTime / 1e3,
+              idle->stepPeriod / 1e3);
+  for (size_t r = 0; r < idle->inStep.size(); ++r) {
+    std::printf("  rank %zu in step: %.2f: %s\n", r,
+                total(idle->inStep[r]) / 1e3,
+                formatCauses(idle->inStep[r]).c_str());
+    std::printf("  rank %zu between steps: %.2f: %s\n", r,
+                total(idle->betweenSteps[r]) / 1e3,
+                formatCauses(idle->betweenSteps[r]).c_str());
+    std::vector<const IdleGap *> gaps;
+    for (const IdleGap &g : idle->gaps)
+      if (g.rank == static_cast<int>(r) && !g.betweenSteps)
+        gaps.push_back(&g);
+    std::stable_sort(gaps.begin(), gaps.end(),
+                     [](const IdleGap *a, const IdleGap *b) {
+                       return a->length() > b->length();
+                     });
+    gaps.resize(std::min<size_t>(gaps.size(), largest));
+    for (const IdleGap *g : gaps) {
+      IdleByCause spans;
+      for (const auto &[name, time] : g->spans)
+        spans[name] += time;
+      if (g->untraced() > 0)
+        spans[kUntraced] = g->untraced();
+      std::printf("    step %d, %.2f ms in: %.2f ms gap: %s\n", g->step,
+                  (g->start - g->stepStart) / 1e3, g->length() / 1e3,
+                  formatCauses(spans).c_str());
+    }
+  }
+  std::printf("\n");
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -103,6 +172,16 @@ int main(int argc, char **argv) {
                         cl::desc("steps skipped at the start of every run "
                                  "(default 1: start-up, cold caches)"),
                         cl::value_desc("K"), cl::init(1), cl::cat(category));
+  cl::opt<std::string> allReduceFlag(
+      "allreduce-from",
+      cl::desc("take the all-reduce time from this run instead of the fitted "
+               "one (any schedule whose all-reduces span one group)"),
+      cl::value_desc("RUN.json:SCHEDULE:D:N[:V]"), cl::cat(category));
+  cl::opt<int> idleFlag(
+      "idle",
+      cl::desc("before the predictions, what each run's ranks did when not "
+               "computing, with their K longest gaps inside a step"),
+      cl::value_desc("K"), cl::init(-1), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv, "the simulator's cost model fitted to real runs\n");
@@ -134,7 +213,12 @@ int main(int argc, char **argv) {
     runs.push_back(std::move(*run));
   }
 
-  const CostModel &cost = fit->cost;
+  if (idleFlag >= 0)
+    for (const Run &run : runs)
+      if (int rc = printIdle(run, skip, idleFlag))
+        return rc;
+
+  CostModel cost = fit->cost;
   std::printf("fitted on %s: %d compute steps, %d transfers the receiver "
               "waited for\n",
               runs.front().spec.c_str(), fit->computeSamples,
@@ -147,28 +231,56 @@ int main(int argc, char **argv) {
       std::printf(" W %.3f", cost.weightGrad[s] / 1e3);
     std::printf(s + 1 < cost.forward.size() ? "," : "\n");
   }
-  std::printf("  point-to-point: %.3f ms from a send's post to its data\n\n",
+  std::printf("  point-to-point: %.3f ms from a send's post to its data\n",
               cost.p2pLatency / 1e3);
+  std::string allReduceSource = runs.front().spec;
+  int allReduceSamples = fit->allReduceSamples;
+  if (!allReduceFlag.empty()) {
+    Result<Run> other = loadRun("--allreduce-from", allReduceFlag);
+    if (!other)
+      return fail(other.error);
+    Result<Calibration> otherFit =
+        calibrate(other->schedule, other->events, skip);
+    if (!otherFit)
+      return fail(other->file + ": " + otherFit.error);
+    if (otherFit->allReduceSamples == 0)
+      return fail("--allreduce-from " + allReduceFlag +
+                  ": no step with all-reduce waits after its compute (it "
+                  "takes a schedule whose all-reduces all span one group: "
+                  "BitPipe or Chimera at D = 2)");
+    cost.allReduceLatency = otherFit->cost.allReduceLatency;
+    allReduceSource = other->spec;
+    allReduceSamples = otherFit->allReduceSamples;
+  }
+  std::printf("  all-reduce: %.3f ms each, in the waits after the compute "
+              "(median of %d steps of %s)\n\n",
+              cost.allReduceLatency / 1e3, allReduceSamples,
+              allReduceSource.c_str());
 
-  CostModel free = cost;
+  CostModel noAllReduce = cost;
+  noAllReduce.allReduceLatency = 0;
+  CostModel free = noAllReduce;
   free.p2pLatency = 0;
   std::printf("| run | steps | measured step (ms) | predicted (ms) | error | "
-              "measured bubble | predicted | free communication: predicted "
-              "(ms) | error |\n|---|---|---|---|---|---|---|---|---|\n");
+              "measured bubble | predicted | free all-reduce: error | free "
+              "communication: error |\n|---|---|---|---|---|---|---|---|---|"
+              "\n");
   for (const Run &run : runs) {
-    Result<Prediction> p = predict(run.schedule, cost, run.events, skip);
-    if (!p)
-      return fail(run.file + ": " + p.error);
-    Result<Prediction> q = predict(run.schedule, free, run.events, skip);
-    if (!q)
-      return fail(run.file + ": " + q.error);
-    std::printf("| %s%s | %d | %.2f | %.2f | %+.1f%% | %.3f | %.3f | %.2f | "
-                "%+.1f%% |\n",
+    std::vector<Prediction> predictions;
+    for (const CostModel *model : {&cost, &noAllReduce, &free}) {
+      Result<Prediction> p = predict(run.schedule, *model, run.events, skip);
+      if (!p)
+        return fail(run.file + ": " + p.error);
+      predictions.push_back(*p);
+    }
+    const Prediction &p = predictions[0];
+    std::printf("| %s%s | %d | %.2f | %.2f | %+.1f%% | %.3f | %.3f | %+.1f%% "
+                "| %+.1f%% |\n",
                 run.spec.c_str(), &run == &runs.front() ? " (fitted)" : "",
-                p->measured.stepsUsed, p->measured.stepTime / 1e3,
-                p->simulatedStep / 1e3, 100 * p->stepError(),
-                p->measured.bubble, p->simulatedBubble, q->simulatedStep / 1e3,
-                100 * q->stepError());
+                p.measured.stepsUsed, p.measured.stepTime / 1e3,
+                p.simulatedStep / 1e3, 100 * p.stepError(), p.measured.bubble,
+                p.simulatedBubble, 100 * predictions[1].stepError(),
+                100 * predictions[2].stepError());
   }
   return 0;
 }

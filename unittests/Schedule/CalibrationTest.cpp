@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,84 @@ TEST(Calibration, RecoversTheCostsOfASimulatedRun) {
   EXPECT_NEAR(self->stepError(), 0.0, 1e-12);
 }
 
+/// traceOf, with each rank's all-reduces as the runtime traces them: a post
+/// ("allreduce bK", K its k-th all-reduce) when the rank's program reaches
+/// it, and after its last compute a wait for each, in order, that ends when
+/// the simulated collective does.
+std::vector<RunEvent> traceWithAllReduces(const Schedule &schedule,
+                                          const SimResult &sim, int steps) {
+  std::vector<RunEvent> events = traceOf(sim, steps);
+  for (int r = 0; r < schedule.numRanks(); ++r) {
+    // Compute ends by action index: where the program reaches each AR.
+    std::vector<double> endOf(schedule.ranks[r].size(), 0);
+    double lastCompute = 0;
+    for (const TimelineEvent &e : sim.timeline)
+      if (e.rank == r && e.lane == Lane::Compute &&
+          e.kind == CommKind::Compute) {
+        endOf[e.actionIndex] = e.end;
+        lastCompute = std::max(lastCompute, e.end);
+      }
+    std::vector<std::pair<double, double>> issuedAndDone;
+    for (const TimelineEvent &e : sim.timeline)
+      if (e.rank == r && e.lane == Lane::AllReduce) {
+        double issued = 0;
+        for (int i = 0; i < e.actionIndex; ++i)
+          issued = std::max(issued, endOf[i]);
+        issuedAndDone.push_back({issued, e.end});
+      }
+    std::sort(issuedAndDone.begin(), issuedAndDone.end());
+    for (int s = 0; s < steps; ++s) {
+      double offset = s * (sim.makespan + 10), waitFrom = lastCompute;
+      for (size_t k = 0; k < issuedAndDone.size(); ++k) {
+        auto [issued, done] = issuedAndDone[k];
+        std::string bucket = " b" + std::to_string(k);
+        events.push_back({r, "allreduce" + bucket, offset + issued, 0});
+        double waitTo = std::max(waitFrom, done);
+        events.push_back({r, "allreduce.wait" + bucket, offset + waitFrom,
+                          waitTo - waitFrom});
+        waitFrom = waitTo;
+      }
+    }
+  }
+  return events;
+}
+
+TEST(Calibration, AllReduceTimeFromTheWaitsAfterTheCompute) {
+  // Chimera at D=2: both stages on both ranks, so every all-reduce spans
+  // ranks 0 and 1, and one is posted during the step; as MPI runs them,
+  // both move only in the waits after the last compute, 7 us each.
+  Schedule schedule = scheduleOf("chimera", 2, 4);
+  CostModel truth;
+  truth.forward = {10, 12};
+  truth.backward = {20, 24};
+  truth.allReduceLatency = 7;
+  truth.allReduceAfterCompute = true;
+  Result<SimResult> sim = simulate(schedule, truth);
+  ASSERT_TRUE(sim.ok()) << sim.error;
+  ASSERT_GT(sim->allReduceTime, 0);
+
+  std::vector<RunEvent> trace = traceWithAllReduces(schedule, *sim, 3);
+  Result<Calibration> fit = calibrate(schedule, trace, /*skip=*/1);
+  ASSERT_TRUE(fit.ok()) << fit.error;
+  EXPECT_DOUBLE_EQ(fit->cost.allReduceLatency, 7);
+  EXPECT_TRUE(fit->cost.allReduceAfterCompute);
+  EXPECT_EQ(fit->allReduceSamples, 2); // one per measured step
+
+  // The step ends when the sums are there, as the simulator's does.
+  Result<MeasuredRun> run = measureRun(schedule, trace, 1);
+  ASSERT_TRUE(run.ok()) << run.error;
+  EXPECT_DOUBLE_EQ(run->stepTime, sim->makespan);
+  Result<Prediction> self = predict(schedule, fit->cost, trace, 1);
+  ASSERT_TRUE(self.ok()) << self.error;
+  EXPECT_NEAR(self->stepError(), 0.0, 1e-12);
+  // Free all-reduces predict the step short by the exposed one.
+  CostModel free = fit->cost;
+  free.allReduceLatency = 0;
+  Result<Prediction> short_ = predict(schedule, free, trace, 1);
+  ASSERT_TRUE(short_.ok()) << short_.error;
+  EXPECT_LT(short_->simulatedStep, run->stepTime);
+}
+
 TEST(Calibration, TransferTimeFromPostsTheReceiverWaitedFor) {
   Schedule schedule = scheduleOf("1f1b", 2, 2);
   std::vector<RunEvent> trace;
@@ -109,6 +188,43 @@ TEST(Calibration, TransferTimeFromPostsTheReceiverWaitedFor) {
   EXPECT_EQ(fit->transferSamples, 2);
   EXPECT_DOUBLE_EQ(fit->cost.p2pLatency, 7.0);
   EXPECT_DOUBLE_EQ(fit->cost.forward[0], 1.0);
+}
+
+TEST(Calibration, GradientSumsAreTheirCallsCompute) {
+  Schedule schedule = scheduleOf("1f1b", 2, 2);
+  std::vector<RunEvent> trace;
+  for (int step = 0; step < 2; ++step) {
+    double t = step * 100;
+    auto span = [&](int rank, const char *name, double start, double end) {
+      trace.push_back({rank, name, t + start, end - start});
+    };
+    // Each backward leaves a 0.5 us sum, traced before the rank's next call
+    // (after its last one: when the optimizer steps).
+    span(0, "F0.s0", 0, 1);
+    span(0, "F1.s0", 1, 2);
+    span(0, "B0.s0", 20, 21);
+    span(0, "accumulate", 21, 21.5);
+    span(0, "B1.s0", 30, 31);
+    span(0, "accumulate", 31.5, 32);
+    span(1, "F0.s1", 10, 11);
+    span(1, "B0.s1", 11, 12);
+    span(1, "accumulate", 12, 12.5);
+    span(1, "F1.s1", 12.5, 13.5);
+    span(1, "B1.s1", 13.5, 14.5);
+    span(1, "accumulate", 14.5, 15);
+  }
+  Result<Calibration> fit = calibrate(schedule, trace, 0);
+  ASSERT_TRUE(fit.ok()) << fit.error;
+  EXPECT_DOUBLE_EQ(fit->cost.backward[0], 1.5);
+  EXPECT_DOUBLE_EQ(fit->cost.backward[1], 1.5);
+  EXPECT_DOUBLE_EQ(fit->cost.forward[1], 1.0);
+
+  // The step ends with rank 0's last sum; the sums are no bubble.
+  Result<MeasuredRun> run = measureRun(schedule, trace, 0);
+  ASSERT_TRUE(run.ok()) << run.error;
+  EXPECT_DOUBLE_EQ(run->stepTime, 32);
+  EXPECT_DOUBLE_EQ(run->rankBubble[0], 1 - 5.0 / 32);
+  EXPECT_DOUBLE_EQ(run->rankBubble[1], 1 - 5.0 / 32);
 }
 
 TEST(Calibration, ReadsTheRuntimesChromeTrace) {

@@ -243,6 +243,27 @@ TEST(Simulator, BitPipeEagerAllReduceOverlapsTheCooldown) {
   EXPECT_DOUBLE_EQ(sim.allReduceTime, 8.0); // 4 collectives x 2 units.
 }
 
+TEST(Simulator, AllReduceAfterComputeRunsInTheWaits) {
+  // The same run as MPI without a progress thread runs it: AR(4,7), which
+  // the outer ranks reach before their last backward, moves only once both
+  // members have ended their programs, and their AR(0,3) after it.
+  CostModel cost;
+  cost.gradientBytes.assign(8, 1.0);
+  cost.allReduceBandwidth = 1;
+  cost.allReduceAfterCompute = true;
+  SimResult sim = run(bitpipeD4N4(), cost);
+  ASSERT_FALSE(sim.deadlocked) << sim.deadlockReport();
+  for (int r : {0, 3}) {
+    const TimelineEvent *ar = find(sim, Lane::AllReduce, r, "AR(4,7)");
+    ASSERT_TRUE(ar);
+    EXPECT_DOUBLE_EQ(ar->start, 28.0);
+    EXPECT_DOUBLE_EQ(sim.ranks[r].allReduceHidden, 0.0) << "rank " << r;
+  }
+  EXPECT_DOUBLE_EQ(sim.allReduceOverlap, 0.0);
+  // Compute ends at 28 as before; two all-reduces of 2 units each follow.
+  EXPECT_DOUBLE_EQ(sim.makespan, 32.0);
+}
+
 TEST(Simulator, DeadlockIsReportedNotHung) {
   SimResult sim = run(crossedReceives());
   ASSERT_TRUE(sim.deadlocked);

@@ -3,13 +3,15 @@
 //
 // A compiled executable's Chrome trace (--trace; runtime/lib/train/Trace.h)
 // records, per rank on one clock, every compute step ("F3.s2", "B3.s2",
-// "W3.s2"), every transfer it posts ("send r<peer> t<tag>") and every wait
-// for a received tensor ("recv r<peer> t<tag>"). This file measures a run
-// from its trace (step time, bubbles) and fits the simulator's cost model to
-// it: each stage's F/B/W time, and the time a point-to-point transfer takes
-// from its post to the data being there. Simulating a schedule with a model
-// fitted on another run predicts that run's step time; the difference is the
-// prediction error (docs/calibration.md).
+// "W3.s2"), every transfer it posts ("send r<peer> t<tag>"), every wait
+// for a received tensor ("recv r<peer> t<tag>"), and every gradient
+// all-reduce's post and wait ("allreduce b<bucket>", "allreduce.wait
+// b<bucket>"). This file measures a run from its trace (step time, bubbles)
+// and fits the simulator's cost model to it: each stage's F/B/W time, the
+// time a point-to-point transfer takes from its post to the data being
+// there, and the time an all-reduce takes from its last post to the sum.
+// Simulating a schedule with a model fitted on another run predicts that run's
+// step time; the difference is the prediction error (docs/calibration.md).
 //
 // Plain C++, no MLIR.
 //
@@ -42,10 +44,15 @@ Result<std::vector<RunEvent>> readChromeTrace(const std::string &text);
 
 /// A run measured from its trace.
 struct MeasuredRun {
-  int stepsUsed = 0;   ///< Complete steps measured (after the skipped ones).
-  double stepTime = 0; ///< Mean step: first compute start to last compute end.
-  double bubble = 0;   ///< Mean of the ranks' bubbles.
-  std::vector<double> rankBubble; ///< 1 - compute time / step, per rank.
+  int stepsUsed = 0; ///< Complete steps measured (after the skipped ones).
+  /// Mean step: first compute start to the latest end of a compute, of a
+  /// gradient sum ("accumulate") or of an all-reduce wait (the simulator's
+  /// makespan).
+  double stepTime = 0;
+  double bubble = 0; ///< Mean of the ranks' bubbles.
+  /// 1 - compute time / step, per rank; compute is the stage calls and the
+  /// gradient sums they leave.
+  std::vector<double> rankBubble;
 };
 
 /// Cuts each rank's compute events into steps by the schedule's compute
@@ -57,13 +64,23 @@ Result<MeasuredRun> measureRun(const Schedule &schedule,
 
 /// The cost model a run implies.
 struct Calibration {
-  /// forward/backward/weightGrad: each stage's mean time (microseconds);
+  /// forward/backward/weightGrad: each stage's mean time (microseconds),
+  /// with the gradient sums the call left for the rank ("accumulate",
+  /// traced between it and the rank's next call);
   /// p2pLatency: the median time from a send's post to its data being
   /// there, over the transfers whose receiver was already waiting (the
-  /// others only bound it). Unit costs and bandwidths are left alone.
+  /// others only bound it); allReduceLatency: under MPI an all-reduce runs
+  /// in its members' waits after their last compute, one after another
+  /// (allReduceAfterCompute, set): the median over steps of the time from
+  /// the members' last compute to their last wait's end, over the
+  /// collectives each posted, when every all-reduce of the schedule spans
+  /// one group (BitPipe and Chimera at D = 2). The trace does not say a
+  /// bucket's bytes, so the all-reduce's time is one number, like a
+  /// transfer's. Unit costs and bandwidths are left alone.
   CostModel cost;
   int computeSamples = 0;
-  int transferSamples = 0; ///< Transfers that measured p2pLatency.
+  int transferSamples = 0;  ///< Transfers that measured p2pLatency.
+  int allReduceSamples = 0; ///< Steps that measured allReduceLatency.
 };
 
 /// Fits the cost model to steps [skip, ...) of a run of `schedule`.

@@ -3,8 +3,8 @@
 // Time is in abstract units ("slots"); exporters scale it. The defaults are
 // the unit costs the papers count in (F=1, B=2, W=1) with free communication,
 // so that a default-constructed CostModel reproduces the slot counts quoted in
-// docs/bitpipe-order.md. For a split-backward schedule, B is the input-gradient half only:
-// set backward accordingly (zero-bubble papers use F=B=W=1).
+// docs/bitpipe-order.md. For a split-backward schedule, B is the input-gradient
+// half only: set backward accordingly (zero-bubble papers use F=B=W=1).
 //
 // With a `deployment` (a cluster and where the simulated pipeline copy sits
 // in it, docs/clusters.md), communication costs follow the links between
@@ -78,6 +78,13 @@ struct CostModel {
   /// completed. Off (the default): a send starts when its producer ends and
   /// nothing waits for the receiver, as every test's exact numbers assume.
   bool ncclGroups = false;
+  /// An all-reduce moves only while its members wait for it, after their
+  /// last compute: MPI without a progress thread (the CPU runtime) runs a
+  /// collective only inside the members' MPI calls, and the rank waits for
+  /// its sums just before the optimizer step. Off (the default): it runs
+  /// beside compute from when every member has reached it, as NCCL's
+  /// all-reduce stream does.
+  bool allReduceAfterCompute = false;
   /// With a deployment: which algorithm an all-reduce costs. Cheapest (the
   /// default) takes the ring unless the tree is strictly faster.
   AllReduceAlgorithm allReduceAlgorithm = AllReduceAlgorithm::Cheapest;

@@ -14,8 +14,10 @@
 // program reaches it (it does not block compute); the collective starts once
 // every member of the stages' replica group has issued its matching AR
 // (matched per group, in program order) and all members' all-reduce channels
-// are free. The step ends when all compute and all all-reduces are done,
-// since the optimizer step waits for the gradients.
+// are free; with CostModel::allReduceAfterCompute (MPI on CPUs) a rank
+// issues its ARs only when its program has ended. The step ends when all
+// compute and all all-reduces are done, since the optimizer step waits for
+// the gradients.
 //
 // A transfer costs CostModel::p2pTime(bytes, src, dst) and a collective
 // CostModel::allReduceTime(bytes, members): with a deployment, the link

@@ -202,13 +202,19 @@ Status Executor::call(int fn, const char *op, int64_t mb,
 }
 
 Status Executor::accumulateGrad(int param, const Buffer &g) {
-  if (!params_.holds(param))
-    return invalid("rank " + std::to_string(rank_) +
-                   " got a gradient of parameter '" +
-                   manifest_.params[param].name + "', which it does not hold");
   return params_.arrays().accumulate(params_.offset(param),
                                      static_cast<const float *>(g.data()),
                                      manifest_.params[param].numel);
+}
+
+Status Executor::accumulatePendingGrads() {
+  if (pendingGrads_.empty())
+    return Status::ok();
+  TraceRecorder::Scope scope(trace_, "accumulate", TraceCategory::Other);
+  for (const PendingGrad &g : pendingGrads_)
+    BP_TRY(accumulateGrad(g.param, *g.gradient));
+  pendingGrads_.clear(); // the results are freed here
+  return Status::ok();
 }
 
 static Status checkSize(const Buffer &b, const Role &role, int32_t id,
@@ -244,6 +250,7 @@ Status Executor::forward(int32_t fn, int64_t mb, int32_t in0, int32_t in1,
                          int32_t out0, int32_t saved) {
   BP_TRY(checkFunction(fn, FunctionKind::Forward, FunctionKind::Forward,
                        "bp_rt_forward"));
+  BP_TRY(accumulatePendingGrads());
   const StageFunction &f = manifest_.functions[fn];
   auto handle = std::make_unique<SavedHandle>();
   handle->forwardFn = fn;
@@ -414,8 +421,13 @@ Status Executor::takeBackwardResults(int fn, SavedHandle &h,
     const Role &role = f.results[r];
     switch (role.kind) {
     case RoleKind::Param:
-      BP_TRY(accumulateGrad(role.param, *results[r]));
-      results[r].reset(); // free the result now, not at the end
+      // Summed before the rank's next stage call (accumulatePendingGrads).
+      if (!params_.holds(role.param))
+        return invalid("rank " + std::to_string(rank_) +
+                       " got a gradient of parameter '" +
+                       manifest_.params[role.param].name +
+                       "', which it does not hold");
+      pendingGrads_.push_back({role.param, std::move(results[r])});
       break;
     case RoleKind::GradOfArg:
       bound = true;
@@ -457,6 +469,7 @@ Status Executor::backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
                           int32_t out0) {
   BP_TRY(checkFunction(fn, FunctionKind::Backward, FunctionKind::BackwardInput,
                        "bp_rt_backward"));
+  BP_TRY(accumulatePendingGrads());
   const StageFunction &f = manifest_.functions[fn];
   BP_ASSIGN(h, savedHandleOf(saved, f, mb));
   if (h->inputHalfDone)
@@ -487,6 +500,7 @@ Status Executor::backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
 Status Executor::weightGrad(int32_t fn, int64_t mb, int32_t saved) {
   BP_TRY(checkFunction(fn, FunctionKind::BackwardWeight,
                        FunctionKind::BackwardWeight, "bp_rt_weight_grad"));
+  BP_TRY(accumulatePendingGrads());
   const StageFunction &f = manifest_.functions[fn];
   BP_ASSIGN(h, savedHandleOf(saved, f, mb));
   if (!h->inputHalfDone)
@@ -605,6 +619,8 @@ Status Executor::allreduceStart(int32_t bucket, int32_t token) {
                                 spec.buckets.size()));
   if (!values_.valid(token) || values_.kind(token) != ValueTable::Kind::Empty)
     return values_.defineToken(token, RequestHandle(), bucket);
+  // The bucket's sum must hold every micro-batch's gradient.
+  BP_TRY(accumulatePendingGrads());
   const ElementRange &range = params_.bucketRange(bucket);
   GroupId group = groupIds_[spec.buckets[bucket].group];
   TraceRecorder::Scope scope(trace_, formatString("allreduce b%d", bucket),
@@ -654,6 +670,7 @@ Status Executor::optimizerStep(int64_t microbatches) {
         static_cast<long long>(sched.microbatches),
         static_cast<long long>(sched.dataParallel)));
   int n = microbatches > 0 ? static_cast<int>(microbatches) : 1;
+  BP_TRY(accumulatePendingGrads());
   // The sends' buffers must not outlive the step, and their peers must have
   // them before anyone moves on.
   BP_TRY(drainSends());

@@ -161,7 +161,7 @@ outputs)       # log line, metrics, trace, help
   [ "$(wc -l <"$tmp/m.jsonl")" -eq 2 ] || fail "metrics should have 2 lines"
   grep -q '"tokens_per_s"' "$tmp/m.jsonl" || fail "metrics lack tokens_per_s"
   for ev in '"F3.s0"' '"B3.s1"' '"W3.s1"' '"B0.s0"' 'send r1 t0' 'recv r0 t0' \
-            'allreduce b0' 'optimizer' '"pid":1'; do
+            'allreduce b0' 'optimizer' '"accumulate"' '"pid":1'; do
     grep -q "$ev" "$tmp/trace.json" || fail "trace lacks $ev"
   done
   # The whole-model checkpoint, as numpy / PyTorch's safetensors reads it.

@@ -2,16 +2,21 @@
 
 #include "bitpipe/Schedule/Calibration.h"
 
-#include "bitpipe/Schedule/GridText.h"
+#include "RunSteps.h"
 
 #include "core/JsonTree.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace bitpipe::sched {
+
+using namespace detail;
 
 namespace {
 
@@ -24,17 +29,6 @@ struct Failure {
 };
 Failure Error(std::string message) { return {std::move(message)}; }
 
-/// A compute event's name, "F3.s2", as the text grid spells actions
-/// (GridText.h); false for anything else (transfers, all-reduces, ...).
-bool parseCompute(const std::string &name, ActionKind &kind, int &stage) {
-  Result<Action> action = parseAction(name);
-  if (!action || action->kind == ActionKind::AllReduce)
-    return false;
-  kind = action->kind;
-  stage = action->stage;
-  return true;
-}
-
 /// "send r1 t5" / "recv r1 t5" -> peer, tag.
 bool parseTransfer(const std::string &name, const char *verb, int &peer,
                    int &tag) {
@@ -43,80 +37,22 @@ bool parseTransfer(const std::string &name, const char *verb, int &peer,
   return std::sscanf(name.c_str(), format.c_str(), &peer, &tag, &tail) == 2;
 }
 
-struct Compute {
-  ActionKind kind;
-  int stage;
-  double start, end;
-};
-
-/// Each rank's compute events in time order, cut into steps.
-struct Steps {
-  std::vector<std::vector<Compute>> perRank;
-  std::vector<size_t> perStep; ///< Compute actions per step, per rank.
-  int complete = 0;            ///< Complete steps in the trace.
-};
-
-Result<Steps> cutSteps(const Schedule &schedule,
-                       const std::vector<RunEvent> &events) {
-  Steps steps;
-  const int ranks = schedule.numRanks();
-  steps.perRank.resize(ranks);
-  for (const RunEvent &e : events) {
-    Compute c;
-    if (!parseCompute(e.name, c.kind, c.stage))
-      continue;
-    if (e.rank < 0 || e.rank >= ranks)
-      return Error("trace event '" + e.name + "' on rank " +
-                   std::to_string(e.rank) + ", outside the schedule's " +
-                   std::to_string(ranks) + " ranks");
-    if (c.stage >= schedule.placement.numStages)
-      return Error("trace event '" + e.name + "' names stage " +
-                   std::to_string(c.stage) + ", but the schedule has " +
-                   std::to_string(schedule.placement.numStages));
-    c.start = e.start;
-    c.end = e.end();
-    steps.perRank[e.rank].push_back(c);
-  }
-  steps.complete = -1;
-  for (int r = 0; r < ranks; ++r) {
-    std::stable_sort(
-        steps.perRank[r].begin(), steps.perRank[r].end(),
-        [](const Compute &a, const Compute &b) { return a.start < b.start; });
-    size_t n = std::count_if(
-        schedule.ranks[r].begin(), schedule.ranks[r].end(),
-        [](const Action &a) { return a.kind != ActionKind::AllReduce; });
-    steps.perStep.push_back(n);
-    int here = n ? static_cast<int>(steps.perRank[r].size() / n) : 0;
-    steps.complete = steps.complete < 0 ? here : std::min(steps.complete, here);
-  }
-  steps.complete = std::max(steps.complete, 0);
-  return Result<Steps>::success(std::move(steps));
-}
-
 Result<MeasuredRun> measure(const Schedule &schedule, const Steps &steps,
                             int skip) {
-  if (skip < 0)
-    return Error("steps to skip must not be negative, got " +
-                 std::to_string(skip));
-  if (steps.complete <= skip)
-    return Error("the trace holds " + std::to_string(steps.complete) +
-                 " complete step(s) of this schedule; need more than the " +
-                 std::to_string(skip) + " skipped");
+  if (std::string why = skipError(steps, skip); !why.empty())
+    return Error(why);
   const int ranks = schedule.numRanks();
   MeasuredRun run;
   run.stepsUsed = steps.complete - skip;
   run.rankBubble.assign(ranks, 0);
   for (int s = skip; s < steps.complete; ++s) {
-    double begin = 1e300, end = -1e300;
+    auto [begin, end] = steps.window(s);
     std::vector<double> busy(ranks, 0);
-    for (int r = 0; r < ranks; ++r)
-      for (size_t i = s * steps.perStep[r]; i < (s + 1) * steps.perStep[r];
-           ++i) {
-        const Compute &c = steps.perRank[r][i];
-        begin = std::min(begin, c.start);
-        end = std::max(end, c.end);
-        busy[r] += c.end - c.start;
-      }
+    for (int r = 0; r < ranks; ++r) {
+      for (const Compute *c = steps.begin(r, s); c != steps.end(r, s); ++c)
+        busy[r] += c->end - c->start;
+      busy[r] += steps.accumulateIn(r, begin, end);
+    }
     double window = end - begin;
     run.stepTime += window / run.stepsUsed;
     for (int r = 0; r < ranks; ++r)
@@ -126,6 +62,65 @@ Result<MeasuredRun> measure(const Schedule &schedule, const Steps &steps,
   for (double b : run.rankBubble)
     run.bubble += b / ranks;
   return Result<MeasuredRun>::success(std::move(run));
+}
+
+/// The middle of `samples` (reordered), or `none` when there are none.
+double median(std::vector<double> &samples, double none) {
+  if (samples.empty())
+    return none;
+  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2,
+                   samples.end());
+  return samples[samples.size() / 2];
+}
+
+/// The one group of ranks every all-reduce of the schedule spans, or an
+/// empty one when there are none or several.
+std::vector<int> onlyAllReduceGroup(const Schedule &schedule) {
+  std::vector<std::vector<int>> holders = schedule.placement.replicaGroups();
+  std::vector<int> only;
+  for (const std::vector<Action> &actions : schedule.ranks)
+    for (const Action &a : actions) {
+      if (a.kind != ActionKind::AllReduce)
+        continue;
+      std::set<int> members;
+      for (int s : a.stages)
+        if (s >= 0 && s < static_cast<int>(holders.size()))
+          members.insert(holders[s].begin(), holders[s].end());
+      std::vector<int> group(members.begin(), members.end());
+      if (!only.empty() && group != only)
+        return {};
+      only = group;
+    }
+  return only;
+}
+
+/// The all-reduce times a run measures. Under MPI without a progress
+/// thread a collective moves only inside its members' MPI calls: in
+/// practice in the waits after the last compute, one after another
+/// (CostModel::allReduceAfterCompute). So each step gives one sample: from
+/// the members' last compute (or gradient sum) to their last all-reduce
+/// wait's end, over the collectives each member posted. That needs every
+/// all-reduce of the schedule over one group.
+std::vector<double> allReduceSamples(const Schedule &schedule,
+                                     const Steps &steps, int skip) {
+  std::vector<int> group = onlyAllReduceGroup(schedule);
+  std::vector<double> samples;
+  if (group.empty())
+    return samples;
+  for (int s = skip; s < steps.complete; ++s) {
+    double computeEnd = -1e300, sumEnd = -1e300;
+    size_t collectives = SIZE_MAX;
+    for (int r : group) {
+      computeEnd = std::max(computeEnd, steps.workEnd(r, s));
+      for (const BucketSpan &w : steps.inStep(steps.allReduceWaits[r], s))
+        sumEnd = std::max(sumEnd, w.end);
+      collectives = std::min(collectives,
+                             steps.inStep(steps.allReducePosts[r], s).size());
+    }
+    if (collectives > 0 && collectives != SIZE_MAX && sumEnd > computeEnd)
+      samples.push_back((sumEnd - computeEnd) / collectives);
+  }
+  return samples;
 }
 
 } // namespace
@@ -187,7 +182,9 @@ Result<Calibration> calibrate(const Schedule &schedule,
   const Steps &steps = *cut;
   const int stages = schedule.placement.numStages;
 
-  // Compute: each stage's mean time per kind over the measured steps.
+  // Compute: each stage's mean time per kind over the measured steps, with
+  // the gradient sums the call left (traced after it, before the rank's
+  // next call).
   Calibration out;
   std::map<std::pair<ActionKind, int>, std::pair<double, int>> sums;
   double measuredFrom = 1e300;
@@ -195,8 +192,11 @@ Result<Calibration> calibrate(const Schedule &schedule,
     for (size_t i = skip * steps.perStep[r];
          i < steps.complete * steps.perStep[r]; ++i) {
       const Compute &c = steps.perRank[r][i];
+      double next = i + 1 < steps.perRank[r].size()
+                        ? steps.perRank[r][i + 1].start
+                        : std::numeric_limits<double>::infinity();
       auto &[sum, count] = sums[{c.kind, c.stage}];
-      sum += c.end - c.start;
+      sum += c.end - c.start + steps.accumulateIn(r, c.end, next);
       ++count;
       ++out.computeSamples;
       measuredFrom = std::min(measuredFrom, c.start);
@@ -242,11 +242,12 @@ Result<Calibration> calibrate(const Schedule &schedule,
         samples.push_back(got[k].second - sent[k]);
   }
   out.transferSamples = static_cast<int>(samples.size());
-  if (!samples.empty()) {
-    std::nth_element(samples.begin(), samples.begin() + samples.size() / 2,
-                     samples.end());
-    cost.p2pLatency = samples[samples.size() / 2];
-  }
+  cost.p2pLatency = median(samples, cost.p2pLatency);
+
+  std::vector<double> collectives = allReduceSamples(schedule, steps, skip);
+  out.allReduceSamples = static_cast<int>(collectives.size());
+  cost.allReduceLatency = median(collectives, cost.allReduceLatency);
+  cost.allReduceAfterCompute = true; // the runs are MPI's
   return Result<Calibration>::success(std::move(out));
 }
 
