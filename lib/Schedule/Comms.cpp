@@ -148,8 +148,14 @@ Result<CommProgram> lowerComms(const Schedule &schedule) {
 
   CommProgram program;
   program.ranks.resize(schedule.numRanks());
-  // For every action, the transfer that feeds it and the one it produces.
-  std::map<std::pair<int, int>, int> inputOf, outputOf;
+  // For every action, the transfer that feeds it and the one it produces
+  // (-1: none), by rank and action index.
+  std::vector<std::vector<int>> inputOf(schedule.numRanks()),
+      outputOf(schedule.numRanks());
+  for (int r = 0; r < schedule.numRanks(); ++r) {
+    inputOf[r].assign(schedule.ranks[r].size(), -1);
+    outputOf[r].assign(schedule.ranks[r].size(), -1);
+  }
 
   auto needs = [&](int r, const Action &consumer, const Action &input,
                    ActionSite &site) {
@@ -185,8 +191,8 @@ Result<CommProgram> lowerComms(const Schedule &schedule) {
       t.consumerIndex = i;
       int id = static_cast<int>(program.transfers.size());
       program.transfers.push_back(t);
-      inputOf[{r, i}] = id;
-      outputOf[{t.src, t.producerIndex}] = id;
+      inputOf[r][i] = id;
+      outputOf[t.src][t.producerIndex] = id;
     }
   }
 
@@ -196,23 +202,21 @@ Result<CommProgram> lowerComms(const Schedule &schedule) {
     std::vector<CommAction> &out = program.ranks[r];
     for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
       const Action &a = actions[i];
-      auto in = inputOf.find({r, i});
-      if (in != inputOf.end() && !program.transfers[in->second].local()) {
-        const Transfer &t = program.transfers[in->second];
+      if (int in = inputOf[r][i]; in >= 0 && !program.transfers[in].local()) {
+        const Transfer &t = program.transfers[in];
         out.push_back({t.gradient ? CommKind::RecvB : CommKind::RecvF,
-                       t.producer(), i, in->second, t.src});
+                       t.producer(), i, in, t.src});
       }
       out.push_back({a.kind == ActionKind::AllReduce ? CommKind::AllReduce
                                                      : CommKind::Compute,
                      a, i, -1, -1});
-      auto o = outputOf.find({r, i});
-      if (o != outputOf.end()) {
-        const Transfer &t = program.transfers[o->second];
+      if (int o = outputOf[r][i]; o >= 0) {
+        const Transfer &t = program.transfers[o];
         CommKind kind =
             t.local()
                 ? (t.gradient ? CommKind::LocalCopyB : CommKind::LocalCopyF)
                 : (t.gradient ? CommKind::SendB : CommKind::SendF);
-        out.push_back({kind, a, i, o->second, t.local() ? -1 : t.dst});
+        out.push_back({kind, a, i, o, t.local() ? -1 : t.dst});
       }
     }
   }

@@ -122,6 +122,8 @@ void addSchedulePasses(OpPassManager &pm, const Plan &plan, bool loops) {
   // schedules that take one have it; 0 tells bitpipe-schedule "none".
   schedule.maxInFlight = plan.request.maxInFlight.value_or(0);
   schedule.loops = loops;
+  // Checked once, at the end (addCommunicationPasses says why).
+  schedule.checkResult = false;
   pm.addPass(createSchedule(schedule));
 }
 

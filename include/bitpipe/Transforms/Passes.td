@@ -214,6 +214,9 @@ def Schedule : Pass<"bitpipe-schedule", "mlir::ModuleOp"> {
     Option<"loops", "loops", "bool", /*default=*/"true",
            "Write each program's repeated runs as bitpipe.repeat, as "
            "bitpipe-reroll would (false: one op per step)">,
+    Option<"checkResult", "check-result", "bool", /*default=*/"true",
+           "Verify the generated schedule and read the programs back "
+           "(false: a later bitpipe-verify or the lowering does)">,
   ];
 }
 
