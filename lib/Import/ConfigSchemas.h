@@ -48,23 +48,47 @@ struct ConfigSchema {
   // the schema's; docs/models.md). Only bitpipe's schema has the key: a
   // Hugging Face model type has one graph (HuggingFaceSchema).
   const char *normPosition = nullptr;
+  // The GPT and BERT families' GELU: bitpipe's "gelu" ("tanh" or "erf"),
+  // or a Hugging Face activation name (kHuggingFaceGelus). Optional; the
+  // default is the schema's (HuggingFaceSchema::gelu).
+  const char *gelu = nullptr;
 };
 
-inline constexpr ConfigSchema kBitpipeSchema = {
-    "family",  "layers",          "hidden",
-    "heads",   "vocab",           "max_positions",
-    "seq_len", "microbatch_size", "layer_norm_epsilon",
-    {},        "kv_heads",        "intermediate_size",
-    "rope_theta", "tie_embeddings", nullptr,
-    "layer_norm_position"};
+/// The Hugging Face activation names of a GELU (transformers' ACT2FN) and
+/// the form each one computes.
+struct HuggingFaceGelu {
+  llvm::StringLiteral name;
+  GeluForm form;
+};
+inline constexpr HuggingFaceGelu kHuggingFaceGelus[] = {
+    {"gelu_new", GeluForm::Tanh},
+    {"gelu_pytorch_tanh", GeluForm::Tanh},
+    {"gelu", GeluForm::Erf},
+};
+
+inline constexpr ConfigSchema kBitpipeSchema = {"family",
+                                                "layers",
+                                                "hidden",
+                                                "heads",
+                                                "vocab",
+                                                "max_positions",
+                                                "seq_len",
+                                                "microbatch_size",
+                                                "layer_norm_epsilon",
+                                                {},
+                                                "kv_heads",
+                                                "intermediate_size",
+                                                "rope_theta",
+                                                "tie_embeddings",
+                                                nullptr,
+                                                "layer_norm_position",
+                                                "gelu"};
 /// bitpipe's own BERT configs: pre-LN unless they say otherwise.
 inline constexpr NormPosition kBitpipeNormPosition = NormPosition::Pre;
 
 namespace detail {
 inline constexpr llvm::StringLiteral kTrue[] = {"true"};
 inline constexpr llvm::StringLiteral kFalse[] = {"false"};
-inline constexpr llvm::StringLiteral kTanhGelu[] = {"\"gelu_new\"",
-                                                    "\"gelu_pytorch_tanh\""};
 inline constexpr llvm::StringLiteral kNullOrFourTimes[] = {"null",
                                                            kFourTimesHidden};
 inline constexpr llvm::StringLiteral kFourTimes[] = {kFourTimesHidden};
@@ -76,7 +100,6 @@ inline constexpr llvm::StringLiteral kNullOrHeadDim[] = {"null", kHeadDim};
 
 inline constexpr GraphField kGpt2GraphFields[] = {
     {"n_inner", kNullOrFourTimes, "an MLP of 4 * n_embd"},
-    {"activation_function", kTanhGelu, "the tanh form of GELU"},
     {"tie_word_embeddings", kTrue,
      "the output projection tied to the token embedding"},
     {"scale_attn_weights", kTrue, "attention scores scaled by 1/sqrt(d)"},
@@ -86,7 +109,6 @@ inline constexpr GraphField kGpt2GraphFields[] = {
 };
 inline constexpr GraphField kBertGraphFields[] = {
     {"intermediate_size", kFourTimes, "an MLP of 4 * hidden_size"},
-    {"hidden_act", kTanhGelu, "the tanh form of GELU"},
     {"tie_word_embeddings", kTrue,
      "the output projection tied to the token embedding"},
     {"position_embedding_type", kAbsolute, "learned absolute positions"},
@@ -121,6 +143,9 @@ struct HuggingFaceSchema {
   /// Where this model type's graph puts its norms: BertForMaskedLM is
   /// post-LN, the decoders pre-norm.
   NormPosition normPosition = NormPosition::Pre;
+  /// The GELU when the config names none: transformers' default for the
+  /// model type (GPT2Config: gelu_new; BertConfig: gelu, the erf form).
+  GeluForm gelu = GeluForm::Tanh;
 };
 
 inline constexpr HuggingFaceSchema kHuggingFaceSchemas[] = {
@@ -128,31 +153,33 @@ inline constexpr HuggingFaceSchema kHuggingFaceSchemas[] = {
      ModelFamily::GPT,
      "n_layer",
      {"model_type", "n_layer", "n_embd", "n_head", "vocab_size", "n_positions",
-      nullptr, nullptr, "layer_norm_epsilon", detail::kGpt2GraphFields}},
+      nullptr, nullptr, "layer_norm_epsilon", detail::kGpt2GraphFields, nullptr,
+      nullptr, nullptr, nullptr, nullptr, nullptr, "activation_function"}},
     {"bert",
      ModelFamily::BERT,
      "num_hidden_layers",
      {"model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
       "vocab_size", "max_position_embeddings", nullptr, nullptr,
-      "layer_norm_eps", detail::kBertGraphFields},
-     NormPosition::Post},
+      "layer_norm_eps", detail::kBertGraphFields, nullptr, nullptr, nullptr,
+      nullptr, nullptr, nullptr, "hidden_act"},
+     NormPosition::Post,
+     GeluForm::Erf},
     {"llama",
      ModelFamily::LLaMA,
      "rms_norm_eps",
      {"model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
-      "vocab_size", "max_position_embeddings", nullptr, nullptr,
-      "rms_norm_eps", detail::kLlamaGraphFields, "num_key_value_heads",
-      "intermediate_size", "rope_theta", "tie_word_embeddings", nullptr}},
+      "vocab_size", "max_position_embeddings", nullptr, nullptr, "rms_norm_eps",
+      detail::kLlamaGraphFields, "num_key_value_heads", "intermediate_size",
+      "rope_theta", "tie_word_embeddings", nullptr}},
     // Mistral is LLaMA's graph with a sliding attention window: the same
     // graph where the window covers the whole sequence.
     {"mistral",
      ModelFamily::LLaMA,
      "sliding_window",
      {"model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
-      "vocab_size", "max_position_embeddings", nullptr, nullptr,
-      "rms_norm_eps", detail::kMistralGraphFields, "num_key_value_heads",
-      "intermediate_size", "rope_theta", "tie_word_embeddings",
-      "sliding_window"}},
+      "vocab_size", "max_position_embeddings", nullptr, nullptr, "rms_norm_eps",
+      detail::kMistralGraphFields, "num_key_value_heads", "intermediate_size",
+      "rope_theta", "tie_word_embeddings", "sliding_window"}},
 };
 
 } // namespace bitpipe

@@ -64,11 +64,13 @@ private:
   Value rmsNorm(Value x, StringRef prefix);
   Value linear(Value x, StringRef prefix);
   Value linearNoBias(Value x, StringRef prefix);
+  /// nn.gelu of the config's form.
+  Value gelu(Value x);
   Value transformerLayer(Value x, int64_t index);
   Value postNormLayer(Value x, int64_t index);
   bool postNorm() const {
     return config.family == ModelFamily::BERT &&
-           config.normPosition == NormPosition::Post;
+           config.normPosition == bitpipe::NormPosition::Post;
   }
   Value llamaLayer(Value x, int64_t index);
   /// nn.attention's and nn.rotary's kv_heads: none without grouping.
@@ -108,6 +110,13 @@ Value ModelBuilder::create(Args &&...args) {
   auto op = b.create<OpT>(b.getUnknownLoc(), std::forward<Args>(args)...);
   op->setAttr(nn::attr::kLayer, b.getI64IntegerAttr(currentLayer));
   return op->getResult(0);
+}
+
+Value ModelBuilder::gelu(Value x) {
+  nn::GeluForm form = config.gelu == bitpipe::GeluForm::Erf
+                          ? nn::GeluForm::Erf
+                          : nn::GeluForm::Tanh;
+  return create<GeluOp>(x, form);
 }
 
 Value ModelBuilder::layerNorm(Value x, StringRef prefix) {
@@ -168,7 +177,7 @@ Value ModelBuilder::transformerLayer(Value x, int64_t index) {
                                 IntegerAttr(), causal);
   x = create<AddOp>(x, linear(a, p + ".attn.proj"));
   h = layerNorm(x, p + ".ln2");
-  Value m = create<GeluOp>(linear(h, p + ".mlp.fc"));
+  Value m = gelu(linear(h, p + ".mlp.fc"));
   return create<AddOp>(x, linear(m, p + ".mlp.proj"));
 }
 
@@ -178,7 +187,7 @@ Value ModelBuilder::postNormLayer(Value x, int64_t index) {
   Value a = create<AttentionOp>(qkv, b.getI64IntegerAttr(config.heads),
                                 IntegerAttr(), UnitAttr());
   x = layerNorm(create<AddOp>(x, linear(a, p + ".attn.proj")), p + ".ln1");
-  Value m = create<GeluOp>(linear(x, p + ".mlp.fc"));
+  Value m = gelu(linear(x, p + ".mlp.fc"));
   return layerNorm(create<AddOp>(x, linear(m, p + ".mlp.proj")), p + ".ln2");
 }
 
@@ -287,7 +296,9 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   fn->setAttr(nn::attr::kModel,
               ModelAttr::get(&ctx, stringifyModelFamily(config.family), L, h,
                              config.heads, config.vocab, config.maxPositions,
-                             config.seqLen, config.microbatchSize));
+                             config.seqLen, config.microbatchSize,
+                             postNorm() ? nn::NormPosition::Post
+                                        : nn::NormPosition::Pre));
   body = fn.addEntryBlock();
   b.setInsertionPointToStart(body);
 
@@ -315,7 +326,7 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   } else if (bert) {
     if (!postNorm())
       x = layerNorm(x, "final_ln");
-    Value t = create<GeluOp>(linear(x, "head.dense"));
+    Value t = gelu(linear(x, "head.dense"));
     t = layerNorm(t, "head.ln");
     logits = create<LinearOp>(t, arg(wte), arg(paramIndex["head.bias"]));
   } else {

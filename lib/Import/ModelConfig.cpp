@@ -93,6 +93,25 @@ std::optional<NormPosition> bitpipe::parseNormPosition(llvm::StringRef name) {
 }
 
 namespace {
+constexpr std::pair<llvm::StringLiteral, GeluForm> kGeluFormNames[] = {
+    {"tanh", GeluForm::Tanh}, {"erf", GeluForm::Erf}};
+} // namespace
+
+llvm::StringRef bitpipe::stringifyGeluForm(GeluForm form) {
+  for (const auto &[name, f] : kGeluFormNames)
+    if (f == form)
+      return name;
+  llvm_unreachable("every GELU form has a name");
+}
+
+std::optional<GeluForm> bitpipe::parseGeluForm(llvm::StringRef name) {
+  for (const auto &[n, f] : kGeluFormNames)
+    if (n == name)
+      return f;
+  return std::nullopt;
+}
+
+namespace {
 
 /// Reads fields of one JSON object, reporting errors as "<file>: field
 /// '<name>': <what>".
@@ -319,6 +338,46 @@ static llvm::Error readNormPosition(const FieldReader &read,
   return llvm::Error::success();
 }
 
+/// The GELU of the GPT and BERT families: bitpipe's "gelu" names the form,
+/// a Hugging Face config the activation (kHuggingFaceGelus), and without
+/// the key the schema's default applies. LLaMA's MLP has no GELU, and its
+/// hidden_act is a graph field (silu).
+static llvm::Error readGelu(const FieldReader &read, const ConfigSchema &schema,
+                            const HuggingFaceSchema *hf, ModelConfig &config) {
+  config.gelu = hf ? hf->gelu : GeluForm::Tanh;
+  if (!schema.gelu || !read.has(schema.gelu))
+    return llvm::Error::success();
+  if (config.family == ModelFamily::LLaMA)
+    return read.error(schema.gelu,
+                      "applies to the gpt and bert families only (llama "
+                      "models use SwiGLU), but the config describes a llama "
+                      "model");
+  const llvm::json::Value *value = read.get(schema.gelu);
+  std::optional<llvm::StringRef> name = value->getAsString();
+  if (!hf) {
+    std::optional<GeluForm> form = name ? parseGeluForm(*name) : std::nullopt;
+    if (!form)
+      return read.error(
+          schema.gelu,
+          llvm::formatv("expected \"tanh\" or \"erf\", got {0}", *value).str());
+    config.gelu = *form;
+    return llvm::Error::success();
+  }
+  std::string names;
+  for (const HuggingFaceGelu &gelu : kHuggingFaceGelus) {
+    if (name && *name == gelu.name) {
+      config.gelu = gelu.form;
+      return llvm::Error::success();
+    }
+    names += (names.empty() ? "\"" : ", \"") + gelu.name.str() + "\"";
+  }
+  return read.error(schema.gelu,
+                    llvm::formatv("is {0}, but bitpipe builds only the GELUs "
+                                  "{1} (tanh or erf form)",
+                                  *value, names)
+                        .str());
+}
+
 /// Mistral's sliding window: attention to the last `sliding_window`
 /// positions only. bitpipe builds full causal attention, which is the same
 /// graph when the window covers the whole sequence; any other window is
@@ -426,6 +485,8 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
   if (llvm::Error e = readLlamaFields(read, *schema, config))
     return std::move(e);
   if (llvm::Error e = readNormPosition(read, *schema, *hf, config))
+    return std::move(e);
+  if (llvm::Error e = readGelu(read, *schema, *hf, config))
     return std::move(e);
 
   // Sequence length and micro-batch size: command line, then file, then the

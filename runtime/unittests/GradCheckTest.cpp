@@ -367,6 +367,22 @@ TEST(GeluBwd, MatchesFiniteDifferences) {
   EXPECT_TRUE(gradMatches(dx, fd));
 }
 
+TEST(GeluErfBwd, MatchesFiniteDifferencesAndMayAliasDy) {
+  auto x = randomFloats(64, 42, -5.0f, 5.0f);
+  x.push_back(0.0f);
+  auto w = randomFloats(x.size(), 43);
+  auto xD = toDouble(x), wD = toDouble(w);
+  auto fd =
+      finiteDifferences(xD, [&] { return weightedSum(ref::geluErf(xD), wD); });
+  std::vector<float> dx(x.size());
+  ASSERT_EQ(bp_gelu_erf_bwd(w.data(), x.data(), dx.data(), x.size()), BP_OK);
+  EXPECT_TRUE(gradMatches(dx, fd));
+  std::vector<float> inPlace = w;
+  ASSERT_EQ(bp_gelu_erf_bwd(inPlace.data(), x.data(), inPlace.data(), x.size()),
+            BP_OK);
+  EXPECT_EQ(inPlace, dx);
+}
+
 //===----------------------------------------------------------------------===//
 // Cross-entropy
 //===----------------------------------------------------------------------===//
@@ -510,6 +526,14 @@ TEST(ReferenceGrad, GeluMatchesFiniteDifferences) {
   auto fd =
       finiteDifferences(xD, [&] { return weightedSum(ref::gelu(xD), wD); });
   EXPECT_TRUE(allClose(ref::geluGrad(wD, xD), fd, kRefGradRtol));
+}
+
+TEST(ReferenceGrad, GeluErfMatchesFiniteDifferences) {
+  auto xD = toDouble(randomFloats(40, 59, -5.0f, 5.0f)),
+       wD = toDouble(randomFloats(40, 60));
+  auto fd =
+      finiteDifferences(xD, [&] { return weightedSum(ref::geluErf(xD), wD); });
+  EXPECT_TRUE(allClose(ref::geluErfGrad(wD, xD), fd, kRefGradRtol));
 }
 
 TEST(ReferenceGrad, CrossEntropyMatchesFiniteDifferences) {

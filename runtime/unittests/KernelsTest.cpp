@@ -418,6 +418,28 @@ TEST(GeluFwd, MatchesReferenceAndKnownValues) {
   EXPECT_NEAR(y[102], 0.8411920, 1e-6);
 }
 
+TEST(GeluErfFwd, MatchesReferenceAndKnownValues) {
+  auto x = randomFloats(101, 17, -6.0f, 6.0f);
+  x.push_back(0.0f);
+  x.push_back(1.0f);
+  x.push_back(-1.0f);
+  std::vector<float> y(x.size());
+  ASSERT_EQ(bp_gelu_erf_fwd(x.data(), y.data(), x.size()), BP_OK);
+  EXPECT_TRUE(allClose(y, ref::geluErf(toDouble(x)), kFwdRtol));
+  EXPECT_EQ(y[101], 0.0f);
+  // Phi(1) = 0.8413447 and -Phi(-1) = -0.1586553: the erf form, which the
+  // tanh form (0.8411920 at 1) approximates.
+  EXPECT_NEAR(y[102], 0.8413447, 1e-6);
+  EXPECT_NEAR(y[103], -0.1586553, 1e-6);
+  // In place, as the lowering may call it.
+  std::vector<float> inPlace = x;
+  ASSERT_EQ(bp_gelu_erf_fwd(inPlace.data(), inPlace.data(), x.size()), BP_OK);
+  EXPECT_EQ(inPlace, y);
+  EXPECT_EQ(bp_gelu_erf_fwd(x.data(), nullptr, 4), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_gelu_erf_bwd(x.data(), x.data(), y.data(), 0),
+            BP_ERR_INVALID_ARGUMENT);
+}
+
 TEST(AddFwd, AddsAndMayAliasAnOperand) {
   auto a = randomFloats(17, 15), b = randomFloats(17, 16);
   auto expected = ref::add(toDouble(a), toDouble(b));

@@ -285,6 +285,14 @@ template <typename S> std::vector<S> gelu(const std::vector<S> &x) {
   return y;
 }
 
+/// GELU, exact form: x Phi(x).
+template <typename S> std::vector<S> geluErf(const std::vector<S> &x) {
+  std::vector<S> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    y[i] = S(0.5) * x[i] * (S(1) + std::erf(x[i] / std::sqrt(S(2))));
+  return y;
+}
+
 template <typename S>
 std::vector<S> add(const std::vector<S> &a, const std::vector<S> &b) {
   std::vector<S> y(a.size());
@@ -367,6 +375,18 @@ void layerNormGrad(const std::vector<S> &dy, const std::vector<S> &x,
       dbeta[c] += dy[i * H + c];
     }
   }
+}
+
+/// dx = dy * gelu'(x), exact form: Phi(x) + x phi(x).
+template <typename S>
+std::vector<S> geluErfGrad(const std::vector<S> &dy, const std::vector<S> &x) {
+  std::vector<S> dx(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const S cdf = S(0.5) * (S(1) + std::erf(x[i] / std::sqrt(S(2))));
+    const S pdf = std::exp(-x[i] * x[i] / S(2)) / std::sqrt(S(2) * S(M_PI));
+    dx[i] = dy[i] * (cdf + x[i] * pdf);
+  }
+  return dx;
 }
 
 /// dx = dy * gelu'(x), tanh form.

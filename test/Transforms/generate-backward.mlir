@@ -158,3 +158,13 @@ func.func @llama_stage1(%x: tensor<2x4x8xf32>, %g: tensor<8xf32> {nn.param = "ln
   %r = nn.add %x, %d : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %r : tensor<2x4x8xf32>
 }
+
+// -----
+
+// The exact GELU's backward rule keeps its form.
+// CHECK-LABEL: func.func private @erf_stage0_bwd(
+// CHECK:      nn.gelu_grad %{{.*}}, %{{.*}} form(erf)
+func.func @erf_stage0(%x: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> attributes {bitpipe.stage = 0 : i64} {
+  %y = nn.gelu %x form(erf) {nn.layer = 1} : (tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}

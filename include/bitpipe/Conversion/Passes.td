@@ -40,12 +40,13 @@ def LowerNNToRuntime : Pass<"bitpipe-lower-nn-to-runtime", "mlir::ModuleOp"> {
     twice is copied). Every other buffer is freed with `memref.dealloc`
     right after its last use (functions are straight-line).
 
-    * `nn.linear` whose result feeds `nn.gelu` becomes one call of
+    * `nn.linear` whose result feeds a tanh-form `nn.gelu` becomes one call of
       `bp_linear_gelu_fwd` (the linear's result is its `pre` buffer), and
       `nn.gelu_grad` of an `nn.linear_input_grad` result used nowhere else
       one call of `bp_linear_bwd_input_gelu`: the GPU's matrix products
       apply the GELU in their epilogue (docs/architecture.md, "Epilogue
-      fusion"). On the CPU they are the two kernels in sequence.
+      fusion"). On the CPU they are the two kernels in sequence. An
+      exact GELU (`form(erf)`) is `bp_gelu_erf_fwd` / `_bwd` of its own.
 
     `precision=bf16` (the CUDA target's mixed precision): every f32 tensor
     becomes a bf16 buffer except the parameter gradients, rank-0 tensors

@@ -36,6 +36,16 @@ enum class NormPosition { Pre, Post };
 llvm::StringRef stringifyNormPosition(NormPosition position);
 std::optional<NormPosition> parseNormPosition(llvm::StringRef name);
 
+/// Which GELU a GPT/BERT MLP (and BERT's masked-LM head) applies
+/// (docs/models.md): the tanh approximation (GPT-2's "gelu_new", bitpipe's
+/// default) or the exact erf form (Hugging Face BERT's "gelu"). It becomes
+/// nn.gelu's form.
+enum class GeluForm { Tanh, Erf };
+
+/// "tanh" / "erf".
+llvm::StringRef stringifyGeluForm(GeluForm form);
+std::optional<GeluForm> parseGeluForm(llvm::StringRef name);
+
 struct ModelConfig {
   std::string name;           ///< For the function name and messages.
   ModelFamily family = ModelFamily::GPT;
@@ -51,6 +61,9 @@ struct ModelConfig {
   /// BERT only: bitpipe's own configs say (default pre), a Hugging Face
   /// BERT is post-LN. GPT and LLaMA are pre-norm.
   NormPosition normPosition = NormPosition::Pre;
+  /// GPT and BERT: bitpipe's own configs say (default tanh); Hugging Face
+  /// configs by their activation's name. LLaMA's MLP is SwiGLU instead.
+  GeluForm gelu = GeluForm::Tanh;
 
   // LLaMA only (docs/llama.md); the other families ignore them.
   int64_t kvHeads = 0;          ///< Key/value heads; < heads: grouped-query.

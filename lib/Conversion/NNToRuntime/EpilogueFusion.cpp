@@ -36,11 +36,15 @@ namespace {
 /// Above the per-op patterns, which would otherwise lower the linear alone.
 constexpr unsigned kFusedBenefit = 2;
 
-/// The first nn.gelu that reads \p value, if any.
+/// The fused kernels compute the tanh form, as cuBLASLt's GELU epilogues
+/// do; an exact (erf) GELU stays a call of its own.
+bool fusable(nn::GeluForm form) { return form == nn::GeluForm::Tanh; }
+
+/// The first tanh-form nn.gelu that reads \p value, if any.
 nn::GeluOp geluOf(Value value) {
   for (Operation *user : value.getUsers())
     if (auto gelu = dyn_cast<nn::GeluOp>(user))
-      if (gelu.getInput() == value)
+      if (gelu.getInput() == value && fusable(gelu.getForm()))
         return gelu;
   return {};
 }
@@ -87,6 +91,8 @@ struct LinearInputGradGeluFusion
     auto geluGrad = dyn_cast<nn::GeluGradOp>(*op->user_begin());
     if (!geluGrad || geluGrad.getGrad() != op.getResult())
       return rewriter.notifyMatchFailure(op, "not the grad of an nn.gelu_grad");
+    if (!fusable(geluGrad.getForm()))
+      return rewriter.notifyMatchFailure(op, "an exact GELU does not fuse");
     // The call is placed here, so the GELU's input must already exist.
     Value preTensor = geluGrad.getInput();
     Operation *preDef = preTensor.getDefiningOp();

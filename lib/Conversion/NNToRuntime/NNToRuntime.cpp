@@ -460,7 +460,8 @@ struct GeluLowering : OpConversionPattern<nn::GeluOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     Value y = emit.alloc(op.getType());
-    emit.call(Kernel::bp_gelu_fwd,
+    emit.call(op.getForm() == nn::GeluForm::Erf ? Kernel::bp_gelu_erf_fwd
+                                                : Kernel::bp_gelu_fwd,
               {emit.pointer(adaptor.getInput()), emit.pointer(y),
                emit.i64(numElements(op.getInput()))});
     rewriter.replaceOp(op, y);
@@ -475,7 +476,8 @@ struct GeluGradLowering : OpConversionPattern<nn::GeluGradOp> {
                   ConversionPatternRewriter &rewriter) const override {
     KernelCallEmitter emit(op, rewriter);
     Value dx = emit.alloc(op.getType());
-    emit.call(Kernel::bp_gelu_bwd,
+    emit.call(op.getForm() == nn::GeluForm::Erf ? Kernel::bp_gelu_erf_bwd
+                                                : Kernel::bp_gelu_bwd,
               {emit.pointer(adaptor.getGrad()),
                emit.pointer(adaptor.getInput()), emit.pointer(dx),
                emit.i64(numElements(op.getInput()))});

@@ -272,10 +272,22 @@ LogicalResult manifest::readModel(func::FuncOp model, Manifest &manifest) {
   manifest.microbatchSize = info.getMicrobatchSize();
   manifest.heads = info.getHeads();
   manifest.maxPositions = info.getMaxPositions();
+  manifest.normPosition = info.getNormPosition() == nn::NormPosition::Post
+                              ? BP_NORM_POSITION_POST
+                              : BP_NORM_POSITION_PRE;
   // For a Hugging Face config.json (docs/huggingface.md): bitpipe-import
-  // gives every norm of a model one epsilon and every rotary op one base.
-  // The ops are in the stage functions by now, not in the model function.
+  // gives every norm of a model one epsilon, every rotary op one base and
+  // every GELU one form. The ops are in the stage functions by now, not in
+  // the model function.
+  bool mixedGelu = false;
   model->getParentOfType<mlir::ModuleOp>().walk([&](Operation *op) {
+    if (auto gelu = dyn_cast<nn::GeluOp>(op)) {
+      bp_gelu_form form = gelu.getForm() == nn::GeluForm::Erf
+                              ? BP_GELU_FORM_ERF
+                              : BP_GELU_FORM_TANH;
+      mixedGelu |= manifest.gelu && *manifest.gelu != form;
+      manifest.gelu = form;
+    }
     if (auto ln = dyn_cast<nn::LayerNormOp>(op); ln && !manifest.normEpsilon)
       manifest.normEpsilon = ln.getEpsilon().convertToDouble();
     if (auto rms = dyn_cast<nn::RMSNormOp>(op); rms && !manifest.normEpsilon)
@@ -283,6 +295,8 @@ LogicalResult manifest::readModel(func::FuncOp model, Manifest &manifest) {
     if (auto rot = dyn_cast<nn::RotaryOp>(op); rot && !manifest.ropeTheta)
       manifest.ropeTheta = rot.getBase().convertToDouble();
   });
+  if (mixedGelu)
+    manifest.gelu.reset();
   return success();
 }
 
@@ -349,6 +363,9 @@ std::string manifest::writeManifest(const Manifest &m) {
         j.attribute(key::NormEpsilon, *m.normEpsilon);
       if (m.ropeTheta)
         j.attribute(key::RopeTheta, *m.ropeTheta);
+      if (m.gelu)
+        j.attribute(key::Gelu, bp_gelu_form_names[*m.gelu]);
+      j.attribute(key::NormPosition, bp_norm_position_names[m.normPosition]);
     });
     j.attributeObject(key::Schedule, [&] {
       j.attribute(key::Name, m.scheduleName);

@@ -95,6 +95,10 @@ struct Manifest {
   int64_t heads = 0, maxPositions = 0;
   // The first norm's epsilon and the first rotary op's base, if any.
   std::optional<double> normEpsilon, ropeTheta;
+  /// The form of the model's nn.gelu ops when they all have one; none when
+  /// it has no GELU or mixes forms (no Hugging Face activation says that).
+  std::optional<bp_gelu_form> gelu;
+  bp_norm_position normPosition = BP_NORM_POSITION_PRE;
   // "schedule"
   std::string scheduleName;
   int64_t microbatches = 0, devices = 0, dataParallel = 1, worldSize = 0;

@@ -160,6 +160,12 @@ bp_status_t bp_cuda_gelu_fwd(const bp_bf16_t *x, bp_bf16_t *y, int64_t n,
 bp_status_t bp_cuda_gelu_bwd(const bp_bf16_t *dy, const bp_bf16_t *x,
                              bp_bf16_t *dx, int64_t n, void *stream);
 
+/* GELU, exact (erf) form, as bp_cuda_gelu_fwd / _bwd. */
+bp_status_t bp_cuda_gelu_erf_fwd(const bp_bf16_t *x, bp_bf16_t *y, int64_t n,
+                                 void *stream);
+bp_status_t bp_cuda_gelu_erf_bwd(const bp_bf16_t *dy, const bp_bf16_t *x,
+                                 bp_bf16_t *dx, int64_t n, void *stream);
+
 /*===-----------------------------------------------------------------------===
  * Residual add: out = a + b (summed in fp32, rounded once), all [n] bf16;
  * out may alias a or b. As on the CPU, it also sums fanned-out gradients.
@@ -239,6 +245,10 @@ bp_status_t bp_cuda_gelu_fwd_f32(const float *x, float *y, int64_t n,
                                  void *stream);
 bp_status_t bp_cuda_gelu_bwd_f32(const float *dy, const float *x, float *dx,
                                  int64_t n, void *stream);
+bp_status_t bp_cuda_gelu_erf_fwd_f32(const float *x, float *y, int64_t n,
+                                     void *stream);
+bp_status_t bp_cuda_gelu_erf_bwd_f32(const float *dy, const float *x, float *dx,
+                                     int64_t n, void *stream);
 bp_status_t bp_cuda_add_f32(const float *a, const float *b, float *out,
                             int64_t n, void *stream);
 bp_status_t bp_cuda_cross_entropy_fwd_f32(const float *logits,

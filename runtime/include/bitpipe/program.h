@@ -101,9 +101,11 @@ extern const int64_t bitpipe_manifest_size;
  *             "mask_token": 255,
  *             "heads": 4, "max_positions": 64,  // for a Hugging Face
  *             "norm_epsilon": 1e-05,            // config.json
- *             "rope_theta": 10000.0},           // (docs/huggingface.md);
- *                                   // the last two only when the model
- *                                   // has a norm / a rotary op
+ *             "rope_theta": 10000.0,            // (docs/huggingface.md);
+ *             "gelu": "tanh" | "erf",           // the last three only
+ *                                   // when the model has a norm / a
+ *                                   // rotary op / a GELU
+ *             "norm_position": "pre" | "post"}, // "post": a post-LN BERT
  *   "schedule": {"name": "bitpipe", "microbatches": 8, "devices": 4,
  *                "data_parallel": 1, "world_size": 4},
  *                                   // microbatches: per data-parallel copy
@@ -255,6 +257,26 @@ typedef enum bp_precision {
 } bp_precision;
 static const char *const bp_precision_names[BP_NUM_PRECISIONS] = {
 #define BP_PRECISION(id, word) word,
+#include "bitpipe/abi/ManifestKeys.def"
+};
+
+typedef enum bp_gelu_form {
+#define BP_GELU_FORM(id, word) BP_GELU_FORM_##id,
+#include "bitpipe/abi/ManifestKeys.def"
+  BP_NUM_GELU_FORMS
+} bp_gelu_form;
+static const char *const bp_gelu_form_names[BP_NUM_GELU_FORMS] = {
+#define BP_GELU_FORM(id, word) word,
+#include "bitpipe/abi/ManifestKeys.def"
+};
+
+typedef enum bp_norm_position {
+#define BP_NORM_POSITION(id, word) BP_NORM_POSITION_##id,
+#include "bitpipe/abi/ManifestKeys.def"
+  BP_NUM_NORM_POSITIONS
+} bp_norm_position;
+static const char *const bp_norm_position_names[BP_NUM_NORM_POSITIONS] = {
+#define BP_NORM_POSITION(id, word) word,
 #include "bitpipe/abi/ManifestKeys.def"
 };
 

@@ -235,6 +235,17 @@ bp_status_t bp_gelu_bwd(const float *dy, const float *x, float *dx,
                         int64_t n);
 
 /*===-----------------------------------------------------------------------===
+ * GELU, exact form (BERT; nn.gelu form(erf)):
+ *   y = 0.5 x (1 + erf(x / sqrt(2)))
+ *   x, y [n]; y may alias x.
+ *===----------------------------------------------------------------------===*/
+bp_status_t bp_gelu_erf_fwd(const float *x, float *y, int64_t n);
+
+/* Writes dx = dy * gelu'(x), gelu' = Phi(x) + x phi(x). dx may alias dy. */
+bp_status_t bp_gelu_erf_bwd(const float *dy, const float *x, float *dx,
+                            int64_t n);
+
+/*===-----------------------------------------------------------------------===
  * SwiGLU (LLaMA's MLP): y = silu(gate) * up = gate * sigmoid(gate) * up.
  *   gate, up, y [n]; y may alias gate or up.
  *===----------------------------------------------------------------------===*/

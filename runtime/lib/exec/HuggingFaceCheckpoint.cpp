@@ -70,11 +70,17 @@ Expected<HfModelSizes> manifestHfSizes(const Manifest &manifest) {
   if (model.ropeTheta > 0)
     s.ropeTheta = model.ropeTheta;
   if (s.type != HfModelType::Llama) {
+    if (!model.gelu)
+      return manifestError(
+          "the manifest's model names no \"gelu\" form (its nn.gelu ops mix "
+          "the tanh and erf forms, or it has none); a Hugging Face " +
+          std::string(hfModelTypeName(s.type)) +
+          " config names one activation");
+    s.geluName = *model.gelu == GeluForm::Erf ? "gelu" : "gelu_new";
     BP_ASSIGN(positions, requireShape(manifest, "embed.positions", 2));
     s.maxPositions = positions[0];
-    // A post-LN BERT has the embeddings' norm (docs/models.md), as a LLaMA
-    // with an untied head has head.weight.
-    if (s.type == HfModelType::Bert && shapeOf(manifest, "embed.ln.weight"))
+    // The compiler says where the norms sit (#nn.model's norm_position).
+    if (s.type == HfModelType::Bert && model.normPosition == NormPosition::Post)
       s.normPosition = HfNormPosition::Post;
     return s;
   }

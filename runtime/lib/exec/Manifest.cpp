@@ -242,6 +242,17 @@ Status parseModel(const JsonValue &v, ModelSpec *m) {
     BP_TRY(f.number(key::NormEpsilon, &m->normEpsilon));
   if (f.has(key::RopeTheta))
     BP_TRY(f.number(key::RopeTheta, &m->ropeTheta));
+  if (f.has(key::Gelu)) {
+    int form = 0;
+    BP_TRY(f.word(key::Gelu, bp_gelu_form_names, "GELU form", &form));
+    m->gelu = static_cast<GeluForm>(form);
+  }
+  if (f.has(key::NormPosition)) {
+    int position = 0;
+    BP_TRY(f.word(key::NormPosition, bp_norm_position_names, "norm position",
+                  &position));
+    m->normPosition = static_cast<NormPosition>(position);
+  }
   return Status::ok();
 }
 

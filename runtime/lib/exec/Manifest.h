@@ -34,6 +34,7 @@
 #include "bitpipe/program.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,18 @@ inline bool isNextTokenModel(ModelFamily family) {
 
 /// program.h's targets (values: its bp_target_kind): which runtime library
 /// the stage functions were compiled for.
+/// Which GELU the model computes (nn.gelu's form).
+enum class GeluForm {
+  Tanh = BP_GELU_FORM_TANH,
+  Erf = BP_GELU_FORM_ERF,
+};
+
+/// Where the layer norms sit (#nn.model's norm_position).
+enum class NormPosition {
+  Pre = BP_NORM_POSITION_PRE,
+  Post = BP_NORM_POSITION_POST,
+};
+
 enum class TargetKind {
   Cpu = BP_TARGET_CPU,
   Cuda = BP_TARGET_CUDA,
@@ -94,6 +107,8 @@ struct ModelSpec {
   int64_t heads = 0, maxPositions = 0;
   double normEpsilon = 0; // the norms' epsilon; 0: no norm
   double ropeTheta = 0;   // the rotary base; 0: no rotary op
+  std::optional<GeluForm> gelu; // none: no GELU, or GELUs of both forms
+  NormPosition normPosition = NormPosition::Pre;
 };
 
 struct ScheduleSpec {

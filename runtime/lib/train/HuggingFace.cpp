@@ -298,7 +298,7 @@ std::string huggingFaceConfigJson(const HfModelSizes &s) {
   JsonObject j;
   switch (s.type) {
   case HfModelType::Gpt2:
-    // bitpipe's GPT (docs/models.md): tanh GELU, tied head, no dropout.
+    // bitpipe's GPT (docs/models.md): tied head, no dropout.
     j.raw("architectures", "[\"GPT2LMHeadModel\"]")
         .str("model_type", "gpt2")
         .integer("vocab_size", s.vocab)
@@ -308,7 +308,7 @@ std::string huggingFaceConfigJson(const HfModelSizes &s) {
         .integer("n_layer", s.layers)
         .integer("n_head", s.heads)
         .raw("n_inner", "null")
-        .str("activation_function", "gelu_new")
+        .str("activation_function", s.geluName)
         .number("layer_norm_epsilon", s.normEpsilon)
         .number("resid_pdrop", 0)
         .number("embd_pdrop", 0)
@@ -325,7 +325,7 @@ std::string huggingFaceConfigJson(const HfModelSizes &s) {
         .integer("num_hidden_layers", s.layers)
         .integer("num_attention_heads", s.heads)
         .integer("intermediate_size", 4 * s.hidden)
-        .str("hidden_act", "gelu_new")
+        .str("hidden_act", s.geluName)
         .integer("max_position_embeddings", s.maxPositions)
         .integer("type_vocab_size", 2)
         .number("layer_norm_eps", s.normEpsilon)

@@ -61,6 +61,10 @@ struct HfModelSizes {
   bool tiedHead = true;
   double normEpsilon = 1e-5;
   double ropeTheta = 10000; // LLaMA
+  /// GPT-2 and BERT: transformers' name of the model's GELU, "gelu_new"
+  /// (tanh form) or "gelu" (erf form); the importer reads the same names
+  /// (lib/Import/ConfigSchemas.h).
+  std::string geluName = "gelu_new";
 };
 
 /// One Hugging Face tensor that makes up (part of) a bitpipe parameter.

@@ -186,6 +186,22 @@ TEST_P(CudaAbi, GeluAndAddDispatch) {
                          activationRtol()));
 }
 
+TEST_P(CudaAbi, GeluErfDispatch) {
+  const int64_t n = 1001;
+  const std::string shape = tag("n=1001", precisionName());
+  ActTensor x(bf16(), randomFloats(n, 23, -5.0f, 5.0f)),
+      dy(bf16(), randomFloats(n, 24)), y(bf16(), n), dx(bf16(), n);
+  ASSERT_EQ(bp_gelu_erf_fwd(x.abi(), y.abi(), n), BP_OK);
+  ASSERT_EQ(bp_gelu_erf_bwd(dy.abi(), x.abi(), dx.abi(), n), BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  auto xD = toDouble(x.values());
+  EXPECT_TRUE(checkClose("bp_gelu_erf_fwd", "y", shape, y.download(),
+                         ref::geluErf(xD), activationRtol()));
+  EXPECT_TRUE(checkClose("bp_gelu_erf_bwd", "dx", shape, dx.download(),
+                         ref::geluErfGrad(toDouble(dy.values()), xD),
+                         activationRtol()));
+}
+
 TEST_P(CudaAbi, CrossEntropyDispatchesAndWritesTheLossOnTheDevice) {
   const int64_t N = 6, V = 29;
   const float dloss = 0.5f;

@@ -34,6 +34,7 @@ Manifest gptManifest(int64_t layers, int64_t H, int64_t V, int64_t P) {
   m.model.heads = 4;
   m.model.maxPositions = P;
   m.model.normEpsilon = 1e-5;
+  m.model.gelu = GeluForm::Tanh;
   add(m, "embed.tokens", {V, H});
   add(m, "embed.positions", {P, H});
   for (int64_t i = 0; i < layers; ++i) {
@@ -63,6 +64,7 @@ Manifest bertManifest(bool post) {
   const int64_t H = 16, V = 32, P = 8;
   Manifest m = gptManifest(2, H, V, P);
   m.model.family = ModelFamily::Bert;
+  m.model.normPosition = post ? NormPosition::Post : NormPosition::Pre;
   if (post) {
     for (const char *field : {"weight", "bias"}) {
       std::string f = field;
@@ -134,7 +136,7 @@ TEST(ExecHuggingFace, LlamaKvHeadsAndIntermediateSizeFromTheWeights) {
   }
 }
 
-TEST(ExecHuggingFace, BertNormPositionFromTheEmbeddingsNorm) {
+TEST(ExecHuggingFace, BertNormPositionFromTheManifest) {
   for (bool post : {false, true}) {
     Expected<HfModelSizes> s = manifestHfSizes(bertManifest(post));
     ASSERT_TRUE(s.isOk()) << s.status().message();
@@ -148,15 +150,37 @@ TEST(ExecHuggingFace, BertNormPositionFromTheEmbeddingsNorm) {
     EXPECT_EQ(m->find("final_ln.weight") != nullptr, !post);
   }
   // Both the embeddings' norm and a final one: not a BERT either form
-  // describes.
-  Manifest both = bertManifest(false);
-  add(both, "embed.ln.weight", {16});
-  add(both, "embed.ln.bias", {16});
-  EXPECT_NE(manifestHfMapping(both).status().message().find(
-                "the model's parameter 'final_ln.weight' has no Hugging Face "
-                "counterpart"),
+  // describes, whichever the manifest says.
+  for (bool post : {false, true}) {
+    Manifest both = bertManifest(post);
+    add(both, post ? "final_ln.weight" : "embed.ln.weight", {16});
+    add(both, post ? "final_ln.bias" : "embed.ln.bias", {16});
+    std::string extra = post ? "final_ln.weight" : "embed.ln.weight";
+    EXPECT_NE(manifestHfMapping(both).status().message().find(
+                  "the model's parameter '" + extra +
+                  "' has no Hugging Face counterpart"),
+              std::string::npos)
+        << manifestHfMapping(both).status().message();
+  }
+}
+
+TEST(ExecHuggingFace, GeluNameFromTheManifestsForm) {
+  Manifest tanh = gptManifest(1, 16, 32, 8);
+  Expected<HfModelSizes> t = manifestHfSizes(tanh);
+  ASSERT_TRUE(t.isOk()) << t.status().message();
+  EXPECT_EQ(t->geluName, "gelu_new");
+  Manifest erf = bertManifest(true);
+  erf.model.gelu = GeluForm::Erf;
+  Expected<HfModelSizes> e = manifestHfSizes(erf);
+  ASSERT_TRUE(e.isOk()) << e.status().message();
+  EXPECT_EQ(e->geluName, "gelu");
+  // No form (GELUs of both forms, or none): no activation to name.
+  Manifest none = bertManifest(true);
+  none.model.gelu.reset();
+  EXPECT_NE(manifestHfSizes(none).status().message().find(
+                "the manifest's model names no \"gelu\" form"),
             std::string::npos)
-      << manifestHfMapping(both).status().message();
+      << manifestHfSizes(none).status().message();
 }
 
 TEST(ExecHuggingFace, ModelsTheMappingCannotDescribeAreRefused) {
@@ -187,7 +211,7 @@ TEST(ExecHuggingFace, ManifestCarriesTheConfigFields) {
   std::string text = replaced(
       pipeDpManifest(), "\"microbatch_size\": 2",
       "\"microbatch_size\": 2, \"heads\": 2, \"max_positions\": 8, "
-      "\"norm_epsilon\": 1e-06, \"rope_theta\": 10000.0");
+      "\"norm_epsilon\": 1e-06, \"rope_theta\": 10000.0, \"gelu\": \"erf\"");
   ASSERT_NE(text, pipeDpManifest());
   Expected<Manifest> m = parseManifest(text);
   ASSERT_TRUE(m.isOk()) << m.status().message();
@@ -195,10 +219,18 @@ TEST(ExecHuggingFace, ManifestCarriesTheConfigFields) {
   EXPECT_EQ(m->model.maxPositions, 8);
   EXPECT_EQ(m->model.normEpsilon, 1e-6);
   EXPECT_EQ(m->model.ropeTheta, 10000.0);
-  // Absent (a manifest of hand-written IR): zero.
+  EXPECT_EQ(m->model.gelu, GeluForm::Erf);
+  // Absent (a manifest of hand-written IR): zero, no form.
   Expected<Manifest> plain = parseManifest(pipeDpManifest());
   ASSERT_TRUE(plain.isOk());
   EXPECT_EQ(plain->model.heads, 0);
+  EXPECT_FALSE(plain->model.gelu.has_value());
+  Expected<Manifest> relu =
+      parseManifest(replaced(pipeDpManifest(), "\"microbatch_size\": 2",
+                             "\"microbatch_size\": 2, \"gelu\": \"relu\""));
+  ASSERT_FALSE(relu.isOk());
+  EXPECT_NE(relu.status().message().find("relu"), std::string::npos)
+      << relu.status().message();
   Expected<Manifest> bad =
       parseManifest(replaced(pipeDpManifest(), "\"microbatch_size\": 2",
                              "\"microbatch_size\": 2, \"heads\": 0"));

@@ -378,6 +378,11 @@ TEST(HuggingFaceTest, ConfigJsonHasTheFieldsTransformersReads) {
   EXPECT_EQ(bert->get("model_type")->string, "bert");
   EXPECT_EQ(bert->get("intermediate_size")->integer, 32);
   EXPECT_EQ(bert->get("hidden_act")->string, "gelu_new");
+  HfModelSizes erf = bertSizes();
+  erf.geluName = "gelu";
+  Expected<JsonValue> bertErf = parseJson(huggingFaceConfigJson(erf));
+  ASSERT_TRUE(bertErf.isOk());
+  EXPECT_EQ(bertErf->get("hidden_act")->string, "gelu");
 }
 
 TEST(HuggingFaceTest, ShardedIndexLoadsAcrossShards) {

@@ -43,6 +43,24 @@ func.func @gelu_of_attention(%qkv: tensor<2x4x24xf32>) -> tensor<2x4x8xf32> {
   return %y : tensor<2x4x8xf32>
 }
 
+// The exact GELU is a kernel of its own, forward and backward: the fused
+// kernels (and cuBLASLt's epilogues) compute the tanh form.
+// CHECK-LABEL: func.func @mlp_erf(
+// CHECK:      call @bp_linear_fwd(
+// CHECK:      call @bp_gelu_erf_fwd(
+// CHECK-NOT:  call @bp_linear_gelu_fwd
+// CHECK:      call @bp_linear_bwd_input(
+// CHECK:      call @bp_gelu_erf_bwd(
+// CHECK-NOT:  call @bp_linear_bwd_input_gelu
+// CHECK:      return
+func.func @mlp_erf(%x: tensor<2x4x8xf32>, %w1: tensor<32x8xf32>, %w2: tensor<8x32xf32>, %dy: tensor<2x4x8xf32>) -> (tensor<2x4x32xf32>, tensor<2x4x32xf32>) {
+  %pre = nn.linear %x, %w1 : (tensor<2x4x8xf32>, tensor<32x8xf32>) -> tensor<2x4x32xf32>
+  %y = nn.gelu %pre form(erf) : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+  %g = nn.linear_input_grad %dy, %w2 : (tensor<2x4x8xf32>, tensor<8x32xf32>) -> tensor<2x4x32xf32>
+  %dpre = nn.gelu_grad %pre, %g form(erf) : (tensor<2x4x32xf32>, tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+  return %y, %dpre : tensor<2x4x32xf32>, tensor<2x4x32xf32>
+}
+
 // The backward: the gradient of the linear's input, used only by the GELU's
 // backward, is never materialised; dx = (dy W) * gelu'(pre).
 // CHECK-LABEL: func.func @mlp_bwd(

@@ -177,12 +177,12 @@ module attributes {
 // CHECK-NEXT:    call @bp_rt_optimizer_step
 
 // The manifest, embedded (bytes, no NUL: the type, an array of as many
-// i8 as the string has bytes, is implied) with its size: 2101 bytes, the
+// i8 as the string has bytes, is implied) with its size: 2123 bytes, the
 // file's text less its newline.
 // CHECK:       llvm.mlir.global external constant @bitpipe_manifest("{\22version\22:{{[0-9]+}},\22target\22:{{.*}}]}") {addr_space = 0 : i32}{{$}}
-// CHECK:       llvm.mlir.global external constant @bitpipe_manifest_size(2101 : i64) {addr_space = 0 : i32} : i64
+// CHECK:       llvm.mlir.global external constant @bitpipe_manifest_size(2123 : i64) {addr_space = 0 : i32} : i64
 // RUN: wc -c < %t.json | FileCheck %s --check-prefix=BYTES
-// BYTES: {{^}}2102{{$}}
+// BYTES: {{^}}2124{{$}}
 
 // The same text (compact JSON, program.h's key order). Parameters once, in
 // order of first appearance; only matrices decay. The backward's parameter
@@ -190,7 +190,7 @@ module attributes {
 // "param" gradient. Rank 1 holds only "wte".
 // MANIFEST:      {"version":3,
 // MANIFEST-SAME: "target":{"name":"cpu","precision":"fp32"},
-// MANIFEST-SAME: "model":{"name":"m","family":"gpt","vocab":8,"seq_len":4,"microbatch_size":2,"mask_token":7,"heads":1,"max_positions":4},
+// MANIFEST-SAME: "model":{"name":"m","family":"gpt","vocab":8,"seq_len":4,"microbatch_size":2,"mask_token":7,"heads":1,"max_positions":4,"norm_position":"pre"},
 // MANIFEST-SAME: "schedule":{"name":"gpipe","microbatches":2,"devices":2,"data_parallel":1,"world_size":2},
 // MANIFEST-SAME: "params":[{"name":"wte","shape":[8,4],"init":{"kind":"normal","std":0.02},"decay":true},
 // MANIFEST-SAME:           {"name":"ln.bias","shape":[4],"init":{"kind":"zeros"},"decay":false}],

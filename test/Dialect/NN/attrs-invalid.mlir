@@ -49,8 +49,18 @@ func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers =
 
 // -----
 
-// expected-error @+1 {{#nn.model has no field 'layerz' (its fields: family, layers, hidden, heads, vocab, max_positions, seq_len, microbatch_size)}}
+// expected-error @+1 {{#nn.model has no field 'layerz' (its fields: family, layers, hidden, heads, vocab, max_positions, seq_len, microbatch_size, norm_position)}}
 func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layerz = 2>}
+
+// -----
+
+// expected-error @+1 {{#nn.model expects norm_position pre or post, got 'middle'}}
+func.func private @m() attributes {nn.model = #nn.model<family = "bert", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2, norm_position = middle>}
+
+// -----
+
+// expected-error @+1 {{#nn.model: norm_position = post applies to the bert family only, got family "gpt"}}
+func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, vocab = 8, max_positions = 4, seq_len = 4, microbatch_size = 2, norm_position = post>}
 
 // -----
 

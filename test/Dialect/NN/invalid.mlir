@@ -240,6 +240,14 @@ func.func @attention_grad(%qkv: tensor<2x4x24xf32>, %dy: tensor<2x4x8xf32>) {
 
 // -----
 
+func.func @gelu_form(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{custom op 'nn.gelu' expected string or keyword containing one of the following enum values for attribute 'form' [tanh, erf]}}
+  %y = nn.gelu %x form(sigmoid) : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
 func.func @gelu_grad(%x: tensor<2x8xf32>, %dy: tensor<2x4xf32>) {
   // expected-error @+1 {{'nn.gelu_grad' op expects grad of type 'tensor<2x8xf32>' (as the input), got 'tensor<2x4xf32>'}}
   %d = nn.gelu_grad %x, %dy : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>

@@ -21,7 +21,8 @@ BERT (post-LN):
     output.LayerNorm(output.dense(act(intermediate.dense(h))) + h);
   - the MLM head: transform.dense, act, transform.LayerNorm, then the
     decoder tied to the word embeddings plus cls.predictions.bias;
-  - act is hidden_act "gelu_new" (tanh form), the one bitpipe builds;
+  - act is hidden_act "gelu" (erf form, BertConfig's default) when the
+    bitpipe config says "gelu": "erf", else "gelu_new" (tanh form);
   - the loss: mean cross-entropy over the labelled (masked) positions.
 LLaMA:
   - nn.Linear weights [out, in], x W^T, no biases;
@@ -66,6 +67,15 @@ def layer_norm(x, w, b, eps=1e-5):
 def gelu_new(x):
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi)
                                     * (x + 0.044715 * x ** 3)))
+
+
+def gelu(x):
+    """transformers' "gelu": the exact x Phi(x)."""
+    return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
+
+
+# A bitpipe config's "gelu" -> transformers' activation of that form.
+HIDDEN_ACT = {"tanh": gelu_new, "erf": gelu}
 
 
 def softmax_causal(s):
@@ -123,6 +133,7 @@ def bert_loss(p, config, ids, labels):
     linear = lambda x, name: x @ p[name + ".weight"].T + p[name + ".bias"]
     norm = lambda x, name: layer_norm(x, p[name + ".weight"],
                                       p[name + ".bias"], eps)
+    act = HIDDEN_ACT[config.get("gelu", "tanh")]
     e = "bert.embeddings."
     h = (p[e + "word_embeddings.weight"][ids]
          + p[e + "position_embeddings.weight"][np.arange(T)][None]
@@ -141,10 +152,10 @@ def bert_loss(p, config, ids, labels):
         o = (s @ v).transpose(0, 2, 1, 3).reshape(B, T, H)
         h = norm(linear(o, pre + "attention.output.dense") + h,
                  pre + "attention.output.LayerNorm")
-        m = gelu_new(linear(h, pre + "intermediate.dense"))
+        m = act(linear(h, pre + "intermediate.dense"))
         h = norm(linear(m, pre + "output.dense") + h, pre + "output.LayerNorm")
     t = "cls.predictions.transform."
-    h = norm(gelu_new(linear(h, t + "dense")), t + "LayerNorm")
+    h = norm(act(linear(h, t + "dense")), t + "LayerNorm")
     logits = (h @ p["cls.predictions.decoder.weight"].T
               + p["cls.predictions.bias"])
     return mean_cross_entropy(logits, labels)

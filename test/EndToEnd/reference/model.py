@@ -60,6 +60,23 @@ def gelu_grad(dy, x):
     return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
 
 
+def gelu_erf(x):
+    """GELU, exact form (BERT): x Phi(x)."""
+    return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+
+
+def gelu_erf_grad(dy, x):
+    pdf = np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    return dy * (0.5 * (1.0 + erf(x / math.sqrt(2.0))) + x * pdf)
+
+
+# math.erf, element-wise (numpy has no erf; scipy is not a dependency).
+erf = np.vectorize(math.erf, otypes=[np.float64])
+
+# The config's "gelu" (docs/models.md): the function and its gradient.
+GELUS = {"tanh": (gelu, gelu_grad), "erf": (gelu_erf, gelu_erf_grad)}
+
+
 def split_heads(x, heads):
     B, T, H = x.shape
     return x.reshape(B, T, heads, H // heads).transpose(0, 2, 1, 3)
@@ -120,6 +137,7 @@ class Transformer:
     """family "gpt": causal attention, logits = final_ln(x) wte^T.
     family "bert": bidirectional attention, masked-LM head
     (dense, GELU, layer norm, logits = . wte^T + head.bias).
+    gelu "tanh" (the default) or "erf".
     layer_norm_position "pre" (the default): x + attn(ln1(x)),
     x + mlp(ln2(x)), final_ln; "post" (BERT only, the original BERT):
     embed.ln after the embeddings, ln1(x + attn(x)), ln2(x + mlp(x)), no
@@ -131,6 +149,7 @@ class Transformer:
         self.heads = config["heads"]
         self.eps = config.get("layer_norm_epsilon", 1e-5)
         self.post = config.get("layer_norm_position", "pre") == "post"
+        self.gelu, self.gelu_grad = GELUS[config.get("gelu", "tanh")]
 
     def loss_and_grads(self, params, inputs, labels):
         """The micro-batch's loss and d loss / d param for every param."""
@@ -160,7 +179,7 @@ class Transformer:
             else:
                 h2, ln2 = norm(x1, n + "ln2")
             f = linear(h2, P[n + "mlp.fc.weight"], P[n + "mlp.fc.bias"])
-            g = gelu(f)
+            g = self.gelu(f)
             x2 = x1 + linear(g, P[n + "mlp.proj.weight"],
                              P[n + "mlp.proj.bias"])
             if self.post:
@@ -174,7 +193,7 @@ class Transformer:
         wte = P["embed.tokens"]
         if self.family == "bert":
             d = linear(y, P["head.dense.weight"], P["head.dense.bias"])
-            e = gelu(d)
+            e = self.gelu(d)
             t, lnh = layer_norm(e, P["head.ln.weight"], P["head.ln.bias"],
                                 eps)
             logits = linear(t, wte, P["head.bias"])
@@ -202,7 +221,7 @@ class Transformer:
         if self.family == "bert":
             grads["head.bias"] += dhead_bias
             de = norm_back("head.ln", dt, lnh)
-            dy = linear_back("head.dense", gelu_grad(de, d), y)
+            dy = linear_back("head.dense", self.gelu_grad(de, d), y)
         else:
             dy = dt
         dx = dy if self.post else norm_back("final_ln", dy, lnf)
@@ -214,7 +233,8 @@ class Transformer:
                 # d(x1) through ln1, both x and the attention feed that add.
                 dsum = norm_back(n + "ln2", dx, ln2)
                 dg = linear_back(n + "mlp.proj", dsum, g)
-                dx1 = linear_back(n + "mlp.fc", gelu_grad(dg, f), h2) + dsum
+                dx1 = linear_back(n + "mlp.fc", self.gelu_grad(dg, f),
+                                  h2) + dsum
                 dsum = norm_back(n + "ln1", dx1, ln1)
                 da = linear_back(n + "attn.proj", dsum, a)
                 dx = linear_back(n + "attn.qkv",
@@ -222,7 +242,7 @@ class Transformer:
                                  h1) + dsum
                 continue
             dg = linear_back(n + "mlp.proj", dx, g)
-            dh2 = linear_back(n + "mlp.fc", gelu_grad(dg, f), h2)
+            dh2 = linear_back(n + "mlp.fc", self.gelu_grad(dg, f), h2)
             dx1 = norm_back(n + "ln2", dh2, ln2) + dx
             da = linear_back(n + "attn.proj", dx1, a)
             dh1 = linear_back(n + "attn.qkv", attention_grad(da, att,

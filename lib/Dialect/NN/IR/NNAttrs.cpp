@@ -35,16 +35,19 @@ bitpipe::nn::parseStd(AsmParser &parser) {
 
 namespace {
 
-/// Parses `<key = value, ...>` whose keys are exactly `names`, in any
-/// order: the generated struct parser, when every field is required,
-/// reports a missing one as "expected ','". Integer fields, and at most
-/// one string field (`stringField`, its index in `names`).
+/// Parses `<key = value, ...>` whose keys are `names`, in any order: the
+/// generated struct parser, when every field is required, reports a missing
+/// one as "expected ','". Integer fields, at most one string field
+/// (`stringField`, its index in `names`), and optional keyword fields
+/// after the first `numRequired` (an enum's keyword; keyword(i) is empty
+/// when absent).
 class AttrFieldParser {
 public:
   AttrFieldParser(AsmParser &parser, StringRef attr, ArrayRef<StringRef> names,
-                  int stringField = -1)
+                  int stringField = -1, size_t numRequired = ~size_t(0))
       : parser(parser), attr(attr), names(names), stringField(stringField),
-        ints(names.size()), seen(names.size(), false) {}
+        numRequired(std::min(numRequired, names.size())), ints(names.size()),
+        keywords(names.size()), seen(names.size(), false) {}
 
   LogicalResult parse() {
     if (parser.parseLess())
@@ -63,14 +66,19 @@ public:
       if (seen[i])
         return parser.emitError(loc) << attr << " gives '" << key << "' twice";
       seen[i] = true;
-      if (static_cast<int>(i) == stringField ? parser.parseString(&text)
-                                             : parser.parseInteger(ints[i]))
+      if (i >= numRequired) {
+        if (parser.parseKeyword(&keywords[i]))
+          return failure();
+      } else if (static_cast<int>(i) == stringField
+                     ? parser.parseString(&text)
+                     : parser.parseInteger(ints[i])) {
         return failure();
+      }
     } while (succeeded(parser.parseOptionalComma()));
     SMLoc end = parser.getCurrentLocation();
     if (parser.parseGreater())
       return failure();
-    for (size_t i = 0; i < names.size(); ++i)
+    for (size_t i = 0; i < numRequired; ++i)
       if (!seen[i])
         return parser.emitError(end)
                << attr << " is missing the field '" << names[i] << "'";
@@ -79,22 +87,27 @@ public:
 
   int64_t integer(size_t i) const { return ints[i]; }
   StringRef string() const { return text; }
+  StringRef keyword(size_t i) const { return keywords[i]; }
 
 private:
   AsmParser &parser;
   StringRef attr;
   ArrayRef<StringRef> names;
   int stringField;
+  size_t numRequired;
   SmallVector<int64_t> ints;
+  SmallVector<StringRef> keywords;
   SmallVector<bool> seen;
   std::string text;
 };
 
 constexpr StringRef kCostFields[] = {"fwd_flops", "bwd_flops", "param_bytes",
                                      "act_bytes"};
+/// The required fields, then the optional norm_position.
 constexpr StringRef kModelFields[] = {
-    "family", "layers",        "hidden",  "heads",
-    "vocab",  "max_positions", "seq_len", "microbatch_size"};
+    "family",        "layers",  "hidden",          "heads",        "vocab",
+    "max_positions", "seq_len", "microbatch_size", "norm_position"};
+constexpr size_t kModelRequiredFields = 8;
 
 } // namespace
 
@@ -115,13 +128,26 @@ void CostAttr::print(AsmPrinter &printer) const {
 }
 
 Attribute ModelAttr::parse(AsmParser &parser, Type) {
-  AttrFieldParser fields(parser, "#nn.model", kModelFields, /*stringField=*/0);
+  SMLoc loc = parser.getCurrentLocation();
+  AttrFieldParser fields(parser, "#nn.model", kModelFields, /*stringField=*/0,
+                         kModelRequiredFields);
   if (failed(fields.parse()))
     return {};
+  NormPosition position = NormPosition::Pre;
+  if (StringRef word = fields.keyword(kModelRequiredFields); !word.empty()) {
+    std::optional<NormPosition> parsed = symbolizeNormPosition(word);
+    if (!parsed) {
+      parser.emitError(loc) << "#nn.model expects norm_position pre or post, "
+                               "got '"
+                            << word << "'";
+      return {};
+    }
+    position = *parsed;
+  }
   return parser.getChecked<ModelAttr>(
       parser.getContext(), fields.string(), fields.integer(1),
       fields.integer(2), fields.integer(3), fields.integer(4),
-      fields.integer(5), fields.integer(6), fields.integer(7));
+      fields.integer(5), fields.integer(6), fields.integer(7), position);
 }
 
 void ModelAttr::print(AsmPrinter &printer) const {
@@ -131,7 +157,12 @@ void ModelAttr::print(AsmPrinter &printer) const {
           << ", heads = " << getHeads() << ", vocab = " << getVocab()
           << ", max_positions = " << getMaxPositions()
           << ", seq_len = " << getSeqLen()
-          << ", microbatch_size = " << getMicrobatchSize() << ">";
+          << ", microbatch_size = " << getMicrobatchSize();
+  // Pre is the default and is not printed: IR written before the field
+  // reads back unchanged.
+  if (getNormPosition() != NormPosition::Pre)
+    printer << ", norm_position = " << stringifyNormPosition(getNormPosition());
+  printer << ">";
 }
 
 LogicalResult CostAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -152,7 +183,8 @@ LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 StringRef family, int64_t layers,
                                 int64_t hidden, int64_t heads, int64_t vocab,
                                 int64_t maxPositions, int64_t seqLen,
-                                int64_t microbatchSize) {
+                                int64_t microbatchSize,
+                                NormPosition normPosition) {
   if (family.empty())
     return emitError() << "#nn.model expects a model family, got \"\"";
   if (!llvm::is_contained(kModelFamilies, family)) {
@@ -173,6 +205,10 @@ LogicalResult ModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                    /*maskedLMHead=*/family == "bert"};
   if (std::optional<std::string> error = checkModelSizes(sizes))
     return emitError() << "#nn.model: " << *error;
+  if (normPosition == NormPosition::Post && family != "bert")
+    return emitError() << "#nn.model: norm_position = post applies to the "
+                          "bert family only, got family \""
+                       << family << "\"";
   return success();
 }
 

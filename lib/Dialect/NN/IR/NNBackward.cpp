@@ -170,7 +170,7 @@ ArrayRef<StringLiteral> SwiGLUOp::getBackwardOpNames() {
 LogicalResult GeluOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
                                     SmallVectorImpl<Value> &operandGrads) {
   auto grad = b.create<GeluGradOp>(getLoc(), getInput().getType(), getInput(),
-                                   resultGrads[0]);
+                                   resultGrads[0], getForm());
   operandGrads.assign({grad.getInputGrad()});
   return success();
 }

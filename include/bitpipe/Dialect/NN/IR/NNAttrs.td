@@ -45,28 +45,58 @@ def NN_CostAttr : NN_Attr<"Cost", "cost"> {
 // nn.model
 //===----------------------------------------------------------------------===//
 
+// Where a GPT/BERT layer's layer norms sit (docs/models.md): in front of each
+// sublayer with a final norm, or after each residual add with one after the
+// embeddings. The importer's NormPosition (ModelConfig.h) becomes this.
+def NN_NormPosition : I32EnumAttr<"NormPosition",
+                                  "where a layer's layer norms sit", [
+      I32EnumAttrCase<"Pre", 0, "pre">,
+      I32EnumAttrCase<"Post", 1, "post">,
+    ]> {
+  let cppNamespace = "::bitpipe::nn";
+  let genSpecializedAttr = 0;
+}
+
 def NN_ModelAttr : NN_Attr<"Model", "model"> {
   let summary = "the configuration a model function was built from";
   let description = [{
     On the model function (bitpipe-import): the hyper-parameters the
     partitioner, the cost summary and the runtime's manifest read. `family`
     is the importer's model family ("gpt", "bert"); the runtime decides
-    what it supports.
+    what it supports. `norm_position` (optional, `pre` when absent) says
+    where the layer norms sit; only a BERT may be `post`.
 
     ```mlir
     func.func @gpt(...) attributes {nn.model = #nn.model<family = "gpt",
         layers = 4, hidden = 64, heads = 4, vocab = 256, max_positions = 64,
         seq_len = 32, microbatch_size = 4>}
+    func.func @bert(...) attributes {nn.model = #nn.model<family = "bert",
+        ..., microbatch_size = 4, norm_position = post>}
     ```
   }];
   let parameters = (ins StringRefParameter<"model family">:$family,
                         "int64_t":$layers, "int64_t":$hidden,
                         "int64_t":$heads, "int64_t":$vocab,
                         "int64_t":$max_positions, "int64_t":$seq_len,
-                        "int64_t":$microbatch_size);
+                        "int64_t":$microbatch_size,
+                        EnumParameter<NN_NormPosition>:$norm_position);
   // As #nn.cost: fields in any order, a missing one named.
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// nn.gelu's form
+//===----------------------------------------------------------------------===//
+
+// Which GELU: the tanh approximation (GPT-2's gelu_new) or the exact one
+// with erf (the original BERT's "gelu"). Checkpoints trained with one do not
+// load into the other unchanged, so the importer keeps the config's.
+def NN_GeluForm : I32EnumAttr<"GeluForm", "which GELU an nn.gelu computes", [
+      I32EnumAttrCase<"Tanh", 0, "tanh">,
+      I32EnumAttrCase<"Erf", 1, "erf">,
+    ]> {
+  let cppNamespace = "::bitpipe::nn";
 }
 
 //===----------------------------------------------------------------------===//

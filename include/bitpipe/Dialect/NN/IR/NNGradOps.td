@@ -126,8 +126,16 @@ def NN_RotaryGradOp : NN_GradOp<"rotary_grad"> {
 
 def NN_GeluGradOp : NN_GradOp<"gelu_grad"> {
   let summary = "gradient of gelu's input";
-  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$grad);
+  let description = [{
+    `grad * gelu'(input)` for the forward op's form (nn.gelu).
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$grad,
+                       DefaultValuedAttr<NN_GeluForm, "GeluForm::Tanh">:$form);
   let results = (outs NN_FloatTensor:$input_grad);
+  let assemblyFormat = [{
+    $input `,` $grad (`form` `(` $form^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
 }
 
 def NN_SwiGLUGradOp : NN_GradOp<"swiglu_grad"> {

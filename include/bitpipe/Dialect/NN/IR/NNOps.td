@@ -9,6 +9,7 @@
 #ifndef BITPIPE_DIALECT_NN_NNOPS_TD
 #define BITPIPE_DIALECT_NN_NNOPS_TD
 
+include "bitpipe/Dialect/NN/IR/NNAttrs.td"
 include "bitpipe/Dialect/NN/IR/NNDialect.td"
 include "bitpipe/Dialect/NN/IR/NNInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -189,17 +190,25 @@ def NN_RotaryOp : NN_ForwardOp<"rotary"> {
 }
 
 def NN_GeluOp : NN_ForwardOp<"gelu"> {
-  let summary = "GELU, tanh form (GPT-2)";
+  let summary = "GELU, tanh form (GPT-2) or exact (BERT)";
   let description = [{
-    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, element-wise.
+    Element-wise. `form(tanh)`, the default and elided:
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, GPT-2's `gelu_new`.
+    `form(erf)`: `0.5 x (1 + erf(x / sqrt(2)))`, the exact GELU of the
+    original BERT (Hugging Face's `hidden_act: "gelu"`). Only the tanh form
+    fuses into a matrix product's epilogue.
 
     ```mlir
     %y = nn.gelu %x : (tensor<4x64x128xf32>) -> tensor<4x64x128xf32>
+    %z = nn.gelu %x form(erf) : (tensor<4x64x128xf32>) -> tensor<4x64x128xf32>
     ```
   }];
-  let arguments = (ins NN_FloatTensor:$input);
+  let arguments = (ins NN_FloatTensor:$input,
+                       DefaultValuedAttr<NN_GeluForm, "GeluForm::Tanh">:$form);
   let results = (outs NN_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $input (`form` `(` $form^ `)`)? attr-dict `:` functional-type(operands, results)
+  }];
 }
 
 def NN_SwiGLUOp : NN_ForwardOp<"swiglu"> {

@@ -1,0 +1,42 @@
+//===- GeluErf.cpp - GELU, exact form (BERT) --------------------*- C++ -*-===//
+//
+// y = x Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))
+// dy/dx = Phi(x) + x phi(x),  phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
+//
+// The form Hugging Face calls "gelu" (BERT's hidden_act); GPT-2's is the
+// tanh approximation of Gelu.cpp. The two differ by up to about 1e-3 near
+// |x| = 2, enough that a checkpoint trained with one drifts under the other.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Common.h"
+
+#include <cmath>
+
+using namespace bitpipe::runtime::cpu;
+
+static constexpr float kInvSqrt2 = 0.7071067811865476f;
+static constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+
+extern "C" bp_status_t bp_gelu_erf_fwd(const float *x, float *y, int64_t n) {
+  if (!allNonNull({x, y}) || !allPositive({n}))
+    return BP_ERR_INVALID_ARGUMENT;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    y[i] = 0.5f * v * (1.0f + std::erf(v * kInvSqrt2));
+  }
+  return BP_OK;
+}
+
+extern "C" bp_status_t bp_gelu_erf_bwd(const float *dy, const float *x,
+                                       float *dx, int64_t n) {
+  if (!allNonNull({dy, x, dx}) || !allPositive({n}))
+    return BP_ERR_INVALID_ARGUMENT;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
+    float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
+    dx[i] = dy[i] * (cdf + v * pdf);
+  }
+  return BP_OK;
+}
