@@ -1,1 +1,1 @@
-func.func private @f(tensor<4xf32> {nn.param = "w", nn.init = #nn.init<normal>})
+func.func private @m() attributes {nn.model = #nn.model<family = "gpt", layers = 1, hidden = 4, heads = 1, max_positions = 4, seq_len = 4, microbatch_size = 2>}

@@ -1,1 +1,1 @@
-func.func private @f(tensor<4xf32> {nn.param = "b", nn.init = #nn.init<zeros, std = 1.0>})
+func.func private @f(tensor<4xf32> {nn.param = "w", nn.init = #nn.init<normal>})

@@ -1,1 +1,1 @@
-func.func private @f(tensor<4xf32> {nn.param = "w", nn.init = #nn.init<uniform>})
+func.func private @f(tensor<4xf32> {nn.param = "w", nn.init = #nn.init<normal, std = 0.0>})

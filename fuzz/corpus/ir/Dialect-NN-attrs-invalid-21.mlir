@@ -1,4 +1,1 @@
-func.func @f(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
-  %y = nn.gelu %x {nn.layer = -1} : (tensor<2x8xf32>) -> tensor<2x8xf32>
-  return %y : tensor<2x8xf32>
-}
+func.func private @f(tensor<4xf32> {nn.param = "w", nn.init = #nn.init<uniform>})

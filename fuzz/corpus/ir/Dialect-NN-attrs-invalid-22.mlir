@@ -1,1 +1,1 @@
-func.func private @f(tensor<4xf32> {nn.param = ""})
+func.func private @f(tensor<4xf32> {nn.param = "b", nn.init = {kind = "zeros"}})

@@ -1,1 +1,4 @@
-func.func private @f(tensor<2x4xi32> {nn.input = "targets"})
+func.func @f(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %y = nn.gelu %x {nn.layer = -1} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}

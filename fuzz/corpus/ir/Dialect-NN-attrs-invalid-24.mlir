@@ -1,1 +1,1 @@
-func.func private @f(tensor<4xf32> {nn.weight = "w"})
+func.func private @f(tensor<4xf32> {nn.param = ""})

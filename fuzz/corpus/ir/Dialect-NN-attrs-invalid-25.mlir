@@ -1,1 +1,1 @@
-func.func private @f() attributes {nn.stage = 0}
+func.func private @f(tensor<2x4xi32> {nn.input = "targets"})

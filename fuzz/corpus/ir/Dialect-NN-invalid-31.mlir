@@ -1,4 +1,4 @@
-func.func @cross_entropy_grad(%l: tensor<2x16xf32>, %y: tensor<2xi32>, %dl: tensor<f32>) {
-  %d = nn.cross_entropy_grad %l, %y, %dl : (tensor<2x16xf32>, tensor<2xi32>, tensor<f32>) -> tensor<2x8xf32>
+func.func @gelu_grad(%x: tensor<2x8xf32>, %dy: tensor<2x4xf32>) {
+  %d = nn.gelu_grad %x, %dy : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
   return
 }

@@ -1,4 +1,4 @@
-func.func @layer_norm_epsilon_nan(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
-  %y = nn.layer_norm %x, %g, %g {epsilon = 0x7FC00000 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+func.func @cross_entropy_grad(%l: tensor<2x16xf32>, %y: tensor<2xi32>, %dl: tensor<f32>) {
+  %d = nn.cross_entropy_grad %l, %y, %dl : (tensor<2x16xf32>, tensor<2xi32>, tensor<f32>) -> tensor<2x8xf32>
   return
 }

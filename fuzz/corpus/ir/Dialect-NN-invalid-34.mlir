@@ -1,4 +1,4 @@
-func.func @layer_norm_epsilon_negative(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
-  %y = nn.layer_norm %x, %g, %g {epsilon = -1.0 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+func.func @layer_norm_epsilon_inf(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  %y = nn.layer_norm %x, %g, %g {epsilon = 0x7F800000 : f32} : (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   return
 }

@@ -1,4 +1,4 @@
-func.func @bytes_overflow(%x: tensor<2147483648x2147483648xf32>, %w: tensor<2147483648x2147483648xf32>) {
-  %y = nn.add %x, %w : (tensor<2147483648x2147483648xf32>, tensor<2147483648x2147483648xf32>) -> tensor<2147483648x2147483648xf32>
+func.func @elements_overflow(%x: tensor<4294967296x4294967296xf32>) {
+  %y = nn.gelu %x : (tensor<4294967296x4294967296xf32>) -> tensor<4294967296x4294967296xf32>
   return
 }

@@ -1,4 +1,4 @@
-func.func @rms_norm_gamma(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
-  %y = nn.rms_norm %x, %g : (tensor<2x8xf32>, tensor<4xf32>) -> tensor<2x8xf32>
+func.func @bytes_overflow(%x: tensor<2147483648x2147483648xf32>, %w: tensor<2147483648x2147483648xf32>) {
+  %y = nn.add %x, %w : (tensor<2147483648x2147483648xf32>, tensor<2147483648x2147483648xf32>) -> tensor<2147483648x2147483648xf32>
   return
 }

@@ -1,4 +1,4 @@
-func.func @swiglu_types(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>) {
-  %y = nn.swiglu %a, %b : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+func.func @rms_norm_grad(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  %a, %b = nn.rms_norm_grad %x, %g, %x : (tensor<2x8xf32>, tensor<8xf32>, tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
   return
 }

@@ -1,4 +1,4 @@
-func.func @swiglu_grad(%a: tensor<2x8xf32>, %d: tensor<2x4xf32>) {
-  %x, %y = nn.swiglu_grad %a, %a, %d : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x4xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+func.func @swiglu_types(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>) {
+  %y = nn.swiglu %a, %b : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
   return
 }

@@ -1,4 +1,4 @@
-func.func @gqa_kv_heads_divide(%qkv: tensor<2x4x28xf32>) {
-  %a = nn.attention %qkv heads(3) kv_heads(2) : (tensor<2x4x28xf32>) -> tensor<2x4x12xf32>
+func.func @swiglu_grad(%a: tensor<2x8xf32>, %d: tensor<2x4xf32>) {
+  %x, %y = nn.swiglu_grad %a, %a, %d : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x4xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
   return
 }

@@ -1,4 +1,4 @@
-func.func @gqa_width(%qkv: tensor<2x4x18xf32>) {
-  %a = nn.attention %qkv heads(2) kv_heads(1) : (tensor<2x4x18xf32>) -> tensor<2x4x8xf32>
+func.func @gqa_kv_heads_divide(%qkv: tensor<2x4x28xf32>) {
+  %a = nn.attention %qkv heads(3) kv_heads(2) : (tensor<2x4x28xf32>) -> tensor<2x4x12xf32>
   return
 }

@@ -1,4 +1,4 @@
-func.func @rotary_base(%qkv: tensor<2x4x16xf32>) {
-  %r = nn.rotary %qkv heads(2) kv_heads(1) {base = -1.0 : f32} : (tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+func.func @rotary_odd_head_dim(%qkv: tensor<2x4x12xf32>) {
+  %r = nn.rotary %qkv heads(2) kv_heads(1) : (tensor<2x4x12xf32>) -> tensor<2x4x12xf32>
   return
 }

@@ -12,6 +12,7 @@ func.func @gpt_block(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>,
   %r = nn.add %x, %a : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   %h = nn.linear %r, %wfc : (tensor<2x4x8xf32>, tensor<32x8xf32>) -> tensor<2x4x32xf32>
   %ge = nn.gelu %h : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
+  %gerf = nn.gelu %h form(erf) : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
   %p = nn.linear %ge, %wproj : (tensor<2x4x32xf32>, tensor<8x32xf32>) -> tensor<2x4x8xf32>
   %logits = nn.linear %p, %wte : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
   %loss = nn.cross_entropy %logits, %labels : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
@@ -31,6 +32,8 @@ func.func @backward_ops(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>,
   %dwonly = nn.linear_weight_grad %x, %dqkvout : (tensor<2x4x8xf32>, tensor<2x4x24xf32>) -> tensor<24x8xf32>
   %dqkv = nn.attention_grad %qkv, %dy heads(2) causal : (tensor<2x4x24xf32>, tensor<2x4x8xf32>) -> tensor<2x4x24xf32>
   %dge = nn.gelu_grad %x, %dy : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %dgerf = nn.gelu_grad %x, %dy form(erf) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %dgtanh = nn.gelu_grad %x, %dy form(tanh) : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   %dlogits = nn.cross_entropy_grad %logits, %labels, %dloss : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<f32>) -> tensor<2x4x16xf32>
   return
 }

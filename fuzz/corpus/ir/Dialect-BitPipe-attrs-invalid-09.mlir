@@ -1,0 +1,1 @@
+module attributes {bitpipe.partition = #bitpipe.partition<chunks = 2, starts = [0], costs = [1, 2], balance = 1.5>} {}

@@ -1,0 +1,1 @@
+module attributes {bitpipe.partition = {chunks = 2 : i64}} {}

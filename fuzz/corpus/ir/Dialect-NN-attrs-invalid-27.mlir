@@ -1,0 +1,1 @@
+func.func private @f() attributes {nn.stage = 0}
