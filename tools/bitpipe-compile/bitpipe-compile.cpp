@@ -3,7 +3,7 @@
 //   bitpipe-compile MODEL.mlir|CONFIG.json --devices D --schedule S
 //                   [--microbatches N] [--dp K] [--emit=mlir|llvm|obj|exe]
 //                   [--target cpu|cuda] [--precision fp32|bf16]
-//                   [--loops=false] [-o OUT]
+//                   [--loops=false] [--mlir-timing] [-o OUT]
 //
 // The driver runs, in one process, what a user could also run step by step:
 //
@@ -12,13 +12,18 @@
 //   bitpipe-opt --bitpipe-lower-to-runtime{target=T precision=P loops=L}
 //                                               (runtime calls, LLVM dialect)
 //   mlir-translate --mlir-to-llvmir, opt -O2, llc -filetype=obj
-//   c++ OBJ @runtime-cpu.rsp | @runtime-cuda.rsp  (link with the runtime)
+//                         (the rank functions at -O0: CodeGeneration.h)
+//   c++ OBJ... @runtime-cpu.rsp | @runtime-cuda.rsp  (link with the runtime)
 //
 // The target only chooses the runtime library linked and what the manifest
 // records: the stage functions call the same kernel ABI (runtime.h) on both.
 // The precision (bf16 by default on cuda, fp32 on cpu, which has fp32
 // kernels only) decides the stage functions' buffer types
 // (docs/architecture.md, "Targets and precision").
+//
+// --mlir-timing prints, at the end, the time of every pass and of each phase
+// after them (printing the MLIR, translation to LLVM IR, LLVM's optimiser,
+// code generation, the link), so a slow compile says where its time went.
 //
 // and writes the output of the stage that --emit names, as every tool writes
 // (ToolOutput.h, docs/files.md): to a temporary file renamed over the output
@@ -37,26 +42,22 @@
 #include "bitpipe/Support/ScheduleCommandLine.h"
 #include "bitpipe/Support/TextGuard.h"
 #include "bitpipe/Transforms/Pipeline.h"
+#include "CodeGeneration.h"
 #include "ToolOutput.h"
 
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/IR/PassManager.h"
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Transforms/IPO/MergeFunctions.h"
-#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -68,11 +69,10 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 
 #include <cmath>
+#include <functional>
 
 using namespace llvm;
 
@@ -227,45 +227,6 @@ std::string defaultOutput() {
   return std::string(path);
 }
 
-/// The host's target machine, position-independent (executables are PIE).
-/// Merges functions whose bodies are the same (LLVM's MergeFunctions),
-/// before the optimiser sees them: the stage functions of a model's middle
-/// layers differ only in which buffers they are given (the parameters are
-/// arguments), so a 126-layer model on 128 stages has a handful of distinct
-/// ones, and the rest become calls of those (bench/RESULTS.md, issue 15).
-void mergeIdenticalFunctions(Module &module, TargetMachine &machine) {
-  LoopAnalysisManager loops;
-  FunctionAnalysisManager functions;
-  CGSCCAnalysisManager cgscc;
-  ModuleAnalysisManager modules;
-  PassBuilder builder(&machine);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(cgscc);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, cgscc, modules);
-  ModulePassManager pm;
-  pm.addPass(MergeFunctionsPass());
-  pm.run(module, modules);
-}
-
-std::unique_ptr<TargetMachine> createHostTargetMachine(std::string &error) {
-  std::string triple = sys::getProcessTriple();
-  const Target *theTarget = TargetRegistry::lookupTarget(triple, error);
-  if (!theTarget)
-    return nullptr;
-  SubtargetFeatures features;
-  for (const auto &[feature, enabled] : sys::getHostCPUFeatures())
-    features.AddFeature(feature, enabled);
-  CodeGenOptLevel level = optLevel == 0   ? CodeGenOptLevel::None
-                          : optLevel == 1 ? CodeGenOptLevel::Less
-                          : optLevel == 2 ? CodeGenOptLevel::Default
-                                          : CodeGenOptLevel::Aggressive;
-  return std::unique_ptr<TargetMachine>(theTarget->createTargetMachine(
-      triple, sys::getHostCPUName(), features.getString(), TargetOptions(),
-      Reloc::PIC_, std::nullopt, level));
-}
-
 /// The runtime link file of \p kind as this build wrote it, or nothing when
 /// this build has no runtime for it.
 std::optional<std::string> builtRuntimeLink(bitpipe::TargetKind kind) {
@@ -300,17 +261,23 @@ std::optional<std::string> runtimeLinkFile(bitpipe::TargetKind kind) {
   return file;
 }
 
-/// Links \p object with the runtime whose link line is \p link into
-/// \p executable (a temporary the caller renames over the output).
-Error linkExecutable(StringRef object, StringRef executable, StringRef link,
-                     StringRef output) {
+/// Links \p objects into \p result (a temporary the caller renames over
+/// the output): an executable with the runtime whose link line is \p link,
+/// or, when \p link is empty, one relocatable object (`-r`).
+Error linkObjects(ArrayRef<std::string> objects, StringRef result,
+                  StringRef link, StringRef output) {
   ErrorOr<std::string> linkerPath = sys::findProgramByName(linker);
   if (!linkerPath)
     return createStringError(inconvertibleErrorCode(),
                              "linker '" + linker + "' not found");
   std::string responseArg = ("@" + link).str();
-  SmallVector<StringRef> args = {*linkerPath, object, responseArg, "-o",
-                                 executable};
+  SmallVector<StringRef> args = {*linkerPath};
+  if (link.empty())
+    args.append({"-r", "-nostdlib"});
+  args.append(objects.begin(), objects.end());
+  if (!link.empty())
+    args.push_back(responseArg);
+  args.append({"-o", result});
   std::string message;
   int rc = sys::ExecuteAndWait(*linkerPath, args, std::nullopt, {}, 0, 0,
                                &message);
@@ -327,6 +294,9 @@ Error linkExecutable(StringRef object, StringRef executable, StringRef link,
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
+  // --mlir-timing (and its display options) are MLIR's own; they stay out of
+  // --help with every option not in this tool's category.
+  mlir::registerDefaultTimingManagerCLOptions();
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -347,12 +317,12 @@ int main(int argc, char **argv) {
                 bitpipe::stringifyTargetKind(targetOptions.target) +
                 " runtime has fp32 kernels only (use --precision fp32)");
   // Before compiling: an executable needs the target's runtime.
-  std::string link;
+  std::string linkFile; // Empty: no runtime to link (--emit=obj).
   if (emit == EmitKind::Executable) {
     std::optional<std::string> file = runtimeLinkFile(targetOptions.target);
     if (!file)
       return 1;
-    link = *file;
+    linkFile = *file;
   }
   std::string output =
       outputPath.getNumOccurrences() ? std::string(outputPath) : defaultOutput();
@@ -398,13 +368,21 @@ int main(int argc, char **argv) {
 
   // Schedule, transfers, all-reduce buckets; then runtime calls in the LLVM
   // dialect. Pass failures report their own diagnostics on the ops.
+  // One timing tree for the passes and the phases after them; reported
+  // when `timing` is destroyed, on every return.
+  mlir::DefaultTimingManager timing;
+  mlir::applyDefaultTimingManagerCLOptions(timing);
+  mlir::TimingScope timingRoot = timing.getRootScope();
+
   mlir::PassManager pm(&context);
+  pm.enableTiming(timingRoot);
   bitpipe::buildPipeline(pm, config);
   bitpipe::buildLowerToRuntimePipeline(pm, targetOptions);
   if (failed(pm.run(*module)))
     return fail(inputPath + ": compilation failed (see the errors above)");
 
   if (emit == EmitKind::MLIR) {
+    mlir::TimingScope printing = timingRoot.nest("Print MLIR");
     if (Error e = bitpipe::writeOutputFile(
             output, [&](raw_ostream &os) { module->print(os); }))
       return fail(outputFlag + toString(std::move(e)));
@@ -413,25 +391,26 @@ int main(int argc, char **argv) {
 
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();
-  std::unique_ptr<TargetMachine> machine = createHostTargetMachine(error);
+  std::unique_ptr<TargetMachine> machine =
+      bitpipe::compile::createHostTargetMachine(optLevel, error);
   if (!machine)
     return fail("no code generator for this host: " + error);
 
   LLVMContext llvmContext;
+  mlir::TimingScope translating = timingRoot.nest("Translate to LLVM IR");
   std::unique_ptr<Module> llvmModule =
       mlir::translateModuleToLLVMIR(*module, llvmContext, inputPath);
   if (!llvmModule)
     return fail(inputPath + ": translation to LLVM IR failed");
+  translating.stop();
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(machine->getTargetTriple().str());
-  if (optLevel > 0)
-    mergeIdenticalFunctions(*llvmModule, *machine);
-  auto optimize = mlir::makeOptimizingTransformer(optLevel, /*sizeLevel=*/0,
-                                                  machine.get());
-  if (Error e = optimize(llvmModule.get()))
-    return fail("LLVM optimisation failed: " + toString(std::move(e)));
+  mlir::TimingScope optimizing = timingRoot.nest("Optimise LLVM IR");
+  bitpipe::compile::optimizeModule(*llvmModule, *machine, optLevel);
+  optimizing.stop();
 
   if (emit == EmitKind::LLVM) {
+    mlir::TimingScope printing = timingRoot.nest("Print LLVM IR");
     if (Error e = bitpipe::writeOutputFile(output, [&](raw_ostream &os) {
           llvmModule->print(os, nullptr);
         }))
@@ -439,34 +418,44 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  // The object, in memory (the ELF writer seeks back into what it wrote);
-  // then to the output for --emit=obj, else to a scratch file the linker
-  // reads.
-  SmallVector<char, 0> object;
-  {
-    raw_svector_ostream objectStream(object);
-    legacy::PassManager codegen;
-    if (machine->addPassesToEmitFile(codegen, objectStream, nullptr,
-                                     CodeGenFileType::ObjectFile))
-      return fail("this target cannot emit object files");
-    codegen.run(*llvmModule);
-  }
-  StringRef objectBytes(object.data(), object.size());
-  if (emit == EmitKind::Object) {
+  // The objects, in memory (the ELF writer seeks back into what it
+  // wrote): one, or the rank functions' and the rest's
+  // (CodeGeneration.h). Then to scratch files that the linker reads: into
+  // the executable, or for --emit=obj into one relocatable object (a single
+  // object is written as it is).
+  mlir::TimingScope generating = timingRoot.nest("Generate object code");
+  Expected<std::vector<SmallVector<char, 0>>> objects =
+      bitpipe::compile::generateObjects(std::move(llvmModule), *machine,
+                                        optLevel);
+  if (!objects)
+    return fail(toString(objects.takeError()));
+  generating.stop();
+  if (emit == EmitKind::Object && objects->size() == 1) {
+    StringRef bytes(objects->front().data(), objects->front().size());
     if (Error e = bitpipe::writeOutputFile(
-            output, [&](raw_ostream &os) { os << objectBytes; }))
+            output, [&](raw_ostream &os) { os << bytes; }))
       return fail(outputFlag + toString(std::move(e)));
     return 0;
   }
-  Error linked = bitpipe::withScratchFile(
-      "bitpipe-compile", "o", [&](StringRef objectPath) -> Error {
-        if (Error e = bitpipe::writeOutputFile(
-                objectPath, [&](raw_ostream &os) { os << objectBytes; }))
-          return e;
-        return bitpipe::writeOutputFileFrom(output, [&](StringRef executable) {
-          return linkExecutable(objectPath, executable, link, output);
-        });
+  mlir::TimingScope linking = timingRoot.nest("Link");
+  std::vector<std::string> objectPaths;
+  // One scratch file per object, each removed however the link ends.
+  std::function<Error(size_t)> link = [&](size_t i) -> Error {
+    if (i == objects->size())
+      return bitpipe::writeOutputFileFrom(output, [&](StringRef result) {
+        return linkObjects(objectPaths, result, linkFile, output);
       });
+    return bitpipe::withScratchFile(
+        "bitpipe-compile", "o", [&](StringRef path) -> Error {
+          StringRef bytes((*objects)[i].data(), (*objects)[i].size());
+          if (Error e = bitpipe::writeOutputFile(
+                  path, [&](raw_ostream &os) { os << bytes; }))
+            return e;
+          objectPaths.push_back(path.str());
+          return link(i + 1);
+        });
+  };
+  Error linked = link(0);
   if (linked)
     return fail(outputFlag + toString(std::move(linked)));
   return 0;

@@ -1,7 +1,7 @@
 //===- SafetensorsHeaderTest.cpp - Hostile safetensors headers ------------===//
 //
-// What the reader refuses before any data is read, and that reading a
-// header costs time linear in its size.
+// What the reader refuses before any data is read, and that a header of
+// 200,000 entries opens.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,9 +10,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
 
 using namespace bitpipe::runtime;
 using bitpipe::runtime::testing::safetensorsBytes;
@@ -115,39 +112,23 @@ std::string writeHeaderFile(const TempDir &dir, int n) {
   return path;
 }
 
-/// Seconds to open \p path and look up its \p n tensors by name, as a
+/// Opens \p path and finds each of its \p n tensors by name, as a
 /// checkpoint load does.
-double openSeconds(const std::string &path, int n) {
-  auto start = std::chrono::steady_clock::now();
+void expectAllFound(const std::string &path, int n) {
   auto r = SafetensorsReader::open(path);
-  bool found = r.isOk();
-  for (int i = 0; found && i < n; ++i)
-    found = (*r)->find("t" + std::to_string(i)) != nullptr;
-  auto end = std::chrono::steady_clock::now();
-  EXPECT_TRUE(found) << (r.isOk() ? "a tensor is missing"
-                                  : r.status().message());
-  return std::chrono::duration<double>(end - start).count();
+  ASSERT_TRUE(r.isOk()) << r.status().message();
+  EXPECT_EQ((*r)->tensors().size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    ASSERT_NE((*r)->find("t" + std::to_string(i)), nullptr) << "t" << i;
 }
 
-// A 200,000-entry header took over a minute when duplicate names were found
-// by scanning the members parsed so far (quadratic: 200,000 entries took
-// 116x as long as 20,000). Linear parsing makes 10x the entries cost 10x
-// the time, up to about 30x on a loaded machine where the small header
-// still fits in the caches and the large one does not; 45x leaves room for
-// that and still fails any quadratic step. The two sizes alternate, and
-// each keeps its fastest of five, so both see the same load.
-TEST(SafetensorsHeaderTest, HeaderParsingIsLinearInTheEntryCount) {
+// A 200,000-entry header once took over a minute (the duplicate-name check
+// scanned the members parsed so far). This test checks that such a header
+// opens and every entry is found; how its cost grows with the entry count
+// is measured, as a ratio, by bench/safetensors-header (bench/RESULTS.md).
+TEST(SafetensorsHeaderTest, LargeHeadersOpenAndEveryEntryIsFound) {
   TempDir dir;
-  std::string smallPath = writeHeaderFile(dir, 20000);
-  std::string largePath = writeHeaderFile(dir, 200000);
-  double small = 1e30, large = 1e30;
-  for (int trial = 0; trial < 5; ++trial) {
-    small = std::min(small, openSeconds(smallPath, 20000));
-    large = std::min(large, openSeconds(largePath, 200000));
-  }
-  std::printf("20,000 entries: %.4f s, 200,000: %.4f s, ratio %.1f\n", small,
-              large, large / small);
-  EXPECT_LT(large / small, 45.0);
+  expectAllFound(writeHeaderFile(dir, 200000), 200000);
 }
 
 } // namespace
