@@ -214,6 +214,13 @@ std::string Simulation::prepare() {
   slotWaiters_.assign(slots, {});
   arIntervals_.assign(numRanks_, {});
   out_.ranks.assign(numRanks_, RankStats());
+  // One event per compute and all-reduce step, two per transfer (an end
+  // each; counted once among the steps): reserved, so that a run of
+  // hundreds of thousands of steps does not copy its timeline as it grows.
+  size_t events = program_.transfers.size();
+  for (const std::vector<CommAction> &steps : program_.ranks)
+    events += steps.size();
+  out_.timeline.reserve(events);
 
   inputTransfer_.assign(numRanks_, {});
   collectiveOf_.assign(numRanks_, {});

@@ -102,7 +102,10 @@ int64_t stageOf(Operation *op) {
 /// calls, ordered by stage, kind and name, and the index of each.
 struct FunctionTable {
   std::vector<manifest::Function> functions;
-  llvm::DenseMap<Operation *, int64_t> index;
+  /// By callee name: the function and its index in `functions`. Looked up
+  /// once per compute step, which a symbol lookup in the module (a scan of
+  /// its ops) would make quadratic.
+  llvm::DenseMap<StringAttr, std::pair<func::FuncOp, int64_t>> byName;
 };
 
 /// The bytes of a static tensor type (the manifest's buffers).
@@ -117,44 +120,6 @@ int64_t tensorBytes(Type type) {
 /// forward to the backward, or weight half, that ends it): the memory of
 /// activations in flight that the schedule implies, which the runtime
 /// measures and compares.
-std::pair<int64_t, int64_t> peakSavedActivations(ProgramOp program,
-                                                 Precision precision) {
-  llvm::DenseMap<Value, int64_t> bytesOf;
-  int64_t live = 0, liveBytes = 0, peak = 0, peakBytes = 0;
-  auto end = [&](Value saved) {
-    --live;
-    liveBytes -= bytesOf.lookup(saved);
-  };
-  program.walk([&](Operation *op) {
-    if (auto forward = dyn_cast<ForwardOp>(op)) {
-      auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-          forward, forward.getCalleeAttr());
-      int64_t bytes = 0;
-      // In the precision the buffers will have (bf16: half the bytes).
-      Operation *returned = callee.isExternal()
-                                ? nullptr
-                                : callee.getBody().front().getTerminator();
-      for (unsigned i = 0; i < callee.getNumResults(); ++i)
-        if (callee.getResultAttr(i, attr::kSaved))
-          bytes += tensorBytes(
-              returned ? storageType(returned->getOperand(i), precision)
-                       : storageType(callee.getResultTypes()[i],
-                                     /*parameterGradient=*/false, precision));
-      bytesOf[forward.getSaved()] = bytes;
-      ++live;
-      liveBytes += bytes;
-      peak = std::max(peak, live);
-      peakBytes = std::max(peakBytes, liveBytes);
-    } else if (auto weight = dyn_cast<WeightGradOp>(op)) {
-      end(weight.getSaved());
-    } else if (auto backward = dyn_cast<BackwardOp>(op)) {
-      if (calleeKind(op) == FunctionKind::Backward)
-        end(backward.getSaved());
-    }
-  });
-  return {peak, peakBytes};
-}
-
 FailureOr<FunctionTable> collectFunctions(ModuleOp module,
                                           ArrayRef<ProgramOp> programs,
                                           Precision precision) {
@@ -207,9 +172,49 @@ FailureOr<FunctionTable> collectFunctions(ModuleOp module,
   for (auto [i, entry] : llvm::enumerate(table.functions)) {
     if (failed(manifest::describeRoles(entry, precision)))
       return failure();
-    table.index[entry.fn] = i;
+    table.byName[entry.fn.getSymNameAttr()] = {entry.fn,
+                                              static_cast<int64_t>(i)};
   }
   return table;
+}
+
+std::pair<int64_t, int64_t> peakSavedActivations(ProgramOp program,
+                                                 const FunctionTable &table,
+                                                 Precision precision) {
+  llvm::DenseMap<Value, int64_t> bytesOf;
+  int64_t live = 0, liveBytes = 0, peak = 0, peakBytes = 0;
+  auto end = [&](Value saved) {
+    --live;
+    liveBytes -= bytesOf.lookup(saved);
+  };
+  program.walk([&](Operation *op) {
+    if (auto forward = dyn_cast<ForwardOp>(op)) {
+      func::FuncOp callee =
+          table.byName.lookup(forward.getCalleeAttr().getAttr()).first;
+      int64_t bytes = 0;
+      // In the precision the buffers will have (bf16: half the bytes).
+      Operation *returned = callee.isExternal()
+                                ? nullptr
+                                : callee.getBody().front().getTerminator();
+      for (unsigned i = 0; i < callee.getNumResults(); ++i)
+        if (callee.getResultAttr(i, attr::kSaved))
+          bytes += tensorBytes(
+              returned ? storageType(returned->getOperand(i), precision)
+                       : storageType(callee.getResultTypes()[i],
+                                     /*parameterGradient=*/false, precision));
+      bytesOf[forward.getSaved()] = bytes;
+      ++live;
+      liveBytes += bytes;
+      peak = std::max(peak, live);
+      peakBytes = std::max(peakBytes, liveBytes);
+    } else if (auto weight = dyn_cast<WeightGradOp>(op)) {
+      end(weight.getSaved());
+    } else if (auto backward = dyn_cast<BackwardOp>(op)) {
+      if (calleeKind(op) == FunctionKind::Backward)
+        end(backward.getSaved());
+    }
+  });
+  return {peak, peakBytes};
 }
 
 //===----------------------------------------------------------------------===//
@@ -336,8 +341,7 @@ LogicalResult RankPlanner::plan() {
 /// compute op, so it is there).
 int64_t RankPlanner::functionIndex(Operation *op,
                                    FlatSymbolRefAttr callee) const {
-  auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(op, callee);
-  return table.index.lookup(fn);
+  return table.byName.lookup(callee.getAttr()).second;
 }
 
 LogicalResult RankPlanner::planOp(Operation &op) {
@@ -642,7 +646,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
     manifest::Rank rank;
     rank.numValues = planner.numValues;
     std::tie(rank.peakHandles, rank.peakSavedBytes) =
-        peakSavedActivations(program, precision);
+        peakSavedActivations(program, *table, precision);
     llvm::StringSet<> held;
     for (func::FuncOp fn : planner.forwards)
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
