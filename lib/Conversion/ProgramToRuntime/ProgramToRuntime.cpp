@@ -638,6 +638,9 @@ LogicalResult LowerProgramToRuntimePass::lower() {
 
   // Plan every rank before changing anything.
   std::vector<RankPlanner> planners;
+  // Reserved: a planner holds its rank's calls, and growing the vector
+  // would copy every planner made so far.
+  planners.reserve(programs->size());
   llvm::MapVector<ArrayRef<int64_t>, int64_t> groups;
   for (ProgramOp program : *programs) {
     RankPlanner &planner = planners.emplace_back(program, *table);
