@@ -62,6 +62,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
@@ -441,10 +442,28 @@ int main(int argc, char **argv) {
   std::vector<std::string> objectPaths;
   // One scratch file per object, each removed however the link ends.
   std::function<Error(size_t)> link = [&](size_t i) -> Error {
-    if (i == objects->size())
+    if (i == objects->size() && emit == EmitKind::Executable)
       return bitpipe::writeOutputFileFrom(output, [&](StringRef result) {
         return linkObjects(objectPaths, result, linkFile, output);
       });
+    // --emit=obj: the relocatable link goes to a scratch file, whose bytes
+    // are then written as every output is (so a full disk is reported as
+    // for one object).
+    if (i == objects->size())
+      return bitpipe::withScratchFile(
+          "bitpipe-compile", "o", [&](StringRef combined) -> Error {
+            if (Error e = linkObjects(objectPaths, combined, "", output))
+              return e;
+            ErrorOr<std::unique_ptr<MemoryBuffer>> bytes =
+                MemoryBuffer::getFile(combined);
+            if (!bytes)
+              return createStringError(bytes.getError(),
+                                       "cannot read the linked object: " +
+                                           bytes.getError().message());
+            return bitpipe::writeOutputFile(output, [&](raw_ostream &os) {
+              os << (*bytes)->getBuffer();
+            });
+          });
     return bitpipe::withScratchFile(
         "bitpipe-compile", "o", [&](StringRef path) -> Error {
           StringRef bytes((*objects)[i].data(), (*objects)[i].size());
