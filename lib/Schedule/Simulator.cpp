@@ -511,6 +511,23 @@ bool Simulation::advance(int r) {
         reachedAllReduces_[r].push_back(id);
       else
         reachAllReduce(id);
+      if (cost_.allReducePostTime > 0) {
+        // The post occupies the rank (CostModel::allReducePostTime); it is
+        // no compute: it neither completes an action nor counts as busy.
+        double end = now_ + cost_.allReducePostTime;
+        TimelineEvent e;
+        e.lane = Lane::Compute;
+        e.rank = r;
+        e.kind = CommKind::AllReduce;
+        e.action = schedule_.ranks[r][c.actionIndex];
+        e.actionIndex = c.actionIndex;
+        e.start = now_;
+        e.end = end;
+        out_.timeline.push_back(e);
+        busy_[r] = true;
+        running_[r] = e.action;
+        push(end, /*isCompute=*/true, r);
+      }
       break;
     }
     case CommKind::SendF:
@@ -564,6 +581,8 @@ void Simulation::reachAllReduce(int id) {
 void Simulation::finishCompute(int r) {
   const Action &a = running_[r];
   busy_[r] = false;
+  if (a.kind == ActionKind::AllReduce) // A post ended.
+    return;
   done_[slot(a)] = true;
   out_.ranks[r].computeEnd = now_;
   if (a.kind == ActionKind::Forward) {

@@ -249,16 +249,19 @@ int main(int argc, char **argv) {
                   "takes a schedule whose all-reduces all span one group: "
                   "BitPipe or Chimera at D = 2)");
     cost.allReduceLatency = otherFit->cost.allReduceLatency;
+    cost.allReducePostTime = otherFit->cost.allReducePostTime;
     allReduceSource = other->spec;
     allReduceSamples = otherFit->allReduceSamples;
   }
   std::printf("  all-reduce: %.3f ms each, in the waits after the compute "
-              "(median of %d steps of %s)\n\n",
+              "(median of %d steps of %s); posting one: %.3f ms of the "
+              "rank's time\n\n",
               cost.allReduceLatency / 1e3, allReduceSamples,
-              allReduceSource.c_str());
+              allReduceSource.c_str(), cost.allReducePostTime / 1e3);
 
   CostModel noAllReduce = cost;
   noAllReduce.allReduceLatency = 0;
+  noAllReduce.allReducePostTime = 0;
   CostModel free = noAllReduce;
   free.p2pLatency = 0;
   std::printf("| run | steps | measured step (ms) | predicted (ms) | error | "

@@ -81,21 +81,27 @@ TEST(Calibration, RecoversTheCostsOfASimulatedRun) {
 
 /// traceOf, with each rank's all-reduces as the runtime traces them: a post
 /// ("allreduce bK", K its k-th all-reduce) when the rank's program reaches
-/// it, and after its last compute a wait for each, in order, that ends when
-/// the simulated collective does.
+/// it (as long as the simulator kept the rank posting:
+/// CostModel::allReducePostTime), and after its last compute and post a wait
+/// for each, in order, that ends when the simulated collective does.
 std::vector<RunEvent> traceWithAllReduces(const Schedule &schedule,
                                           const SimResult &sim, int steps) {
   std::vector<RunEvent> events = traceOf(sim, steps);
   for (int r = 0; r < schedule.numRanks(); ++r) {
     // Compute ends by action index: where the program reaches each AR.
     std::vector<double> endOf(schedule.ranks[r].size(), 0);
-    double lastCompute = 0;
-    for (const TimelineEvent &e : sim.timeline)
-      if (e.rank == r && e.lane == Lane::Compute &&
-          e.kind == CommKind::Compute) {
+    std::vector<std::pair<double, double>> posts; // By action index order.
+    double lastWork = 0;
+    for (const TimelineEvent &e : sim.timeline) {
+      if (e.rank != r || e.lane != Lane::Compute)
+        continue;
+      if (e.kind == CommKind::Compute)
         endOf[e.actionIndex] = e.end;
-        lastCompute = std::max(lastCompute, e.end);
-      }
+      else
+        posts.push_back({e.start, e.end});
+      lastWork = std::max(lastWork, e.end);
+    }
+    std::sort(posts.begin(), posts.end());
     std::vector<std::pair<double, double>> issuedAndDone;
     for (const TimelineEvent &e : sim.timeline)
       if (e.rank == r && e.lane == Lane::AllReduce) {
@@ -106,11 +112,14 @@ std::vector<RunEvent> traceWithAllReduces(const Schedule &schedule,
       }
     std::sort(issuedAndDone.begin(), issuedAndDone.end());
     for (int s = 0; s < steps; ++s) {
-      double offset = s * (sim.makespan + 10), waitFrom = lastCompute;
+      double offset = s * (sim.makespan + 10), waitFrom = lastWork;
       for (size_t k = 0; k < issuedAndDone.size(); ++k) {
         auto [issued, done] = issuedAndDone[k];
         std::string bucket = " b" + std::to_string(k);
-        events.push_back({r, "allreduce" + bucket, offset + issued, 0});
+        auto [postStart, postEnd] =
+            k < posts.size() ? posts[k] : std::make_pair(issued, issued);
+        events.push_back({r, "allreduce" + bucket, offset + postStart,
+                          postEnd - postStart});
         double waitTo = std::max(waitFrom, done);
         events.push_back({r, "allreduce.wait" + bucket, offset + waitFrom,
                           waitTo - waitFrom});
@@ -155,6 +164,47 @@ TEST(Calibration, AllReduceTimeFromTheWaitsAfterTheCompute) {
   Result<Prediction> short_ = predict(schedule, free, trace, 1);
   ASSERT_TRUE(short_.ok()) << short_.error;
   EXPECT_LT(short_->simulatedStep, run->stepTime);
+}
+
+TEST(Calibration, AllReducePostsTakeTheRanksTime) {
+  // As above, with each post keeping its rank 2 us (MPI's nonblocking
+  // all-reduce starts on the caller's core): the simulator delays the
+  // rank's next step by that, the fit recovers both numbers, and the fitted
+  // model predicts the run exactly.
+  Schedule schedule = scheduleOf("chimera", 2, 4);
+  CostModel truth;
+  truth.forward = {10, 12};
+  truth.backward = {20, 24};
+  truth.allReduceLatency = 7;
+  truth.allReduceAfterCompute = true;
+  Result<SimResult> freePosts = simulate(schedule, truth);
+  ASSERT_TRUE(freePosts.ok()) << freePosts.error;
+  truth.allReducePostTime = 2;
+  Result<SimResult> sim = simulate(schedule, truth);
+  ASSERT_TRUE(sim.ok()) << sim.error;
+  // Each rank posts two all-reduces; the first during its compute.
+  EXPECT_GT(sim->makespan, freePosts->makespan);
+  EXPECT_LE(sim->makespan, freePosts->makespan + 2 * 2);
+  int posts = 0;
+  for (const TimelineEvent &e : sim->timeline)
+    if (e.lane == Lane::Compute && e.kind == CommKind::AllReduce) {
+      ++posts;
+      EXPECT_DOUBLE_EQ(e.end - e.start, 2);
+    }
+  EXPECT_EQ(posts, 4);
+  // A post is no compute: the ranks' busy time is unchanged.
+  for (int r = 0; r < 2; ++r)
+    EXPECT_DOUBLE_EQ(sim->ranks[r].busy, freePosts->ranks[r].busy);
+
+  std::vector<RunEvent> trace = traceWithAllReduces(schedule, *sim, 3);
+  Result<Calibration> fit = calibrate(schedule, trace, /*skip=*/1);
+  ASSERT_TRUE(fit.ok()) << fit.error;
+  EXPECT_DOUBLE_EQ(fit->cost.allReducePostTime, 2);
+  EXPECT_EQ(fit->allReducePostSamples, 2 * 2 * 2); // ranks x posts x steps
+  EXPECT_DOUBLE_EQ(fit->cost.allReduceLatency, 7);
+  Result<Prediction> self = predict(schedule, fit->cost, trace, 1);
+  ASSERT_TRUE(self.ok()) << self.error;
+  EXPECT_NEAR(self->stepError(), 0.0, 1e-12);
 }
 
 TEST(Calibration, TransferTimeFromPostsTheReceiverWaitedFor) {

@@ -74,13 +74,17 @@ struct Calibration {
   /// (allReduceAfterCompute, set): the median over steps of the time from
   /// the members' last compute to their last wait's end, over the
   /// collectives each posted, when every all-reduce of the schedule spans
-  /// one group (BitPipe and Chimera at D = 2). The trace does not say a
-  /// bucket's bytes, so the all-reduce's time is one number, like a
-  /// transfer's. Unit costs and bandwidths are left alone.
+  /// one group (BitPipe and Chimera at D = 2), measured from the later of
+  /// the last compute and the last post; allReducePostTime: the median
+  /// time a rank spends in an all-reduce's post ("allreduce b<bucket>"),
+  /// which MPI runs on the rank's core. The trace does not say a bucket's
+  /// bytes, so the all-reduce's time is one number, like a transfer's.
+  /// Unit costs and bandwidths are left alone.
   CostModel cost;
   int computeSamples = 0;
   int transferSamples = 0;  ///< Transfers that measured p2pLatency.
   int allReduceSamples = 0; ///< Steps that measured allReduceLatency.
+  int allReducePostSamples = 0; ///< Posts that measured allReducePostTime.
 };
 
 /// Fits the cost model to steps [skip, ...) of a run of `schedule`.

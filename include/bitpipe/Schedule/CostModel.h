@@ -85,6 +85,11 @@ struct CostModel {
   /// beside compute from when every member has reached it, as NCCL's
   /// all-reduce stream does.
   bool allReduceAfterCompute = false;
+  /// Time a rank spends posting each all-reduce, on its compute lane, before
+  /// its next step: MPI's nonblocking all-reduce without a progress thread
+  /// copies and starts the collective on the caller's core. 0 (the
+  /// default): posting is free, as NCCL's enqueue nearly is.
+  double allReducePostTime = 0.0;
   /// With a deployment: which algorithm an all-reduce costs. Cheapest (the
   /// default) takes the ring unless the tree is strictly faster.
   AllReduceAlgorithm allReduceAlgorithm = AllReduceAlgorithm::Cheapest;

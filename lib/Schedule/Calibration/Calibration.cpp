@@ -98,9 +98,10 @@ std::vector<int> onlyAllReduceGroup(const Schedule &schedule) {
 /// thread a collective moves only inside its members' MPI calls: in
 /// practice in the waits after the last compute, one after another
 /// (CostModel::allReduceAfterCompute). So each step gives one sample: from
-/// the members' last compute (or gradient sum) to their last all-reduce
-/// wait's end, over the collectives each member posted. That needs every
-/// all-reduce of the schedule over one group.
+/// the members' last compute (or gradient sum, or all-reduce post: posts
+/// are fitted on their own) to their last all-reduce wait's end, over the
+/// collectives each member posted. That needs every all-reduce of the
+/// schedule over one group.
 std::vector<double> allReduceSamples(const Schedule &schedule,
                                      const Steps &steps, int skip) {
   std::vector<int> group = onlyAllReduceGroup(schedule);
@@ -112,6 +113,8 @@ std::vector<double> allReduceSamples(const Schedule &schedule,
     size_t collectives = SIZE_MAX;
     for (int r : group) {
       computeEnd = std::max(computeEnd, steps.workEnd(r, s));
+      for (const BucketSpan &p : steps.inStep(steps.allReducePosts[r], s))
+        computeEnd = std::max(computeEnd, p.end);
       for (const BucketSpan &w : steps.inStep(steps.allReduceWaits[r], s))
         sumEnd = std::max(sumEnd, w.end);
       collectives = std::min(collectives,
@@ -247,6 +250,13 @@ Result<Calibration> calibrate(const Schedule &schedule,
   std::vector<double> collectives = allReduceSamples(schedule, steps, skip);
   out.allReduceSamples = static_cast<int>(collectives.size());
   cost.allReduceLatency = median(collectives, cost.allReduceLatency);
+  std::vector<double> postTimes;
+  for (int r = 0; r < schedule.numRanks(); ++r)
+    for (int s = skip; s < steps.complete; ++s)
+      for (const BucketSpan &p : steps.inStep(steps.allReducePosts[r], s))
+        postTimes.push_back(p.end - p.start);
+  out.allReducePostSamples = static_cast<int>(postTimes.size());
+  cost.allReducePostTime = median(postTimes, cost.allReducePostTime);
   cost.allReduceAfterCompute = true; // the runs are MPI's
   return Result<Calibration>::success(std::move(out));
 }
