@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TempDir.h" // oneFloatTensorsFile, shared with the unit test
 #include "train/Safetensors.h"
 
 #include <algorithm>
@@ -24,21 +25,6 @@
 using namespace bitpipe::runtime;
 
 namespace {
-
-/// The bytes of a safetensors file of \p n one-float tensors t0..t{n-1}.
-std::string fileBytes(int n) {
-  std::string header = "{";
-  for (int i = 0; i < n; ++i)
-    header += (i ? ",\"t" : "\"t") + std::to_string(i) +
-              "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" +
-              std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]}";
-  header += "}";
-  std::string out;
-  uint64_t len = header.size();
-  for (int i = 0; i < 8; ++i)
-    out += static_cast<char>((len >> (8 * i)) & 0xff);
-  return out + header + std::string(4 * static_cast<size_t>(n), '\0');
-}
 
 bool writeFile(const std::string &path, const std::string &bytes) {
   std::FILE *f = std::fopen(path.c_str(), "wb");
@@ -98,8 +84,8 @@ int main(int argc, char **argv) {
   }
   std::string small = std::string(dir) + "/small.safetensors";
   std::string large = std::string(dir) + "/large.safetensors";
-  bool written = writeFile(small, fileBytes(n)) &&
-                 writeFile(large, fileBytes(10 * n));
+  bool written = writeFile(small, testing::oneFloatTensorsFile(n)) &&
+                 writeFile(large, testing::oneFloatTensorsFile(10 * n));
   double tSmall = 1e30, tLarge = 1e30;
   for (int t = 0; written && t < trials; ++t) {
     tSmall = std::min(tSmall, openSeconds(small, n));

@@ -130,16 +130,21 @@ std::vector<RunEvent> traceWithAllReduces(const Schedule &schedule,
   return events;
 }
 
+/// Chimera at D=2: both stages on both ranks, so every all-reduce spans
+/// ranks 0 and 1, and one is posted during the step; as MPI runs them,
+/// both move only in the waits after the last compute, 7 us each.
+CostModel chimeraWithMpiAllReduces() {
+  CostModel cost;
+  cost.forward = {10, 12};
+  cost.backward = {20, 24};
+  cost.allReduceLatency = 7;
+  cost.allReduceAfterCompute = true;
+  return cost;
+}
+
 TEST(Calibration, AllReduceTimeFromTheWaitsAfterTheCompute) {
-  // Chimera at D=2: both stages on both ranks, so every all-reduce spans
-  // ranks 0 and 1, and one is posted during the step; as MPI runs them,
-  // both move only in the waits after the last compute, 7 us each.
   Schedule schedule = scheduleOf("chimera", 2, 4);
-  CostModel truth;
-  truth.forward = {10, 12};
-  truth.backward = {20, 24};
-  truth.allReduceLatency = 7;
-  truth.allReduceAfterCompute = true;
+  CostModel truth = chimeraWithMpiAllReduces();
   Result<SimResult> sim = simulate(schedule, truth);
   ASSERT_TRUE(sim.ok()) << sim.error;
   ASSERT_GT(sim->allReduceTime, 0);
@@ -172,11 +177,7 @@ TEST(Calibration, AllReducePostsTakeTheRanksTime) {
   // rank's next step by that, the fit recovers both numbers, and the fitted
   // model predicts the run exactly.
   Schedule schedule = scheduleOf("chimera", 2, 4);
-  CostModel truth;
-  truth.forward = {10, 12};
-  truth.backward = {20, 24};
-  truth.allReduceLatency = 7;
-  truth.allReduceAfterCompute = true;
+  CostModel truth = chimeraWithMpiAllReduces();
   Result<SimResult> freePosts = simulate(schedule, truth);
   ASSERT_TRUE(freePosts.ok()) << freePosts.error;
   truth.allReducePostTime = 2;

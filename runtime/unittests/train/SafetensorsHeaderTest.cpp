@@ -12,6 +12,7 @@
 
 
 using namespace bitpipe::runtime;
+using bitpipe::runtime::testing::oneFloatTensorsFile;
 using bitpipe::runtime::testing::safetensorsBytes;
 using bitpipe::runtime::testing::TempDir;
 using bitpipe::runtime::testing::writeBytes;
@@ -93,21 +94,10 @@ TEST(SafetensorsHeaderTest, DeeplyNestedHeaderIsRefused) {
       "bad header: JSON: nesting too deep");
 }
 
-/// A header of \p n one-float tensors and its data.
-std::string headerFile(int n) {
-  std::string header = "{";
-  for (int i = 0; i < n; ++i)
-    header += (i ? ",\"t" : "\"t") + std::to_string(i) +
-              "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" +
-              std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]}";
-  header += "}";
-  return safetensorsBytes(header, std::string(4 * static_cast<size_t>(n), '\0'));
-}
-
 /// Writes a file of \p n tensors; returns its path.
 std::string writeHeaderFile(const TempDir &dir, int n) {
   std::string path = dir.file("n" + std::to_string(n) + ".safetensors");
-  std::string bytes = headerFile(n);
+  std::string bytes = oneFloatTensorsFile(n);
   writeBytes(path, bytes.data(), bytes.size());
   return path;
 }

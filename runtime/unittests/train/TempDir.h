@@ -83,6 +83,20 @@ inline std::string safetensorsBytes(const std::string &header,
   return out + header + data;
 }
 
+/// The bytes of a safetensors file of \p n one-float tensors t0..t{n-1}:
+/// a header as large as a real model's (SafetensorsHeaderTest, and
+/// bench/safetensors-header, which measures its parsing).
+inline std::string oneFloatTensorsFile(int n) {
+  std::string header = "{";
+  for (int i = 0; i < n; ++i)
+    header += (i ? ",\"t" : "\"t") + std::to_string(i) +
+              "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" +
+              std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]}";
+  header += "}";
+  return safetensorsBytes(header,
+                          std::string(4 * static_cast<size_t>(n), '\0'));
+}
+
 } // namespace bitpipe::runtime::testing
 
 #endif // BITPIPE_RUNTIME_UNITTESTS_TRAIN_TEMPDIR_H
