@@ -51,14 +51,14 @@ run interleaved-n16 interleaved-1f1b 16 2
 # BitPipe's, are between the two ranks): held out for BitPipe.
 echo "## 2 stages: fitted on 1F1B N=8, all-reduce from Chimera N=8"
 "$bin/bitpipe-calibrate" --fit "$work/1f1b-n8.json:1f1b:2:8" \
-  --allreduce-from "$work/chimera-n8.json:chimera:2:8" \
+  --allreduce-from "$work/chimera-n8.json:chimera:2:8" --spread 500 \
   --check "$work/gpipe-n8.json:gpipe:2:8" \
   --check "$work/chimera-n8.json:chimera:2:8" \
   --check "$work/1f1b-n16.json:1f1b:2:16"
 echo
 echo "## 4 stages: fitted on interleaved 1F1B v=2 N=8, all-reduce from Chimera N=8"
 "$bin/bitpipe-calibrate" --fit "$work/interleaved-n8.json:interleaved-1f1b:2:8:2" \
-  --allreduce-from "$work/chimera-n8.json:chimera:2:8" --idle 3 \
+  --allreduce-from "$work/chimera-n8.json:chimera:2:8" --idle 3 --spread 500 \
   --check "$work/bitpipe-n8.json:bitpipe:2:8" \
   --check "$work/bitpipe-n16.json:bitpipe:2:16" \
   --check "$work/interleaved-n16.json:interleaved-1f1b:2:16:2"

@@ -490,6 +490,9 @@ bool Simulation::advance(int r) {
         return progressed;
       }
       double dur = duration(a);
+      if (static_cast<size_t>(r) < cost_.actionTimes.size() &&
+          static_cast<size_t>(c.actionIndex) < cost_.actionTimes[r].size())
+        dur = cost_.actionTimes[r][c.actionIndex];
       TimelineEvent e;
       e.lane = Lane::Compute;
       e.rank = r;

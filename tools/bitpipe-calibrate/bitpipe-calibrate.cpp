@@ -182,6 +182,12 @@ int main(int argc, char **argv) {
       cl::desc("before the predictions, what each run's ranks did when not "
                "computing, with their K longest gaps inside a step"),
       cl::value_desc("K"), cl::init(-1), cl::cat(category));
+  cl::opt<int> spreadFlag(
+      "spread",
+      cl::desc("also predict with the fitted run's spread of stage times: "
+               "each step's time drawn from its stage's measured ones, the "
+               "mean of N simulations (a fixed seed)"),
+      cl::value_desc("N"), cl::init(0), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv, "the simulator's cost model fitted to real runs\n");
@@ -189,6 +195,10 @@ int main(int argc, char **argv) {
   if (skip < 0)
     return fail("--skip-steps must not be negative, got " +
                 std::to_string(skip));
+  const int spread = spreadFlag;
+  if (spread < 0 || spread > 100000)
+    return fail("--spread must be in [0, 100000] simulations, got " +
+                std::to_string(spread));
 
   Result<Run> fitted = loadRun("--fit", fitFlag);
   if (!fitted)
@@ -266,8 +276,11 @@ int main(int argc, char **argv) {
   free.p2pLatency = 0;
   std::printf("| run | steps | measured step (ms) | predicted (ms) | error | "
               "measured bubble | predicted | free all-reduce: error | free "
-              "communication: error |\n|---|---|---|---|---|---|---|---|---|"
-              "\n");
+              "communication: error |%s\n|---|---|---|---|---|---|---|---|---|"
+              "%s\n",
+              spread ? " with the spread: predicted (ms) | error | bubble |"
+                     : "",
+              spread ? "---|---|---|" : "");
   for (const Run &run : runs) {
     std::vector<Prediction> predictions;
     for (const CostModel *model : {&cost, &noAllReduce, &free}) {
@@ -278,12 +291,21 @@ int main(int argc, char **argv) {
     }
     const Prediction &p = predictions[0];
     std::printf("| %s%s | %d | %.2f | %.2f | %+.1f%% | %.3f | %.3f | %+.1f%% "
-                "| %+.1f%% |\n",
+                "| %+.1f%% |",
                 run.spec.c_str(), &run == &runs.front() ? " (fitted)" : "",
                 p.measured.stepsUsed, p.measured.stepTime / 1e3,
                 p.simulatedStep / 1e3, 100 * p.stepError(), p.measured.bubble,
                 p.simulatedBubble, 100 * predictions[1].stepError(),
                 100 * predictions[2].stepError());
+    if (spread) {
+      Result<Prediction> drawn = predictWithSpread(
+          run.schedule, cost, fit->samples, run.events, skip, spread);
+      if (!drawn)
+        return fail(run.file + ": " + drawn.error);
+      std::printf(" %.2f | %+.1f%% | %.3f |", drawn->simulatedStep / 1e3,
+                  100 * drawn->stepError(), drawn->simulatedBubble);
+    }
+    std::printf("\n");
   }
   return 0;
 }

@@ -208,6 +208,97 @@ TEST(Calibration, AllReducePostsTakeTheRanksTime) {
   EXPECT_NEAR(self->stepError(), 0.0, 1e-12);
 }
 
+TEST(Calibration, ActionTimesReplaceTheStagesTimesStepByStep) {
+  Schedule schedule = scheduleOf("1f1b", 2, 4);
+  CostModel cost;
+  cost.forward = {10, 10};
+  cost.backward = {20, 20};
+  Result<SimResult> means = simulate(schedule, cost);
+  ASSERT_TRUE(means.ok()) << means.error;
+  // The stages' own times, step by step: the same run.
+  CostModel same = cost;
+  same.actionTimes.assign(2, {});
+  for (int r = 0; r < 2; ++r)
+    for (const Action &a : schedule.ranks[r])
+      same.actionTimes[r].push_back(a.kind == ActionKind::Forward ? 10 : 20);
+  Result<SimResult> replay = simulate(schedule, same);
+  ASSERT_TRUE(replay.ok()) << replay.error;
+  EXPECT_DOUBLE_EQ(replay->makespan, means->makespan);
+  // One backward of the last stage 5 longer, on the critical path (the
+  // last rank's last step): the step is 5 longer.
+  same.actionTimes[1].back() += 5;
+  replay = simulate(schedule, same);
+  ASSERT_TRUE(replay.ok()) << replay.error;
+  EXPECT_DOUBLE_EQ(replay->makespan, means->makespan + 5);
+}
+
+TEST(Calibration, TheSpreadOfStageTimesCostsASchedulesWithoutSlack) {
+  // BitPipe at D=2 hands work between its two ranks at every step: a rank
+  // waits for the slower of its and its partner's calls. Stage times of 8
+  // or 12 (mean 10) cost more on average than 10 every time; the same
+  // samples all at 10 change nothing.
+  Schedule schedule = scheduleOf("bitpipe", 2, 8);
+  CostModel cost;
+  cost.forward.assign(4, 10);
+  cost.backward.assign(4, 20);
+  Result<SimResult> sim = simulate(schedule, cost);
+  ASSERT_TRUE(sim.ok()) << sim.error;
+  std::vector<RunEvent> trace = traceOf(*sim, 2);
+
+  StageSamples flat;
+  flat.forward.assign(4, {10, 10});
+  flat.backward.assign(4, {20, 20});
+  Result<Prediction> exact = predict(schedule, cost, trace, 1);
+  Result<Prediction> drawnFlat =
+      predictWithSpread(schedule, cost, flat, trace, 1, 50);
+  ASSERT_TRUE(exact.ok() && drawnFlat.ok());
+  // (The mean of 50 equal makespans, summed as fiftieths.)
+  EXPECT_NEAR(drawnFlat->simulatedStep, exact->simulatedStep, 1e-9);
+
+  StageSamples spread;
+  spread.forward.assign(4, {8, 12});
+  spread.backward.assign(4, {16, 24});
+  Result<Prediction> drawn =
+      predictWithSpread(schedule, cost, spread, trace, 1, 200);
+  ASSERT_TRUE(drawn.ok()) << drawn.error;
+  EXPECT_GT(drawn->simulatedStep, exact->simulatedStep);
+  EXPECT_GT(drawn->simulatedBubble, exact->simulatedBubble);
+  // A fixed seed: the same draws give the same answer.
+  Result<Prediction> again =
+      predictWithSpread(schedule, cost, spread, trace, 1, 200);
+  ASSERT_TRUE(again.ok());
+  EXPECT_DOUBLE_EQ(again->simulatedStep, drawn->simulatedStep);
+
+  Result<Prediction> none =
+      predictWithSpread(schedule, cost, spread, trace, 1, 0);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error, "the spread needs at least one draw, got 0");
+}
+
+TEST(Calibration, TheFitKeepsEveryMeasuredTime) {
+  Schedule schedule = scheduleOf("1f1b", 2, 4);
+  std::vector<RunEvent> trace;
+  // Two steps; in the measured one, s0's forwards take 1, 2, 3 and 6.
+  for (int step = 0; step < 2; ++step) {
+    double t = step * 1000;
+    double f[] = {1, 2, 3, 6};
+    for (int m = 0; m < 4; ++m) {
+      trace.push_back({0, "F" + std::to_string(m) + ".s0", t + 10 * m, f[m]});
+      std::string mb = std::to_string(m);
+      trace.push_back({1, "F" + mb + ".s1", t + 100 + 10 * m, 1});
+      trace.push_back({1, "B" + mb + ".s1", t + 105 + 10 * m, 2});
+      trace.push_back({0, "B" + mb + ".s0", t + 200 + 10 * m, 2});
+    }
+  }
+  Result<Calibration> fit = calibrate(schedule, trace, /*skip=*/1);
+  ASSERT_TRUE(fit.ok()) << fit.error;
+  std::vector<double> s0 = fit->samples.forward[0];
+  std::sort(s0.begin(), s0.end());
+  EXPECT_EQ(s0, (std::vector<double>{1, 2, 3, 6}));
+  EXPECT_DOUBLE_EQ(fit->cost.forward[0], 3);
+  EXPECT_EQ(fit->samples.backward[1].size(), 4u);
+}
+
 TEST(Calibration, TransferTimeFromPostsTheReceiverWaitedFor) {
   Schedule schedule = scheduleOf("1f1b", 2, 2);
   std::vector<RunEvent> trace;

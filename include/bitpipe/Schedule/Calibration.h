@@ -62,6 +62,13 @@ struct MeasuredRun {
 Result<MeasuredRun> measureRun(const Schedule &schedule,
                                const std::vector<RunEvent> &events, int skip);
 
+/// Every measured time of each stage's forward, backward and weight
+/// gradient (with the gradient sums the call left), by stage: what the cost
+/// model's means average.
+struct StageSamples {
+  std::vector<std::vector<double>> forward, backward, weightGrad;
+};
+
 /// The cost model a run implies.
 struct Calibration {
   /// forward/backward/weightGrad: each stage's mean time (microseconds),
@@ -85,6 +92,7 @@ struct Calibration {
   int transferSamples = 0;  ///< Transfers that measured p2pLatency.
   int allReduceSamples = 0; ///< Steps that measured allReduceLatency.
   int allReducePostSamples = 0; ///< Posts that measured allReducePostTime.
+  StageSamples samples;
 };
 
 /// Fits the cost model to steps [skip, ...) of a run of `schedule`.
@@ -105,6 +113,18 @@ struct Prediction {
 
 Result<Prediction> predict(const Schedule &schedule, const CostModel &cost,
                            const std::vector<RunEvent> &events, int skip);
+
+/// As predict, with the measured spread: each compute step of the schedule
+/// takes a time drawn from its stage's `samples` (with replacement; a stage
+/// without samples keeps `cost`'s time), and the step and bubble are the
+/// means over `draws` simulations from `seed`. Where a schedule leaves no
+/// slack, a rank waits for its partner's slower calls, which mean times
+/// cannot show (docs/calibration.md).
+Result<Prediction> predictWithSpread(const Schedule &schedule,
+                                     const CostModel &cost,
+                                     const StageSamples &samples,
+                                     const std::vector<RunEvent> &events,
+                                     int skip, int draws, unsigned seed = 1);
 
 } // namespace bitpipe::sched
 

@@ -45,6 +45,12 @@ struct CostModel {
   /// Per-stage compute times. An empty vector (or a stage past its end)
   /// falls back to the unit cost below.
   std::vector<double> forward, backward, weightGrad;
+  /// When set for a rank: actionTimes[rank][i] is the time of the rank's
+  /// compute step i (an index into Schedule::ranks[rank]), in place of its
+  /// stage's: one draw of a run's measured spread (Calibration.h). Steps
+  /// past a rank's list, and every non-compute step, keep the per-stage
+  /// time.
+  std::vector<std::vector<double>> actionTimes;
   double unitForward = 1.0;
   double unitBackward = 2.0;
   double unitWeightGrad = 1.0;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <random>
 #include <set>
 #include <tuple>
 
@@ -189,7 +190,7 @@ Result<Calibration> calibrate(const Schedule &schedule,
   // the gradient sums the call left (traced after it, before the rank's
   // next call).
   Calibration out;
-  std::map<std::pair<ActionKind, int>, std::pair<double, int>> sums;
+  std::map<std::pair<ActionKind, int>, std::vector<double>> times;
   double measuredFrom = 1e300;
   for (size_t r = 0; r < steps.perRank.size(); ++r)
     for (size_t i = skip * steps.perStep[r];
@@ -198,9 +199,8 @@ Result<Calibration> calibrate(const Schedule &schedule,
       double next = i + 1 < steps.perRank[r].size()
                         ? steps.perRank[r][i + 1].start
                         : std::numeric_limits<double>::infinity();
-      auto &[sum, count] = sums[{c.kind, c.stage}];
-      sum += c.end - c.start + steps.accumulateIn(r, c.end, next);
-      ++count;
+      times[{c.kind, c.stage}].push_back(c.end - c.start +
+                                         steps.accumulateIn(r, c.end, next));
       ++out.computeSamples;
       measuredFrom = std::min(measuredFrom, c.start);
     }
@@ -208,12 +208,21 @@ Result<Calibration> calibrate(const Schedule &schedule,
   cost.forward.assign(stages, 0);
   cost.backward.assign(stages, 0);
   cost.weightGrad.assign(stages, 0);
-  for (const auto &[key, value] : sums) {
-    std::vector<double> &lane = key.first == ActionKind::Forward ? cost.forward
-                                : key.first == ActionKind::Backward
-                                    ? cost.backward
-                                    : cost.weightGrad;
-    lane[key.second] = value.first / value.second;
+  StageSamples &spread = out.samples;
+  spread.forward.assign(stages, {});
+  spread.backward.assign(stages, {});
+  spread.weightGrad.assign(stages, {});
+  for (auto &[key, measured] : times) {
+    bool f = key.first == ActionKind::Forward;
+    bool b = key.first == ActionKind::Backward;
+    std::vector<double> &mean =
+        f ? cost.forward : b ? cost.backward : cost.weightGrad;
+    double sum = 0;
+    for (double t : measured)
+      sum += t;
+    mean[key.second] = sum / static_cast<double>(measured.size());
+    (f ? spread.forward : b ? spread.backward : spread.weightGrad)
+        [key.second] = std::move(measured);
   }
 
   // Transfers: the k-th send from a to b with a tag meets the k-th wait on
@@ -259,6 +268,54 @@ Result<Calibration> calibrate(const Schedule &schedule,
   cost.allReducePostTime = median(postTimes, cost.allReducePostTime);
   cost.allReduceAfterCompute = true; // the runs are MPI's
   return Result<Calibration>::success(std::move(out));
+}
+
+Result<Prediction> predictWithSpread(const Schedule &schedule,
+                                     const CostModel &cost,
+                                     const StageSamples &samples,
+                                     const std::vector<RunEvent> &events,
+                                     int skip, int draws, unsigned seed) {
+  if (draws < 1)
+    return Error("the spread needs at least one draw, got " +
+                 std::to_string(draws));
+  Result<MeasuredRun> run = measureRun(schedule, events, skip);
+  if (!run)
+    return Error(run.error);
+  std::mt19937_64 random(seed);
+  auto draw = [&](const std::vector<std::vector<double>> &byStage, int stage,
+                  double otherwise) {
+    if (stage < 0 || static_cast<size_t>(stage) >= byStage.size() ||
+        byStage[stage].empty())
+      return otherwise;
+    const std::vector<double> &times = byStage[stage];
+    return times[std::uniform_int_distribution<size_t>(0, times.size() - 1)(
+        random)];
+  };
+  CostModel drawn = cost;
+  Prediction p;
+  p.measured = *run;
+  for (int k = 0; k < draws; ++k) {
+    drawn.actionTimes.assign(schedule.numRanks(), {});
+    for (int r = 0; r < schedule.numRanks(); ++r)
+      for (const Action &a : schedule.ranks[r])
+        drawn.actionTimes[r].push_back(
+            a.kind == ActionKind::Forward
+                ? draw(samples.forward, a.stage, cost.forwardTime(a.stage))
+            : a.kind == ActionKind::Backward
+                ? draw(samples.backward, a.stage, cost.backwardTime(a.stage))
+            : a.kind == ActionKind::WeightGrad
+                ? draw(samples.weightGrad, a.stage,
+                       cost.weightGradTime(a.stage))
+                : 0.0);
+    Result<SimResult> sim = simulate(schedule, drawn);
+    if (!sim)
+      return Error(sim.error);
+    if (sim->deadlocked)
+      return Error(sim->deadlockReport());
+    p.simulatedStep += sim->makespan / draws;
+    p.simulatedBubble += sim->bubbleRatio / draws;
+  }
+  return Result<Prediction>::success(std::move(p));
 }
 
 Result<Prediction> predict(const Schedule &schedule, const CostModel &cost,
