@@ -113,8 +113,15 @@ bool refersToLocalSymbol(const Function &fn) {
 
 /// Moves the bodies of \p module's `optnone` functions into a module of
 /// their own, leaving declarations; null when there are none, or when one
-/// has local linkage or refers to a local symbol (then nothing moves).
+/// has local linkage or refers to a local symbol, or the module has an
+/// appending global (then nothing moves).
 std::unique_ptr<Module> splitOptNoneFunctions(Module &module) {
+  // An appending global (llvm.global_ctors and the like) cannot be left as
+  // a declaration in the other module; the lowering makes none, and a
+  // module that has one is generated whole.
+  for (const GlobalVariable &global : module.globals())
+    if (global.hasAppendingLinkage())
+      return nullptr;
   SmallPtrSet<const GlobalValue *, 16> moved;
   for (Function &fn : module) {
     if (fn.isDeclaration() || !fn.hasOptNone())
