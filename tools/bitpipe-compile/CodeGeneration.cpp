@@ -135,9 +135,9 @@ std::unique_ptr<Module> splitOptNoneFunctions(Module &module) {
   ValueToValueMapTy map;
   std::unique_ptr<Module> part = CloneModule(
       module, map, [&](const GlobalValue *gv) { return moved.contains(gv); });
-  // The clone declares what it does not define; it needs none of the
-  // module's other definitions, and its copy of a global's initialiser
-  // would be a second definition, so only the functions stay.
+  // The clone defines only the moved functions and declares what they use;
+  // the original keeps declarations of them (the rank table refers to
+  // them), which the link resolves to the clone's definitions.
   for (Function &fn : module)
     if (moved.contains(&fn))
       fn.deleteBody();
