@@ -50,8 +50,7 @@ std::unique_ptr<TargetMachine> createHostTargetMachine(unsigned optLevel,
 // functions (MLIR's transformer does not register it, so the rank functions
 // were optimised, their loops unrolled, at a third of the compile's time;
 // bench/RESULTS.md, issue 15).
-void optimizeModule(Module &module, TargetMachine &machine,
-                    unsigned optLevel) {
+void optimizeModule(Module &module, TargetMachine &machine, unsigned optLevel) {
   PassInstrumentationCallbacks instrumentation;
   OptNoneInstrumentation optNone(/*DebugLogging=*/false);
   optNone.registerCallbacks(instrumentation);

@@ -27,8 +27,8 @@ namespace bitpipe::compile {
 /// The host's target machine, position-independent (executables are PIE),
 /// generating code at \p optLevel (0-3). Null, with \p error set, when the
 /// host has no code generator.
-std::unique_ptr<llvm::TargetMachine> createHostTargetMachine(unsigned optLevel,
-                                                             std::string &error);
+std::unique_ptr<llvm::TargetMachine>
+createHostTargetMachine(unsigned optLevel, std::string &error);
 
 /// Runs LLVM's -O<optLevel> pipeline on \p module; functions marked
 /// `optnone` (the rank functions) are left as they are.

@@ -34,16 +34,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CodeGeneration.h"
+#include "ToolOutput.h"
 #include "bitpipe/Conversion/LowerToRuntime/LowerToRuntime.h"
 #include "bitpipe/Conversion/Target/Target.h"
 #include "bitpipe/Import/ModelBuilder.h"
-#include "bitpipe/InitAllDialects.h"
 #include "bitpipe/Import/ModelConfig.h"
+#include "bitpipe/InitAllDialects.h"
 #include "bitpipe/Support/ScheduleCommandLine.h"
 #include "bitpipe/Support/TextGuard.h"
 #include "bitpipe/Transforms/Pipeline.h"
-#include "CodeGeneration.h"
-#include "ToolOutput.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -460,9 +460,8 @@ int main(int argc, char **argv) {
               return createStringError(bytes.getError(),
                                        "cannot read the linked object: " +
                                            bytes.getError().message());
-            return bitpipe::writeOutputFile(output, [&](raw_ostream &os) {
-              os << (*bytes)->getBuffer();
-            });
+            return bitpipe::writeOutputFile(
+                output, [&](raw_ostream &os) { os << (*bytes)->getBuffer(); });
           });
     return bitpipe::withScratchFile(
         "bitpipe-compile", "o", [&](StringRef path) -> Error {

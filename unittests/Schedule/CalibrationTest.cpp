@@ -118,8 +118,8 @@ std::vector<RunEvent> traceWithAllReduces(const Schedule &schedule,
         std::string bucket = " b" + std::to_string(k);
         auto [postStart, postEnd] =
             k < posts.size() ? posts[k] : std::make_pair(issued, issued);
-        events.push_back({r, "allreduce" + bucket, offset + postStart,
-                          postEnd - postStart});
+        events.push_back(
+            {r, "allreduce" + bucket, offset + postStart, postEnd - postStart});
         double waitTo = std::max(waitFrom, done);
         events.push_back({r, "allreduce.wait" + bucket, offset + waitFrom,
                           waitTo - waitFrom});

@@ -173,7 +173,7 @@ FailureOr<FunctionTable> collectFunctions(ModuleOp module,
     if (failed(manifest::describeRoles(entry, precision)))
       return failure();
     table.byName[entry.fn.getSymNameAttr()] = {entry.fn,
-                                              static_cast<int64_t>(i)};
+                                               static_cast<int64_t>(i)};
   }
   return table;
 }

@@ -215,14 +215,16 @@ Result<Calibration> calibrate(const Schedule &schedule,
   for (auto &[key, measured] : times) {
     bool f = key.first == ActionKind::Forward;
     bool b = key.first == ActionKind::Backward;
-    std::vector<double> &mean =
-        f ? cost.forward : b ? cost.backward : cost.weightGrad;
+    std::vector<double> &mean = f   ? cost.forward
+                                : b ? cost.backward
+                                    : cost.weightGrad;
     double sum = 0;
     for (double t : measured)
       sum += t;
     mean[key.second] = sum / static_cast<double>(measured.size());
-    (f ? spread.forward : b ? spread.backward : spread.weightGrad)
-        [key.second] = std::move(measured);
+    (f   ? spread.forward
+     : b ? spread.backward
+         : spread.weightGrad)[key.second] = std::move(measured);
   }
 
   // Transfers: the k-th send from a to b with a tag meets the k-th wait on
@@ -288,8 +290,8 @@ Result<Prediction> predictWithSpread(const Schedule &schedule,
         byStage[stage].empty())
       return otherwise;
     const std::vector<double> &times = byStage[stage];
-    return times[std::uniform_int_distribution<size_t>(0, times.size() - 1)(
-        random)];
+    return times[std::uniform_int_distribution<size_t>(0, times.size() -
+                                                              1)(random)];
   };
   CostModel drawn = cost;
   Prediction p;

@@ -10,7 +10,6 @@
 
 #include <gtest/gtest.h>
 
-
 using namespace bitpipe::runtime;
 using bitpipe::runtime::testing::oneFloatTensorsFile;
 using bitpipe::runtime::testing::safetensorsBytes;
