@@ -458,8 +458,9 @@ int main(int argc, char **argv) {
                 MemoryBuffer::getFile(combined);
             if (!bytes)
               return createStringError(bytes.getError(),
-                                       "cannot read the linked object: " +
-                                           bytes.getError().message());
+                                       "cannot read the linked object '" +
+                                           combined +
+                                           "': " + bytes.getError().message());
             return bitpipe::writeOutputFile(
                 output, [&](raw_ostream &os) { os << (*bytes)->getBuffer(); });
           });

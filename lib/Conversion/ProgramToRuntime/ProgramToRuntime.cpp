@@ -115,11 +115,6 @@ int64_t tensorBytes(Type type) {
          llvm::divideCeil(tensor.getElementTypeBitWidth(), 8);
 }
 
-/// Walks \p program in order and returns the most forward handles alive at
-/// once and the most bytes of their saved results (a handle lives from its
-/// forward to the backward, or weight half, that ends it): the memory of
-/// activations in flight that the schedule implies, which the runtime
-/// measures and compares.
 FailureOr<FunctionTable> collectFunctions(ModuleOp module,
                                           ArrayRef<ProgramOp> programs,
                                           Precision precision) {
@@ -178,6 +173,11 @@ FailureOr<FunctionTable> collectFunctions(ModuleOp module,
   return table;
 }
 
+/// Walks \p program in order and returns the most forward handles alive at
+/// once and the most bytes of their saved results (a handle lives from its
+/// forward to the backward, or weight half, that ends it): the memory of
+/// activations in flight that the schedule implies, which the runtime
+/// measures and compares.
 std::pair<int64_t, int64_t> peakSavedActivations(ProgramOp program,
                                                  const FunctionTable &table,
                                                  Precision precision) {
