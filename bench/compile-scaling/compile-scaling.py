@@ -23,6 +23,7 @@ import argparse
 import atexit
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -33,8 +34,9 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run_once(argv):
-    """Runs argv; returns (seconds, peak RSS in MiB). Raises on failure."""
+def run_once(argv, stderr_out=None):
+    """Runs argv; returns (seconds, peak RSS in MiB). Raises on failure.
+    With stderr_out (a list), appends what the process wrote to stderr."""
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -44,7 +46,27 @@ def run_once(argv):
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}):\n{err[-2000:]}")
+    if stderr_out is not None:
+        stderr_out.append(err)
     return seconds, usage.ru_maxrss / 1024.0
+
+
+def pass_seconds(timing):
+    """The passes' part of an --mlir-timing report: its total less parsing
+    the input and printing the output."""
+    total, io = None, 0.0
+    for line in timing.splitlines():
+        m = re.match(r"\s+([0-9.]+) \(\s*[0-9.]+%\)\s+(\S.*)$", line)
+        if not m:
+            continue
+        seconds, name = float(m.group(1)), m.group(2).strip()
+        if name == "Total":
+            total = seconds
+        elif name in ("Parser", "Output"):
+            io += seconds
+    if total is None:
+        raise RuntimeError("no --mlir-timing report in:\n" + timing[-2000:])
+    return total - io
 
 
 def measure(argv, output, repeat):
@@ -82,6 +104,22 @@ def main():
     for name, config in (("gpt-96", gpt96), ("gpt-126", gpt126)):
         models[name] = os.path.join(work, name + ".mlir")
         run_once([tool("bitpipe-import"), "gpt", "--config", config, "-o", models[name]])
+
+    def passes(model, d, n, dp):
+        """The pipeline's passes alone (--mlir-timing), median of REPEAT."""
+        out = os.path.join(work, f"{model}-d{d}-n{n}-dp{dp}-timed.mlir")
+        argv = [tool("bitpipe-opt"), models[model],
+                f"--bitpipe-pipeline=devices={d} microbatches={n} schedule=bitpipe dp={dp}",
+                "--mlir-timing", "-o", out]
+        seconds, rss = [], []
+        for _ in range(a.repeat):
+            reports = []
+            _, m = run_once(argv, reports)
+            seconds.append(pass_seconds(reports[0]))
+            rss.append(m)
+        size = os.path.getsize(out) / 2**20
+        os.remove(out)
+        return {"s": statistics.median(seconds), "mib": max(rss), "out_mib": size}
 
     def pipeline(model, d, n, dp):
         out = os.path.join(work, f"{model}-d{d}-n{n}-dp{dp}.mlir")
@@ -140,8 +178,12 @@ def main():
               "pipeline < 1 s, whole compile < 10 s):\n")
         print("| what | time (s) | peak RSS (MiB) | output (MiB) |")
         print("|---|---|---|---|")
-        for what, f, args in (("pipeline", pipeline, ("gpt-126", 64, 512, 1)),
-                              ("bitpipe-compile", compile_, (gpt126, 64, 512, 1))):
+        for what, f, args in (
+                ("pipeline (bitpipe-opt: parse, passes, print the text)",
+                 pipeline, ("gpt-126", 64, 512, 1)),
+                ("pipeline passes alone (--mlir-timing less parser and output)",
+                 passes, ("gpt-126", 64, 512, 1)),
+                ("bitpipe-compile", compile_, (gpt126, 64, 512, 1))):
             try:
                 r = f(*args)
                 print(f"| {what} | {r['s']:.2f} | {r['mib']:.0f} | {r['out_mib']:.1f} |")

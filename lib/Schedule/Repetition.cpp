@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <unordered_map>
 
 namespace bitpipe::sched {
 
@@ -124,6 +123,15 @@ std::vector<size_t> candidatePeriods(const std::vector<uint64_t> &tokens) {
   for (size_t p = 1; p <= kShortPeriods && 2 * p <= n; ++p)
     periods.push_back(p);
   constexpr uint64_t kBase = 0x100000001b3ULL; // odd: powers never vanish
+  // Shared by every width: a hash table of window starts, at most half
+  // full, and a count per distance (distances are below n / 2).
+  constexpr size_t kEmpty = std::numeric_limits<size_t>::max();
+  size_t capacity = 16;
+  while (capacity < 2 * n)
+    capacity *= 2;
+  const size_t mask = capacity - 1;
+  std::vector<size_t> slots(capacity);
+  std::vector<size_t> distanceCount(n / 2 + 1, 0);
   for (size_t width = 1; width <= kMaxWindow && 2 * width <= n; width *= 2) {
     uint64_t power = 1; // kBase^width
     for (size_t j = 0; j < width; ++j)
@@ -138,21 +146,28 @@ std::vector<size_t> candidatePeriods(const std::vector<uint64_t> &tokens) {
       h = h * kBase - tokens[i - 1] * power + tokens[i + width - 1];
       hashes[i] = h;
     }
-    std::unordered_map<uint64_t, size_t> nextSeen;
-    nextSeen.reserve(hashes.size());
-    std::unordered_map<size_t, size_t> distanceCount;
+    // For each window from the last, the distance to the next equal one:
+    // the latest start seen of each hash, in an open-addressed table (a
+    // node-based map cost an allocation per window, per width, per rank).
+    std::fill(slots.begin(), slots.end(), kEmpty);
+    std::vector<size_t> touched;
     for (size_t i = hashes.size(); i-- > 0;) {
-      auto [it, inserted] = nextSeen.try_emplace(hashes[i], i);
-      if (inserted)
-        continue;
-      size_t distance = it->second - i;
-      if (distance > kShortPeriods && 2 * distance <= n)
-        ++distanceCount[distance];
-      it->second = i;
+      size_t at = mix(hashes[i]) & mask;
+      while (slots[at] != kEmpty && hashes[slots[at]] != hashes[i])
+        at = (at + 1) & mask;
+      if (slots[at] != kEmpty) {
+        size_t distance = slots[at] - i;
+        if (distance > kShortPeriods && 2 * distance <= n &&
+            distanceCount[distance]++ == 0)
+          touched.push_back(distance);
+      }
+      slots[at] = i;
     }
     std::vector<std::pair<size_t, size_t>> byCount; // (count, distance)
-    for (auto [distance, count] : distanceCount)
-      byCount.push_back({count, distance});
+    for (size_t distance : touched) {
+      byCount.push_back({distanceCount[distance], distance});
+      distanceCount[distance] = 0;
+    }
     size_t keep = std::min(kPeriodsPerWidth, byCount.size());
     std::partial_sort(byCount.begin(), byCount.begin() + keep, byCount.end(),
                       [](auto a, auto b) {

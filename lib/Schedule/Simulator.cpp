@@ -56,8 +56,8 @@ struct Event {
 class Simulation {
 public:
   Simulation(const Schedule &schedule, const CommProgram &program,
-             const CostModel &cost)
-      : schedule_(schedule), program_(program), cost_(cost),
+             const CostModel &cost, const SimulateOptions &options)
+      : schedule_(schedule), program_(program), cost_(cost), options_(options),
         numRanks_(schedule.numRanks()),
         numMicrobatches_(schedule.numMicrobatches),
         numStages_(schedule.placement.numStages) {}
@@ -70,8 +70,20 @@ private:
   bool computeReady(int rank, const Action &a, int actionIndex);
   /// Registers `rank`, which cannot run `a`, with what it waits for.
   void waitFor(int rank, const Action &a, int actionIndex);
-  /// Advances the ranks in `waiters` (and empties it).
-  void wake(std::vector<int> &waiters);
+  /// A FIFO list of blocked ranks, threaded through nextWaiter_.
+  struct WaitList {
+    int head = -1, tail = -1;
+  };
+  void enqueue(WaitList &list, int rank);
+  /// Advances the ranks in `list`, in the order they blocked (and empties
+  /// it).
+  void wake(WaitList &list);
+  /// Keeps `e` (SimulateOptions::recordTimeline) and extends the makespan.
+  void record(const TimelineEvent &e) {
+    makespan_ = std::max(makespan_, e.end);
+    if (options_.recordTimeline)
+      out_.timeline.push_back(e);
+  }
   std::string waitReason(int rank, const Action &a, int actionIndex);
   void startCollective(int id);
   /// A member has issued collective `id`; the last one starts it.
@@ -119,10 +131,12 @@ private:
   const Schedule &schedule_;
   const CommProgram &program_;
   const CostModel &cost_;
+  const SimulateOptions options_;
   int numRanks_, numMicrobatches_, numStages_;
 
   SimResult out_;
   double now_ = 0;
+  double makespan_ = 0; ///< The latest end among the recorded events.
   long seq_ = 0;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
 
@@ -155,8 +169,10 @@ private:
   /// compute step (by slot). An event wakes only the ranks it can unblock,
   /// so that a run costs O(steps + events) rather than a pass over every
   /// rank per event, which grew as D^2 N (issue 15).
-  std::vector<std::vector<int>> transferWaiters_;
-  std::vector<std::vector<int>> slotWaiters_;
+  /// A rank waits for one thing at a time, so the lists share one link
+  /// per rank rather than owning a vector each.
+  std::vector<WaitList> transferWaiters_, slotWaiters_;
+  std::vector<int> nextWaiter_;
 
   /// NCCL groups (CostModel::ncclGroups): a rank's transfers between two
   /// of its compute or all-reduce steps.
@@ -212,6 +228,7 @@ std::string Simulation::prepare() {
   arrived_.assign(program_.transfers.size(), false);
   transferWaiters_.assign(program_.transfers.size(), {});
   slotWaiters_.assign(slots, {});
+  nextWaiter_.assign(numRanks_, -1);
   arIntervals_.assign(numRanks_, {});
   out_.ranks.assign(numRanks_, RankStats());
   // One event per compute and all-reduce step, two per transfer (an end
@@ -220,7 +237,8 @@ std::string Simulation::prepare() {
   size_t events = program_.transfers.size();
   for (const std::vector<CommAction> &steps : program_.ranks)
     events += steps.size();
-  out_.timeline.reserve(events);
+  if (options_.recordTimeline)
+    out_.timeline.reserve(events);
 
   inputTransfer_.assign(numRanks_, {});
   collectiveOf_.assign(numRanks_, {});
@@ -335,19 +353,34 @@ void Simulation::waitFor(int rank, const Action &a, int actionIndex) {
   // What computeReady found missing, in its order.
   int in = inputTransfer_[rank][actionIndex];
   if (in >= 0 && !arrived_[in]) {
-    transferWaiters_[in].push_back(rank);
+    enqueue(transferWaiters_[in], rank);
     return;
   }
   std::optional<Action> own = inputsOf(a, numStages_).sameStage;
   if (own && !done_[slot(*own)])
-    slotWaiters_[slot(*own)].push_back(rank);
+    enqueue(slotWaiters_[slot(*own)], rank);
 }
 
-void Simulation::wake(std::vector<int> &waiters) {
-  std::vector<int> ranks;
-  ranks.swap(waiters);
-  for (int r : ranks)
+void Simulation::enqueue(WaitList &list, int rank) {
+  nextWaiter_[rank] = -1;
+  if (list.tail >= 0)
+    nextWaiter_[list.tail] = rank;
+  else
+    list.head = rank;
+  list.tail = rank;
+}
+
+void Simulation::wake(WaitList &list) {
+  // Detached first: a woken rank that blocks again joins a list afresh,
+  // and advancing one rank never blocks another.
+  int r = list.head;
+  list = WaitList();
+  while (r >= 0) {
+    int next = nextWaiter_[r];
+    nextWaiter_[r] = -1;
     advance(r);
+    r = next;
+  }
 }
 
 std::string Simulation::waitReason(int rank, const Action &a, int actionIndex) {
@@ -407,7 +440,7 @@ void Simulation::startCollective(int id) {
     e.start = start;
     e.end = start + dur;
     e.bytes = perRank;
-    out_.timeline.push_back(e);
+    record(e);
     RankStats &st = out_.ranks[m];
     st.allReduceTime += dur;
     st.allReduceBytesSent += perRank;
@@ -433,11 +466,11 @@ void Simulation::startTransfer(int id) {
   e.rank = t.src;
   e.peer = t.dst;
   e.kind = t.gradient ? CommKind::SendB : CommKind::SendF;
-  out_.timeline.push_back(e);
+  record(e);
   e.rank = t.dst;
   e.peer = t.src;
   e.kind = t.gradient ? CommKind::RecvB : CommKind::RecvF;
-  out_.timeline.push_back(e);
+  record(e);
   push(end, /*isCompute=*/false, id);
 }
 
@@ -500,7 +533,7 @@ bool Simulation::advance(int r) {
       e.actionIndex = c.actionIndex;
       e.start = now_;
       e.end = now_ + dur;
-      out_.timeline.push_back(e);
+      record(e);
       out_.ranks[r].busy += dur;
       busy_[r] = true;
       running_[r] = a;
@@ -526,7 +559,7 @@ bool Simulation::advance(int r) {
         e.actionIndex = c.actionIndex;
         e.start = now_;
         e.end = end;
-        out_.timeline.push_back(e);
+        record(e);
         busy_[r] = true;
         running_[r] = e.action;
         push(end, /*isCompute=*/true, r);
@@ -556,7 +589,7 @@ bool Simulation::advance(int r) {
         launchGroups(r);
       }
       if (!arrived_[c.transfer]) {
-        transferWaiters_[c.transfer].push_back(r);
+        enqueue(transferWaiters_[c.transfer], r);
         return progressed;
       }
       break;
@@ -635,9 +668,7 @@ void Simulation::sortTimeline() {
 }
 
 void Simulation::finalize() {
-  double makespan = 0;
-  for (const TimelineEvent &e : out_.timeline)
-    makespan = std::max(makespan, e.end);
+  const double makespan = makespan_;
   out_.makespan = makespan;
   double idle = 0, arTime = 0, arHidden = 0;
   for (int r = 0; r < numRanks_; ++r) {
@@ -653,7 +684,8 @@ void Simulation::finalize() {
   out_.bubbleRatio =
       makespan > 0 && numRanks_ > 0 ? idle / (numRanks_ * makespan) : 0;
   out_.allReduceOverlap = arTime > 0 ? arHidden / arTime : 1;
-  sortTimeline();
+  if (options_.recordTimeline)
+    sortTimeline();
 
   // Whatever is left over explains a deadlock.
   for (int r = 0; r < numRanks_; ++r) {
@@ -726,18 +758,20 @@ Result<SimResult> Simulation::run() {
 } // namespace
 
 Result<SimResult> simulate(const Schedule &schedule, const CommProgram &program,
-                           const CostModel &cost) {
-  return Simulation(schedule, program, cost).run();
+                           const CostModel &cost,
+                           const SimulateOptions &options) {
+  return Simulation(schedule, program, cost, options).run();
 }
 
-Result<SimResult> simulate(const Schedule &schedule, const CostModel &cost) {
+Result<SimResult> simulate(const Schedule &schedule, const CostModel &cost,
+                           const SimulateOptions &options) {
   Result<CommProgram> program = lowerComms(schedule);
   if (!program) {
     Result<SimResult> result;
     result.error = program.error;
     return result;
   }
-  return simulate(schedule, *program.value, cost);
+  return simulate(schedule, *program.value, cost, options);
 }
 
 } // namespace bitpipe::sched

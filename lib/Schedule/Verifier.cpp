@@ -345,7 +345,10 @@ void Verifier::checkChannelOrder(const CommProgram &program) {
 }
 
 void Verifier::checkDeadlock(const CommProgram &program) {
-  Result<SimResult> sim = simulate(s_, program, CostModel());
+  // Whether the program runs, not how: no timeline.
+  SimulateOptions options;
+  options.recordTimeline = false;
+  Result<SimResult> sim = simulate(s_, program, CostModel(), options);
   if (!sim) {
     report(DiagKind::Malformed, -1, -1,
            "the schedule cannot be simulated: " + sim.error);

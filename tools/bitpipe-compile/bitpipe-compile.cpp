@@ -35,6 +35,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CodeGeneration.h"
+#include "MemoryReuse.h"
 #include "ToolOutput.h"
 #include "bitpipe/Conversion/LowerToRuntime/LowerToRuntime.h"
 #include "bitpipe/Conversion/Target/Target.h"
@@ -295,6 +296,7 @@ Error linkObjects(ArrayRef<std::string> objects, StringRef result,
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
+  bitpipe::keepFreedMemoryForReuse();
   // --mlir-timing (and its display options) are MLIR's own; they stay out of
   // --help with every option not in this tool's category.
   mlir::registerDefaultTimingManagerCLOptions();

@@ -21,6 +21,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "MemoryReuse.h"
 #include "ToolOutput.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -36,6 +37,7 @@ static int fail(const llvm::Twine &message) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  bitpipe::keepFreedMemoryForReuse();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   bitpipe::registerAllBitPipePasses();

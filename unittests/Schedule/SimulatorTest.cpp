@@ -243,6 +243,36 @@ TEST(Simulator, BitPipeEagerAllReduceOverlapsTheCooldown) {
   EXPECT_DOUBLE_EQ(sim.allReduceTime, 8.0); // 4 collectives x 2 units.
 }
 
+TEST(Simulator, WithoutATimelineTheResultsAreTheSame) {
+  // bitpipe-verify asks only whether programs run: it skips the timeline,
+  // and must get the same makespan, statistics and deadlock report.
+  CostModel cost;
+  cost.gradientBytes.assign(8, 1.0);
+  cost.allReduceBandwidth = 1;
+  cost.allReducePostTime = 0.25;
+  cost.p2pLatency = 0.5;
+  SimulateOptions noTimeline;
+  noTimeline.recordTimeline = false;
+  for (const Schedule &s : {bitpipeD4N4(), crossedReceives()}) {
+    Result<SimResult> full = simulate(s, cost);
+    Result<SimResult> bare = simulate(s, cost, noTimeline);
+    ASSERT_TRUE(full && bare) << full.error << bare.error;
+    EXPECT_TRUE(bare.value->timeline.empty());
+    EXPECT_EQ(full.value->timeline.empty(), s.name == "crossed");
+    EXPECT_DOUBLE_EQ(bare.value->makespan, full.value->makespan);
+    EXPECT_DOUBLE_EQ(bare.value->bubbleRatio, full.value->bubbleRatio);
+    EXPECT_DOUBLE_EQ(bare.value->allReduceOverlap,
+                     full.value->allReduceOverlap);
+    ASSERT_EQ(bare.value->ranks.size(), full.value->ranks.size());
+    for (size_t r = 0; r < full.value->ranks.size(); ++r) {
+      EXPECT_DOUBLE_EQ(bare.value->ranks[r].idle, full.value->ranks[r].idle);
+      EXPECT_DOUBLE_EQ(bare.value->ranks[r].allReduceHidden,
+                       full.value->ranks[r].allReduceHidden);
+    }
+    EXPECT_EQ(bare.value->deadlockReport(), full.value->deadlockReport());
+  }
+}
+
 TEST(Simulator, AllReduceAfterComputeRunsInTheWaits) {
   // The same run as MPI without a progress thread runs it: AR(4,7), which
   // the outer ranks reach before their last backward, moves only once both

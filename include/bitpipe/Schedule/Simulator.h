@@ -100,13 +100,24 @@ struct SimResult {
   std::string deadlockReport() const;
 };
 
+/// What a simulation keeps beyond its results.
+struct SimulateOptions {
+  /// Off: SimResult::timeline stays empty; the makespan, the statistics and
+  /// any deadlock are the same. For callers that only ask whether programs
+  /// run (bitpipe-verify): at D=64, N=512 the timeline is some 500,000
+  /// events and most of the run's memory.
+  bool recordTimeline = true;
+};
+
 /// Simulates `schedule`. Fails when the schedule cannot be lowered (see
 /// lowerComms) or an all-reduce names a stage its rank does not hold; a
 /// schedule that runs into a deadlock succeeds with `deadlocked` set.
-Result<SimResult> simulate(const Schedule &schedule, const CostModel &cost);
+Result<SimResult> simulate(const Schedule &schedule, const CostModel &cost,
+                           const SimulateOptions &options = {});
 /// Same, from an already lowered program (what a pass produced).
 Result<SimResult> simulate(const Schedule &schedule, const CommProgram &program,
-                           const CostModel &cost);
+                           const CostModel &cost,
+                           const SimulateOptions &options = {});
 
 } // namespace bitpipe::sched
 

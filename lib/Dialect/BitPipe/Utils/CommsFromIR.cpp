@@ -44,10 +44,20 @@ struct TransferKeyHash {
 /// Builds the library's CommProgram of one module, program by program.
 class CommReader {
 public:
-  CommReader(const sched::Schedule &schedule) : schedule(schedule) {
+  CommReader(const sched::Schedule &schedule)
+      : schedule(schedule), numStages(schedule.placement.numStages) {
     result.program.ranks.resize(schedule.numRanks());
     result.ops.resize(schedule.numRanks());
     result.steps.resize(schedule.numRanks());
+    // Every hand-off of the schedule, once: what well-formed programs hold.
+    size_t handOffs = 2 * static_cast<size_t>(schedule.numMicrobatches) *
+                      std::max(0, numStages - 1);
+    result.program.transfers.reserve(handOffs);
+    result.sendOps.reserve(handOffs);
+    result.recvOps.reserve(handOffs);
+    firstTransfer.assign(2 * static_cast<size_t>(schedule.numMicrobatches) *
+                             numStages,
+                         -1);
   }
 
   /// Reads the program of pipeline rank `rank`.
@@ -63,8 +73,14 @@ private:
   FailureOr<int> consumerStep(int rank, size_t index);
 
   const sched::Schedule &schedule;
+  const int numStages;
   IRCommProgram result;
-  std::unordered_map<TransferKey, int, TransferKeyHash> transfers;
+  /// By (kind, micro-batch, stage): the first transfer seen of that
+  /// hand-off, or -1. Well-formed programs name each hand-off with one pair
+  /// of ranks; any other pair (a program that sends it elsewhere, for the
+  /// checks to report) is a transfer of its own, kept in `otherTransfers`.
+  std::vector<int> firstTransfer;
+  std::unordered_map<TransferKey, int, TransferKeyHash> otherTransfers;
   /// Of the program being read: per trace step, its schedule step (or -1),
   /// and the first schedule step that uses a value it defines (or -1).
   std::vector<int> stepIndex, firstUser;
@@ -72,19 +88,30 @@ private:
 };
 
 FailureOr<int> CommReader::transferOf(Operation *op, const TransferKey &key) {
-  auto [it, inserted] = transfers.try_emplace(key, -1);
-  if (!inserted)
-    return it->second;
-  const int numStages = schedule.placement.numStages;
   int64_t to = key.gradient ? key.stage - 1 : key.stage + 1;
-  if (key.microbatch >= schedule.numMicrobatches || key.stage >= numStages ||
-      to < 0 || to >= numStages)
+  if (key.microbatch < 0 || key.microbatch >= schedule.numMicrobatches ||
+      key.stage < 0 || key.stage >= numStages || to < 0 || to >= numStages)
     return op->emitOpError()
            << "moves the " << (key.gradient ? "gradient" : "activation")
            << " of stage " << key.stage << " micro-batch " << key.microbatch
            << ", but no such hand-off exists between the schedule's "
            << numStages << " stages and " << schedule.numMicrobatches
            << " micro-batches";
+  int &first = firstTransfer[(static_cast<size_t>(key.gradient) *
+                                  schedule.numMicrobatches +
+                              key.microbatch) *
+                                 numStages +
+                             key.stage];
+  int *id = &first;
+  if (first >= 0) {
+    const sched::Transfer &seen = result.program.transfers[first];
+    if (seen.src == key.src && seen.dst == key.dst)
+      return first;
+    auto [it, inserted] = otherTransfers.try_emplace(key, -1);
+    if (!inserted)
+      return it->second;
+    id = &it->second;
+  }
   sched::Transfer t;
   t.gradient = key.gradient;
   t.microbatch = key.microbatch;
@@ -92,11 +119,11 @@ FailureOr<int> CommReader::transferOf(Operation *op, const TransferKey &key) {
   t.toStage = to;
   t.src = key.src;
   t.dst = key.dst;
-  it->second = static_cast<int>(result.program.transfers.size());
+  *id = static_cast<int>(result.program.transfers.size());
   result.program.transfers.push_back(t);
   result.sendOps.emplace_back();
   result.recvOps.emplace_back();
-  return it->second;
+  return *id;
 }
 
 FailureOr<int> CommReader::consumerStep(int rank, size_t index) {
@@ -114,21 +141,19 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
   int numDevices = schedule.numRanks();
   // The steps as readScheduleFromIR counts them: a run of bucketed
   // all-reduces is one step, named by its first op.
-  FailureOr<ProgramSteps> programSteps =
-      readProgramSteps(program, schedule.placement);
-  if (failed(programSteps))
-    return failure();
   // The program as it runs, repeats unrolled (ProgramTrace.h).
   bp::ProgramTrace programTrace(program);
   trace = &programTrace;
+  FailureOr<ProgramSteps> programSteps =
+      readProgramSteps(programTrace, schedule.placement);
+  if (failed(programSteps))
+    return failure();
   stepIndex.assign(programTrace.size(), -1);
   firstUser.assign(programTrace.size(), -1);
-  for (auto [index, op] : llvm::enumerate(programSteps->ops)) {
-    std::optional<size_t> at =
-        programTrace.indexOf(op, programSteps->repetitions[index]);
-    stepIndex[*at] = static_cast<int>(index);
-    result.steps[rank].push_back(op);
-  }
+  for (auto [index, at] : llvm::enumerate(programSteps->traceIndices))
+    stepIndex[at] = static_cast<int>(index);
+  result.steps[rank].assign(programSteps->ops.begin(),
+                            programSteps->ops.end());
   for (size_t user = 0; user < programTrace.size(); ++user) {
     if (stepIndex[user] < 0)
       continue;
@@ -150,6 +175,9 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
   };
   std::vector<sched::CommAction> &items = result.program.ranks[rank];
   std::vector<Operation *> &ops = result.ops[rank];
+  // At most one item per step of the trace.
+  items.reserve(programTrace.size());
+  ops.reserve(programTrace.size());
   int lastStep = -1;
   // Appends a transfer item, or folds a further tensor of the hand-off the
   // previous item carries into it.

@@ -67,19 +67,27 @@ FailureOr<sched::World> bitpipe::readWorld(ModuleOp module) {
 FailureOr<ProgramSteps>
 bitpipe::readProgramSteps(bp::ProgramOp program,
                           const sched::Placement &placement) {
+  // The program as it runs: a repeat's body once per repetition.
+  return readProgramSteps(bp::ProgramTrace(program), placement);
+}
+
+FailureOr<ProgramSteps>
+bitpipe::readProgramSteps(const bp::ProgramTrace &trace,
+                          const sched::Placement &placement) {
   ProgramSteps steps;
   std::vector<std::vector<int>> groups = placement.replicaGroups();
   // The open run of bucketed all-reduces: replica group -> its AR step.
   std::map<std::vector<int>, size_t> run;
-  // The program as it runs: a repeat's body once per repetition.
-  bp::ProgramTrace trace(program);
   int64_t k = 0;
+  size_t index = 0;
   auto push = [&](sched::Action action, Operation *op) {
     steps.actions.push_back(std::move(action));
     steps.ops.push_back(op);
     steps.repetitions.push_back(k);
+    steps.traceIndices.push_back(index);
   };
-  for (const bp::TracedStep &step : trace.steps()) {
+  for (; index < trace.size(); ++index) {
+    const bp::TracedStep &step = trace[index];
     Operation &op = *step.op;
     k = step.repetition;
     auto ar = dyn_cast<bp::AllReduceStartOp>(op);

@@ -296,8 +296,11 @@ void ModuleVerifier::checkChannelOrder() {
 }
 
 void ModuleVerifier::checkDeadlock() {
+  // Whether the programs run, not how: no timeline.
+  sched::SimulateOptions options;
+  options.recordTimeline = false;
   sched::Result<sched::SimResult> sim =
-      sched::simulate(schedule, comms.program, sched::CostModel());
+      sched::simulate(schedule, comms.program, sched::CostModel(), options);
   if (!sim) {
     error(module) << "the programs cannot be simulated: " << sim.error;
     return;

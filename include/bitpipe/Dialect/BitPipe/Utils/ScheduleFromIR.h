@@ -16,6 +16,7 @@
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
 #include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Schedule/Comms.h"
 #include "bitpipe/Schedule/GradientSync.h"
@@ -73,9 +74,15 @@ struct ProgramSteps {
   std::vector<sched::Action> actions;
   llvm::SmallVector<mlir::Operation *> ops;
   std::vector<int64_t> repetitions;
+  /// Where each step stands in the trace it was read from.
+  std::vector<size_t> traceIndices;
 };
 mlir::FailureOr<ProgramSteps>
 readProgramSteps(bp::ProgramOp program, const sched::Placement &placement);
+/// Same, from the program's trace, for a caller that walks the trace too.
+mlir::FailureOr<ProgramSteps>
+readProgramSteps(const bp::ProgramTrace &trace,
+                 const sched::Placement &placement);
 /// True once bitpipe-insert-transfers has bound the programs: some compute
 /// op names its callee. Bound programs carry their transfers; unbound ones
 /// leave them to the library (sched::lowerComms).
