@@ -36,6 +36,7 @@
 
 #include "CodeGeneration.h"
 #include "MemoryReuse.h"
+#include "ToolInput.h"
 #include "ToolOutput.h"
 #include "bitpipe/Conversion/LowerToRuntime/LowerToRuntime.h"
 #include "bitpipe/Conversion/Target/Target.h"
@@ -43,7 +44,6 @@
 #include "bitpipe/Import/ModelConfig.h"
 #include "bitpipe/InitAllDialects.h"
 #include "bitpipe/Support/ScheduleCommandLine.h"
-#include "bitpipe/Support/TextGuard.h"
 #include "bitpipe/Transforms/Pipeline.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -194,11 +194,9 @@ mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context,
     error = message;
     return nullptr;
   }
-  if (std::optional<bitpipe::TextExcess> excess = bitpipe::findTextExcess(
-          file->getBuffer(), bitpipe::TextSyntax::Mlir)) {
-    error = excess->what + " at byte " +
-            std::to_string(excess->offset) +
-            ", which MLIR's parser cannot take safely";
+  if (std::optional<std::string> why =
+          bitpipe::refuseUnsafeMlirInput(file->getMemBufferRef())) {
+    error = *why;
     return nullptr;
   }
   SourceMgr sourceMgr;

@@ -13,7 +13,6 @@
 
 #include "bitpipe/Conversion/Passes.h"
 #include "bitpipe/InitAllDialects.h"
-#include "bitpipe/Support/TextGuard.h"
 #include "bitpipe/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -22,6 +21,7 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "MemoryReuse.h"
+#include "ToolInput.h"
 #include "ToolOutput.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -66,12 +66,10 @@ int main(int argc, char **argv) {
   if (!input)
     return fail(message);
   // Text that would overflow MLIR's recursive parser or stall its integer
-  // conversion is refused before the parser sees it (TextGuard.h).
-  if (std::optional<bitpipe::TextExcess> excess = bitpipe::findTextExcess(
-          input->getBuffer(), bitpipe::TextSyntax::Mlir))
-    return fail(input->getBufferIdentifier() + ": " + excess->what +
-                " at byte " + llvm::Twine(excess->offset) +
-                ", which MLIR's parser cannot take safely");
+  // conversion is refused before the parser sees it (ToolInput.h).
+  if (std::optional<std::string> why =
+          bitpipe::refuseUnsafeMlirInput(input->getMemBufferRef()))
+    return fail(input->getBufferIdentifier() + ": " + *why);
   std::string result;
   llvm::raw_string_ostream resultStream(result);
   if (mlir::failed(
