@@ -208,8 +208,9 @@ Result<CommProgram> lowerComms(const Schedule &schedule) {
     // Sized first: at D=64, N=512 a rank has some 6,000 items.
     size_t items = actions.size();
     for (size_t i = 0; i < actions.size(); ++i)
-      items += (inputOf[r][i] >= 0 && !program.transfers[inputOf[r][i]].local()) +
-               (outputOf[r][i] >= 0);
+      items +=
+          (inputOf[r][i] >= 0 && !program.transfers[inputOf[r][i]].local()) +
+          (outputOf[r][i] >= 0);
     out.reserve(items);
     for (int i = 0; i < static_cast<int>(actions.size()); ++i) {
       const Action &a = actions[i];

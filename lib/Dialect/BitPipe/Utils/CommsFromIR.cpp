@@ -55,9 +55,8 @@ public:
     result.program.transfers.reserve(handOffs);
     result.sendOps.reserve(handOffs);
     result.recvOps.reserve(handOffs);
-    firstTransfer.assign(2 * static_cast<size_t>(schedule.numMicrobatches) *
-                             numStages,
-                         -1);
+    firstTransfer.assign(
+        2 * static_cast<size_t>(schedule.numMicrobatches) * numStages, -1);
   }
 
   /// Reads the program of pipeline rank `rank`.
@@ -152,8 +151,7 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
   firstUser.assign(programTrace.size(), -1);
   for (auto [index, at] : llvm::enumerate(programSteps->traceIndices))
     stepIndex[at] = static_cast<int>(index);
-  result.steps[rank].assign(programSteps->ops.begin(),
-                            programSteps->ops.end());
+  result.steps[rank].assign(programSteps->ops.begin(), programSteps->ops.end());
   for (size_t user = 0; user < programTrace.size(); ++user) {
     if (stepIndex[user] < 0)
       continue;
