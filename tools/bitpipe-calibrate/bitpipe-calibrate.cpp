@@ -188,6 +188,16 @@ int main(int argc, char **argv) {
                "each step's time drawn from its stage's measured ones, the "
                "mean of N simulations (a fixed seed)"),
       cl::value_desc("N"), cl::init(0), cl::cat(category));
+  cl::opt<SpreadDraws> spreadDrawsFlag(
+      "spread-draws",
+      cl::desc("how --spread draws each call's time (default: call)"),
+      cl::values(clEnumValN(SpreadDraws::Independent, "call",
+                            "independently, from all its stage's times"),
+                 clEnumValN(SpreadDraws::ByStep, "step",
+                            "all calls from one measured training step, "
+                            "drawn per simulation, so that a slowdown the "
+                            "ranks shared stays shared")),
+      cl::init(SpreadDraws::Independent), cl::cat(category));
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv, "the simulator's cost model fitted to real runs\n");
@@ -298,8 +308,9 @@ int main(int argc, char **argv) {
                 p.simulatedBubble, 100 * predictions[1].stepError(),
                 100 * predictions[2].stepError());
     if (spread) {
-      Result<Prediction> drawn = predictWithSpread(
-          run.schedule, cost, fit->samples, run.events, skip, spread);
+      Result<Prediction> drawn =
+          predictWithSpread(run.schedule, cost, fit->samples, run.events, skip,
+                            spread, /*seed=*/1, spreadDrawsFlag);
       if (!drawn)
         return fail(run.file + ": " + drawn.error);
       std::printf(" %.2f | %+.1f%% | %.3f |", drawn->simulatedStep / 1e3,

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -273,6 +274,55 @@ TEST(Calibration, TheSpreadOfStageTimesCostsASchedulesWithoutSlack) {
       predictWithSpread(schedule, cost, spread, trace, 1, 0);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error, "the spread needs at least one draw, got 0");
+}
+
+TEST(Calibration, ByStepDrawsReplayOneMeasuredStepOnEveryRank) {
+  // A slowdown both ranks shared: every call of the second measured step
+  // ran 3x slower. Drawn by step, each simulation replays one of the two
+  // steps on both ranks; drawn call by call, fast and slow calls meet in
+  // one simulation, and BitPipe, with no slack at D=2, waits for the slow.
+  Schedule schedule = scheduleOf("bitpipe", 2, 8);
+  CostModel fast, slow;
+  fast.forward.assign(4, 10);
+  fast.backward.assign(4, 20);
+  slow.forward.assign(4, 30);
+  slow.backward.assign(4, 60);
+  Result<SimResult> a = simulate(schedule, fast), b = simulate(schedule, slow);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<RunEvent> trace = traceOf(*a, 2); // step 0 is skipped
+  for (RunEvent e : traceOf(*b, 1)) {
+    e.start += 2 * (a->makespan + 10);
+    trace.push_back(e);
+  }
+  Result<Calibration> fit = calibrate(schedule, trace, /*skip=*/1);
+  ASSERT_TRUE(fit.ok()) << fit.error;
+  EXPECT_EQ(fit->samples.forwardStep[0].size(), fit->samples.forward[0].size());
+
+  const int draws = 100;
+  Result<Prediction> byStep =
+      predictWithSpread(schedule, fit->cost, fit->samples, trace, 1, draws,
+                        /*seed=*/1, SpreadDraws::ByStep);
+  ASSERT_TRUE(byStep.ok()) << byStep.error;
+  double slowDraws = (byStep->simulatedStep - a->makespan) /
+                     (b->makespan - a->makespan) * draws;
+  EXPECT_NEAR(slowDraws, std::round(slowDraws), 1e-6);
+  EXPECT_GT(slowDraws, 0);
+  EXPECT_LT(slowDraws, draws);
+
+  Result<Prediction> byCall = predictWithSpread(
+      schedule, fit->cost, fit->samples, trace, 1, draws, /*seed=*/1);
+  ASSERT_TRUE(byCall.ok()) << byCall.error;
+  EXPECT_GT(byCall->simulatedStep, (a->makespan + b->makespan) / 2);
+
+  StageSamples handMade;
+  handMade.forward.assign(4, {10, 30});
+  handMade.backward.assign(4, {20, 60});
+  Result<Prediction> noSteps =
+      predictWithSpread(schedule, fit->cost, handMade, trace, 1, draws,
+                        /*seed=*/1, SpreadDraws::ByStep);
+  ASSERT_FALSE(noSteps.ok());
+  EXPECT_EQ(noSteps.error, "drawing by training step needs the step of "
+                           "every measured time; stage 0 has none");
 }
 
 TEST(Calibration, TheFitKeepsEveryMeasuredTime) {

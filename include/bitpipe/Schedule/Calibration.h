@@ -67,6 +67,20 @@ Result<MeasuredRun> measureRun(const Schedule &schedule,
 /// model's means average.
 struct StageSamples {
   std::vector<std::vector<double>> forward, backward, weightGrad;
+  /// The training step each of those times was measured in, in the same
+  /// layout; empty for samples made by hand (SpreadDraws::ByStep needs it).
+  std::vector<std::vector<int>> forwardStep, backwardStep, weightGradStep;
+};
+
+/// How predictWithSpread draws the calls' times.
+enum class SpreadDraws {
+  /// Each call's time independently, from all of its stage's times.
+  Independent,
+  /// Each simulation replays one measured training step, drawn at random:
+  /// the k-th call of a stage takes the k-th time that stage had in that
+  /// step (cycling when the schedule has more calls), so that a slowdown
+  /// the ranks shared (another job on the host) stays shared.
+  ByStep,
 };
 
 /// The cost model a run implies.
@@ -115,16 +129,18 @@ Result<Prediction> predict(const Schedule &schedule, const CostModel &cost,
                            const std::vector<RunEvent> &events, int skip);
 
 /// As predict, with the measured spread: each compute step of the schedule
-/// takes a time drawn from its stage's `samples` (with replacement; a stage
-/// without samples keeps `cost`'s time), and the step and bubble are the
-/// means over `draws` simulations from `seed`. Where a schedule leaves no
-/// slack, a rank waits for its partner's slower calls, which mean times
-/// cannot show (docs/calibration.md).
-Result<Prediction> predictWithSpread(const Schedule &schedule,
-                                     const CostModel &cost,
-                                     const StageSamples &samples,
-                                     const std::vector<RunEvent> &events,
-                                     int skip, int draws, unsigned seed = 1);
+/// takes a time drawn from its stage's `samples` (`how`; with replacement;
+/// a stage without samples keeps `cost`'s time), and the step and bubble
+/// are the means over `draws` simulations from `seed`. Where a schedule
+/// leaves no slack, a rank waits for its partner's slower calls, which mean
+/// times cannot show (docs/calibration.md). ByStep fails on samples without
+/// their training steps.
+Result<Prediction>
+predictWithSpread(const Schedule &schedule, const CostModel &cost,
+                  const StageSamples &samples,
+                  const std::vector<RunEvent> &events, int skip, int draws,
+                  unsigned seed = 1,
+                  SpreadDraws how = SpreadDraws::Independent);
 
 } // namespace bitpipe::sched
 

@@ -191,6 +191,7 @@ Result<Calibration> calibrate(const Schedule &schedule,
   // next call).
   Calibration out;
   std::map<std::pair<ActionKind, int>, std::vector<double>> times;
+  std::map<std::pair<ActionKind, int>, std::vector<int>> stepOf;
   double measuredFrom = 1e300;
   for (size_t r = 0; r < steps.perRank.size(); ++r)
     for (size_t i = skip * steps.perStep[r];
@@ -201,6 +202,8 @@ Result<Calibration> calibrate(const Schedule &schedule,
                         : std::numeric_limits<double>::infinity();
       times[{c.kind, c.stage}].push_back(c.end - c.start +
                                          steps.accumulateIn(r, c.end, next));
+      stepOf[{c.kind, c.stage}].push_back(
+          static_cast<int>(i / steps.perStep[r]));
       ++out.computeSamples;
       measuredFrom = std::min(measuredFrom, c.start);
     }
@@ -212,6 +215,9 @@ Result<Calibration> calibrate(const Schedule &schedule,
   spread.forward.assign(stages, {});
   spread.backward.assign(stages, {});
   spread.weightGrad.assign(stages, {});
+  spread.forwardStep.assign(stages, {});
+  spread.backwardStep.assign(stages, {});
+  spread.weightGradStep.assign(stages, {});
   for (auto &[key, measured] : times) {
     bool f = key.first == ActionKind::Forward;
     bool b = key.first == ActionKind::Backward;
@@ -225,6 +231,9 @@ Result<Calibration> calibrate(const Schedule &schedule,
     (f   ? spread.forward
      : b ? spread.backward
          : spread.weightGrad)[key.second] = std::move(measured);
+    (f   ? spread.forwardStep
+     : b ? spread.backwardStep
+         : spread.weightGradStep)[key.second] = std::move(stepOf[key]);
   }
 
   // Transfers: the k-th send from a to b with a tag meets the k-th wait on
@@ -272,44 +281,108 @@ Result<Calibration> calibrate(const Schedule &schedule,
   return Result<Calibration>::success(std::move(out));
 }
 
+namespace {
+
+/// One kind's samples, by stage and, for SpreadDraws::ByStep, by training
+/// step.
+struct KindSamples {
+  const std::vector<std::vector<double>> *times = nullptr;
+  /// [stage] -> training step -> that step's times, in trace order.
+  std::vector<std::map<int, std::vector<double>>> byStep;
+};
+
+} // namespace
+
 Result<Prediction> predictWithSpread(const Schedule &schedule,
                                      const CostModel &cost,
                                      const StageSamples &samples,
                                      const std::vector<RunEvent> &events,
-                                     int skip, int draws, unsigned seed) {
+                                     int skip, int draws, unsigned seed,
+                                     SpreadDraws how) {
   if (draws < 1)
     return Error("the spread needs at least one draw, got " +
                  std::to_string(draws));
   Result<MeasuredRun> run = measureRun(schedule, events, skip);
   if (!run)
     return Error(run.error);
+  // Forward, backward, weight gradient.
+  KindSamples kinds[3] = {{&samples.forward, {}},
+                          {&samples.backward, {}},
+                          {&samples.weightGrad, {}}};
+  const std::vector<std::vector<int>> *stepsOf[3] = {
+      &samples.forwardStep, &samples.backwardStep, &samples.weightGradStep};
+  std::vector<int> measuredSteps; // every step some stage was measured in
+  if (how == SpreadDraws::ByStep) {
+    for (int k = 0; k < 3; ++k) {
+      const std::vector<std::vector<double>> &times = *kinds[k].times;
+      const std::vector<std::vector<int>> &stepOf = *stepsOf[k];
+      kinds[k].byStep.resize(times.size());
+      for (size_t stage = 0; stage < times.size(); ++stage) {
+        if (stage >= stepOf.size() ||
+            stepOf[stage].size() != times[stage].size())
+          return Error("drawing by training step needs the step of every "
+                       "measured time; stage " +
+                       std::to_string(stage) + " has none");
+        for (size_t i = 0; i < times[stage].size(); ++i) {
+          kinds[k].byStep[stage][stepOf[stage][i]].push_back(times[stage][i]);
+          measuredSteps.push_back(stepOf[stage][i]);
+        }
+      }
+    }
+    std::sort(measuredSteps.begin(), measuredSteps.end());
+    measuredSteps.erase(std::unique(measuredSteps.begin(), measuredSteps.end()),
+                        measuredSteps.end());
+  }
   std::mt19937_64 random(seed);
-  auto draw = [&](const std::vector<std::vector<double>> &byStage, int stage,
-                  double otherwise) {
-    if (stage < 0 || static_cast<size_t>(stage) >= byStage.size() ||
-        byStage[stage].empty())
-      return otherwise;
-    const std::vector<double> &times = byStage[stage];
+  auto anyOf = [&](const std::vector<double> &times) {
     return times[std::uniform_int_distribution<size_t>(0, times.size() -
                                                               1)(random)];
   };
   CostModel drawn = cost;
+  // Whether the programs run and how long, not how: no timelines.
+  SimulateOptions options;
+  options.recordTimeline = false;
   Prediction p;
   p.measured = *run;
-  for (int k = 0; k < draws; ++k) {
+  for (int d = 0; d < draws; ++d) {
+    // ByStep: the replayed training step, and how many calls of each kind
+    // and stage have taken one of its times.
+    int step = measuredSteps.empty()
+                   ? -1
+                   : measuredSteps[std::uniform_int_distribution<size_t>(
+                         0, measuredSteps.size() - 1)(random)];
+    std::map<std::pair<int, int>, size_t> calls;
     drawn.actionTimes.assign(schedule.numRanks(), {});
     for (int r = 0; r < schedule.numRanks(); ++r)
-      for (const Action &a : schedule.ranks[r])
-        drawn.actionTimes[r].push_back(
-            a.kind == ActionKind::Forward
-                ? draw(samples.forward, a.stage, cost.forwardTime(a.stage))
-            : a.kind == ActionKind::Backward
-                ? draw(samples.backward, a.stage, cost.backwardTime(a.stage))
-            : a.kind == ActionKind::WeightGrad
-                ? draw(samples.weightGrad, a.stage,
-                       cost.weightGradTime(a.stage))
-                : 0.0);
-    Result<SimResult> sim = simulate(schedule, drawn);
+      for (const Action &a : schedule.ranks[r]) {
+        int k = a.kind == ActionKind::Forward    ? 0
+                : a.kind == ActionKind::Backward ? 1
+                : a.kind == ActionKind::WeightGrad
+                    ? 2
+                    : -1;
+        double time = 0;
+        if (k >= 0) {
+          time = k == 0   ? cost.forwardTime(a.stage)
+                 : k == 1 ? cost.backwardTime(a.stage)
+                          : cost.weightGradTime(a.stage);
+          const std::vector<std::vector<double>> &times = *kinds[k].times;
+          bool measured = a.stage >= 0 &&
+                          static_cast<size_t>(a.stage) < times.size() &&
+                          !times[a.stage].empty();
+          if (measured && step >= 0) {
+            auto it = kinds[k].byStep[a.stage].find(step);
+            if (it != kinds[k].byStep[a.stage].end()) {
+              const std::vector<double> &inStep = it->second;
+              time = inStep[calls[{k, a.stage}]++ % inStep.size()];
+              measured = false; // taken
+            }
+          }
+          if (measured)
+            time = anyOf(times[a.stage]);
+        }
+        drawn.actionTimes[r].push_back(time);
+      }
+    Result<SimResult> sim = simulate(schedule, drawn, options);
     if (!sim)
       return Error(sim.error);
     if (sim->deadlocked)
@@ -325,7 +398,9 @@ Result<Prediction> predict(const Schedule &schedule, const CostModel &cost,
   Result<MeasuredRun> run = measureRun(schedule, events, skip);
   if (!run)
     return Error(run.error);
-  Result<SimResult> sim = simulate(schedule, cost);
+  SimulateOptions options;
+  options.recordTimeline = false;
+  Result<SimResult> sim = simulate(schedule, cost, options);
   if (!sim)
     return Error(sim.error);
   if (sim->deadlocked)
