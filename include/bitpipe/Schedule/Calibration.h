@@ -135,12 +135,10 @@ Result<Prediction> predict(const Schedule &schedule, const CostModel &cost,
 /// leaves no slack, a rank waits for its partner's slower calls, which mean
 /// times cannot show (docs/calibration.md). ByStep fails on samples without
 /// their training steps.
-Result<Prediction>
-predictWithSpread(const Schedule &schedule, const CostModel &cost,
-                  const StageSamples &samples,
-                  const std::vector<RunEvent> &events, int skip, int draws,
-                  unsigned seed = 1,
-                  SpreadDraws how = SpreadDraws::Independent);
+Result<Prediction> predictWithSpread(
+    const Schedule &schedule, const CostModel &cost,
+    const StageSamples &samples, const std::vector<RunEvent> &events, int skip,
+    int draws, unsigned seed = 1, SpreadDraws how = SpreadDraws::Independent);
 
 } // namespace bitpipe::sched
 

@@ -352,33 +352,33 @@ Result<Prediction> predictWithSpread(const Schedule &schedule,
                    : measuredSteps[std::uniform_int_distribution<size_t>(
                          0, measuredSteps.size() - 1)(random)];
     std::map<std::pair<int, int>, size_t> calls;
+    // A measured time of stage `stage`'s kind `k`: the next of the
+    // replayed step's, or (by call, or a stage that step lacks) any.
+    auto measuredTime = [&](int k, int stage) {
+      if (step >= 0) {
+        auto it = kinds[k].byStep[stage].find(step);
+        if (it != kinds[k].byStep[stage].end())
+          return it->second[calls[{k, stage}]++ % it->second.size()];
+      }
+      return anyOf((*kinds[k].times)[stage]);
+    };
     drawn.actionTimes.assign(schedule.numRanks(), {});
     for (int r = 0; r < schedule.numRanks(); ++r)
       for (const Action &a : schedule.ranks[r]) {
-        int k = a.kind == ActionKind::Forward    ? 0
-                : a.kind == ActionKind::Backward ? 1
-                : a.kind == ActionKind::WeightGrad
-                    ? 2
-                    : -1;
-        double time = 0;
+        int k = a.kind == ActionKind::Forward      ? 0
+                : a.kind == ActionKind::Backward   ? 1
+                : a.kind == ActionKind::WeightGrad ? 2
+                                                   : -1;
+        double time = 0; // unread for an all-reduce (allReducePostTime)
         if (k >= 0) {
-          time = k == 0   ? cost.forwardTime(a.stage)
-                 : k == 1 ? cost.backwardTime(a.stage)
-                          : cost.weightGradTime(a.stage);
           const std::vector<std::vector<double>> &times = *kinds[k].times;
-          bool measured = a.stage >= 0 &&
-                          static_cast<size_t>(a.stage) < times.size() &&
-                          !times[a.stage].empty();
-          if (measured && step >= 0) {
-            auto it = kinds[k].byStep[a.stage].find(step);
-            if (it != kinds[k].byStep[a.stage].end()) {
-              const std::vector<double> &inStep = it->second;
-              time = inStep[calls[{k, a.stage}]++ % inStep.size()];
-              measured = false; // taken
-            }
-          }
-          if (measured)
-            time = anyOf(times[a.stage]);
+          if (a.stage >= 0 && static_cast<size_t>(a.stage) < times.size() &&
+              !times[a.stage].empty())
+            time = measuredTime(k, a.stage);
+          else
+            time = k == 0   ? cost.forwardTime(a.stage)
+                   : k == 1 ? cost.backwardTime(a.stage)
+                            : cost.weightGradTime(a.stage);
         }
         drawn.actionTimes[r].push_back(time);
       }
