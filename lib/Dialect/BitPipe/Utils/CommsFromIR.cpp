@@ -138,11 +138,11 @@ FailureOr<int> CommReader::consumerStep(int rank, size_t index) {
 
 LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
   int numDevices = schedule.numRanks();
-  // The steps as readScheduleFromIR counts them: a run of bucketed
-  // all-reduces is one step, named by its first op.
   // The program as it runs, repeats unrolled (ProgramTrace.h).
   bp::ProgramTrace programTrace(program);
   trace = &programTrace;
+  // The steps as readScheduleFromIR counts them: a run of bucketed
+  // all-reduces is one step, named by its first op.
   FailureOr<ProgramSteps> programSteps =
       readProgramSteps(programTrace, schedule.placement);
   if (failed(programSteps))
