@@ -286,8 +286,8 @@ int main(int argc, char **argv) {
   free.p2pLatency = 0;
   std::printf("| run | steps | measured step (ms) | predicted (ms) | error | "
               "measured bubble | predicted | free all-reduce: error | free "
-              "communication: error |%s\n|---|---|---|---|---|---|---|---|---|"
-              "%s\n",
+              "communication: error | at the run's compute speed: scale | "
+              "error |%s\n|---|---|---|---|---|---|---|---|---|---|---|%s\n",
               spread ? " with the spread: predicted (ms) | error | bubble |"
                      : "",
               spread ? "---|---|---|" : "");
@@ -299,14 +299,19 @@ int main(int argc, char **argv) {
         return fail(run.file + ": " + p.error);
       predictions.push_back(*p);
     }
+    Result<Prediction> atSpeed =
+        predictAtRunSpeed(run.schedule, cost, run.events, skip);
+    if (!atSpeed)
+      return fail(run.file + ": " + atSpeed.error);
     const Prediction &p = predictions[0];
     std::printf("| %s%s | %d | %.2f | %.2f | %+.1f%% | %.3f | %.3f | %+.1f%% "
-                "| %+.1f%% |",
+                "| %+.1f%% | %.3f | %+.1f%% |",
                 run.spec.c_str(), &run == &runs.front() ? " (fitted)" : "",
                 p.measured.stepsUsed, p.measured.stepTime / 1e3,
                 p.simulatedStep / 1e3, 100 * p.stepError(), p.measured.bubble,
                 p.simulatedBubble, 100 * predictions[1].stepError(),
-                100 * predictions[2].stepError());
+                100 * predictions[2].stepError(), atSpeed->computeScale,
+                100 * atSpeed->stepError());
     if (spread) {
       Result<Prediction> drawn =
           predictWithSpread(run.schedule, cost, fit->samples, run.events, skip,

@@ -276,6 +276,30 @@ TEST(Calibration, TheSpreadOfStageTimesCostsASchedulesWithoutSlack) {
   EXPECT_EQ(none.error, "the spread needs at least one draw, got 0");
 }
 
+TEST(Calibration, AtTheRunsSpeedOnlyTheScheduleIsLeft) {
+  // A held-out run whose kernels were all 10% slower: fitted times predict
+  // it 10% short; scaled to the run's own compute time, exactly.
+  Schedule schedule = scheduleOf("bitpipe", 2, 8);
+  CostModel fitted;
+  fitted.forward = {10, 12, 11, 9};
+  fitted.backward = {20, 25, 22, 18};
+  CostModel slower = fitted;
+  for (double &t : slower.forward)
+    t *= 1.1;
+  for (double &t : slower.backward)
+    t *= 1.1;
+  Result<SimResult> sim = simulate(schedule, slower);
+  ASSERT_TRUE(sim.ok()) << sim.error;
+  std::vector<RunEvent> trace = traceOf(*sim, 2);
+
+  Result<Prediction> plain = predict(schedule, fitted, trace, 1);
+  Result<Prediction> atSpeed = predictAtRunSpeed(schedule, fitted, trace, 1);
+  ASSERT_TRUE(plain.ok() && atSpeed.ok()) << plain.error << atSpeed.error;
+  EXPECT_NEAR(plain->stepError(), 1 / 1.1 - 1, 1e-9);
+  EXPECT_NEAR(atSpeed->computeScale, 1.1, 1e-9);
+  EXPECT_NEAR(atSpeed->stepError(), 0.0, 1e-9);
+}
+
 TEST(Calibration, ByStepDrawsReplayOneMeasuredStepOnEveryRank) {
   // A slowdown both ranks shared: every call of the second measured step
   // ran 3x slower. Drawn by step, each simulation replays one of the two

@@ -117,6 +117,8 @@ Result<Calibration> calibrate(const Schedule &schedule,
 struct Prediction {
   MeasuredRun measured;
   double simulatedStep = 0, simulatedBubble = 0;
+  /// predictAtRunSpeed: the factor the compute times were scaled by.
+  double computeScale = 1;
   /// (simulated - measured) / measured.
   double stepError() const {
     return measured.stepTime > 0
@@ -127,6 +129,17 @@ struct Prediction {
 
 Result<Prediction> predict(const Schedule &schedule, const CostModel &cost,
                            const std::vector<RunEvent> &events, int skip);
+
+/// As predict, with every compute time of `cost` scaled by one factor so
+/// that the simulated ranks compute as long per step as the run's did
+/// (Prediction::computeScale): the error left is the schedule's (its waits,
+/// its transfers), not kernels that ran faster or slower as a whole in that
+/// run. A diagnostic for held-out runs on a machine whose speed drifts
+/// between runs; it reads the run's own compute time.
+Result<Prediction> predictAtRunSpeed(const Schedule &schedule,
+                                     const CostModel &cost,
+                                     const std::vector<RunEvent> &events,
+                                     int skip);
 
 /// As predict, with the measured spread: each compute step of the schedule
 /// takes a time drawn from its stage's `samples` (`how`; with replacement;

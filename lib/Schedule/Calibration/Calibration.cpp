@@ -393,6 +393,46 @@ Result<Prediction> predictWithSpread(const Schedule &schedule,
   return Result<Prediction>::success(std::move(p));
 }
 
+Result<Prediction> predictAtRunSpeed(const Schedule &schedule,
+                                     const CostModel &cost,
+                                     const std::vector<RunEvent> &events,
+                                     int skip) {
+  Result<MeasuredRun> run = measureRun(schedule, events, skip);
+  if (!run)
+    return Error(run.error);
+  SimulateOptions options;
+  options.recordTimeline = false;
+  Result<SimResult> sim = simulate(schedule, cost, options);
+  if (!sim)
+    return Error(sim.error);
+  // Compute per step, summed over the ranks: measured (the step less each
+  // rank's bubble) and simulated.
+  double measured = 0, simulated = 0;
+  for (double bubble : run->rankBubble)
+    measured += run->stepTime * (1 - bubble);
+  for (const RankStats &rank : sim->ranks)
+    simulated += rank.busy;
+  if (measured <= 0 || simulated <= 0)
+    return Error("the run or its simulation computes nothing: no speed to "
+                 "scale to");
+  CostModel scaled = cost;
+  const double scale = measured / simulated;
+  for (int s = 0; s < schedule.placement.numStages; ++s) {
+    auto scaleStage = [&](std::vector<double> &times, double time) {
+      if (times.size() < static_cast<size_t>(schedule.placement.numStages))
+        times.resize(schedule.placement.numStages, 0);
+      times[s] = time * scale;
+    };
+    scaleStage(scaled.forward, cost.forwardTime(s));
+    scaleStage(scaled.backward, cost.backwardTime(s));
+    scaleStage(scaled.weightGrad, cost.weightGradTime(s));
+  }
+  Result<Prediction> p = predict(schedule, scaled, events, skip);
+  if (p)
+    p.value->computeScale = scale;
+  return p;
+}
+
 Result<Prediction> predict(const Schedule &schedule, const CostModel &cost,
                            const std::vector<RunEvent> &events, int skip) {
   Result<MeasuredRun> run = measureRun(schedule, events, skip);
