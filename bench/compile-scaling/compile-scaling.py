@@ -105,12 +105,15 @@ def main():
         models[name] = os.path.join(work, name + ".mlir")
         run_once([tool("bitpipe-import"), "gpt", "--config", config, "-o", models[name]])
 
+    def pipeline_argv(model, d, n, dp, out):
+        return [tool("bitpipe-opt"), models[model],
+                f"--bitpipe-pipeline=devices={d} microbatches={n} schedule=bitpipe dp={dp}",
+                "-o", out]
+
     def passes(model, d, n, dp):
         """The pipeline's passes alone (--mlir-timing), median of REPEAT."""
         out = os.path.join(work, f"{model}-d{d}-n{n}-dp{dp}-timed.mlir")
-        argv = [tool("bitpipe-opt"), models[model],
-                f"--bitpipe-pipeline=devices={d} microbatches={n} schedule=bitpipe dp={dp}",
-                "--mlir-timing", "-o", out]
+        argv = pipeline_argv(model, d, n, dp, out) + ["--mlir-timing"]
         seconds, rss = [], []
         for _ in range(a.repeat):
             reports = []
@@ -123,10 +126,7 @@ def main():
 
     def pipeline(model, d, n, dp):
         out = os.path.join(work, f"{model}-d{d}-n{n}-dp{dp}.mlir")
-        argv = [tool("bitpipe-opt"), models[model],
-                f"--bitpipe-pipeline=devices={d} microbatches={n} schedule=bitpipe dp={dp}",
-                "-o", out]
-        r = measure(argv, out, a.repeat)
+        r = measure(pipeline_argv(model, d, n, dp, out), out, a.repeat)
         os.remove(out)
         return r
 

@@ -283,6 +283,27 @@ Result<Calibration> calibrate(const Schedule &schedule,
 
 namespace {
 
+/// The simulation a prediction compares a run with: whether and how long
+/// the schedule runs, so no timeline; a deadlock is an error.
+Result<SimResult> simulateForPrediction(const Schedule &schedule,
+                                        const CostModel &cost) {
+  SimulateOptions options;
+  options.recordTimeline = false;
+  Result<SimResult> sim = simulate(schedule, cost, options);
+  if (sim && sim->deadlocked)
+    return Error(sim->deadlockReport());
+  return sim;
+}
+
+/// `run` against the simulated step `sim`.
+Prediction compare(const MeasuredRun &run, const SimResult &sim) {
+  Prediction p;
+  p.measured = run;
+  p.simulatedStep = sim.makespan;
+  p.simulatedBubble = sim.bubbleRatio;
+  return p;
+}
+
 /// One kind's samples, by stage and, for SpreadDraws::ByStep, by training
 /// step.
 struct KindSamples {
@@ -339,9 +360,6 @@ Result<Prediction> predictWithSpread(const Schedule &schedule,
                                                               1)(random)];
   };
   CostModel drawn = cost;
-  // Whether the programs run and how long, not how: no timelines.
-  SimulateOptions options;
-  options.recordTimeline = false;
   Prediction p;
   p.measured = *run;
   for (int d = 0; d < draws; ++d) {
@@ -382,11 +400,9 @@ Result<Prediction> predictWithSpread(const Schedule &schedule,
         }
         drawn.actionTimes[r].push_back(time);
       }
-    Result<SimResult> sim = simulate(schedule, drawn, options);
+    Result<SimResult> sim = simulateForPrediction(schedule, drawn);
     if (!sim)
       return Error(sim.error);
-    if (sim->deadlocked)
-      return Error(sim->deadlockReport());
     p.simulatedStep += sim->makespan / draws;
     p.simulatedBubble += sim->bubbleRatio / draws;
   }
@@ -400,9 +416,7 @@ Result<Prediction> predictAtRunSpeed(const Schedule &schedule,
   Result<MeasuredRun> run = measureRun(schedule, events, skip);
   if (!run)
     return Error(run.error);
-  SimulateOptions options;
-  options.recordTimeline = false;
-  Result<SimResult> sim = simulate(schedule, cost, options);
+  Result<SimResult> sim = simulateForPrediction(schedule, cost);
   if (!sim)
     return Error(sim.error);
   // Compute per step, summed over the ranks: measured (the step less each
@@ -427,10 +441,12 @@ Result<Prediction> predictAtRunSpeed(const Schedule &schedule,
     scaleStage(scaled.backward, cost.backwardTime(s));
     scaleStage(scaled.weightGrad, cost.weightGradTime(s));
   }
-  Result<Prediction> p = predict(schedule, scaled, events, skip);
-  if (p)
-    p.value->computeScale = scale;
-  return p;
+  Result<SimResult> scaledSim = simulateForPrediction(schedule, scaled);
+  if (!scaledSim)
+    return Error(scaledSim.error);
+  Prediction p = compare(*run, *scaledSim);
+  p.computeScale = scale;
+  return Result<Prediction>::success(std::move(p));
 }
 
 Result<Prediction> predict(const Schedule &schedule, const CostModel &cost,
@@ -438,18 +454,10 @@ Result<Prediction> predict(const Schedule &schedule, const CostModel &cost,
   Result<MeasuredRun> run = measureRun(schedule, events, skip);
   if (!run)
     return Error(run.error);
-  SimulateOptions options;
-  options.recordTimeline = false;
-  Result<SimResult> sim = simulate(schedule, cost, options);
+  Result<SimResult> sim = simulateForPrediction(schedule, cost);
   if (!sim)
     return Error(sim.error);
-  if (sim->deadlocked)
-    return Error(sim->deadlockReport());
-  Prediction p;
-  p.measured = *run;
-  p.simulatedStep = sim->makespan;
-  p.simulatedBubble = sim->bubbleRatio;
-  return Result<Prediction>::success(std::move(p));
+  return Result<Prediction>::success(compare(*run, *sim));
 }
 
 } // namespace bitpipe::sched
