@@ -52,8 +52,10 @@
 #   8. the measurements (bench/gpu/ranks-bench.sh, bench/gpu/gpt-ranks.json
 #      on 4 ranks, bf16): BitPipe's and 1F1B's step times, taking turns;
 #      from BitPipe's traces the all-reduce time hidden behind compute and
-#      the p2p time per step; raw NCCL calls (nccl-raw) at the run's sizes
-#      beside the runtime's. Rows say INFO: there is no target to meet;
+#      the p2p time per step; the simulator fitted to each schedule's GPU
+#      trace (bitpipe-calibrate, issue 16) and its error there; raw NCCL
+#      calls (nccl-raw) at the run's sizes beside the runtime's. Rows say
+#      INFO: there is no target to meet;
 #   9. the GPU tests again under compute-sanitizer's memcheck, with the
 #      time left (--skip-sanitize: not at all).
 # It prints one table LAST: a row per check (PASS / FAIL / SKIP / INFO, the key
@@ -683,6 +685,10 @@ elif limit=$(allow 150); then
   if ! grep -q '^NCCLRAW ' "$bench_log"; then
     row "r4 raw NCCL (nccl-raw)" FAIL "no result (logs ranks-bench/nccl-raw.log, ranks-bench.log)"
   fi
+  for schedule in bitpipe 1f1b; do
+    line=$(grep -m1 "^RANKSBENCH calibrate schedule=$schedule " "$bench_log")
+    [ -n "$line" ] && row "r4 simulator vs trace: $schedule" INFO "fitted on its own GPU trace: measured $(field "$line" measured_ms) ms, predicted $(field "$line" predicted_ms) ms ($(field "$line" error); at the ranks' speeds $(field "$line" at_speed_error))"
+  done
   line=$(grep -m1 '^RANKSBENCH p2p bytes' "$bench_log")
   [ -n "$line" ] && row "r4 p2p vs raw NCCL" INFO "$(field "$line" bytes) B: runtime <= $(field "$line" runtime_us_per_op) us/op, raw $(field "$line" raw_us) us ($(field "$line" raw_GBps) GB/s)"
 else

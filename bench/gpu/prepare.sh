@@ -8,7 +8,7 @@
 #   bin/      the GPU tests (CudaKernelTests; CudaBackendTests and
 #             NcclCommunicatorTests (run under mpirun) where the
 #             build has it), bitpipe-gpu-probe, bitpipe-gpu-block-bench,
-#             bitpipe-compare, nccl-raw (stripped)
+#             bitpipe-compare, nccl-raw, bitpipe-calibrate (stripped)
 #   e2e/      tokens.bin (the corpus: Debian's license texts as byte tokens)
 #             and, per model (gpt-tiny, bert-tiny, llama-tiny): cpu/ the CPU run that the
 #             GPU runs must match (initial checkpoint, metrics, parameters;
@@ -65,7 +65,7 @@ step() { echo; echo "== $*"; }
 
 step "build ($build)"
 targets=(CudaKernelTests bitpipe-gpu-probe bitpipe-gpu-block-bench
-  bitpipe-compile bitpipe-compare bitpipe-tokenize nccl-raw)
+  bitpipe-compile bitpipe-compare bitpipe-tokenize nccl-raw bitpipe-calibrate)
 if [ "$do_build" = 1 ]; then
   if [ ! -f "$build/build.ninja" ]; then
     cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
@@ -114,6 +114,7 @@ carry_program "$bin/bitpipe-gpu-probe"
 carry_program "$bin/bitpipe-gpu-block-bench"
 carry_program "$bin/bitpipe-compare"
 carry_program "$bin/nccl-raw"
+carry_program "$bin/bitpipe-calibrate"
 
 # The corpus, shared by the match test and the step benchmark.
 export BITPIPE_BIN=$bin

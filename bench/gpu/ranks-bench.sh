@@ -12,7 +12,11 @@
 #      the fraction of all-reduce time hidden behind compute and the p2p
 #      time per step (the median over the rounds), and each bucket's
 #      all-reduce time;
-#   3. the same transfers as raw NCCL calls in the same session
+#   3. the simulator fitted to each schedule's first GPU trace
+#      (bitpipe-calibrate, read from the device rows, docs/calibration.md):
+#      the step it predicts for that run, its error, and the error at each
+#      rank's own compute speed;
+#   4. the same transfers as raw NCCL calls in the same session
 #      (bench/gpu/nccl-raw.cpp at the sizes bench/gpu/manifest_sizes.py
 #      reads from the BitPipe executable): p2p ping-pong at the activation
 #      size, all-reduce of each bucket's size over its group; next to the
@@ -83,6 +87,31 @@ for ((round = 1; round <= rounds; ++round)); do
     fi
   done
 done
+
+echo "== the simulator fitted to each run's GPU trace (bitpipe-calibrate)"
+# The executables are D=4, N=8 (prepare.sh); the first 2 steps are warm-up.
+if ! "$bin/bitpipe-calibrate" --help >/dev/null 2>&1; then
+  # The traces come back in the logs: fit them on the build machine.
+  echo "ranks-bench: $bin/bitpipe-calibrate does not run here; the traces are $out/*-1.trace.json" >&2
+  status=1
+else
+  for schedule in bitpipe 1f1b; do
+    trace=$out/$schedule-1.trace.json
+    [ -f "$trace" ] || continue
+    if ! "$bin/bitpipe-calibrate" --fit "$trace:$schedule:4:8" --skip-steps 2 \
+      >"$out/$schedule.calibrate" 2>&1; then
+      tail -5 "$out/$schedule.calibrate"
+      status=1
+      continue
+    fi
+    grep -v '^|' "$out/$schedule.calibrate"
+    # | run | steps | measured | predicted | error | bubbles (2) | free
+    # all-reduce, free communication | scales | error at the run's speed |
+    fitted=$(grep -m1 '(fitted)' "$out/$schedule.calibrate" | tr -d ' ')
+    col() { cut -d'|' -f"$1" <<<"$fitted"; }
+    echo "RANKSBENCH calibrate schedule=$schedule measured_ms=$(col 4) predicted_ms=$(col 5) error=$(col 6) bubble=$(col 7) predicted_bubble=$(col 8) at_speed_error=$(col 12)"
+  done
+fi
 
 echo "== raw NCCL at the run's sizes"
 "$python" "$here/manifest_sizes.py" "$bitpipe_exe" >"$out/sizes.txt" || status=1

@@ -51,6 +51,9 @@ double CostModel::backwardTime(int s) const {
 double CostModel::weightGradTime(int s) const {
   return lookup(weightGrad, s, unitWeightGrad);
 }
+double CostModel::computeScale(int rank) const {
+  return lookup(rankComputeScale, rank, 1.0);
+}
 double CostModel::boundary(int s) const { return lookup(boundaryBytes, s, 0); }
 double CostModel::stash(int s) const { return lookup(stashBytes, s, 0); }
 double CostModel::gradient(int s) const { return lookup(gradientBytes, s, 0); }

@@ -526,6 +526,7 @@ bool Simulation::advance(int r) {
       if (static_cast<size_t>(r) < cost_.actionTimes.size() &&
           static_cast<size_t>(c.actionIndex) < cost_.actionTimes[r].size())
         dur = cost_.actionTimes[r][c.actionIndex];
+      dur *= cost_.computeScale(r);
       TimelineEvent e;
       e.lane = Lane::Compute;
       e.rank = r;

@@ -239,10 +239,12 @@ int main(int argc, char **argv) {
         return rc;
 
   CostModel cost = fit->cost;
-  std::printf("fitted on %s: %d compute steps, %d transfers the receiver "
-              "waited for\n",
-              runs.front().spec.c_str(), fit->computeSamples,
-              fit->transferSamples);
+  const bool gpu = fit->fromDevice;
+  std::printf(
+      "fitted on %s: %d compute steps%s, %d transfers %s\n",
+      runs.front().spec.c_str(), fit->computeSamples,
+      gpu ? " (the devices' compute streams)" : "", fit->transferSamples,
+      gpu ? "timed on the devices' streams" : "the receiver waited for");
   std::printf("  mean ms per stage:");
   for (size_t s = 0; s < cost.forward.size(); ++s) {
     std::printf(" s%zu F %.3f B %.3f", s, cost.forward[s] / 1e3,
@@ -251,8 +253,19 @@ int main(int argc, char **argv) {
       std::printf(" W %.3f", cost.weightGrad[s] / 1e3);
     std::printf(s + 1 < cost.forward.size() ? "," : "\n");
   }
-  std::printf("  point-to-point: %.3f ms from a send's post to its data\n",
-              cost.p2pLatency / 1e3);
+  if (fit->rankComputeScale.empty()) {
+    std::printf("  ranks' speeds: not separable from the stages' costs (each "
+                "stage ran on one rank)\n");
+  } else {
+    std::printf("  each rank's compute time over the ranks' mean, in the "
+                "stages they share:");
+    for (size_t r = 0; r < fit->rankComputeScale.size(); ++r)
+      std::printf(" r%zu %.3f", r, fit->rankComputeScale[r]);
+    std::printf("\n");
+  }
+  std::printf("  point-to-point: %.3f ms from %s to its data\n",
+              cost.p2pLatency / 1e3,
+              gpu ? "both ends' launch" : "a send's post");
   std::string allReduceSource = runs.front().spec;
   int allReduceSamples = fit->allReduceSamples;
   if (!allReduceFlag.empty()) {
@@ -263,34 +276,48 @@ int main(int argc, char **argv) {
         calibrate(other->schedule, other->events, skip);
     if (!otherFit)
       return fail(other->file + ": " + otherFit.error);
+    if (otherFit->fromDevice != gpu)
+      return fail("--allreduce-from " + allReduceFlag + ": a " +
+                  (otherFit->fromDevice ? "GPU" : "CPU") +
+                  " run's trace, and the fitted run's is a " +
+                  (gpu ? "GPU" : "CPU") +
+                  " one: their all-reduces are not the same model");
     if (otherFit->allReduceSamples == 0)
       return fail("--allreduce-from " + allReduceFlag +
-                  ": no step with all-reduce waits after its compute (it "
-                  "takes a schedule whose all-reduces all span one group: "
-                  "BitPipe or Chimera at D = 2)");
+                  (gpu ? ": no collective that every member ran"
+                       : ": no step with all-reduce waits after its compute "
+                         "(it takes a schedule whose all-reduces all span "
+                         "one group: BitPipe or Chimera at D = 2)"));
     cost.allReduceLatency = otherFit->cost.allReduceLatency;
     cost.allReducePostTime = otherFit->cost.allReducePostTime;
     allReduceSource = other->spec;
     allReduceSamples = otherFit->allReduceSamples;
   }
-  std::printf("  all-reduce: %.3f ms each, in the waits after the compute "
-              "(median of %d steps of %s); posting one: %.3f ms of the "
-              "rank's time\n\n",
-              cost.allReduceLatency / 1e3, allReduceSamples,
-              allReduceSource.c_str(), cost.allReducePostTime / 1e3);
+  if (gpu)
+    std::printf("  all-reduce: %.3f ms each, on its stream beside compute, "
+                "from its last member's launch (median of %d collectives of "
+                "%s)\n\n",
+                cost.allReduceLatency / 1e3, allReduceSamples,
+                allReduceSource.c_str());
+  else
+    std::printf("  all-reduce: %.3f ms each, in the waits after the compute "
+                "(median of %d steps of %s); posting one: %.3f ms of the "
+                "rank's time\n\n",
+                cost.allReduceLatency / 1e3, allReduceSamples,
+                allReduceSource.c_str(), cost.allReducePostTime / 1e3);
 
   CostModel noAllReduce = cost;
   noAllReduce.allReduceLatency = 0;
   noAllReduce.allReducePostTime = 0;
   CostModel free = noAllReduce;
   free.p2pLatency = 0;
-  std::printf("| run | steps | measured step (ms) | predicted (ms) | error | "
-              "measured bubble | predicted | free all-reduce: error | free "
-              "communication: error | at the run's compute speed: scale | "
-              "error |%s\n|---|---|---|---|---|---|---|---|---|---|---|%s\n",
-              spread ? " with the spread: predicted (ms) | error | bubble |"
-                     : "",
-              spread ? "---|---|---|" : "");
+  std::printf(
+      "| run | steps | measured step (ms) | predicted (ms) | error | "
+      "measured bubble | predicted | free all-reduce: error | free "
+      "communication: error | at the run's compute speed: scale per rank | "
+      "error |%s\n|---|---|---|---|---|---|---|---|---|---|---|%s\n",
+      spread ? " with the spread: predicted (ms) | error | bubble |" : "",
+      spread ? "---|---|---|" : "");
   for (const Run &run : runs) {
     std::vector<Prediction> predictions;
     for (const CostModel *model : {&cost, &noAllReduce, &free}) {
@@ -304,13 +331,20 @@ int main(int argc, char **argv) {
     if (!atSpeed)
       return fail(run.file + ": " + atSpeed.error);
     const Prediction &p = predictions[0];
+    std::string scales;
+    for (double scale : atSpeed->rankComputeScale) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%s%.3f", scales.empty() ? "" : " / ",
+                    scale);
+      scales += text;
+    }
     std::printf("| %s%s | %d | %.2f | %.2f | %+.1f%% | %.3f | %.3f | %+.1f%% "
-                "| %+.1f%% | %.3f | %+.1f%% |",
+                "| %+.1f%% | %s | %+.1f%% |",
                 run.spec.c_str(), &run == &runs.front() ? " (fitted)" : "",
                 p.measured.stepsUsed, p.measured.stepTime / 1e3,
                 p.simulatedStep / 1e3, 100 * p.stepError(), p.measured.bubble,
                 p.simulatedBubble, 100 * predictions[1].stepError(),
-                100 * predictions[2].stepError(), atSpeed->computeScale,
+                100 * predictions[2].stepError(), scales.c_str(),
                 100 * atSpeed->stepError());
     if (spread) {
       Result<Prediction> drawn =

@@ -35,7 +35,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "CodeGeneration.h"
-#include "MemoryReuse.h"
 #include "ToolInput.h"
 #include "ToolOutput.h"
 #include "bitpipe/Conversion/LowerToRuntime/LowerToRuntime.h"
@@ -45,6 +44,7 @@
 #include "bitpipe/InitAllDialects.h"
 #include "bitpipe/Support/ScheduleCommandLine.h"
 #include "bitpipe/Transforms/Pipeline.h"
+#include "core/MemoryReuse.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

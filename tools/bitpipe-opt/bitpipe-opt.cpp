@@ -20,9 +20,9 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
-#include "MemoryReuse.h"
 #include "ToolInput.h"
 #include "ToolOutput.h"
+#include "core/MemoryReuse.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/InitLLVM.h"

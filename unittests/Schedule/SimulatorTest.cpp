@@ -1,6 +1,7 @@
 //===- SimulatorTest.cpp - Event simulation of hand-built schedules -------===//
 
 #include "bitpipe/Schedule/Simulator.h"
+#include "bitpipe/Schedule/Registry.h"
 
 #include "TestSchedules.h"
 
@@ -271,6 +272,39 @@ TEST(Simulator, WithoutATimelineTheResultsAreTheSame) {
     }
     EXPECT_EQ(bare.value->deadlockReport(), full.value->deadlockReport());
   }
+}
+
+TEST(Simulator, AStragglerHoldsUpAScheduleWithoutSlack) {
+  // Rank 1 computes 1.5x as long as its stages' times say
+  // (CostModel::rankComputeScale); rank 0 is unchanged. BitPipe at D=2
+  // leaves no slack: rank 0 waits for it, so the step grows by about as
+  // much as rank 1's work did. 1F1B's bubble absorbs part of it.
+  CostModel straggler;
+  straggler.rankComputeScale = {1.0, 1.5};
+  ScheduleOptions bitpipe;
+  bitpipe.schedule = "bitpipe";
+  bitpipe.devices = 2;
+  bitpipe.microbatches = 8;
+  Result<Schedule> bitpipeD2 = generateSchedule(bitpipe);
+  ASSERT_TRUE(bitpipeD2) << bitpipeD2.error;
+  for (const Schedule &s : {*bitpipeD2.value, oneFOneB(2, 8)}) {
+    SCOPED_TRACE(s.name);
+    SimResult even = run(s), slow = run(s, straggler);
+    ASSERT_EQ(slow.ranks.size(), 2u);
+    EXPECT_DOUBLE_EQ(slow.ranks[0].busy, even.ranks[0].busy);
+    EXPECT_DOUBLE_EQ(slow.ranks[1].busy, 1.5 * even.ranks[1].busy);
+    for (const TimelineEvent &e : slow.timeline)
+      if (e.lane == Lane::Compute && e.rank == 1)
+        EXPECT_DOUBLE_EQ(e.end - e.start,
+                         1.5 * (e.action.kind == ActionKind::Forward ? 1 : 2));
+    EXPECT_GT(slow.makespan, even.makespan);
+    EXPECT_LE(slow.makespan, even.makespan + 0.5 * even.ranks[1].busy);
+  }
+  // Ranks past the list run at their stages' times.
+  CostModel shortList;
+  shortList.rankComputeScale = {1.0};
+  EXPECT_DOUBLE_EQ(run(oneFOneB(2, 8), shortList).makespan,
+                   run(oneFOneB(2, 8)).makespan);
 }
 
 TEST(Simulator, AllReduceAfterComputeRunsInTheWaits) {

@@ -35,11 +35,21 @@ struct RunEvent {
   int rank = 0;
   std::string name;
   double start = 0, duration = 0;
+  /// The rank's row: 0 the host's, others a device stream's
+  /// (runtime/lib/train/TraceFormat.h).
+  int row = 0;
   double end() const { return start + duration; }
 };
 
 /// The complete ("ph": "X") events of a Chrome trace's "traceEvents", with
-/// "pid" as the rank. Fails, saying where, on text that is not such a trace.
+/// "pid" as the rank and "tid" as the row. Fails, saying where, on text
+/// that is not such a trace.
+///
+/// A trace with stage calls on a device's compute-stream row (the CUDA
+/// target's) is read from its device rows: the stage calls as the device
+/// ran them, the NCCL transfers and all-reduces on their streams' rows; the
+/// host's spans of the same work, which only enqueue it, are left out
+/// (docs/calibration.md, "GPU traces").
 Result<std::vector<RunEvent>> readChromeTrace(const std::string &text);
 
 /// A run measured from its trace.
@@ -102,6 +112,19 @@ struct Calibration {
   /// bytes, so the all-reduce's time is one number, like a transfer's.
   /// Unit costs and bandwidths are left alone.
   CostModel cost;
+  /// Read from a GPU trace's device rows (readChromeTrace): the transfers
+  /// are timed from both ends' launch and the all-reduce from its last
+  /// member's start, per collective, beside compute (CostModel::ncclGroups
+  /// set, allReduceAfterCompute not, no post time); allReduceSamples counts
+  /// collectives, not steps.
+  bool fromDevice = false;
+  /// Each rank's compute time relative to the ranks' mean, from the stages
+  /// that ran on more than one rank (a mirrored placement: BitPipe,
+  /// Chimera): a core or device slower than the others in this run. Empty
+  /// when every stage ran on one rank, where a rank's speed and its stages'
+  /// costs cannot be told apart. Not part of `cost`: which rank is slow is
+  /// the run's machine, not the schedule (docs/calibration.md).
+  std::vector<double> rankComputeScale;
   int computeSamples = 0;
   int transferSamples = 0;  ///< Transfers that measured p2pLatency.
   int allReduceSamples = 0; ///< Steps that measured allReduceLatency.
@@ -117,8 +140,9 @@ Result<Calibration> calibrate(const Schedule &schedule,
 struct Prediction {
   MeasuredRun measured;
   double simulatedStep = 0, simulatedBubble = 0;
-  /// predictAtRunSpeed: the factor the compute times were scaled by.
-  double computeScale = 1;
+  /// predictAtRunSpeed: the factor each rank's compute times were scaled
+  /// by (CostModel::rankComputeScale); empty otherwise.
+  std::vector<double> rankComputeScale;
   /// (simulated - measured) / measured.
   double stepError() const {
     return measured.stepTime > 0
@@ -130,12 +154,13 @@ struct Prediction {
 Result<Prediction> predict(const Schedule &schedule, const CostModel &cost,
                            const std::vector<RunEvent> &events, int skip);
 
-/// As predict, with every compute time of `cost` scaled by one factor so
-/// that the simulated ranks compute as long per step as the run's did
-/// (Prediction::computeScale): the error left is the schedule's (its waits,
-/// its transfers), not kernels that ran faster or slower as a whole in that
-/// run. A diagnostic for held-out runs on a machine whose speed drifts
-/// between runs; it reads the run's own compute time.
+/// As predict, with each rank's compute times scaled by one factor so that
+/// every simulated rank computes as long per step as it did in the run
+/// (Prediction::rankComputeScale): the error left is the schedule's (its
+/// waits, its transfers), not kernels that ran faster or slower as a whole
+/// in that run, nor a rank slower than its partner. A diagnostic for
+/// held-out runs on a machine whose speed drifts between runs and between
+/// its cores; it reads the run's own compute time per rank.
 Result<Prediction> predictAtRunSpeed(const Schedule &schedule,
                                      const CostModel &cost,
                                      const std::vector<RunEvent> &events,

@@ -51,6 +51,10 @@ struct CostModel {
   /// past a rank's list, and every non-compute step, keep the per-stage
   /// time.
   std::vector<std::vector<double>> actionTimes;
+  /// When set for a rank: every compute step of rank r takes
+  /// rankComputeScale[r] times its time above (a straggler: a device or a
+  /// core slower than the others). Ranks past the list run at 1.
+  std::vector<double> rankComputeScale;
   double unitForward = 1.0;
   double unitBackward = 2.0;
   double unitWeightGrad = 1.0;
@@ -103,6 +107,8 @@ struct CostModel {
   double forwardTime(int stage) const;
   double backwardTime(int stage) const;
   double weightGradTime(int stage) const;
+  /// rankComputeScale[rank], or 1.
+  double computeScale(int rank) const;
   double boundary(int stage) const;
   double stash(int stage) const;
   double gradient(int stage) const;

@@ -5,6 +5,7 @@
 #include "RunSteps.h"
 
 #include "core/JsonTree.h"
+#include "train/TraceFormat.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -29,14 +30,6 @@ struct Failure {
   }
 };
 Failure Error(std::string message) { return {std::move(message)}; }
-
-/// "send r1 t5" / "recv r1 t5" -> peer, tag.
-bool parseTransfer(const std::string &name, const char *verb, int &peer,
-                   int &tag) {
-  char tail = 0;
-  std::string format = std::string(verb) + " r%d t%d%c";
-  return std::sscanf(name.c_str(), format.c_str(), &peer, &tag, &tail) == 2;
-}
 
 Result<MeasuredRun> measure(const Schedule &schedule, const Steps &steps,
                             int skip) {
@@ -127,6 +120,94 @@ std::vector<double> allReduceSamples(const Schedule &schedule,
   return samples;
 }
 
+/// The all-reduce times a GPU run measures: NCCL runs a collective on its
+/// stream once every member has launched it, beside compute, so each
+/// collective gives one sample, from its last member's start to its last
+/// member's end. A rank's collectives are on its all-reduce stream in its
+/// program's order; the k-th of a rank with replica group G meets the k-th
+/// of every other member of G, as the simulator matches them. A rank whose
+/// step holds another number of collectives than its program is left out.
+std::vector<double> deviceAllReduceSamples(const Schedule &schedule,
+                                           const Steps &steps, int skip) {
+  const std::vector<std::vector<int>> holders =
+      schedule.placement.replicaGroups();
+  std::vector<std::vector<std::vector<int>>> groupOf(schedule.numRanks());
+  for (int r = 0; r < schedule.numRanks(); ++r)
+    for (const Action &a : schedule.ranks[r]) {
+      if (a.kind != ActionKind::AllReduce)
+        continue;
+      std::set<int> members;
+      for (int s : a.stages)
+        if (s >= 0 && s < static_cast<int>(holders.size()))
+          members.insert(holders[s].begin(), holders[s].end());
+      groupOf[r].emplace_back(members.begin(), members.end());
+    }
+  std::vector<double> samples;
+  for (int s = skip; s < steps.complete; ++s) {
+    struct Meeting {
+      double lastStart = -1e300, lastEnd = -1e300;
+      size_t members = 0;
+    };
+    std::map<std::pair<std::vector<int>, int>, Meeting> meetings;
+    for (int r = 0; r < schedule.numRanks(); ++r) {
+      std::vector<BucketSpan> spans = steps.inStep(steps.allReduceWaits[r], s);
+      if (spans.size() != groupOf[r].size())
+        continue;
+      std::map<std::vector<int>, int> seen;
+      for (size_t i = 0; i < spans.size(); ++i) {
+        const std::vector<int> &group = groupOf[r][i];
+        Meeting &m = meetings[{group, seen[group]++}];
+        m.lastStart = std::max(m.lastStart, spans[i].start);
+        m.lastEnd = std::max(m.lastEnd, spans[i].end);
+        ++m.members;
+      }
+    }
+    for (const auto &[key, m] : meetings)
+      if (key.first.size() > 1 && m.members == key.first.size())
+        samples.push_back(m.lastEnd - m.lastStart);
+  }
+  return samples;
+}
+
+/// Calibration::rankComputeScale from each (kind, stage)'s per-rank sums
+/// and counts: a rank's times in the stages it shared with another rank,
+/// over what those stages' means (unweighted over the ranks, so that a rank
+/// that ran a stage more often does not set its cost) would have given,
+/// normalised to a mean of 1 over the ranks measured. Ranks that shared no
+/// stage keep 1.
+std::vector<double>
+rankComputeScale(const std::map<std::pair<ActionKind, int>,
+                                std::map<int, std::pair<double, int>>> &byRank,
+                 int ranks) {
+  std::vector<double> actual(ranks, 0), expected(ranks, 0);
+  for (const auto &[stage, perRank] : byRank) {
+    if (perRank.size() < 2)
+      continue;
+    double mean = 0;
+    for (const auto &[rank, sumCount] : perRank)
+      mean += sumCount.first / sumCount.second / perRank.size();
+    for (const auto &[rank, sumCount] : perRank) {
+      actual[rank] += sumCount.first;
+      expected[rank] += sumCount.second * mean;
+    }
+  }
+  std::vector<double> scale(ranks, 1);
+  double sum = 0;
+  int measured = 0;
+  for (int r = 0; r < ranks; ++r)
+    if (expected[r] > 0) {
+      scale[r] = actual[r] / expected[r];
+      sum += scale[r];
+      ++measured;
+    }
+  if (measured == 0)
+    return {};
+  for (int r = 0; r < ranks; ++r)
+    if (expected[r] > 0)
+      scale[r] *= measured / sum;
+  return scale;
+}
+
 } // namespace
 
 Result<std::vector<RunEvent>> readChromeTrace(const std::string &text) {
@@ -161,8 +242,13 @@ Result<std::vector<RunEvent>> readChromeTrace(const std::string &text) {
                    "' has a negative "
                    "duration " +
                    dur->str());
+    // The row: absent (one row per rank) is the host's.
+    const json::JsonValue *tid = v.get("tid");
+    if (tid && !tid->isInteger)
+      return Error("trace event '" + name->string + "' has a \"tid\" " +
+                   tid->str() + "; expected an integer (its row)");
     events.push_back({static_cast<int>(pid->integer), name->string, ts->number,
-                      dur->number});
+                      dur->number, tid ? static_cast<int>(tid->integer) : 0});
   }
   return Result<std::vector<RunEvent>>::success(std::move(events));
 }
@@ -192,6 +278,9 @@ Result<Calibration> calibrate(const Schedule &schedule,
   Calibration out;
   std::map<std::pair<ActionKind, int>, std::vector<double>> times;
   std::map<std::pair<ActionKind, int>, std::vector<int>> stepOf;
+  // (kind, stage) -> rank -> the sum and count of its times there.
+  std::map<std::pair<ActionKind, int>, std::map<int, std::pair<double, int>>>
+      byRank;
   double measuredFrom = 1e300;
   for (size_t r = 0; r < steps.perRank.size(); ++r)
     for (size_t i = skip * steps.perStep[r];
@@ -200,8 +289,11 @@ Result<Calibration> calibrate(const Schedule &schedule,
       double next = i + 1 < steps.perRank[r].size()
                         ? steps.perRank[r][i + 1].start
                         : std::numeric_limits<double>::infinity();
-      times[{c.kind, c.stage}].push_back(c.end - c.start +
-                                         steps.accumulateIn(r, c.end, next));
+      double time = c.end - c.start + steps.accumulateIn(r, c.end, next);
+      times[{c.kind, c.stage}].push_back(time);
+      auto &[sum, count] = byRank[{c.kind, c.stage}][static_cast<int>(r)];
+      sum += time;
+      ++count;
       stepOf[{c.kind, c.stage}].push_back(
           static_cast<int>(i / steps.perStep[r]));
       ++out.computeSamples;
@@ -236,37 +328,60 @@ Result<Calibration> calibrate(const Schedule &schedule,
          : spread.weightGradStep)[key.second] = std::move(stepOf[key]);
   }
 
-  // Transfers: the k-th send from a to b with a tag meets the k-th wait on
-  // b for that tag. When the receiver was already waiting at the post, the
-  // wait ends when the data is there: that difference is the transfer's
-  // time. Otherwise the data may have come any time before the wait.
-  std::map<std::tuple<int, int, int>, std::vector<double>> posts;
-  std::map<std::tuple<int, int, int>, std::vector<std::pair<double, double>>>
-      waits;
+  out.rankComputeScale = rankComputeScale(byRank, schedule.numRanks());
+
+  // Transfers: the k-th send from a to b with a tag meets b's k-th
+  // receive of that tag.
+  //  - CPU (the host's spans): when the receiver was already waiting at the
+  //    post, its wait ends when the data is there, so that end minus the
+  //    post is the transfer's time; when it began waiting later, the data
+  //    may have come any time before, and the pair only bounds it.
+  //  - GPU (the NCCL kernels on the point-to-point stream's row): a
+  //    transfer moves once both ends are launched, and both kernels run
+  //    until it has: every pair gives the later start to the receive's end.
+  const int transferRow =
+      steps.device ? trace::kPointToPointStreamRow : trace::kHostRow;
+  using Span = std::pair<double, double>;
+  std::map<std::tuple<int, int, int>, std::vector<Span>> sends, receives;
   for (const RunEvent &e : events) {
     int peer, tag;
-    if (e.start < measuredFrom)
+    if (e.start < measuredFrom || e.row != transferRow)
       continue;
-    if (parseTransfer(e.name, "send", peer, tag))
-      posts[{e.rank, peer, tag}].push_back(e.start);
-    else if (parseTransfer(e.name, "recv", peer, tag))
-      waits[{peer, e.rank, tag}].push_back({e.start, e.end()});
+    if (parseSpan(e.name, trace::kSendFormat, peer, tag))
+      sends[{e.rank, peer, tag}].push_back({e.start, e.end()});
+    else if (parseSpan(e.name, trace::kRecvFormat, peer, tag))
+      receives[{peer, e.rank, tag}].push_back({e.start, e.end()});
   }
   std::vector<double> samples;
-  for (auto &[key, sent] : posts) {
-    auto it = waits.find(key);
-    if (it == waits.end())
+  for (auto &[key, sent] : sends) {
+    auto it = receives.find(key);
+    if (it == receives.end())
       continue;
-    std::vector<std::pair<double, double>> &got = it->second;
+    std::vector<Span> &got = it->second;
     std::sort(sent.begin(), sent.end());
     std::sort(got.begin(), got.end());
-    for (size_t k = 0; k < std::min(sent.size(), got.size()); ++k)
-      if (got[k].first <= sent[k] && got[k].second >= sent[k])
-        samples.push_back(got[k].second - sent[k]);
+    for (size_t k = 0; k < std::min(sent.size(), got.size()); ++k) {
+      double posted = sent[k].first;
+      if (steps.device)
+        samples.push_back(got[k].second - std::max(posted, got[k].first));
+      else if (got[k].first <= posted && got[k].second >= posted)
+        samples.push_back(got[k].second - posted);
+    }
   }
   out.transferSamples = static_cast<int>(samples.size());
   cost.p2pLatency = median(samples, cost.p2pLatency);
 
+  if (steps.device) {
+    // NCCL: transfers in groups, all-reduces on their own stream beside
+    // compute, posts that cost the rank nothing measurable.
+    out.fromDevice = true;
+    cost.ncclGroups = true;
+    std::vector<double> collectives =
+        deviceAllReduceSamples(schedule, steps, skip);
+    out.allReduceSamples = static_cast<int>(collectives.size());
+    cost.allReduceLatency = median(collectives, cost.allReduceLatency);
+    return Result<Calibration>::success(std::move(out));
+  }
   std::vector<double> collectives = allReduceSamples(schedule, steps, skip);
   out.allReduceSamples = static_cast<int>(collectives.size());
   cost.allReduceLatency = median(collectives, cost.allReduceLatency);
@@ -419,33 +534,24 @@ Result<Prediction> predictAtRunSpeed(const Schedule &schedule,
   Result<SimResult> sim = simulateForPrediction(schedule, cost);
   if (!sim)
     return Error(sim.error);
-  // Compute per step, summed over the ranks: measured (the step less each
-  // rank's bubble) and simulated.
-  double measured = 0, simulated = 0;
-  for (double bubble : run->rankBubble)
-    measured += run->stepTime * (1 - bubble);
-  for (const RankStats &rank : sim->ranks)
-    simulated += rank.busy;
-  if (measured <= 0 || simulated <= 0)
-    return Error("the run or its simulation computes nothing: no speed to "
-                 "scale to");
+  // Each rank's compute per step: measured (the step less the rank's
+  // bubble) over simulated.
   CostModel scaled = cost;
-  const double scale = measured / simulated;
-  for (int s = 0; s < schedule.placement.numStages; ++s) {
-    auto scaleStage = [&](std::vector<double> &times, double time) {
-      if (times.size() < static_cast<size_t>(schedule.placement.numStages))
-        times.resize(schedule.placement.numStages, 0);
-      times[s] = time * scale;
-    };
-    scaleStage(scaled.forward, cost.forwardTime(s));
-    scaleStage(scaled.backward, cost.backwardTime(s));
-    scaleStage(scaled.weightGrad, cost.weightGradTime(s));
+  scaled.rankComputeScale.assign(schedule.numRanks(), 1);
+  for (int r = 0; r < schedule.numRanks(); ++r) {
+    double measured = run->stepTime * (1 - run->rankBubble[r]);
+    double simulated = sim->ranks[r].busy;
+    if (measured <= 0 || simulated <= 0)
+      return Error("rank " + std::to_string(r) +
+                   " computes nothing in the run or its simulation: no "
+                   "speed to scale to");
+    scaled.rankComputeScale[r] = cost.computeScale(r) * measured / simulated;
   }
   Result<SimResult> scaledSim = simulateForPrediction(schedule, scaled);
   if (!scaledSim)
     return Error(scaledSim.error);
   Prediction p = compare(*run, *scaledSim);
-  p.computeScale = scale;
+  p.rankComputeScale = scaled.rankComputeScale;
   return Result<Prediction>::success(std::move(p));
 }
 

@@ -4,6 +4,8 @@
 
 #include "RunSteps.h"
 
+#include "train/TraceFormat.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -35,13 +37,17 @@ namespace {
 /// Collects the gaps of one run and sums them by cause.
 class GapCollector {
 public:
-  GapCollector(const std::vector<RunEvent> &events, int ranks,
+  /// `device`: the gaps are the compute stream's (a GPU trace), explained
+  /// by what the rank's other streams did; else the host's, by its spans.
+  GapCollector(const std::vector<RunEvent> &events, int ranks, bool device,
                IdleBreakdown &out)
       : others_(ranks), out_(out) {
     ActionKind kind;
     int stage;
     for (const RunEvent &e : events)
-      if (e.rank >= 0 && e.rank < ranks && !parseCompute(e.name, kind, stage))
+      if (e.rank >= 0 && e.rank < ranks &&
+          (e.row == trace::kHostRow) != device &&
+          !parseCompute(e.name, kind, stage))
         others_[e.rank].push_back(&e);
     for (std::vector<const RunEvent *> &spans : others_)
       std::stable_sort(spans.begin(), spans.end(),
@@ -77,7 +83,7 @@ public:
     }
     IdleByCause &sums = between ? out_.betweenSteps[rank] : out_.inStep[rank];
     for (const auto &[name, time] : gap.spans)
-      if (name != kAccumulate) // compute, as the calibration counts it
+      if (name != trace::kAccumulate) // compute, as the calibration counts it
         sums[idleCause(name)] += time * weight;
     if (double rest = gap.untraced(); rest > 0)
       sums[kUntraced] += rest * weight;
@@ -105,7 +111,7 @@ Result<IdleBreakdown> explainIdle(const Schedule &schedule,
   out.measured = std::move(*measured);
   out.inStep.resize(ranks);
   out.betweenSteps.resize(ranks);
-  GapCollector gaps(events, ranks, out);
+  GapCollector gaps(events, ranks, steps.device, out);
   const int used = steps.complete - skip;
   for (int s = skip; s < steps.complete; ++s) {
     auto [first, last] = steps.window(s);

@@ -3,6 +3,7 @@
 #include "RunSteps.h"
 
 #include "bitpipe/Schedule/GridText.h"
+#include "train/TraceFormat.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -19,10 +20,27 @@ bool parseCompute(const std::string &name, ActionKind &kind, int &stage) {
   return true;
 }
 
-bool parseAllReduce(const std::string &name, const char *verb, int &bucket) {
+bool parseSpan(const std::string &name, const char *format, int &first) {
+  // A trailing %c that matches nothing: the name ends where the format does.
   char tail = 0;
-  std::string format = std::string(verb) + " b%d%c";
-  return std::sscanf(name.c_str(), format.c_str(), &bucket, &tail) == 1;
+  return std::sscanf(name.c_str(), (std::string(format) + "%c").c_str(), &first,
+                     &tail) == 1;
+}
+
+bool parseSpan(const std::string &name, const char *format, int &first,
+               int &second) {
+  char tail = 0;
+  return std::sscanf(name.c_str(), (std::string(format) + "%c").c_str(), &first,
+                     &second, &tail) == 2;
+}
+
+bool isDeviceTrace(const std::vector<RunEvent> &events) {
+  ActionKind kind;
+  int stage;
+  return std::any_of(events.begin(), events.end(), [&](const RunEvent &e) {
+    return e.row == trace::kComputeStreamRow &&
+           parseCompute(e.name, kind, stage);
+  });
 }
 
 double Steps::start(int step) const {
@@ -78,16 +96,31 @@ Result<Steps> cutSteps(const Schedule &schedule,
   steps.allReducePosts.resize(ranks);
   steps.allReduceWaits.resize(ranks);
   steps.accumulates.resize(ranks);
+  steps.device = isDeviceTrace(events);
+  // The rows each kind of span is read from (TraceFormat.h): on a GPU, the
+  // device's streams; the host's spans of the same work only enqueued it.
+  const int computeRow =
+      steps.device ? trace::kComputeStreamRow : trace::kHostRow;
   for (const RunEvent &e : events) {
-    if (e.name == kAccumulate && e.rank >= 0 && e.rank < ranks) {
+    if (!steps.device && e.row == trace::kHostRow &&
+        e.name == trace::kAccumulate && e.rank >= 0 && e.rank < ranks) {
       steps.accumulates[e.rank].push_back({e.start, e.end()});
       continue;
     }
     Compute c;
     int bucket;
-    bool post = parseAllReduce(e.name, "allreduce", bucket);
-    bool wait = !post && parseAllReduce(e.name, "allreduce.wait", bucket);
-    bool compute = !post && !wait && parseCompute(e.name, c.kind, c.stage);
+    bool post = false, wait = false, compute = false;
+    if (steps.device) {
+      // A collective on the all-reduce stream: its end is when the sum is
+      // there, as a CPU run's wait's is.
+      wait = e.row == trace::kAllReduceStreamRow &&
+             parseSpan(e.name, trace::kAllReducePostFormat, bucket);
+    } else if (e.row == trace::kHostRow) {
+      post = parseSpan(e.name, trace::kAllReducePostFormat, bucket);
+      wait = !post && parseSpan(e.name, trace::kAllReduceWaitFormat, bucket);
+    }
+    compute = !post && !wait && e.row == computeRow &&
+              parseCompute(e.name, c.kind, c.stage);
     if (!post && !wait && !compute)
       continue;
     if (e.rank < 0 || e.rank >= ranks)

@@ -19,14 +19,16 @@ namespace bitpipe::sched::detail {
 /// (GridText.h); false for anything else (transfers, all-reduces, ...).
 bool parseCompute(const std::string &name, ActionKind &kind, int &stage);
 
-/// The runtime's name of the host work a stage call leaves for the rank:
-/// summing the parameter gradients it returned (runtime/lib/exec). It is
-/// the rank's compute, not idleness, and the model charges it to the call.
-inline constexpr const char *kAccumulate = "accumulate";
+/// A name that is exactly `format` (TraceFormat.h: "send r%d t%d",
+/// "allreduce b%d", ...) with its two or one integer fields filled in;
+/// false for anything else.
+bool parseSpan(const std::string &name, const char *format, int &first);
+bool parseSpan(const std::string &name, const char *format, int &first,
+               int &second);
 
-/// An all-reduce's post ("allreduce b3") or the wait for its sum
-/// ("allreduce.wait b3"), with its bucket; false for anything else.
-bool parseAllReduce(const std::string &name, const char *verb, int &bucket);
+/// True when `events` hold stage calls on a device's compute-stream row:
+/// a GPU run's trace, read from its device rows (Calibration.h).
+bool isDeviceTrace(const std::vector<RunEvent> &events);
 
 struct Compute {
   ActionKind kind;
@@ -46,9 +48,14 @@ struct Steps {
   std::vector<std::vector<Compute>> perRank;
   std::vector<size_t> perStep; ///< Compute actions per step, per rank.
   int complete = 0;            ///< Complete steps in the trace.
+  /// Read from a GPU trace's device rows (isDeviceTrace): the compute is
+  /// the compute stream's, the all-reduce waits are the collectives on the
+  /// all-reduce stream (NCCL runs them beside compute), and there are no
+  /// posts and no host-side gradient sums.
+  bool device = false;
   /// Per rank, in time order.
   std::vector<std::vector<BucketSpan>> allReducePosts, allReduceWaits;
-  /// Per rank, in time order: kAccumulate spans (start, end).
+  /// Per rank, in time order: trace::kAccumulate spans (start, end).
   std::vector<std::vector<std::pair<double, double>>> accumulates;
   /// Rank r's accumulate time inside [from, to).
   double accumulateIn(int rank, double from, double to) const;

@@ -4,6 +4,7 @@
 
 #include "bitpipe/runtime.h"
 #include "core/Tensor.h"
+#include "train/TraceFormat.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -29,7 +30,7 @@ void Executor::fatal(const std::string &message) {
 }
 
 std::string Executor::opName(char kind, int fn, int64_t mb) const {
-  return formatString("%c%lld.s%d", kind, static_cast<long long>(mb),
+  return formatString(trace::kStageCallFormat, kind, static_cast<long long>(mb),
                       manifest_.functions[fn].stage);
 }
 
@@ -115,7 +116,7 @@ Status Executor::complete(Buffer &b,
   if (!b.pendingRecv.valid())
     return Status::ok();
   TraceRecorder::Scope scope(
-      trace_, formatString("recv r%d t%d", b.recvPeer, b.recvTag),
+      trace_, formatString(trace::kRecvFormat, b.recvPeer, b.recvTag),
       TraceCategory::Recv);
   // Every reader of a received buffer is target work: the stage function
   // it is an argument of, a send forwarding it (after the compute stream,
@@ -210,7 +211,7 @@ Status Executor::accumulateGrad(int param, const Buffer &g) {
 Status Executor::accumulatePendingGrads() {
   if (pendingGrads_.empty())
     return Status::ok();
-  TraceRecorder::Scope scope(trace_, "accumulate", TraceCategory::Other);
+  TraceRecorder::Scope scope(trace_, trace::kAccumulate, TraceCategory::Other);
   for (const PendingGrad &g : pendingGrads_)
     BP_TRY(accumulateGrad(g.param, *g.gradient));
   pendingGrads_.clear(); // the results are freed here
@@ -568,7 +569,8 @@ Status Executor::send(int32_t value, int64_t count, int32_t pipelinePeer,
   }));
   RequestHandle request;
   {
-    TraceRecorder::Scope scope(trace_, formatString("send r%d t%d", peer, tag),
+    TraceRecorder::Scope scope(trace_,
+                               formatString(trace::kSendFormat, peer, tag),
                                TraceCategory::Send);
     BP_ASSIGN(r, comm_.send(b->data(), count, dtype, peer, tag));
     request = r;
@@ -623,7 +625,8 @@ Status Executor::allreduceStart(int32_t bucket, int32_t token) {
   BP_TRY(accumulatePendingGrads());
   const ElementRange &range = params_.bucketRange(bucket);
   GroupId group = groupIds_[spec.buckets[bucket].group];
-  TraceRecorder::Scope scope(trace_, formatString("allreduce b%d", bucket),
+  TraceRecorder::Scope scope(trace_,
+                             formatString(trace::kAllReducePostFormat, bucket),
                              TraceCategory::AllReduce);
   ParamArrays &arrays = params_.arrays();
   const DType dtype = arrays.gradDType();
@@ -636,9 +639,9 @@ Status Executor::allreduceStart(int32_t bucket, int32_t token) {
 Status Executor::allreduceWait(int32_t token) {
   BP_ASSIGN(t, values_.token(token, "the all-reduce token"));
   {
-    TraceRecorder::Scope scope(trace_,
-                               formatString("allreduce.wait b%d", t.bucket),
-                               TraceCategory::AllReduce);
+    TraceRecorder::Scope scope(
+        trace_, formatString(trace::kAllReduceWaitFormat, t.bucket),
+        TraceCategory::AllReduce);
     // The optimizer step, on the target, is what reads the sum: it waits
     // for it there (a host wait under MPI).
     Status s = comm_.waitOnDeviceFor(
@@ -683,7 +686,8 @@ Status Executor::optimizerStep(int64_t microbatches) {
   // A device fault of the step's stage calls surfaces here, before the
   // optimizer reads what they wrote, and is reported after the last one.
   BP_TRY(synchronizeStep());
-  TraceRecorder::Scope scope(trace_, "optimizer", TraceCategory::Optimizer);
+  TraceRecorder::Scope scope(trace_, trace::kOptimizer,
+                             TraceCategory::Optimizer);
   ParamArrays &arrays = params_.arrays();
   // The global gradient norm, every step (clipping needs it, and the step's
   // metrics report it: unlike the loss, it shows a mis-scaled gradient at

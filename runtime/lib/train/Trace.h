@@ -20,6 +20,7 @@
 #define BITPIPE_RUNTIME_TRAIN_TRACE_H
 
 #include "core/Status.h"
+#include "train/TraceFormat.h"
 
 #include <chrono>
 #include <string>
@@ -50,13 +51,14 @@ bool isComputeCategory(TraceCategory c);
 
 /// A rank's rows in the Chrome trace (its tids): the host's calls, then
 /// one per device stream (CUDA only). Device spans overlap the host's,
-/// which only enqueue the work, and each other across streams.
-enum TraceRow : int {
-  kHostRow = 0,
-  kComputeStreamRow = 1,     // stage calls (category Device)
-  kPointToPointStreamRow = 2, // NCCL sends and receives
-  kAllReduceStreamRow = 3,   // NCCL all-reduces
-};
+/// which only enqueue the work, and each other across streams. Defined
+/// with the spans' names in train/TraceFormat.h, which the calibration
+/// reads the trace by.
+using trace::kAllReduceStreamRow;
+using trace::kComputeStreamRow;
+using trace::kHostRow;
+using trace::kPointToPointStreamRow;
+using trace::TraceRow;
 
 struct TraceEvent {
   std::string name; // e.g. "F3.s2" (micro-batch 3, stage 2)

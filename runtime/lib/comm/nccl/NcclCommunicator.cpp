@@ -2,6 +2,8 @@
 
 #include "NcclCommunicator.h"
 
+#include "train/TraceFormat.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -177,9 +179,10 @@ Expected<RequestHandle> NcclCommunicator::postTransfer(Pending p, void *buf) {
   if (timing_) {
     // Timed when the batch closes: NCCL launches the group there.
     TimedOp op;
-    op.name = formatString("%s r%d t%d", p.op, p.peer, p.tag);
-    op.category = std::string(p.op) == "send" ? TraceCategory::Send
-                                              : TraceCategory::Recv;
+    const bool sending = std::string(p.op) == "send";
+    op.name = formatString(sending ? trace::kSendFormat : trace::kRecvFormat,
+                           p.peer, p.tag);
+    op.category = sending ? TraceCategory::Send : TraceCategory::Recv;
     op.row = kPointToPointStreamRow;
     batchTimedOps_.push_back(timedOps_.size());
     timedOps_.push_back(std::move(op));

@@ -1,4 +1,4 @@
-//===- MemoryReuse.cpp - Keep freed memory for the next pass --------------===//
+//===- MemoryReuse.cpp - Keep freed memory for the next use ---------------===//
 
 #include "MemoryReuse.h"
 

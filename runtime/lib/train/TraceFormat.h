@@ -1,0 +1,52 @@
+//===- TraceFormat.h - The spans a run's Chrome trace holds -----*- C++ -*-===//
+//
+// The contract between the runtime, which writes a run's trace
+// (train/Trace.h, exec/Executor.cpp, comm/nccl), and the schedule library's
+// calibration, which reads it (include/bitpipe/Schedule/Calibration.h):
+// the rows a rank's spans go to and how each kind of span is named. Plain
+// C++17, header only, no dependency: both sides include this one file.
+//
+// A rank is a Chrome "pid"; its rows are "tid"s. On the CPU every span is
+// on the host row. On CUDA the host row holds what the host did (a stage
+// call's span there is the time to enqueue its kernels) and each device
+// stream has a row of its own, timed with CUDA events: the compute
+// stream's stage calls, the NCCL transfers and the NCCL all-reduces
+// (docs/calibration.md, "GPU traces").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_RUNTIME_TRAIN_TRACEFORMAT_H
+#define BITPIPE_RUNTIME_TRAIN_TRACEFORMAT_H
+
+namespace bitpipe::trace {
+
+/// A rank's rows in the Chrome trace (its tids).
+enum TraceRow : int {
+  kHostRow = 0,
+  kComputeStreamRow = 1,      // stage calls, as the device ran them
+  kPointToPointStreamRow = 2, // NCCL sends and receives
+  kAllReduceStreamRow = 3,    // NCCL all-reduces
+};
+
+/// A stage call: F, B or W, the micro-batch, the stage ("F3.s2"), as the
+/// schedule library's text grid spells actions (GridText.h).
+inline constexpr const char *kStageCallFormat = "%c%lld.s%d";
+/// A send to / the wait for a receive from a peer rank, with the tag both
+/// ends agree on ("send r1 t5", "recv r0 t5"). On a device row: the NCCL
+/// kernel's span, from its launch to the data having moved.
+inline constexpr const char *kSendFormat = "send r%d t%d";
+inline constexpr const char *kRecvFormat = "recv r%d t%d";
+/// A gradient all-reduce of a bucket: its post ("allreduce b3"; on the
+/// all-reduce stream's row, the collective itself) and the host's wait for
+/// its sum ("allreduce.wait b3").
+inline constexpr const char *kAllReducePostFormat = "allreduce b%d";
+inline constexpr const char *kAllReduceWaitFormat = "allreduce.wait b%d";
+/// The gradient sums a stage call leaves for the rank, done on the host
+/// before its next call (exec/Executor.h, pendingGrads_).
+inline constexpr const char *kAccumulate = "accumulate";
+/// The optimizer step.
+inline constexpr const char *kOptimizer = "optimizer";
+
+} // namespace bitpipe::trace
+
+#endif // BITPIPE_RUNTIME_TRAIN_TRACEFORMAT_H
