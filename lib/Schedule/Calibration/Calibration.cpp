@@ -67,6 +67,18 @@ double median(std::vector<double> &samples, double none) {
   return samples[samples.size() / 2];
 }
 
+/// The sorted ranks all-reduce `a` spans: every holder of its stages
+/// (`holders`: Placement::replicaGroups).
+std::vector<int>
+allReduceMembers(const Action &a,
+                 const std::vector<std::vector<int>> &holders) {
+  std::set<int> members;
+  for (int s : a.stages)
+    if (s >= 0 && s < static_cast<int>(holders.size()))
+      members.insert(holders[s].begin(), holders[s].end());
+  return {members.begin(), members.end()};
+}
+
 /// The one group of ranks every all-reduce of the schedule spans, or an
 /// empty one when there are none or several.
 std::vector<int> onlyAllReduceGroup(const Schedule &schedule) {
@@ -76,11 +88,7 @@ std::vector<int> onlyAllReduceGroup(const Schedule &schedule) {
     for (const Action &a : actions) {
       if (a.kind != ActionKind::AllReduce)
         continue;
-      std::set<int> members;
-      for (int s : a.stages)
-        if (s >= 0 && s < static_cast<int>(holders.size()))
-          members.insert(holders[s].begin(), holders[s].end());
-      std::vector<int> group(members.begin(), members.end());
+      std::vector<int> group = allReduceMembers(a, holders);
       if (!only.empty() && group != only)
         return {};
       only = group;
@@ -133,15 +141,9 @@ std::vector<double> deviceAllReduceSamples(const Schedule &schedule,
       schedule.placement.replicaGroups();
   std::vector<std::vector<std::vector<int>>> groupOf(schedule.numRanks());
   for (int r = 0; r < schedule.numRanks(); ++r)
-    for (const Action &a : schedule.ranks[r]) {
-      if (a.kind != ActionKind::AllReduce)
-        continue;
-      std::set<int> members;
-      for (int s : a.stages)
-        if (s >= 0 && s < static_cast<int>(holders.size()))
-          members.insert(holders[s].begin(), holders[s].end());
-      groupOf[r].emplace_back(members.begin(), members.end());
-    }
+    for (const Action &a : schedule.ranks[r])
+      if (a.kind == ActionKind::AllReduce)
+        groupOf[r].push_back(allReduceMembers(a, holders));
   std::vector<double> samples;
   for (int s = skip; s < steps.complete; ++s) {
     struct Meeting {
