@@ -663,7 +663,8 @@ if [ ! -x "$payload/ranks/bitpipe/train" ] || [ ! -x "$payload/ranks/1f1b/train"
 elif limit=$(allow 150); then
   timed "$limit" "$bench_log" "$root/bench/gpu/ranks-bench.sh" \
     "$payload/ranks/bitpipe/train" "$payload/ranks/1f1b/train" \
-    "$payload/e2e/tokens.bin" "$logs/ranks-bench" --steps 8 --rounds 2
+    "$payload/e2e/tokens.bin" "$logs/ranks-bench" --steps 8 --rounds 2 \
+    $([ -x "$payload/ranks/interleaved/train" ] && echo --interleaved "$payload/ranks/interleaved/train")
   rc=$?
   grep '^RANKSBENCH\|^NCCLRAW\|^TRACE overlap' "$bench_log"
   [ "$rc" = 0 ] || tail -15 "$bench_log"
@@ -689,6 +690,8 @@ elif limit=$(allow 150); then
     line=$(grep -m1 "^RANKSBENCH calibrate schedule=$schedule " "$bench_log")
     [ -n "$line" ] && row "r4 simulator vs trace: $schedule" INFO "fitted on its own GPU trace: measured $(field "$line" measured_ms) ms, predicted $(field "$line" predicted_ms) ms ($(field "$line" error); at the ranks' speeds $(field "$line" at_speed_error))"
   done
+  line=$(grep -m1 '^RANKSBENCH calibrate heldout=bitpipe ' "$bench_log")
+  [ -n "$line" ] && row "r4 simulator held out: bitpipe" INFO "fitted on interleaved 1F1B's GPU trace: measured $(field "$line" measured_ms) ms, predicted $(field "$line" predicted_ms) ms ($(field "$line" error); at the ranks' speeds $(field "$line" at_speed_error))"
   line=$(grep -m1 '^RANKSBENCH p2p bytes' "$bench_log")
   [ -n "$line" ] && row "r4 p2p vs raw NCCL" INFO "$(field "$line" bytes) B: runtime <= $(field "$line" runtime_us_per_op) us/op, raw $(field "$line" raw_us) us ($(field "$line" raw_GBps) GB/s)"
 else

@@ -21,7 +21,9 @@
 #   step/     train: bench/gpu/gpt-24l.json compiled for one GPU, bf16
 #   ranks/    bitpipe/train and 1f1b/train: bench/gpu/gpt-ranks.json on 4
 #             ranks, bf16 (bench/gpu/ranks-bench.sh's step times, trace and
-#             sizes for nccl-raw)
+#             sizes for nccl-raw); interleaved/train, the same model under
+#             interleaved 1F1B with 2 chunks per device (BitPipe's 8-stage
+#             cut), whose trace the calibration fits to predict BitPipe's
 #   syslibs/  shared libraries the carried programs need beyond a plain
 #             Linux and the GPU machine's own CUDA libraries (its driver,
 #             cuBLAS, cuDNN, NCCL): MPI, say, with its plugins, and
@@ -160,7 +162,7 @@ for model in gpt-tiny bert-tiny; do
   done
 done
 
-step "multi-rank benchmark: bench/gpu/gpt-ranks.json on 4 ranks, bf16, BitPipe and 1F1B"
+step "multi-rank benchmark: bench/gpu/gpt-ranks.json on 4 ranks, bf16, BitPipe, 1F1B and interleaved 1F1B"
 for schedule in bitpipe 1f1b; do
   mkdir -p "$stage/ranks/$schedule"
   "$bin/bitpipe-compile" "$root/bench/gpu/gpt-ranks.json" --target cuda \
@@ -168,6 +170,11 @@ for schedule in bitpipe 1f1b; do
     -o "$stage/ranks/$schedule/train" ||
     fail "bitpipe-compile --target cuda --precision bf16 --schedule $schedule bench/gpu/gpt-ranks.json"
 done
+mkdir -p "$stage/ranks/interleaved"
+"$bin/bitpipe-compile" "$root/bench/gpu/gpt-ranks.json" --target cuda \
+  --precision bf16 --devices 4 --schedule interleaved-1f1b \
+  --chunks-per-device 2 --microbatches 8 -o "$stage/ranks/interleaved/train" ||
+  fail "bitpipe-compile --target cuda --precision bf16 --schedule interleaved-1f1b --chunks-per-device 2 bench/gpu/gpt-ranks.json"
 
 step "training-step benchmark: bench/gpu/gpt-24l.json for one GPU, bf16"
 # One rank, one micro-batch of 4 x 2048 tokens per step: the step that

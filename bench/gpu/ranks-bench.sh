@@ -15,7 +15,9 @@
 #   3. the simulator fitted to each schedule's first GPU trace
 #      (bitpipe-calibrate, read from the device rows, docs/calibration.md):
 #      the step it predicts for that run, its error, and the error at each
-#      rank's own compute speed;
+#      rank's own compute speed; with --interleaved EXE (the same model
+#      under interleaved 1F1B, 2 chunks per device: BitPipe's 8-stage cut),
+#      one traced run of it, fitted to predict BitPipe's held out;
 #   4. the same transfers as raw NCCL calls in the same session
 #      (bench/gpu/nccl-raw.cpp at the sizes bench/gpu/manifest_sizes.py
 #      reads from the BitPipe executable): p2p ping-pong at the activation
@@ -23,6 +25,7 @@
 #      runtime's time for the same bucket from the trace.
 #
 #   ranks-bench.sh BITPIPE_EXE ONE_F_ONE_B_EXE TOKENS OUTDIR [--steps N] [--rounds R]
+#                  [--interleaved EXE]
 #
 # The ranks share whatever GPUs there are (node-local rank mod device
 # count): on one GPU the four ranks' kernels time-share it, and NCCL goes
@@ -34,11 +37,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../test/EndToEnd/common.sh"
-steps=10 rounds=2
+steps=10 rounds=2 interleaved_exe=
 # A failing NCCL call's reason in the logs.
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 usage() {
-  echo "usage: $0 BITPIPE_EXE ONE_F_ONE_B_EXE TOKENS OUTDIR [--steps N] [--rounds R]" >&2
+  echo "usage: $0 BITPIPE_EXE ONE_F_ONE_B_EXE TOKENS OUTDIR [--steps N] [--rounds R] [--interleaved EXE]" >&2
   exit 2
 }
 [ $# -ge 4 ] || usage
@@ -48,6 +51,7 @@ while [ $# -gt 0 ]; do
   case $1 in
   --steps) [[ ${2:-} =~ ^[0-9]+$ ]] && [ "$2" -ge 4 ] || { echo "--steps wants N >= 4 (2 warm-up steps, then the median)" >&2; exit 2; }; steps=$2; shift 2 ;;
   --rounds) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "--rounds wants N >= 1" >&2; exit 2; }; rounds=$2; shift 2 ;;
+  --interleaved) [ -x "${2:-}" ] || { echo "--interleaved wants an executable, got '${2:-}'" >&2; exit 2; }; interleaved_exe=$2; shift 2 ;;
   *) usage ;;
   esac
 done
@@ -89,6 +93,14 @@ for ((round = 1; round <= rounds; ++round)); do
 done
 
 echo "== the simulator fitted to each run's GPU trace (bitpipe-calibrate)"
+# One row of bitpipe-calibrate's table, spaces removed: | run | steps |
+# measured | predicted | error | bubbles (2) | free all-reduce, free
+# communication | scales | error at the run's speed |
+table_row() {
+  local c=$1
+  col() { cut -d'|' -f"$1" <<<"$c"; }
+  echo "measured_ms=$(col 4) predicted_ms=$(col 5) error=$(col 6) bubble=$(col 7) predicted_bubble=$(col 8) at_speed_error=$(col 12)"
+}
 # The executables are D=4, N=8 (prepare.sh); the first 2 steps are warm-up.
 if ! "$bin/bitpipe-calibrate" --help >/dev/null 2>&1; then
   # The traces come back in the logs: fit them on the build machine.
@@ -105,12 +117,25 @@ else
       continue
     fi
     grep -v '^|' "$out/$schedule.calibrate"
-    # | run | steps | measured | predicted | error | bubbles (2) | free
-    # all-reduce, free communication | scales | error at the run's speed |
     fitted=$(grep -m1 '(fitted)' "$out/$schedule.calibrate" | tr -d ' ')
-    col() { cut -d'|' -f"$1" <<<"$fitted"; }
-    echo "RANKSBENCH calibrate schedule=$schedule measured_ms=$(col 4) predicted_ms=$(col 5) error=$(col 6) bubble=$(col 7) predicted_bubble=$(col 8) at_speed_error=$(col 12)"
+    echo "RANKSBENCH calibrate schedule=$schedule $(table_row "$fitted")"
   done
+  # Held out: interleaved 1F1B's fit predicts BitPipe's run (round 1).
+  if [ -n "$interleaved_exe" ] && [ -f "$out/bitpipe-1.trace.json" ]; then
+    if run 4 "$interleaved_exe" --data "$data" --steps "$steps" "${base_flags[@]}" \
+      --trace "$out/interleaved.trace.json" >"$out/interleaved.log" 2>&1 &&
+      "$bin/bitpipe-calibrate" --skip-steps 2 \
+        --fit "$out/interleaved.trace.json:interleaved-1f1b:4:8:2" \
+        --check "$out/bitpipe-1.trace.json:bitpipe:4:8" \
+        >"$out/heldout.calibrate" 2>&1; then
+      cat "$out/heldout.calibrate"
+      checked=$(grep -m1 'bitpipe-1.trace.json:bitpipe:4:8 |' "$out/heldout.calibrate" | tr -d ' ')
+      echo "RANKSBENCH calibrate heldout=bitpipe fit=interleaved-1f1b $(table_row "$checked")"
+    else
+      tail -5 "$out/interleaved.log" "$out/heldout.calibrate" 2>/dev/null
+      status=1
+    fi
+  fi
 fi
 
 echo "== raw NCCL at the run's sizes"
