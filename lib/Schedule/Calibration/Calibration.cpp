@@ -349,9 +349,9 @@ Result<Calibration> calibrate(const Schedule &schedule,
     int peer, tag;
     if (e.start < measuredFrom || e.row != transferRow)
       continue;
-    if (parseSpan(e.name, trace::kSendFormat, peer, tag))
+    if (trace::parseSpan(e.name, trace::kSendFormat, peer, tag))
       sends[{e.rank, peer, tag}].push_back({e.start, e.end()});
-    else if (parseSpan(e.name, trace::kRecvFormat, peer, tag))
+    else if (trace::parseSpan(e.name, trace::kRecvFormat, peer, tag))
       receives[{peer, e.rank, tag}].push_back({e.start, e.end()});
   }
   std::vector<double> samples;
@@ -410,6 +410,24 @@ Result<SimResult> simulateForPrediction(const Schedule &schedule,
   if (sim && sim->deadlocked)
     return Error(sim->deadlockReport());
   return sim;
+}
+
+/// A run measured from its trace, and its simulation under a cost model.
+struct RunAndSimulation {
+  MeasuredRun run;
+  SimResult sim;
+};
+Result<RunAndSimulation> measureAndSimulate(const Schedule &schedule,
+                                            const CostModel &cost,
+                                            const std::vector<RunEvent> &events,
+                                            int skip) {
+  Result<MeasuredRun> run = measureRun(schedule, events, skip);
+  if (!run)
+    return Error(run.error);
+  Result<SimResult> sim = simulateForPrediction(schedule, cost);
+  if (!sim)
+    return Error(sim.error);
+  return Result<RunAndSimulation>::success({std::move(*run), std::move(*sim)});
 }
 
 /// `run` against the simulated step `sim`.
@@ -530,19 +548,18 @@ Result<Prediction> predictAtRunSpeed(const Schedule &schedule,
                                      const CostModel &cost,
                                      const std::vector<RunEvent> &events,
                                      int skip) {
-  Result<MeasuredRun> run = measureRun(schedule, events, skip);
-  if (!run)
-    return Error(run.error);
-  Result<SimResult> sim = simulateForPrediction(schedule, cost);
-  if (!sim)
-    return Error(sim.error);
+  Result<RunAndSimulation> base =
+      measureAndSimulate(schedule, cost, events, skip);
+  if (!base)
+    return Error(base.error);
+  const MeasuredRun &run = base->run;
   // Each rank's compute per step: measured (the step less the rank's
   // bubble) over simulated.
   CostModel scaled = cost;
   scaled.rankComputeScale.assign(schedule.numRanks(), 1);
   for (int r = 0; r < schedule.numRanks(); ++r) {
-    double measured = run->stepTime * (1 - run->rankBubble[r]);
-    double simulated = sim->ranks[r].busy;
+    double measured = run.stepTime * (1 - run.rankBubble[r]);
+    double simulated = base->sim.ranks[r].busy;
     if (measured <= 0 || simulated <= 0)
       return Error("rank " + std::to_string(r) +
                    " computes nothing in the run or its simulation: no "
@@ -552,20 +569,18 @@ Result<Prediction> predictAtRunSpeed(const Schedule &schedule,
   Result<SimResult> scaledSim = simulateForPrediction(schedule, scaled);
   if (!scaledSim)
     return Error(scaledSim.error);
-  Prediction p = compare(*run, *scaledSim);
+  Prediction p = compare(run, *scaledSim);
   p.rankComputeScale = scaled.rankComputeScale;
   return Result<Prediction>::success(std::move(p));
 }
 
 Result<Prediction> predict(const Schedule &schedule, const CostModel &cost,
                            const std::vector<RunEvent> &events, int skip) {
-  Result<MeasuredRun> run = measureRun(schedule, events, skip);
-  if (!run)
-    return Error(run.error);
-  Result<SimResult> sim = simulateForPrediction(schedule, cost);
-  if (!sim)
-    return Error(sim.error);
-  return Result<Prediction>::success(compare(*run, *sim));
+  Result<RunAndSimulation> base =
+      measureAndSimulate(schedule, cost, events, skip);
+  if (!base)
+    return Error(base.error);
+  return Result<Prediction>::success(compare(base->run, base->sim));
 }
 
 } // namespace bitpipe::sched

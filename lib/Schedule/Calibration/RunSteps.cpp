@@ -20,20 +20,6 @@ bool parseCompute(const std::string &name, ActionKind &kind, int &stage) {
   return true;
 }
 
-bool parseSpan(const std::string &name, const char *format, int &first) {
-  // A trailing %c that matches nothing: the name ends where the format does.
-  char tail = 0;
-  return std::sscanf(name.c_str(), (std::string(format) + "%c").c_str(), &first,
-                     &tail) == 1;
-}
-
-bool parseSpan(const std::string &name, const char *format, int &first,
-               int &second) {
-  char tail = 0;
-  return std::sscanf(name.c_str(), (std::string(format) + "%c").c_str(), &first,
-                     &second, &tail) == 2;
-}
-
 bool isDeviceTrace(const std::vector<RunEvent> &events) {
   ActionKind kind;
   int stage;
@@ -114,10 +100,11 @@ Result<Steps> cutSteps(const Schedule &schedule,
       // A collective on the all-reduce stream: its end is when the sum is
       // there, as a CPU run's wait's is.
       wait = e.row == trace::kAllReduceStreamRow &&
-             parseSpan(e.name, trace::kAllReducePostFormat, bucket);
+             trace::parseSpan(e.name, trace::kAllReducePostFormat, bucket);
     } else if (e.row == trace::kHostRow) {
-      post = parseSpan(e.name, trace::kAllReducePostFormat, bucket);
-      wait = !post && parseSpan(e.name, trace::kAllReduceWaitFormat, bucket);
+      post = trace::parseSpan(e.name, trace::kAllReducePostFormat, bucket);
+      wait = !post &&
+             trace::parseSpan(e.name, trace::kAllReduceWaitFormat, bucket);
     }
     compute = !post && !wait && e.row == computeRow &&
               parseCompute(e.name, c.kind, c.stage);

@@ -19,13 +19,6 @@ namespace bitpipe::sched::detail {
 /// (GridText.h); false for anything else (transfers, all-reduces, ...).
 bool parseCompute(const std::string &name, ActionKind &kind, int &stage);
 
-/// A name that is exactly `format` (TraceFormat.h: "send r%d t%d",
-/// "allreduce b%d", ...) with its two or one integer fields filled in;
-/// false for anything else.
-bool parseSpan(const std::string &name, const char *format, int &first);
-bool parseSpan(const std::string &name, const char *format, int &first,
-               int &second);
-
 /// True when `events` hold stage calls on a device's compute-stream row:
 /// a GPU run's trace, read from its device rows (Calibration.h).
 bool isDeviceTrace(const std::vector<RunEvent> &events);

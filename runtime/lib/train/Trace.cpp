@@ -56,9 +56,11 @@ const char *traceRowName(int row) {
 void recordDeviceSpans(TraceRecorder &trace, double stepStartUs,
                        const std::vector<DeviceSpan> &spans) {
   std::vector<std::string> bucketNames;
+  int bucket;
   for (const TraceEvent &e : trace.events())
     if (e.row == kHostRow && e.category == TraceCategory::AllReduce &&
-        e.startUs >= stepStartUs && e.name.rfind("allreduce b", 0) == 0)
+        e.startUs >= stepStartUs &&
+        trace::parseSpan(e.name, trace::kAllReducePostFormat, bucket))
       bucketNames.push_back(e.name);
   size_t allReduces = 0;
   for (const DeviceSpan &s : spans) {

@@ -3,8 +3,9 @@
 // The contract between the runtime, which writes a run's trace
 // (train/Trace.h, exec/Executor.cpp, comm/nccl), and the schedule library's
 // calibration, which reads it (include/bitpipe/Schedule/Calibration.h):
-// the rows a rank's spans go to and how each kind of span is named. Plain
-// C++17, header only, no dependency: both sides include this one file.
+// the rows a rank's spans go to, how each kind of span is named, and how a
+// name is read back. Plain C++17, header only, no dependency: both sides
+// include this one file.
 //
 // A rank is a Chrome "pid"; its rows are "tid"s. On the CPU every span is
 // on the host row. On CUDA the host row holds what the host did (a stage
@@ -17,6 +18,9 @@
 
 #ifndef BITPIPE_RUNTIME_TRAIN_TRACEFORMAT_H
 #define BITPIPE_RUNTIME_TRAIN_TRACEFORMAT_H
+
+#include <cstdio>
+#include <string>
 
 namespace bitpipe::trace {
 
@@ -46,6 +50,21 @@ inline constexpr const char *kAllReduceWaitFormat = "allreduce.wait b%d";
 inline constexpr const char *kAccumulate = "accumulate";
 /// The optimizer step.
 inline constexpr const char *kOptimizer = "optimizer";
+
+/// True when `name` is exactly `format` (one of the above with one or two
+/// integer fields) with its fields filled in, which are stored.
+inline bool parseSpan(const std::string &name, const char *format, int &first) {
+  // A trailing %c that matches nothing: the name ends where the format does.
+  char tail = 0;
+  return std::sscanf(name.c_str(), (std::string(format) + "%c").c_str(), &first,
+                     &tail) == 1;
+}
+inline bool parseSpan(const std::string &name, const char *format, int &first,
+                      int &second) {
+  char tail = 0;
+  return std::sscanf(name.c_str(), (std::string(format) + "%c").c_str(), &first,
+                     &second, &tail) == 2;
+}
 
 } // namespace bitpipe::trace
 
