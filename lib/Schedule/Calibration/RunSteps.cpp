@@ -6,7 +6,6 @@
 #include "train/TraceFormat.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 
 namespace bitpipe::sched::detail {
