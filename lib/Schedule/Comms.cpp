@@ -100,6 +100,17 @@ std::string CommAction::str() const {
   return "?";
 }
 
+std::vector<std::pair<int, int>> CommProgram::channels() const {
+  std::vector<std::pair<int, int>> out;
+  for (size_t r = 0; r < ranks.size(); ++r)
+    for (const CommAction &c : ranks[r])
+      if (c.isSend())
+        out.push_back({static_cast<int>(r), c.peer});
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::string CommProgram::format() const {
   std::string out;
   for (size_t r = 0; r < ranks.size(); ++r) {
@@ -115,7 +126,8 @@ std::string CommProgram::format() const {
 // lowerComms
 //===----------------------------------------------------------------------===//
 
-Result<CommProgram> lowerComms(const Schedule &schedule) {
+Result<CommProgram> lowerComms(const Schedule &schedule,
+                               TransferStreams streams) {
   Result<CommProgram> result;
   const int numStages = schedule.placement.numStages;
   ActionTable table(schedule.numMicrobatches, numStages);
@@ -232,8 +244,31 @@ Result<CommProgram> lowerComms(const Schedule &schedule) {
       }
     }
   }
+  assignBatches(program, streams);
   result.value = std::move(program);
   return result;
+}
+
+void assignBatches(CommProgram &program, TransferStreams streams) {
+  program.streams = streams;
+  for (std::vector<CommAction> &items : program.ranks) {
+    int batch = -1;
+    // Shared: a batch stays open until a compute or all-reduce step (local
+    // copies are no NCCL call: they neither join nor end one).
+    bool open = false;
+    for (CommAction &c : items) {
+      if (c.kind == CommKind::Compute || c.kind == CommKind::AllReduce) {
+        open = false;
+        continue;
+      }
+      if (!c.isSendOrRecv())
+        continue;
+      if (streams == TransferStreams::Channel || !open)
+        ++batch;
+      open = true;
+      c.batch = batch;
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

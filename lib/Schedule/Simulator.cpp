@@ -25,6 +25,13 @@ std::string SimResult::deadlockReport() const {
   if (!deadlocked)
     return "";
   std::string out = "deadlock: no rank can make progress\n";
+  if (!cycle.empty()) {
+    out += "  a cycle of " + std::to_string(cycle.size()) +
+           " waits, each on the next and the last on the first:\n";
+    for (const BlockedRank &b : cycle)
+      out += "    " + b.reason + "\n";
+    out += "  every blocked rank:\n";
+  }
   for (const BlockedRank &b : blocked)
     out += "  " + b.reason + "\n";
   return out;
@@ -35,6 +42,7 @@ namespace {
 /// One all-reduce collective: the matching ARs of a replica group.
 struct Collective {
   std::vector<int> members; ///< The group, sorted.
+  int group = 0;            ///< Index of `members` among the distinct groups.
   std::vector<int> stages;  ///< From the first member that issued it.
   double bytes = 0;
   int reached = 0;
@@ -91,18 +99,29 @@ private:
   /// Moves transfer `t` over its channel from now on (or once the channel
   /// is free), and schedules its arrival.
   void startTransfer(int t);
-  /// NCCL groups: launches `rank`'s posted groups in order, each once the
-  /// one before it has completed, and starts the transfers whose two ends
-  /// are then both launched.
-  void launchGroups(int rank);
-  /// NCCL groups: one end of transfer `t` is launched (`receiving` says
-  /// which); starts it when the other end is too.
+  /// NCCL: the batches of the lowered program as groups on their streams,
+  /// or why they cannot be issued so.
+  std::string prepareGroups();
+  /// NCCL: launches group `g` if it is issued and the group before it on
+  /// its stream has completed, starting the transfers whose two ends are
+  /// then both launched.
+  void tryLaunch(int g);
+  /// NCCL: one end of transfer `t` is launched (`receiving` says which);
+  /// starts it when the other end is too.
   void launchEnd(int t, bool receiving);
-  /// NCCL groups: transfer `t` arrived; completes the groups it was the
-  /// last of and launches what they held back.
+  /// NCCL: transfer `t` arrived; completes the groups it was the last of,
+  /// wakes what waits for them and launches what they held back.
   void finishTransferInGroups(int t);
+  /// NCCL: the transfer a compute step reads has arrived with its group.
+  bool received(int t) const;
   void finishCompute(int rank);
   void finalize();
+  /// After a deadlock: the cycle of waits (SimResult::cycle).
+  void findCycle();
+  /// "batch 3 (SEND_F1.s0->P1 RECV_B0.s1<-P1)" of group `g`.
+  std::string batchName(int g) const;
+  /// "rank 1 at step 7 (F1.s1)": where `rank`'s program stands.
+  std::string rankAt(int rank) const;
   void sortTimeline();
 
   int slot(const Action &a) const {
@@ -171,25 +190,34 @@ private:
   /// rank per event, which grew as D^2 N (issue 15).
   /// A rank waits for one thing at a time, so the lists share one link
   /// per rank rather than owning a vector each.
-  std::vector<WaitList> transferWaiters_, slotWaiters_;
+  std::vector<WaitList> transferWaiters_, slotWaiters_, groupWaiters_;
   std::vector<int> nextWaiter_;
 
-  /// NCCL groups (CostModel::ncclGroups): a rank's transfers between two
-  /// of its compute or all-reduce steps.
+  /// NCCL (CostModel::transport): one batch of a rank's program, issued as
+  /// one group on its stream.
   struct Group {
+    int rank = -1;
+    int batch = -1;
     std::vector<int> transfers;
-    int pending = 0; ///< Transfers not yet arrived.
+    std::vector<int> items; ///< Its items in program_.ranks[rank].
+    int pending = 0;        ///< Transfers not yet arrived.
+    int previous = -1, next = -1; ///< Neighbours on its stream.
+    /// The stream: -1 for the rank's one (Shared), else the channel's peer
+    /// and direction (Channel).
+    int peer = -1;
+    bool sending = false;
     bool posted = false, launched = false, complete = false;
   };
   std::vector<Group> groups_;
-  /// [rank] -> its groups, in program order; the next one to launch.
-  std::vector<std::vector<int>> rankGroups_;
-  std::vector<size_t> nextGroup_;
   /// [rank][item index] -> the group of a Send/Recv item, or -1.
   std::vector<std::vector<int>> groupOfItem_;
   /// [transfer] -> the sending and the receiving end's group launched.
   std::vector<bool> sendLaunched_, recvLaunched_;
   std::vector<int> sendGroup_, recvGroup_;
+  /// NCCL: when each rank's all-reduce stream of each group is free, by
+  /// rank * numAllReduceGroups_ + Collective::group.
+  std::vector<double> groupLaneFree_;
+  int numAllReduceGroups_ = 0;
 };
 
 std::string Simulation::prepare() {
@@ -256,48 +284,15 @@ std::string Simulation::prepare() {
     inputTransfer_[tr.dst][tr.consumerIndex] = static_cast<int>(t);
   }
 
-  if (cost_.ncclGroups) {
-    // A group: the transfers between two compute or all-reduce steps
-    // (local copies are no NCCL calls: they neither join nor end one).
-    rankGroups_.assign(numRanks_, {});
-    nextGroup_.assign(numRanks_, 0);
-    groupOfItem_.assign(numRanks_, {});
-    sendLaunched_.assign(program_.transfers.size(), false);
-    recvLaunched_.assign(program_.transfers.size(), false);
-    sendGroup_.assign(program_.transfers.size(), -1);
-    recvGroup_.assign(program_.transfers.size(), -1);
-    for (int r = 0; r < numRanks_; ++r) {
-      const std::vector<CommAction> &items = program_.ranks[r];
-      groupOfItem_[r].assign(items.size(), -1);
-      int open = -1;
-      for (size_t i = 0; i < items.size(); ++i) {
-        CommKind k = items[i].kind;
-        if (k == CommKind::Compute || k == CommKind::AllReduce) {
-          open = -1;
-          continue;
-        }
-        bool send = k == CommKind::SendF || k == CommKind::SendB;
-        bool recv = k == CommKind::RecvF || k == CommKind::RecvB;
-        if (!send && !recv)
-          continue;
-        if (open < 0) {
-          open = static_cast<int>(groups_.size());
-          groups_.emplace_back();
-          rankGroups_[r].push_back(open);
-        }
-        int t = items[i].transfer;
-        groups_[open].transfers.push_back(t);
-        ++groups_[open].pending;
-        groupOfItem_[r][i] = open;
-        (send ? sendGroup_ : recvGroup_)[t] = open;
-      }
-    }
-  }
+  if (cost_.transport == Transport::Nccl)
+    if (std::string why = prepareGroups(); !why.empty())
+      return why;
 
   // Match all-reduces: the k-th AR of a rank with replica group G meets the
   // k-th AR of every other member of G.
   std::vector<std::vector<int>> groups = p.replicaGroups();
   std::map<std::pair<std::vector<int>, int>, int> byKey;
+  std::map<std::vector<int>, int> groupIndex;
   for (int r = 0; r < numRanks_; ++r) {
     std::map<std::vector<int>, int> seen;
     const std::vector<Action> &actions = schedule_.ranks[r];
@@ -322,6 +317,9 @@ std::string Simulation::prepare() {
           it->second = static_cast<int>(collectives_.size());
           Collective c;
           c.members = group;
+          c.group = groupIndex.insert({group, static_cast<int>(
+                                                  groupIndex.size())})
+                        .first->second;
           c.stages = a.stages;
           for (int s : a.stages)
             c.bytes += cost_.gradient(s);
@@ -336,12 +334,96 @@ std::string Simulation::prepare() {
       }
     }
   }
+  numAllReduceGroups_ = static_cast<int>(groupIndex.size());
+  groupLaneFree_.assign(
+      static_cast<size_t>(numRanks_) * std::max(1, numAllReduceGroups_), 0);
   return "";
+}
+
+std::string Simulation::prepareGroups() {
+  groupOfItem_.assign(numRanks_, {});
+  sendLaunched_.assign(program_.transfers.size(), false);
+  recvLaunched_.assign(program_.transfers.size(), false);
+  sendGroup_.assign(program_.transfers.size(), -1);
+  recvGroup_.assign(program_.transfers.size(), -1);
+  groupWaiters_.clear();
+  const bool perChannel = program_.streams == TransferStreams::Channel;
+  for (int r = 0; r < numRanks_; ++r) {
+    const std::vector<CommAction> &items = program_.ranks[r];
+    groupOfItem_[r].assign(items.size(), -1);
+    std::map<int, int> ofBatch;          // batch -> group
+    std::map<std::pair<int, bool>, int> lastOnStream; // stream -> group
+    int open = -1;       // the group of the last transfer seen
+    bool closed = false; // a compute or all-reduce step since then
+    for (size_t i = 0; i < items.size(); ++i) {
+      const CommAction &c = items[i];
+      if (c.kind == CommKind::Compute || c.kind == CommKind::AllReduce) {
+        closed = true;
+        continue;
+      }
+      if (!c.isSendOrRecv())
+        continue; // local copies are no NCCL call
+      std::string where = "rank " + std::to_string(r) + ": " + c.str();
+      if (c.batch < 0)
+        return where + " belongs to no batch; under NCCL's rules every "
+                       "transfer is issued in one";
+      auto [it, fresh] = ofBatch.insert({c.batch, 0});
+      if (fresh) {
+        it->second = static_cast<int>(groups_.size());
+        Group g;
+        g.rank = r;
+        g.batch = c.batch;
+        if (perChannel) {
+          g.peer = c.peer;
+          g.sending = c.isSend();
+        }
+        // Its stream's previous group.
+        auto [last, first] =
+            lastOnStream.insert({{g.peer, g.sending}, it->second});
+        if (!first) {
+          g.previous = last->second;
+          groups_[last->second].next = it->second;
+          last->second = it->second;
+        }
+        groups_.push_back(std::move(g));
+      } else if (it->second != open || closed) {
+        // The runtime ends a batch at its last transfer; one split by a
+        // step would be issued in pieces (or not at all).
+        return where + " is in batch " + std::to_string(c.batch) +
+               ", which an earlier compute or all-reduce step (or another "
+               "batch) interrupts; a batch's transfers must follow each "
+               "other";
+      }
+      Group &g = groups_[it->second];
+      if (perChannel && (g.peer != c.peer || g.sending != c.isSend()))
+        return where + " is in batch " + std::to_string(c.batch) +
+               " with " + program_.ranks[r][g.items.front()].str() +
+               "; with one stream per channel a batch holds one channel's "
+               "transfers";
+      g.transfers.push_back(c.transfer);
+      g.items.push_back(static_cast<int>(i));
+      ++g.pending;
+      groupOfItem_[r][i] = it->second;
+      (c.isSend() ? sendGroup_ : recvGroup_)[c.transfer] = it->second;
+      open = it->second;
+      closed = false;
+    }
+  }
+  groupWaiters_.assign(groups_.size(), {});
+  return "";
+}
+
+bool Simulation::received(int t) const {
+  if (!arrived_[t])
+    return false;
+  // Under NCCL the receive's event follows its whole group.
+  int g = cost_.transport == Transport::Nccl ? recvGroup_[t] : -1;
+  return g < 0 || groups_[g].complete;
 }
 
 bool Simulation::computeReady(int rank, const Action &a, int actionIndex) {
   int in = inputTransfer_[rank][actionIndex];
-  if (in >= 0 && !arrived_[in])
+  if (in >= 0 && !received(in))
     return false;
   // The cross-stage input is the transfer above (or a local copy); the
   // same-stage one never travels.
@@ -352,8 +434,9 @@ bool Simulation::computeReady(int rank, const Action &a, int actionIndex) {
 void Simulation::waitFor(int rank, const Action &a, int actionIndex) {
   // What computeReady found missing, in its order.
   int in = inputTransfer_[rank][actionIndex];
-  if (in >= 0 && !arrived_[in]) {
-    enqueue(transferWaiters_[in], rank);
+  if (in >= 0 && !received(in)) {
+    int g = cost_.transport == Transport::Nccl ? recvGroup_[in] : -1;
+    enqueue(g >= 0 ? groupWaiters_[g] : transferWaiters_[in], rank);
     return;
   }
   std::optional<Action> own = inputsOf(a, numStages_).sameStage;
@@ -387,16 +470,32 @@ std::string Simulation::waitReason(int rank, const Action &a, int actionIndex) {
   std::string head = "rank " + std::to_string(rank) + ": " + a.str() + " (" +
                      describe(a) + ") waits for ";
   int in = inputTransfer_[rank][actionIndex];
-  if (in >= 0 && !arrived_[in]) {
+  if (in >= 0 && !received(in)) {
     const Transfer &t = program_.transfers[in];
     Action producer = t.producer();
     std::string what =
         (t.gradient ? "the gradient of " : "the activation of ") +
         producer.str() + " from rank " + std::to_string(t.src);
-    if (done_[slot(producer)] && cost_.ncclGroups)
-      return head + what + ", whose NCCL group has not launched on " +
-             (sendLaunched_[in] ? "this rank" : "the sender") +
-             " (a group launches when the one before it completes)";
+    if (cost_.transport == Transport::Nccl && recvGroup_[in] >= 0) {
+      int g = recvGroup_[in];
+      if (arrived_[in])
+        return head + what + ", which arrived, but its " + batchName(g) +
+               " has not completed (a receive's event follows its group)";
+      if (!groups_[g].launched)
+        return head + what + ", whose receive is in " + batchName(g) +
+               ", not launched: " +
+               (groups_[g].posted ? "the group before it on its stream has "
+                                    "not completed"
+                                  : "not issued yet");
+      if (sendGroup_[in] >= 0 && !groups_[sendGroup_[in]].launched)
+        return head + what + ", whose send on rank " +
+               std::to_string(t.src) + " is in " +
+               batchName(sendGroup_[in]) + ", not launched: " +
+               (groups_[sendGroup_[in]].posted
+                    ? "the group before it on its stream has not completed"
+                    : "rank " + std::to_string(t.src) +
+                          " has not issued it");
+    }
     if (done_[slot(producer)])
       return head + what + ", which was never sent";
     std::string why = ", which has not run";
@@ -421,8 +520,17 @@ void Simulation::startCollective(int id) {
   Collective &c = collectives_[id];
   c.started = true;
   double start = now_;
+  // NCCL: each group of ranks has a communicator and a stream of its own;
+  // MPI: a rank's collectives progress one after another.
+  const bool perGroup = cost_.transport == Transport::Nccl;
+  auto lane = [&](int m) -> double & {
+    return perGroup ? groupLaneFree_[static_cast<size_t>(m) *
+                                         numAllReduceGroups_ +
+                                     c.group]
+                    : allReduceFree_[m];
+  };
   for (int m : c.members)
-    start = std::max(start, allReduceFree_[m]);
+    start = std::max(start, lane(m));
   // With a deployment the collective spans every data-parallel copy, and
   // each member sends its algorithm's share of the whole group (the ring's
   // or the tree's, CostModel::allReduceAlgorithmFor).
@@ -430,7 +538,7 @@ void Simulation::startCollective(int id) {
   double perRank = cost_.allReduceBytesPerRank(c.bytes, c.members);
   out_.allReduceTime += dur;
   for (int m : c.members) {
-    allReduceFree_[m] = start + dur;
+    lane(m) = start + dur;
     TimelineEvent e;
     e.lane = Lane::AllReduce;
     e.rank = m;
@@ -474,21 +582,14 @@ void Simulation::startTransfer(int id) {
   push(end, /*isCompute=*/false, id);
 }
 
-void Simulation::launchGroups(int r) {
-  while (nextGroup_[r] < rankGroups_[r].size()) {
-    size_t next = nextGroup_[r];
-    Group &g = groups_[rankGroups_[r][next]];
-    if (!g.posted)
-      return;
-    if (next > 0 && !groups_[rankGroups_[r][next - 1]].complete)
-      return;
-    g.launched = true;
-    ++nextGroup_[r];
-    // Copied: launching an end may complete nothing, but keeps g's list
-    // safe from any growth of groups_ (there is none after prepare).
-    for (int t : std::vector<int>(g.transfers))
-      launchEnd(t, program_.transfers[t].dst == r);
-  }
+void Simulation::tryLaunch(int id) {
+  Group &g = groups_[id];
+  if (g.launched || !g.posted ||
+      (g.previous >= 0 && !groups_[g.previous].complete))
+    return;
+  g.launched = true;
+  for (int t : g.transfers)
+    launchEnd(t, program_.transfers[t].dst == g.rank);
 }
 
 void Simulation::launchEnd(int t, bool receiving) {
@@ -502,12 +603,13 @@ void Simulation::finishTransferInGroups(int t) {
     if (id < 0)
       continue;
     Group &g = groups_[id];
-    if (--g.pending == 0)
-      g.complete = true;
+    if (--g.pending > 0)
+      continue;
+    g.complete = true;
+    if (g.next >= 0)
+      tryLaunch(g.next);
+    wake(groupWaiters_[id]);
   }
-  const Transfer &tr = program_.transfers[t];
-  launchGroups(tr.src);
-  launchGroups(tr.dst);
 }
 
 bool Simulation::advance(int r) {
@@ -569,30 +671,28 @@ bool Simulation::advance(int r) {
     }
     case CommKind::SendF:
     case CommKind::SendB:
-      if (cost_.ncclGroups) {
-        // Posting the item's group is all the program does; the
-        // transfer moves once both ends' groups are launched.
-        groups_[groupOfItem_[r][pc_[r]]].posted = true;
-        launchGroups(r);
-      } else {
+    case CommKind::RecvF:
+    case CommKind::RecvB:
+      if (cost_.transport == Transport::Nccl) {
+        // The program issues the group at its last transfer and goes on;
+        // the transfers move once both ends' groups are launched, and
+        // compute waits for the group of a receive it reads.
+        int id = groupOfItem_[r][pc_[r]];
+        if (groups_[id].items.back() == static_cast<int>(pc_[r])) {
+          groups_[id].posted = true;
+          tryLaunch(id);
+        }
+      } else if (c.isSend()) {
         startTransfer(c.transfer);
+      } else if (!arrived_[c.transfer]) {
+        enqueue(transferWaiters_[c.transfer], r);
+        return progressed;
       }
       break;
     case CommKind::LocalCopyF:
     case CommKind::LocalCopyB:
       // Free: the consumer may start at once.
       arrived_[c.transfer] = true;
-      break;
-    case CommKind::RecvF:
-    case CommKind::RecvB:
-      if (cost_.ncclGroups && !groups_[groupOfItem_[r][pc_[r]]].posted) {
-        groups_[groupOfItem_[r][pc_[r]]].posted = true;
-        launchGroups(r);
-      }
-      if (!arrived_[c.transfer]) {
-        enqueue(transferWaiters_[c.transfer], r);
-        return progressed;
-      }
       break;
     }
     ++pc_[r];
@@ -723,6 +823,142 @@ void Simulation::finalize() {
     }
   }
   out_.deadlocked = !out_.blocked.empty();
+  if (out_.deadlocked)
+    findCycle();
+}
+
+std::string Simulation::batchName(int id) const {
+  const Group &g = groups_[id];
+  std::string out = "batch " + std::to_string(g.batch) + " (";
+  for (size_t k = 0; k < g.items.size(); ++k)
+    out += (k ? " " : "") + program_.ranks[g.rank][g.items[k]].str();
+  return out + ")";
+}
+
+std::string Simulation::rankAt(int rank) const {
+  const std::vector<CommAction> &items = program_.ranks[rank];
+  std::string out = "rank " + std::to_string(rank);
+  if (pc_[rank] >= items.size())
+    return out + " (at its end)";
+  int index = items[pc_[rank]].actionIndex;
+  return out + " at step " + std::to_string(index + 1) + " (" +
+         schedule_.ranks[rank][index].str() + ")";
+}
+
+void Simulation::findCycle() {
+  // Every blocked rank and every stuck group waits on exactly one thing
+  // (the first that holds it back), so following the waits from a blocked
+  // rank either ends (a transfer no one sends) or comes back to a wait
+  // seen before: that loop is the deadlock's cycle.
+  struct Wait {
+    int node = -1; ///< The next node, or -1: the chain ends here.
+    int rank = -1, actionIndex = -1;
+    std::string text;
+  };
+  const int rankNodes = numRanks_;
+  auto groupNode = [&](int g) { return rankNodes + g; };
+  auto waitOf = [&](int node) -> Wait {
+    Wait w;
+    if (node < rankNodes) {
+      const int r = node;
+      const std::vector<CommAction> &items = program_.ranks[r];
+      if (pc_[r] >= items.size())
+        return w;
+      const CommAction &c = items[pc_[r]];
+      w.rank = r;
+      w.actionIndex = c.actionIndex;
+      int in = c.kind == CommKind::Compute
+                   ? inputTransfer_[r][c.actionIndex]
+                   : (c.isSendOrRecv() && !c.isSend() ? c.transfer : -1);
+      if (in < 0 || received(in))
+        return w;
+      const Transfer &t = program_.transfers[in];
+      std::string what = std::string(t.gradient ? "gradient" : "activation") +
+                         " of " + t.producer().str() + " from rank " +
+                         std::to_string(t.src);
+      int g = cost_.transport == Transport::Nccl ? recvGroup_[in] : -1;
+      if (g >= 0) {
+        w.node = groupNode(g);
+        w.text = rankAt(r) + " waits for the " + what + ", received in its " +
+                 batchName(g);
+      } else {
+        w.node = t.src;
+        w.text = rankAt(r) + " waits for the " + what + ", which rank " +
+                 std::to_string(t.src) + " has not produced";
+      }
+      return w;
+    }
+    const int id = node - rankNodes;
+    const Group &g = groups_[id];
+    w.rank = g.rank;
+    w.actionIndex = program_.ranks[g.rank][g.items.front()].actionIndex;
+    std::string self = "rank " + std::to_string(g.rank) + "'s " +
+                       batchName(id);
+    auto notLaunched = [&](int other, const std::string &head) {
+      const Group &o = groups_[other];
+      if (!o.posted) {
+        w.node = o.rank;
+        return head + ", which rank " + std::to_string(o.rank) +
+               " has not issued: its program has not reached it";
+      }
+      w.node = groupNode(o.previous);
+      return head + ", which waits on its stream (" +
+             (program_.streams == TransferStreams::Channel
+                  ? std::string("the channel's")
+                  : "rank " + std::to_string(o.rank) + "'s only one") +
+             ") for " + batchName(o.previous) + " to complete";
+    };
+    if (!g.launched) {
+      w.text = notLaunched(id, self + " is not launched");
+      return w;
+    }
+    for (int t : g.transfers) {
+      if (arrived_[t])
+        continue;
+      const Transfer &tr = program_.transfers[t];
+      bool sending = tr.src == g.rank;
+      int other = sending ? recvGroup_[t] : sendGroup_[t];
+      if (other < 0 || groups_[other].launched)
+        continue;
+      int peer = sending ? tr.dst : tr.src;
+      w.text = notLaunched(
+          other, self + " cannot complete: its " +
+                     (sending ? "send to" : "receive from") + " rank " +
+                     std::to_string(peer) + " needs the matching " +
+                     (sending ? "receive" : "send") + " in rank " +
+                     std::to_string(peer) + "'s " + batchName(other));
+      return w;
+    }
+    return w;
+  };
+
+  for (const BlockedRank &start : out_.blocked) {
+    std::vector<int> path;
+    std::vector<Wait> waits;
+    std::map<int, size_t> seen;
+    int node = start.rank;
+    while (node >= 0 && !seen.count(node)) {
+      seen[node] = path.size();
+      path.push_back(node);
+      waits.push_back(waitOf(node));
+      node = waits.back().node;
+    }
+    if (node < 0)
+      continue;
+    // Told from a blocked rank where the cycle has one, as a user reads
+    // it: a rank stuck at a step, then why.
+    size_t first = seen[node], begin = first;
+    for (size_t k = first; k < path.size(); ++k)
+      if (path[k] < rankNodes) {
+        begin = k;
+        break;
+      }
+    for (size_t i = 0; i < path.size() - first; ++i) {
+      const Wait &w = waits[first + (begin - first + i) % (path.size() - first)];
+      out_.cycle.push_back({w.rank, w.actionIndex, w.text});
+    }
+    return;
+  }
 }
 
 Result<SimResult> Simulation::run() {
@@ -746,7 +982,7 @@ Result<SimResult> Simulation::run() {
       wake(slotWaiters_[done]);
     } else {
       arrived_[e.id] = true;
-      if (cost_.ncclGroups)
+      if (cost_.transport == Transport::Nccl)
         finishTransferInGroups(e.id);
       wake(transferWaiters_[e.id]);
     }

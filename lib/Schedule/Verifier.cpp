@@ -348,7 +348,9 @@ void Verifier::checkDeadlock(const CommProgram &program) {
   // Whether the program runs, not how: no timeline.
   SimulateOptions options;
   options.recordTimeline = false;
-  Result<SimResult> sim = simulate(s_, program, CostModel(), options);
+  CostModel unit;
+  unit.transport = options_.transport;
+  Result<SimResult> sim = simulate(s_, program, unit, options);
   if (!sim) {
     report(DiagKind::Malformed, -1, -1,
            "the schedule cannot be simulated: " + sim.error);
@@ -358,6 +360,8 @@ void Verifier::checkDeadlock(const CommProgram &program) {
     return;
   std::vector<ActionSite> marks;
   for (const BlockedRank &b : sim.value->blocked)
+    marks.push_back({b.rank, b.actionIndex});
+  for (const BlockedRank &b : sim.value->cycle)
     marks.push_back({b.rank, b.actionIndex});
   std::string message = sim.value->deadlockReport();
   if (!message.empty() && message.back() == '\n')

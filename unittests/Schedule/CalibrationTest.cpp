@@ -359,7 +359,7 @@ TEST(Calibration, AGpuTraceIsReadFromItsDeviceRows) {
   CostModel truth;
   truth.forward = {10, 12, 11, 9};
   truth.backward = {20, 25, 22, 18};
-  truth.ncclGroups = true;
+  truth.transport = Transport::Nccl;
   truth.p2pLatency = 0.5;
   truth.gradientBytes.assign(4, 1);
   truth.allReduceLatency = 3;
@@ -379,7 +379,7 @@ TEST(Calibration, AGpuTraceIsReadFromItsDeviceRows) {
   EXPECT_GT(fit->allReduceSamples, 0);
   EXPECT_NEAR(fit->cost.allReduceLatency, 3, 1e-9);
   EXPECT_TRUE(fit->fromDevice);
-  EXPECT_TRUE(fit->cost.ncclGroups);
+  EXPECT_EQ(fit->cost.transport, Transport::Nccl);
   EXPECT_FALSE(fit->cost.allReduceAfterCompute);
   EXPECT_EQ(fit->cost.allReducePostTime, 0);
 

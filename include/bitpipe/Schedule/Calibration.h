@@ -114,9 +114,9 @@ struct Calibration {
   CostModel cost;
   /// Read from a GPU trace's device rows (readChromeTrace): the transfers
   /// are timed from both ends' launch and the all-reduce from its last
-  /// member's start, per collective, beside compute (CostModel::ncclGroups
-  /// set, allReduceAfterCompute not, no post time); allReduceSamples counts
-  /// collectives, not steps.
+  /// member's start, per collective, beside compute (CostModel::transport
+  /// Nccl, allReduceAfterCompute not, no post time); allReduceSamples
+  /// counts collectives, not steps.
   bool fromDevice = false;
   /// Each rank's compute time relative to the ranks' mean, from the stages
   /// that ran on more than one rank (a mirrored placement: BitPipe,

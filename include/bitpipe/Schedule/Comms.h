@@ -10,6 +10,10 @@
 // ends share a device (BitPipe's V bottom) become explicit local copies: no
 // transfer, but visible to the passes that insert the copy.
 //
+// Each send and receive also belongs to a batch, the unit the CUDA runtime
+// issues as one ncclGroupStart/End on the stream the program's
+// TransferStreams gives it (Transport.h, docs/nccl-transfers.md).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_SCHEDULE_COMMS_H
@@ -17,8 +21,10 @@
 
 #include "bitpipe/Schedule/Error.h"
 #include "bitpipe/Schedule/Schedule.h"
+#include "bitpipe/Schedule/Transport.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bitpipe::sched {
@@ -86,8 +92,19 @@ struct CommAction {
   int actionIndex = -1;
   int transfer = -1; ///< Index into CommProgram::transfers, or -1.
   int peer = -1;     ///< Send: destination rank. Recv: source rank.
+  /// Send/Recv: the batch (one NCCL group) it is issued in, numbered from 0
+  /// per rank in program order; -1 otherwise.
+  int batch = -1;
 
   bool isTransfer() const { return transfer >= 0; }
+  /// A send or a receive (not a local copy).
+  bool isSendOrRecv() const {
+    return kind == CommKind::SendF || kind == CommKind::SendB ||
+           kind == CommKind::RecvF || kind == CommKind::RecvB;
+  }
+  bool isSend() const {
+    return kind == CommKind::SendF || kind == CommKind::SendB;
+  }
   /// "F3.s1", "AR(4,7)", "SEND_F3.s1->P2", "RECV_F3.s1<-P1",
   /// "SEND_B3.s2->P1", "RECV_B3.s2<-P2", "COPY_F3.s3", "COPY_B3.s4".
   std::string str() const;
@@ -97,16 +114,29 @@ struct CommAction {
 struct CommProgram {
   std::vector<Transfer> transfers; ///< Local copies included.
   std::vector<std::vector<CommAction>> ranks;
+  /// How the batches are laid out on NCCL communicators and streams.
+  TransferStreams streams = TransferStreams::Channel;
 
   /// One line per rank, "P<r>: " then the steps' str(), space-separated.
   std::string format() const;
+  /// Every directed channel (src, dst) that a send crosses, sorted.
+  std::vector<std::pair<int, int>> channels() const;
 };
 
-/// Derives the transfers of `schedule`. Fails on an out-of-range action, a
-/// compute action that appears twice, or an action whose input is produced
-/// by no rank (a B without its F, a W without its B, an F or B without its
+/// Derives the transfers of `schedule` and numbers their batches for
+/// `streams`: under Channel each hand-off is a batch of its own; under
+/// Shared a batch holds the sends and receives between two compute or
+/// all-reduce steps of a rank. Fails on an out-of-range action, a compute
+/// action that appears twice, or an action whose input is produced by no
+/// rank (a B without its F, a W without its B, an F or B without its
 /// neighbouring stage).
-Result<CommProgram> lowerComms(const Schedule &schedule);
+Result<CommProgram>
+lowerComms(const Schedule &schedule,
+           TransferStreams streams = TransferStreams::Channel);
+
+/// Numbers the batches of `program`'s sends and receives for `streams` (as
+/// lowerComms does) and sets program.streams.
+void assignBatches(CommProgram &program, TransferStreams streams);
 
 /// The first disagreement on one (src,dst) channel between the order in
 /// which src sends and the order in which dst receives.

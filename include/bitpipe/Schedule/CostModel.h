@@ -16,6 +16,7 @@
 #define BITPIPE_SCHEDULE_COSTMODEL_H
 
 #include "bitpipe/Schedule/Cluster.h"
+#include "bitpipe/Schedule/Transport.h"
 
 #include <optional>
 #include <vector>
@@ -80,14 +81,17 @@ struct CostModel {
   /// (allReduceAlgorithm) over the links its group spans, across every
   /// data-parallel copy.
   std::optional<Deployment> deployment;
-  /// Point-to-point transfers as NCCL runs them (docs/clusters.md, "NCCL
-  /// groups"): the transfers between two compute steps of a rank are one
-  /// group on the rank's transfer stream, a transfer moves only once both
-  /// its ends' groups are launched (a send completes when its receive is
-  /// posted), and a rank's group launches only when its previous one has
-  /// completed. Off (the default): a send starts when its producer ends and
-  /// nothing waits for the receiver, as every test's exact numbers assume.
-  bool ncclGroups = false;
+  /// The rules transfers run under (Transport.h; docs/nccl-transfers.md).
+  /// Nccl: each batch of a program is one NCCL group, issued when the
+  /// program reaches its end, launched once the group before it on its
+  /// stream (the program's TransferStreams) has completed; a transfer
+  /// moves once both its ends' groups are launched (a send completes only
+  /// when its receive is posted); a compute step that reads a receive waits
+  /// for that receive's whole group; all-reduces run on one stream per
+  /// group of ranks. Mpi (the default): a send starts when its producer
+  /// ends and nothing waits for the receiver, as every test's exact numbers
+  /// assume; all-reduces share one lane per rank.
+  Transport transport = Transport::Mpi;
   /// An all-reduce moves only while its members wait for it, after their
   /// last compute: MPI without a progress thread (the CPU runtime) runs a
   /// collective only inside the members' MPI calls, and the rank waits for

@@ -24,6 +24,17 @@
 // between the two ranks' GPUs and the ring over the group in every
 // data-parallel copy (docs/clusters.md). The simulated ranks are one copy's.
 //
+// Under CostModel::transport = Nccl the transfers run as the CUDA runtime
+// issues them (docs/nccl-transfers.md): each batch of the lowered program
+// is one NCCL group, issued when the program has passed its last transfer
+// and launched once the group before it on the same stream (per channel or
+// per rank: CommProgram::streams) has completed; a transfer moves once both
+// ends' groups are launched; a group completes when all its transfers
+// have; a compute step waits for the whole group of the receive it reads
+// (they share one event); each group of ranks has its own all-reduce
+// stream. A deadlock is then explained as a cycle of waits (SimResult::
+// cycle): which rank waits at which step, for which batch of which peer.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_SCHEDULE_SIMULATOR_H
@@ -96,7 +107,13 @@ struct SimResult {
   /// True when the run stopped with work left: the schedule cannot run.
   bool deadlocked = false;
   std::vector<BlockedRank> blocked;
-  /// "deadlock: ..." then one line per blocked rank. Empty when none.
+  /// A deadlock's cycle of waits, each naming the rank (and step, where one
+  /// is blocked) that waits and what for; the last waits on the first.
+  /// Empty when the ranks wait on something outside any cycle (a transfer
+  /// nobody sends) or when there is no deadlock.
+  std::vector<BlockedRank> cycle;
+  /// "deadlock: ...", the cycle, then one line per blocked rank. Empty when
+  /// none.
   std::string deadlockReport() const;
 };
 

@@ -4,7 +4,10 @@
 // runs: every (stage, micro-batch) computed exactly once on the device the
 // placement assigns, dependencies in an order a rank can honour, sends and
 // receives that pair up, all-reduces that meet, and no deadlock (decided by
-// the simulator with unit costs: one simulation loop in the library).
+// the simulator with unit costs, under NCCL's rules unless told MPI's: one
+// simulation loop in the library). A deadlock's diagnostic names its cycle
+// of waits (which rank waits at which step for which batch of which peer)
+// and marks every step in it.
 //
 // Each diagnostic states the problem in words and carries the whole per-rank
 // grid with the offending step marked (GridText's formatGrid), e.g.
@@ -62,6 +65,10 @@ struct VerifyOptions {
   /// caller that has just done both on the same program (bitpipe-verify,
   /// which reports them at the ops) turns it off rather than pay twice.
   bool checkExecution = true;
+  /// The rules the deadlock check runs the transfers under (Transport.h).
+  /// NCCL's, the stricter, by default: a program that runs under them runs
+  /// under MPI's too.
+  Transport transport = Transport::Nccl;
 };
 
 /// All problems of `schedule`; empty when it is valid. Structural problems

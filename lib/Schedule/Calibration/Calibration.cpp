@@ -374,10 +374,11 @@ Result<Calibration> calibrate(const Schedule &schedule,
   cost.p2pLatency = median(samples, cost.p2pLatency);
 
   if (steps.device) {
-    // NCCL: transfers in groups, all-reduces on their own stream beside
-    // compute, posts that cost the rank nothing measurable.
+    // NCCL: transfers in groups on their channels' streams, all-reduces on
+    // their groups' streams beside compute, posts that cost the rank
+    // nothing measurable.
     out.fromDevice = true;
-    cost.ncclGroups = true;
+    cost.transport = Transport::Nccl;
     std::vector<double> collectives =
         deviceAllReduceSamples(schedule, steps, skip);
     out.allReduceSamples = static_cast<int>(collectives.size());

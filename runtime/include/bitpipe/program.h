@@ -107,13 +107,22 @@ extern const int64_t bitpipe_manifest_size;
  *                                   // rotary op / a GELU
  *             "norm_position": "pre" | "post"}, // "post": a post-LN BERT
  *   "schedule": {"name": "bitpipe", "microbatches": 8, "devices": 4,
- *                "data_parallel": 1, "world_size": 4},
+ *                "data_parallel": 1, "world_size": 4,
+ *                "transfer_streams": "channel" | "shared",
+ *                "channels": [[0, 1], [1, 0], ...]},
  *                                   // microbatches: per data-parallel copy
  *                                   // (a rank program's mb are in [0, 8));
  *                                   // devices: pipeline ranks D (= the
  *                                   // number of rank programs);
  *                                   // data_parallel: copies K;
- *                                   // world_size = D x K (the MPI job's)
+ *                                   // world_size = D x K (the MPI job's);
+ *                                   // transfer_streams: how the CUDA
+ *                                   // target issues the transfers
+ *                                   // (docs/nccl-transfers.md); channels:
+ *                                   // every [sender, receiver] pair of
+ *                                   // PIPELINE ranks that some transfer
+ *                                   // crosses, distinct, sorted, in every
+ *                                   // copy alike
  *   "params": [                     // every parameter of the model, once
  *     {"name": "embed.tokens", "shape": [256, 64],
  *      "init": {"kind": "normal", "std": 0.02} | {"kind": "zeros"} |
@@ -184,7 +193,7 @@ extern const int64_t bitpipe_manifest_size;
 /* The version of the manifest's grammar above. The compiler writes it and
  * the runtime reads no other (it stops, naming both versions): change it
  * with any change of the grammar that an older reader would misread. */
-#define BP_MANIFEST_VERSION 3
+#define BP_MANIFEST_VERSION 4
 
 /* The manifest's vocabularies, from bitpipe/abi/ManifestKeys.def: one
  * spelling for the compiler that writes them and the runtime that reads
@@ -277,6 +286,16 @@ typedef enum bp_norm_position {
 } bp_norm_position;
 static const char *const bp_norm_position_names[BP_NUM_NORM_POSITIONS] = {
 #define BP_NORM_POSITION(id, word) word,
+#include "bitpipe/abi/ManifestKeys.def"
+};
+
+typedef enum bp_transfer_streams {
+#define BP_TRANSFER_STREAMS(id, word) BP_TRANSFER_STREAMS_##id,
+#include "bitpipe/abi/ManifestKeys.def"
+  BP_NUM_TRANSFER_STREAMS
+} bp_transfer_streams;
+static const char *const bp_transfer_streams_names[BP_NUM_TRANSFER_STREAMS] = {
+#define BP_TRANSFER_STREAMS(id, word) word,
 #include "bitpipe/abi/ManifestKeys.def"
 };
 
