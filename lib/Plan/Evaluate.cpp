@@ -164,6 +164,7 @@ sched::Result<Estimate> evaluateStages(PlanConfig config,
     cost.gradientBytes.push_back(st.parameters * 4);
   }
   cost.deployment = sched::Deployment{cluster, sched::World{D, dp}, 0};
+  cost.transport = request.transport;
   sched::Result<sched::SimResult> sim = sched::simulate(*schedule, cost);
   if (!sim)
     return reject(Rejection::Simulation, sim.error);

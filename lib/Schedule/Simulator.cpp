@@ -884,7 +884,9 @@ void Simulation::findCycle() {
       } else {
         w.node = t.src;
         w.text = rankAt(r) + " waits for the " + what + ", which rank " +
-                 std::to_string(t.src) + " has not produced";
+                 std::to_string(t.src) +
+                 (done_[slot(t.producer())] ? " has not sent yet"
+                                            : " has not produced yet");
       }
       return w;
     }

@@ -205,10 +205,6 @@ public:
             cast<OpResult>(trace[traced].op->getOperand(n)).getResultNumber();
       return operands;
     };
-    // Transfers between two compute steps form one batch; a compute step
-    // closes the open batch if it holds anything.
-    int64_t batch = 0;
-    bool batchUsed = false;
     int action = -1;
     size_t next = 0; // The next item of the lowered list.
     for (size_t t = 0; t < trace.size(); ++t) {
@@ -268,18 +264,15 @@ public:
             }
           }
           steps.push_back(std::move(step));
-          if (batchUsed)
-            ++batch;
-          batchUsed = false;
           break;
         }
         case sched::CommKind::RecvF:
         case sched::CommKind::RecvB:
+          // Every tensor of a hand-off in the batch the library gave it.
           for (unsigned k = 0; k < payload(*transfer).size(); ++k) {
             arrived[transfer->consumerIndex].push_back({steps.size(), 0});
-            steps.push_back({Kind::Recv, t, {}, item.transfer, k, batch});
+            steps.push_back({Kind::Recv, t, {}, item.transfer, k, item.batch});
           }
-          batchUsed = true;
           break;
         case sched::CommKind::SendF:
         case sched::CommKind::SendB:
@@ -294,9 +287,8 @@ public:
                              {value},
                              item.transfer,
                              static_cast<unsigned>(k),
-                             batch});
+                             item.batch});
           }
-          batchUsed |= !local;
           break;
         }
         }
@@ -458,7 +450,8 @@ private:
 };
 
 /// The two programs take the same steps, as CommProgram::format() shows
-/// them (transfer numbers may differ), compared without formatting them.
+/// them, in the same batches (transfer numbers may differ), compared
+/// without formatting them.
 bool sameSteps(const sched::CommProgram &a, const sched::CommProgram &b) {
   if (a.ranks.size() != b.ranks.size())
     return false;
@@ -472,7 +465,7 @@ bool sameSteps(const sched::CommProgram &a, const sched::CommProgram &b) {
                  x.kind == sched::CommKind::RecvF ||
                  x.kind == sched::CommKind::RecvB;
       if (x.kind != y.kind || !(x.action == y.action) ||
-          (p2p && x.peer != y.peer))
+          (p2p && (x.peer != y.peer || x.batch != y.batch)))
         return false;
     }
   }
@@ -539,7 +532,8 @@ struct InsertTransfersPass
                    << fn.getSymName() << " takes " << wanted;
         }
 
-    sched::Result<sched::CommProgram> lowered = sched::lowerComms(*schedule);
+    sched::Result<sched::CommProgram> lowered =
+        sched::lowerComms(*schedule, streams);
     if (!lowered)
       return module.emitError()
              << "cannot derive the transfers of the schedule: "
@@ -565,6 +559,8 @@ struct InsertTransfersPass
       if (failed(written))
         return failure();
     }
+    module->setAttr(bp::BitPipeDialect::kTransferStreamsAttrName,
+                    bp::TransferStreamsAttr::get(&getContext(), streams));
 
     // The IR is the record from now on: read it back, transfers included,
     // and let the library check it. A failure fails the pass, which

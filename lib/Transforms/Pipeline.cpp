@@ -5,7 +5,8 @@
 //   model          annotate-cost, partition, generate-backward
 //   schedule       place, schedule
 //   communication  insert-transfers, insert-allreduce
-//   verification   the library verifier on the finished programs
+//   verification   the library verifier on the finished programs, under
+//                  NCCL's rules
 //
 // The programs keep their repeated runs as loops from bitpipe-schedule on:
 // schedule and insert-transfers write them rolled, insert-allreduce peels
@@ -137,6 +138,7 @@ void addCommunicationPasses(OpPassManager &pm, const PipelineConfig &config) {
   InsertTransfersOptions transfers;
   transfers.checkResult = false;
   transfers.loops = config.loops;
+  transfers.streams = config.streams;
   pm.addPass(createInsertTransfers(transfers));
   InsertAllReduceOptions allReduce;
   allReduce.bucketMb = config.bucketMb;
@@ -153,6 +155,9 @@ void addVerificationPasses(OpPassManager &pm) {
   // bug, not a program waiting for them.
   VerifyOptions verify;
   verify.requireAllReduce = true;
+  // Under NCCL's rules, the stricter: programs that pass run on either
+  // target (docs/nccl-transfers.md).
+  verify.transport = sched::Transport::Nccl;
   pm.addPass(createVerify(verify));
 }
 
@@ -169,6 +174,7 @@ bitpipe::PipelineConfig bitpipe::PipelineOptions::toConfig() const {
   config.bucketMb = bucketMb;
   config.request.splitBackward = splitBackward;
   config.loops = loops;
+  config.streams = transferStreams;
   return config;
 }
 

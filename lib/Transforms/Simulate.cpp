@@ -197,6 +197,7 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     cost.unitWeightGrad = weightGradCost;
     cost.p2pLatency = p2pLatency;
     cost.allReduceLatency = allReduceLatency;
+    cost.transport = transport;
 
     FailureOr<SmallVector<func::FuncOp>> stages = collectStageFunctions(module);
     if (failed(stages))
@@ -265,6 +266,8 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
        << " micro-batches, costs=" << costs << "\n";
     if (!schedule.note.empty())
       os << "note: " << schedule.note << "\n";
+    if (transport == sched::Transport::Nccl)
+      os << "transfers: under NCCL's rules\n";
     os << "makespan: " << num(sim.makespan) << "\n";
     os << "bubble ratio: " << ratio(sim.bubbleRatio) << "\n";
     auto row = [&](ArrayRef<std::string> cells) {

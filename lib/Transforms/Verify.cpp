@@ -22,7 +22,8 @@ struct VerifyPass : public bitpipe::impl::VerifyBase<VerifyPass> {
   using VerifyBase::VerifyBase;
 
   void runOnOperation() override {
-    if (failed(bitpipe::verifyRankPrograms(getOperation(), requireAllReduce)))
+    if (failed(bitpipe::verifyRankPrograms(getOperation(), requireAllReduce,
+                                           transport)))
       return signalPassFailure();
     markAllAnalysesPreserved();
   }

@@ -13,6 +13,7 @@
 // RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-generate-backward=split --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=zb-h1 microbatches=2" --bitpipe-insert-transfers --bitpipe-simulate=comms -o /dev/null | FileCheck %s --check-prefix=ZB
 // RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-generate-backward=split --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=zb-h1 microbatches=2" --bitpipe-insert-transfers | FileCheck %s --check-prefix=ZB-IR
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=loop devices=1 chunks-per-device=4" --bitpipe-schedule="schedule=interleaved-1f1b microbatches=1" --bitpipe-insert-transfers --bitpipe-simulate=comms -o /dev/null | FileCheck %s --check-prefix=ONE
+// RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe microbatches=4" --bitpipe-insert-transfers=streams=shared | FileCheck %s --check-prefix=SHARED
 
 // BitPipe, D=4, N=4: micro-batches 0 and 1 travel down (s0..s3 on ranks
 // 0..3, s4..s7 on ranks 3..0), 2 and 3 up (the mirror). The only local
@@ -24,6 +25,9 @@
 // BITPIPE: P2: RECV_F2.s0<-P3 F2.s1 SEND_F2.s1->P1 RECV_F0.s1<-P1 F0.s2 SEND_F0.s2->P3 RECV_F3.s0<-P3 F3.s1 SEND_F3.s1->P1 RECV_F1.s1<-P1 F1.s2 SEND_F1.s2->P3 RECV_F0.s4<-P3 F0.s5 SEND_F0.s5->P1 RECV_F2.s5<-P1 F2.s6 SEND_F2.s6->P3 RECV_F1.s4<-P3 F1.s5 SEND_F1.s5->P1 RECV_F3.s5<-P1 F3.s6 SEND_F3.s6->P3 RECV_B2.s7<-P3 B2.s6 SEND_B2.s6->P1 RECV_B0.s6<-P1 B0.s5 SEND_B0.s5->P3 RECV_B3.s7<-P3 B3.s6 SEND_B3.s6->P1 RECV_B1.s6<-P1 B1.s5 SEND_B1.s5->P3 RECV_B0.s3<-P3 B0.s2 SEND_B0.s2->P1 RECV_B2.s2<-P1 B2.s1 SEND_B2.s1->P3 RECV_B1.s3<-P3 B1.s2 SEND_B1.s2->P1 RECV_B3.s2<-P1 B3.s1 SEND_B3.s1->P3 AR(5,6) AR(1,2){{$}}
 // BITPIPE: P3: F2.s0 SEND_F2.s0->P2 F3.s0 SEND_F3.s0->P2 RECV_F0.s2<-P2 F0.s3 COPY_F0.s3 F0.s4 SEND_F0.s4->P2 RECV_F1.s2<-P2 F1.s3 COPY_F1.s3 F1.s4 SEND_F1.s4->P2 RECV_F2.s6<-P2 F2.s7 B2.s7 SEND_B2.s7->P2 RECV_F3.s6<-P2 F3.s7 B3.s7 SEND_B3.s7->P2 RECV_B0.s5<-P2 B0.s4 COPY_B0.s4 B0.s3 SEND_B0.s3->P2 RECV_B1.s5<-P2 B1.s4 COPY_B1.s4 B1.s3 SEND_B1.s3->P2 RECV_B2.s1<-P2 B2.s0 AR(4,7) RECV_B3.s1<-P2 B3.s0 AR(0,3){{$}}
 
+// The module records how the runtime lays the transfers on streams.
+// IR:      module attributes {
+// IR-SAME: bitpipe.transfer_streams = #bitpipe.transfer_streams<channel>
 // On rank 0 the up micro-batches meet at the bottom of their V.
 // IR-LABEL: bitpipe.program @rank0 rank 0 {
 // IR:      %[[Y:.+]], %{{.+}} = forward @gpt_stage3(%{{.+}}) stage 3 microbatch 2
@@ -36,23 +40,25 @@
 
 // On rank 3 the forward of s3 for micro-batch 0 hands its
 // output to s4 by a local copy, and the gradient of s4 comes back the same
-// way; the sends and receives between two compute steps share a batch.
+// way. Every send and receive is a batch of its own (one NCCL group on its
+// channel's stream: streams=channel, the default), numbered in program
+// order.
 // IR-LABEL: bitpipe.program @rank3 rank 3 {
-// IR:      %[[X3:.+]] = recv activation from 2 stage 2 microbatch 0 batch 1 : tensor<2x4x8xf32>
+// IR:      %[[X3:.+]] = recv activation from 2 stage 2 microbatch 0 batch 2 : tensor<2x4x8xf32>
 // IR-NEXT: %[[Y3:.+]], %[[S3:.+]] = forward @gpt_stage3(%[[X3]]) stage 3 microbatch 0 : (tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, !bitpipe.saved)
 // IR-NEXT: %[[C3:.+]] = local_copy activation %[[Y3]] stage 3 microbatch 0 : tensor<2x4x8xf32>
 // IR-NEXT: %[[Y4:.+]], %[[S4:.+]] = forward @gpt_stage4(%[[C3]]) stage 4 microbatch 0
-// IR-NEXT: send activation %[[Y4]] to 2 stage 4 microbatch 0 batch 2 : tensor<2x4x8xf32>
-// IR-NEXT: recv activation from 2 stage 2 microbatch 1 batch 2
+// IR-NEXT: send activation %[[Y4]] to 2 stage 4 microbatch 0 batch 3 : tensor<2x4x8xf32>
+// IR-NEXT: recv activation from 2 stage 2 microbatch 1 batch 4
 // The loss stage: no output gradient, its input gradient goes back to rank 2.
 // IR:      %[[L:.+]], %[[S7:.+]] = forward @gpt_stage7(%{{.+}}, %{{.+}}) stage 7 microbatch 2 : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> (tensor<f32>, !bitpipe.saved)
 // IR-NEXT: %[[G7:.+]] = backward @gpt_stage7_bwd(%[[S7]]) stage 7 microbatch 2 : (!bitpipe.saved) -> tensor<2x4x8xf32>
-// IR-NEXT: send gradient %[[G7]] to 2 stage 7 microbatch 2 batch 4
-// IR:      %[[G5:.+]] = recv gradient from 2 stage 5 microbatch 0 batch 5
+// IR-NEXT: send gradient %[[G7]] to 2 stage 7 microbatch 2 batch 7
+// IR:      %[[G5:.+]] = recv gradient from 2 stage 5 microbatch 0 batch 10
 // IR-NEXT: %[[G4:.+]] = backward @gpt_stage4_bwd(%[[S4]], %[[G5]]) stage 4 microbatch 0 : (!bitpipe.saved, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
 // IR-NEXT: %[[GC:.+]] = local_copy gradient %[[G4]] stage 4 microbatch 0
 // IR-NEXT: %[[G3:.+]] = backward @gpt_stage3_bwd(%[[S3]], %[[GC]]) stage 3 microbatch 0
-// IR-NEXT: send gradient %[[G3]] to 2 stage 3 microbatch 0 batch 6
+// IR-NEXT: send gradient %[[G3]] to 2 stage 3 microbatch 0 batch 11
 // The first stage (tokens only) returns no gradient.
 // IR:      backward @gpt_stage0_bwd(%{{.+}}, %{{.+}}) stage 0 microbatch 2 : (!bitpipe.saved, tensor<2x4x8xf32>) -> (){{$}}
 // IR-NEXT: allreduce_start stages [4, 7] group [0, 3]
@@ -89,3 +95,13 @@
 
 // One device holding all four stages: every hand-off is a local copy.
 // ONE: P0: F0.s0 COPY_F0.s0 F0.s1 COPY_F0.s1 F0.s2 COPY_F0.s2 F0.s3 B0.s3 COPY_B0.s3 B0.s2 COPY_B0.s2 B0.s1 COPY_B0.s1 B0.s0{{$}}
+
+// One stream per rank (streams=shared): the sends after one compute step and
+// the receives of the next share a batch, one NCCL group on the rank's only
+// stream (BitPipe runs so under NCCL's rules; docs/nccl-transfers.md).
+// SHARED:      module attributes {
+// SHARED-SAME: bitpipe.transfer_streams = #bitpipe.transfer_streams<shared>
+// SHARED-LABEL: bitpipe.program @rank3 rank 3 {
+// SHARED:      recv activation from 2 stage 2 microbatch 0 batch 1 : tensor<2x4x8xf32>
+// SHARED:      send activation %{{.+}} to 2 stage 4 microbatch 0 batch 2 : tensor<2x4x8xf32>
+// SHARED-NEXT: recv activation from 2 stage 2 microbatch 1 batch 2

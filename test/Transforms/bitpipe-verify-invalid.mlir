@@ -1,4 +1,7 @@
-// RUN: bitpipe-opt %s -split-input-file -verify-diagnostics --bitpipe-verify -o /dev/null
+// RUN: bitpipe-opt %s -split-input-file -verify-diagnostics --bitpipe-verify=transport=mpi -o /dev/null
+//
+// Checked with MPI's rules: the programs carry no transfer batches, which
+// NCCL's rules need (bitpipe-verify-nccl.mlir checks those).
 
 // One case per diagnostic of bitpipe-verify, on hand-written 2-rank
 // programs that every op verifier accepts. A backward before its forward,
@@ -218,15 +221,18 @@ module attributes {
     %y0, %s0 = forward @s0(%t0) stage 0 microbatch 0 : (tensor<2x4xi32>) -> (tensor<2x4x8xf32>, !bitpipe.saved)
     %g0 = recv gradient from 1 stage 1 microbatch 0 : tensor<2x4x8xf32>
     send activation %y0 to 1 stage 0 microbatch 0 : tensor<2x4x8xf32>
-    // expected-error @+2 {{deadlock: no rank can make progress; 2 ranks wait (see the notes)}}
-    // expected-note @+1 {{rank 0: B0.s0 (backward of stage 0 for micro-batch 0) waits for the gradient of B0.s1 from rank 1, which has not run (rank 1 is itself blocked at F0.s1)}}
+    // expected-error @+4 {{deadlock under mpi's rules: no rank can make progress; a cycle of 2 waits, each on the next and the last on the first (see the notes)}}
+    // The cycle, then where each rank is blocked.
+    // expected-note @+2 {{rank 0 at step 2 (B0.s0) waits for the gradient of B0.s1 from rank 1, which rank 1 has not produced yet}}
+    // expected-note @+1 {{blocked: rank 0: B0.s0 (backward of stage 0 for micro-batch 0) waits for the gradient of B0.s1 from rank 1, which has not run (rank 1 is itself blocked at F0.s1)}}
     backward @s0_bwd(%s0, %g0) stage 0 microbatch 0 : (!bitpipe.saved, tensor<2x4x8xf32>) -> ()
     optimizer_step
   }
   bitpipe.program @rank1 rank 1 {
     %x0 = recv activation from 0 stage 0 microbatch 0 : tensor<2x4x8xf32>
     %l0 = load_input targets microbatch 0 : tensor<2x4xi32>
-    // expected-note @+1 {{rank 1: F0.s1 (forward of stage 1 for micro-batch 0) waits for the activation of F0.s0 from rank 0, which was never sent}}
+    // expected-note @+2 {{rank 1 at step 1 (F0.s1) waits for the activation of F0.s0 from rank 0, which rank 0 has not sent yet}}
+    // expected-note @+1 {{blocked: rank 1: F0.s1 (forward of stage 1 for micro-batch 0) waits for the activation of F0.s0 from rank 0, which was never sent}}
     %loss0, %s0 = forward @s1(%x0, %l0) stage 1 microbatch 0 : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> (tensor<f32>, !bitpipe.saved)
     %gx0 = backward @s1_bwd(%s0) stage 1 microbatch 0 : (!bitpipe.saved) -> tensor<2x4x8xf32>
     send gradient %gx0 to 0 stage 1 microbatch 0 : tensor<2x4x8xf32>

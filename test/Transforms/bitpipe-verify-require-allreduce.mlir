@@ -1,5 +1,8 @@
-// RUN: bitpipe-opt %s -split-input-file -verify-diagnostics --bitpipe-verify=require-allreduce
-// RUN: bitpipe-opt %s -split-input-file --bitpipe-verify | FileCheck %s --check-prefix=LATER
+// RUN: bitpipe-opt %s -split-input-file -verify-diagnostics --bitpipe-verify="require-allreduce transport=mpi"
+// RUN: bitpipe-opt %s -split-input-file --bitpipe-verify=transport=mpi | FileCheck %s --check-prefix=LATER
+//
+// Checked with MPI's rules: the programs carry no transfer batches, which
+// NCCL's rules need (bitpipe-verify-nccl.mlir checks those).
 
 // With require-allreduce (as bitpipe-pipeline runs it, after
 // bitpipe-insert-allreduce), a stage held by two ranks whose gradients

@@ -1,4 +1,7 @@
-// RUN: bitpipe-opt %s -split-input-file -verify-diagnostics --bitpipe-verify | FileCheck %s
+// RUN: bitpipe-opt %s -split-input-file -verify-diagnostics --bitpipe-verify=transport=mpi | FileCheck %s
+//
+// Checked with MPI's rules: most programs here carry no transfer batches,
+// which NCCL's rules need (bitpipe-verify-nccl.mlir checks those).
 
 // The verdict of bitpipe-verify on hand-written bound programs.
 //

@@ -3,6 +3,7 @@
 //   bitpipe-compile MODEL.mlir|CONFIG.json --devices D --schedule S
 //                   [--microbatches N] [--dp K] [--emit=mlir|llvm|obj|exe]
 //                   [--target cpu|cuda] [--precision fp32|bf16]
+//                   [--transfer-streams channel|shared] [--nccl-rules]
 //                   [--loops=false] [--mlir-timing] [-o OUT]
 //
 // The driver runs, in one process, what a user could also run step by step:
@@ -43,6 +44,7 @@
 #include "bitpipe/Import/ModelConfig.h"
 #include "bitpipe/InitAllDialects.h"
 #include "bitpipe/Support/ScheduleCommandLine.h"
+#include "bitpipe/Support/TransportOptions.h"
 #include "bitpipe/Transforms/Pipeline.h"
 #include "core/MemoryReuse.h"
 
@@ -125,6 +127,18 @@ cl::opt<bool> splitBackward("split-backward",
                                      "weight gradients (zb-h1 only, which "
                                      "splits without it)"),
                             cl::init(false), cl::cat(category));
+cl::opt<bitpipe::sched::TransferStreams> transferStreams(
+    "transfer-streams",
+    cl::desc("How the CUDA runtime lays the transfers on NCCL communicators "
+             "and streams (default: channel; docs/nccl-transfers.md)"),
+    cl::init(bitpipe::sched::TransferStreams::Channel),
+    bitpipe::transferStreamsValues(), cl::cat(category));
+cl::opt<bool> ncclRules("nccl-rules",
+                        cl::desc("Check a --target cpu program under NCCL's "
+                                 "rules too (--target cuda always is): for "
+                                 "an executable linked with the NCCL "
+                                 "communicator (--runtime-link)"),
+                        cl::init(false), cl::cat(category));
 
 // Code generation and linking.
 cl::opt<bool> loops("loops",
@@ -174,6 +188,7 @@ bitpipe::PipelineConfig pipelineConfig() {
   config.request = scheduleFlags.request();
   config.bucketMb = bucketMb;
   config.request.splitBackward = splitBackward;
+  config.streams = transferStreams;
   return config;
 }
 
@@ -307,6 +322,7 @@ int main(int argc, char **argv) {
   bitpipe::LowerToRuntimeOptions targetOptions;
   targetOptions.target = target;
   targetOptions.loops = loops;
+  targetOptions.ncclRules = ncclRules;
   targetOptions.precision = precision.getNumOccurrences()
                                 ? precision.getValue()
                                 : bitpipe::defaultPrecision(target);

@@ -180,6 +180,11 @@ int main(int argc, char **argv) {
   request.precision = trainPrecision == bitpipe::Precision::BF16
                           ? sched::ComputePrecision::Bf16
                           : sched::ComputePrecision::Fp32;
+  // The CUDA runtime's NCCL communicator holds a send until its receive is
+  // posted; the CPU runtime's MPI does not.
+  request.transport = target == bitpipe::TargetKind::CUDA
+                          ? sched::Transport::Nccl
+                          : sched::Transport::Mpi;
   if (top < 0)
     return fail("--top must be 0 (all) or more, got " + Twine(top.getValue()));
 

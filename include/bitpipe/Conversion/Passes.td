@@ -140,6 +140,10 @@ def LowerProgramToRuntime : Pass<"bitpipe-lower-program-to-runtime",
            "Emit repeated runs of calls (the schedule's steady state) as "
            "scf.for loops, so that a rank function does not grow with the "
            "micro-batch count; false keeps the straight line">,
+    Option<"ncclRules", "nccl-rules", "bool", /*default=*/"false",
+           "Check the programs under NCCL's rules for target=cpu too "
+           "(target=cuda always is): for a CPU executable linked with the "
+           "NCCL communicator">,
   ];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::func::FuncDialect",

@@ -21,6 +21,7 @@
 #include "bitpipe/Schedule/Cluster.h"
 #include "bitpipe/Schedule/Error.h"
 #include "bitpipe/Schedule/Memory.h"
+#include "bitpipe/Schedule/Transport.h"
 
 #include <cstdint>
 #include <functional>
@@ -49,6 +50,10 @@ struct PlanRequest {
   std::vector<int64_t> microbatchSizes; ///< Sizes to try, each >= 1.
   int maxChunks = 8; ///< The most chunks per device tried (interleaved).
   sched::ComputePrecision precision = sched::ComputePrecision::Bf16;
+  /// The rules the candidates' transfers run under: NCCL's on GPUs (a send
+  /// waits for its receive; each channel and group on its own stream, as
+  /// the CUDA runtime issues them), MPI's on CPUs (docs/nccl-transfers.md).
+  sched::Transport transport = sched::Transport::Nccl;
   /// Threads that simulate candidates (0: one per hardware thread). The
   /// result is the same for any number.
   int jobs = 0;

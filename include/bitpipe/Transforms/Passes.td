@@ -310,7 +310,12 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
     `nn.cost` `act_bytes`, and the gradient an all-reduce moves is the size
     of the `nn.param` arguments. Communication takes `p2p-latency` per
     transfer and `ar-latency` per all-reduce (default 0: free), so that the
-    summary shows how much of the all-reduce hides behind compute.
+    summary shows how much of the all-reduce hides behind compute. They run
+    under `transport`'s rules: MPI's (the default: a send leaves when its
+    producer ends) or NCCL's (it leaves once its receive is posted, each
+    batch one group on its stream as `bitpipe.transfer_streams` lays them
+    out, each group of ranks on its own all-reduce stream;
+    docs/nccl-transfers.md).
   }];
   let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
   let options = [
@@ -340,6 +345,10 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
            "Time of one point-to-point transfer (same unit as the costs), in [0, 1e9]">,
     Option<"allReduceLatency", "ar-latency", "double", /*default=*/"0.0",
            "Time of one gradient all-reduce (same unit as the costs), in [0, 1e9]">,
+    Option<"transport", "transport", "::bitpipe::sched::Transport",
+           /*default=*/"::bitpipe::sched::Transport::Mpi",
+           "The rules the transfers run under (mpi | nccl)",
+           "::bitpipe::transportValues()">,
   ];
 }
 
@@ -363,8 +372,13 @@ def InsertTransfers : Pass<"bitpipe-insert-transfers", "mlir::ModuleOp"> {
     before the consuming step when the two run on different ranks
     (activations forward, gradients backward), a `bitpipe.local_copy` after
     the producer when they share one (the bottom of BitPipe's V, a loop
-    placement on one device). Sends after one compute step and the receives
-    of the next compute step of a rank carry the same `batch` number.
+    placement on one device). Each send and receive carries the `batch`
+    (one NCCL group) the library gives it for `streams`, which the module
+    records as `bitpipe.transfer_streams` (docs/nccl-transfers.md): with
+    `channel` (the default) every hand-off is a batch of its own, on a
+    communicator and stream of its channel; with `shared` the sends after
+    one compute step and the receives of the next share a batch on the
+    rank's one stream, which deadlocks some schedules under NCCL's rules.
 
     Before rewriting, the pass checks that the role-filtered signatures of
     consecutive stages agree (what stage s-1 returns is what stage s takes,
@@ -390,6 +404,11 @@ def InsertTransfers : Pass<"bitpipe-insert-transfers", "mlir::ModuleOp"> {
     Option<"loops", "loops", "bool", /*default=*/"true",
            "Write each program's repeated runs as bitpipe.repeat (false: "
            "one op per step)">,
+    Option<"streams", "streams", "::bitpipe::sched::TransferStreams",
+           /*default=*/"::bitpipe::sched::TransferStreams::Channel",
+           "How the CUDA runtime lays the transfers on NCCL communicators "
+           "and streams (channel | shared); the batches follow it",
+           "::bitpipe::transferStreamsValues()">,
   ];
 }
 
@@ -409,7 +428,13 @@ def Verify : Pass<"bitpipe-verify", "mlir::ModuleOp"> {
       orders: the k-th send must carry what the k-th receive expects
       (sched::checkChannels);
     - a deadlock, found by running the programs in the schedule library's
-      simulator: one note per blocked rank saying what it waits for;
+      simulator under `transport`'s rules: NCCL's (the default: rendezvous
+      sends, each batch one group, each stream's groups in order, as the
+      module's `bitpipe.transfer_streams` lays them out; a program that
+      passes runs under MPI's too) or MPI's (buffered sends). The error
+      carries the per-rank grid with the steps involved marked, and one
+      note per wait of the cycle: which rank waits at which step for
+      which batch of which peer;
     - all-reduces of a group (`group`) whose members disagree: the k-th
       all-reduce with that group on each member must carry the same
       `stages` and, where the ops say, the same gradients (`grads`) and
@@ -436,6 +461,10 @@ def Verify : Pass<"bitpipe-verify", "mlir::ModuleOp"> {
     Option<"requireAllReduce", "require-allreduce", "bool",
            /*default=*/"false",
            "Reject a replicated stage that some holder never all-reduces">,
+    Option<"transport", "transport", "::bitpipe::sched::Transport",
+           /*default=*/"::bitpipe::sched::Transport::Nccl",
+           "The rules the deadlock check runs the transfers under (nccl | "
+           "mpi)", "::bitpipe::transportValues()">,
   ];
   let dependentDialects = ["bitpipe::bp::BitPipeDialect"];
 }

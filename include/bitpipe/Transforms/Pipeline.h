@@ -10,6 +10,7 @@
 #define BITPIPE_TRANSFORMS_PIPELINE_H
 
 #include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Support/TransportOptions.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
@@ -39,6 +40,9 @@ struct PipelineConfig {
   /// bitpipe-schedule on, so that neither the passes' work nor what is
   /// written grows with N (docs/repetition.md); false: straight programs.
   bool loops = true;
+  /// How the CUDA runtime lays the transfers on NCCL communicators and
+  /// streams (bitpipe-insert-transfers' `streams`).
+  sched::TransferStreams streams = sched::TransferStreams::Channel;
 };
 
 /// The textual options of `bitpipe-pipeline`, under the names
@@ -85,6 +89,12 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("Write the programs' repeated runs as bitpipe.repeat "
                      "(false: straight programs)"),
       llvm::cl::init(true)};
+  Option<sched::TransferStreams> transferStreams{
+      *this, "transfer-streams",
+      llvm::cl::desc("How the CUDA runtime lays the transfers on NCCL "
+                     "communicators and streams (channel | shared)"),
+      llvm::cl::init(sched::TransferStreams::Channel),
+      transferStreamsValues()};
 
   /// The one conversion into a PipelineConfig: options not given are left
   /// to the registry's defaults.

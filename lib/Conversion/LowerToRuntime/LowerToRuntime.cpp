@@ -35,6 +35,10 @@ struct LowerToRuntimePipelineOptions
                      llvm::cl::desc("Repeated runs of a rank's calls as "
                                     "scf.for loops (false: a straight line)"),
                      llvm::cl::init(true)};
+  Option<bool> ncclRules{
+      *this, "nccl-rules",
+      llvm::cl::desc("Check a CPU program under NCCL's rules too"),
+      llvm::cl::init(false)};
 };
 
 } // namespace
@@ -45,6 +49,7 @@ void bitpipe::buildLowerToRuntimePipeline(
   program.target = options.target;
   program.precision = options.precision;
   program.loops = options.loops;
+  program.ncclRules = options.ncclRules;
   pm.addPass(createLowerProgramToRuntime(program));
   LowerNNToRuntimeOptions kernels;
   kernels.precision = options.precision;
@@ -60,7 +65,7 @@ void bitpipe::registerLowerToRuntimePipeline() {
       "programs as calls of bitpipe/program.h, stage functions as calls of "
       "the kernels, the manifest and the entry tables",
       [](OpPassManager &pm, const LowerToRuntimePipelineOptions &options) {
-        buildLowerToRuntimePipeline(
-            pm, {options.target, options.precision, options.loops});
+        buildLowerToRuntimePipeline(pm, {options.target, options.precision,
+                                         options.loops, options.ncclRules});
       });
 }

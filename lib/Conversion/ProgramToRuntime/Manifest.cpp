@@ -373,6 +373,15 @@ std::string manifest::writeManifest(const Manifest &m) {
       j.attribute(key::Devices, m.devices);
       j.attribute(key::DataParallel, m.dataParallel);
       j.attribute(key::WorldSize, m.worldSize);
+      j.attribute(key::TransferStreams,
+                  bp_transfer_streams_names[m.transferStreams]);
+      j.attributeArray(key::Channels, [&] {
+        for (auto [src, dst] : m.channels)
+          j.array([&] {
+            j.value(src);
+            j.value(dst);
+          });
+      });
     });
     j.attributeArray(key::Params, [&] {
       for (const Param &p : m.params)

@@ -102,6 +102,10 @@ struct Manifest {
   // "schedule"
   std::string scheduleName;
   int64_t microbatches = 0, devices = 0, dataParallel = 1, worldSize = 0;
+  /// How the CUDA target lays the transfers on streams, and every directed
+  /// channel of pipeline ranks a send crosses, sorted.
+  bp_transfer_streams transferStreams = BP_TRANSFER_STREAMS_CHANNEL;
+  std::vector<std::pair<int64_t, int64_t>> channels;
 
   std::vector<Param> params;
   std::vector<Function> functions;

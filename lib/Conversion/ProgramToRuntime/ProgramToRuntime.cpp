@@ -43,6 +43,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <set>
 
 namespace bitpipe {
 #define GEN_PASS_DEF_LOWERPROGRAMTORUNTIME
@@ -565,6 +566,17 @@ LowerProgramToRuntimePass::readSchedule(const sched::World &world,
   manifest.devices = world.pipelineDevices;
   manifest.dataParallel = world.dataParallel;
   manifest.worldSize = world.size();
+  // The layout's numbering is program.h's (sched/Transport.cpp checks).
+  manifest.transferStreams = static_cast<bp_transfer_streams>(
+      readTransferStreams(getOperation()));
+  // Every channel a send crosses, whichever layout: the runtime connects
+  // exactly these at start-up.
+  std::set<std::pair<int64_t, int64_t>> channels;
+  for (auto program : getOperation().getOps<ProgramOp>())
+    program.walk([&](SendOp send) {
+      channels.insert({program.getRank(), send.getPeer()});
+    });
+  manifest.channels.assign(channels.begin(), channels.end());
   return success();
 }
 
@@ -681,7 +693,13 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   // Still nothing changed: programs that bitpipe-verify rejects (an
   // unmatched transfer, a deadlock) must not become an executable that
   // hangs until the communication timeout (docs/models.md, "Limits").
-  if (failed(verifyRankPrograms(module, /*requireAllReduce=*/true)))
+  // The CUDA target issues the transfers under NCCL's rules; a CPU
+  // program is checked under them too when asked (its runtime may be the
+  // NCCL communicator over an MPI stand-in: docs/nccl-transfers.md).
+  sched::Transport transport = target == TargetKind::CUDA || ncclRules
+                                   ? sched::Transport::Nccl
+                                   : sched::Transport::Mpi;
+  if (failed(verifyRankPrograms(module, /*requireAllReduce=*/true, transport)))
     return failure();
 
   std::string text = manifest::writeManifest(manifest);
@@ -715,6 +733,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   model.erase();
   for (StringRef name :
        {BitPipeDialect::kPlacementAttrName, BitPipeDialect::kScheduleAttrName,
+        BitPipeDialect::kTransferStreamsAttrName,
         BitPipeDialect::kWorldSizeAttrName,
         BitPipeDialect::kDataParallelAttrName, ::bitpipe::attr::kPartition})
     module->removeAttr(name);

@@ -18,6 +18,9 @@ struct LowerToRuntimeOptions {
   /// Repeated runs of a rank's calls as loops (bitpipe-lower-program-to-
   /// runtime's `loops`, docs/repetition.md).
   bool loops = true;
+  /// Check a CPU program under NCCL's rules too (bitpipe-lower-program-to-
+  /// runtime's `nccl-rules`; a CUDA program always is).
+  bool ncclRules = false;
 };
 
 /// Adds the passes of `bitpipe-lower-to-runtime` to \p pm (a module pass

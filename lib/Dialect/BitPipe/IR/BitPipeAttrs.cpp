@@ -47,6 +47,21 @@ bitpipe::bp::parsePlacementKind(AsmParser &parser) {
   return failure();
 }
 
+FailureOr<sched::TransferStreams>
+bitpipe::bp::parseTransferStreams(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef name;
+  if (parser.parseKeyword(&name))
+    return failure();
+  if (std::optional<sched::TransferStreams> streams =
+          sched::parseTransferStreams(name))
+    return *streams;
+  parser.emitError(loc) << "#bitpipe.transfer_streams: unknown layout '"
+                        << name << "'; expected "
+                        << sched::transferStreamsChoices();
+  return failure();
+}
+
 FailureOr<SmallVector<int64_t>> bitpipe::bp::parseIntList(AsmParser &parser) {
   SmallVector<int64_t> values;
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {

@@ -79,6 +79,15 @@ LogicalResult BitPipeDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kScheduleAttrName)
     return verifyScheduleAttr(op, attr.getValue());
 
+  if (attr.getName() == kTransferStreamsAttrName) {
+    if (!isa<TransferStreamsAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kTransferStreamsAttrName
+             << "' expects a #bitpipe.transfer_streams, got "
+             << attr.getValue();
+    return success();
+  }
+
   if (attr.getName() == ::bitpipe::attr::kPartition) {
     if (!isa<PartitionAttr>(attr.getValue()))
       return op->emitError()

@@ -16,6 +16,7 @@
 #include "llvm/ADT/Hashing.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <tuple>
 #include <unordered_map>
@@ -61,6 +62,9 @@ public:
 
   /// Reads the program of pipeline rank `rank`.
   LogicalResult read(int rank, bp::ProgramOp program);
+  void setStreams(sched::TransferStreams streams) {
+    result.program.streams = streams;
+  }
   IRCommProgram take() { return std::move(result); }
 
 private:
@@ -180,7 +184,7 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
   // Appends a transfer item, or folds a further tensor of the hand-off the
   // previous item carries into it.
   auto addTransfer = [&](Operation *op, sched::CommKind kind, int id,
-                         int actionIndex, int peer) {
+                         int actionIndex, int peer, int64_t repetition) {
     if (!items.empty() && items.back().transfer == id &&
         items.back().kind == kind)
       return;
@@ -190,6 +194,12 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
     item.actionIndex = actionIndex;
     item.transfer = id;
     item.peer = peer;
+    // The program verifier keeps batch numbers in int range in practice;
+    // one beyond it is no batch the simulator can name.
+    std::optional<int64_t> batch = bp::batchAt(op, repetition);
+    item.batch = batch && *batch <= std::numeric_limits<int>::max()
+                     ? static_cast<int>(*batch)
+                     : -1;
     items.push_back(item);
     ops.push_back(op);
   };
@@ -233,7 +243,7 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
       result.sendOps[*id].push_back(send);
       addTransfer(send,
                   gradient ? sched::CommKind::SendB : sched::CommKind::SendF,
-                  *id, producer, *peer);
+                  *id, producer, *peer, k);
     } else if (auto recv = dyn_cast<bp::RecvOp>(op)) {
       bool gradient = recv.getKind() == bp::TransferKind::Gradient;
       FailureOr<int> peer = devicePeer(recv, recv.getPeer());
@@ -250,7 +260,7 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
       result.recvOps[*id].push_back(recv);
       addTransfer(recv,
                   gradient ? sched::CommKind::RecvB : sched::CommKind::RecvF,
-                  *id, *consumer, *peer);
+                  *id, *consumer, *peer, k);
     } else if (auto copy = dyn_cast<bp::LocalCopyOp>(op)) {
       bool gradient = copy.getKind() == bp::TransferKind::Gradient;
       FailureOr<int> id = transferOf(
@@ -269,7 +279,7 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
       addTransfer(copy,
                   gradient ? sched::CommKind::LocalCopyB
                            : sched::CommKind::LocalCopyF,
-                  *id, producer, -1);
+                  *id, producer, -1, k);
     }
   }
   return success();
@@ -281,6 +291,7 @@ FailureOr<IRCommProgram>
 bitpipe::readCommProgramFromIR(ModuleOp module,
                                const sched::Schedule &schedule) {
   CommReader reader(schedule);
+  reader.setStreams(readTransferStreams(module));
   // readScheduleFromIR has checked that the programs are the pipeline
   // ranks', once each.
   for (auto program : module.getOps<bp::ProgramOp>())

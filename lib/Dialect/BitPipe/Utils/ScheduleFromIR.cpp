@@ -203,6 +203,13 @@ FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
   return schedule;
 }
 
+sched::TransferStreams bitpipe::readTransferStreams(ModuleOp module) {
+  if (auto streams = module->getAttrOfType<bp::TransferStreamsAttr>(
+          bp::BitPipeDialect::kTransferStreamsAttrName))
+    return streams.getValue();
+  return sched::TransferStreams::Shared;
+}
+
 bool bitpipe::hasBoundPrograms(ModuleOp module) {
   for (auto program : module.getOps<bp::ProgramOp>()) {
     WalkResult bound = program.walk([](Operation *op) {

@@ -21,6 +21,7 @@
 #include "bitpipe/Schedule/Comms.h"
 #include "bitpipe/Schedule/CostModel.h"
 #include "bitpipe/Schedule/Describe.h"
+#include "bitpipe/Schedule/GridText.h"
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
 
@@ -61,7 +62,7 @@ class ModuleVerifier {
 public:
   ModuleVerifier(ModuleOp module, const sched::Schedule &schedule,
                  const IRCommProgram &comms, sched::VerifyOptions options)
-      : module(module), schedule(schedule), comms(comms), options(options) {}
+      : module(module), schedule(schedule), comms(comms), options_(options) {}
 
   /// Every check; stops after a kind of finding that later checks would
   /// only repeat.
@@ -95,7 +96,7 @@ private:
   ModuleOp module;
   const sched::Schedule &schedule;
   const IRCommProgram &comms;
-  sched::VerifyOptions options;
+  sched::VerifyOptions options_;
   bool failed = false;
 };
 
@@ -299,28 +300,58 @@ void ModuleVerifier::checkDeadlock() {
   // Whether the programs run, not how: no timeline.
   sched::SimulateOptions options;
   options.recordTimeline = false;
+  sched::CostModel unit;
+  unit.transport = options_.transport;
   sched::Result<sched::SimResult> sim =
-      sched::simulate(schedule, comms.program, sched::CostModel(), options);
+      sched::simulate(schedule, comms.program, unit, options);
   if (!sim) {
-    error(module) << "the programs cannot be simulated: " << sim.error;
+    error(module) << "the programs cannot be run under "
+                  << sched::transportName(options_.transport)
+                  << "'s rules: " << sim.error;
     return;
   }
   if (!sim->deadlocked)
     return;
-  const sched::BlockedRank &first = sim->blocked.front();
-  InFlightDiagnostic diag =
-      error(stepOp(first.rank, first.actionIndex))
-      << "deadlock: no rank can make progress; "
-      << sched::quantity(static_cast<int>(sim->blocked.size()), "rank waits",
-                         "ranks wait")
-      << " (see the notes)";
+  // The error sits where the cycle (or else the first blocked rank) starts
+  // and carries the whole grid with every step involved marked; each wait
+  // is a note at its own op.
+  const std::vector<sched::BlockedRank> &waits =
+      sim->cycle.empty() ? sim->blocked : sim->cycle;
+  std::vector<sched::ActionSite> marks;
+  for (const sched::BlockedRank &b : sim->cycle)
+    marks.push_back({b.rank, b.actionIndex});
   for (const sched::BlockedRank &b : sim->blocked)
+    marks.push_back({b.rank, b.actionIndex});
+  const sched::BlockedRank &first = waits.front();
+  InFlightDiagnostic diag = error(stepOp(first.rank, first.actionIndex));
+  diag << "deadlock under " << sched::transportName(options_.transport)
+       << "'s rules";
+  if (options_.transport == sched::Transport::Nccl)
+    diag << " (transfers on "
+         << sched::transferStreamsName(comms.program.streams) << " streams)";
+  diag << ": no rank can make progress; ";
+  if (sim->cycle.empty())
+    diag << sched::quantity(static_cast<int>(sim->blocked.size()),
+                            "rank waits", "ranks wait")
+         << " (see the notes)";
+  else
+    diag << "a cycle of "
+         << sched::quantity(static_cast<int>(sim->cycle.size()), "wait",
+                            "waits")
+         << ", each on the next and the last on the first (see the notes)";
+  diag << "\n" << sched::formatGrid(schedule, marks);
+  for (const sched::BlockedRank &b : waits)
     diag.attachNote(stepOp(b.rank, b.actionIndex)->getLoc()) << b.reason;
+  // Then where every blocked rank stands, if the cycle did not say it.
+  if (!sim->cycle.empty())
+    for (const sched::BlockedRank &b : sim->blocked)
+      diag.attachNote(stepOp(b.rank, b.actionIndex)->getLoc())
+          << "blocked: " << b.reason;
 }
 
 void ModuleVerifier::checkSchedule() {
   // Channel order and deadlock were checked above, on the same program.
-  sched::VerifyOptions rest = options;
+  sched::VerifyOptions rest = options_;
   rest.checkExecution = false;
   for (const sched::Diagnostic &d :
        sched::verify(schedule, comms.program, rest))
@@ -349,9 +380,11 @@ LogicalResult ModuleVerifier::run() {
 } // namespace
 
 LogicalResult bitpipe::verifyRankPrograms(ModuleOp module,
-                                          bool requireAllReduce) {
+                                          bool requireAllReduce,
+                                          sched::Transport transport) {
   sched::VerifyOptions options;
   options.requireAllReduce = requireAllReduce;
+  options.transport = transport;
   FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
   if (failed(schedule))
     return failure();

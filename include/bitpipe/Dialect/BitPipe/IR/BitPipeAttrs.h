@@ -8,6 +8,7 @@
 #include "mlir/IR/OpImplementation.h"
 
 #include "bitpipe/Schedule/Schedule.h"
+#include "bitpipe/Schedule/Transport.h"
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeEnums.h.inc"
 
@@ -28,6 +29,11 @@ mlir::FailureOr<bool> parseBool(mlir::AsmParser &parser);
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 parseIntList(mlir::AsmParser &parser);
 void printIntList(mlir::AsmPrinter &printer, llvm::ArrayRef<int64_t> values);
+
+/// The parameter of #bitpipe.transfer_streams: a keyword the schedule
+/// library names (sched::transferStreamsName).
+mlir::FailureOr<sched::TransferStreams>
+parseTransferStreams(mlir::AsmParser &parser);
 } // namespace bitpipe::bp
 
 #define GET_ATTRDEF_CLASSES

@@ -167,6 +167,43 @@ def BitPipe_ScheduleAttr : BitPipe_Attr<"Schedule", "schedule"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Transfer streams
+//===----------------------------------------------------------------------===//
+
+// The schedule library's layout (its one definition, whose names are the
+// manifest's words), printed as a bare keyword.
+def BitPipe_TransferStreamsParameter
+    : AttrOrTypeParameter<"::bitpipe::sched::TransferStreams",
+                          "transfer streams"> {
+  let parser = "::bitpipe::bp::parseTransferStreams($_parser)";
+  let printer = "$_printer << ::bitpipe::sched::transferStreamsName($_self)";
+}
+
+def BitPipe_TransferStreamsAttr
+    : BitPipe_Attr<"TransferStreams", "transfer_streams"> {
+  let summary = "how the CUDA runtime lays a rank's transfers on streams";
+  let description = [{
+    Written by bitpipe-insert-transfers on the module
+    (`bitpipe.transfer_streams`), with the `batch` numbers of the sends and
+    receives it writes; read by bitpipe-verify, which checks the programs
+    under NCCL's rules as they will be issued, and by the lowering, which
+    passes it to the runtime in the manifest (docs/nccl-transfers.md).
+
+    - `channel`: one NCCL communicator and stream per directed channel
+      (sender -> receiver); each hand-off is a batch of its own. Programs
+      that run with buffered sends run so too.
+    - `shared`: every transfer of a rank on one communicator and stream; a
+      batch is the transfers between two compute steps. A module without
+      the attribute means this (what bitpipe issued before it existed).
+    ```mlir
+    bitpipe.transfer_streams = #bitpipe.transfer_streams<channel>
+    ```
+  }];
+  let parameters = (ins BitPipe_TransferStreamsParameter:$value);
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
 // Partition
 //===----------------------------------------------------------------------===//
 

@@ -74,6 +74,10 @@ def BitPipe_Dialect : Dialect {
       programs were built from (bitpipe-schedule): its name, micro-batch
       count and the pipeline of each micro-batch; the programs are the only
       record of the order.
+    - `bitpipe.transfer_streams = #bitpipe.transfer_streams<...>`: how the
+      CUDA runtime lays the programs' transfers on NCCL communicators and
+      streams, which the `batch` numbers of the sends and receives follow
+      (bitpipe-insert-transfers; docs/nccl-transfers.md). Absent: `shared`.
   }];
 
   let useDefaultTypePrinterParser = 1;
@@ -88,6 +92,8 @@ def BitPipe_Dialect : Dialect {
         "bitpipe.placement";
     static constexpr ::llvm::StringLiteral kScheduleAttrName =
         "bitpipe.schedule";
+    static constexpr ::llvm::StringLiteral kTransferStreamsAttrName =
+        "bitpipe.transfer_streams";
     static constexpr ::llvm::StringLiteral kDataParallelAttrName =
         "bitpipe.data_parallel";
     static constexpr ::llvm::StringLiteral kDataParallelCopyAttrName =

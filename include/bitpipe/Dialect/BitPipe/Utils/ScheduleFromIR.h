@@ -83,6 +83,11 @@ readProgramSteps(bp::ProgramOp program, const sched::Placement &placement);
 mlir::FailureOr<ProgramSteps>
 readProgramSteps(const bp::ProgramTrace &trace,
                  const sched::Placement &placement);
+/// How the module's transfers are laid on streams: its
+/// `bitpipe.transfer_streams`, or `shared` when it has none (what programs
+/// meant before the attribute existed).
+sched::TransferStreams readTransferStreams(mlir::ModuleOp module);
+
 /// True once bitpipe-insert-transfers has bound the programs: some compute
 /// op names its callee. Bound programs carry their transfers; unbound ones
 /// leave them to the library (sched::lowerComms).
@@ -105,7 +110,9 @@ struct IRCommProgram {
 };
 
 /// Reads the sends, receives and local copies of the programs of `module`
-/// (whose steps `schedule` holds, from readScheduleFromIR) in program order.
+/// (whose steps `schedule` holds, from readScheduleFromIR) in program order,
+/// each send and receive with its batch, and the module's stream layout
+/// (readTransferStreams).
 /// A transfer is identified by (kind, stage, micro-batch, sender,
 /// receiver); its producer and consumer are the compute steps that define
 /// the sent value and use the received one (data flow, not position). A

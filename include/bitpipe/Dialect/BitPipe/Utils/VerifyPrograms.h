@@ -10,6 +10,8 @@
 #ifndef BITPIPE_DIALECT_BITPIPE_UTILS_VERIFYPROGRAMS_H
 #define BITPIPE_DIALECT_BITPIPE_UTILS_VERIFYPROGRAMS_H
 
+#include "bitpipe/Schedule/Transport.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 namespace bitpipe {
@@ -17,9 +19,13 @@ namespace bitpipe {
 /// Checks that the bound per-rank programs of `module` can run as one
 /// training step: matching transfers in order, agreeing all-reduce groups
 /// (required for every replicated stage when `requireAllReduce`), no
-/// deadlock, the schedule's steps. Reports each finding at its op.
+/// deadlock when the transfers run under `transport`'s rules (NCCL's: as
+/// the module's `bitpipe.transfer_streams` lays them out), the schedule's
+/// steps. Reports each finding at its op; a deadlock with the per-rank
+/// grid and its cycle of waits.
 mlir::LogicalResult verifyRankPrograms(mlir::ModuleOp module,
-                                       bool requireAllReduce);
+                                       bool requireAllReduce,
+                                       sched::Transport transport);
 
 } // namespace bitpipe
 
