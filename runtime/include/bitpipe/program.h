@@ -87,7 +87,7 @@ extern const int64_t bitpipe_manifest_size;
  * reads:
  *
  * {
- *   "version": 3,                   // BP_MANIFEST_VERSION
+ *   "version": 4,                   // BP_MANIFEST_VERSION
  *   "target": {"name": "cpu" | "cuda",       // which runtime library the
  *              "precision": "fp32" | "bf16"},// stage functions were built
  *                                   // for, and their element type: with

@@ -17,11 +17,17 @@
 // emits the full list into every rank's program), and gets the same ids back.
 // A rank that is not in a group may hold its id but cannot use it.
 //
+// Channels are opened once, after the groups and before any transfer,
+// collectively (openChannels): every rank passes the program's layout and
+// its full list of directed channels. A device transport connects them
+// there, so that no connection is made mid-step.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_COMM_COMMUNICATOR_H
 #define BITPIPE_RUNTIME_COMM_COMMUNICATOR_H
 
+#include "TransferStreams.h"
 #include "core/DType.h"
 #include "core/Status.h"
 
@@ -56,6 +62,16 @@ public:
   virtual bool isMember(GroupId group) const = 0;
   /// The world ranks of \p group, in group order.
   virtual const std::vector<int> &groupRanks(GroupId group) const = 0;
+
+  /// Collective over every rank, once, after the groups and before any
+  /// transfer (see the file comment): how the program's transfers share
+  /// queues (\p streams) and every directed channel {sender, receiver} of
+  /// world ranks that one of them crosses (\p channels: distinct, sender
+  /// != receiver, each in [0, size()); the same list on every rank). A
+  /// transfer on no listed channel is an error where the transport routes
+  /// by channel. MPI matches messages by tag: it only checks the list.
+  virtual Status openChannels(TransferStreams streams,
+                              const std::vector<Channel> &channels) = 0;
 
   /// Non-blocking send of \p count elements to world rank \p peer. The buffer
   /// must stay untouched until wait() returns. \p tag tells apart messages
@@ -93,8 +109,9 @@ public:
   /// Ends a batch of transfers (program.h's bp_rt_end_batch): the sends and
   /// receives posted since the previous batch's end are one group, so that
   /// crossed transfers between two ranks cannot deadlock (NCCL: one
-  /// ncclGroupStart/End around them). A transport that posts each transfer
-  /// at once (MPI's non-blocking calls) has nothing to do.
+  /// ncclGroupStart/End around them; under "channel" streams the transfers
+  /// of one channel). A transport that posts each transfer at once (MPI's
+  /// non-blocking calls) has nothing to do.
   virtual Status endBatch() { return Status::ok(); }
 
   /// Waits on the host, with the deadline, for every operation handed to
@@ -146,6 +163,10 @@ protected:
 private:
   double timeoutSeconds_;
 };
+
+/// Whether \p channels is what openChannels takes for a world of \p size
+/// ranks; the error names the channel and what was expected.
+Status checkChannels(int rank, int size, const std::vector<Channel> &channels);
 
 /// Default wait deadline: BITPIPE_COMM_TIMEOUT (seconds) if set and positive,
 /// else 300 s (long enough for a slow first step, short enough not to burn a

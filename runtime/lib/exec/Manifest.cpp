@@ -63,6 +63,16 @@ std::vector<int> Manifest::worldGroup(int g) const {
   return world;
 }
 
+std::vector<Channel> Manifest::worldChannels() const {
+  std::vector<Channel> world;
+  world.reserve(schedule.channels.size() *
+                static_cast<size_t>(schedule.dataParallel));
+  for (int c = 0; c < schedule.dataParallel; ++c)
+    for (const auto &[from, to] : schedule.channels)
+      world.push_back({worldRank(c, from), worldRank(c, to)});
+  return world;
+}
+
 namespace {
 
 /// The manifest's keys, as bitpipe/abi/ManifestKeys.def spells them.
@@ -256,6 +266,43 @@ Status parseModel(const JsonValue &v, ModelSpec *m) {
   return Status::ok();
 }
 
+/// schedule.channels: [sender, receiver] pairs of pipeline ranks, two
+/// distinct ones, the list sorted and without repeats (program.h).
+Status parseChannels(const std::vector<JsonValue> &list,
+                     const std::string &where, int64_t devices,
+                     std::vector<Channel> *out) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = indexed(where, i);
+    const JsonValue &pair = list[i];
+    bool shaped = pair.kind == JsonValue::Kind::Array &&
+                  pair.array.size() == 2;
+    for (size_t k = 0; shaped && k < 2; ++k)
+      shaped = pair.array[k].kind == JsonValue::Kind::Number &&
+               pair.array[k].isInteger;
+    if (!shaped)
+      return bad(at, "expected a [sender, receiver] pair of pipeline ranks");
+    const int64_t from = pair.array[0].integer, to = pair.array[1].integer;
+    for (int64_t r : {from, to})
+      if (r < 0 || r >= devices)
+        return bad(at, formatString("rank %lld is not a pipeline rank (in "
+                                    "[0, devices %lld))",
+                                    static_cast<long long>(r),
+                                    static_cast<long long>(devices)));
+    if (from == to)
+      return bad(at, formatString("a channel from pipeline rank %lld to "
+                                  "itself; expected two distinct ranks",
+                                  static_cast<long long>(from)));
+    const Channel c{static_cast<int>(from), static_cast<int>(to)};
+    if (!out->empty() && c <= out->back())
+      return bad(at, formatString("[%d, %d] after [%d, %d]: channels must be "
+                                  "distinct and sorted ascending",
+                                  c.first, c.second, out->back().first,
+                                  out->back().second));
+    out->push_back(c);
+  }
+  return Status::ok();
+}
+
 Status parseSchedule(const JsonValue &v, ScheduleSpec *s) {
   Fields f(v, key::Schedule);
   BP_TRY(f.object());
@@ -279,7 +326,14 @@ Status parseSchedule(const JsonValue &v, ScheduleSpec *s) {
                             static_cast<long long>(s->worldSize),
                             static_cast<long long>(s->devices),
                             static_cast<long long>(s->dataParallel)));
-  return Status::ok();
+  int streams = 0;
+  BP_TRY(f.word(key::TransferStreams, bp_transfer_streams_names,
+                "transfer streams", &streams));
+  s->transferStreams = static_cast<TransferStreams>(streams);
+  const std::vector<JsonValue> *channels = nullptr;
+  BP_TRY(f.array(key::Channels, &channels));
+  return parseChannels(*channels, f.at(key::Channels), s->devices,
+                       &s->channels);
 }
 
 Status parseParams(const std::vector<JsonValue> &list,

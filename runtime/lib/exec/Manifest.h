@@ -10,7 +10,8 @@
 //     names a known parameter with the parameter's shape, and has a size;
 //   - there is one rank entry per pipeline rank; groups hold distinct
 //     pipeline ranks in increasing order, and stand for world groups of at
-//     least two ranks;
+//     least two ranks; channels are distinct pairs of two pipeline ranks,
+//     sorted;
 //   - a bucket's group contains its pipeline rank, its parameters are held
 //     by the rank and in no other bucket, and every member of a group lists
 //     the same buckets (parameters, order) for it: the all-reduce then sums
@@ -28,6 +29,7 @@
 #ifndef BITPIPE_RUNTIME_EXEC_MANIFEST_H
 #define BITPIPE_RUNTIME_EXEC_MANIFEST_H
 
+#include "comm/TransferStreams.h"
 #include "core/DType.h"
 #include "core/Status.h"
 
@@ -120,6 +122,12 @@ struct ScheduleSpec {
   int64_t devices = 0;
   int64_t dataParallel = 1;
   int64_t worldSize = 0;
+  /// How the CUDA target queues the transfers (comm/TransferStreams.h).
+  TransferStreams transferStreams = TransferStreams::Channel;
+  /// Every directed channel {sender, receiver} of PIPELINE ranks that a
+  /// transfer crosses, in every copy alike: distinct, sorted, sender !=
+  /// receiver.
+  std::vector<Channel> channels;
 };
 
 /// program.h's initialisers (values: its bp_init_kind).
@@ -248,6 +256,10 @@ struct Manifest {
   /// The world ranks of group \p g: its pipeline ranks in every copy, in
   /// increasing order ({c * devices + p : c < data_parallel, p in g}).
   std::vector<int> worldGroup(int g) const;
+  /// The schedule's channels as world ranks, in every copy: {(c * devices
+  /// + s, c * devices + r) : c < data_parallel, [s, r] in channels}, copy
+  /// by copy (so still sorted). What Communicator::openChannels takes.
+  std::vector<Channel> worldChannels() const;
 };
 
 /// Parses and validates \p text (see the file comment). Reads every word

@@ -426,6 +426,12 @@ int Trainer::run() {
                          id.status().message());
     groupIds.push_back(*id);
   }
+  // Then the channels, as world ranks, before anything else transfers: a
+  // device transport connects them here (Communicator::openChannels).
+  Status channels = comm_.openChannels(manifest_.schedule.transferStreams,
+                                       manifest_.worldChannels());
+  if (!channels.isOk())
+    comm_.abort(1, "opening the program's channels: " + channels.message());
 
   // The parameters start in the store's host image (initialised, then
   // perhaps loaded and broadcast) and move to the target once.

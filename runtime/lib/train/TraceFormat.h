@@ -24,7 +24,11 @@
 
 namespace bitpipe::trace {
 
-/// A rank's rows in the Chrome trace (its tids).
+/// A rank's rows in the Chrome trace (its tids). NCCL gives each
+/// communicator a stream of its own (comm/nccl/NcclCommunicator.h), but the
+/// trace keeps one row for all transfer streams and one for all
+/// all-reduce streams: spans of different channels (or groups) may
+/// overlap on their row.
 enum TraceRow : int {
   kHostRow = 0,
   kComputeStreamRow = 1,      // stage calls, as the device ran them

@@ -6,9 +6,14 @@
 // device every rank skips every test (all ranks agree first, so none waits
 // for another). The bookkeeping is tested without a GPU in
 // runtime/unittests/exec/NcclCommunicatorLogicTest.cpp; here the real
-// calls: point-to-point transfers ordered after the compute stream's
-// producer, crossed transfers in one batch, all-reduces over split groups,
-// and the timeout on a peer that never sends.
+// calls, on two communicators of the world: one with a communicator and
+// stream per channel ("channel" transfer streams: a ring, and each even
+// rank's pair with the next odd one, both ways), one on the world's
+// ("shared", the same channels). Checked: point-to-point transfers ordered
+// after the compute stream's producer on both, crossed transfers in one
+// batch ("shared"), crossed batches of large transfers on the channels'
+// own streams ("channel"; on one stream they would deadlock), all-reduces
+// over split groups, and the timeout on a peer that never sends.
 //
 // Written on a machine without a GPU: it has not run on one yet.
 //
@@ -27,6 +32,7 @@
 #include <cstdio>
 #include <string>
 #include <memory>
+#include <set>
 #include <vector>
 
 using namespace bitpipe::runtime;
@@ -38,9 +44,45 @@ struct World {
   bool hasDevice = false;
   std::string skipReason = "no CUDA device";
   cudaStream_t compute = nullptr;
-  std::unique_ptr<NcclCommunicator> nccl;
+  /// "channel" and "shared" transfer streams over the same channels.
+  std::unique_ptr<NcclCommunicator> channel, shared;
 };
 World *world = nullptr;
+
+/// The channels of the tests, as openChannels takes them: the ring r ->
+/// r + 1, and every pair {2k, 2k + 1} both ways.
+std::vector<Channel> testChannels(int n) {
+  std::set<Channel> all;
+  for (int r = 0; r < n; ++r) {
+    all.insert({r, (r + 1) % n});
+    if ((r ^ 1) < n)
+      all.insert({r, r ^ 1});
+  }
+  return std::vector<Channel>(all.begin(), all.end());
+}
+
+/// A communicator of the world with the tests' channels opened as
+/// \p streams say; null (after a message) on failure.
+std::unique_ptr<NcclCommunicator> openWorld(TransferStreams streams) {
+  auto calls = createCudaNcclCalls(world->compute);
+  if (!calls.isOk()) {
+    std::fprintf(stderr, "%s\n", calls.status().message().c_str());
+    return nullptr;
+  }
+  auto made = NcclCommunicator::create(*world->mpi, calls.take());
+  if (!made.isOk()) {
+    std::fprintf(stderr, "%s\n", made.status().message().c_str());
+    return nullptr;
+  }
+  std::unique_ptr<NcclCommunicator> c = made.take();
+  c->setTimeout(60);
+  Status opened = c->openChannels(streams, testChannels(c->size()));
+  if (!opened.isOk()) {
+    std::fprintf(stderr, "%s\n", opened.message().c_str());
+    return nullptr;
+  }
+  return c;
+}
 
 /// A device buffer of \p n elements of T, freed at scope end.
 template <typename T> struct DeviceArray {
@@ -57,13 +99,14 @@ template <typename T> struct DeviceArray {
                               cudaMemcpyHostToDevice, world->compute),
               cudaSuccess);
   }
-  /// Reads back on the compute stream, after what it was told to wait for.
-  std::vector<T> download() {
+  /// Reads back on the compute stream, after what \p c told it to wait
+  /// for.
+  std::vector<T> download(NcclCommunicator &c) {
     std::vector<T> host(n);
     EXPECT_EQ(cudaMemcpyAsync(host.data(), data, n * sizeof(T),
                               cudaMemcpyDeviceToHost, world->compute),
               cudaSuccess);
-    EXPECT_TRUE(world->nccl->drainDeviceWaits().isOk());
+    EXPECT_TRUE(c.drainDeviceWaits().isOk());
     EXPECT_EQ(cudaStreamSynchronize(world->compute), cudaSuccess);
     return host;
   }
@@ -73,12 +116,13 @@ template <typename T> struct DeviceArray {
   do {                                                                         \
     if (!world->hasDevice)                                                     \
       GTEST_SKIP() << world->skipReason;                                       \
-    ASSERT_GE(world->nccl->size(), 2) << "run under mpirun -np 2 or more";     \
+    ASSERT_GE(world->mpi->size(), 2) << "run under mpirun -np 2 or more";      \
   } while (0)
 
-TEST(NcclCommunicator, RingTransfersFollowTheirProducer) {
-  REQUIRE_WORLD();
-  NcclCommunicator &c = *world->nccl;
+/// Each rank sends to the next and receives from the previous one: in one
+/// batch on the world's communicator ("shared"), in a batch per channel
+/// otherwise.
+void ringTransfersFollowTheirProducer(NcclCommunicator &c, bool oneBatch) {
   const int r = c.rank(), n = c.size();
   const size_t count = 1 << 20; // large enough to outrun a racing read
   DeviceArray<float> out(count), in(count);
@@ -87,11 +131,15 @@ TEST(NcclCommunicator, RingTransfersFollowTheirProducer) {
     mine[i] = static_cast<float>(r * 1000003 + i);
   out.upload(mine);
   auto s = c.send(out.data, count, DType::F32, (r + 1) % n, 1);
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  if (!oneBatch) {
+    ASSERT_TRUE(c.endBatch().isOk());
+  }
   auto v = c.recv(in.data, count, DType::F32, (r + n - 1) % n, 1);
-  ASSERT_TRUE(s.isOk() && v.isOk());
+  ASSERT_TRUE(v.isOk()) << v.status().message();
   ASSERT_TRUE(c.endBatch().isOk());
   ASSERT_TRUE(c.waitOnDevice(*v).isOk());
-  std::vector<float> got = in.download();
+  std::vector<float> got = in.download(c);
   const int from = (r + n - 1) % n;
   for (size_t i = 0; i < count; i += 4099)
     ASSERT_EQ(got[i], static_cast<float>(from * 1000003 + i)) << "at " << i;
@@ -99,9 +147,15 @@ TEST(NcclCommunicator, RingTransfersFollowTheirProducer) {
   EXPECT_EQ(c.numPending(), 0u);
 }
 
+TEST(NcclCommunicator, RingTransfersFollowTheirProducer) {
+  REQUIRE_WORLD();
+  ringTransfersFollowTheirProducer(*world->channel, false);
+  ringTransfersFollowTheirProducer(*world->shared, true);
+}
+
 TEST(NcclCommunicator, CrossedTransfersOfOneBatchDoNotDeadlock) {
   REQUIRE_WORLD();
-  NcclCommunicator &c = *world->nccl;
+  NcclCommunicator &c = *world->shared;
   const int r = c.rank();
   const int partner = r ^ 1;
   if (partner >= c.size()) {
@@ -129,8 +183,8 @@ TEST(NcclCommunicator, CrossedTransfersOfOneBatchDoNotDeadlock) {
   ASSERT_TRUE(c.endBatch().isOk());
   ASSERT_TRUE(c.waitOnDevice(*r1).isOk());
   ASSERT_TRUE(c.waitOnDevice(*r2).isOk());
-  std::vector<__nv_bfloat16> gotA = aIn.download();
-  std::vector<int32_t> gotB = bIn.download();
+  std::vector<__nv_bfloat16> gotA = aIn.download(c);
+  std::vector<int32_t> gotB = bIn.download(c);
   for (size_t i = 0; i < count; ++i) {
     ASSERT_EQ(__bfloat162float(gotA[i]),
               static_cast<float>(partner + 1) * (i % 64));
@@ -141,9 +195,51 @@ TEST(NcclCommunicator, CrossedTransfersOfOneBatchDoNotDeadlock) {
   ASSERT_TRUE(c.barrier(kWorldGroup).isOk());
 }
 
+TEST(NcclCommunicator, CrossedBatchesOnTheirChannelsDoNotDeadlock) {
+  REQUIRE_WORLD();
+  NcclCommunicator &c = *world->channel;
+  const int r = c.rank();
+  const int partner = r ^ 1;
+  if (partner >= c.size()) {
+    ASSERT_TRUE(c.barrier(kWorldGroup).isOk()); // an odd rank out
+    return;
+  }
+  // Both ends send in one batch, then receive in the next: far beyond
+  // NCCL's buffers, each send completes only once its receive is posted.
+  // On one stream per rank that is a deadlock; each channel's own stream
+  // lets both through.
+  const size_t count = 4 << 20; // 16 MiB each
+  DeviceArray<float> out1(count), out2(count), in1(count), in2(count);
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i)
+    v[i] = static_cast<float>(r * 7 + static_cast<int>(i % 1021));
+  out1.upload(v);
+  out2.upload(v);
+  auto s1 = c.send(out1.data, count, DType::F32, partner, 1);
+  auto s2 = c.send(out2.data, count, DType::F32, partner, 2);
+  ASSERT_TRUE(s1.isOk() && s2.isOk());
+  ASSERT_TRUE(c.endBatch().isOk());
+  auto r1 = c.recv(in1.data, count, DType::F32, partner, 1);
+  auto r2 = c.recv(in2.data, count, DType::F32, partner, 2);
+  ASSERT_TRUE(r1.isOk() && r2.isOk());
+  ASSERT_TRUE(c.endBatch().isOk());
+  ASSERT_TRUE(c.waitOnDevice(*r1).isOk());
+  ASSERT_TRUE(c.waitOnDevice(*r2).isOk());
+  std::vector<float> got1 = in1.download(c), got2 = in2.download(c);
+  for (size_t i = 0; i < count; i += 4093) {
+    const float want = static_cast<float>(partner * 7 +
+                                          static_cast<int>(i % 1021));
+    ASSERT_EQ(got1[i], want) << "at " << i;
+    ASSERT_EQ(got2[i], want) << "at " << i;
+  }
+  ASSERT_TRUE(c.wait(*s1).isOk());
+  ASSERT_TRUE(c.wait(*s2).isOk());
+  ASSERT_TRUE(c.barrier(kWorldGroup).isOk());
+}
+
 TEST(NcclCommunicator, AllReducesSumOverTheirGroups) {
   REQUIRE_WORLD();
-  NcclCommunicator &c = *world->nccl;
+  NcclCommunicator &c = *world->channel;
   const int r = c.rank(), n = c.size();
   // Evens in descending order (group rank 0 is the highest even), odds.
   std::vector<int> evens, odds;
@@ -174,8 +270,8 @@ TEST(NcclCommunicator, AllReducesSumOverTheirGroups) {
   ASSERT_TRUE(w.isOk());
   ASSERT_TRUE(c.waitOnDevice(*h).isOk());
   ASSERT_TRUE(c.waitOnDevice(*w).isOk());
-  std::vector<float> sum = grads.download();
-  std::vector<double> total = one.download();
+  std::vector<float> sum = grads.download(c);
+  std::vector<double> total = one.download(c);
   float rankSum = 0;
   for (int k : (r % 2 == 0 ? evens : odds))
     rankSum += static_cast<float>(k + 1);
@@ -194,6 +290,7 @@ TEST(NcclCommunicator, APeerThatNeverSendsIsATimeoutNamingIt) {
   auto made = NcclCommunicator::create(*world->mpi, calls.take());
   ASSERT_TRUE(made.isOk()) << made.status().message();
   std::unique_ptr<NcclCommunicator> c = made.take();
+  ASSERT_TRUE(c->openChannels(TransferStreams::Channel, {{1, 0}}).isOk());
   if (c->rank() == 0) {
     // Never freed: cudaFree waits for the device, and the aborted receive
     // is the one thing that must not be waited for.
@@ -249,21 +346,16 @@ int main(int argc, char **argv) {
     if (cudaStreamCreateWithFlags(&w.compute, cudaStreamNonBlocking) !=
         cudaSuccess)
       return 1;
-    auto calls = createCudaNcclCalls(w.compute);
-    if (!calls.isOk())
+    w.channel = openWorld(TransferStreams::Channel);
+    w.shared = openWorld(TransferStreams::Shared);
+    if (!w.channel || !w.shared)
       return 1;
-    auto nccl = NcclCommunicator::create(*w.mpi, calls.take());
-    if (!nccl.isOk()) {
-      std::fprintf(stderr, "%s\n", nccl.status().message().c_str());
-      return 1;
-    }
-    w.nccl = nccl.take();
-    w.nccl->setTimeout(60);
   } else if (w.hasDevice) {
     w.hasDevice = false; // one rank: nothing to transfer
     w.skipReason = "one rank: run under mpirun -np 2 or more";
   }
   int rc = RUN_ALL_TESTS();
-  w.nccl.reset(); // before MPI goes
+  w.channel.reset(); // before MPI goes
+  w.shared.reset();
   return rc;
 }

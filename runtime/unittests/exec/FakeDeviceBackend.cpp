@@ -18,9 +18,12 @@
 // crossed the bus: "step S inputs N input_bytes B losses L norms K
 // syncs Y stage_calls C".
 //
-// With BITPIPE_FAKE_DEVICE_NCCL=1 and more than one rank, the steps'
+// With BITPIPE_FAKE_DEVICE_NCCL set and more than one rank, the steps'
 // transport is the NCCL communicator (comm/nccl) over HostNcclCalls.h's
-// MPI stand-in for NCCL, as the CUDA backend's would be over NCCL.
+// MPI stand-in for NCCL, as the CUDA backend's would be over NCCL: `1` or
+// `strict` plays NCCL's rules exactly (rendezvous sends, groups as units,
+// each communicator's units in order), `loose` buffers sends as MPI does.
+// Unset, MPI carries the steps.
 //
 // Linked instead of the CPU backend into FakeDeviceSingle, FakeDevicePipe2
 // and FakeDevicePipe2Dp2 (CMakeLists.txt); exec-test.sh's fake-device and
@@ -180,10 +183,11 @@ public:
   }
   Expected<std::unique_ptr<Communicator>>
   createCommunicator(MpiCommunicator &bootstrap) override {
-    const char *nccl = std::getenv("BITPIPE_FAKE_DEVICE_NCCL");
-    if (bootstrap.size() == 1 || !nccl || std::strcmp(nccl, "1") != 0)
+    BP_ASSIGN(rules, hostNcclRulesFromEnv("BITPIPE_FAKE_DEVICE_NCCL"));
+    if (bootstrap.size() == 1 || !rules)
       return std::unique_ptr<Communicator>();
-    BP_ASSIGN(comm, NcclCommunicator::create(bootstrap, createHostNcclCalls()));
+    BP_ASSIGN(comm, NcclCommunicator::create(bootstrap,
+                                             createHostNcclCalls(*rules)));
     return std::unique_ptr<Communicator>(std::move(comm));
   }
 

@@ -20,6 +20,8 @@
 //                   ranks 2 and 3, the embedding is all-reduced over all 4
 //                   world ranks, the rest over 0 and 2.
 // FAKE_BERT switches the model family (masked-LM data) for any of them.
+// The manifests list the channels and say "channel" transfer streams;
+// FAKE_SHARED_STREAMS says "shared" instead (one stream per rank).
 // FAKE_WORLD_PROGRAMS lists one program per WORLD rank instead (what a
 // version-2 compiler emitted), which the runtime must refuse.
 //
@@ -180,12 +182,21 @@ void maybeDie(int rank) {
   bp_rt_optimizer_step(ctx, world_mbs);
 }
 
+#ifdef FAKE_SHARED_STREAMS
+#define FAKE_STREAMS_JSON " \"transfer_streams\": \"shared\","
+#else
+#define FAKE_STREAMS_JSON " \"transfer_streams\": \"channel\","
+#endif
+// The two ranks' channels: activations 0 -> 1, their gradients 1 -> 0.
+#define FAKE_PIPE2_CHANNELS_JSON " \"channels\": [[0, 1], [1, 0]]},"
+
 #if defined(FAKE_SINGLE)
 void rank0(bp_rt_context *c) { bothStages(c, 0, 4, 4, 0); }
 #define FAKE_RANKS rank0
 #define FAKE_TAIL_JSON                                                         \
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 4, \"devices\": 1,"   \
-  " \"data_parallel\": 1, \"world_size\": 1},"                                 \
+  " \"data_parallel\": 1, \"world_size\": 1," FAKE_STREAMS_JSON                \
+  " \"channels\": []},"                                                        \
   "\"groups\": [],"                                                            \
   "\"ranks\": [{\"num_values\": 28,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
@@ -196,7 +207,8 @@ void rank1(bp_rt_context *c) { lastStage(c, 1, 0, 4, 4); }
 #define FAKE_RANKS rank0, rank1
 #define FAKE_TAIL_JSON                                                         \
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 4, \"devices\": 2,"   \
-  " \"data_parallel\": 1, \"world_size\": 2},"                                 \
+  " \"data_parallel\": 1, \"world_size\": 2," FAKE_STREAMS_JSON                \
+  FAKE_PIPE2_CHANNELS_JSON                                                     \
   "\"groups\": [[0, 1]],"                                                      \
   "\"ranks\": [{\"num_values\": 17,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
@@ -210,7 +222,8 @@ void rank0(bp_rt_context *c) { bothStages(c, 0, 2, 4, 2); }
 #define FAKE_RANKS rank0
 #define FAKE_TAIL_JSON                                                         \
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, \"devices\": 1,"   \
-  " \"data_parallel\": 2, \"world_size\": 2},"                                 \
+  " \"data_parallel\": 2, \"world_size\": 2," FAKE_STREAMS_JSON                \
+  " \"channels\": []},"                                                        \
   "\"groups\": [[0]],"                                                         \
   "\"ranks\": [{\"num_values\": 16,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
@@ -226,7 +239,8 @@ void rank1(bp_rt_context *c) { lastStage(c, 1, 0, 2, 4); }
 #define FAKE_RANKS rank0, rank1
 #define FAKE_TAIL_JSON                                                         \
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, \"devices\": 2,"   \
-  " \"data_parallel\": 2, \"world_size\": 4},"                                 \
+  " \"data_parallel\": 2, \"world_size\": 4," FAKE_STREAMS_JSON                \
+  FAKE_PIPE2_CHANNELS_JSON                                                     \
   "\"groups\": [[0, 1], [0]],"                                                 \
   "\"ranks\": [{\"num_values\": 10,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \

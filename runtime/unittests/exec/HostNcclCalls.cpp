@@ -4,8 +4,12 @@
 
 #include <mpi.h>
 
+#include <cstdlib>
+#include <deque>
 #include <functional>
+#include <iterator>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace bitpipe::runtime {
@@ -33,44 +37,61 @@ Status mpiStatus(int err, const char *what) {
                        formatString("%s failed (MPI error %d)", what, err));
 }
 
-/// A posted MPI request, shared by its lane and the events after it.
-struct Op {
-  MPI_Request request = MPI_REQUEST_NULL;
+/// Starts one MPI operation into its request.
+using Start = std::function<int(MPI_Request *)>;
+
+/// What a stream runs as one (the file comment of HostNcclCalls.h).
+struct Unit {
+  std::vector<Start> starts;
+  std::vector<MPI_Request> requests; // once posted
   bool done = false;
 };
-using OpRef = std::shared_ptr<Op>;
+using UnitRef = std::shared_ptr<Unit>;
+
+/// A communicator and its stream: the units not yet done, in issue order.
+struct Stream {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::deque<UnitRef> units;
+};
 
 class HostNcclCalls final : public NcclDeviceCalls {
 public:
+  explicit HostNcclCalls(HostNcclRules rules) : rules_(rules) {}
   ~HostNcclCalls() override {
-    for (MPI_Comm &c : comms_)
-      if (c != MPI_COMM_NULL)
-        MPI_Comm_free(&c);
+    for (Stream &s : streams_)
+      if (s.comm != MPI_COMM_NULL)
+        MPI_Comm_free(&s.comm);
   }
 
   Expected<std::string> uniqueId() override { return std::string("host"); }
   Status initWorld(const std::string &, int, int) override {
     MPI_Comm world = MPI_COMM_NULL;
     BP_TRY(mpiStatus(MPI_Comm_dup(MPI_COMM_WORLD, &world), "MPI_Comm_dup"));
-    comms_.push_back(world);
+    streams_.push_back({world, {}});
     return Status::ok();
   }
-  Status connectPeers(int, int) override { return Status::ok(); }
-  Expected<int> split(bool member, int key) override {
+  Expected<int> split(int color, int key) override {
     MPI_Comm c = MPI_COMM_NULL;
-    BP_TRY(mpiStatus(MPI_Comm_split(comms_[0], member ? 0 : MPI_UNDEFINED,
-                                    key, &c),
+    BP_TRY(mpiStatus(MPI_Comm_split(streams_[0].comm,
+                                    color < 0 ? MPI_UNDEFINED : color, key,
+                                    &c),
                      "MPI_Comm_split"));
-    if (!member)
+    if (color < 0)
       return -1;
-    comms_.push_back(c);
-    return static_cast<int>(comms_.size() - 1);
+    streams_.push_back({c, {}});
+    return static_cast<int>(streams_.size() - 1);
+  }
+  Expected<void *> scratch(int64_t count) override {
+    if (scratch_.empty())
+      scratch_.assign(static_cast<size_t>(count), 0);
+    return static_cast<void *>(scratch_.data());
   }
   Status groupStart() override {
     if (inGroup_)
       return Status::error(ErrorCode::InvalidArgument,
                            "host NCCL: groups nest");
     inGroup_ = true;
+    groupComm_ = -1;
     return Status::ok();
   }
   Status groupEnd() override {
@@ -78,24 +99,28 @@ public:
       return Status::error(ErrorCode::InvalidArgument,
                            "host NCCL: a group ends that did not start");
     inGroup_ = false;
-    std::vector<std::function<Status()>> queued;
-    queued.swap(queued_);
-    for (auto &post : queued)
-      BP_TRY(post());
-    return Status::ok();
+    std::vector<Start> group;
+    group.swap(group_);
+    return group.empty() ? Status::ok() : enqueue(groupComm_, group);
   }
   Status send(int comm, const void *buf, int64_t count, NcclElement type,
               int peer) override {
-    return p2p([=](MPI_Request *r) {
-      return MPI_Isend(buf, static_cast<int>(count), mpiTypeOf(type), peer,
-                       0, comms_[comm], r);
+    MPI_Comm c = streams_[comm].comm;
+    // Strict: done only once matched, as an NCCL send beyond its buffer.
+    const bool synchronous = rules_ == HostNcclRules::Strict;
+    return issue(comm, [=](MPI_Request *r) {
+      return synchronous ? MPI_Issend(buf, static_cast<int>(count),
+                                      mpiTypeOf(type), peer, 0, c, r)
+                         : MPI_Isend(buf, static_cast<int>(count),
+                                     mpiTypeOf(type), peer, 0, c, r);
     });
   }
   Status recv(int comm, void *buf, int64_t count, NcclElement type,
               int peer) override {
-    return p2p([=](MPI_Request *r) {
-      return MPI_Irecv(buf, static_cast<int>(count), mpiTypeOf(type), peer,
-                       0, comms_[comm], r);
+    MPI_Comm c = streams_[comm].comm;
+    return issue(comm, [=](MPI_Request *r) {
+      return MPI_Irecv(buf, static_cast<int>(count), mpiTypeOf(type), peer, 0,
+                       c, r);
     });
   }
   Status allReduce(int comm, void *buf, int64_t count,
@@ -103,49 +128,37 @@ public:
     if (inGroup_)
       return Status::error(ErrorCode::InvalidArgument,
                            "host NCCL: an all-reduce inside a p2p group");
-    auto op = std::make_shared<Op>();
-    BP_TRY(mpiStatus(MPI_Iallreduce(MPI_IN_PLACE, buf,
-                                    static_cast<int>(count), mpiTypeOf(type),
-                                    MPI_SUM, comms_[comm], &op->request),
-                     "MPI_Iallreduce"));
-    lanes_[1].push_back(op);
-    return Status::ok();
+    MPI_Comm c = streams_[comm].comm;
+    return issue(comm, [=](MPI_Request *r) {
+      return MPI_Iallreduce(MPI_IN_PLACE, buf, static_cast<int>(count),
+                            mpiTypeOf(type), MPI_SUM, c, r);
+    });
   }
-  Status laneWaitsForCompute(Lane) override { return Status::ok(); }
-  Expected<int> recordEvent(Lane lane) override {
-    // Everything posted on the lane so far; inside a group, nothing of the
-    // group is posted yet (as on a stream before ncclGroupEnd).
-    std::vector<OpRef> &ops = lanes_[lane == Lane::PointToPoint ? 0 : 1];
-    std::vector<OpRef> open;
-    for (const OpRef &op : ops)
-      if (!op->done)
-        open.push_back(op);
-    ops = open;
+  Status streamWaitsForCompute(int) override { return Status::ok(); }
+  Expected<int> recordEvent(int comm) override {
+    BP_TRY(progress());
+    std::vector<UnitRef> units(streams_[comm].units.begin(),
+                               streams_[comm].units.end());
     int slot;
     if (!free_.empty()) {
       slot = free_.back();
       free_.pop_back();
-      events_[slot] = open;
+      events_[slot] = std::move(units);
     } else {
-      events_.push_back(open);
+      events_.push_back(std::move(units));
       slot = static_cast<int>(events_.size() - 1);
     }
     return slot;
   }
   Expected<bool> eventDone(int event) override {
-    for (const OpRef &op : events_[event]) {
-      if (op->done)
-        continue;
-      int flag = 0;
-      BP_TRY(mpiStatus(MPI_Test(&op->request, &flag, MPI_STATUS_IGNORE),
-                       "MPI_Test"));
-      if (!flag)
+    BP_TRY(progress());
+    for (const UnitRef &u : events_[event])
+      if (!u->done)
         return false;
-      op->done = true;
-    }
     return true;
   }
   Status computeWaitsFor(int event) override {
+    // NcclCommunicator bounded this wait already (hostComputes).
     for (;;) {
       BP_ASSIGN(done, eventDone(event));
       if (done)
@@ -157,10 +170,10 @@ public:
     free_.push_back(event);
   }
   // Timing: only the CUDA backend turns it on (NcclCommunicator::
-  // setDeviceTiming), and the fake runs under the CPU backend; its slots
+  // setDeviceTiming), and the fake runs under a host backend; its slots
   // are kept and recycled all the same, but there is no device clock to
   // read them against.
-  Expected<int> recordTimingEvent(Lane) override {
+  Expected<int> recordTimingEvent(int) override {
     if (!timingFree_.empty()) {
       int slot = timingFree_.back();
       timingFree_.pop_back();
@@ -171,32 +184,91 @@ public:
   Expected<float> timingEventMs(void *, int) override {
     return Status::error(ErrorCode::InvalidArgument,
                          "host NCCL: no device clock to time operations by "
-                         "(expected the CPU backend to leave timing off)");
+                         "(expected a host backend to leave timing off)");
   }
   void releaseTimingEvent(int slot) override { timingFree_.push_back(slot); }
   Status asyncError(int) override { return Status::ok(); }
   void abortAll() override {}
+  bool hostComputes() const override { return true; }
 
 private:
-  Status p2p(std::function<int(MPI_Request *)> start) {
-    auto post = [this, start]() -> Status {
-      auto op = std::make_shared<Op>();
-      BP_TRY(mpiStatus(start(&op->request), "posting a transfer"));
-      lanes_[0].push_back(op);
-      return Status::ok();
-    };
-    if (inGroup_) {
-      queued_.push_back(post);
-      return Status::ok();
-    }
-    return post();
+  /// An operation on \p comm: into the open group, or a unit of its own.
+  Status issue(int comm, Start start) {
+    if (!inGroup_)
+      return enqueue(comm, {std::move(start)});
+    // NcclCommunicator never spans communicators with a group (a batch is
+    // one channel's, a warm-up one communicator's); the fake relies on it.
+    if (groupComm_ >= 0 && groupComm_ != comm)
+      return Status::error(ErrorCode::InvalidArgument,
+                           formatString("host NCCL: a group spans "
+                                        "communicators %d and %d",
+                                        groupComm_, comm));
+    groupComm_ = comm;
+    group_.push_back(std::move(start));
+    return Status::ok();
   }
 
-  std::vector<MPI_Comm> comms_;
+  Status enqueue(int comm, std::vector<Start> starts) {
+    auto unit = std::make_shared<Unit>();
+    unit->starts = std::move(starts);
+    streams_[comm].units.push_back(std::move(unit));
+    return progress();
+  }
+
+  static Status post(Unit &u) {
+    u.requests.assign(u.starts.size(), MPI_REQUEST_NULL);
+    for (size_t i = 0; i < u.starts.size(); ++i)
+      BP_TRY(mpiStatus(u.starts[i](&u.requests[i]), "posting an operation"));
+    return Status::ok();
+  }
+  static Expected<bool> test(Unit &u) {
+    int flag = 0;
+    BP_TRY(mpiStatus(MPI_Testall(static_cast<int>(u.requests.size()),
+                                 u.requests.data(), &flag,
+                                 MPI_STATUSES_IGNORE),
+                     "MPI_Testall"));
+    u.done = flag != 0;
+    return u.done;
+  }
+
+  /// Posts what each stream's rules allow and retires the units that are
+  /// done: called from every poll, so that a stream moves on while the
+  /// host waits for anything.
+  Status progress() {
+    for (Stream &s : streams_) {
+      if (rules_ == HostNcclRules::Loose) {
+        // Every unit posted at once; they end in any order.
+        for (const UnitRef &u : s.units)
+          if (u->requests.empty())
+            BP_TRY(post(*u));
+        for (auto it = s.units.begin(); it != s.units.end();) {
+          BP_ASSIGN(done, test(**it));
+          it = done ? s.units.erase(it) : std::next(it);
+        }
+        continue;
+      }
+      // Strict: the first unit alone runs; the next is posted once it is
+      // done, as a stream runs its kernels one after another.
+      while (!s.units.empty()) {
+        Unit &head = *s.units.front();
+        if (head.requests.empty())
+          BP_TRY(post(head));
+        BP_ASSIGN(done, test(head));
+        if (!done)
+          break;
+        s.units.pop_front();
+      }
+    }
+    return Status::ok();
+  }
+
+  HostNcclRules rules_;
+  std::vector<Stream> streams_; // [0]: the world's
+  std::vector<int32_t> scratch_;
   bool inGroup_ = false;
-  std::vector<std::function<Status()>> queued_;
-  std::vector<OpRef> lanes_[2];
-  std::vector<std::vector<OpRef>> events_;
+  int groupComm_ = -1;
+  std::vector<Start> group_;
+  std::vector<std::vector<UnitRef>> events_;
   std::vector<int> free_;
   int timingSlots_ = 0;
   std::vector<int> timingFree_;
@@ -204,8 +276,23 @@ private:
 
 } // namespace
 
-std::unique_ptr<NcclDeviceCalls> createHostNcclCalls() {
-  return std::make_unique<HostNcclCalls>();
+std::unique_ptr<NcclDeviceCalls> createHostNcclCalls(HostNcclRules rules) {
+  return std::make_unique<HostNcclCalls>(rules);
+}
+
+Expected<std::optional<HostNcclRules>> hostNcclRulesFromEnv(const char *var) {
+  const char *value = std::getenv(var);
+  if (!value || !*value)
+    return std::optional<HostNcclRules>();
+  const std::string v = value;
+  if (v == "1" || v == "strict")
+    return std::optional<HostNcclRules>(HostNcclRules::Strict);
+  if (v == "loose")
+    return std::optional<HostNcclRules>(HostNcclRules::Loose);
+  return Status::error(ErrorCode::InvalidArgument,
+                       formatString("%s='%s': expected strict (or 1: NCCL's "
+                                    "rules) or loose (MPI's)",
+                                    var, value));
 }
 
 } // namespace bitpipe::runtime

@@ -1,15 +1,32 @@
 //===- HostNcclCalls.h - NcclDeviceCalls over MPI, in host memory -*- C++ -*-===//
 //
 // Test-only: the NCCL communicator's device layer played by MPI on host
-// memory, so that the executor runs its NCCL path (batches as groups,
-// device waits, their drain, the host communicator for host memory) under
-// mpirun on a machine without a GPU. It keeps NCCL's semantics where they
-// differ from the MPI communicator's: a batch's transfers are posted only
-// at its group's end, a pair's transfers match in posting order (one tag
-// for all), an event is "every operation of its lane posted so far".
-// The fake device computes synchronously on the host, so a stream waiting
-// for compute waits for nothing, and compute waiting for an event is a
-// host wait.
+// memory, so that the executor runs its NCCL path (channels, batches as
+// groups, device waits, their drain, the host communicator for host
+// memory) under mpirun on a machine without a GPU.
+//
+// Each communicator (the world's, each split: MPI_Comm_split) has a stream
+// of its own: a queue of units, a unit being a group's operations or one
+// operation issued outside a group. A pair's transfers on a communicator
+// match in posting order (one tag for all), as NCCL's do. An event is
+// every unit its stream was given so far; inside a group, nothing of the
+// group is on the stream yet (as before ncclGroupEnd). The fake device
+// computes synchronously on the host (hostComputes): a stream waiting for
+// compute waits for nothing, and compute waiting for an event is a host
+// wait.
+//
+// Two sets of rules:
+//  - strict (the default) plays NCCL's: a send is MPI_Issend, done only once
+//    its receive is matched; a unit's operations are posted together and
+//    the unit is done when all of them are; a stream posts a unit only once
+//    the unit before it is done. A program that deadlocks under NCCL
+//    deadlocks here (and times out with the communicator's deadline);
+//  - loose, the stand-in as it was: a send is MPI_Isend (buffered, as far
+//    as a deadlock is concerned) and a unit is posted as soon as it is on
+//    its stream, so MPI's rules apply with NCCL's order of matching.
+// Who makes the calls chooses the rules from an environment variable
+// (hostNcclRulesFromEnv): FakeDeviceBackend.cpp from
+// BITPIPE_FAKE_DEVICE_NCCL (unset: no NCCL at all).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,10 +36,18 @@
 #include "comm/nccl/NcclDeviceCalls.h"
 
 #include <memory>
+#include <optional>
 
 namespace bitpipe::runtime {
 
-std::unique_ptr<NcclDeviceCalls> createHostNcclCalls();
+enum class HostNcclRules { Strict, Loose };
+
+std::unique_ptr<NcclDeviceCalls> createHostNcclCalls(HostNcclRules rules);
+
+/// The rules environment variable \p var names: `1` or `strict`, or
+/// `loose`; none when it is unset or empty; an error naming the variable
+/// and the accepted words for anything else.
+Expected<std::optional<HostNcclRules>> hostNcclRulesFromEnv(const char *var);
 
 } // namespace bitpipe::runtime
 

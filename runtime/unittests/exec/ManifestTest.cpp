@@ -206,6 +206,91 @@ TEST(ExecManifest, ReadsTheTarget) {
       << errorOf(bf16);
 }
 
+TEST(ExecManifest, ReadsTheTransferStreamsAndChannels) {
+  Expected<Manifest> m = parseManifest(pipeDpManifest());
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  EXPECT_EQ(m->schedule.transferStreams, TransferStreams::Channel);
+  EXPECT_EQ(m->schedule.channels,
+            (std::vector<Channel>{{0, 1}, {1, 0}}));
+  // Every copy's own pipeline ranks, copy by copy.
+  EXPECT_EQ(m->worldChannels(),
+            (std::vector<Channel>{{0, 1}, {1, 0}, {2, 3}, {3, 2}}));
+
+  std::string shared = replaced(pipeDpManifest(), "\"channel\"",
+                                "\"shared\"");
+  Expected<Manifest> s = parseManifest(shared);
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  EXPECT_EQ(s->schedule.transferStreams, TransferStreams::Shared);
+  EXPECT_STREQ(transferStreamsName(s->schedule.transferStreams), "shared");
+
+  // A program that transfers nothing lists no channel.
+  std::string none = replaced(pipeDpManifest(), "[[0, 1], [1, 0]]", "[]");
+  Expected<Manifest> n = parseManifest(none);
+  ASSERT_TRUE(n.isOk()) << n.status().message();
+  EXPECT_TRUE(n->worldChannels().empty());
+}
+
+TEST(ExecManifest, WorldChannelsRepeatInEveryCopy) {
+  // D = 3, K = 2: the ring's channels in copy 0, then in copy 1.
+  Manifest m;
+  m.schedule.devices = 3;
+  m.schedule.dataParallel = 2;
+  m.schedule.worldSize = 6;
+  m.schedule.channels = {{0, 1}, {1, 2}, {2, 0}};
+  EXPECT_EQ(m.worldChannels(), (std::vector<Channel>{{0, 1},
+                                                     {1, 2},
+                                                     {2, 0},
+                                                     {3, 4},
+                                                     {4, 5},
+                                                     {5, 3}}));
+}
+
+TEST(ExecManifest, NamesWhatIsWrongWithTheChannels) {
+  const std::string good = pipeDpManifest();
+  const std::string list = "[[0, 1], [1, 0]]";
+  struct Case {
+    std::string from, to, message;
+  } cases[] = {
+      {"\"channel\"", "\"channels\"",
+       "manifest: schedule.transfer_streams: unknown transfer streams "
+       "'channels' (expected one of channel, shared)"},
+      {"\"transfer_streams\": \"channel\", ", "",
+       "manifest: schedule: missing \"transfer_streams\""},
+      {", \"channels\": " + list, "",
+       "manifest: schedule: missing \"channels\""},
+      {list, "{\"0\": 1}", "manifest: schedule.channels: expected a list"},
+      {list, "[[0, 1], [1]]",
+       "manifest: schedule.channels[1]: expected a [sender, receiver] pair "
+       "of pipeline ranks"},
+      {list, "[[0, 1], [1, 0.5]]",
+       "manifest: schedule.channels[1]: expected a [sender, receiver] pair"},
+      {list, "[[0, 1], \"1 0\"]",
+       "manifest: schedule.channels[1]: expected a [sender, receiver] pair"},
+      {list, "[[0, 1], [1, 2]]",
+       "manifest: schedule.channels[1]: rank 2 is not a pipeline rank (in "
+       "[0, devices 2))"},
+      {list, "[[-1, 1]]",
+       "manifest: schedule.channels[0]: rank -1 is not a pipeline rank"},
+      {list, "[[0, 1], [1, 1]]",
+       "manifest: schedule.channels[1]: a channel from pipeline rank 1 to "
+       "itself; expected two distinct ranks"},
+      {list, "[[1, 0], [0, 1]]",
+       "manifest: schedule.channels[1]: [0, 1] after [1, 0]: channels must "
+       "be distinct and sorted ascending"},
+      {list, "[[0, 1], [0, 1]]",
+       "manifest: schedule.channels[1]: [0, 1] after [0, 1]: channels must "
+       "be distinct and sorted ascending"},
+  };
+  for (const Case &c : cases) {
+    std::string text = replaced(good, c.from, c.to);
+    ASSERT_NE(text, good) << "the test's pattern is not in the manifest: "
+                          << c.from;
+    std::string message = errorOf(text);
+    EXPECT_NE(message.find(c.message), std::string::npos)
+        << "expected \"" << c.message << "\" in \"" << message << "\"";
+  }
+}
+
 // One entry per pipeline rank, not per world rank: a manifest listing
 // every world rank (version 2's) is refused naming both numbers.
 TEST(ExecManifest, RanksAreOnePerPipelineRank) {

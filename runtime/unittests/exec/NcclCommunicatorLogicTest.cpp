@@ -3,14 +3,20 @@
 // The NCCL communicator's bookkeeping without a GPU: its calls go to a fake
 // NcclDeviceCalls that logs them (one line per call) and whose events
 // complete when the test says, and its bootstrap is a one-process fake.
-// Checked: the unique id's broadcast, group creation order and ids, batches
-// opened lazily and closed by endBatch / a wait / an all-reduce, the event
-// a batch shares, the streams' waits for compute, device waits and their
-// drain, the timeout and async-error paths (abort once, message naming the
-// rank, op and peer), request ids, dtypes; the device spans (a pair of
-// timing events per operation on its stream, a batch's pair around its
-// group's end, the pool's reuse, the spans' names and rows in the trace);
-// and the rank -> GPU plan and the NCCL_HOSTID arrangement. The real calls run in
+// Checked: the unique id's broadcast, group creation order and ids and the
+// groups' warm-ups; the channels: "channel" communicators split in rounds
+// (colours and keys) and warmed up after each split, "shared" connecting
+// only the listed pairs; routing of transfers to their channel's
+// communicator and stream, transfers on unlisted channels and batches that
+// mix channels refused; batches opened lazily and closed by endBatch / a
+// wait / an all-reduce, the event a batch shares, the streams' waits for
+// compute, all-reduces on their group's stream, device waits and their
+// drain (and the host's deadline first where compute runs on the host),
+// the timeout and async-error paths (abort once, message naming the rank,
+// op and peer), request ids, dtypes; the device spans (a pair of timing
+// events per operation on its stream, a batch's pair around its group's
+// end, the pool's reuse, the spans' names and rows in the trace); and the
+// rank -> GPU plan and the NCCL_HOSTID arrangement. The real calls run in
 // runtime/unittests/cuda/NcclCommunicatorTest.cpp (GPU).
 //
 //===----------------------------------------------------------------------===//
@@ -25,21 +31,26 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace bitpipe::runtime;
 
 namespace {
 
-/// Logs every call; events are done once the test marks them.
+/// Logs every call; events are done once the test marks them (or all of
+/// them, while everyEventDone).
 class FakeCalls final : public NcclDeviceCalls {
 public:
   std::vector<std::string> *log;
   std::set<int> doneEvents;
+  bool everyEventDone = false;
   std::set<int> liveEvents;
   Status nextAsyncError = Status::ok();
   int aborts = 0;
-  int splits = 0;
+  int comms = 1; // the world's
+  bool onHost = false;
+  int32_t scratchMemory[64] = {};
 
   explicit FakeCalls(std::vector<std::string> *log) : log(log) {}
 
@@ -52,14 +63,13 @@ public:
                                 rank));
     return Status::ok();
   }
-  Status connectPeers(int nranks, int rank) override {
-    log->push_back(formatString("connectPeers %d %d", nranks, rank));
-    return Status::ok();
+  Expected<int> split(int color, int key) override {
+    log->push_back(formatString("split color %d key %d", color, key));
+    return color >= 0 ? comms++ : -1;
   }
-  Expected<int> split(bool member, int key) override {
-    log->push_back(formatString("split %s key %d", member ? "in" : "out",
-                                key));
-    return member ? ++splits : -1;
+  Expected<void *> scratch(int64_t count) override {
+    EXPECT_LE(count, 64);
+    return static_cast<void *>(scratchMemory);
   }
   Status groupStart() override {
     log->push_back("groupStart");
@@ -99,19 +109,19 @@ public:
                                 static_cast<long long>(count), name(t)));
     return Status::ok();
   }
-  Status laneWaitsForCompute(Lane lane) override {
-    log->push_back(std::string(laneName(lane)) + " waits for compute");
+  Status streamWaitsForCompute(int comm) override {
+    log->push_back(formatString("c%d waits for compute", comm));
     return Status::ok();
   }
-  Expected<int> recordEvent(Lane lane) override {
+  Expected<int> recordEvent(int comm) override {
     int e = nextEvent++;
     liveEvents.insert(e);
-    log->push_back(formatString("record e%d on %s", e, laneName(lane)));
+    log->push_back(formatString("record e%d on c%d", e, comm));
     return e;
   }
   Expected<bool> eventDone(int event) override {
     EXPECT_TRUE(liveEvents.count(event)) << "query of released event " << event;
-    return doneEvents.count(event) > 0;
+    return everyEventDone || doneEvents.count(event) > 0;
   }
   Status computeWaitsFor(int event) override {
     log->push_back(formatString("compute waits for e%d", event));
@@ -121,9 +131,9 @@ public:
     EXPECT_TRUE(liveEvents.erase(event)) << "event " << event
                                          << " released twice";
   }
-  // Timing events: logged as "time tN on LANE" and measured from the
+  // Timing events: logged as "time tN on cC" and measured from the
   // reference "step start" as the test set in timingMs.
-  Expected<int> recordTimingEvent(Lane lane) override {
+  Expected<int> recordTimingEvent(int comm) override {
     int t;
     if (!timingFree.empty()) {
       t = timingFree.back();
@@ -133,7 +143,7 @@ public:
     }
     EXPECT_TRUE(liveTiming.insert(t).second) << "timing event " << t
                                              << " recorded while in use";
-    log->push_back(formatString("time t%d on %s", t, laneName(lane)));
+    log->push_back(formatString("time t%d on c%d", t, comm));
     return t;
   }
   Expected<float> timingEventMs(void *reference, int slot) override {
@@ -154,6 +164,7 @@ public:
     ++aborts;
     log->push_back("abortAll");
   }
+  bool hostComputes() const override { return onHost; }
 
   int nextEvent = 0;
   int stepStart = 0; // its address is the reference event
@@ -190,6 +201,9 @@ public:
   }
   const std::vector<int> &groupRanks(GroupId g) const override {
     return groups_[g];
+  }
+  Status openChannels(TransferStreams, const std::vector<Channel> &) override {
+    return Status::ok();
   }
   Expected<RequestHandle> send(const void *, int64_t, DType, int,
                                int) override {
@@ -232,29 +246,78 @@ private:
   std::vector<std::vector<int>> groups_;
 };
 
+/// Every directed channel between two of \p size ranks.
+std::vector<Channel> allPairs(int size) {
+  std::vector<Channel> all;
+  for (int a = 0; a < size; ++a)
+    for (int b = 0; b < size; ++b)
+      if (a != b)
+        all.push_back({a, b});
+  return all;
+}
+
+/// BitPipe's channels on 4 devices: neighbours both ways.
+const std::vector<Channel> kNeighbours = {{0, 1}, {1, 0}, {1, 2},
+                                         {2, 1}, {2, 3}, {3, 2}};
+/// A ring of 4 ranks, one way.
+const std::vector<Channel> kRing = {{0, 1}, {1, 2}, {2, 3}, {3, 0}};
+
+/// Rank \p rank of \p size, its communicator made and, unless
+/// \p channels is none, those channels opened with \p streams (every
+/// start-up wait done at once); the log and the event numbers then start
+/// afresh.
 struct Fixture {
   std::vector<std::string> log;
   FakeBootstrap bootstrap;
   FakeCalls *calls = nullptr;
   std::unique_ptr<NcclCommunicator> comm;
 
-  explicit Fixture(int rank = 0, int size = 4) : bootstrap(rank, size) {
+  /// Every pair of ranks a channel, on the world's communicator.
+  explicit Fixture(int rank = 0, int size = 4)
+      : Fixture(rank, size, TransferStreams::Shared, allPairs(size)) {}
+  Fixture(int rank, int size, TransferStreams streams,
+          std::optional<std::vector<Channel>> channels)
+      : bootstrap(rank, size) {
     const int64_t length = 2;
     bootstrap.incoming = {
         std::string(reinterpret_cast<const char *>(&length), sizeof length),
         "ID"};
     auto owned = std::make_unique<FakeCalls>(&log);
     calls = owned.get();
-    calls->doneEvents.insert(0); // the connection of every pair
     Expected<std::unique_ptr<NcclCommunicator>> c =
         NcclCommunicator::create(bootstrap, std::move(owned));
     EXPECT_TRUE(c.isOk()) << c.status().message();
-    if (c.isOk())
-      comm = c.take();
+    if (!c.isOk())
+      return;
+    comm = c.take();
+    if (channels) {
+      calls->everyEventDone = true;
+      Status opened = comm->openChannels(streams, *channels);
+      EXPECT_TRUE(opened.isOk()) << opened.message();
+    }
+    settle();
+  }
+  /// createGroup with its warm-up done at once, then settle().
+  GroupId group(const std::vector<int> &ranks) {
+    calls->everyEventDone = true;
+    Expected<GroupId> g = comm->createGroup(ranks);
+    EXPECT_TRUE(g.isOk()) << g.status().message();
+    settle();
+    return g.isOk() ? *g : -1;
+  }
+  void settle() {
     EXPECT_TRUE(calls->liveEvents.empty());
-    calls->doneEvents.clear();
+    calls->everyEventDone = false;
     calls->nextEvent = 0;
     log.clear();
+  }
+  /// The log's lines that start with \p prefix.
+  std::vector<std::string> linesOf(const std::string &prefix) const {
+    std::vector<std::string> out;
+    for (const std::string &line : log)
+      if (line.rfind(prefix, 0) == 0)
+        out.push_back(line);
+    return out;
   }
 };
 
@@ -277,13 +340,11 @@ TEST(NcclCommunicatorLogic, OtherRanksInitialiseWithRankZerosId) {
   int64_t length = 5;
   bootstrap.incoming = {std::string(reinterpret_cast<char *>(&length), 8),
                         "HELLO"};
-  auto calls = std::make_unique<FakeCalls>(&log);
-  calls->doneEvents.insert(0);
-  auto c = NcclCommunicator::create(bootstrap, std::move(calls));
+  auto c = NcclCommunicator::create(bootstrap,
+                                    std::make_unique<FakeCalls>(&log));
   ASSERT_TRUE(c.isOk()) << c.status().message();
-  EXPECT_EQ(log, (std::vector<std::string>{"initWorld HELLO 4 2",
-                                           "connectPeers 4 2",
-                                           "record e0 on point-to-point"}));
+  // Nothing is connected before the channels are known.
+  EXPECT_EQ(log, (std::vector<std::string>{"initWorld HELLO 4 2"}));
   EXPECT_EQ((*c)->rank(), 2);
   EXPECT_EQ((*c)->size(), 4);
 }
@@ -302,22 +363,9 @@ TEST(NcclCommunicatorLogic, RankZeroWithoutAnIdFailsEveryone) {
   EXPECT_TRUE(log.empty()); // never entered ncclCommInitRank
 }
 
-TEST(NcclCommunicatorLogic, APeerThatNeverConnectsFailsTheStart) {
-  std::vector<std::string> log;
-  FakeBootstrap bootstrap(0, 2);
-  bootstrap.setTimeout(0.05);
-  auto c = NcclCommunicator::create(bootstrap,
-                                    std::make_unique<FakeCalls>(&log));
-  ASSERT_FALSE(c.isOk());
-  EXPECT_EQ(c.status().code(), ErrorCode::Timeout);
-  EXPECT_NE(c.status().message().find("waiting for connecting every pair of "
-                                      "ranks"),
-            std::string::npos)
-      << c.status().message();
-}
-
 TEST(NcclCommunicatorLogic, GroupsSplitInCallOrderWithTheBootstrapsIds) {
   Fixture f(1, 4);
+  f.calls->everyEventDone = true;
   auto a = f.comm->createGroup({1, 3});
   auto b = f.comm->createGroup({0, 2});
   auto c = f.comm->createGroup({3, 1, 0});
@@ -325,9 +373,15 @@ TEST(NcclCommunicatorLogic, GroupsSplitInCallOrderWithTheBootstrapsIds) {
   EXPECT_EQ(*a, 1);
   EXPECT_EQ(*b, 2);
   EXPECT_EQ(*c, 3);
-  // Key = position in the list, so that group rank i is ranks[i].
-  EXPECT_EQ(f.log, (std::vector<std::string>{"split in key 0", "split out key 0",
-                                             "split in key 1"}));
+  // Key = position in the list, so that group rank i is ranks[i]; each
+  // member connects its new communicator with a one-element all-reduce,
+  // waited for before the next split.
+  EXPECT_EQ(f.log, (std::vector<std::string>{
+                       "split color 0 key 0", "allReduce c1 n1 i32",
+                       "record e0 on c1", "split color -1 key 0",
+                       "split color 0 key 1", "allReduce c2 n1 i32",
+                       "record e1 on c2"}));
+  EXPECT_TRUE(f.calls->liveEvents.empty());
   EXPECT_TRUE(f.comm->isMember(kWorldGroup));
   EXPECT_TRUE(f.comm->isMember(*a));
   EXPECT_FALSE(f.comm->isMember(*b));
@@ -336,6 +390,258 @@ TEST(NcclCommunicatorLogic, GroupsSplitInCallOrderWithTheBootstrapsIds) {
   ASSERT_FALSE(refused.isOk());
   EXPECT_NE(refused.status().message().find("does not contain this rank"),
             std::string::npos);
+}
+
+TEST(NcclCommunicatorLogic, AGroupWhoseWarmUpNeverEndsFailsTheStart) {
+  Fixture f(0, 4);
+  f.comm->setTimeout(0.05);
+  auto g = f.comm->createGroup({0, 2});
+  ASSERT_FALSE(g.isOk());
+  EXPECT_EQ(g.status().code(), ErrorCode::Timeout);
+  EXPECT_NE(g.status().message().find("rank 0: timeout after 0.1 s waiting "
+                                      "for warm-up allreduce over group 1 "
+                                      "(ranks 0,2, 1 x i32)"),
+            std::string::npos)
+      << g.status().message();
+  EXPECT_EQ(f.calls->aborts, 1);
+}
+
+/// The (colour, key) of each split a rank makes when it opens \p channels
+/// under "channel" streams.
+std::vector<std::string> channelSplits(int rank, int size,
+                                       const std::vector<Channel> &channels) {
+  Fixture f(rank, size, TransferStreams::Shared, std::nullopt);
+  f.calls->everyEventDone = true;
+  Status s = f.comm->openChannels(TransferStreams::Channel, channels);
+  EXPECT_TRUE(s.isOk()) << s.message();
+  return f.linesOf("split");
+}
+
+TEST(NcclCommunicatorLogic, ChannelCommunicatorsOfARingAreSplitInTwoRounds) {
+  // Round 0: 0 -> 1 and 2 -> 3; round 1: 1 -> 2 and 3 -> 0 (rank 1 and
+  // rank 3 are busy in round 0). Colour: the channel's index in the list;
+  // key 0 for the sender, 1 for the receiver.
+  const std::vector<std::vector<std::string>> want = {
+      {"split color 0 key 0", "split color 3 key 1"},
+      {"split color 0 key 1", "split color 1 key 0"},
+      {"split color 2 key 0", "split color 1 key 1"},
+      {"split color 2 key 1", "split color 3 key 0"},
+  };
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(channelSplits(r, 4, kRing), want[r]) << "rank " << r;
+}
+
+TEST(NcclCommunicatorLogic, NeighbourChannelsAreSplitInFourRounds) {
+  // BitPipe's neighbours, sorted: 0->1 1->0 1->2 2->1 2->3 3->2. Ranks 1
+  // and 2 have four channels each: four rounds, each rank in at most one
+  // channel of a round; ranks 0 and 3 sit out of the last two.
+  const std::vector<std::vector<std::string>> want = {
+      {"split color 0 key 0", "split color 1 key 1", "split color -1 key 0",
+       "split color -1 key 0"},
+      {"split color 0 key 1", "split color 1 key 0", "split color 2 key 0",
+       "split color 3 key 1"},
+      {"split color 4 key 0", "split color 5 key 1", "split color 2 key 1",
+       "split color 3 key 0"},
+      {"split color 4 key 1", "split color 5 key 0", "split color -1 key 0",
+       "split color -1 key 0"},
+  };
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(channelSplits(r, 4, kNeighbours), want[r]) << "rank " << r;
+}
+
+TEST(NcclCommunicatorLogic, EachChannelIsWarmedUpRightAfterItsSplit) {
+  Fixture f(1, 4, TransferStreams::Shared, std::nullopt);
+  f.calls->everyEventDone = true;
+  ASSERT_TRUE(f.comm->openChannels(TransferStreams::Channel, kNeighbours)
+                  .isOk());
+  // Rank 1 is rank 1 of its receiving channels' communicators and rank 0
+  // of its sending ones': one element from the sender, waited for (the
+  // event released) before the next split.
+  EXPECT_EQ(f.log, (std::vector<std::string>{
+                       "split color 0 key 1", "recv c1 n1 i32 from 0",
+                       "record e0 on c1", "split color 1 key 0",
+                       "send c2 n1 i32 to 1", "record e1 on c2",
+                       "split color 2 key 0", "send c3 n1 i32 to 1",
+                       "record e2 on c3", "split color 3 key 1",
+                       "recv c4 n1 i32 from 0", "record e3 on c4"}));
+  EXPECT_TRUE(f.calls->liveEvents.empty());
+}
+
+TEST(NcclCommunicatorLogic, AWarmUpThatNeverEndsStopsTheSplitsNamingThePeer) {
+  Fixture f(1, 4, TransferStreams::Shared, std::nullopt);
+  f.comm->setTimeout(0.05);
+  Status s = f.comm->openChannels(TransferStreams::Channel, kNeighbours);
+  ASSERT_EQ(s.code(), ErrorCode::Timeout);
+  EXPECT_NE(s.message().find("rank 1: timeout after 0.1 s waiting for "
+                             "warm-up recv with rank 0 (1 x i32)"),
+            std::string::npos)
+      << s.message();
+  // Waited for before the next split.
+  EXPECT_EQ(f.linesOf("split"),
+            (std::vector<std::string>{"split color 0 key 1"}));
+  EXPECT_EQ(f.calls->aborts, 1);
+}
+
+TEST(NcclCommunicatorLogic, SharedStreamsConnectOnlyTheListedPairs) {
+  Fixture f(1, 4, TransferStreams::Shared, std::nullopt);
+  f.calls->everyEventDone = true;
+  ASSERT_TRUE(
+      f.comm->openChannels(TransferStreams::Shared, kNeighbours).isOk());
+  // One group on the world's communicator: one element each way with
+  // ranks 0 and 2, nothing with rank 3; no split.
+  EXPECT_EQ(f.log, (std::vector<std::string>{
+                       "groupStart", "recv c0 n1 i32 from 0",
+                       "send c0 n1 i32 to 0", "send c0 n1 i32 to 2",
+                       "recv c0 n1 i32 from 2", "groupEnd",
+                       "record e0 on c0"}));
+  EXPECT_TRUE(f.calls->liveEvents.empty());
+
+  // A rank in no listed channel connects nothing.
+  std::vector<std::string> log;
+  FakeBootstrap bootstrap(3, 4);
+  int64_t length = 2;
+  bootstrap.incoming = {std::string(reinterpret_cast<char *>(&length), 8),
+                        "ID"};
+  auto c = NcclCommunicator::create(bootstrap,
+                                    std::make_unique<FakeCalls>(&log));
+  ASSERT_TRUE(c.isOk()) << c.status().message();
+  log.clear();
+  ASSERT_TRUE((*c)->openChannels(TransferStreams::Shared, {{0, 1}}).isOk());
+  EXPECT_TRUE(log.empty());
+}
+
+TEST(NcclCommunicatorLogic, ASharedWarmUpThatNeverEndsNamesThePeers) {
+  std::vector<std::string> log;
+  FakeBootstrap bootstrap(1, 3);
+  bootstrap.setTimeout(0.05);
+  int64_t length = 2;
+  bootstrap.incoming = {std::string(reinterpret_cast<char *>(&length), 8),
+                        "ID"};
+  auto c = NcclCommunicator::create(bootstrap,
+                                    std::make_unique<FakeCalls>(&log));
+  ASSERT_TRUE(c.isOk()) << c.status().message();
+  Status s = (*c)->openChannels(TransferStreams::Shared,
+                                {{0, 1}, {1, 2}, {2, 0}});
+  ASSERT_EQ(s.code(), ErrorCode::Timeout);
+  EXPECT_NE(s.message().find("rank 1: timeout after 0.1 s waiting for "
+                             "warm-up of the channels (from rank 0, to rank "
+                             "2) (1 x i32)"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(NcclCommunicatorLogic, ChannelsAreCheckedAndOpenedOnce) {
+  Fixture f(0, 4, TransferStreams::Shared, std::vector<Channel>{});
+  Status again = f.comm->openChannels(TransferStreams::Shared, kRing);
+  ASSERT_FALSE(again.isOk());
+  EXPECT_NE(again.message().find("rank 0: the channels are opened twice"),
+            std::string::npos)
+      << again.message();
+
+  std::vector<std::string> log;
+  FakeBootstrap bootstrap(0, 2);
+  int64_t length = 2;
+  bootstrap.incoming = {std::string(reinterpret_cast<char *>(&length), 8),
+                        "ID"};
+  auto c = NcclCommunicator::create(bootstrap,
+                                    std::make_unique<FakeCalls>(&log));
+  ASSERT_TRUE(c.isOk());
+  log.clear();
+  for (const auto &[channels, want] :
+       std::vector<std::pair<std::vector<Channel>, std::string>>{
+           {{{0, 2}}, "channel 0 (rank 0 -> rank 2) is a rank outside the "
+                      "world; expected distinct channels between two ranks "
+                      "in [0, 2)"},
+           {{{1, 1}}, "channel 0 (rank 1 -> rank 1) is a rank sending to "
+                      "itself"},
+           {{{0, 1}, {0, 1}}, "channel 1 (rank 0 -> rank 1) is listed "
+                              "twice"}}) {
+    Status s = (*c)->openChannels(TransferStreams::Channel, channels);
+    ASSERT_FALSE(s.isOk());
+    EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
+  }
+  EXPECT_TRUE(log.empty()); // refused before any split
+}
+
+TEST(NcclCommunicatorLogic, TransfersGoToTheirChannelsCommunicator) {
+  // Rank 1's communicators: c1 receives from 0, c2 sends to 0, c3 sends to
+  // 2, c4 receives from 2 (the splits' order). The other end of a channel
+  // is rank 1 of it when this rank sends, rank 0 when it receives.
+  Fixture f(1, 4, TransferStreams::Channel, kNeighbours);
+  auto s0 = f.comm->send(data, 4, DType::F32, 0, 7);
+  ASSERT_TRUE(s0.isOk()) << s0.status().message();
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  auto r0 = f.comm->recv(data + 4, 4, DType::F32, 0, 8);
+  auto r0b = f.comm->recv(data + 8, 4, DType::F32, 0, 9);
+  ASSERT_TRUE(r0.isOk() && r0b.isOk());
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  auto s2 = f.comm->send(data, 4, DType::BF16, 2, 10);
+  ASSERT_TRUE(s2.isOk());
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  auto r2 = f.comm->recv(data, 4, DType::BF16, 2, 11);
+  ASSERT_TRUE(r2.isOk());
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  EXPECT_EQ(f.log, (std::vector<std::string>{
+                       "groupStart", "c2 waits for compute",
+                       "send c2 n4 f32 to 1", "groupEnd", "record e0 on c2",
+                       "groupStart", "c1 waits for compute",
+                       "recv c1 n4 f32 from 0", "c1 waits for compute",
+                       "recv c1 n4 f32 from 0", "groupEnd",
+                       "record e1 on c1", "groupStart",
+                       "c3 waits for compute", "send c3 n4 bf16 to 1",
+                       "groupEnd", "record e2 on c3", "groupStart",
+                       "c4 waits for compute", "recv c4 n4 bf16 from 0",
+                       "groupEnd", "record e3 on c4"}));
+  // A wait asks the async error of the request's own communicator.
+  f.calls->doneEvents = {0, 1, 2, 3};
+  for (RequestHandle h : {*s0, *r0, *r0b, *s2, *r2})
+    ASSERT_TRUE(f.comm->wait(h).isOk());
+  EXPECT_TRUE(f.calls->liveEvents.empty());
+}
+
+TEST(NcclCommunicatorLogic, ATransferOnAnUnlistedChannelIsRefused) {
+  Fixture f(0, 4, TransferStreams::Channel, kNeighbours);
+  auto s = f.comm->send(data, 4, DType::F32, 2, 1);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.status().message().find("rank 0: send with rank 2: the "
+                                      "program lists no channel rank 0 -> "
+                                      "rank 2 (schedule.channels)"),
+            std::string::npos)
+      << s.status().message();
+  auto r = f.comm->recv(data, 4, DType::F32, 3, 1);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("no channel rank 3 -> rank 0"),
+            std::string::npos)
+      << r.status().message();
+  // The same under "shared": the world's communicator, listed pairs only.
+  Fixture shared(0, 4, TransferStreams::Shared, kNeighbours);
+  EXPECT_FALSE(shared.comm->send(data, 4, DType::F32, 3, 1).isOk());
+  EXPECT_TRUE(shared.comm->send(data, 4, DType::F32, 1, 1).isOk());
+  EXPECT_TRUE(f.log.empty());
+  EXPECT_FALSE(f.comm->batchOpen());
+}
+
+TEST(NcclCommunicatorLogic, ABatchThatMixesChannelsIsRefused) {
+  Fixture f(1, 4, TransferStreams::Channel, kNeighbours);
+  auto s = f.comm->send(data, 4, DType::F32, 0, 7);
+  ASSERT_TRUE(s.isOk());
+  auto r = f.comm->recv(data + 4, 4, DType::F32, 0, 8);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("rank 1: a batch mixes channels: it "
+                                      "holds a send with rank 0 (tag 7), "
+                                      "and now a recv with rank 0 (tag 8) "
+                                      "is posted on another channel"),
+            std::string::npos)
+      << r.status().message();
+  auto other = f.comm->send(data, 4, DType::F32, 2, 9);
+  ASSERT_FALSE(other.isOk());
+  EXPECT_NE(other.status().message().find("send with rank 2 (tag 9)"),
+            std::string::npos);
+  // The batch keeps its own transfer and ends as usual.
+  EXPECT_TRUE(f.comm->batchOpen());
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  EXPECT_EQ(f.log.back(), "record e0 on c2");
+  EXPECT_EQ(f.comm->numPending(), 1u);
 }
 
 TEST(NcclCommunicatorLogic, ABatchIsOneGroupOpenedLazilyAndSharesAnEvent) {
@@ -351,15 +657,13 @@ TEST(NcclCommunicatorLogic, ABatchIsOneGroupOpenedLazilyAndSharesAnEvent) {
   ASSERT_TRUE(t.isOk());
   EXPECT_FALSE(*t);
   EXPECT_EQ(f.log, (std::vector<std::string>{
-                       "groupStart", "point-to-point waits for compute",
-                       "send c0 n4 bf16 to 1",
-                       "point-to-point waits for compute",
+                       "groupStart", "c0 waits for compute",
+                       "send c0 n4 bf16 to 1", "c0 waits for compute",
                        "recv c0 n4 bf16 from 1"}));
   f.log.clear();
   ASSERT_TRUE(f.comm->endBatch().isOk());
   EXPECT_FALSE(f.comm->batchOpen());
-  EXPECT_EQ(f.log, (std::vector<std::string>{"groupEnd",
-                                             "record e0 on point-to-point"}));
+  EXPECT_EQ(f.log, (std::vector<std::string>{"groupEnd", "record e0 on c0"}));
   // An empty batch end does nothing; the next transfer opens a new group.
   f.log.clear();
   ASSERT_TRUE(f.comm->endBatch().isOk());
@@ -393,25 +697,29 @@ TEST(NcclCommunicatorLogic, AWaitInsideItsBatchEndsTheBatchFirst) {
   f.calls->doneEvents.insert(0);
   ASSERT_TRUE(f.comm->wait(*r).isOk());
   EXPECT_EQ(f.log, (std::vector<std::string>{
-                       "groupStart", "point-to-point waits for compute",
+                       "groupStart", "c0 waits for compute",
                        "recv c0 n4 f32 from 1", "groupEnd",
-                       "record e0 on point-to-point"}));
+                       "record e0 on c0"}));
 }
 
-TEST(NcclCommunicatorLogic, AnAllReduceEndsTheOpenBatchAndWaitsForCompute) {
-  Fixture f(0, 4);
-  auto g = f.comm->createGroup({2, 0});
-  ASSERT_TRUE(g.isOk());
-  f.log.clear();
+TEST(NcclCommunicatorLogic, AnAllReduceEndsTheOpenBatchAndRunsOnItsGroup) {
+  Fixture f(0, 4, TransferStreams::Channel, kNeighbours);
+  GroupId g = f.group({2, 0});
+  GroupId h = f.group({0, 1, 2, 3});
   ASSERT_TRUE(f.comm->send(data, 4, DType::F32, 1, 1).isOk());
-  auto a = f.comm->allReduceStart(data, 16, DType::F32, *g);
+  auto a = f.comm->allReduceStart(data, 16, DType::F32, g);
   ASSERT_TRUE(a.isOk());
+  auto b = f.comm->allReduceStart(data, 8, DType::F32, h);
+  ASSERT_TRUE(b.isOk());
+  // Rank 0's channels are c1 (to 1) and c2 (from 1); the groups' c3, c4:
+  // each all-reduce waits for compute and is followed by its event on its
+  // own group's stream.
   EXPECT_EQ(f.log, (std::vector<std::string>{
-                       "groupStart", "point-to-point waits for compute",
-                       "send c0 n4 f32 to 1", "groupEnd",
-                       "record e0 on point-to-point",
-                       "all-reduce waits for compute", "allReduce c1 n16 f32",
-                       "record e1 on all-reduce"}));
+                       "groupStart", "c1 waits for compute",
+                       "send c1 n4 f32 to 1", "groupEnd", "record e0 on c1",
+                       "c3 waits for compute", "allReduce c3 n16 f32",
+                       "record e1 on c3", "c4 waits for compute",
+                       "allReduce c4 n8 f32", "record e2 on c4"}));
   f.log.clear();
   ASSERT_TRUE(f.comm->waitOnDevice(*a).isOk());
   EXPECT_EQ(f.log, (std::vector<std::string>{"compute waits for e1"}));
@@ -419,44 +727,38 @@ TEST(NcclCommunicatorLogic, AnAllReduceEndsTheOpenBatchAndWaitsForCompute) {
 
 TEST(NcclCommunicatorLogic, WithoutDeviceTimingNoTimingEventIsRecorded) {
   Fixture f(0, 4);
-  auto g = f.comm->createGroup({0, 1});
-  ASSERT_TRUE(g.isOk());
+  GroupId g = f.group({0, 1});
   ASSERT_TRUE(f.comm->send(data, 4, DType::F32, 1, 1).isOk());
-  ASSERT_TRUE(f.comm->allReduceStart(data, 16, DType::F32, *g).isOk());
+  ASSERT_TRUE(f.comm->allReduceStart(data, 16, DType::F32, g).isOk());
   EXPECT_EQ(f.calls->timingSlots, 0);
   EXPECT_TRUE(f.comm->takeDeviceSpans(&f.calls->stepStart).empty());
 }
 
 TEST(NcclCommunicatorLogic, TimedOperationsBecomeDeviceSpansOfTheirStreams) {
   Fixture f(0, 4);
-  auto g = f.comm->createGroup({2, 0});
-  ASSERT_TRUE(g.isOk());
+  GroupId g = f.group({2, 0});
   f.comm->setDeviceTiming(true);
-  f.log.clear();
   // A batch of two transfers: one pair of timing events around the
   // group's launch (inside the group, before ncclGroupEnd; after it).
   ASSERT_TRUE(f.comm->send(data, 4, DType::F32, 1, 7).isOk());
   ASSERT_TRUE(f.comm->recv(data + 4, 4, DType::F32, 3, 8).isOk());
   ASSERT_TRUE(f.comm->endBatch().isOk());
-  // An all-reduce: its pair on the all-reduce stream, after the wait for
+  // An all-reduce: its pair on its group's stream, after the wait for
   // compute, around the call.
-  auto a = f.comm->allReduceStart(data, 16, DType::F32, *g);
+  auto a = f.comm->allReduceStart(data, 16, DType::F32, g);
   ASSERT_TRUE(a.isOk());
   // A transfer whose batch is still open at the step's end keeps its
   // place for the next step.
   ASSERT_TRUE(f.comm->send(data, 2, DType::F32, 2, 9).isOk());
   EXPECT_EQ(f.log, (std::vector<std::string>{
-                       "groupStart", "point-to-point waits for compute",
-                       "send c0 n4 f32 to 1",
-                       "point-to-point waits for compute",
-                       "recv c0 n4 f32 from 3", "time t0 on point-to-point",
-                       "groupEnd", "time t1 on point-to-point",
-                       "record e0 on point-to-point",
-                       "all-reduce waits for compute",
-                       "time t2 on all-reduce", "allReduce c1 n16 f32",
-                       "time t3 on all-reduce", "record e1 on all-reduce",
-                       "groupStart", "point-to-point waits for compute",
-                       "send c0 n2 f32 to 2"}));
+                       "groupStart", "c0 waits for compute",
+                       "send c0 n4 f32 to 1", "c0 waits for compute",
+                       "recv c0 n4 f32 from 3", "time t0 on c0", "groupEnd",
+                       "time t1 on c0", "record e0 on c0",
+                       "c1 waits for compute", "time t2 on c1",
+                       "allReduce c1 n16 f32", "time t3 on c1",
+                       "record e1 on c1", "groupStart",
+                       "c0 waits for compute", "send c0 n2 f32 to 2"}));
 
   f.calls->timingMs = {{0, 1.0f}, {1, 1.5f}, {2, 2.0f}, {3, 4.0f}};
   std::vector<DeviceSpan> spans =
@@ -486,18 +788,36 @@ TEST(NcclCommunicatorLogic, TimedOperationsBecomeDeviceSpansOfTheirStreams) {
   ASSERT_TRUE(f.comm->endBatch().isOk());
   ASSERT_EQ(f.log.size(), 4u);
   int begin = -1, end = -1;
-  EXPECT_EQ(std::sscanf(f.log[0].c_str(), "time t%d on point-to-point",
-                        &begin),
-            1);
+  EXPECT_EQ(std::sscanf(f.log[0].c_str(), "time t%d on c0", &begin), 1);
   EXPECT_EQ(f.log[1], "groupEnd");
-  EXPECT_EQ(std::sscanf(f.log[2].c_str(), "time t%d on point-to-point", &end),
-            1);
-  EXPECT_EQ(f.log[3], "record e2 on point-to-point");
+  EXPECT_EQ(std::sscanf(f.log[2].c_str(), "time t%d on c0", &end), 1);
+  EXPECT_EQ(f.log[3], "record e2 on c0");
   EXPECT_EQ(f.calls->timingSlots, 4); // from the pool, none new
   f.calls->timingMs = {{begin, 5.0f}};
   EXPECT_TRUE(f.comm->takeDeviceSpans(&f.calls->stepStart).empty());
   EXPECT_TRUE(f.calls->liveTiming.empty());
   EXPECT_TRUE(f.comm->takeDeviceSpans(&f.calls->stepStart).empty());
+}
+
+TEST(NcclCommunicatorLogic, EveryChannelsSpansShareThePointToPointRow) {
+  // Two channels' batches, timed on their own streams; both on the one
+  // point-to-point row of the trace, where they may overlap.
+  Fixture f(1, 4, TransferStreams::Channel, kNeighbours);
+  f.comm->setDeviceTiming(true);
+  ASSERT_TRUE(f.comm->send(data, 4, DType::F32, 0, 1).isOk());
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  ASSERT_TRUE(f.comm->send(data, 4, DType::F32, 2, 2).isOk());
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  EXPECT_EQ(f.linesOf("time"),
+            (std::vector<std::string>{"time t0 on c2", "time t1 on c2",
+                                      "time t2 on c3", "time t3 on c3"}));
+  f.calls->timingMs = {{0, 1.0f}, {1, 3.0f}, {2, 2.0f}, {3, 4.0f}};
+  std::vector<DeviceSpan> spans =
+      f.comm->takeDeviceSpans(&f.calls->stepStart);
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_EQ(spans[0].row, kPointToPointStreamRow);
+  EXPECT_EQ(spans[1].row, kPointToPointStreamRow);
+  EXPECT_LT(spans[1].startMs, spans[0].startMs + spans[0].durationMs);
 }
 
 TEST(NcclCommunicatorLogic, DeviceSpansReachTheTraceWithTheHostsNames) {
@@ -574,6 +894,34 @@ TEST(NcclCommunicatorLogic, ADeviceWaitThatNeverEndsTimesOutAndAbortsOnce) {
   auto late = f.comm->send(data, 4, DType::F32, 1, 22);
   EXPECT_FALSE(late.isOk());
   EXPECT_EQ(f.calls->aborts, 1);
+}
+
+// A device whose compute runs on the host (the MPI stand-in): the compute
+// stream's wait would be a host wait without a deadline, so the event is
+// first polled with the communicator's.
+TEST(NcclCommunicatorLogic, AHostComputeWaitIsBoundedByTheDeadlineFirst) {
+  Fixture f(0, 2);
+  f.calls->onHost = true;
+  f.comm->setTimeout(0.05);
+  auto r = f.comm->recv(data, 4, DType::F32, 1, 21);
+  ASSERT_TRUE(r.isOk());
+  Status s = f.comm->waitOnDeviceFor(*r, "step 1: forward F0.s1 (stage1)");
+  ASSERT_EQ(s.code(), ErrorCode::Timeout);
+  EXPECT_NE(s.message().find("rank 0: timeout after 0.1 s waiting for recv "
+                             "with rank 1 (tag 21, 4 x f32), read by step 1: "
+                             "forward F0.s1"),
+            std::string::npos)
+      << s.message();
+  EXPECT_TRUE(f.linesOf("compute waits").empty());
+  EXPECT_EQ(f.calls->aborts, 1);
+
+  Fixture g(0, 2);
+  g.calls->onHost = true;
+  auto done = g.comm->recv(data, 4, DType::F32, 1, 22);
+  ASSERT_TRUE(done.isOk());
+  g.calls->doneEvents.insert(0);
+  ASSERT_TRUE(g.comm->waitOnDevice(*done).isOk());
+  EXPECT_EQ(g.log.back(), "compute waits for e0");
 }
 
 TEST(NcclCommunicatorLogic, AHostWaitTimesOutNamingThePeer) {

@@ -31,9 +31,12 @@ inline std::string pipeDpTailJson() {
   const char *last = "\"params\": [\"embed.tokens\"], \"buckets\": "
                      "[{\"group\": 0, \"params\": [\"embed.tokens\"]}]}";
   // Pipeline ranks: group 0 (the tied embedding) is world ranks 0-3, group
-  // 1 (pipeline rank 0 alone) world ranks 0 and 2.
+  // 1 (pipeline rank 0 alone) world ranks 0 and 2; the channels 0 -> 1
+  // (activations) and 1 -> 0 (their gradients) in each copy.
   return std::string("\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, "
-                     "\"devices\": 2, \"data_parallel\": 2, \"world_size\": 4},"
+                     "\"devices\": 2, \"data_parallel\": 2, \"world_size\": 4, "
+                     "\"transfer_streams\": \"channel\", "
+                     "\"channels\": [[0, 1], [1, 0]]},"
                      "\"groups\": [[0, 1], [0]], \"ranks\": [") +
          "{\"num_values\": 10, " + first + "," + "{\"num_values\": 11, " +
          last + "]";

@@ -296,9 +296,12 @@ fault-program) # a miscompiled rank program: one rank's fatal stops both
   grep -q "bitpipe: rank 0: fatal: step 1: send of value 1 to pipeline rank 2 (tag 0): peer 2 is not a pipeline rank (below schedule.devices 2)" \
     "$tmp/out.txt" || fail "no fatal message naming the peer that is no pipeline rank" ;;
 fake-nccl)      # the executor's NCCL path (comm/nccl) on the fake device
-  # Batches as groups posted at their end, transfers matched in posting
-  # order, device waits and their drain, host memory over MPI: a pipeline
-  # and a pipeline of two data-parallel copies match the one-rank run.
+  # Under NCCL's rules (HostNcclCalls.h, strict: rendezvous sends, groups
+  # as units, each communicator's units in order), on a stream per channel:
+  # channels connected at start-up, batches as groups posted at their end,
+  # transfers matched in posting order, device waits and their drain, host
+  # memory over MPI. A pipeline and a pipeline of two data-parallel copies
+  # match the one-rank run.
   mpirun+=(-x BITPIPE_FAKE_DEVICE_NCCL=1)
   equivalent 2 FakeDevicePipe2 FakeSingle
   equivalent 4 FakeDevicePipe2Dp2 FakeSingle ;;

@@ -36,6 +36,9 @@ public:
   Expected<GroupId> createGroup(const std::vector<int> &ranks) override;
   bool isMember(GroupId group) const override;
   const std::vector<int> &groupRanks(GroupId group) const override;
+  /// Checks the list; nothing to open (MPI matches by tag).
+  Status openChannels(TransferStreams streams,
+                      const std::vector<Channel> &channels) override;
 
   Expected<RequestHandle> send(const void *buf, int64_t count, DType dtype,
                                int peer, int tag) override;

@@ -48,8 +48,6 @@ public:
   explicit CudaNcclCalls(cudaStream_t compute) : compute_(compute) {}
   ~CudaNcclCalls() override;
 
-  Status createStreams();
-
   Expected<std::string> uniqueId() override {
     ncclUniqueId id;
     BP_TRY(ncclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId"));
@@ -67,44 +65,37 @@ public:
     ncclComm_t comm = nullptr;
     BP_TRY(ncclStatus(ncclCommInitRank(&comm, nranks, id, rank),
                       "ncclCommInitRank"));
-    comms_.push_back(comm);
-    return Status::ok();
+    return adopt(comm);
   }
-  Status connectPeers(int nranks, int rank) override {
-    // One int to and from each peer; the scratch lives as long as the
-    // calls (freeing it would wait for the device).
-    BP_TRY(cudaCall(cudaMalloc(reinterpret_cast<void **>(&scratch_),
-                               2 * static_cast<size_t>(nranks) *
-                                   sizeof(int32_t)),
-                    "allocating the connection scratch"));
-    BP_TRY(cudaCall(cudaMemsetAsync(scratch_, 0,
-                                    2 * static_cast<size_t>(nranks) *
-                                        sizeof(int32_t),
-                                    p2p_),
-                    "clearing the connection scratch"));
-    BP_TRY(groupStart());
-    for (int peer = 0; peer < nranks; ++peer) {
-      if (peer == rank)
-        continue;
-      BP_TRY(ncclStatus(ncclSend(scratch_ + peer, 1, ncclInt32, peer,
-                                 comms_[0], p2p_),
-                        "ncclSend (connecting)"));
-      BP_TRY(ncclStatus(ncclRecv(scratch_ + nranks + peer, 1, ncclInt32,
-                                 peer, comms_[0], p2p_),
-                        "ncclRecv (connecting)"));
-    }
-    return groupEnd();
-  }
-  Expected<int> split(bool member, int key) override {
+  Expected<int> split(int color, int key) override {
+    // Resources of its own, not the parent's (splitShare 0): communicators
+    // that share them serialise each other, which the channels' must not.
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.splitShare = 0;
     ncclComm_t comm = nullptr;
     BP_TRY(ncclStatus(ncclCommSplit(comms_[0],
-                                    member ? 0 : NCCL_SPLIT_NOCOLOR, key,
-                                    &comm, nullptr),
+                                    color < 0 ? NCCL_SPLIT_NOCOLOR : color,
+                                    key, &comm, &config),
                       "ncclCommSplit"));
-    if (!member)
+    if (color < 0)
       return -1;
-    comms_.push_back(comm);
+    BP_TRY(adopt(comm));
     return static_cast<int>(comms_.size() - 1);
+  }
+  Expected<void *> scratch(int64_t count) override {
+    // Lives as long as the calls: freeing it would wait for the device.
+    if (!scratch_) {
+      const size_t bytes = static_cast<size_t>(count) * sizeof(int32_t);
+      BP_TRY(cudaCall(cudaMalloc(&scratch_, bytes),
+                      "allocating the warm-ups' scratch"));
+      // Cleared before any communicator's stream reads it: those streams
+      // do not wait for the default one.
+      BP_TRY(cudaCall(cudaMemsetAsync(scratch_, 0, bytes, streams_[0]),
+                      "clearing the warm-ups' scratch"));
+      BP_TRY(cudaCall(cudaStreamSynchronize(streams_[0]),
+                      "clearing the warm-ups' scratch"));
+    }
+    return scratch_;
   }
   Status groupStart() override {
     return ncclStatus(ncclGroupStart(), "ncclGroupStart");
@@ -115,32 +106,34 @@ public:
   Status send(int comm, const void *buf, int64_t count, NcclElement type,
               int peer) override {
     return ncclStatus(ncclSend(buf, static_cast<size_t>(count),
-                               ncclTypeOf(type), peer, comms_[comm], p2p_),
+                               ncclTypeOf(type), peer, comms_[comm],
+                               streams_[comm]),
                       "ncclSend");
   }
   Status recv(int comm, void *buf, int64_t count, NcclElement type,
               int peer) override {
     return ncclStatus(ncclRecv(buf, static_cast<size_t>(count),
-                               ncclTypeOf(type), peer, comms_[comm], p2p_),
+                               ncclTypeOf(type), peer, comms_[comm],
+                               streams_[comm]),
                       "ncclRecv");
   }
   Status allReduce(int comm, void *buf, int64_t count,
                    NcclElement type) override {
     return ncclStatus(ncclAllReduce(buf, buf, static_cast<size_t>(count),
                                     ncclTypeOf(type), ncclSum, comms_[comm],
-                                    allReduce_),
+                                    streams_[comm]),
                       "ncclAllReduce");
   }
-  Status laneWaitsForCompute(Lane lane) override {
+  Status streamWaitsForCompute(int comm) override {
     BP_ASSIGN(slot, recordOn(compute_));
-    Status s = cudaCall(cudaStreamWaitEvent(streamOf(lane), events_[slot], 0),
+    Status s = cudaCall(cudaStreamWaitEvent(streams_[comm], events_[slot], 0),
                         "cudaStreamWaitEvent (transfer after compute)");
     // The wait has captured the event's work: the slot can be reused.
     releaseEvent(slot);
     return s;
   }
-  Expected<int> recordEvent(Lane lane) override {
-    return recordOn(streamOf(lane));
+  Expected<int> recordEvent(int comm) override {
+    return recordOn(streams_[comm]);
   }
   Expected<bool> eventDone(int event) override {
     BP_TRY(checkSlot(event));
@@ -157,7 +150,7 @@ public:
                     "cudaStreamWaitEvent (compute after transfer)");
   }
   void releaseEvent(int event) override { free_.push_back(event); }
-  Expected<int> recordTimingEvent(Lane lane) override {
+  Expected<int> recordTimingEvent(int comm) override {
     int slot;
     if (!timingFree_.empty()) {
       slot = timingFree_.back();
@@ -169,7 +162,7 @@ public:
       timing_.push_back(e);
       slot = static_cast<int>(timing_.size() - 1);
     }
-    cudaError_t e = cudaEventRecord(timing_[slot], streamOf(lane));
+    cudaError_t e = cudaEventRecord(timing_[slot], streams_[comm]);
     if (e != cudaSuccess) {
       (void)cudaGetLastError(); // the next real call reports a lasting fault
       timingFree_.push_back(slot);
@@ -223,8 +216,20 @@ private:
                                         events_.size()));
     return Status::ok();
   }
-  cudaStream_t streamOf(Lane lane) const {
-    return lane == Lane::PointToPoint ? p2p_ : allReduce_;
+  /// Keeps \p comm, with a stream of its own (NcclDeviceCalls.h), as the
+  /// next index.
+  Status adopt(ncclComm_t comm) {
+    cudaStream_t stream = nullptr;
+    Status made = cudaCall(cudaStreamCreateWithFlags(&stream,
+                                                     cudaStreamNonBlocking),
+                           "creating a communicator's stream");
+    if (!made.isOk()) {
+      (void)ncclCommDestroy(comm); // nothing ran on it yet
+      return made;
+    }
+    comms_.push_back(comm);
+    streams_.push_back(stream);
+    return Status::ok();
   }
   Expected<int> recordOn(cudaStream_t stream) {
     int slot;
@@ -249,23 +254,15 @@ private:
   }
 
   cudaStream_t compute_;
-  cudaStream_t p2p_ = nullptr, allReduce_ = nullptr;
   std::vector<ncclComm_t> comms_; // [0]: the world; nullptr once aborted
+  std::vector<cudaStream_t> streams_; // streams_[i] is comms_[i]'s
   std::vector<cudaEvent_t> events_;
   std::vector<int> free_;
   std::vector<cudaEvent_t> timing_; // with timing; their own pool
   std::vector<int> timingFree_;
-  int32_t *scratch_ = nullptr;
+  void *scratch_ = nullptr;
   bool aborted_ = false;
 };
-
-Status CudaNcclCalls::createStreams() {
-  BP_TRY(cudaCall(cudaStreamCreateWithFlags(&p2p_, cudaStreamNonBlocking),
-                  "creating the point-to-point stream"));
-  return cudaCall(cudaStreamCreateWithFlags(&allReduce_,
-                                            cudaStreamNonBlocking),
-                  "creating the all-reduce stream");
-}
 
 CudaNcclCalls::~CudaNcclCalls() {
   if (!aborted_) {
@@ -283,20 +280,16 @@ CudaNcclCalls::~CudaNcclCalls() {
     (void)cudaEventDestroy(e);
   if (scratch_ && !aborted_)
     (void)cudaFree(scratch_); // an aborted transfer may still hold it
-  if (p2p_)
-    (void)cudaStreamDestroy(p2p_);
-  if (allReduce_)
-    (void)cudaStreamDestroy(allReduce_);
+  for (cudaStream_t stream : streams_)
+    (void)cudaStreamDestroy(stream);
 }
 
 } // namespace
 
 Expected<std::unique_ptr<NcclDeviceCalls>>
 createCudaNcclCalls(void *computeStream) {
-  auto calls = std::make_unique<CudaNcclCalls>(
-      static_cast<cudaStream_t>(computeStream));
-  BP_TRY(calls->createStreams());
-  return std::unique_ptr<NcclDeviceCalls>(std::move(calls));
+  return std::unique_ptr<NcclDeviceCalls>(
+      new CudaNcclCalls(static_cast<cudaStream_t>(computeStream)));
 }
 
 } // namespace bitpipe::runtime

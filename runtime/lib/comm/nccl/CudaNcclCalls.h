@@ -1,8 +1,9 @@
 //===- CudaNcclCalls.h - NcclDeviceCalls with NCCL and CUDA -----*- C++ -*-===//
 //
 // The real device layer of NcclCommunicator: NCCL communicators on the
-// current CUDA device, a point-to-point and an all-reduce stream of their
-// own, and events in recycled slots. Built only with CUDA (and NCCL).
+// current CUDA device, each with a non-blocking stream of its own, made
+// with it and destroyed at the end, and events in recycled slots. Built
+// only with CUDA (and NCCL).
 //
 //===----------------------------------------------------------------------===//
 

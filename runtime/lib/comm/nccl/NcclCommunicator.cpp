@@ -31,10 +31,6 @@ Expected<NcclElement> ncclElementOf(DType dtype) {
   }
 }
 
-const char *laneName(Lane lane) {
-  return lane == Lane::PointToPoint ? "point-to-point" : "all-reduce";
-}
-
 NcclDeviceCalls::~NcclDeviceCalls() = default;
 
 static NcclCommunicator::Clock::time_point deadlineAfter(double seconds) {
@@ -81,18 +77,19 @@ NcclCommunicator::create(Communicator &bootstrap,
   std::unique_ptr<NcclCommunicator> c(
       new NcclCommunicator(bootstrap, std::move(calls)));
   c->groupComms_.push_back(0); // the world
-  // Every pair connected now rather than at a step's first transfer (see
-  // NcclDeviceCalls::connectPeers), waited for with the deadline.
-  BP_TRY(c->calls_->connectPeers(c->size(), c->rank()));
-  BP_ASSIGN(event, c->calls_->recordEvent(Lane::PointToPoint));
-  Pending connect;
-  connect.op = "connecting every pair of ranks";
-  connect.event = event;
-  Status connected = c->pollUntilDone(connect, deadlineAfter(c->timeout()),
-                                      c->timeout());
-  c->calls_->releaseEvent(event);
-  BP_TRY(connected);
+  BP_ASSIGN(scratch, c->calls_->scratch(2 * static_cast<int64_t>(c->size())));
+  c->scratch_ = static_cast<int32_t *>(scratch);
   return std::move(c);
+}
+
+Status NcclCommunicator::warmUp(Pending what,
+                                const std::function<Status()> &post) {
+  BP_TRY(post());
+  BP_ASSIGN(event, calls_->recordEvent(what.comm));
+  what.event = event;
+  Status done = pollUntilDone(what, deadlineAfter(timeout()), timeout());
+  calls_->releaseEvent(event);
+  return done;
 }
 
 Expected<GroupId> NcclCommunicator::createGroup(const std::vector<int> &ranks) {
@@ -111,9 +108,143 @@ Expected<GroupId> NcclCommunicator::createGroup(const std::vector<int> &ranks) {
     if (ranks[i] == rank())
       key = static_cast<int>(i);
   // Group rank i is ranks[i] (the key), as on the bootstrap.
-  BP_ASSIGN(comm, calls_->split(key >= 0, key >= 0 ? key : 0));
+  BP_ASSIGN(comm, calls_->split(key >= 0 ? 0 : -1, key >= 0 ? key : 0));
   groupComms_.push_back(comm);
+  if (comm < 0)
+    return id;
+  // Connected now, while every member is here (file comment).
+  Pending warm;
+  warm.op = "warm-up allreduce";
+  warm.group = id;
+  warm.comm = comm;
+  warm.count = 1;
+  warm.dtype = DType::I32;
+  BP_TRY(warmUp(warm, [&] {
+    return calls_->allReduce(comm, scratch_, 1, NcclElement::Int32);
+  }));
   return id;
+}
+
+Status NcclCommunicator::openChannels(TransferStreams streams,
+                                      const std::vector<Channel> &channels) {
+  if (channelsOpen_)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: the channels are opened "
+                                      "twice; openChannels is called once, "
+                                      "at start-up",
+                                      rank()));
+  BP_TRY(checkChannels(rank(), size(), channels));
+  channelsOpen_ = true;
+  return streams == TransferStreams::Shared
+             ? openSharedChannels(channels)
+             : openChannelCommunicators(channels);
+}
+
+Status NcclCommunicator::openSharedChannels(
+    const std::vector<Channel> &channels) {
+  // World ranks are the world communicator's ranks (ncclCommInitRank with
+  // the MPI rank).
+  struct End {
+    int peer;
+    bool sending;
+  };
+  std::vector<End> ends;
+  for (const auto &[from, to] : channels) {
+    if (from == rank()) {
+      sendRoutes_[to] = {0, to};
+      ends.push_back({to, true});
+    } else if (to == rank()) {
+      recvRoutes_[from] = {0, from};
+      ends.push_back({from, false});
+    }
+  }
+  if (ends.empty())
+    return Status::ok();
+  // Exactly the listed pairs, in one group: its crossed sends and receives
+  // cannot deadlock, and pairs that never talk are never connected.
+  std::string peers;
+  for (const End &e : ends)
+    peers += formatString("%s%s rank %d", peers.empty() ? "" : ", ",
+                          e.sending ? "to" : "from", e.peer);
+  Pending warm;
+  warm.op = "warm-up of the channels (" + peers + ")";
+  warm.tag = -1;
+  warm.count = 1;
+  warm.dtype = DType::I32;
+  return warmUp(warm, [&]() -> Status {
+    BP_TRY(calls_->groupStart());
+    for (size_t i = 0; i < ends.size(); ++i) {
+      int32_t *slot = scratch_ + i;
+      Status posted =
+          ends[i].sending
+              ? calls_->send(0, slot, 1, NcclElement::Int32, ends[i].peer)
+              : calls_->recv(0, slot, 1, NcclElement::Int32, ends[i].peer);
+      if (!posted.isOk()) {
+        (void)calls_->groupEnd();
+        return posted;
+      }
+    }
+    return calls_->groupEnd();
+  });
+}
+
+/// The round of each channel: the first in which neither of its ranks has
+/// a channel yet, in list order. Each rank is then in at most one channel
+/// of a round.
+static std::vector<int> channelRounds(const std::vector<Channel> &channels,
+                                      int *numRounds) {
+  std::vector<std::unordered_set<int>> busy;
+  std::vector<int> rounds;
+  for (const auto &[from, to] : channels) {
+    size_t r = 0;
+    while (r < busy.size() && (busy[r].count(from) || busy[r].count(to)))
+      ++r;
+    if (r == busy.size())
+      busy.emplace_back();
+    busy[r].insert(from);
+    busy[r].insert(to);
+    rounds.push_back(static_cast<int>(r));
+  }
+  *numRounds = static_cast<int>(busy.size());
+  return rounds;
+}
+
+Status NcclCommunicator::openChannelCommunicators(
+    const std::vector<Channel> &channels) {
+  int numRounds = 0;
+  const std::vector<int> rounds = channelRounds(channels, &numRounds);
+  for (int round = 0; round < numRounds; ++round) {
+    // This rank's channel of the round, if any: colour = its index in the
+    // list, key 0 for the sender and 1 for the receiver (a rank in none
+    // passes no colour).
+    int mine = -1;
+    for (size_t i = 0; i < channels.size(); ++i)
+      if (rounds[i] == round &&
+          (channels[i].first == rank() || channels[i].second == rank()))
+        mine = static_cast<int>(i);
+    if (mine < 0) {
+      BP_TRY(calls_->split(-1, 0).status());
+      continue;
+    }
+    const bool sending = channels[mine].first == rank();
+    BP_ASSIGN(comm, calls_->split(mine, sending ? 0 : 1));
+    // Both ends connect it now, and each waits for that one peer only.
+    const int peer = sending ? channels[mine].second : channels[mine].first;
+    (sending ? sendRoutes_ : recvRoutes_)[peer] = {comm, sending ? 1 : 0};
+    Pending warm;
+    warm.op = sending ? "warm-up send" : "warm-up recv";
+    warm.peer = peer;
+    warm.tag = -1;
+    warm.comm = comm;
+    warm.count = 1;
+    warm.dtype = DType::I32;
+    BP_TRY(warmUp(warm, [&] {
+      return sending ? calls_->send(comm, scratch_, 1, NcclElement::Int32, 1)
+                     : calls_->recv(comm, scratch_ + 1, 1,
+                                    NcclElement::Int32, 0);
+    }));
+  }
+  return Status::ok();
 }
 
 bool NcclCommunicator::isMember(GroupId group) const {
@@ -154,32 +285,68 @@ RequestHandle NcclCommunicator::track(Pending p) {
   return h;
 }
 
+Expected<NcclCommunicator::Route>
+NcclCommunicator::routeOf(const std::string &op, int peer) const {
+  const bool sending = op == "send";
+  const auto &routes = sending ? sendRoutes_ : recvRoutes_;
+  auto it = routes.find(peer);
+  if (it != routes.end())
+    return it->second;
+  const int from = sending ? rank() : peer, to = sending ? peer : rank();
+  return Status::error(ErrorCode::InvalidArgument,
+                       formatString("rank %d: %s with rank %d: the program "
+                                    "lists no channel rank %d -> rank %d "
+                                    "(schedule.channels%s)",
+                                    rank(), op.c_str(), peer, from, to,
+                                    channelsOpen_ ? ""
+                                                  : "; the channels were "
+                                                    "never opened"));
+}
+
 Expected<RequestHandle> NcclCommunicator::postTransfer(Pending p, void *buf) {
-  BP_TRY(checkBuffer(p.op, buf, p.count, p.dtype));
+  BP_TRY(checkBuffer(p.op.c_str(), buf, p.count, p.dtype));
   if (p.peer < 0 || p.peer >= size() || p.peer == rank())
     return Status::error(ErrorCode::InvalidArgument,
                          formatString("rank %d: %s with invalid peer %d",
-                                      rank(), p.op, p.peer));
+                                      rank(), p.op.c_str(), p.peer));
   BP_ASSIGN(type, ncclElementOf(p.dtype));
+  BP_ASSIGN(route, routeOf(p.op, p.peer));
+  const std::string what = formatString("%s with rank %d (tag %d)",
+                                        p.op.c_str(), p.peer, p.tag);
+  // One group runs on one communicator: under "channel" streams a batch is
+  // one channel's hand-off (the compiler makes it so).
+  if (batchOpen_ && route.comm != batchComm_)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: a batch mixes channels: it "
+                                      "holds a %s, and now a %s is posted "
+                                      "on another channel; under \"%s\" "
+                                      "transfer streams each batch holds "
+                                      "the transfers of one channel (a "
+                                      "bp_rt_end_batch between them)",
+                                      rank(), batchFirst_.c_str(),
+                                      what.c_str(),
+                                      transferStreamsName(
+                                          TransferStreams::Channel)));
   if (!batchOpen_) {
     BP_TRY(calls_->groupStart());
     batchOpen_ = true;
+    batchComm_ = route.comm;
+    batchFirst_ = what;
   }
+  p.comm = route.comm;
   // Before the transfer, on its stream: the data's producer (send), or the
   // last readers of the pool block the receive overwrites (recv).
-  BP_TRY(calls_->laneWaitsForCompute(Lane::PointToPoint));
-  // World ranks are the world communicator's ranks (ncclCommInitRank with
-  // the MPI rank).
-  if (std::string(p.op) == "send")
-    BP_TRY(calls_->send(0, buf, p.count, type, p.peer));
+  BP_TRY(calls_->streamWaitsForCompute(route.comm));
+  if (p.op == "send")
+    BP_TRY(calls_->send(route.comm, buf, p.count, type, route.peer));
   else
-    BP_TRY(calls_->recv(0, buf, p.count, type, p.peer));
+    BP_TRY(calls_->recv(route.comm, buf, p.count, type, route.peer));
   RequestHandle h = track(p);
   batchRequests_.push_back(h.id);
   if (timing_) {
     // Timed when the batch closes: NCCL launches the group there.
     TimedOp op;
-    const bool sending = std::string(p.op) == "send";
+    const bool sending = p.op == "send";
     op.name = formatString(sending ? trace::kSendFormat : trace::kRecvFormat,
                            p.peer, p.tag);
     op.category = sending ? TraceCategory::Send : TraceCategory::Recv;
@@ -219,11 +386,10 @@ Status NcclCommunicator::closeBatch() {
     return Status::ok();
   batchOpen_ = false;
   // Still inside the group, so before its launch on the stream.
-  const int begin = batchTimedOps_.empty() ? -1
-                                           : timingEvent(Lane::PointToPoint);
+  const int begin = batchTimedOps_.empty() ? -1 : timingEvent(batchComm_);
   Status ended = calls_->groupEnd();
   if (!batchTimedOps_.empty()) {
-    const int end = ended.isOk() ? timingEvent(Lane::PointToPoint) : -1;
+    const int end = ended.isOk() ? timingEvent(batchComm_) : -1;
     for (size_t i : batchTimedOps_) {
       timedOps_[i].begin = begin;
       timedOps_[i].end = end;
@@ -238,7 +404,7 @@ Status NcclCommunicator::closeBatch() {
                              rank(), ended.message().c_str()));
   // Only now are the group's operations on the stream: the event after
   // them is every request's of the batch.
-  BP_ASSIGN(event, calls_->recordEvent(Lane::PointToPoint));
+  BP_ASSIGN(event, calls_->recordEvent(batchComm_));
   int users = 0;
   for (int64_t id : batchRequests_) {
     auto it = pending_.find(id);
@@ -274,13 +440,14 @@ Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
   BP_ASSIGN(type, ncclElementOf(dtype));
   // A collective inside the transfers' group would join it; end it first.
   BP_TRY(closeBatch());
-  BP_TRY(calls_->laneWaitsForCompute(Lane::AllReduce));
+  const int comm = groupComms_[group];
+  BP_TRY(calls_->streamWaitsForCompute(comm));
   TimedOp timed;
   if (timing_)
-    timed.begin = timingEvent(Lane::AllReduce);
-  BP_TRY(calls_->allReduce(groupComms_[group], buf, count, type));
+    timed.begin = timingEvent(comm);
+  BP_TRY(calls_->allReduce(comm, buf, count, type));
   if (timing_) {
-    timed.end = timingEvent(Lane::AllReduce);
+    timed.end = timingEvent(comm);
     // The bucket is the executor's: it names the spans (Trace.h,
     // recordDeviceSpans).
     timed.name = "allreduce";
@@ -288,19 +455,20 @@ Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
     timed.row = kAllReduceStreamRow;
     timedOps_.push_back(std::move(timed));
   }
-  BP_ASSIGN(event, calls_->recordEvent(Lane::AllReduce));
+  BP_ASSIGN(event, calls_->recordEvent(comm));
   eventUsers_[event] = 1;
   Pending p;
   p.op = "allreduce";
   p.group = group;
+  p.comm = comm;
   p.count = count;
   p.dtype = dtype;
   p.event = event;
   return track(p);
 }
 
-int NcclCommunicator::timingEvent(Lane lane) {
-  Expected<int> slot = calls_->recordTimingEvent(lane);
+int NcclCommunicator::timingEvent(int comm) {
+  Expected<int> slot = calls_->recordTimingEvent(comm);
   return slot.isOk() ? *slot : -1;
 }
 
@@ -337,10 +505,6 @@ std::vector<DeviceSpan> NcclCommunicator::takeDeviceSpans(void *stepStart) {
   return spans;
 }
 
-int NcclCommunicator::commOf(const Pending &p) const {
-  return p.peer >= 0 ? 0 : groupComms_[p.group];
-}
-
 void NcclCommunicator::releaseEventOf(const Pending &p) {
   auto it = eventUsers_.find(p.event);
   if (it == eventUsers_.end())
@@ -353,16 +517,21 @@ void NcclCommunicator::releaseEventOf(const Pending &p) {
 
 std::string NcclCommunicator::describe(const Pending &p) const {
   const std::string readBy = p.reader.empty() ? "" : ", read by " + p.reader;
+  const std::string tag = p.tag < 0 ? "" : formatString("tag %d, ", p.tag);
   if (p.peer >= 0)
-    return formatString("%s with rank %d (tag %d, %lld x %s)%s", p.op, p.peer,
-                        p.tag, static_cast<long long>(p.count),
+    return formatString("%s with rank %d (%s%lld x %s)%s", p.op.c_str(),
+                        p.peer, tag.c_str(), static_cast<long long>(p.count),
                         dtypeName(p.dtype), readBy.c_str());
+  if (p.tag < 0) // the shared channels' warm-up names its peers
+    return formatString("%s (%lld x %s)", p.op.c_str(),
+                        static_cast<long long>(p.count), dtypeName(p.dtype));
   std::string ranks;
   for (int r : groupRanks(p.group))
     ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-  return formatString("%s over group %d (ranks %s, %lld x %s)%s", p.op,
-                      p.group, ranks.c_str(), static_cast<long long>(p.count),
-                      dtypeName(p.dtype), readBy.c_str());
+  return formatString("%s over group %d (ranks %s, %lld x %s)%s",
+                      p.op.c_str(), p.group, ranks.c_str(),
+                      static_cast<long long>(p.count), dtypeName(p.dtype),
+                      readBy.c_str());
 }
 
 Status NcclCommunicator::fail(ErrorCode code, const std::string &message) {
@@ -397,7 +566,7 @@ Status NcclCommunicator::pollUntilDone(const Pending &p,
   // Spin briefly, then sleep between polls: ranks that share a GPU share
   // its node's cores too.
   for (int polls = 0;; ++polls) {
-    Status async = calls_->asyncError(commOf(p));
+    Status async = calls_->asyncError(p.comm);
     if (!async.isOk())
       return fail(ErrorCode::CommFailure,
                   formatString("rank %d: NCCL error during %s: %s", rank(),
@@ -449,7 +618,7 @@ Expected<bool> NcclCommunicator::test(RequestHandle h) {
   if (p.event < 0 && batchOpen_ && !aborted_)
     return false; // its batch is still open: not even enqueued
   BP_TRY(usable(p));
-  Status async = calls_->asyncError(commOf(p));
+  Status async = calls_->asyncError(p.comm);
   if (!async.isOk())
     return fail(ErrorCode::CommFailure,
                 formatString("rank %d: NCCL error during %s: %s", rank(),
@@ -470,7 +639,12 @@ Status NcclCommunicator::waitOnDeviceFor(RequestHandle h,
   Pending p = it->second;
   p.reader = reader;
   BP_TRY(usable(p));
-  Status async = calls_->asyncError(commOf(p));
+  if (calls_->hostComputes()) {
+    // The compute wait is a host wait with no deadline: bound it first, so
+    // that a deadlock is the usual timeout naming the operation and reader.
+    BP_TRY(pollUntilDone(p, deadlineAfter(timeout()), timeout()));
+  }
+  Status async = calls_->asyncError(p.comm);
   if (!async.isOk())
     return fail(ErrorCode::CommFailure,
                 formatString("rank %d: NCCL error during %s: %s", rank(),

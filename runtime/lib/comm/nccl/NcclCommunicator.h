@@ -6,22 +6,59 @@
 // memory (broadcast of the initial parameters, barrier, gatherBytes, the
 // global norm's all-reduce through hostCommunicator(), abort) is MPI's.
 //
+// Communicators and streams. NCCL runs one communicator's operations one
+// after another in issue order (whatever the stream), completes a send
+// only once its receive is posted, and runs a group as one unit; so which
+// transfers share a communicator decides whether a program deadlocks
+// (comm/TransferStreams.h). Every communicator has a stream of its own
+// (NcclDeviceCalls.h):
+//  - the world's (communicator 0);
+//  - one per group (createGroup: an ncclCommSplit of the world), on which
+//    its all-reduces run;
+//  - under "channel" transfer streams (openChannels), one per directed
+//    channel sender -> receiver of world ranks: a two-rank communicator,
+//    the sender its rank 0 and the receiver its rank 1, that carries every
+//    transfer from the sender to the receiver, at both ends. Under
+//    "shared", the world's carries every transfer.
+// A transfer to or from a rank with no listed channel is refused.
+//
+// Start-up connection. NCCL connects a communicator lazily, at its first
+// operation, and that can block the host until the peers join: mid-step,
+// it would stall a rank that is needed elsewhere. So every communicator
+// is used once at start-up, where every rank takes part, and waited for
+// on the host with the deadline:
+//  - a group's, right after its split: a one-element all-reduce;
+//  - under "channel": the channels' communicators are split in rounds (the
+//    list coloured greedily in its order, each channel in the first round
+//    where neither of its ranks has one yet), so that each rank joins at
+//    most one new communicator per ncclCommSplit; right after each split
+//    the two members move one element, sender to receiver. No warm-up
+//    then waits for a rank that is busy with another;
+//  - under "shared": one group of a one-element send or receive per
+//    listed channel end of this rank, on the world's.
+//
 // Device work is ordered by events, never by host waits:
-//  - send: the point-to-point stream waits for the compute stream's work so
-//    far (the buffer's producer), then ncclSend;
+//  - send: the channel's stream waits for the compute stream's work so far
+//    (the buffer's producer), then ncclSend;
 //  - recv: the same wait (the buffer comes from the compute stream's pool,
 //    whose earlier users may still be reading it), then ncclRecv;
-//  - a batch (bp_rt_end_batch) is one ncclGroupStart/End, opened at its
-//    first transfer and closed by endBatch() or by anything that must see
-//    its operations enqueued (a wait, an all-reduce); its requests share
-//    the event recorded after the group's end;
-//  - allReduceStart: the all-reduce stream waits for the compute stream
-//    (the bucket's last gradient was accumulated there), ncclAllReduce sums
-//    in place on the group's communicator, an event follows;
+//  - a batch (bp_rt_end_batch) is one ncclGroupStart/End on one
+//    communicator, opened at its first transfer and closed by endBatch()
+//    or by anything that must see its operations enqueued (a wait, an
+//    all-reduce); its requests share the event recorded after the group's
+//    end. Under "channel" a batch holds one channel's transfers (the
+//    compiler makes it so); a transfer of another channel in an open batch
+//    is refused;
+//  - allReduceStart: the group's stream waits for the compute stream (the
+//    bucket's last gradient was accumulated there), ncclAllReduce sums in
+//    place on the group's communicator, an event follows;
 //  - waitOnDevice: the compute stream waits for the operation's event;
 //    drainDeviceWaits() then bounds, on the host, what the compute stream
 //    was told to wait for, so that a dead peer is a timeout and not a
-//    cudaStreamSynchronize that never returns.
+//    cudaStreamSynchronize that never returns. Where compute runs on the
+//    host (NcclDeviceCalls::hostComputes: the CPU tests' stand-in), the
+//    compute wait would be a host wait without a deadline: the event is
+//    polled with the deadline first.
 // A pair of ranks' transfers match in the order they are posted (NCCL has
 // no tags): the compiler's verifier checks that both ends order every
 // channel alike (Verify.cpp, "channel order").
@@ -34,7 +71,9 @@
 // stream before), so its pair brackets the group's end: every transfer of
 // the batch gets that span, from when the stream could start the group
 // (its compute waits met, the stream's earlier work done) to when the
-// last of its transfers ended. The trace's rows: train/Trace.h, TraceRow.
+// last of its transfers ended. The trace has one row for all transfer
+// streams and one for all all-reduce streams (train/Trace.h, TraceRow):
+// spans of different channels, or of different groups, may overlap there.
 //
 // A wait polls the event and ncclCommGetAsyncError until its deadline; on
 // timeout or an asynchronous error every NCCL communicator is aborted
@@ -50,6 +89,7 @@
 #include "train/Trace.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -71,10 +111,13 @@ public:
   int size() const override { return bootstrap_.size(); }
 
   /// The bootstrap's group (same ids, same checks), then its NCCL
-  /// communicator split from the world's.
+  /// communicator split from the world's, warmed up (file comment).
   Expected<GroupId> createGroup(const std::vector<int> &ranks) override;
   bool isMember(GroupId group) const override;
   const std::vector<int> &groupRanks(GroupId group) const override;
+  /// The channels' communicators, connected (file comment); once.
+  Status openChannels(TransferStreams streams,
+                      const std::vector<Channel> &channels) override;
 
   Expected<RequestHandle> send(const void *buf, int64_t count, DType dtype,
                                int peer, int tag) override;
@@ -122,14 +165,21 @@ public:
 
 private:
   struct Pending {
-    const char *op = "";
+    std::string op;
     int peer = -1; // world rank for p2p; -1 for all-reduces
-    int tag = 0;
+    int tag = 0;   // -1 for the start-up warm-ups, which have none
     GroupId group = kWorldGroup;
+    int comm = 0; // the NCCL communicator it runs on
     int64_t count = 0;
     DType dtype = DType::F32;
     int event = -1; // -1 while its batch's group is still open
     std::string reader; // waitOnDeviceFor's, for a later error
+  };
+  /// Where the transfers with one peer go: the communicator, and the
+  /// peer's rank in it.
+  struct Route {
+    int comm = 0;
+    int peer = -1;
   };
 
   NcclCommunicator(Communicator &bootstrap,
@@ -138,6 +188,18 @@ private:
   Status checkBuffer(const char *op, const void *buf, int64_t count,
                      DType dtype) const;
   Expected<RequestHandle> postTransfer(Pending p, void *buf);
+  /// The route of a transfer \p op with world rank \p peer; an error naming
+  /// both ranks when no channel was listed for it.
+  Expected<Route> routeOf(const std::string &op, int peer) const;
+  /// "shared": the world's communicator for every listed channel of this
+  /// rank, connected by one group on it.
+  Status openSharedChannels(const std::vector<Channel> &channels);
+  /// "channel": a two-rank communicator per channel, split in rounds and
+  /// warmed up after each.
+  Status openChannelCommunicators(const std::vector<Channel> &channels);
+  /// Enqueues a warm-up's operations through \p post and waits for them
+  /// on \p comm's stream, with the deadline.
+  Status warmUp(Pending what, const std::function<Status()> &post);
   /// Ends the open batch, if any: ncclGroupEnd, then the event that every
   /// request of the batch shares.
   Status closeBatch();
@@ -145,8 +207,6 @@ private:
   void releaseEventOf(const Pending &p);
   /// Whether \p p can be waited for: enqueued, communicators not aborted.
   Status usable(const Pending &p) const;
-  /// The NCCL communicator an operation ran on.
-  int commOf(const Pending &p) const;
   /// Polls \p p until its event is done or \p deadline: ok, or (after
   /// aborting every NCCL communicator) the timeout (reported as
   /// \p timeoutSeconds) or the async error.
@@ -164,19 +224,30 @@ private:
     int row = kHostRow;
     int begin = -1, end = -1;
   };
-  /// A timing event on \p lane, or -1 (the span is then dropped).
-  int timingEvent(Lane lane);
+  /// A timing event on \p comm's stream, or -1 (the span is then dropped).
+  int timingEvent(int comm);
 
   Communicator &bootstrap_;
   std::unique_ptr<NcclDeviceCalls> calls_;
   /// Index of each group's NCCL communicator (-1 on non-members).
   std::vector<int> groupComms_;
+  /// The warm-ups' device memory (NcclDeviceCalls::scratch): two int32 per
+  /// rank, enough for one send and one receive with every peer at once.
+  int32_t *scratch_ = nullptr;
+  bool channelsOpen_ = false;
+  /// By world peer: where this rank's sends to it go, and its receives
+  /// from it come from (openChannels).
+  std::unordered_map<int, Route> sendRoutes_, recvRoutes_;
   std::unordered_map<int64_t, Pending> pending_;
   /// Consumed by waitOnDevice, not yet known (on the host) to be done.
   std::vector<Pending> deviceWaits_;
   /// How many requests share each recorded event.
   std::unordered_map<int, int> eventUsers_;
   bool batchOpen_ = false;
+  /// The open batch's communicator, and its first transfer (for the error
+  /// about a batch that mixes channels).
+  int batchComm_ = 0;
+  std::string batchFirst_;
   std::vector<int64_t> batchRequests_;
   bool aborted_ = false;
   int64_t nextId_ = 0;

@@ -7,12 +7,16 @@
 // logic is tested on machines without a GPU. docs/runtime-abi.md,
 // "Communication on each target", says what runs on which stream.
 //
-// Communicators are small indices: 0 is the world's, each split adds one.
-// Events are slots that the implementation recycles after releaseEvent.
-// Timing events (the trace's device spans of the operations) are slots of
-// a pool of their own, recycled after releaseTimingEvent: timing makes an
-// event dearer to record and to wait for, so the ordering events go
-// without it.
+// Communicators are small indices: 0 is the world's, each split adds
+// one. Every communicator has a stream of its own, made with it: its
+// operations, the events recorded on it and its waits for compute are on
+// that stream (NCCL runs one communicator's operations in issue order
+// anyway, so a stream per communicator is what lets communicators
+// overlap). Events are slots that the implementation recycles after
+// releaseEvent. Timing events (the trace's device spans of the operations)
+// are slots of a pool of their own, recycled after releaseTimingEvent:
+// timing makes an event dearer to record and to wait for, so the ordering
+// events go without it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,33 +38,29 @@ enum class NcclElement { Float32, BFloat16, Float64, Int32 };
 /// ones the runtime never transfers.
 Expected<NcclElement> ncclElementOf(DType dtype);
 
-/// The two transfer streams; the compute stream is the backend's.
-enum class Lane { PointToPoint, AllReduce };
-const char *laneName(Lane lane);
-
 class NcclDeviceCalls {
 public:
   virtual ~NcclDeviceCalls();
 
   /// ncclGetUniqueId, as bytes (rank 0 only).
   virtual Expected<std::string> uniqueId() = 0;
-  /// ncclCommInitRank of the world: communicator 0.
+  /// ncclCommInitRank of the world: communicator 0, and its stream.
   virtual Status initWorld(const std::string &uniqueId, int nranks,
                            int rank) = 0;
-  /// One group of a tiny send and receive between this rank and every
-  /// other one, on the point-to-point stream (then recordEvent): NCCL
-  /// connects a pair at its first transfer, blocking the host in
-  /// ncclGroupEnd until the peer joins, so all pairs connect here, at
-  /// start-up, where every rank takes part.
-  virtual Status connectPeers(int nranks, int rank) = 0;
-  /// ncclCommSplit of the world (collective): the new communicator's
-  /// index, or -1 on a rank that passed \p member false.
-  virtual Expected<int> split(bool member, int key) = 0;
+  /// ncclCommSplit of the world (collective over it), and a stream for the
+  /// new communicator: its index, or -1 on a rank that passed a negative
+  /// \p color (NCCL_SPLIT_NOCOLOR). The ranks of one colour share a
+  /// communicator, ranked by \p key, so one call makes as many disjoint
+  /// communicators as there are colours.
+  virtual Expected<int> split(int color, int key) = 0;
+  /// Device memory for \p count int32, zeroed, owned by the calls: what
+  /// the start-up warm-ups move (NcclCommunicator.h).
+  virtual Expected<void *> scratch(int64_t count) = 0;
 
   virtual Status groupStart() = 0;
   virtual Status groupEnd() = 0;
-  /// ncclSend / ncclRecv on the point-to-point stream, ncclAllReduce (sum,
-  /// in place) on the all-reduce stream; \p peer is a rank of \p comm.
+  /// ncclSend / ncclRecv, and ncclAllReduce (sum, in place), on \p comm's
+  /// stream; \p peer is a rank of \p comm.
   virtual Status send(int comm, const void *buf, int64_t count,
                       NcclElement type, int peer) = 0;
   virtual Status recv(int comm, void *buf, int64_t count, NcclElement type,
@@ -68,18 +68,19 @@ public:
   virtual Status allReduce(int comm, void *buf, int64_t count,
                            NcclElement type) = 0;
 
-  /// \p lane waits (on the device) for the compute stream's work so far.
-  virtual Status laneWaitsForCompute(Lane lane) = 0;
-  /// An event recorded on \p lane now: its slot.
-  virtual Expected<int> recordEvent(Lane lane) = 0;
+  /// \p comm's stream waits (on the device) for the compute stream's work
+  /// so far.
+  virtual Status streamWaitsForCompute(int comm) = 0;
+  /// An event recorded on \p comm's stream now: its slot.
+  virtual Expected<int> recordEvent(int comm) = 0;
   /// Whether the event's work is done (cudaEventQuery); never blocks.
   virtual Expected<bool> eventDone(int event) = 0;
   /// The compute stream waits (on the device) for the event.
   virtual Status computeWaitsFor(int event) = 0;
   virtual void releaseEvent(int event) = 0;
 
-  /// A timing event recorded on \p lane now: its slot.
-  virtual Expected<int> recordTimingEvent(Lane lane) = 0;
+  /// A timing event recorded on \p comm's stream now: its slot.
+  virtual Expected<int> recordTimingEvent(int comm) = 0;
   /// Milliseconds from \p reference (a timing cudaEvent_t on the same
   /// device: the backend's step start) to timing event \p slot; an error
   /// when either is not complete.
@@ -90,6 +91,12 @@ public:
   virtual Status asyncError(int comm) = 0;
   /// ncclCommAbort of every communicator (they are unusable afterwards).
   virtual void abortAll() = 0;
+
+  /// Whether compute runs synchronously on the host (a stand-in for the
+  /// device, as the CPU tests' MPI one): computeWaitsFor is then a host
+  /// wait, with no deadline of its own, which the communicator bounds first
+  /// by polling the event with its deadline.
+  virtual bool hostComputes() const { return false; }
 };
 
 } // namespace bitpipe::runtime
