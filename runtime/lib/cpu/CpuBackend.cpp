@@ -5,11 +5,12 @@
 // store of fp32 master weights (which the stage functions read directly),
 // float64 gradient accumulators (train/AdamW.h says why) and fp32 moments,
 // updated by the host AdamW. This is the executor's behaviour from before
-// the backend boundary existed, bit for bit.
+// the backend boundary existed, bit for bit. The steps' transport is MPI,
+// unless the maker of the backend chose another (CpuBackend.h).
 //
 //===----------------------------------------------------------------------===//
 
-#include "Backend.h"
+#include "cpu/CpuBackend.h"
 
 #include "train/AdamW.h"
 #include "train/Trace.h"
@@ -138,7 +139,17 @@ private:
 
 class CpuBackend final : public Backend {
 public:
+  explicit CpuBackend(TransportFactory transport)
+      : transport_(std::move(transport)) {}
+
   TargetKind target() const override { return TargetKind::Cpu; }
+
+  Expected<std::unique_ptr<Communicator>>
+  createCommunicator(MpiCommunicator &bootstrap) override {
+    if (!transport_)
+      return std::unique_ptr<Communicator>(); // MPI, in host memory
+    return transport_(bootstrap);
+  }
 
   Status configure(const Manifest &manifest) override {
     // The manifest reader already refuses bf16 off the cuda target; this
@@ -195,13 +206,14 @@ public:
   }
 
 private:
+  TransportFactory transport_;
   std::vector<float> losses_;
 };
 
 } // namespace
 
-std::unique_ptr<Backend> createTargetBackend() {
-  return std::make_unique<CpuBackend>();
+std::unique_ptr<Backend> createCpuBackend(TransportFactory transport) {
+  return std::make_unique<CpuBackend>(std::move(transport));
 }
 
 } // namespace bitpipe::runtime

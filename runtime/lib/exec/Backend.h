@@ -25,11 +25,12 @@
 // (createCommunicator); the MPI communicator stays the bootstrap either
 // way.
 //
-// Which backend a program gets is chosen at link time: each target library
-// defines createTargetBackend() (the CPU one in runtime/lib/cpu/CpuBackend,
-// the CUDA one in runtime/lib/cuda/backend), and bitpipe-compile links one
-// of them through its runtime-<target>.rsp. docs/runtime-abi.md, "Targets",
-// says what each keeps where.
+// Which backend a program gets is chosen at link time: each target defines
+// createTargetBackend() (the CPU one in runtime/lib/cpu/CpuTarget.cpp, a
+// library of its own, BitPipeRuntimeCPUTarget; the CUDA one in
+// runtime/lib/cuda/backend), and bitpipe-compile links one of them through
+// its runtime-<target>.rsp. docs/runtime-abi.md, "Targets", says what each
+// keeps where.
 //
 //===----------------------------------------------------------------------===//
 

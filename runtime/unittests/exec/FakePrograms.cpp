@@ -19,6 +19,15 @@
 //                   micro-batches each: copy 1's pipeline ranks are world
 //                   ranks 2 and 3, the embedding is all-reduced over all 4
 //                   world ranks, the rest over 0 and 2.
+//   FAKE_PIPE2_CROSSED  FAKE_PIPE2's ranks in 1F1B order, with each
+//                   hand-off a batch of its own: in the steady state rank 0
+//                   sends an activation, then receives a gradient, while
+//                   rank 1 sends that gradient, then receives the
+//                   activation. The two batches cross: on one stream per
+//                   rank under NCCL's rules (rendezvous sends, one queue)
+//                   each send waits for a receive queued behind the
+//                   other's send, a deadlock; on a stream per channel, or
+//                   under MPI's rules, it runs.
 // FAKE_BERT switches the model family (masked-LM data) for any of them.
 // The manifests list the channels and say "channel" transfer streams;
 // FAKE_SHARED_STREAMS says "shared" instead (one stream per rank).
@@ -148,6 +157,66 @@ void maybeDie(int rank) {
   bp_rt_optimizer_step(ctx, world_mbs);
 }
 
+/// Stage 0 of FAKE_PIPE2_CROSSED: 1F1B with one warm-up forward. Values
+/// as firstStage's.
+[[maybe_unused]] void firstStageCrossed(bp_rt_context *ctx, int rank, int peer,
+                                        int n, int world_mbs) {
+  ++stepNumber;
+  enum { kTok, kAct, kSaved, kGrad, kPerMb };
+  auto id = [](int mb, int slot) { return mb * kPerMb + slot; };
+  auto forward = [&](int mb) {
+    bp_rt_load_input(ctx, id(mb, kTok), 0, mb, FAKE_INPUT_COUNT);
+    bp_rt_forward(ctx, kStage0Fwd, mb, id(mb, kTok), -1, id(mb, kAct),
+                  id(mb, kSaved));
+    bp_rt_release(ctx, id(mb, kTok));
+    bp_rt_send(ctx, id(mb, kAct), FAKE_ACT_COUNT, peer, mb);
+    bp_rt_end_batch(ctx, 2 * mb);
+    bp_rt_release(ctx, id(mb, kAct));
+  };
+  auto backward = [&](int mb) {
+    bp_rt_recv(ctx, id(mb, kGrad), FAKE_ACT_COUNT, peer, 100 + mb);
+    bp_rt_end_batch(ctx, 2 * mb + 1);
+    bp_rt_backward(ctx, kStage0Bwd, mb, id(mb, kSaved), id(mb, kGrad), -1);
+    bp_rt_release(ctx, id(mb, kGrad));
+  };
+  forward(0);
+  maybeDie(rank);
+  for (int mb = 1; mb < n; ++mb) {
+    forward(mb);      // sends activation mb, then
+    backward(mb - 1); // receives gradient mb - 1: crossed with rank 1
+  }
+  backward(n - 1);
+  bp_rt_allreduce_start(ctx, 0, n * kPerMb);
+  bp_rt_allreduce_wait(ctx, n * kPerMb);
+  bp_rt_optimizer_step(ctx, world_mbs);
+}
+
+/// Stage 1 of FAKE_PIPE2_CROSSED: each micro-batch received, forward,
+/// backward, its gradient sent. Values as lastStage's.
+[[maybe_unused]] void lastStageCrossed(bp_rt_context *ctx, int rank, int peer,
+                                       int n, int world_mbs) {
+  ++stepNumber;
+  enum { kAct, kLab, kSaved, kGrad, kLoss, kPerMb };
+  auto id = [](int mb, int slot) { return mb * kPerMb + slot; };
+  maybeDie(rank);
+  for (int mb = 0; mb < n; ++mb) {
+    bp_rt_recv(ctx, id(mb, kAct), FAKE_ACT_COUNT, peer, mb);
+    bp_rt_end_batch(ctx, 2 * mb);
+    bp_rt_load_input(ctx, id(mb, kLab), 1, mb, FAKE_INPUT_COUNT);
+    bp_rt_forward(ctx, kStage1Fwd, mb, id(mb, kAct), id(mb, kLab), -1,
+                  id(mb, kSaved));
+    bp_rt_release(ctx, id(mb, kAct));
+    bp_rt_release(ctx, id(mb, kLab));
+    bp_rt_backward(ctx, kStage1Bwd, mb, id(mb, kSaved), -1, id(mb, kGrad));
+    bp_rt_send(ctx, id(mb, kGrad), FAKE_ACT_COUNT, peer, 100 + mb);
+    bp_rt_end_batch(ctx, 2 * mb + 1);
+    bp_rt_release(ctx, id(mb, kGrad));
+  }
+  bp_rt_allreduce_start(ctx, 0, n * kPerMb);
+  bp_rt_allreduce_wait(ctx, n * kPerMb);
+  bp_rt_optimizer_step(ctx, world_mbs);
+}
+
 /// Stage 1 (the loss) of a two-rank pipeline. Values per micro-batch:
 /// activation, labels, handle, gradient, loss; then the bucket token.
 [[maybe_unused]] void lastStage(bp_rt_context *ctx, int rank, int peer, int n, int world_mbs) {
@@ -216,6 +285,21 @@ void rank1(bp_rt_context *c) { lastStage(c, 1, 0, 4, 4); }
   " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]},"           \
   "{\"num_values\": 21, \"params\": [\"embed.tokens\"],"                       \
   " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]}]"
+#elif defined(FAKE_PIPE2_CROSSED)
+void rank0(bp_rt_context *c) { firstStageCrossed(c, 0, 1, 4, 4); }
+void rank1(bp_rt_context *c) { lastStageCrossed(c, 1, 0, 4, 4); }
+#define FAKE_RANKS rank0, rank1
+#define FAKE_TAIL_JSON                                                         \
+  "\"schedule\": {\"name\": \"1f1b\", \"microbatches\": 4, \"devices\": 2,"    \
+  " \"data_parallel\": 1, \"world_size\": 2," FAKE_STREAMS_JSON                \
+  FAKE_PIPE2_CHANNELS_JSON                                                     \
+  "\"groups\": [[0, 1]],"                                                      \
+  "\"ranks\": [{\"num_values\": 17,"                                           \
+  " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
+  " \"hidden.bias\"],"                                                         \
+  " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]},"           \
+  "{\"num_values\": 21, \"params\": [\"embed.tokens\"],"                       \
+  " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]}]"
 #elif defined(FAKE_DP2)
 // One program; world ranks 0 and 1 run it as copies 0 and 1.
 void rank0(bp_rt_context *c) { bothStages(c, 0, 2, 4, 2); }
@@ -251,7 +335,8 @@ void rank1(bp_rt_context *c) { lastStage(c, 1, 0, 2, 4); }
   "{\"num_values\": 11, \"params\": [\"embed.tokens\"],"                       \
   " \"buckets\": [{\"group\": 0, \"params\": [\"embed.tokens\"]}]}]"
 #else
-#error "define one of FAKE_SINGLE, FAKE_PIPE2, FAKE_DP2, FAKE_PIPE2_DP2"
+#error "define one of FAKE_SINGLE, FAKE_PIPE2, FAKE_PIPE2_CROSSED, FAKE_DP2 or \
+FAKE_PIPE2_DP2"
 #endif
 
 } // namespace

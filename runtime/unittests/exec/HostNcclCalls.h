@@ -26,7 +26,8 @@
 //    its stream, so MPI's rules apply with NCCL's order of matching.
 // Who makes the calls chooses the rules from an environment variable
 // (hostNcclRulesFromEnv): FakeDeviceBackend.cpp from
-// BITPIPE_FAKE_DEVICE_NCCL (unset: no NCCL at all).
+// BITPIPE_FAKE_DEVICE_NCCL (unset: no NCCL at all), HostNcclTarget.cpp
+// from BITPIPE_FAKE_NCCL (unset: strict).
 //
 //===----------------------------------------------------------------------===//
 

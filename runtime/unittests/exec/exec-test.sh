@@ -305,6 +305,34 @@ fake-nccl)      # the executor's NCCL path (comm/nccl) on the fake device
   mpirun+=(-x BITPIPE_FAKE_DEVICE_NCCL=1)
   equivalent 2 FakeDevicePipe2 FakeSingle
   equivalent 4 FakeDevicePipe2Dp2 FakeSingle ;;
+nccl-rules)     # the stand-in's strict rules matter (FAKE_PIPE2_CROSSED)
+  # Each rank sends in one batch, then receives in the next, crossed with
+  # the other's. With buffered sends (MPI itself, or the stand-in's loose
+  # rules) it runs; on one shared stream under NCCL's rules each send waits
+  # for a receive queued behind the other rank's send: a timeout naming the
+  # waiting receive and its peer, and a non-zero exit, fast. On a stream
+  # per channel it runs under NCCL's rules too. The NCCL runs are the CPU
+  # target with the NCCL communicator (HostNcclTarget.cpp).
+  initial
+  equivalent 2 FakePipe2Crossed FakeSingle
+  base=("${mpirun[@]}")
+  mpirun=("${base[@]}" -x BITPIPE_FAKE_NCCL=loose)
+  equivalent 2 FakeNcclPipe2CrossedShared FakeSingle
+  mpirun=("${base[@]}" -x BITPIPE_FAKE_NCCL=strict)
+  start=$(date +%s)
+  run 2 FakeNcclPipe2CrossedShared "${common[@]}" --steps 2 --timeout 5
+  rc=$?
+  elapsed=$(( $(date +%s) - start ))
+  [ "$rc" -ne 0 ] || fail "the crossed batches on one stream ran under NCCL's rules"
+  [ "$rc" -ne 124 ] || fail "the deadlock hung instead of timing out"
+  [ "$elapsed" -le 60 ] || fail "the deadlock took $elapsed s to stop"
+  grep -Eq 'rank [01]: timeout after 5.0 s waiting for recv with rank [01] \(tag [0-9]+' \
+    "$tmp/out.txt" || fail "no timeout naming the waiting receive and its peer"
+  equivalent 2 FakeNcclPipe2CrossedChannel FakeSingle
+  # An unknown word is refused, naming the variable.
+  mpirun=("${base[@]}" -x BITPIPE_FAKE_NCCL=lax)
+  expect_failure 2 FakeNcclPipe2CrossedChannel "BITPIPE_FAKE_NCCL='lax': expected strict \(or 1: NCCL's rules\) or loose" \
+    "${common[@]}" --steps 1 ;;
 dead-rank)     # (e) a rank dies mid-step; the survivor must stop, fast
   for variant in default survivor-timeout; do
     extra=()
