@@ -351,14 +351,22 @@ std::string Simulation::prepareGroups() {
   for (int r = 0; r < numRanks_; ++r) {
     const std::vector<CommAction> &items = program_.ranks[r];
     groupOfItem_[r].assign(items.size(), -1);
-    std::map<int, int> ofBatch;          // batch -> group
+    std::map<int, int> ofBatch;          // batch -> its (last) group
     std::map<std::pair<int, bool>, int> lastOnStream; // stream -> group
-    int open = -1;       // the group of the last transfer seen
-    bool closed = false; // a compute or all-reduce step since then
+    int open = -1; // the group of the last transfer seen
+    // What came between it and this item: a compute step splits a batch,
+    // which the runtime would issue in pieces; an all-reduce ends the open
+    // group (a collective cannot join it), and the batch's further
+    // transfers are a group of their own, as the runtime issues them.
+    bool computeSince = false, allReduceSince = false;
     for (size_t i = 0; i < items.size(); ++i) {
       const CommAction &c = items[i];
-      if (c.kind == CommKind::Compute || c.kind == CommKind::AllReduce) {
-        closed = true;
+      if (c.kind == CommKind::Compute) {
+        computeSince = true;
+        continue;
+      }
+      if (c.kind == CommKind::AllReduce) {
+        allReduceSince = true;
         continue;
       }
       if (!c.isSendOrRecv())
@@ -368,6 +376,9 @@ std::string Simulation::prepareGroups() {
         return where + " belongs to no batch; under NCCL's rules every "
                        "transfer is issued in one";
       auto [it, fresh] = ofBatch.insert({c.batch, 0});
+      if (!fresh && it->second == open && !computeSince && allReduceSince) {
+        fresh = true; // the rest of the batch, after an all-reduce
+      }
       if (fresh) {
         it->second = static_cast<int>(groups_.size());
         Group g;
@@ -386,13 +397,12 @@ std::string Simulation::prepareGroups() {
           last->second = it->second;
         }
         groups_.push_back(std::move(g));
-      } else if (it->second != open || closed) {
+      } else if (it->second != open || computeSince) {
         // The runtime ends a batch at its last transfer; one split by a
-        // step would be issued in pieces (or not at all).
+        // compute step would be issued in pieces (or not at all).
         return where + " is in batch " + std::to_string(c.batch) +
-               ", which an earlier compute or all-reduce step (or another "
-               "batch) interrupts; a batch's transfers must follow each "
-               "other";
+               ", which an earlier compute step (or another batch) "
+               "interrupts; a batch's transfers must follow each other";
       }
       Group &g = groups_[it->second];
       if (perChannel && (g.peer != c.peer || g.sending != c.isSend()))
@@ -406,7 +416,7 @@ std::string Simulation::prepareGroups() {
       groupOfItem_[r][i] = it->second;
       (c.isSend() ? sendGroup_ : recvGroup_)[c.transfer] = it->second;
       open = it->second;
-      closed = false;
+      computeSince = allReduceSince = false;
     }
   }
   groupWaiters_.assign(groups_.size(), {});

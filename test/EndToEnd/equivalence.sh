@@ -20,16 +20,22 @@
 #   equivalence.sh reference MODEL N_TOTAL WORKDIR [RUN FLAG...]
 #       compiles and runs the 1-rank reference (a ctest fixture);
 #   equivalence.sh case MODEL SCHEDULE D K N WORKDIR [--chunks-per-device V]
-#                  [--max-in-flight C] [RUN FLAG...]
+#                  [--max-in-flight C] [--host-nccl] [RUN FLAG...]
 #       compiles and runs one case and compares it with the reference of
 #       MODEL, N*K and the same run flags, which must exist in WORKDIR;
-#       --chunks-per-device and --max-in-flight (first, if given) go to
-#       bitpipe-compile only (interleaved-1f1b's v, 1f1b's cap on
-#       micro-batches in flight; the reference has neither).
+#       --chunks-per-device, --max-in-flight and --host-nccl (first, if
+#       given) go to bitpipe-compile only (interleaved-1f1b's v, 1f1b's cap
+#       on micro-batches in flight; the reference has neither). --host-nccl
+#       checks the programs under NCCL's rules and links them with the NCCL
+#       communicator over the strict MPI stand-in for NCCL
+#       (docs/nccl-transfers.md, "Tested without a GPU"): the run then
+#       moves its tensors as the CUDA target would, rendezvous sends and
+#       streams in order, each run bounded by --timeout.
 # RUN FLAGs (e.g. --max-grad-norm 0.05) go to both runs.
 #
 # BITPIPE_BIN: the directory of bitpipe-compile, bitpipe-tokenize and
-# bitpipe-compare; BITPIPE_PYTHON: a python3 with numpy.
+# bitpipe-compare; BITPIPE_PYTHON: a python3 with numpy;
+# BITPIPE_HOST_NCCL_LINK: the runtime link file of --host-nccl.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 steps=3
@@ -68,14 +74,25 @@ reference)
 case)
   model=$2 schedule=$3 d=$4 k=$5 n=$6 work=$7
   shift 7
-  compile_flags=()
-  while [ "${1:-}" = --chunks-per-device ] || [ "${1:-}" = --max-in-flight ]; do
-    compile_flags+=("$1" "$2")
-    shift 2
+  compile_flags=() tag_flags=()
+  while :; do
+    case "${1:-}" in
+    --chunks-per-device | --max-in-flight)
+      compile_flags+=("$1" "$2") tag_flags+=("$1" "$2")
+      shift 2
+      ;;
+    --host-nccl)
+      compile_flags+=(--nccl-rules --runtime-link
+        "${BITPIPE_HOST_NCCL_LINK:?set BITPIPE_HOST_NCCL_LINK for --host-nccl}")
+      tag_flags+=("$1")
+      shift
+      ;;
+    *) break ;;
+    esac
   done
   name=$(basename "$model" .json)
   ref=$work/ref-$name-n$((n * k))$(flags_tag "$@")
-  dir=$work/$name-$schedule-d$d-dp$k-n$n$(flags_tag "${compile_flags[@]}" "$@")
+  dir=$work/$name-$schedule-d$d-dp$k-n$n$(flags_tag "${tag_flags[@]}" "$@")
   rm -rf "$dir" && mkdir -p "$dir"
   "$bin/bitpipe-compile" "$model" --devices "$d" --dp "$k" \
     --schedule "$schedule" --microbatches "$n" "${compile_flags[@]}" \
@@ -92,7 +109,7 @@ case)
 *)
   echo "usage: $0 reference MODEL N WORKDIR [FLAG...] |" \
     "case MODEL SCHEDULE D K N WORKDIR [--chunks-per-device V]" \
-    "[--max-in-flight C] [FLAG...]" >&2
+    "[--max-in-flight C] [--host-nccl] [FLAG...]" >&2
   exit 2
   ;;
 esac

@@ -357,6 +357,34 @@ TEST(NcclRules, ABatchInterruptedByAStepIsRefused) {
   EXPECT_NE(sim.error.find("interrupts"), std::string::npos) << sim.error;
 }
 
+TEST(NcclRules, AnAllReduceInsideABatchEndsItsGroup) {
+  // bitpipe-insert-allreduce starts a sync step's all-reduces after its
+  // sends, inside the batch they share with the next step's receives. The
+  // runtime ends the open group at the collective and issues the batch's
+  // further transfers as a group of their own; so does the simulator.
+  Schedule s = emptySchedule("hand", loop(2), 2);
+  s.ranks = gridRanks("P0: F0.s0 F1.s0 B0.s0 B1.s0\n"
+                      "P1: F0.s1 B0.s1 AR(1) F1.s1 B1.s1\n");
+  CommProgram p = lowered(s, TransferStreams::Shared);
+  // Rank 1: RECV_F0 | F0.s1 B0.s1 | SEND_B0 | AR(1) | RECV_F1 | ...: give
+  // the receive the send's batch, as the IR numbers them.
+  int sendBatch = -1;
+  for (CommAction &c : p.ranks[1]) {
+    if (c.kind == CommKind::SendB && sendBatch < 0)
+      sendBatch = c.batch;
+    else if (c.kind == CommKind::RecvF && sendBatch >= 0)
+      c.batch = sendBatch;
+  }
+  ASSERT_GE(sendBatch, 0);
+  CostModel cost = slowLinks(Transport::Nccl);
+  Result<SimResult> split = simulate(s, p, cost);
+  ASSERT_TRUE(split) << split.error;
+  ASSERT_FALSE(split->deadlocked) << split->deadlockReport();
+  // The same as two batches.
+  SimResult apart = run(s, cost, TransferStreams::Shared);
+  EXPECT_DOUBLE_EQ(split->makespan, apart.makespan);
+}
+
 TEST(NcclRules, OnChannelStreamsABatchHoldsOneChannel) {
   Schedule s = oneFOneB(2, 2);
   CommProgram p = lowered(s, TransferStreams::Shared);

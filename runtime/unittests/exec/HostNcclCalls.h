@@ -21,9 +21,12 @@
 //    the unit is done when all of them are; a stream posts a unit only once
 //    the unit before it is done. A program that deadlocks under NCCL
 //    deadlocks here (and times out with the communicator's deadline);
-//  - loose, the stand-in as it was: a send is MPI_Isend (buffered, as far
-//    as a deadlock is concerned) and a unit is posted as soon as it is on
-//    its stream, so MPI's rules apply with NCCL's order of matching.
+//  - loose, the stand-in as it was: a send is MPI_Isend and a unit is
+//    posted as soon as it is on its stream, so units of one stream do not
+//    wait for each other. An event still covers every earlier unit of its
+//    stream, sends included, and MPI completes a large MPI_Isend only once
+//    it is matched: loose relaxes the streams' order, not the rendezvous
+//    (the CPU runtime's MpiCommunicator is MPI's rules).
 // Who makes the calls chooses the rules from an environment variable
 // (hostNcclRulesFromEnv): FakeDeviceBackend.cpp from
 // BITPIPE_FAKE_DEVICE_NCCL (unset: no NCCL at all), HostNcclTarget.cpp
