@@ -56,6 +56,9 @@
 #      trace (bitpipe-calibrate, issue 16) and its error there; raw NCCL
 #      calls (nccl-raw) at the run's sizes beside the runtime's. Rows say
 #      INFO: there is no target to meet;
+#   8b. NCCL's rules at megabytes per transfer (issue 30): every other
+#      schedule compiled for gpt-ranks.json (4 MiB activations), 2 steps on
+#      4 ranks under --timeout, with the time left;
 #   9. the GPU tests again under compute-sanitizer's memcheck, with the
 #      time left (--skip-sanitize: not at all).
 # It prints one table LAST: a row per check (PASS / FAIL / SKIP / INFO, the key
@@ -697,6 +700,46 @@ elif limit=$(allow 150); then
 else
   row "r4 bitpipe vs 1f1b" SKIP "time budget spent"
 fi
+
+# 8b. NCCL's rules at megabytes per transfer (issue 30): the schedules part
+# 8 did not run, compiled for gpt-ranks.json (4 MiB bf16 activations: a
+# send completes only once its receive is posted), 2 steps each on 4 ranks
+# under --timeout, with the time left. PASS: the run ended and its loss is
+# finite; a program that hung stops at the timeout naming the wait.
+echo "== NCCL's rules at megabytes per transfer (gpt-ranks.json, 4 ranks, bf16)"
+for schedule in gpipe chimera zb-h1 bitpipe-zb zbv; do
+  name="r4 nccl rules: $schedule"
+  exe=$payload/ranks/$schedule/train
+  log=$logs/ranks-rules-$schedule.log
+  if [ ! -x "$exe" ]; then
+    row "$name" SKIP "not prepared (MANIFEST.txt)"
+    continue
+  fi
+  if ! limit=$(allow 60); then
+    row "$name" SKIP "time budget spent"
+    continue
+  fi
+  timed "$limit" "$log" mpirun --allow-run-as-root --oversubscribe \
+    --bind-to none -np 4 -x NCCL_DEBUG=WARN "$exe" \
+    --data "$payload/e2e/tokens.bin" --steps 2 --timeout $((limit - 15))
+  rc=$?
+  # The step lines: "step 2 | loss 5.2615 | ...".
+  loss=$(grep -Eo '\| loss [^ ]+' "$log" | tail -1 | cut -d' ' -f3)
+  case $rc in
+  0)
+    if [[ "$loss" =~ ^[0-9.eE+-]+$ ]]; then
+      row "$name" PASS "2 steps, loss $loss"
+    else
+      row "$name" FAIL "exit 0 but no finite loss (log $(basename "$log"))"
+    fi
+    ;;
+  124 | 137) tail -8 "$log"; row "$name" FAIL "hung: killed after ${limit}s" ;;
+  *)
+    tail -8 "$log"
+    row "$name" FAIL "exit $rc: $(grep -m1 -o 'timeout after .*' "$log" | cut -c1-90)"
+    ;;
+  esac
+done
 
 #===----------------------------------------------------------------------===#
 # 9. memcheck, with the time left.

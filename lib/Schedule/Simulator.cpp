@@ -198,8 +198,10 @@ private:
   struct Group {
     int rank = -1;
     int batch = -1;
-    std::vector<int> transfers;
-    std::vector<int> items; ///< Its items in program_.ranks[rank].
+    /// Its items, [begin, end) of groupItems_ (indices into
+    /// program_.ranks[rank]); the same range of groupTransfers_ holds their
+    /// transfers. Flat: a program at D=64, N=512 has some 400,000 groups.
+    int begin = 0, end = 0;
     int pending = 0;        ///< Transfers not yet arrived.
     int previous = -1, next = -1; ///< Neighbours on its stream.
     /// The stream: -1 for the rank's one (Shared), else the channel's peer
@@ -209,6 +211,7 @@ private:
     bool posted = false, launched = false, complete = false;
   };
   std::vector<Group> groups_;
+  std::vector<int> groupItems_, groupTransfers_;
   /// [rank][item index] -> the group of a Send/Recv item, or -1.
   std::vector<std::vector<int>> groupOfItem_;
   /// [transfer] -> the sending and the receiving end's group launched.
@@ -346,13 +349,17 @@ std::string Simulation::prepareGroups() {
   recvLaunched_.assign(program_.transfers.size(), false);
   sendGroup_.assign(program_.transfers.size(), -1);
   recvGroup_.assign(program_.transfers.size(), -1);
-  groupWaiters_.clear();
+  groups_.clear();
+  groupItems_.clear();
+  groupTransfers_.clear();
   const bool perChannel = program_.streams == TransferStreams::Channel;
+  // [peer * 2 + sending] -> the last group on that stream of the rank (one
+  // slot under Shared); reset per rank.
+  std::vector<int> lastOnStream(perChannel ? 2 * numRanks_ : 1, -1);
   for (int r = 0; r < numRanks_; ++r) {
     const std::vector<CommAction> &items = program_.ranks[r];
     groupOfItem_[r].assign(items.size(), -1);
-    std::map<int, int> ofBatch;          // batch -> its (last) group
-    std::map<std::pair<int, bool>, int> lastOnStream; // stream -> group
+    std::fill(lastOnStream.begin(), lastOnStream.end(), -1);
     int open = -1; // the group of the last transfer seen
     // What came between it and this item: a compute step splits a batch,
     // which the runtime would issue in pieces; an all-reduce ends the open
@@ -371,51 +378,49 @@ std::string Simulation::prepareGroups() {
       }
       if (!c.isSendOrRecv())
         continue; // local copies are no NCCL call
-      std::string where = "rank " + std::to_string(r) + ": " + c.str();
+      auto where = [&] { return "rank " + std::to_string(r) + ": " + c.str(); };
       if (c.batch < 0)
-        return where + " belongs to no batch; under NCCL's rules every "
-                       "transfer is issued in one";
-      auto [it, fresh] = ofBatch.insert({c.batch, 0});
-      if (!fresh && it->second == open && !computeSince && allReduceSince) {
-        fresh = true; // the rest of the batch, after an all-reduce
-      }
-      if (fresh) {
-        it->second = static_cast<int>(groups_.size());
+        return where() + " belongs to no batch; under NCCL's rules every "
+                         "transfer is issued in one";
+      const int openBatch = open >= 0 ? groups_[open].batch : -1;
+      // Batches are issued in program order, each at its last transfer.
+      if (c.batch < openBatch || (c.batch == openBatch && computeSince))
+        return where() + " is in batch " + std::to_string(c.batch) +
+               ", which " +
+               (c.batch == openBatch
+                    ? std::string("a compute step interrupts")
+                    : "comes after batch " + std::to_string(openBatch)) +
+               "; a batch's transfers must follow each other, and batch "
+               "numbers grow along the program";
+      if (c.batch != openBatch || allReduceSince) {
         Group g;
         g.rank = r;
         g.batch = c.batch;
+        g.begin = g.end = static_cast<int>(groupItems_.size());
         if (perChannel) {
           g.peer = c.peer;
           g.sending = c.isSend();
         }
-        // Its stream's previous group.
-        auto [last, first] =
-            lastOnStream.insert({{g.peer, g.sending}, it->second});
-        if (!first) {
-          g.previous = last->second;
-          groups_[last->second].next = it->second;
-          last->second = it->second;
-        }
-        groups_.push_back(std::move(g));
-      } else if (it->second != open || computeSince) {
-        // The runtime ends a batch at its last transfer; one split by a
-        // compute step would be issued in pieces (or not at all).
-        return where + " is in batch " + std::to_string(c.batch) +
-               ", which an earlier compute step (or another batch) "
-               "interrupts; a batch's transfers must follow each other";
+        int &last = lastOnStream[perChannel ? 2 * c.peer + c.isSend() : 0];
+        g.previous = last;
+        last = static_cast<int>(groups_.size());
+        if (g.previous >= 0)
+          groups_[g.previous].next = last;
+        groups_.push_back(g);
+        open = last;
       }
-      Group &g = groups_[it->second];
+      Group &g = groups_[open];
       if (perChannel && (g.peer != c.peer || g.sending != c.isSend()))
-        return where + " is in batch " + std::to_string(c.batch) +
-               " with " + program_.ranks[r][g.items.front()].str() +
+        return where() + " is in batch " + std::to_string(c.batch) +
+               " with " + items[groupItems_[g.begin]].str() +
                "; with one stream per channel a batch holds one channel's "
                "transfers";
-      g.transfers.push_back(c.transfer);
-      g.items.push_back(static_cast<int>(i));
+      groupItems_.push_back(static_cast<int>(i));
+      groupTransfers_.push_back(c.transfer);
+      ++g.end;
       ++g.pending;
-      groupOfItem_[r][i] = it->second;
-      (c.isSend() ? sendGroup_ : recvGroup_)[c.transfer] = it->second;
-      open = it->second;
+      groupOfItem_[r][i] = open;
+      (c.isSend() ? sendGroup_ : recvGroup_)[c.transfer] = open;
       computeSince = allReduceSince = false;
     }
   }
@@ -598,8 +603,10 @@ void Simulation::tryLaunch(int id) {
       (g.previous >= 0 && !groups_[g.previous].complete))
     return;
   g.launched = true;
-  for (int t : g.transfers)
+  for (int k = g.begin; k < g.end; ++k) {
+    int t = groupTransfers_[k];
     launchEnd(t, program_.transfers[t].dst == g.rank);
+  }
 }
 
 void Simulation::launchEnd(int t, bool receiving) {
@@ -688,7 +695,7 @@ bool Simulation::advance(int r) {
         // the transfers move once both ends' groups are launched, and
         // compute waits for the group of a receive it reads.
         int id = groupOfItem_[r][pc_[r]];
-        if (groups_[id].items.back() == static_cast<int>(pc_[r])) {
+        if (groupItems_[groups_[id].end - 1] == static_cast<int>(pc_[r])) {
           groups_[id].posted = true;
           tryLaunch(id);
         }
@@ -840,8 +847,9 @@ void Simulation::finalize() {
 std::string Simulation::batchName(int id) const {
   const Group &g = groups_[id];
   std::string out = "batch " + std::to_string(g.batch) + " (";
-  for (size_t k = 0; k < g.items.size(); ++k)
-    out += (k ? " " : "") + program_.ranks[g.rank][g.items[k]].str();
+  for (int k = g.begin; k < g.end; ++k)
+    out += (k > g.begin ? " " : "") +
+           program_.ranks[g.rank][groupItems_[k]].str();
   return out + ")";
 }
 
@@ -903,7 +911,7 @@ void Simulation::findCycle() {
     const int id = node - rankNodes;
     const Group &g = groups_[id];
     w.rank = g.rank;
-    w.actionIndex = program_.ranks[g.rank][g.items.front()].actionIndex;
+    w.actionIndex = program_.ranks[g.rank][groupItems_[g.begin]].actionIndex;
     std::string self = "rank " + std::to_string(g.rank) + "'s " +
                        batchName(id);
     auto notLaunched = [&](int other, const std::string &head) {
@@ -924,7 +932,8 @@ void Simulation::findCycle() {
       w.text = notLaunched(id, self + " is not launched");
       return w;
     }
-    for (int t : g.transfers) {
+    for (int k = g.begin; k < g.end; ++k) {
+      const int t = groupTransfers_[k];
       if (arrived_[t])
         continue;
       const Transfer &tr = program_.transfers[t];
