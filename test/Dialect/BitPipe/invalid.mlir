@@ -560,6 +560,61 @@ bitpipe.program @rank0 rank 0 {
 
 // -----
 
+// A forward after the repeat that runs a micro-batch one of the repeat's
+// middle repetitions ran already: found on the micro-batch progressions,
+// not by unrolling (the verifier reads a repeat by its ends).
+bitpipe.program @rank0 rank 0 {
+  bitpipe.repeat 10 {
+    // expected-note @+1 {{first forward here}}
+    %s = bitpipe.forward stage 0 microbatch 0 step 1 : () -> !bitpipe.saved
+    bitpipe.backward(%s) stage 0 microbatch 0 step 1 : (!bitpipe.saved) -> ()
+  }
+  // expected-error @+1 {{'bitpipe.forward' op runs stage 0 micro-batch 5 a second time; expected one forward per stage and micro-batch in a program}}
+  %t = bitpipe.forward stage 0 microbatch 5 : () -> !bitpipe.saved
+  bitpipe.backward(%t) stage 0 microbatch 5 : (!bitpipe.saved) -> ()
+}
+
+// -----
+
+// Two repeats whose micro-batches meet in the middle of both.
+bitpipe.program @rank0 rank 0 {
+  bitpipe.repeat 10 {
+    // expected-note @+1 {{first forward here}}
+    %s = bitpipe.forward stage 1 microbatch 0 step 2 : () -> !bitpipe.saved
+    bitpipe.backward(%s) stage 1 microbatch 0 step 2 : (!bitpipe.saved) -> ()
+  }
+  bitpipe.repeat 10 {
+    // expected-error @+1 {{'bitpipe.forward' op runs stage 1 micro-batch 4 in repetition 1 of its bitpipe.repeat a second time; expected one forward per stage and micro-batch in a program}}
+    %s = bitpipe.forward stage 1 microbatch 1 step 3 : () -> !bitpipe.saved
+    bitpipe.backward(%s) stage 1 microbatch 1 step 3 : (!bitpipe.saved) -> ()
+  }
+}
+
+// -----
+
+// Batch numbers that fall behind only in later repetitions (the receive's
+// advance by 3, the send's by 2, from 0 and 1): a linear order holds for
+// every repetition exactly when it holds at both ends of the range, so the
+// repetitions the verifier reads show it.
+module attributes {
+  bitpipe.world_size = 2 : i64
+} {
+  bitpipe.program @rank0 rank 0 {
+    %s0 = bitpipe.forward stage 0 microbatch 0 : () -> !bitpipe.saved
+    %last = bitpipe.repeat 20 (%c = %s0) : (!bitpipe.saved) -> !bitpipe.saved {
+      %g = bitpipe.recv gradient from 1 stage 1 microbatch 0 step 1 batch 0 step 3 : tensor<2x4xf32>
+      // expected-error @+1 {{'bitpipe.send' op is in transfer batch 5 in repetition 2 of its bitpipe.repeat after batch 6; expected batch numbers to grow along the program}}
+      bitpipe.send gradient %g to 1 stage 1 microbatch 0 step 1 batch 1 step 2 : tensor<2x4xf32>
+      %s = bitpipe.forward stage 0 microbatch 1 step 1 : () -> !bitpipe.saved
+      bitpipe.backward(%c) stage 0 microbatch 0 step 1 : (!bitpipe.saved) -> ()
+      bitpipe.yield %s : !bitpipe.saved
+    }
+    bitpipe.backward(%last) stage 0 microbatch 20 : (!bitpipe.saved) -> ()
+  }
+}
+
+// -----
+
 // A carried handle that reaches the backward of another micro-batch: the
 // window holds the handle of repetition k - 1 (micro-batch k - 1 + 1 = k),
 // but the backward of repetition k is that of micro-batch k + 1.

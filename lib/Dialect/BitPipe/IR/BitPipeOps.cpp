@@ -388,8 +388,12 @@ static std::string repetitionText(const TracedStep &step) {
 /// repetition it runs; a forward's handle is consumed at most once by each,
 /// the backward first. (Straight programs: the ops' own checks.)
 static LogicalResult verifyCarriedHandles(const ProgramTrace &trace) {
-  // forward step -> (backward step, weight_grad step) consuming it.
-  llvm::DenseMap<size_t, std::pair<size_t, size_t>> consumers;
+  // forward step (op, repetition) -> (backward step, weight_grad step)
+  // consuming it, as indices of the trace. With Repetitions::Ends a
+  // consumer's forward may be a repetition the trace leaves out; the same
+  // pattern of consumers is then checked where it repeats.
+  llvm::DenseMap<std::pair<Operation *, int64_t>, std::pair<size_t, size_t>>
+      consumers;
   constexpr size_t kNone = ~size_t(0);
   for (auto [index, step] : llvm::enumerate(trace.steps())) {
     Value saved;
@@ -409,15 +413,16 @@ static LogicalResult verifyCarriedHandles(const ProgramTrace &trace) {
     // checked them; they still count as consumers below.
     bool carried = isCarried(saved);
     int64_t microbatch = *microbatchAt(step.op, step.repetition);
-    std::optional<size_t> def = trace.definingStep(saved, step.repetition);
-    auto forward = def ? dyn_cast<ForwardOp>(trace[*def].op) : ForwardOp();
+    std::optional<TracedStep> def =
+        ProgramTrace::definingSite(saved, step.repetition);
+    auto forward = def ? dyn_cast<ForwardOp>(def->op) : ForwardOp();
     if (!forward)
       return step.op->emitOpError()
              << "of stage " << stage << " micro-batch " << microbatch
              << repetitionText(step)
              << " expects its !bitpipe.saved operand to come from a "
                 "bitpipe.forward";
-    int64_t fwdMicrobatch = forward.microbatchAt(trace[*def].repetition);
+    int64_t fwdMicrobatch = forward.microbatchAt(def->repetition);
     if (carried &&
         (forward.getStage() != stage || fwdMicrobatch != microbatch)) {
       InFlightDiagnostic diag =
@@ -430,12 +435,18 @@ static LogicalResult verifyCarriedHandles(const ProgramTrace &trace) {
       diag.attachNote(forward.getLoc()) << "forward here";
       return diag;
     }
-    auto [it, fresh] = consumers.try_emplace(*def, kNone, kNone);
+    // The consumers of a forward the trace leaves out are partly left out
+    // with it; the same pattern of consumers is checked at a forward of
+    // the same op it lists (Repetitions::Ends).
+    if (!trace.lists(def->op, def->repetition))
+      continue;
+    auto [it, fresh] =
+        consumers.try_emplace({def->op, def->repetition}, kNone, kNone);
     size_t &slot = weight ? it->second.second : it->second.first;
     if (slot != kNone)
       return forward.emitOpError()
              << "of stage " << stage << " micro-batch " << microbatch
-             << repetitionText(trace[*def]) << " has its saved state consumed "
+             << repetitionText(*def) << " has its saved state consumed "
              << "by two "
              << (weight ? "bitpipe.weight_grad" : "bitpipe.backward")
              << " ops; expected at most one of each";
@@ -450,6 +461,126 @@ static LogicalResult verifyCarriedHandles(const ProgramTrace &trace) {
   return success();
 }
 
+namespace {
+/// The micro-batches one forward op runs: first + k * step for k in
+/// [0, count), at trace positions position + k * period (the straight
+/// program's step numbers).
+struct ForwardRun {
+  ForwardOp op;
+  int64_t first, step, count;
+  size_t position, period;
+  bool inRepeat;
+  int64_t microbatch(int64_t k) const { return first + k * step; }
+  size_t positionOf(int64_t k) const {
+    return position + static_cast<size_t>(k) * period;
+  }
+  /// The repetition that runs `microbatch`, if any.
+  std::optional<int64_t> repetitionOf(int64_t microbatch) const {
+    int64_t offset = microbatch - first;
+    if (step == 0)
+      return offset == 0 ? std::optional<int64_t>(0) : std::nullopt;
+    if (offset % step != 0)
+      return std::nullopt;
+    int64_t k = offset / step;
+    return k >= 0 && k < count ? std::optional<int64_t>(k) : std::nullopt;
+  }
+};
+
+/// Two runs of one forward: (run, repetition) each, the second the later.
+struct ForwardClash {
+  const ForwardRun *first = nullptr, *second = nullptr;
+  int64_t firstK = 0, secondK = 0;
+};
+} // namespace
+
+/// Every (stage, micro-batch) runs forward at most once, checked on the
+/// ops with their micro-batch progressions rather than on the unrolled
+/// program; the clash reported is the one the straight program reaches
+/// first, at its later forward.
+static LogicalResult verifyForwardsOnce(ProgramOp program) {
+  llvm::DenseMap<int64_t, SmallVector<ForwardRun>> byStage;
+  size_t position = 0;
+  for (Operation &op : program.getBody().front()) {
+    auto repeat = dyn_cast<RepeatOp>(op);
+    if (!repeat) {
+      if (auto forward = dyn_cast<ForwardOp>(op))
+        byStage[forward.getStage()].push_back(
+            {forward, forward.getMicrobatch(), 0, 1, position, 0, false});
+      ++position;
+      continue;
+    }
+    auto body = repeat.getSteps();
+    size_t period = std::distance(body.begin(), body.end());
+    size_t at = position;
+    for (Operation &step : body) {
+      if (auto forward = dyn_cast<ForwardOp>(step))
+        byStage[forward.getStage()].push_back(
+            {forward, forward.getMicrobatch(),
+             forward.getMicrobatchStep().value_or(0),
+             std::max<int64_t>(repeat.getCount(), 1), at, period, true});
+      ++at;
+    }
+    position += period * static_cast<size_t>(
+                             std::max<int64_t>(repeat.getCount(), 0));
+  }
+
+  std::optional<ForwardClash> earliest;
+  auto consider = [&](const ForwardRun &a, int64_t ka, const ForwardRun &b,
+                      int64_t kb) {
+    ForwardClash c{&a, &b, ka, kb};
+    if (a.positionOf(ka) > b.positionOf(kb))
+      c = {&b, &a, kb, ka};
+    if (!earliest || c.second->positionOf(c.secondK) <
+                         earliest->second->positionOf(earliest->secondK))
+      earliest = c;
+  };
+  for (auto &[stage, runs] : byStage) {
+    // Single forwards by micro-batch; each run of a repeat is tested
+    // against them, and against the other runs.
+    llvm::DenseMap<int64_t, const ForwardRun *> singles;
+    SmallVector<const ForwardRun *> repeated;
+    for (const ForwardRun &run : runs) {
+      if (run.count > 1) {
+        repeated.push_back(&run);
+        if (run.step == 0) // the same micro-batch in every repetition
+          consider(run, 0, run, 1);
+        continue;
+      }
+      auto [it, fresh] = singles.try_emplace(run.first, &run);
+      if (!fresh)
+        consider(*it->second, 0, run, 0);
+    }
+    for (const ForwardRun *run : repeated) {
+      for (auto &[microbatch, single] : singles)
+        if (std::optional<int64_t> k = run->repetitionOf(microbatch))
+          consider(*single, 0, *run, *k);
+      for (const ForwardRun *other : repeated) {
+        if (other <= run)
+          continue;
+        // The shorter run's micro-batches, looked up in the other.
+        const ForwardRun *a = run->count <= other->count ? run : other;
+        const ForwardRun *b = a == run ? other : run;
+        for (int64_t k = 0; k < a->count; ++k)
+          if (std::optional<int64_t> kb = b->repetitionOf(a->microbatch(k)))
+            consider(*a, k, *b, *kb);
+      }
+    }
+  }
+  if (!earliest)
+    return success();
+  const ForwardClash &c = *earliest;
+  ForwardOp second = c.second->op, first = c.first->op;
+  TracedStep later{second, c.secondK};
+  InFlightDiagnostic diag =
+      second.emitOpError()
+      << "runs stage " << second.getStage() << " micro-batch "
+      << c.second->microbatch(c.secondK) << repetitionText(later)
+      << " a second time; expected one forward per stage and micro-batch "
+         "in a program";
+  diag.attachNote(first.getLoc()) << "first forward here";
+  return diag;
+}
+
 LogicalResult ProgramOp::verifyRegions() {
   Block &body = getBody().front();
   if (body.getNumArguments() != 0)
@@ -460,30 +591,16 @@ LogicalResult ProgramOp::verifyRegions() {
              << "advances a number per repetition ('step'), but is not in a "
                 "bitpipe.repeat";
 
-  // The program as it runs: repeats unrolled.
-  ProgramTrace trace(*this);
-
   // A (stage, micro-batch) runs forward at most once per step. Backwards
   // follow: each consumes the handle of one forward (ForwardOp::verify).
-  llvm::DenseMap<std::pair<int64_t, int64_t>, size_t> forwards;
-  for (auto [index, step] : llvm::enumerate(trace.steps())) {
-    auto forward = dyn_cast<ForwardOp>(step.op);
-    if (!forward)
-      continue;
-    int64_t microbatch = forward.microbatchAt(step.repetition);
-    auto [it, inserted] =
-        forwards.try_emplace({forward.getStage(), microbatch}, index);
-    if (inserted)
-      continue;
-    InFlightDiagnostic diag =
-        forward.emitOpError()
-        << "runs stage " << forward.getStage() << " micro-batch " << microbatch
-        << repetitionText(step)
-        << " a second time; expected one forward per stage and micro-batch "
-           "in a program";
-    diag.attachNote(trace[it->second].op->getLoc()) << "first forward here";
-    return diag;
-  }
+  if (failed(verifyForwardsOnce(*this)))
+    return failure();
+
+  // The program as it runs, each repeat by its first two and last two
+  // repetitions: what the checks below compare is affine in the repetition
+  // (Repetitions::Ends says why that is enough), so the verifier's cost
+  // does not grow with the micro-batch count.
+  ProgramTrace trace(*this, Repetitions::Ends);
 
   // Transfer batches: one batch lies between two compute steps, and batch
   // numbers grow, so the lowering can issue each as one group when it

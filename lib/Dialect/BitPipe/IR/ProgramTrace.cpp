@@ -30,7 +30,33 @@ bool bitpipe::bp::hasStep(Operation *op) {
       .Default(false);
 }
 
-ProgramTrace::ProgramTrace(ProgramOp program) : program_(program) {
+/// The most repetitions a value the body of `repeat` carries travels from
+/// the one that defines it to one that uses it: 1 for a value yielded and
+/// used in the next, one more for each yield that passes a carried value
+/// on unchanged.
+static int64_t carryDepth(RepeatOp repeat) {
+  int64_t deepest = 0;
+  Block &body = repeat.getBodyBlock();
+  YieldOp yield = repeat.getYield();
+  for (BlockArgument arg : body.getArguments()) {
+    int64_t depth = 1;
+    Value value = yield.getOperand(arg.getArgNumber());
+    // Passed on unchanged: used one repetition later still. The bound
+    // guards against a cycle of such values, which carries nothing.
+    while (auto passed = dyn_cast<BlockArgument>(value)) {
+      if (passed.getOwner() != &body ||
+          depth > static_cast<int64_t>(body.getNumArguments()))
+        break;
+      value = yield.getOperand(passed.getArgNumber());
+      ++depth;
+    }
+    deepest = std::max(deepest, depth);
+  }
+  return deepest;
+}
+
+ProgramTrace::ProgramTrace(ProgramOp program, Repetitions repetitions)
+    : program_(program), repetitions_(repetitions) {
   Block &block = program.getBody().front();
   for (Operation &op : block) {
     auto repeat = dyn_cast<RepeatOp>(op);
@@ -41,16 +67,29 @@ ProgramTrace::ProgramTrace(ProgramOp program) : program_(program) {
     hasRepeats_ = true;
     auto body = repeat.getSteps();
     size_t period = std::distance(body.begin(), body.end());
-    int64_t count = repeat.getCount();
-    steps_.reserve(steps_.size() + period * std::max<int64_t>(count, 0));
-    for (int64_t k = 0; k < count; ++k)
+    int64_t count = std::max<int64_t>(repeat.getCount(), 0);
+    const int64_t window = repetitions_ == Repetitions::All
+                               ? count
+                               : 2 + carryDepth(repeat);
+    steps_.reserve(steps_.size() +
+                   period * std::min<int64_t>(count, 2 * window));
+    for (int64_t k = 0; k < count; ++k) {
+      if (k == window && count - window > k)
+        k = count - window; // on to the last ones
       for (Operation &step : body)
         steps_.push_back({&step, k});
+    }
   }
 }
 
 void ProgramTrace::place() const {
   placed_ = true;
+  if (repetitions_ == Repetitions::Ends) {
+    // Listed repetitions are not evenly spaced: index every step.
+    for (auto [index, step] : llvm::enumerate(steps_))
+      stepIndex_[{step.op, step.repetition}] = index;
+    return;
+  }
   placement_.reserve(steps_.size());
   size_t index = 0;
   for (Operation &op : program_.getBody().front()) {
@@ -72,6 +111,12 @@ void ProgramTrace::place() const {
 std::optional<size_t> ProgramTrace::indexOf(Operation *op, int64_t k) const {
   if (!placed_)
     place();
+  if (repetitions_ == Repetitions::Ends) {
+    auto it = stepIndex_.find({op, k});
+    if (it == stepIndex_.end())
+      return std::nullopt;
+    return it->second;
+  }
   auto it = placement_.find(op);
   if (it == placement_.end())
     return std::nullopt;
@@ -82,9 +127,16 @@ std::optional<size_t> ProgramTrace::indexOf(Operation *op, int64_t k) const {
 }
 
 std::optional<size_t> ProgramTrace::definingStep(Value value, int64_t k) const {
+  std::optional<TracedStep> site = definingSite(value, k);
+  if (!site)
+    return std::nullopt;
+  return indexOf(site->op, site->repetition);
+}
+
+std::optional<TracedStep> ProgramTrace::definingSite(Value value, int64_t k) {
   // Each turn moves one repetition back or leaves the repeat, so the walk
   // ends; the bound only guards against IR the verifier has not seen.
-  for (size_t guard = 0; guard <= steps_.size(); ++guard) {
+  for (int64_t guard = 0; guard <= (int64_t(1) << 32); ++guard) {
     if (auto arg = dyn_cast<BlockArgument>(value)) {
       auto repeat = dyn_cast<RepeatOp>(arg.getOwner()->getParentOp());
       if (!repeat || arg.getArgNumber() >= repeat.getInits().size())
@@ -111,7 +163,7 @@ std::optional<size_t> ProgramTrace::definingStep(Value value, int64_t k) const {
     // An op outside any repeat runs once, whatever repetition uses it.
     if (!isa<RepeatOp>(def->getParentOp()))
       k = 0;
-    return indexOf(def, k);
+    return TracedStep{def, k};
   }
   return std::nullopt;
 }

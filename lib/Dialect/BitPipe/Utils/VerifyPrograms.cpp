@@ -230,7 +230,10 @@ void ModuleVerifier::checkGradientsInFlight() {
     // stage -> the all-reduce of its gradients that has started and not
     // been waited for.
     llvm::DenseMap<int64_t, bp::AllReduceStartOp> inFlight;
-    bp::ProgramTrace trace(program);
+    // A repeat by its first and last repetitions: each repetition starts
+    // and waits for the same stages, so the set in flight after one is the
+    // set after any later one (Repetitions::Ends).
+    bp::ProgramTrace trace(program, bp::Repetitions::Ends);
     for (const bp::TracedStep &step : trace.steps()) {
       Operation &op = *step.op;
       if (auto start = dyn_cast<bp::AllReduceStartOp>(op)) {

@@ -39,10 +39,30 @@ std::optional<int64_t> batchAt(mlir::Operation *op, int64_t k);
 /// True when `op` advances a number per repetition (`step` present).
 bool hasStep(mlir::Operation *op);
 
+/// Which repetitions of each bitpipe.repeat a trace lists.
+enum class Repetitions {
+  /// Every one: the straight program the repeats unroll to.
+  All,
+  /// The first W and the last W (all when there are fewer), in order, W
+  /// being 2 plus the most repetitions a carried value travels before it
+  /// is used. Every number a repetition's step carries is affine in its
+  /// repetition k, and each repetition is the same ops, so a check that
+  /// compares consecutive steps (within a repetition, across two, or
+  /// across the repeat's ends) or follows a value from the repetition that
+  /// made it to those that use it holds for every repetition once it holds
+  /// for these: a linear condition holds on a range of k when it holds at
+  /// the range's ends, and the uses of one repetition's values all fall in
+  /// the first W (docs/repetition.md). O(ops * W) however many repetitions
+  /// there are.
+  Ends,
+};
+
 class ProgramTrace {
 public:
-  /// Lists the steps of `program` in the order they run: O(steps).
-  explicit ProgramTrace(ProgramOp program);
+  /// Lists the steps of `program` in the order they run: O(steps) with
+  /// Repetitions::All.
+  explicit ProgramTrace(ProgramOp program,
+                        Repetitions repetitions = Repetitions::All);
 
   llvm::ArrayRef<TracedStep> steps() const { return steps_; }
   /// True when the program keeps a run as a bitpipe.repeat.
@@ -50,8 +70,14 @@ public:
   size_t size() const { return steps_.size(); }
   const TracedStep &operator[](size_t i) const { return steps_[i]; }
 
-  /// The index of `op` running in repetition `k` (k = 0 outside a repeat).
+  /// The index of `op` running in repetition `k` (k = 0 outside a repeat);
+  /// none when the trace does not list that repetition.
   std::optional<size_t> indexOf(mlir::Operation *op, int64_t k = 0) const;
+  /// Whether the trace lists repetition `k` of `op` (always for an op
+  /// outside a repeat).
+  bool lists(mlir::Operation *op, int64_t k) const {
+    return indexOf(op, k).has_value();
+  }
 
   /// The step that defined what `value` holds when a step of repetition
   /// `k` uses it (k = 0 outside a repeat): a value carried by a repeat's
@@ -65,8 +91,16 @@ public:
     return definingStep(s.op->getOperand(operand), s.repetition);
   }
 
+  /// The step (an op and its repetition) that defined what `value` holds
+  /// when a step of repetition `k` uses it, whether or not the trace lists
+  /// it. Repetitions of a repeat whose count the value's walk leaves are
+  /// not checked against the count.
+  static std::optional<TracedStep> definingSite(mlir::Value value,
+                                                int64_t k = 0);
+
 private:
-  /// Where an op's steps are: step first + k * period in repetition k.
+  /// Where an op's steps are: step first + k * period in repetition k
+  /// (Repetitions::All).
   struct Placement {
     size_t first;
     size_t period;
@@ -76,9 +110,13 @@ private:
   void place() const;
 
   mutable ProgramOp program_; // Op handles have non-const accessors.
+  Repetitions repetitions_;
   bool hasRepeats_ = false;
   std::vector<TracedStep> steps_;
   mutable llvm::DenseMap<mlir::Operation *, Placement> placement_;
+  /// Repetitions::Ends: the index of each listed (op, repetition).
+  mutable llvm::DenseMap<std::pair<mlir::Operation *, int64_t>, size_t>
+      stepIndex_;
   mutable bool placed_ = false;
 };
 
