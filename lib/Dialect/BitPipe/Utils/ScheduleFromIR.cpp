@@ -121,11 +121,30 @@ bitpipe::readProgramSteps(const bp::ProgramTrace &trace,
                      start);
                 return success();
               }
-              for (int64_t stage : stages) {
+              for (int64_t stage : stages)
                 if (stage >= placement.numStages)
                   return start.emitOpError()
                          << "names stage " << stage << ", but the placement "
                          << "has " << placement.numStages << " stages";
+              // A bucket of stages the open step of its group does not
+              // hold starts the next sync point: two adjacent ones on one
+              // rank (Chimera's middle ranks, whose mirror partner syncs
+              // the same stages apart) stay two steps, as on the partner.
+              // A sync point's buckets share a stage where they meet.
+              for (int64_t stage : stages) {
+                auto open = run.find(groups[stage]);
+                if (open == run.end())
+                  continue;
+                const std::vector<int> &have =
+                    steps.actions[open->second].stages;
+                bool overlaps = llvm::any_of(stages, [&](int64_t s) {
+                  return std::binary_search(have.begin(), have.end(),
+                                            static_cast<int>(s));
+                });
+                if (!have.empty() && !overlaps)
+                  run.erase(open);
+              }
+              for (int64_t stage : stages) {
                 auto [it, fresh] =
                     run.try_emplace(groups[stage], steps.actions.size());
                 if (fresh)

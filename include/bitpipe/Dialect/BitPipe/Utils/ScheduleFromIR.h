@@ -54,7 +54,9 @@ mlir::FailureOr<sched::World> readWorld(mlir::ModuleOp module);
 /// step; a run of consecutive bucketed ones (bitpipe-insert-allreduce) is
 /// one AR step per pipeline replica group of their stages, with the union
 /// of the stages, so that the library sees each sync point once however
-/// many buckets it has. Transfers, inputs, waits and the optimizer step are
+/// many buckets it has. A bucket that shares no stage with the open step
+/// of its group starts the next one: two sync points that meet on one rank
+/// stay two, as on the partner where they are apart. Transfers, inputs, waits and the optimizer step are
 /// not schedule actions and are skipped.
 ///
 /// The module holds one program per pipeline rank, which every
