@@ -47,6 +47,14 @@ SimResult run(const Schedule &s, const CostModel &cost,
   return r ? *r.value : SimResult();
 }
 
+/// `program` run with unit costs under NCCL's rules.
+Result<SimResult> simulateStrictly(const Schedule &s,
+                                   const CommProgram &program) {
+  CostModel strict;
+  strict.transport = Transport::Nccl;
+  return simulate(s, program, strict);
+}
+
 double computeStart(const SimResult &sim, int rank, const Action &a) {
   for (const TimelineEvent &e : sim.timeline)
     if (e.lane == Lane::Compute && e.rank == rank && e.action == a)
@@ -281,9 +289,7 @@ TEST(NcclRules, ACycleNamesEachWaitInTurn) {
   ASSERT_TRUE(s) << s.error;
   Result<CommProgram> program = lowerComms(*s, TransferStreams::Shared);
   ASSERT_TRUE(program) << program.error;
-  CostModel strict;
-  strict.transport = Transport::Nccl;
-  Result<SimResult> sim = simulate(*s, *program, strict);
+  Result<SimResult> sim = simulateStrictly(*s, *program);
   ASSERT_TRUE(sim) << sim.error;
   ASSERT_TRUE(sim->deadlocked);
   ASSERT_EQ(sim->cycle.size(), 2u) << sim->deadlockReport();
@@ -309,7 +315,7 @@ TEST(NcclRules, ACycleNamesEachWaitInTurn) {
   // On one stream per channel the same order runs.
   Result<CommProgram> channel = lowerComms(*s, TransferStreams::Channel);
   ASSERT_TRUE(channel);
-  Result<SimResult> fine = simulate(*s, *channel, strict);
+  Result<SimResult> fine = simulateStrictly(*s, *channel);
   ASSERT_TRUE(fine);
   EXPECT_FALSE(fine->deadlocked) << fine->deadlockReport();
 }
@@ -322,9 +328,7 @@ TEST(NcclRules, ACycleIsToldFromABlockedRank) {
   ASSERT_TRUE(s) << s.error;
   Result<CommProgram> program = lowerComms(*s, TransferStreams::Shared);
   ASSERT_TRUE(program);
-  CostModel strict;
-  strict.transport = Transport::Nccl;
-  Result<SimResult> sim = simulate(*s, *program, strict);
+  Result<SimResult> sim = simulateStrictly(*s, *program);
   ASSERT_TRUE(sim);
   ASSERT_TRUE(sim->deadlocked);
   ASSERT_FALSE(sim->cycle.empty());
@@ -350,9 +354,7 @@ TEST(NcclRules, ABatchInterruptedByAStepIsRefused) {
       else if (c.isSend())
         c.batch = first;
     }
-  CostModel strict;
-  strict.transport = Transport::Nccl;
-  Result<SimResult> sim = simulate(s, p, strict);
+  Result<SimResult> sim = simulateStrictly(s, p);
   ASSERT_FALSE(sim);
   EXPECT_NE(sim.error.find("interrupts"), std::string::npos) << sim.error;
 }
@@ -389,9 +391,7 @@ TEST(NcclRules, OnChannelStreamsABatchHoldsOneChannel) {
   Schedule s = oneFOneB(2, 2);
   CommProgram p = lowered(s, TransferStreams::Shared);
   p.streams = TransferStreams::Channel; // batches of two channels
-  CostModel strict;
-  strict.transport = Transport::Nccl;
-  Result<SimResult> sim = simulate(s, p, strict);
+  Result<SimResult> sim = simulateStrictly(s, p);
   ASSERT_FALSE(sim);
   EXPECT_NE(sim.error.find("one channel's"), std::string::npos) << sim.error;
 }
