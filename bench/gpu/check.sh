@@ -56,7 +56,7 @@
 #      trace (bitpipe-calibrate, issue 16) and its error there; raw NCCL
 #      calls (nccl-raw) at the run's sizes beside the runtime's. Rows say
 #      INFO: there is no target to meet;
-#   8b. NCCL's rules at megabytes per transfer (issue 30): every other
+#   8b. NCCL's rules at megabytes per transfer: every other
 #      schedule compiled for gpt-ranks.json (4 MiB activations), 2 steps on
 #      4 ranks under --timeout, with the time left;
 #   9. the GPU tests again under compute-sanitizer's memcheck, with the
@@ -701,7 +701,7 @@ else
   row "r4 bitpipe vs 1f1b" SKIP "time budget spent"
 fi
 
-# 8b. NCCL's rules at megabytes per transfer (issue 30): the schedules part
+# 8b. NCCL's rules at megabytes per transfer: the schedules part
 # 8 did not run, compiled for gpt-ranks.json (4 MiB bf16 activations: a
 # send completes only once its receive is posted), 2 steps each on 4 ranks
 # under --timeout, with the time left. PASS: the run ended and its loss is

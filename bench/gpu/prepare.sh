@@ -166,8 +166,7 @@ done
 
 step "multi-rank benchmark: bench/gpu/gpt-ranks.json on 4 ranks, bf16, every schedule (interleaved 1F1B at 2 chunks per device)"
 # BitPipe and 1F1B for ranks-bench.sh; the other schedules at the same
-# sizes for check.sh's run under NCCL's rules at megabytes per transfer
-# (issue 30).
+# sizes for check.sh's run under NCCL's rules at megabytes per transfer.
 for schedule in bitpipe 1f1b gpipe chimera zb-h1 bitpipe-zb zbv; do
   mkdir -p "$stage/ranks/$schedule"
   "$bin/bitpipe-compile" "$root/bench/gpu/gpt-ranks.json" --target cuda \

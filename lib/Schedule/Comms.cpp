@@ -100,17 +100,6 @@ std::string CommAction::str() const {
   return "?";
 }
 
-std::vector<std::pair<int, int>> CommProgram::channels() const {
-  std::vector<std::pair<int, int>> out;
-  for (size_t r = 0; r < ranks.size(); ++r)
-    for (const CommAction &c : ranks[r])
-      if (c.isSend())
-        out.push_back({static_cast<int>(r), c.peer});
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
 std::string CommProgram::format() const {
   std::string out;
   for (size_t r = 0; r < ranks.size(); ++r) {

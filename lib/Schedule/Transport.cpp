@@ -23,13 +23,6 @@ const char *transportName(Transport transport) {
   return transport == Transport::Mpi ? "mpi" : "nccl";
 }
 
-std::optional<Transport> parseTransport(std::string_view name) {
-  for (Transport t : {Transport::Mpi, Transport::Nccl})
-    if (name == transportName(t))
-      return t;
-  return std::nullopt;
-}
-
 const char *transferStreamsName(TransferStreams streams) {
   return bp_transfer_streams_names[static_cast<int>(streams)];
 }

@@ -74,7 +74,7 @@ reference)
 case)
   model=$2 schedule=$3 d=$4 k=$5 n=$6 work=$7
   shift 7
-  compile_flags=() tag_flags=()
+  compile_flags=() tag_flags=() host_nccl=
   while :; do
     case "${1:-}" in
     --chunks-per-device | --max-in-flight)
@@ -85,6 +85,10 @@ case)
       compile_flags+=(--nccl-rules --runtime-link
         "${BITPIPE_HOST_NCCL_LINK:?set BITPIPE_HOST_NCCL_LINK for --host-nccl}")
       tag_flags+=("$1")
+      host_nccl=1
+      # The stand-in's rules, strict, given to every rank.
+      export BITPIPE_FAKE_NCCL=strict
+      mpirun_flags+=(-x BITPIPE_FAKE_NCCL)
       shift
       ;;
     *) break ;;
@@ -97,6 +101,17 @@ case)
   "$bin/bitpipe-compile" "$model" --devices "$d" --dp "$k" \
     --schedule "$schedule" --microbatches "$n" "${compile_flags[@]}" \
     -o "$dir/train"
+  if [ -n "$host_nccl" ]; then
+    # The run below goes through the stand-in, not MPI: only the stand-in
+    # reads BITPIPE_FAKE_NCCL, and it refuses a word it does not know.
+    if BITPIPE_FAKE_NCCL=unknown run $((d * k)) "$dir/train" --steps 0 \
+      --data "$(tokens "$(dirname "$dir")")" >"$dir/transport.log" 2>&1 ||
+      ! grep -q "BITPIPE_FAKE_NCCL='unknown'" "$dir/transport.log"; then
+      cat "$dir/transport.log"
+      echo "equivalence: $dir/train does not run its transfers through the NCCL stand-in" >&2
+      exit 1
+    fi
+  fi
   train "$dir" $((d * k)) "$@"
   # The saved activations in flight peaked where the compiler predicted
   # from the schedule, on every rank.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The layout the CUDA runtime used before issue 30 (every transfer of a rank
-# on one NCCL stream, a batch between two compute steps) on a schedule it
+# One NCCL stream per rank (--transfer-streams shared: every transfer of a
+# rank on one stream, a batch between two compute steps) on a schedule it
 # deadlocks under NCCL's rules: interleaved 1F1B, D = 4, N = 8
 # (docs/nccl-transfers.md). The check names it, and the strict MPI stand-in
 # for NCCL shows it is real:

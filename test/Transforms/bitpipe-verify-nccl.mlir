@@ -1,9 +1,9 @@
 // bitpipe-verify under NCCL's rules (docs/nccl-transfers.md): rendezvous
 // sends, each batch one group, each stream's groups in order.
 //
-// The programs that bitpipe emitted before issue 30, every transfer of a
-// rank on one stream (streams=shared), deadlock under these rules for
-// interleaved 1F1B, Chimera and bitpipe-zb. The verifier must refuse them,
+// Programs with every transfer of a rank on one stream (streams=shared)
+// deadlock under these rules for interleaved 1F1B, Chimera and bitpipe-zb.
+// The verifier must refuse them,
 // print the grid and name the cycle; MPI's rules (buffered sends) accept
 // them; one stream per channel (the default) makes the same schedules pass.
 

@@ -1,6 +1,6 @@
 //===- NcclRulesPipelineTest.cpp - Every emitted program under NCCL's rules -===//
 //
-// Issue 30, point 2: the programs bitpipe-insert-transfers and the lowering
+// The programs bitpipe-insert-transfers and the lowering
 // emit pass the check under NCCL's rules (rendezvous sends, batches as
 // units, each stream in order: docs/nccl-transfers.md) for every registered
 // schedule, D in {2, 4, 6, 8, 16}, N in {D, 2D, 4D} and one N that is not a

@@ -6,7 +6,7 @@
 // launched; a compute step waits for the whole group of the receive it
 // reads (docs/nccl-transfers.md). With one stream per channel (the
 // compiler's choice) every schedule runs at every size; with one stream
-// per rank (bitpipe's issue before issue 30) some deadlock, and the report
+// per rank (streams=shared) some deadlock, and the report
 // names the cycle.
 //
 //===----------------------------------------------------------------------===//
@@ -112,8 +112,6 @@ TEST(NcclRules, BatchesFollowTheStreams) {
       EXPECT_EQ(c.batch, -1) << c.str();
     }
   }
-  EXPECT_EQ(channel.channels(),
-            (std::vector<std::pair<int, int>>{{0, 1}, {1, 0}}));
 }
 
 TEST(NcclRules, ASendWaitsUntilItsReceiveIsPosted) {
@@ -177,7 +175,7 @@ TEST(NcclRules, OnOneStreamPerRankBatchesMatchAcrossAChain) {
 }
 
 TEST(NcclRules, ChannelStreamsNeverWaitLongerThanOneStreamPerRank) {
-  // A stream per channel only removes waits: a batch no longer queues
+  // A stream per channel only removes waits: a batch does not queue
   // behind another channel's, and a receive's event covers no send. Where
   // one stream per rank runs at all, it is never faster.
   for (const ScheduleInfo &info : schedules()) {
@@ -196,7 +194,7 @@ TEST(NcclRules, ChannelStreamsNeverWaitLongerThanOneStreamPerRank) {
 }
 
 TEST(NcclRules, EveryScheduleRunsWithOneStreamPerChannel) {
-  // Issue 30, point 2: every registered schedule, D in {2, 4, 6, 8, 16}, N
+  // Every registered schedule, D in {2, 4, 6, 8, 16}, N
   // in {D, 2D, 4D} and one N that is not a multiple of D, as lowerComms
   // lowers it (one stream per channel): no deadlock under NCCL's rules,
   // the verifier (which checks under them) finds nothing, and waiting for

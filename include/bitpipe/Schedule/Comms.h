@@ -24,7 +24,6 @@
 #include "bitpipe/Schedule/Transport.h"
 
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace bitpipe::sched {
@@ -119,8 +118,6 @@ struct CommProgram {
 
   /// One line per rank, "P<r>: " then the steps' str(), space-separated.
   std::string format() const;
-  /// Every directed channel (src, dst) that a send crosses, sorted.
-  std::vector<std::pair<int, int>> channels() const;
 };
 
 /// Derives the transfers of `schedule` and numbers their batches for

@@ -47,14 +47,13 @@ enum class TransferStreams {
   /// such programs run whenever they run with buffered sends.
   Channel,
   /// One communicator and stream for all of a rank's transfers; a batch is
-  /// the transfers between two compute steps (what bitpipe issued before
-  /// issue 30). Interleaved 1F1B, Chimera and bitpipe-zb deadlock so.
+  /// the transfers between two compute steps. Interleaved 1F1B, Chimera
+  /// and bitpipe-zb deadlock so.
   Shared,
 };
 
 /// "mpi", "nccl".
 const char *transportName(Transport transport);
-std::optional<Transport> parseTransport(std::string_view name);
 /// "channel", "shared": the manifest's words.
 const char *transferStreamsName(TransferStreams streams);
 std::optional<TransferStreams> parseTransferStreams(std::string_view name);

@@ -21,7 +21,7 @@
 //    the unit is done when all of them are; a stream posts a unit only once
 //    the unit before it is done. A program that deadlocks under NCCL
 //    deadlocks here (and times out with the communicator's deadline);
-//  - loose, the stand-in as it was: a send is MPI_Isend and a unit is
+//  - loose: a send is MPI_Isend and a unit is
 //    posted as soon as it is on its stream, so units of one stream do not
 //    wait for each other. An event still covers every earlier unit of its
 //    stream, sends included, and MPI completes a large MPI_Isend only once

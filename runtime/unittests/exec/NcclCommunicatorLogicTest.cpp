@@ -497,31 +497,18 @@ TEST(NcclCommunicatorLogic, SharedStreamsConnectOnlyTheListedPairs) {
   EXPECT_TRUE(f.calls->liveEvents.empty());
 
   // A rank in no listed channel connects nothing.
-  std::vector<std::string> log;
-  FakeBootstrap bootstrap(3, 4);
-  int64_t length = 2;
-  bootstrap.incoming = {std::string(reinterpret_cast<char *>(&length), 8),
-                        "ID"};
-  auto c = NcclCommunicator::create(bootstrap,
-                                    std::make_unique<FakeCalls>(&log));
-  ASSERT_TRUE(c.isOk()) << c.status().message();
-  log.clear();
-  ASSERT_TRUE((*c)->openChannels(TransferStreams::Shared, {{0, 1}}).isOk());
-  EXPECT_TRUE(log.empty());
+  Fixture idle(3, 4, TransferStreams::Shared, std::nullopt);
+  idle.log.clear();
+  ASSERT_TRUE(
+      idle.comm->openChannels(TransferStreams::Shared, {{0, 1}}).isOk());
+  EXPECT_TRUE(idle.log.empty());
 }
 
 TEST(NcclCommunicatorLogic, ASharedWarmUpThatNeverEndsNamesThePeers) {
-  std::vector<std::string> log;
-  FakeBootstrap bootstrap(1, 3);
-  bootstrap.setTimeout(0.05);
-  int64_t length = 2;
-  bootstrap.incoming = {std::string(reinterpret_cast<char *>(&length), 8),
-                        "ID"};
-  auto c = NcclCommunicator::create(bootstrap,
-                                    std::make_unique<FakeCalls>(&log));
-  ASSERT_TRUE(c.isOk()) << c.status().message();
-  Status s = (*c)->openChannels(TransferStreams::Shared,
-                                {{0, 1}, {1, 2}, {2, 0}});
+  Fixture f(1, 3, TransferStreams::Shared, std::nullopt);
+  f.comm->setTimeout(0.05);
+  Status s = f.comm->openChannels(TransferStreams::Shared,
+                                  {{0, 1}, {1, 2}, {2, 0}});
   ASSERT_EQ(s.code(), ErrorCode::Timeout);
   EXPECT_NE(s.message().find("rank 1: timeout after 0.1 s waiting for "
                              "warm-up of the channels (from rank 0, to rank "
@@ -538,15 +525,7 @@ TEST(NcclCommunicatorLogic, ChannelsAreCheckedAndOpenedOnce) {
             std::string::npos)
       << again.message();
 
-  std::vector<std::string> log;
-  FakeBootstrap bootstrap(0, 2);
-  int64_t length = 2;
-  bootstrap.incoming = {std::string(reinterpret_cast<char *>(&length), 8),
-                        "ID"};
-  auto c = NcclCommunicator::create(bootstrap,
-                                    std::make_unique<FakeCalls>(&log));
-  ASSERT_TRUE(c.isOk());
-  log.clear();
+  Fixture two(0, 2, TransferStreams::Channel, std::nullopt);
   for (const auto &[channels, want] :
        std::vector<std::pair<std::vector<Channel>, std::string>>{
            {{{0, 2}}, "channel 0 (rank 0 -> rank 2) is a rank outside the "
@@ -556,11 +535,12 @@ TEST(NcclCommunicatorLogic, ChannelsAreCheckedAndOpenedOnce) {
                       "itself"},
            {{{0, 1}, {0, 1}}, "channel 1 (rank 0 -> rank 1) is listed "
                               "twice"}}) {
-    Status s = (*c)->openChannels(TransferStreams::Channel, channels);
+    Status s = two.comm->openChannels(TransferStreams::Channel, channels);
     ASSERT_FALSE(s.isOk());
     EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
   }
-  EXPECT_TRUE(log.empty()); // refused before any split
+  // Refused before any split (the fixture's start-up logged nothing).
+  EXPECT_TRUE(two.log.empty()) << two.log.front();
 }
 
 TEST(NcclCommunicatorLogic, TransfersGoToTheirChannelsCommunicator) {

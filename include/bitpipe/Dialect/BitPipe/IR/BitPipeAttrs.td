@@ -194,7 +194,7 @@ def BitPipe_TransferStreamsAttr
       that run with buffered sends run so too.
     - `shared`: every transfer of a rank on one communicator and stream; a
       batch is the transfers between two compute steps. A module without
-      the attribute means this (what bitpipe issued before it existed).
+      the attribute means this.
     ```mlir
     bitpipe.transfer_streams = #bitpipe.transfer_streams<channel>
     ```

@@ -56,8 +56,8 @@ mlir::FailureOr<sched::World> readWorld(mlir::ModuleOp module);
 /// of the stages, so that the library sees each sync point once however
 /// many buckets it has. A bucket that shares no stage with the open step
 /// of its group starts the next one: two sync points that meet on one rank
-/// stay two, as on the partner where they are apart. Transfers, inputs, waits and the optimizer step are
-/// not schedule actions and are skipped.
+/// stay two, as on the partner where they are apart. Transfers, inputs,
+/// waits and the optimizer step are not schedule actions and are skipped.
 ///
 /// The module holds one program per pipeline rank, which every
 /// data-parallel copy runs (docs/data-parallel.md).
@@ -86,8 +86,7 @@ mlir::FailureOr<ProgramSteps>
 readProgramSteps(const bp::ProgramTrace &trace,
                  const sched::Placement &placement);
 /// How the module's transfers are laid on streams: its
-/// `bitpipe.transfer_streams`, or `shared` when it has none (what programs
-/// meant before the attribute existed).
+/// `bitpipe.transfer_streams`, or `shared` when it has none.
 sched::TransferStreams readTransferStreams(mlir::ModuleOp module);
 
 /// True once bitpipe-insert-transfers has bound the programs: some compute
