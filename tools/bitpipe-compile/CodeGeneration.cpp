@@ -158,25 +158,31 @@ Expected<SmallVector<char, 0>> generate(Module &module,
 
 } // namespace
 
+CodeGenerationUnits splitForCodeGeneration(std::unique_ptr<Module> module,
+                                           unsigned optLevel) {
+  CodeGenerationUnits units;
+  if (optLevel > 0)
+    units.optNone = splitOptNoneFunctions(*module);
+  units.rest = std::move(module);
+  return units;
+}
+
 Expected<std::vector<SmallVector<char, 0>>>
-generateObjects(std::unique_ptr<Module> module, TargetMachine &machine,
-                unsigned optLevel) {
+generateObjects(CodeGenerationUnits units, TargetMachine &machine) {
   std::vector<SmallVector<char, 0>> objects;
-  std::unique_ptr<Module> optNone =
-      optLevel > 0 ? splitOptNoneFunctions(*module) : nullptr;
-  if (optNone) {
-    optNone->setDataLayout(module->getDataLayout());
-    optNone->setTargetTriple(module->getTargetTriple());
+  if (units.optNone) {
+    units.optNone->setDataLayout(units.rest->getDataLayout());
+    units.optNone->setTargetTriple(units.rest->getTargetTriple());
     std::string error;
     std::unique_ptr<TargetMachine> fast = createHostTargetMachine(0, error);
     if (!fast)
       return createStringError(inconvertibleErrorCode(), error);
-    Expected<SmallVector<char, 0>> object = generate(*optNone, *fast);
+    Expected<SmallVector<char, 0>> object = generate(*units.optNone, *fast);
     if (!object)
       return object.takeError();
     objects.push_back(std::move(*object));
   }
-  Expected<SmallVector<char, 0>> object = generate(*module, machine);
+  Expected<SmallVector<char, 0>> object = generate(*units.rest, machine);
   if (!object)
     return object.takeError();
   objects.push_back(std::move(*object));

@@ -35,14 +35,29 @@ createHostTargetMachine(unsigned optLevel, std::string &error);
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
                     unsigned optLevel);
 
-/// The object code of \p module (consumed), as one or two objects to link
-/// together: at -O1 and above, the `optnone` functions are generated in an
-/// object of their own at -O0 (fast instruction selection and register
-/// allocation: at D=64 they are most of the code and gain nothing from
-/// more), the rest at \p optLevel by \p machine.
+/// A module as the code generator takes it: at -O1 and above, the bodies of
+/// the `optnone` functions (the rank functions) in a module of their own, to
+/// be generated at -O0 (fast instruction selection and register allocation:
+/// at D=64 they are most of the code and gain nothing from more), and the
+/// rest, to be optimised and generated at the requested level. Split before
+/// optimising, so that the optimiser's module passes do not walk what they
+/// would leave as it is.
+struct CodeGenerationUnits {
+  std::unique_ptr<llvm::Module> optNone; ///< Null when nothing was split off.
+  std::unique_ptr<llvm::Module> rest;
+};
+
+/// \p module (consumed) split as CodeGenerationUnits says; whole in `rest`
+/// at -O0, when it has no `optnone` function, or when one cannot move (it
+/// has local linkage or names a local symbol, or the module has an
+/// appending global).
+CodeGenerationUnits splitForCodeGeneration(std::unique_ptr<llvm::Module> module,
+                                           unsigned optLevel);
+
+/// The object code of \p units (consumed), one object per unit, to link
+/// together: `optNone` at -O0, `rest` by \p machine.
 llvm::Expected<std::vector<llvm::SmallVector<char, 0>>>
-generateObjects(std::unique_ptr<llvm::Module> module,
-                llvm::TargetMachine &machine, unsigned optLevel);
+generateObjects(CodeGenerationUnits units, llvm::TargetMachine &machine);
 
 } // namespace bitpipe::compile
 

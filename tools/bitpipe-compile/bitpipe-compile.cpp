@@ -4,7 +4,8 @@
 //                   [--microbatches N] [--dp K] [--emit=mlir|llvm|obj|exe]
 //                   [--target cpu|cuda] [--precision fp32|bf16]
 //                   [--transfer-streams channel|shared] [--nccl-rules]
-//                   [--loops=false] [--mlir-timing] [-o OUT]
+//                   [--loops=false] [--verify-each] [--mlir-timing]
+//                   [-o OUT]
 //
 // The driver runs, in one process, what a user could also run step by step:
 //
@@ -21,6 +22,12 @@
 // The precision (bf16 by default on cuda, fp32 on cpu, which has fp32
 // kernels only) decides the stage functions' buffer types
 // (docs/architecture.md, "Targets and precision").
+//
+// Verification, as a C++ compiler does it: the input and the lowered module
+// (before it is translated to LLVM IR) are verified whole; between the
+// passes only with --verify-each, a debugging aid that costs about a quarter
+// of a large compile. bitpipe's own checks of the programs (bitpipe-verify's,
+// run by the lowering) run either way.
 //
 // --mlir-timing prints, at the end, the time of every pass and of each phase
 // after them (printing the MLIR, translation to LLVM IR, LLVM's optimiser,
@@ -147,6 +154,11 @@ cl::opt<bool> loops("loops",
                              "not grow with --microbatches; --loops=false "
                              "keeps one call per step (docs/repetition.md)"),
                     cl::init(true), cl::cat(category));
+cl::opt<bool> verifyEach(
+    "verify-each",
+    cl::desc("Verify the IR after every pass (default: the input and the "
+             "lowered module only)"),
+    cl::init(false), cl::cat(category));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3)"),
                            cl::Prefix, cl::init(2), cl::cat(category));
 cl::opt<std::string> runtimeLink(
@@ -393,10 +405,17 @@ int main(int argc, char **argv) {
 
   mlir::PassManager pm(&context);
   pm.enableTiming(timingRoot);
+  pm.enableVerifier(verifyEach);
   bitpipe::buildPipeline(pm, config);
   bitpipe::buildLowerToRuntimePipeline(pm, targetOptions);
   if (failed(pm.run(*module)))
     return fail(inputPath + ": compilation failed (see the errors above)");
+  if (!verifyEach) {
+    mlir::TimingScope verifying = timingRoot.nest("Verify the lowered module");
+    if (failed(mlir::verify(*module)))
+      return fail(inputPath + ": the lowered module does not verify (an "
+                              "internal error; --verify-each names the pass)");
+  }
 
   if (emit == EmitKind::MLIR) {
     mlir::TimingScope printing = timingRoot.nest("Print MLIR");
@@ -422,11 +441,10 @@ int main(int argc, char **argv) {
   translating.stop();
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(machine->getTargetTriple().str());
-  mlir::TimingScope optimizing = timingRoot.nest("Optimise LLVM IR");
-  bitpipe::compile::optimizeModule(*llvmModule, *machine, optLevel);
-  optimizing.stop();
-
   if (emit == EmitKind::LLVM) {
+    mlir::TimingScope optimizing = timingRoot.nest("Optimise LLVM IR");
+    bitpipe::compile::optimizeModule(*llvmModule, *machine, optLevel);
+    optimizing.stop();
     mlir::TimingScope printing = timingRoot.nest("Print LLVM IR");
     if (Error e = bitpipe::writeOutputFile(output, [&](raw_ostream &os) {
           llvmModule->print(os, nullptr);
@@ -435,15 +453,21 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  // The objects, in memory (the ELF writer seeks back into what it
-  // wrote): one, or the rank functions' and the rest's
-  // (CodeGeneration.h). Then to scratch files that the linker reads: into
-  // the executable, or for --emit=obj into one relocatable object (a single
-  // object is written as it is).
+  // The rank functions apart (CodeGeneration.h), the rest optimised; then
+  // the objects, in memory (the ELF writer seeks back into what it wrote).
+  // Then to scratch files that the linker reads: into the executable, or
+  // for --emit=obj into one relocatable object (a single object is written
+  // as it is).
+  mlir::TimingScope splitting = timingRoot.nest("Split off the rank functions");
+  bitpipe::compile::CodeGenerationUnits units =
+      bitpipe::compile::splitForCodeGeneration(std::move(llvmModule), optLevel);
+  splitting.stop();
+  mlir::TimingScope optimizing = timingRoot.nest("Optimise LLVM IR");
+  bitpipe::compile::optimizeModule(*units.rest, *machine, optLevel);
+  optimizing.stop();
   mlir::TimingScope generating = timingRoot.nest("Generate object code");
   Expected<std::vector<SmallVector<char, 0>>> objects =
-      bitpipe::compile::generateObjects(std::move(llvmModule), *machine,
-                                        optLevel);
+      bitpipe::compile::generateObjects(std::move(units), *machine);
   if (!objects)
     return fail(toString(objects.takeError()));
   generating.stop();
