@@ -29,8 +29,9 @@
 #   syslibs/  shared libraries the carried programs need beyond a plain
 #             Linux and the GPU machine's own CUDA libraries (its driver,
 #             cuBLAS, cuDNN, NCCL): MPI, say, with its plugins, and
-#             Open MPI's launcher (bin/mpirun), used only where the GPU
-#             machine has none
+#             Open MPI's launcher (bin/mpirun), used (with the carried
+#             MPI libraries) only where the GPU machine lacks its own
+#             mpirun or libmpi
 #
 # One xz archive because every CUDA executable embeds the same kernels'
 # machine code: packed together (xz -9 looks 64 MiB back) they cost about
@@ -79,7 +80,9 @@ if [ "$do_build" = 1 ]; then
   fi
   # The executor's CUDA backend tests, where this build has them.
   for t in CudaBackendTests NcclCommunicatorTests; do
-    ninja -C "$build" -t targets all 2>/dev/null | grep -q "^$t:" &&
+    # grep reads all of ninja's output (no -q): under pipefail, ninja
+    # killed by SIGPIPE would fail the pipeline at random.
+    ninja -C "$build" -t targets all 2>/dev/null | grep "^$t:" >/dev/null &&
       targets+=("$t")
   done
   # The runtime libraries that bitpipe-compile links executables with, for
@@ -195,9 +198,10 @@ fi
 
 step "Open MPI's launcher, for a GPU machine without one"
 # The multi-rank checks need mpirun; check.sh uses the GPU machine's own
-# when it has one (its MPI then matches its libmpi) and this copy only
-# when not. With the carried components (OPAL_PKGLIBDIR) it starts local
-# ranks itself: one node needs no orted.
+# where it has both mpirun and libmpi.so.40 (one installation), and this
+# copy only where not, then with the carried libraries and components
+# (OPAL_PKGLIBDIR, OPAL_PKGDATADIR) as one: it starts local ranks itself,
+# one node needs no orted.
 if launcher=$(command -v mpirun); then
   mkdir -p "$stage/syslibs/bin"
   cp -L "$launcher" "$stage/syslibs/bin/mpirun" || fail "copying $launcher"
@@ -232,7 +236,7 @@ copy_libs() { # ELF...
 if [ -e "$libdir/libmpi.so.40" ] || ls "$libdir"/libmpi.so* >/dev/null 2>&1; then
   # Open MPI loads its components at run time from its install folders;
   # check.sh points it at these copies (OPAL_PKGLIBDIR, OPAL_PKGDATADIR)
-  # when the GPU machine has no MPI of its own.
+  # when it uses the carried launcher.
   pkglibdir=$(ompi_info --path pkglibdir --parsable 2>/dev/null | sed -n 's/^path:pkglibdir:\(.*\)/\1/p')
   pkgdatadir=$(ompi_info --path pkgdatadir --parsable 2>/dev/null | sed -n 's/^path:pkgdatadir:\(.*\)/\1/p')
   if [ -d "$pkglibdir" ] && [ -d "$pkgdatadir" ]; then

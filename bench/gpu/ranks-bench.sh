@@ -32,11 +32,18 @@
 # over loopback sockets, so these numbers say how the schedules and the
 # runtime's overlap behave, not what four GPUs would do (RESULTS.md).
 # BITPIPE_BIN: the folder with nccl-raw (and what test/EndToEnd/common.sh
-# needs); BITPIPE_PYTHON: python3. Prints RANKSBENCH key=value lines last;
-# exit status 0, 1 when a run failed, 2 usage.
+# needs); BITPIPE_PYTHON: python3. Prints each RANKSBENCH key=value line as
+# soon as it is measured, so that a run stopped part way (check.sh's time
+# budget) keeps what it got: the step, overlap and p2p lines again after
+# each round, with the median over the rounds so far (the last line of each
+# kind is the result). Exit status 0, 1 when a run failed, 2 usage.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../test/EndToEnd/common.sh"
+# Open MPI's shared-memory transport copies large messages with
+# process_vm_readv, which sandboxes (gVisor) refuse; MPI carries only the
+# NCCL id and small control messages here, so its plain copy costs nothing.
+mpirun_flags+=(--mca btl_vader_single_copy_mechanism none)
 steps=10 rounds=2 interleaved_exe=
 # A failing NCCL call's reason in the logs.
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
@@ -60,10 +67,42 @@ for f in "$bitpipe_exe" "$onef1b_exe"; do
 done
 [ -f "$data" ] || { echo "ranks-bench: no token file $data" >&2; exit 2; }
 mkdir -p "$out"
+# The medians are over this run's rounds only.
+rm -f "$out"/bitpipe.seconds "$out"/bitpipe.tps "$out"/1f1b.seconds "$out"/1f1b.tps "$out"/bitpipe-*.overlap
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # metric FILE KEY: the values of KEY after the 2 warm-up steps
 metric() { sed -n "3,\$s/.*\"$2\":\([0-9.eE+-]*\).*/\1/p" "$1"; }
+field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
+
+gbps() { [ -n "$2" ] && awk -v b="$1" -v us="$2" 'BEGIN { printf "%.2f", b / us / 1e3 }'; } # BYTES US: GB/s
+
+# print_step SCHEDULE: its step time and tokens/s, the median over the
+# rounds so far.
+print_step() {
+  local s t
+  s=$(median <"$out/$1.seconds" 2>/dev/null || true)
+  t=$(median <"$out/$1.tps" 2>/dev/null || true)
+  echo "RANKSBENCH step schedule=$1 seconds=${s:-?} tokens_per_s=${t:-?} rounds=$(wc -l <"$out/$1.seconds" 2>/dev/null || echo 0)"
+}
+
+# traces_summaries: the TRACE summary line of each BitPipe trace so far;
+# overlap KEY: KEY's median over them (source: the first one's, device or
+# host-bound).
+traces_summaries() { cat "$out"/bitpipe-*.overlap 2>/dev/null | grep '^TRACE overlap=' || true; }
+overlap() {
+  local l
+  if [ "$1" = source ]; then field "$(traces_summaries | head -1)" source; return; fi
+  traces_summaries | while read -r l; do field "$l" "$1"; done | median
+}
+
+# print_overlap: from BitPipe's traces so far, the all-reduce time hidden
+# behind compute and the p2p time per step.
+print_overlap() {
+  [ -n "$(traces_summaries)" ] || return 0
+  echo "RANKSBENCH overlap fraction=$(overlap overlap) allreduce_ms_per_step=$(overlap allreduce_ms_per_step) exposed_ms_per_step=$(overlap exposed_ms_per_step) source=$(overlap source)"
+  echo "RANKSBENCH p2p ms_per_step=$(overlap p2p_ms_per_step) ops_per_step=$(overlap p2p_ops_per_step) source=$(overlap source)"
+}
 
 status=0
 for ((round = 1; round <= rounds; ++round)); do
@@ -84,10 +123,12 @@ for ((round = 1; round <= rounds; ++round)); do
     tail -3 "$out/$tag.log"
     echo "$(metric "$out/$tag.jsonl" seconds | median)" >>"$out/$schedule.seconds"
     echo "$(metric "$out/$tag.jsonl" tokens_per_s | median)" >>"$out/$schedule.tps"
+    print_step "$schedule"
     if [ "$schedule" = bitpipe ]; then
       "$python" "$here/trace_overlap.py" "$out/$tag.trace.json" \
         >"$out/$tag.overlap" || status=1
       tail -1 "$out/$tag.overlap"
+      print_overlap
     fi
   done
 done
@@ -153,24 +194,7 @@ elif ! run 4 "$bin/nccl-raw" "${raw_args[@]}" >"$out/nccl-raw.log" 2>&1; then
 fi
 cat "$out/nccl-raw.log" 2>/dev/null || true
 
-echo "== summary"
-field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
-for schedule in bitpipe 1f1b; do
-  s=$(median <"$out/$schedule.seconds" 2>/dev/null || true)
-  t=$(median <"$out/$schedule.tps" 2>/dev/null || true)
-  echo "RANKSBENCH step schedule=$schedule seconds=${s:-?} tokens_per_s=${t:-?} rounds=$(wc -l <"$out/$schedule.seconds" 2>/dev/null || echo 0)"
-done
-summaries=$(cat "$out"/bitpipe-*.overlap 2>/dev/null | grep '^TRACE overlap=' || true)
-if [ -n "$summaries" ]; then
-  overlap=$(while read -r l; do field "$l" overlap; done <<<"$summaries" | median)
-  p2p=$(while read -r l; do field "$l" p2p_ms_per_step; done <<<"$summaries" | median)
-  ar=$(while read -r l; do field "$l" allreduce_ms_per_step; done <<<"$summaries" | median)
-  exposed=$(while read -r l; do field "$l" exposed_ms_per_step; done <<<"$summaries" | median)
-  ops=$(while read -r l; do field "$l" p2p_ops_per_step; done <<<"$summaries" | median)
-  source=$(field "$(head -1 <<<"$summaries")" source)
-  echo "RANKSBENCH overlap fraction=$overlap allreduce_ms_per_step=$ar exposed_ms_per_step=$exposed source=$source"
-  echo "RANKSBENCH p2p ms_per_step=$p2p ops_per_step=$ops source=$source"
-fi
+echo "== each bucket and the p2p transfer against raw NCCL"
 # Each bucket: the runtime's time (median over ranks and rounds) next to
 # raw NCCL's at its size and group.
 while read -r line; do
@@ -179,11 +203,10 @@ while read -r line; do
   ours=$(cat "$out"/bitpipe-*.overlap 2>/dev/null |
     sed -n "s/^TRACEBUCKET bucket=$bucket rank=$rank us=\([0-9.]*\).*/\1/p" | median || true)
   raw=$(sed -n "s/^NCCLRAW allreduce bytes=$bytes ranks=$ranks us=\([0-9.]*\).*/\1/p" "$out/nccl-raw.log" 2>/dev/null | head -1)
-  gbps() { [ -n "$1" ] && awk -v b="$bytes" -v us="$1" 'BEGIN { printf "%.2f", b / us / 1e3 }'; }
-  echo "RANKSBENCH allreduce rank=$rank bucket=$bucket bytes=$bytes ranks=$ranks runtime_us=${ours:-?} runtime_GBps=$(gbps "$ours" || echo '?') raw_us=${raw:-?} raw_GBps=$(gbps "$raw" || echo '?')"
+  echo "RANKSBENCH allreduce rank=$rank bucket=$bucket bytes=$bytes ranks=$ranks runtime_us=${ours:-?} runtime_GBps=$(gbps "$bytes" "$ours" || echo '?') raw_us=${raw:-?} raw_GBps=$(gbps "$bytes" "$raw" || echo '?')"
 done < <(grep '^ALLREDUCE ' "$out/sizes.txt" 2>/dev/null || true)
 p2p_raw=$(sed -n 's/^NCCLRAW p2p bytes=\([0-9]*\) us=\([0-9.]*\) GBps=\([0-9.]*\).*/bytes=\1 raw_us=\2 raw_GBps=\3/p' "$out/nccl-raw.log" 2>/dev/null | head -1)
-if [ -n "$summaries" ] && [ -n "$p2p_raw" ]; then
+if [ -n "$(traces_summaries)" ] && [ -n "$p2p_raw" ]; then
   # The runtime's time per transfer: its p2p time per step over the number
   # of sends and receives. With source=device that time is the p2p
   # stream's busy time (the union of its spans; a batch's transfers share
@@ -191,7 +214,7 @@ if [ -n "$summaries" ] && [ -n "$p2p_raw" ]; then
   # included; with source=host-bound (traces without device spans) it is
   # the host's time in the calls and waits, which includes waiting for the
   # peer to get there: an upper bound on the transfer's time.
-  per_op=$(awk -v ms="$p2p" -v n="$ops" 'BEGIN { if (n > 0) printf "%.1f", 1000 * ms / n }')
-  echo "RANKSBENCH p2p $p2p_raw runtime_us_per_op=${per_op:-?} source=$source"
+  per_op=$(awk -v ms="$(overlap p2p_ms_per_step)" -v n="$(overlap p2p_ops_per_step)" 'BEGIN { if (n > 0) printf "%.1f", 1000 * ms / n }')
+  echo "RANKSBENCH p2p $p2p_raw runtime_us_per_op=${per_op:-?} source=$(overlap source)"
 fi
 exit $status
