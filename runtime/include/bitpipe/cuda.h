@@ -411,6 +411,26 @@ bp_status_t bp_cuda_adamw_step(float *params, const float *grads, float *m,
                                int32_t num_segments,
                                const bp_cuda_adamw_constants *c, void *stream);
 
+/* Initial weights, drawn where they live: out[i] = (float)(stddev *
+ * normal(seed, stream, first + i)) with the runtime's counter-based
+ * generator (the host's core/Random.h, compiled for the device), so the
+ * bits equal a host draw's. stream: the parameter's name hash. */
+bp_status_t bp_cuda_init_normal(float *out, int64_t n, double stddev,
+                                uint64_t seed, uint64_t stream, int64_t first,
+                                void *cuda_stream);
+
+/* The first element of each segment that a checkpoint may not hold, in
+ * the order a host check reports it: per segment s, first[3 s + 0] the
+ * first non-finite weight, first[3 s + 1] the first non-finite first
+ * moment, first[3 s + 2] the first non-finite or negative second moment,
+ * each an index within the segment or INT64_MAX for none. first: a device
+ * array of 3 num_segments, overwritten. */
+bp_status_t bp_cuda_find_invalid(const float *params, const float *m,
+                                 const float *v,
+                                 const bp_cuda_segment *segments,
+                                 int32_t num_segments, int64_t *first,
+                                 void *stream);
+
 /*===-----------------------------------------------------------------------===
  * The execution context of runtime.h's kernels on the CUDA target.
  *

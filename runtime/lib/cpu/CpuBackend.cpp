@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cpu/CpuBackend.h"
+#include "HostParamState.h"
 
 #include "train/AdamW.h"
 #include "train/Trace.h"
@@ -74,6 +75,7 @@ public:
       return fail("AdamW first moments", sizeof(float));
     if (!a->v_.allocate(n))
       return fail("AdamW second moments", sizeof(float));
+    a->layout_ = layout;
     a->all_ = a->view(layout.all);
     a->norm_ = a->view(layout.norm);
     return std::unique_ptr<ParamArrays>(std::move(a));
@@ -82,6 +84,16 @@ public:
   float *hostParams() override { return params_.get(); }
   float *hostM() override { return m_.get(); }
   float *hostV() override { return v_.get(); }
+  Status initialize(uint64_t seed) override {
+    initializeHostWeights(layout_, seed, params_.get());
+    std::fill(m_.begin(), m_.end(), 0.0f);
+    std::fill(v_.begin(), v_.end(), 0.0f);
+    return zeroGradients();
+  }
+  Expected<std::vector<InvalidElement>> findInvalid() override {
+    return findInvalidOnHost(layout_, params_.get(), m_.get(), v_.get());
+  }
+
   // The host image is the arrays themselves.
   Status toHost() override { return Status::ok(); }
   Status toTarget() override { return Status::ok(); }
@@ -132,6 +144,7 @@ private:
     return out;
   }
 
+  ParamLayout layout_;
   HostArray<float> params_, m_, v_;
   HostArray<double> grads_;
   std::vector<AdamWParam> all_, norm_;

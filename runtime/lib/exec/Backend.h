@@ -42,6 +42,7 @@
 #include "comm/Communicator.h"
 #include "core/DType.h"
 #include "core/Status.h"
+#include "train/Checkpoint.h"
 
 #include <cstdint>
 #include <functional>
@@ -61,6 +62,20 @@ struct ParamSegment {
   int64_t offset = 0;
   int64_t count = 0;
   bool decay = true; // AdamW's weight decay applies
+  /// How the weights start: InitKind::Normal draws N(0, stddev^2) from the
+  /// stream of the name's hash (core/Random.h, train/Init.h).
+  InitKind init = InitKind::Zeros;
+  double stddev = 0.0;
+};
+
+/// Where a parameter first holds a value that a checkpoint may not (in
+/// checkCheckpointValues' order: its weights, then its first moments, then
+/// its second moments).
+struct InvalidElement {
+  bool found = false;
+  StateArray array = StateArray::Weights;
+  int64_t index = 0; ///< Within the tensor.
+  float value = 0.0f;
 };
 
 /// Where a rank's parameters lie in its flat arrays (ParamStore.h says
@@ -89,6 +104,16 @@ public:
   virtual float *hostParams() = 0;
   virtual float *hostM() = 0;
   virtual float *hostV() = 0;
+  /// The initial state, made on the target: the weights as each segment's
+  /// `init` says (drawn where they live, the same bits on every target:
+  /// core/PortableMath.h), moments and gradient accumulators zero, the
+  /// compute copy refreshed. No host image is made.
+  virtual Status initialize(uint64_t seed) = 0;
+  /// Per segment of the layout's `all`, in that order: its first element
+  /// that a checkpoint may not hold. Scanned on the target: on a device only
+  /// the answer crosses the bus.
+  virtual Expected<std::vector<InvalidElement>> findInvalid() = 0;
+
   /// Makes the host image hold what the target holds.
   virtual Status toHost() = 0;
   /// Makes the target hold what the host image holds (and refreshes the

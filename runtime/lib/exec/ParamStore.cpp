@@ -1,8 +1,7 @@
-//===- ParamStore.cpp - One rank's parameters, gradients, moments -*- C++ -*-===//
+//===- ParamStore.cpp - One rank's parameters, gradients, moments -*- C++
+//-*-===//
 
 #include "ParamStore.h"
-
-#include "train/Init.h"
 
 #include "core/CheckedMath.h"
 
@@ -73,9 +72,12 @@ ParamStore::ParamStore(const Manifest &manifest, int rank)
     if (offset_[p] < 0)
       place(p);
   layout_.numFloats = next;
+  segment_.assign(manifest.params.size(), -1);
   for (int p : order_) {
     const ParamSpec &ps = manifest.params[p];
-    ParamSegment seg{ps.name, offset_[p], ps.numel, ps.decay};
+    ParamSegment seg{ps.name,  offset_[p], ps.numel,
+                     ps.decay, ps.init,    ps.stddev};
+    segment_[p] = static_cast<int>(layout_.all.size());
     layout_.all.push_back(seg);
     // Each parameter is counted once in the global norm, by the lowest rank
     // holding it (replicas hold the same summed gradient).
@@ -91,23 +93,18 @@ Status ParamStore::attach(Backend &backend) {
   return Status::ok();
 }
 
-void ParamStore::initialize(uint64_t seed) {
-  for (int p : order_) {
-    const ParamSpec &spec = manifest_.params[p];
-    switch (spec.init) {
-    case InitKind::Normal:
-      initNormal(hostParam(p), spec.numel, spec.stddev, seed, spec.name);
-      break;
-    case InitKind::Zeros:
-      initZeros(hostParam(p), spec.numel);
-      break;
-    case InitKind::Ones:
-      initOnes(hostParam(p), spec.numel);
-      break;
-    }
+Expected<std::pair<int, Status>> ParamStore::firstInvalidParam() {
+  BP_ASSIGN(found, arrays_->findInvalid());
+  for (size_t p = 0; p < manifest_.params.size(); ++p) {
+    if (segment_[p] < 0)
+      continue;
+    const InvalidElement &bad = found[segment_[p]];
+    if (bad.found)
+      return std::pair{static_cast<int>(p),
+                       invalidStateError(manifest_.params[p].name, bad.array,
+                                         bad.index, bad.value)};
   }
-  std::fill(arrays_->hostM(), arrays_->hostM() + layout_.numFloats, 0.0f);
-  std::fill(arrays_->hostV(), arrays_->hostV() + layout_.numFloats, 0.0f);
+  return std::pair{-1, Status::ok()};
 }
 
 std::vector<CheckpointParam> ParamStore::checkpointParams() {

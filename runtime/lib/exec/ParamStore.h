@@ -80,10 +80,16 @@ public:
   const ElementRange &bucketRange(int bucket) const { return buckets_[bucket]; }
   int64_t numFloats() const { return layout_.numFloats; }
 
-  /// Initial values from \p seed into the host image: each parameter by its
-  /// manifest init, drawn by name (Init.h), so every replica starts
-  /// identical; moments zero.
-  void initialize(uint64_t seed);
+  /// Initial values from \p seed, made on the target (ParamArrays::
+  /// initialize): each parameter by its manifest init, drawn by name
+  /// (Init.h), so every replica starts identical; moments zero.
+  Status initialize(uint64_t seed) { return arrays_->initialize(seed); }
+
+  /// The first held parameter, in manifest order, that holds a value a
+  /// checkpoint may not (checkCheckpointValues' error for it), or -1 and ok.
+  /// Scanned on the target (ParamArrays::findInvalid). Fails only when the
+  /// target cannot be read, with a status saying so.
+  Expected<std::pair<int, Status>> firstInvalidParam();
 
   /// Checkpoint view of the host image (layout order).
   std::vector<CheckpointParam> checkpointParams();
@@ -92,6 +98,7 @@ private:
   const Manifest &manifest_;
   std::vector<int> order_;
   std::vector<int64_t> offset_; // by manifest index; -1 if not held
+  std::vector<int> segment_;    // by manifest index: its index in layout_.all
   std::vector<ElementRange> buckets_;
   ParamLayout layout_;
   Status layoutError_ = Status::ok(); // set when the layout overflows

@@ -15,6 +15,7 @@
 #include "bitpipe/runtime.h"
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -133,12 +134,13 @@ Status startUpChecks(const TrainOptions &o, const Manifest &manifest,
   return checkOutputTargets(o, rank);
 }
 
-/// DDP's start: every replica takes the parameters of its group's first
-/// rank. They are identical already (Init draws by name from the seed, and
-/// a checkpoint loads the same values on every holder), so this is a safety
-/// net that costs one broadcast per bucket at start-up. Groups go in
-/// manifest order and buckets in rank order (identical on all members), a
-/// total order of collectives, so overlapping groups cannot deadlock.
+/// DDP's start, after a --load: every replica takes the parameters of its
+/// group's first rank. They are identical already (a checkpoint loads the
+/// same values on every holder), so this is a safety net that costs one
+/// broadcast per bucket at start-up. A fresh start needs none: the draws
+/// are a pure function of (seed, name, element) on every target. Groups go
+/// in manifest order and buckets in rank order (identical on all members),
+/// a total order of collectives, so overlapping groups cannot deadlock.
 Status broadcastInitialParams(Communicator &comm, const Manifest &manifest,
                               ParamStore &store,
                               const std::vector<GroupId> &groupIds) {
@@ -159,11 +161,12 @@ Status broadcastInitialParams(Communicator &comm, const Manifest &manifest,
 
 class Trainer {
 public:
-  Trainer(const CompiledProgram &program, Communicator &comm,
-          Backend &backend, const TrainOptions &o, const Manifest &m)
-      : program_(program), comm_(comm), backend_(backend), o_(o),
-        manifest_(m), rank_(comm.rank()), store_(m, comm.rank()),
-        adam_(o.adam) {}
+  Trainer(const CompiledProgram &program, Communicator &comm, Backend &backend,
+          const TrainOptions &o, const Manifest &m,
+          std::chrono::steady_clock::time_point started)
+      : program_(program), comm_(comm), backend_(backend), o_(o), manifest_(m),
+        rank_(comm.rank()), store_(m, comm.rank()), adam_(o.adam),
+        started_(started) {}
 
   int run();
 
@@ -189,6 +192,10 @@ private:
   // --skip-nonfinite-steps: updates skipped in a row now, and in all.
   int64_t skippedInARow_ = 0;
   int64_t skipped_ = 0;
+  // Start-up: when runTraining began, and how long the parameters took to
+  // initialise (printed before the first step).
+  std::chrono::steady_clock::time_point started_;
+  double initSeconds_ = 0.0;
 };
 
 Status Trainer::save(const std::string &path, int64_t step) {
@@ -273,23 +280,14 @@ bool Trainer::stepIsFinite(int64_t step, const bp_rt_context &ctx) {
 bool Trainer::stateIsFinite(int64_t step, const std::string &known) {
   int32_t first = INT32_MAX;
   std::string detail;
-  Status host = store_.toHost();
-  if (!host.isOk())
-    detail = "the parameters could not be read back: " + host.message();
-  for (size_t p = 0; host.isOk() && p < manifest_.params.size(); ++p) {
-    if (!store_.holds(static_cast<int>(p)))
-      continue;
-    const ParamSpec &spec = manifest_.params[p];
-    Status s = checkCheckpointValues(
-        {spec.name, spec.shape, store_.hostParam(static_cast<int>(p)),
-         store_.hostM(static_cast<int>(p)), store_.hostV(static_cast<int>(p))});
-    if (!s.isOk()) {
-      first = static_cast<int32_t>(p);
-      detail = s.message();
-      break;
-    }
+  Expected<std::pair<int, Status>> invalid = store_.firstInvalidParam();
+  if (!invalid.isOk()) {
+    detail =
+        "the parameters could not be checked: " + invalid.status().message();
+  } else if (invalid->first >= 0) {
+    first = static_cast<int32_t>(invalid->first);
+    detail = invalid->second.message();
   }
-  store_.releaseHost();
   std::vector<int32_t> firsts =
       gatherFromEveryRank(comm_, first,
                           formatString("step %lld's parameter check",
@@ -433,21 +431,31 @@ int Trainer::run() {
   if (!channels.isOk())
     comm_.abort(1, "opening the program's channels: " + channels.message());
 
-  // The parameters start in the store's host image (initialised, then
-  // perhaps loaded and broadcast) and move to the target once.
+  // The parameters are initialised where they live (on a device, drawn
+  // there: no host image). Only a --load passes through the host image:
+  // read into it, broadcast, and moved to the target once.
   if (!agreeAllOk(comm_, store_.attach(backend_)))
     return 1;
-  store_.initialize(o_.seed);
+  const double initStart = trace_.nowUs();
+  if (!agreeAllOk(comm_, store_.initialize(o_.seed)))
+    return 1;
+  initSeconds_ = (trace_.nowUs() - initStart) * 1e-6;
+  const bool loading = !o_.loadPath.empty();
+  if (loading && !agreeAllOk(comm_, store_.toHost()))
+    return 1;
   std::unique_ptr<InputLoader> inputs;
   bool resumed = false;
   if (!agreeAllOk(comm_, startUpChecks(o_, manifest_, rank_, store_, adam_,
                                        &seed_, &inputs, &resumed)))
     return 1;
-  Status s = broadcastInitialParams(comm_, manifest_, store_, groupIds);
-  if (!s.isOk())
-    comm_.abort(1, "broadcasting the initial parameters: " + s.message());
-  if (!agreeAllOk(comm_, store_.toTarget()))
-    return 1;
+  Status s = Status::ok();
+  if (loading) {
+    s = broadcastInitialParams(comm_, manifest_, store_, groupIds);
+    if (!s.isOk())
+      comm_.abort(1, "broadcasting the loaded parameters: " + s.message());
+    if (!agreeAllOk(comm_, store_.toTarget()))
+      return 1;
+  }
 
   // Outputs are opened only now: a run that fails its checks overwrites
   // nothing. A resumed run appends to the metrics of the run it continues.
@@ -489,6 +497,15 @@ int Trainer::run() {
   trace_.resetEpoch();
 
   int64_t first = adam_.stepCount();
+  // Everything before the first step (MPI, the device, communicators,
+  // parameters, inputs), as rank 0 saw it after the start-up barrier.
+  if (rank_ == 0 && first < o_.steps)
+    std::printf("bitpipe: start-up %.2f s to the first step (parameters "
+                "initialised on the target in %.2f s)\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                              started_)
+                    .count(),
+                initSeconds_);
   if (!o_.loadPath.empty() && rank_ == 0)
     std::printf(resumed ? "bitpipe: resumed from %s at step %lld\n"
                         : "bitpipe: started from the Hugging Face weights of "
@@ -579,6 +596,7 @@ int Trainer::run() {
 
 int runTraining(const CompiledProgram &program, BackendFactory createBackend,
                 int argc, char **argv) {
+  const auto started = std::chrono::steady_clock::now();
   Expected<std::unique_ptr<MpiCommunicator>> c =
       MpiCommunicator::create(&argc, &argv);
   if (!c.isOk()) {
@@ -673,7 +691,7 @@ int runTraining(const CompiledProgram &program, BackendFactory createBackend,
   std::unique_ptr<Communicator> transport = device.take();
   Communicator &comm = transport ? *transport : mpi;
   comm.setTimeout(mpi.timeout());
-  Trainer trainer(program, comm, *backend, *o, *m);
+  Trainer trainer(program, comm, *backend, *o, *m, started);
   return trainer.run();
 }
 

@@ -33,30 +33,40 @@ std::string modelFingerprint(const std::vector<CheckpointParam> &params) {
   return formatString("%016llx", static_cast<unsigned long long>(h));
 }
 
-/// The first element of \p data that is not finite (or, with
-/// \p nonNegative, below zero): an error naming \p tensor, or ok.
-static Status checkValues(const std::string &tensor, const float *data,
-                          int64_t count, bool nonNegative) {
-  for (int64_t i = 0; i < count; ++i) {
-    float x = data[i];
-    if (std::isfinite(x) && !(nonNegative && x < 0))
-      continue;
-    return Status::error(
-        ErrorCode::FormatError,
-        formatString("tensor '%s' element %lld is %g, expected a finite "
-                     "value%s",
-                     tensor.c_str(), static_cast<long long>(i),
-                     static_cast<double>(x),
-                     nonNegative ? " >= 0 (a second moment)" : ""));
+std::string stateTensorName(const std::string &param, StateArray array) {
+  switch (array) {
+  case StateArray::Weights:
+    return param;
+  case StateArray::FirstMoments:
+    return "optim.m." + param;
+  case StateArray::SecondMoments:
+    return "optim.v." + param;
   }
-  return Status::ok();
+  return param;
+}
+
+Status invalidStateError(const std::string &param, StateArray array,
+                         int64_t index, float value) {
+  return Status::error(
+      ErrorCode::FormatError,
+      formatString(
+          "tensor '%s' element %lld is %g, expected a finite "
+          "value%s",
+          stateTensorName(param, array).c_str(), static_cast<long long>(index),
+          static_cast<double>(value),
+          array == StateArray::SecondMoments ? " >= 0 (a second moment)" : ""));
 }
 
 Status checkCheckpointValues(const CheckpointParam &p) {
-  int64_t n = numElements(p.shape);
-  BP_TRY(checkValues(p.name, p.param, n, false));
-  BP_TRY(checkValues("optim.m." + p.name, p.m, n, false));
-  return checkValues("optim.v." + p.name, p.v, n, true);
+  const int64_t n = numElements(p.shape);
+  for (auto [array, data] :
+       {std::pair{StateArray::Weights, static_cast<const float *>(p.param)},
+        std::pair{StateArray::FirstMoments, static_cast<const float *>(p.m)},
+        std::pair{StateArray::SecondMoments, static_cast<const float *>(p.v)}})
+    for (int64_t i = 0; i < n; ++i)
+      if (!isCheckpointValue(data[i], array))
+        return invalidStateError(p.name, array, i, data[i]);
+  return Status::ok();
 }
 
 /// CRC-32C of the metadata entries other than the checksums, each as
@@ -97,9 +107,11 @@ Status saveCheckpoint(const std::string &path,
   for (const CheckpointParam &p : params)
     tensors.push_back({p.name, p.param, p.shape});
   for (const CheckpointParam &p : params)
-    tensors.push_back({"optim.m." + p.name, p.m, p.shape});
+    tensors.push_back(
+        {stateTensorName(p.name, StateArray::FirstMoments), p.m, p.shape});
   for (const CheckpointParam &p : params)
-    tensors.push_back({"optim.v." + p.name, p.v, p.shape});
+    tensors.push_back(
+        {stateTensorName(p.name, StateArray::SecondMoments), p.v, p.shape});
   std::map<std::string, std::string> meta = {
       {"format", kCheckpointFormat},
       {"step", std::to_string(info.step)},
@@ -218,8 +230,10 @@ Status loadCheckpoint(const std::string &path,
   };
   for (const CheckpointParam &p : params) {
     BP_TRY(readVerified(p.name, p.shape, p.param));
-    BP_TRY(readVerified("optim.m." + p.name, p.shape, p.m));
-    BP_TRY(readVerified("optim.v." + p.name, p.shape, p.v));
+    BP_TRY(readVerified(stateTensorName(p.name, StateArray::FirstMoments),
+                        p.shape, p.m));
+    BP_TRY(readVerified(stateTensorName(p.name, StateArray::SecondMoments),
+                        p.shape, p.v));
     Status values = checkCheckpointValues(p);
     if (!values.isOk())
       return bad(values.message());

@@ -30,6 +30,7 @@
 
 #include "core/Status.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,6 +62,25 @@ constexpr int64_t kMaxCheckpointStep = int64_t(1) << 62;
 
 /// The format this build writes, and every format it reads.
 extern const char *const kCheckpointFormat;
+
+/// The three arrays a checkpoint holds per parameter.
+enum class StateArray { Weights, FirstMoments, SecondMoments };
+
+/// The checkpoint's name of \p param's \p array: "<name>",
+/// "optim.m.<name>", "optim.v.<name>".
+std::string stateTensorName(const std::string &param, StateArray array);
+
+/// Whether \p x may stand in \p array of a checkpoint: finite, and >= 0 in
+/// the second moments.
+inline bool isCheckpointValue(float x, StateArray array) {
+  return std::isfinite(x) && !(array == StateArray::SecondMoments && x < 0.0f);
+}
+
+/// The error checkCheckpointValues reports for element \p index of
+/// \p param's \p array holding \p value (wherever that was found: the
+/// CUDA target finds it on the device).
+Status invalidStateError(const std::string &param, StateArray array,
+                         int64_t index, float value);
 
 /// Whether \p p's weights and moments are what a checkpoint may hold
 /// (finite; second moments >= 0). The error names the tensor as the file

@@ -5,8 +5,8 @@
 // same parameter gets the same values on every rank that holds it, whichever
 // stage or rank that is, and a pipeline run starts from exactly the weights
 // of a one-process run -- the precondition of the project's end-to-end
-// equivalence test. Broadcasting from the group's first rank is then a
-// safety net, not a necessity.
+// equivalence test -- and the CUDA target draws the same bits on the device
+// (core/PortableMath.h). So a fresh start broadcasts nothing.
 //
 // GPT-2's recipe in these terms: initNormal(std 0.02) for weights and
 // embeddings, std 0.02 / sqrt(2 L) for the two residual output projections,

@@ -14,10 +14,12 @@
 #include "CudaTestUtil.h"
 
 #include "Backend.h"
+#include "HostParamState.h"
 #include "train/AdamW.h"
 #include "train/Trace.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace bitpipe::runtime;
 using namespace bitpipe::runtime::test;
@@ -69,6 +71,8 @@ void runStoreAgainstCpu(Precision precision, void *stream) {
       layout, precision, static_cast<cudaStream_t>(stream));
   ASSERT_TRUE(made.isOk()) << made.status().message();
   std::unique_ptr<ParamArrays> dev = made.take();
+  // A host image exists only between toHost() and toTarget().
+  ASSERT_TRUE(dev->toHost().isOk());
 
   // The CPU's store, by hand: fp32 weights and moments, fp64 gradients.
   std::vector<float> p(n), m(n), v(n);
@@ -162,6 +166,82 @@ TEST_F(CudaBackendTest, ParamStoreMatchesTheCpuStepInFp32) {
 
 TEST_F(CudaBackendTest, ParamStoreKeepsTheBf16CopyCurrent) {
   runStoreAgainstCpu(Precision::Bf16, stream());
+}
+
+/// testLayout() with an initialiser per tensor, as a manifest gives them.
+ParamLayout initLayout() {
+  ParamLayout l = testLayout();
+  l.all[0].init = InitKind::Normal;
+  l.all[0].stddev = 0.02;
+  l.all[1].init = InitKind::Ones;
+  l.all[2].init = InitKind::Normal;
+  l.all[2].stddev = 1.5;
+  return l;
+}
+
+TEST_F(CudaBackendTest, InitialWeightsAreTheHostDrawsBitForBit) {
+  const ParamLayout layout = initLayout();
+  for (Precision precision : {Precision::Fp32, Precision::Bf16}) {
+    Expected<std::unique_ptr<ParamArrays>> made = CudaParamArrays::create(
+        layout, precision, static_cast<cudaStream_t>(stream()));
+    ASSERT_TRUE(made.isOk()) << made.status().message();
+    std::unique_ptr<ParamArrays> dev = made.take();
+    ASSERT_TRUE(dev->initialize(20261205).isOk());
+    std::vector<float> want(layout.numFloats);
+    initializeHostWeights(layout, 20261205, want.data());
+    ASSERT_TRUE(dev->toHost().isOk());
+    for (int64_t i = 0; i < layout.numFloats; ++i) {
+      uint32_t got, expected;
+      std::memcpy(&got, dev->hostParams() + i, sizeof got);
+      std::memcpy(&expected, want.data() + i, sizeof expected);
+      ASSERT_EQ(got, expected) << "element " << i;
+      ASSERT_EQ(dev->hostM()[i], 0.0f);
+      ASSERT_EQ(dev->hostV()[i], 0.0f);
+    }
+    if (precision == Precision::Bf16) {
+      std::vector<bp_bf16_t> copy(layout.numFloats);
+      BP_CUDA_OK(cudaMemcpy(copy.data(), dev->computeParams(0),
+                            copy.size() * sizeof(bp_bf16_t),
+                            cudaMemcpyDeviceToHost));
+      EXPECT_EQ(copy, toBf16(want)) << "the bf16 copy of the drawn weights";
+    }
+  }
+}
+
+TEST_F(CudaBackendTest, FindsTheFirstInvalidValueOnTheDevice) {
+  const ParamLayout layout = initLayout();
+  Expected<std::unique_ptr<ParamArrays>> made = CudaParamArrays::create(
+      layout, Precision::Fp32, static_cast<cudaStream_t>(stream()));
+  ASSERT_TRUE(made.isOk()) << made.status().message();
+  std::unique_ptr<ParamArrays> dev = made.take();
+  ASSERT_TRUE(dev->initialize(1).isOk());
+  Expected<std::vector<InvalidElement>> none = dev->findInvalid();
+  ASSERT_TRUE(none.isOk()) << none.status().message();
+  for (const InvalidElement &e : *none)
+    EXPECT_FALSE(e.found);
+  // A NaN weight late in "a", an infinite first moment in "a" before it
+  // (weights are reported first), a negative second moment in "c".
+  ASSERT_TRUE(dev->toHost().isOk());
+  dev->hostParams()[layout.all[0].offset + 900] = std::nanf("");
+  dev->hostM()[layout.all[0].offset + 3] = INFINITY;
+  dev->hostV()[layout.all[2].offset + 4000] = -1.0f;
+  ASSERT_TRUE(dev->toTarget().isOk());
+  Expected<std::vector<InvalidElement>> found = dev->findInvalid();
+  ASSERT_TRUE(found.isOk()) << found.status().message();
+  ASSERT_TRUE(dev->toHost().isOk());
+  std::vector<InvalidElement> onHost =
+      findInvalidOnHost(layout, dev->hostParams(), dev->hostM(), dev->hostV());
+  ASSERT_EQ(found->size(), onHost.size());
+  for (size_t s = 0; s < onHost.size(); ++s) {
+    EXPECT_EQ((*found)[s].found, onHost[s].found) << s;
+    EXPECT_EQ((*found)[s].array, onHost[s].array) << s;
+    EXPECT_EQ((*found)[s].index, onHost[s].index) << s;
+  }
+  EXPECT_EQ((*found)[0].array, StateArray::Weights);
+  EXPECT_EQ((*found)[0].index, 900);
+  EXPECT_FALSE((*found)[1].found);
+  EXPECT_EQ((*found)[2].array, StateArray::SecondMoments);
+  EXPECT_EQ((*found)[2].value, -1.0f);
 }
 
 Manifest oneRankManifest(int64_t worldSize) {

@@ -16,7 +16,10 @@
 //
 // With BITPIPE_FAKE_DEVICE_LOG=PATH, each step appends one line of what
 // crossed the bus: "step S inputs N input_bytes B losses L norms K
-// syncs Y stage_calls C".
+// syncs Y stage_calls C"; and the end of the run one line of the whole
+// parameter store's copies: "store downloads D uploads U" (a run that
+// neither loads nor saves makes none: the initial weights are drawn on the
+// device and checked there).
 //
 // With BITPIPE_FAKE_DEVICE_NCCL set and more than one rank, the steps'
 // transport is the NCCL communicator (comm/nccl) over HostNcclCalls.h's
@@ -33,6 +36,7 @@
 
 #include "Backend.h"
 #include "HostNcclCalls.h"
+#include "HostParamState.h"
 #include "SegmentTable.h"
 
 #include "comm/mpi/MpiCommunicator.h"
@@ -41,6 +45,7 @@
 #include "train/AdamW.h"
 #include "train/Trace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -63,19 +68,39 @@ struct BusCounts {
           stageCalls = 0;
 };
 
+/// Copies of the whole parameter store between host and device, in the run.
+struct StoreCopies {
+  int64_t downloads = 0, uploads = 0;
+};
+
 class FakeDeviceArrays final : public ParamArrays {
 public:
-  FakeDeviceArrays(const ParamLayout &layout, BusCounts &bus)
-      : bus_(bus), n_(static_cast<size_t>(layout.numFloats)),
+  FakeDeviceArrays(const ParamLayout &layout, BusCounts &bus,
+                   StoreCopies &copies)
+      : bus_(bus), copies_(copies), layout_(layout),
+        n_(static_cast<size_t>(layout.numFloats)),
         all_(cudaSegments(layout.all)), norm_(cudaSegments(layout.norm)),
-        master_(n_, 0.0f), grads_(n_, 0.0f), m_(n_, 0.0f), v_(n_, 0.0f) {
-    allocateImage();
+        master_(n_, 0.0f), grads_(n_, 0.0f), m_(n_, 0.0f), v_(n_, 0.0f) {}
+
+  // Drawn "on the device", with the generator the CUDA kernel runs
+  // (core/Random.h: the same bits on host and device).
+  Status initialize(uint64_t seed) override {
+    initializeHostWeights(layout_, seed, master_.data());
+    std::fill(m_.begin(), m_.end(), 0.0f);
+    std::fill(v_.begin(), v_.end(), 0.0f);
+    std::fill(grads_.begin(), grads_.end(), 0.0f);
+    uploaded_ = true;
+    return Status::ok();
+  }
+  Expected<std::vector<InvalidElement>> findInvalid() override {
+    return findInvalidOnHost(layout_, master_.data(), m_.data(), v_.data());
   }
 
   float *hostParams() override { return image(hostParams_); }
   float *hostM() override { return image(hostM_); }
   float *hostV() override { return image(hostV_); }
   Status toHost() override {
+    ++copies_.downloads;
     allocateImage();
     hostParams_ = master_;
     hostM_ = m_;
@@ -85,6 +110,7 @@ public:
   Status toTarget() override {
     if (!hasImage_)
       broken("toTarget without a host image");
+    ++copies_.uploads;
     master_ = hostParams_;
     m_ = hostM_;
     v_ = hostV_;
@@ -161,6 +187,8 @@ private:
   }
 
   BusCounts &bus_;
+  StoreCopies &copies_;
+  ParamLayout layout_;
   size_t n_;
   std::vector<bp_cuda_segment> all_, norm_;
   std::vector<float> master_, grads_, m_, v_;
@@ -179,7 +207,8 @@ public:
   }
   Expected<std::unique_ptr<ParamArrays>>
   createParamArrays(const ParamLayout &layout) override {
-    return std::unique_ptr<ParamArrays>(new FakeDeviceArrays(layout, bus_));
+    return std::unique_ptr<ParamArrays>(
+        new FakeDeviceArrays(layout, bus_, copies_));
   }
   Expected<std::unique_ptr<Communicator>>
   createCommunicator(MpiCommunicator &bootstrap) override {
@@ -275,8 +304,18 @@ public:
     return Status::error(ErrorCode::OutOfMemory, "fake device: out of memory");
   }
 
+  ~FakeDeviceBackend() override {
+    if (!log_)
+      return;
+    std::fprintf(log_, "store downloads %lld uploads %lld\n",
+                 static_cast<long long>(copies_.downloads),
+                 static_cast<long long>(copies_.uploads));
+    std::fclose(log_);
+  }
+
 private:
   BusCounts bus_;
+  StoreCopies copies_;
   std::vector<float> inFlight_, landed_;
   std::vector<std::string> spans_;
   bool inStageCall_ = false;

@@ -67,8 +67,8 @@ TEST(ExecParamStore, ReplicasInitializeIdentically) {
   ParamStore a(*m, 0), b(*m, 3);
   ASSERT_TRUE(a.attach(*cpu).isOk());
   ASSERT_TRUE(b.attach(*cpu).isOk());
-  a.initialize(11);
-  b.initialize(11);
+  ASSERT_TRUE(a.initialize(11).isOk());
+  ASSERT_TRUE(b.initialize(11).isOk());
   int tokens = m->findParam("embed.tokens");
   for (int64_t i = 0; i < 32 * 16; ++i)
     ASSERT_EQ(a.hostParam(tokens)[i], b.hostParam(tokens)[i]) << i;
@@ -79,7 +79,7 @@ TEST(ExecParamStore, ReplicasInitializeIdentically) {
   EXPECT_NE(a.hostParam(tokens)[0], 0.0f);
   ParamStore c(*m, 0);
   ASSERT_TRUE(c.attach(*cpu).isOk());
-  c.initialize(12);
+  ASSERT_TRUE(c.initialize(12).isOk());
   EXPECT_NE(c.hostParam(tokens)[0], a.hostParam(tokens)[0]);
 }
 

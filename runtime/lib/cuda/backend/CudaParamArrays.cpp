@@ -9,8 +9,10 @@
 #include "DeviceErrors.h"
 #include "SegmentTable.h"
 
+#include "core/Random.h"
 #include "train/AdamW.h"
 
+#include <climits>
 #include <limits>
 
 namespace bitpipe::runtime {
@@ -40,6 +42,7 @@ Expected<std::unique_ptr<ParamArrays>>
 CudaParamArrays::create(const ParamLayout &layout, Precision precision,
                         cudaStream_t stream) {
   std::unique_ptr<CudaParamArrays> a(new CudaParamArrays);
+  a->layout_ = layout;
   a->n_ = layout.numFloats;
   a->stream_ = stream;
   if (layout.all.size() >
@@ -68,8 +71,10 @@ CudaParamArrays::create(const ParamLayout &layout, Precision precision,
                      all.size() * sizeof(bp_cuda_segment), "segment table"));
   BP_TRY(a->allocate(reinterpret_cast<void **>(&a->normSegments_),
                      norm.size() * sizeof(bp_cuda_segment), "segment table"));
-  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->normDevice_),
-                     sizeof(double), "norm"));
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->normDevice_), sizeof(double),
+                     "norm"));
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->invalidDevice_),
+                     3 * all.size() * sizeof(int64_t), "state check"));
   BP_TRY(cudaStatus(cudaMallocHost(reinterpret_cast<void **>(&a->normPinned_),
                                    sizeof(double)),
                     "allocating the norm's pinned slot"));
@@ -92,7 +97,6 @@ CudaParamArrays::create(const ParamLayout &layout, Precision precision,
   // The tables' host vectors go out of scope here.
   BP_TRY(cudaStatus(cudaStreamSynchronize(stream),
                     "initialising the parameter store"));
-  a->allocateHostImage();
   return std::unique_ptr<ParamArrays>(std::move(a));
 }
 
@@ -100,16 +104,89 @@ CudaParamArrays::~CudaParamArrays() {
   // Work queued on the stream may still read these arrays.
   if (stream_)
     (void)cudaStreamSynchronize(stream_);
-  for (void *p : {static_cast<void *>(master_), static_cast<void *>(grads_),
-                  static_cast<void *>(m_), static_cast<void *>(v_),
-                  static_cast<void *>(compute_),
-                  static_cast<void *>(allSegments_),
-                  static_cast<void *>(normSegments_),
-                  static_cast<void *>(normDevice_)})
+  for (void *p :
+       {static_cast<void *>(master_), static_cast<void *>(grads_),
+        static_cast<void *>(m_), static_cast<void *>(v_),
+        static_cast<void *>(compute_), static_cast<void *>(allSegments_),
+        static_cast<void *>(normSegments_), static_cast<void *>(normDevice_),
+        static_cast<void *>(invalidDevice_)})
     if (p)
       (void)cudaFree(p);
   if (normPinned_)
     (void)cudaFreeHost(normPinned_);
+}
+
+Status CudaParamArrays::initialize(uint64_t seed) {
+  const size_t bytes = static_cast<size_t>(n_) * sizeof(float);
+  if (bytes == 0)
+    return Status::ok();
+  // Zero everywhere first: the alignment gaps, the zero-initialised
+  // tensors, the moments and the accumulators.
+  for (float *p : {master_, grads_, m_, v_})
+    BP_TRY(cudaStatus(cudaMemsetAsync(p, 0, bytes, stream_),
+                      "zeroing the parameter store"));
+  for (const ParamSegment &seg : layout_.all) {
+    if (seg.count == 0)
+      continue;
+    switch (seg.init) {
+    case InitKind::Normal:
+      BP_TRY(kernelStatus(bp_cuda_init_normal(master_ + seg.offset, seg.count,
+                                              seg.stddev, seed,
+                                              hashName(seg.name), 0, stream_),
+                          "drawing the initial weights of '" + seg.name + "'"));
+      break;
+    case InitKind::Zeros:
+      break;
+    case InitKind::Ones:
+      BP_TRY(kernelStatus(
+          bp_cuda_fill_f32(master_ + seg.offset, 1.0f, seg.count, stream_),
+          "initialising '" + seg.name + "'"));
+      break;
+    }
+  }
+  if (compute_)
+    BP_TRY(
+        kernelStatus(bp_cuda_cast_f32_to_bf16(master_, compute_, n_, stream_),
+                     "the bf16 copy of the weights"));
+  return cudaStatus(cudaStreamSynchronize(stream_),
+                    "initialising the parameters");
+}
+
+Expected<std::vector<InvalidElement>> CudaParamArrays::findInvalid() {
+  std::vector<InvalidElement> found(layout_.all.size());
+  if (found.empty())
+    return found;
+  BP_TRY(kernelStatus(bp_cuda_find_invalid(master_, m_, v_, allSegments_,
+                                           numAll_, invalidDevice_, stream_),
+                      "checking the parameters"));
+  std::vector<int64_t> first(3 * found.size());
+  BP_TRY(cudaStatus(cudaMemcpyAsync(first.data(), invalidDevice_,
+                                    first.size() * sizeof(int64_t),
+                                    cudaMemcpyDeviceToHost, stream_),
+                    "reading the parameter check"));
+  BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),
+                    "reading the parameter check"));
+  const StateArray arrays[3] = {StateArray::Weights, StateArray::FirstMoments,
+                                StateArray::SecondMoments};
+  const float *data[3] = {master_, m_, v_};
+  for (size_t s = 0; s < found.size(); ++s)
+    for (int k = 0; k < 3; ++k) {
+      const int64_t index = first[3 * s + k];
+      if (index == INT64_MAX)
+        continue;
+      // The one value, for the message (on the store's stream: a peer's
+      // NCCL kernels may still run, so nothing device-wide).
+      float value = 0.0f;
+      BP_TRY(cudaStatus(
+          cudaMemcpyAsync(&value, data[k] + layout_.all[s].offset + index,
+                          sizeof(float), cudaMemcpyDeviceToHost, stream_),
+          "reading an invalid parameter value"));
+      BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),
+                        "reading an invalid parameter value"));
+      found[s] = {true, arrays[k], index, value};
+      break;
+    }
+  return found;
 }
 
 Status CudaParamArrays::toHost() {

@@ -6,8 +6,10 @@
 // fp32 they read the master weights). Gradients are added with
 // bp_cuda_accumulate_f32, the norm is bp_cuda_sum_squares and the update
 // bp_cuda_adamw_step, over segment tables built once from the layout. The
-// host image (initialisation, checkpoints) is a staging copy that exists
-// only around toTarget() / toHost(): checkpoints keep their format (fp32
+// initial weights are drawn on the device (bp_cuda_init_normal) and the
+// end-of-run check runs there (bp_cuda_find_invalid). The host image
+// (loading and saving checkpoints) is a staging copy that exists only
+// between toHost() and toTarget(): checkpoints keep their format (fp32
 // master weights and moments), so they move freely between targets.
 //
 //===----------------------------------------------------------------------===//
@@ -29,10 +31,13 @@ namespace bitpipe::runtime {
 class CudaParamArrays final : public ParamArrays {
 public:
   /// Allocates the arrays of \p layout (zeroed) and its segment tables;
-  /// the work goes on \p stream. The host image starts allocated, zeroed.
+  /// the work goes on \p stream. There is no host image until toHost().
   static Expected<std::unique_ptr<ParamArrays>>
   create(const ParamLayout &layout, Precision precision, cudaStream_t stream);
   ~CudaParamArrays() override;
+
+  Status initialize(uint64_t seed) override;
+  Expected<std::vector<InvalidElement>> findInvalid() override;
 
   float *hostParams() override { return hostParams_.data(); }
   float *hostM() override { return hostM_.data(); }
@@ -57,6 +62,7 @@ private:
   Status allocate(void **out, size_t bytes, const char *what);
   void allocateHostImage();
 
+  ParamLayout layout_;
   int64_t n_ = 0;
   cudaStream_t stream_ = nullptr;
   float *master_ = nullptr, *grads_ = nullptr, *m_ = nullptr, *v_ = nullptr;
@@ -64,7 +70,8 @@ private:
   bp_cuda_segment *allSegments_ = nullptr, *normSegments_ = nullptr;
   int32_t numAll_ = 0, numNorm_ = 0;
   double *normDevice_ = nullptr;
-  double *normPinned_ = nullptr; // the norm's landing slot on the host
+  int64_t *invalidDevice_ = nullptr; // bp_cuda_find_invalid's answer
+  double *normPinned_ = nullptr;     // the norm's landing slot on the host
   std::vector<float> hostParams_, hostM_, hostV_;
 };
 
