@@ -466,6 +466,12 @@ int32_t bp_cuda_precision(void);
  * label id since the last call, which clears that record; else BP_OK. */
 bp_status_t bp_cuda_synchronize(void *stream);
 
+/* The device-wide set-up of a rank, done once before its communicators
+ * exist: the word where kernels record out-of-range ids, zeroed with a wait
+ * for the whole device. Made at its first use otherwise, which may be in a
+ * step, while a peer's NCCL kernel spins. BP_ERR_DEVICE when it fails. */
+bp_status_t bp_cuda_prepare(void);
+
 /*===-----------------------------------------------------------------------===
  * Device memory: a caching pool, as bp_alloc is for host memory. Freed blocks
  * are kept by their exact rounded size (512 B units below 1 MiB, 128 KiB

@@ -96,6 +96,12 @@ static const char *describeReporter(int32_t who) {
 
 using namespace bitpipe::runtime::cuda;
 
+extern "C" bp_status_t bp_cuda_prepare(void) {
+  if (!indexErrorWord())
+    return BP_ERR_DEVICE;
+  return BP_OK;
+}
+
 extern "C" bp_status_t bp_cuda_synchronize(void *stream) {
   if (bp_status_t s = checkCuda(cudaStreamSynchronize(asStream(stream)),
                                 "bp_cuda_synchronize");

@@ -19,7 +19,9 @@
 // syncs Y stage_calls C"; and the end of the run one line of the whole
 // parameter store's copies: "store downloads D uploads U" (a run that
 // neither loads nor saves makes none: the initial weights are drawn on the
-// device and checked there).
+// device and checked there), and one of the input staging's growths within
+// a step, "staging growths G" (0: sized right at start-up, as the CUDA
+// backend sizes it, exec/InputStaging.h).
 //
 // With BITPIPE_FAKE_DEVICE_NCCL set and more than one rank, the steps'
 // transport is the NCCL communicator (comm/nccl) over HostNcclCalls.h's
@@ -37,6 +39,7 @@
 #include "Backend.h"
 #include "HostNcclCalls.h"
 #include "HostParamState.h"
+#include "InputStaging.h"
 #include "SegmentTable.h"
 
 #include "comm/mpi/MpiCommunicator.h"
@@ -50,6 +53,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace bitpipe::runtime {
 
@@ -200,9 +204,12 @@ class FakeDeviceBackend final : public Backend {
 public:
   // The fake stage functions are host code compiled for the CPU target.
   TargetKind target() const override { return TargetKind::Cpu; }
-  Status configure(const Manifest &) override {
+  Status configure(const Manifest &manifest) override {
     if (const char *path = std::getenv("BITPIPE_FAKE_DEVICE_LOG"))
       log_ = std::fopen(path, "a");
+    // "Pinned" staging, sized as the CUDA backend sizes it.
+    staging_ = InputStaging(InputStaging::capacityFor(manifest));
+    stagingBlock_.assign(staging_.capacity(), 0);
     return Status::ok();
   }
   Expected<std::unique_ptr<ParamArrays>>
@@ -223,13 +230,18 @@ public:
   Expected<BufferRef>
   loadInput(int64_t count,
             const std::function<Status(int32_t *)> &fill) override {
-    std::vector<int32_t> staging(static_cast<size_t>(count));
-    BP_TRY(fill(staging.data()));
-    size_t bytes = staging.size() * sizeof(int32_t);
+    const size_t bytes = static_cast<size_t>(count) * sizeof(int32_t);
+    std::optional<size_t> at = staging_.take(bytes);
+    if (!at) { // as CudaBackend::loadInput: a bigger block
+      stagingBlock_.assign(staging_.grow(bytes), 0);
+      at = staging_.take(bytes);
+    }
+    int32_t *host = reinterpret_cast<int32_t *>(stagingBlock_.data() + *at);
+    BP_TRY(fill(host));
     BufferRef b = Buffer::allocate(bytes);
     if (!b)
       return outOfMemory(bytes);
-    std::memcpy(b->data(), staging.data(), bytes);
+    std::memcpy(b->data(), host, bytes);
     ++bus_.inputs;
     bus_.inputBytes += static_cast<int64_t>(bytes);
     return b;
@@ -276,6 +288,7 @@ public:
   }
   void beginStep(double nowUs) override {
     bus_ = BusCounts();
+    staging_.reset();
     stepStartUs_ = nowUs;
     spans_.clear();
   }
@@ -310,12 +323,16 @@ public:
     std::fprintf(log_, "store downloads %lld uploads %lld\n",
                  static_cast<long long>(copies_.downloads),
                  static_cast<long long>(copies_.uploads));
+    std::fprintf(log_, "staging growths %lld\n",
+                 static_cast<long long>(staging_.growths()));
     std::fclose(log_);
   }
 
 private:
   BusCounts bus_;
   StoreCopies copies_;
+  InputStaging staging_;
+  std::vector<char> stagingBlock_;
   std::vector<float> inFlight_, landed_;
   std::vector<std::string> spans_;
   bool inStageCall_ = false;

@@ -207,7 +207,7 @@ fake-device)    # the CUDA backend's bookkeeping on a fake device (FakeDeviceBac
   # --dump-rank-params and --save read the store back (2 downloads); the
   # initial weights are drawn on the device: nothing is uploaded.
   grep -qx "store downloads 2 uploads 0" "$tmp/bus.txt" \
-    || fail "not the store copies a dump and a save make: $(tail -1 "$tmp/bus.txt")"
+    || fail "not the store copies a dump and a save make: $(tail -2 "$tmp/bus.txt")"
   grep -q '^bitpipe: start-up [0-9.]* s to the first step (parameters initialised on the target in [0-9.]* s)$' "$tmp/out.txt" \
     || fail "no start-up time: $(head -3 "$tmp/out.txt")"
   # A run that neither loads nor saves copies no part of the store: drawn
@@ -216,7 +216,10 @@ fake-device)    # the CUDA backend's bookkeeping on a fake device (FakeDeviceBac
     "$bin/FakeDeviceSingle" "${common[@]}" --steps 2 >"$tmp/out-plain.txt" 2>&1 \
     || { cat "$tmp/out-plain.txt"; fail "FakeDeviceSingle (no outputs) exited non-zero"; }
   grep -qx "store downloads 0 uploads 0" "$tmp/bus-plain.txt" \
-    || fail "a run without outputs copied the store: $(tail -1 "$tmp/bus-plain.txt")"
+    || fail "a run without outputs copied the store: $(tail -2 "$tmp/bus-plain.txt")"
+  # The inputs' pinned staging was sized at start-up: no step allocated.
+  grep -qx "staging growths 0" "$tmp/bus-plain.txt" \
+    || fail "a step grew the input staging: $(tail -1 "$tmp/bus-plain.txt")"
   must_run 1 FakeSingle "${common[@]}" --steps 4 --load "$tmp/dev.safetensors"
   grep -q "resumed from $tmp/dev.safetensors at step 3" "$tmp/out.txt" || fail "the CPU did not resume from the device's checkpoint"
   timeout 120 "${mpirun[@]}" -np 1 "$bin/FakeDeviceSingle" "${common[@]}" --steps 4 \

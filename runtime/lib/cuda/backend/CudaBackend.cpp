@@ -36,6 +36,7 @@
 #include "Backend.h"
 #include "CudaParamArrays.h"
 #include "DeviceErrors.h"
+#include "InputStaging.h"
 
 #include "comm/mpi/MpiCommunicator.h"
 #include "comm/nccl/CudaNcclCalls.h"
@@ -49,6 +50,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace bitpipe::runtime {
 
@@ -107,8 +109,10 @@ private:
   Precision precision_ = Precision::Fp32;
   cudaStream_t stream_ = nullptr;
 
-  std::vector<PinnedBlock> staging_; // inputs of the step, in call order
-  size_t stagingUsed_ = 0;
+  // The step's inputs, staged in one pinned block sized at configure()
+  // (exec/InputStaging.h says why).
+  PinnedBlock stagingBlock_;
+  InputStaging staging_;
 
   float *lossSlots_ = nullptr; // pinned
   size_t lossCapacity_ = 0, lossCount_ = 0;
@@ -125,8 +129,8 @@ CudaBackend::~CudaBackend() {
   if (!stream_)
     return;
   (void)cudaStreamSynchronize(stream_);
-  for (PinnedBlock &b : staging_)
-    (void)cudaFreeHost(b.data);
+  if (stagingBlock_.data)
+    (void)cudaFreeHost(stagingBlock_.data);
   if (lossSlots_)
     (void)cudaFreeHost(lossSlots_);
   for (cudaEvent_t e : events_)
@@ -194,29 +198,40 @@ Status CudaBackend::configure(const Manifest &manifest) {
   size_t slots = static_cast<size_t>(manifest.schedule.microbatches *
                                      manifest.schedule.dataParallel);
   lossCapacity_ = slots > 0 ? slots : 1;
-  return cudaStatus(cudaMallocHost(reinterpret_cast<void **>(&lossSlots_),
+  BP_TRY(cudaStatus(cudaMallocHost(reinterpret_cast<void **>(&lossSlots_),
                                    lossCapacity_ * sizeof(float)),
-                    "allocating the pinned loss slots");
+                    "allocating the pinned loss slots"));
+  // The inputs' staging, for every input a step can load, likewise.
+  staging_ = InputStaging(InputStaging::capacityFor(manifest));
+  BP_TRY(cudaStatus(cudaMallocHost(&stagingBlock_.data, staging_.capacity()),
+                    "allocating pinned input staging"));
+  stagingBlock_.bytes = staging_.capacity();
+  // What would otherwise happen at the first use, in step 1, with a wait
+  // for the whole device while a peer's NCCL kernel may spin.
+  return kernelStatus(bp_cuda_prepare(), "preparing the device");
 }
 
 Expected<BufferRef>
 CudaBackend::loadInput(int64_t count,
                        const std::function<Status(int32_t *)> &fill) {
   const size_t bytes = static_cast<size_t>(count) * sizeof(int32_t);
-  if (stagingUsed_ == staging_.size())
-    staging_.emplace_back();
-  PinnedBlock &block = staging_[stagingUsed_];
-  if (block.bytes < bytes) {
-    // Not used yet in this step, and the last step's copies are done.
-    if (block.data)
-      BP_TRY(cudaStatus(cudaFreeHost(block.data), "freeing input staging"));
-    block = PinnedBlock();
-    BP_TRY(cudaStatus(cudaMallocHost(&block.data, bytes),
+  std::optional<size_t> at = staging_.take(bytes);
+  if (!at) {
+    // More than the manifest's sizes allow (InputStaging::capacityFor): wait
+    // for this step's copies, then a bigger block.
+    BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),
+                      "growing input staging"));
+    BP_TRY(cudaStatus(cudaFreeHost(stagingBlock_.data),
+                      "freeing input staging"));
+    stagingBlock_ = PinnedBlock();
+    const size_t capacity = staging_.grow(bytes);
+    BP_TRY(cudaStatus(cudaMallocHost(&stagingBlock_.data, capacity),
                       "allocating pinned input staging"));
-    block.bytes = bytes;
+    stagingBlock_.bytes = capacity;
+    at = staging_.take(bytes);
   }
-  ++stagingUsed_;
-  int32_t *host = static_cast<int32_t *>(block.data);
+  int32_t *host = reinterpret_cast<int32_t *>(
+      static_cast<char *>(stagingBlock_.data) + *at);
   BP_TRY(fill(host));
   BufferRef b = Buffer::allocate(bytes);
   if (!b)
@@ -295,7 +310,7 @@ Status CudaBackend::synchronize() {
 }
 
 void CudaBackend::beginStep(double nowUs) {
-  stagingUsed_ = 0;
+  staging_.reset();
   spans_.clear();
   stepStartUs_ = nowUs;
   if (cudaEventRecord(stepStart_, stream_) != cudaSuccess)

@@ -1,0 +1,45 @@
+//===- InputStaging.cpp - Where a device target stages a step's inputs ----===//
+
+#include "InputStaging.h"
+
+#include <algorithm>
+
+namespace bitpipe::runtime {
+
+namespace {
+
+size_t aligned(size_t bytes) {
+  return (bytes + InputStaging::kAlignment - 1) / InputStaging::kAlignment *
+         InputStaging::kAlignment;
+}
+
+} // namespace
+
+size_t InputStaging::capacityFor(const Manifest &manifest) {
+  const size_t perInput = aligned(
+      static_cast<size_t>(std::max<int64_t>(manifest.model.microbatchSize, 1)) *
+      static_cast<size_t>(std::max<int64_t>(manifest.model.seqLen, 1)) *
+      sizeof(int32_t));
+  const size_t inputs =
+      2 *
+      static_cast<size_t>(std::max<int64_t>(manifest.schedule.microbatches, 1));
+  return perInput * inputs;
+}
+
+std::optional<size_t> InputStaging::take(size_t bytes) {
+  const size_t need = aligned(bytes);
+  if (need > capacity_ - used_)
+    return std::nullopt;
+  const size_t at = used_;
+  used_ += need;
+  return at;
+}
+
+size_t InputStaging::grow(size_t bytes) {
+  ++growths_;
+  capacity_ = std::max(2 * capacity_, aligned(bytes));
+  used_ = 0;
+  return capacity_;
+}
+
+} // namespace bitpipe::runtime
