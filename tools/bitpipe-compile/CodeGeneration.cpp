@@ -2,8 +2,14 @@
 
 #include "CodeGeneration.h"
 
-#include "llvm/ADT/SmallPtrSet.h"
-#include "llvm/IR/InstIterator.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
@@ -16,7 +22,6 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/Transforms/IPO/MergeFunctions.h"
-#include "llvm/Transforms/Utils/Cloning.h"
 
 #include <algorithm>
 
@@ -85,62 +90,34 @@ void optimizeModule(Module &module, TargetMachine &machine, unsigned optLevel) {
 
 namespace {
 
-/// Whether \p fn refers to a symbol of local linkage, which another object
-/// could not name.
-bool refersToLocalSymbol(const Function &fn) {
-  SmallVector<const Constant *> work;
-  SmallPtrSet<const Constant *, 32> seen;
-  for (const Instruction &inst : instructions(fn))
-    for (const Use &use : inst.operands())
-      if (auto *c = dyn_cast<Constant>(use.get()))
-        work.push_back(c);
-  while (!work.empty()) {
-    const Constant *c = work.pop_back_val();
-    if (!seen.insert(c).second)
-      continue;
-    if (auto *gv = dyn_cast<GlobalValue>(c)) {
-      if (gv->hasLocalLinkage())
-        return true;
-      continue;
-    }
-    for (const Use &use : c->operands())
-      if (auto *operand = dyn_cast<Constant>(use.get()))
-        work.push_back(operand);
-  }
-  return false;
+bool isRankFunction(mlir::LLVM::LLVMFuncOp fn) {
+  if (fn.isExternal())
+    return false;
+  std::optional<mlir::ArrayAttr> passthrough = fn.getPassthrough();
+  return passthrough &&
+         llvm::any_of(*passthrough, [](mlir::Attribute a) {
+           auto name = llvm::dyn_cast<mlir::StringAttr>(a);
+           return name && name.getValue() == "optnone";
+         });
 }
 
-/// Moves the bodies of \p module's `optnone` functions into a module of
-/// their own, leaving declarations; null when there are none, or when one
-/// has local linkage or refers to a local symbol, or the module has an
-/// appending global (then nothing moves).
-std::unique_ptr<Module> splitOptNoneFunctions(Module &module) {
-  // An appending global (llvm.global_ctors and the like) cannot be left as
-  // a declaration in the other module; the lowering makes none, and a
-  // module that has one is generated whole.
-  for (const GlobalVariable &global : module.globals())
-    if (global.hasAppendingLinkage())
-      return nullptr;
-  SmallPtrSet<const GlobalValue *, 16> moved;
-  for (Function &fn : module) {
-    if (fn.isDeclaration() || !fn.hasOptNone())
-      continue;
-    if (fn.hasLocalLinkage() || refersToLocalSymbol(fn))
-      return nullptr;
-    moved.insert(&fn);
-  }
-  if (moved.empty())
-    return nullptr;
-  ValueToValueMapTy map;
-  std::unique_ptr<Module> part = CloneModule(
-      module, map, [&](const GlobalValue *gv) { return moved.contains(gv); });
-  // The clone defines only the moved functions and declares what they use;
-  // the original keeps declarations of them (the rank table refers to
-  // them), which the link resolves to the clone's definitions.
-  for (Function &fn : module)
-    if (moved.contains(&fn))
-      fn.deleteBody();
-  return part;
+bool isLocal(mlir::LLVM::Linkage linkage) {
+  return linkage == mlir::LLVM::Linkage::Internal ||
+         linkage == mlir::LLVM::Linkage::Private;
+}
+
+/// The symbols \p fn calls or takes the address of.
+llvm::SetVector<llvm::StringRef> referencedSymbols(mlir::LLVM::LLVMFuncOp fn) {
+  llvm::SetVector<llvm::StringRef> names;
+  fn.walk([&](mlir::Operation *op) {
+    if (auto call = llvm::dyn_cast<mlir::LLVM::CallOp>(op)) {
+      if (std::optional<llvm::StringRef> callee = call.getCallee())
+        names.insert(*callee);
+    } else if (auto address = llvm::dyn_cast<mlir::LLVM::AddressOfOp>(op)) {
+      names.insert(address.getGlobalName());
+    }
+  });
+  return names;
 }
 
 Expected<SmallVector<char, 0>> generate(Module &module,
@@ -158,35 +135,92 @@ Expected<SmallVector<char, 0>> generate(Module &module,
 
 } // namespace
 
-CodeGenerationUnits splitForCodeGeneration(std::unique_ptr<Module> module,
-                                           unsigned optLevel) {
-  CodeGenerationUnits units;
-  if (optLevel > 0)
-    units.optNone = splitOptNoneFunctions(*module);
-  units.rest = std::move(module);
-  return units;
+mlir::OwningOpRef<mlir::ModuleOp> splitOffRankFunctions(mlir::ModuleOp module,
+                                                        unsigned optLevel) {
+  if (optLevel == 0)
+    return {};
+  mlir::SymbolTable symbols(module);
+  SmallVector<mlir::LLVM::LLVMFuncOp> ranks;
+  llvm::SetVector<llvm::StringRef> used;
+  for (auto fn : module.getOps<mlir::LLVM::LLVMFuncOp>()) {
+    if (!isRankFunction(fn))
+      continue;
+    if (isLocal(fn.getLinkage()))
+      return {};
+    ranks.push_back(fn);
+    llvm::SetVector<llvm::StringRef> names = referencedSymbols(fn);
+    used.insert(names.begin(), names.end());
+  }
+  if (ranks.empty())
+    return {};
+  // What the rank functions use, declared in their module: functions and
+  // globals of external linkage only (nothing moves otherwise).
+  for (llvm::StringRef name : used) {
+    mlir::Operation *def = symbols.lookup(name);
+    auto fn = llvm::dyn_cast_or_null<mlir::LLVM::LLVMFuncOp>(def);
+    auto global = llvm::dyn_cast_or_null<mlir::LLVM::GlobalOp>(def);
+    if ((!fn && !global) || (fn && isLocal(fn.getLinkage())) ||
+        (global && isLocal(global.getLinkage())))
+      return {};
+  }
+
+  auto part = mlir::ModuleOp::create(module.getLoc());
+  // The data layout and target triple, and whatever else the module says.
+  part->setAttrs(module->getAttrDictionary());
+  mlir::OpBuilder b = mlir::OpBuilder::atBlockEnd(part.getBody());
+  for (llvm::StringRef name : used) {
+    if (llvm::is_contained(ranks, symbols.lookup(name)))
+      continue; // moved below
+    mlir::Operation *def = symbols.lookup(name);
+    if (auto fn = llvm::dyn_cast<mlir::LLVM::LLVMFuncOp>(def))
+      b.create<mlir::LLVM::LLVMFuncOp>(fn.getLoc(), fn.getName(),
+                                       fn.getFunctionType());
+    else if (auto global = llvm::dyn_cast<mlir::LLVM::GlobalOp>(def))
+      b.create<mlir::LLVM::GlobalOp>(global.getLoc(), global.getGlobalType(),
+                                     global.getConstant(),
+                                     mlir::LLVM::Linkage::External,
+                                     global.getSymName(), mlir::Attribute());
+  }
+  // Each rank function moves whole (no copy of its body); a declaration
+  // takes its place.
+  for (mlir::LLVM::LLVMFuncOp fn : ranks) {
+    mlir::Operation *next = fn->getNextNode();
+    fn->moveBefore(part.getBody(), part.getBody()->end());
+    mlir::OpBuilder here = next ? mlir::OpBuilder(next)
+                                : mlir::OpBuilder::atBlockEnd(module.getBody());
+    here.create<mlir::LLVM::LLVMFuncOp>(fn.getLoc(), fn.getName(),
+                                        fn.getFunctionType(),
+                                        fn.getLinkage());
+  }
+  return part;
 }
 
-Expected<std::vector<SmallVector<char, 0>>>
-generateObjects(CodeGenerationUnits units, TargetMachine &machine) {
-  std::vector<SmallVector<char, 0>> objects;
-  if (units.optNone) {
-    units.optNone->setDataLayout(units.rest->getDataLayout());
-    units.optNone->setTargetTriple(units.rest->getTargetTriple());
-    std::string error;
-    std::unique_ptr<TargetMachine> fast = createHostTargetMachine(0, error);
-    if (!fast)
-      return createStringError(inconvertibleErrorCode(), error);
-    Expected<SmallVector<char, 0>> object = generate(*units.optNone, *fast);
-    if (!object)
-      return object.takeError();
-    objects.push_back(std::move(*object));
+Expected<SmallVector<char, 0>> compileToObject(mlir::ModuleOp module,
+                                               unsigned optLevel,
+                                               StringRef name,
+                                               mlir::TimingScope &timing) {
+  std::string error;
+  std::unique_ptr<TargetMachine> machine =
+      createHostTargetMachine(optLevel, error);
+  if (!machine)
+    return createStringError(inconvertibleErrorCode(),
+                             "no code generator for this host: " + error);
+  LLVMContext context;
+  mlir::TimingScope translating = timing.nest("Translate to LLVM IR");
+  std::unique_ptr<Module> llvmModule =
+      mlir::translateModuleToLLVMIR(module, context, name);
+  if (!llvmModule)
+    return createStringError(inconvertibleErrorCode(),
+                             name + ": translation to LLVM IR failed");
+  translating.stop();
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(machine->getTargetTriple().str());
+  if (optLevel > 0) {
+    mlir::TimingScope optimizing = timing.nest("Optimise LLVM IR");
+    optimizeModule(*llvmModule, *machine, optLevel);
   }
-  Expected<SmallVector<char, 0>> object = generate(*units.rest, machine);
-  if (!object)
-    return object.takeError();
-  objects.push_back(std::move(*object));
-  return objects;
+  mlir::TimingScope generating = timing.nest("Generate object code");
+  return generate(*llvmModule, *machine);
 }
 
 } // namespace bitpipe::compile

@@ -14,7 +14,8 @@
 //   bitpipe-opt --bitpipe-lower-to-runtime{target=T precision=P loops=L}
 //                                               (runtime calls, LLVM dialect)
 //   mlir-translate --mlir-to-llvmir, opt -O2, llc -filetype=obj
-//                         (the rank functions at -O0: CodeGeneration.h)
+//                         (the rank functions at -O0, in a thread of their
+//                          own: CodeGeneration.h)
 //   c++ OBJ... @runtime-cpu.rsp | @runtime-cuda.rsp  (link with the runtime)
 //
 // The target only chooses the runtime library linked and what the manifest
@@ -84,6 +85,8 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
+#include <thread>
 
 using namespace llvm;
 
@@ -427,21 +430,20 @@ int main(int argc, char **argv) {
 
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();
-  std::unique_ptr<TargetMachine> machine =
-      bitpipe::compile::createHostTargetMachine(optLevel, error);
-  if (!machine)
-    return fail("no code generator for this host: " + error);
-
-  LLVMContext llvmContext;
-  mlir::TimingScope translating = timingRoot.nest("Translate to LLVM IR");
-  std::unique_ptr<Module> llvmModule =
-      mlir::translateModuleToLLVMIR(*module, llvmContext, inputPath);
-  if (!llvmModule)
-    return fail(inputPath + ": translation to LLVM IR failed");
-  translating.stop();
-  llvmModule->setDataLayout(machine->createDataLayout());
-  llvmModule->setTargetTriple(machine->getTargetTriple().str());
   if (emit == EmitKind::LLVM) {
+    std::unique_ptr<TargetMachine> machine =
+        bitpipe::compile::createHostTargetMachine(optLevel, error);
+    if (!machine)
+      return fail("no code generator for this host: " + error);
+    LLVMContext llvmContext;
+    mlir::TimingScope translating = timingRoot.nest("Translate to LLVM IR");
+    std::unique_ptr<Module> llvmModule =
+        mlir::translateModuleToLLVMIR(*module, llvmContext, inputPath);
+    if (!llvmModule)
+      return fail(inputPath + ": translation to LLVM IR failed");
+    translating.stop();
+    llvmModule->setDataLayout(machine->createDataLayout());
+    llvmModule->setTargetTriple(machine->getTargetTriple().str());
     mlir::TimingScope optimizing = timingRoot.nest("Optimise LLVM IR");
     bitpipe::compile::optimizeModule(*llvmModule, *machine, optLevel);
     optimizing.stop();
@@ -453,24 +455,53 @@ int main(int argc, char **argv) {
     return 0;
   }
 
-  // The rank functions apart (CodeGeneration.h), the rest optimised; then
-  // the objects, in memory (the ELF writer seeks back into what it wrote).
-  // Then to scratch files that the linker reads: into the executable, or
-  // for --emit=obj into one relocatable object (a single object is written
-  // as it is).
-  mlir::TimingScope splitting = timingRoot.nest("Split off the rank functions");
-  bitpipe::compile::CodeGenerationUnits units =
-      bitpipe::compile::splitForCodeGeneration(std::move(llvmModule), optLevel);
-  splitting.stop();
-  mlir::TimingScope optimizing = timingRoot.nest("Optimise LLVM IR");
-  bitpipe::compile::optimizeModule(*units.rest, *machine, optLevel);
-  optimizing.stop();
-  mlir::TimingScope generating = timingRoot.nest("Generate object code");
+  // The objects, in memory (the ELF writer seeks back into what it wrote):
+  // the rank functions' at -O0 in a thread of their own, beside the rest's
+  // at -O<level> (CodeGeneration.h); one object at -O0. Then to scratch
+  // files that the linker reads: into the executable, or for --emit=obj
+  // into one relocatable object (a single object is written as it is).
+  mlir::OwningOpRef<mlir::ModuleOp> rankModule;
+  {
+    mlir::TimingScope splitting =
+        timingRoot.nest("Split off the rank functions");
+    rankModule = bitpipe::compile::splitOffRankFunctions(*module, optLevel);
+  }
+  using Object = Expected<SmallVector<char, 0>>;
+  std::optional<Object> rankObject;
+  std::thread rankThread;
+  mlir::TimingScope compiling = timingRoot.nest("Compile the objects");
+  if (rankModule)
+    rankThread = std::thread([&] {
+      mlir::TimingScope timing =
+          compiling.nest("The rank functions, -O0 (a thread of their own)");
+      rankObject.emplace(bitpipe::compile::compileToObject(
+          *rankModule, 0, inputPath + " (rank functions)", timing));
+    });
+  Object restObject = [&] {
+    mlir::TimingScope timing = compiling.nest("The rest");
+    return bitpipe::compile::compileToObject(*module, optLevel, inputPath,
+                                             timing);
+  }();
+  if (rankThread.joinable())
+    rankThread.join();
+  compiling.stop();
   Expected<std::vector<SmallVector<char, 0>>> objects =
-      bitpipe::compile::generateObjects(std::move(units), *machine);
+      [&]() -> Expected<std::vector<SmallVector<char, 0>>> {
+    std::vector<SmallVector<char, 0>> all;
+    if (rankObject) {
+      if (!*rankObject) {
+        consumeError(restObject.takeError());
+        return rankObject->takeError();
+      }
+      all.push_back(std::move(**rankObject));
+    }
+    if (!restObject)
+      return restObject.takeError();
+    all.push_back(std::move(*restObject));
+    return all;
+  }();
   if (!objects)
     return fail(toString(objects.takeError()));
-  generating.stop();
   if (emit == EmitKind::Object && objects->size() == 1) {
     StringRef bytes(objects->front().data(), objects->front().size());
     if (Error e = bitpipe::writeOutputFile(
