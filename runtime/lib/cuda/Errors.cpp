@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Launch.h"
+#include "attention/AttentionKernels.h"
 
 #include "core/Status.h"
 
@@ -99,7 +100,9 @@ using namespace bitpipe::runtime::cuda;
 extern "C" bp_status_t bp_cuda_prepare(void) {
   if (!indexErrorWord())
     return BP_ERR_DEVICE;
-  return BP_OK;
+  if (bp_status_t st = attention::prepareFlashAttention(); st != BP_OK)
+    return st;
+  return attention::prepareSimtAttention();
 }
 
 extern "C" bp_status_t bp_cuda_synchronize(void *stream) {

@@ -168,6 +168,13 @@ TEST_F(CudaKernels, GeluForwardAndBackwardMatchReference) {
                          fromBf16(dDy.download()), dx, kBf16Rtol));
 }
 
+// The start-up work (the index-error word, every attention kernel's shared
+// memory allowance) succeeds, and a second call finds it done.
+TEST_F(CudaKernels, PrepareSucceedsOnceAndAgain) {
+  EXPECT_EQ(bp_cuda_prepare(), BP_OK);
+  EXPECT_EQ(bp_cuda_prepare(), BP_OK);
+}
+
 TEST_F(CudaKernels, AddMatchesReferenceAndMayAlias) {
   // More elements than one grid covers (65535 blocks x 256 threads), so the
   // grid-stride loop runs twice for some threads.

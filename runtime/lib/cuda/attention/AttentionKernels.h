@@ -80,6 +80,12 @@ bp_status_t simtBackward(const bp_bf16_t *qkv, const bp_bf16_t *out,
                          bp_bf16_t *dqkv, float *rowDot, const Shape &s,
                          void *stream);
 
+// Each kernel's shared-memory allowance (cudaFuncSetAttribute, which also
+// loads the kernel's module), for every instantiation: done at start-up by
+// bp_cuda_prepare, so that no first launch in a step makes the call.
+bp_status_t prepareFlashAttention();
+bp_status_t prepareSimtAttention();
+
 } // namespace bitpipe::runtime::cuda::attention
 
 #endif // BITPIPE_RUNTIME_CUDA_ATTENTION_ATTENTIONKERNELS_H

@@ -541,6 +541,21 @@ bp_status_t backwardFor(const bf16 *qkv, const bf16 *out, const bf16 *dout,
   return checkLaunch("bp_cuda_attention_bwd");
 }
 
+/// The shared-memory allowances of the three kernels of head dimension D,
+/// at start-up (prepareFlashAttention).
+template <int D> bp_status_t allowFor() {
+  if (bp_status_t st = prepareSharedMemory<flashForwardKernel<D>>(
+          ForwardTiles<D>::kBytes, "bp_cuda_prepare (flash attention)");
+      st != BP_OK)
+    return st;
+  if (bp_status_t st = prepareSharedMemory<flashBackwardDqKernel<D>>(
+          DqTiles<D>::kBytes, "bp_cuda_prepare (flash attention)");
+      st != BP_OK)
+    return st;
+  return prepareSharedMemory<flashBackwardDkvKernel<D>>(
+      DkvTiles<D>::kBytes, "bp_cuda_prepare (flash attention)");
+}
+
 } // namespace
 
 namespace bitpipe::runtime::cuda::attention {
@@ -561,6 +576,12 @@ bp_status_t flashBackward(const bp_bf16_t *qkv, const bp_bf16_t *out,
                            asBf16(dqkv), rowDot, s, asStream(stream));
   return backwardFor<128>(asBf16(qkv), asBf16(out), asBf16(dout), lse,
                           asBf16(dqkv), rowDot, s, asStream(stream));
+}
+
+bp_status_t prepareFlashAttention() {
+  if (bp_status_t st = allowFor<64>(); st != BP_OK)
+    return st;
+  return allowFor<128>();
 }
 
 } // namespace bitpipe::runtime::cuda::attention

@@ -25,6 +25,26 @@ bp_status_t allowSharedMemory(int bytes, const char *what) {
   return checkCuda(err, what);
 }
 
+/// allowSharedMemory at start-up (bp_cuda_prepare), for an instantiation
+/// that a model may or may not use: one that asks for more than this device
+/// allows a block is left alone (a launch of it would report that, as
+/// before), so that preparing never refuses a model that does not use it.
+template <auto Kernel>
+bp_status_t prepareSharedMemory(int bytes, const char *what) {
+  int device = 0, limit = 0;
+  if (bp_status_t st = checkCuda(cudaGetDevice(&device), what); st != BP_OK)
+    return st;
+  if (bp_status_t st = checkCuda(
+          cudaDeviceGetAttribute(
+              &limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+          what);
+      st != BP_OK)
+    return st;
+  if (bytes > limit)
+    return BP_OK;
+  return allowSharedMemory<Kernel>(bytes, what);
+}
+
 } // namespace bitpipe::runtime::cuda::attention
 
 #endif // BITPIPE_RUNTIME_CUDA_ATTENTION_SHAREDMEMORYOPTIN_H

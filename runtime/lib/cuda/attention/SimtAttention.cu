@@ -409,6 +409,29 @@ bp_status_t backwardAnyD(const E *qkv, const E *out, const E *dout,
   return backwardFor<E, 8>(qkv, out, dout, lse, dqkv, rowDot, s, st);
 }
 
+/// The shared-memory allowances of the three kernels of one instantiation,
+/// at start-up (prepareSimtAttention).
+template <typename E, int kPerLane> bp_status_t allowFor() {
+  const char *what = "bp_cuda_prepare (attention)";
+  if (bp_status_t st = prepareSharedMemory<simtForwardKernel<E, kPerLane>>(
+          forwardBytes(kWarp * kPerLane), what);
+      st != BP_OK)
+    return st;
+  if (bp_status_t st = prepareSharedMemory<simtBackwardDqKernel<E, kPerLane>>(
+          dqBytes(kWarp * kPerLane), what);
+      st != BP_OK)
+    return st;
+  return prepareSharedMemory<simtBackwardDkvKernel<E, kPerLane>>(
+      dkvBytes(kWarp * kPerLane), what);
+}
+template <typename E> bp_status_t allowForAnyD() {
+  for (bp_status_t st : {allowFor<E, 1>(), allowFor<E, 2>(), allowFor<E, 4>(),
+                         allowFor<E, 8>()})
+    if (st != BP_OK)
+      return st;
+  return BP_OK;
+}
+
 } // namespace
 
 namespace bitpipe::runtime::cuda::attention {
@@ -434,6 +457,12 @@ bp_status_t simtBackward(const bp_bf16_t *qkv, const bp_bf16_t *out,
                          void *stream) {
   return backwardAnyD(asBf16(qkv), asBf16(out), asBf16(dout), lse,
                       asBf16(dqkv), rowDot, s, stream);
+}
+
+bp_status_t prepareSimtAttention() {
+  if (bp_status_t st = allowForAnyD<float>(); st != BP_OK)
+    return st;
+  return allowForAnyD<bf16>();
 }
 
 } // namespace bitpipe::runtime::cuda::attention
