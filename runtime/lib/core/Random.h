@@ -56,8 +56,9 @@ BP_HOST_DEVICE inline uint64_t randomBelow(uint64_t seed, uint64_t stream,
 /// PortableMath's log and cos: the same bits on host and device.
 BP_HOST_DEVICE inline double randomNormal(uint64_t seed, uint64_t stream,
                                           uint64_t counter) {
-  // 1 - u is exact (u is a multiple of 2^-53 in [0, 1)) and in (0, 1], so
-  // the log is finite; -2 * log is exact too.
+  // 1 - u is exact (u is a multiple of 2^-53 in [0, 1), itself an exact
+  // product, so a compiler that fuses the two gets the same) and in (0, 1],
+  // so the log is finite; -2 * log is exact too.
   double u1 = 1.0 - randomUniform(seed, stream, 2 * counter);
   double u2 = randomUniform(seed, stream, 2 * counter + 1);
   return std::sqrt(-2.0 * portable::log(u1)) * portable::cos2Pi(u2);
