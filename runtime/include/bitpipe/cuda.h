@@ -468,10 +468,11 @@ bp_status_t bp_cuda_synchronize(void *stream);
 
 /* The device-wide set-up of a rank, done once before its communicators
  * exist: the word where kernels record out-of-range ids, zeroed with a wait
- * for the whole device, and the attention kernels' shared-memory allowances
- * (cudaFuncSetAttribute, which loads their modules). Each is made at its
- * first use otherwise, which may be in a step, while a peer's NCCL kernel
- * spins. BP_ERR_DEVICE when it fails. */
+ * for the whole device, cuBLASLt's handle and its workspace on the stream
+ * of bp_cuda_set_stream (call that first), and the attention kernels'
+ * shared-memory allowances (cudaFuncSetAttribute, which loads their
+ * modules). Each is made at its first use otherwise, which may be in a
+ * step, while a peer's NCCL kernel spins. BP_ERR_DEVICE when it fails. */
 bp_status_t bp_cuda_prepare(void);
 
 /*===-----------------------------------------------------------------------===

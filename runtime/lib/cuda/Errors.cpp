@@ -15,6 +15,7 @@
 
 #include "Launch.h"
 #include "attention/AttentionKernels.h"
+#include "linear/LtContext.h"
 
 #include "core/Status.h"
 
@@ -99,6 +100,12 @@ using namespace bitpipe::runtime::cuda;
 
 extern "C" bp_status_t bp_cuda_prepare(void) {
   if (!indexErrorWord())
+    return BP_ERR_DEVICE;
+  // cuBLASLt's handle, and its workspace on the execution context's stream
+  // (bitpipe/cuda.h), which every matrix product uses.
+  const linear::CallSite site{"bp_cuda_prepare", 0, 0, 0};
+  if (!linear::ltHandle(site) ||
+      !linear::workspaceFor(asStream(bp_cuda_stream()), site))
     return BP_ERR_DEVICE;
   if (bp_status_t st = attention::prepareFlashAttention(); st != BP_OK)
     return st;
