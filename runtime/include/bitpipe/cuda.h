@@ -475,6 +475,14 @@ bp_status_t bp_cuda_synchronize(void *stream);
  * step, while a peer's NCCL kernel spins. BP_ERR_DEVICE when it fails. */
 bp_status_t bp_cuda_prepare(void);
 
+/* What the first bp_attention_fwd / _bwd of this shape would set up, done
+ * now: under BP_PRECISION_BF16, cuDNN's handle and its plans for the shape
+ * (built with run-time compilation), unless BITPIPE_CUDA_ATTENTION=own;
+ * nothing under fp32. Never fails: a shape that cuDNN cannot run is left to
+ * the calls, which take the runtime's own kernels. */
+void bp_cuda_prepare_attention(int64_t B, int64_t T, int64_t H, int64_t nh,
+                               int32_t causal);
+
 /*===-----------------------------------------------------------------------===
  * Device memory: a caching pool, as bp_alloc is for host memory. Freed blocks
  * are kept by their exact rounded size (512 B units below 1 MiB, 128 KiB

@@ -65,6 +65,12 @@ bool useCudnn(int64_t B, int64_t T, int64_t H, int64_t nh, int32_t causal) {
 
 } // namespace
 
+extern "C" void bp_cuda_prepare_attention(int64_t B, int64_t T, int64_t H,
+                                          int64_t nh, int32_t causal) {
+  if (bp_cuda_precision() == BP_PRECISION_BF16)
+    (void)useCudnn(B, T, H, nh, causal);
+}
+
 extern "C" bp_status_t bp_attention_fwd(const float *qkv, float *out,
                                         float *lse, int64_t B, int64_t T,
                                         int64_t H, int64_t nh,

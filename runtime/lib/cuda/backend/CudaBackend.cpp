@@ -36,6 +36,7 @@
 #include "Backend.h"
 #include "CudaParamArrays.h"
 #include "DeviceErrors.h"
+#include "HuggingFaceCheckpoint.h"
 #include "InputStaging.h"
 
 #include "comm/mpi/MpiCommunicator.h"
@@ -208,7 +209,17 @@ Status CudaBackend::configure(const Manifest &manifest) {
   stagingBlock_.bytes = staging_.capacity();
   // What would otherwise happen at the first use, in step 1, with a wait
   // for the whole device while a peer's NCCL kernel may spin.
-  return kernelStatus(bp_cuda_prepare(), "preparing the device");
+  BP_TRY(kernelStatus(bp_cuda_prepare(), "preparing the device"));
+  // The attention of the model's shape (cuDNN's plans under bf16), where
+  // the manifest says the model's sizes (a model of hand-written IR may
+  // not: then at the first call, as before).
+  Expected<HfModelSizes> sizes = manifestHfSizes(manifest);
+  if (sizes.isOk() && sizes->heads > 0)
+    bp_cuda_prepare_attention(manifest.model.microbatchSize,
+                              manifest.model.seqLen, sizes->hidden,
+                              sizes->heads,
+                              sizes->type == HfModelType::Bert ? 0 : 1);
+  return Status::ok();
 }
 
 Expected<BufferRef>
