@@ -52,7 +52,7 @@
 #      max_memory_allocated); for both, the device memory nvidia-smi saw in
 #      use at the peak, which compares whole processes and decides the
 #      memory row; and the start-up to the first step that the executable
-#      prints (PASS under 5 s: issue 31);
+#      prints (PASS under 5 s);
 #   6. the multi-rank match (test/EndToEnd/cuda-ranks.sh; 4 ranks sharing
 #      the GPU, NCCL over loopback): for gpt-tiny and bert-tiny the 1-rank
 #      CUDA fp32 reference (run twice: the floor two runs differ by), then
@@ -427,6 +427,24 @@ kernel_summary() { # LOG: the per-kernel table (largest normalized error)
       for (i = 0; i < n; i++) { k = order[i]; split(k, p, " ")
         printf "%-22s %-22s %6d %10.3e %9s %s\n", p[1], p[2], shapes[k], worst[k], tol[k], pass[k] } }'
 }
+# The row of a GoogleTest binary's run: RC its exit status, DETAIL its
+# counts. The probe saw a device, so a binary whose every test skipped did
+# not see the device the same way: a fault, not a pass. Some tests may skip
+# where a device is (cuDNN missing, a test that cannot run under a
+# sanitizer): the count is in the detail, the reasons in the log.
+gtest_row() { # NAME RC LOG DETAIL
+  local name=$1 rc=$2 log=$3 detail=$4
+  if stopped "$rc"; then
+    row_stopped "$name" "$detail; $(logref "$log")"
+  elif [ "$rc" != 0 ]; then
+    row "$name" FAIL "exit $rc: $(why "$log"); $detail ($(logref "$log"))"
+  elif ! grep -q '^\[  PASSED  \] [1-9]' "$log"; then
+    row "$name" FAIL "no test ran on a machine with a device; $detail ($(logref "$log"))"
+  else
+    row "$name" PASS "$detail"
+  fi
+}
+
 worst_check() { # LOG: "R of tolerance (kernel tensor)", the largest error/tolerance
   grep '^BPCHECK ' "$1" | awk '
     { r = ($5 ~ /nan|inf/) ? 1e300 : ($5 + 0) / ($6 + 0)
@@ -453,21 +471,8 @@ part_gpu_tests() {
     detail="$(gtest_counts "$log")"
     worst=$(worst_check "$log")
     [ -n "$worst" ] && detail="$detail; $worst"
-    if stopped "$rc"; then
-      row_stopped "$tname" "$detail; $(logref "$log")"
-    elif [ "$rc" != 0 ]; then
-      tail -5 "$log"
-      row "$tname" FAIL "exit $rc: $(why "$log"); $detail ($(logref "$log"))"
-    elif ! grep -q '^\[  PASSED  \] [1-9]' "$log"; then
-      # The probe saw a device, so a binary whose every test skipped did not
-      # see the device the same way: a fault, not a pass.
-      row "$tname" FAIL "no test ran on a machine with a device; $detail ($(logref "$log"))"
-    else
-      # Some tests may skip where a device is (cuDNN missing, a test that
-      # cannot run under a sanitizer): the count is in the detail, the
-      # reasons in the log.
-      row "$tname" PASS "$detail"
-    fi
+    [ "$rc" != 0 ] && tail -5 "$log"
+    gtest_row "$tname" "$rc" "$log" "$detail"
   done
 }
 
@@ -635,9 +640,9 @@ part_step() {
       # use of the pool of rank 0, MiB.
       ours_pool=$(sed -n 's/.*peak (pool) per rank, MiB: r0 \([0-9.]*\).*/\1/p' "$step_log" | tail -1)
       [ -n "$ours_tps" ] || row "step tokens/s" FAIL "no tokens/s after the warm-up steps ($(logref "$logs/step-ours.jsonl"))"
-      # Start-up to the first step, as the executable prints it (issue 31:
-      # under 5 s for this 1.3 B-parameter model; the weights are drawn on
-      # the device).
+      # Start-up to the first step, as the executable prints it: the target
+      # is under 5 s for this 1.3 B-parameter model, whose weights are
+      # drawn on the device.
       line=$(grep -m1 '^bitpipe: start-up ' "$step_log")
       if [ -n "$line" ]; then
         local startup init
@@ -719,7 +724,7 @@ ranks_row() { # NAME RC LOG
 # NcclCommunicatorTest.cpp), as ctest runs them: 2 and 4 ranks on the one
 # GPU (the runtime gives each rank its own NCCL_HOSTID).
 part_nccl_tests() {
-  local np name log rc detail
+  local np name log rc
   if [ ! -x "$bin/NcclCommunicatorTests" ]; then
     row "NcclCommunicatorTests" SKIP "not prepared (MANIFEST.txt)"
     return
@@ -733,17 +738,8 @@ part_nccl_tests() {
     rc=0
     timed "$budget_limit" "$log" "${mpirun_cmd[@]}" -np "$np" \
       "$bin/NcclCommunicatorTests" --gtest_color=no || rc=$?
-    detail="rank 0: $(gtest_counts "$log")"
-    if stopped "$rc"; then
-      row_stopped "$name" "$(logref "$log")"
-    elif [ "$rc" != 0 ]; then
-      grep -E '^\[  FAILED  \]|bitpipe' "$log" | head -10
-      row "$name" FAIL "exit $rc: $(why "$log"); $detail ($(logref "$log"))"
-    elif ! grep -q '^\[  PASSED  \] [1-9]' "$log"; then
-      row "$name" FAIL "no test ran; $detail ($(logref "$log"))"
-    else
-      row "$name" PASS "$detail"
-    fi
+    [ "$rc" != 0 ] && grep -E '^\[  FAILED  \]|bitpipe' "$log" | head -10
+    gtest_row "$name" "$rc" "$log" "rank 0: $(gtest_counts "$log")"
   done
 }
 

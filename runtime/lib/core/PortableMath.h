@@ -52,6 +52,21 @@ BP_HOST_DEVICE inline double fromBits(uint64_t b) {
 #endif
 }
 
+/// c[0] + z (c[1] + z (c[2] + ...)) by Horner's rule, each step one fma.
+template <int N>
+BP_HOST_DEVICE inline double horner(const double (&c)[N], double z) {
+  double p = c[N - 1];
+  // Unrolled, so that the coefficients are immediates, not a table.
+#if defined(__CUDACC__)
+#pragma unroll
+#elif defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 32
+#endif
+  for (int k = N - 2; k >= 0; --k)
+    p = std::fma(p, z, c[k]);
+  return p;
+}
+
 /// Natural log of a positive normal double. x = 2^e * m with m in
 /// [sqrt(1/2), sqrt(2)) (exact, by the exponent bits); log m = 2 atanh(s),
 /// s = (m - 1) / (m + 1), |s| <= 0.1716, by its series to s^21, whose next
@@ -66,53 +81,38 @@ BP_HOST_DEVICE inline double log(double x) {
     e += 1;
   }
   const double s = (m - 1.0) / (m + 1.0); // m - 1 is exact (Sterbenz)
-  const double z = s * s;
-  // 1 + z/3 + z^2/5 + ... + z^10/21, by Horner's rule.
-  double p = 0.047619047619047616;          // 1/21
-  p = std::fma(p, z, 0.05263157894736842);  // 1/19
-  p = std::fma(p, z, 0.058823529411764705); // 1/17
-  p = std::fma(p, z, 0.06666666666666667);  // 1/15
-  p = std::fma(p, z, 0.07692307692307693);  // 1/13
-  p = std::fma(p, z, 0.09090909090909091);  // 1/11
-  p = std::fma(p, z, 0.1111111111111111);   // 1/9
-  p = std::fma(p, z, 0.14285714285714285);  // 1/7
-  p = std::fma(p, z, 0.2);                  // 1/5
-  p = std::fma(p, z, 0.3333333333333333);   // 1/3
-  p = std::fma(p, z, 1.0);
-  const double logM = (s + s) * p;
+  // 1 + z/3 + z^2/5 + ... + z^10/21 in z = s^2: 1/(2k + 1).
+  const double oddReciprocals[] = {
+      1.0,                 0.3333333333333333,  0.2,
+      0.14285714285714285, 0.1111111111111111,  0.09090909090909091,
+      0.07692307692307693, 0.06666666666666667, 0.058823529411764705,
+      0.05263157894736842, 0.047619047619047616};
+  const double logM = (s + s) * horner(oddReciprocals, s * s);
   return std::fma(static_cast<double>(e), 0.6931471805599453, logM);
 }
 
 /// cos x for x in [0, pi/4]: the series to x^18 (the next term is below
-/// 2^-58).
+/// 2^-58), in -x^2: 1/(2k)!.
 BP_HOST_DEVICE inline double cosSmall(double x) {
-  const double w = x * x;
-  double p = 1.5619206968586225e-16;           // 1/18!
-  p = std::fma(p, -w, 4.779477332387385e-14);  // 1/16!
-  p = std::fma(p, -w, 1.1470745597729725e-11); // 1/14!
-  p = std::fma(p, -w, 2.08767569878681e-09);   // 1/12!
-  p = std::fma(p, -w, 2.755731922398589e-07);  // 1/10!
-  p = std::fma(p, -w, 2.48015873015873e-05);   // 1/8!
-  p = std::fma(p, -w, 0.001388888888888889);   // 1/6!
-  p = std::fma(p, -w, 0.041666666666666664);   // 1/4!
-  p = std::fma(p, -w, 0.5);                    // 1/2!
-  return std::fma(p, -w, 1.0);
+  const double evenFactorials[] = {
+      1.0,                   0.5,
+      0.041666666666666664,  0.001388888888888889,
+      2.48015873015873e-05,  2.755731922398589e-07,
+      2.08767569878681e-09,  1.1470745597729725e-11,
+      4.779477332387385e-14, 1.5619206968586225e-16};
+  return horner(evenFactorials, -(x * x));
 }
 
-/// sin x for x in [0, pi/4]: x times the series to x^18.
+/// sin x for x in [0, pi/4]: x times the series to x^18, in -x^2:
+/// 1/(2k + 1)!.
 BP_HOST_DEVICE inline double sinSmall(double x) {
-  const double w = x * x;
-  double p = 8.22063524662433e-18;             // 1/19!
-  p = std::fma(p, -w, 2.8114572543455206e-15); // 1/17!
-  p = std::fma(p, -w, 7.647163731819816e-13);  // 1/15!
-  p = std::fma(p, -w, 1.6059043836821613e-10); // 1/13!
-  p = std::fma(p, -w, 2.505210838544172e-08);  // 1/11!
-  p = std::fma(p, -w, 2.7557319223985893e-06); // 1/9!
-  p = std::fma(p, -w, 0.0001984126984126984);  // 1/7!
-  p = std::fma(p, -w, 0.008333333333333333);   // 1/5!
-  p = std::fma(p, -w, 0.16666666666666666);    // 1/3!
-  p = std::fma(p, -w, 1.0);
-  return x * p;
+  const double oddFactorials[] = {
+      1.0,                    0.16666666666666666,
+      0.008333333333333333,   0.0001984126984126984,
+      2.7557319223985893e-06, 2.505210838544172e-08,
+      1.6059043836821613e-10, 7.647163731819816e-13,
+      2.8114572543455206e-15, 8.22063524662433e-18};
+  return x * horner(oddFactorials, -(x * x));
 }
 
 /// cos(2 pi u) for u in [0, 1). The turn is reduced in u, where every

@@ -90,7 +90,7 @@ public:
     std::fill(v_.begin(), v_.end(), 0.0f);
     return zeroGradients();
   }
-  Expected<std::vector<InvalidElement>> findInvalid() override {
+  Expected<std::vector<std::optional<InvalidState>>> findInvalid() override {
     return findInvalidOnHost(layout_, params_.get(), m_.get(), v_.get());
   }
 

@@ -10,8 +10,6 @@
 // moments are what a checkpoint may hold, run where they are: only three
 // indices per parameter cross the bus, not the whole store.
 //
-// None of this has run on a GPU yet (bench/gpu/check.sh runs it there).
-//
 //===----------------------------------------------------------------------===//
 
 #include "Launch.h"

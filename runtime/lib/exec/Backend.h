@@ -68,16 +68,6 @@ struct ParamSegment {
   double stddev = 0.0;
 };
 
-/// Where a parameter first holds a value that a checkpoint may not (in
-/// checkCheckpointValues' order: its weights, then its first moments, then
-/// its second moments).
-struct InvalidElement {
-  bool found = false;
-  StateArray array = StateArray::Weights;
-  int64_t index = 0; ///< Within the tensor.
-  float value = 0.0f;
-};
-
 /// Where a rank's parameters lie in its flat arrays (ParamStore.h says
 /// why in this order). Fixed for the run: targets build their tables from
 /// it once.
@@ -110,9 +100,9 @@ public:
   /// compute copy refreshed. No host image is made.
   virtual Status initialize(uint64_t seed) = 0;
   /// Per segment of the layout's `all`, in that order: its first element
-  /// that a checkpoint may not hold. Scanned on the target: on a device only
-  /// the answer crosses the bus.
-  virtual Expected<std::vector<InvalidElement>> findInvalid() = 0;
+  /// that a checkpoint may not hold (firstInvalidState's). Scanned on the
+  /// target: on a device only the answer crosses the bus.
+  virtual Expected<std::vector<std::optional<InvalidState>>> findInvalid() = 0;
 
   /// Makes the host image hold what the target holds.
   virtual Status toHost() = 0;

@@ -26,25 +26,13 @@ void initializeHostWeights(const ParamLayout &layout, uint64_t seed,
   }
 }
 
-std::vector<InvalidElement> findInvalidOnHost(const ParamLayout &layout,
-                                              const float *params,
-                                              const float *m, const float *v) {
-  std::vector<InvalidElement> found(layout.all.size());
-  for (size_t s = 0; s < layout.all.size(); ++s) {
-    const ParamSegment &seg = layout.all[s];
-    for (auto [array, data] : {std::pair{StateArray::Weights, params},
-                               std::pair{StateArray::FirstMoments, m},
-                               std::pair{StateArray::SecondMoments, v}}) {
-      const float *begin = data + seg.offset, *end = begin + seg.count;
-      const float *bad = std::find_if(begin, end, [array = array](float x) {
-        return !isCheckpointValue(x, array);
-      });
-      if (bad != end) {
-        found[s] = {true, array, bad - begin, *bad};
-        break;
-      }
-    }
-  }
+std::vector<std::optional<InvalidState>>
+findInvalidOnHost(const ParamLayout &layout, const float *params,
+                  const float *m, const float *v) {
+  std::vector<std::optional<InvalidState>> found;
+  for (const ParamSegment &seg : layout.all)
+    found.push_back(firstInvalidState(params + seg.offset, m + seg.offset,
+                                      v + seg.offset, seg.count));
   return found;
 }
 

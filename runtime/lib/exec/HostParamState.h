@@ -25,9 +25,9 @@ void initializeHostWeights(const ParamLayout &layout, uint64_t seed,
 
 /// Per segment of layout.all: its first element that a checkpoint may not
 /// hold, in checkCheckpointValues' order.
-std::vector<InvalidElement> findInvalidOnHost(const ParamLayout &layout,
-                                              const float *params,
-                                              const float *m, const float *v);
+std::vector<std::optional<InvalidState>>
+findInvalidOnHost(const ParamLayout &layout, const float *params,
+                  const float *m, const float *v);
 
 } // namespace bitpipe::runtime
 

@@ -98,11 +98,9 @@ Expected<std::pair<int, Status>> ParamStore::firstInvalidParam() {
   for (size_t p = 0; p < manifest_.params.size(); ++p) {
     if (segment_[p] < 0)
       continue;
-    const InvalidElement &bad = found[segment_[p]];
-    if (bad.found)
+    if (const std::optional<InvalidState> &bad = found[segment_[p]])
       return std::pair{static_cast<int>(p),
-                       invalidStateError(manifest_.params[p].name, bad.array,
-                                         bad.index, bad.value)};
+                       invalidStateError(manifest_.params[p].name, *bad)};
   }
   return std::pair{-1, Status::ok()};
 }

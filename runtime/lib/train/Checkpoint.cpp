@@ -45,27 +45,34 @@ std::string stateTensorName(const std::string &param, StateArray array) {
   return param;
 }
 
-Status invalidStateError(const std::string &param, StateArray array,
-                         int64_t index, float value) {
+std::optional<InvalidState> firstInvalidState(const float *w, const float *m,
+                                              const float *v, int64_t n) {
+  for (auto [array, data] : {std::pair{StateArray::Weights, w},
+                             std::pair{StateArray::FirstMoments, m},
+                             std::pair{StateArray::SecondMoments, v}})
+    for (int64_t i = 0; i < n; ++i)
+      if (!isCheckpointValue(data[i], array))
+        return InvalidState{array, i, data[i]};
+  return std::nullopt;
+}
+
+Status invalidStateError(const std::string &param, const InvalidState &bad) {
   return Status::error(
       ErrorCode::FormatError,
-      formatString(
-          "tensor '%s' element %lld is %g, expected a finite "
-          "value%s",
-          stateTensorName(param, array).c_str(), static_cast<long long>(index),
-          static_cast<double>(value),
-          array == StateArray::SecondMoments ? " >= 0 (a second moment)" : ""));
+      formatString("tensor '%s' element %lld is %g, expected a finite "
+                   "value%s",
+                   stateTensorName(param, bad.array).c_str(),
+                   static_cast<long long>(bad.index),
+                   static_cast<double>(bad.value),
+                   bad.array == StateArray::SecondMoments
+                       ? " >= 0 (a second moment)"
+                       : ""));
 }
 
 Status checkCheckpointValues(const CheckpointParam &p) {
-  const int64_t n = numElements(p.shape);
-  for (auto [array, data] :
-       {std::pair{StateArray::Weights, static_cast<const float *>(p.param)},
-        std::pair{StateArray::FirstMoments, static_cast<const float *>(p.m)},
-        std::pair{StateArray::SecondMoments, static_cast<const float *>(p.v)}})
-    for (int64_t i = 0; i < n; ++i)
-      if (!isCheckpointValue(data[i], array))
-        return invalidStateError(p.name, array, i, data[i]);
+  if (std::optional<InvalidState> bad =
+          firstInvalidState(p.param, p.m, p.v, numElements(p.shape)))
+    return invalidStateError(p.name, *bad);
   return Status::ok();
 }
 

@@ -32,6 +32,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,11 +77,23 @@ inline bool isCheckpointValue(float x, StateArray array) {
   return std::isfinite(x) && !(array == StateArray::SecondMoments && x < 0.0f);
 }
 
-/// The error checkCheckpointValues reports for element \p index of
-/// \p param's \p array holding \p value (wherever that was found: the
-/// CUDA target finds it on the device).
-Status invalidStateError(const std::string &param, StateArray array,
-                         int64_t index, float value);
+/// An element that a checkpoint may not hold: which array, its index in
+/// the tensor, its value.
+struct InvalidState {
+  StateArray array = StateArray::Weights;
+  int64_t index = 0;
+  float value = 0.0f;
+};
+
+/// The first element among \p n weights \p w, first moments \p m and
+/// second moments \p v, in that order (all of \p w first), that a
+/// checkpoint may not hold; none when every one may.
+std::optional<InvalidState> firstInvalidState(const float *w, const float *m,
+                                              const float *v, int64_t n);
+
+/// The error checkCheckpointValues reports for \p param holding \p bad
+/// (wherever that was found: the CUDA target finds it on the device).
+Status invalidStateError(const std::string &param, const InvalidState &bad);
 
 /// Whether \p p's weights and moments are what a checkpoint may hold
 /// (finite; second moments >= 0). The error names the tensor as the file

@@ -10,7 +10,7 @@ namespace bitpipe::runtime {
 // baseline build each is a libm call. A second copy of the loop for CPUs
 // with FMA, with everything inlined into it (flatten), makes them
 // instructions: the same bits (an fma is exact either way), about twice as
-// fast, as fast as libm's log and cos were.
+// fast, as fast as libm's log and cos.
 #if defined(__GNUC__) && defined(__x86_64__)
 #define BP_FMA_CLONE __attribute__((target_clones("fma", "default"), flatten))
 #else

@@ -215,10 +215,10 @@ TEST_F(CudaBackendTest, FindsTheFirstInvalidValueOnTheDevice) {
   ASSERT_TRUE(made.isOk()) << made.status().message();
   std::unique_ptr<ParamArrays> dev = made.take();
   ASSERT_TRUE(dev->initialize(1).isOk());
-  Expected<std::vector<InvalidElement>> none = dev->findInvalid();
+  Expected<std::vector<std::optional<InvalidState>>> none = dev->findInvalid();
   ASSERT_TRUE(none.isOk()) << none.status().message();
-  for (const InvalidElement &e : *none)
-    EXPECT_FALSE(e.found);
+  for (const std::optional<InvalidState> &e : *none)
+    EXPECT_FALSE(e);
   // A NaN weight late in "a", an infinite first moment in "a" before it
   // (weights are reported first), a negative second moment in "c".
   ASSERT_TRUE(dev->toHost().isOk());
@@ -226,22 +226,26 @@ TEST_F(CudaBackendTest, FindsTheFirstInvalidValueOnTheDevice) {
   dev->hostM()[layout.all[0].offset + 3] = INFINITY;
   dev->hostV()[layout.all[2].offset + 4000] = -1.0f;
   ASSERT_TRUE(dev->toTarget().isOk());
-  Expected<std::vector<InvalidElement>> found = dev->findInvalid();
+  Expected<std::vector<std::optional<InvalidState>>> found = dev->findInvalid();
   ASSERT_TRUE(found.isOk()) << found.status().message();
   ASSERT_TRUE(dev->toHost().isOk());
-  std::vector<InvalidElement> onHost =
+  std::vector<std::optional<InvalidState>> onHost =
       findInvalidOnHost(layout, dev->hostParams(), dev->hostM(), dev->hostV());
   ASSERT_EQ(found->size(), onHost.size());
   for (size_t s = 0; s < onHost.size(); ++s) {
-    EXPECT_EQ((*found)[s].found, onHost[s].found) << s;
-    EXPECT_EQ((*found)[s].array, onHost[s].array) << s;
-    EXPECT_EQ((*found)[s].index, onHost[s].index) << s;
+    ASSERT_EQ((*found)[s].has_value(), onHost[s].has_value()) << s;
+    if (onHost[s]) {
+      EXPECT_EQ((*found)[s]->array, onHost[s]->array) << s;
+      EXPECT_EQ((*found)[s]->index, onHost[s]->index) << s;
+    }
   }
-  EXPECT_EQ((*found)[0].array, StateArray::Weights);
-  EXPECT_EQ((*found)[0].index, 900);
-  EXPECT_FALSE((*found)[1].found);
-  EXPECT_EQ((*found)[2].array, StateArray::SecondMoments);
-  EXPECT_EQ((*found)[2].value, -1.0f);
+  ASSERT_TRUE((*found)[0]);
+  EXPECT_EQ((*found)[0]->array, StateArray::Weights);
+  EXPECT_EQ((*found)[0]->index, 900);
+  EXPECT_FALSE((*found)[1]);
+  ASSERT_TRUE((*found)[2]);
+  EXPECT_EQ((*found)[2]->array, StateArray::SecondMoments);
+  EXPECT_EQ((*found)[2]->value, -1.0f);
 }
 
 Manifest oneRankManifest(int64_t worldSize) {

@@ -96,7 +96,7 @@ public:
     uploaded_ = true;
     return Status::ok();
   }
-  Expected<std::vector<InvalidElement>> findInvalid() override {
+  Expected<std::vector<std::optional<InvalidState>>> findInvalid() override {
     return findInvalidOnHost(layout_, master_.data(), m_.data(), v_.data());
   }
 

@@ -152,8 +152,8 @@ Status CudaParamArrays::initialize(uint64_t seed) {
                     "initialising the parameters");
 }
 
-Expected<std::vector<InvalidElement>> CudaParamArrays::findInvalid() {
-  std::vector<InvalidElement> found(layout_.all.size());
+Expected<std::vector<std::optional<InvalidState>>> CudaParamArrays::findInvalid() {
+  std::vector<std::optional<InvalidState>> found(layout_.all.size());
   if (found.empty())
     return found;
   BP_TRY(kernelStatus(bp_cuda_find_invalid(master_, m_, v_, allSegments_,
@@ -183,7 +183,7 @@ Expected<std::vector<InvalidElement>> CudaParamArrays::findInvalid() {
           "reading an invalid parameter value"));
       BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),
                         "reading an invalid parameter value"));
-      found[s] = {true, arrays[k], index, value};
+      found[s] = InvalidState{arrays[k], index, value};
       break;
     }
   return found;

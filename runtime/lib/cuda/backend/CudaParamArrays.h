@@ -37,7 +37,7 @@ public:
   ~CudaParamArrays() override;
 
   Status initialize(uint64_t seed) override;
-  Expected<std::vector<InvalidElement>> findInvalid() override;
+  Expected<std::vector<std::optional<InvalidState>>> findInvalid() override;
 
   float *hostParams() override { return hostParams_.data(); }
   float *hostM() override { return hostM_.data(); }
