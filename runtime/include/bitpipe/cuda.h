@@ -494,9 +494,13 @@ void bp_cuda_prepare_attention(int64_t B, int64_t T, int64_t H, int64_t nh,
  * ptr is enqueued on s (or ordered before it)"; the block is then handed out
  * again only to bp_cuda_alloc(..., s), whose later work on s runs after those
  * uses. Synchronize a stream before destroying it: blocks freed on it stay
- * cached under its handle, which CUDA may give to a new stream. When
- * cudaMalloc fails, the pool waits for the device, returns every cached
- * block to CUDA and tries once more.
+ * cached under its handle, which CUDA may give to a new stream. Blocks come
+ * from the device's stream-ordered pool (cudaMallocAsync) where it has one,
+ * else from cudaMalloc. When that fails, the pool gives every cached block
+ * back in its stream's order (cudaFreeAsync, no host wait) and tries once
+ * more; without stream-ordered allocation it fails at once, since giving
+ * memory back (cudaFree) would wait for the whole device, where a peer's
+ * NCCL kernel may spin.
  *===----------------------------------------------------------------------===*/
 
 /* A device block of at least `bytes` (at least 1) bytes, 256-byte aligned;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 
@@ -35,6 +36,8 @@ __global__ void accumulateKernel(float *acc, const float *g, int64_t n) {
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(accumulateKernel<1>);
 
 extern "C" bp_status_t bp_cuda_accumulate_f32(float *acc, const float *g,
                                               int64_t n, void *stream) {

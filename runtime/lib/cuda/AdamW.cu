@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "MultiTensor.cuh"
 #include "core/ArgChecks.h"
@@ -79,6 +80,8 @@ __global__ void __launch_bounds__(kMultiTensorThreads)
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(adamwKernel);
 
 extern "C" bp_status_t bp_cuda_adamw_step(float *params, const float *grads,
                                           float *m, float *v,

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 
@@ -55,6 +56,8 @@ bp_status_t add(const A *a, const A *b, A *out, int64_t n, void *stream,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(addKernel<1, float>);
 
 extern "C" bp_status_t bp_cuda_add(const bp_bf16_t *a, const bp_bf16_t *b,
                                    bp_bf16_t *out, int64_t n, void *stream) {

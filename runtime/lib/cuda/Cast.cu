@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 
@@ -54,6 +55,8 @@ bp_status_t cast(const InA *in, OutA *out, int64_t n, void *stream,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(castKernel<1, float, bf16>);
 
 extern "C" bp_status_t bp_cuda_cast_f32_to_bf16(const float *in,
                                                 bp_bf16_t *out, int64_t n,

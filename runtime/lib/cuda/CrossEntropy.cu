@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 
@@ -194,6 +195,8 @@ bp_status_t crossEntropyBwd(const A *logits, const int32_t *labels,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(crossEntropyMeanKernel);
 
 extern "C" bp_status_t bp_cuda_cross_entropy_fwd(const bp_bf16_t *logits,
                                                  const int32_t *labels,

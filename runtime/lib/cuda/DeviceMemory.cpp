@@ -12,9 +12,10 @@
 //  - free lists are per stream: a block freed on stream s may still be in use
 //    by work queued on s, and only later work on s is ordered after that
 //    (see the stream-order contract in cuda.h).
-// cudaMallocAsync's pools would also do this; the explicit pool keeps the
-// same accounting and reuse rule as the host pool and plain cudaMalloc
-// memory, which NCCL registers without fuss.
+// Below it, the driver's stream-ordered pool (cudaMallocAsync) where the
+// device has one: it serves the sizes this pool has not cached, and it is
+// what lets an out-of-memory give the cache back without waiting on the
+// host for the whole device (Backing, below).
 //
 // None of this has run on a GPU yet.
 //
@@ -24,6 +25,7 @@
 #include "core/PoolCounters.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <mutex>
 #include <unordered_map>
@@ -54,6 +56,59 @@ struct FreeListKeyHash {
   }
 };
 
+/// Where the pool's blocks come from. Stream-ordered allocation
+/// (cudaMallocAsync from the device's default memory pool, told to keep
+/// what is freed) where the device has memory pools, because its blocks go
+/// back with cudaFreeAsync, which waits for nothing on the host; plain
+/// cudaMalloc otherwise, whose memory goes back only with cudaFree, which
+/// waits for the whole device (docs/runtime-abi.md, "Device memory").
+class Backing {
+public:
+  /// Chooses on the current device, once.
+  void init() {
+    std::call_once(once_, [this] {
+      int device = 0, pools = 0;
+      if (cudaGetDevice(&device) != cudaSuccess ||
+          cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported,
+                                 device) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+      }
+      cudaMemPool_t pool = nullptr;
+      if (!pools || cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+      }
+      // Keep freed memory in the driver's pool rather than giving it back
+      // at every synchronisation (the default threshold is 0): the pool
+      // above caches by size, this one serves the other sizes.
+      uint64_t keepAll = UINT64_MAX;
+      if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold,
+                                  &keepAll) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+      }
+      streamOrdered_ = true;
+    });
+  }
+
+  bool streamOrdered() const { return streamOrdered_; }
+
+  cudaError_t allocate(void **block, size_t size, cudaStream_t stream) {
+    return streamOrdered_ ? cudaMallocAsync(block, size, stream)
+                          : cudaMalloc(block, size);
+  }
+
+  /// Gives \p block back in \p stream's order; only when streamOrdered().
+  cudaError_t giveBack(void *block, cudaStream_t stream) {
+    return cudaFreeAsync(block, stream);
+  }
+
+private:
+  std::once_flag once_;
+  bool streamOrdered_ = false;
+};
+
 class DevicePool {
 public:
   void *allocate(size_t bytes, cudaStream_t stream) {
@@ -69,19 +124,19 @@ public:
         return block;
       }
     }
+    backing_.init();
     void *block = nullptr;
-    cudaError_t err = cudaMalloc(&block, size);
-    if (err == cudaErrorMemoryAllocation) {
-      // The cached blocks of other sizes and streams may be what is missing.
+    cudaError_t err = backing_.allocate(&block, size, stream);
+    if (err == cudaErrorMemoryAllocation && giveBackCached()) {
+      // The cached blocks of other sizes and streams were what was missing;
+      // given back in their streams' order, the driver's pool hands their
+      // memory out again once their streams' work allows.
       cudaGetLastError(); // Not sticky: clear it before trying again.
-      releaseCached();
-      err = cudaMalloc(&block, size);
+      err = backing_.allocate(&block, size, stream);
     }
     if (err != cudaSuccess) {
       cudaGetLastError();
-      char what[96];
-      std::snprintf(what, sizeof what, "bp_cuda_alloc(%zu bytes)", size);
-      checkCuda(err, what);
+      reportFailure(err, size);
       return nullptr;
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -116,23 +171,49 @@ public:
   }
 
 private:
-  /// Returns every cached block to CUDA, after the device is idle: a cached
-  /// block may still be read by queued work of the stream that freed it.
-  void releaseCached() {
-    if (checkCuda(cudaDeviceSynchronize(), "bp_cuda_alloc (releasing cache)") !=
-        BP_OK)
-      return;
+  /// Gives every cached block back to CUDA in the order of the stream that
+  /// freed it, so that nothing waits on the host: a peer's NCCL kernel may
+  /// be spinning on this device, and a host wait for the whole device
+  /// (cudaDeviceSynchronize, cudaFree) would then never return and no
+  /// --timeout could fire. Without stream-ordered allocation nothing can be
+  /// given back that way: false, and the allocation fails.
+  bool giveBackCached() {
+    if (!backing_.streamOrdered())
+      return false;
     std::lock_guard<std::mutex> lock(mutex_);
+    bool any = false;
     for (auto &[key, blocks] : free_) {
       for (void *block : blocks) {
-        checkCuda(cudaFree(block), "bp_cuda_alloc (releasing cache)");
+        checkCuda(backing_.giveBack(block, key.stream),
+                  "bp_cuda_alloc (giving the cache back)");
         blocks_.erase(block);
         counters_.returned(key.size);
+        any = true;
       }
     }
     free_.clear();
+    return any;
   }
 
+  /// One message with what the pool holds, so that an out-of-memory says
+  /// how close the run was.
+  void reportFailure(cudaError_t err, size_t size) {
+    int64_t inUse = 0, peak = 0, reserved = 0;
+    stats(&inUse, &peak, &reserved);
+    char what[256];
+    std::snprintf(what, sizeof what,
+                  "bp_cuda_alloc(%zu bytes; the pool hands out %.1f MiB, "
+                  "holds %.1f MiB from CUDA, %s)",
+                  size, inUse / 1048576.0, reserved / 1048576.0,
+                  backing_.streamOrdered()
+                      ? "its cache given back"
+                      : "its cache kept: without memory pools on this "
+                        "device, giving it back would wait for the whole "
+                        "device");
+    checkCuda(err, what);
+  }
+
+  Backing backing_;
   std::mutex mutex_;
   std::unordered_map<FreeListKey, std::vector<void *>, FreeListKeyHash> free_;
   struct Block {

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 
@@ -109,6 +110,8 @@ bp_status_t embeddingBwd(const int32_t *tokens, const A *dout, float *dwte,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(embeddingFwdKernel<float>);
 
 extern "C" bp_status_t bp_cuda_embedding_fwd(const int32_t *tokens,
                                              const bp_bf16_t *wte,

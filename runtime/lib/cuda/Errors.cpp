@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EagerModules.h"
 #include "Launch.h"
 #include "attention/AttentionKernels.h"
 #include "linear/LtContext.h"
@@ -48,13 +49,25 @@ bp_status_t checkLaunch(const char *what) {
   return BP_ERR_DEVICE;
 }
 
-int32_t *indexErrorWord() {
+namespace {
+
+/// The device word and the pinned host word it is read back into.
+struct IndexErrorWords {
+  int32_t *device = nullptr;
+  int32_t *host = nullptr;
+};
+
+/// Made by the first call, which bp_cuda_prepare is, before any
+/// communicator exists: the one device-wide wait here happens then.
+const IndexErrorWords &indexErrorWords() {
   static std::once_flag once;
-  static int32_t *word = nullptr;
+  static IndexErrorWords words;
   std::call_once(once, [] {
-    int32_t *w = nullptr;
+    int32_t *w = nullptr, *h = nullptr;
     if (checkCuda(cudaMalloc(&w, sizeof(int32_t)), "index-error word") !=
-        BP_OK)
+            BP_OK ||
+        checkCuda(cudaMallocHost(&h, sizeof(int32_t)),
+                  "index-error word (pinned host copy)") != BP_OK)
       return;
     // Synchronous on purpose: the word must read 0 before any kernel that
     // could record into it, whatever stream that kernel runs on.
@@ -62,10 +75,14 @@ int32_t *indexErrorWord() {
             BP_OK ||
         checkCuda(cudaDeviceSynchronize(), "index-error word") != BP_OK)
       return;
-    word = w;
+    words = {w, h};
   });
-  return word;
+  return words;
 }
+
+} // namespace
+
+int32_t *indexErrorWord() { return indexErrorWords().device; }
 
 /// What bp_cuda_synchronize prints for the record of \p who.
 static const char *describeReporter(int32_t who) {
@@ -99,6 +116,9 @@ static const char *describeReporter(int32_t who) {
 using namespace bitpipe::runtime::cuda;
 
 extern "C" bp_status_t bp_cuda_prepare(void) {
+  // The runtime's own kernels first: everything after may launch them.
+  if (bp_status_t st = loadModulesEagerly(); st != BP_OK)
+    return st;
   if (!indexErrorWord())
     return BP_ERR_DEVICE;
   // cuBLASLt's handle, and its workspace on the execution context's stream
@@ -113,35 +133,42 @@ extern "C" bp_status_t bp_cuda_prepare(void) {
 }
 
 extern "C" bp_status_t bp_cuda_synchronize(void *stream) {
-  if (bp_status_t s = checkCuda(cudaStreamSynchronize(asStream(stream)),
-                                "bp_cuda_synchronize");
-      s != BP_OK)
-    return s;
-  int32_t *word = indexErrorWord();
-  if (!word)
+  const IndexErrorWords &words = indexErrorWords();
+  if (!words.device)
     return BP_ERR_DEVICE;
-  int32_t who = kNoIndexError;
-  if (bp_status_t s = checkCuda(cudaMemcpy(&who, word, sizeof(who),
-                                           cudaMemcpyDeviceToHost),
-                                "bp_cuda_synchronize (index-error word)");
-      s != BP_OK)
-    return s;
+  // The word is read in the stream's order, after its work, into pinned
+  // memory, and one wait covers both: a synchronous cudaMemcpy would go
+  // through the legacy default stream, which waits for every blocking
+  // stream of the device.
+  cudaStream_t s = asStream(stream);
+  if (bp_status_t st = checkCuda(
+          cudaMemcpyAsync(words.host, words.device, sizeof(int32_t),
+                          cudaMemcpyDeviceToHost, s),
+          "bp_cuda_synchronize");
+      st != BP_OK)
+    return st;
+  if (bp_status_t st =
+          checkCuda(cudaStreamSynchronize(s), "bp_cuda_synchronize");
+      st != BP_OK)
+    return st;
+  const int32_t who = *words.host;
   if (who == kNoIndexError)
     return BP_OK;
   std::fprintf(stderr,
                "bitpipe: cuda: %s\n",
                describeReporter(who));
   std::fflush(stderr);
-  // Cleared before returning (an error path: waiting costs nothing), so a
-  // kernel enqueued next, on any stream, cannot record into the word and
-  // then see its record wiped by this memset.
-  if (bp_status_t s = checkCuda(cudaMemset(word, 0, sizeof(int32_t)),
-                                "bp_cuda_synchronize (index-error word)");
-      s != BP_OK)
-    return s;
-  if (bp_status_t s = checkCuda(cudaStreamSynchronize(nullptr),
-                                "bp_cuda_synchronize (index-error word)");
-      s != BP_OK)
-    return s;
+  // Cleared before returning, so that the next step's kernels record
+  // afresh; the run's kernels are all on this stream (bitpipe/cuda.h's
+  // execution context).
+  if (bp_status_t st = checkCuda(
+          cudaMemsetAsync(words.device, 0, sizeof(int32_t), s),
+          "bp_cuda_synchronize (index-error word)");
+      st != BP_OK)
+    return st;
+  if (bp_status_t st = checkCuda(cudaStreamSynchronize(s),
+                                 "bp_cuda_synchronize (index-error word)");
+      st != BP_OK)
+    return st;
   return BP_ERR_INVALID_ARGUMENT;
 }

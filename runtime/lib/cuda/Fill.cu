@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 
@@ -54,6 +55,8 @@ bp_status_t fill(A *out, float value, int64_t n, void *stream,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(fillKernel<1, float>);
 
 extern "C" bp_status_t bp_cuda_fill_f32(float *out, float value, int64_t n,
                                         void *stream) {

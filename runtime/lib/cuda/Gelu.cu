@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "GeluMath.cuh"
 #include "Launch.h"
 #include "core/ArgChecks.h"
@@ -87,6 +88,8 @@ bp_status_t geluBwd(const A *dy, const A *x, A *dx, int64_t n, void *stream,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(geluFwdKernel<TanhGelu, 1, float>);
 
 extern "C" bp_status_t bp_cuda_gelu_fwd(const bp_bf16_t *x, bp_bf16_t *y,
                                         int64_t n, void *stream) {

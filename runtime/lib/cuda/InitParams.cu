@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EagerModules.h"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 #include "core/Random.h"
@@ -68,6 +69,8 @@ __global__ void noneFoundKernel(int64_t *first, int64_t n) {
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(noneFoundKernel);
 
 extern "C" bp_status_t bp_cuda_init_normal(float *out, int64_t n, double stddev,
                                            uint64_t seed, uint64_t stream,

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 
@@ -93,6 +94,8 @@ bp_status_t fold(const A *dmha, A *dgqa, int64_t rows, int64_t H, int64_t nh,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(expandKernel<float>);
 
 extern "C" bp_status_t bp_cuda_kv_heads_expand(const bp_bf16_t *gqa,
                                                bp_bf16_t *mha, int64_t rows,

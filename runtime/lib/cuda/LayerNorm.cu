@@ -21,6 +21,7 @@
 
 #include "ColumnChunks.h"
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 
@@ -195,6 +196,8 @@ bp_status_t layerNormBwd(const A *dy, const A *x, const A *gamma,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(layerNormParamGradFinishKernel);
 
 extern "C" bp_status_t bp_cuda_layer_norm_fwd(const bp_bf16_t *x,
                                               const bp_bf16_t *gamma,

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EagerModules.h"
 #include "MultiTensor.cuh"
 
 namespace bitpipe::runtime::cuda {
@@ -59,6 +60,8 @@ __global__ void chunkTableKernel(const bp_cuda_segment *segments,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(chunkTableKernel);
 
 bp_status_t launchChunkTable(const bp_cuda_segment *segments,
                              int32_t numSegments, int64_t *table,

@@ -12,6 +12,7 @@
 
 #include "ColumnChunks.h"
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 
@@ -150,6 +151,8 @@ bp_status_t rmsNormBwd(const A *dy, const A *x, const A *gamma,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(rmsNormGainGradFinishKernel);
 
 extern "C" bp_status_t bp_cuda_rms_norm_fwd(const bp_bf16_t *x,
                                             const bp_bf16_t *gamma,

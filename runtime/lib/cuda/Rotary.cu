@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 
@@ -89,6 +90,8 @@ bp_status_t rotary(const A *in, A *out, int64_t B, int64_t T, int64_t H,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(rotaryKernel<float>);
 
 extern "C" bp_status_t bp_cuda_rotary_fwd(const bp_bf16_t *qkv, bp_bf16_t *out,
                                           int64_t B, int64_t T, int64_t H,

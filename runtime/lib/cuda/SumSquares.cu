@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "MultiTensor.cuh"
 #include "core/ArgChecks.h"
@@ -59,6 +60,8 @@ __global__ void sumSquaresFinishKernel(const double *partial, int count,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(sumSquaresFinishKernel);
 
 extern "C" bp_status_t bp_cuda_sum_squares(const float *g,
                                            const bp_cuda_segment *segments,

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"
+#include "EagerModules.h"
 #include "Launch.h"
 #include "core/ArgChecks.h"
 
@@ -96,6 +97,8 @@ bp_status_t swigluBwd(const A *dy, const A *gate, const A *up, A *dgate,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(swigluFwdKernel<1, float>);
 
 extern "C" bp_status_t bp_cuda_swiglu_fwd(const bp_bf16_t *gate,
                                           const bp_bf16_t *up, bp_bf16_t *y,

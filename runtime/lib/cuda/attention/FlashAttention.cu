@@ -36,6 +36,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../EagerModules.h"
 #include "../Launch.h"
 #include "AttentionKernels.h"
 #include "RowDot.cuh"
@@ -557,6 +558,8 @@ template <int D> bp_status_t allowFor() {
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(flashForwardKernel<64>);
 
 namespace bitpipe::runtime::cuda::attention {
 

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../DeviceMath.cuh"
+#include "../EagerModules.h"
 #include "../Launch.h"
 #include "AttentionKernels.h"
 #include "RowDot.cuh"
@@ -433,6 +434,8 @@ template <typename E> bp_status_t allowForAnyD() {
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(simtForwardKernel<float, 1>);
 
 namespace bitpipe::runtime::cuda::attention {
 

@@ -11,6 +11,7 @@
 #include "Elementwise.h"
 
 #include "../DeviceMath.cuh"
+#include "../EagerModules.h"
 #include "../GeluMath.cuh"
 #include "../Launch.h"
 
@@ -204,6 +205,8 @@ bp_status_t launchAddColumnSums(const T *dy, float *db, int64_t rows,
 }
 
 } // namespace
+
+BITPIPE_CUDA_LOAD_AT_START_UP(addChunkSumsKernel);
 
 bp_status_t biasGelu(bp_bf16_t *pre, const bp_bf16_t *bias, bp_bf16_t *y,
                      int64_t rows, int64_t cols, cudaStream_t stream,
