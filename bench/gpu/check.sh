@@ -619,6 +619,35 @@ stop_sampling() { # FILE BASELINE_MIB: prints the peak above the baseline in GiB
 }
 memory_now() { timeout 10 nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -1; }
 
+# cuDNN's plans, built by the step run above into a fresh plan cache, are
+# restored by a second, one-step run (docs/runtime-abi.md, "Start-up on
+# CUDA"): the executable's plan line says how many of each and how long.
+plan_cache_row() { # STEP_LOG
+  local built_line again_log=$logs/step-plans-again.log again_line rc=0
+  built_line=$(grep -m1 '^bitpipe: cuDNN attention plans: ' "$1")
+  if [ -z "$built_line" ]; then
+    row "cuDNN plan cache" SKIP "no cuDNN plans were made (attention on the runtime's own kernels; $(logref "$1"))"
+    return 0
+  fi
+  granted "cuDNN plan cache" || return 0
+  timed "$budget_limit" "$again_log" "$payload/step/train" --data "$payload/e2e/tokens.bin" \
+    --steps 1 --seed 1 --lr 1e-3 --plan-cache "$scratch/plans" || rc=$?
+  again_line=$(grep -m1 '^bitpipe: cuDNN attention plans: ' "$again_log")
+  local built restored
+  built=$(echo "$again_line" | sed -n 's/.*plans: \([0-9]*\) built.*/\1/p')
+  restored=$(echo "$again_line" | sed -n 's/.* \([0-9]*\) restored.*/\1/p')
+  local first second
+  first=$(echo "$built_line" | sed -n 's/.*plans: \(.*\) (plan cache.*/\1/p')
+  second=$(echo "$again_line" | sed -n 's/.*plans: \(.*\) (plan cache.*/\1/p')
+  if [ "$rc" != 0 ]; then
+    row "cuDNN plan cache" FAIL "second run: exit $rc: $(why "$again_log") ($(logref "$again_log"))"
+  elif [ "$built" = 0 ] && [ "${restored:-0}" -gt 0 ]; then
+    row "cuDNN plan cache" PASS "first run $first; second run $second"
+  else
+    row "cuDNN plan cache" FAIL "second run did not restore every plan: ${second:-no plan line} ($(logref "$again_log"))"
+  fi
+}
+
 part_step() {
   local step_log=$logs/step-ours.log torch_step_log=$logs/step-torch.log
   local ours_tps="" ours_pool="" ours_smi="" torch_tps="" torch_peak="" torch_smi=""
@@ -631,7 +660,8 @@ part_step() {
     start_sampling "$logs/step-ours.memory"
     rc=0
     timed "$budget_limit" "$step_log" "$payload/step/train" --data "$payload/e2e/tokens.bin" \
-      --steps 6 --seed 1 --lr 1e-3 --metrics "$logs/step-ours.jsonl" || rc=$?
+      --steps 6 --seed 1 --lr 1e-3 --metrics "$logs/step-ours.jsonl" \
+      --plan-cache "$scratch/plans" || rc=$?
     ours_smi=$(stop_sampling "$logs/step-ours.memory" "${base:-0}")
     tail -12 "$step_log"
     if [ "$rc" = 0 ]; then
@@ -653,6 +683,7 @@ part_step() {
       else
         row "step start-up (s)" FAIL "no start-up line ($(logref "$step_log"))"
       fi
+      plan_cache_row "$step_log"
     elif stopped "$rc"; then
       row_stopped "step tokens/s" "$(logref "$step_log")"
     else

@@ -6,10 +6,10 @@
 # The minimums add up to at most the budget, so every part that is reached
 # gets its minimum even when the parts before it ran to their caps:
 #   full, 360 s:  setup 20 + GPU tests 30 + 1-rank match 5 x 6 + diverging
-#     runs 2 x 5 + block benchmark 8 + 12 + step benchmark 15 + 20 + NCCL
-#     communicator tests 6 + 8 + multi-rank references 2 x 8 + multi-rank
-#     waves 7 x 10 + killed rank 20 + ranks-bench 35 + NCCL rules 5 x 5 +
-#     memcheck 8 + 2 x 8 + wrap-up 10 = 359 s;
+#     runs 2 x 5 + block benchmark 8 + 8 + step benchmark 15 + plan cache
+#     8 + 20 + NCCL communicator tests 6 + 8 + multi-rank references 2 x 8
+#     + multi-rank waves 7 x 10 + killed rank 20 + ranks-bench 32 + NCCL
+#     rules 5 x 5 + memcheck 8 + 2 x 8 + wrap-up 10 = 360 s;
 #   quick, 180 s: setup 20 + GPU tests 30 + 1-rank match 5 x 6 +
 #     multi-rank references 2 x 8 + multi-rank waves 7 x 10 + wrap-up 10
 #     = 176 s.
@@ -69,14 +69,15 @@ check_plan() { # full|quick: budget_start, then the plan of that mode
     budget_plan "e2e gpt-tiny diverge" 5 15
     budget_plan "e2e bert-tiny diverge" 5 15
     budget_plan "block ours" 8 30
-    budget_plan "block PyTorch" 12 45
+    budget_plan "block PyTorch" 8 45
     budget_plan "step ours" 15 60
+    budget_plan "cuDNN plan cache" 8 40
     budget_plan "step PyTorch" 20 60
     budget_plan "NcclCommunicatorTests np2" 6 30
     budget_plan "NcclCommunicatorTests np4" 8 40
     plan_ranks_match
     budget_plan "r4 killed rank" 20 45
-    budget_plan ranks-bench 35 90
+    budget_plan ranks-bench 32 90
     for s in "${rules_schedules[@]}"; do budget_plan "r4 nccl rules: $s" 5 25; done
     budget_plan "memcheck probe" 8 20
     budget_plan "memcheck CudaKernelTests" 8 90

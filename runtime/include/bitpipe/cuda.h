@@ -483,6 +483,24 @@ bp_status_t bp_cuda_prepare(void);
 void bp_cuda_prepare_attention(int64_t B, int64_t T, int64_t H, int64_t nh,
                                int32_t causal);
 
+/* The folder where cuDNN's attention plans are kept between runs, one file
+ * per plan (cuDNN's serialized form, keyed by cuDNN's version, the device
+ * and the shape), shared by the ranks of a node; NULL or "" for none. A
+ * plan found there is restored instead of built (which compiles its kernel
+ * at run time, seconds); one built is stored there. A damaged or refused
+ * entry is said on stderr and built again. Call before the first plan is
+ * made. */
+void bp_cuda_set_plan_cache(const char *dir);
+
+/* What making cuDNN's plans has cost this process so far. */
+typedef struct bp_cuda_plan_stats {
+  int32_t built;        /* plans built (heuristics, run-time compilation) */
+  int32_t loaded;       /* plans restored from the plan cache */
+  double build_seconds; /* spent building, including refused engines */
+  double load_seconds;  /* spent restoring */
+} bp_cuda_plan_stats;
+void bp_cuda_get_plan_stats(bp_cuda_plan_stats *out);
+
 /*===-----------------------------------------------------------------------===
  * Device memory: a caching pool, as bp_alloc is for host memory. Freed blocks
  * are kept by their exact rounded size (512 B units below 1 MiB, 128 KiB

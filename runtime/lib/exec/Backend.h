@@ -157,6 +157,16 @@ public:
     return std::unique_ptr<Communicator>();
   }
 
+  /// Before configure(): the folder where the target keeps what is slow
+  /// to make and the same from run to run (CUDA: cuDNN's attention plans,
+  /// core/FileCache.h); "" for none. Nothing on the CPU.
+  virtual void usePlanCache(const std::string & /*dir*/) {}
+
+  /// After configure(): what making the target's plans cost at start-up,
+  /// as rank 0 prints it ("cuDNN attention plans: ..."); "" when it made
+  /// none.
+  virtual std::string planReport() const { return ""; }
+
   /// After placeRank(): whether this target can run \p manifest (its
   /// precision, its world size), and the device's set-up (stream,
   /// precision of runtime.h's functions). A clear error when not: no

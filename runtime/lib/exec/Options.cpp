@@ -2,6 +2,8 @@
 
 #include "Options.h"
 
+#include "core/FileCache.h"
+
 #include "core/AtomicFile.h"
 #include "core/Flags.h"
 #include "core/OutputDestination.h"
@@ -86,6 +88,11 @@ FlagSet flags(TrainOptions &o) {
   f.number("--timeout", "SECONDS",
            "communication deadline (default $BITPIPE_COMM_TIMEOUT or 300)",
            &o.timeoutSeconds, 0, /*strict=*/true);
+  f.text("--plan-cache", "DIR",
+         "where the CUDA target keeps cuDNN's attention plans between runs, "
+         "shared by the ranks of a node (default $XDG_CACHE_HOME/bitpipe, "
+         "else ~/.cache/bitpipe; 'none': nowhere)",
+         &o.planCache);
   f.integer("--skip-nonfinite-steps", "K",
             "skip the update of a step whose gradients are not finite, at "
             "most K steps in a row (default 0: stop at the first)",
@@ -111,6 +118,12 @@ Expected<TrainOptions> parseTrainOptions(int argc, char **argv) {
     return Status::error(ErrorCode::InvalidArgument,
                          "--save-every needs --save PATH");
   return o;
+}
+
+std::string planCacheFolder(const TrainOptions &o) {
+  if (o.planCache == "none")
+    return "";
+  return o.planCache.empty() ? FileCache::defaultDir() : o.planCache;
 }
 
 std::string rankParamsPath(const TrainOptions &o, int rank) {

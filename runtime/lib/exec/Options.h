@@ -42,6 +42,10 @@ struct TrainOptions {
   /// output is a pseudo-terminal whatever mpirun's own output is).
   bool progress = false;
   double timeoutSeconds = 0; // 0: the communicator's default
+  /// --plan-cache: where the target keeps what is slow to make between
+  /// runs (CUDA: cuDNN's attention plans). "" until resolved by
+  /// planCacheFolder (the default folder), "none" for nowhere.
+  std::string planCache;
   /// How many steps in a row may skip their update for non-finite
   /// gradients before training stops (0: none; docs/training-semantics.md,
   /// "Non-finite values").
@@ -56,6 +60,10 @@ Expected<TrainOptions> parseTrainOptions(int argc, char **argv);
 
 /// The --help text.
 std::string trainUsage(const char *program);
+
+/// The folder --plan-cache names: its value, FileCache::defaultDir() when
+/// not given, "" for "none" (no cache). Reads the environment.
+std::string planCacheFolder(const TrainOptions &o);
 
 /// Where --dump-rank-params puts \p rank's parameters: DIR/rank<R>.safetensors.
 std::string rankParamsPath(const TrainOptions &o, int rank);

@@ -680,8 +680,12 @@ int runTraining(const CompiledProgram &program, BackendFactory createBackend,
   // then its transport (NCCL on CUDA: collective, on the backend's stream).
   if (!agreeAllOk(mpi, backend->placeRank(mpi)))
     return 1;
+  backend->usePlanCache(planCacheFolder(*o));
   if (!agreeAllOk(mpi, backend->configure(*m)))
     return 1;
+  if (rank == 0)
+    if (std::string plans = backend->planReport(); !plans.empty())
+      std::printf("bitpipe: %s\n", plans.c_str());
   Expected<std::unique_ptr<Communicator>> device =
       backend->createCommunicator(mpi);
   if (!device.isOk())

@@ -35,14 +35,18 @@
 #include "Reference.h"
 #include "attention/CudnnSdpaPlan.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <ostream>
 #include <set>
 #include <string>
+#include <utility>
 
 using namespace bitpipe::runtime;
 using namespace bitpipe::runtime::test;
@@ -128,6 +132,108 @@ INSTANTIATE_TEST_SUITE_P(
                       SdpaCase{2, 129, 2, 128, false},
                       SdpaCase{2, 256, 4, 64, true}),
     sdpaCaseName);
+
+//===----------------------------------------------------------------------===//
+// The plan cache (bp_cuda_set_plan_cache): plans built once are restored.
+//===----------------------------------------------------------------------===//
+
+class CudnnPlanCache : public CudaTest {
+protected:
+  void SetUp() override {
+    CudaTest::SetUp();
+    if (IsSkipped())
+      return;
+    char tmpl[] = "/tmp/bitpipe-plans-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    bp_cuda_set_plan_cache(dir_.c_str());
+  }
+  void TearDown() override {
+    bp_cuda_set_plan_cache(nullptr);
+    if (!dir_.empty())
+      (void)std::system(("rm -rf '" + dir_ + "'").c_str());
+  }
+  static bp_cuda_plan_stats stats() {
+    bp_cuda_plan_stats s{};
+    bp_cuda_get_plan_stats(&s);
+    return s;
+  }
+  /// The plan files in the folder.
+  int entries() const {
+    int n = 0;
+    if (DIR *d = ::opendir(dir_.c_str())) {
+      while (dirent *e = ::readdir(d))
+        n += std::string(e->d_name).rfind("cudnn", 0) == 0;
+      ::closedir(d);
+    }
+    return n;
+  }
+  std::string dir_;
+};
+
+// A shape no other test uses: its two plans are built and stored, then,
+// forgotten, restored from the folder, and the restored forward writes the
+// same bits as the built one.
+TEST_F(CudnnPlanCache, BuiltPlansAreStoredAndRestoredToTheSameBits) {
+  const int64_t B = 1, T = 128, nh = 2, H = 2 * 64;
+  const bp_cuda_plan_stats before = stats();
+  if (!bp_cudnn_attention_supported(B, T, H, nh, 1))
+    GTEST_SKIP() << "bp_cudnn_attention_supported is 0 for this shape on "
+                    "this machine (the reason is on stderr)";
+  const bp_cuda_plan_stats built = stats();
+  EXPECT_EQ(built.built - before.built, 2);
+  EXPECT_EQ(built.loaded - before.loaded, 0);
+  EXPECT_EQ(entries(), 2);
+
+  auto qkv = randomBf16Values(B * T * 3 * H, 991, -2.0f, 2.0f);
+  DeviceBuffer<bp_bf16_t> dQkv(toBf16(qkv)), dOut(B * T * H);
+  DeviceBuffer<float> dLse(B * nh * T);
+  auto forward = [&] {
+    EXPECT_EQ(bp_cudnn_attention_fwd(dQkv.get(), dOut.get(), dLse.get(), B, T,
+                                     H, nh, 1, stream()),
+              BP_OK);
+    EXPECT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+    return std::make_pair(dOut.download(), dLse.download());
+  };
+  const auto first = forward();
+
+  cudnn::forgetPlans();
+  ASSERT_TRUE(bp_cudnn_attention_supported(B, T, H, nh, 1));
+  const bp_cuda_plan_stats restored = stats();
+  EXPECT_EQ(restored.built, built.built);
+  EXPECT_EQ(restored.loaded - built.loaded, 2);
+  const auto second = forward();
+  EXPECT_EQ(first.first, second.first);
+  EXPECT_EQ(first.second, second.second);
+}
+
+// A damaged entry is said on stderr and the plan is built (and stored)
+// again.
+TEST_F(CudnnPlanCache, ADamagedEntryIsBuiltAgain) {
+  const int64_t B = 1, T = 256, nh = 2, H = 2 * 64;
+  if (!bp_cudnn_attention_supported(B, T, H, nh, 0))
+    GTEST_SKIP() << "bp_cudnn_attention_supported is 0 for this shape on "
+                    "this machine (the reason is on stderr)";
+  ASSERT_EQ(entries(), 2);
+  // Cut every entry short.
+  if (DIR *d = ::opendir(dir_.c_str())) {
+    while (dirent *e = ::readdir(d)) {
+      if (std::string(e->d_name).rfind("cudnn", 0) == 0) {
+        EXPECT_EQ(::truncate((dir_ + "/" + e->d_name).c_str(), 40), 0);
+      }
+    }
+    ::closedir(d);
+  }
+  const bp_cuda_plan_stats before = stats();
+  cudnn::forgetPlans();
+  ::testing::internal::CaptureStderr();
+  EXPECT_TRUE(bp_cudnn_attention_supported(B, T, H, nh, 0));
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("plan cache"), std::string::npos) << said;
+  EXPECT_NE(said.find("truncated"), std::string::npos) << said;
+  EXPECT_EQ(stats().built - before.built, 2);
+  EXPECT_EQ(stats().loaded, before.loaded);
+}
 
 //===----------------------------------------------------------------------===//
 // Host-side checks (run everywhere).

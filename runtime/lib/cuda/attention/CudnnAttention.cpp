@@ -2,9 +2,13 @@
 //
 // Attention through cuDNN's fused flash-attention engines: the graphs of
 // CudnnSdpaGraph.cpp, one execution plan per (B, T, H, nh, causal,
-// direction) built on first use and cached for the life of the process
-// (training repeats a handful of shapes), executed on the caller's stream
-// with a workspace from the device pool.
+// direction) made at start-up (bp_cuda_prepare_attention) or on first use
+// and kept for the life of the process (training repeats a handful of
+// shapes), executed on the caller's stream with a workspace from the device
+// pool. Making a plan compiles its kernel at run time (seconds); so a plan
+// made is also stored, serialized, in the plan cache folder
+// (bp_cuda_set_plan_cache, core/FileCache.h), from which the next run, or
+// another rank of the node, restores it in milliseconds.
 //
 // The cuDNN handle is created once, lazily, on the device that is current
 // then (one device per process, as the pool); its stream is set on every
@@ -18,11 +22,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudnnSdpaPlan.h"
-#include "cuda/Launch.h"
 #include "core/ArgChecks.h"
+#include "core/FileCache.h"
+#include "cuda/Launch.h"
 
 #include <cuda_runtime.h>
 
+#include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -70,9 +77,54 @@ struct CudnnState {
   cudnnHandle_t handle = nullptr;
   std::string handleWhyNot; // why there is no handle, once tried
   bool deviceReported = false; // handleWhyNot printed
+  /// What a serialized plan was made for besides its shape: cuDNN's
+  /// version, the graphs' version and the device (its architecture, SM
+  /// count and name), as a cache key's prefix; set with the handle.
+  std::string keyPrefix;
+  std::string cacheDir; // "" for no plan cache (bp_cuda_set_plan_cache)
   std::map<PlanKey, CachedPlan> plans;
   std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, bool>> reported;
+  bp_cuda_plan_stats stats{};
 };
+
+/// \p text with every character a cache key may not hold as '_'.
+std::string keySafe(const std::string &text) {
+  std::string out;
+  for (char c : text)
+    out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+                   c == '-' || c == '+'
+               ? c
+               : '_';
+  return out;
+}
+
+/// "cudnn91600-g1-sm90-132sm-NVIDIA_H200-", from the current device.
+std::string keyPrefixFor(int device) {
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, device) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  return "cudnn" + std::to_string(cudnnGetVersion()) + "-g" +
+         std::to_string(kSdpaGraphVersion) + "-sm" + std::to_string(p.major) +
+         std::to_string(p.minor) + "-" +
+         std::to_string(p.multiProcessorCount) + "sm-" + keySafe(p.name) + "-";
+}
+
+/// The cache key of one plan: the state's prefix, then the shape.
+std::string cacheKey(const CudnnState &st, const SdpaShape &s,
+                     SdpaDirection direction) {
+  return st.keyPrefix + "sdpa-" +
+         (direction == SdpaDirection::Forward ? "fwd" : "bwd") + "-B" +
+         std::to_string(s.B) + "-T" + std::to_string(s.T) + "-H" +
+         std::to_string(s.H) + "-nh" + std::to_string(s.nh) +
+         (s.causal ? "-causal" : "-full");
+}
+
+double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
+      .count();
+}
 
 CudnnState &state() {
   static CudnnState *s = new CudnnState(); // never destroyed: no teardown
@@ -118,7 +170,58 @@ const std::string &deviceWhyNot(CudnnState &st) {
     return st.handleWhyNot;
   }
   st.handle = handle;
+  st.keyPrefix = keyPrefixFor(device);
   return st.handleWhyNot;
+}
+
+/// The plan of \p key restored from the cache folder into \p plan, if it
+/// is there and cuDNN takes it back; a damaged or refused entry is said on
+/// stderr (it is then made and stored afresh).
+bool restore(CudnnState &st, const SdpaShape &shape, SdpaDirection direction,
+             const std::string &key, SdpaPlan &plan) {
+  if (st.cacheDir.empty() || st.keyPrefix.empty())
+    return false;
+  const auto start = std::chrono::steady_clock::now();
+  FileCache::Lookup entry = FileCache(st.cacheDir).load(key);
+  std::string why = entry.problem;
+  if (entry.bytes) {
+    why = loadSdpaPlan(shape, direction, st.handle, *entry.bytes, plan);
+    if (why.empty()) {
+      ++st.stats.loaded;
+      st.stats.load_seconds += secondsSince(start);
+      return true;
+    }
+    why = "cuDNN refused the plan in '" + FileCache(st.cacheDir).pathOf(key) +
+          "': " + why;
+  }
+  if (!why.empty()) {
+    std::fprintf(stderr, "bitpipe: cudnn attention: plan cache: %s; "
+                         "building the plan again\n",
+                 why.c_str());
+    std::fflush(stderr);
+  }
+  return false;
+}
+
+/// Stores \p plan in the cache folder; a failure is a note on stderr (the
+/// run goes on: the next one builds the plan again).
+void store(CudnnState &st, const std::string &key, const SdpaPlan &plan) {
+  if (st.cacheDir.empty() || st.keyPrefix.empty())
+    return;
+  std::string json;
+  std::string why = serializeSdpaPlan(plan, json);
+  if (why.empty()) {
+    Status s = FileCache(st.cacheDir).store(key, json);
+    if (!s.isOk())
+      why = s.message();
+  } else {
+    why = "cuDNN cannot serialize the plan of " + key + ": " + why;
+  }
+  if (!why.empty()) {
+    std::fprintf(stderr, "bitpipe: cudnn attention: plan cache: %s\n",
+                 why.c_str());
+    std::fflush(stderr);
+  }
 }
 
 /// The cached plan of `shape` and `direction`, building it on first ask.
@@ -128,10 +231,20 @@ const CachedPlan &planFor(CudnnState &st, const SdpaShape &shape,
   auto [it, inserted] = st.plans.try_emplace(keyOf(shape, direction));
   if (inserted) {
     auto plan = std::make_unique<SdpaPlan>();
+    const std::string key = cacheKey(st, shape, direction);
+    if (restore(st, shape, direction, key, *plan)) {
+      it->second.plan = std::move(plan);
+      return it->second;
+    }
+    const auto start = std::chrono::steady_clock::now();
     it->second.whyNot =
         buildSdpaPlan(shape, direction, st.handle, nullptr, *plan);
-    if (it->second.whyNot.empty())
+    st.stats.build_seconds += secondsSince(start);
+    if (it->second.whyNot.empty()) {
+      ++st.stats.built;
+      store(st, key, *plan);
       it->second.plan = std::move(plan);
+    }
   }
   return it->second;
 }
@@ -270,6 +383,29 @@ bp_status_t admit(CudnnState &st, const SdpaShape &shape, const char *fn) {
 }
 
 } // namespace
+
+namespace bitpipe::runtime::cuda::cudnn {
+void forgetPlans() {
+  CudnnState &st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  st.plans.clear();
+  st.reported.clear();
+}
+} // namespace bitpipe::runtime::cuda::cudnn
+
+extern "C" void bp_cuda_set_plan_cache(const char *dir) {
+  CudnnState &st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  st.cacheDir = dir ? dir : "";
+}
+
+extern "C" void bp_cuda_get_plan_stats(bp_cuda_plan_stats *out) {
+  if (!out)
+    return;
+  CudnnState &st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  *out = st.stats;
+}
 
 extern "C" int32_t bp_cudnn_attention_supported(int64_t B, int64_t T,
                                                 int64_t H, int64_t nh,

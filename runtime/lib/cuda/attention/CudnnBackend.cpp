@@ -7,6 +7,8 @@
 
 #include "CudnnBackend.h"
 
+#include <algorithm>
+
 namespace bitpipe::runtime::cuda::cudnn {
 
 void Descriptor::reset() {
@@ -136,6 +138,28 @@ void Builder::setChars(const Descriptor &d, cudnnBackendAttributeName_t name,
                        const std::string &text, const char *what) {
   set(d, name, CUDNN_TYPE_CHAR, static_cast<int64_t>(text.size()), text.data(),
       what);
+}
+
+std::string Builder::getChars(const Descriptor &d,
+                              cudnnBackendAttributeName_t name,
+                              const char *what) {
+  if (!ok())
+    return "";
+  const std::string call = std::string("cudnnBackendGetAttribute(") + what + ")";
+  int64_t count = 0;
+  if (!check(cudnnBackendGetAttribute(d.get(), name, CUDNN_TYPE_CHAR, 0, &count,
+                                      nullptr),
+             call))
+    return "";
+  std::string text(static_cast<size_t>(std::max<int64_t>(count, 0)), '\0');
+  if (!check(cudnnBackendGetAttribute(d.get(), name, CUDNN_TYPE_CHAR, count,
+                                      &count, text.data()),
+             call))
+    return "";
+  // The count may include the terminating NUL.
+  while (!text.empty() && text.back() == '\0')
+    text.pop_back();
+  return text;
 }
 
 int64_t Builder::getInt64(const Descriptor &d,

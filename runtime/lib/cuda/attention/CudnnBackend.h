@@ -94,6 +94,9 @@ public:
   void setChars(const Descriptor &d, cudnnBackendAttributeName_t name,
                 const std::string &text, const char *what);
 
+  /// Reads a text attribute (e.g. a plan's JSON representation).
+  std::string getChars(const Descriptor &d, cudnnBackendAttributeName_t name,
+                       const char *what);
   /// Reads one int64 attribute (e.g. a plan's workspace size).
   int64_t getInt64(const Descriptor &d, cudnnBackendAttributeName_t name,
                    const char *what);

@@ -129,6 +129,46 @@ std::string buildSdpaPlan(const SdpaShape &shape, SdpaDirection direction,
   return "no cuDNN engine runs this graph: " + refusals;
 }
 
+std::string serializeSdpaPlan(const SdpaPlan &plan, std::string &json) {
+  Builder b;
+  json = b.getChars(plan.plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+                    "CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION");
+  if (!b.ok())
+    return b.failure();
+  if (json.empty())
+    return "cuDNN gave an empty JSON representation of the plan";
+  return "";
+}
+
+std::string loadSdpaPlan(const SdpaShape &shape, SdpaDirection direction,
+                         cudnnHandle_t handle, const std::string &json,
+                         SdpaPlan &out) {
+  out = SdpaPlan();
+  Builder b;
+  if (!buildSdpaGraph(b, shape, direction, handle, out.graph))
+    return b.failure();
+  Descriptor plan =
+      b.create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "execution plan");
+  // A restored plan has no operation graph to take the handle from: it is
+  // given here, the one use left of this deprecated attribute.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  b.setHandle(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, handle,
+              "CUDNN_ATTR_EXECUTION_PLAN_HANDLE");
+#pragma GCC diagnostic pop
+  b.setChars(plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION, json,
+             "CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION");
+  b.finalize(plan, "execution plan (from its JSON)");
+  const int64_t workspace =
+      b.getInt64(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                 "CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE");
+  if (!b.ok())
+    return b.failure();
+  out.plan = std::move(plan);
+  out.workspaceBytes = workspace;
+  return "";
+}
+
 } // namespace bitpipe::runtime::cuda::cudnn
 
 namespace bitpipe::runtime::cuda::cudnn {

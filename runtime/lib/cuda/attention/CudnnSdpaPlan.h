@@ -39,6 +39,31 @@ std::string buildSdpaPlan(const SdpaShape &shape, SdpaDirection direction,
                           cudnnHandle_t handle,
                           cudnnBackendDescriptor_t deviceProp, SdpaPlan &out);
 
+/// The graphs' version in the plan cache's keys (CudnnAttention.cpp): a
+/// serialized plan holds its graph, so a plan cached for an older graph
+/// (other tensors, other uids) must never be loaded for a newer one. Bump
+/// it with every change to CudnnSdpaGraph.cpp that changes a graph.
+constexpr int kSdpaGraphVersion = 1;
+
+/// cuDNN's JSON of \p plan's execution plan into \p json, which
+/// loadSdpaPlan restores without heuristics or run-time compilation (cuDNN
+/// serializes its run-time compiled engines, which the fused attention
+/// engines are). Returns "" on success, else why not.
+std::string serializeSdpaPlan(const SdpaPlan &plan, std::string &json);
+
+/// Builds the graph of \p shape and \p direction (for the variant pack's
+/// uids) and restores its plan from \p json, which serializeSdpaPlan made
+/// for the same graph, cuDNN and device. Returns "" on success, else why
+/// not (the caller then builds the plan afresh).
+std::string loadSdpaPlan(const SdpaShape &shape, SdpaDirection direction,
+                         cudnnHandle_t handle, const std::string &json,
+                         SdpaPlan &out);
+
+/// Forgets the plans this process has made (CudnnAttention.cpp), so that
+/// the next use of each shape restores it from the plan cache or builds it
+/// again: for the tests of the plan cache.
+void forgetPlans();
+
 /// The finalized variant pack of one execution of `graph`: the address of
 /// every tensor the graph names (device memory, or host memory for the
 /// by-value scalars), looked up by uid in `pointers`, and the engine's

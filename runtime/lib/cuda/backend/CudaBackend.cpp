@@ -74,7 +74,9 @@ public:
 
   TargetKind target() const override { return TargetKind::Cuda; }
   Status placeRank(MpiCommunicator &bootstrap) override;
+  void usePlanCache(const std::string &dir) override { planCache_ = dir; }
   Status configure(const Manifest &manifest) override;
+  std::string planReport() const override;
   Expected<std::unique_ptr<Communicator>>
   createCommunicator(MpiCommunicator &bootstrap) override;
   Expected<std::unique_ptr<ParamArrays>>
@@ -107,6 +109,7 @@ private:
   bool syncEachCall_ = false;
   /// The device of this rank (placeRank; the first one without it).
   int device_ = 0;
+  std::string planCache_; // usePlanCache
   Precision precision_ = Precision::Fp32;
   cudaStream_t stream_ = nullptr;
 
@@ -210,6 +213,7 @@ Status CudaBackend::configure(const Manifest &manifest) {
   // What would otherwise happen at the first use, in step 1, with a wait
   // for the whole device while a peer's NCCL kernel may spin.
   BP_TRY(kernelStatus(bp_cuda_prepare(), "preparing the device"));
+  bp_cuda_set_plan_cache(planCache_.c_str());
   // The attention of the model's shape (cuDNN's plans under bf16), where
   // the manifest says the model's sizes (a model of hand-written IR may
   // not: then at the first call, as before).
@@ -220,6 +224,19 @@ Status CudaBackend::configure(const Manifest &manifest) {
                               sizes->heads,
                               sizes->type == HfModelType::Bert ? 0 : 1);
   return Status::ok();
+}
+
+std::string CudaBackend::planReport() const {
+  bp_cuda_plan_stats st{};
+  bp_cuda_get_plan_stats(&st);
+  if (st.built == 0 && st.loaded == 0)
+    return "";
+  std::string where = planCache_.empty() ? "no plan cache (--plan-cache none)"
+                                         : "plan cache " + planCache_;
+  return formatString("cuDNN attention plans: %d built in %.2f s, %d "
+                      "restored in %.2f s (%s)",
+                      st.built, st.build_seconds, st.loaded, st.load_seconds,
+                      where.c_str());
 }
 
 Expected<BufferRef>
