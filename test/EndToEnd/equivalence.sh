@@ -30,7 +30,8 @@
 #       communicator over the strict MPI stand-in for NCCL
 #       (docs/nccl-transfers.md, "Tested without a GPU"): the run then
 #       moves its tensors as the CUDA target would, rendezvous sends and
-#       streams in order, each run bounded by --timeout.
+#       streams in order, each run bounded by --timeout, and warms up as
+#       the CUDA target does (--warm-up on, the case's run only).
 # RUN FLAGs (e.g. --max-grad-norm 0.05) go to both runs.
 #
 # BITPIPE_BIN: the directory of bitpipe-compile, bitpipe-tokenize and
@@ -74,7 +75,7 @@ reference)
 case)
   model=$2 schedule=$3 d=$4 k=$5 n=$6 work=$7
   shift 7
-  compile_flags=() tag_flags=() host_nccl=
+  compile_flags=() tag_flags=() case_flags=() host_nccl=
   while :; do
     case "${1:-}" in
     --chunks-per-device | --max-in-flight)
@@ -89,6 +90,10 @@ case)
       # The stand-in's rules, strict, given to every rank.
       export BITPIPE_FAKE_NCCL=strict
       mpirun_flags+=(-x BITPIPE_FAKE_NCCL)
+      # And, as the CUDA target does, each stage function once before the
+      # first step (Executor::warmUp): the reference does not, and the runs
+      # must still agree.
+      case_flags+=(--warm-up on)
       shift
       ;;
     *) break ;;
@@ -112,7 +117,11 @@ case)
       exit 1
     fi
   fi
-  train "$dir" $((d * k)) "$@"
+  train "$dir" $((d * k)) "${case_flags[@]}" "$@"
+  if [ -n "$host_nccl" ] && ! grep -q '^bitpipe: warm-up: [1-9][0-9]* stage calls' "$dir/run.log"; then
+    echo "equivalence: $dir/train did not warm up (--warm-up on)" >&2
+    exit 1
+  fi
   # The saved activations in flight peaked where the compiler predicted
   # from the schedule, on every rank.
   grep -q "saved activations in flight.*as the schedule predicts" "$dir/run.log"

@@ -162,6 +162,13 @@ public:
   /// core/FileCache.h); "" for none. Nothing on the CPU.
   virtual void usePlanCache(const std::string & /*dir*/) {}
 
+  /// Whether a stage function's first call does slow first-use work on
+  /// this target that may wait for the whole device (loading kernels,
+  /// choosing matrix-product algorithms, building attention plans, the
+  /// memory pool's first blocks): then every stage function runs once
+  /// before the first step (Executor::warmUp), where no peer waits.
+  virtual bool warmsUp() const { return false; }
+
   /// After configure(): what making the target's plans cost at start-up,
   /// as rank 0 prints it ("cuDNN attention plans: ..."); "" when it made
   /// none.

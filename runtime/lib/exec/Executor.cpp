@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <memory>
 
 namespace bitpipe::runtime {
 
@@ -60,6 +62,110 @@ void Executor::beginStep(int64_t step) {
   lossCount_ = 0;
   lastStageCall_ = StageCall();
   backend_.beginStep(trace_.nowUs());
+}
+
+bool Executor::holdsParamsOf(const StageFunction &f) const {
+  bool any = false;
+  for (const Role &role : f.args) {
+    if (role.kind != RoleKind::Param)
+      continue;
+    if (!params_.holds(role.param))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
+Expected<BufferRef> Executor::zeros(size_t bytes) {
+  // Filled as floats: zero bits are zero in every dtype a role has.
+  const size_t words = (bytes + 3) / 4;
+  void *p = bp_alloc(static_cast<int64_t>(words * 4));
+  if (!p)
+    return backend_.outOfMemory(words * 4);
+  auto b = std::make_shared<Buffer>(p, bytes);
+  BP_TRY(backend_.fillF32(p, 0.0f, static_cast<int64_t>(words)));
+  return b;
+}
+
+Expected<int64_t> Executor::warmUp() {
+  int64_t calls = 0;
+  const auto &functions = manifest_.functions;
+  for (size_t fwd = 0; fwd < functions.size(); ++fwd) {
+    const StageFunction &f = functions[fwd];
+    // A stage whose parameters another rank holds is that rank's to run.
+    if (f.kind != FunctionKind::Forward || !holdsParamsOf(f))
+      continue;
+    const int fn = static_cast<int>(fwd);
+    SavedHandle h;
+    h.forwardFn = fn;
+    h.args.resize(f.args.size());
+    std::vector<void *> args(f.args.size(), nullptr);
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      const Role &role = f.args[i];
+      if (role.kind == RoleKind::Param) {
+        args[i] = params_.computeParam(role.param);
+        continue;
+      }
+      if (role.kind == RoleKind::Input) {
+        // Id 0 is a token of every vocabulary and a label of every one.
+        BP_ASSIGN(b, backend_.loadInput(role.numel, [&](int32_t *host) {
+          std::memset(host, 0, static_cast<size_t>(role.numel) * 4);
+          return Status::ok();
+        }));
+        h.args[i] = std::move(b);
+      } else {
+        BP_ASSIGN(b, zeros(role.bytes()));
+        h.args[i] = std::move(b);
+      }
+      args[i] = h.args[i]->data();
+    }
+    std::vector<BufferRef> results;
+    BP_TRY(invoke(fn, opName('F', fn, 0), args, &results));
+    ++calls;
+    for (size_t r = 0; r < f.results.size(); ++r) {
+      const Role &role = f.results[r];
+      if (role.kind != RoleKind::Saved)
+        continue;
+      if (h.saved.size() <= static_cast<size_t>(role.index))
+        h.saved.resize(role.index + 1);
+      h.saved[role.index] = std::move(results[r]);
+    }
+    // Its backward, whole or in halves: the input half first.
+    for (FunctionKind kind :
+         {FunctionKind::Backward, FunctionKind::BackwardInput,
+          FunctionKind::BackwardWeight}) {
+      for (size_t bwd = 0; bwd < functions.size(); ++bwd) {
+        const StageFunction &b = functions[bwd];
+        if (b.kind != kind || b.stage != f.stage)
+          continue;
+        const int bfn = static_cast<int>(bwd);
+        if (kind != FunctionKind::BackwardWeight) {
+          // The output's gradient: zeros, or the loss's own (unit) seed,
+          // which bindBackwardArgs supplies for a null gradient.
+          for (const Role &role : b.args)
+            if (role.kind == RoleKind::GradOfResult && !role.isScalarF32()) {
+              BP_ASSIGN(g, zeros(role.bytes()));
+              h.gradOfResult = std::move(g);
+            }
+        }
+        std::vector<void *> bargs;
+        BP_TRY(bindBackwardArgs(bfn, h, h.gradOfResult, &bargs));
+        BP_TRY(invoke(bfn,
+                      opName(kind == FunctionKind::BackwardWeight ? 'W' : 'B',
+                             bfn, 0),
+                      bargs, &results));
+        ++calls;
+        BP_TRY(takeBackwardResults(bfn, h, results, -1));
+      }
+    }
+    // The parameter gradients go with the results: the accumulators stay
+    // as they are.
+    pendingGrads_.clear();
+  }
+  // A fault of a warm-up call is found here, before any step.
+  BP_TRY(backend_.synchronize());
+  lastStageCall_ = StageCall();
+  return calls;
 }
 
 Status Executor::endStep() {
@@ -176,20 +282,25 @@ Status Executor::checkFunction(int32_t fn, FunctionKind a, FunctionKind b,
 Status Executor::call(int fn, const char *op, int64_t mb,
                       std::vector<void *> &args,
                       std::vector<BufferRef> *results) {
-  const StageFunction &f = manifest_.functions[fn];
-  std::vector<void *> buffers(args);
-  buffers.resize(f.args.size() + f.results.size(), nullptr);
   // What a device fault found later (at the step's end) is reported after.
   lastStageCall_ = {op, fn, mb};
   const char kind = op[0] == 'f' ? 'F' : op[0] == 'w' ? 'W' : 'B';
   const TraceCategory category =
       kind == 'F' ? TraceCategory::Forward : TraceCategory::Backward;
-  {
-    TraceRecorder::Scope scope(trace_, opName(kind, fn, mb), category);
-    BP_TRY(backend_.stageCallBegin());
-    entries_[fn](buffers.data());
-    BP_TRY(backend_.stageCallEnd(opName(kind, fn, mb)));
-  }
+  const std::string span = opName(kind, fn, mb);
+  TraceRecorder::Scope scope(trace_, span, category);
+  return invoke(fn, span, args, results);
+}
+
+Status Executor::invoke(int fn, const std::string &span,
+                        const std::vector<void *> &args,
+                        std::vector<BufferRef> *results) {
+  const StageFunction &f = manifest_.functions[fn];
+  std::vector<void *> buffers(args);
+  buffers.resize(f.args.size() + f.results.size(), nullptr);
+  BP_TRY(backend_.stageCallBegin());
+  entries_[fn](buffers.data());
+  BP_TRY(backend_.stageCallEnd(span));
   results->clear();
   for (size_t r = 0; r < f.results.size(); ++r) {
     void *p = buffers[f.args.size() + r];

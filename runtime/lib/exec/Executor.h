@@ -92,6 +92,19 @@ public:
   /// Whether this step's update was skipped so (the same on every rank).
   bool skippedUpdate() const { return skippedUpdate_; }
 
+  /// Before the first step, where the target asks for it
+  /// (Backend::warmsUp): runs every stage function of this rank once, on
+  /// zero activations and gradients, the first micro-batch's inputs
+  /// replaced by id 0, and this rank's weights, and throws away what they
+  /// produce (the accumulators, the losses and the counters stay as they
+  /// were). What a target does at a kernel's or a shape's first use
+  /// (loading modules, choosing matrix-product algorithms, building
+  /// attention plans, the memory pool's first blocks of each size) then
+  /// happens here, where no peer waits on this rank, rather than in step 1
+  /// (docs/runtime-abi.md, "Start-up on CUDA"). Returns the stage calls
+  /// made.
+  Expected<int64_t> warmUp();
+
   // The calls of program.h.
   Status loadInput(int32_t value, int32_t kind, int64_t mb, int64_t count);
   Status forward(int32_t fn, int64_t mb, int32_t in0, int32_t in1,
@@ -137,6 +150,15 @@ private:
   /// receives its results as owned buffers.
   Status call(int fn, const char *op, int64_t mb, std::vector<void *> &args,
               std::vector<BufferRef> *results);
+  /// The stage call of call(), \p span naming it to the target, without
+  /// the trace: for warmUp too.
+  Status invoke(int fn, const std::string &span,
+                const std::vector<void *> &args,
+                std::vector<BufferRef> *results);
+  /// A buffer of \p bytes of zeros in target memory.
+  Expected<BufferRef> zeros(size_t bytes);
+  /// Whether this rank holds every parameter \p f takes.
+  bool holdsParamsOf(const StageFunction &f) const;
   /// Waits for the target; a fault is reported after the last stage call.
   Status synchronizeStep();
   /// Adds the gradient result \p g of parameter \p param into its

@@ -93,6 +93,22 @@ FlagSet flags(TrainOptions &o) {
          "shared by the ranks of a node (default $XDG_CACHE_HOME/bitpipe, "
          "else ~/.cache/bitpipe; 'none': nowhere)",
          &o.planCache);
+  f.add("--warm-up", "auto|on|off",
+        "run each stage function once before the first step, so that "
+        "first-use work (kernel loading, algorithm choice, plans, memory) "
+        "happens before any peer waits (default auto: where the target "
+        "needs it, CUDA)",
+        [&o](const std::string &flag, const std::string &v) {
+          if (v == "auto")
+            o.warmUp = WarmUp::Auto;
+          else if (v == "on")
+            o.warmUp = WarmUp::On;
+          else if (v == "off")
+            o.warmUp = WarmUp::Off;
+          else
+            return badFlagValue(flag, v, "auto, on or off");
+          return Status::ok();
+        });
   f.integer("--skip-nonfinite-steps", "K",
             "skip the update of a step whose gradients are not finite, at "
             "most K steps in a row (default 0: stop at the first)",

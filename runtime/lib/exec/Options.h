@@ -18,6 +18,10 @@
 
 namespace bitpipe::runtime {
 
+/// --warm-up: whether each stage function runs once before the first step
+/// (Executor::warmUp). Auto: where the target asks (Backend::warmsUp).
+enum class WarmUp { Auto, On, Off };
+
 struct TrainOptions {
   std::string dataPath;
   TokenDType dataDType = TokenDType::U16;
@@ -46,6 +50,7 @@ struct TrainOptions {
   /// runs (CUDA: cuDNN's attention plans). "" until resolved by
   /// planCacheFolder (the default folder), "none" for nowhere.
   std::string planCache;
+  WarmUp warmUp = WarmUp::Auto;
   /// How many steps in a row may skip their update for non-finite
   /// gradients before training stops (0: none; docs/training-semantics.md,
   /// "Non-finite values").

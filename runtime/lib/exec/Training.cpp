@@ -490,6 +490,21 @@ int Trainer::run() {
   bp_rank_program_t program =
       program_.rankPrograms[manifest_.pipelineRank(rank_)];
 
+  // Each stage function once, where the target asks (Backend::warmsUp):
+  // its first-use work then happens before any peer waits on this rank.
+  if (o_.warmUp == WarmUp::On ||
+      (o_.warmUp == WarmUp::Auto && backend_.warmsUp())) {
+    const double warmStart = trace_.nowUs();
+    Expected<int64_t> calls = ctx.warmUp();
+    if (!agreeAllOk(comm_, calls.status()))
+      return 1;
+    if (rank_ == 0)
+      std::printf("bitpipe: warm-up: %lld stage calls in %.2f s before the "
+                  "first step\n",
+                  static_cast<long long>(*calls),
+                  (trace_.nowUs() - warmStart) * 1e-6);
+  }
+
   // One time base for the trace on every rank (Trace.h).
   s = comm_.barrier(kWorldGroup);
   if (!s.isOk())

@@ -16,8 +16,10 @@
 //
 // With BITPIPE_FAKE_DEVICE_LOG=PATH, each step appends one line of what
 // crossed the bus: "step S inputs N input_bytes B losses L norms K
-// syncs Y stage_calls C"; and the end of the run one line of the whole
-// parameter store's copies: "store downloads D uploads U" (a run that
+// syncs Y stage_calls C accumulations A" (A: parameter gradients added
+// into the accumulators); before the first, what the warm-up did,
+// "warm-up stage_calls C accumulations A" (Executor::warmUp); and at the
+// end of the run one line of the whole parameter store's copies: "store downloads D uploads U" (a run that
 // neither loads nor saves makes none: the initial weights are drawn on the
 // device and checked there), and one of the input staging's growths within
 // a step, "staging growths G" (0: sized right at start-up, as the CUDA
@@ -69,7 +71,7 @@ namespace {
 /// What crossed the bus in the current step.
 struct BusCounts {
   int64_t inputs = 0, inputBytes = 0, losses = 0, norms = 0, syncs = 0,
-          stageCalls = 0;
+          stageCalls = 0, accumulations = 0;
 };
 
 /// Copies of the whole parameter store between host and device, in the run.
@@ -138,6 +140,7 @@ public:
   void *gradData() override { return grads_.data(); }
   DType gradDType() const override { return DType::F32; }
   Status accumulate(int64_t offset, const float *g, int64_t n) override {
+    ++bus_.accumulations;
     for (int64_t i = 0; i < n; ++i)
       grads_[offset + i] += g[i];
     return Status::ok();
@@ -286,7 +289,15 @@ public:
     inFlight_.clear();
     return Status::ok();
   }
+  bool warmsUp() const override { return true; }
   void beginStep(double nowUs) override {
+    // Stage calls before the first step are the warm-up's.
+    if (log_ && step_ == 0 && !warmUpLogged_) {
+      std::fprintf(log_, "warm-up stage_calls %lld accumulations %lld\n",
+                   static_cast<long long>(bus_.stageCalls),
+                   static_cast<long long>(bus_.accumulations));
+      warmUpLogged_ = true;
+    }
     bus_ = BusCounts();
     staging_.reset();
     stepStartUs_ = nowUs;
@@ -302,14 +313,15 @@ public:
     if (log_) {
       std::fprintf(log_,
                    "step %lld inputs %lld input_bytes %lld losses %lld norms "
-                   "%lld syncs %lld stage_calls %lld\n",
+                   "%lld syncs %lld stage_calls %lld accumulations %lld\n",
                    static_cast<long long>(++step_),
                    static_cast<long long>(bus_.inputs),
                    static_cast<long long>(bus_.inputBytes),
                    static_cast<long long>(bus_.losses),
                    static_cast<long long>(bus_.norms),
                    static_cast<long long>(bus_.syncs),
-                   static_cast<long long>(bus_.stageCalls));
+                   static_cast<long long>(bus_.stageCalls),
+                   static_cast<long long>(bus_.accumulations));
       std::fflush(log_);
     }
   }
@@ -338,6 +350,7 @@ private:
   bool inStageCall_ = false;
   double stepStartUs_ = 0;
   int64_t step_ = 0;
+  bool warmUpLogged_ = false;
   std::FILE *log_ = nullptr;
 };
 

@@ -196,14 +196,24 @@ fake-device)    # the CUDA backend's bookkeeping on a fake device (FakeDeviceBac
   same_metrics "$tmp/ref.jsonl" "$tmp/run.jsonl" 1e-5
   same_tensors "$tmp/ref/rank0.safetensors" "$tmp/run/rank0.safetensors" 1e-5
   # 4 micro-batches of 2 x 8 tokens: tokens and labels in (8 x 64 bytes),
-  # 4 losses and 1 norm out, waits before the optimizer and at the end, and
-  # F0 F1 B1 B0 per micro-batch.
+  # 4 losses and 1 norm out, waits before the optimizer and at the end,
+  # F0 F1 B1 B0 per micro-batch, and each backward's parameter gradients
+  # (stage 0's four, stage 1's tied embedding) added into the accumulators.
   for step in 1 2 3; do
-    grep -qx "step $step inputs 8 input_bytes 512 losses 4 norms 1 syncs 2 stage_calls 16" "$tmp/bus.txt" \
+    grep -qx "step $step inputs 8 input_bytes 512 losses 4 norms 1 syncs 2 stage_calls 16 accumulations 20" "$tmp/bus.txt" \
       || fail "step $step: not what should cross the bus: $(cat "$tmp/bus.txt")"
   done
   [ "$(grep -o '"cat":"device"' "$tmp/trace.json" | wc -l)" -eq 48 ] \
     || fail "the trace does not hold one device span per stage call"
+  # Before the first step, each of the model's six stage functions once
+  # (Executor::warmUp; stage 1's backward both whole and in halves),
+  # outside the trace and the steps' counts, and without changing a number
+  # of the run (the metrics and weights above match the CPU's, which does
+  # not warm up).
+  grep -qx "warm-up stage_calls 6 accumulations 0" "$tmp/bus.txt" \
+    || fail "not one warm-up call per stage function: $(head -2 "$tmp/bus.txt")"
+  grep -q '^bitpipe: warm-up: 6 stage calls in [0-9.]* s before the first step$' "$tmp/out.txt" \
+    || fail "no warm-up line: $(head -5 "$tmp/out.txt")"
   # --dump-rank-params and --save read the store back (2 downloads); the
   # initial weights are drawn on the device: nothing is uploaded.
   grep -qx "store downloads 2 uploads 0" "$tmp/bus.txt" \

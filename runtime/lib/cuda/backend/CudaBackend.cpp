@@ -77,6 +77,7 @@ public:
   void usePlanCache(const std::string &dir) override { planCache_ = dir; }
   Status configure(const Manifest &manifest) override;
   std::string planReport() const override;
+  bool warmsUp() const override { return true; }
   Expected<std::unique_ptr<Communicator>>
   createCommunicator(MpiCommunicator &bootstrap) override;
   Expected<std::unique_ptr<ParamArrays>>
