@@ -69,8 +69,8 @@ bool FileCache::validKey(std::string_view key) {
   if (key.empty() || key.size() > kMaxKeyLength || key[0] == '.')
     return false;
   for (char c : key)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
-          c == '_' || c == '+' || c == '-'))
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
+          c == '+' || c == '-'))
       return false;
   return true;
 }
@@ -115,8 +115,8 @@ FileCache::Lookup FileCache::load(std::string_view key) const {
   }
   std::string_view body(text.data() + eol + 1, text.size() - eol - 1);
   if (body.size() != bytes) {
-    out.problem = "'" + path + "' is truncated: " +
-                  std::to_string(body.size()) + " of " +
+    out.problem = "'" + path +
+                  "' is truncated: " + std::to_string(body.size()) + " of " +
                   std::to_string(bytes) + " bytes";
     return out;
   }

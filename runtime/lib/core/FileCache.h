@@ -1,4 +1,4 @@
-//===- FileCache.h - A folder of keyed entries that processes share -*- C++ -*-===//
+//===- FileCache.h - Keyed entries that processes share ---------*- C++ -*-===//
 //
 // What is slow to make and the same on every run of a machine (cuDNN's
 // execution plans, built with run-time compilation) is kept in a folder,

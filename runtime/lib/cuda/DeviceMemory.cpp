@@ -95,8 +95,10 @@ public:
   bool streamOrdered() const { return streamOrdered_; }
 
   cudaError_t allocate(void **block, size_t size, cudaStream_t stream) {
-    return streamOrdered_ ? cudaMallocAsync(block, size, stream)
-                          : cudaMalloc(block, size);
+    if (streamOrdered_)
+      return cudaMallocAsync(block, size, stream);
+    // Host-waiting call: without memory pools.
+    return cudaMalloc(block, size);
   }
 
   /// Gives \p block back in \p stream's order; only when streamOrdered().

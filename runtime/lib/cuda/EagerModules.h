@@ -1,4 +1,4 @@
-//===- EagerModules.h - The runtime's kernels, loaded at start-up -*- C++ -*-===//
+//===- EagerModules.h - Kernels loaded at start-up --------------*- C++ -*-===//
 //
 // CUDA loads a kernel's code on its first launch by default (lazy loading).
 // Loading may wait for the whole device, and a launch in a step may come
@@ -50,7 +50,7 @@ int eagerlyLoadedFunctions();
 /// (Variadic because a template's arguments have commas.)
 #define BITPIPE_CUDA_LOAD_AT_START_UP(...)                                     \
   static const ::bitpipe::runtime::cuda::LoadAtStartUp                         \
-      BITPIPE_CUDA_LOAD_AT_START_UP_CAT(bitpipeLoadAtStartUp, __LINE__)(       \
-          reinterpret_cast<const void *>(&__VA_ARGS__), __FILE__)
+  BITPIPE_CUDA_LOAD_AT_START_UP_CAT(bitpipeLoadAtStartUp, __LINE__)(           \
+      reinterpret_cast<const void *>(&__VA_ARGS__), __FILE__)
 
 #endif // BITPIPE_RUNTIME_CUDA_EAGERMODULES_H

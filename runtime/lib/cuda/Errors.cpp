@@ -64,16 +64,21 @@ const IndexErrorWords &indexErrorWords() {
   static IndexErrorWords words;
   std::call_once(once, [] {
     int32_t *w = nullptr, *h = nullptr;
-    if (checkCuda(cudaMalloc(&w, sizeof(int32_t)), "index-error word") !=
-            BP_OK ||
-        checkCuda(cudaMallocHost(&h, sizeof(int32_t)),
+    // Host-waiting call: start-up.
+    if (checkCuda(cudaMalloc(&w, sizeof(int32_t)), "index-error word") != BP_OK)
+      return;
+    // Host-waiting call: start-up.
+    if (checkCuda(cudaMallocHost(&h, sizeof(int32_t)),
                   "index-error word (pinned host copy)") != BP_OK)
       return;
     // Synchronous on purpose: the word must read 0 before any kernel that
     // could record into it, whatever stream that kernel runs on.
+    // Host-waiting call: start-up.
     if (checkCuda(cudaMemset(w, 0, sizeof(int32_t)), "index-error word") !=
-            BP_OK ||
-        checkCuda(cudaDeviceSynchronize(), "index-error word") != BP_OK)
+        BP_OK)
+      return;
+    // Host-waiting call: start-up.
+    if (checkCuda(cudaDeviceSynchronize(), "index-error word") != BP_OK)
       return;
     words = {w, h};
   });

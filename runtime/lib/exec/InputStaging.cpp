@@ -26,20 +26,20 @@ size_t InputStaging::capacityFor(const Manifest &manifest) {
   return perInput * inputs;
 }
 
-std::optional<size_t> InputStaging::take(size_t bytes) {
+Expected<size_t> InputStaging::take(size_t bytes) {
   const size_t need = aligned(bytes);
   if (need > capacity_ - used_)
-    return std::nullopt;
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        formatString("an input of %zu bytes does not fit the %zu bytes of "
+                     "pinned input staging left of %zu (sized at start-up "
+                     "from the manifest: two inputs per micro-batch): the "
+                     "program loads more inputs in a step than its "
+                     "manifest allows",
+                     bytes, capacity_ - used_, capacity_));
   const size_t at = used_;
   used_ += need;
   return at;
-}
-
-size_t InputStaging::grow(size_t bytes) {
-  ++growths_;
-  capacity_ = std::max(2 * capacity_, aligned(bytes));
-  used_ = 0;
-  return capacity_;
 }
 
 } // namespace bitpipe::runtime

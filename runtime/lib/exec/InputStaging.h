@@ -7,9 +7,8 @@
 // peer's NCCL kernel spins, and then no --timeout fires. So the staging is
 // one block, sized at start-up for every input the rank can load in a step
 // (capacityFor), handed out in order and reset at each step's start. A step
-// that needs more (it cannot, by the manifest's sizes) grows the block,
-// after waiting for the copies in flight, and counts it: the fake device's
-// log shows that no step of the end-to-end tests grows it.
+// that needs more (it cannot, by the manifest's sizes) is an error, not a
+// bigger block: growing would free pinned memory in a step.
 //
 // Plain C++: the CUDA backend and the fake device of the tests use it
 // alike, each with its own memory.
@@ -20,10 +19,10 @@
 #define BITPIPE_RUNTIME_EXEC_INPUTSTAGING_H
 
 #include "Manifest.h"
+#include "core/Status.h"
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 
 namespace bitpipe::runtime {
 
@@ -42,23 +41,16 @@ public:
   explicit InputStaging(size_t capacity = 0) : capacity_(capacity) {}
 
   size_t capacity() const { return capacity_; }
-  /// Times the block grew within a step since the start (0 when sized
-  /// right).
-  int64_t growths() const { return growths_; }
 
-  /// The offset of \p bytes for the next input of this step, or none when
-  /// the block is full (then: wait for the copies, grow(), take again).
-  std::optional<size_t> take(size_t bytes);
-  /// The capacity after growing to hold \p bytes more than what this step
-  /// took: the block is replaced, and the step's slices start again at 0
-  /// (their copies must be complete).
-  size_t grow(size_t bytes);
-  /// At a step's start.
+  /// The offset of \p bytes for the next input of this step; an error
+  /// when the block is full (the program loads more than its manifest
+  /// allows).
+  Expected<size_t> take(size_t bytes);
+  /// At a step's start (and after the warm-up, whose copies are complete).
   void reset() { used_ = 0; }
 
 private:
   size_t capacity_ = 0, used_ = 0;
-  int64_t growths_ = 0;
 };
 
 } // namespace bitpipe::runtime

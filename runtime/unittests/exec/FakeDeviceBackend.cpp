@@ -21,9 +21,8 @@
 // "warm-up stage_calls C accumulations A" (Executor::warmUp); and at the
 // end of the run one line of the whole parameter store's copies: "store downloads D uploads U" (a run that
 // neither loads nor saves makes none: the initial weights are drawn on the
-// device and checked there), and one of the input staging's growths within
-// a step, "staging growths G" (0: sized right at start-up, as the CUDA
-// backend sizes it, exec/InputStaging.h).
+// device and checked there). Inputs are staged as the CUDA backend stages
+// them (exec/InputStaging.h: sized at start-up, never grown).
 //
 // With BITPIPE_FAKE_DEVICE_NCCL set and more than one rank, the steps'
 // transport is the NCCL communicator (comm/nccl) over HostNcclCalls.h's
@@ -234,12 +233,8 @@ public:
   loadInput(int64_t count,
             const std::function<Status(int32_t *)> &fill) override {
     const size_t bytes = static_cast<size_t>(count) * sizeof(int32_t);
-    std::optional<size_t> at = staging_.take(bytes);
-    if (!at) { // as CudaBackend::loadInput: a bigger block
-      stagingBlock_.assign(staging_.grow(bytes), 0);
-      at = staging_.take(bytes);
-    }
-    int32_t *host = reinterpret_cast<int32_t *>(stagingBlock_.data() + *at);
+    BP_ASSIGN(at, staging_.take(bytes)); // as CudaBackend::loadInput
+    int32_t *host = reinterpret_cast<int32_t *>(stagingBlock_.data() + at);
     BP_TRY(fill(host));
     BufferRef b = Buffer::allocate(bytes);
     if (!b)
@@ -335,8 +330,6 @@ public:
     std::fprintf(log_, "store downloads %lld uploads %lld\n",
                  static_cast<long long>(copies_.downloads),
                  static_cast<long long>(copies_.uploads));
-    std::fprintf(log_, "staging growths %lld\n",
-                 static_cast<long long>(staging_.growths()));
     std::fclose(log_);
   }
 

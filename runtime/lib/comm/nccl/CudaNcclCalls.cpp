@@ -86,6 +86,7 @@ public:
     // Lives as long as the calls: freeing it would wait for the device.
     if (!scratch_) {
       const size_t bytes = static_cast<size_t>(count) * sizeof(int32_t);
+      // Host-waiting call: start-up (the communicators' warm-ups).
       BP_TRY(cudaCall(cudaMalloc(&scratch_, bytes),
                       "allocating the warm-ups' scratch"));
       // Cleared before any communicator's stream reads it: those streams
@@ -278,8 +279,9 @@ CudaNcclCalls::~CudaNcclCalls() {
     (void)cudaEventDestroy(e);
   for (cudaEvent_t e : timing_)
     (void)cudaEventDestroy(e);
+  // Not after an abort: an aborted transfer may still hold it.
   if (scratch_ && !aborted_)
-    (void)cudaFree(scratch_); // an aborted transfer may still hold it
+    (void)cudaFree(scratch_); // Host-waiting call: teardown.
   for (cudaStream_t stream : streams_)
     (void)cudaStreamDestroy(stream);
 }

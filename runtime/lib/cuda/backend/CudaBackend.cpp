@@ -135,9 +135,9 @@ CudaBackend::~CudaBackend() {
     return;
   (void)cudaStreamSynchronize(stream_);
   if (stagingBlock_.data)
-    (void)cudaFreeHost(stagingBlock_.data);
+    (void)cudaFreeHost(stagingBlock_.data); // Host-waiting call: teardown.
   if (lossSlots_)
-    (void)cudaFreeHost(lossSlots_);
+    (void)cudaFreeHost(lossSlots_); // Host-waiting call: teardown.
   for (cudaEvent_t e : events_)
     (void)cudaEventDestroy(e);
   if (stepStart_)
@@ -203,11 +203,13 @@ Status CudaBackend::configure(const Manifest &manifest) {
   size_t slots = static_cast<size_t>(manifest.schedule.microbatches *
                                      manifest.schedule.dataParallel);
   lossCapacity_ = slots > 0 ? slots : 1;
+  // Host-waiting call: start-up.
   BP_TRY(cudaStatus(cudaMallocHost(reinterpret_cast<void **>(&lossSlots_),
                                    lossCapacity_ * sizeof(float)),
                     "allocating the pinned loss slots"));
   // The inputs' staging, for every input a step can load, likewise.
   staging_ = InputStaging(InputStaging::capacityFor(manifest));
+  // Host-waiting call: start-up.
   BP_TRY(cudaStatus(cudaMallocHost(&stagingBlock_.data, staging_.capacity()),
                     "allocating pinned input staging"));
   stagingBlock_.bytes = staging_.capacity();
@@ -244,23 +246,11 @@ Expected<BufferRef>
 CudaBackend::loadInput(int64_t count,
                        const std::function<Status(int32_t *)> &fill) {
   const size_t bytes = static_cast<size_t>(count) * sizeof(int32_t);
-  std::optional<size_t> at = staging_.take(bytes);
-  if (!at) {
-    // More than the manifest's sizes allow (InputStaging::capacityFor): wait
-    // for this step's copies, then a bigger block.
-    BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),
-                      "growing input staging"));
-    BP_TRY(cudaStatus(cudaFreeHost(stagingBlock_.data),
-                      "freeing input staging"));
-    stagingBlock_ = PinnedBlock();
-    const size_t capacity = staging_.grow(bytes);
-    BP_TRY(cudaStatus(cudaMallocHost(&stagingBlock_.data, capacity),
-                      "allocating pinned input staging"));
-    stagingBlock_.bytes = capacity;
-    at = staging_.take(bytes);
-  }
+  // Sized at start-up for every input a step can load: more is the
+  // program's error, not a reason to free pinned memory in a step.
+  BP_ASSIGN(at, staging_.take(bytes));
   int32_t *host = reinterpret_cast<int32_t *>(
-      static_cast<char *>(stagingBlock_.data) + *at);
+      static_cast<char *>(stagingBlock_.data) + at);
   BP_TRY(fill(host));
   BufferRef b = Buffer::allocate(bytes);
   if (!b)
@@ -272,19 +262,16 @@ CudaBackend::loadInput(int64_t count,
 }
 
 Status CudaBackend::queueLoss(const void *loss) {
-  if (lossCount_ == lossCapacity_) {
-    // More losses than micro-batches: wait for the copies in flight, then
-    // move the slots.
-    BP_TRY(cudaStatus(cudaStreamSynchronize(stream_), "reading the losses"));
-    float *bigger = nullptr;
-    BP_TRY(cudaStatus(cudaMallocHost(reinterpret_cast<void **>(&bigger),
-                                     2 * lossCapacity_ * sizeof(float)),
-                      "allocating the pinned loss slots"));
-    std::memcpy(bigger, lossSlots_, lossCount_ * sizeof(float));
-    (void)cudaFreeHost(lossSlots_);
-    lossSlots_ = bigger;
-    lossCapacity_ *= 2;
-  }
+  // A slot for every micro-batch of a step, made at start-up: more losses
+  // are the program's error, not a reason to free pinned memory in a step.
+  if (lossCount_ == lossCapacity_)
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        formatString("a step's loss %zu does not fit the %zu pinned loss "
+                     "slots sized at start-up (one per micro-batch of the "
+                     "manifest): the program computes more losses in a "
+                     "step than its manifest has micro-batches",
+                     lossCount_ + 1, lossCapacity_));
   return cudaStatus(cudaMemcpyAsync(lossSlots_ + lossCount_++, loss,
                                     sizeof(float), cudaMemcpyDeviceToHost,
                                     stream_),

@@ -21,6 +21,7 @@ Status CudaParamArrays::allocate(void **out, size_t bytes, const char *what) {
   *out = nullptr;
   if (bytes == 0)
     return Status::ok();
+  // Host-waiting call: start-up (the store is made before the first step).
   cudaError_t err = cudaMalloc(out, bytes);
   if (err == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError(); // not sticky: clear it for later checks
@@ -75,6 +76,7 @@ CudaParamArrays::create(const ParamLayout &layout, Precision precision,
                      "norm"));
   BP_TRY(a->allocate(reinterpret_cast<void **>(&a->invalidDevice_),
                      3 * all.size() * sizeof(int64_t), "state check"));
+  // Host-waiting call: start-up.
   BP_TRY(cudaStatus(cudaMallocHost(reinterpret_cast<void **>(&a->normPinned_),
                                    sizeof(double)),
                     "allocating the norm's pinned slot"));
@@ -111,9 +113,9 @@ CudaParamArrays::~CudaParamArrays() {
         static_cast<void *>(normSegments_), static_cast<void *>(normDevice_),
         static_cast<void *>(invalidDevice_)})
     if (p)
-      (void)cudaFree(p);
+      (void)cudaFree(p); // Host-waiting call: teardown.
   if (normPinned_)
-    (void)cudaFreeHost(normPinned_);
+    (void)cudaFreeHost(normPinned_); // Host-waiting call: teardown.
 }
 
 Status CudaParamArrays::initialize(uint64_t seed) {
