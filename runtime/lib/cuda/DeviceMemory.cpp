@@ -88,6 +88,23 @@ public:
         cudaGetLastError();
         return;
       }
+      // A device may say it has memory pools and a sandbox's driver still
+      // refuse them: one small block tried here, at start-up (the pool's
+      // first user is bp_cuda_prepare), decides.
+      void *probe = nullptr;
+      cudaError_t err = cudaMallocAsync(&probe, 512, nullptr);
+      if (err == cudaSuccess)
+        err = cudaFreeAsync(probe, nullptr);
+      if (err != cudaSuccess) {
+        cudaGetLastError();
+        std::fprintf(stderr,
+                     "bitpipe: cuda: stream-ordered allocation is refused "
+                     "here (%s); the device pool uses cudaMalloc, and an "
+                     "out-of-memory cannot give its cache back\n",
+                     cudaGetErrorName(err));
+        std::fflush(stderr);
+        return;
+      }
       streamOrdered_ = true;
     });
   }
