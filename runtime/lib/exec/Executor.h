@@ -93,11 +93,11 @@ public:
   bool skippedUpdate() const { return skippedUpdate_; }
 
   /// Before the first step, where the target asks for it
-  /// (Backend::warmsUp): runs every stage function of this rank once, on
-  /// zero activations and gradients, the first micro-batch's inputs
-  /// replaced by id 0, and this rank's weights, and throws away what they
-  /// produce (the accumulators, the losses and the counters stay as they
-  /// were). What a target does at a kernel's or a shape's first use
+  /// (Backend::warmsUp): runs every stage function of this rank (those
+  /// whose parameters it holds: the manifest ties stages to ranks through
+  /// their parameters) once, on zero activations and gradients, id-0
+  /// inputs and this rank's weights, and throws away what they produce
+  /// (the accumulators, the losses and the counters stay as they were). What a target does at a kernel's or a shape's first use
   /// (loading modules, choosing matrix-product algorithms, building
   /// attention plans, the memory pool's first blocks of each size) then
   /// happens here, where no peer waits on this rank, rather than in step 1
