@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""torch_step.py: the PyTorch / Hugging Face peer of a one-rank bitpipe run.
+
+Trains the model that a bitpipe executable wrote with --save-hf (DIR/config.json
+and DIR/model.safetensors) with the real transformers class (GPT2LMHeadModel,
+LlamaForCausalLM; fp32, eager attention) and torch.optim.AdamW, on the same
+token windows in the same order and with the same update as the bitpipe run
+(docs/training-semantics.md), and prints one JSON line per step and one
+summary line:
+
+  {"step": 1, "loss": ..., "grad_norm": ..., "tokens_per_s": ..., "seconds": ...}
+  {"summary": true, "peak_rss_mib": ..., "rss_after_load_mib": ..., ...}
+
+Run it with the peer environment's python (bench/peers/setup.sh --print-dir):
+
+  PY=$(bench/peers/setup.sh --print-dir)/bin/python
+  $PY bench/peers/torch_step.py --hf DIR --data tokens.bin --seq-len 128 \
+      --microbatch-size 4 --microbatches 4 --steps 12 [--lr 1e-3] \
+      [--weight-decay 0.01] [--max-grad-norm 0] [--seed 0] \
+      [--sampling random|sequential] [--threads 1] [--compile] [--metrics PATH]
+      [--dtype float32|float64] [--save-hf DIR]
+
+What bitpipe does, and where it says so (each is matched here):
+
+- Data (runtime/lib/train/TokenDataset.cpp, InputLoader.cpp;
+  docs/training-semantics.md, "The data"): micro-batch m of step s (0-based,
+  one copy) is sample group g = s * N + m; row b starts at offset
+  o(g, b) = bits(seed, S ^ mix64(g), b) mod (n - (T + 1) + 1) for random
+  sampling, S = 0x73616d706c657273, bits(seed, stream, c) =
+  mix64(mix64(mix64(seed) ^ stream) ^ c), mix64 SplitMix64's finaliser; or
+  ((g * B + b) mod W) * T, W = (n - 1) // T, for sequential sampling. The
+  inputs are file[o, o + T), the targets file[o + 1, o + T + 1).
+- Loss: a micro-batch's loss is the mean cross-entropy over its B x T
+  positions; the step's loss is the mean of its N micro-batch losses, and its
+  gradient the mean of their gradients (Executor::optimizerStep divides the
+  summed gradients by N; AdamW.h). The targets are given to cross_entropy
+  directly (not as Hugging Face's labels, which it would shift again).
+- grad_norm: the global L2 norm of the mean gradient over every parameter
+  (each once: GPT-2's tied lm_head is wte), before clipping.
+- Clipping (AdamW.cpp, beginStep): when --max-grad-norm is positive and the
+  norm exceeds it, the gradient is scaled by max / (norm + 1e-6):
+  torch.nn.utils.clip_grad_norm_'s factor (which clamps it at 1).
+- AdamW (AdamW.cpp): torch.optim.AdamW's update, betas (0.9, 0.999), eps
+  1e-8 (the executable has no flags for them), bias corrections in the
+  same form (lr / (1 - beta1^t), sqrt(v) / sqrt(1 - beta2^t) + eps), the
+  decay p *= 1 - lr * wd applied before the moment update.
+- Decay: parameters of rank >= 2 (matrices and embeddings), not vectors
+  (biases, norm gains and biases): the manifest's "decay" flag
+  (lib/Conversion/ProgramToRuntime/Manifest.cpp, decay = rank >= 2;
+  docs/models.md).
+- No dropout (bitpipe trains without it; --save-hf writes dropout 0); the
+  model is in train() mode and every Dropout module is checked to be p = 0.
+
+Not matched, on purpose: bitpipe accumulates the micro-batch gradients in
+float64 and PyTorch in float32, and the kernels sum in other orders, so the
+losses agree to about 1e-7 at first and drift apart slowly as AdamW
+amplifies the differences of near-zero gradients.
+
+The step's time runs from the zeroing of the gradients to the end of the
+optimizer step, the batches' making included (bitpipe's step time includes
+its input loading too). Peak RSS: getrusage(RUSAGE_SELF).ru_maxrss of this
+process (the interpreter and torch's libraries included; rss_after_load_mib
+says how much of it was there before the first step).
+"""
+
+import argparse
+import json
+import math
+import os
+import resource
+import sys
+import time
+
+MASK64 = (1 << 64) - 1
+SAMPLER_STREAM = 0x73616D706C657273  # "samplers"
+
+
+def mix64(z):
+    z = (z + 0x9E3779B97F4A7C15) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def random_bits(seed, stream, counter):
+    return mix64(mix64(mix64(seed) ^ stream) ^ counter)
+
+
+def sample_offset(mode, seed, n_tokens, seq_len, batch, group, row):
+    """Start offset of row `row` of sample group `group` (GPT/LLaMA: one
+    token of lookahead), as BatchSampler::sampleOffset."""
+    span = seq_len + 1
+    if mode == "random":
+        starts = n_tokens - span + 1
+        return random_bits(seed, SAMPLER_STREAM ^ mix64(group), row) % starts
+    windows = (n_tokens - 1) // seq_len
+    return ((group * batch + row) % windows) * seq_len
+
+
+def rss_mib():
+    # Linux: ru_maxrss in KiB.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--hf", required=True, help="folder bitpipe's --save-hf wrote")
+    p.add_argument("--data", required=True, help="flat token file")
+    p.add_argument("--data-dtype", choices=["u16", "u32"], default="u16")
+    p.add_argument("--seq-len", type=int, required=True, help="T (the compiled model's)")
+    p.add_argument("--microbatch-size", type=int, required=True, help="B (the compiled model's)")
+    p.add_argument("--microbatches", type=int, required=True, help="N per step (the compiled program's)")
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--max-grad-norm", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sampling", choices=["random", "sequential"], default="random")
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1: one bitpipe rank)")
+    p.add_argument("--dtype", choices=["float32", "float64"], default="float32",
+                   help="float64: a reference run of the same semantics in double precision")
+    p.add_argument("--compile", action="store_true", help="torch.compile the loss function (model included), mode default")
+    p.add_argument("--metrics", help="also write the step lines to this file")
+    p.add_argument("--save-hf", help="at the end, write the trained weights here (save_pretrained, float32)")
+    p.add_argument("--label", default="", help="a name carried in the summary line")
+    a = p.parse_args(argv)
+    for k in ("seq_len", "microbatch_size", "microbatches", "threads"):
+        if getattr(a, k) <= 0:
+            p.error("--%s must be positive" % k.replace("_", "-"))
+    if a.steps < 0 or a.seed < 0:
+        p.error("--steps and --seed must not be negative")
+    return a
+
+
+def main(argv):
+    a = parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    t_import = time.perf_counter()
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)  # nothing here draws; dropout is off
+
+    with open(os.path.join(a.hf, "config.json")) as f:
+        cfg_json = json.load(f)
+    mtype = cfg_json.get("model_type")
+    if mtype == "gpt2":
+        cls = transformers.GPT2LMHeadModel
+        drop = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0, "summary_first_dropout": 0.0}
+    elif mtype == "llama":
+        cls = transformers.LlamaForCausalLM
+        drop = {"attention_dropout": 0.0}
+    else:
+        sys.exit("torch_step.py: model_type %r: only gpt2 and llama (next-token models) are handled" % mtype)
+    # The dropout fields of bitpipe's config are 0 already; say so again, so
+    # that a hand-made folder cannot switch it on.
+    dtype = torch.float64 if a.dtype == "float64" else torch.float32
+    model = cls.from_pretrained(a.hf, attn_implementation="eager", dtype=dtype, **drop)
+    model.train()
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Dropout) and mod.p != 0.0:
+            sys.exit("torch_step.py: %s is a Dropout with p = %g" % (name, mod.p))
+    cfg = model.config
+    max_pos = getattr(cfg, "n_positions", None) or cfg.max_position_embeddings
+    if a.seq_len > max_pos:
+        sys.exit("torch_step.py: --seq-len %d exceeds the model's %d positions" % (a.seq_len, max_pos))
+    vocab = cfg.vocab_size
+
+    # Parameters, each once (a tied head is the embedding): decay for rank >= 2.
+    params = list(model.parameters())
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": a.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=a.lr, betas=(0.9, 0.999), eps=1e-8)
+    n_params = sum(p.numel() for p in params)
+
+    data = np.fromfile(a.data, dtype="<u2" if a.data_dtype == "u16" else "<u4")
+    n_tokens = int(data.shape[0])
+    if n_tokens < a.seq_len + 1:
+        sys.exit("torch_step.py: %s has %d tokens; a window needs %d" % (a.data, n_tokens, a.seq_len + 1))
+    if int(data.max()) >= vocab:
+        sys.exit("torch_step.py: %s holds token %d, not below the vocabulary %d" % (a.data, int(data.max()), vocab))
+    B, T, N = a.microbatch_size, a.seq_len, a.microbatches
+
+    def batch(group):
+        xs = np.empty((B, T), dtype=np.int64)
+        ys = np.empty((B, T), dtype=np.int64)
+        for b in range(B):
+            o = sample_offset(a.sampling, a.seed, n_tokens, T, B, group, b)
+            xs[b] = data[o:o + T]
+            ys[b] = data[o + 1:o + T + 1]
+        return torch.from_numpy(xs), torch.from_numpy(ys)
+
+    def loss_fn(x, y):
+        logits = model(input_ids=x).logits
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+    step_loss = torch.compile(loss_fn) if a.compile else loss_fn
+    rss_load = rss_mib()
+    setup_s = time.perf_counter() - t_import
+
+    out = open(a.metrics, "w") if a.metrics else None
+    tokens = N * B * T
+    compile_s = None
+    for s in range(a.steps):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=False)
+        loss_sum = 0.0
+        for m in range(N):
+            x, y = batch(s * N + m)
+            loss = step_loss(x, y)
+            (loss / N).backward()
+            loss_sum += loss.item()
+        if a.max_grad_norm > 0:
+            norm = torch.nn.utils.clip_grad_norm_(params, a.max_grad_norm)
+        else:
+            norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+        opt.step()
+        sec = time.perf_counter() - t0
+        if a.compile and s == 0:
+            compile_s = sec
+        line = {"step": s + 1, "loss": loss_sum / N, "grad_norm": float(norm),
+                "tokens_per_s": tokens / sec, "seconds": sec}
+        text = json.dumps(line)
+        print(text, flush=True)
+        if out:
+            out.write(text + "\n")
+            out.flush()
+    if out:
+        out.close()
+    if a.save_hf:
+        model.to(torch.float32).save_pretrained(a.save_hf)
+    summary = {"summary": True, "label": a.label, "model_type": mtype, "parameters": n_params, "dtype": a.dtype,
+               "threads": torch.get_num_threads(), "compile": a.compile,
+               "first_step_s_with_compile": compile_s, "setup_s": setup_s,
+               "rss_after_load_mib": rss_load, "peak_rss_mib": rss_mib(),
+               "torch": torch.__version__, "transformers": transformers.__version__}
+    print(json.dumps(summary), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
