@@ -298,7 +298,9 @@ std::string huggingFaceConfigJson(const HfModelSizes &s) {
   JsonObject j;
   switch (s.type) {
   case HfModelType::Gpt2:
-    // bitpipe's GPT (docs/models.md): tied head, no dropout.
+    // bitpipe's GPT (docs/models.md): tied head, no dropout. No special
+    // tokens: bitpipe does not know the tokenizer's, and GPT2Config's
+    // defaults (50256) lie outside most vocabularies it trains.
     j.raw("architectures", "[\"GPT2LMHeadModel\"]")
         .str("model_type", "gpt2")
         .integer("vocab_size", s.vocab)
@@ -315,6 +317,8 @@ std::string huggingFaceConfigJson(const HfModelSizes &s) {
         .number("attn_pdrop", 0)
         .boolean("scale_attn_weights", true)
         .boolean("scale_attn_by_inverse_layer_idx", false)
+        .raw("bos_token_id", "null")
+        .raw("eos_token_id", "null")
         .boolean("tie_word_embeddings", true);
     break;
   case HfModelType::Bert:
@@ -353,6 +357,10 @@ std::string huggingFaceConfigJson(const HfModelSizes &s) {
         .boolean("attention_bias", false)
         .boolean("mlp_bias", false)
         .integer("pretraining_tp", 1)
+        // As for GPT-2: LlamaConfig's defaults (1, 2) name tokens bitpipe
+        // cannot know to be special.
+        .raw("bos_token_id", "null")
+        .raw("eos_token_id", "null")
         .boolean("tie_word_embeddings", s.tiedHead);
     break;
   }

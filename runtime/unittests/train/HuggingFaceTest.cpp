@@ -373,6 +373,13 @@ TEST(HuggingFaceTest, ConfigJsonHasTheFieldsTransformersReads) {
   EXPECT_EQ(gpt2->get("n_head")->integer, 2);
   EXPECT_EQ(gpt2->get("n_positions")->integer, 5);
   EXPECT_EQ(gpt2->get("activation_function")->string, "gelu_new");
+  // No special tokens named (GPT2Config's default 50256 would lie outside
+  // the vocabulary); LLaMA's likewise.
+  for (const JsonValue *config : {&*gpt2, &*llama})
+    for (const char *key : {"bos_token_id", "eos_token_id"}) {
+      ASSERT_NE(config->get(key), nullptr) << key;
+      EXPECT_EQ(config->get(key)->kind, JsonValue::Kind::Null) << key;
+    }
   Expected<JsonValue> bert = parseJson(huggingFaceConfigJson(bertSizes()));
   ASSERT_TRUE(bert.isOk());
   EXPECT_EQ(bert->get("model_type")->string, "bert");
