@@ -5,7 +5,7 @@
 // core, bench/peers) spend their time in them. vectorExp is exp in float
 // arithmetic only (no call, no table, no branch), so that a loop over it
 // becomes SIMD code:
-//   exp(x) = 2^n exp(r),  n = round(x / ln 2),  r = x - n ln 2 in [-ln2/2, ln2/2]
+//   exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]
 // with ln 2 split in two (Cody and Waite) so that r is exact to float
 // precision, exp(r) by its Taylor polynomial to degree 7 (truncation
 // below 6e-9 relative, a tenth of float's ulp), and 2^n built in the
