@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run.sh: bitpipe's compiled one-rank training step next to PyTorch's on the
-# same model, weights, data and update (issue 32, point 2).
+# same model, weights, data and update.
 #
 #   bench/peers/run.sh [--bin DIR] [--out DIR] [--steps K] [--rounds R]
 #                      [--models LIST] [--schedule S] [--threads2]

@@ -71,30 +71,12 @@ import resource
 import sys
 import time
 
-MASK64 = (1 << 64) - 1
-SAMPLER_STREAM = 0x73616D706C657273  # "samplers"
-
-
-def mix64(z):
-    z = (z + 0x9E3779B97F4A7C15) & MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-    return z ^ (z >> 31)
-
-
-def random_bits(seed, stream, counter):
-    return mix64(mix64(mix64(seed) ^ stream) ^ counter)
-
-
-def sample_offset(mode, seed, n_tokens, seq_len, batch, group, row):
-    """Start offset of row `row` of sample group `group` (GPT/LLaMA: one
-    token of lookahead), as BatchSampler::sampleOffset."""
-    span = seq_len + 1
-    if mode == "random":
-        starts = n_tokens - span + 1
-        return random_bits(seed, SAMPLER_STREAM ^ mix64(group), row) % starts
-    windows = (n_tokens - 1) // seq_len
-    return ((group * batch + row) % windows) * seq_len
+# The windows of each micro-batch: the end-to-end tests' reference module,
+# which reproduces docs/training-semantics.md's sampler (one definition
+# for both).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "test", "EndToEnd", "reference"))
+from batches import Batches  # noqa: E402
 
 
 def rss_mib():
@@ -188,14 +170,13 @@ def main(argv):
         sys.exit("torch_step.py: %s holds token %d, not below the vocabulary %d" % (a.data, int(data.max()), vocab))
     B, T, N = a.microbatch_size, a.seq_len, a.microbatches
 
+    # GPT and LLaMA alike: next-token targets, one token of lookahead.
+    windows = Batches(data, "gpt", B, T, vocab, a.seed, a.sampling)
+
     def batch(group):
-        xs = np.empty((B, T), dtype=np.int64)
-        ys = np.empty((B, T), dtype=np.int64)
-        for b in range(B):
-            o = sample_offset(a.sampling, a.seed, n_tokens, T, B, group, b)
-            xs[b] = data[o:o + T]
-            ys[b] = data[o + 1:o + T + 1]
-        return torch.from_numpy(xs), torch.from_numpy(ys)
+        xs, ys = windows.get(group)
+        return (torch.from_numpy(xs.astype(np.int64)),
+                torch.from_numpy(ys.astype(np.int64)))
 
     def loss_fn(x, y):
         logits = model(input_ids=x).logits
