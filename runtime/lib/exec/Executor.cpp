@@ -109,7 +109,8 @@ Expected<int64_t> Executor::warmUp() {
       if (role.kind == RoleKind::Input) {
         // Id 0 is a token of every vocabulary and a label of every one.
         BP_ASSIGN(b, backend_.loadInput(role.numel, [&](int32_t *host) {
-          std::memset(host, 0, static_cast<size_t>(role.numel) * sizeof(int32_t));
+          std::memset(host, 0,
+                      static_cast<size_t>(role.numel) * sizeof(int32_t));
           return Status::ok();
         }));
         h.args[i] = std::move(b);
