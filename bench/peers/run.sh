@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# run.sh: bitpipe's compiled one-rank training step next to PyTorch's on the
-# same model, weights, data and update.
+# run.sh: bitpipe next to PyTorch and Hugging Face transformers on the same
+# model, weights, data and update: one process (bitpipe's compiled one-rank
+# step against PyTorch eager and torch.compile), then pipelines (bitpipe's
+# schedules against torch.distributed.pipelining's on gloo). The two tables
+# come last.
 #
-#   bench/peers/run.sh [--bin DIR] [--out DIR] [--steps K] [--rounds R]
-#                      [--models LIST] [--schedule S] [--threads2]
-#                      [--cold-compile]
+#   bench/peers/run.sh [--bin DIR] [--out DIR] [--only single|pipelines]
+#                      [--steps K] [--rounds R] [--models LIST]
+#                      [--schedule S] [--threads2] [--cold-compile]
+#                      [--pipe-models LIST] [--pipe-steps K] [--ranks R]
+#                      [--pipe-schedules LIST]
 #                      [--lr X] [--weight-decay X] [--max-grad-norm X]
 #                      [--seed N] [--sampling random|sequential]
 #     --bin DIR        bitpipe's tools and runtime (default: $BITPIPE_BIN, else
 #                      the repository's build/bin)
 #     --out DIR        work folder (default /tmp/bitpipe-peers); replaced
+#     --only WHAT      run one half only: single or pipelines
+#     --rounds R       runs of each kind, alternating bitpipe and its peers,
+#                      R times (default 1)
+#   One process:
 #     --steps K        steps per run (default 12; at least 10: step 10's
 #                      losses are compared)
-#     --rounds R       runs of each of the three per model, alternating
-#                      bitpipe, eager, compiled, R times (default 1)
 #     --models LIST    space-separated NAME:CONFIG:MICROBATCHES (CONFIG
 #                      relative to the repository); default: gpt-cpu-medium,
 #                      llama-tiny and the two larger configs of bench/peers
@@ -26,20 +33,39 @@
 #     --cold-compile   torch.compile with an empty inductor cache in the work
 #                      folder (default: the user's cache, so that a second
 #                      run.sh compiles from it)
+#   Pipelines:
+#     --pipe-models LIST  as --models; default gpt-cpu-medium and llama-tiny,
+#                      8 micro-batches each
+#     --pipe-steps K   steps per run (default 6)
+#     --ranks R        ranks per pipeline, one core each (default 4 where the
+#                      machine has 4 cores, else 2)
+#     --pipe-schedules LIST  which schedules, by bitpipe's or torch_pipeline.py's
+#                      names (default all: bitpipe gpipe 1f1b
+#                      interleaved-1f1b zb-h1 zbv chimera bitpipe bitpipe-zb;
+#                      torch gpipe 1f1b interleaved-1f1b interleaved-zb zbv
+#                      dualpipev)
 #     hyperparameters  as the executable's flags; defaults lr 1e-3, weight
 #                      decay 0.01, max grad norm 1.0, seed 0, random sampling
 #
-# Per model: bitpipe-compile CONFIG --devices 1 --schedule S
+# One process, per model: bitpipe-compile CONFIG --devices 1 --schedule S
 # --microbatches N; bitpipe's initial weights with --steps 0 --save-hf; then
 # bitpipe for K steps (one rank, OPENBLAS_NUM_THREADS=1), PyTorch eager and
 # PyTorch torch.compile for K steps (bench/peers/torch_step.py, one thread),
 # one after the other, R rounds. Data: Debian's license texts as byte tokens.
 # Each run's step lines go to OUT/MODEL/*.jsonl; the comparison
 # (bench/peers/compare_runs.py) prints per step both losses and tokens/s, and
-# last one table: tokens/s (median of the steps after the first two, over
-# all rounds), their ratios, peak RSS (bitpipe: the rank process's
-# ru_maxrss, taken by a wrapper under mpirun; PyTorch: its own), and the
-# losses' relative difference (steps 1-3, step 10, all steps).
+# one table: tokens/s (median of the steps after the first two, over all
+# rounds), their ratios, peak RSS (bitpipe: the rank process's ru_maxrss,
+# taken by a wrapper under mpirun; PyTorch: its own), and the losses'
+# relative difference (steps 1-3, step 10, all steps).
+#
+# Pipelines, per model: the stage cuts of bitpipe's partition for R and 2R
+# stages (bitpipe-opt --bitpipe-partition print=true), bitpipe-compile
+# --devices R for each bitpipe schedule, the initial weights as above; then
+# per round each schedule: bitpipe under mpirun -np R --bind-to core, and
+# torch_pipeline.py under torchrun with R processes (gloo, one core and one
+# thread each) cut at the same layers. compare_pipelines.py prints the table:
+# tokens/s, bubble and peak RSS per rank, losses against bitpipe's 1f1b.
 #
 # The peer environment comes from bench/peers/setup.sh (installed when
 # missing: a few minutes and 2.4 GiB of downloads the first time).
@@ -56,6 +82,13 @@ models="gpt-cpu-medium:bench/train-step/gpt-cpu-medium.json:2 llama-tiny:example
 schedule=1f1b
 threads2=0
 cold=0
+only=
+pipe_models="gpt-cpu-medium:bench/train-step/gpt-cpu-medium.json:8 llama-tiny:examples/llama-tiny.json:8"
+pipe_steps=6
+ranks=
+bitpipe_schedules="gpipe 1f1b interleaved-1f1b zb-h1 zbv chimera bitpipe bitpipe-zb"
+torch_schedules="gpipe 1f1b interleaved-1f1b interleaved-zb zbv dualpipev"
+pipe_schedules=
 lr=1e-3
 wd=0.01
 clip=1.0
@@ -70,6 +103,11 @@ while [ $# -gt 0 ]; do
   --models) models=$2; shift 2 ;;
   --schedule) schedule=$2; shift 2 ;;
   --threads2) threads2=1; shift ;;
+  --only) only=$2; shift 2 ;;
+  --pipe-models) pipe_models=$2; shift 2 ;;
+  --pipe-steps) pipe_steps=$2; shift 2 ;;
+  --ranks) ranks=$2; shift 2 ;;
+  --pipe-schedules) pipe_schedules=$2; shift 2 ;;
   --cold-compile) cold=1; shift ;;
   --lr) lr=$2; shift 2 ;;
   --weight-decay) wd=$2; shift 2 ;;
@@ -84,7 +122,26 @@ case $steps in '' | *[!0-9]*) echo "run.sh: --steps $steps: a whole number" >&2;
 case $rounds in '' | *[!0-9]*) echo "run.sh: --rounds $rounds: a whole number" >&2; exit 2 ;; esac
 [ "$steps" -ge 10 ] || { echo "run.sh: --steps must be at least 10 (step 10 is compared)" >&2; exit 2; }
 [ "$rounds" -ge 1 ] || { echo "run.sh: --rounds must be at least 1" >&2; exit 2; }
-for t in bitpipe-compile bitpipe-tokenize; do
+case $pipe_steps in '' | *[!0-9]*) echo "run.sh: --pipe-steps $pipe_steps: a whole number" >&2; exit 2 ;; esac
+[ "$pipe_steps" -ge 3 ] || { echo "run.sh: --pipe-steps must be at least 3 (steps 1-3 are compared)" >&2; exit 2; }
+case $only in '' | single | pipelines) ;; *) echo "run.sh: --only $only: single or pipelines" >&2; exit 2 ;; esac
+if [ -z "$ranks" ]; then
+  if [ "$(nproc)" -ge 4 ]; then ranks=4; else ranks=2; fi
+fi
+case $ranks in '' | *[!0-9]*) echo "run.sh: --ranks $ranks: a whole number" >&2; exit 2 ;; esac
+[ "$ranks" -ge 2 ] && [ $((ranks % 2)) = 0 ] || { echo "run.sh: --ranks must be even and at least 2 (BitPipe's pairs)" >&2; exit 2; }
+if [ -n "$pipe_schedules" ]; then
+  known=" $bitpipe_schedules $torch_schedules "
+  for x in $pipe_schedules; do
+    case $known in *" $x "*) ;; *) echo "run.sh: --pipe-schedules: no schedule '$x' (bitpipe: $bitpipe_schedules; torch: $torch_schedules)" >&2; exit 2 ;; esac
+  done
+  keep() { local out= x; for x in $1; do case " $pipe_schedules " in *" $x "*) out="$out $x" ;; esac; done; echo $out; }
+  bitpipe_schedules=$(keep "$bitpipe_schedules")
+  torch_schedules=$(keep "$torch_schedules")
+  # Every loss is compared with bitpipe's 1f1b run.
+  case " $bitpipe_schedules " in *" 1f1b "*) ;; *) bitpipe_schedules="1f1b $bitpipe_schedules" ;; esac
+fi
+for t in bitpipe-compile bitpipe-tokenize bitpipe-import bitpipe-opt; do
   [ -x "$bin/$t" ] || { echo "run.sh: no $bin/$t (build bitpipe, or give --bin)" >&2; exit 1; }
 done
 command -v mpirun >/dev/null || { echo "run.sh: no mpirun" >&2; exit 1; }
@@ -101,11 +158,14 @@ if [ "$cold" = 1 ]; then
 fi
 mpirun_flags=(--allow-run-as-root --bind-to none -x OPENBLAS_NUM_THREADS=1 -np 1)
 hyper=(--lr "$lr" --weight-decay "$wd" --max-grad-norm "$clip" --seed "$seed" --sampling "$sampling")
-# The rank's peak RSS: ru_maxrss of its own process, written by a wrapper
-# that mpirun starts in its place (RUSAGE_CHILDREN: the rank, not the wrapper).
-rsswrap=(-I -c 'import resource, subprocess, sys
-r = subprocess.call(sys.argv[2:])
-open(sys.argv[1], "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+# A rank's peak RSS: ru_maxrss of its own process, written by a wrapper
+# that mpirun starts in its place (RUSAGE_CHILDREN: the rank, not the
+# wrapper), to FILE or, with --per-rank, FILE.RANK.
+rsswrap=(-I -c 'import os, resource, subprocess, sys
+per_rank = sys.argv[1] == "--per-rank"
+path = sys.argv[2] + "." + os.environ.get("OMPI_COMM_WORLD_RANK", "0") if per_rank else sys.argv[1]
+r = subprocess.call(sys.argv[3 if per_rank else 2:])
+open(path, "w").write("%d\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 sys.exit(r)')
 
 tokens=$out/tokens.bin
@@ -116,6 +176,7 @@ tokens=$out/tokens.bin
 } >"$out/run.json"
 
 list=()
+[ "$only" = pipelines ] && models=
 for spec in $models; do
   IFS=: read -r name config nmb <<<"$spec"
   if [ -z "$name" ] || [ -z "$config" ] || [ -z "$nmb" ]; then
@@ -153,5 +214,81 @@ for spec in $models; do
   list+=("$name")
 done
 
-"$py" -I "$here/compare_runs.py" "$out" "${list[@]}"
+# Pipelines: bitpipe's schedules and torch.distributed.pipelining's.
+# stage_starts MODEL.mlir K: the first layer of each of bitpipe's K stages,
+# comma-separated, from the partition that bitpipe-compile runs.
+stage_starts() {
+  "$bin/bitpipe-opt" "$1" --bitpipe-annotate-cost --bitpipe-partition="chunks=$2 print=true" -o /dev/null |
+    awk '/^[0-9]+ / { split($2, l, "-"); s = s (s == "" ? "" : ",") l[1] } END { print s }'
+}
+# Stages of each bitpipe schedule on R ranks: R, or 2R for those with two
+# chunks per rank (docs/schedules.md).
+stages_of() {
+  case $1 in interleaved-1f1b | interleaved-zb | zbv | dualpipev | bitpipe | bitpipe-zb) echo $((2 * ranks)) ;; *) echo "$ranks" ;; esac
+}
+pipe_list=()
+[ "$only" = single ] && pipe_models=
+for spec in $pipe_models; do
+  IFS=: read -r name config nmb <<<"$spec"
+  if [ -z "$name" ] || [ -z "$config" ] || [ -z "$nmb" ]; then
+    echo "run.sh: --pipe-models entry '$spec': NAME:CONFIG:MICROBATCHES" >&2
+    exit 2
+  fi
+  case $config in /*) ;; *) config=$repo/$config ;; esac
+  d=$out/pipe-$name
+  mkdir -p "$d"
+  read -r T B family < <("$py" -I -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["seq_len"], c["microbatch_size"], c["family"])' "$config")
+  echo "== pipelines, $name: $config, $ranks ranks, N=$nmb, B=$B, T=$T" >&2
+  "$bin/bitpipe-import" "$family" --config "$config" -o "$d/model.mlir" >&2
+  starts_r=$(stage_starts "$d/model.mlir" "$ranks")
+  starts_2r=$(stage_starts "$d/model.mlir" $((2 * ranks)))
+  [ -n "$starts_r" ] && [ -n "$starts_2r" ] || { echo "run.sh: no partition table from bitpipe-opt for $config" >&2; exit 1; }
+  for s in $bitpipe_schedules; do
+    "$bin/bitpipe-compile" "$config" --devices "$ranks" --schedule "$s" --microbatches "$nmb" -o "$d/train-$s" >&2
+  done
+  # The initial weights: every schedule starts from the same (the seed's).
+  first=${bitpipe_schedules%% *}
+  mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$d/train-$first" --data "$tokens" --steps 0 --seed "$seed" --save-hf "$d/hf" >"$d/init.log" 2>&1 ||
+    { cat "$d/init.log" >&2; exit 1; }
+  sq() { printf '"%s"' "$1"; }
+  list_json() { local out= x; for x in $1; do out="$out${out:+, }$(sq "$x")"; done; echo "[$out]"; }
+  echo "{\"ranks\": $ranks, \"steps\": $pipe_steps, \"rounds\": $rounds, \"microbatches\": $nmb, \"microbatch_size\": $B, \"seq_len\": $T, \"starts\": {\"$ranks\": \"$starts_r\", \"$((2 * ranks))\": \"$starts_2r\"}, \"schedules_bitpipe\": $(list_json "$bitpipe_schedules"), \"schedules_torch\": $(list_json "$torch_schedules")}" >"$d/run.json"
+  for r in $(seq 1 "$rounds"); do
+    # bitpipe's and torch's run of one schedule one after the other, so
+    # that a neighbour on the machine touches both alike.
+    for s in $(echo $bitpipe_schedules $torch_schedules | tr ' ' '\n' | awk '!seen[$0]++'); do
+      case " $bitpipe_schedules " in
+      *" $s "*)
+        echo "   round $r: bitpipe $s" >&2
+        mpirun --allow-run-as-root --bind-to core -x OPENBLAS_NUM_THREADS=1 -np "$ranks" "$py" "${rsswrap[@]}" --per-rank "$d/bitpipe-$s.$r.rss" \
+          "$d/train-$s" --data "$tokens" --steps "$pipe_steps" "${hyper[@]}" --metrics "$d/bitpipe-$s.$r.jsonl" >"$d/bitpipe-$s.$r.log" 2>&1 ||
+          { tail "$d/bitpipe-$s.$r.log" >&2; exit 1; }
+        ;;
+      esac
+      case " $torch_schedules " in
+      *" $s "*)
+        echo "   round $r: torch $s" >&2
+        if [ "$(stages_of "$s")" = "$ranks" ]; then st=$starts_r; else st=$starts_2r; fi
+        # A schedule torch refuses, or a failed run, is a result in the
+        # table, not the end of the comparison.
+        OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "$py" -W ignore -m torch.distributed.run --standalone --nproc-per-node "$ranks" \
+          "$here/torch_pipeline.py" --schedule "$s" --starts "$st" --hf "$d/hf" --data "$tokens" --seq-len "$T" \
+          --microbatch-size "$B" --microbatches "$nmb" --steps "$pipe_steps" "${hyper[@]}" --label "$s" \
+          --metrics "$d/torch-$s.$r.jsonl" >"$d/torch-$s.$r.out" 2>"$d/torch-$s.$r.err" ||
+          echo "   torch $s failed: $(grep 'torch_pipeline.py:' "$d/torch-$s.$r.err" | tail -1)" >&2
+        ;;
+      esac
+    done
+  done
+  pipe_list+=("$name")
+done
+
+rc=0
+if [ ${#list[@]} -gt 0 ]; then
+  "$py" -I "$here/compare_runs.py" "$out" "${list[@]}" || rc=1
+fi
+if [ ${#pipe_list[@]} -gt 0 ]; then
+  "$py" -I "$here/compare_pipelines.py" "$out" "${pipe_list[@]}" || rc=1
+fi
 echo "run.sh: $(($(date +%s) - started)) s in all; files in $out" >&2
+exit $rc

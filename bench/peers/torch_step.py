@@ -65,52 +65,28 @@ says how much of it was there before the first step).
 
 import argparse
 import json
-import math
 import os
-import resource
 import sys
 import time
 
-# The windows of each micro-batch: the end-to-end tests' reference module,
-# which reproduces docs/training-semantics.md's sampler (one definition
-# for both).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "test", "EndToEnd", "reference"))
-from batches import Batches  # noqa: E402
+from peer_model import (add_run_args, adamw, check_no_dropout, check_run_args,
+                        model_class, rss_mib, token_windows)
 
-
-def rss_mib():
-    # Linux: ru_maxrss in KiB.
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+PROG = "torch_step.py"
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--hf", required=True, help="folder bitpipe's --save-hf wrote")
-    p.add_argument("--data", required=True, help="flat token file")
-    p.add_argument("--data-dtype", choices=["u16", "u32"], default="u16")
-    p.add_argument("--seq-len", type=int, required=True, help="T (the compiled model's)")
-    p.add_argument("--microbatch-size", type=int, required=True, help="B (the compiled model's)")
-    p.add_argument("--microbatches", type=int, required=True, help="N per step (the compiled program's)")
-    p.add_argument("--steps", type=int, required=True)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--weight-decay", type=float, default=0.01)
-    p.add_argument("--max-grad-norm", type=float, default=0.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--sampling", choices=["random", "sequential"], default="random")
+    add_run_args(p)
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1: one bitpipe rank)")
     p.add_argument("--dtype", choices=["float32", "float64"], default="float32",
                    help="float64: a reference run of the same semantics in double precision")
     p.add_argument("--compile", action="store_true", help="torch.compile the loss function (model included), mode default")
-    p.add_argument("--metrics", help="also write the step lines to this file")
     p.add_argument("--save-hf", help="at the end, write the trained weights here (save_pretrained, float32)")
-    p.add_argument("--label", default="", help="a name carried in the summary line")
     a = p.parse_args(argv)
-    for k in ("seq_len", "microbatch_size", "microbatches", "threads"):
-        if getattr(a, k) <= 0:
-            p.error("--%s must be positive" % k.replace("_", "-"))
-    if a.steps < 0 or a.seed < 0:
-        p.error("--steps and --seed must not be negative")
+    check_run_args(p, a)
+    if a.threads <= 0:
+        p.error("--threads must be positive")
     return a
 
 
@@ -119,7 +95,6 @@ def main(argv):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     t_import = time.perf_counter()
-    import numpy as np
     import torch
     import torch.nn.functional as F
     import transformers
@@ -128,55 +103,22 @@ def main(argv):
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)  # nothing here draws; dropout is off
 
-    with open(os.path.join(a.hf, "config.json")) as f:
-        cfg_json = json.load(f)
-    mtype = cfg_json.get("model_type")
-    if mtype == "gpt2":
-        cls = transformers.GPT2LMHeadModel
-        drop = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0, "summary_first_dropout": 0.0}
-    elif mtype == "llama":
-        cls = transformers.LlamaForCausalLM
-        drop = {"attention_dropout": 0.0}
-    else:
-        sys.exit("torch_step.py: model_type %r: only gpt2 and llama (next-token models) are handled" % mtype)
-    # The dropout fields of bitpipe's config are 0 already; say so again, so
-    # that a hand-made folder cannot switch it on.
+    cls, drop, mtype = model_class(a.hf, PROG)
     dtype = torch.float64 if a.dtype == "float64" else torch.float32
     model = cls.from_pretrained(a.hf, attn_implementation="eager", dtype=dtype, **drop)
     model.train()
-    for name, mod in model.named_modules():
-        if isinstance(mod, torch.nn.Dropout) and mod.p != 0.0:
-            sys.exit("torch_step.py: %s is a Dropout with p = %g" % (name, mod.p))
+    check_no_dropout(model, PROG)
     cfg = model.config
     max_pos = getattr(cfg, "n_positions", None) or cfg.max_position_embeddings
     if a.seq_len > max_pos:
-        sys.exit("torch_step.py: --seq-len %d exceeds the model's %d positions" % (a.seq_len, max_pos))
-    vocab = cfg.vocab_size
+        sys.exit("%s: --seq-len %d exceeds the model's %d positions" % (PROG, a.seq_len, max_pos))
 
-    # Parameters, each once (a tied head is the embedding): decay for rank >= 2.
+    # Parameters, each once (a tied head is the embedding).
     params = list(model.parameters())
-    decay = [p for p in params if p.dim() >= 2]
-    no_decay = [p for p in params if p.dim() < 2]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": a.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=a.lr, betas=(0.9, 0.999), eps=1e-8)
+    opt = adamw(params, a.lr, a.weight_decay)
     n_params = sum(p.numel() for p in params)
-
-    data = np.fromfile(a.data, dtype="<u2" if a.data_dtype == "u16" else "<u4")
-    n_tokens = int(data.shape[0])
-    if n_tokens < a.seq_len + 1:
-        sys.exit("torch_step.py: %s has %d tokens; a window needs %d" % (a.data, n_tokens, a.seq_len + 1))
-    if int(data.max()) >= vocab:
-        sys.exit("torch_step.py: %s holds token %d, not below the vocabulary %d" % (a.data, int(data.max()), vocab))
     B, T, N = a.microbatch_size, a.seq_len, a.microbatches
-
-    # GPT and LLaMA alike: next-token targets, one token of lookahead.
-    windows = Batches(data, "gpt", B, T, vocab, a.seed, a.sampling)
-
-    def batch(group):
-        xs, ys = windows.get(group)
-        return (torch.from_numpy(xs.astype(np.int64)),
-                torch.from_numpy(ys.astype(np.int64)))
+    batch = token_windows(a, cfg.vocab_size, PROG)
 
     def loss_fn(x, y):
         logits = model(input_ids=x).logits
