@@ -24,22 +24,26 @@
 
 using namespace llvm;
 
+// --help lists these alone, not the options LLVM's libraries register.
+static cl::OptionCategory category("bitpipe-import options");
 static cl::opt<std::string> familyArg(cl::Positional,
                                       cl::desc("[gpt|bert|llama]"),
-                                      cl::init(""));
+                                      cl::init(""), cl::cat(category));
 static cl::opt<std::string> configPath("config", cl::Required,
                                        cl::desc("Model configuration (JSON)"),
-                                       cl::value_desc("file"));
+                                       cl::value_desc("file"),
+                                       cl::cat(category));
 static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
-                                       cl::value_desc("file"), cl::init("-"));
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::cat(category));
 static cl::opt<int64_t> seqLen("seq-len",
                                cl::desc("Tokens per sample (overrides the "
                                         "config)"),
-                               cl::init(0));
+                               cl::init(0), cl::cat(category));
 static cl::opt<int64_t>
     microbatchSize("microbatch-size",
                    cl::desc("Samples per micro-batch (overrides the config)"),
-                   cl::init(0));
+                   cl::init(0), cl::cat(category));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "bitpipe-import") << message << "\n";
@@ -48,6 +52,7 @@ static int fail(const Twine &message) {
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "bitpipe model importer: writes model IR for a "
                               "GPT-, BERT- or LLaMA-style configuration\n");
