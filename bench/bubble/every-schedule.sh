@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench-bubble for every schedule at one D: compile MODEL for each, train
 # STEPS steps under mpirun with --trace, and print bench-bubble's measured
-# bubbles and step next to the simulator's (bench/RESULTS.md, issue 17,
-# "Every schedule run for real at D=4").
+# bubbles and step next to the simulator's (bench/RESULTS.md, "Every
+# schedule run for real on CPU ranks at D=4").
 #
 #   bench/bubble/every-schedule.sh BUILD MODEL D N WORKDIR [STEPS]
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The simulator fitted to a real run and checked on held-out ones
-# (docs/calibration.md; bench/RESULTS.md, issue 16 point 3).
+# (docs/calibration.md; bench/RESULTS.md, "Calibration on real runs").
 #
 #   bench/calibration/calibrate-runs.sh BUILD WORKDIR [MODEL] [STEPS]
 #

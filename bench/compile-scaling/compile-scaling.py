@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """How the compiler's cost grows with data-parallel width, micro-batches and
-pipeline depth (issue 15), as ratios measured side by side in one run.
+pipeline depth, as ratios measured side by side in one run.
 
 Each measurement is one process of the real tools (bitpipe-import once,
 then bitpipe-opt --bitpipe-pipeline or bitpipe-compile), run REPEAT times;
 the median wall time and the peak RSS of that process alone (os.wait4) are
 kept, with the size of what it wrote. A pair of runs that differ in one
-quantity gives the ratio; the issue's target for it is printed next to it.
+quantity gives the ratio; its target is printed next to it.
 A compiler whose output and cost do not depend on dp (one program per
 pipeline rank, docs/data-parallel.md) shows 1.0 for the dp rows; one that
 copied every rank program per copy would show about the dp ratio, and one
@@ -174,7 +174,7 @@ def main():
                   f"| <= {target} |")
 
     if not a.quick or a.absolute_only:
-        print("\nabsolute, 126-layer GPT, D=64 N=512 dp=1 (the issue's targets: "
+        print("\nabsolute, 126-layer GPT, D=64 N=512 dp=1 (the targets: "
               "pipeline < 1 s, whole compile < 10 s):\n")
         print("| what | time (s) | peak RSS (MiB) | output (MiB) |")
         print("|---|---|---|---|")

@@ -510,7 +510,7 @@ int usage() {
                "usage: bitpipe-gpu-block-bench [--shapes H,nh,T,B[;...]] "
                "[--warmup K] [--iters K] [--attention own|cudnn|both] "
                "[--breakdown]\n"
-               "  (H a multiple of nh; defaults: issue 12's three shapes, "
+               "  (H a multiple of nh; defaults: flops.py's three shapes, "
                "warm-up 3, 10 timed iterations, both attentions)\n");
   return 2;
 }
@@ -518,7 +518,7 @@ int usage() {
 } // namespace
 
 int main(int argc, char **argv) {
-  // Issue 12's shapes (bench/gpu/flops.py's BLOCK_SHAPES).
+  // The benchmark's shapes (bench/gpu/flops.py's BLOCK_SHAPES).
   std::vector<Shape> shapes = {
       {1024, 16, 1024, 8}, {2048, 16, 2048, 4}, {4096, 32, 2048, 2}};
   int warmup = 3, iters = 10;

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# check.sh: the one prepared GPU check of issues 12 (the CUDA target, one
-# rank) and 13 (NCCL: the CUDA target across ranks), and of issue 14's
-# non-finite stop on the device path. Written on a machine without a GPU;
-# what it finds on the H200 comes back as new work.
+# check.sh: the one prepared GPU check of the CUDA target on one rank and
+# across ranks (NCCL), and of the non-finite stop on the device path.
 #
 # On the build machine (no GPU needed), from the repository root:
 #     bench/gpu/prepare.sh            # -> build/gpu-check (< 58 MiB)
@@ -63,7 +61,7 @@
 #      on 4 ranks, bf16, 6 steps, 2 rounds): BitPipe's and 1F1B's step
 #      times, taking turns; from BitPipe's traces the all-reduce time
 #      hidden behind compute and the p2p time per step; the simulator
-#      fitted to each schedule's GPU trace (bitpipe-calibrate, issue 16)
+#      fitted to each schedule's GPU trace (bitpipe-calibrate)
 #      and its error there; raw NCCL calls (nccl-raw) at the run's sizes
 #      beside the runtime's. Rows say INFO: there is no target to meet;
 #   8b. NCCL's rules at megabytes per transfer: every other schedule
@@ -85,7 +83,7 @@
 # logs/NAME inside logs.tar.gz), on stdout and appended to
 # $OUT/summary.txt at once, so a kill of the whole command leaves the rows
 # so far; at the end the totals, and the whole table printed again, last.
-# Benchmark rows say PASS when they meet issue 12's target, ratio >= 1.0
+# Benchmark rows say PASS when they meet their target, ratio >= 1.0
 # against PyTorch (memory: <= PyTorch's), BELOW when not. Logs:
 # $OUT/logs.tar.gz, under the 16 MiB the device tool brings back (large
 # logs cut to their head and tail, which the logs.tar.gz row says).
@@ -726,7 +724,7 @@ part_step() {
 }
 
 #===----------------------------------------------------------------------===#
-# 6-8. Across ranks (issue 13): the match, the killed rank, the measurements.
+# 6-8. Across ranks: the match, the killed rank, the measurements.
 #===----------------------------------------------------------------------===#
 ranks_sh=$root/test/EndToEnd/cuda-ranks.sh
 no_mpirun="no mpirun: the machine has none and none was carried (MANIFEST.txt)"
@@ -1021,7 +1019,7 @@ part_memcheck() {
 # The run.
 #===----------------------------------------------------------------------===#
 check_plan "$mode"
-table_start "$out/summary.txt" "bitpipe GPU check (issues 12, 13): $mode, a $budget_total s budget (minimums $(budget_minimums) s); started $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+table_start "$out/summary.txt" "bitpipe GPU check: $mode, a $budget_total s budget (minimums $(budget_minimums) s); started $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 part_payload
 part_libraries
 part_device

@@ -34,7 +34,7 @@ def block_flops(hidden, heads, seq_len, batch, causal=True):
     return matmuls + attention
 
 
-# The shapes of issue 12: (hidden, heads, seq_len, batch).
+# The block benchmark's shapes: (hidden, heads, seq_len, batch).
 BLOCK_SHAPES = [(1024, 16, 1024, 8), (2048, 16, 2048, 4), (4096, 32, 2048, 2)]
 
 

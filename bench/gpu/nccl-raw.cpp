@@ -1,6 +1,6 @@
 //===- nccl-raw.cpp - Raw NCCL calls at the sizes a run uses ---------------===//
 //
-// The yardstick for the runtime's communication (issue 13): the same
+// The yardstick for the runtime's communication: the same
 // transfers as a compiled run makes, issued straight to NCCL with nothing
 // around them, in the manner of nccl-tests. Started like the executables
 // (mpirun -np N, one GPU per node-local rank mod device count, several

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ranks-bench.sh: issue 13's measurements of a multi-rank CUDA run, on the
+# ranks-bench.sh: the measurements of a multi-rank CUDA run, on the
 # GPU machine (bench/gpu/check.sh runs it; bench/RESULTS.md records it):
 #
 #   1. step time, BitPipe vs 1F1B: two executables of one model on 4 ranks

@@ -1,6 +1,6 @@
 """PyTorch eager's side of the block benchmark: one GPT block forward +
 backward in bf16, TFLOP/s by flops.py's formula (the one
-bitpipe-gpu-block-bench divides by), at issue 12's shapes.
+bitpipe-gpu-block-bench divides by), at flops.py's BLOCK_SHAPES.
 
 The block is docs/models.md's GPT layer, as block-bench.cpp computes it:
 pre-LN, fused qkv (with bias), causal scaled-dot-product attention, output

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The BitPipe paper's comparison, on paper (issue 16, point 5).
+"""The BitPipe paper's comparison, on paper.
 
     bench/paper/paper-comparison.py [--build build] [--jobs J]
         [--scenarios a100,ideal,h200,scale] [--out bench/paper] [--json FILE]
@@ -78,7 +78,7 @@ SCENARIOS = [
 ]
 
 # Two ways to compare. "best": every schedule at its own best D, dp, v,
-# micro-batch size and count (what the issue asks). "D=8,N=D": every
+# micro-batch size and count (bitpipe-plan's pick). "D=8,N=D": every
 # schedule at D = 8 with N = D = 8 micro-batches per copy (the micro-batch
 # size B / (dp * 8)), the regime the paper's bubble formulas favour BitPipe
 # in; only where that size is whole and at most 8.

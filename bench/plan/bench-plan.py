@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Times bitpipe-plan's whole search (issue 16, point 4: under 10 s).
+"""Times bitpipe-plan's whole search (its target: under 10 s).
 
     bench/plan/bench-plan.py [--build build] [--runs 5] [-- PLAN ARGS...]
 

@@ -1,4 +1,4 @@
-//===- BaselinesTable.cpp - The baselines at their best (issue 17) --------===//
+//===- BaselinesTable.cpp - The baselines at their best -------------------===//
 //
 // Every baseline in its best form next to the earlier ones, at D in {4, 8,
 // 16} and N in {D, 2D, 4D}, F=1, B=2 per chunk of a D-stage model (a chunk
@@ -18,7 +18,7 @@
 // memory it saves against the makespan it costs.
 //
 // chimera is the registered order (ChimeraOrder::Best); its two candidate
-// orders are listed too, so the change of issue 17 can be read off, and
+// orders are listed too, so what it gains over each can be read off, and
 // bitpipe, which the baselines are compared with, closes the table with the
 // schedules that split the backward (zb-h1, bitpipe-zb, zbv), at B = W = 1
 // per stage: the same work, B + W = 2 (docs/zero-bubble.md has their own

@@ -1,7 +1,7 @@
 //===- BaselinesTable.h - The baselines at their best -----------*- C++ -*-===//
 //
 // bench-schedules --baselines: the table of bench/RESULTS.md, "Baselines at
-// their best (issue 17)".
+// their best".
 //
 //===----------------------------------------------------------------------===//
 

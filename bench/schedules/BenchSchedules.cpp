@@ -10,7 +10,7 @@
 //     in chunks: one per (micro-batch, stage) whose F is done and B is not)
 //     for every schedule at small D and N, next to the closed-form bubble
 //     ratio the papers give, where one applies.
-//  3. (--zero-bubble: this table only) issue 17's comparison of the
+//  3. (--zero-bubble: this table only) the comparison of the
 //     zero-bubble schedules with BitPipe (docs/zero-bubble.md): bitpipe,
 //     bitpipe-zb, zb-h1 and zbv at D in {4, 8, 16}, N in {D, 2D, 4D}:
 //     makespan, bubble, and the peak activations per rank, counted until
@@ -70,10 +70,10 @@ bool parseArgs(int argc, char **argv, Options &o) {
       .integer(microbatchesFlag.c_str(), "N", "micro-batches (default 256)",
                &microbatches, 1)
       .toggle("--baselines",
-              "only the table of the baselines at their best (issue 17)",
+              "only the table of the baselines at their best",
               &o.baselines)
       .toggle("--zero-bubble",
-              "only the zero-bubble table (issue 17, docs/zero-bubble.md)",
+              "only the zero-bubble table (docs/zero-bubble.md)",
               &o.zeroBubbleOnly);
   bitpipe::runtime::Status parsed = flags.parse(argc, argv);
   constexpr int64_t kMax = 1000000;
@@ -244,7 +244,7 @@ void chimeraEqualCostTable() {
   std::printf("\n");
 }
 
-/// Issue 17's table (see the file comment). A chunk is 1/S of the model:
+/// The zero-bubble table (see the file comment). A chunk is 1/S of the model:
 /// zb-h1 has S = D stages, the others 2D. So that all run the same model,
 /// the makespan is in slots of a 1/(2D) chunk's F (zb-h1's, whose stages
 /// are twice as long, doubles), and "x share" (chunks x D / S) counts the

@@ -187,7 +187,7 @@ private:
   /// The ranks blocked on a transfer's arrival (by transfer) and on a
   /// compute step (by slot). An event wakes only the ranks it can unblock,
   /// so that a run costs O(steps + events) rather than a pass over every
-  /// rank per event, which grew as D^2 N (issue 15).
+  /// rank per event, which grew as D^2 N.
   /// A rank waits for one thing at a time, so the lists share one link
   /// per rank rather than owning a vector each.
   std::vector<WaitList> transferWaiters_, slotWaiters_, groupWaiters_;

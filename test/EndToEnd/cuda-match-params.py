@@ -33,7 +33,7 @@ Several CAND files are the rank dumps of one multi-rank run
 (test/EndToEnd/cuda-ranks.sh): together they are the model; a tensor that
 several ranks hold is read from the first (bitpipe-compare checks that
 replicas agree). --update-rtol replaces the precision's rtol (cuda-ranks.sh:
-1e-5, issue 13's bound for two fp32 GPU runs).
+1e-5, its bound for two fp32 GPU runs).
 
 Written against docs/training-semantics.md (the tensors' names are
 docs/models.md's); reads the files with reference/safetensors_io.py, not

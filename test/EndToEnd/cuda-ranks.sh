@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CUDA target across ranks (issue 13): MODEL compiled with --target cuda
+# The CUDA target across ranks: MODEL compiled with --target cuda
 # --precision fp32 for a schedule on D devices x K data-parallel copies (8
 # micro-batches per step in all: N = 8 / K per copy), trained 3 AdamW steps
 # under mpirun, against ONE rank of the same target and precision (gpipe,
@@ -7,7 +7,7 @@
 # the same data. Ranks may share one GPU: the runtime gives each rank its
 # own NCCL_HOSTID and NCCL_SOCKET_IFNAME=lo when they do (docs/launching.md).
 #
-# What must hold (fp32, no TF32; the 1e-5 of issue 13):
+# What must hold (fp32, no TF32):
 #   - loss and gradient norm of every step within 1e-5 relative
 #     (bitpipe-compare --metrics);
 #   - the ranks together hold every parameter, replicas bit for bit alike
@@ -31,7 +31,7 @@
 #   - How far apart two runs can be at all: `reference` trains the 1-rank
 #     run twice and prints the second against the first (the atomics make
 #     them differ); a case's numbers are to be read against that floor.
-# The decided bounds are the issue's 1e-5; a failure prints by how much
+# The decided bounds are 1e-5; a failure prints by how much
 # (worst ratio of its allowance), which is the measurement to act on.
 #
 #   cuda-ranks.sh init MODEL WORKDIR
@@ -240,7 +240,7 @@ case)
   train "$dir" $((d * k)) || exit 1
   compare "$dir" "$ref" || status=1
   if [ ${#rank_command[@]} = 0 ] && [ -z "${NCCL_HOSTID:-}" ]; then
-    # Issue 13: the runtime says when it gives ranks sharing a GPU their
+    # The runtime says when it gives ranks sharing a GPU their
     # own NCCL_HOSTID. Its wording is its own; the name is what is looked
     # for, and only printed (where there is a GPU per rank, it says nothing).
     echo "== for the record (does not decide): the runtime's word on NCCL_HOSTID"

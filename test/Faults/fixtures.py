@@ -127,7 +127,7 @@ def losses(output):
 
 def nonfinite_loss(o):
     """The check of every training run: exit 0 after a non-finite loss
-    is the silently wrong run of issue 14."""
+    is a silently wrong run."""
     if o.status == "accepted":
         for loss in losses(o.output):
             if loss.lower().lstrip("+-") in ("nan", "inf", "infinity"):

@@ -3,7 +3,7 @@
 formats, truncations, shapes), byte-mutated checkpoints, which must either
 be refused or train exactly as the undamaged one (the same losses and the
 same saved checkpoint, byte for byte), and a few on two ranks under
-mpirun. Issue 14's "corrupted checkpoints load"."""
+mpirun."""
 import copy
 import os
 import shutil
@@ -74,7 +74,7 @@ def damaged(good):
 
 
 def huge_header(good):
-    """200,000 extra empty tensors: parsing must stay linear (issue 14)."""
+    """200,000 extra empty tensors: parsing must stay linear."""
     st = Safetensors.read(good)
     for i in range(200000):
         st.header["extra.%d" % i] = {"dtype": "F32", "shape": [0],

@@ -1,5 +1,5 @@
 """Model configurations through bitpipe-import: the repository's configs
-(valid), known-invalid values and keys (issue 14's list), and mutants
+(valid), known-invalid values and keys, and mutants
 judged by a small oracle."""
 import glob
 import json

@@ -2,7 +2,7 @@
 pass pipeline, mutants of its per-rank programs (straight, and rolled into
 bitpipe.repeat) through bitpipe-verify,
 and the same programs through bitpipe-lower-to-runtime, which must not
-lower what bitpipe-verify rejects (issue 14: lowering trusts its input)."""
+lower what bitpipe-verify rejects (it runs the same checks first)."""
 import os
 
 import mutations

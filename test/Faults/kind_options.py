@@ -1,6 +1,6 @@
 """Out-of-range pass options (bitpipe-opt) and bitpipe-compile flags, each
 known-invalid (except where marked "any": a schedule with --split-backward
-may support it or refuse it, issue 14)."""
+may support it or refuse it)."""
 import os
 
 from cases import Case

@@ -2,7 +2,7 @@
 bitpipe-compile, and the executable's --save, --trace, --metrics and
 --dump-rank-params, each pointed at a directory, a symlink, a FIFO, a
 character device, a path whose parent is missing, and a good file that a
-failing run must leave alone (issue 14: outputs are not protected).
+failing run must leave alone (docs/files.md).
 
 The device is a private node made with mknod (1, 3: what /dev/null is) in
 the work directory, never /dev/null itself: a tool that replaces its

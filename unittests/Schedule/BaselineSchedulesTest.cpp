@@ -263,11 +263,10 @@ TEST(BaselineSchedules, ChimeraRegisteredOrderNearOptimumBeyondOneUnit) {
   // F=1, B=2, N a multiple of D above D. The search finds orders (with
   // channels in order, so the project can run them) that meet the lower
   // bound 3(N + D/2 - 1), so that is the optimum.
-  //  - The alternating order (the registered one before issue 17) gives
-  //    its streams alternate slots, which suits F=B but stalls a stream
-  //    behind every 2-slot backward: 4N+D-4, N - D/2 - 1 slots above the
-  //    optimum for D >= 4, a gap that grows with N. At D=2 it reaches the
-  //    optimum (the D=2 rows).
+  //  - The alternating order gives its streams alternate slots, which
+  //    suits F=B but stalls a stream behind every 2-slot backward:
+  //    4N+D-4, N - D/2 - 1 slots above the optimum for D >= 4, a gap that
+  //    grows with N. At D=2 it reaches the optimum (the D=2 rows).
   //  - The critical-path order (CriticalPathOrder.h: backward first, then
   //    the one whose inputs were done first, then the longest chain of
   //    work; channels in order, at most D micro-batches of each direction

@@ -111,7 +111,7 @@ TEST(ZeroBubbleSchedules, BitPipeZbVerifiesWithEagerAllReduces) {
     }
 }
 
-// Issue 17's target: makespan <= 0.85 x BitPipe's at D = 8, N = 16 with F =
+// The target: makespan <= 0.85 x BitPipe's at D = 8, N = 16 with F =
 // B = W = 1 (BitPipe's whole backward B + W = 2), with no more activation
 // memory. BitPipe takes 114 slots there (docs/bitpipe-order.md), so the
 // target is 96.9, but no schedule on this placement can go below

@@ -5,11 +5,10 @@
 |* attention), the optimizer's kernels, the device memory pool they and       *|
 |* their callers allocate from, and the context that lets runtime.h's own     *|
 |* functions (the ABI compiled stage functions call) run on the device.       *|
-|* Communication (NCCL) is not here yet.                                      *|
+|* Communication is not here: NCCL's communicator is runtime/lib/comm/nccl.   *|
 |*                                                                            *|
-|* NONE OF THIS HAS RUN ON A GPU YET: it was written and compiled on a        *|
-|* machine without one, and its tests skip there (see                         *|
-|* runtime/unittests/cuda and bench/gpu/check.sh).                            *|
+|* Its tests (runtime/unittests/cuda) skip on a machine without a GPU;        *|
+|* bench/gpu/check.sh runs them on one.                                       *|
 |*                                                                            *|
 |* Precision (mixed, as Megatron-LM and PyTorch autocast train):              *|
 |*  - activations, their gradients and the weights the kernels read are       *|

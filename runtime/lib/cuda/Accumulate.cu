@@ -5,8 +5,6 @@
 // the sum over micro-batches is the same bits whichever target adds it (in
 // the same order). Grid-stride, 16-byte accesses when both pointers allow.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"

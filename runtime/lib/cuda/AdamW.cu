@@ -16,8 +16,6 @@
 // ulp here and there. The intrinsics are never contracted (CUDA C
 // Programming Guide, "Intrinsic Functions"), whatever -fmad says.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"

@@ -10,8 +10,6 @@
 // is read and written by the same thread. One kernel template serves both
 // element types (DeviceMath.cuh's load / store).
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"

@@ -7,8 +7,6 @@
 // loading a checkpoint). Grid-stride, 4 elements a vector access when both
 // pointers allow it.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"

@@ -7,8 +7,6 @@
 // the chunks into the fp32 accumulators. LayerNorm.cu and RmsNorm.cu share
 // the plan.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CUDA_COLUMNCHUNKS_H

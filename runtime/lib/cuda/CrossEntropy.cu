@@ -17,8 +17,6 @@
 // ignore index is recorded for bp_cuda_synchronize, never dereferenced, and
 // makes its row's loss (hence the mean) and gradient row NaN.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"

@@ -6,8 +6,6 @@
 // warp and block reductions, the online (max, sum-of-exp) pair of a softmax
 // row, and the record of an out-of-range id.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CUDA_DEVICEMATH_CUH

@@ -17,8 +17,6 @@
 // what lets an out-of-memory give the cache back without waiting on the
 // host for the whole device (Backing, below).
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "Launch.h"

@@ -15,8 +15,6 @@
 // activations and weights (DeviceMath.cuh's load / store); the gradient
 // accumulators are fp32 in both precisions.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"

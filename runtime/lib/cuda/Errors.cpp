@@ -9,8 +9,6 @@
 //    which only the device sees: kernels record the first one in a device
 //    word, and bp_cuda_synchronize reads it.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "EagerModules.h"

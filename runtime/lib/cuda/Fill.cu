@@ -6,8 +6,6 @@
 // constant. Grid-stride, in 16-byte (fp32) or 8-byte (bf16) stores when the
 // pointer allows. The bf16 value is value rounded to nearest even, once.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"

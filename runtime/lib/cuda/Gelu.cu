@@ -9,8 +9,6 @@
 // direction serves both forms (GeluMath.cuh's TanhGelu / ErfGelu) and both
 // element types (DeviceMath.cuh's load / store).
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"

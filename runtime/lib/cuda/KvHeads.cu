@@ -9,8 +9,6 @@
 // grouped kernel would not need; the attention arithmetic is that of the
 // tested multi-head kernels.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"

@@ -5,8 +5,6 @@
 // bp_status_t with a message that names the failing function (a launch
 // returns no error of its own: cudaGetLastError must be asked after it).
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CUDA_LAUNCH_H

@@ -15,8 +15,6 @@
 // and beta (bf16 or fp32: DeviceMath.cuh's load / store), so both precisions
 // run the same code; statistics and accumulators are fp32 in both.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "ColumnChunks.h"

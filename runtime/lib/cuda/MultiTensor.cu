@@ -6,8 +6,6 @@
 // its run's prefix. Parallel loads of the segment table, so a few thousand
 // segments cost a few microseconds, not a serial walk.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "EagerModules.h"

@@ -16,8 +16,6 @@
 // reduction over it (the sum of squares) adds in the same order on every
 // run and every GPU.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CUDA_MULTITENSOR_CUH

@@ -6,8 +6,6 @@
 // (ColumnChunks.h). The formulas are the CPU kernel's
 // (runtime/lib/cpu/kernels/RmsNorm.cpp).
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "ColumnChunks.h"

@@ -7,8 +7,6 @@
 // (runtime/lib/cpu/kernels/Rotary.cpp) does, so both targets rotate by the
 // same float factors. The backward is the rotation by minus the angle.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"

@@ -11,8 +11,6 @@
 // segments, same bits, every run. (Not the CPU's bits: it adds one element
 // after another; the two differ by rounding in the last digits only.)
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"

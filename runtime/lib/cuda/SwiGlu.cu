@@ -5,8 +5,6 @@
 // computed with the accurate expf and rounded once. The formulas are the
 // CPU kernel's (runtime/lib/cpu/kernels/SwiGlu.cpp).
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "DeviceMath.cuh"

@@ -31,7 +31,7 @@
 //  - fp32 kernels: fp32 sums over d and T (~1e-6 relative): 1e-4.
 //
 // Every test but the argument checks skips itself without a device.
-// Written on a machine without a GPU: these tests have not run on one yet.
+// bench/gpu/check.sh runs these tests on a GPU.
 //
 //===----------------------------------------------------------------------===//
 

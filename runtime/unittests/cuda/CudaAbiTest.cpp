@@ -13,8 +13,8 @@
 // reach.
 //
 // The device tests skip without one; bp_check, the precision check and the
-// alignment check run everywhere. Written on a machine without a GPU: the
-// device tests have not run on one yet.
+// alignment check run everywhere. bench/gpu/check.sh runs the device tests
+// on a GPU.
 //
 //===----------------------------------------------------------------------===//
 

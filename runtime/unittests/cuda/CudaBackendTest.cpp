@@ -6,7 +6,7 @@
 // backend's traffic (inputs through pinned staging, losses read back in
 // order, device spans, the one-rank limit). Skipped without a device.
 //
-// Written on a machine without a GPU: nothing here has run on one yet.
+// bench/gpu/check.sh runs these tests on a GPU.
 //
 //===----------------------------------------------------------------------===//
 

@@ -12,8 +12,7 @@
 // than the reference (an fp32 sum of n terms is good to about
 // sqrt(n) * 6e-8 relative to the terms' scale: 1.6e-5 at n = 70000).
 //
-// Skipped without a device. Written on a machine without a GPU: these tests
-// have not run on one yet.
+// Skipped without a device; bench/gpu/check.sh runs them on a GPU.
 //
 //===----------------------------------------------------------------------===//
 

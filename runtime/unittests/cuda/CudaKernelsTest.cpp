@@ -10,7 +10,7 @@
 //
 // Every test skips itself without a device. Only the argument checks, which
 // are made on the host before anything is enqueued, run everywhere.
-// Written on a machine without a GPU: these tests have not run on one yet.
+// bench/gpu/check.sh runs these tests on a GPU.
 //
 //===----------------------------------------------------------------------===//
 

@@ -6,8 +6,8 @@
 // scratch buffers go back to the pool. The pool is process-wide, so every
 // check is on differences of bp_cuda_memory_stats.
 //
-// Skipped without a device, except what never reaches CUDA. Written on a
-// machine without a GPU: these tests have not run on one yet.
+// Skipped without a device, except what never reaches CUDA;
+// bench/gpu/check.sh runs these tests on a GPU.
 //
 //===----------------------------------------------------------------------===//
 

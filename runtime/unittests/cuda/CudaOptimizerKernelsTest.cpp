@@ -24,8 +24,8 @@
 //    sqrt(n) * 1.1e-16 = 3e-13 typically, n * 1.1e-16 = 1e-9 at worst), and
 //    to itself bit for bit (its order is fixed).
 //
-// Skipped without a device, except the argument checks. Written on a
-// machine without a GPU: these tests have not run on one yet.
+// Skipped without a device, except the argument checks;
+// bench/gpu/check.sh runs these tests on a GPU.
 //
 //===----------------------------------------------------------------------===//
 

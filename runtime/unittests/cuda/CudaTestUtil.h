@@ -5,8 +5,6 @@
 // poisoned, bf16 conversions on the host, and the check that both asserts
 // and prints one line of bench/gpu/check-kernels.sh's table.
 //
-// Written on a machine without a GPU: nothing here has run on one yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_UNITTESTS_CUDA_CUDATESTUTIL_H

@@ -9,8 +9,7 @@
 // their sentinels. Tolerances as CudaKernelsTest.cpp (bf16) and
 // CudaFp32KernelsTest.cpp (fp32).
 //
-// Skipped without a device. Written on a machine without a GPU: these tests
-// have not run on one yet.
+// Skipped without a device; bench/gpu/check.sh runs them on a GPU.
 //
 //===----------------------------------------------------------------------===//
 

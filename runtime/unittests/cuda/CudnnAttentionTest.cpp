@@ -27,7 +27,7 @@
 // group with the CUDA toolkit's driver stub (see CMakeLists.txt), which
 // makes this check possible on a machine without a GPU.
 //
-// Written on a machine without a GPU: the numerical tests have not run yet.
+// bench/gpu/check.sh runs the numerical tests on a GPU.
 //
 //===----------------------------------------------------------------------===//
 

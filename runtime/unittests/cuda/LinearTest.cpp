@@ -24,7 +24,7 @@
 // where the erf form differs from it by 3% to 30%.
 //
 // Every test skips itself without a device except the argument checks.
-// Written on a machine without a GPU: these tests have not run on one yet.
+// bench/gpu/check.sh runs these tests on a GPU.
 //
 //===----------------------------------------------------------------------===//
 

@@ -10,12 +10,10 @@
 // Why cuDNN first: on Hopper its fused engines use the wgmma instructions
 // that the project's mma.sync kernels do not, and its backward does five
 // matrix products where ours, deterministic, does seven. That is an
-// expectation, not yet a measurement: bench/gpu/check.sh times both on the
-// H200 (bench/RESULTS.md), and the default follows what it finds. Both
+// expectation: bench/gpu/check.sh times both on the H200
+// (bench/RESULTS.md), and the default follows what it finds. Both
 // compute the same lse (natural log of the scaled scores), so a forward of
 // one and a backward of the other agree.
-//
-// None of this has run on a GPU yet.
 //
 //===----------------------------------------------------------------------===//
 

@@ -7,8 +7,6 @@
 // bf16 an activation, activation-gradient or weight pointer holds bf16 bits
 // (asBf16Bits); parameter gradients, statistics and the loss stay fp32.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CUDA_ABI_DISPATCH_H

@@ -5,8 +5,6 @@
 // layer of the context's precision on the context's stream (Dispatch.h).
 // The parameter gradients (dw, db) are fp32 accumulators in both precisions.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "Dispatch.h"

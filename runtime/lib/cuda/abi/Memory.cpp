@@ -8,8 +8,6 @@
 // stream its kernels run on, so a block comes back to the next allocation
 // only after the work that used it.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/cuda.h"

@@ -7,8 +7,6 @@
 // (runtime/lib/cpu/kernels/Support.cpp), with the status named by the
 // device-agnostic core's errorCodeName, which also knows BP_ERR_DEVICE.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/cuda.h"

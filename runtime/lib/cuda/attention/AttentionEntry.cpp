@@ -7,8 +7,6 @@
 // [B, nh, T] fp32: O(T), never T x T) comes from the device pool and goes
 // back to it in stream order.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "AttentionKernels.h"

@@ -17,8 +17,6 @@
 // incomplete cuDNN gets bp_cudnn_attention_supported() == 0 with the reason
 // on stderr rather than a crash.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "CudnnSdpaPlan.h"

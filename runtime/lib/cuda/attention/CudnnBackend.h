@@ -9,9 +9,8 @@
 // records the first failing call with cuDNN's own message so that a whole
 // graph can be written as straight-line code and checked once at the end.
 //
-// Used by the cuDNN attention (CudnnAttention.cpp); none of it has run on a
-// GPU yet (descriptor creation and finalization work without one, which
-// CudnnAttentionTest checks).
+// Used by the cuDNN attention (CudnnAttention.cpp). Descriptor creation and
+// finalization work without a GPU, which CudnnAttentionTest checks.
 //
 //===----------------------------------------------------------------------===//
 

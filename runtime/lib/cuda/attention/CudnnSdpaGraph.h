@@ -28,8 +28,6 @@
 // masked scores: the natural-log log-sum-exp that runtime.h calls lse, so
 // the CPU and the cuDNN paths exchange lse unchanged.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CUDA_ATTENTION_CUDNNSDPAGRAPH_H

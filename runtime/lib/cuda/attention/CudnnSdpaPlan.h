@@ -6,8 +6,6 @@
 // engine that accepts this shape on this device. Plans are built once per
 // shape and direction and cached by CudnnAttention.cpp.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CUDA_ATTENTION_CUDNNSDPAPLAN_H

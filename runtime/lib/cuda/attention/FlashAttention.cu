@@ -32,8 +32,6 @@
 // key (or query) block loading while the current one is computed on. Rows
 // past T and head columns past d are loaded as zeros and masked.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "../EagerModules.h"

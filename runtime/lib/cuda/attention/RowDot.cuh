@@ -6,8 +6,6 @@
 // computed once, before the tiles, into rowDot [B, nh, T] fp32 (as the CPU
 // kernel computes its D; runtime/lib/cpu/kernels/Attention.cpp).
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CUDA_ATTENTION_ROWDOT_CUH

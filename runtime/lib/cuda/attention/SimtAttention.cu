@@ -16,8 +16,6 @@
 // broadcast each lane's probability by shuffle to lanes that own the d
 // output columns (column c = lane + 32 i, i < kPerLane).
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "../DeviceMath.cuh"

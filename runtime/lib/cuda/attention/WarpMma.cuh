@@ -17,8 +17,6 @@
 // those eight 16-byte pieces fall in eight different bank groups (a row of
 // 64 or 128 bf16 would put them all in the same banks).
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CUDA_ATTENTION_WARPMMA_CUH

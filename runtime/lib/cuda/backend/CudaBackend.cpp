@@ -29,7 +29,7 @@
 // events (comm/nccl/NcclCommunicator.h); one rank transfers nothing and
 // keeps the MPI communicator.
 //
-// None of this has run on a GPU yet (bench/gpu/check.sh runs it there).
+// On a GPU, bench/gpu/check.sh runs its tests (CudaBackendTests).
 //
 //===----------------------------------------------------------------------===//
 

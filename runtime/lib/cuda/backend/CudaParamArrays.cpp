@@ -1,6 +1,7 @@
 //===- CudaParamArrays.cpp - The parameter store in device memory ---------===//
 //
-// None of this has run on a GPU yet (bench/gpu/check.sh runs it there).
+// The store that CudaParamArrays.h describes; on a GPU, bench/gpu/check.sh
+// runs its tests (CudaBackendTests).
 //
 //===----------------------------------------------------------------------===//
 

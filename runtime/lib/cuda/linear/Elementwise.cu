@@ -4,8 +4,6 @@
 // arithmetic in fp32. The column sums are two-stage so that a short, wide dy
 // and a tall, narrow one both fill the device.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #include "Elementwise.h"

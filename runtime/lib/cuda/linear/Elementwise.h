@@ -12,8 +12,6 @@
 // bf16 tensors are cuda.h's raw bits; every call enqueues on `stream` and
 // reports a launch failure as BP_ERR_DEVICE naming `function`.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CUDA_LINEAR_ELEMENTWISE_H

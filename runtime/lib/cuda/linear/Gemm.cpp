@@ -1,6 +1,6 @@
 //===- Gemm.cpp - One cuBLASLt product, its algorithm cached --------------===//
 //
-// None of this has run on a GPU yet.
+// The product that Gemm.h describes, and its cache of algorithms.
 //
 //===----------------------------------------------------------------------===//
 

@@ -12,8 +12,6 @@
 // the descriptors, for every later call: training repeats the same shapes
 // every micro-batch, so after the first step no heuristic runs.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CUDA_LINEAR_GEMM_H

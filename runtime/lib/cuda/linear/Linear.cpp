@@ -43,7 +43,6 @@
 //    separately; it reads dy once more (N x Out), small next to the product.
 //
 // Every tensor pointer is a device pointer; work is enqueued on `stream`.
-// None of this has run on a GPU yet.
 //
 //===----------------------------------------------------------------------===//
 

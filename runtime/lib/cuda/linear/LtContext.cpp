@@ -1,6 +1,7 @@
 //===- LtContext.cpp - The process's cuBLASLt handle and workspace --------===//
 //
-// None of this has run on a GPU yet.
+// LtContext.h's handle and workspace, and the error reports that the
+// linear layers share.
 //
 //===----------------------------------------------------------------------===//
 

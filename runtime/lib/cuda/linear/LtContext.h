@@ -7,8 +7,6 @@
 // like). Both live until the process ends: destroying them at exit would race
 // with CUDA's own teardown.
 //
-// None of this has run on a GPU yet.
-//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CUDA_LINEAR_LTCONTEXT_H
