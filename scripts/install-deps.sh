@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build python3 python3-numpy
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
+  clang-format-19
   libgtest-dev libzstd-dev zlib1g-dev
   libopenmpi-dev openmpi-bin
   libopenblas-dev
