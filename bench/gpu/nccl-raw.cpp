@@ -1,4 +1,4 @@
-//===- nccl-raw.cpp - Raw NCCL calls at the sizes a run uses ---------------===//
+//===- nccl-raw.cpp - Raw NCCL calls at the sizes a run uses --------------===//
 //
 // The yardstick for the runtime's communication: the same
 // transfers as a compiled run makes, issued straight to NCCL with nothing

@@ -69,8 +69,7 @@ bool parseArgs(int argc, char **argv, Options &o) {
                &devices, 1)
       .integer(microbatchesFlag.c_str(), "N", "micro-batches (default 256)",
                &microbatches, 1)
-      .toggle("--baselines",
-              "only the table of the baselines at their best",
+      .toggle("--baselines", "only the table of the baselines at their best",
               &o.baselines)
       .toggle("--zero-bubble",
               "only the zero-bubble table (docs/zero-bubble.md)",

@@ -1,4 +1,4 @@
-/*===- bitpipe/cuda.h - C ABI of the runtime's CUDA kernels --------*- C -*-===*\
+/*===- bitpipe/cuda.h - C ABI of the runtime's CUDA kernels -------*- C -*-===*\
 |*                                                                            *|
 |* The device counterparts of runtime.h's kernels (embedding, layer norm,     *|
 |* GELU, residual add, cross-entropy; matrix products through cuBLASLt;       *|

@@ -1,4 +1,4 @@
-//===- Accumulate.cu - acc += g in fp32 ------------------------------------===//
+//===- Accumulate.cu - acc += g in fp32 -----------------------------------===//
 //
 // bp_cuda_accumulate_f32: a micro-batch's parameter gradient added into the
 // rank's fp32 accumulator. One fp32 add per element, as the CPU's +=, so

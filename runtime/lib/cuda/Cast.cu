@@ -1,4 +1,4 @@
-//===- Cast.cu - fp32 <-> bf16 conversions ---------------------------------===//
+//===- Cast.cu - fp32 <-> bf16 conversions --------------------------------===//
 //
 // bp_cuda_cast_f32_to_bf16 rounds to nearest even (__float2bfloat16_rn: NaN
 // stays NaN, overflow past the largest bf16 becomes infinity, as IEEE

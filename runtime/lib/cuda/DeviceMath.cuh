@@ -1,4 +1,4 @@
-//===- DeviceMath.cuh - Element access and fp32 reductions on the device -*- CUDA -*-=//
+//===- DeviceMath.cuh - Element access, fp32 reductions --------*- CUDA -*-===//
 //
 // What the kernels share inside the device: loads and stores of either
 // element type (bf16 widened to / rounded from fp32, fp32 as it is; all

@@ -1,4 +1,4 @@
-//===- Launch.h - Launch shapes and error checks of the CUDA kernels -*- C++ -*-=//
+//===- Launch.h - Launch shapes and error checks ----------------*- C++ -*-===//
 //
 // Host-side helpers shared by every kernel family: turning the C ABI's void *
 // into a stream, choosing block and grid sizes, and turning CUDA errors into

@@ -1,4 +1,4 @@
-//===- MultiTensor.cuh - Work split of the optimizer's segment launches -*- CUDA -*-=//
+//===- MultiTensor.cuh - The optimizer's work split ------------*- CUDA -*-===//
 //
 // bp_cuda_sum_squares and bp_cuda_adamw_step each cover every parameter of
 // the rank in one launch (a multi-tensor launch: hundreds of segments, from

@@ -1,4 +1,4 @@
-//===- CudaAbiTest.cpp - runtime.h's functions on the CUDA target ----------===//
+//===- CudaAbiTest.cpp - runtime.h's functions on the CUDA target ---------===//
 //
 // The CUDA library's definitions of runtime.h (what compiled stage
 // functions call on the CUDA target): each kernel in both precisions of the

@@ -1,4 +1,4 @@
-//===- CudaFp32KernelsTest.cpp - The _f32 kernels against the double reference -===//
+//===- CudaFp32KernelsTest.cpp - _f32 kernels against float64 -------------===//
 //
 // The fp32 variants of bitpipe/cuda.h's element-wise kernels (--precision
 // fp32, the equivalence tests' mode) against Reference.h's float64 loops,

@@ -1,4 +1,4 @@
-//===- CudaTestUtil.h - Devices, buffers and bf16 for the CUDA tests -*- C++ -*-=//
+//===- CudaTestUtil.h - Devices and buffers for the tests -------*- C++ -*-===//
 //
 // Test-only. The fixture that skips a test on machines without a GPU (where
 // this project is mostly built), device buffers from the pool that start

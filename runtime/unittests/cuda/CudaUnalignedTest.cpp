@@ -1,4 +1,4 @@
-//===- CudaUnalignedTest.cpp - Element-wise kernels off 16-byte boundaries -===//
+//===- CudaUnalignedTest.cpp - Kernels off 16-byte boundaries -------------===//
 //
 // GELU and the residual add move 16 bytes a thread when every pointer is
 // 16-byte aligned, and fall back to one element a thread otherwise. Pool

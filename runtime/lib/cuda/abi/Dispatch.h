@@ -1,4 +1,4 @@
-//===- Dispatch.h - runtime.h's kernels onto cuda.h's, by precision -*- C++ -*-=//
+//===- Dispatch.h - runtime.h's kernels onto cuda.h's -----------*- C++ -*-===//
 //
 // On the CUDA target, runtime.h's functions (the ABI compiled stage
 // functions call, typed `float *` on both targets) run cuda.h's kernels on

@@ -1,4 +1,4 @@
-//===- Memory.cpp - runtime.h's tensor memory on CUDA ----------------------===//
+//===- Memory.cpp - runtime.h's tensor memory on CUDA ---------------------===//
 //
 // bp_alloc / bp_free / bp_memory_stats, and MLIR's generic allocation
 // functions that memref.alloc / memref.dealloc of generated code become (as

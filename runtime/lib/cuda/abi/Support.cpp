@@ -1,4 +1,4 @@
-//===- Support.cpp - runtime.h's bp_fill and bp_check on CUDA --------------===//
+//===- Support.cpp - runtime.h's bp_fill and bp_check on CUDA -------------===//
 //
 // bp_fill: generated code fills only fp32 buffers (the parameter-gradient
 // accumulators it zeroes, the loss seed), which are fp32 in both

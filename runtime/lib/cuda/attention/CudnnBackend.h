@@ -1,4 +1,4 @@
-//===- CudnnBackend.h - Owned cuDNN backend descriptors, typed setters -*- C++ -*-=//
+//===- CudnnBackend.h - Owned cuDNN descriptors -----------------*- C++ -*-===//
 //
 // cuDNN 9's graph API (cudnn_graph.h) is untyped: every attribute is set
 // with cudnnBackendSetAttribute(desc, name, type, count, void *), and a

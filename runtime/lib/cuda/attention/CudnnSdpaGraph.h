@@ -1,4 +1,4 @@
-//===- CudnnSdpaGraph.h - cuDNN operation graphs of fused attention -*- C++ -*-=//
+//===- CudnnSdpaGraph.h - cuDNN graphs of fused attention -------*- C++ -*-===//
 //
 // The forward and backward of scaled-dot-product attention on the fused
 // qkv layout of bp_attention_* (bitpipe/runtime.h), written as cuDNN 9

@@ -1,4 +1,4 @@
-//===- CudnnSdpaPlan.h - An execution plan for one attention graph -*- C++ -*-=//
+//===- CudnnSdpaPlan.h - A plan for one attention graph ---------*- C++ -*-===//
 //
 // Turns a CudnnSdpaGraph into a finalized execution plan: asks cuDNN's
 // heuristics (mode A, then the fallback list) for engine configurations of

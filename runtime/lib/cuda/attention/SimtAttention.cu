@@ -1,4 +1,4 @@
-//===- SimtAttention.cu - Attention on CUDA cores, any element type -*- CUDA -*-=//
+//===- SimtAttention.cu - Attention on CUDA cores --------------*- CUDA -*-===//
 //
 // The same algorithm as FlashAttention.cu (online softmax over key blocks;
 // a deterministic backward that recomputes P = exp(S - lse), dK and dV per

@@ -1,13 +1,16 @@
-//===- WarpMma.cuh - Tensor-core tiles of one warp (sm_80+) -------*- CUDA -*-=//
+//===- WarpMma.cuh - Tensor-core tiles of one warp -------------*- CUDA -*-===//
 //
 // The few PTX instructions the tensor-core attention kernels are built on,
 // and the two warp-level products every step of FlashAttention-2 reduces
 // to. Layouts are those of the PTX ISA ("Matrix fragments for mma.m16n8k16"
 // and "ldmatrix"), with g = lane / 4 and t = lane % 4:
 //  - A (16 x 16, row-major), four 32-bit registers of two bf16 each:
-//      a0 = (g, 2t..2t+1), a1 = (g+8, 2t..), a2 = (g, 2t+8..), a3 = (g+8, 2t+8..)
-//  - B (16 x 8, k x n), two registers: b0 = (k 2t..2t+1, n g), b1 = (k 2t+8.., n g)
-//  - C (16 x 8, fp32), four floats: c0, c1 = (g, 2t..2t+1), c2, c3 = (g+8, 2t..)
+//      a0 = (g, 2t..2t+1), a1 = (g+8, 2t..), a2 = (g, 2t+8..),
+//      a3 = (g+8, 2t+8..)
+//  - B (16 x 8, k x n), two registers:
+//      b0 = (k 2t..2t+1, n g), b1 = (k 2t+8.., n g)
+//  - C (16 x 8, fp32), four floats:
+//      c0, c1 = (g, 2t..2t+1), c2, c3 = (g+8, 2t..)
 // A C tile of scores is therefore, pair of n-tiles by pair, already an A
 // fragment of the next product once rounded to bf16 (toAFragments): the
 // probabilities never leave registers.
