@@ -19,7 +19,8 @@ and, with --json, every planner answer (and every "none fits") to FILE.
 
 A benchmark of the cost model, not a test: it checks nothing. What the
 numbers mean and where they differ from the paper: bench/RESULTS.md
-("The paper's comparison, on paper").
+("The paper's comparison, on paper"; the full reading in
+bench/results-log.md under the same title).
 """
 
 import argparse

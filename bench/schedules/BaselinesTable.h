@@ -1,7 +1,8 @@
 //===- BaselinesTable.h - The baselines at their best -----------*- C++ -*-===//
 //
-// bench-schedules --baselines: the table of bench/RESULTS.md, "Baselines at
-// their best".
+// bench-schedules --baselines: the table of bench/results-log.md,
+// "Baselines at their best" (its D = 8 rows: bench/RESULTS.md, "Schedules
+// on paper").
 //
 //===----------------------------------------------------------------------===//
 

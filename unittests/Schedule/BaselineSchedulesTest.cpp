@@ -322,7 +322,7 @@ TEST(BaselineSchedules, ChimeraAtScale) {
   // D=16, N=64 (F=1, B=2): the alternating order takes 4N+D-4 = 268 slots,
   // bubble 76/268 = 0.284; the critical-path order 215, bubble 23/215 =
   // 0.107, 2 slots above the lower bound 3(N + D/2 - 1) = 213 (bench/
-  // RESULTS.md, "Baselines at their best"). Both verify.
+  // results-log.md, "Baselines at their best"). Both verify.
   Schedule s = generate("chimera", 16, 64);
   std::vector<Diagnostic> diags = verify(s, {/*requireAllReduce=*/true});
   EXPECT_TRUE(diags.empty()) << formatDiagnostics(diags);
@@ -527,7 +527,7 @@ TEST(BaselineSchedules, InterleavedWithMoreThanTwoChunks) {
   // works 3vN chunk slots, and Megatron's closed form (D-1)/(vN+D-1) of the
   // bubble makes the makespan 3vN / (1 - bubble) = 3(vN + D - 1), i.e.
   // (vN + D - 1)(F + B)/v in stage units: 15 at D=4, N=4, v=3 (bench/
-  // RESULTS.md, "Baselines at their best"). Rank r's peak is its warm-up
+  // results-log.md, "Baselines at their best"). Rank r's peak is its warm-up
   // plus the steady phase's first forward, 2(D-1-r) + (v-1)D + 1 chunks,
   // or all vN when the warm-up covers every forward.
   for (int v : {3, 4})

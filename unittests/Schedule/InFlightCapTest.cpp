@@ -115,7 +115,8 @@ TEST(InFlightCap, MakespanTradesAgainstTheCap) {
         long bound = roundTripBound(D, N, k);
         EXPECT_GE(played.makespan, bound);
         // The list order stays within one round trip of the bound (0.73 of
-        // one, D <= 16: bench/RESULTS.md, "Fewer micro-batches in flight").
+        // one, D <= 16: bench/results-log.md, "Fewer micro-batches in
+        // flight").
         EXPECT_LE(played.makespan, bound + 3L * D);
         if (k == D) // 1F1B's closed form.
           EXPECT_EQ(played.makespan, 3L * N + 3L * (D - 1));

@@ -199,8 +199,8 @@ func::FuncOp bitpipe::emitRankFunction(bp::ProgramOp program,
   // improve, yet at D=64 most of the module. `optnone` (kept by the
   // conversion to the LLVM dialect as a pass-through attribute) spares them
   // LLVM's -O2 pipeline and selects the fast instruction selector; the
-  // stage functions are optimised as before (bench/RESULTS.md, "Compiler
-  // cost at scale").
+  // stage functions are optimised as before (bench/results-log.md,
+  // "Compiler cost at scale").
   // The attribute is llvm.func's, which func-to-llvm carries over by name.
   StringAttr passthrough = LLVM::LLVMFuncOp::getPassthroughAttrName(
       OperationName(LLVM::LLVMFuncOp::getOperationName(), ctx));

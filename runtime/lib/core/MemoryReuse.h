@@ -6,11 +6,11 @@
 // at a time. Two kinds of process here allocate such blocks over and over:
 // - the compiler tools build and drop large per-pass structures (a rank's
 //   unrolled steps, the simulator's tables): at D=64, N=512 that was some
-//   20,000 page faults, a fifth of bitpipe-opt's run (bench/RESULTS.md,
-//   "Compiler cost at scale");
+//   20,000 page faults, a fifth of bitpipe-opt's run (bench/results-log.md,
+//   "Compiler cost at scale (issue 15, fifth slice)");
 // - a training executable's MPI all-reduce allocates a temporary the size
 //   of its bucket on every call: the first two steps' posts took 80-140 ms
-//   each instead of 2-4 ms (bench/RESULTS.md, "Per-rank speed, and the
+//   each instead of 2-4 ms (bench/results-log.md, "Per-rank speed, and the
 //   all-reduce's temporaries").
 // Plain C++ with no dependency: the compiler's tools and the runtime's
 // main() link this one library.
