@@ -226,6 +226,13 @@ stage_starts() {
 stages_of() {
   case $1 in interleaved-1f1b | interleaved-zb | zbv | dualpipev | bitpipe | bitpipe-zb) echo $((2 * ranks)) ;; *) echo "$ranks" ;; esac
 }
+# One core per rank; with more ranks than cores (to try the run, not to
+# time it) the ranks share them.
+pipe_mpirun=(--allow-run-as-root --bind-to core -x OPENBLAS_NUM_THREADS=1 -np "$ranks")
+if [ "$ranks" -gt "$(nproc)" ] && [ "$only" != single ] && [ -n "$pipe_models" ]; then
+  echo "run.sh: --ranks $ranks on $(nproc) cores: the ranks share cores, so the pipeline timings measure nothing" >&2
+  pipe_mpirun=(--allow-run-as-root --oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 -np "$ranks")
+fi
 pipe_list=()
 [ "$only" = single ] && pipe_models=
 for spec in $pipe_models; do
@@ -260,7 +267,7 @@ for spec in $pipe_models; do
       case " $bitpipe_schedules " in
       *" $s "*)
         echo "   round $r: bitpipe $s" >&2
-        mpirun --allow-run-as-root --bind-to core -x OPENBLAS_NUM_THREADS=1 -np "$ranks" "$py" "${rsswrap[@]}" --per-rank "$d/bitpipe-$s.$r.rss" \
+        mpirun "${pipe_mpirun[@]}" "$py" "${rsswrap[@]}" --per-rank "$d/bitpipe-$s.$r.rss" \
           "$d/train-$s" --data "$tokens" --steps "$pipe_steps" "${hyper[@]}" --metrics "$d/bitpipe-$s.$r.jsonl" >"$d/bitpipe-$s.$r.log" 2>&1 ||
           { tail "$d/bitpipe-$s.$r.log" >&2; exit 1; }
         ;;

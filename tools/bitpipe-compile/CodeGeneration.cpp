@@ -54,7 +54,7 @@ std::unique_ptr<TargetMachine> createHostTargetMachine(unsigned optLevel,
 // OptNone instrumentation is what makes the new pass manager skip `optnone`
 // functions (MLIR's transformer does not register it, so the rank functions
 // were optimised, their loops unrolled, at a third of the compile's time;
-// bench/results-log.md, "Compiler cost at scale (issue 15, fourth slice)").
+// bench/results-log.md, "Compiler cost at scale, fourth slice").
 void optimizeModule(Module &module, TargetMachine &machine, unsigned optLevel) {
   PassInstrumentationCallbacks instrumentation;
   OptNoneInstrumentation optNone(/*DebugLogging=*/false);

@@ -54,8 +54,8 @@ int main(int argc, char **argv) {
   // The module is verified after parsing and after every pass
   // (-verify-each, on by default), so the printer's own verification before
   // it prints would check the same IR a second time: at D=64, N=512 a
-  // sixth of printing at D=64, N=512 (bench/results-log.md, "NCCL's rules
-  // (issue 30)"). Kept when the passes do not verify, where it is what keeps
+  // sixth of printing at D=64, N=512 (bench/results-log.md, "NCCL's
+  // rules"). Kept when the passes do not verify, where it is what keeps
   // invalid IR out of custom printers.
   if (config.shouldVerifyPasses()) {
     auto &options = llvm::cl::getRegisteredOptions();

@@ -34,8 +34,8 @@ struct PipelineConfig {
   /// End with bitpipe-verify. A driver that lowers the result at once may
   /// leave it out: bitpipe-lower-program-to-runtime runs the same checks
   /// (verifyRankPrograms) before it changes anything, and at D=64 they
-  /// cost most of a second (bench/results-log.md, "Compiler cost at scale
-  /// (issue 15, second slice)").
+  /// cost most of a second (bench/results-log.md, "Compiler cost at
+  /// scale, second slice").
   bool verify = true;
   /// Write the programs with their repeated runs as bitpipe.repeat from
   /// bitpipe-schedule on, so that neither the passes' work nor what is

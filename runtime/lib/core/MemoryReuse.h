@@ -7,7 +7,7 @@
 // - the compiler tools build and drop large per-pass structures (a rank's
 //   unrolled steps, the simulator's tables): at D=64, N=512 that was some
 //   20,000 page faults, a fifth of bitpipe-opt's run (bench/results-log.md,
-//   "Compiler cost at scale (issue 15, fifth slice)");
+//   "Compiler cost at scale, fifth slice");
 // - a training executable's MPI all-reduce allocates a temporary the size
 //   of its bucket on every call: the first two steps' posts took 80-140 ms
 //   each instead of 2-4 ms (bench/results-log.md, "Per-rank speed, and the
