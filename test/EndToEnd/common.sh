@@ -1,5 +1,5 @@
 # Shared by the end-to-end scripts (sourced): the tools, mpirun's flags, the
-# corpus and the flags every run of a test uses.
+# corpus, the flags every run of a test uses and the CUDA device check.
 bin=${BITPIPE_BIN:?set BITPIPE_BIN to the bin directory of the build}
 python=${BITPIPE_PYTHON:-python3}
 reference_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/reference
@@ -16,6 +16,21 @@ mpirun_flags=(--oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1)
 ompi_session_base=$(mktemp -d "${TMPDIR:-/tmp}/bitpipe-ompi.XXXXXX")
 trap 'rm -rf "$ompi_session_base"' EXIT
 mpirun_flags+=(--mca orte_tmpdir_base "$ompi_session_base")
+
+# Exits 77 (ctest's SKIP_RETURN_CODE) with the reason when there is no
+# usable CUDA device; prints the device otherwise.
+require_device() {
+  local probe=$bin/bitpipe-gpu-probe reason
+  if [ ! -x "$probe" ]; then
+    echo "SKIPPED: no $probe (bitpipe was built without CUDA)"
+    exit 77
+  fi
+  if ! reason=$("$probe"); then
+    echo "SKIPPED: $reason"
+    exit 77
+  fi
+  echo "device: $reason"
+}
 
 tokens() { # the corpus: Debian's license texts, as byte tokens
   local out=$1/tokens.bin

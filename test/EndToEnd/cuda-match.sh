@@ -89,20 +89,6 @@ usage() {
   exit 2
 }
 
-# Exits 77 with the reason when there is no usable device.
-require_device() {
-  local probe=$bin/bitpipe-gpu-probe reason
-  if [ ! -x "$probe" ]; then
-    echo "SKIPPED: no $probe (bitpipe was built without CUDA)"
-    exit 77
-  fi
-  if ! reason=$("$probe"); then
-    echo "SKIPPED: $reason"
-    exit 77
-  fi
-  echo "device: $reason"
-}
-
 precision_ok() { [ "$1" = fp32 ] || [ "$1" = bf16 ]; }
 
 [ $# -ge 3 ] || usage

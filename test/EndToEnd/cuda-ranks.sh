@@ -93,18 +93,10 @@ usage() {
   exit 2
 }
 
-# Exits 77 with the reason when there is no usable device or no mpirun.
-require_device() {
-  local probe=$bin/bitpipe-gpu-probe reason
-  if [ ! -x "$probe" ]; then
-    echo "SKIPPED: no $probe (bitpipe was built without CUDA)"
-    exit 77
-  fi
-  if ! reason=$("$probe"); then
-    echo "SKIPPED: $reason"
-    exit 77
-  fi
-  echo "device: $reason"
+# Exits 77 with the reason when there is no usable device (common.sh's
+# require_device) or no mpirun.
+require_device_and_mpirun() {
+  require_device
   if ! command -v mpirun >/dev/null; then
     echo "SKIPPED: no mpirun on PATH (the multi-rank runs need Open MPI's launcher)"
     exit 77
@@ -210,7 +202,7 @@ compile)
 reference)
   [ $# -eq 3 ] || { [ $# -eq 4 ] && [ "$4" = --if-device ]; } || usage
   work=$3 ranks=$3/$name/ranks
-  [ "${4:-}" = --if-device ] && require_device
+  [ "${4:-}" = --if-device ] && require_device_and_mpirun
   [ -f "$ranks/init.safetensors" ] || "$0" init "$model" "$work"
   [ -x "$ranks/ref/train" ] || compile_cuda "$model" gpipe 1 1 "$ranks/ref" fp32
   data=$(tokens "$work")
@@ -225,7 +217,7 @@ case)
   [ $# -eq 6 ] || usage
   schedule=$3 d=$4 k=$5 work=$6
   schedule_ok "$schedule" && positive "$d" && positive "$k" || usage
-  require_device
+  require_device_and_mpirun
   ranks=$work/$name/ranks ref=$work/$name/ranks/ref
   for f in "$ranks/init.safetensors" "$ref/metrics.jsonl" "$ref/params/rank0.safetensors"; do
     if [ ! -f "$f" ]; then
@@ -260,7 +252,7 @@ case)
 kill)
   [ $# -eq 3 ] || usage
   work=$3 ranks=$3/$name/ranks
-  require_device
+  require_device_and_mpirun
   dir=$(case_dir "$ranks" bitpipe 4 1)
   [ -x "$dir/train" ] || compile_cuda "$model" bitpipe 4 1 "$dir" fp32
   data=$(tokens "$work")
