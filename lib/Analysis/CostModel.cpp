@@ -4,6 +4,7 @@
 
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
 #include "bitpipe/Support/CheckedArithmetic.h"
+#include "bitpipe/Support/TensorBytes.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -11,10 +12,12 @@
 using namespace mlir;
 using namespace bitpipe;
 
+/// The bytes of `v`'s tensor, saturated at kMaxCount as the Cost's sums are.
 static int64_t bytesOf(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
-  return saturatingProduct(
-      {type.getNumElements(), (type.getElementTypeBitWidth() + 7) / 8});
+  assert(type.hasStaticShape() && type.getElementType().isIntOrFloat() &&
+         "an nn op's tensors are static tensors of ints or floats");
+  return checkedTensorBytes(type).value_or(kMaxCount);
 }
 
 /// The weight operands and the saved activations of an nn forward op.

@@ -23,6 +23,7 @@
 #include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Verifier.h"
+#include "bitpipe/Support/TensorBytes.h"
 #include "bitpipe/Transforms/Passes.h"
 #include "bitpipe/Transforms/Pipeline.h"
 
@@ -63,17 +64,15 @@ struct StageGradient {
 };
 
 /// The bytes of a gradient tensor, or failure for a type without a static
-/// size (a bucket must be laid out before the step runs).
+/// size that fits in int64 (a bucket must be laid out before the step runs).
 FailureOr<int64_t> gradientBytes(func::FuncOp fn, unsigned result) {
-  auto type = dyn_cast<RankedTensorType>(fn.getResultTypes()[result]);
-  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+  std::optional<int64_t> bytes = staticTensorBytes(fn.getResultTypes()[result]);
+  if (!bytes)
     return fn.emitError() << "returns gradient #" << result << " as "
                           << fn.getResultTypes()[result]
                           << "; expected a statically shaped tensor of ints "
                              "or floats, whose size a bucket can hold";
-  return type.getNumElements() *
-         static_cast<int64_t>(
-             (type.getElementType().getIntOrFloatBitWidth() + 7) / 8);
+  return *bytes;
 }
 
 /// The parameter gradients `backward` returns, in the order its body

@@ -16,6 +16,7 @@
 #include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
+#include "bitpipe/Support/TensorBytes.h"
 #include "bitpipe/Transforms/Passes.h"
 
 #include "PassOptionUtil.h"
@@ -37,17 +38,6 @@ using namespace mlir;
 using namespace bitpipe;
 
 namespace {
-
-/// Bytes of a statically shaped tensor; 0 for anything else (a shape the
-/// simulator cannot size is better left out than guessed).
-double tensorBytes(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape() ||
-      !tensor.getElementType().isIntOrFloat())
-    return 0;
-  return static_cast<double>(tensor.getNumElements()) *
-         ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
-}
 
 /// Sums of the `nn.cost` fields over a stage function's ops.
 struct StageCost {
@@ -221,13 +211,13 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
       stageCosts.push_back(sumCosts(fn));
       double boundary = 0;
       for (Type result : fn.getResultTypes())
-        boundary += tensorBytes(result);
+        boundary += estimatedTensorBytes(result);
       cost.boundaryBytes.push_back(boundary);
       cost.stashBytes.push_back(stageCosts.back().activationBytes);
       double gradient = 0;
       for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
         if (fn.getArgAttr(i, nn::attr::kParam))
-          gradient += tensorBytes(fn.getArgumentTypes()[i]);
+          gradient += estimatedTensorBytes(fn.getArgumentTypes()[i]);
       cost.gradientBytes.push_back(gradient);
     }
     if (costs == "unit")

@@ -12,6 +12,7 @@
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
 #include "bitpipe/Import/ModelBuilder.h"
 #include "bitpipe/InitAllDialects.h"
+#include "bitpipe/Support/TensorBytes.h"
 #include "bitpipe/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -31,12 +32,6 @@ namespace {
 
 std::string example(const std::string &name) {
   return std::string(BITPIPE_SOURCE_DIR) + "/examples/" + name;
-}
-
-double tensorBytes(Type type) {
-  auto t = cast<RankedTensorType>(type);
-  return double(t.getNumElements()) *
-         ((t.getElementType().getIntOrFloatBitWidth() + 7) / 8);
 }
 
 struct PassStage {
@@ -68,7 +63,7 @@ std::vector<PassStage> partitionWithPasses(MLIRContext &context,
       }
     });
     for (Type t : fn.getResultTypes())
-      st.resultBytes += tensorBytes(t);
+      st.resultBytes += estimatedTensorBytes(t);
     for (unsigned i = 0; i < fn.getNumArguments(); ++i)
       if (fn.getArgAttr(i, nn::attr::kParam))
         st.paramElements += double(

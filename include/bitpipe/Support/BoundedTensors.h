@@ -13,24 +13,12 @@
 #ifndef BITPIPE_SUPPORT_BOUNDEDTENSORS_H
 #define BITPIPE_SUPPORT_BOUNDEDTENSORS_H
 
-#include "bitpipe/Support/CheckedArithmetic.h"
+#include "bitpipe/Support/TensorBytes.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 
 namespace bitpipe {
-
-/// The bytes of a tensor of `type`, or nullopt when they leave int64.
-/// Dynamic dimensions count as 1 (they are refused where sizes matter).
-inline std::optional<int64_t> checkedTensorBytes(mlir::ShapedType type) {
-  mlir::Type element = type.getElementType();
-  llvm::SmallVector<int64_t> factors = {
-      element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8 : 8};
-  for (int64_t dim : type.getShape())
-    if (!mlir::ShapedType::isDynamic(dim))
-      factors.push_back(dim);
-  return checkedProduct(factors);
-}
 
 /// Fails, naming the value, when one of `op`'s tensors is too large.
 inline mlir::LogicalResult verifyBoundedTensors(mlir::Operation *op) {

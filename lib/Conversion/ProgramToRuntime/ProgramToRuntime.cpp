@@ -30,6 +30,7 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/Utils/Repeats.h"
 #include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+#include "bitpipe/Support/TensorBytes.h"
 
 #include "core/AtomicFile.h"
 
@@ -109,11 +110,12 @@ struct FunctionTable {
   llvm::DenseMap<StringAttr, std::pair<func::FuncOp, int64_t>> byName;
 };
 
-/// The bytes of a static tensor type (the manifest's buffers).
+/// The bytes of a static tensor type (the manifest's buffers, whose types
+/// describeRoles has checked).
 int64_t tensorBytes(Type type) {
-  auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() *
-         llvm::divideCeil(tensor.getElementTypeBitWidth(), 8);
+  std::optional<int64_t> bytes = staticTensorBytes(type);
+  assert(bytes && "a buffer is a static tensor whose bytes fit in int64");
+  return *bytes;
 }
 
 FailureOr<FunctionTable> collectFunctions(ModuleOp module,

@@ -7,6 +7,7 @@
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
 #include "bitpipe/Import/ModelBuilder.h"
 #include "bitpipe/InitAllDialects.h"
+#include "bitpipe/Support/TensorBytes.h"
 #include "bitpipe/Support/TextGuard.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -22,15 +23,6 @@ using namespace mlir;
 namespace bitpipe::plan {
 
 namespace {
-
-double tensorBytes(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape() ||
-      !tensor.getElementType().isIntOrFloat())
-    return 0;
-  return static_cast<double>(tensor.getNumElements()) *
-         ((tensor.getElementType().getIntOrFloatBitWidth() + 7) / 8);
-}
 
 /// The model function of `module`: the one func.func with `nn.model`.
 FailureOr<func::FuncOp> modelFunction(ModuleOp module, std::string &error) {
@@ -108,7 +100,8 @@ FailureOr<ModelProfile> profileModelFunction(func::FuncOp fn) {
       for (Operation *user : result.getUsers())
         last = std::max(last, unitOfOp(user));
       if (last > def)
-        profile.crossings.push_back({def, last, tensorBytes(result.getType())});
+        profile.crossings.push_back(
+            {def, last, estimatedTensorBytes(result.getType())});
     }
   }
   return profile;
