@@ -148,21 +148,11 @@ std::vector<Action> referenceOrder(int D, int numUnits, int rank) {
 } // namespace
 
 Result<Schedule> generateBitPipe(int devices, int microbatches) {
-  const std::string name = "bitpipe";
-  std::string err = detail::checkArguments(name, devices, microbatches, 0);
-  if (!err.empty())
-    return Result<Schedule>::failure(err);
-  Result<Placement> placement = bidirectionalVPlacement(devices);
-  if (!placement)
-    return Result<Schedule>::failure(placement.error);
-
-  Schedule s;
-  s.name = name;
-  s.placement = std::move(*placement);
-  s.numMicrobatches = microbatches;
-  s.microbatchPipeline =
-      detail::bidirectionalMicrobatchPipelines(devices, microbatches);
-  s.ranks.resize(devices);
+  Result<Schedule> made = detail::emptySchedule(
+      "bitpipe", devices, microbatches, /*chunksPerDevice=*/0);
+  if (!made)
+    return made;
+  Schedule &s = *made;
 
   const int D = devices;
   const int fullUnits = microbatches / D;

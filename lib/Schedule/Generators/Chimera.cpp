@@ -159,21 +159,12 @@ double makespanAtUnitCosts(const Schedule &s) {
 
 Result<Schedule> generateChimera(int devices, int microbatches,
                                  ChimeraOrder order) {
-  const std::string name = "chimera";
-  std::string err = detail::checkArguments(name, devices, microbatches, 0);
-  if (!err.empty())
-    return Result<Schedule>::failure(err);
-  Result<Placement> placement = bidirectionalPlacement(devices);
-  if (!placement)
-    return Result<Schedule>::failure(placement.error);
-
+  Result<Schedule> made = detail::emptySchedule(
+      "chimera", devices, microbatches, /*chunksPerDevice=*/0);
+  if (!made)
+    return made;
+  Schedule &s = *made;
   const int D = devices, N = microbatches;
-  Schedule s;
-  s.name = name;
-  s.placement = std::move(*placement);
-  s.numMicrobatches = N;
-  s.microbatchPipeline = detail::bidirectionalMicrobatchPipelines(D, N);
-  s.ranks.resize(D);
   const std::string sizes =
       "D=" + std::to_string(D) + ", N=" + std::to_string(N);
   if (order != ChimeraOrder::CriticalPath && !placeStreams(s))

@@ -8,8 +8,8 @@
 namespace bitpipe::sched {
 
 Result<Schedule> generateGPipe(int devices, int microbatches) {
-  Result<Schedule> made =
-      detail::emptyLoopSchedule("gpipe", devices, microbatches);
+  Result<Schedule> made = detail::emptySchedule("gpipe", devices, microbatches,
+                                                /*chunksPerDevice=*/1);
   if (!made)
     return made;
   Schedule &s = *made;

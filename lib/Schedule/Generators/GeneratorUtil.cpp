@@ -4,6 +4,7 @@
 
 #include "bitpipe/Schedule/Dependencies.h"
 #include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/Schedule/Simulator.h"
 
 #include <algorithm>
@@ -12,20 +13,27 @@
 
 namespace bitpipe::sched::detail {
 
-Result<Schedule> emptyLoopSchedule(const std::string &name, int devices,
-                                   int microbatches,
-                                   std::optional<int> maxInFlight) {
-  std::string err = checkArguments(name, devices, microbatches, 1, maxInFlight);
+Result<Schedule> emptySchedule(const std::string &name, int devices,
+                               int microbatches, int chunksPerDevice,
+                               std::optional<int> maxInFlight) {
+  std::string err =
+      checkArguments(name, devices, microbatches, chunksPerDevice, maxInFlight);
   if (!err.empty())
     return Result<Schedule>::failure(err);
-  Result<Placement> placement = loopPlacement(devices, 1);
+  // checkArguments has found the entry.
+  const PlacementKind kind = findSchedule(name)->placement;
+  Result<Placement> placement = makePlacement(kind, devices, chunksPerDevice);
   if (!placement)
     return Result<Schedule>::failure(placement.error);
   Schedule s;
   s.name = name;
   s.placement = std::move(*placement);
   s.numMicrobatches = microbatches;
-  s.microbatchPipeline.assign(microbatches, 0);
+  if (pipelineCount(kind) == 2)
+    s.microbatchPipeline =
+        bidirectionalMicrobatchPipelines(devices, microbatches);
+  else
+    s.microbatchPipeline.assign(microbatches, 0);
   s.ranks.resize(devices);
   return Result<Schedule>::success(std::move(s));
 }

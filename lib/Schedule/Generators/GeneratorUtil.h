@@ -1,9 +1,10 @@
 //===- GeneratorUtil.h - Helpers shared by the generators -------*- C++ -*-===//
 //
-// Private to lib/Schedule: argument checks, the micro-batch-to-pipeline rule
-// of the bidirectional schedules, AR placement and a small greedy list
-// scheduler used where no closed-form order exists. Playing a list (is it
-// deadlock-free, when does each action start) is the simulator's job.
+// Private to lib/Schedule: argument checks, the empty schedule every
+// generator fills in, the micro-batch-to-pipeline rule of the bidirectional
+// schedules, AR placement and a small greedy list scheduler used where no
+// closed-form order exists. Playing a list (is it deadlock-free, when does
+// each action start) is the simulator's job.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,12 +32,16 @@ std::string checkArguments(const std::string &schedule, int devices,
                            int microbatches, int chunksPerDevice,
                            std::optional<int> maxInFlight = std::nullopt);
 
-/// An empty schedule `name` of N micro-batches on the plain loop placement
-/// (stage r on device r, one pipeline): what GPipe, 1F1B and ZB-H1 fill in.
-/// Fails like checkArguments (with `maxInFlight`, for 1f1b's cap).
-Result<Schedule>
-emptyLoopSchedule(const std::string &name, int devices, int microbatches,
-                  std::optional<int> maxInFlight = std::nullopt);
+/// An empty schedule `name` of N micro-batches, which its generator fills
+/// in: on the placement the registry's entry names (a loop one of
+/// `chunksPerDevice` chunks), every micro-batch on the one pipeline, or on
+/// two by bidirectionalMicrobatchPipelines, and no action on any rank yet.
+/// Fails like checkArguments (with `maxInFlight`, for 1f1b's cap), and only
+/// when that passes like the placement's factory, so that every generator
+/// refuses a request with the same message.
+Result<Schedule> emptySchedule(const std::string &name, int devices,
+                               int microbatches, int chunksPerDevice,
+                               std::optional<int> maxInFlight = std::nullopt);
 
 /// The bidirectional rule: micro-batch m is in unit m div D; the first D/2 of
 /// a full unit go down (0), the others up (1). A final partial unit of n

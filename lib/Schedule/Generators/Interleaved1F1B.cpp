@@ -26,21 +26,12 @@ namespace bitpipe::sched {
 Result<Schedule> generateInterleaved1F1B(int devices, int microbatches,
                                          int chunksPerDevice) {
   const std::string name = "interleaved-1f1b";
-  std::string err =
-      detail::checkArguments(name, devices, microbatches, chunksPerDevice);
-  if (!err.empty())
-    return Result<Schedule>::failure(err);
-  Result<Placement> placement = loopPlacement(devices, chunksPerDevice);
-  if (!placement)
-    return Result<Schedule>::failure(placement.error);
-
+  Result<Schedule> made =
+      detail::emptySchedule(name, devices, microbatches, chunksPerDevice);
+  if (!made)
+    return made;
+  Schedule &s = *made;
   const int D = devices, N = microbatches, v = chunksPerDevice;
-  Schedule s;
-  s.name = name;
-  s.placement = std::move(*placement);
-  s.numMicrobatches = N;
-  s.microbatchPipeline.assign(N, 0);
-  s.ranks.resize(D);
 
   // (micro-batch, chunk) in forward order, the same for every rank.
   std::vector<std::pair<int, int>> table;

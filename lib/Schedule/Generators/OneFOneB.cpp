@@ -43,8 +43,8 @@ void textbookOrder(Schedule &s) {
 
 Result<Schedule> generateOneFOneB(int devices, int microbatches,
                                   std::optional<int> maxInFlight) {
-  Result<Schedule> made =
-      detail::emptyLoopSchedule("1f1b", devices, microbatches, maxInFlight);
+  Result<Schedule> made = detail::emptySchedule(
+      "1f1b", devices, microbatches, /*chunksPerDevice=*/1, maxInFlight);
   if (!made)
     return made;
   Schedule &s = *made;

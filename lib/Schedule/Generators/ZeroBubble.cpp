@@ -56,8 +56,8 @@ std::vector<Action> zbH1Order(int D, int N, int r, int deferredW) {
 } // namespace
 
 Result<Schedule> generateZeroBubbleH1(int devices, int microbatches) {
-  Result<Schedule> made =
-      detail::emptyLoopSchedule("zb-h1", devices, microbatches);
+  Result<Schedule> made = detail::emptySchedule("zb-h1", devices, microbatches,
+                                                /*chunksPerDevice=*/1);
   if (!made)
     return made;
   Schedule &s = *made;

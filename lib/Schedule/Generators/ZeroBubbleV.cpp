@@ -21,18 +21,11 @@
 namespace bitpipe::sched {
 
 Result<Schedule> generateZeroBubbleV(int devices, int microbatches) {
-  const std::string name = "zbv";
-  std::string err = detail::checkArguments(name, devices, microbatches, 0);
-  if (!err.empty())
-    return Result<Schedule>::failure(err);
-  Result<Placement> placement = vPlacement(devices);
-  if (!placement)
-    return Result<Schedule>::failure(placement.error);
-  Schedule s;
-  s.name = name;
-  s.placement = std::move(*placement);
-  s.numMicrobatches = microbatches;
-  s.microbatchPipeline.assign(microbatches, 0);
+  Result<Schedule> made = detail::emptySchedule("zbv", devices, microbatches,
+                                                /*chunksPerDevice=*/0);
+  if (!made)
+    return made;
+  Schedule &s = *made;
   s.splitBackward = true;
   bool capExceeded = false;
   s.ranks = detail::listScheduleSplit(s, 2 * devices, capExceeded);
