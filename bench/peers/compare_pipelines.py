@@ -128,7 +128,6 @@ def main(argv):
         sys.exit(__doc__)
     out, models = argv[0], argv[1:]
     bad = []
-    best_ratios = []
     for name in models:
         d = os.path.join(out, "pipe-" + name)
         with open(os.path.join(d, "run.json")) as f:
@@ -185,7 +184,6 @@ def main(argv):
             print("| " + " | ".join(cells) + " |")
         if torch_best and bitpipe_best:
             r = bitpipe_best / torch_best[1]
-            best_ratios.append((name, r, torch_best[0]))
             print("\n%s: BitPipe %.0f tokens/s against torch's fastest, %s, %.0f: %.2fx (target 1.3x)" % (
                 name, bitpipe_best, torch_best[0], torch_best[1], r))
     print("\npipeline losses of steps 1-3 within 1e-5 relative of bitpipe 1f1b: %s" % (

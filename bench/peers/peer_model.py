@@ -7,6 +7,7 @@ docstring and in bench/peers/README.md. This module holds the pieces both
 need, so that each rule is written once:
 
 - the command-line arguments that describe a training run;
+- transformers imported offline;
 - the model class and its configuration for a --save-hf folder (eager
   attention, dropout 0);
 - the token windows of each micro-batch (the end-to-end tests' reference
@@ -58,6 +59,17 @@ def check_run_args(p, a):
             p.error("--%s must be positive" % k.replace("_", "-"))
     if a.steps < 0 or a.seed < 0:
         p.error("--steps and --seed must not be negative")
+
+
+def offline_transformers():
+    """transformers, imported to read local folders only, without progress
+    bars (the peers never download)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    return transformers
 
 
 def model_class(hf, prog):

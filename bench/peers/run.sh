@@ -175,18 +175,26 @@ tokens=$out/tokens.bin
   echo "{\"steps\": $steps, \"rounds\": $rounds, \"lr\": \"$lr\", \"weight_decay\": \"$wd\", \"max_grad_norm\": \"$clip\", \"seed\": $seed, \"sampling\": \"$sampling\", \"schedule\": \"$schedule\", \"threads2\": $threads2, \"cold_compile\": $cold, \"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')\", \"cores\": $(nproc)}"
 } >"$out/run.json"
 
-list=()
-[ "$only" = pipelines ] && models=
-for spec in $models; do
-  IFS=: read -r name config nmb <<<"$spec"
+# model_spec OPTION SPEC: NAME:CONFIG:MICROBATCHES into name, config (made
+# absolute) and nmb; T, B and family from the config.
+model_spec() {
+  IFS=: read -r name config nmb <<<"$2"
   if [ -z "$name" ] || [ -z "$config" ] || [ -z "$nmb" ]; then
-    echo "run.sh: --models entry '$spec': NAME:CONFIG:MICROBATCHES" >&2
+    echo "run.sh: $1 entry '$2': NAME:CONFIG:MICROBATCHES" >&2
     exit 2
   fi
   case $config in /*) ;; *) config=$repo/$config ;; esac
+  read -r T B family < <("$py" -I -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["seq_len"], c["microbatch_size"], c["family"])' "$config")
+}
+# list_json "a b": ["a", "b"]
+list_json() { local out= x; for x in $1; do out="$out${out:+, }\"$x\""; done; echo "[$out]"; }
+
+list=()
+[ "$only" = pipelines ] && models=
+for spec in $models; do
+  model_spec --models "$spec"
   d=$out/$name
   mkdir -p "$d"
-  read -r T B < <("$py" -I -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["seq_len"], c["microbatch_size"])' "$config")
   echo "== $name: $config, N=$nmb, B=$B, T=$T" >&2
   "$bin/bitpipe-compile" "$config" --devices 1 --schedule "$schedule" --microbatches "$nmb" -o "$d/train" >&2
   mpirun "${mpirun_flags[@]}" "$d/train" --data "$tokens" --steps 0 --seed "$seed" --save-hf "$d/hf" >"$d/init.log" 2>&1 ||
@@ -236,15 +244,9 @@ fi
 pipe_list=()
 [ "$only" = single ] && pipe_models=
 for spec in $pipe_models; do
-  IFS=: read -r name config nmb <<<"$spec"
-  if [ -z "$name" ] || [ -z "$config" ] || [ -z "$nmb" ]; then
-    echo "run.sh: --pipe-models entry '$spec': NAME:CONFIG:MICROBATCHES" >&2
-    exit 2
-  fi
-  case $config in /*) ;; *) config=$repo/$config ;; esac
+  model_spec --pipe-models "$spec"
   d=$out/pipe-$name
   mkdir -p "$d"
-  read -r T B family < <("$py" -I -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["seq_len"], c["microbatch_size"], c["family"])' "$config")
   echo "== pipelines, $name: $config, $ranks ranks, N=$nmb, B=$B, T=$T" >&2
   "$bin/bitpipe-import" "$family" --config "$config" -o "$d/model.mlir" >&2
   starts_r=$(stage_starts "$d/model.mlir" "$ranks")
@@ -257,8 +259,6 @@ for spec in $pipe_models; do
   first=${bitpipe_schedules%% *}
   mpirun --allow-run-as-root --oversubscribe -np "$ranks" "$d/train-$first" --data "$tokens" --steps 0 --seed "$seed" --save-hf "$d/hf" >"$d/init.log" 2>&1 ||
     { cat "$d/init.log" >&2; exit 1; }
-  sq() { printf '"%s"' "$1"; }
-  list_json() { local out= x; for x in $1; do out="$out${out:+, }$(sq "$x")"; done; echo "[$out]"; }
   echo "{\"ranks\": $ranks, \"steps\": $pipe_steps, \"rounds\": $rounds, \"microbatches\": $nmb, \"microbatch_size\": $B, \"seq_len\": $T, \"starts\": {\"$ranks\": \"$starts_r\", \"$((2 * ranks))\": \"$starts_2r\"}, \"schedules_bitpipe\": $(list_json "$bitpipe_schedules"), \"schedules_torch\": $(list_json "$torch_schedules")}" >"$d/run.json"
   for r in $(seq 1 "$rounds"); do
     # bitpipe's and torch's run of one schedule one after the other, so

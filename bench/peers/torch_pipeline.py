@@ -59,7 +59,8 @@ import sys
 import time
 
 from peer_model import (add_run_args, adamw, check_run_args, clip_factor,
-                        model_class, rss_mib, token_windows)
+                        model_class, offline_transformers, rss_mib,
+                        token_windows)
 
 PROG = "torch_pipeline.py"
 
@@ -229,18 +230,15 @@ def build_stage(parts, first, last, config, tensors):
 
 def main(argv):
     a = parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     t_import = time.perf_counter()
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
-    import transformers
     from safetensors import safe_open
     from torch.distributed.pipelining import PipelineStage
     from torch.distributed.pipelining import schedules as pipe_schedules
 
-    transformers.utils.logging.disable_progress_bar()
+    transformers = offline_transformers()
     rank = int(os.environ.get("RANK", "-1"))
     world = int(os.environ.get("WORLD_SIZE", "-1"))
     if rank < 0 or world < 2:

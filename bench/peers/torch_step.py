@@ -65,12 +65,12 @@ says how much of it was there before the first step).
 
 import argparse
 import json
-import os
 import sys
 import time
 
 from peer_model import (add_run_args, adamw, check_no_dropout, check_run_args,
-                        model_class, rss_mib, token_windows)
+                        model_class, offline_transformers, rss_mib,
+                        token_windows)
 
 PROG = "torch_step.py"
 
@@ -92,14 +92,11 @@ def parse_args(argv):
 
 def main(argv):
     a = parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     t_import = time.perf_counter()
     import torch
     import torch.nn.functional as F
-    import transformers
 
-    transformers.utils.logging.disable_progress_bar()
+    transformers = offline_transformers()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)  # nothing here draws; dropout is off
 
