@@ -298,8 +298,8 @@ public:
     op("bp_cuda_linear_fwd (proj)", [&] {
       return bp_cuda_linear_fwd(attn_, wProj_, bProj_, proj_, N, H, H, st);
     });
-    op("bp_cuda_add (residual 1)",
-       [&] { return bp_cuda_add(x_, proj_, h1_, N * H, st); });
+    op("bp_cuda_add_fwd (residual 1)",
+       [&] { return bp_cuda_add_fwd(x_, proj_, h1_, N * H, st); });
     op("bp_cuda_layer_norm_fwd (ln2)", [&] {
       return bp_cuda_layer_norm_fwd(h1_, gamma2_, beta2_, xn2_, mean2_, rstd2_,
                                     N, H, 1e-5f, st);
@@ -311,8 +311,8 @@ public:
     op("bp_cuda_linear_fwd (mlp proj)", [&] {
       return bp_cuda_linear_fwd(gelu_, wOut_, bOut_, mlp_, N, 4 * H, H, st);
     });
-    op("bp_cuda_add (residual 2)",
-       [&] { return bp_cuda_add(h1_, mlp_, y_, N * H, st); });
+    op("bp_cuda_add_fwd (residual 2)",
+       [&] { return bp_cuda_add_fwd(h1_, mlp_, y_, N * H, st); });
   }
 
   /// dy flows into both residual branches: the MLP's and, unchanged, h1's.
@@ -340,8 +340,8 @@ public:
       return bp_cuda_layer_norm_bwd(dXn2_, h1_, gamma2_, mean2_, rstd2_, dH1Ln_,
                                     dGamma2_, dBeta2_, N, H, st);
     });
-    op("bp_cuda_add (gradient of h1)",
-       [&] { return bp_cuda_add(dy_, dH1Ln_, dH1_, N * H, st); });
+    op("bp_cuda_add_fwd (gradient of h1)",
+       [&] { return bp_cuda_add_fwd(dy_, dH1Ln_, dH1_, N * H, st); });
     // Attention: out proj, attention, qkv.
     op("bp_cuda_linear_bwd_weight (proj)", [&] {
       return bp_cuda_linear_bwd_weight(dH1_, attn_, dWProj_, dBProj_, N, H, H,
@@ -371,8 +371,8 @@ public:
       return bp_cuda_layer_norm_bwd(dXn1_, x_, gamma1_, mean1_, rstd1_, dXLn_,
                                     dGamma1_, dBeta1_, N, H, st);
     });
-    op("bp_cuda_add (gradient of x)",
-       [&] { return bp_cuda_add(dH1_, dXLn_, dX_, N * H, st); });
+    op("bp_cuda_add_fwd (gradient of x)",
+       [&] { return bp_cuda_add_fwd(dH1_, dXLn_, dX_, N * H, st); });
   }
 
   /// Per-kernel timing of the next calls (nullptr: none).

@@ -232,9 +232,13 @@ runtimeSymbols(llvm::orc::MangleAndInterner interner) {
     map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
                            llvm::JITSymbolFlags::Exported};
   };
-  // Every function of runtime.h, from the table the compiler calls them by.
-#define BP_KERNEL(symbol, ...) add(#symbol, &symbol);
-#include "bitpipe/abi/Kernels.def"
+  // Every function of runtime.h the CPU library defines, from the tables
+  // the compiler calls them by: the fp32 kernels and the support functions.
+#define BP_ADD_KERNEL_(kernel) add("bp_" #kernel, &bp_##kernel);
+  BP_KERNELS(BP_ADD_KERNEL_)
+#undef BP_ADD_KERNEL_
+#define BP_SUPPORT_FN(symbol, ...) add(#symbol, &symbol);
+#include "bitpipe/abi/Support.def"
   // The generic allocation functions of the memref lowering (HostMemory.cpp).
   add("_mlir_memref_to_llvm_alloc", &_mlir_memref_to_llvm_alloc);
   add("_mlir_memref_to_llvm_aligned_alloc",

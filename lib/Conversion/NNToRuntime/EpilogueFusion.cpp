@@ -49,9 +49,10 @@ nn::GeluOp geluOf(Value value) {
   return {};
 }
 
-struct LinearGeluFusion : OpConversionPattern<nn::LinearOp> {
-  LinearGeluFusion(const TypeConverter &converter, MLIRContext *context)
-      : OpConversionPattern(converter, context, kFusedBenefit) {}
+struct LinearGeluFusion : KernelPattern<nn::LinearOp> {
+  LinearGeluFusion(const TypeConverter &converter, MLIRContext *context,
+                   Precision precision)
+      : KernelPattern(converter, context, precision, kFusedBenefit) {}
 
   LogicalResult
   matchAndRewrite(nn::LinearOp op, OpAdaptor adaptor,
@@ -59,7 +60,7 @@ struct LinearGeluFusion : OpConversionPattern<nn::LinearOp> {
     nn::GeluOp gelu = geluOf(op.getResult());
     if (!gelu)
       return rewriter.notifyMatchFailure(op, "no nn.gelu reads the result");
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = emitter(op, rewriter);
     Value pre = emit.alloc(op.getType());
     Value y = emit.alloc(gelu.getType());
     Value bias =
@@ -77,11 +78,10 @@ struct LinearGeluFusion : OpConversionPattern<nn::LinearOp> {
   }
 };
 
-struct LinearInputGradGeluFusion
-    : OpConversionPattern<nn::LinearInputGradOp> {
+struct LinearInputGradGeluFusion : KernelPattern<nn::LinearInputGradOp> {
   LinearInputGradGeluFusion(const TypeConverter &converter,
-                            MLIRContext *context)
-      : OpConversionPattern(converter, context, kFusedBenefit) {}
+                            MLIRContext *context, Precision precision)
+      : KernelPattern(converter, context, precision, kFusedBenefit) {}
 
   LogicalResult
   matchAndRewrite(nn::LinearInputGradOp op, OpAdaptor adaptor,
@@ -102,7 +102,7 @@ struct LinearInputGradGeluFusion
     Value pre = rewriter.getRemappedValue(preTensor);
     if (!pre)
       return rewriter.notifyMatchFailure(op, "pre has no buffer");
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = emitter(op, rewriter);
     Value dx = emit.alloc(geluGrad.getType());
     emit.call(Kernel::bp_linear_bwd_input_gelu,
               {emit.pointer(adaptor.getGrad()),
@@ -119,8 +119,9 @@ struct LinearInputGradGeluFusion
 
 } // namespace
 
-void nn_lowering::populateEpilogueFusionPatterns(
-    const TypeConverter &converter, RewritePatternSet &patterns) {
+void nn_lowering::populateEpilogueFusionPatterns(const TypeConverter &converter,
+                                                 RewritePatternSet &patterns,
+                                                 Precision precision) {
   patterns.add<LinearGeluFusion, LinearInputGradGeluFusion>(
-      converter, patterns.getContext());
+      converter, patterns.getContext(), precision);
 }

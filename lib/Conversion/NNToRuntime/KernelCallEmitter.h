@@ -2,8 +2,9 @@
 //
 // What every pattern of bitpipe-lower-nn-to-runtime needs to emit one nn
 // op's kernel calls: sizes from tensor shapes, buffers, their addresses, and
-// checked calls of the functions of bitpipe/abi/Kernels.def. Shared by the
-// per-op patterns (NNToRuntime.cpp) and the fused ones (EpilogueFusion.cpp).
+// checked calls of the kernels of bitpipe/abi/Kernels.h in the precision the
+// pass lowers in. Shared by the per-op patterns (NNToRuntime.cpp) and the
+// fused ones (EpilogueFusion.cpp), which derive from KernelPattern.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,13 +49,16 @@ inline int64_t rows(mlir::Value v) { return numElements(v) / lastDim(v); }
 
 /// Builds, at the rewriter's insertion point, the IR of one nn op's kernel
 /// calls: buffers, their addresses, size constants, and checked calls. The
-/// kernels are declared in the module on first use, with the types of
-/// bitpipe/abi/Kernels.def.
+/// kernels are those of \p precision (bp_<kernel> or bp_<kernel>_bf16),
+/// declared in the module on first use with the types of
+/// bitpipe/abi/Kernels.h.
 class KernelCallEmitter {
 public:
-  KernelCallEmitter(Operation *op, ConversionPatternRewriter &rewriter)
+  KernelCallEmitter(Operation *op, ConversionPatternRewriter &rewriter,
+                    Precision precision)
       : op(op), rewriter(rewriter), loc(op->getLoc()),
-        ptrType(LLVM::LLVMPointerType::get(op->getContext())) {}
+        ptrType(LLVM::LLVMPointerType::get(op->getContext())),
+        precision(precision) {}
 
   /// The aligned address of \p buffer as the `float *` / `int32_t *` of the
   /// ABI. Through an index and i64 because memref has no pointer type.
@@ -108,10 +112,10 @@ public:
   }
 
   /// Calls \p kernel with \p args and hands its status to bp_check with the
-  /// op's name. \p kernel must return a bp_status_t (Kernels.def: STATUS),
-  /// as every kernel does.
+  /// op's name. \p kernel must return a bp_status_t, as every kernel and
+  /// bp_fill do.
   void call(Kernel kernel, ArrayRef<Value> args) {
-    const abi::Signature &signature = abi::signatureOf(kernel);
+    const abi::Signature &signature = abi::signatureOf(kernel, precision);
     if (signature.result != abi::kind::STATUS)
       llvm::report_fatal_error(llvm::Twine("bitpipe: internal error: ") +
                                signature.name + " returns no status to check");
@@ -125,7 +129,7 @@ public:
                                .getResults(),
                            args)
                        .getResult(0);
-    const abi::Signature &check = abi::signatureOf(Kernel::bp_check);
+    const abi::Signature &check = abi::signatureOf(Kernel::bp_check, precision);
     FlatSymbolRefAttr checkCallee = abi::declare(rewriter, module, check);
     SmallVector<Value, 2> checkArgs = {status, opName()};
     abi::checkArguments(check, checkArgs);
@@ -157,6 +161,23 @@ private:
   ConversionPatternRewriter &rewriter;
   Location loc;
   Type ptrType;
+  Precision precision;
+};
+
+/// The base of the pass's patterns: the precision they lower in, which
+/// names the kernels they call (KernelCallEmitter).
+template <typename Op> struct KernelPattern : OpConversionPattern<Op> {
+  KernelPattern(const TypeConverter &converter, MLIRContext *context,
+                Precision precision, PatternBenefit benefit = 1)
+      : OpConversionPattern<Op>(converter, context, benefit),
+        precision(precision) {}
+
+  KernelCallEmitter emitter(Operation *op,
+                            ConversionPatternRewriter &rewriter) const {
+    return KernelCallEmitter(op, rewriter, precision);
+  }
+
+  Precision precision;
 };
 
 } // namespace bitpipe::nn_lowering

@@ -54,16 +54,19 @@ struct GradientSumPlan {
 mlir::FailureOr<GradientSumPlan> planGradientSums(mlir::ModuleOp module,
                                                   Precision precision);
 
-/// The per-op patterns, those of parameter gradients and their sums
-/// following \p sums (which must outlive the patterns).
+/// The per-op patterns, calling the kernels of \p precision, those of
+/// parameter gradients and their sums following \p sums (which must
+/// outlive the patterns).
 void populateNNToRuntimeConversionPatterns(const mlir::TypeConverter &converter,
                                            mlir::RewritePatternSet &patterns,
+                                           Precision precision,
                                            const GradientSumPlan &sums);
 
 /// The fused patterns (benefit above the per-op ones): nn.linear feeding
 /// nn.gelu, nn.linear_input_grad feeding nn.gelu_grad.
 void populateEpilogueFusionPatterns(const mlir::TypeConverter &converter,
-                                    mlir::RewritePatternSet &patterns);
+                                    mlir::RewritePatternSet &patterns,
+                                    Precision precision);
 
 } // namespace bitpipe::nn_lowering
 

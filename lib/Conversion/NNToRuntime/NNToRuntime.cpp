@@ -76,12 +76,12 @@ namespace {
 // Sizes come from the original (tensor) operands, which have the same static
 // shapes as the converted buffers; buffers come from the adaptor.
 
-struct EmbeddingLowering : OpConversionPattern<nn::EmbeddingOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct EmbeddingLowering : KernelPattern<nn::EmbeddingOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::EmbeddingOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     Value out = emit.alloc(op.getType());
     // Without a position table (rotary models) the kernel takes NULL.
     Value wpe = adaptor.getWpe() ? emit.pointer(adaptor.getWpe()) : emit.null();
@@ -99,11 +99,10 @@ struct EmbeddingLowering : OpConversionPattern<nn::EmbeddingOp> {
 
 /// A pattern of an op whose results are parameter gradients (or their sum):
 /// it follows the GradientSumPlan (Lowering.h).
-template <typename Op>
-struct GradientPattern : OpConversionPattern<Op> {
+template <typename Op> struct GradientPattern : KernelPattern<Op> {
   GradientPattern(const TypeConverter &converter, MLIRContext *context,
-                  const GradientSumPlan &plan)
-      : OpConversionPattern<Op>(converter, context), plan(plan) {}
+                  Precision precision, const GradientSumPlan &plan)
+      : KernelPattern<Op>(converter, context, precision), plan(plan) {}
 
   /// The buffer a kernel accumulates \p result into: freshly zeroed (an nn
   /// gradient is a fresh value), or the buffer of the gradient it is summed
@@ -124,7 +123,7 @@ struct EmbeddingGradLowering : GradientPattern<nn::EmbeddingGradOp> {
   LogicalResult
   matchAndRewrite(nn::EmbeddingGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     // Both tables' gradients accumulate (scatter-add); a missing position
     // table is NULL to the kernel.
     Value dwte = accumulator(emit, op.getWteGrad(), rewriter);
@@ -147,12 +146,12 @@ struct EmbeddingGradLowering : GradientPattern<nn::EmbeddingGradOp> {
   }
 };
 
-struct LayerNormLowering : OpConversionPattern<nn::LayerNormOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct LayerNormLowering : KernelPattern<nn::LayerNormOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::LayerNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     int64_t n = rows(op.getInput());
     Value y = emit.alloc(op.getType());
     // The statistics are not an nn result: the backward recomputes them.
@@ -174,7 +173,7 @@ struct LayerNormGradLowering : GradientPattern<nn::LayerNormGradOp> {
   LogicalResult
   matchAndRewrite(nn::LayerNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     int64_t n = rows(op.getInput());
     int64_t h = lastDim(op.getInput());
     Value dx = emit.alloc(op.getInputGrad().getType());
@@ -206,12 +205,12 @@ struct LayerNormGradLowering : GradientPattern<nn::LayerNormGradOp> {
   }
 };
 
-struct RMSNormLowering : OpConversionPattern<nn::RMSNormOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct RMSNormLowering : KernelPattern<nn::RMSNormOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::RMSNormOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     int64_t n = rows(op.getInput());
     Value y = emit.alloc(op.getType());
     // rstd is not an nn result: the backward recomputes it.
@@ -232,7 +231,7 @@ struct RMSNormGradLowering : GradientPattern<nn::RMSNormGradOp> {
   LogicalResult
   matchAndRewrite(nn::RMSNormGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     int64_t n = rows(op.getInput());
     int64_t h = lastDim(op.getInput());
     Value dx = emit.alloc(op.getInputGrad().getType());
@@ -257,12 +256,12 @@ struct RMSNormGradLowering : GradientPattern<nn::RMSNormGradOp> {
   }
 };
 
-struct LinearLowering : OpConversionPattern<nn::LinearOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct LinearLowering : KernelPattern<nn::LinearOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::LinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     Value y = emit.alloc(op.getType());
     Value x = emit.pointer(adaptor.getInput());
     Value w = emit.pointer(adaptor.getWeight());
@@ -277,12 +276,12 @@ struct LinearLowering : OpConversionPattern<nn::LinearOp> {
   }
 };
 
-struct LinearInputGradLowering : OpConversionPattern<nn::LinearInputGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct LinearInputGradLowering : KernelPattern<nn::LinearInputGradOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::LinearInputGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     Value dx = emit.alloc(op.getType());
     emit.call(Kernel::bp_linear_bwd_input,
               {emit.pointer(adaptor.getGrad()),
@@ -299,7 +298,7 @@ struct LinearWeightGradLowering : GradientPattern<nn::LinearWeightGradOp> {
   LogicalResult
   matchAndRewrite(nn::LinearWeightGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     // dw and db accumulate.
     Value dw = accumulator(emit, op.getWeightGrad(), rewriter);
     Value db;
@@ -340,12 +339,12 @@ void callAttention(KernelCallEmitter &emit, bool backward,
             args);
 }
 
-struct AttentionLowering : OpConversionPattern<nn::AttentionOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct AttentionLowering : KernelPattern<nn::AttentionOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     int64_t b = dimSize(op.getQkv(), 0), t = dimSize(op.getQkv(), 1);
     int64_t h = lastDim(op.getResult());
     int64_t heads = op.getNumHeads();
@@ -362,12 +361,12 @@ struct AttentionLowering : OpConversionPattern<nn::AttentionOp> {
   }
 };
 
-struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct AttentionGradLowering : KernelPattern<nn::AttentionGradOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::AttentionGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     int64_t b = dimSize(op.getQkv(), 0), t = dimSize(op.getQkv(), 1);
     int64_t h = lastDim(op.getGrad());
     int64_t heads = op.getNumHeads(), kvHeads = op.getKvHeadCount();
@@ -397,13 +396,12 @@ struct AttentionGradLowering : OpConversionPattern<nn::AttentionGradOp> {
 
 /// nn.rotary and nn.rotary_grad: one kernel each over the fused q/k/v
 /// tensor, with the heads and base of the op.
-template <typename Op, Kernel kernel>
-struct RotaryPattern : OpConversionPattern<Op> {
-  using OpConversionPattern<Op>::OpConversionPattern;
+template <typename Op, Kernel kernel> struct RotaryPattern : KernelPattern<Op> {
+  using KernelPattern<Op>::KernelPattern;
   LogicalResult
   matchAndRewrite(Op op, typename Op::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     Value input = op->getOperand(0);
     int64_t heads = op.getNumHeads(), kvHeads = op.getKvHeadCount();
     int64_t d = lastDim(input) / (heads + 2 * kvHeads);
@@ -421,12 +419,12 @@ using RotaryLowering = RotaryPattern<nn::RotaryOp, Kernel::bp_rotary_fwd>;
 using RotaryGradLowering =
     RotaryPattern<nn::RotaryGradOp, Kernel::bp_rotary_bwd>;
 
-struct SwiGLULowering : OpConversionPattern<nn::SwiGLUOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct SwiGLULowering : KernelPattern<nn::SwiGLUOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::SwiGLUOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     Value y = emit.alloc(op.getType());
     emit.call(Kernel::bp_swiglu_fwd,
               {emit.pointer(adaptor.getGate()), emit.pointer(adaptor.getUp()),
@@ -436,12 +434,12 @@ struct SwiGLULowering : OpConversionPattern<nn::SwiGLUOp> {
   }
 };
 
-struct SwiGLUGradLowering : OpConversionPattern<nn::SwiGLUGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct SwiGLUGradLowering : KernelPattern<nn::SwiGLUGradOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::SwiGLUGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     Value dgate = emit.alloc(op.getGateGrad().getType());
     Value dup = emit.alloc(op.getUpGrad().getType());
     emit.call(Kernel::bp_swiglu_bwd,
@@ -453,12 +451,12 @@ struct SwiGLUGradLowering : OpConversionPattern<nn::SwiGLUGradOp> {
   }
 };
 
-struct GeluLowering : OpConversionPattern<nn::GeluOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct GeluLowering : KernelPattern<nn::GeluOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::GeluOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     Value y = emit.alloc(op.getType());
     emit.call(op.getForm() == nn::GeluForm::Erf ? Kernel::bp_gelu_erf_fwd
                                                 : Kernel::bp_gelu_fwd,
@@ -469,12 +467,12 @@ struct GeluLowering : OpConversionPattern<nn::GeluOp> {
   }
 };
 
-struct GeluGradLowering : OpConversionPattern<nn::GeluGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct GeluGradLowering : KernelPattern<nn::GeluGradOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::GeluGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     Value dx = emit.alloc(op.getType());
     emit.call(op.getForm() == nn::GeluForm::Erf ? Kernel::bp_gelu_erf_bwd
                                                 : Kernel::bp_gelu_bwd,
@@ -500,7 +498,7 @@ struct AddLowering : GradientPattern<nn::AddOp> {
       rewriter.replaceOp(op, adaptor.getOperands()[sum->second]);
       return success();
     }
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     Value out = emit.alloc(op.getType());
     emit.call(Kernel::bp_add_fwd,
               {emit.pointer(adaptor.getLhs()), emit.pointer(adaptor.getRhs()),
@@ -510,12 +508,12 @@ struct AddLowering : GradientPattern<nn::AddOp> {
   }
 };
 
-struct CrossEntropyLowering : OpConversionPattern<nn::CrossEntropyOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct CrossEntropyLowering : KernelPattern<nn::CrossEntropyOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::CrossEntropyOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     Value loss = emit.alloc(op.getType());
     emit.call(Kernel::bp_cross_entropy_fwd,
               {emit.pointer(adaptor.getLogits()),
@@ -528,12 +526,12 @@ struct CrossEntropyLowering : OpConversionPattern<nn::CrossEntropyOp> {
   }
 };
 
-struct CrossEntropyGradLowering : OpConversionPattern<nn::CrossEntropyGradOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct CrossEntropyGradLowering : KernelPattern<nn::CrossEntropyGradOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(nn::CrossEntropyGradOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     // The loss gradient is passed by address (runtime.h): the buffer lives
     // where the tensors do, which on the CUDA target is the device, so the
     // kernel reads it there and no step waits for a host read.
@@ -552,8 +550,8 @@ struct CrossEntropyGradLowering : OpConversionPattern<nn::CrossEntropyGradOp> {
 
 /// Splat f32 tensor constants (the loss seed `dense<1.0> : tensor<f32>` of
 /// backward functions) become filled buffers.
-struct SplatConstantLowering : OpConversionPattern<arith::ConstantOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct SplatConstantLowering : KernelPattern<arith::ConstantOp> {
+  using KernelPattern::KernelPattern;
   LogicalResult
   matchAndRewrite(arith::ConstantOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -561,7 +559,7 @@ struct SplatConstantLowering : OpConversionPattern<arith::ConstantOp> {
     if (!value || !isa<RankedTensorType>(op.getType()) ||
         !value.getElementType().isF32())
       return rewriter.notifyMatchFailure(op, "not a splat f32 tensor");
-    KernelCallEmitter emit(op, rewriter);
+    KernelCallEmitter emit = this->emitter(op, rewriter);
     Value buffer = emit.allocFilled(
         op.getType(), value.getSplatValue<APFloat>().convertToFloat());
     rewriter.replaceOp(op, buffer);
@@ -731,8 +729,9 @@ struct LowerNNToRuntimePass
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    populateNNToRuntimeConversionPatterns(converter, patterns, *sums);
-    populateEpilogueFusionPatterns(converter, patterns);
+    populateNNToRuntimeConversionPatterns(converter, patterns, precision,
+                                          *sums);
+    populateEpilogueFusionPatterns(converter, patterns, precision);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateCallOpTypeConversionPattern(patterns, converter);
@@ -753,21 +752,21 @@ void bitpipe::populateNNToRuntimeConversionPatterns(
   // under fp32.
   static const GradientSumPlan kNoSums;
   nn_lowering::populateNNToRuntimeConversionPatterns(converter, patterns,
-                                                     kNoSums);
+                                                     Precision::FP32, kNoSums);
 }
 
 void nn_lowering::populateNNToRuntimeConversionPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns,
-    const GradientSumPlan &sums) {
+    Precision precision, const GradientSumPlan &sums) {
   MLIRContext *context = patterns.getContext();
   patterns.add<EmbeddingLowering, LayerNormLowering, RMSNormLowering,
                LinearLowering, LinearInputGradLowering, AttentionLowering,
                AttentionGradLowering, RotaryLowering, RotaryGradLowering,
                GeluLowering, GeluGradLowering, SwiGLULowering,
                SwiGLUGradLowering, CrossEntropyLowering,
-               CrossEntropyGradLowering, SplatConstantLowering>(converter,
-                                                                context);
+               CrossEntropyGradLowering, SplatConstantLowering>(
+      converter, context, precision);
   patterns.add<EmbeddingGradLowering, LayerNormGradLowering,
                RMSNormGradLowering, LinearWeightGradLowering, AddLowering>(
-      converter, context, sums);
+      converter, context, precision, sums);
 }

@@ -8,6 +8,8 @@
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <iterator>
+
 using namespace mlir;
 using namespace bitpipe;
 using namespace bitpipe::abi;
@@ -21,8 +23,14 @@ namespace {
 namespace params {
 #define BP_RT_CALL(symbol, result, ...) constexpr Kind symbol[] = {__VA_ARGS__};
 #include "bitpipe/abi/RuntimeCalls.def"
-#define BP_KERNEL(symbol, result, ...) constexpr Kind symbol[] = {__VA_ARGS__};
-#include "bitpipe/abi/Kernels.def"
+#define BP_KERNEL_PARAMS_(kernel)                                              \
+  constexpr Kind bp_##kernel[] = {BP_KERNEL_KINDS(F32, kernel)};               \
+  constexpr Kind bp_##kernel##_bf16[] = {BP_KERNEL_KINDS(BF16, kernel)};
+BP_KERNELS(BP_KERNEL_PARAMS_)
+#undef BP_KERNEL_PARAMS_
+#define BP_SUPPORT_FN(symbol, result, ...)                                     \
+  constexpr Kind symbol[] = {__VA_ARGS__};
+#include "bitpipe/abi/Support.def"
 #define BP_MODEL_TABLE(table, count, countKind, entryResult, ...)              \
   constexpr Kind table[] = {__VA_ARGS__};
 #include "bitpipe/abi/ModelSymbols.def"
@@ -33,9 +41,18 @@ const Signature runtimeCalls[] = {
 #include "bitpipe/abi/RuntimeCalls.def"
 };
 
-const Signature kernels[] = {
-#define BP_KERNEL(symbol, result, ...) {#symbol, result, params::symbol},
-#include "bitpipe/abi/Kernels.def"
+// Each kernel in fp32 and in bf16, in Kernel's order.
+const Signature kernels[][2] = {
+#define BP_KERNEL_SIGNATURES_(kernel)                                          \
+  {{"bp_" #kernel, STATUS, params::bp_##kernel},                               \
+   {"bp_" #kernel "_bf16", STATUS, params::bp_##kernel##_bf16}},
+    BP_KERNELS(BP_KERNEL_SIGNATURES_)
+#undef BP_KERNEL_SIGNATURES_
+};
+
+const Signature supportFunctions[] = {
+#define BP_SUPPORT_FN(symbol, result, ...) {#symbol, result, params::symbol},
+#include "bitpipe/abi/Support.def"
 };
 
 const TableSymbols tables[] = {
@@ -77,8 +94,11 @@ const Signature &abi::signatureOf(RuntimeCall call) {
   return runtimeCalls[static_cast<size_t>(call)];
 }
 
-const Signature &abi::signatureOf(Kernel kernel) {
-  return kernels[static_cast<size_t>(kernel)];
+const Signature &abi::signatureOf(Kernel kernel, Precision precision) {
+  const size_t index = static_cast<size_t>(kernel);
+  if (index < std::size(kernels))
+    return kernels[index][precision == Precision::BF16 ? 1 : 0];
+  return supportFunctions[index - std::size(kernels)];
 }
 
 const TableSymbols &abi::symbolsOf(ModelTable table) {

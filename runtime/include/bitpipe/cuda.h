@@ -57,82 +57,63 @@ extern "C" {
  * ErrorCode): a CUDA runtime call or kernel launch failed. */
 enum { BP_ERR_DEVICE = 8 };
 
-/* A bfloat16 value: the upper 16 bits of the fp32 with the same sign and
- * exponent (conversions round to nearest even). */
-typedef uint16_t bp_bf16_t;
-
 /*===-----------------------------------------------------------------------===
- * Embedding: out[b, t, :] = wte[tokens[b, t], :] + wpe[t, :]
- *   tokens [B, T] int32; wte [V, H], wpe [P >= T, H] or NULL (no position
- *   table, as runtime.h), out [B, T, H] bf16.
+ * The kernels of runtime.h on the device, from bitpipe/abi/Kernels.h (what
+ * each computes, shapes, what may alias): for each kernel a bf16 function
+ * bp_cuda_<kernel> and an fp32 one bp_cuda_<kernel>_f32 (the precision of
+ * the equivalence tests), each with the kernel's parameters in its
+ * precision and then the stream. The device's default precision is bf16,
+ * so its kernels carry the plain name; the CPU's only one is fp32, so
+ * runtime.h's do. The grouped-query attention of runtime.h has no pair: it
+ * is the kv-head expansion below around bp_cuda_attention_*.
+ *
+ * How the device computes them, beyond Kernels.h:
+ *  - embedding_bwd accumulates dwte with atomic adds (repeated tokens sum
+ *    in an unspecified order: dwte may differ from run to run in the last
+ *    bits) and dwpe one thread per element, summing b in order;
+ *  - layer_norm_bwd and rms_norm_bwd accumulate the weight gradients in a
+ *    fixed order (deterministic);
+ *  - add sums in fp32 and rounds once;
+ *  - the linear kernels go through cuBLASLt: bf16 operands with fp32
+ *    accumulation, or in _f32 fp32 operands with true fp32 products (no
+ *    TF32); linear_gelu_fwd and linear_bwd_input_gelu use its bias+GELU
+ *    and dGELU epilogues; algorithms are chosen once per shape and cached,
+ *    and all calls share one workspace;
+ *  - attention is the project's own tiled kernels (FlashAttention-2's
+ *    algorithm), never materialising a T x T matrix; cuDNN's is below.
  *===----------------------------------------------------------------------===*/
-bp_status_t bp_cuda_embedding_fwd(const int32_t *tokens, const bp_bf16_t *wte,
-                                  const bp_bf16_t *wpe, bp_bf16_t *out,
-                                  int64_t B, int64_t T, int64_t H, int64_t V,
-                                  void *stream);
+#define BP_CUDA_KERNELS(X)                                                     \
+  X(embedding_fwd)                                                             \
+  X(embedding_bwd)                                                             \
+  X(layer_norm_fwd)                                                            \
+  X(layer_norm_bwd)                                                            \
+  X(rms_norm_fwd)                                                              \
+  X(rms_norm_bwd)                                                              \
+  X(linear_fwd)                                                                \
+  X(linear_bwd_input)                                                          \
+  X(linear_gelu_fwd)                                                           \
+  X(linear_bwd_input_gelu)                                                     \
+  X(linear_bwd_weight)                                                         \
+  X(attention_fwd)                                                             \
+  X(attention_bwd)                                                             \
+  X(rotary_fwd)                                                                \
+  X(rotary_bwd)                                                                \
+  X(gelu_fwd)                                                                  \
+  X(gelu_bwd)                                                                  \
+  X(gelu_erf_fwd)                                                              \
+  X(gelu_erf_bwd)                                                              \
+  X(swiglu_fwd)                                                                \
+  X(swiglu_bwd)                                                                \
+  X(add_fwd)                                                                   \
+  X(cross_entropy_fwd)                                                         \
+  X(cross_entropy_bwd)
 
-/* Accumulates, in fp32, dwte[tokens[b, t], :] += dout[b, t, :] (atomic adds:
- * repeated tokens sum, in an unspecified order, so dwte may differ from run
- * to run in the last bits) and dwpe[t, :] += sum_b dout[b, t, :] (one thread
- * per element, summing b in order: deterministic).
- *   dout [B, T, H] bf16; dwte [V, H], dwpe [P, H] fp32. */
-bp_status_t bp_cuda_embedding_bwd(const int32_t *tokens, const bp_bf16_t *dout,
-                                  float *dwte, float *dwpe, int64_t B,
-                                  int64_t T, int64_t H, int64_t V,
-                                  void *stream);
-
-/*===-----------------------------------------------------------------------===
- * Layer norm over the last dimension (biased variance, as PyTorch):
- *   x, y [N, H] bf16; gamma, beta [H] bf16; mean, rstd [N] fp32, written.
- *===----------------------------------------------------------------------===*/
-bp_status_t bp_cuda_layer_norm_fwd(const bp_bf16_t *x, const bp_bf16_t *gamma,
-                                   const bp_bf16_t *beta, bp_bf16_t *y,
-                                   float *mean, float *rstd, int64_t N,
-                                   int64_t H, float eps, void *stream);
-
-/* Writes dx [N, H] bf16; accumulates dgamma [H] and dbeta [H] in fp32 (in a
- * fixed order: deterministic). mean and rstd are the forward's. */
-bp_status_t bp_cuda_layer_norm_bwd(const bp_bf16_t *dy, const bp_bf16_t *x,
-                                   const bp_bf16_t *gamma, const float *mean,
-                                   const float *rstd, bp_bf16_t *dx,
-                                   float *dgamma, float *dbeta, int64_t N,
-                                   int64_t H, void *stream);
-
-/*===-----------------------------------------------------------------------===
- * RMS norm over the last dimension (runtime.h's bp_rms_norm_*):
- *   x, y [N, H] bf16; gamma [H] bf16; rstd [N] fp32, written.
- * The backward writes dx [N, H] bf16 and accumulates dgamma [H] in fp32 (in
- * a fixed order: deterministic).
- *===----------------------------------------------------------------------===*/
-bp_status_t bp_cuda_rms_norm_fwd(const bp_bf16_t *x, const bp_bf16_t *gamma,
-                                 bp_bf16_t *y, float *rstd, int64_t N,
-                                 int64_t H, float eps, void *stream);
-bp_status_t bp_cuda_rms_norm_bwd(const bp_bf16_t *dy, const bp_bf16_t *x,
-                                 const bp_bf16_t *gamma, const float *rstd,
-                                 bp_bf16_t *dx, float *dgamma, int64_t N,
-                                 int64_t H, void *stream);
-
-/*===-----------------------------------------------------------------------===
- * SwiGLU (runtime.h's bp_swiglu_*): y = silu(gate) * up, all [n] bf16; the
- * backward writes dgate and dup (which must not alias each other).
- *===----------------------------------------------------------------------===*/
-bp_status_t bp_cuda_swiglu_fwd(const bp_bf16_t *gate, const bp_bf16_t *up,
-                               bp_bf16_t *y, int64_t n, void *stream);
-bp_status_t bp_cuda_swiglu_bwd(const bp_bf16_t *dy, const bp_bf16_t *gate,
-                               const bp_bf16_t *up, bp_bf16_t *dgate,
-                               bp_bf16_t *dup, int64_t n, void *stream);
-
-/*===-----------------------------------------------------------------------===
- * Rotary position embedding of the q and k heads (runtime.h's bp_rotary_*:
- * layout, angles, the backward's inverse rotation), bf16; out may alias
- * the input.
- *===----------------------------------------------------------------------===*/
-bp_status_t bp_cuda_rotary_fwd(const bp_bf16_t *qkv, bp_bf16_t *out,
-                               int64_t B, int64_t T, int64_t H, int64_t nh,
-                               int64_t nkv, float base, void *stream);
-bp_status_t bp_cuda_rotary_bwd(const bp_bf16_t *dout, bp_bf16_t *dqkv,
-                               int64_t B, int64_t T, int64_t H, int64_t nh,
-                               int64_t nkv, float base, void *stream);
+#define BP_CUDA_DECLARE_KERNEL_(kernel)                                        \
+  bp_status_t bp_cuda_##kernel(BP_KERNEL_PARAMS(BF16, kernel), void *stream);  \
+  bp_status_t bp_cuda_##kernel##_f32(BP_KERNEL_PARAMS(F32, kernel),            \
+                                     void *stream);
+BP_CUDA_KERNELS(BP_CUDA_DECLARE_KERNEL_)
+#undef BP_CUDA_DECLARE_KERNEL_
 
 /*===-----------------------------------------------------------------------===
  * Grouped-query q/k/v to and from the multi-head layout, for
@@ -148,193 +129,12 @@ bp_status_t bp_cuda_kv_heads_expand(const bp_bf16_t *gqa, bp_bf16_t *mha,
 bp_status_t bp_cuda_kv_heads_fold(const bp_bf16_t *dmha, bp_bf16_t *dgqa,
                                   int64_t rows, int64_t H, int64_t nh,
                                   int64_t nkv, void *stream);
-
-/*===-----------------------------------------------------------------------===
- * GELU, tanh form: x, y [n] bf16; y may alias x.
- *===----------------------------------------------------------------------===*/
-bp_status_t bp_cuda_gelu_fwd(const bp_bf16_t *x, bp_bf16_t *y, int64_t n,
-                             void *stream);
-
-/* Writes dx = dy * gelu'(x), bf16; dx may alias dy. */
-bp_status_t bp_cuda_gelu_bwd(const bp_bf16_t *dy, const bp_bf16_t *x,
-                             bp_bf16_t *dx, int64_t n, void *stream);
-
-/* GELU, exact (erf) form, as bp_cuda_gelu_fwd / _bwd. */
-bp_status_t bp_cuda_gelu_erf_fwd(const bp_bf16_t *x, bp_bf16_t *y, int64_t n,
-                                 void *stream);
-bp_status_t bp_cuda_gelu_erf_bwd(const bp_bf16_t *dy, const bp_bf16_t *x,
-                                 bp_bf16_t *dx, int64_t n, void *stream);
-
-/*===-----------------------------------------------------------------------===
- * Residual add: out = a + b (summed in fp32, rounded once), all [n] bf16;
- * out may alias a or b. As on the CPU, it also sums fanned-out gradients.
- *===----------------------------------------------------------------------===*/
-bp_status_t bp_cuda_add(const bp_bf16_t *a, const bp_bf16_t *b,
-                        bp_bf16_t *out, int64_t n, void *stream);
-
-/*===-----------------------------------------------------------------------===
- * Cross-entropy, mean over the rows whose label is not ignore_index (0 when
- * there are none):
- *   logits [N, V] bf16; labels [N] int32; loss: one fp32 on the device,
- *   written. The mean of the per-row losses is summed in double in a fixed
- *   order, as the CPU kernel sums it.
- *===----------------------------------------------------------------------===*/
-bp_status_t bp_cuda_cross_entropy_fwd(const bp_bf16_t *logits,
-                                      const int32_t *labels, float *loss,
-                                      int64_t N, int64_t V,
-                                      int32_t ignore_index, void *stream);
-
-/* Writes dlogits [N, V] bf16: *dloss * (softmax - onehot) / count on
- * labelled rows, 0 on ignored rows. dloss points at one fp32 on the device
- * (runtime.h: the loss seed's buffer). dlogits may alias logits. */
-bp_status_t bp_cuda_cross_entropy_bwd(const bp_bf16_t *logits,
-                                      const int32_t *labels,
-                                      const float *dloss,
-                                      bp_bf16_t *dlogits, int64_t N, int64_t V,
-                                      int32_t ignore_index, void *stream);
-
-/*===-----------------------------------------------------------------------===
- * fp32 variants of the kernels above, for --precision fp32 (the equivalence
- * tests' mode): the same computation with every tensor fp32, the statistics
- * and accumulators as above. Each takes what its bf16 counterpart takes,
- * with float for bp_bf16_t.
- *===----------------------------------------------------------------------===*/
-bp_status_t bp_cuda_embedding_fwd_f32(const int32_t *tokens, const float *wte,
-                                      const float *wpe, float *out, int64_t B,
-                                      int64_t T, int64_t H, int64_t V,
-                                      void *stream);
-bp_status_t bp_cuda_embedding_bwd_f32(const int32_t *tokens, const float *dout,
-                                      float *dwte, float *dwpe, int64_t B,
-                                      int64_t T, int64_t H, int64_t V,
-                                      void *stream);
-bp_status_t bp_cuda_layer_norm_fwd_f32(const float *x, const float *gamma,
-                                       const float *beta, float *y,
-                                       float *mean, float *rstd, int64_t N,
-                                       int64_t H, float eps, void *stream);
-bp_status_t bp_cuda_layer_norm_bwd_f32(const float *dy, const float *x,
-                                       const float *gamma, const float *mean,
-                                       const float *rstd, float *dx,
-                                       float *dgamma, float *dbeta, int64_t N,
-                                       int64_t H, void *stream);
-bp_status_t bp_cuda_rms_norm_fwd_f32(const float *x, const float *gamma,
-                                     float *y, float *rstd, int64_t N,
-                                     int64_t H, float eps, void *stream);
-bp_status_t bp_cuda_rms_norm_bwd_f32(const float *dy, const float *x,
-                                     const float *gamma, const float *rstd,
-                                     float *dx, float *dgamma, int64_t N,
-                                     int64_t H, void *stream);
-bp_status_t bp_cuda_swiglu_fwd_f32(const float *gate, const float *up,
-                                   float *y, int64_t n, void *stream);
-bp_status_t bp_cuda_swiglu_bwd_f32(const float *dy, const float *gate,
-                                   const float *up, float *dgate, float *dup,
-                                   int64_t n, void *stream);
-bp_status_t bp_cuda_rotary_fwd_f32(const float *qkv, float *out, int64_t B,
-                                   int64_t T, int64_t H, int64_t nh,
-                                   int64_t nkv, float base, void *stream);
-bp_status_t bp_cuda_rotary_bwd_f32(const float *dout, float *dqkv, int64_t B,
-                                   int64_t T, int64_t H, int64_t nh,
-                                   int64_t nkv, float base, void *stream);
 bp_status_t bp_cuda_kv_heads_expand_f32(const float *gqa, float *mha,
                                         int64_t rows, int64_t H, int64_t nh,
                                         int64_t nkv, void *stream);
 bp_status_t bp_cuda_kv_heads_fold_f32(const float *dmha, float *dgqa,
                                       int64_t rows, int64_t H, int64_t nh,
                                       int64_t nkv, void *stream);
-bp_status_t bp_cuda_gelu_fwd_f32(const float *x, float *y, int64_t n,
-                                 void *stream);
-bp_status_t bp_cuda_gelu_bwd_f32(const float *dy, const float *x, float *dx,
-                                 int64_t n, void *stream);
-bp_status_t bp_cuda_gelu_erf_fwd_f32(const float *x, float *y, int64_t n,
-                                     void *stream);
-bp_status_t bp_cuda_gelu_erf_bwd_f32(const float *dy, const float *x, float *dx,
-                                     int64_t n, void *stream);
-bp_status_t bp_cuda_add_f32(const float *a, const float *b, float *out,
-                            int64_t n, void *stream);
-bp_status_t bp_cuda_cross_entropy_fwd_f32(const float *logits,
-                                          const int32_t *labels, float *loss,
-                                          int64_t N, int64_t V,
-                                          int32_t ignore_index, void *stream);
-bp_status_t bp_cuda_cross_entropy_bwd_f32(const float *logits,
-                                          const int32_t *labels,
-                                          const float *dloss,
-                                          float *dlogits, int64_t N, int64_t V,
-                                          int32_t ignore_index, void *stream);
-
-/*===-----------------------------------------------------------------------===
- * Linear layers through cuBLASLt: y = x W^T (+ b), W stored [Out, In].
- * Shapes as runtime.h's bp_linear_*. bf16 operands, fp32 accumulation (and,
- * in the _f32 variants, fp32 operands with true fp32 products: no TF32).
- * Algorithms are chosen once per shape and cached; all calls share one
- * workspace. b may be NULL (no bias).
- *===----------------------------------------------------------------------===*/
-bp_status_t bp_cuda_linear_fwd(const bp_bf16_t *x, const bp_bf16_t *w,
-                               const bp_bf16_t *b, bp_bf16_t *y, int64_t N,
-                               int64_t In, int64_t Out, void *stream);
-/* Fused linear + GELU (tanh form), cuBLASLt's bias+GELU epilogue: writes
- * pre = x W^T + b (kept for the backward) and y = gelu(pre), both [N, Out]. */
-bp_status_t bp_cuda_linear_gelu_fwd(const bp_bf16_t *x, const bp_bf16_t *w,
-                                    const bp_bf16_t *b, bp_bf16_t *y,
-                                    bp_bf16_t *pre, int64_t N, int64_t In,
-                                    int64_t Out, void *stream);
-/* Writes dx = dy W: dy [N, Out], dx [N, In]. */
-bp_status_t bp_cuda_linear_bwd_input(const bp_bf16_t *dy, const bp_bf16_t *w,
-                                     bp_bf16_t *dx, int64_t N, int64_t In,
-                                     int64_t Out, void *stream);
-/* The input gradient through a GELU that precedes this linear layer
- * (cuBLASLt's dGELU epilogue): writes dx = (dy W) * gelu'(pre), pre [N, In]
- * the GELU's input. */
-bp_status_t bp_cuda_linear_bwd_input_gelu(const bp_bf16_t *dy,
-                                          const bp_bf16_t *w,
-                                          const bp_bf16_t *pre, bp_bf16_t *dx,
-                                          int64_t N, int64_t In, int64_t Out,
-                                          void *stream);
-/* Accumulates, in fp32: dw [Out, In] += dy^T x and, when db is not NULL,
- * db [Out] += sum over rows of dy. */
-bp_status_t bp_cuda_linear_bwd_weight(const bp_bf16_t *dy, const bp_bf16_t *x,
-                                      float *dw, float *db, int64_t N,
-                                      int64_t In, int64_t Out, void *stream);
-bp_status_t bp_cuda_linear_fwd_f32(const float *x, const float *w,
-                                   const float *b, float *y, int64_t N,
-                                   int64_t In, int64_t Out, void *stream);
-bp_status_t bp_cuda_linear_gelu_fwd_f32(const float *x, const float *w,
-                                        const float *b, float *y, float *pre,
-                                        int64_t N, int64_t In, int64_t Out,
-                                        void *stream);
-bp_status_t bp_cuda_linear_bwd_input_f32(const float *dy, const float *w,
-                                         float *dx, int64_t N, int64_t In,
-                                         int64_t Out, void *stream);
-bp_status_t bp_cuda_linear_bwd_input_gelu_f32(const float *dy, const float *w,
-                                              const float *pre, float *dx,
-                                              int64_t N, int64_t In,
-                                              int64_t Out, void *stream);
-bp_status_t bp_cuda_linear_bwd_weight_f32(const float *dy, const float *x,
-                                          float *dw, float *db, int64_t N,
-                                          int64_t In, int64_t Out,
-                                          void *stream);
-
-/*===-----------------------------------------------------------------------===
- * Attention on a fused qkv projection, as runtime.h's bp_attention_*
- * (layouts, lse = the log-sum-exp of each row of the scaled scores, causal
- * or bidirectional), without ever materialising a T x T matrix. The
- * project's own tiled kernels (FlashAttention-2's algorithm); lse is fp32.
- *===----------------------------------------------------------------------===*/
-bp_status_t bp_cuda_attention_fwd(const bp_bf16_t *qkv, bp_bf16_t *out,
-                                  float *lse, int64_t B, int64_t T, int64_t H,
-                                  int64_t nh, int32_t causal, void *stream);
-bp_status_t bp_cuda_attention_bwd(const bp_bf16_t *qkv, const bp_bf16_t *out,
-                                  const bp_bf16_t *dout, const float *lse,
-                                  bp_bf16_t *dqkv, int64_t B, int64_t T,
-                                  int64_t H, int64_t nh, int32_t causal,
-                                  void *stream);
-bp_status_t bp_cuda_attention_fwd_f32(const float *qkv, float *out, float *lse,
-                                      int64_t B, int64_t T, int64_t H,
-                                      int64_t nh, int32_t causal,
-                                      void *stream);
-bp_status_t bp_cuda_attention_bwd_f32(const float *qkv, const float *out,
-                                      const float *dout, const float *lse,
-                                      float *dqkv, int64_t B, int64_t T,
-                                      int64_t H, int64_t nh, int32_t causal,
-                                      void *stream);
 
 /* The same computation through cuDNN's fused scaled-dot-product attention
  * (its graph API), bf16 only. bp_cudnn_attention_supported says whether
@@ -433,27 +233,18 @@ bp_status_t bp_cuda_find_invalid(const float *params, const float *m,
 /*===-----------------------------------------------------------------------===
  * The execution context of runtime.h's kernels on the CUDA target.
  *
- * On the CUDA target the functions of runtime.h (bp_linear_fwd, bp_alloc,
- * ...: the ABI that compiled stage functions call, identical on both
- * targets) are implemented by this library: their pointers are device
- * pointers, their work is enqueued on the context's stream, and the element
- * type of every pointer that runtime.h types `float *` for an activation,
- * an activation gradient or a weight is the context's precision (bf16 bits
- * under BP_PRECISION_BF16). Parameter gradients (which kernels accumulate
- * into), layer-norm and attention statistics and the loss are fp32 in both
- * precisions. The executor sets both once, from the manifest's "target",
- * before any stage function runs (bp_precision is program.h's).
+ * On the CUDA target the functions of runtime.h (bp_linear_fwd,
+ * bp_linear_fwd_bf16, bp_alloc, ...: the ABI that compiled stage functions
+ * call, the same on both targets) are implemented by this library: their
+ * pointers are device pointers and their work is enqueued on the context's
+ * stream. The precision is each call's (its name), not the context's.
  *===----------------------------------------------------------------------===*/
 
 /* The stream runtime.h's kernels and bp_alloc / bp_free use (NULL: the
  * legacy default stream). One per process: a rank drives one device from
- * one thread. */
+ * one thread; the executor sets it once, before any stage function runs. */
 void bp_cuda_set_stream(void *stream);
 void *bp_cuda_stream(void);
-/* BP_PRECISION_FP32 (0) or BP_PRECISION_BF16 (1); BP_PRECISION_FP32 until
- * set. Under fp32, matrix products run in true fp32 (no TF32). */
-void bp_cuda_set_precision(int32_t precision);
-int32_t bp_cuda_precision(void);
 
 /*===-----------------------------------------------------------------------===
  * Errors.
@@ -474,11 +265,12 @@ bp_status_t bp_cuda_synchronize(void *stream);
  * step, while a peer's NCCL kernel spins. BP_ERR_DEVICE when it fails. */
 bp_status_t bp_cuda_prepare(void);
 
-/* What the first bp_attention_fwd / _bwd of this shape would set up, done
- * now: under BP_PRECISION_BF16, cuDNN's handle and its plans for the shape
- * (built with run-time compilation), unless BITPIPE_CUDA_ATTENTION=own;
- * nothing under fp32. Never fails: a shape that cuDNN cannot run is left to
- * the calls, which take the runtime's own kernels. */
+/* What the first bp_attention_fwd_bf16 / _bwd_bf16 of this shape would set
+ * up, done now: cuDNN's handle and its plans for the shape (built with
+ * run-time compilation), unless BITPIPE_CUDA_ATTENTION=own. The fp32 calls
+ * never use cuDNN: an fp32 executor has nothing to prepare. Never fails: a
+ * shape that cuDNN cannot run is left to the calls, which take the
+ * runtime's own kernels. */
 void bp_cuda_prepare_attention(int64_t B, int64_t T, int64_t H, int64_t nh,
                                int32_t causal);
 

@@ -1,8 +1,9 @@
 //===- AbiCheck.cpp - program.h and runtime.h against the abi/*.def -------===//
 //
 // The compiler declares every runtime function it calls from
-// bitpipe/abi/RuntimeCalls.def and bitpipe/abi/Kernels.def, and defines
-// the symbols of bitpipe/abi/ModelSymbols.def; the runtime defines and reads
+// bitpipe/abi/RuntimeCalls.def, bitpipe/abi/Support.def and
+// bitpipe/abi/Kernels.h, and defines the symbols of
+// bitpipe/abi/ModelSymbols.def; the runtime defines and reads
 // them from the declarations of program.h and runtime.h. This file holds
 // the two statements to each other: for every entry of the .def files, the
 // type the header declares must be exactly the type the entry's kinds spell
@@ -29,11 +30,25 @@ namespace bitpipe::runtime::abi_check {
                 " with another type than bitpipe/abi/RuntimeCalls.def");
 #include "bitpipe/abi/RuntimeCalls.def"
 
-#define BP_KERNEL(symbol, result, ...)                                         \
+#define BP_SUPPORT_FN(symbol, result, ...)                                     \
   static_assert(std::is_same_v<decltype(&::symbol), result (*)(__VA_ARGS__)>,  \
                 "runtime.h declares " #symbol                                  \
-                " with another type than bitpipe/abi/Kernels.def");
-#include "bitpipe/abi/Kernels.def"
+                " with another type than bitpipe/abi/Support.def");
+#include "bitpipe/abi/Support.def"
+
+// runtime.h spells the kernels' prototypes from Kernels.h's C types; the
+// compiler declares them from the roles' ABI kinds. The two must agree.
+#define BP_CHECK_KERNEL_(kernel)                                               \
+  static_assert(std::is_same_v<decltype(&::bp_##kernel),                       \
+                               STATUS (*)(BP_KERNEL_KINDS(F32, kernel))>,      \
+                "bp_" #kernel ": the C types of its roles are not their "      \
+                "ABI kinds (bitpipe/abi/KernelRoles.h)");                      \
+  static_assert(std::is_same_v<decltype(&::bp_##kernel##_bf16),                \
+                               STATUS (*)(BP_KERNEL_KINDS(BF16, kernel))>,     \
+                "bp_" #kernel "_bf16: the C types of its roles are not their " \
+                "ABI kinds (bitpipe/abi/KernelRoles.h)");
+BP_KERNELS(BP_CHECK_KERNEL_)
+#undef BP_CHECK_KERNEL_
 
 #define BP_MODEL_TABLE(table, count, countKind, entryResult, ...)              \
   static_assert(                                                               \

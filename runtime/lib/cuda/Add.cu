@@ -15,11 +15,8 @@
 #include "DeviceMath.cuh"
 #include "EagerModules.h"
 #include "Launch.h"
-#include "core/ArgChecks.h"
 
 using namespace bitpipe::runtime::cuda;
-using bitpipe::runtime::allNonNull;
-using bitpipe::runtime::allPositive;
 
 namespace {
 
@@ -40,7 +37,7 @@ __global__ void addKernel(const T *a, const T *b, T *out, int64_t n) {
 template <typename A>
 bp_status_t add(const A *a, const A *b, A *out, int64_t n, void *stream,
                 const char *name) {
-  if (!allNonNull({a, b, out}) || !allPositive({n}))
+  if (!BP_KERNEL_ARGS_VALID(add_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   constexpr int kPack = kPack16<A>;
   const cudaStream_t s = asStream(stream);
@@ -57,12 +54,14 @@ bp_status_t add(const A *a, const A *b, A *out, int64_t n, void *stream,
 
 BITPIPE_CUDA_LOAD_AT_START_UP(addKernel<1, float>);
 
-extern "C" bp_status_t bp_cuda_add(const bp_bf16_t *a, const bp_bf16_t *b,
-                                   bp_bf16_t *out, int64_t n, void *stream) {
-  return add(a, b, out, n, stream, "bp_cuda_add");
+extern "C" bp_status_t bp_cuda_add_fwd(const bp_bf16_t *a, const bp_bf16_t *b,
+                                       bp_bf16_t *out, int64_t n,
+                                       void *stream) {
+  return add(a, b, out, n, stream, "bp_cuda_add_fwd");
 }
 
-extern "C" bp_status_t bp_cuda_add_f32(const float *a, const float *b,
-                                       float *out, int64_t n, void *stream) {
-  return add(a, b, out, n, stream, "bp_cuda_add_f32");
+extern "C" bp_status_t bp_cuda_add_fwd_f32(const float *a, const float *b,
+                                           float *out, int64_t n,
+                                           void *stream) {
+  return add(a, b, out, n, stream, "bp_cuda_add_fwd_f32");
 }

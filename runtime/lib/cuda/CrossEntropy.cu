@@ -22,11 +22,8 @@
 #include "DeviceMath.cuh"
 #include "EagerModules.h"
 #include "Launch.h"
-#include "core/ArgChecks.h"
 
 using namespace bitpipe::runtime::cuda;
-using bitpipe::runtime::allNonNull;
-using bitpipe::runtime::allPositive;
 
 namespace {
 
@@ -143,7 +140,7 @@ bp_status_t crossEntropyFwd(const A *logits, const int32_t *labels,
                             float *loss, int64_t N, int64_t V,
                             int32_t ignoreIndex, void *stream,
                             const char *name) {
-  if (!allNonNull({logits, labels, loss}) || !allPositive({N, V}))
+  if (!BP_KERNEL_ARGS_VALID(cross_entropy_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   int32_t *indexError = indexErrorWord();
   if (!indexError)
@@ -170,7 +167,7 @@ bp_status_t crossEntropyBwd(const A *logits, const int32_t *labels,
                             const float *dloss, A *dlogits, int64_t N,
                             int64_t V, int32_t ignoreIndex, void *stream,
                             const char *name) {
-  if (!allNonNull({logits, labels, dloss, dlogits}) || !allPositive({N, V}))
+  if (!BP_KERNEL_ARGS_VALID(cross_entropy_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   int32_t *indexError = indexErrorWord();
   if (!indexError)

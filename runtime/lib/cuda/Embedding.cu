@@ -20,11 +20,8 @@
 #include "DeviceMath.cuh"
 #include "EagerModules.h"
 #include "Launch.h"
-#include "core/ArgChecks.h"
 
 using namespace bitpipe::runtime::cuda;
-using bitpipe::runtime::allNonNull;
-using bitpipe::runtime::allPositive;
 
 namespace {
 
@@ -80,7 +77,7 @@ template <typename A>
 bp_status_t embeddingFwd(const int32_t *tokens, const A *wte, const A *wpe,
                          A *out, int64_t B, int64_t T, int64_t H, int64_t V,
                          void *stream, const char *name) {
-  if (!allNonNull({tokens, wte, out}) || !allPositive({B, T, H, V}))
+  if (!BP_KERNEL_ARGS_VALID(embedding_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   int32_t *indexError = indexErrorWord();
   if (!indexError)
@@ -96,7 +93,7 @@ template <typename A>
 bp_status_t embeddingBwd(const int32_t *tokens, const A *dout, float *dwte,
                          float *dwpe, int64_t B, int64_t T, int64_t H,
                          int64_t V, void *stream, const char *name) {
-  if (!allNonNull({tokens, dout, dwte}) || !allPositive({B, T, H, V}))
+  if (!BP_KERNEL_ARGS_VALID(embedding_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   int32_t *indexError = indexErrorWord();
   if (!indexError)

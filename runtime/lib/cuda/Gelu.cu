@@ -15,11 +15,8 @@
 #include "EagerModules.h"
 #include "GeluMath.cuh"
 #include "Launch.h"
-#include "core/ArgChecks.h"
 
 using namespace bitpipe::runtime::cuda;
-using bitpipe::runtime::allNonNull;
-using bitpipe::runtime::allPositive;
 
 namespace {
 
@@ -54,7 +51,8 @@ __global__ void geluBwdKernel(const T *dy, const T *x, T *dx, int64_t n) {
 template <typename Form, typename A>
 bp_status_t geluFwd(const A *x, A *y, int64_t n, void *stream,
                     const char *name) {
-  if (!allNonNull({x, y}) || !allPositive({n}))
+  // gelu_fwd's parameters are gelu_erf_fwd's (Kernels.h).
+  if (!BP_KERNEL_ARGS_VALID(gelu_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   constexpr int kPack = kPack16<A>;
   const cudaStream_t s = asStream(stream);
@@ -71,7 +69,8 @@ bp_status_t geluFwd(const A *x, A *y, int64_t n, void *stream,
 template <typename Form, typename A>
 bp_status_t geluBwd(const A *dy, const A *x, A *dx, int64_t n, void *stream,
                     const char *name) {
-  if (!allNonNull({dy, x, dx}) || !allPositive({n}))
+  // gelu_bwd's parameters are gelu_erf_bwd's (Kernels.h).
+  if (!BP_KERNEL_ARGS_VALID(gelu_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   constexpr int kPack = kPack16<A>;
   const cudaStream_t s = asStream(stream);

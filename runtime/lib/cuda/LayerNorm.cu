@@ -21,11 +21,8 @@
 #include "DeviceMath.cuh"
 #include "EagerModules.h"
 #include "Launch.h"
-#include "core/ArgChecks.h"
 
 using namespace bitpipe::runtime::cuda;
-using bitpipe::runtime::allNonNull;
-using bitpipe::runtime::allPositive;
 
 namespace {
 
@@ -145,8 +142,7 @@ template <typename A>
 bp_status_t layerNormFwd(const A *x, const A *gamma, const A *beta, A *y,
                          float *mean, float *rstd, int64_t N, int64_t H,
                          float eps, void *stream, const char *name) {
-  if (!allNonNull({x, gamma, beta, y, mean, rstd}) || !allPositive({N, H}) ||
-      !(eps >= 0.0f))
+  if (!BP_KERNEL_ARGS_VALID(layer_norm_fwd) || !(eps >= 0.0f))
     return BP_ERR_INVALID_ARGUMENT;
   layerNormFwdKernel<<<gridBlocks(N, 1), rowThreads(H, 4), 0,
                        asStream(stream)>>>(asDevice(x), asDevice(gamma),
@@ -160,8 +156,7 @@ bp_status_t layerNormBwd(const A *dy, const A *x, const A *gamma,
                          const float *mean, const float *rstd, A *dx,
                          float *dgamma, float *dbeta, int64_t N, int64_t H,
                          void *stream, const char *name) {
-  if (!allNonNull({dy, x, gamma, mean, rstd, dx, dgamma, dbeta}) ||
-      !allPositive({N, H}))
+  if (!BP_KERNEL_ARGS_VALID(layer_norm_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   const cudaStream_t s = asStream(stream);
   const ChunkPlan plan = planChunks(N, H);

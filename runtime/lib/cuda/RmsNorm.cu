@@ -12,11 +12,8 @@
 #include "DeviceMath.cuh"
 #include "EagerModules.h"
 #include "Launch.h"
-#include "core/ArgChecks.h"
 
 using namespace bitpipe::runtime::cuda;
-using bitpipe::runtime::allNonNull;
-using bitpipe::runtime::allPositive;
 
 namespace {
 
@@ -104,8 +101,7 @@ template <typename A>
 bp_status_t rmsNormFwd(const A *x, const A *gamma, A *y, float *rstd,
                        int64_t N, int64_t H, float eps, void *stream,
                        const char *name) {
-  if (!allNonNull({x, gamma, y, rstd}) || !allPositive({N, H}) ||
-      !(eps >= 0.0f))
+  if (!BP_KERNEL_ARGS_VALID(rms_norm_fwd) || !(eps >= 0.0f))
     return BP_ERR_INVALID_ARGUMENT;
   rmsNormFwdKernel<<<gridBlocks(N, 1), rowThreads(H, 4), 0,
                      asStream(stream)>>>(asDevice(x), asDevice(gamma),
@@ -117,7 +113,7 @@ template <typename A>
 bp_status_t rmsNormBwd(const A *dy, const A *x, const A *gamma,
                        const float *rstd, A *dx, float *dgamma, int64_t N,
                        int64_t H, void *stream, const char *name) {
-  if (!allNonNull({dy, x, gamma, rstd, dx, dgamma}) || !allPositive({N, H}))
+  if (!BP_KERNEL_ARGS_VALID(rms_norm_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   const cudaStream_t s = asStream(stream);
   const ChunkPlan plan = planChunks(N, H);

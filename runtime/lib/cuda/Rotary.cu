@@ -12,13 +12,10 @@
 #include "DeviceMath.cuh"
 #include "EagerModules.h"
 #include "Launch.h"
-#include "core/ArgChecks.h"
 
 #include <cmath>
 
 using namespace bitpipe::runtime::cuda;
-using bitpipe::runtime::allNonNull;
-using bitpipe::runtime::allPositive;
 
 namespace {
 
@@ -68,8 +65,8 @@ template <typename A>
 bp_status_t rotary(const A *in, A *out, int64_t B, int64_t T, int64_t H,
                    int64_t nh, int64_t nkv, float base, float sign,
                    void *stream, const char *name) {
-  if (!allNonNull({in, out}) || !allPositive({B, T, H, nh, nkv}) ||
-      H % nh != 0 || nh % nkv != 0 || (H / nh) % 2 != 0 || !(base > 0.0f) ||
+  // The entry points have made the roles' checks (Kernels.h).
+  if (H % nh != 0 || nh % nkv != 0 || (H / nh) % 2 != 0 || !(base > 0.0f) ||
       std::isinf(base))
     return BP_ERR_INVALID_ARGUMENT;
   const cudaStream_t s = asStream(stream);
@@ -95,6 +92,8 @@ extern "C" bp_status_t bp_cuda_rotary_fwd(const bp_bf16_t *qkv, bp_bf16_t *out,
                                           int64_t B, int64_t T, int64_t H,
                                           int64_t nh, int64_t nkv, float base,
                                           void *stream) {
+  if (!BP_KERNEL_ARGS_VALID(rotary_fwd))
+    return BP_ERR_INVALID_ARGUMENT;
   return rotary(qkv, out, B, T, H, nh, nkv, base, 1.0f, stream,
                 "bp_cuda_rotary_fwd");
 }
@@ -104,6 +103,8 @@ extern "C" bp_status_t bp_cuda_rotary_bwd(const bp_bf16_t *dout,
                                           int64_t T, int64_t H, int64_t nh,
                                           int64_t nkv, float base,
                                           void *stream) {
+  if (!BP_KERNEL_ARGS_VALID(rotary_bwd))
+    return BP_ERR_INVALID_ARGUMENT;
   return rotary(dout, dqkv, B, T, H, nh, nkv, base, -1.0f, stream,
                 "bp_cuda_rotary_bwd");
 }
@@ -112,6 +113,8 @@ extern "C" bp_status_t bp_cuda_rotary_fwd_f32(const float *qkv, float *out,
                                               int64_t B, int64_t T, int64_t H,
                                               int64_t nh, int64_t nkv,
                                               float base, void *stream) {
+  if (!BP_KERNEL_ARGS_VALID(rotary_fwd))
+    return BP_ERR_INVALID_ARGUMENT;
   return rotary(qkv, out, B, T, H, nh, nkv, base, 1.0f, stream,
                 "bp_cuda_rotary_fwd_f32");
 }
@@ -120,6 +123,8 @@ extern "C" bp_status_t bp_cuda_rotary_bwd_f32(const float *dout, float *dqkv,
                                               int64_t B, int64_t T, int64_t H,
                                               int64_t nh, int64_t nkv,
                                               float base, void *stream) {
+  if (!BP_KERNEL_ARGS_VALID(rotary_bwd))
+    return BP_ERR_INVALID_ARGUMENT;
   return rotary(dout, dqkv, B, T, H, nh, nkv, base, -1.0f, stream,
                 "bp_cuda_rotary_bwd_f32");
 }

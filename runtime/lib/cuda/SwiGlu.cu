@@ -10,11 +10,8 @@
 #include "DeviceMath.cuh"
 #include "EagerModules.h"
 #include "Launch.h"
-#include "core/ArgChecks.h"
 
 using namespace bitpipe::runtime::cuda;
-using bitpipe::runtime::allNonNull;
-using bitpipe::runtime::allPositive;
 
 namespace {
 
@@ -60,7 +57,7 @@ __global__ void swigluBwdKernel(const T *dy, const T *gate, const T *up,
 template <typename A>
 bp_status_t swigluFwd(const A *gate, const A *up, A *y, int64_t n,
                       void *stream, const char *name) {
-  if (!allNonNull({gate, up, y}) || !allPositive({n}))
+  if (!BP_KERNEL_ARGS_VALID(swiglu_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   constexpr int kPack = kPack16<A>;
   const cudaStream_t s = asStream(stream);
@@ -77,7 +74,7 @@ bp_status_t swigluFwd(const A *gate, const A *up, A *y, int64_t n,
 template <typename A>
 bp_status_t swigluBwd(const A *dy, const A *gate, const A *up, A *dgate,
                       A *dup, int64_t n, void *stream, const char *name) {
-  if (!allNonNull({dy, gate, up, dgate, dup}) || !allPositive({n}) ||
+  if (!BP_KERNEL_ARGS_VALID(swiglu_bwd) ||
       static_cast<const void *>(dgate) == static_cast<const void *>(dup))
     return BP_ERR_INVALID_ARGUMENT;
   constexpr int kPack = kPack16<A>;

@@ -209,24 +209,20 @@ TEST_F(CudaAttentionRuns, BackwardIsDeterministic) {
   EXPECT_EQ(runs[0], runs[1]);
 }
 
-TEST_F(CudaAttentionRuns, RuntimeAbiFollowsTheExecutionContext) {
-  // runtime.h's bp_attention_* on the CUDA target: the context's precision
-  // picks the kernels, its stream orders them; the same bits as the direct
-  // call of the implementation it picks.
+TEST_F(CudaAttentionRuns, RuntimeAbiRunsOnTheContextsStream) {
+  // runtime.h's bp_attention_fwd and _bf16 on the CUDA target: the call's
+  // precision picks the kernels, the context's stream orders them; the same
+  // bits as the direct call of the implementation it picks.
   const AttentionCase c{1, 33, 2, 64, true};
   const int64_t H = c.nh * c.d, nOut = c.B * c.T * H;
   Expected e = expectedFor(c, /*round=*/true);
-  const int32_t savedPrecision = bp_cuda_precision();
   void *savedStream = bp_cuda_stream();
   bp_cuda_set_stream(stream());
 
-  // bf16: the float * arguments carry bf16 bits.
   DeviceBuffer<bp_bf16_t> bQkv(toBf16(e.qkv)), bOut(nOut), bOutDirect(nOut);
   DeviceBuffer<float> bLse(c.B * c.nh * c.T), bLseDirect(c.B * c.nh * c.T);
-  bp_cuda_set_precision(BP_PRECISION_BF16);
-  EXPECT_EQ(bp_attention_fwd(reinterpret_cast<const float *>(bQkv.get()),
-                             reinterpret_cast<float *>(bOut.get()), bLse.get(),
-                             c.B, c.T, H, c.nh, c.causal),
+  EXPECT_EQ(bp_attention_fwd_bf16(bQkv.get(), bOut.get(), bLse.get(), c.B, c.T,
+                                  H, c.nh, c.causal),
             BP_OK);
   // Under bf16 the shim prefers cuDNN's fused attention where it supports
   // the shape, unless BITPIPE_CUDA_ATTENTION=own (abi/Attention.cpp).
@@ -246,7 +242,6 @@ TEST_F(CudaAttentionRuns, RuntimeAbiFollowsTheExecutionContext) {
   // fp32.
   DeviceBuffer<float> fQkv(e.qkv), fOut(nOut), fOutDirect(nOut),
       fLse(c.B * c.nh * c.T), fLseDirect(c.B * c.nh * c.T);
-  bp_cuda_set_precision(BP_PRECISION_FP32);
   EXPECT_EQ(bp_attention_fwd(fQkv.get(), fOut.get(), fLse.get(), c.B, c.T, H,
                              c.nh, c.causal),
             BP_OK);
@@ -255,7 +250,6 @@ TEST_F(CudaAttentionRuns, RuntimeAbiFollowsTheExecutionContext) {
                                       c.causal, stream()),
             BP_OK);
 
-  bp_cuda_set_precision(savedPrecision);
   bp_cuda_set_stream(savedStream);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   EXPECT_EQ(bOut.download(), bOutDirect.download());

@@ -1,18 +1,19 @@
 //===- CudaAbiTest.cpp - runtime.h's functions on the CUDA target ---------===//
 //
 // The CUDA library's definitions of runtime.h (what compiled stage
-// functions call on the CUDA target): each kernel in both precisions of the
-// execution context, with its activations and weights in that precision and
+// functions call on the CUDA target): each kernel in both precisions
+// (bp_<kernel> and bp_<kernel>_bf16), with its activations and weights in
+// that precision and
 // its statistics, parameter gradients and loss in fp32, against
 // Reference.h's float64 loops on the very values the kernel sees; the
 // tensor memory on the device pool in the context's stream; bp_fill;
-// bp_check's message and abort; and the refusal of an unknown precision.
+// bp_check's message and abort.
 //
 // Tolerances: those of CudaKernelsTest.cpp (bf16) and
 // CudaFp32KernelsTest.cpp (fp32) for the same kernels, which these calls
 // reach.
 //
-// The device tests skip without one; bp_check, the precision check and the
+// The device tests skip without one; bp_check, the argument checks and the
 // alignment check run everywhere. bench/gpu/check.sh runs the device tests
 // on a GPU.
 //
@@ -36,8 +37,13 @@ extern "C" void _mlir_memref_to_llvm_free(void *ptr);
 
 namespace {
 
-/// Sets the execution context for the test (the test stream, and the
-/// precision of the parameter) and restores the default after it.
+/// Calls runtime.h's kernel in the test's precision: bp_<kernel> or
+/// bp_<kernel>_bf16 (ActTensor::abi() is a pointer of either).
+#define ABI_CALL(kernel, ...)                                                  \
+  (bf16() ? bp_##kernel##_bf16(__VA_ARGS__) : bp_##kernel(__VA_ARGS__))
+
+/// Sets the execution context for the test (the test stream) and restores
+/// the default after it; the parameter is the precision of the calls.
 class CudaAbi : public CudaTest, public ::testing::WithParamInterface<int32_t> {
 protected:
   void SetUp() override {
@@ -45,12 +51,8 @@ protected:
     if (IsSkipped())
       return;
     bp_cuda_set_stream(stream());
-    bp_cuda_set_precision(GetParam());
   }
-  void TearDown() override {
-    bp_cuda_set_stream(nullptr);
-    bp_cuda_set_precision(BP_PRECISION_FP32);
-  }
+  void TearDown() override { bp_cuda_set_stream(nullptr); }
 
   bool bf16() const { return GetParam() == BP_PRECISION_BF16; }
   const char *precisionName() const { return bf16() ? "bf16" : "fp32"; }
@@ -62,9 +64,32 @@ protected:
   double fp32Rtol() const { return bf16() ? kFp32Rtol : 1e-4; }
 };
 
-/// An activation or weight in the context's precision: fp32, or the bf16
-/// bits behind runtime.h's float pointer. values() are what the kernel
-/// reads (rounded to bf16 under bf16), for the reference.
+/// A device pointer of either precision that converts to the pointer type
+/// of its own (a call of the other precision's kernel is a broken test).
+class AbiPointer {
+public:
+  AbiPointer(void *p, bool bf16) : p_(p), bf16_(bf16) {}
+  operator float *() const { return static_cast<float *>(as(false)); }
+  operator const float *() const { return static_cast<float *>(as(false)); }
+  operator bp_bf16_t *() const { return static_cast<bp_bf16_t *>(as(true)); }
+  operator const bp_bf16_t *() const {
+    return static_cast<bp_bf16_t *>(as(true));
+  }
+
+private:
+  void *as(bool bf16) const {
+    if (bf16 != bf16_)
+      ADD_FAILURE() << "a " << (bf16_ ? "bf16" : "fp32")
+                    << " tensor passed to a kernel of the other precision";
+    return p_;
+  }
+  void *p_;
+  bool bf16_;
+};
+
+/// An activation or weight in the call's precision, fp32 or bf16.
+/// values() are what the kernel reads (rounded to bf16 under bf16), for
+/// the reference.
 class ActTensor {
 public:
   ActTensor(bool bf16, const std::vector<float> &values)
@@ -78,8 +103,8 @@ public:
   ActTensor(bool bf16, int64_t n)
       : bf16_(bf16), f32_(bf16 ? 1 : n), b16_(bf16 ? n : 1) {}
 
-  float *abi() {
-    return bf16_ ? reinterpret_cast<float *>(b16_.get()) : f32_.get();
+  AbiPointer abi() {
+    return bf16_ ? AbiPointer(b16_.get(), true) : AbiPointer(f32_.get(), false);
   }
   const std::vector<float> &values() const { return values_; }
   std::vector<float> download() const {
@@ -106,11 +131,11 @@ TEST_P(CudaAbi, EmbeddingDispatches) {
   auto dwte0 = randomFloats(V * H, 5), dwpe0 = randomFloats(P * H, 6);
   DeviceBuffer<int32_t> dTokens(tokens);
   DeviceBuffer<float> dDwte(dwte0), dDwpe(dwpe0);
-  ASSERT_EQ(bp_embedding_fwd(dTokens.get(), wte.abi(), wpe.abi(), out.abi(), B,
-                             T, H, V),
+  ASSERT_EQ(ABI_CALL(embedding_fwd, dTokens.get(), wte.abi(), wpe.abi(),
+                     out.abi(), B, T, H, V),
             BP_OK);
-  ASSERT_EQ(bp_embedding_bwd(dTokens.get(), dout.abi(), dDwte.get(),
-                             dDwpe.get(), B, T, H, V),
+  ASSERT_EQ(ABI_CALL(embedding_bwd, dTokens.get(), dout.abi(), dDwte.get(),
+                     dDwpe.get(), B, T, H, V),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   auto ref = ref::embedding(tokens, toDouble(wte.values()),
@@ -136,12 +161,12 @@ TEST_P(CudaAbi, LayerNormDispatches) {
       y(bf16(), N * H), dx(bf16(), N * H);
   auto dgamma0 = randomFloats(H, 14), dbeta0 = randomFloats(H, 15);
   DeviceBuffer<float> dMean(N), dRstd(N), dDgamma(dgamma0), dDbeta(dbeta0);
-  ASSERT_EQ(bp_layer_norm_fwd(x.abi(), gamma.abi(), beta.abi(), y.abi(),
-                              dMean.get(), dRstd.get(), N, H, eps),
+  ASSERT_EQ(ABI_CALL(layer_norm_fwd, x.abi(), gamma.abi(), beta.abi(), y.abi(),
+                     dMean.get(), dRstd.get(), N, H, eps),
             BP_OK);
-  ASSERT_EQ(bp_layer_norm_bwd(dy.abi(), x.abi(), gamma.abi(), dMean.get(),
-                              dRstd.get(), dx.abi(), dDgamma.get(),
-                              dDbeta.get(), N, H),
+  ASSERT_EQ(ABI_CALL(layer_norm_bwd, dy.abi(), x.abi(), gamma.abi(),
+                     dMean.get(), dRstd.get(), dx.abi(), dDgamma.get(),
+                     dDbeta.get(), N, H),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   std::vector<double> mean, rstd, rdx, rdgamma, rdbeta;
@@ -171,9 +196,9 @@ TEST_P(CudaAbi, GeluAndAddDispatch) {
   ActTensor x(bf16(), randomFloats(n, 20, -5.0f, 5.0f)),
       dy(bf16(), randomFloats(n, 21)), b(bf16(), randomFloats(n, 22)),
       y(bf16(), n), dx(bf16(), n), sum(bf16(), n);
-  ASSERT_EQ(bp_gelu_fwd(x.abi(), y.abi(), n), BP_OK);
-  ASSERT_EQ(bp_gelu_bwd(dy.abi(), x.abi(), dx.abi(), n), BP_OK);
-  ASSERT_EQ(bp_add_fwd(x.abi(), b.abi(), sum.abi(), n), BP_OK);
+  ASSERT_EQ(ABI_CALL(gelu_fwd, x.abi(), y.abi(), n), BP_OK);
+  ASSERT_EQ(ABI_CALL(gelu_bwd, dy.abi(), x.abi(), dx.abi(), n), BP_OK);
+  ASSERT_EQ(ABI_CALL(add_fwd, x.abi(), b.abi(), sum.abi(), n), BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   auto xD = toDouble(x.values());
   EXPECT_TRUE(checkClose("bp_gelu_fwd", "y", shape, y.download(),
@@ -191,8 +216,8 @@ TEST_P(CudaAbi, GeluErfDispatch) {
   const std::string shape = tag("n=1001", precisionName());
   ActTensor x(bf16(), randomFloats(n, 23, -5.0f, 5.0f)),
       dy(bf16(), randomFloats(n, 24)), y(bf16(), n), dx(bf16(), n);
-  ASSERT_EQ(bp_gelu_erf_fwd(x.abi(), y.abi(), n), BP_OK);
-  ASSERT_EQ(bp_gelu_erf_bwd(dy.abi(), x.abi(), dx.abi(), n), BP_OK);
+  ASSERT_EQ(ABI_CALL(gelu_erf_fwd, x.abi(), y.abi(), n), BP_OK);
+  ASSERT_EQ(ABI_CALL(gelu_erf_bwd, dy.abi(), x.abi(), dx.abi(), n), BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   auto xD = toDouble(x.values());
   EXPECT_TRUE(checkClose("bp_gelu_erf_fwd", "y", shape, y.download(),
@@ -213,11 +238,11 @@ TEST_P(CudaAbi, CrossEntropyDispatchesAndWritesTheLossOnTheDevice) {
   DeviceBuffer<int32_t> dLabels(labels);
   DeviceBuffer<float> dLoss(1);
   DeviceBuffer<float> dDloss(std::vector<float>{dloss});
-  ASSERT_EQ(bp_cross_entropy_fwd(logits.abi(), dLabels.get(), dLoss.get(), N,
-                                 V, BP_IGNORE_INDEX),
+  ASSERT_EQ(ABI_CALL(cross_entropy_fwd, logits.abi(), dLabels.get(),
+                     dLoss.get(), N, V, BP_IGNORE_INDEX),
             BP_OK);
-  ASSERT_EQ(bp_cross_entropy_bwd(logits.abi(), dLabels.get(), dDloss.get(),
-                                 dlogits.abi(), N, V, BP_IGNORE_INDEX),
+  ASSERT_EQ(ABI_CALL(cross_entropy_bwd, logits.abi(), dLabels.get(),
+                     dDloss.get(), dlogits.abi(), N, V, BP_IGNORE_INDEX),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   auto lD = toDouble(logits.values());
@@ -245,11 +270,11 @@ TEST_P(CudaAbi, EmbeddingWithoutPositionTableDispatches) {
   auto dwte0 = randomFloats(V * H, 83);
   DeviceBuffer<int32_t> dTokens(tokens);
   DeviceBuffer<float> dDwte(dwte0);
-  ASSERT_EQ(bp_embedding_fwd(dTokens.get(), wte.abi(), nullptr, out.abi(), B,
-                             T, H, V),
+  ASSERT_EQ(ABI_CALL(embedding_fwd, dTokens.get(), wte.abi(), nullptr,
+                     out.abi(), B, T, H, V),
             BP_OK);
-  ASSERT_EQ(bp_embedding_bwd(dTokens.get(), dout.abi(), dDwte.get(), nullptr,
-                             B, T, H, V),
+  ASSERT_EQ(ABI_CALL(embedding_bwd, dTokens.get(), dout.abi(), dDwte.get(),
+                     nullptr, B, T, H, V),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   std::vector<double> dwte, dwpe;
@@ -273,11 +298,11 @@ TEST_P(CudaAbi, RmsNormDispatches) {
       dy(bf16(), randomFloats(N * H, 86)), y(bf16(), N * H), dx(bf16(), N * H);
   auto dgamma0 = randomFloats(H, 87);
   DeviceBuffer<float> dRstd(N), dDgamma(dgamma0);
-  ASSERT_EQ(bp_rms_norm_fwd(x.abi(), gamma.abi(), y.abi(), dRstd.get(), N, H,
-                            eps),
+  ASSERT_EQ(ABI_CALL(rms_norm_fwd, x.abi(), gamma.abi(), y.abi(), dRstd.get(),
+                     N, H, eps),
             BP_OK);
-  ASSERT_EQ(bp_rms_norm_bwd(dy.abi(), x.abi(), gamma.abi(), dRstd.get(),
-                            dx.abi(), dDgamma.get(), N, H),
+  ASSERT_EQ(ABI_CALL(rms_norm_bwd, dy.abi(), x.abi(), gamma.abi(), dRstd.get(),
+                     dx.abi(), dDgamma.get(), N, H),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   std::vector<double> rstd, rdx, rdgamma;
@@ -302,9 +327,9 @@ TEST_P(CudaAbi, SwiGluDispatches) {
   ActTensor gate(bf16(), randomFloats(n, 88, -6.0f, 6.0f)),
       up(bf16(), randomFloats(n, 89)), dy(bf16(), randomFloats(n, 90)),
       y(bf16(), n), dgate(bf16(), n), dup(bf16(), n);
-  ASSERT_EQ(bp_swiglu_fwd(gate.abi(), up.abi(), y.abi(), n), BP_OK);
-  ASSERT_EQ(bp_swiglu_bwd(dy.abi(), gate.abi(), up.abi(), dgate.abi(),
-                          dup.abi(), n),
+  ASSERT_EQ(ABI_CALL(swiglu_fwd, gate.abi(), up.abi(), y.abi(), n), BP_OK);
+  ASSERT_EQ(ABI_CALL(swiglu_bwd, dy.abi(), gate.abi(), up.abi(), dgate.abi(),
+                     dup.abi(), n),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   auto gD = toDouble(gate.values()), uD = toDouble(up.values());
@@ -326,10 +351,11 @@ TEST_P(CudaAbi, RotaryDispatches) {
   ActTensor qkv(bf16(), randomFloats(B * T * width, 91, -2.0f, 2.0f)),
       dout(bf16(), randomFloats(B * T * width, 92)), out(bf16(), B * T * width),
       dqkv(bf16(), B * T * width);
-  ASSERT_EQ(bp_rotary_fwd(qkv.abi(), out.abi(), B, T, H, nh, nkv, base),
+  ASSERT_EQ(ABI_CALL(rotary_fwd, qkv.abi(), out.abi(), B, T, H, nh, nkv, base),
             BP_OK);
-  ASSERT_EQ(bp_rotary_bwd(dout.abi(), dqkv.abi(), B, T, H, nh, nkv, base),
-            BP_OK);
+  ASSERT_EQ(
+      ABI_CALL(rotary_bwd, dout.abi(), dqkv.abi(), B, T, H, nh, nkv, base),
+      BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   EXPECT_TRUE(checkClose(
       "bp_rotary_fwd", "out", shape, out.download(),
@@ -351,12 +377,11 @@ TEST_P(CudaAbi, GroupedQueryAttentionDispatches) {
       dqkv(bf16(), B * T * width);
   DeviceBuffer<float> dLse(B * nh * T);
   for (int32_t causal : {1, 0}) {
-    ASSERT_EQ(bp_attention_gqa_fwd(qkv.abi(), out.abi(), dLse.get(), B, T, H,
-                                   nh, nkv, causal),
+    ASSERT_EQ(ABI_CALL(attention_gqa_fwd, qkv.abi(), out.abi(), dLse.get(), B,
+                       T, H, nh, nkv, causal),
               BP_OK);
-    ASSERT_EQ(bp_attention_gqa_bwd(qkv.abi(), out.abi(), dout.abi(),
-                                   dLse.get(), dqkv.abi(), B, T, H, nh, nkv,
-                                   causal),
+    ASSERT_EQ(ABI_CALL(attention_gqa_bwd, qkv.abi(), out.abi(), dout.abi(),
+                       dLse.get(), dqkv.abi(), B, T, H, nh, nkv, causal),
               BP_OK);
     ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
     auto qD = toDouble(qkv.values());
@@ -445,30 +470,19 @@ INSTANTIATE_TEST_SUITE_P(Precisions, CudaAbi,
 // What runs without a device.
 //===----------------------------------------------------------------------===//
 
-TEST(CudaAbiHost, UnknownPrecisionIsRefusedBeforeAnythingRuns) {
-  bp_cuda_set_precision(7);
-  float *p = reinterpret_cast<float *>(uintptr_t(256));
-  testing::internal::CaptureStderr();
-  const bp_status_t status = bp_add_fwd(p, p, p, 4);
-  const std::string err = testing::internal::GetCapturedStderr();
-  bp_cuda_set_precision(BP_PRECISION_FP32);
-  EXPECT_EQ(status, BP_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(err.find("bp_add_fwd"), std::string::npos) << err;
-  EXPECT_NE(err.find("precision is 7"), std::string::npos) << err;
-}
-
 TEST(CudaAbiHost, ArgumentsAreCheckedInBothPrecisions) {
   float *p = reinterpret_cast<float *>(uintptr_t(256));
-  for (int32_t precision : {BP_PRECISION_FP32, BP_PRECISION_BF16}) {
-    bp_cuda_set_precision(precision);
-    EXPECT_EQ(bp_gelu_fwd(p, nullptr, 4), BP_ERR_INVALID_ARGUMENT);
-    EXPECT_EQ(bp_layer_norm_fwd(p, p, p, p, p, p, 0, 4, 1e-5f),
-              BP_ERR_INVALID_ARGUMENT);
-    EXPECT_EQ(bp_cross_entropy_bwd(p, nullptr, p, p, 2, 2,
-                                   BP_IGNORE_INDEX),
-              BP_ERR_INVALID_ARGUMENT);
-  }
-  bp_cuda_set_precision(BP_PRECISION_FP32);
+  bp_bf16_t *h = reinterpret_cast<bp_bf16_t *>(uintptr_t(256));
+  EXPECT_EQ(bp_gelu_fwd(p, nullptr, 4), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_gelu_fwd_bf16(h, nullptr, 4), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_layer_norm_fwd(p, p, p, p, p, p, 0, 4, 1e-5f),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_layer_norm_fwd_bf16(h, h, h, h, p, p, 0, 4, 1e-5f),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cross_entropy_bwd(p, nullptr, p, p, 2, 2, BP_IGNORE_INDEX),
+            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cross_entropy_bwd_bf16(h, nullptr, p, h, 2, 2, BP_IGNORE_INDEX),
+            BP_ERR_INVALID_ARGUMENT);
 }
 
 TEST(CudaAbiHost, AlignmentsBeyondThePoolsAreRefused) {

@@ -129,7 +129,7 @@ TEST_P(CudaElementwiseF32, GeluAndAddMatchReference) {
   ASSERT_EQ(bp_cuda_gelu_fwd_f32(dX.get(), dY.get(), n, stream()), BP_OK);
   ASSERT_EQ(bp_cuda_gelu_bwd_f32(dDy.get(), dX.get(), dDx.get(), n, stream()),
             BP_OK);
-  ASSERT_EQ(bp_cuda_add_f32(dX.get(), dB.get(), dSum.get(), n, stream()),
+  ASSERT_EQ(bp_cuda_add_fwd_f32(dX.get(), dB.get(), dSum.get(), n, stream()),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   auto xD = toDouble(x);
@@ -146,7 +146,8 @@ TEST_P(CudaElementwiseF32, GeluAndAddMatchReference) {
   // In place, as runtime.h allows: dx over dy, y over x, out over a.
   ASSERT_EQ(bp_cuda_gelu_bwd_f32(dDy.get(), dX.get(), dDy.get(), n, stream()),
             BP_OK);
-  ASSERT_EQ(bp_cuda_add_f32(dX.get(), dB.get(), dB.get(), n, stream()), BP_OK);
+  ASSERT_EQ(bp_cuda_add_fwd_f32(dX.get(), dB.get(), dB.get(), n, stream()),
+            BP_OK);
   ASSERT_EQ(bp_cuda_gelu_fwd_f32(dX.get(), dX.get(), n, stream()), BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   EXPECT_TRUE(checkClose("gelu_fwd_f32", "y(in-place)", shape, dX.download(),
@@ -326,8 +327,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(CudaArgumentsF32, NullPointersAndNonPositiveSizesAreRejected) {
   float *f = reinterpret_cast<float *>(uintptr_t(256));
   int32_t *ids = reinterpret_cast<int32_t *>(uintptr_t(256));
-  EXPECT_EQ(bp_cuda_add_f32(f, f, f, 0, nullptr), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_cuda_add_f32(f, nullptr, f, 3, nullptr),
+  EXPECT_EQ(bp_cuda_add_fwd_f32(f, f, f, 0, nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cuda_add_fwd_f32(f, nullptr, f, 3, nullptr),
             BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_cuda_gelu_fwd_f32(nullptr, f, 3, nullptr),
             BP_ERR_INVALID_ARGUMENT);

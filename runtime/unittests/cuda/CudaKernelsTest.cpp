@@ -183,11 +183,12 @@ TEST_F(CudaKernels, AddMatchesReferenceAndMayAlias) {
   auto a = randomBf16Values(n, 72, -4.0f, 4.0f), b = randomBf16Values(n, 73);
   auto sum = ref::add(toDouble(a), toDouble(b));
   DeviceBuffer<bp_bf16_t> dA(toBf16(a)), dB(toBf16(b)), dOut(n);
-  ASSERT_EQ(bp_cuda_add(dA.get(), dB.get(), dOut.get(), n, stream()), BP_OK);
+  ASSERT_EQ(bp_cuda_add_fwd(dA.get(), dB.get(), dOut.get(), n, stream()),
+            BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   EXPECT_TRUE(checkClose("add", "out", shape, fromBf16(dOut.download()), sum,
                          kBf16Rtol));
-  ASSERT_EQ(bp_cuda_add(dA.get(), dB.get(), dB.get(), n, stream()), BP_OK);
+  ASSERT_EQ(bp_cuda_add_fwd(dA.get(), dB.get(), dB.get(), n, stream()), BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   EXPECT_TRUE(checkClose("add", "out(=b)", shape, fromBf16(dB.download()), sum,
                          kBf16Rtol));
@@ -444,8 +445,9 @@ TEST(CudaArguments, NullPointersAndNonPositiveSizesAreRejected) {
   bp_bf16_t *p = reinterpret_cast<bp_bf16_t *>(uintptr_t(256));
   float *f = reinterpret_cast<float *>(uintptr_t(256));
   int32_t *ids = reinterpret_cast<int32_t *>(uintptr_t(256));
-  EXPECT_EQ(bp_cuda_add(p, p, p, 0, nullptr), BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_cuda_add(nullptr, p, p, 4, nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cuda_add_fwd(p, p, p, 0, nullptr), BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bp_cuda_add_fwd(nullptr, p, p, 4, nullptr),
+            BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_cuda_gelu_fwd(p, nullptr, 4, nullptr), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_cuda_gelu_bwd(p, p, p, -1, nullptr), BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_cuda_layer_norm_fwd(p, p, p, p, f, f, 2, 4, -1.0f, nullptr),

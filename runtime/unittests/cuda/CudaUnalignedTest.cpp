@@ -74,8 +74,8 @@ TEST_P(CudaUnaligned, Fp32GeluAndAdd) {
   ASSERT_EQ(bp_cuda_gelu_bwd_f32(dB.get() + sb, dX.get() + sa, dDx.get() + so,
                                  n, stream()),
             BP_OK);
-  ASSERT_EQ(bp_cuda_add_f32(dX.get() + sa, dB.get() + sb, dSum.get() + so, n,
-                            stream()),
+  ASSERT_EQ(bp_cuda_add_fwd_f32(dX.get() + sa, dB.get() + sb, dSum.get() + so,
+                                n, stream()),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   std::vector<float> y, dx, sum;
@@ -106,8 +106,8 @@ TEST_P(CudaUnaligned, Bf16GeluAndAdd) {
   ASSERT_EQ(bp_cuda_gelu_bwd(dB.get() + sb, dX.get() + sa, dDx.get() + so, n,
                              stream()),
             BP_OK);
-  ASSERT_EQ(bp_cuda_add(dX.get() + sa, dB.get() + sb, dSum.get() + so, n,
-                        stream()),
+  ASSERT_EQ(bp_cuda_add_fwd(dX.get() + sa, dB.get() + sb, dSum.get() + so, n,
+                            stream()),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   std::vector<float> y, dx, sum;

@@ -466,20 +466,31 @@ TEST_F(CudaLinearFusion, ValidShapesUseCublasLtEpilogues) {
 }
 
 //===----------------------------------------------------------------------===//
-// runtime.h's bp_linear_* dispatch on the context's precision and stream.
+// runtime.h's bp_linear_* and bp_linear_*_bf16 on the context's stream.
 //===----------------------------------------------------------------------===//
 
-/// Restores the context the other tests expect (fp32, default stream).
-class ContextScope {
+/// Restores the context the other tests expect (the default stream).
+class StreamScope {
 public:
-  ContextScope(int32_t precision, void *stream) {
-    bp_cuda_set_precision(precision);
-    bp_cuda_set_stream(stream);
-  }
-  ~ContextScope() {
-    bp_cuda_set_precision(BP_PRECISION_FP32);
-    bp_cuda_set_stream(nullptr);
-  }
+  explicit StreamScope(void *stream) { bp_cuda_set_stream(stream); }
+  ~StreamScope() { bp_cuda_set_stream(nullptr); }
+};
+
+/// runtime.h's linear kernels of the precision whose element type is T.
+template <typename T> struct AbiLinear;
+template <> struct AbiLinear<float> {
+  static constexpr auto fwd = bp_linear_fwd;
+  static constexpr auto geluFwd = bp_linear_gelu_fwd;
+  static constexpr auto bwdInput = bp_linear_bwd_input;
+  static constexpr auto bwdInputGelu = bp_linear_bwd_input_gelu;
+  static constexpr auto bwdWeight = bp_linear_bwd_weight;
+};
+template <> struct AbiLinear<bp_bf16_t> {
+  static constexpr auto fwd = bp_linear_fwd_bf16;
+  static constexpr auto geluFwd = bp_linear_gelu_fwd_bf16;
+  static constexpr auto bwdInput = bp_linear_bwd_input_bf16;
+  static constexpr auto bwdInputGelu = bp_linear_bwd_input_gelu_bf16;
+  static constexpr auto bwdWeight = bp_linear_bwd_weight_bf16;
 };
 
 class CudaLinearAbi : public CudaTest,
@@ -492,8 +503,8 @@ protected:
 
 template <typename T> void CudaLinearAbi::compareWithDirect() {
   const int64_t N = 24, In = 40, Out = 56;
-  ContextScope context(kIsBf16<T> ? BP_PRECISION_BF16 : BP_PRECISION_FP32,
-                       stream());
+  StreamScope context(stream());
+  using Abi = AbiLinear<T>;
   DeviceBuffer<T> x(toDevice<T>(inputs<T>(N * In, 11))),
       w(toDevice<T>(inputs<T>(Out * In, 12))),
       b(toDevice<T>(inputs<T>(Out, 13))),
@@ -505,35 +516,27 @@ template <typename T> void CudaLinearAbi::compareWithDirect() {
       dxg1(N * In);
   const auto dw0 = randomFloats(Out * In, 16), db0 = randomFloats(Out, 17);
   DeviceBuffer<float> dwA(dw0), dwB(dw0), dbA(db0), dbB(db0);
-  // runtime.h types every tensor float *: under bf16 they hold bf16 bits.
-  auto f = [](auto *p) { return reinterpret_cast<float *>(p); };
-  auto cf = [](const auto *p) { return reinterpret_cast<const float *>(p); };
 
-  ASSERT_EQ(bp_linear_fwd(cf(x.get()), cf(w.get()), cf(b.get()), f(y0.get()), N,
-                          In, Out),
-            BP_OK);
+  ASSERT_EQ(Abi::fwd(x.get(), w.get(), b.get(), y0.get(), N, In, Out), BP_OK);
   ASSERT_EQ(
       linearFwd(x.get(), w.get(), b.get(), y1.get(), N, In, Out, stream()),
       BP_OK);
-  ASSERT_EQ(bp_linear_gelu_fwd(cf(x.get()), cf(w.get()), cf(b.get()),
-                               f(g0.get()), f(p0.get()), N, In, Out),
-            BP_OK);
+  ASSERT_EQ(
+      Abi::geluFwd(x.get(), w.get(), b.get(), g0.get(), p0.get(), N, In, Out),
+      BP_OK);
   ASSERT_EQ(linearGeluFwd(x.get(), w.get(), b.get(), g1.get(), p1.get(), N, In,
                           Out, stream()),
             BP_OK);
-  ASSERT_EQ(
-      bp_linear_bwd_input(cf(dy.get()), cf(w.get()), f(dx0.get()), N, In, Out),
-      BP_OK);
+  ASSERT_EQ(Abi::bwdInput(dy.get(), w.get(), dx0.get(), N, In, Out), BP_OK);
   ASSERT_EQ(linearBwdInput(dy.get(), w.get(), dx1.get(), N, In, Out, stream()),
             BP_OK);
-  ASSERT_EQ(bp_linear_bwd_input_gelu(cf(dy.get()), cf(w.get()), cf(preIn.get()),
-                                     f(dxg0.get()), N, In, Out),
-            BP_OK);
+  ASSERT_EQ(
+      Abi::bwdInputGelu(dy.get(), w.get(), preIn.get(), dxg0.get(), N, In, Out),
+      BP_OK);
   ASSERT_EQ(linearBwdInputGelu(dy.get(), w.get(), preIn.get(), dxg1.get(), N,
                                In, Out, stream()),
             BP_OK);
-  ASSERT_EQ(bp_linear_bwd_weight(cf(dy.get()), cf(x.get()), dwA.get(),
-                                 dbA.get(), N, In, Out),
+  ASSERT_EQ(Abi::bwdWeight(dy.get(), x.get(), dwA.get(), dbA.get(), N, In, Out),
             BP_OK);
   ASSERT_EQ(linearBwdWeight(dy.get(), x.get(), dwB.get(), dbB.get(), N, In, Out,
                             stream()),
@@ -554,7 +557,7 @@ template <typename T> void CudaLinearAbi::compareWithDirect() {
   same(dbA.download(), dbB.download(), "bp_linear_bwd_weight db");
 }
 
-TEST_P(CudaLinearAbi, RuntimeAbiDispatchesOnContext) {
+TEST_P(CudaLinearAbi, RuntimeAbiRunsOnTheContextsStream) {
   if (GetParam())
     compareWithDirect<bp_bf16_t>();
   else

@@ -8,19 +8,19 @@
 // CHECK-LABEL: func.func @fwd(
 // CHECK-SAME: memref<2x4xi32>, %{{[a-z0-9]+}}: memref<16x8xbf16>, %{{[a-z0-9]+}}: memref<4x8xbf16>, %{{[a-z0-9]+}}: memref<8xbf16>, %{{[a-z0-9]+}}: memref<8xbf16>, %{{[a-z0-9]+}}: memref<16x8xbf16>, %{{[a-z0-9]+}}: memref<2x4xi32>) -> (memref<f32>, memref<2x4x8xbf16>)
 // CHECK:      memref.alloc() : memref<2x4x8xbf16>
-// CHECK:      call @bp_embedding_fwd(
+// CHECK:      call @bp_embedding_fwd_bf16(
 // CHECK:      memref.alloc() : memref<2x4x8xbf16>
 // CHECK:      memref.alloc() : memref<8xf32>
 // CHECK:      memref.alloc() : memref<8xf32>
-// CHECK:      call @bp_layer_norm_fwd(
+// CHECK:      call @bp_layer_norm_fwd_bf16(
 // CHECK:      memref.alloc() : memref<2x4x16xbf16>
-// CHECK:      call @bp_linear_fwd(
+// CHECK:      call @bp_linear_fwd_bf16(
 // CHECK:      memref.alloc() : memref<f32>
-// CHECK:      call @bp_cross_entropy_fwd(
-// The same kernels, with the same C types: the ABI's pointers are
-// addresses (on CUDA under bf16 they point at bf16).
-// LLVMIR-DAG: declare i32 @bp_linear_fwd(ptr, ptr, ptr, ptr, i64, i64, i64)
-// LLVMIR-DAG: declare i32 @bp_layer_norm_fwd(ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, float)
+// CHECK:      call @bp_cross_entropy_fwd_bf16(
+// The bf16 twins of the kernels (runtime.h: bp_<kernel>_bf16), with the
+// same machine types: the ABI's pointers are addresses.
+// LLVMIR-DAG: declare i32 @bp_linear_fwd_bf16(ptr, ptr, ptr, ptr, i64, i64, i64)
+// LLVMIR-DAG: declare i32 @bp_layer_norm_fwd_bf16(ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, float)
 // FP32-LABEL: func.func @fwd(
 // FP32-SAME:  memref<16x8xf32>
 // FP32-NOT:   bf16
@@ -47,32 +47,32 @@ func.func @fwd(%tok: tensor<2x4xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8xf
 // CHECK:      call @bp_fill(%{{.*}}, %[[ONE]], %{{.*}})
 // CHECK:      memref.extract_aligned_pointer_as_index %[[SEED]]
 // CHECK:      memref.alloc() : memref<2x4x16xbf16>
-// CHECK:      call @bp_cross_entropy_bwd(
+// CHECK:      call @bp_cross_entropy_bwd_bf16(
 // CHECK:      memref.alloc() : memref<2x4x8xbf16>
-// CHECK:      call @bp_linear_bwd_input(
+// CHECK:      call @bp_linear_bwd_input_bf16(
 // CHECK:      %[[DW:.*]] = memref.alloc() : memref<16x8xf32>
 // CHECK:      call @bp_fill(
 // CHECK:      %[[DB:.*]] = memref.alloc() : memref<16xf32>
 // CHECK:      call @bp_fill(
-// CHECK:      call @bp_linear_bwd_weight(
+// CHECK:      call @bp_linear_bwd_weight_bf16(
 // CHECK:      memref.alloc() : memref<2x4x24xbf16>
 // CHECK:      memref.alloc() : memref<2x4x8xbf16>
 // CHECK:      memref.alloc() : memref<2x2x4xf32>
-// CHECK:      call @bp_attention_fwd(
-// CHECK:      call @bp_attention_bwd(
+// CHECK:      call @bp_attention_fwd_bf16(
+// CHECK:      call @bp_attention_bwd_bf16(
 // CHECK:      memref.alloc() : memref<2x4x8xbf16>
 // CHECK:      memref.alloc() : memref<8xf32>
 // CHECK:      call @bp_fill(
 // CHECK:      memref.alloc() : memref<8xf32>
 // CHECK:      call @bp_fill(
-// CHECK:      call @bp_layer_norm_bwd(
+// CHECK:      call @bp_layer_norm_bwd_bf16(
 // CHECK:      memref.alloc() : memref<2x4x8xbf16>
-// CHECK:      call @bp_add_fwd(
+// CHECK:      call @bp_add_fwd_bf16(
 // CHECK:      %[[DWPE:.*]] = memref.alloc() : memref<4x8xf32>
 // CHECK:      call @bp_fill(
 // CHECK-NOT:  memref.alloc
 // CHECK:      memref.extract_aligned_pointer_as_index %[[DW]]
-// CHECK:      call @bp_embedding_bwd(
+// CHECK:      call @bp_embedding_bwd_bf16(
 // CHECK-NOT:  call @bp_add_fwd
 // CHECK-NOT:  memref.load
 // CHECK:      return %[[DW]], %[[DWPE]], %{{.*}}, %{{.*}}, %[[DB]], %{{.*}} :
@@ -113,11 +113,11 @@ func.func @calls_grads(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x16xf32>) -> tensor
 // CHECK-LABEL: func.func @three_uses(
 // CHECK:      %[[D1:.*]] = memref.alloc() : memref<8x8xf32>
 // CHECK:      call @bp_fill(
-// CHECK:      call @bp_linear_bwd_weight(
+// CHECK:      call @bp_linear_bwd_weight_bf16(
 // CHECK-NOT:  memref.alloc() : memref<8x8xf32>
-// CHECK:      call @bp_linear_bwd_weight(
+// CHECK:      call @bp_linear_bwd_weight_bf16(
 // CHECK-NOT:  memref.alloc() : memref<8x8xf32>
-// CHECK:      call @bp_linear_bwd_weight(
+// CHECK:      call @bp_linear_bwd_weight_bf16(
 // CHECK-NOT:  call @bp_add_fwd
 // CHECK:      return %[[D1]] : memref<8x8xf32>
 // FP32-LABEL: func.func @three_uses(

@@ -24,7 +24,7 @@
 // BF16-LABEL: func.func @mlp(
 // BF16:       memref.alloc() : memref<2x4x32xbf16>
 // BF16:       memref.alloc() : memref<2x4x32xbf16>
-// BF16:       call @bp_linear_gelu_fwd(
+// BF16:       call @bp_linear_gelu_fwd_bf16(
 func.func @mlp(%x: tensor<2x4x8xf32>, %w1: tensor<32x8xf32>, %b1: tensor<32xf32>, %w2: tensor<8x32xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x32xf32>) {
   %pre = nn.linear %x, %w1, %b1 : (tensor<2x4x8xf32>, tensor<32x8xf32>, tensor<32xf32>) -> tensor<2x4x32xf32>
   %y = nn.gelu %pre : (tensor<2x4x32xf32>) -> tensor<2x4x32xf32>
@@ -79,7 +79,7 @@ func.func @mlp_erf(%x: tensor<2x4x8xf32>, %w1: tensor<32x8xf32>, %w2: tensor<8x3
 // CHECK:      return %[[DX]] :
 // BF16-LABEL: func.func @mlp_bwd(
 // BF16:       memref.alloc() : memref<2x4x32xbf16>
-// BF16:       call @bp_linear_bwd_input_gelu(
+// BF16:       call @bp_linear_bwd_input_gelu_bf16(
 func.func @mlp_bwd(%pre: tensor<2x4x32xf32>, %w2: tensor<8x32xf32>, %dy: tensor<2x4x8xf32>) -> tensor<2x4x32xf32> {
   %g = nn.linear_input_grad %dy, %w2 : (tensor<2x4x8xf32>, tensor<8x32xf32>) -> tensor<2x4x32xf32>
   %dpre = nn.gelu_grad %pre, %g : (tensor<2x4x32xf32>, tensor<2x4x32xf32>) -> tensor<2x4x32xf32>

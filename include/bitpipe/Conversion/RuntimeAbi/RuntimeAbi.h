@@ -1,6 +1,6 @@
 //===- RuntimeAbi.h - The runtime's C ABI for the compiler ------*- C++ -*-===//
 //
-// The compiler's reading of runtime/include/bitpipe/abi/*.def: the functions
+// The compiler's reading of runtime/include/bitpipe/abi/: the functions
 // of program.h and runtime.h that lowered code calls, and the symbols a
 // compiled model defines for the runtime, with the MLIR types of their
 // parameters and results. The lowerings name a function or symbol by its
@@ -13,6 +13,9 @@
 
 #ifndef BITPIPE_CONVERSION_RUNTIMEABI_RUNTIMEABI_H
 #define BITPIPE_CONVERSION_RUNTIMEABI_RUNTIMEABI_H
+
+#include "bitpipe/Conversion/Target/Target.h"
+#include "bitpipe/abi/Kernels.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -46,10 +49,14 @@ enum class RuntimeCall {
 #include "bitpipe/abi/RuntimeCalls.def"
 };
 
-/// The functions of runtime.h (Kernels.def).
+/// The functions of runtime.h: the kernels of Kernels.h (bp_<kernel>),
+/// then those of Support.def.
 enum class Kernel {
-#define BP_KERNEL(symbol, ...) symbol,
-#include "bitpipe/abi/Kernels.def"
+#define BP_KERNEL_ENUM_(kernel) bp_##kernel,
+  BP_KERNELS(BP_KERNEL_ENUM_)
+#undef BP_KERNEL_ENUM_
+#define BP_SUPPORT_FN(symbol, ...) symbol,
+#include "bitpipe/abi/Support.def"
 };
 
 /// One function of the ABI: its C symbol and kinds.
@@ -60,7 +67,10 @@ struct Signature {
 };
 
 const Signature &signatureOf(RuntimeCall call);
-const Signature &signatureOf(Kernel kernel);
+/// A kernel of Kernels.h in \p precision (bp_<kernel> or bp_<kernel>_bf16,
+/// the roles' kinds in that precision); a function of Support.def has one
+/// signature in both.
+const Signature &signatureOf(Kernel kernel, Precision precision);
 
 /// The tables of ModelSymbols.def, named by the table's symbol.
 enum class ModelTable {

@@ -11,7 +11,7 @@ using namespace bitpipe::runtime::cpu;
 
 extern "C" bp_status_t bp_add_fwd(const float *a, const float *b, float *out,
                                   int64_t n) {
-  if (!allNonNull({a, b, out}) || !allPositive({n}))
+  if (!BP_KERNEL_ARGS_VALID(add_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   // Element-wise with no reads after the write of the same index, so out may
   // alias a or b.

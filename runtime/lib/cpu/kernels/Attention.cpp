@@ -273,9 +273,15 @@ bp_status_t attentionBackward(const float *qkv, const float *out,
 
 } // namespace bitpipe::runtime::cpu
 
+// The entry points check the roles' part of their arguments (Kernels.h);
+// attentionForward / attentionBackward check theirs again, as tests call
+// them directly with other block sizes.
+
 extern "C" bp_status_t bp_attention_fwd(const float *qkv, float *out,
                                         float *lse, int64_t B, int64_t T,
                                         int64_t H, int64_t nh, int32_t causal) {
+  if (!BP_KERNEL_ARGS_VALID(attention_fwd))
+    return BP_ERR_INVALID_ARGUMENT;
   return attentionForward(qkv, out, lse, B, T, H, nh, nh, causal != 0,
                           kAttentionBlockQ, kAttentionBlockK);
 }
@@ -284,6 +290,8 @@ extern "C" bp_status_t bp_attention_bwd(const float *qkv, const float *out,
                                         const float *dout, const float *lse,
                                         float *dqkv, int64_t B, int64_t T,
                                         int64_t H, int64_t nh, int32_t causal) {
+  if (!BP_KERNEL_ARGS_VALID(attention_bwd))
+    return BP_ERR_INVALID_ARGUMENT;
   return attentionBackward(qkv, out, dout, lse, dqkv, B, T, H, nh, nh,
                            causal != 0, kAttentionBlockQ, kAttentionBlockK);
 }
@@ -292,6 +300,8 @@ extern "C" bp_status_t bp_attention_gqa_fwd(const float *qkv, float *out,
                                             float *lse, int64_t B, int64_t T,
                                             int64_t H, int64_t nh, int64_t nkv,
                                             int32_t causal) {
+  if (!BP_KERNEL_ARGS_VALID(attention_gqa_fwd))
+    return BP_ERR_INVALID_ARGUMENT;
   return attentionForward(qkv, out, lse, B, T, H, nh, nkv, causal != 0,
                           kAttentionBlockQ, kAttentionBlockK);
 }
@@ -301,6 +311,8 @@ extern "C" bp_status_t bp_attention_gqa_bwd(const float *qkv, const float *out,
                                             float *dqkv, int64_t B, int64_t T,
                                             int64_t H, int64_t nh, int64_t nkv,
                                             int32_t causal) {
+  if (!BP_KERNEL_ARGS_VALID(attention_gqa_bwd))
+    return BP_ERR_INVALID_ARGUMENT;
   return attentionBackward(qkv, out, dout, lse, dqkv, B, T, H, nh, nkv,
                            causal != 0, kAttentionBlockQ, kAttentionBlockK);
 }

@@ -55,7 +55,7 @@ extern "C" bp_status_t bp_cross_entropy_fwd(const float *logits,
                                             int64_t N, int64_t V,
                                             int32_t ignore_index) {
   int64_t count;
-  if (!allNonNull({logits, labels, loss}) || !allPositive({N, V}) ||
+  if (!BP_KERNEL_ARGS_VALID(cross_entropy_fwd) ||
       !countLabelled(labels, N, V, ignore_index, count))
     return BP_ERR_INVALID_ARGUMENT;
   // The per-row losses are summed in double: N can be B * T = tens of
@@ -79,7 +79,7 @@ extern "C" bp_status_t bp_cross_entropy_bwd(const float *logits,
                                             int64_t N, int64_t V,
                                             int32_t ignore_index) {
   int64_t count;
-  if (!allNonNull({logits, labels, dloss, dlogits}) || !allPositive({N, V}) ||
+  if (!BP_KERNEL_ARGS_VALID(cross_entropy_bwd) ||
       !countLabelled(labels, N, V, ignore_index, count))
     return BP_ERR_INVALID_ARGUMENT;
   const float scale = count ? *dloss / static_cast<float>(count) : 0.0f;

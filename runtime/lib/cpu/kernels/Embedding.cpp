@@ -10,12 +10,10 @@
 
 using namespace bitpipe::runtime::cpu;
 
-/// Checks the shared arguments, including that every token id is in [0, V):
-/// an out-of-range id would read or write outside wte.
-static bool validEmbeddingArgs(const int32_t *tokens, int64_t B, int64_t T,
-                               int64_t H, int64_t V) {
-  if (!allPositive({B, T, H, V}))
-    return false;
+/// Whether every token id is in [0, V): an out-of-range id would read or
+/// write outside wte.
+static bool validTokens(const int32_t *tokens, int64_t B, int64_t T,
+                        int64_t V) {
   for (int64_t i = 0; i < B * T; ++i)
     if (tokens[i] < 0 || tokens[i] >= V)
       return false;
@@ -25,8 +23,7 @@ static bool validEmbeddingArgs(const int32_t *tokens, int64_t B, int64_t T,
 extern "C" bp_status_t bp_embedding_fwd(const int32_t *tokens, const float *wte,
                                         const float *wpe, float *out, int64_t B,
                                         int64_t T, int64_t H, int64_t V) {
-  if (!allNonNull({tokens, wte, out}) ||
-      !validEmbeddingArgs(tokens, B, T, H, V))
+  if (!BP_KERNEL_ARGS_VALID(embedding_fwd) || !validTokens(tokens, B, T, V))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t t = 0; t < T; ++t) {
@@ -49,8 +46,7 @@ extern "C" bp_status_t bp_embedding_bwd(const int32_t *tokens,
                                         const float *dout, float *dwte,
                                         float *dwpe, int64_t B, int64_t T,
                                         int64_t H, int64_t V) {
-  if (!allNonNull({tokens, dout, dwte}) ||
-      !validEmbeddingArgs(tokens, B, T, H, V))
+  if (!BP_KERNEL_ARGS_VALID(embedding_bwd) || !validTokens(tokens, B, T, V))
     return BP_ERR_INVALID_ARGUMENT;
   // Sequential scatter-add: repeated tokens are summed without races because
   // the loop is single-threaded. A parallel version would partition by token.

@@ -22,7 +22,7 @@ static constexpr float kSqrt2OverPi = 0.7978845608028654f;
 static constexpr float kCubic = 0.044715f;
 
 extern "C" bp_status_t bp_gelu_fwd(const float *x, float *y, int64_t n) {
-  if (!allNonNull({x, y}) || !allPositive({n}))
+  if (!BP_KERNEL_ARGS_VALID(gelu_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
@@ -34,7 +34,7 @@ extern "C" bp_status_t bp_gelu_fwd(const float *x, float *y, int64_t n) {
 
 extern "C" bp_status_t bp_gelu_bwd(const float *dy, const float *x, float *dx,
                                    int64_t n) {
-  if (!allNonNull({dy, x, dx}) || !allPositive({n}))
+  if (!BP_KERNEL_ARGS_VALID(gelu_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];

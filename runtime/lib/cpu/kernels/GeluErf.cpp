@@ -19,7 +19,7 @@ static constexpr float kInvSqrt2 = 0.7071067811865476f;
 static constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 
 extern "C" bp_status_t bp_gelu_erf_fwd(const float *x, float *y, int64_t n) {
-  if (!allNonNull({x, y}) || !allPositive({n}))
+  if (!BP_KERNEL_ARGS_VALID(gelu_erf_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i];
@@ -30,7 +30,7 @@ extern "C" bp_status_t bp_gelu_erf_fwd(const float *x, float *y, int64_t n) {
 
 extern "C" bp_status_t bp_gelu_erf_bwd(const float *dy, const float *x,
                                        float *dx, int64_t n) {
-  if (!allNonNull({dy, x, dx}) || !allPositive({n}))
+  if (!BP_KERNEL_ARGS_VALID(gelu_erf_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i) {
     float v = x[i];

@@ -15,8 +15,7 @@ extern "C" bp_status_t bp_layer_norm_fwd(const float *x, const float *gamma,
                                          const float *beta, float *y,
                                          float *mean, float *rstd, int64_t N,
                                          int64_t H, float eps) {
-  if (!allNonNull({x, gamma, beta, y, mean, rstd}) || !allPositive({N, H}) ||
-      !(eps >= 0.0f))
+  if (!BP_KERNEL_ARGS_VALID(layer_norm_fwd) || !(eps >= 0.0f))
     return BP_ERR_INVALID_ARGUMENT;
   const float invH = 1.0f / static_cast<float>(H);
   for (int64_t i = 0; i < N; ++i) {
@@ -47,8 +46,7 @@ extern "C" bp_status_t bp_layer_norm_bwd(const float *dy, const float *x,
                                          const float *rstd, float *dx,
                                          float *dgamma, float *dbeta, int64_t N,
                                          int64_t H) {
-  if (!allNonNull({dy, x, gamma, mean, rstd, dx, dgamma, dbeta}) ||
-      !allPositive({N, H}))
+  if (!BP_KERNEL_ARGS_VALID(layer_norm_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   const float invH = 1.0f / static_cast<float>(H);
   for (int64_t i = 0; i < N; ++i) {

@@ -17,7 +17,7 @@ using namespace bitpipe::runtime::cpu;
 extern "C" bp_status_t bp_linear_fwd(const float *x, const float *w,
                                      const float *b, float *y, int64_t N,
                                      int64_t In, int64_t Out) {
-  if (!allNonNull({x, w, y}) || !allPositive({N, In, Out}))
+  if (!BP_KERNEL_ARGS_VALID(linear_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   // Broadcast the bias into y first and let sgemm add onto it (beta = 1):
   // one pass over y instead of a second pass after the product.
@@ -36,7 +36,7 @@ extern "C" bp_status_t bp_linear_fwd(const float *x, const float *w,
 extern "C" bp_status_t bp_linear_bwd_input(const float *dy, const float *w,
                                            float *dx, int64_t N, int64_t In,
                                            int64_t Out) {
-  if (!allNonNull({dy, w, dx}) || !allPositive({N, In, Out}))
+  if (!BP_KERNEL_ARGS_VALID(linear_bwd_input))
     return BP_ERR_INVALID_ARGUMENT;
   // dx[N, In] = dy[N, Out] * W[Out, In]
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, In, Out, 1.0f, dy,
@@ -47,7 +47,7 @@ extern "C" bp_status_t bp_linear_bwd_input(const float *dy, const float *w,
 extern "C" bp_status_t bp_linear_bwd_weight(const float *dy, const float *x,
                                             float *dw, float *db, int64_t N,
                                             int64_t In, int64_t Out) {
-  if (!allNonNull({dy, x, dw}) || !allPositive({N, In, Out}))
+  if (!BP_KERNEL_ARGS_VALID(linear_bwd_weight))
     return BP_ERR_INVALID_ARGUMENT;
   // dW[Out, In] += dy[N, Out]^T * x[N, In]; beta = 1 accumulates over
   // micro-batches (and over tied uses of the same weight).
@@ -67,7 +67,7 @@ extern "C" bp_status_t bp_linear_gelu_fwd(const float *x, const float *w,
                                           const float *b, float *y,
                                           float *pre, int64_t N, int64_t In,
                                           int64_t Out) {
-  if (!allNonNull({x, w, y, pre}) || !allPositive({N, In, Out}))
+  if (!BP_KERNEL_ARGS_VALID(linear_gelu_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   if (bp_status_t status = bp_linear_fwd(x, w, b, pre, N, In, Out))
     return status;
@@ -79,7 +79,7 @@ extern "C" bp_status_t bp_linear_bwd_input_gelu(const float *dy,
                                                 const float *pre, float *dx,
                                                 int64_t N, int64_t In,
                                                 int64_t Out) {
-  if (!allNonNull({dy, w, pre, dx}) || !allPositive({N, In, Out}))
+  if (!BP_KERNEL_ARGS_VALID(linear_bwd_input_gelu))
     return BP_ERR_INVALID_ARGUMENT;
   if (bp_status_t status = bp_linear_bwd_input(dy, w, dx, N, In, Out))
     return status;

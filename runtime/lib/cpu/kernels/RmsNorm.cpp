@@ -15,8 +15,7 @@ using namespace bitpipe::runtime::cpu;
 extern "C" bp_status_t bp_rms_norm_fwd(const float *x, const float *gamma,
                                        float *y, float *rstd, int64_t N,
                                        int64_t H, float eps) {
-  if (!allNonNull({x, gamma, y, rstd}) || !allPositive({N, H}) ||
-      !(eps >= 0.0f))
+  if (!BP_KERNEL_ARGS_VALID(rms_norm_fwd) || !(eps >= 0.0f))
     return BP_ERR_INVALID_ARGUMENT;
   const float invH = 1.0f / static_cast<float>(H);
   for (int64_t i = 0; i < N; ++i) {
@@ -37,7 +36,7 @@ extern "C" bp_status_t bp_rms_norm_bwd(const float *dy, const float *x,
                                        const float *gamma, const float *rstd,
                                        float *dx, float *dgamma, int64_t N,
                                        int64_t H) {
-  if (!allNonNull({dy, x, gamma, rstd, dx, dgamma}) || !allPositive({N, H}))
+  if (!BP_KERNEL_ARGS_VALID(rms_norm_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   const float invH = 1.0f / static_cast<float>(H);
   for (int64_t i = 0; i < N; ++i) {

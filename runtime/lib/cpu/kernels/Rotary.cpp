@@ -16,12 +16,12 @@
 using namespace bitpipe::runtime::cpu;
 
 /// out = rotate(in) in the q and k heads (sign = +1 forward, -1 backward),
-/// copied in the v heads.
+/// copied in the v heads. The entry points have checked the roles' part of
+/// the arguments (Kernels.h).
 static bp_status_t rotate(const float *in, float *out, int64_t B, int64_t T,
                           int64_t H, int64_t nh, int64_t nkv, float base,
                           float sign) {
-  if (!allNonNull({in, out}) || !allPositive({B, T, H, nh, nkv}) ||
-      H % nh != 0 || nh % nkv != 0 || (H / nh) % 2 != 0 || !(base > 0.0f) ||
+  if (H % nh != 0 || nh % nkv != 0 || (H / nh) % 2 != 0 || !(base > 0.0f) ||
       std::isinf(base))
     return BP_ERR_INVALID_ARGUMENT;
   const int64_t d = H / nh, half = d / 2;
@@ -67,11 +67,15 @@ static bp_status_t rotate(const float *in, float *out, int64_t B, int64_t T,
 extern "C" bp_status_t bp_rotary_fwd(const float *qkv, float *out, int64_t B,
                                      int64_t T, int64_t H, int64_t nh,
                                      int64_t nkv, float base) {
+  if (!BP_KERNEL_ARGS_VALID(rotary_fwd))
+    return BP_ERR_INVALID_ARGUMENT;
   return rotate(qkv, out, B, T, H, nh, nkv, base, 1.0f);
 }
 
 extern "C" bp_status_t bp_rotary_bwd(const float *dout, float *dqkv, int64_t B,
                                      int64_t T, int64_t H, int64_t nh,
                                      int64_t nkv, float base) {
+  if (!BP_KERNEL_ARGS_VALID(rotary_bwd))
+    return BP_ERR_INVALID_ARGUMENT;
   return rotate(dout, dqkv, B, T, H, nh, nkv, base, -1.0f);
 }

@@ -17,7 +17,7 @@ static float sigmoid(float g) { return 1.0f / (1.0f + std::exp(-g)); }
 
 extern "C" bp_status_t bp_swiglu_fwd(const float *gate, const float *up,
                                      float *y, int64_t n) {
-  if (!allNonNull({gate, up, y}) || !allPositive({n}))
+  if (!BP_KERNEL_ARGS_VALID(swiglu_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
@@ -29,8 +29,7 @@ extern "C" bp_status_t bp_swiglu_fwd(const float *gate, const float *up,
 extern "C" bp_status_t bp_swiglu_bwd(const float *dy, const float *gate,
                                      const float *up, float *dgate, float *dup,
                                      int64_t n) {
-  if (!allNonNull({dy, gate, up, dgate, dup}) || !allPositive({n}) ||
-      dgate == dup)
+  if (!BP_KERNEL_ARGS_VALID(swiglu_bwd) || dgate == dup)
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i], u = up[i], d = dy[i];

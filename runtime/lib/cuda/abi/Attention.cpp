@@ -1,7 +1,8 @@
 //===- Attention.cpp - runtime.h's bp_attention_* on the CUDA target ------===//
 //
-// The attention of compiled stage functions, on the device (Dispatch.h):
-// fp32 runs the project's own kernels; bf16 runs cuDNN's fused attention
+// The attention of compiled stage functions, on the device, on the
+// execution context's stream (Kernels.cpp says the rest): fp32 runs the
+// project's own kernels; bf16 runs cuDNN's fused attention
 // where cuDNN supports the shape, else the project's own
 // FlashAttention-2-style kernels. BITPIPE_CUDA_ATTENTION=own or =cudnn
 // overrides that choice (read once; "cudnn" still falls back, with a
@@ -17,16 +18,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Dispatch.h"
-
-#include "bitpipe/runtime.h"
+#include "bitpipe/cuda.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-
-using bitpipe::runtime::cuda::asBf16Bits;
-using bitpipe::runtime::cuda::byPrecision;
 
 namespace {
 
@@ -65,27 +61,25 @@ bool useCudnn(int64_t B, int64_t T, int64_t H, int64_t nh, int32_t causal) {
 
 extern "C" void bp_cuda_prepare_attention(int64_t B, int64_t T, int64_t H,
                                           int64_t nh, int32_t causal) {
-  if (bp_cuda_precision() == BP_PRECISION_BF16)
-    (void)useCudnn(B, T, H, nh, causal);
+  (void)useCudnn(B, T, H, nh, causal);
 }
 
 extern "C" bp_status_t bp_attention_fwd(const float *qkv, float *out,
                                         float *lse, int64_t B, int64_t T,
                                         int64_t H, int64_t nh,
                                         int32_t causal) {
-  return byPrecision(
-      "bp_attention_fwd",
-      [&](void *s) {
-        return bp_cuda_attention_fwd_f32(qkv, out, lse, B, T, H, nh, causal,
-                                         s);
-      },
-      [&](void *s) {
-        if (useCudnn(B, T, H, nh, causal))
-          return bp_cudnn_attention_fwd(asBf16Bits(qkv), asBf16Bits(out), lse,
-                                        B, T, H, nh, causal, s);
-        return bp_cuda_attention_fwd(asBf16Bits(qkv), asBf16Bits(out), lse, B,
-                                     T, H, nh, causal, s);
-      });
+  return bp_cuda_attention_fwd_f32(qkv, out, lse, B, T, H, nh, causal,
+                                   bp_cuda_stream());
+}
+
+extern "C" bp_status_t bp_attention_fwd_bf16(const bp_bf16_t *qkv,
+                                             bp_bf16_t *out, float *lse,
+                                             int64_t B, int64_t T, int64_t H,
+                                             int64_t nh, int32_t causal) {
+  void *s = bp_cuda_stream();
+  if (useCudnn(B, T, H, nh, causal))
+    return bp_cudnn_attention_fwd(qkv, out, lse, B, T, H, nh, causal, s);
+  return bp_cuda_attention_fwd(qkv, out, lse, B, T, H, nh, causal, s);
 }
 
 extern "C" bp_status_t bp_attention_bwd(const float *qkv, const float *out,
@@ -93,20 +87,20 @@ extern "C" bp_status_t bp_attention_bwd(const float *qkv, const float *out,
                                         float *dqkv, int64_t B, int64_t T,
                                         int64_t H, int64_t nh,
                                         int32_t causal) {
-  return byPrecision(
-      "bp_attention_bwd",
-      [&](void *s) {
-        return bp_cuda_attention_bwd_f32(qkv, out, dout, lse, dqkv, B, T, H,
-                                         nh, causal, s);
-      },
-      [&](void *s) {
-        if (useCudnn(B, T, H, nh, causal))
-          return bp_cudnn_attention_bwd(asBf16Bits(qkv), asBf16Bits(out),
-                                        asBf16Bits(dout), lse,
-                                        asBf16Bits(dqkv), B, T, H, nh, causal,
-                                        s);
-        return bp_cuda_attention_bwd(asBf16Bits(qkv), asBf16Bits(out),
-                                     asBf16Bits(dout), lse, asBf16Bits(dqkv),
-                                     B, T, H, nh, causal, s);
-      });
+  return bp_cuda_attention_bwd_f32(qkv, out, dout, lse, dqkv, B, T, H, nh,
+                                   causal, bp_cuda_stream());
+}
+
+extern "C" bp_status_t bp_attention_bwd_bf16(const bp_bf16_t *qkv,
+                                             const bp_bf16_t *out,
+                                             const bp_bf16_t *dout,
+                                             const float *lse, bp_bf16_t *dqkv,
+                                             int64_t B, int64_t T, int64_t H,
+                                             int64_t nh, int32_t causal) {
+  void *s = bp_cuda_stream();
+  if (useCudnn(B, T, H, nh, causal))
+    return bp_cudnn_attention_bwd(qkv, out, dout, lse, dqkv, B, T, H, nh,
+                                  causal, s);
+  return bp_cuda_attention_bwd(qkv, out, dout, lse, dqkv, B, T, H, nh, causal,
+                               s);
 }

@@ -10,10 +10,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionKernels.h"
-#include "core/ArgChecks.h"
 
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 
 using namespace bitpipe::runtime;
@@ -25,11 +25,10 @@ namespace {
 constexpr int64_t kMaxGridYZ = 65535;
 
 /// Whether the sizes make a call these kernels can run; prints what was
-/// expected when they do not (pointers are checked by the caller).
+/// expected when they do not (the caller has made the roles' checks of
+/// Kernels.h).
 bool validShape(const char *fn, int64_t B, int64_t T, int64_t H, int64_t nh,
                 int maxHeadDim) {
-  if (!allPositive({B, T, H, nh}))
-    return false;
   if (H % nh != 0) {
     std::fprintf(stderr,
                  "bitpipe: %s: expected H divisible by nh, got H = %lld, "
@@ -98,7 +97,7 @@ extern "C" bp_status_t bp_cuda_attention_fwd(const bp_bf16_t *qkv,
                                              int64_t B, int64_t T, int64_t H,
                                              int64_t nh, int32_t causal,
                                              void *stream) {
-  if (!allNonNull({qkv, out, lse}) ||
+  if (!BP_KERNEL_ARGS_VALID(attention_fwd) ||
       !validShape("bp_cuda_attention_fwd", B, T, H, nh, kSimtMaxHeadDim))
     return BP_ERR_INVALID_ARGUMENT;
   const Shape s = makeShape(B, T, H, nh, causal != 0);
@@ -112,7 +111,7 @@ bp_cuda_attention_bwd(const bp_bf16_t *qkv, const bp_bf16_t *out,
                       const bp_bf16_t *dout, const float *lse, bp_bf16_t *dqkv,
                       int64_t B, int64_t T, int64_t H, int64_t nh,
                       int32_t causal, void *stream) {
-  if (!allNonNull({qkv, out, dout, lse, dqkv}) ||
+  if (!BP_KERNEL_ARGS_VALID(attention_bwd) ||
       !validShape("bp_cuda_attention_bwd", B, T, H, nh, kSimtMaxHeadDim))
     return BP_ERR_INVALID_ARGUMENT;
   const Shape s = makeShape(B, T, H, nh, causal != 0);
@@ -129,7 +128,7 @@ extern "C" bp_status_t bp_cuda_attention_fwd_f32(const float *qkv, float *out,
                                                  int64_t T, int64_t H,
                                                  int64_t nh, int32_t causal,
                                                  void *stream) {
-  if (!allNonNull({qkv, out, lse}) ||
+  if (!BP_KERNEL_ARGS_VALID(attention_fwd) ||
       !validShape("bp_cuda_attention_fwd_f32", B, T, H, nh, kSimtMaxHeadDim))
     return BP_ERR_INVALID_ARGUMENT;
   return simtForward(qkv, out, lse, makeShape(B, T, H, nh, causal != 0),
@@ -141,7 +140,7 @@ bp_cuda_attention_bwd_f32(const float *qkv, const float *out,
                           const float *dout, const float *lse, float *dqkv,
                           int64_t B, int64_t T, int64_t H, int64_t nh,
                           int32_t causal, void *stream) {
-  if (!allNonNull({qkv, out, dout, lse, dqkv}) ||
+  if (!BP_KERNEL_ARGS_VALID(attention_bwd) ||
       !validShape("bp_cuda_attention_bwd_f32", B, T, H, nh, kSimtMaxHeadDim))
     return BP_ERR_INVALID_ARGUMENT;
   const Shape s = makeShape(B, T, H, nh, causal != 0);

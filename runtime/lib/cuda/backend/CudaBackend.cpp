@@ -197,7 +197,6 @@ Status CudaBackend::configure(const Manifest &manifest) {
   BP_TRY(cudaStatus(cudaEventCreate(&stepStart_), "creating an event"));
   precision_ = manifest.target.precision;
   bp_cuda_set_stream(stream_);
-  bp_cuda_set_precision(static_cast<int32_t>(precision_));
   // A slot for every micro-batch of a step up front: growing later means
   // waiting for the stream.
   size_t slots = static_cast<size_t>(manifest.schedule.microbatches *
@@ -217,11 +216,11 @@ Status CudaBackend::configure(const Manifest &manifest) {
   // for the whole device while a peer's NCCL kernel may spin.
   BP_TRY(kernelStatus(bp_cuda_prepare(), "preparing the device"));
   bp_cuda_set_plan_cache(planCache_.c_str());
-  // The attention of the model's shape (cuDNN's plans under bf16), where
-  // the manifest says the model's sizes (a model of hand-written IR may
-  // not: then at the first call, as before).
+  // The attention of the model's shape (cuDNN's plans, which only bf16
+  // calls use), where the manifest says the model's sizes (a model of
+  // hand-written IR may not: then at the first call, as before).
   Expected<HfModelSizes> sizes = manifestHfSizes(manifest);
-  if (sizes.isOk() && sizes->heads > 0)
+  if (precision_ == Precision::Bf16 && sizes.isOk() && sizes->heads > 0)
     bp_cuda_prepare_attention(manifest.model.microbatchSize,
                               manifest.model.seqLen, sizes->hidden,
                               sizes->heads,

@@ -52,14 +52,10 @@
 #include "LtContext.h"
 
 #include "../Launch.h"
-#include "core/ArgChecks.h"
 
 #include <atomic>
 #include <initializer_list>
 #include <type_traits>
-
-using bitpipe::runtime::allNonNull;
-using bitpipe::runtime::allPositive;
 
 namespace bitpipe::runtime::cuda::linear {
 namespace {
@@ -271,7 +267,7 @@ template <typename T>
 bp_status_t checkedForward(const T *x, const T *w, const T *b, T *y, int64_t N,
                            int64_t In, int64_t Out, void *stream,
                            const CallSite &site) {
-  if (!allNonNull({x, w, y}) || !allPositive({N, In, Out}))
+  if (!BP_KERNEL_ARGS_VALID(linear_fwd))
     return invalid(site, "expected non-null x, w, y (b may be null) and "
                          "positive N, In, Out");
   if (!outputsApart({y}, {x, w, b}))
@@ -288,7 +284,7 @@ template <typename T>
 bp_status_t checkedGeluForward(const T *x, const T *w, const T *b, T *y, T *pre,
                                int64_t N, int64_t In, int64_t Out, void *stream,
                                const CallSite &site) {
-  if (!allNonNull({x, w, y, pre}) || !allPositive({N, In, Out}))
+  if (!BP_KERNEL_ARGS_VALID(linear_gelu_fwd))
     return invalid(site, "expected non-null x, w, y, pre (b may be null) and "
                          "positive N, In, Out");
   if (!outputsApart({y, pre}, {x, w, b}) || y == pre)
@@ -301,7 +297,7 @@ template <typename T>
 bp_status_t checkedInputGrad(const T *dy, const T *w, T *dx, int64_t N,
                              int64_t In, int64_t Out, void *stream,
                              const CallSite &site) {
-  if (!allNonNull({dy, w, dx}) || !allPositive({N, In, Out}))
+  if (!BP_KERNEL_ARGS_VALID(linear_bwd_input))
     return invalid(site, "expected non-null dy, w, dx and positive N, In, Out");
   if (!outputsApart({dx}, {dy, w}))
     return invalid(site, "expected dx to be neither dy nor w");
@@ -312,7 +308,7 @@ template <typename T>
 bp_status_t checkedInputGradGelu(const T *dy, const T *w, const T *pre, T *dx,
                                  int64_t N, int64_t In, int64_t Out,
                                  void *stream, const CallSite &site) {
-  if (!allNonNull({dy, w, pre, dx}) || !allPositive({N, In, Out}))
+  if (!BP_KERNEL_ARGS_VALID(linear_bwd_input_gelu))
     return invalid(site,
                    "expected non-null dy, w, pre, dx and positive N, In, Out");
   // The unfused path writes dx before it reads pre.
@@ -325,7 +321,7 @@ template <typename T>
 bp_status_t checkedWeightGrad(const T *dy, const T *x, float *dw, float *db,
                               int64_t N, int64_t In, int64_t Out, void *stream,
                               const CallSite &site) {
-  if (!allNonNull({dy, x, dw}) || !allPositive({N, In, Out}))
+  if (!BP_KERNEL_ARGS_VALID(linear_bwd_weight))
     return invalid(site, "expected non-null dy, x, dw (db may be null) and "
                          "positive N, In, Out");
   if (!outputsApart({dw, db}, {dy, x}) || dw == db)
