@@ -110,7 +110,7 @@ else
   # rank 1: a receive from it, or a collective of a group it belongs to.
   # The operation is one of the communicator's ("recv", "allreduce",
   # "gather (sizes)", ...), whichever the survivor was in.
-  timeout_line="bitpipe: rank 0: timeout after $timeout_s\.0 s waiting for [a-z_]+( \([a-z ]+\))? (with peer rank 1 |over group [0-9]+ \(ranks ([0-9]+,)*1[,)]).*; the peer may have died or be stuck"
+  timeout_line="bitpipe: rank 0: timeout after $timeout_s\.0 s waiting for [a-z_]+( \([a-z ]+\))? (with rank 1 |over group [0-9]+ \(ranks ([0-9]+,)*1[,)]).*; the peer may have died or be stuck"
   fatal_line="bitpipe: rank 0: fatal: .*rank 0: timeout after $timeout_s\.0 s waiting for .*"
   if [ $rc -eq 0 ]; then
     fail killed-rank "exited 0" "$log"

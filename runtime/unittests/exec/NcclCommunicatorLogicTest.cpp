@@ -608,14 +608,15 @@ TEST(NcclCommunicatorLogic, ABatchThatMixesChannelsIsRefused) {
   auto r = f.comm->recv(data + 4, 4, DType::F32, 0, 8);
   ASSERT_FALSE(r.isOk());
   EXPECT_NE(r.status().message().find("rank 1: a batch mixes channels: it "
-                                      "holds a send with rank 0 (tag 7), "
-                                      "and now a recv with rank 0 (tag 8) "
-                                      "is posted on another channel"),
+                                      "holds a send with rank 0 (tag 7, 4 x "
+                                      "f32), and now a recv with rank 0 "
+                                      "(tag 8, 4 x f32) is posted on "
+                                      "another channel"),
             std::string::npos)
       << r.status().message();
   auto other = f.comm->send(data, 4, DType::F32, 2, 9);
   ASSERT_FALSE(other.isOk());
-  EXPECT_NE(other.status().message().find("send with rank 2 (tag 9)"),
+  EXPECT_NE(other.status().message().find("send with rank 2 (tag 9, 4 x f32)"),
             std::string::npos);
   // The batch keeps its own transfer and ends as usual.
   EXPECT_TRUE(f.comm->batchOpen());

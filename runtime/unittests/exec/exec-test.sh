@@ -372,7 +372,7 @@ dead-rank)     # (e) a rank dies mid-step; the survivor must stop, fast
     [ "$elapsed" -le 45 ] || fail "$variant: took $elapsed s"
     grep -q 'kills itself in step 2' "$tmp/out.txt" || fail "$variant: the rank did not die"
     if [ "$variant" = survivor-timeout ]; then
-      grep -Eq 'rank 0: timeout after 3.0 s waiting for recv with peer rank 1' "$tmp/out.txt" \
+      grep -Eq 'rank 0: timeout after 3.0 s waiting for recv with rank 1' "$tmp/out.txt" \
         || fail "survivor did not time out on its receive"
       grep -Eq 'rank 0: fatal: step 2: .*receive from rank 1' "$tmp/out.txt" \
         || fail "no fatal message naming the step and the receive"

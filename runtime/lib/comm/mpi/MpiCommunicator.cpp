@@ -148,7 +148,8 @@ Expected<GroupId> MpiCommunicator::createGroup(const std::vector<int> &ranks) {
   Pending check;
   check.request = req;
   check.op = "createGroup";
-  Status s = waitFor(track(check), timeout());
+  check.group = kWorldGroup;
+  Status s = waitFor(pending_.add(check), timeout());
   if (!s.isOk())
     return s;
   if (minMax[0] != -minMax[1])
@@ -189,12 +190,6 @@ Status MpiCommunicator::openChannels(TransferStreams,
   return checkChannels(rank_, size_, channels);
 }
 
-RequestHandle MpiCommunicator::track(Pending p) {
-  RequestHandle h{nextId_++};
-  pending_.emplace(h.id, p);
-  return h;
-}
-
 Expected<RequestHandle> MpiCommunicator::send(const void *buf, int64_t count,
                                               DType dtype, int peer, int tag) {
   Status s = checkBuffer("send", buf, count, dtype);
@@ -214,7 +209,7 @@ Expected<RequestHandle> MpiCommunicator::send(const void *buf, int64_t count,
                       world_, &p.request);
   if (err != MPI_SUCCESS)
     return mpiError(err, describe(p));
-  return track(p);
+  return pending_.add(p);
 }
 
 Expected<RequestHandle> MpiCommunicator::recv(void *buf, int64_t count,
@@ -236,7 +231,7 @@ Expected<RequestHandle> MpiCommunicator::recv(void *buf, int64_t count,
                       world_, &p.request);
   if (err != MPI_SUCCESS)
     return mpiError(err, describe(p));
-  return track(p);
+  return pending_.add(p);
 }
 
 Expected<RequestHandle> MpiCommunicator::allReduceStart(void *buf,
@@ -265,20 +260,11 @@ Expected<RequestHandle> MpiCommunicator::allReduceStart(void *buf,
                            &p.request);
   if (err != MPI_SUCCESS)
     return mpiError(err, describe(p));
-  return track(p);
+  return pending_.add(p);
 }
 
 std::string MpiCommunicator::describe(const Pending &p) const {
-  if (p.peer >= 0)
-    return formatString("%s with peer rank %d (tag %d, %lld x %s)", p.op,
-                        p.peer, p.tag, static_cast<long long>(p.count),
-                        dtypeName(p.dtype));
-  std::string ranks;
-  for (int r : groupRanks(p.group))
-    ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-  return formatString("%s over group %d (ranks %s, %lld x %s)", p.op, p.group,
-                      ranks.c_str(), static_cast<long long>(p.count),
-                      dtypeName(p.dtype));
+  return describePendingOp(p, groupRanks(p.group.value_or(kWorldGroup)));
 }
 
 Status MpiCommunicator::poll(Pending &p) {
@@ -295,7 +281,7 @@ Status MpiCommunicator::poll(Pending &p) {
 }
 
 Status MpiCommunicator::finish(const Pending &p) const {
-  if (std::string(p.op) != "recv")
+  if (p.op != "recv")
     return Status::ok();
   int got = 0;
   MPI_Get_count(&p.status, mpiType(p.dtype), &got);
@@ -309,13 +295,10 @@ Status MpiCommunicator::finish(const Pending &p) const {
 }
 
 Status MpiCommunicator::waitFor(RequestHandle h, double timeoutSeconds) {
-  auto it = pending_.find(h.id);
-  if (it == pending_.end())
-    return Status::error(ErrorCode::InvalidArgument,
-                         formatString("rank %d: wait on unknown or already "
-                                      "completed request %lld",
-                                      rank_, static_cast<long long>(h.id)));
-  Pending &p = it->second;
+  Pending *found = pending_.find(h);
+  if (!found)
+    return unknownRequest(rank_, "wait on", h);
+  Pending &p = *found;
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   Clock::time_point deadline =
@@ -329,7 +312,7 @@ Status MpiCommunicator::waitFor(RequestHandle h, double timeoutSeconds) {
     if (!s.isOk() || p.done) {
       if (s.isOk())
         s = finish(p);
-      pending_.erase(it);
+      pending_.erase(h);
       return s;
     }
     if (Clock::now() >= deadline)
@@ -350,15 +333,13 @@ Status MpiCommunicator::waitFor(RequestHandle h, double timeoutSeconds) {
 }
 
 Expected<bool> MpiCommunicator::test(RequestHandle h) {
-  auto it = pending_.find(h.id);
-  if (it == pending_.end())
-    return Status::error(ErrorCode::InvalidArgument,
-                         formatString("rank %d: test of unknown request %lld",
-                                      rank_, static_cast<long long>(h.id)));
-  Status s = poll(it->second);
+  Pending *p = pending_.find(h);
+  if (!p)
+    return unknownRequest(rank_, "test of", h);
+  Status s = poll(*p);
   if (!s.isOk())
     return s;
-  return it->second.done;
+  return p->done;
 }
 
 Status MpiCommunicator::broadcast(void *buf, int64_t count, DType dtype,
@@ -379,7 +360,7 @@ Status MpiCommunicator::broadcast(void *buf, int64_t count, DType dtype,
                        groups_[group].comm, &p.request);
   if (err != MPI_SUCCESS)
     return mpiError(err, describe(p));
-  return wait(track(p));
+  return wait(pending_.add(p));
 }
 
 Status MpiCommunicator::barrier(GroupId group) {
@@ -392,7 +373,7 @@ Status MpiCommunicator::barrier(GroupId group) {
   int err = MPI_Ibarrier(groups_[group].comm, &p.request);
   if (err != MPI_SUCCESS)
     return mpiError(err, describe(p));
-  return wait(track(p));
+  return wait(pending_.add(p));
 }
 
 Status MpiCommunicator::gatherBytes(const std::string &local, int root,
@@ -412,11 +393,12 @@ Status MpiCommunicator::gatherBytes(const std::string &local, int root,
   std::vector<int> sizes(rank_ == root ? size_ : 0);
   Pending p;
   p.op = "gather (sizes)";
+  p.group = kWorldGroup;
   int err = MPI_Igather(&mine, 1, MPI_INT, sizes.data(), 1, MPI_INT, root,
                         world_, &p.request);
   if (err != MPI_SUCCESS)
     return mpiError(err, describe(p));
-  Status s = wait(track(p));
+  Status s = wait(pending_.add(p));
   if (!s.isOk())
     return s;
 
@@ -437,11 +419,12 @@ Status MpiCommunicator::gatherBytes(const std::string &local, int root,
   }
   Pending q;
   q.op = "gather (data)";
+  q.group = kWorldGroup;
   err = MPI_Igatherv(local.data(), mine, MPI_CHAR, joined.data(), sizes.data(),
                      displs.data(), MPI_CHAR, root, world_, &q.request);
   if (err != MPI_SUCCESS)
     return mpiError(err, describe(q));
-  s = wait(track(q));
+  s = wait(pending_.add(q));
   if (!s.isOk())
     return s;
   if (rank_ == root)

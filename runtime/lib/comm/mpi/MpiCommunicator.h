@@ -14,9 +14,9 @@
 #define BITPIPE_RUNTIME_COMM_MPI_MPICOMMUNICATOR_H
 
 #include "comm/Communicator.h"
+#include "comm/PendingOps.h"
 
 #include <memory>
-#include <unordered_map>
 
 #include <mpi.h>
 
@@ -63,14 +63,8 @@ private:
     MPI_Comm comm = MPI_COMM_NULL; // MPI_COMM_NULL on non-members
     std::vector<int> ranks;
   };
-  struct Pending {
+  struct Pending : PendingOp {
     MPI_Request request = MPI_REQUEST_NULL;
-    const char *op = "";
-    int peer = -1; // world rank for p2p; -1 for collectives
-    int tag = 0;
-    GroupId group = kWorldGroup;
-    int64_t count = 0;
-    DType dtype = DType::F32;
     bool done = false;
     MPI_Status status;
   };
@@ -80,7 +74,6 @@ private:
   Status checkBuffer(const char *op, const void *buf, int64_t count,
                      DType dtype) const;
   Status checkGroup(const char *op, GroupId group) const;
-  RequestHandle track(Pending p);
   /// One MPI_Test of \p p; sets p.done. A failure names the operation.
   Status poll(Pending &p);
   /// Completes the status check of a finished request (recv sizes).
@@ -93,8 +86,7 @@ private:
   int rank_ = 0;
   int size_ = 1;
   std::vector<Group> groups_;
-  std::unordered_map<int64_t, Pending> pending_;
-  int64_t nextId_ = 0;
+  PendingOps<Pending> pending_;
 };
 
 } // namespace bitpipe::runtime

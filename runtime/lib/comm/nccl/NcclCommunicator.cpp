@@ -168,7 +168,6 @@ Status NcclCommunicator::openSharedChannels(
                           e.sending ? "to" : "from", e.peer);
   Pending warm;
   warm.op = "warm-up of the channels (" + peers + ")";
-  warm.tag = -1;
   warm.count = 1;
   warm.dtype = DType::I32;
   return warmUp(warm, [&]() -> Status {
@@ -234,7 +233,6 @@ Status NcclCommunicator::openChannelCommunicators(
     Pending warm;
     warm.op = sending ? "warm-up send" : "warm-up recv";
     warm.peer = peer;
-    warm.tag = -1;
     warm.comm = comm;
     warm.count = 1;
     warm.dtype = DType::I32;
@@ -279,12 +277,6 @@ Status NcclCommunicator::checkBuffer(const char *op, const void *buf,
   return Status::ok();
 }
 
-RequestHandle NcclCommunicator::track(Pending p) {
-  RequestHandle h{nextId_++};
-  pending_.emplace(h.id, p);
-  return h;
-}
-
 Expected<NcclCommunicator::Route>
 NcclCommunicator::routeOf(const std::string &op, int peer) const {
   const bool sending = op == "send";
@@ -311,8 +303,7 @@ Expected<RequestHandle> NcclCommunicator::postTransfer(Pending p, void *buf) {
                                       rank(), p.op.c_str(), p.peer));
   BP_ASSIGN(type, ncclElementOf(p.dtype));
   BP_ASSIGN(route, routeOf(p.op, p.peer));
-  const std::string what = formatString("%s with rank %d (tag %d)",
-                                        p.op.c_str(), p.peer, p.tag);
+  const std::string what = describe(p);
   // One group runs on one communicator: under "channel" streams a batch is
   // one channel's hand-off (the compiler makes it so).
   if (batchOpen_ && route.comm != batchComm_)
@@ -341,14 +332,14 @@ Expected<RequestHandle> NcclCommunicator::postTransfer(Pending p, void *buf) {
     BP_TRY(calls_->send(route.comm, buf, p.count, type, route.peer));
   else
     BP_TRY(calls_->recv(route.comm, buf, p.count, type, route.peer));
-  RequestHandle h = track(p);
+  RequestHandle h = pending_.add(p);
   batchRequests_.push_back(h.id);
   if (timing_) {
     // Timed when the batch closes: NCCL launches the group there.
     TimedOp op;
     const bool sending = p.op == "send";
     op.name = formatString(sending ? trace::kSendFormat : trace::kRecvFormat,
-                           p.peer, p.tag);
+                           p.peer, *p.tag);
     op.category = sending ? TraceCategory::Send : TraceCategory::Recv;
     op.row = kPointToPointStreamRow;
     batchTimedOps_.push_back(timedOps_.size());
@@ -407,10 +398,10 @@ Status NcclCommunicator::closeBatch() {
   BP_ASSIGN(event, calls_->recordEvent(batchComm_));
   int users = 0;
   for (int64_t id : batchRequests_) {
-    auto it = pending_.find(id);
-    if (it == pending_.end())
+    Pending *p = pending_.find(RequestHandle{id});
+    if (!p)
       continue;
-    it->second.event = event;
+    p->event = event;
     ++users;
   }
   batchRequests_.clear();
@@ -464,7 +455,7 @@ Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
   p.count = count;
   p.dtype = dtype;
   p.event = event;
-  return track(p);
+  return pending_.add(p);
 }
 
 int NcclCommunicator::timingEvent(int comm) {
@@ -516,22 +507,7 @@ void NcclCommunicator::releaseEventOf(const Pending &p) {
 }
 
 std::string NcclCommunicator::describe(const Pending &p) const {
-  const std::string readBy = p.reader.empty() ? "" : ", read by " + p.reader;
-  const std::string tag = p.tag < 0 ? "" : formatString("tag %d, ", p.tag);
-  if (p.peer >= 0)
-    return formatString("%s with rank %d (%s%lld x %s)%s", p.op.c_str(),
-                        p.peer, tag.c_str(), static_cast<long long>(p.count),
-                        dtypeName(p.dtype), readBy.c_str());
-  if (p.tag < 0) // the shared channels' warm-up names its peers
-    return formatString("%s (%lld x %s)", p.op.c_str(),
-                        static_cast<long long>(p.count), dtypeName(p.dtype));
-  std::string ranks;
-  for (int r : groupRanks(p.group))
-    ranks += (ranks.empty() ? "" : ",") + std::to_string(r);
-  return formatString("%s over group %d (ranks %s, %lld x %s)%s",
-                      p.op.c_str(), p.group, ranks.c_str(),
-                      static_cast<long long>(p.count), dtypeName(p.dtype),
-                      readBy.c_str());
+  return describePendingOp(p, groupRanks(p.group.value_or(kWorldGroup)));
 }
 
 Status NcclCommunicator::fail(ErrorCode code, const std::string &message) {
@@ -591,30 +567,24 @@ Status NcclCommunicator::pollUntilDone(const Pending &p,
 }
 
 Status NcclCommunicator::waitFor(RequestHandle h, double timeoutSeconds) {
-  auto it = pending_.find(h.id);
-  if (it == pending_.end())
-    return Status::error(ErrorCode::InvalidArgument,
-                         formatString("rank %d: wait on unknown or already "
-                                      "completed request %lld",
-                                      rank(), static_cast<long long>(h.id)));
-  if (it->second.event < 0 && !aborted_)
+  Pending *p = pending_.find(h);
+  if (!p)
+    return unknownRequest(rank(), "wait on", h);
+  if (p->event < 0 && !aborted_)
     BP_TRY(closeBatch()); // a wait inside its own batch would never end
-  Status s = pollUntilDone(it->second, deadlineAfter(timeoutSeconds),
-                           timeoutSeconds);
+  Status s = pollUntilDone(*p, deadlineAfter(timeoutSeconds), timeoutSeconds);
   if (s.code() == ErrorCode::Timeout)
     return s; // the handle stays pending (Communicator.h)
-  releaseEventOf(it->second);
-  pending_.erase(it);
+  releaseEventOf(*p);
+  pending_.erase(h);
   return s;
 }
 
 Expected<bool> NcclCommunicator::test(RequestHandle h) {
-  auto it = pending_.find(h.id);
-  if (it == pending_.end())
-    return Status::error(ErrorCode::InvalidArgument,
-                         formatString("rank %d: test of unknown request %lld",
-                                      rank(), static_cast<long long>(h.id)));
-  const Pending &p = it->second;
+  const Pending *found = pending_.find(h);
+  if (!found)
+    return unknownRequest(rank(), "test of", h);
+  const Pending &p = *found;
   if (p.event < 0 && batchOpen_ && !aborted_)
     return false; // its batch is still open: not even enqueued
   BP_TRY(usable(p));
@@ -628,15 +598,12 @@ Expected<bool> NcclCommunicator::test(RequestHandle h) {
 
 Status NcclCommunicator::waitOnDeviceFor(RequestHandle h,
                                          const std::string &reader) {
-  auto it = pending_.find(h.id);
-  if (it == pending_.end())
-    return Status::error(ErrorCode::InvalidArgument,
-                         formatString("rank %d: device wait on unknown or "
-                                      "already completed request %lld",
-                                      rank(), static_cast<long long>(h.id)));
-  if (it->second.event < 0 && !aborted_)
+  const Pending *found = pending_.find(h);
+  if (!found)
+    return unknownRequest(rank(), "device wait on", h);
+  if (found->event < 0 && !aborted_)
     BP_TRY(closeBatch());
-  Pending p = it->second;
+  Pending p = *found;
   p.reader = reader;
   BP_TRY(usable(p));
   if (calls_->hostComputes()) {
@@ -650,7 +617,7 @@ Status NcclCommunicator::waitOnDeviceFor(RequestHandle h,
                 formatString("rank %d: NCCL error during %s: %s", rank(),
                              describe(p).c_str(), async.message().c_str()));
   BP_TRY(calls_->computeWaitsFor(p.event));
-  pending_.erase(it);
+  pending_.erase(h);
   // Keep the list short on long steps: what is done already needs no drain.
   for (size_t i = 0; i < deviceWaits_.size();) {
     Expected<bool> done = calls_->eventDone(deviceWaits_[i].event);

@@ -86,6 +86,7 @@
 
 #include "NcclDeviceCalls.h"
 #include "comm/Communicator.h"
+#include "comm/PendingOps.h"
 #include "train/Trace.h"
 
 #include <chrono>
@@ -164,16 +165,9 @@ public:
   bool batchOpen() const { return batchOpen_; }
 
 private:
-  struct Pending {
-    std::string op;
-    int peer = -1; // world rank for p2p; -1 for all-reduces
-    int tag = 0;   // -1 for the start-up warm-ups, which have none
-    GroupId group = kWorldGroup;
-    int comm = 0; // the NCCL communicator it runs on
-    int64_t count = 0;
-    DType dtype = DType::F32;
+  struct Pending : PendingOp {
+    int comm = 0;   // the NCCL communicator it runs on
     int event = -1; // -1 while its batch's group is still open
-    std::string reader; // waitOnDeviceFor's, for a later error
   };
   /// Where the transfers with one peer go: the communicator, and the
   /// peer's rank in it.
@@ -203,7 +197,6 @@ private:
   /// Ends the open batch, if any: ncclGroupEnd, then the event that every
   /// request of the batch shares.
   Status closeBatch();
-  RequestHandle track(Pending p);
   void releaseEventOf(const Pending &p);
   /// Whether \p p can be waited for: enqueued, communicators not aborted.
   Status usable(const Pending &p) const;
@@ -238,7 +231,7 @@ private:
   /// By world peer: where this rank's sends to it go, and its receives
   /// from it come from (openChannels).
   std::unordered_map<int, Route> sendRoutes_, recvRoutes_;
-  std::unordered_map<int64_t, Pending> pending_;
+  PendingOps<Pending> pending_;
   /// Consumed by waitOnDevice, not yet known (on the host) to be done.
   std::vector<Pending> deviceWaits_;
   /// How many requests share each recorded event.
@@ -250,7 +243,6 @@ private:
   std::string batchFirst_;
   std::vector<int64_t> batchRequests_;
   bool aborted_ = false;
-  int64_t nextId_ = 0;
   bool timing_ = false;
   std::vector<TimedOp> timedOps_;
   /// Indices into timedOps_ of the open batch's transfers.
