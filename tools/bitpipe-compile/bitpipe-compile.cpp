@@ -43,13 +43,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CodeGeneration.h"
-#include "ToolInput.h"
+#include "Emit.h"
+#include "ModelInput.h"
 #include "ToolOutput.h"
 #include "bitpipe/Conversion/LowerToRuntime/LowerToRuntime.h"
 #include "bitpipe/Conversion/Target/Target.h"
-#include "bitpipe/Import/ModelBuilder.h"
-#include "bitpipe/Import/ModelConfig.h"
 #include "bitpipe/InitAllDialects.h"
 #include "bitpipe/Support/ScheduleCommandLine.h"
 #include "bitpipe/Support/TransportOptions.h"
@@ -59,34 +57,23 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Export.h"
 
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/Target/TargetMachine.h"
-#include "llvm/TargetParser/Host.h"
 
 #include <cmath>
-#include <functional>
 #include <optional>
-#include <thread>
 
 using namespace llvm;
 
@@ -207,37 +194,6 @@ bitpipe::PipelineConfig pipelineConfig() {
   return config;
 }
 
-/// The model IR: parsed from .mlir, or built from a JSON configuration.
-mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &context,
-                                            std::string &error) {
-  if (StringRef(inputPath).ends_with(".json")) {
-    Expected<bitpipe::ModelConfig> config = bitpipe::loadModelConfig(inputPath);
-    if (!config) {
-      error = toString(config.takeError());
-      return nullptr;
-    }
-    return bitpipe::buildModel(context, *config);
-  }
-  std::string message;
-  std::unique_ptr<MemoryBuffer> file = mlir::openInputFile(inputPath, &message);
-  if (!file) {
-    error = message;
-    return nullptr;
-  }
-  if (std::optional<std::string> why =
-          bitpipe::refuseUnsafeMlirInput(file->getMemBufferRef())) {
-    error = *why;
-    return nullptr;
-  }
-  SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
-  // Parse errors are reported through the context's diagnostic handler.
-  auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
-  if (!module)
-    error = "cannot parse " + inputPath;
-  return module;
-}
-
 std::string defaultOutput() {
   SmallString<128> path(sys::path::filename(inputPath));
   sys::path::replace_extension(path, "");
@@ -289,35 +245,6 @@ std::optional<std::string> runtimeLinkFile(bitpipe::TargetKind kind) {
     return std::nullopt;
   }
   return file;
-}
-
-/// Links \p objects into \p result (a temporary the caller renames over
-/// the output): an executable with the runtime whose link line is \p link,
-/// or, when \p link is empty, one relocatable object (`-r`).
-Error linkObjects(ArrayRef<std::string> objects, StringRef result,
-                  StringRef link, StringRef output) {
-  ErrorOr<std::string> linkerPath = sys::findProgramByName(linker);
-  if (!linkerPath)
-    return createStringError(inconvertibleErrorCode(),
-                             "linker '" + linker + "' not found");
-  std::string responseArg = ("@" + link).str();
-  SmallVector<StringRef> args = {*linkerPath};
-  if (link.empty())
-    args.append({"-r", "-nostdlib"});
-  args.append(objects.begin(), objects.end());
-  if (!link.empty())
-    args.push_back(responseArg);
-  args.append({"-o", result});
-  std::string message;
-  int rc = sys::ExecuteAndWait(*linkerPath, args, std::nullopt, {}, 0, 0,
-                               &message);
-  if (rc != 0)
-    return createStringError(
-        inconvertibleErrorCode(),
-        "linking '" + output + "' failed (" + linker + " exited with " +
-            Twine(rc) + (message.empty() ? "" : ": " + message) +
-            "); the previous '" + output + "', if any, is unchanged");
-  return Error::success();
 }
 
 } // namespace
@@ -377,7 +304,8 @@ int main(int argc, char **argv) {
   mlir::SourceMgrDiagnosticHandler diagnostics(diagnosticSources, &context);
 
   std::string error;
-  mlir::OwningOpRef<mlir::ModuleOp> module = loadModel(context, error);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      bitpipe::compile::loadModel(context, inputPath, error);
   if (!module)
     return fail(inputPath + ": " + error);
   if (failed(mlir::verify(*module)))
@@ -420,133 +348,33 @@ int main(int argc, char **argv) {
                               "internal error; --verify-each names the pass)");
   }
 
-  if (emit == EmitKind::MLIR) {
+  const bitpipe::compile::OutputTarget target{output, outputFlag};
+  Error written = Error::success();
+  switch (emit) {
+  case EmitKind::MLIR: {
     mlir::TimingScope printing = timingRoot.nest("Print MLIR");
-    if (Error e = bitpipe::writeOutputFile(
-            output, [&](raw_ostream &os) { module->print(os); }))
-      return fail(outputFlag + toString(std::move(e)));
-    return 0;
+    written = bitpipe::writeOutputFile(
+        output, [&](raw_ostream &os) { module->print(os); });
+    if (written)
+      written = createStringError(inconvertibleErrorCode(),
+                                  outputFlag + toString(std::move(written)));
+    break;
   }
-
-  InitializeNativeTarget();
-  InitializeNativeTargetAsmPrinter();
-  if (emit == EmitKind::LLVM) {
-    std::unique_ptr<TargetMachine> machine =
-        bitpipe::compile::createHostTargetMachine(optLevel, error);
-    if (!machine)
-      return fail("no code generator for this host: " + error);
-    LLVMContext llvmContext;
-    mlir::TimingScope translating = timingRoot.nest("Translate to LLVM IR");
-    std::unique_ptr<Module> llvmModule =
-        mlir::translateModuleToLLVMIR(*module, llvmContext, inputPath);
-    if (!llvmModule)
-      return fail(inputPath + ": translation to LLVM IR failed");
-    translating.stop();
-    llvmModule->setDataLayout(machine->createDataLayout());
-    llvmModule->setTargetTriple(machine->getTargetTriple().str());
-    mlir::TimingScope optimizing = timingRoot.nest("Optimise LLVM IR");
-    bitpipe::compile::optimizeModule(*llvmModule, *machine, optLevel);
-    optimizing.stop();
-    mlir::TimingScope printing = timingRoot.nest("Print LLVM IR");
-    if (Error e = bitpipe::writeOutputFile(output, [&](raw_ostream &os) {
-          llvmModule->print(os, nullptr);
-        }))
-      return fail(outputFlag + toString(std::move(e)));
-    return 0;
+  case EmitKind::LLVM:
+    InitializeNativeTarget();
+    InitializeNativeTargetAsmPrinter();
+    written = bitpipe::compile::writeLLVMIR(*module, inputPath, optLevel,
+                                            target, timingRoot);
+    break;
+  case EmitKind::Object:
+  case EmitKind::Executable:
+    InitializeNativeTarget();
+    InitializeNativeTargetAsmPrinter();
+    written = bitpipe::compile::writeObjectCode(
+        *module, inputPath, optLevel, {linker, linkFile}, target, timingRoot);
+    break;
   }
-
-  // The objects, in memory (the ELF writer seeks back into what it wrote):
-  // the rank functions' at -O0 in a thread of their own, beside the rest's
-  // at -O<level> (CodeGeneration.h); one object at -O0. Then to scratch
-  // files that the linker reads: into the executable, or for --emit=obj
-  // into one relocatable object (a single object is written as it is).
-  mlir::OwningOpRef<mlir::ModuleOp> rankModule;
-  {
-    mlir::TimingScope splitting =
-        timingRoot.nest("Split off the rank functions");
-    rankModule = bitpipe::compile::splitOffRankFunctions(*module, optLevel);
-  }
-  using Object = Expected<SmallVector<char, 0>>;
-  std::optional<Object> rankObject;
-  std::thread rankThread;
-  mlir::TimingScope compiling = timingRoot.nest("Compile the objects");
-  if (rankModule)
-    rankThread = std::thread([&] {
-      mlir::TimingScope timing =
-          compiling.nest("The rank functions, -O0 (a thread of their own)");
-      rankObject.emplace(bitpipe::compile::compileToObject(
-          *rankModule, 0, inputPath + " (rank functions)", timing));
-    });
-  Object restObject = [&] {
-    mlir::TimingScope timing = compiling.nest("The rest");
-    return bitpipe::compile::compileToObject(*module, optLevel, inputPath,
-                                             timing);
-  }();
-  if (rankThread.joinable())
-    rankThread.join();
-  compiling.stop();
-  Expected<std::vector<SmallVector<char, 0>>> objects =
-      [&]() -> Expected<std::vector<SmallVector<char, 0>>> {
-    std::vector<SmallVector<char, 0>> all;
-    if (rankObject) {
-      if (!*rankObject) {
-        consumeError(restObject.takeError());
-        return rankObject->takeError();
-      }
-      all.push_back(std::move(**rankObject));
-    }
-    if (!restObject)
-      return restObject.takeError();
-    all.push_back(std::move(*restObject));
-    return all;
-  }();
-  if (!objects)
-    return fail(toString(objects.takeError()));
-  if (emit == EmitKind::Object && objects->size() == 1) {
-    StringRef bytes(objects->front().data(), objects->front().size());
-    if (Error e = bitpipe::writeOutputFile(
-            output, [&](raw_ostream &os) { os << bytes; }))
-      return fail(outputFlag + toString(std::move(e)));
-    return 0;
-  }
-  mlir::TimingScope linking = timingRoot.nest("Link");
-  std::vector<std::string> objectPaths;
-  // One scratch file per object, each removed however the link ends.
-  std::function<Error(size_t)> link = [&](size_t i) -> Error {
-    if (i == objects->size() && emit == EmitKind::Executable)
-      return bitpipe::writeOutputFileFrom(output, [&](StringRef result) {
-        return linkObjects(objectPaths, result, linkFile, output);
-      });
-    // --emit=obj: the relocatable link goes to a scratch file, whose bytes
-    // are then written as every output is (so a full disk is reported as
-    // for one object).
-    if (i == objects->size())
-      return bitpipe::withScratchFile(
-          "bitpipe-compile", "o", [&](StringRef combined) -> Error {
-            if (Error e = linkObjects(objectPaths, combined, "", output))
-              return e;
-            ErrorOr<std::unique_ptr<MemoryBuffer>> bytes =
-                MemoryBuffer::getFile(combined);
-            if (!bytes)
-              return createStringError(bytes.getError(),
-                                       "cannot read the linked object '" +
-                                           combined +
-                                           "': " + bytes.getError().message());
-            return bitpipe::writeOutputFile(
-                output, [&](raw_ostream &os) { os << (*bytes)->getBuffer(); });
-          });
-    return bitpipe::withScratchFile(
-        "bitpipe-compile", "o", [&](StringRef path) -> Error {
-          StringRef bytes((*objects)[i].data(), (*objects)[i].size());
-          if (Error e = bitpipe::writeOutputFile(
-                  path, [&](raw_ostream &os) { os << bytes; }))
-            return e;
-          objectPaths.push_back(path.str());
-          return link(i + 1);
-        });
-  };
-  Error linked = link(0);
-  if (linked)
-    return fail(outputFlag + toString(std::move(linked)));
+  if (written)
+    return fail(toString(std::move(written)));
   return 0;
 }

@@ -1,0 +1,45 @@
+//===- ModelInput.cpp - The model bitpipe-compile starts from -------------===//
+
+#include "ModelInput.h"
+
+#include "ToolInput.h"
+#include "bitpipe/Import/ModelBuilder.h"
+#include "bitpipe/Import/ModelConfig.h"
+
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace llvm;
+
+mlir::OwningOpRef<mlir::ModuleOp>
+bitpipe::compile::loadModel(mlir::MLIRContext &context, StringRef path,
+                            std::string &error) {
+  if (path.ends_with(".json")) {
+    Expected<ModelConfig> config = loadModelConfig(path.str());
+    if (!config) {
+      error = toString(config.takeError());
+      return nullptr;
+    }
+    return buildModel(context, *config);
+  }
+  std::string message;
+  std::unique_ptr<MemoryBuffer> file = mlir::openInputFile(path, &message);
+  if (!file) {
+    error = message;
+    return nullptr;
+  }
+  if (std::optional<std::string> why =
+          refuseUnsafeMlirInput(file->getMemBufferRef())) {
+    error = *why;
+    return nullptr;
+  }
+  SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module)
+    error = ("cannot parse " + path).str();
+  return module;
+}

@@ -1,0 +1,30 @@
+//===- ModelInput.h - The model bitpipe-compile starts from -----*- C++ -*-===//
+//
+// bitpipe-compile takes a model as IR (text or bytecode, vetted by
+// ToolInput.h before MLIR parses it) or as a JSON configuration that it
+// builds the IR from, as bitpipe-import would.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_TOOLS_BITPIPE_COMPILE_MODELINPUT_H
+#define BITPIPE_TOOLS_BITPIPE_COMPILE_MODELINPUT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace bitpipe::compile {
+
+/// The model IR of \p path: built from a JSON configuration (`.json`), or
+/// parsed. Null, with \p error set, when it cannot be had; parse errors are
+/// also reported through \p context's diagnostic handler.
+mlir::OwningOpRef<mlir::ModuleOp>
+loadModel(mlir::MLIRContext &context, llvm::StringRef path, std::string &error);
+
+} // namespace bitpipe::compile
+
+#endif // BITPIPE_TOOLS_BITPIPE_COMPILE_MODELINPUT_H
