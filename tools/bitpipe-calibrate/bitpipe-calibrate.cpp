@@ -156,6 +156,154 @@ int printIdle(const Run &run, int skip, int largest) {
   return 0;
 }
 
+/// What the fit found: per-stage times, the ranks' speeds, the
+/// point-to-point latency.
+void printFit(const std::string &spec, const Calibration &fit) {
+  const CostModel &cost = fit.cost;
+  const bool gpu = fit.fromDevice;
+  std::printf("fitted on %s: %d compute steps%s, %d transfers %s\n",
+              spec.c_str(), fit.computeSamples,
+              gpu ? " (the devices' compute streams)" : "", fit.transferSamples,
+              gpu ? "timed on the devices' streams"
+                  : "the receiver waited for");
+  std::printf("  mean ms per stage:");
+  for (size_t s = 0; s < cost.forward.size(); ++s) {
+    std::printf(" s%zu F %.3f B %.3f", s, cost.forward[s] / 1e3,
+                cost.backward[s] / 1e3);
+    if (cost.weightGrad[s] > 0)
+      std::printf(" W %.3f", cost.weightGrad[s] / 1e3);
+    std::printf(s + 1 < cost.forward.size() ? "," : "\n");
+  }
+  if (fit.rankComputeScale.empty()) {
+    std::printf("  ranks' speeds: not separable from the stages' costs (each "
+                "stage ran on one rank)\n");
+  } else {
+    std::printf("  each rank's compute time over the ranks' mean, in the "
+                "stages they share:");
+    for (size_t r = 0; r < fit.rankComputeScale.size(); ++r)
+      std::printf(" r%zu %.3f", r, fit.rankComputeScale[r]);
+    std::printf("\n");
+  }
+  std::printf("  point-to-point: %.3f ms from %s to its data\n",
+              cost.p2pLatency / 1e3,
+              gpu ? "both ends' launch" : "a send's post");
+}
+
+/// The run the all-reduce time comes from, and how many samples it had.
+struct AllReduceSource {
+  std::string spec;
+  int samples = 0;
+};
+
+/// --allreduce-from: fits \p spec's run and takes its all-reduce time into
+/// \p cost, or says why it cannot (another device, no all-reduce to time).
+Result<AllReduceSource> takeAllReduceFrom(const std::string &spec, int skip,
+                                          bool gpu, CostModel &cost) {
+  Result<Run> other = loadRun("--allreduce-from", spec);
+  if (!other)
+    return Result<AllReduceSource>::failure(other.error);
+  Result<Calibration> otherFit =
+      calibrate(other->schedule, other->events, skip);
+  if (!otherFit)
+    return Result<AllReduceSource>::failure(other->file + ": " +
+                                            otherFit.error);
+  if (otherFit->fromDevice != gpu)
+    return Result<AllReduceSource>::failure(
+        "--allreduce-from " + spec + ": a " +
+        (otherFit->fromDevice ? "GPU" : "CPU") +
+        " run's trace, and the fitted run's is a " + (gpu ? "GPU" : "CPU") +
+        " one: their all-reduces are not the same model");
+  if (otherFit->allReduceSamples == 0)
+    return Result<AllReduceSource>::failure(
+        "--allreduce-from " + spec +
+        (gpu ? ": no collective that every member ran"
+             : ": no step with all-reduce waits after its compute "
+               "(it takes a schedule whose all-reduces all span "
+               "one group: BitPipe or Chimera at D = 2)"));
+  cost.allReduceLatency = otherFit->cost.allReduceLatency;
+  cost.allReducePostTime = otherFit->cost.allReducePostTime;
+  return Result<AllReduceSource>::success(
+      {other->spec, otherFit->allReduceSamples});
+}
+
+void printAllReduce(const CostModel &cost, bool gpu,
+                    const AllReduceSource &source) {
+  if (gpu)
+    std::printf("  all-reduce: %.3f ms each, on its stream beside compute, "
+                "from its last member's launch (median of %d collectives of "
+                "%s)\n\n",
+                cost.allReduceLatency / 1e3, source.samples,
+                source.spec.c_str());
+  else
+    std::printf("  all-reduce: %.3f ms each, in the waits after the compute "
+                "(median of %d steps of %s); posting one: %.3f ms of the "
+                "rank's time\n\n",
+                cost.allReduceLatency / 1e3, source.samples,
+                source.spec.c_str(), cost.allReducePostTime / 1e3);
+}
+
+/// The table: each run measured against its prediction with \p cost, with
+/// free all-reduces, with free communication, at the run's own compute
+/// speed and, with \p spread simulations, with the fitted spread of stage
+/// times. The first run is the fitted one.
+int printPredictions(const std::vector<Run> &runs, const CostModel &cost,
+                     const StageSamples &samples, int skip, int spread,
+                     SpreadDraws draws) {
+  CostModel noAllReduce = cost;
+  noAllReduce.allReduceLatency = 0;
+  noAllReduce.allReducePostTime = 0;
+  CostModel free = noAllReduce;
+  free.p2pLatency = 0;
+  std::printf(
+      "| run | steps | measured step (ms) | predicted (ms) | error | "
+      "measured bubble | predicted | free all-reduce: error | free "
+      "communication: error | at the run's compute speed: scale per rank | "
+      "error |%s\n|---|---|---|---|---|---|---|---|---|---|---|%s\n",
+      spread ? " with the spread: predicted (ms) | error | bubble |" : "",
+      spread ? "---|---|---|" : "");
+  for (const Run &run : runs) {
+    std::vector<Prediction> predictions;
+    const CostModel *models[] = {&cost, &noAllReduce, &free};
+    for (const CostModel *model : models) {
+      Result<Prediction> p = predict(run.schedule, *model, run.events, skip);
+      if (!p)
+        return fail(run.file + ": " + p.error);
+      predictions.push_back(*p);
+    }
+    Result<Prediction> atSpeed =
+        predictAtRunSpeed(run.schedule, cost, run.events, skip);
+    if (!atSpeed)
+      return fail(run.file + ": " + atSpeed.error);
+    const Prediction &p = predictions[0];
+    std::string scales;
+    for (double scale : atSpeed->rankComputeScale) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%s%.3f", scales.empty() ? "" : " / ",
+                    scale);
+      scales += text;
+    }
+    std::printf("| %s%s | %d | %.2f | %.2f | %+.1f%% | %.3f | %.3f | %+.1f%% "
+                "| %+.1f%% | %s | %+.1f%% |",
+                run.spec.c_str(), &run == &runs.front() ? " (fitted)" : "",
+                p.measured.stepsUsed, p.measured.stepTime / 1e3,
+                p.simulatedStep / 1e3, 100 * p.stepError(), p.measured.bubble,
+                p.simulatedBubble, 100 * predictions[1].stepError(),
+                100 * predictions[2].stepError(), scales.c_str(),
+                100 * atSpeed->stepError());
+    if (spread) {
+      Result<Prediction> drawn =
+          predictWithSpread(run.schedule, cost, samples, run.events, skip,
+                            spread, /*seed=*/1, draws);
+      if (!drawn)
+        return fail(run.file + ": " + drawn.error);
+      std::printf(" %.2f | %+.1f%% | %.3f |", drawn->simulatedStep / 1e3,
+                  100 * drawn->stepError(), drawn->simulatedBubble);
+    }
+    std::printf("\n");
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -240,122 +388,17 @@ int main(int argc, char **argv) {
 
   CostModel cost = fit->cost;
   const bool gpu = fit->fromDevice;
-  std::printf(
-      "fitted on %s: %d compute steps%s, %d transfers %s\n",
-      runs.front().spec.c_str(), fit->computeSamples,
-      gpu ? " (the devices' compute streams)" : "", fit->transferSamples,
-      gpu ? "timed on the devices' streams" : "the receiver waited for");
-  std::printf("  mean ms per stage:");
-  for (size_t s = 0; s < cost.forward.size(); ++s) {
-    std::printf(" s%zu F %.3f B %.3f", s, cost.forward[s] / 1e3,
-                cost.backward[s] / 1e3);
-    if (cost.weightGrad[s] > 0)
-      std::printf(" W %.3f", cost.weightGrad[s] / 1e3);
-    std::printf(s + 1 < cost.forward.size() ? "," : "\n");
-  }
-  if (fit->rankComputeScale.empty()) {
-    std::printf("  ranks' speeds: not separable from the stages' costs (each "
-                "stage ran on one rank)\n");
-  } else {
-    std::printf("  each rank's compute time over the ranks' mean, in the "
-                "stages they share:");
-    for (size_t r = 0; r < fit->rankComputeScale.size(); ++r)
-      std::printf(" r%zu %.3f", r, fit->rankComputeScale[r]);
-    std::printf("\n");
-  }
-  std::printf("  point-to-point: %.3f ms from %s to its data\n",
-              cost.p2pLatency / 1e3,
-              gpu ? "both ends' launch" : "a send's post");
-  std::string allReduceSource = runs.front().spec;
-  int allReduceSamples = fit->allReduceSamples;
+  printFit(runs.front().spec, *fit);
+  AllReduceSource allReduce{runs.front().spec, fit->allReduceSamples};
   if (!allReduceFlag.empty()) {
-    Result<Run> other = loadRun("--allreduce-from", allReduceFlag);
+    Result<AllReduceSource> other =
+        takeAllReduceFrom(allReduceFlag, skip, gpu, cost);
     if (!other)
       return fail(other.error);
-    Result<Calibration> otherFit =
-        calibrate(other->schedule, other->events, skip);
-    if (!otherFit)
-      return fail(other->file + ": " + otherFit.error);
-    if (otherFit->fromDevice != gpu)
-      return fail("--allreduce-from " + allReduceFlag + ": a " +
-                  (otherFit->fromDevice ? "GPU" : "CPU") +
-                  " run's trace, and the fitted run's is a " +
-                  (gpu ? "GPU" : "CPU") +
-                  " one: their all-reduces are not the same model");
-    if (otherFit->allReduceSamples == 0)
-      return fail("--allreduce-from " + allReduceFlag +
-                  (gpu ? ": no collective that every member ran"
-                       : ": no step with all-reduce waits after its compute "
-                         "(it takes a schedule whose all-reduces all span "
-                         "one group: BitPipe or Chimera at D = 2)"));
-    cost.allReduceLatency = otherFit->cost.allReduceLatency;
-    cost.allReducePostTime = otherFit->cost.allReducePostTime;
-    allReduceSource = other->spec;
-    allReduceSamples = otherFit->allReduceSamples;
+    allReduce = *other;
   }
-  if (gpu)
-    std::printf("  all-reduce: %.3f ms each, on its stream beside compute, "
-                "from its last member's launch (median of %d collectives of "
-                "%s)\n\n",
-                cost.allReduceLatency / 1e3, allReduceSamples,
-                allReduceSource.c_str());
-  else
-    std::printf("  all-reduce: %.3f ms each, in the waits after the compute "
-                "(median of %d steps of %s); posting one: %.3f ms of the "
-                "rank's time\n\n",
-                cost.allReduceLatency / 1e3, allReduceSamples,
-                allReduceSource.c_str(), cost.allReducePostTime / 1e3);
+  printAllReduce(cost, gpu, allReduce);
 
-  CostModel noAllReduce = cost;
-  noAllReduce.allReduceLatency = 0;
-  noAllReduce.allReducePostTime = 0;
-  CostModel free = noAllReduce;
-  free.p2pLatency = 0;
-  std::printf(
-      "| run | steps | measured step (ms) | predicted (ms) | error | "
-      "measured bubble | predicted | free all-reduce: error | free "
-      "communication: error | at the run's compute speed: scale per rank | "
-      "error |%s\n|---|---|---|---|---|---|---|---|---|---|---|%s\n",
-      spread ? " with the spread: predicted (ms) | error | bubble |" : "",
-      spread ? "---|---|---|" : "");
-  for (const Run &run : runs) {
-    std::vector<Prediction> predictions;
-    for (const CostModel *model : {&cost, &noAllReduce, &free}) {
-      Result<Prediction> p = predict(run.schedule, *model, run.events, skip);
-      if (!p)
-        return fail(run.file + ": " + p.error);
-      predictions.push_back(*p);
-    }
-    Result<Prediction> atSpeed =
-        predictAtRunSpeed(run.schedule, cost, run.events, skip);
-    if (!atSpeed)
-      return fail(run.file + ": " + atSpeed.error);
-    const Prediction &p = predictions[0];
-    std::string scales;
-    for (double scale : atSpeed->rankComputeScale) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%s%.3f", scales.empty() ? "" : " / ",
-                    scale);
-      scales += text;
-    }
-    std::printf("| %s%s | %d | %.2f | %.2f | %+.1f%% | %.3f | %.3f | %+.1f%% "
-                "| %+.1f%% | %s | %+.1f%% |",
-                run.spec.c_str(), &run == &runs.front() ? " (fitted)" : "",
-                p.measured.stepsUsed, p.measured.stepTime / 1e3,
-                p.simulatedStep / 1e3, 100 * p.stepError(), p.measured.bubble,
-                p.simulatedBubble, 100 * predictions[1].stepError(),
-                100 * predictions[2].stepError(), scales.c_str(),
-                100 * atSpeed->stepError());
-    if (spread) {
-      Result<Prediction> drawn =
-          predictWithSpread(run.schedule, cost, fit->samples, run.events, skip,
-                            spread, /*seed=*/1, spreadDrawsFlag);
-      if (!drawn)
-        return fail(run.file + ": " + drawn.error);
-      std::printf(" %.2f | %+.1f%% | %.3f |", drawn->simulatedStep / 1e3,
-                  100 * drawn->stepError(), drawn->simulatedBubble);
-    }
-    std::printf("\n");
-  }
-  return 0;
+  return printPredictions(runs, cost, fit->samples, skip, spread,
+                          spreadDrawsFlag);
 }
