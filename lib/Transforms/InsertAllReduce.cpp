@@ -29,9 +29,9 @@
 
 #include "PassOptionUtil.h"
 
-#include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
-#include "bitpipe/Dialect/BitPipe/Utils/Repeats.h"
-#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Programs/Repeats.h"
+#include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
+#include "bitpipe/Support/DiagnosticText.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"

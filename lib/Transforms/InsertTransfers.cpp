@@ -23,10 +23,10 @@
 #include "bitpipe/Transforms/Passes.h"
 
 #include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
-#include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
-#include "bitpipe/Dialect/BitPipe/Utils/Repeats.h"
-#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
-#include "bitpipe/Dialect/BitPipe/Utils/StraightProgram.h"
+#include "bitpipe/Dialect/BitPipe/Programs/Repeats.h"
+#include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Programs/StraightProgram.h"
+#include "bitpipe/Support/DiagnosticText.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"

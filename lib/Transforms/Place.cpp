@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
-#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
 #include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/Schedule/Registry.h"

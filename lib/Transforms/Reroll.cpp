@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
-#include "bitpipe/Dialect/BitPipe/Utils/Repeats.h"
+#include "bitpipe/Dialect/BitPipe/Programs/Repeats.h"
 #include "bitpipe/Transforms/Passes.h"
 
 namespace bitpipe {

@@ -11,8 +11,8 @@
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeTypes.h"
-#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
-#include "bitpipe/Dialect/BitPipe/Utils/StraightProgram.h"
+#include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Programs/StraightProgram.h"
 #include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/GridText.h"
 #include "bitpipe/Schedule/Placement.h"
@@ -21,7 +21,7 @@
 #include "bitpipe/Transforms/Passes.h"
 
 #include "PassOptionUtil.h"
-#include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
+#include "bitpipe/Support/DiagnosticText.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"

@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
-#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
 #include "bitpipe/Schedule/Export.h"
 #include "bitpipe/Schedule/GridText.h"
 #include "bitpipe/Schedule/Placement.h"

@@ -1,12 +1,12 @@
 //===- Verify.cpp - The bitpipe-verify pass -------------------------------===//
 //
-// The pass over verifyRankPrograms (lib/Dialect/BitPipe/Utils/
+// The pass over verifyRankPrograms (lib/Dialect/BitPipe/Programs/
 // VerifyPrograms.cpp), which bitpipe-lower-program-to-runtime also runs
 // before it changes anything.
 //
 //===----------------------------------------------------------------------===//
 
-#include "bitpipe/Dialect/BitPipe/Utils/VerifyPrograms.h"
+#include "bitpipe/Dialect/BitPipe/Programs/VerifyPrograms.h"
 #include "bitpipe/Transforms/Passes.h"
 
 namespace bitpipe {

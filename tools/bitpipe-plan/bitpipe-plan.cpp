@@ -20,7 +20,7 @@
 #include "ToolOutput.h"
 #include "bitpipe/Conversion/Target/Target.h"
 #include "bitpipe/Plan/Planner.h"
-#include "bitpipe/Plan/ProfileModel.h"
+#include "bitpipe/Plan/ProfileFromIR.h"
 #include "bitpipe/Plan/Report.h"
 #include "bitpipe/Schedule/Cluster.h"
 #include "bitpipe/Schedule/Registry.h"

@@ -6,7 +6,7 @@
 // of the IR reports them (include/bitpipe/Analysis/CostModel.h, the same
 // numbers bitpipe-annotate-cost writes), and the values that cross from one
 // unit to a later one. Plain C++: the MLIR side that fills it is
-// ProfileModel.h; tests build profiles by hand. docs/planning.md.
+// ProfileFromIR.h; tests build profiles by hand. docs/planning.md.
 //
 //===----------------------------------------------------------------------===//
 

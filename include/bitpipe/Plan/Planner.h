@@ -126,7 +126,7 @@ struct PlanResult {
   int64_t rejected() const { return considered - int64_t(ranked.size()); }
 };
 
-/// The model's profile at a micro-batch size (ProfileModel.h's
+/// The model's profile at a micro-batch size (ProfileFromIR.h's
 /// ModelSource::profile; tests give hand-made ones).
 using ProfileSource =
     std::function<sched::Result<ModelProfile>(int64_t microbatchSize)>;

@@ -19,7 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Conversion/ProgramToRuntime/ProgramToRuntime.h"
-#include "bitpipe/Dialect/BitPipe/Utils/VerifyPrograms.h"
+#include "bitpipe/Dialect/BitPipe/Programs/VerifyPrograms.h"
 
 #include "Manifest.h"
 #include "RankFunction.h"
@@ -28,8 +28,8 @@
 #include "bitpipe/Conversion/Target/StorageType.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
-#include "bitpipe/Dialect/BitPipe/Utils/Repeats.h"
-#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Programs/Repeats.h"
+#include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
 #include "bitpipe/Support/TensorBytes.h"
 
 #include "core/AtomicFile.h"

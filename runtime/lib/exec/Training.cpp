@@ -2,12 +2,12 @@
 
 #include "Training.h"
 
-#include "Agree.h"
 #include "Backend.h"
 #include "Executor.h"
 #include "HuggingFaceCheckpoint.h"
 #include "ModelCheckpoint.h"
 #include "Options.h"
+#include "StartupAgreement.h"
 #include "comm/mpi/MpiCommunicator.h"
 #include "train/StepLog.h"
 #include "train/Trace.h"

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"

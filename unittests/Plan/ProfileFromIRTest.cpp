@@ -1,4 +1,4 @@
-//===- ProfileModelTest.cpp - Profiles from IR, against the passes --------===//
+//===- ProfileFromIRTest.cpp - Profiles from IR, against the passes -------===//
 //
 // The planner cuts a model as bitpipe-partition does without running it
 // (ModelProfile.h): these tests run the real passes on the same model and
@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bitpipe/Plan/ProfileModel.h"
+#include "bitpipe/Plan/ProfileFromIR.h"
 
 #include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/NN/IR/NNOps.h"

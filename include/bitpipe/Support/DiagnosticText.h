@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_DIALECT_BITPIPE_UTILS_DIAGNOSTICTEXT_H
-#define BITPIPE_DIALECT_BITPIPE_UTILS_DIAGNOSTICTEXT_H
+#ifndef BITPIPE_SUPPORT_DIAGNOSTICTEXT_H
+#define BITPIPE_SUPPORT_DIAGNOSTICTEXT_H
 
 #include "mlir/IR/TypeRange.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -47,4 +47,4 @@ inline std::string formatTypes(mlir::TypeRange types) {
 
 } // namespace bitpipe::detail
 
-#endif // BITPIPE_DIALECT_BITPIPE_UTILS_DIAGNOSTICTEXT_H
+#endif // BITPIPE_SUPPORT_DIAGNOSTICTEXT_H

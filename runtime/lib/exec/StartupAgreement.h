@@ -1,4 +1,4 @@
-//===- Agree.h - All ranks stop together on a start-up error ----*- C++ -*-===//
+//===- StartupAgreement.h - Ranks stop together at start-up -----*- C++ -*-===//
 //
 // Start-up checks (the data file, the checkpoint, output directories) run on
 // every rank, and may fail on some ranks only. Before anyone goes on, the
@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_RUNTIME_EXEC_AGREE_H
-#define BITPIPE_RUNTIME_EXEC_AGREE_H
+#ifndef BITPIPE_RUNTIME_EXEC_STARTUPAGREEMENT_H
+#define BITPIPE_RUNTIME_EXEC_STARTUPAGREEMENT_H
 
 #include "comm/Communicator.h"
 #include "core/Status.h"
@@ -35,4 +35,4 @@ void printError(int rank, const std::string &message);
 
 } // namespace bitpipe::runtime
 
-#endif // BITPIPE_RUNTIME_EXEC_AGREE_H
+#endif // BITPIPE_RUNTIME_EXEC_STARTUPAGREEMENT_H

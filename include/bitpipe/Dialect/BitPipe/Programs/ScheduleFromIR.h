@@ -6,13 +6,13 @@
 // lowering to the runtime read it back into a `sched::Schedule` here and
 // hand it to the schedule library, instead of regenerating it from a name.
 //
-// A library of its own (BitPipeProgramReader), apart from the passes, so
+// A library of its own (BitPipePrograms), apart from the passes, so
 // that the conversions can read the programs without linking every pass.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_DIALECT_BITPIPE_UTILS_SCHEDULEFROMIR_H
-#define BITPIPE_DIALECT_BITPIPE_UTILS_SCHEDULEFROMIR_H
+#ifndef BITPIPE_DIALECT_BITPIPE_PROGRAMS_SCHEDULEFROMIR_H
+#define BITPIPE_DIALECT_BITPIPE_PROGRAMS_SCHEDULEFROMIR_H
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
@@ -127,4 +127,4 @@ readCommProgramFromIR(mlir::ModuleOp module, const sched::Schedule &schedule);
 
 } // namespace bitpipe
 
-#endif // BITPIPE_DIALECT_BITPIPE_UTILS_SCHEDULEFROMIR_H
+#endif // BITPIPE_DIALECT_BITPIPE_PROGRAMS_SCHEDULEFROMIR_H

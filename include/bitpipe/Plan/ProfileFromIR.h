@@ -1,4 +1,4 @@
-//===- ProfileModel.h - A model's profile, from its IR ----------*- C++ -*-===//
+//===- ProfileFromIR.h - A model's profile, from its IR ---------*- C++ -*-===//
 //
 // Fills a ModelProfile from model IR: the per-unit FLOPs, parameters and
 // saved activations of the cost analysis (analyzeModelCost, what
@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_PLAN_PROFILEMODEL_H
-#define BITPIPE_PLAN_PROFILEMODEL_H
+#ifndef BITPIPE_PLAN_PROFILEFROMIR_H
+#define BITPIPE_PLAN_PROFILEFROMIR_H
 
 #include "bitpipe/Import/ModelConfig.h"
 #include "bitpipe/Plan/ModelProfile.h"
@@ -64,4 +64,4 @@ private:
 
 } // namespace bitpipe::plan
 
-#endif // BITPIPE_PLAN_PROFILEMODEL_H
+#endif // BITPIPE_PLAN_PROFILEFROMIR_H

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_DIALECT_BITPIPE_UTILS_STRAIGHTPROGRAM_H
-#define BITPIPE_DIALECT_BITPIPE_UTILS_STRAIGHTPROGRAM_H
+#ifndef BITPIPE_DIALECT_BITPIPE_PROGRAMS_STRAIGHTPROGRAM_H
+#define BITPIPE_DIALECT_BITPIPE_PROGRAMS_STRAIGHTPROGRAM_H
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 
@@ -83,4 +83,4 @@ mlir::FailureOr<RerollStats> writeProgram(ProgramOp program,
 
 } // namespace bitpipe::bp
 
-#endif // BITPIPE_DIALECT_BITPIPE_UTILS_STRAIGHTPROGRAM_H
+#endif // BITPIPE_DIALECT_BITPIPE_PROGRAMS_STRAIGHTPROGRAM_H

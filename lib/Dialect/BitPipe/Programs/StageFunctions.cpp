@@ -1,6 +1,6 @@
 //===- StageFunctions.cpp - The stage functions of a module ---------------===//
 
-#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
 
 using namespace mlir;
 using namespace bitpipe;

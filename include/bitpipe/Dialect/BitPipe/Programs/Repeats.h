@@ -8,11 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_DIALECT_BITPIPE_UTILS_REPEATS_H
-#define BITPIPE_DIALECT_BITPIPE_UTILS_REPEATS_H
+#ifndef BITPIPE_DIALECT_BITPIPE_PROGRAMS_REPEATS_H
+#define BITPIPE_DIALECT_BITPIPE_PROGRAMS_REPEATS_H
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
-#include "bitpipe/Dialect/BitPipe/Utils/StraightProgram.h"
+#include "bitpipe/Dialect/BitPipe/Programs/StraightProgram.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
@@ -51,4 +51,4 @@ mlir::FailureOr<RerollStats> rerollProgram(ProgramOp program,
 
 } // namespace bitpipe::bp
 
-#endif // BITPIPE_DIALECT_BITPIPE_UTILS_REPEATS_H
+#endif // BITPIPE_DIALECT_BITPIPE_PROGRAMS_REPEATS_H

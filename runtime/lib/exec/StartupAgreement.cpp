@@ -1,6 +1,6 @@
-//===- Agree.cpp - All ranks stop together on a start-up error --*- C++ -*-===//
+//===- StartupAgreement.cpp - Ranks stop together at start-up -------------===//
 
-#include "Agree.h"
+#include "StartupAgreement.h"
 
 #include <cstdio>
 #include <vector>

@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bitpipe/Dialect/BitPipe/Utils/VerifyPrograms.h"
+#include "bitpipe/Dialect/BitPipe/Programs/VerifyPrograms.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
 #include "bitpipe/Schedule/Comms.h"
@@ -25,8 +25,8 @@
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Verifier.h"
 
-#include "bitpipe/Dialect/BitPipe/Utils/DiagnosticText.h"
-#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
+#include "bitpipe/Support/DiagnosticText.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
@@ -334,8 +334,8 @@ void ModuleVerifier::checkDeadlock() {
          << sched::transferStreamsName(comms.program.streams) << " streams)";
   diag << ": no rank can make progress; ";
   if (sim->cycle.empty())
-    diag << sched::quantity(static_cast<int>(sim->blocked.size()),
-                            "rank waits", "ranks wait")
+    diag << sched::quantity(static_cast<int>(sim->blocked.size()), "rank waits",
+                            "ranks wait")
          << " (see the notes)";
   else
     diag << "a cycle of "

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_DIALECT_BITPIPE_UTILS_VERIFYPROGRAMS_H
-#define BITPIPE_DIALECT_BITPIPE_UTILS_VERIFYPROGRAMS_H
+#ifndef BITPIPE_DIALECT_BITPIPE_PROGRAMS_VERIFYPROGRAMS_H
+#define BITPIPE_DIALECT_BITPIPE_PROGRAMS_VERIFYPROGRAMS_H
 
 #include "bitpipe/Schedule/Transport.h"
 
@@ -29,4 +29,4 @@ mlir::LogicalResult verifyRankPrograms(mlir::ModuleOp module,
 
 } // namespace bitpipe
 
-#endif // BITPIPE_DIALECT_BITPIPE_UTILS_VERIFYPROGRAMS_H
+#endif // BITPIPE_DIALECT_BITPIPE_PROGRAMS_VERIFYPROGRAMS_H

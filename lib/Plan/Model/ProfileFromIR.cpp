@@ -1,6 +1,6 @@
-//===- ProfileModel.cpp - A model's profile, from its IR ------------------===//
+//===- ProfileFromIR.cpp - A model's profile, from its IR -----------------===//
 
-#include "bitpipe/Plan/ProfileModel.h"
+#include "bitpipe/Plan/ProfileFromIR.h"
 
 #include "bitpipe/Analysis/CostModel.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"

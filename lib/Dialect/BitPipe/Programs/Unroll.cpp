@@ -1,6 +1,6 @@
 //===- Unroll.cpp - Removing bitpipe.repeat -------------------------------===//
 
-#include "bitpipe/Dialect/BitPipe/Utils/Repeats.h"
+#include "bitpipe/Dialect/BitPipe/Programs/Repeats.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"

@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bitpipe/Dialect/BitPipe/Utils/Repeats.h"
-#include "bitpipe/Dialect/BitPipe/Utils/StraightProgram.h"
+#include "bitpipe/Dialect/BitPipe/Programs/Repeats.h"
+#include "bitpipe/Dialect/BitPipe/Programs/StraightProgram.h"
 
 #include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
 #include "bitpipe/Schedule/Repetition.h"

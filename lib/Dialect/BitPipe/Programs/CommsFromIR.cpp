@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "bitpipe/Dialect/BitPipe/Utils/ScheduleFromIR.h"
+#include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
