@@ -120,6 +120,7 @@ public:
       llvm::report_fatal_error(llvm::Twine("bitpipe: internal error: ") +
                                signature.name + " returns no status to check");
     abi::checkArguments(signature, args);
+    checkBuffers(signature, args);
     auto module = op->getParentOfType<ModuleOp>();
     FlatSymbolRefAttr callee = abi::declare(rewriter, module, signature);
     Value status = rewriter
@@ -137,6 +138,69 @@ public:
   }
 
 private:
+  /// The element type a buffer of \p role holds in this precision: the
+  /// roles' C types (KernelRoles.h) as MLIR types.
+  Type elementTypeOf(abi::Role role) {
+    switch (role) {
+    case abi::role::ACT_IN:
+    case abi::role::ACT_OUT:
+    case abi::role::WEIGHT:
+    case abi::role::WEIGHT_OPT:
+      return precision == Precision::BF16 ? Type(rewriter.getBF16Type())
+                                          : Type(rewriter.getF32Type());
+    case abi::role::IDS:
+      return rewriter.getI32Type();
+    default:
+      return rewriter.getF32Type();
+    }
+  }
+
+  /// Stops the compiler unless every pointer argument is the address of a
+  /// buffer of the element type its role holds in this precision (so a
+  /// bf16 activation never reaches an fp32 kernel, nor an f32 statistic a
+  /// bf16 slot), or NULL where the role allows it: such a call would be a
+  /// lowering bug that no test of the numbers might catch.
+  void checkBuffers(const abi::Signature &signature, ArrayRef<Value> args) {
+    for (auto [i, role] : llvm::enumerate(signature.roles)) {
+      if (role == abi::role::DIM || role == abi::role::SCALAR ||
+          role == abi::role::INT)
+        continue;
+      std::string found;
+      if (args[i].getDefiningOp<LLVM::ZeroOp>()) {
+        if (role == abi::role::WEIGHT_OPT || role == abi::role::GRAD_ACC_OPT)
+          continue;
+        found = "NULL";
+      } else if (Type element = bufferElementType(args[i])) {
+        if (element == elementTypeOf(role))
+          continue;
+        found = "a buffer of " + debugString(element);
+      } else {
+        found = "an address not made by KernelCallEmitter::pointer";
+      }
+      llvm::report_fatal_error(llvm::Twine("bitpipe: internal error: ") +
+                               op->getName().getStringRef() + " passes " +
+                               found + " to " + signature.name + "'s " +
+                               signature.paramNames[i] + " (" +
+                               abi::roleName(role) + ", which holds " +
+                               debugString(elementTypeOf(role)) + ")");
+    }
+  }
+
+  /// The element type of the buffer whose address pointer() made, or null.
+  static Type bufferElementType(Value address) {
+    auto toPointer = address.getDefiningOp<LLVM::IntToPtrOp>();
+    auto toInt = toPointer
+                     ? toPointer.getArg().getDefiningOp<arith::IndexCastOp>()
+                     : nullptr;
+    auto extract =
+        toInt ? toInt.getIn()
+                    .getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>()
+              : nullptr;
+    if (!extract)
+      return {};
+    return cast<MemRefType>(extract.getSource().getType()).getElementType();
+  }
+
   /// The address of a NUL-terminated global holding the op's name (e.g.
   /// "nn.linear"), once per module and op name.
   Value opName() {

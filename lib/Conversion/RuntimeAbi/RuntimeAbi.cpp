@@ -13,8 +13,9 @@
 using namespace mlir;
 using namespace bitpipe;
 using namespace bitpipe::abi;
-// The .def files spell kinds by their bare names.
+// The .def files spell kinds, and Kernels.h roles, by their bare names.
 using namespace bitpipe::abi::kind;
+using namespace bitpipe::abi::role;
 
 namespace {
 
@@ -25,7 +26,9 @@ namespace params {
 #include "bitpipe/abi/RuntimeCalls.def"
 #define BP_KERNEL_PARAMS_(kernel)                                              \
   constexpr Kind bp_##kernel[] = {BP_KERNEL_KINDS(F32, kernel)};               \
-  constexpr Kind bp_##kernel##_bf16[] = {BP_KERNEL_KINDS(BF16, kernel)};
+  constexpr Kind bp_##kernel##_bf16[] = {BP_KERNEL_KINDS(BF16, kernel)};       \
+  constexpr Role bp_##kernel##_roles[] = {BP_KERNEL_ROLES_OF(kernel)};         \
+  constexpr const char *bp_##kernel##_names[] = {BP_KERNEL_PARAM_NAMES(kernel)};
 BP_KERNELS(BP_KERNEL_PARAMS_)
 #undef BP_KERNEL_PARAMS_
 #define BP_SUPPORT_FN(symbol, result, ...)                                     \
@@ -44,8 +47,10 @@ const Signature runtimeCalls[] = {
 // Each kernel in fp32 and in bf16, in Kernel's order.
 const Signature kernels[][2] = {
 #define BP_KERNEL_SIGNATURES_(kernel)                                          \
-  {{"bp_" #kernel, STATUS, params::bp_##kernel},                               \
-   {"bp_" #kernel "_bf16", STATUS, params::bp_##kernel##_bf16}},
+  {{"bp_" #kernel, STATUS, params::bp_##kernel, params::bp_##kernel##_roles,   \
+    params::bp_##kernel##_names},                                              \
+   {"bp_" #kernel "_bf16", STATUS, params::bp_##kernel##_bf16,                 \
+    params::bp_##kernel##_roles, params::bp_##kernel##_names}},
     BP_KERNELS(BP_KERNEL_SIGNATURES_)
 #undef BP_KERNEL_SIGNATURES_
 };
@@ -89,6 +94,17 @@ StringRef nameOf(Kind k) {
 }
 
 } // namespace
+
+StringRef abi::roleName(Role r) {
+  switch (r) {
+#define BP_ROLE_NAME_(role)                                                    \
+  case role:                                                                   \
+    return #role;
+    BP_KERNEL_ROLES(BP_ROLE_NAME_)
+#undef BP_ROLE_NAME_
+  }
+  llvm_unreachable("unknown kernel role");
+}
 
 const Signature &abi::signatureOf(RuntimeCall call) {
   return runtimeCalls[static_cast<size_t>(call)];

@@ -43,6 +43,21 @@ enum Kind : uint8_t {
 } // namespace kind
 using kind::Kind;
 
+/// What a kernel's parameter holds (KernelRoles.h), which with the call's
+/// precision fixes the element type of the buffer it points at. Unscoped
+/// inside its own namespace, as Kind.
+namespace role {
+enum Role : uint8_t {
+#define BP_ROLE_ENUM_(role) role,
+  BP_KERNEL_ROLES(BP_ROLE_ENUM_)
+#undef BP_ROLE_ENUM_
+};
+} // namespace role
+using role::Role;
+
+/// The role's name in KernelRoles.h, for messages.
+llvm::StringRef roleName(Role role);
+
 /// The bp_rt_* calls of program.h (RuntimeCalls.def).
 enum class RuntimeCall {
 #define BP_RT_CALL(symbol, ...) symbol,
@@ -59,11 +74,14 @@ enum class Kernel {
 #include "bitpipe/abi/Support.def"
 };
 
-/// One function of the ABI: its C symbol and kinds.
+/// One function of the ABI: its C symbol and kinds; for a kernel of
+/// Kernels.h also its parameters' roles and names.
 struct Signature {
   llvm::StringLiteral name;
   Kind result;
   llvm::ArrayRef<Kind> params;
+  llvm::ArrayRef<Role> roles = {};
+  llvm::ArrayRef<const char *> paramNames = {};
 };
 
 const Signature &signatureOf(RuntimeCall call);

@@ -119,10 +119,36 @@
 #define BP_KERNEL_ARGS_VALID(kernel)                                           \
   (BP_PP_MAP_LIST(BP_PARAM_CHECK_, BP_PP_NOTHING_, ~, BP_KERNEL_##kernel) 1)
 
+/* `ACT_IN, WEIGHT, ..., SCALAR`: the roles, for tables of them. */
+#define BP_KERNEL_ROLES_OF(kernel)                                             \
+  BP_PP_MAP_LIST(BP_PARAM_ROLE_, BP_PP_COMMA_, ~, BP_KERNEL_##kernel)
+/* `"x", "gamma", ..., "eps"`: the parameters' names, for messages. */
+#define BP_KERNEL_PARAM_NAMES(kernel)                                          \
+  BP_PP_MAP_LIST(BP_PARAM_NAME_STRING_, BP_PP_COMMA_, ~, BP_KERNEL_##kernel)
+
+/* Every role, for X(ROLE) tables. */
+#define BP_KERNEL_ROLES(X)                                                     \
+  X(ACT_IN)                                                                    \
+  X(ACT_OUT)                                                                   \
+  X(WEIGHT)                                                                    \
+  X(WEIGHT_OPT)                                                                \
+  X(GRAD_ACC)                                                                  \
+  X(GRAD_ACC_OPT)                                                              \
+  X(STAT_IN)                                                                   \
+  X(STAT_OUT)                                                                  \
+  X(LOSS_IN)                                                                   \
+  X(LOSS_OUT)                                                                  \
+  X(IDS)                                                                       \
+  X(DIM)                                                                       \
+  X(SCALAR)                                                                    \
+  X(INT)
+
 #define BP_PARAM_DECL_(P, role, name)                                          \
   BP_ROLE_CTYPE_##role(BP_PREC_ELEM_##P) name
 #define BP_PARAM_NAME_(unused, role, name) name
 #define BP_PARAM_KIND_(P, role, name) BP_ROLE_KIND_##role(P)
+#define BP_PARAM_ROLE_(unused, role, name) role
+#define BP_PARAM_NAME_STRING_(unused, role, name) #name
 #define BP_PARAM_CHECK_(unused, role, name) BP_ROLE_CHECK_##role(name)
 
 /*===-----------------------------------------------------------------------===
