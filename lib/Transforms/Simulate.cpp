@@ -20,6 +20,7 @@
 #include "bitpipe/Transforms/Passes.h"
 
 #include "PassOptionUtil.h"
+#include "core/AtomicFile.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/Format.h"
@@ -277,13 +278,15 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
        << ratio(sim.allReduceOverlap) << "\n";
   }
 
+  /// Written as every tool writes its outputs (docs/files.md): replaced
+  /// only by a complete file, never through a link or over a directory.
   LogicalResult write(ModuleOp module, StringRef path,
                       const std::string &contents) {
-    sched::Result<std::size_t> written =
-        sched::writeFileAtomic(path.str(), contents);
-    if (!written)
+    runtime::Status written = runtime::writeFileAtomically(
+        path.str(), contents.data(), contents.size());
+    if (!written.isOk())
       return module.emitError()
-             << "cannot write '" << path << "': " << written.error;
+             << "cannot write '" << path << "': " << written.message();
     return success();
   }
 };

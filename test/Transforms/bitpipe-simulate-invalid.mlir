@@ -6,6 +6,15 @@
 // COSTS: error: bitpipe-simulate: unknown costs=measured; expected unit or ir
 // NOCOST: error: has no nn.cost forward FLOPs; costs=ir needs bitpipe-annotate-cost
 
+// A file that cannot be written is an error that names it and says why;
+// a directory in its way is left as it is (docs/files.md).
+// RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-simulate="trace=%t.missing/trace.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NODIR
+// RUN: rm -rf %t.dir && mkdir -p %t.dir
+// RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-simulate="timeline=%t.dir" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ISDIR
+// RUN: test -d %t.dir
+// NODIR: error: cannot write '{{.*}}.missing/trace.json': {{.*}}directory '{{.*}}.missing' does not exist
+// ISDIR: error: cannot write '{{.*}}.dir': '{{.*}}.dir' is a directory; refusing to replace it with a file
+
 // Rank 0 takes the gradients back in the other order than rank 1 sends
 // them: the verifier's message, then the grid with both ends marked.
 // CHECK:      error: the per-rank programs are not a valid schedule:

@@ -18,12 +18,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 using namespace bitpipe::sched;
@@ -605,28 +602,4 @@ TEST(Export, TorchCsvRows) {
                   "0B0,0B1");
   EXPECT_EQ(count(csv, "\n"), 4);
   EXPECT_EQ(count(csv, ","), 4 * 15);
-}
-
-TEST(Export, WriteFileAtomically) {
-  char dir[] = "/tmp/bitpipe-export-XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  std::string path = std::string(dir) + "/trace.json";
-  Result<std::size_t> w = writeFileAtomic(path, "first");
-  ASSERT_TRUE(w) << w.error;
-  EXPECT_EQ(*w.value, 5u);
-  w = writeFileAtomic(path, "second version");
-  ASSERT_TRUE(w) << w.error;
-  std::ifstream in(path);
-  std::stringstream got;
-  got << in.rdbuf();
-  EXPECT_EQ(got.str(), "second version");
-  EXPECT_NE(access(path.c_str(), F_OK), -1);
-  EXPECT_EQ(access((path + ".tmp").c_str(), F_OK), -1);
-  std::remove(path.c_str());
-  rmdir(dir);
-
-  Result<std::size_t> bad =
-      writeFileAtomic(std::string(dir) + "/no/such/dir/x.svg", "x");
-  EXPECT_FALSE(bad);
-  EXPECT_NE(bad.error.find("cannot create"), std::string::npos) << bad.error;
 }

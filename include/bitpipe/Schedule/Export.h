@@ -3,8 +3,8 @@
 // Writers that turn a schedule (and its simulation) into files people and
 // other tools read: a Chrome trace (Perfetto, chrome://tracing), an SVG
 // timeline in the style of the BitPipe paper's figures, and the CSV that
-// torch.distributed.pipelining loads. Every writer returns a string; files
-// are written with writeFileAtomic so a reader never sees half a file.
+// torch.distributed.pipelining loads. Every writer returns a string, which
+// its caller writes as every output is written (docs/files.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,11 +54,6 @@ std::string toSvg(const Schedule &schedule, const SimResult &sim,
 /// rank per stage, so bidirectional schedules (a stage on two ranks) export
 /// faithfully but do not load into torch's single-direction runtime.
 std::string toTorchCsv(const Schedule &schedule);
-
-/// Writes `contents` to `path` atomically: to `path.tmp`, flushed to disk,
-/// then renamed over `path`. Returns the number of bytes written.
-Result<std::size_t> writeFileAtomic(const std::string &path,
-                                    const std::string &contents);
 
 } // namespace bitpipe::sched
 
