@@ -82,7 +82,11 @@ enum { BP_ERR_DEVICE = 8 };
  *  - attention is the project's own tiled kernels (FlashAttention-2's
  *    algorithm), never materialising a T x T matrix; cuDNN's is below.
  *===----------------------------------------------------------------------===*/
-#define BP_CUDA_KERNELS(X)                                                     \
+/* The device kernels that runtime.h's functions of the CUDA target run
+ * as they are, on the context's stream (runtime/lib/cuda/abi/Kernels.cpp);
+ * then every device kernel: those and attention, whose runtime.h functions
+ * choose between these kernels and cuDNN's (abi/Attention.cpp). */
+#define BP_CUDA_STREAM_KERNELS(X)                                              \
   X(embedding_fwd)                                                             \
   X(embedding_bwd)                                                             \
   X(layer_norm_fwd)                                                            \
@@ -94,8 +98,6 @@ enum { BP_ERR_DEVICE = 8 };
   X(linear_gelu_fwd)                                                           \
   X(linear_bwd_input_gelu)                                                     \
   X(linear_bwd_weight)                                                         \
-  X(attention_fwd)                                                             \
-  X(attention_bwd)                                                             \
   X(rotary_fwd)                                                                \
   X(rotary_bwd)                                                                \
   X(gelu_fwd)                                                                  \
@@ -107,6 +109,10 @@ enum { BP_ERR_DEVICE = 8 };
   X(add_fwd)                                                                   \
   X(cross_entropy_fwd)                                                         \
   X(cross_entropy_bwd)
+#define BP_CUDA_KERNELS(X)                                                     \
+  BP_CUDA_STREAM_KERNELS(X)                                                    \
+  X(attention_fwd)                                                             \
+  X(attention_bwd)
 
 #define BP_CUDA_DECLARE_KERNEL_(kernel)                                        \
   bp_status_t bp_cuda_##kernel(BP_KERNEL_PARAMS(BF16, kernel), void *stream);  \
