@@ -149,6 +149,7 @@ private:
       return precision == Precision::BF16 ? Type(rewriter.getBF16Type())
                                           : Type(rewriter.getF32Type());
     case abi::role::IDS:
+    case abi::role::RNG_KEY:
       return rewriter.getI32Type();
     default:
       return rewriter.getF32Type();

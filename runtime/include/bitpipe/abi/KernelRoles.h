@@ -17,6 +17,7 @@
 |*   LOSS_IN       the loss's gradient (one float)     const float *   != 0   *|
 |*   LOSS_OUT      the loss (one float), written       float *         != 0   *|
 |*   IDS           token ids or labels                 const int32_t * != 0   *|
+|*   RNG_KEY       a micro-batch's random key (4 words) const int32_t * != 0   *|
 |*   DIM           a size                              int64_t         > 0    *|
 |*   SCALAR        a real parameter (eps, base)        float                  *|
 |*   INT           an integer parameter (causal)       int32_t                *|
@@ -88,6 +89,10 @@
 #define BP_ROLE_KIND_IDS(P) I32_IN
 #define BP_ROLE_CHECK_IDS(x) (x) != 0 &&
 
+#define BP_ROLE_CTYPE_RNG_KEY(E) const int32_t *
+#define BP_ROLE_KIND_RNG_KEY(P) I32_IN
+#define BP_ROLE_CHECK_RNG_KEY(x) (x) != 0 &&
+
 #define BP_ROLE_CTYPE_DIM(E) int64_t
 #define BP_ROLE_KIND_DIM(P) I64
 #define BP_ROLE_CHECK_DIM(x) (x) > 0 &&
@@ -139,6 +144,7 @@
   X(LOSS_IN)                                                                   \
   X(LOSS_OUT)                                                                  \
   X(IDS)                                                                       \
+  X(RNG_KEY)                                                                   \
   X(DIM)                                                                       \
   X(SCALAR)                                                                    \
   X(INT)
