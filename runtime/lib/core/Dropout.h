@@ -15,17 +15,18 @@
 #ifndef BITPIPE_RUNTIME_CORE_DROPOUT_H
 #define BITPIPE_RUNTIME_CORE_DROPOUT_H
 
+#include "bitpipe/abi/Dropout.h"
 #include "core/Random.h"
 
 #include <cstdint>
 
 namespace bitpipe::runtime {
 
-/// "dropout!": the stream constant of every dropout draw.
-inline constexpr uint64_t kDropoutStream = 0x64726f706f757421ULL;
-/// Sites and element indices share the 64-bit counter: site * 2^40 + e.
-inline constexpr int kDropoutSiteShift = 40;
-inline constexpr int64_t kDropoutMaxSites = int64_t{1} << 24;
+/// The ABI's numbers (bitpipe/abi/Dropout.h): sites and element indices
+/// share the 64-bit counter, site * 2^40 + e.
+inline constexpr uint64_t kDropoutStream = BP_DROPOUT_STREAM;
+inline constexpr int kDropoutSiteShift = BP_DROPOUT_SITE_SHIFT;
+inline constexpr int64_t kDropoutMaxSites = BP_DROPOUT_MAX_SITES;
 inline constexpr int64_t kDropoutMaxElements = int64_t{1} << kDropoutSiteShift;
 
 /// The words of a random key, and back.

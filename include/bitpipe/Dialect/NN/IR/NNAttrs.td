@@ -159,4 +159,48 @@ def NN_InitAttr : NN_Attr<"Init", "init"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// nn.dropout
+//===----------------------------------------------------------------------===//
+
+// A probability as an fp32 APFloat: the kernels take fp32, and the mask is
+// defined on the fp32 value (docs/training-semantics.md, "Dropout").
+def NN_ProbabilityParameter
+    : AttrParameter<"::llvm::APFloat", "a dropout probability"> {
+  let parser = "::bitpipe::nn::parseProbability($_parser)";
+  let printer = "$_printer.printFloat($_self)";
+  let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
+}
+
+def NN_DropoutAttr : NN_Attr<"Dropout", "dropout"> {
+  let summary = "one dropout site: its probability and its number";
+  let description = [{
+    What nn.dropout and a dropping nn.attention need to draw their mask:
+    the probability p of dropping an element, in (0, 1), and the site, the
+    model's number for this dropout (docs/training-semantics.md, "Dropout":
+    0 for the embeddings', 3l + 1, 3l + 2, 3l + 3 for layer l's), below
+    2^24. Two sites of one model must differ, or their masks would be the
+    same; a backward op reuses its forward's site, and so its mask.
+
+    ```mlir
+    #nn.dropout<1.000000e-01, site = 2>
+    ```
+  }];
+  let parameters = (ins NN_ProbabilityParameter:$probability,
+                        "int64_t":$site);
+  let assemblyFormat = "`<` $probability `,` `site` `=` $site `>`";
+  let genVerifyDecl = 1;
+
+  let builders = [
+    AttrBuilder<(ins "float":$p, "int64_t":$site), [{
+      return $_get($_ctxt, ::llvm::APFloat(p), site);
+    }]>,
+  ];
+
+  let extraClassDeclaration = [{
+    /// The probability as the kernels take it.
+    float getP() const { return getProbability().convertToFloat(); }
+  }];
+}
+
 #endif // BITPIPE_DIALECT_NN_NNATTRS_TD
