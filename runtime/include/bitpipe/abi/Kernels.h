@@ -23,8 +23,9 @@
 |*                                                                            *|
 |* Adding a kernel: its entry here and in BP_KERNELS below, a CPU definition  *|
 |* (runtime/lib/cpu/kernels), a device pair (runtime/lib/cuda) and its name   *|
-|* in the CUDA dispatch list (runtime/lib/cuda/abi/Kernels.cpp);              *|
-|* docs/adding-a-kernel.md walks through it.                                  *|
+|* in the CUDA dispatch list (cuda.h's BP_CUDA_STREAM_KERNELS, which          *|
+|* runtime/lib/cuda/abi/Kernels.cpp forwards); docs/adding-a-kernel.md walks  *|
+|* through it.                                                                *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -227,6 +228,23 @@
 #define BP_KERNEL_add_fwd (ACT_IN, a), (ACT_IN, b), (ACT_OUT, out), (DIM, n)
 
 /*===-----------------------------------------------------------------------===
+ * Dropout (docs/training-semantics.md, "Dropout"): with the mask of site
+ * `site` for the micro-batch whose random key is `key` (core/Dropout.h's
+ * DropoutMask),
+ *   y[e] = x[e] * scale if element e is kept, 0 if it is dropped,
+ *   scale = 1 / (1 - p) in fp32; x, y [n], e the element's row-major index
+ *   in the site's tensor of one micro-batch; y may alias x.
+ * p == 0 copies x to y (scale 1) without drawing. The backward is the same
+ * map applied to the gradient, dx = dropout(dy) with the forward's key,
+ * site and p: the compiler calls this one kernel for both directions, and
+ * a recomputed forward draws the same mask. BP_ERR_INVALID_ARGUMENT unless
+ * p is in [0, 1) (not NaN), site in [0, 2^24) (core/Dropout.h's
+ * dropoutArgsValid) and n <= 2^40 (kDropoutMaxElements).
+ *===----------------------------------------------------------------------===*/
+#define BP_KERNEL_dropout                                                      \
+  (ACT_IN, x), (ACT_OUT, y), (RNG_KEY, key), (INT, site), (SCALAR, p), (DIM, n)
+
+/*===-----------------------------------------------------------------------===
  * Cross-entropy, mean over the rows whose label is not ignore_index:
  *   loss = (1 / count) * sum over those rows i of
  *            logsumexp(logits[i, :]) - logits[i, labels[i]]
@@ -276,6 +294,7 @@
   X(swiglu_fwd)                                                                \
   X(swiglu_bwd)                                                                \
   X(add_fwd)                                                                   \
+  X(dropout)                                                                   \
   X(cross_entropy_fwd)                                                         \
   X(cross_entropy_bwd)
 
