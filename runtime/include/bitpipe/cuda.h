@@ -74,6 +74,9 @@ enum { BP_ERR_DEVICE = 8 };
  *  - layer_norm_bwd and rms_norm_bwd accumulate the weight gradients in a
  *    fixed order (deterministic);
  *  - add sums in fp32 and rounds once;
+ *  - dropout reads the key from device memory and draws core/Dropout.h's
+ *    mask, the CPU kernel's bits; a kept bf16 element is x * scale in fp32,
+ *    rounded once;
  *  - the linear kernels go through cuBLASLt: bf16 operands with fp32
  *    accumulation, or in _f32 fp32 operands with true fp32 products (no
  *    TF32); linear_gelu_fwd and linear_bwd_input_gelu use its bias+GELU
@@ -107,6 +110,7 @@ enum { BP_ERR_DEVICE = 8 };
   X(swiglu_fwd)                                                                \
   X(swiglu_bwd)                                                                \
   X(add_fwd)                                                                   \
+  X(dropout)                                                                   \
   X(cross_entropy_fwd)                                                         \
   X(cross_entropy_bwd)
 #define BP_CUDA_KERNELS(X)                                                     \

@@ -23,6 +23,7 @@
 #include "Reference.h"
 #include "bitpipe/program.h"
 #include "bitpipe/runtime.h"
+#include "core/Dropout.h"
 
 #include <cstdlib>
 #include <string>
@@ -225,6 +226,31 @@ TEST_P(CudaAbi, GeluErfDispatch) {
   EXPECT_TRUE(checkClose("bp_gelu_erf_bwd", "dx", shape, dx.download(),
                          ref::geluErfGrad(toDouble(dy.values()), xD),
                          activationRtol()));
+}
+
+TEST_P(CudaAbi, DropoutDispatchesWithTheKeyOnTheDevice) {
+  // The key in device memory, as the runtime stages it; the mask is
+  // core/Dropout.h's on the host (CudaDropoutTest.cpp says more).
+  const int64_t n = 1001;
+  const int32_t site = 4;
+  const float p = 0.2f;
+  int32_t words[4];
+  fillDropoutKey(42, 3, words);
+  DeviceBuffer<int32_t> key(std::vector<int32_t>(words, words + 4));
+  ActTensor x(bf16(), randomFloats(n, 25, 0.5f, 1.5f)), y(bf16(), n);
+  ASSERT_EQ(ABI_CALL(dropout, x.abi(), y.abi(), key.get(), site, p, n), BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+  const DropoutMask mask = dropoutMask(words, site, p);
+  std::vector<float> expected(n);
+  for (int64_t e = 0; e < n; ++e)
+    expected[e] = mask.keeps(e) ? x.values()[e] * mask.scale : 0.0f;
+  if (bf16())
+    expected = fromBf16(toBf16(expected));
+  const auto actual = y.download();
+  int64_t bad = 0;
+  for (int64_t e = 0; e < n; ++e)
+    bad += !(actual[e] == expected[e]);
+  EXPECT_EQ(bad, 0) << precisionName();
 }
 
 TEST_P(CudaAbi, CrossEntropyDispatchesAndWritesTheLossOnTheDevice) {
