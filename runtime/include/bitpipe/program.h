@@ -169,7 +169,10 @@ extern const int64_t bitpipe_manifest_size;
  *   {"role": "param", "param": "layers.0.ln1.weight"}
  *       argument: the parameter; result (of a backward): its gradient,
  *       accumulated (+=) into the rank's gradient of that parameter;
- *   {"role": "input", "input": "tokens" | "labels"}     (forward argument)
+ *   {"role": "input", "input": "tokens" | "labels" | "dropout_key"}
+ *                                   forward argument: the micro-batch's
+ *                                   ids ([microbatch_size, seq_len] i32)
+ *                                   or its dropout key ([4] i32)
  *   {"role": "activation"}          forward argument from the previous stage
  *   {"role": "output"}              forward result passed on (or the loss,
  *                                   a scalar, on the last stage)
@@ -317,9 +320,13 @@ static const char *const bp_model_family_names[BP_NUM_MODEL_FAMILIES] = {
  *===----------------------------------------------------------------------===*/
 
 /* bitpipe.load_input: fills value with `count` int32 of micro-batch `mb` of
- * this step (kind: a bp_input_kind, BP_INPUT_TOKENS or BP_INPUT_LABELS, the
- * targets), read for this rank's data-parallel copy.
- * count = microbatch_size x seq_len. */
+ * this step for this rank's data-parallel copy; kind is a bp_input_kind:
+ *   BP_INPUT_TOKENS, BP_INPUT_LABELS (the targets): the ids read from the
+ *     data, count = microbatch_size x seq_len;
+ *   BP_INPUT_DROPOUT_KEY: the micro-batch's dropout key, count = 4: the
+ *     words [seed low, seed high, g low, g high] of the run's seed and the
+ *     micro-batch's sample group g (the index its tokens are sampled by;
+ *     docs/training-semantics.md, "Dropout"); no data is read. */
 void bp_rt_load_input(bp_rt_context *ctx, int32_t value, int32_t kind,
                       int64_t mb, int64_t count);
 

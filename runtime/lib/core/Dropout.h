@@ -29,6 +29,9 @@ inline constexpr int kDropoutSiteShift = BP_DROPOUT_SITE_SHIFT;
 inline constexpr int64_t kDropoutMaxSites = BP_DROPOUT_MAX_SITES;
 inline constexpr int64_t kDropoutMaxElements = int64_t{1} << kDropoutSiteShift;
 
+/// A random key is this many int32 words (the RNG_KEY role's buffer).
+inline constexpr int kDropoutKeyWords = 4;
+
 /// The words of a random key, and back.
 BP_HOST_DEVICE inline uint64_t joinKeyWords(int32_t low, int32_t high) {
   return static_cast<uint64_t>(static_cast<uint32_t>(low)) |

@@ -107,7 +107,8 @@ Expected<int64_t> Executor::warmUp() {
         continue;
       }
       if (role.kind == RoleKind::Input) {
-        // Id 0 is a token of every vocabulary and a label of every one.
+        // Id 0 is a token of every vocabulary and a label of every one;
+        // zero words are a dropout key (seed 0, sample group 0).
         BP_ASSIGN(b, backend_.loadInput(role.numel, [&](int32_t *host) {
           std::memset(host, 0,
                       static_cast<size_t>(role.numel) * sizeof(int32_t));
@@ -343,11 +344,14 @@ static Status checkSize(const Buffer &b, const Role &role, int32_t id,
 
 Status Executor::loadInput(int32_t value, int32_t kind, int64_t mb,
                            int64_t count) {
-  if (kind != static_cast<int32_t>(InputKind::Tokens) &&
-      kind != static_cast<int32_t>(InputKind::Labels))
-    return invalid(formatString("input kind %d is neither 0 (tokens) nor 1 "
-                                "(labels)",
-                                kind));
+  if (kind < 0 || kind >= BP_NUM_INPUT_KINDS) {
+    std::string kinds;
+    for (int k = 0; k < BP_NUM_INPUT_KINDS; ++k)
+      kinds +=
+          formatString("%s%d (%s)", k ? ", " : "", k, bp_input_kind_names[k]);
+    return invalid(
+        formatString("input kind %d is not one of %s", kind, kinds.c_str()));
+  }
   if (!inputs_)
     return invalid("this rank has no training data open");
   if (count <= 0)

@@ -2,6 +2,8 @@
 
 #include "InputLoader.h"
 
+#include "core/Dropout.h"
+
 namespace bitpipe::runtime {
 
 Expected<std::unique_ptr<InputLoader>>
@@ -41,7 +43,13 @@ Status InputLoader::load(int64_t step, int dpCopy, int64_t mb, InputKind kind,
   const ModelSpec &model = manifest_.model;
   const ScheduleSpec &schedule = manifest_.schedule;
   int64_t n = model.microbatchSize * model.seqLen;
-  if (count != n)
+  if (kind == InputKind::DropoutKey && count != kDropoutKeyWords)
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        formatString("load_input of a dropout key of %lld words; a key is "
+                     "%d int32",
+                     static_cast<long long>(count), kDropoutKeyWords));
+  if (kind != InputKind::DropoutKey && count != n)
     return Status::error(
         ErrorCode::InvalidArgument,
         formatString("load_input of %lld ids; a micro-batch has "
@@ -57,6 +65,12 @@ Status InputLoader::load(int64_t step, int dpCopy, int64_t mb, InputKind kind,
       static_cast<uint64_t>(step), dpCopy,
       static_cast<int>(schedule.dataParallel), static_cast<int>(mb),
       static_cast<int>(schedule.microbatches));
+  // The seed the sampler draws with, and the index it samples this
+  // micro-batch's rows by: the sample group g of the dropout mask.
+  if (kind == InputKind::DropoutKey) {
+    fillDropoutKey(sampler_->config().seed, global, out);
+    return Status::ok();
+  }
   if (isNextTokenModel(model.family))
     return kind == InputKind::Tokens ? sampler_->gptBatch(global, out, nullptr)
                                      : sampler_->gptBatch(global, nullptr, out);

@@ -1,7 +1,8 @@
 //===- InputLoader.h - Micro-batches for bp_rt_load_input -------*- C++ -*-===//
 //
 // What bitpipe.load_input reads: the tokens or the targets/labels of one
-// micro-batch of the current step, for this rank's data-parallel copy.
+// micro-batch of the current step, for this rank's data-parallel copy, or
+// its dropout key.
 //
 // The sample is chosen by the global micro-batch index (TokenDataset.h):
 // micro-batch mb of copy c in step s is global (s * K + c) * N + mb for K
@@ -11,7 +12,9 @@
 // trains on. GPT: tokens and next-token targets; BERT: the masked inputs and
 // their labels (MaskedLM.h), both rebuilt from the same rows, so the rank
 // holding the first stage and the one holding the last agree without
-// talking.
+// talking. A micro-batch's dropout key is the seed and that same global
+// index (core/Dropout.h), so whichever rank runs a stage of it draws the
+// same masks, under every schedule and data-parallel width.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,7 +42,9 @@ public:
 
   /// Fills \p out with the \p count int32 of \p kind of micro-batch \p mb
   /// (numbered within the copy's step) of step \p step of data-parallel
-  /// copy \p dpCopy (Manifest::copyOf).
+  /// copy \p dpCopy (Manifest::copyOf): its ids (count = microbatch_size x
+  /// seq_len), or its dropout key (count = kDropoutKeyWords, from the seed
+  /// the loader was opened with).
   Status load(int64_t step, int dpCopy, int64_t mb, InputKind kind,
               int32_t *out, int64_t count) const;
 

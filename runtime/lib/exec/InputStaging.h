@@ -1,14 +1,14 @@
 //===- InputStaging.h - Where a device target stages a step's inputs -*- C++
 //-*-===//
 //
-// A device target copies a step's token and label ids to the device from
-// pinned host memory. Allocating pinned memory (and freeing it, which
-// waits for the whole device) inside a step can stall the host while a
-// peer's NCCL kernel spins, and then no --timeout fires. So the staging is
-// one block, sized at start-up for every input the rank can load in a step
-// (capacityFor), handed out in order and reset at each step's start. A step
-// that needs more (it cannot, by the manifest's sizes) is an error, not a
-// bigger block: growing would free pinned memory in a step.
+// A device target copies a step's token and label ids and dropout keys to
+// the device from pinned host memory. Allocating pinned memory (and freeing
+// it, which waits for the whole device) inside a step can stall the host
+// while a peer's NCCL kernel spins, and then no --timeout fires. So the
+// staging is one block, sized at start-up for every input the rank can load
+// in a step (capacityFor), handed out in order and reset at each step's
+// start. A step that needs more (it cannot, by the manifest's sizes) is an
+// error, not a bigger block: growing would free pinned memory in a step.
 //
 // Plain C++: the CUDA backend and the fake device of the tests use it
 // alike, each with its own memory.
@@ -33,9 +33,10 @@ public:
   static constexpr size_t kAlignment = 64;
 
   /// Bytes for the most a rank loads in one step: each of its copy's
-  /// micro-batches may load both inputs (tokens and labels: BitPipe's
+  /// micro-batches may load both id inputs (tokens and labels: BitPipe's
   /// V-shaped ranks hold a first and a last stage), microbatchSize x seqLen
-  /// int32 ids each.
+  /// int32 each, and a dropout key (4 int32) for each dropout_key argument
+  /// of each forward function.
   static size_t capacityFor(const Manifest &manifest);
 
   explicit InputStaging(size_t capacity = 0) : capacity_(capacity) {}

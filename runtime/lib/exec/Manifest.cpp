@@ -2,6 +2,7 @@
 
 #include "Manifest.h"
 
+#include "core/Dropout.h"
 #include "core/Json.h"
 #include "core/Tensor.h"
 
@@ -456,6 +457,14 @@ Status parseRole(const JsonValue &v, const std::string &where,
     BP_TRY(f.word(bp_role_kind_names[BP_ROLE_INPUT], bp_input_kind_names,
                   "input", &input));
     role->input = static_cast<InputKind>(input);
+    if (role->input == InputKind::DropoutKey) {
+      if (role->dtype != DType::I32 || role->numel != kDropoutKeyWords)
+        return bad(where, formatString("a dropout key is %d int32, not %s %s",
+                                       kDropoutKeyWords,
+                                       shapeToString(role->shape).c_str(),
+                                       dtype.c_str()));
+      break;
+    }
     int64_t want = m.model.microbatchSize * m.model.seqLen;
     if (role->dtype != DType::I32 || role->numel != want)
       return bad(where, formatString("an input is microbatch_size x seq_len "

@@ -167,6 +167,7 @@ const char *roleKindName(RoleKind kind);
 enum class InputKind : int32_t {
   Tokens = BP_INPUT_TOKENS,
   Labels = BP_INPUT_LABELS,
+  DropoutKey = BP_INPUT_DROPOUT_KEY,
 };
 
 struct Role {

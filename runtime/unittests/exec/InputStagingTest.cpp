@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 using namespace bitpipe::runtime;
+using bitpipe::runtime::testing::dropoutKeyManifest;
 using bitpipe::runtime::testing::pipeDpManifest;
 
 namespace {
@@ -34,6 +35,33 @@ TEST(ExecInputStaging, HoldsTwoInputsPerMicroBatchOfTheCopy) {
       EXPECT_EQ(*at % InputStaging::kAlignment, 0u);
       expected += perInput;
     }
+    EXPECT_FALSE(staging.take(1).isOk()) << "the block is full";
+  }
+}
+
+// Each forward that takes a dropout key loads one for each micro-batch it
+// runs: a 64-byte slice (16 bytes of key) per micro-batch on top of the ids.
+TEST(ExecInputStaging,
+     HoldsADropoutKeyPerMicroBatchForEachForwardThatTakesOne) {
+  Expected<Manifest> plain = parseManifest(pipeDpManifest());
+  Expected<Manifest> m = parseManifest(dropoutKeyManifest());
+  ASSERT_TRUE(plain.isOk()) << plain.status().message();
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  const size_t capacity = InputStaging::capacityFor(*m);
+  EXPECT_EQ(capacity, InputStaging::capacityFor(*plain) +
+                          m->schedule.microbatches * InputStaging::kAlignment);
+
+  // Tokens, labels and a key for every micro-batch fit, every step.
+  InputStaging staging(capacity);
+  const size_t ids = m->model.microbatchSize * m->model.seqLen * 4;
+  for (int step = 0; step < 2; ++step) {
+    staging.reset();
+    for (int64_t mb = 0; mb < m->schedule.microbatches; ++mb)
+      for (size_t bytes : {ids, ids, size_t{16}}) {
+        Expected<size_t> at = staging.take(bytes);
+        ASSERT_TRUE(at.isOk())
+            << "micro-batch " << mb << ": " << at.status().message();
+      }
     EXPECT_FALSE(staging.take(1).isOk()) << "the block is full";
   }
 }

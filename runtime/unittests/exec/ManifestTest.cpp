@@ -327,4 +327,26 @@ TEST(ExecManifest, AOneMemberGroupNeedsSeveralCopies) {
       << errorOf(single);
 }
 
+// A dropout_key input is the micro-batch's key, 4 int32 whatever the
+// model's sizes (core/Dropout.h); ids are microbatch_size x seq_len.
+TEST(ExecManifest, ADropoutKeyInputIsFourWords) {
+  const std::string good = dropoutKeyManifest();
+  Expected<Manifest> m = parseManifest(good);
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  const StageFunction &fwd = m->functions[kStage0Fwd];
+  ASSERT_EQ(fwd.args.size(), 6u);
+  EXPECT_EQ(fwd.args[4].input, InputKind::Tokens);
+  EXPECT_EQ(fwd.args[5].kind, RoleKind::Input);
+  EXPECT_EQ(fwd.args[5].input, InputKind::DropoutKey);
+  EXPECT_EQ(fwd.args[5].numel, 4);
+  EXPECT_EQ(fwd.args[5].dtype, DType::I32);
+  for (const char *shape : {"[2, 8]", "[3]", "[8]"}) {
+    const std::string bad = dropoutKeyManifest(shape);
+    EXPECT_NE(errorOf(bad).find(std::string("a dropout key is 4 int32, not ") +
+                                shape + " i32"),
+              std::string::npos)
+        << errorOf(bad);
+  }
+}
+
 } // namespace

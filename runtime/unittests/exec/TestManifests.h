@@ -57,6 +57,18 @@ inline std::string replaced(std::string text, const std::string &from,
   return text;
 }
 
+/// pipeDpManifest with stage 0's forward also taking the micro-batch's
+/// dropout key, of shape \p keyShape, after its tokens (argument 5).
+inline std::string dropoutKeyManifest(const std::string &keyShape = "[4]") {
+  const std::string tokens =
+      FAKE_R("input", ", \"input\": \"tokens\"", "[2, 8]", "i32");
+  return replaced(pipeDpManifest(), tokens,
+                  tokens +
+                      ", {\"role\": \"input\", \"input\": \"dropout_key\", "
+                      "\"shape\": " +
+                      keyShape + ", \"dtype\": \"i32\"}");
+}
+
 } // namespace bitpipe::runtime::testing
 
 #endif // BITPIPE_RUNTIME_UNITTESTS_EXEC_TESTMANIFESTS_H
