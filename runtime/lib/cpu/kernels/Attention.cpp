@@ -20,10 +20,20 @@
 // (h / (nh / nkv)); the dK and dV tiles of a shared head accumulate over
 // its query heads like over its query blocks.
 //
+// Dropout on the probabilities (bp_attention_dropout_*) is the same loops
+// with a mask: P' = P * keep / (1 - p), out = P' V. The forward sums l over
+// the undropped P, so lse is P's, and zeroes the dropped entries of the
+// tile before P V; 1 / (1 - p) joins the final 1 / l. The backward forms
+// dV from P' and, with dP' = dO V^T, dS = P (dP - D) where dP = dP' * keep
+// / (1 - p), i.e. dS = P' dP' - P D; D = dO . O still, since
+// sum_k P_ik dP_ik = sum_k P'_ik dP'_ik = dO_i . (P' V)_i. Without a mask
+// (p = 0) nothing of this runs: the results are attention's, bit for bit.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Attention.h"
 #include "Common.h"
+#include "core/Dropout.h"
 
 #include <algorithm>
 #include <cblas.h>
@@ -79,6 +89,13 @@ static AttentionShape makeShape(int64_t B, int64_t T, int64_t H, int64_t nh,
           causal};
 }
 
+/// The mask's element index of row \p r, column 0 of a tile: query q0 + r,
+/// key k0 of head h of batch b.
+static uint64_t dropoutRowBase(const AttentionShape &sh, int64_t b, int64_t h,
+                               int64_t q0, int64_t r, int64_t k0) {
+  return static_cast<uint64_t>(((b * sh.nh + h) * sh.T + q0 + r) * sh.T + k0);
+}
+
 /// Sets the causally masked entries of an rq x rk score tile (leading
 /// dimension ld) to -inf: key k0 + c is hidden from query q0 + r when it lies
 /// in the future, k0 + c > q0 + r.
@@ -96,7 +113,7 @@ namespace bitpipe::runtime::cpu {
 bp_status_t attentionForward(const float *qkv, float *out, float *lse,
                              int64_t B, int64_t T, int64_t H, int64_t nh,
                              int64_t nkv, bool causal, int64_t blockQ,
-                             int64_t blockK) {
+                             int64_t blockK, const DropoutMask *dropout) {
   if (!allNonNull({qkv, out, lse}) ||
       !validAttentionArgs(B, T, H, nh, nkv, blockQ, blockK))
     return BP_ERR_INVALID_ARGUMENT;
@@ -157,6 +174,13 @@ bp_status_t attentionForward(const float *qkv, float *out, float *lse,
             float *orow = O + r * d;
             for (int64_t c = 0; c < d; ++c)
               orow[c] *= corr;
+            // Dropped after the sum: l, and so lse, are the undropped P's.
+            if (dropout) {
+              const uint64_t e0 = dropoutRowBase(sh, b, h, q0, r, k0);
+              for (int64_t c = 0; c < rk; ++c)
+                if (!dropout->keeps(e0 + c))
+                  sr[c] = 0.0f;
+            }
           }
           // O[rq, d] += P[rq, rk] V[rk, d]
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rq, d, rk,
@@ -165,7 +189,8 @@ bp_status_t attentionForward(const float *qkv, float *out, float *lse,
 
         float *lseRow = lse + (b * nh + h) * T + q0;
         for (int64_t r = 0; r < rq; ++r) {
-          const float inv = 1.0f / l[r];
+          // Under dropout, the kept entries' 1 / (1 - p) too.
+          const float inv = dropout ? dropout->scale / l[r] : 1.0f / l[r];
           float *dst = out + sh.outOffset(b, q0 + r, h);
           const float *orow = O + r * d;
           for (int64_t c = 0; c < d; ++c)
@@ -182,17 +207,20 @@ bp_status_t attentionBackward(const float *qkv, const float *out,
                               const float *dout, const float *lse, float *dqkv,
                               int64_t B, int64_t T, int64_t H, int64_t nh,
                               int64_t nkv, bool causal, int64_t blockQ,
-                              int64_t blockK) {
+                              int64_t blockK, const DropoutMask *dropout) {
   if (!allNonNull({qkv, out, dout, lse, dqkv}) ||
       !validAttentionArgs(B, T, H, nh, nkv, blockQ, blockK))
     return BP_ERR_INVALID_ARGUMENT;
   const AttentionShape sh = makeShape(B, T, H, nh, nkv, causal);
   const int64_t d = sh.d;
 
-  ScratchBuffer probs(blockQ * blockK), dprobs(blockQ * blockK), rowDot(T);
-  if (!probs.ok() || !dprobs.ok() || !rowDot.ok())
+  // With dropout, P' (P dropped and scaled) is a third tile.
+  ScratchBuffer probs(blockQ * blockK), dprobs(blockQ * blockK), rowDot(T),
+      keptProbs(dropout ? blockQ * blockK : 1);
+  if (!probs.ok() || !dprobs.ok() || !rowDot.ok() || !keptProbs.ok())
     return BP_ERR_OUT_OF_MEMORY;
   float *P = probs.get(), *dP = dprobs.get(), *D = rowDot.get();
+  float *Pd = dropout ? keptProbs.get() : P;
 
   // dQ, dK, dV are accumulated tile by tile with sgemm's beta = 1.
   std::memset(dqkv, 0,
@@ -245,19 +273,37 @@ bp_status_t attentionBackward(const float *qkv, const float *out,
               pr[c] = std::exp(pr[c] - rowLse);
           }
 
-          // dV[rk, d] += P^T dO
+          // P' = P * keep / (1 - p): the probabilities out was made of.
+          if (dropout) {
+            for (int64_t r = 0; r < rq; ++r) {
+              const float *pr = P + r * blockK;
+              float *pdr = Pd + r * blockK;
+              const uint64_t e0 = dropoutRowBase(sh, b, h, q0, r, k0);
+              for (int64_t c = 0; c < rk; ++c)
+                pdr[c] = dropout->keeps(e0 + c) ? pr[c] * dropout->scale : 0.0f;
+            }
+          }
+
+          // dV[rk, d] += P'^T dO
           cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rk, d, rq, 1.0f,
-                      P, blockK, dO, H, 1.0f, dV, sh.ldQKV);
-          // dP[rq, rk] = dO V^T
+                      Pd, blockK, dO, H, 1.0f, dV, sh.ldQKV);
+          // dP[rq, rk] = dO V^T (dP' under dropout)
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rq, rk, d, 1.0f,
                       dO, H, V, sh.ldQKV, 0.0f, dP, blockK);
           // dS = P * (dP - D), in place in dP. Masked entries have P = 0.
+          // Under dropout dS = P' dP' - P D (the file's comment says why).
           for (int64_t r = 0; r < rq; ++r) {
             const float *pr = P + r * blockK;
             float *dsr = dP + r * blockK;
             const float Dr = D[q0 + r];
-            for (int64_t c = 0; c < rk; ++c)
-              dsr[c] = pr[c] * (dsr[c] - Dr);
+            if (dropout) {
+              const float *pdr = Pd + r * blockK;
+              for (int64_t c = 0; c < rk; ++c)
+                dsr[c] = pdr[c] * dsr[c] - pr[c] * Dr;
+            } else {
+              for (int64_t c = 0; c < rk; ++c)
+                dsr[c] = pr[c] * (dsr[c] - Dr);
+            }
           }
           // S = scale * Q K^T, so dQ += scale dS K and dK += scale dS^T Q.
           cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rq, d, rk,
