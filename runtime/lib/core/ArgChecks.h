@@ -32,6 +32,15 @@ inline bool allPositive(std::initializer_list<int64_t> sizes) {
   return true;
 }
 
+/// True if the product of \p sizes, each positive, is at most \p limit,
+/// without forming a product that could overflow: floor(floor(limit / a) /
+/// b) is floor(limit / (a b)), which is >= 1 exactly when a b <= limit.
+inline bool productAtMost(std::initializer_list<int64_t> sizes, int64_t limit) {
+  for (int64_t s : sizes)
+    limit /= s;
+  return limit >= 1;
+}
+
 } // namespace bitpipe::runtime
 
 #endif // BITPIPE_RUNTIME_CORE_ARGCHECKS_H

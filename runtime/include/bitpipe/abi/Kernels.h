@@ -145,6 +145,31 @@
       (ACT_OUT, dqkv), (DIM, B), (DIM, T), (DIM, H), (DIM, nh), (INT, causal)
 
 /*===-----------------------------------------------------------------------===
+ * attention_fwd/bwd with dropout on the attention probabilities (GPT-2's
+ * attn_pdrop, BERT's attention_probs_dropout_prob), as PyTorch's eager
+ * attention: P = softmax(scale Q K^T + mask), P' = dropout(P), out = P' V.
+ *   key: the micro-batch's random key (RNG_KEY), site: the dropout site,
+ *     p: the probability of dropping; element ((b nh + h) T + i) T + j of
+ *     the [B, nh, T, T] probabilities (query i, key j) is kept or dropped as
+ *     docs/training-semantics.md ("Dropout") says, kept ones scaled by
+ *     1 / (1 - p). 0 <= p < 1, 0 <= site < 2^24, B nh T T <= 2^40.
+ *   lse is that of the undropped P, as attention_fwd's.
+ * p == 0 is attention_fwd/bwd, result for result. Multi-head layout only.
+ *===----------------------------------------------------------------------===*/
+#define BP_KERNEL_attention_dropout_fwd                                        \
+  (ACT_IN, qkv), (ACT_OUT, out), (STAT_OUT, lse), (DIM, B), (DIM, T),          \
+      (DIM, H), (DIM, nh), (INT, causal), (RNG_KEY, key), (INT, site),         \
+      (SCALAR, p)
+
+/* Writes dqkv as attention_bwd does, through the same mask: dV = P'^T dO,
+ * and dP, the gradient of P, is dO V^T dropped and scaled as P' was. out
+ * and lse are those the forward with the same key, site and p wrote. */
+#define BP_KERNEL_attention_dropout_bwd                                        \
+  (ACT_IN, qkv), (ACT_IN, out), (ACT_IN, dout), (STAT_IN, lse),                \
+      (ACT_OUT, dqkv), (DIM, B), (DIM, T), (DIM, H), (DIM, nh), (INT, causal), \
+      (RNG_KEY, key), (INT, site), (SCALAR, p)
+
+/*===-----------------------------------------------------------------------===
  * Grouped-query attention (LLaMA-2-70B, Mistral): attention_fwd/bwd with
  * nkv key/value heads, nkv dividing nh.
  *   qkv [B, T, (nh + 2 nkv) d], d = H / nh: q the first nh heads, k the
@@ -283,6 +308,8 @@
   X(linear_bwd_weight)                                                         \
   X(attention_fwd)                                                             \
   X(attention_bwd)                                                             \
+  X(attention_dropout_fwd)                                                     \
+  X(attention_dropout_bwd)                                                     \
   X(attention_gqa_fwd)                                                         \
   X(attention_gqa_bwd)                                                         \
   X(rotary_fwd)                                                                \

@@ -42,6 +42,11 @@
 #include <limits>
 
 using namespace bitpipe::runtime::cpu;
+using bitpipe::runtime::dropoutArgsValid;
+using bitpipe::runtime::DropoutMask;
+using bitpipe::runtime::dropoutMask;
+using bitpipe::runtime::kDropoutMaxElements;
+using bitpipe::runtime::productAtMost;
 
 static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -340,6 +345,43 @@ extern "C" bp_status_t bp_attention_bwd(const float *qkv, const float *out,
     return BP_ERR_INVALID_ARGUMENT;
   return attentionBackward(qkv, out, dout, lse, dqkv, B, T, H, nh, nh,
                            causal != 0, kAttentionBlockQ, kAttentionBlockK);
+}
+
+/// The dropout kernels' own checks (Kernels.h, attention_dropout_fwd), after
+/// the roles' (so the sizes are positive): a drawable mask whose element
+/// indices, [B, nh, T, T], fit below 2^40.
+static bool validDropoutArgs(int64_t B, int64_t T, int64_t nh, int32_t site,
+                             float p) {
+  return dropoutArgsValid(site, p) &&
+         productAtMost({B, nh, T, T}, kDropoutMaxElements);
+}
+
+extern "C" bp_status_t
+bp_attention_dropout_fwd(const float *qkv, float *out, float *lse, int64_t B,
+                         int64_t T, int64_t H, int64_t nh, int32_t causal,
+                         const int32_t *key, int32_t site, float p) {
+  if (!BP_KERNEL_ARGS_VALID(attention_dropout_fwd) ||
+      !validDropoutArgs(B, T, nh, site, p))
+    return BP_ERR_INVALID_ARGUMENT;
+  // p = 0 draws nothing: attention_fwd's loops as they are.
+  const DropoutMask mask = dropoutMask(key, site, p);
+  return attentionForward(qkv, out, lse, B, T, H, nh, nh, causal != 0,
+                          kAttentionBlockQ, kAttentionBlockK,
+                          p == 0.0f ? nullptr : &mask);
+}
+
+extern "C" bp_status_t
+bp_attention_dropout_bwd(const float *qkv, const float *out, const float *dout,
+                         const float *lse, float *dqkv, int64_t B, int64_t T,
+                         int64_t H, int64_t nh, int32_t causal,
+                         const int32_t *key, int32_t site, float p) {
+  if (!BP_KERNEL_ARGS_VALID(attention_dropout_bwd) ||
+      !validDropoutArgs(B, T, nh, site, p))
+    return BP_ERR_INVALID_ARGUMENT;
+  const DropoutMask mask = dropoutMask(key, site, p);
+  return attentionBackward(qkv, out, dout, lse, dqkv, B, T, H, nh, nh,
+                           causal != 0, kAttentionBlockQ, kAttentionBlockK,
+                           p == 0.0f ? nullptr : &mask);
 }
 
 extern "C" bp_status_t bp_attention_gqa_fwd(const float *qkv, float *out,
