@@ -11,9 +11,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DropoutReference.h"
 #include "Reference.h"
 #include "TestUtil.h"
 #include "bitpipe/runtime.h"
+#include "core/Dropout.h"
 #include "kernels/Attention.h"
 
 #include <gtest/gtest.h>
@@ -230,6 +232,66 @@ TEST(AttentionBwdAbi, MatchesFiniteDifferencesThroughTheCAbi) {
               BP_OK);
     ASSERT_EQ(bp_attention_bwd(qkv.data(), out.data(), w.data(), lse.data(),
                                dqkv.data(), B, T, H, nh, causal),
+              BP_OK);
+    EXPECT_TRUE(gradMatches(dqkv, fd)) << "causal=" << causal;
+  }
+}
+
+/// The backward through the mask: finite differences of the definition's
+/// forward with the same mask (which does not depend on qkv, so the loss is
+/// as smooth as without dropout).
+TEST_P(AttentionBwd, WithDropoutMatchesFiniteDifferences) {
+  const AttentionCase c = GetParam();
+  auto qkv = randomFloats(c.B * c.T * 3 * c.H, 70, -1.5f, 1.5f);
+  auto w = randomFloats(c.B * c.T * c.H, 71);
+  auto qkvD = toDouble(qkv), wD = toDouble(w);
+  for (const ref::DropoutSpec &spec :
+       {ref::DropoutSpec{0x0123456789abcdefULL, 9, 4, 0.1f},
+        ref::DropoutSpec{5, 0xfedcba9876543210ULL, 7, 0.5f}}) {
+    auto fd = finiteDifferences(qkvD, [&] {
+      return weightedSum(
+          ref::attentionDropout(qkvD, c.B, c.T, c.H, c.nh, c.causal, spec), wD);
+    });
+    const auto key = spec.key();
+    const DropoutMask mask = dropoutMask(key.data(), spec.site, spec.p);
+    std::vector<float> out(c.B * c.T * c.H), lse(c.B * c.nh * c.T);
+    ASSERT_EQ(cpu::attentionForward(qkv.data(), out.data(), lse.data(), c.B,
+                                    c.T, c.H, c.nh, c.nh, c.causal, c.blockQ,
+                                    c.blockK, &mask),
+              BP_OK);
+    std::vector<float> dqkv(qkv.size(), 7.0f); // Written, not accumulated.
+    ASSERT_EQ(cpu::attentionBackward(qkv.data(), out.data(), w.data(),
+                                     lse.data(), dqkv.data(), c.B, c.T, c.H,
+                                     c.nh, c.nh, c.causal, c.blockQ, c.blockK,
+                                     &mask),
+              BP_OK);
+    EXPECT_TRUE(gradMatches(dqkv, fd)) << "p=" << spec.p;
+    // Not vacuous: the mask drops some probability the rows see.
+    EXPECT_GT(ref::droppedProbabilities(spec, c.B, c.nh, c.T, c.causal), 0)
+        << "p=" << spec.p;
+  }
+}
+
+TEST(AttentionDropoutBwdAbi, MatchesFiniteDifferencesThroughTheCAbi) {
+  const int64_t B = 2, T = 67, H = 4, nh = 2;
+  auto qkv = randomFloats(B * T * 3 * H, 72, -1.5f, 1.5f);
+  auto w = randomFloats(B * T * H, 73);
+  auto qkvD = toDouble(qkv), wD = toDouble(w);
+  const ref::DropoutSpec spec{11, 12, 13, 0.25f};
+  const auto key = spec.key();
+  for (int32_t causal : {1, 0}) {
+    auto fd = finiteDifferences(qkvD, [&] {
+      return weightedSum(
+          ref::attentionDropout(qkvD, B, T, H, nh, causal != 0, spec), wD);
+    });
+    std::vector<float> out(B * T * H), lse(B * nh * T), dqkv(qkv.size());
+    ASSERT_EQ(bp_attention_dropout_fwd(qkv.data(), out.data(), lse.data(), B, T,
+                                       H, nh, causal, key.data(), spec.site,
+                                       spec.p),
+              BP_OK);
+    ASSERT_EQ(bp_attention_dropout_bwd(qkv.data(), out.data(), w.data(),
+                                       lse.data(), dqkv.data(), B, T, H, nh,
+                                       causal, key.data(), spec.site, spec.p),
               BP_OK);
     EXPECT_TRUE(gradMatches(dqkv, fd)) << "causal=" << causal;
   }
@@ -588,6 +650,24 @@ TEST(ReferenceGrad, RotaryMatchesFiniteDifferences) {
   });
   EXPECT_TRUE(
       allClose(ref::rotaryGrad(dy, B, T, H, nh, nkv, 5.0), fd, kRefGradRtol));
+}
+
+TEST(ReferenceGrad, AttentionDropoutMatchesFiniteDifferences) {
+  const int64_t B = 2, T = 5, H = 6, nh = 3;
+  auto qkv = toDouble(randomFloats(B * T * 3 * H, 74, -1.5f, 1.5f));
+  auto dy = toDouble(randomFloats(B * T * H, 75));
+  const ref::DropoutSpec spec{3, 4, 5, 0.5f};
+  for (bool causal : {true, false}) {
+    auto fd = finiteDifferences(qkv, [&] {
+      return weightedSum(ref::attentionDropout(qkv, B, T, H, nh, causal, spec),
+                         dy);
+    });
+    auto out = ref::attentionDropout(qkv, B, T, H, nh, causal, spec);
+    auto grad =
+        ref::attentionDropoutGrad(qkv, out, dy, B, T, H, nh, causal, spec);
+    EXPECT_TRUE(gradMatches(grad, fd)) << "causal=" << causal;
+    EXPECT_TRUE(allClose(grad, fd, kRefGradRtol)) << "causal=" << causal;
+  }
 }
 
 TEST(ReferenceGrad, GroupedAttentionMatchesFiniteDifferences) {

@@ -6,13 +6,17 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DropoutReference.h"
 #include "Reference.h"
 #include "TestUtil.h"
 #include "bitpipe/runtime.h"
+#include "core/Dropout.h"
 #include "kernels/Attention.h"
 
 #include <cmath>
 #include <gtest/gtest.h>
+#include <limits>
+#include <string>
 
 using namespace bitpipe::runtime;
 using namespace bitpipe::runtime::test;
@@ -200,6 +204,167 @@ TEST(AttentionAbi, RejectsHeadsThatDoNotDivideH) {
             BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_attention_bwd(qkv.data(), out.data(), out.data(), lse.data(),
                              qkv.data(), 1, 1, 6, 4, 1),
+            BP_ERR_INVALID_ARGUMENT);
+}
+
+//===----------------------------------------------------------------------===//
+// Attention with dropout on the probabilities
+//===----------------------------------------------------------------------===//
+
+/// Keys whose words are negative as int32 as well as positive, sites 0 and
+/// one near 2^24 (the counter's high bits).
+const ref::DropoutSpec kDropoutSpecs[] = {
+    {0x0123456789abcdefULL, 0xfedcba9876543210ULL, 4, 0.1f},
+    {42, 3, 0, 0.5f},
+    {7, 0x100000000ULL, (1 << 24) - 1, 0.5f}};
+
+TEST(AttentionDropoutFwd, MatchesTheDefinitionAcrossBlocks) {
+  // The cases' tilings (partial blocks, the causal diagonal, blockQ !=
+  // blockK, the default blocks), each under every mask.
+  for (const AttentionCase &c : kAttentionCases)
+    for (const ref::DropoutSpec &spec : kDropoutSpecs) {
+      auto qkv = randomFloats(c.B * c.T * 3 * c.H, 20, -2.0f, 2.0f);
+      const auto key = spec.key();
+      const DropoutMask mask = dropoutMask(key.data(), spec.site, spec.p);
+      std::vector<float> out(c.B * c.T * c.H), lse(c.B * c.nh * c.T);
+      ASSERT_EQ(cpu::attentionForward(qkv.data(), out.data(), lse.data(), c.B,
+                                      c.T, c.H, c.nh, c.nh, c.causal, c.blockQ,
+                                      c.blockK, &mask),
+                BP_OK);
+      std::vector<double> refLse;
+      auto refOut = ref::attentionDropout(toDouble(qkv), c.B, c.T, c.H, c.nh,
+                                          c.causal, spec, &refLse);
+      const std::string where = ::testing::PrintToString(c) +
+                                " p=" + std::to_string(spec.p) +
+                                " site=" + std::to_string(spec.site);
+      EXPECT_TRUE(allClose(out, refOut, kFwdRtol)) << where;
+      // lse is the undropped softmax's.
+      EXPECT_TRUE(allClose(lse, refLse, kFwdRtol)) << where;
+      // Not vacuous: the mask drops some probability the rows see.
+      EXPECT_GT(ref::droppedProbabilities(spec, c.B, c.nh, c.T, c.causal), 0)
+          << where;
+    }
+}
+
+TEST(AttentionDropoutAbi, MatchesTheDefinition) {
+  // T = 130: three default blocks, the last partial; B, nh > 1.
+  const int64_t B = 2, T = 130, H = 16, nh = 2;
+  auto qkv = randomFloats(B * T * 3 * H, 21, -2.0f, 2.0f);
+  for (const ref::DropoutSpec &spec : kDropoutSpecs)
+    for (int32_t causal : {1, 0}) {
+      const auto key = spec.key();
+      std::vector<float> out(B * T * H), lse(B * nh * T);
+      ASSERT_EQ(bp_attention_dropout_fwd(qkv.data(), out.data(), lse.data(), B,
+                                         T, H, nh, causal, key.data(),
+                                         spec.site, spec.p),
+                BP_OK);
+      std::vector<double> refLse;
+      auto refOut = ref::attentionDropout(toDouble(qkv), B, T, H, nh,
+                                          causal != 0, spec, &refLse);
+      EXPECT_TRUE(allClose(out, refOut, kFwdRtol))
+          << "causal=" << causal << " p=" << spec.p;
+      EXPECT_TRUE(allClose(lse, refLse, kFwdRtol))
+          << "causal=" << causal << " p=" << spec.p;
+      // Not vacuous: the mask changes the output well beyond the tolerance.
+      auto undropped = ref::attention(toDouble(qkv), B, T, H, nh, causal != 0);
+      EXPECT_FALSE(allClose(out, undropped, 1e-2))
+          << "causal=" << causal << " p=" << spec.p;
+    }
+}
+
+TEST(AttentionDropoutAbi, DropsTheShareOfProbabilitiesItIsAsked) {
+  // With T = 1 every query row has one key, of probability 1: its output
+  // is that key's v times 1 / (1 - p) or 0, as the definition's mask says
+  // for element b nh + h; over the B nh rows about 1 - p are kept.
+  const int64_t B = 64, T = 1, H = 8, nh = 8, d = H / nh;
+  auto qkv = randomFloats(B * T * 3 * H, 22, 0.5f, 1.0f); // v never 0
+  const ref::DropoutSpec spec{99, 5, 1, 0.5f};
+  const auto key = spec.key();
+  std::vector<float> out(B * T * H), lse(B * nh * T);
+  ASSERT_EQ(bp_attention_dropout_fwd(qkv.data(), out.data(), lse.data(), B, T,
+                                     H, nh, 1, key.data(), spec.site, spec.p),
+            BP_OK);
+  int64_t kept = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < nh; ++h) {
+      const float o = out[b * H + h * d], v = qkv[b * 3 * H + 2 * H + h * d];
+      const bool keeps = spec.keeps(b * nh + h); // ((b nh + h) 1 + 0) 1 + 0
+      EXPECT_FLOAT_EQ(o, keeps ? v * spec.scale() : 0.0f)
+          << "b=" << b << " h=" << h;
+      kept += keeps;
+    }
+  // 512 fair draws: 256 expected, standard deviation 11.3.
+  EXPECT_GT(kept, 200);
+  EXPECT_LT(kept, 312);
+}
+
+TEST(AttentionDropoutAbi, ZeroProbabilityIsAttentionExactly) {
+  const int64_t B = 2, T = 70, H = 8, nh = 2;
+  auto qkv = randomFloats(B * T * 3 * H, 23, -2.0f, 2.0f);
+  auto dout = randomFloats(B * T * H, 24);
+  const int32_t key[4] = {1, 2, 3, 4};
+  for (int32_t causal : {1, 0}) {
+    std::vector<float> a(B * T * H), b(B * T * H), lseA(B * nh * T),
+        lseB(B * nh * T), da(qkv.size()), db(qkv.size());
+    ASSERT_EQ(bp_attention_fwd(qkv.data(), a.data(), lseA.data(), B, T, H, nh,
+                               causal),
+              BP_OK);
+    ASSERT_EQ(bp_attention_dropout_fwd(qkv.data(), b.data(), lseB.data(), B, T,
+                                       H, nh, causal, key, 3, 0.0f),
+              BP_OK);
+    EXPECT_EQ(a, b) << "causal=" << causal;
+    EXPECT_EQ(lseA, lseB) << "causal=" << causal;
+    ASSERT_EQ(bp_attention_bwd(qkv.data(), a.data(), dout.data(), lseA.data(),
+                               da.data(), B, T, H, nh, causal),
+              BP_OK);
+    ASSERT_EQ(bp_attention_dropout_bwd(qkv.data(), a.data(), dout.data(),
+                                       lseA.data(), db.data(), B, T, H, nh,
+                                       causal, key, 3, 0.0f),
+              BP_OK);
+    EXPECT_EQ(da, db) << "causal=" << causal;
+  }
+}
+
+TEST(AttentionDropoutAbi, RejectsBadDropoutArguments) {
+  const int64_t B = 1, T = 2, H = 4, nh = 2;
+  std::vector<float> qkv(B * T * 3 * H, 0.5f), dout(B * T * H, 0.5f);
+  const int32_t key[4] = {1, 2, 3, 4};
+  struct Bad {
+    const int32_t *key;
+    int32_t site;
+    float p;
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (Bad bad : {Bad{key, 0, -0.1f}, Bad{key, 0, 1.0f}, Bad{key, 0, 1.5f},
+                  Bad{key, 0, nan}, Bad{key, -1, 0.1f}, Bad{key, 1 << 24, 0.1f},
+                  Bad{nullptr, 0, 0.1f}, Bad{nullptr, 0, 0.0f}}) {
+    std::vector<float> out(B * T * H, 42.0f), lse(B * nh * T, 42.0f),
+        dqkv(qkv.size(), 42.0f);
+    EXPECT_EQ(bp_attention_dropout_fwd(qkv.data(), out.data(), lse.data(), B, T,
+                                       H, nh, 1, bad.key, bad.site, bad.p),
+              BP_ERR_INVALID_ARGUMENT)
+        << "site=" << bad.site << " p=" << bad.p;
+    EXPECT_EQ(bp_attention_dropout_bwd(qkv.data(), out.data(), dout.data(),
+                                       lse.data(), dqkv.data(), B, T, H, nh, 1,
+                                       bad.key, bad.site, bad.p),
+              BP_ERR_INVALID_ARGUMENT)
+        << "site=" << bad.site << " p=" << bad.p;
+    // Checked before anything is written.
+    for (const auto *v : {&out, &lse, &dqkv})
+      for (float x : *v)
+        EXPECT_EQ(x, 42.0f);
+  }
+  // Heads that do not divide H, as attention_fwd.
+  std::vector<float> out(B * T * H), lse(4 * T);
+  EXPECT_EQ(bp_attention_dropout_fwd(qkv.data(), out.data(), lse.data(), B, T,
+                                     H, 3, 1, key, 0, 0.1f),
+            BP_ERR_INVALID_ARGUMENT);
+  // More than 2^40 probabilities (B nh T T = 2^42): refused before any
+  // buffer is touched, so these small ones stand in.
+  EXPECT_EQ(bp_attention_dropout_fwd(qkv.data(), out.data(), lse.data(),
+                                     int64_t{1} << 12, int64_t{1} << 10,
+                                     int64_t{1} << 10, int64_t{1} << 10, 1, key,
+                                     0, 0.1f),
             BP_ERR_INVALID_ARGUMENT);
 }
 
