@@ -83,12 +83,15 @@ enum { BP_ERR_DEVICE = 8 };
  *    and dGELU epilogues; algorithms are chosen once per shape and cached,
  *    and all calls share one workspace;
  *  - attention is the project's own tiled kernels (FlashAttention-2's
- *    algorithm), never materialising a T x T matrix; cuDNN's is below.
+ *    algorithm), never materialising a T x T matrix; cuDNN's is below;
+ *  - attention_dropout is the same kernels with the mask drawn in their
+ *    tiles, both families (tensor-core and CUDA-core) and both precisions.
  *===----------------------------------------------------------------------===*/
 /* The device kernels that runtime.h's functions of the CUDA target run
  * as they are, on the context's stream (runtime/lib/cuda/abi/Kernels.cpp);
- * then every device kernel: those and attention, whose runtime.h functions
- * choose between these kernels and cuDNN's (abi/Attention.cpp). */
+ * then every device kernel: those and attention with and without dropout,
+ * whose runtime.h functions choose between these kernels and cuDNN's
+ * (abi/Attention.cpp). */
 #define BP_CUDA_STREAM_KERNELS(X)                                              \
   X(embedding_fwd)                                                             \
   X(embedding_bwd)                                                             \
@@ -116,7 +119,9 @@ enum { BP_ERR_DEVICE = 8 };
 #define BP_CUDA_KERNELS(X)                                                     \
   BP_CUDA_STREAM_KERNELS(X)                                                    \
   X(attention_fwd)                                                             \
-  X(attention_bwd)
+  X(attention_bwd)                                                             \
+  X(attention_dropout_fwd)                                                     \
+  X(attention_dropout_bwd)
 
 #define BP_CUDA_DECLARE_KERNEL_(kernel)                                        \
   bp_status_t bp_cuda_##kernel(BP_KERNEL_PARAMS(BF16, kernel), void *stream);  \

@@ -16,13 +16,22 @@
 // compute the same lse (natural log of the scaled scores), so a forward of
 // one and a backward of the other agree.
 //
+// Attention with dropout (bp_attention_dropout_*) never runs cuDNN's at
+// p > 0: cuDNN's dropout draws its own random numbers, not the mask of
+// docs/training-semantics.md, so a GPU run would drop other elements than a
+// CPU run, and a recomputed forward others than its backward assumes. At
+// p = 0 it is bp_attention_*, cuDNN's choice included.
+//
 //===----------------------------------------------------------------------===//
 
+#include "../attention/AttentionKernels.h"
 #include "bitpipe/cuda.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+using bitpipe::runtime::cuda::attention::validDropout;
 
 namespace {
 
@@ -103,4 +112,54 @@ extern "C" bp_status_t bp_attention_bwd_bf16(const bp_bf16_t *qkv,
                                   causal, s);
   return bp_cuda_attention_bwd(qkv, out, dout, lse, dqkv, B, T, H, nh, causal,
                                s);
+}
+
+extern "C" bp_status_t
+bp_attention_dropout_fwd(const float *qkv, float *out, float *lse, int64_t B,
+                         int64_t T, int64_t H, int64_t nh, int32_t causal,
+                         const int32_t *key, int32_t site, float p) {
+  return bp_cuda_attention_dropout_fwd_f32(qkv, out, lse, B, T, H, nh, causal,
+                                           key, site, p, bp_cuda_stream());
+}
+
+extern "C" bp_status_t
+bp_attention_dropout_fwd_bf16(const bp_bf16_t *qkv, bp_bf16_t *out, float *lse,
+                              int64_t B, int64_t T, int64_t H, int64_t nh,
+                              int32_t causal, const int32_t *key, int32_t site,
+                              float p) {
+  void *s = bp_cuda_stream();
+  if (p == 0.0f && useCudnn(B, T, H, nh, causal)) {
+    if (!BP_KERNEL_ARGS_VALID(attention_dropout_fwd) ||
+        !validDropout("bp_attention_dropout_fwd_bf16", B, T, nh, site, p))
+      return BP_ERR_INVALID_ARGUMENT;
+    return bp_cudnn_attention_fwd(qkv, out, lse, B, T, H, nh, causal, s);
+  }
+  return bp_cuda_attention_dropout_fwd(qkv, out, lse, B, T, H, nh, causal, key,
+                                       site, p, s);
+}
+
+extern "C" bp_status_t
+bp_attention_dropout_bwd(const float *qkv, const float *out, const float *dout,
+                         const float *lse, float *dqkv, int64_t B, int64_t T,
+                         int64_t H, int64_t nh, int32_t causal,
+                         const int32_t *key, int32_t site, float p) {
+  return bp_cuda_attention_dropout_bwd_f32(qkv, out, dout, lse, dqkv, B, T, H,
+                                           nh, causal, key, site, p,
+                                           bp_cuda_stream());
+}
+
+extern "C" bp_status_t bp_attention_dropout_bwd_bf16(
+    const bp_bf16_t *qkv, const bp_bf16_t *out, const bp_bf16_t *dout,
+    const float *lse, bp_bf16_t *dqkv, int64_t B, int64_t T, int64_t H,
+    int64_t nh, int32_t causal, const int32_t *key, int32_t site, float p) {
+  void *s = bp_cuda_stream();
+  if (p == 0.0f && useCudnn(B, T, H, nh, causal)) {
+    if (!BP_KERNEL_ARGS_VALID(attention_dropout_bwd) ||
+        !validDropout("bp_attention_dropout_bwd_bf16", B, T, nh, site, p))
+      return BP_ERR_INVALID_ARGUMENT;
+    return bp_cudnn_attention_bwd(qkv, out, dout, lse, dqkv, B, T, H, nh,
+                                  causal, s);
+  }
+  return bp_cuda_attention_dropout_bwd(qkv, out, dout, lse, dqkv, B, T, H, nh,
+                                       causal, key, site, p, s);
 }

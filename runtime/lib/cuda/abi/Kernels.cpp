@@ -5,8 +5,8 @@
 // the execution context (bp_cuda_set_stream): the same parameters, spelled
 // from bitpipe/abi/Kernels.h on both sides, so each definition below is one
 // forwarding call, for every kernel of cuda.h's BP_CUDA_STREAM_KERNELS.
-// Attention (Attention.cpp, GroupedAttention.cpp) is not among them: it
-// chooses between cuDNN and the runtime's own kernels.
+// Attention, with and without dropout (Attention.cpp, GroupedAttention.cpp),
+// is not among them: it chooses between cuDNN and the runtime's own kernels.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,4 +1,4 @@
-//===- AttentionKernels.h - The attention kernels' launchers -----*- C++ -*-===//
+//===- AttentionKernels.h - The attention kernels' launchers ----*- C++ -*-===//
 //
 // What the entry points (AttentionEntry.cpp: bitpipe/cuda.h's
 // bp_cuda_attention_*) call: the launchers of the two kernel families, both
@@ -13,6 +13,13 @@
 //    head dimension (up to kSimtMaxHeadDim).
 // The launchers check nothing that the entry points check (pointers, sizes)
 // and enqueue on `stream`; each returns checkLaunch's status.
+//
+// Dropout on the probabilities (attention_dropout_*) is a template flag of
+// every kernel of both families: its instantiations draw the keep bit of
+// each (b, h, i, j) they touch from one DropoutMask (core/Dropout.h) per
+// thread, the forward after its row sums (lse stays the undropped P's) and
+// before P V, the backward in P' for dV and in dS = P' dP' - P D. Without
+// dropout the instantiations are attention's kernels, unchanged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +52,24 @@ inline Shape makeShape(int64_t B, int64_t T, int64_t H, int64_t nh,
           1.0f / std::sqrt(static_cast<float>(d))};
 }
 
+/// A call's dropout, passed to the kernels by value: the micro-batch's
+/// random key (device memory, four words, which each thread reads to form
+/// its mask), the site and p. No key: no dropout, attention's kernels.
+struct DropoutArgs {
+  const int32_t *key = nullptr;
+  int32_t site = 0;
+  float p = 0.0f;
+  bool on() const { return key != nullptr; }
+};
+
+/// Whether a dropout call's own arguments are valid (Kernels.h,
+/// attention_dropout_fwd), the roles' already checked: a mask that
+/// core/Dropout.h draws (0 <= p < 1, 0 <= site < 2^24) over
+/// [B, nh, T, T] elements, at most 2^40. Prints what was expected when
+/// not, naming \p fn (AttentionEntry.cpp).
+bool validDropout(const char *fn, int64_t B, int64_t T, int64_t nh,
+                  int32_t site, float p);
+
 /// The largest head dimension the CUDA-core kernels take (8 fp32 values of
 /// a row per lane); the tensor-core kernels take up to 128.
 constexpr int kSimtMaxHeadDim = 256;
@@ -59,26 +84,31 @@ inline bool flashSupportsHeadDim(int d) {
 // Tensor-core kernels, bf16 (FlashAttention.cu). Every pointer must be
 // 16-byte aligned and flashSupportsHeadDim(d). rowDot [B, nh, T] fp32 is
 // scratch: rowDot[b, h, t] = dout[b, t, h] . out[b, t, h] (the backward's
-// preprocessing, written here before it is read).
+// preprocessing, written here before it is read; the same D under
+// dropout, whose out is P' V).
 bp_status_t flashForward(const bp_bf16_t *qkv, bp_bf16_t *out, float *lse,
-                         const Shape &s, void *stream);
+                         const Shape &s, const DropoutArgs &dropout,
+                         void *stream);
 bp_status_t flashBackward(const bp_bf16_t *qkv, const bp_bf16_t *out,
                           const bp_bf16_t *dout, const float *lse,
                           bp_bf16_t *dqkv, float *rowDot, const Shape &s,
-                          void *stream);
+                          const DropoutArgs &dropout, void *stream);
 
 // CUDA-core kernels (SimtAttention.cu), for d <= kSimtMaxHeadDim.
 bp_status_t simtForward(const float *qkv, float *out, float *lse,
-                        const Shape &s, void *stream);
+                        const Shape &s, const DropoutArgs &dropout,
+                        void *stream);
 bp_status_t simtForward(const bp_bf16_t *qkv, bp_bf16_t *out, float *lse,
-                        const Shape &s, void *stream);
+                        const Shape &s, const DropoutArgs &dropout,
+                        void *stream);
 bp_status_t simtBackward(const float *qkv, const float *out, const float *dout,
                          const float *lse, float *dqkv, float *rowDot,
-                         const Shape &s, void *stream);
+                         const Shape &s, const DropoutArgs &dropout,
+                         void *stream);
 bp_status_t simtBackward(const bp_bf16_t *qkv, const bp_bf16_t *out,
                          const bp_bf16_t *dout, const float *lse,
                          bp_bf16_t *dqkv, float *rowDot, const Shape &s,
-                         void *stream);
+                         const DropoutArgs &dropout, void *stream);
 
 // Each kernel's shared-memory allowance (cudaFuncSetAttribute, which also
 // loads the kernel's module), for every instantiation: done at start-up by

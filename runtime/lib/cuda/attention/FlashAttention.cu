@@ -32,10 +32,18 @@
 // key (or query) block loading while the current one is computed on. Rows
 // past T and head columns past d are loaded as zeros and masked.
 //
+// Dropout (kDropout): each lane draws the keep bits of the score elements
+// it holds (tileRow / tileCol of its C tiles) from the thread's
+// DropoutMask. The forward zeroes the dropped probabilities in registers
+// after the row sums and before they become P V's A fragments, and scales
+// the output by 1 / (1 - p) with 1 / l; the backward's P' (for dV) and
+// dS = P' dP' - P D are formed in scoresToDs.
+//
 //===----------------------------------------------------------------------===//
 
 #include "../EagerModules.h"
 #include "../Launch.h"
+#include "AttentionDropout.cuh"
 #include "AttentionKernels.h"
 #include "RowDot.cuh"
 #include "SharedMemoryOptIn.h"
@@ -45,6 +53,7 @@
 
 using namespace bitpipe::runtime::cuda;
 using namespace bitpipe::runtime::cuda::attention;
+using bitpipe::runtime::DropoutMask;
 
 namespace {
 
@@ -111,10 +120,10 @@ template <int D> struct ForwardTiles {
   static constexpr int kBytes = (kRows + 4 * kKeys) * kLd * 2;
 };
 
-template <int D>
+template <int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     flashForwardKernel(const bf16 *qkv, bf16 *out, float *lse, Shape s,
-                       Scales sc) {
+                       Scales sc, DropoutArgs drop) {
   using Tiles = ForwardTiles<D>;
   constexpr int MT = Tiles::kStrips, kRows = Tiles::kRows;
   constexpr int kKeys = Tiles::kKeys, kLd = Tiles::kLd;
@@ -142,6 +151,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / 32;
   const int warpRow0 = q0 + warp * 16 * MT; // first query row of this warp
   const int warpRowLast = warpRow0 + 16 * MT - 1;
+  const DropoutMask mask = maskOf<kDropout>(drop);
   float o[MT][D / 8][4];
   zero(o);
   // Per thread and strip: rows tileRow(0) (index 0) and tileRow(2) (index
@@ -229,6 +239,18 @@ __global__ void __launch_bounds__(kThreads)
             o[mt][j][2 * half] *= corr;
             o[mt][j][2 * half + 1] *= corr;
           }
+          // Dropped after the sum: l, and so lse, are the undropped P's.
+          // (Keys past T and masked keys are 0 already, kept or not.)
+          if constexpr (kDropout) {
+            const int row = warpRow0 + mt * 16 + tileRow(2 * half);
+#pragma unroll
+            for (int j = 0; j < kKeys / 8; ++j)
+#pragma unroll
+              for (int e = 2 * half; e < 2 * half + 2; ++e)
+                if (!mask.keeps(
+                        dropoutElement(s, b, h, row, k0 + tileCol(j, e))))
+                  sc4[mt][j][e] = 0.0f;
+          }
         }
 
       uint32_t p[MT][kKeys / 16][4];
@@ -250,7 +272,8 @@ __global__ void __launch_bounds__(kThreads)
       float sum = l[mt][half];
       sum += __shfl_xor_sync(kFullMask, sum, 1);
       sum += __shfl_xor_sync(kFullMask, sum, 2);
-      inv[half] = 1.0f / sum;
+      // Under dropout, the kept entries' 1 / (1 - p) too.
+      inv[half] = (kDropout ? mask.scale : 1.0f) / sum;
       const int row = warpRow0 + mt * 16 + tileRow(2 * half);
       if (threadIdx.x % 4 == 0 && row < s.T)
         lse[(static_cast<int64_t>(b) * s.nh + h) * s.T + row] =
@@ -275,30 +298,40 @@ template <int D> struct DqTiles {
 };
 
 /// P and dS of one tile, in place: s (raw scores) becomes dS = P (dP - D),
-/// P = exp(scale s - lse), zero where masked. Row / column of element e of
-/// tile j are given by rowOf / colOf; lseLog2 and rowDot by row.
-template <int N, typename Valid, typename RowLse, typename RowDotOf>
-__device__ inline void scoresToDs(float (&sc)[N / 8][4],
-                                  float (&p)[N / 8][4],
-                                  const float (&dp)[N / 8][4],
-                                  float scaleLog2, Valid valid, RowLse lseOf,
-                                  RowDotOf dotOf) {
+/// P = exp(scale s - lse), zero where masked. Whether element e of tile j
+/// is visible, and its row's lse (times log2 e) and D, are given by valid,
+/// lseOf and dotOf. Under dropout (kDropout) p is P' (P times 1 / (1 - p)
+/// where keeps(j, e), else 0), dp is dP' = dO V^T, and dS = P (dP - D) with
+/// dP = dP' masked and scaled as P' is, i.e. P' dP' - P D.
+template <int N, bool kDropout, typename Valid, typename RowLse,
+          typename RowDotOf, typename Keeps>
+__device__ inline void scoresToDs(float (&sc)[N / 8][4], float (&p)[N / 8][4],
+                                  const float (&dp)[N / 8][4], float scaleLog2,
+                                  Valid valid, RowLse lseOf, RowDotOf dotOf,
+                                  Keeps keeps, float keptScale) {
 #pragma unroll
   for (int j = 0; j < N / 8; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
+      const bool visible = valid(j, e);
       const float pe =
-          valid(j, e) ? exp2f(sc[j][e] * scaleLog2 - lseOf(j, e)) : 0.0f;
-      p[j][e] = pe;
-      sc[j][e] = pe * (dp[j][e] - dotOf(j, e));
+          visible ? exp2f(sc[j][e] * scaleLog2 - lseOf(j, e)) : 0.0f;
+      if constexpr (kDropout) {
+        const float kept = visible && keeps(j, e) ? pe * keptScale : 0.0f;
+        p[j][e] = kept;
+        sc[j][e] = kept * dp[j][e] - pe * dotOf(j, e);
+      } else {
+        p[j][e] = pe;
+        sc[j][e] = pe * (dp[j][e] - dotOf(j, e));
+      }
     }
 }
 
-template <int D>
+template <int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     flashBackwardDqKernel(const bf16 *qkv, const bf16 *dout, const float *lse,
-                          const float *rowDot, bf16 *dqkv, Shape s,
-                          Scales sc) {
+                          const float *rowDot, bf16 *dqkv, Shape s, Scales sc,
+                          DropoutArgs drop) {
   using Tiles = DqTiles<D>;
   constexpr int kKeys = Tiles::kKeys, kLd = Tiles::kLd;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -326,6 +359,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const int warp = threadIdx.x / 32;
   const int warpRow0 = q0 + warp * 16;
+  const DropoutMask mask = maskOf<kDropout>(drop);
   // This lane's two rows: their lse (times log2 e) and D = dO . O.
   float rowLse[2], rowD[2];
   const int64_t statBase = (static_cast<int64_t>(b) * s.nh + h) * s.T;
@@ -360,14 +394,19 @@ __global__ void __launch_bounds__(kThreads)
     zero(dp);
     warpProductABt<kKeys, D>(st, sQ + warp * 16 * kLd, kLd, k, kLd);
     warpProductABt<kKeys, D>(dp, sDo + warp * 16 * kLd, kLd, v, kLd);
-    scoresToDs<kKeys>(
+    scoresToDs<kKeys, kDropout>(
         st, p, dp, sc.scaleLog2,
         [&](int j, int e) {
           const int key = k0 + tileCol(j, e), row = warpRow0 + tileRow(e);
           return row < s.T && key < s.T && !(s.causal && key > row);
         },
         [&](int, int e) { return rowLse[e / 2]; },
-        [&](int, int e) { return rowD[e / 2]; });
+        [&](int, int e) { return rowD[e / 2]; },
+        [&](int j, int e) {
+          return mask.keeps(dropoutElement(s, b, h, warpRow0 + tileRow(e),
+                                           k0 + tileCol(j, e)));
+        },
+        mask.scale);
     uint32_t ds[kKeys / 16][4];
     toAFragments<kKeys>(st, ds);
     warpProductPB<D, kKeys>(dq, ds, k, kLd);
@@ -392,11 +431,11 @@ template <int D> struct DkvTiles {
       (2 * kBlockRows + 4 * kQueries) * kLd * 2 + 4 * kQueries * 4;
 };
 
-template <int D>
+template <int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     flashBackwardDkvKernel(const bf16 *qkv, const bf16 *dout, const float *lse,
-                           const float *rowDot, bf16 *dqkv, Shape s,
-                           Scales sc) {
+                           const float *rowDot, bf16 *dqkv, Shape s, Scales sc,
+                           DropoutArgs drop) {
   using Tiles = DkvTiles<D>;
   constexpr int kQueries = Tiles::kQueries, kLd = Tiles::kLd;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -447,6 +486,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const int warp = threadIdx.x / 32;
   const int warpKey0 = k0 + warp * 16; // first key of this warp's strip
+  const DropoutMask mask = maskOf<kDropout>(drop);
   float dk[D / 8][4], dv[D / 8][4];
   zero(dk);
   zero(dv);
@@ -472,14 +512,20 @@ __global__ void __launch_bounds__(kThreads)
     zero(dpt);
     warpProductABt<kQueries, D>(st, sK + warp * 16 * kLd, kLd, q, kLd);
     warpProductABt<kQueries, D>(dpt, sV + warp * 16 * kLd, kLd, dO, kLd);
-    scoresToDs<kQueries>(
+    // Transposed: P'^T, and dS^T = P'^T dP'^T - P^T D.
+    scoresToDs<kQueries, kDropout>(
         st, pt, dpt, sc.scaleLog2,
         [&](int j, int e) {
           const int query = first + tileCol(j, e), key = warpKey0 + tileRow(e);
           return query < s.T && key < s.T && !(s.causal && key > query);
         },
         [&](int j, int e) { return lseLog2[tileCol(j, e)]; },
-        [&](int j, int e) { return dot[tileCol(j, e)]; });
+        [&](int j, int e) { return dot[tileCol(j, e)]; },
+        [&](int j, int e) {
+          return mask.keeps(dropoutElement(s, b, h, first + tileCol(j, e),
+                                           warpKey0 + tileRow(e)));
+        },
+        mask.scale);
     uint32_t pFrag[kQueries / 16][4], dsFrag[kQueries / 16][4];
     toAFragments<kQueries>(pt, pFrag);
     warpProductPB<D, kQueries>(dv, pFrag, dO, kLd);
@@ -506,83 +552,113 @@ dim3 blockGrid(const Shape &s, int rows) {
 
 Scales scalesOf(const Shape &s) { return {s.scale, s.scale * kLog2e}; }
 
-template <int D>
+template <int D, bool kDropout>
 bp_status_t forwardFor(const bf16 *qkv, bf16 *out, float *lse, const Shape &s,
-                       cudaStream_t stream) {
+                       const DropoutArgs &drop, cudaStream_t stream) {
   constexpr int bytes = ForwardTiles<D>::kBytes;
-  if (bp_status_t st = allowSharedMemory<flashForwardKernel<D>>(bytes,
-                                         "bp_cuda_attention_fwd");
+  if (bp_status_t st = allowSharedMemory<flashForwardKernel<D, kDropout>>(
+          bytes, forwardName<kDropout>());
       st != BP_OK)
     return st;
-  flashForwardKernel<D><<<blockGrid(s, ForwardTiles<D>::kRows), kThreads, bytes, stream>>>(
-      qkv, out, lse, s, scalesOf(s));
-  return checkLaunch("bp_cuda_attention_fwd");
+  flashForwardKernel<D, kDropout>
+      <<<blockGrid(s, ForwardTiles<D>::kRows), kThreads, bytes, stream>>>(
+          qkv, out, lse, s, scalesOf(s), drop);
+  return checkLaunch(forwardName<kDropout>());
+}
+
+template <int D, bool kDropout>
+bp_status_t backwardFor(const bf16 *qkv, const bf16 *out, const bf16 *dout,
+                        const float *lse, bf16 *dqkv, float *rowDot,
+                        const Shape &s, const DropoutArgs &drop,
+                        cudaStream_t stream) {
+  constexpr int dqBytes = DqTiles<D>::kBytes, dkvBytes = DkvTiles<D>::kBytes;
+  if (bp_status_t st = allowSharedMemory<flashBackwardDqKernel<D, kDropout>>(
+          dqBytes, backwardName<kDropout>());
+      st != BP_OK)
+    return st;
+  if (bp_status_t st = allowSharedMemory<flashBackwardDkvKernel<D, kDropout>>(
+          dkvBytes, backwardName<kDropout>());
+      st != BP_OK)
+    return st;
+  launchRowDot(out, dout, rowDot, s, stream);
+  flashBackwardDkvKernel<D, kDropout>
+      <<<blockGrid(s, kBlockRows), kThreads, dkvBytes, stream>>>(
+          qkv, dout, lse, rowDot, dqkv, s, scalesOf(s), drop);
+  flashBackwardDqKernel<D, kDropout>
+      <<<blockGrid(s, kBlockRows), kThreads, dqBytes, stream>>>(
+          qkv, dout, lse, rowDot, dqkv, s, scalesOf(s), drop);
+  return checkLaunch(backwardName<kDropout>());
+}
+
+/// The instantiation of head dimension D, with or without dropout.
+template <int D>
+bp_status_t forwardFor(const bf16 *qkv, bf16 *out, float *lse, const Shape &s,
+                       const DropoutArgs &drop, cudaStream_t stream) {
+  if (drop.on())
+    return forwardFor<D, true>(qkv, out, lse, s, drop, stream);
+  return forwardFor<D, false>(qkv, out, lse, s, drop, stream);
 }
 
 template <int D>
 bp_status_t backwardFor(const bf16 *qkv, const bf16 *out, const bf16 *dout,
                         const float *lse, bf16 *dqkv, float *rowDot,
-                        const Shape &s, cudaStream_t stream) {
-  constexpr int dqBytes = DqTiles<D>::kBytes, dkvBytes = DkvTiles<D>::kBytes;
-  if (bp_status_t st = allowSharedMemory<flashBackwardDqKernel<D>>(dqBytes,
-                                         "bp_cuda_attention_bwd");
-      st != BP_OK)
-    return st;
-  if (bp_status_t st = allowSharedMemory<flashBackwardDkvKernel<D>>(dkvBytes,
-                                         "bp_cuda_attention_bwd");
-      st != BP_OK)
-    return st;
-  launchRowDot(out, dout, rowDot, s, stream);
-  flashBackwardDkvKernel<D><<<blockGrid(s, kBlockRows), kThreads, dkvBytes, stream>>>(
-      qkv, dout, lse, rowDot, dqkv, s, scalesOf(s));
-  flashBackwardDqKernel<D><<<blockGrid(s, kBlockRows), kThreads, dqBytes, stream>>>(
-      qkv, dout, lse, rowDot, dqkv, s, scalesOf(s));
-  return checkLaunch("bp_cuda_attention_bwd");
+                        const Shape &s, const DropoutArgs &drop,
+                        cudaStream_t stream) {
+  if (drop.on())
+    return backwardFor<D, true>(qkv, out, dout, lse, dqkv, rowDot, s, drop,
+                                stream);
+  return backwardFor<D, false>(qkv, out, dout, lse, dqkv, rowDot, s, drop,
+                               stream);
 }
 
 /// The shared-memory allowances of the three kernels of head dimension D,
 /// at start-up (prepareFlashAttention).
-template <int D> bp_status_t allowFor() {
-  if (bp_status_t st = prepareSharedMemory<flashForwardKernel<D>>(
+template <int D, bool kDropout> bp_status_t allowFor() {
+  if (bp_status_t st = prepareSharedMemory<flashForwardKernel<D, kDropout>>(
           ForwardTiles<D>::kBytes, "bp_cuda_prepare (flash attention)");
       st != BP_OK)
     return st;
-  if (bp_status_t st = prepareSharedMemory<flashBackwardDqKernel<D>>(
+  if (bp_status_t st = prepareSharedMemory<flashBackwardDqKernel<D, kDropout>>(
           DqTiles<D>::kBytes, "bp_cuda_prepare (flash attention)");
       st != BP_OK)
     return st;
-  return prepareSharedMemory<flashBackwardDkvKernel<D>>(
+  return prepareSharedMemory<flashBackwardDkvKernel<D, kDropout>>(
       DkvTiles<D>::kBytes, "bp_cuda_prepare (flash attention)");
 }
 
 } // namespace
 
-BITPIPE_CUDA_LOAD_AT_START_UP(flashForwardKernel<64>);
+BITPIPE_CUDA_LOAD_AT_START_UP(flashForwardKernel<64, false>);
 
 namespace bitpipe::runtime::cuda::attention {
 
 bp_status_t flashForward(const bp_bf16_t *qkv, bp_bf16_t *out, float *lse,
-                         const Shape &s, void *stream) {
+                         const Shape &s, const DropoutArgs &dropout,
+                         void *stream) {
   if (s.d <= 64)
-    return forwardFor<64>(asBf16(qkv), asBf16(out), lse, s, asStream(stream));
-  return forwardFor<128>(asBf16(qkv), asBf16(out), lse, s, asStream(stream));
+    return forwardFor<64>(asBf16(qkv), asBf16(out), lse, s, dropout,
+                          asStream(stream));
+  return forwardFor<128>(asBf16(qkv), asBf16(out), lse, s, dropout,
+                         asStream(stream));
 }
 
 bp_status_t flashBackward(const bp_bf16_t *qkv, const bp_bf16_t *out,
                           const bp_bf16_t *dout, const float *lse,
                           bp_bf16_t *dqkv, float *rowDot, const Shape &s,
-                          void *stream) {
+                          const DropoutArgs &dropout, void *stream) {
   if (s.d <= 64)
     return backwardFor<64>(asBf16(qkv), asBf16(out), asBf16(dout), lse,
-                           asBf16(dqkv), rowDot, s, asStream(stream));
+                           asBf16(dqkv), rowDot, s, dropout, asStream(stream));
   return backwardFor<128>(asBf16(qkv), asBf16(out), asBf16(dout), lse,
-                          asBf16(dqkv), rowDot, s, asStream(stream));
+                          asBf16(dqkv), rowDot, s, dropout, asStream(stream));
 }
 
 bp_status_t prepareFlashAttention() {
-  if (bp_status_t st = allowFor<64>(); st != BP_OK)
-    return st;
-  return allowFor<128>();
+  for (bp_status_t st : {allowFor<64, false>(), allowFor<128, false>(),
+                         allowFor<64, true>(), allowFor<128, true>()})
+    if (st != BP_OK)
+      return st;
+  return BP_OK;
 }
 
 } // namespace bitpipe::runtime::cuda::attention

@@ -16,17 +16,22 @@
 // broadcast each lane's probability by shuffle to lanes that own the d
 // output columns (column c = lane + 32 i, i < kPerLane).
 //
+// Dropout (kDropout): each lane draws the keep bit of the (row, its key)
+// or (its query, row) elements it scores, from the thread's DropoutMask.
+//
 //===----------------------------------------------------------------------===//
 
 #include "../DeviceMath.cuh"
 #include "../EagerModules.h"
 #include "../Launch.h"
+#include "AttentionDropout.cuh"
 #include "AttentionKernels.h"
 #include "RowDot.cuh"
 #include "SharedMemoryOptIn.h"
 
 using namespace bitpipe::runtime::cuda;
 using namespace bitpipe::runtime::cuda::attention;
+using bitpipe::runtime::DropoutMask;
 
 namespace {
 
@@ -140,9 +145,10 @@ int forwardBytes(int d) {
   return (kBlockRows * d + kTileRows * (d + 1) + kTileRows * d) * 4;
 }
 
-template <typename E, int kPerLane>
+template <typename E, int kPerLane, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
-    simtForwardKernel(const E *qkv, E *out, float *lse, Shape s) {
+    simtForwardKernel(const E *qkv, E *out, float *lse, Shape s,
+                      DropoutArgs drop) {
   extern __shared__ float smemF[];
   const int d = s.d;
   float *sQ = smemF;                        // [16][d]
@@ -152,6 +158,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int row0 = q0 + warp * kRowsPerWarp;
   const float scale = s.scale;
+  const DropoutMask mask = maskOf<kDropout>(drop);
   loadRows(sQ, d, qkv, s, b, q0, kBlockRows, 0, h);
 
   float m[kRowsPerWarp], l[kRowsPerWarp], o[kRowsPerWarp][kPerLane];
@@ -192,6 +199,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int i = 0; i < kPerLane; ++i)
         o[r][i] *= corr;
+      // Dropped after the sum: l, and so lse, are the undropped P's.
+      if constexpr (kDropout)
+        if (valid && !mask.keeps(dropoutElement(s, b, h, row, key)))
+          p[r] = 0.0f;
     }
     accumulateTile(o, p, sV, d, min(kTileRows, s.T - k0), d);
   }
@@ -199,7 +210,8 @@ __global__ void __launch_bounds__(kThreads)
   float inv[kRowsPerWarp];
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
-    inv[r] = 1.0f / l[r];
+    // Under dropout, the kept entries' 1 / (1 - p) too.
+    inv[r] = (kDropout ? mask.scale : 1.0f) / l[r];
     if (lane == 0 && row0 + r < s.T)
       lse[(static_cast<int64_t>(b) * s.nh + h) * s.T + row0 + r] =
           m[r] + logf(l[r]);
@@ -215,10 +227,11 @@ int dqBytes(int d) {
   return (2 * kBlockRows * d + 2 * kTileRows * (d + 1)) * 4;
 }
 
-template <typename E, int kPerLane>
+template <typename E, int kPerLane, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     simtBackwardDqKernel(const E *qkv, const E *dout, const float *lse,
-                         const float *rowDot, E *dqkv, Shape s) {
+                         const float *rowDot, E *dqkv, Shape s,
+                         DropoutArgs drop) {
   extern __shared__ float smemF[];
   const int d = s.d;
   float *sQ = smemF;                      // [16][d]
@@ -229,6 +242,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int row0 = q0 + warp * kRowsPerWarp;
   const float scale = s.scale;
+  const DropoutMask mask = maskOf<kDropout>(drop);
   loadRows(sQ, d, qkv, s, b, q0, kBlockRows, 0, h);
   loadRows(sDo, d, dout, s, b, q0, kBlockRows, -1, h);
 
@@ -259,7 +273,16 @@ __global__ void __launch_bounds__(kThreads)
       const int row = row0 + r;
       const bool valid = row < s.T && key < s.T && !(s.causal && key > row);
       const float p = valid ? expf(sc[r] * scale - rowLse[r]) : 0.0f;
-      ds[r] = p * (dp[r] - rowD[r]);
+      if constexpr (kDropout) {
+        // dp is dP' = dO V^T: dS = P' dP' - P D.
+        const float kept =
+            valid && mask.keeps(dropoutElement(s, b, h, row, key))
+                ? p * mask.scale
+                : 0.0f;
+        ds[r] = kept * dp[r] - p * rowD[r];
+      } else {
+        ds[r] = p * (dp[r] - rowD[r]);
+      }
     }
     accumulateTile(dq, ds, sK, d + 1, min(kTileRows, s.T - k0), d);
   }
@@ -276,10 +299,11 @@ int dkvBytes(int d) {
   return (2 * kBlockRows * d + 2 * kTileRows * (d + 1) + 2 * kTileRows) * 4;
 }
 
-template <typename E, int kPerLane>
+template <typename E, int kPerLane, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     simtBackwardDkvKernel(const E *qkv, const E *dout, const float *lse,
-                          const float *rowDot, E *dqkv, Shape s) {
+                          const float *rowDot, E *dqkv, Shape s,
+                          DropoutArgs drop) {
   extern __shared__ float smemF[];
   const int d = s.d;
   float *sK = smemF;                      // [16][d]
@@ -292,6 +316,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const int key0 = k0 + warp * kRowsPerWarp; // this warp's first key
   const float scale = s.scale;
+  const DropoutMask mask = maskOf<kDropout>(drop);
   const int64_t statBase = (static_cast<int64_t>(b) * s.nh + h) * s.T;
   loadRows(sK, d, qkv, s, b, k0, kBlockRows, 1, h);
   loadRows(sV, d, qkv, s, b, k0, kBlockRows, 2, h);
@@ -324,8 +349,17 @@ __global__ void __launch_bounds__(kThreads)
       const int key = key0 + r;
       const bool valid =
           query < s.T && key < s.T && !(s.causal && key > query);
-      p[r] = valid ? expf(sc[r] * scale - sLse[lane]) : 0.0f;
-      ds[r] = p[r] * (dp[r] - sDot[lane]);
+      if constexpr (kDropout) {
+        // p becomes P', for dV = P'^T dO; dp is dP'^T: dS = P' dP' - P D.
+        const float pr = valid ? expf(sc[r] * scale - sLse[lane]) : 0.0f;
+        p[r] = valid && mask.keeps(dropoutElement(s, b, h, query, key))
+                   ? pr * mask.scale
+                   : 0.0f;
+        ds[r] = p[r] * dp[r] - pr * sDot[lane];
+      } else {
+        p[r] = valid ? expf(sc[r] * scale - sLse[lane]) : 0.0f;
+        ds[r] = p[r] * (dp[r] - sDot[lane]);
+      }
     }
     const int rows = min(kTileRows, s.T - q0);
     accumulateTile(dv, p, sDo, d + 1, rows, d);
@@ -346,86 +380,116 @@ dim3 blockGrid(const Shape &s) {
               static_cast<unsigned>(s.nh), static_cast<unsigned>(s.B));
 }
 
-template <typename E, int kPerLane>
+template <typename E, int kPerLane, bool kDropout>
 bp_status_t forwardFor(const E *qkv, E *out, float *lse, const Shape &s,
-                       cudaStream_t stream) {
-  if (bp_status_t st = allowSharedMemory<simtForwardKernel<E, kPerLane>>(
-          forwardBytes(kWarp * kPerLane), "bp_cuda_attention_fwd");
+                       const DropoutArgs &drop, cudaStream_t stream) {
+  if (bp_status_t st =
+          allowSharedMemory<simtForwardKernel<E, kPerLane, kDropout>>(
+              forwardBytes(kWarp * kPerLane), forwardName<kDropout>());
       st != BP_OK)
     return st;
-  simtForwardKernel<E, kPerLane>
-      <<<blockGrid(s), kThreads, forwardBytes(s.d), stream>>>(qkv, out, lse, s);
-  return checkLaunch("bp_cuda_attention_fwd");
+  simtForwardKernel<E, kPerLane, kDropout>
+      <<<blockGrid(s), kThreads, forwardBytes(s.d), stream>>>(qkv, out, lse, s,
+                                                              drop);
+  return checkLaunch(forwardName<kDropout>());
+}
+
+template <typename E, int kPerLane, bool kDropout>
+bp_status_t backwardFor(const E *qkv, const E *out, const E *dout,
+                        const float *lse, E *dqkv, float *rowDot,
+                        const Shape &s, const DropoutArgs &drop,
+                        cudaStream_t stream) {
+  if (bp_status_t st =
+          allowSharedMemory<simtBackwardDqKernel<E, kPerLane, kDropout>>(
+              dqBytes(kWarp * kPerLane), backwardName<kDropout>());
+      st != BP_OK)
+    return st;
+  if (bp_status_t st =
+          allowSharedMemory<simtBackwardDkvKernel<E, kPerLane, kDropout>>(
+              dkvBytes(kWarp * kPerLane), backwardName<kDropout>());
+      st != BP_OK)
+    return st;
+  launchRowDot(out, dout, rowDot, s, stream);
+  simtBackwardDkvKernel<E, kPerLane, kDropout>
+      <<<blockGrid(s), kThreads, dkvBytes(s.d), stream>>>(
+          qkv, dout, lse, rowDot, dqkv, s, drop);
+  simtBackwardDqKernel<E, kPerLane, kDropout>
+      <<<blockGrid(s), kThreads, dqBytes(s.d), stream>>>(qkv, dout, lse, rowDot,
+                                                         dqkv, s, drop);
+  return checkLaunch(backwardName<kDropout>());
+}
+
+/// The instantiation with or without dropout.
+template <typename E, int kPerLane>
+bp_status_t forwardFor(const E *qkv, E *out, float *lse, const Shape &s,
+                       const DropoutArgs &drop, cudaStream_t stream) {
+  if (drop.on())
+    return forwardFor<E, kPerLane, true>(qkv, out, lse, s, drop, stream);
+  return forwardFor<E, kPerLane, false>(qkv, out, lse, s, drop, stream);
 }
 
 template <typename E, int kPerLane>
 bp_status_t backwardFor(const E *qkv, const E *out, const E *dout,
                         const float *lse, E *dqkv, float *rowDot,
-                        const Shape &s, cudaStream_t stream) {
-  if (bp_status_t st = allowSharedMemory<simtBackwardDqKernel<E, kPerLane>>(
-          dqBytes(kWarp * kPerLane), "bp_cuda_attention_bwd");
-      st != BP_OK)
-    return st;
-  if (bp_status_t st = allowSharedMemory<simtBackwardDkvKernel<E, kPerLane>>(
-          dkvBytes(kWarp * kPerLane), "bp_cuda_attention_bwd");
-      st != BP_OK)
-    return st;
-  launchRowDot(out, dout, rowDot, s, stream);
-  simtBackwardDkvKernel<E, kPerLane>
-      <<<blockGrid(s), kThreads, dkvBytes(s.d), stream>>>(qkv, dout, lse,
-                                                          rowDot, dqkv, s);
-  simtBackwardDqKernel<E, kPerLane>
-      <<<blockGrid(s), kThreads, dqBytes(s.d), stream>>>(qkv, dout, lse,
-                                                         rowDot, dqkv, s);
-  return checkLaunch("bp_cuda_attention_bwd");
+                        const Shape &s, const DropoutArgs &drop,
+                        cudaStream_t stream) {
+  if (drop.on())
+    return backwardFor<E, kPerLane, true>(qkv, out, dout, lse, dqkv, rowDot, s,
+                                          drop, stream);
+  return backwardFor<E, kPerLane, false>(qkv, out, dout, lse, dqkv, rowDot, s,
+                                         drop, stream);
 }
 
 /// The columns each lane owns: the fewest of 1, 2, 4, 8 that cover d.
 template <typename E>
 bp_status_t forwardAnyD(const E *qkv, E *out, float *lse, const Shape &s,
-                        void *stream) {
+                        const DropoutArgs &drop, void *stream) {
   cudaStream_t st = asStream(stream);
   if (s.d <= 32)
-    return forwardFor<E, 1>(qkv, out, lse, s, st);
+    return forwardFor<E, 1>(qkv, out, lse, s, drop, st);
   if (s.d <= 64)
-    return forwardFor<E, 2>(qkv, out, lse, s, st);
+    return forwardFor<E, 2>(qkv, out, lse, s, drop, st);
   if (s.d <= 128)
-    return forwardFor<E, 4>(qkv, out, lse, s, st);
-  return forwardFor<E, 8>(qkv, out, lse, s, st);
+    return forwardFor<E, 4>(qkv, out, lse, s, drop, st);
+  return forwardFor<E, 8>(qkv, out, lse, s, drop, st);
 }
 
 template <typename E>
 bp_status_t backwardAnyD(const E *qkv, const E *out, const E *dout,
                          const float *lse, E *dqkv, float *rowDot,
-                         const Shape &s, void *stream) {
+                         const Shape &s, const DropoutArgs &drop,
+                         void *stream) {
   cudaStream_t st = asStream(stream);
   if (s.d <= 32)
-    return backwardFor<E, 1>(qkv, out, dout, lse, dqkv, rowDot, s, st);
+    return backwardFor<E, 1>(qkv, out, dout, lse, dqkv, rowDot, s, drop, st);
   if (s.d <= 64)
-    return backwardFor<E, 2>(qkv, out, dout, lse, dqkv, rowDot, s, st);
+    return backwardFor<E, 2>(qkv, out, dout, lse, dqkv, rowDot, s, drop, st);
   if (s.d <= 128)
-    return backwardFor<E, 4>(qkv, out, dout, lse, dqkv, rowDot, s, st);
-  return backwardFor<E, 8>(qkv, out, dout, lse, dqkv, rowDot, s, st);
+    return backwardFor<E, 4>(qkv, out, dout, lse, dqkv, rowDot, s, drop, st);
+  return backwardFor<E, 8>(qkv, out, dout, lse, dqkv, rowDot, s, drop, st);
 }
 
 /// The shared-memory allowances of the three kernels of one instantiation,
 /// at start-up (prepareSimtAttention).
-template <typename E, int kPerLane> bp_status_t allowFor() {
+template <typename E, int kPerLane, bool kDropout> bp_status_t allowFor() {
   const char *what = "bp_cuda_prepare (attention)";
-  if (bp_status_t st = prepareSharedMemory<simtForwardKernel<E, kPerLane>>(
-          forwardBytes(kWarp * kPerLane), what);
+  if (bp_status_t st =
+          prepareSharedMemory<simtForwardKernel<E, kPerLane, kDropout>>(
+              forwardBytes(kWarp * kPerLane), what);
       st != BP_OK)
     return st;
-  if (bp_status_t st = prepareSharedMemory<simtBackwardDqKernel<E, kPerLane>>(
-          dqBytes(kWarp * kPerLane), what);
+  if (bp_status_t st =
+          prepareSharedMemory<simtBackwardDqKernel<E, kPerLane, kDropout>>(
+              dqBytes(kWarp * kPerLane), what);
       st != BP_OK)
     return st;
-  return prepareSharedMemory<simtBackwardDkvKernel<E, kPerLane>>(
+  return prepareSharedMemory<simtBackwardDkvKernel<E, kPerLane, kDropout>>(
       dkvBytes(kWarp * kPerLane), what);
 }
-template <typename E> bp_status_t allowForAnyD() {
-  for (bp_status_t st : {allowFor<E, 1>(), allowFor<E, 2>(), allowFor<E, 4>(),
-                         allowFor<E, 8>()})
+template <typename E, bool kDropout> bp_status_t allowForAnyD() {
+  for (bp_status_t st :
+       {allowFor<E, 1, kDropout>(), allowFor<E, 2, kDropout>(),
+        allowFor<E, 4, kDropout>(), allowFor<E, 8, kDropout>()})
     if (st != BP_OK)
       return st;
   return BP_OK;
@@ -433,37 +497,43 @@ template <typename E> bp_status_t allowForAnyD() {
 
 } // namespace
 
-BITPIPE_CUDA_LOAD_AT_START_UP(simtForwardKernel<float, 1>);
+BITPIPE_CUDA_LOAD_AT_START_UP(simtForwardKernel<float, 1, false>);
 
 namespace bitpipe::runtime::cuda::attention {
 
 static_assert(kSimtMaxHeadDim == kWarp * 8, "8 columns per lane at most");
 
 bp_status_t simtForward(const float *qkv, float *out, float *lse,
-                        const Shape &s, void *stream) {
-  return forwardAnyD(qkv, out, lse, s, stream);
+                        const Shape &s, const DropoutArgs &dropout,
+                        void *stream) {
+  return forwardAnyD(qkv, out, lse, s, dropout, stream);
 }
 bp_status_t simtForward(const bp_bf16_t *qkv, bp_bf16_t *out, float *lse,
-                        const Shape &s, void *stream) {
-  return forwardAnyD(asBf16(qkv), asBf16(out), lse, s, stream);
+                        const Shape &s, const DropoutArgs &dropout,
+                        void *stream) {
+  return forwardAnyD(asBf16(qkv), asBf16(out), lse, s, dropout, stream);
 }
 bp_status_t simtBackward(const float *qkv, const float *out, const float *dout,
                          const float *lse, float *dqkv, float *rowDot,
-                         const Shape &s, void *stream) {
-  return backwardAnyD(qkv, out, dout, lse, dqkv, rowDot, s, stream);
+                         const Shape &s, const DropoutArgs &dropout,
+                         void *stream) {
+  return backwardAnyD(qkv, out, dout, lse, dqkv, rowDot, s, dropout, stream);
 }
 bp_status_t simtBackward(const bp_bf16_t *qkv, const bp_bf16_t *out,
                          const bp_bf16_t *dout, const float *lse,
                          bp_bf16_t *dqkv, float *rowDot, const Shape &s,
-                         void *stream) {
-  return backwardAnyD(asBf16(qkv), asBf16(out), asBf16(dout), lse,
-                      asBf16(dqkv), rowDot, s, stream);
+                         const DropoutArgs &dropout, void *stream) {
+  return backwardAnyD(asBf16(qkv), asBf16(out), asBf16(dout), lse, asBf16(dqkv),
+                      rowDot, s, dropout, stream);
 }
 
 bp_status_t prepareSimtAttention() {
-  if (bp_status_t st = allowForAnyD<float>(); st != BP_OK)
-    return st;
-  return allowForAnyD<bf16>();
+  for (bp_status_t st :
+       {allowForAnyD<float, false>(), allowForAnyD<bf16, false>(),
+        allowForAnyD<float, true>(), allowForAnyD<bf16, true>()})
+    if (st != BP_OK)
+      return st;
+  return BP_OK;
 }
 
 } // namespace bitpipe::runtime::cuda::attention
