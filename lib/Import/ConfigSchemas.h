@@ -52,6 +52,13 @@ struct ConfigSchema {
   // or a Hugging Face activation name (kHuggingFaceGelus). Optional; the
   // default is the schema's (HuggingFaceSchema::gelu).
   const char *gelu = nullptr;
+  // Dropout probabilities (optional; ModelConfig::embeddingDropout ...):
+  // after the embeddings, on the attention probabilities, on each
+  // sublayer's output. One key may stand for two (BERT's
+  // hidden_dropout_prob); a null key is a dropout the schema's graph has
+  // not.
+  const char *embeddingDropout = nullptr, *attentionDropout = nullptr,
+             *residualDropout = nullptr;
 };
 
 /// The Hugging Face activation names of a GELU (transformers' ACT2FN) and
@@ -82,7 +89,10 @@ inline constexpr ConfigSchema kBitpipeSchema = {"family",
                                                 "tie_embeddings",
                                                 nullptr,
                                                 "layer_norm_position",
-                                                "gelu"};
+                                                "gelu",
+                                                "embedding_dropout",
+                                                "attention_dropout",
+                                                "residual_dropout"};
 /// bitpipe's own BERT configs: pre-LN unless they say otherwise.
 inline constexpr NormPosition kBitpipeNormPosition = NormPosition::Pre;
 
@@ -146,6 +156,10 @@ struct HuggingFaceSchema {
   /// The GELU when the config names none: transformers' default for the
   /// model type (GPT2Config: gelu_new; BertConfig: gelu, the erf form).
   GeluForm gelu = GeluForm::Tanh;
+  /// A dropout probability the config does not give: transformers' default
+  /// for the model type (GPT2Config's and BertConfig's 0.1, LlamaConfig's
+  /// and MistralConfig's 0), since `save_pretrained` leaves defaults out.
+  double dropout = 0;
 };
 
 inline constexpr HuggingFaceSchema kHuggingFaceSchemas[] = {
@@ -154,23 +168,30 @@ inline constexpr HuggingFaceSchema kHuggingFaceSchemas[] = {
      "n_layer",
      {"model_type", "n_layer", "n_embd", "n_head", "vocab_size", "n_positions",
       nullptr, nullptr, "layer_norm_epsilon", detail::kGpt2GraphFields, nullptr,
-      nullptr, nullptr, nullptr, nullptr, nullptr, "activation_function"}},
+      nullptr, nullptr, nullptr, nullptr, nullptr, "activation_function",
+      "embd_pdrop", "attn_pdrop", "resid_pdrop"},
+     NormPosition::Pre,
+     GeluForm::Tanh,
+     /*dropout=*/0.1},
     {"bert",
      ModelFamily::BERT,
      "num_hidden_layers",
      {"model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
       "vocab_size", "max_position_embeddings", nullptr, nullptr,
       "layer_norm_eps", detail::kBertGraphFields, nullptr, nullptr, nullptr,
-      nullptr, nullptr, nullptr, "hidden_act"},
+      nullptr, nullptr, nullptr, "hidden_act", "hidden_dropout_prob",
+      "attention_probs_dropout_prob", "hidden_dropout_prob"},
      NormPosition::Post,
-     GeluForm::Erf},
+     GeluForm::Erf,
+     /*dropout=*/0.1},
     {"llama",
      ModelFamily::LLaMA,
      "rms_norm_eps",
      {"model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
       "vocab_size", "max_position_embeddings", nullptr, nullptr, "rms_norm_eps",
       detail::kLlamaGraphFields, "num_key_value_heads", "intermediate_size",
-      "rope_theta", "tie_word_embeddings", nullptr}},
+      "rope_theta", "tie_word_embeddings", nullptr, nullptr, nullptr, nullptr,
+      "attention_dropout", nullptr}},
     // Mistral is LLaMA's graph with a sliding attention window: the same
     // graph where the window covers the whole sequence.
     {"mistral",
@@ -179,7 +200,8 @@ inline constexpr HuggingFaceSchema kHuggingFaceSchemas[] = {
      {"model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
       "vocab_size", "max_position_embeddings", nullptr, nullptr, "rms_norm_eps",
       detail::kMistralGraphFields, "num_key_value_heads", "intermediate_size",
-      "rope_theta", "tie_word_embeddings", "sliding_window"}},
+      "rope_theta", "tie_word_embeddings", "sliding_window", nullptr, nullptr,
+      nullptr, "attention_dropout", nullptr}},
 };
 
 } // namespace bitpipe

@@ -16,6 +16,12 @@
 // output projection, RMSNorm, SwiGLU MLP (gate, up, down projections);
 // final RMSNorm; an output projection of its own (or tied to the token
 // embedding); next-token cross-entropy.
+// Dropout (docs/models.md, "Dropout"), where the config has it, as GPT-2 and
+// BERT place it: after the embeddings (after their norm in post-LN BERT),
+// on the attention probabilities, and on each sublayer's output before its
+// residual add; LLaMA only on the attention probabilities. Each dropout is
+// a numbered site, and every one draws from the micro-batch's key, one more
+// function input.
 // Initialisation (GPT-2): weights normal(0, 0.02), biases zero, norm gains
 // one, the two residual output projections of each layer normal(0, 0.02 /
 // sqrt(2L)).
@@ -25,6 +31,7 @@
 #include "bitpipe/Import/ModelBuilder.h"
 
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
+#include "bitpipe/abi/Dropout.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -75,6 +82,12 @@ private:
   Value llamaLayer(Value x, int64_t index);
   /// nn.attention's and nn.rotary's kv_heads: none without grouping.
   IntegerAttr kvHeadsAttr();
+  /// nn.attention of layer \p index, dropping its probabilities as the
+  /// config says.
+  Value attention(Value qkv, int64_t index, bool causal);
+  /// Dropout site \p site with probability \p p: an nn.dropout, or \p x
+  /// itself when p is 0.
+  Value dropout(Value x, double p, int64_t site);
 
   void declareGptBertParams();
   void declareLlamaParams();
@@ -91,7 +104,15 @@ private:
   llvm::StringMap<unsigned> paramIndex;
   Block *body = nullptr;
   int64_t currentLayer = 0;
+  /// The micro-batch's random key, when the model has dropout.
+  std::optional<unsigned> dropoutKey;
 };
+
+// The dropout sites of docs/training-semantics.md, "Dropout".
+int64_t embeddingSite() { return 0; }
+int64_t attentionSite(int64_t layer) { return 3 * layer + 1; }
+int64_t attentionOutputSite(int64_t layer) { return 3 * layer + 2; }
+int64_t mlpOutputSite(int64_t layer) { return 3 * layer + 3; }
 
 unsigned ModelBuilder::param(StringRef name, ArrayRef<int64_t> shape,
                              Init init) {
@@ -143,6 +164,26 @@ IntegerAttr ModelBuilder::kvHeadsAttr() {
              : b.getI64IntegerAttr(config.kvHeads);
 }
 
+Value ModelBuilder::dropout(Value x, double p, int64_t site) {
+  if (p == 0)
+    return x;
+  return create<DropoutOp>(
+      x, arg(*dropoutKey),
+      DropoutAttr::get(&ctx, static_cast<float>(p), site));
+}
+
+Value ModelBuilder::attention(Value qkv, int64_t index, bool causal) {
+  IntegerAttr heads = b.getI64IntegerAttr(config.heads);
+  UnitAttr causalAttr = causal ? b.getUnitAttr() : UnitAttr();
+  if (config.attentionDropout == 0)
+    return create<AttentionOp>(qkv, heads, kvHeadsAttr(), causalAttr,
+                               Value(), DropoutAttr());
+  return create<AttentionOp>(
+      qkv, heads, kvHeadsAttr(), causalAttr, arg(*dropoutKey),
+      DropoutAttr::get(&ctx, static_cast<float>(config.attentionDropout),
+                       attentionSite(index)));
+}
+
 Value ModelBuilder::llamaLayer(Value x, int64_t index) {
   std::string p = "layers." + std::to_string(index);
   Value h = rmsNorm(x, p + ".ln1");
@@ -150,7 +191,7 @@ Value ModelBuilder::llamaLayer(Value x, int64_t index) {
   IntegerAttr heads = b.getI64IntegerAttr(config.heads);
   qkv = create<RotaryOp>(qkv, heads, kvHeadsAttr(),
                          b.getF32FloatAttr(config.ropeTheta));
-  Value a = create<AttentionOp>(qkv, heads, kvHeadsAttr(), b.getUnitAttr());
+  Value a = attention(qkv, index, /*causal=*/true);
   x = create<AddOp>(x, linearNoBias(a, p + ".attn.proj"));
   h = rmsNorm(x, p + ".ln2");
   // Two statements: the order of the ops (and of a reader's argument list)
@@ -169,26 +210,30 @@ Value ModelBuilder::linear(Value x, StringRef prefix) {
 
 Value ModelBuilder::transformerLayer(Value x, int64_t index) {
   std::string p = "layers." + std::to_string(index);
+  double residual = config.residualDropout;
   Value h = layerNorm(x, p + ".ln1");
   Value qkv = linear(h, p + ".attn.qkv");
-  UnitAttr causal =
-      config.family == ModelFamily::GPT ? b.getUnitAttr() : UnitAttr();
-  Value a = create<AttentionOp>(qkv, b.getI64IntegerAttr(config.heads),
-                                IntegerAttr(), causal);
-  x = create<AddOp>(x, linear(a, p + ".attn.proj"));
+  Value a = attention(qkv, index, config.family == ModelFamily::GPT);
+  Value out = dropout(linear(a, p + ".attn.proj"), residual,
+                      attentionOutputSite(index));
+  x = create<AddOp>(x, out);
   h = layerNorm(x, p + ".ln2");
   Value m = gelu(linear(h, p + ".mlp.fc"));
-  return create<AddOp>(x, linear(m, p + ".mlp.proj"));
+  out = dropout(linear(m, p + ".mlp.proj"), residual, mlpOutputSite(index));
+  return create<AddOp>(x, out);
 }
 
 Value ModelBuilder::postNormLayer(Value x, int64_t index) {
   std::string p = "layers." + std::to_string(index);
+  double residual = config.residualDropout;
   Value qkv = linear(x, p + ".attn.qkv");
-  Value a = create<AttentionOp>(qkv, b.getI64IntegerAttr(config.heads),
-                                IntegerAttr(), UnitAttr());
-  x = layerNorm(create<AddOp>(x, linear(a, p + ".attn.proj")), p + ".ln1");
+  Value a = attention(qkv, index, /*causal=*/false);
+  Value out = dropout(linear(a, p + ".attn.proj"), residual,
+                      attentionOutputSite(index));
+  x = layerNorm(create<AddOp>(x, out), p + ".ln1");
   Value m = gelu(linear(x, p + ".mlp.fc"));
-  return layerNorm(create<AddOp>(x, linear(m, p + ".mlp.proj")), p + ".ln2");
+  out = dropout(linear(m, p + ".mlp.proj"), residual, mlpOutputSite(index));
+  return layerNorm(create<AddOp>(x, out), p + ".ln2");
 }
 
 void ModelBuilder::declareGptBertParams() {
@@ -280,6 +325,14 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
     argAttrs.push_back(attrs);
   }
   unsigned tokens = argTypes.size() - 2, labels = argTypes.size() - 1;
+  if (config.hasDropout()) {
+    dropoutKey = argTypes.size();
+    argTypes.push_back(
+        RankedTensorType::get({BP_DROPOUT_KEY_WORDS}, b.getI32Type()));
+    NamedAttrList attrs;
+    attrs.append(nn::attr::kInput, b.getStringAttr(nn::attr::kDropoutKey));
+    argAttrs.push_back(attrs);
+  }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
   b.setInsertionPointToEnd(module->getBody());
@@ -309,6 +362,7 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   // The embeddings' norm belongs to layer 0, so the first stage holds it.
   if (postNorm())
     x = layerNorm(x, "embed.ln");
+  x = dropout(x, config.embeddingDropout, embeddingSite());
   for (int64_t i = 0; i < L; ++i) {
     setLayer(i + 1);
     x = llama        ? llamaLayer(x, i)

@@ -378,6 +378,58 @@ static llvm::Error readGelu(const FieldReader &read, const ConfigSchema &schema,
                         .str());
 }
 
+/// The dropout probabilities (ConfigSchema: embeddingDropout ...), each in
+/// [0, 1); one the config does not give is the model type's default. The
+/// LLaMA family drops only attention probabilities, and only without
+/// grouping (the grouped-query kernels have no dropout).
+static llvm::Error readDropout(const FieldReader &read,
+                               const ConfigSchema &schema,
+                               const HuggingFaceSchema *hf,
+                               ModelConfig &config) {
+  bool llama = config.family == ModelFamily::LLaMA;
+  struct {
+    const char *key;
+    double *slot;
+    bool inGraph; ///< The family's graph has this dropout.
+  } fields[] = {{schema.embeddingDropout, &config.embeddingDropout, !llama},
+                {schema.attentionDropout, &config.attentionDropout, true},
+                {schema.residualDropout, &config.residualDropout, !llama}};
+  for (auto &field : fields) {
+    if (!field.key)
+      continue;
+    const llvm::json::Value *value = read.get(field.key);
+    if (!value) {
+      *field.slot = field.inGraph && hf ? hf->dropout : 0.0;
+      continue;
+    }
+    if (!field.inGraph)
+      return read.error(field.key, "applies to the gpt and bert families "
+                                   "only (a llama model drops only attention "
+                                   "probabilities), but the config describes "
+                                   "a llama model");
+    std::optional<double> p = value->getAsNumber();
+    if (!p)
+      return read.error(
+          field.key,
+          llvm::formatv("expected a number (a dropout probability), got {0}",
+                        *value)
+              .str());
+    if (std::optional<std::string> error = nn::checkDropoutProbability(*p))
+      return read.error(field.key, *error);
+    *field.slot = *p;
+  }
+  if (config.attentionDropout > 0 && config.kvHeads != config.heads &&
+      llama)
+    return read.error(
+        schema.attentionDropout,
+        llvm::formatv("is {0}, but bitpipe drops attention probabilities "
+                      "only without grouping, and the config has {1} "
+                      "key/value heads for {2} heads",
+                      config.attentionDropout, config.kvHeads, config.heads)
+            .str());
+  return llvm::Error::success();
+}
+
 /// Mistral's sliding window: attention to the last `sliding_window`
 /// positions only. bitpipe builds full causal attention, which is the same
 /// graph when the window covers the whole sequence; any other window is
@@ -487,6 +539,8 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
   if (llvm::Error e = readNormPosition(read, *schema, *hf, config))
     return std::move(e);
   if (llvm::Error e = readGelu(read, *schema, *hf, config))
+    return std::move(e);
+  if (llvm::Error e = readDropout(read, *schema, *hf, config))
     return std::move(e);
 
   // Sequence length and micro-batch size: command line, then file, then the

@@ -25,6 +25,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSwitch.h"
 
 namespace bitpipe {
 #define GEN_PASS_DEF_SCHEDULE
@@ -57,6 +58,15 @@ std::string describe(const sched::Placement &p) {
 /// forward its training inputs' loads, then the unbound compute steps and
 /// the all-reduce markers in the schedule's order, then a wait per marker
 /// and the optimizer step.
+/// The load of an `nn.input` argument, or nothing for the dropout key,
+/// which the runtime binds itself (program.h, bp_rt_forward).
+std::optional<bp::InputKind> inputKindOf(StringRef input) {
+  return llvm::StringSwitch<std::optional<bp::InputKind>>(input)
+      .Case(nn::attr::kTokens, bp::InputKind::Tokens)
+      .Case(nn::attr::kLabels, bp::InputKind::Targets)
+      .Default(std::nullopt);
+}
+
 class ScheduledProgram : public bp::StraightProgram {
 public:
   ScheduledProgram(Location loc, ArrayRef<sched::Action> actions,
@@ -83,10 +93,8 @@ public:
       SmallVector<std::pair<bp::InputKind, Type>> inputs;
       for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
         if (auto input = fn.getArgAttrOfType<StringAttr>(i, nn::attr::kInput))
-          inputs.push_back({input.getValue() == nn::attr::kTokens
-                                ? bp::InputKind::Tokens
-                                : bp::InputKind::Targets,
-                            fn.getArgumentTypes()[i]});
+          if (std::optional<bp::InputKind> kind = inputKindOf(input.getValue()))
+            inputs.push_back({*kind, fn.getArgumentTypes()[i]});
       stageInputs.push_back(std::move(inputs));
     }
     llvm::DenseMap<std::pair<int, int>, size_t> forwardOf; // (stage, mb)

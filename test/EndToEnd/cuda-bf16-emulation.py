@@ -49,9 +49,12 @@ def bf16(x):
     return bits.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
-def attention(qkv, heads, causal):
+def attention(qkv, heads, causal, drop=None):
     """model.attention, with P rounded before P V (as FlashAttention's
-    bf16 tensor-core product) and the output rounded."""
+    bf16 tensor-core product) and the output rounded. Models with dropout
+    are not emulated."""
+    if drop is not None:
+        raise NotImplementedError("the bf16 emulation has no dropout")
     h = qkv.shape[-1] // 3
     q, k, v = (model.split_heads(qkv[..., i * h:(i + 1) * h], heads)
                for i in range(3))
@@ -115,8 +118,9 @@ def install():
     # return are with respect to those copies, applied to the masters.
     loss_and_grads = model.Transformer.loss_and_grads
     model.Transformer.loss_and_grads = (
-        lambda self, params, inputs, labels: loss_and_grads(
-            self, {k: bf16(v) for k, v in params.items()}, inputs, labels))
+        lambda self, params, inputs, labels, *dropout: loss_and_grads(
+            self, {k: bf16(v) for k, v in params.items()}, inputs, labels,
+            *dropout))
 
 
 if __name__ == "__main__":

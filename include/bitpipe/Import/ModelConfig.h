@@ -64,6 +64,15 @@ struct ModelConfig {
   /// GPT and BERT: bitpipe's own configs say (default tanh); Hugging Face
   /// configs by their activation's name. LLaMA's MLP is SwiGLU instead.
   GeluForm gelu = GeluForm::Tanh;
+  /// Dropout probabilities, each in [0, 1); 0 is no dropout there
+  /// (docs/models.md, "Dropout"): after the embeddings, on the attention
+  /// probabilities, and on each sublayer's output before its residual add.
+  /// LLaMA configs have only the attention's.
+  double embeddingDropout = 0, attentionDropout = 0, residualDropout = 0;
+  bool hasDropout() const {
+    return embeddingDropout > 0 || attentionDropout > 0 ||
+           residualDropout > 0;
+  }
 
   // LLaMA only (docs/llama.md); the other families ignore them.
   int64_t kvHeads = 0;          ///< Key/value heads; < heads: grouped-query.

@@ -318,17 +318,36 @@ struct LinearWeightGradLowering : GradientPattern<nn::LinearWeightGradOp> {
   }
 };
 
+/// The dropout arguments of a kernel call (key, site, p), none without
+/// dropout.
+SmallVector<Value, 3> dropoutArgs(KernelCallEmitter &emit, Value key,
+                                  nn::DropoutAttr dropout) {
+  if (!dropout)
+    return {};
+  return {emit.pointer(key), emit.i32(dropout.getSite()),
+          emit.f32(dropout.getP())};
+}
+
 /// The attention kernels of an op with \p kvHeads key/value heads: the
 /// multi-head entry points when there is no grouping (the layout and kernels
-/// GPT and BERT use, on every target), the grouped-query ones otherwise.
-/// \p rest are the arguments after the head count (causal).
+/// GPT and BERT use, on every target), with \p dropout's arguments those
+/// that drop the probabilities, and the grouped-query ones otherwise (the
+/// verifier allows no dropout there).
 void callAttention(KernelCallEmitter &emit, bool backward,
                    ArrayRef<Value> buffers, int64_t b, int64_t t, int64_t h,
-                   int64_t heads, int64_t kvHeads, Value causal) {
+                   int64_t heads, int64_t kvHeads, Value causal,
+                   ArrayRef<Value> dropout) {
   SmallVector<Value> args(buffers);
   args.append({emit.i64(b), emit.i64(t), emit.i64(h), emit.i64(heads)});
   if (kvHeads == heads) {
     args.push_back(causal);
+    if (!dropout.empty()) {
+      args.append(dropout.begin(), dropout.end());
+      emit.call(backward ? Kernel::bp_attention_dropout_bwd
+                         : Kernel::bp_attention_dropout_fwd,
+                args);
+      return;
+    }
     emit.call(backward ? Kernel::bp_attention_bwd : Kernel::bp_attention_fwd,
               args);
     return;
@@ -355,7 +374,8 @@ struct AttentionLowering : KernelPattern<nn::AttentionOp> {
                   {emit.pointer(adaptor.getQkv()), emit.pointer(out),
                    emit.pointer(lse)},
                   b, t, h, heads, op.getKvHeadCount(),
-                  emit.i32(op.getCausal() ? 1 : 0));
+                  emit.i32(op.getCausal() ? 1 : 0),
+                  dropoutArgs(emit, adaptor.getKey(), op.getDropoutAttr()));
     rewriter.replaceOp(op, out);
     return success();
   }
@@ -382,13 +402,17 @@ struct AttentionGradLowering : KernelPattern<nn::AttentionGradOp> {
         {b, t, h}, cast<MemRefType>(adaptor.getGrad().getType()).getElementType());
     Value lse = emit.allocScratch({b, heads, t});
     Value qkv = emit.pointer(adaptor.getQkv());
+    // The forward again with the same mask: its output is what the
+    // backward's correction term reads.
+    SmallVector<Value, 3> dropout =
+        dropoutArgs(emit, adaptor.getKey(), op.getDropoutAttr());
     callAttention(emit, /*backward=*/false,
                   {qkv, emit.pointer(out), emit.pointer(lse)}, b, t, h, heads,
-                  kvHeads, causal);
+                  kvHeads, causal, dropout);
     callAttention(emit, /*backward=*/true,
                   {qkv, emit.pointer(out), emit.pointer(adaptor.getGrad()),
                    emit.pointer(lse), emit.pointer(dqkv)},
-                  b, t, h, heads, kvHeads, causal);
+                  b, t, h, heads, kvHeads, causal, dropout);
     rewriter.replaceOp(op, dqkv);
     return success();
   }
@@ -504,6 +528,24 @@ struct AddLowering : GradientPattern<nn::AddOp> {
               {emit.pointer(adaptor.getLhs()), emit.pointer(adaptor.getRhs()),
                emit.pointer(out), emit.i64(numElements(op.getResult()))});
     rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
+/// Both directions: the backward of nn.dropout is an nn.dropout of the
+/// gradient (NNBackward.cpp).
+struct DropoutLowering : KernelPattern<nn::DropoutOp> {
+  using KernelPattern::KernelPattern;
+  LogicalResult
+  matchAndRewrite(nn::DropoutOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    KernelCallEmitter emit = this->emitter(op, rewriter);
+    Value y = emit.alloc(op.getType());
+    SmallVector<Value> args{emit.pointer(adaptor.getInput()), emit.pointer(y)};
+    args.append(dropoutArgs(emit, adaptor.getKey(), op.getDropoutAttr()));
+    args.push_back(emit.i64(numElements(op.getResult())));
+    emit.call(Kernel::bp_dropout, args);
+    rewriter.replaceOp(op, y);
     return success();
   }
 };
@@ -763,7 +805,7 @@ void nn_lowering::populateNNToRuntimeConversionPatterns(
                LinearLowering, LinearInputGradLowering, AttentionLowering,
                AttentionGradLowering, RotaryLowering, RotaryGradLowering,
                GeluLowering, GeluGradLowering, SwiGLULowering,
-               SwiGLUGradLowering, CrossEntropyLowering,
+               SwiGLUGradLowering, DropoutLowering, CrossEntropyLowering,
                CrossEntropyGradLowering, SplatConstantLowering>(
       converter, context, precision);
   patterns.add<EmbeddingGradLowering, LayerNormGradLowering,

@@ -320,18 +320,19 @@ static const char *const bp_model_family_names[BP_NUM_MODEL_FAMILIES] = {
  *===----------------------------------------------------------------------===*/
 
 /* bitpipe.load_input: fills value with `count` int32 of micro-batch `mb` of
- * this step for this rank's data-parallel copy; kind is a bp_input_kind:
- *   BP_INPUT_TOKENS, BP_INPUT_LABELS (the targets): the ids read from the
- *     data, count = microbatch_size x seq_len;
- *   BP_INPUT_DROPOUT_KEY: the micro-batch's dropout key, count = 4: the
- *     words [seed low, seed high, g low, g high] of the run's seed and the
- *     micro-batch's sample group g (the index its tokens are sampled by;
- *     docs/training-semantics.md, "Dropout"); no data is read. */
+ * this step (kind: a bp_input_kind, BP_INPUT_TOKENS or BP_INPUT_LABELS, the
+ * targets), read for this rank's data-parallel copy.
+ * count = microbatch_size x seq_len. A dropout key is not loaded: see
+ * bp_rt_forward. */
 void bp_rt_load_input(bp_rt_context *ctx, int32_t value, int32_t kind,
                       int64_t mb, int64_t count);
 
 /* bitpipe.forward: runs function fn (kind "forward") on micro-batch mb. Its
  * bound arguments (activation and inputs, in signature order) are in0, in1;
+ * an input "dropout_key" is not bound: the runtime passes the micro-batch's
+ * key, four int32 [seed low, seed high, g low, g high] of the run's seed
+ * and the micro-batch's sample group g (the index its tokens are sampled
+ * by; docs/training-semantics.md, "Dropout"), as it passes parameters;
  * its bound output is out0; saved receives the handle. An output of shape []
  * and dtype f32 is the micro-batch's loss: the runtime adds it to the step's
  * loss whether out0 binds it or is -1. */

@@ -185,7 +185,7 @@ public:
   createParamArrays(const ParamLayout &layout) = 0;
 
   /// A value of \p count int32 that \p fill writes on the host (an input's
-  /// token ids or labels).
+  /// token ids or labels, a micro-batch's dropout key).
   virtual Expected<BufferRef>
   loadInput(int64_t count, const std::function<Status(int32_t *)> &fill) = 0;
 

@@ -352,15 +352,22 @@ Status Executor::loadInput(int32_t value, int32_t kind, int64_t mb,
     return invalid(
         formatString("input kind %d is not one of %s", kind, kinds.c_str()));
   }
+  if (kind == static_cast<int32_t>(InputKind::DropoutKey))
+    return invalid("a dropout key is not loaded: bp_rt_forward passes each "
+                   "forward its micro-batch's key");
+  BP_ASSIGN(b, loadInputValue(static_cast<InputKind>(kind), mb, count));
+  return values_.defineTensor(value, std::move(b));
+}
+
+Expected<BufferRef> Executor::loadInputValue(InputKind kind, int64_t mb,
+                                             int64_t count) {
   if (!inputs_)
     return invalid("this rank has no training data open");
   if (count <= 0)
     return invalid("an input needs a positive count");
-  BP_ASSIGN(b, backend_.loadInput(count, [&](int32_t *host) {
-    return inputs_->load(step_, copy_, mb, static_cast<InputKind>(kind), host,
-                         count);
-  }));
-  return values_.defineTensor(value, std::move(b));
+  return backend_.loadInput(count, [&](int32_t *host) {
+    return inputs_->load(step_, copy_, mb, kind, host, count);
+  });
 }
 
 Status Executor::forward(int32_t fn, int64_t mb, int32_t in0, int32_t in1,
@@ -384,6 +391,15 @@ Status Executor::forward(int32_t fn, int64_t mb, int32_t in0, int32_t in1,
                        " does not hold parameter '" +
                        manifest_.params[role.param].name + "'");
       args[i] = params_.computeParam(role.param);
+      continue;
+    }
+    if (role.kind == RoleKind::Input && role.input == InputKind::DropoutKey) {
+      // Bound here, not by the program: the key is a function of the
+      // micro-batch alone. The handle keeps it for the backward, which
+      // draws the same mask.
+      BP_ASSIGN(key, loadInputValue(InputKind::DropoutKey, mb, role.numel));
+      args[i] = key->data();
+      handle->args[i] = std::move(key);
       continue;
     }
     int32_t id = bound[next++];

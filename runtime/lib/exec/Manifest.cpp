@@ -532,7 +532,13 @@ Status parseFunctions(const std::vector<JsonValue> &list, Manifest *m) {
         return std::find(kinds.begin(), kinds.end(), r.kind) != kinds.end();
       });
     };
-    if (count(fn.args, {RoleKind::Input, RoleKind::Activation}) > 2)
+    // A dropout key is not bound: the runtime passes it.
+    int64_t keys = std::count_if(fn.args.begin(), fn.args.end(),
+                                 [](const Role &r) {
+                                   return r.kind == RoleKind::Input &&
+                                          r.input == InputKind::DropoutKey;
+                                 });
+    if (count(fn.args, {RoleKind::Input, RoleKind::Activation}) - keys > 2)
       return bad(where, "bp_rt_forward binds at most two inputs or "
                         "activations (in0, in1)");
     if (count(fn.results, {RoleKind::Output}) > 1)

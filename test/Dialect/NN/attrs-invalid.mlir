@@ -164,7 +164,7 @@ func.func private @f(tensor<4xf32> {nn.param = ""})
 
 // -----
 
-// expected-error @+1 {{argument #0: 'nn.input' must be "tokens" or "labels", got "targets"}}
+// expected-error @+1 {{argument #0: 'nn.input' must be "tokens", "labels" or "dropout_key", got "targets"}}
 func.func private @f(tensor<2x4xi32> {nn.input = "targets"})
 
 // -----

@@ -13,6 +13,8 @@ import math
 import numpy as np
 
 from batches import IGNORE_INDEX
+from dropout import (NoDropout, apply, attention_output_site, attention_site,
+                     embedding_site, mlp_output_site)
 
 GELU_C = math.sqrt(2.0 / math.pi)
 
@@ -87,9 +89,11 @@ def merge_heads(x):
     return x.transpose(0, 2, 1, 3).reshape(B, T, nh * d)
 
 
-def attention(qkv, heads, causal):
+def attention(qkv, heads, causal, drop=None):
     """qkv [B, T, 3H] = [q | k | v], each split into heads of H/heads
-    columns; scores scaled by 1/sqrt(d); causal: query t sees keys <= t."""
+    columns; scores scaled by 1/sqrt(d); causal: query t sees keys <= t.
+    drop: a dropout factor [B, heads, T, T] for the probabilities, or
+    None."""
     H = qkv.shape[-1] // 3
     q, k, v = (split_heads(qkv[..., i * H:(i + 1) * H], heads)
                for i in range(3))
@@ -100,14 +104,15 @@ def attention(qkv, heads, causal):
         s = np.where(np.tril(np.ones((T, T), dtype=bool)), s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
-    return merge_heads(p @ v), (q, k, v, p, scale)
+    pd = apply(drop, p)
+    return merge_heads(pd @ v), (q, k, v, p, pd, drop, scale)
 
 
 def attention_grad(dout, cache, heads):
-    q, k, v, p, scale = cache
+    q, k, v, p, pd, drop, scale = cache
     do = split_heads(dout, heads)
-    dv = p.transpose(0, 1, 3, 2) @ do
-    dp = do @ v.transpose(0, 1, 3, 2)
+    dv = pd.transpose(0, 1, 3, 2) @ do
+    dp = apply(drop, do @ v.transpose(0, 1, 3, 2))
     ds = p * (dp - (dp * p).sum(-1, keepdims=True))
     dq = (ds @ k) * scale
     dk = (ds.transpose(0, 1, 3, 2) @ q) * scale
@@ -141,7 +146,11 @@ class Transformer:
     layer_norm_position "pre" (the default): x + attn(ln1(x)),
     x + mlp(ln2(x)), final_ln; "post" (BERT only, the original BERT):
     embed.ln after the embeddings, ln1(x + attn(x)), ln2(x + mlp(x)), no
-    final norm."""
+    final norm.
+    Dropout (docs/models.md): "embedding_dropout" after the embeddings
+    (after embed.ln when post), "attention_dropout" on the attention
+    probabilities, "residual_dropout" on each sublayer's output before its
+    add."""
 
     def __init__(self, config):
         self.family = config["family"]
@@ -150,17 +159,28 @@ class Transformer:
         self.eps = config.get("layer_norm_epsilon", 1e-5)
         self.post = config.get("layer_norm_position", "pre") == "post"
         self.gelu, self.gelu_grad = GELUS[config.get("gelu", "tanh")]
+        self.p_embed = config.get("embedding_dropout", 0.0)
+        self.p_attn = config.get("attention_dropout", 0.0)
+        self.p_resid = config.get("residual_dropout", 0.0)
 
-    def loss_and_grads(self, params, inputs, labels):
-        """The micro-batch's loss and d loss / d param for every param."""
+    def loss_and_grads(self, params, inputs, labels, dropout=NoDropout()):
+        """The micro-batch's loss and d loss / d param for every param;
+        `dropout` draws the micro-batch's masks (dropout.Dropout)."""
         P, L, eps = params, self.layers, self.eps
         grads = {name: np.zeros_like(value) for name, value in P.items()}
         B, T = inputs.shape
+        H = P["embed.tokens"].shape[1]
+
+        def mask(p, site, shape):
+            return dropout.mask(site, shape, p) if p > 0 else None
+
         x = P["embed.tokens"][inputs] + P["embed.positions"][:T][None]
         norm = lambda v, prefix: layer_norm(v, P[prefix + ".weight"],
                                             P[prefix + ".bias"], eps)
         if self.post:
             x, lne = norm(x, "embed.ln")
+        drop_embed = mask(self.p_embed, embedding_site(), (B, T, H))
+        x = apply(drop_embed, x)
         caches = []
         for i in range(L):
             n = f"layers.{i}."
@@ -170,9 +190,13 @@ class Transformer:
             else:
                 h1, ln1 = norm(x, n + "ln1")
             qkv = linear(h1, P[n + "attn.qkv.weight"], P[n + "attn.qkv.bias"])
-            a, att = attention(qkv, self.heads, self.family == "gpt")
-            x1 = x + linear(a, P[n + "attn.proj.weight"],
-                            P[n + "attn.proj.bias"])
+            a, att = attention(qkv, self.heads, self.family == "gpt",
+                               mask(self.p_attn, attention_site(i),
+                                    (B, self.heads, T, T)))
+            drop1 = mask(self.p_resid, attention_output_site(i), (B, T, H))
+            drop2 = mask(self.p_resid, mlp_output_site(i), (B, T, H))
+            x1 = x + apply(drop1, linear(a, P[n + "attn.proj.weight"],
+                                         P[n + "attn.proj.bias"]))
             if self.post:
                 x1, ln1 = norm(x1, n + "ln1")
                 h2, ln2 = x1, None
@@ -180,11 +204,11 @@ class Transformer:
                 h2, ln2 = norm(x1, n + "ln2")
             f = linear(h2, P[n + "mlp.fc.weight"], P[n + "mlp.fc.bias"])
             g = self.gelu(f)
-            x2 = x1 + linear(g, P[n + "mlp.proj.weight"],
-                             P[n + "mlp.proj.bias"])
+            x2 = x1 + apply(drop2, linear(g, P[n + "mlp.proj.weight"],
+                                          P[n + "mlp.proj.bias"]))
             if self.post:
                 x2, ln2 = norm(x2, n + "ln2")
-            caches.append((h1, ln1, att, a, h2, ln2, f, g))
+            caches.append((h1, ln1, att, a, h2, ln2, f, g, drop1, drop2))
             x = x2
         if self.post:
             y = x
@@ -227,27 +251,28 @@ class Transformer:
         dx = dy if self.post else norm_back("final_ln", dy, lnf)
         for i in reversed(range(L)):
             n = f"layers.{i}."
-            h1, ln1, att, a, h2, ln2, f, g = caches[i]
+            h1, ln1, att, a, h2, ln2, f, g, drop1, drop2 = caches[i]
             if self.post:
                 # d(x2) through ln2; both x1 and the MLP feed the add; then
                 # d(x1) through ln1, both x and the attention feed that add.
                 dsum = norm_back(n + "ln2", dx, ln2)
-                dg = linear_back(n + "mlp.proj", dsum, g)
+                dg = linear_back(n + "mlp.proj", apply(drop2, dsum), g)
                 dx1 = linear_back(n + "mlp.fc", self.gelu_grad(dg, f),
                                   h2) + dsum
                 dsum = norm_back(n + "ln1", dx1, ln1)
-                da = linear_back(n + "attn.proj", dsum, a)
+                da = linear_back(n + "attn.proj", apply(drop1, dsum), a)
                 dx = linear_back(n + "attn.qkv",
                                  attention_grad(da, att, self.heads),
                                  h1) + dsum
                 continue
-            dg = linear_back(n + "mlp.proj", dx, g)
+            dg = linear_back(n + "mlp.proj", apply(drop2, dx), g)
             dh2 = linear_back(n + "mlp.fc", self.gelu_grad(dg, f), h2)
             dx1 = norm_back(n + "ln2", dh2, ln2) + dx
-            da = linear_back(n + "attn.proj", dx1, a)
+            da = linear_back(n + "attn.proj", apply(drop1, dx1), a)
             dh1 = linear_back(n + "attn.qkv", attention_grad(da, att,
                                                              self.heads), h1)
             dx = norm_back(n + "ln1", dh1, ln1) + dx1
+        dx = apply(drop_embed, dx)
         if self.post:
             dx = norm_back("embed.ln", dx, lne)
         np.add.at(grads["embed.tokens"], inputs, dx)

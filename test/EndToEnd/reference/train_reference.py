@@ -13,6 +13,8 @@ can hold the two side by side:
   --save FILE      the final parameters (safetensors, F32)
 
 Everything is float64 and shares no code with the compiler or the runtime.
+A model with dropout draws each micro-batch's masks from the run's seed and
+its sample group (dropout.py).
 """
 import argparse
 import json
@@ -22,6 +24,7 @@ import numpy as np
 
 from adamw import AdamW
 from batches import Batches, global_index
+from dropout import Dropout
 from model import make_model
 import safetensors_io
 
@@ -67,7 +70,8 @@ def main(argv):
                 for m in range(a.microbatches):
                     g = global_index(step, copy, a.dp, m, a.microbatches)
                     inputs, labels = batches.get(g)
-                    l, gr = model.loss_and_grads(params, inputs, labels)
+                    l, gr = model.loss_and_grads(params, inputs, labels,
+                                                 Dropout(a.seed, g))
                     loss += l
                     for k in grads:
                         grads[k] += gr[k]

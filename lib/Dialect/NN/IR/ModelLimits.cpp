@@ -14,6 +14,7 @@
 #include "bitpipe/Dialect/NN/IR/ModelLimits.h"
 
 #include "bitpipe/Support/CheckedArithmetic.h"
+#include "bitpipe/abi/Dropout.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -207,3 +208,20 @@ std::optional<std::string> nn::checkLayerNormEpsilon(double epsilon) {
       << llvm::format("%g", epsilon);
   return message;
 }
+
+std::optional<std::string> nn::checkDropoutProbability(double p) {
+  float asF32 = static_cast<float>(p);
+  if (p >= 0 && p < 1 && asF32 < 1)
+    return std::nullopt;
+  std::string message;
+  llvm::raw_string_ostream(message)
+      << "expected a probability in [0, 1) (also as an f32), got "
+      << llvm::format("%g", p);
+  return message;
+}
+
+// A model numbers its dropout sites 0 to 3 * layers
+// (docs/training-semantics.md, "Dropout"), below the ABI's limit whatever
+// its size.
+static_assert(3 * nn::kMaxLayers + 1 <= BP_DROPOUT_MAX_SITES,
+              "kMaxLayers layers need more dropout sites than the ABI has");

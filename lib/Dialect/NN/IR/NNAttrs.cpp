@@ -4,6 +4,7 @@
 
 #include "bitpipe/Dialect/NN/IR/ModelLimits.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
+#include "bitpipe/abi/Dropout.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -31,6 +32,13 @@ bitpipe::nn::parseStd(AsmParser &parser) {
   if (parser.parseFloat(value))
     return failure();
   return std::optional<llvm::APFloat>(llvm::APFloat(value));
+}
+
+FailureOr<llvm::APFloat> bitpipe::nn::parseProbability(AsmParser &parser) {
+  double value = 0;
+  if (parser.parseFloat(value))
+    return failure();
+  return llvm::APFloat(static_cast<float>(value));
 }
 
 namespace {
@@ -228,5 +236,21 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (std)
     return emitError() << "#nn.init<" << stringifyInitKind(kind)
                        << "> takes no std";
+  return success();
+}
+
+LogicalResult
+DropoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                    llvm::APFloat probability, int64_t site) {
+  // Zero is no dropout: such a site has no op at all.
+  double p = probability.convertToDouble();
+  if (std::optional<std::string> error = checkDropoutProbability(p))
+    return emitError() << "#nn.dropout " << *error;
+  if (p == 0)
+    return emitError() << "#nn.dropout expects a probability above 0 (a "
+                          "site that drops nothing is no op at all)";
+  if (site < 0 || site >= BP_DROPOUT_MAX_SITES)
+    return emitError() << "#nn.dropout expects a site in [0, "
+                       << BP_DROPOUT_MAX_SITES << "), got " << site;
   return success();
 }

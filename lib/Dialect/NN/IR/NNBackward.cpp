@@ -111,13 +111,20 @@ ArrayRef<StringLiteral> LinearOp::getBackwardOpNames() {
 
 LogicalResult AttentionOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
-  auto grad = b.create<AttentionGradOp>(getLoc(), getQkv().getType(), getQkv(),
-                                        resultGrads[0], getNumHeadsAttr(),
-                                        getNumKvHeadsAttr(), getCausalAttr());
+  auto grad = b.create<AttentionGradOp>(
+      getLoc(), getQkv().getType(), getQkv(), resultGrads[0],
+      getNumHeadsAttr(), getNumKvHeadsAttr(), getCausalAttr(), getKey(),
+      getDropoutAttr());
   operandGrads.assign({grad.getQkvGrad()});
+  if (getKey())
+    operandGrads.push_back(Value());
   return success();
 }
-SmallVector<Value> AttentionOp::getSavedValues() { return {getQkv()}; }
+SmallVector<Value> AttentionOp::getSavedValues() {
+  if (getKey())
+    return {getQkv(), getKey()};
+  return {getQkv()};
+}
 bool AttentionOp::isWeightOperand(unsigned) { return false; }
 ArrayRef<StringLiteral> AttentionOp::getBackwardOpNames() {
   static constexpr StringLiteral names[] = {"nn.attention_grad"};
@@ -193,6 +200,26 @@ LogicalResult AddOp::buildBackward(OpBuilder &, ValueRange resultGrads,
 SmallVector<Value> AddOp::getSavedValues() { return {}; }
 bool AddOp::isWeightOperand(unsigned) { return false; }
 ArrayRef<StringLiteral> AddOp::getBackwardOpNames() { return {}; }
+
+//===----------------------------------------------------------------------===//
+// dropout: y = x * mask * scale is linear in x, so the gradient is the same
+// map, drawn again from the key; only the key is kept (the mask is never
+// stored), and the key has no gradient.
+//===----------------------------------------------------------------------===//
+
+LogicalResult DropoutOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  auto grad = b.create<DropoutOp>(getLoc(), resultGrads[0], getKey(),
+                                  getDropoutAttr());
+  operandGrads.assign({grad.getResult(), Value()});
+  return success();
+}
+SmallVector<Value> DropoutOp::getSavedValues() { return {getKey()}; }
+bool DropoutOp::isWeightOperand(unsigned) { return false; }
+ArrayRef<StringLiteral> DropoutOp::getBackwardOpNames() {
+  static constexpr StringLiteral names[] = {"nn.dropout"};
+  return names;
+}
 
 //===----------------------------------------------------------------------===//
 // cross_entropy: labels have no gradient.

@@ -22,6 +22,10 @@
 //     backward scatter-adds into two tables (2 per element); without a
 //     position table the forward is a gather (0) and the backward 1 per
 //     element;
+//   * dropout: 1 per element (the scale) forward, the same backward; the
+//     mask's draw is integer work, not counted. Attention's dropout on its
+//     probabilities adds nothing to attention's count (B*h*T*T products
+//     beside its 4*B*T*T*H);
 //   * cross_entropy over M positions of V logits: forward 4*M*V (max,
 //     subtract, exp, sum), backward 2*M*V (softmax minus one-hot, scale).
 // Costs need static shapes; the cost pass rejects dynamic ones first.
@@ -116,6 +120,9 @@ int64_t GeluOp::getBackwardFlops() {
 
 int64_t AddOp::getForwardFlops() { return numElements(getResult()); }
 int64_t AddOp::getBackwardFlops() { return 0; }
+
+int64_t DropoutOp::getForwardFlops() { return numElements(getResult()); }
+int64_t DropoutOp::getBackwardFlops() { return getForwardFlops(); }
 
 int64_t CrossEntropyOp::getForwardFlops() {
   return saturatingProduct({4, numElements(getLogits())});

@@ -9,6 +9,7 @@
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
 
 #include "bitpipe/Dialect/NN/IR/ModelLimits.h"
+#include "bitpipe/abi/Dropout.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -299,6 +300,35 @@ LogicalResult checkEpsilon(ErrorFn emitError, llvm::APFloat epsilon) {
   return success();
 }
 
+/// A dropout key is BP_DROPOUT_KEY_WORDS i32 words (NN_KeyTensor says i32).
+LogicalResult checkKey(ErrorFn emitError, Value key) {
+  auto type = tensorType(key);
+  if (type.getRank() == 1 && type.getDimSize(0) == BP_DROPOUT_KEY_WORDS)
+    return success();
+  return emitError() << "expects a dropout key of type tensor<"
+                     << BP_DROPOUT_KEY_WORDS << "xi32>, got " << type;
+}
+
+/// An attention op drops its probabilities with both a key and a
+/// #nn.dropout, or neither; and only without grouping (the grouped-query
+/// kernels have no dropout: the LLaMA family trains without it).
+LogicalResult checkAttentionDropout(ErrorFn emitError, Value key,
+                                    DropoutAttr dropout,
+                                    std::optional<int64_t> kvHeads,
+                                    int64_t numHeads) {
+  if (!key && !dropout)
+    return success();
+  if (!key || !dropout)
+    return emitError() << "expects a dropout key and a #nn.dropout together, "
+                          "got only the "
+                       << (key ? "key" : "#nn.dropout");
+  if (kvHeads && *kvHeads != numHeads)
+    return emitError() << "drops attention probabilities only without "
+                          "grouping (kv_heads "
+                       << *kvHeads << " of " << numHeads << " heads)";
+  return checkKey(emitError, key);
+}
+
 /// Stores the inferred type, or fails.
 LogicalResult storeInferred(FailureOr<Type> type,
                             SmallVectorImpl<Type> &inferred) {
@@ -350,10 +380,13 @@ NN_DEFINE_CHECKED_INFERENCE(RMSNormOp,
                             inferRMSNorm(emitError, adaptor.getInput(),
                                          adaptor.getGamma()),
                             checkEpsilon(emitError, getEpsilon()))
-NN_DEFINE_INFERENCE(AttentionOp,
-                    inferAttention(emitError, adaptor.getQkv(),
-                                   adaptor.getNumHeadsAttr().getInt(),
-                                   kvHeadsOf(adaptor.getNumKvHeads())))
+NN_DEFINE_CHECKED_INFERENCE(
+    AttentionOp,
+    inferAttention(emitError, adaptor.getQkv(),
+                   adaptor.getNumHeadsAttr().getInt(),
+                   kvHeadsOf(adaptor.getNumKvHeads())),
+    checkAttentionDropout(emitError, getKey(), getDropoutAttr(),
+                          kvHeadsOf(getNumKvHeads()), getNumHeads()))
 NN_DEFINE_CHECKED_INFERENCE(RotaryOp,
                             inferRotary(emitError, adaptor.getQkv(),
                                         adaptor.getNumHeadsAttr().getInt(),
@@ -363,6 +396,9 @@ NN_DEFINE_INFERENCE(SwiGLUOp,
                     inferSameTypes(emitError, adaptor.getGate(), "gate",
                                    adaptor.getUp(), "up"))
 NN_DEFINE_INFERENCE(GeluOp, FailureOr<Type>(adaptor.getInput().getType()))
+NN_DEFINE_CHECKED_INFERENCE(DropoutOp,
+                            FailureOr<Type>(adaptor.getInput().getType()),
+                            checkKey(emitError, getKey()))
 NN_DEFINE_INFERENCE(CrossEntropyOp,
                     inferCrossEntropy(emitError, adaptor.getLogits(),
                                       adaptor.getLabels()))
@@ -469,6 +505,10 @@ LogicalResult LinearWeightGradOp::verify() {
 
 LogicalResult AttentionGradOp::verify() {
   auto emitError = [this] { return emitOpError(); };
+  if (failed(checkAttentionDropout(emitError, getKey(), getDropoutAttr(),
+                                   kvHeadsOf(getNumKvHeads()),
+                                   getNumHeads())))
+    return failure();
   FailureOr<Type> fwd = inferAttention(emitError, getQkv(),
                                        getNumHeadsAttr().getInt(),
                                        kvHeadsOf(getNumKvHeads()));

@@ -1,7 +1,7 @@
 //===- ModelLimits.h - The model sizes the compiler can build ---*- C++ -*-===//
 //
-// One definition of the ranges a model's sizes and layer-norm epsilon must
-// lie in, shared by the importer (on a config file) and the nn verifiers (on
+// One definition of the ranges a model's sizes, layer-norm epsilon and
+// dropout probabilities must lie in, shared by the importer (on a config file) and the nn verifiers (on
 // `#nn.model` and `nn.layer_norm`), so IR that did not come from the
 // importer is held to the same limits. docs/models.md ("Limits") explains
 // each one.
@@ -60,6 +60,11 @@ std::optional<std::string> checkModelSizes(const ModelSizes &sizes);
 /// Nothing when `epsilon` is finite and in (0, 1), also once rounded to an
 /// f32; otherwise "expected a finite number in (0, 1) ..., got <value>".
 std::optional<std::string> checkLayerNormEpsilon(double epsilon);
+
+/// Nothing when `p` is a dropout probability the kernels can draw with:
+/// in [0, 1), also once rounded to an f32 (the kernels take an f32, and
+/// 0.9999999999 rounds to 1); otherwise "expected a number in [0, 1) ...".
+std::optional<std::string> checkDropoutProbability(double p);
 
 } // namespace bitpipe::nn
 

@@ -31,12 +31,14 @@ inline constexpr llvm::StringLiteral kModel = "nn.model";
 inline constexpr llvm::StringLiteral kParam = "nn.param";
 /// How a parameter starts: #nn.init.
 inline constexpr llvm::StringLiteral kInit = "nn.init";
-/// A training input: kTokens or kLabels.
+/// A training input: kTokens, kLabels or kDropoutKey.
 inline constexpr llvm::StringLiteral kInput = "nn.input";
 
 /// The values of kInput.
 inline constexpr llvm::StringLiteral kTokens = "tokens";
 inline constexpr llvm::StringLiteral kLabels = "labels";
+/// The micro-batch's random key (nn.dropout's and nn.attention's `key`).
+inline constexpr llvm::StringLiteral kDropoutKey = "dropout_key";
 
 } // namespace bitpipe::nn::attr
 

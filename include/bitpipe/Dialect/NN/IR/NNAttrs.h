@@ -17,6 +17,8 @@
 namespace bitpipe::nn {
 /// The `std` parameter of #nn.init: a float literal, as a double.
 mlir::FailureOr<std::optional<llvm::APFloat>> parseStd(mlir::AsmParser &parser);
+/// The probability of #nn.dropout: a float literal, held as an f32.
+mlir::FailureOr<llvm::APFloat> parseProbability(mlir::AsmParser &parser);
 } // namespace bitpipe::nn
 
 #define GET_ATTRDEF_CLASSES

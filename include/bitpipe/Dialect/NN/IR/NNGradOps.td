@@ -78,17 +78,21 @@ def NN_AttentionGradOp : NN_GradOp<"attention_grad"> {
   let description = [{
     Recomputes the attention probabilities block by block from `qkv` (as
     FlashAttention's backward does) and returns the gradient of `qkv`.
-    `kv_heads` as on nn.attention.
+    `kv_heads` and `dropout` as on nn.attention: the forward's mask is
+    drawn again from the same key and site.
   }];
   let arguments = (ins NN_FloatTensor:$qkv, NN_FloatTensor:$grad,
                        ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:
                            $num_kv_heads,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal,
+                       Optional<NN_KeyTensor>:$key,
+                       OptionalAttr<NN_DropoutAttr>:$dropout);
   let results = (outs NN_FloatTensor:$qkv_grad);
   let assemblyFormat = [{
     $qkv `,` $grad `heads` `(` $num_heads `)`
-    (`kv_heads` `(` $num_kv_heads^ `)`)? (`causal` $causal^)? attr-dict
+    (`kv_heads` `(` $num_kv_heads^ `)`)? (`causal` $causal^)?
+    (`dropout` `(` $key^ `,` qualified($dropout) `)`)? attr-dict
     `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{

@@ -18,6 +18,10 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 def NN_FloatTensor : RankedTensorOf<[F32, BF16, F16]>;
 def NN_IndexTensor : RankedTensorOf<[I32, I64]>;
 def NN_Scalar : 0DTensorOf<[F32]>;
+// A micro-batch's random key: the model function's `nn.input =
+// "dropout_key"` argument, four i32 words the runtime fills per
+// micro-batch (docs/training-semantics.md, "Dropout").
+def NN_KeyTensor : 1DTensorOf<[I32]>;
 
 // A forward op: pure, with its result type inferred from its operands, a
 // backward rule and a cost.
@@ -130,22 +134,34 @@ def NN_AttentionOp : NN_ForwardOp<"attention"> {
     result is [B, T, num_heads * d], heads concatenated. Kernels never
     materialise the T x T score matrix.
 
+    With `dropout(%key, #nn.dropout<p, site = s>)` the attention
+    probabilities are dropped as GPT-2's and BERT's `attn_pdrop` /
+    `attention_probs_dropout_prob` do: each with probability p, the kept
+    ones scaled by 1 / (1 - p), before they weigh the values; the mask is
+    site s's for the micro-batch's key. Only without grouping.
+
     ```mlir
     %a = nn.attention %qkv heads(4) causal
         : (tensor<4x64x96xf32>) -> tensor<4x64x32xf32>
     %g = nn.attention %qkv heads(4) kv_heads(2) causal
         : (tensor<4x64x64xf32>) -> tensor<4x64x32xf32>
+    %d = nn.attention %qkv heads(4) causal
+        dropout(%key, #nn.dropout<1.000000e-01, site = 1>)
+        : (tensor<4x64x96xf32>, tensor<4xi32>) -> tensor<4x64x32xf32>
     ```
   }];
   let arguments = (ins NN_FloatTensor:$qkv, ConfinedAttr<I64Attr,
                        [IntPositive]>:$num_heads,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:
                            $num_kv_heads,
-                       UnitAttr:$causal);
+                       UnitAttr:$causal,
+                       Optional<NN_KeyTensor>:$key,
+                       OptionalAttr<NN_DropoutAttr>:$dropout);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
     $qkv `heads` `(` $num_heads `)` (`kv_heads` `(` $num_kv_heads^ `)`)?
-    (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+    (`causal` $causal^)? (`dropout` `(` $key^ `,` qualified($dropout) `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     /// The key/value head count: kv_heads, or num_heads without it.
@@ -242,6 +258,30 @@ def NN_AddOp : NN_ForwardOp<"add", [Commutative]> {
   let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def NN_DropoutOp : NN_ForwardOp<"dropout"> {
+  let summary = "drops elements at random and scales the kept ones";
+  let description = [{
+    Each element is zeroed with probability p and the kept ones are scaled
+    by 1 / (1 - p), as PyTorch's `nn.Dropout` in training. Which elements
+    are kept is a pure function of the micro-batch's `key`, the site and
+    the element's index (docs/training-semantics.md, "Dropout"), so the
+    backward, another rank or another schedule draws the same mask. The
+    backward is the same map on the gradient: an nn.dropout of the
+    gradient with this op's key and site.
+
+    ```mlir
+    %y = nn.dropout %x, %key {dropout = #nn.dropout<1.000000e-01, site = 2>}
+        : (tensor<4x64x32xf32>, tensor<4xi32>) -> tensor<4x64x32xf32>
+    ```
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_KeyTensor:$key,
+                       NN_DropoutAttr:$dropout);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $key attr-dict `:` functional-type(operands, results)
+  }];
 }
 
 def NN_CrossEntropyOp : NN_ForwardOp<"cross_entropy"> {
