@@ -3,8 +3,8 @@
 #include "bitpipe/Analysis/CostModel.h"
 
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
-#include "bitpipe/Support/CheckedArithmetic.h"
 #include "bitpipe/Support/TensorBytes.h"
+#include "bitpipe/base/CheckedArithmetic.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"

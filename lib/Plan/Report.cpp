@@ -3,7 +3,7 @@
 #include "bitpipe/Plan/Report.h"
 
 #include "bitpipe/Schedule/Registry.h"
-#include "core/JsonTree.h"
+#include "bitpipe/base/JsonTree.h"
 
 #include <algorithm>
 #include <cctype>

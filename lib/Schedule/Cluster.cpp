@@ -6,7 +6,7 @@
 
 #include "bitpipe/Schedule/Cluster.h"
 
-#include "core/JsonTree.h"
+#include "bitpipe/base/JsonTree.h"
 
 #include <algorithm>
 #include <cmath>

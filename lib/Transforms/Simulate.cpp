@@ -20,7 +20,7 @@
 #include "bitpipe/Transforms/Passes.h"
 
 #include "PassOptionUtil.h"
-#include "core/AtomicFile.h"
+#include "bitpipe/base/AtomicFile.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/Format.h"
@@ -282,8 +282,8 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
   /// only by a complete file, never through a link or over a directory.
   LogicalResult write(ModuleOp module, StringRef path,
                       const std::string &contents) {
-    runtime::Status written = runtime::writeFileAtomically(
-        path.str(), contents.data(), contents.size());
+    base::Status written =
+        base::writeFileAtomically(path.str(), contents.data(), contents.size());
     if (!written.isOk())
       return module.emitError()
              << "cannot write '" << path << "': " << written.message();

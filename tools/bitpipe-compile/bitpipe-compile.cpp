@@ -52,7 +52,7 @@
 #include "bitpipe/Support/ScheduleCommandLine.h"
 #include "bitpipe/Support/TransportOptions.h"
 #include "bitpipe/Transforms/Pipeline.h"
-#include "core/MemoryReuse.h"
+#include "bitpipe/base/MemoryReuse.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

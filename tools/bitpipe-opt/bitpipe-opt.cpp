@@ -22,7 +22,7 @@
 
 #include "ToolInput.h"
 #include "ToolOutput.h"
-#include "core/MemoryReuse.h"
+#include "bitpipe/base/MemoryReuse.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"

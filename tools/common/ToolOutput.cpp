@@ -1,20 +1,18 @@
-//===- ToolOutput.cpp - How the compiler tools write their outputs -*- C++ -*-===//
+//===- ToolOutput.cpp - How the compiler tools write their outputs --------===//
 
 #include "ToolOutput.h"
 
-#include "core/AtomicFile.h"
-#include "core/TempFileCleanup.h"
+#include "bitpipe/base/AtomicFile.h"
+#include "bitpipe/base/TempFileCleanup.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
-
-namespace rt = bitpipe::runtime;
 
 namespace bitpipe {
 
 namespace {
 
-llvm::Error toError(const rt::Status &status) {
+llvm::Error toError(const base::Status &status) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  status.message());
 }
@@ -23,12 +21,12 @@ llvm::Error toError(const rt::Status &status) {
 /// (and the writer has removed its temporary); what follows is dropped.
 class AtomicFileStream : public llvm::raw_ostream {
 public:
-  explicit AtomicFileStream(rt::AtomicFileWriter &writer) : writer_(writer) {
+  explicit AtomicFileStream(base::AtomicFileWriter &writer) : writer_(writer) {
     SetBufferSize(1 << 16);
   }
   ~AtomicFileStream() override { flush(); }
 
-  const rt::Status &status() const { return status_; }
+  const base::Status &status() const { return status_; }
 
 private:
   void write_impl(const char *ptr, size_t size) override {
@@ -38,15 +36,16 @@ private:
   }
   uint64_t current_pos() const override { return pos_; }
 
-  rt::AtomicFileWriter &writer_;
-  rt::Status status_ = rt::Status::ok();
+  base::AtomicFileWriter &writer_;
+  base::Status status_ = base::Status::ok();
   uint64_t pos_ = 0;
 };
 
 } // namespace
 
 llvm::Error checkOutputPath(llvm::StringRef path) {
-  rt::Expected<rt::OutputKind> kind = rt::checkOutputDestination(path.str());
+  base::Expected<base::OutputKind> kind =
+      base::checkOutputDestination(path.str());
   if (!kind.isOk())
     return toError(kind.status());
   return llvm::Error::success();
@@ -54,8 +53,8 @@ llvm::Error checkOutputPath(llvm::StringRef path) {
 
 llvm::Error writeOutputFile(llvm::StringRef path,
                             llvm::function_ref<void(llvm::raw_ostream &)> print) {
-  rt::Expected<rt::AtomicFileWriter> writer =
-      rt::AtomicFileWriter::open(path.str());
+  base::Expected<base::AtomicFileWriter> writer =
+      base::AtomicFileWriter::open(path.str());
   if (!writer.isOk())
     return toError(writer.status());
   {
@@ -65,7 +64,7 @@ llvm::Error writeOutputFile(llvm::StringRef path,
     if (!os.status().isOk())
       return toError(os.status());
   }
-  rt::Status committed = writer->commit();
+  base::Status committed = writer->commit();
   if (!committed.isOk())
     return toError(committed);
   return llvm::Error::success();
@@ -74,17 +73,17 @@ llvm::Error writeOutputFile(llvm::StringRef path,
 llvm::Error writeOutputFileFrom(
     llvm::StringRef path,
     llvm::function_ref<llvm::Error(llvm::StringRef file)> produce) {
-  rt::Expected<rt::AtomicFileWriter> writer =
-      rt::AtomicFileWriter::open(path.str());
+  base::Expected<base::AtomicFileWriter> writer =
+      base::AtomicFileWriter::open(path.str());
   if (!writer.isOk())
     return toError(writer.status());
-  if (writer->kind() == rt::OutputKind::File) {
-    rt::Status closed = writer->closeForExternalWriter();
+  if (writer->kind() == base::OutputKind::File) {
+    base::Status closed = writer->closeForExternalWriter();
     if (!closed.isOk())
       return toError(closed);
     if (llvm::Error e = produce(writer->tempPath()))
       return e; // the writer removes the temporary
-    rt::Status committed = writer->commit();
+    base::Status committed = writer->commit();
     if (!committed.isOk())
       return toError(committed);
     return llvm::Error::success();
@@ -99,8 +98,8 @@ llvm::Error writeOutputFileFrom(
       return llvm::createStringError(bytes.getError(),
                                      "cannot read '" + scratch.str() +
                                          "': " + bytes.getError().message());
-    rt::Status s = writer->write((*bytes)->getBufferStart(),
-                                 (*bytes)->getBufferSize());
+    base::Status s =
+        writer->write((*bytes)->getBufferStart(), (*bytes)->getBufferSize());
     if (s.isOk())
       s = writer->commit();
     return s.isOk() ? llvm::Error::success() : toError(s);
@@ -116,7 +115,7 @@ withScratchFile(llvm::StringRef prefix, llvm::StringRef suffix,
     return llvm::createStringError(
         ec, "cannot create a temporary file in the system's temporary "
             "directory: " + ec.message());
-  rt::RemovedTemporary scratch(path.str().str());
+  base::RemovedTemporary scratch(path.str().str());
   return use(scratch.path());
 }
 

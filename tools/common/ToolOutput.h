@@ -1,8 +1,8 @@
-//===- ToolOutput.h - How the compiler tools write their outputs -*- C++ -*-===//
+//===- ToolOutput.h - How the compiler tools write files --------*- C++ -*-===//
 //
 // bitpipe-import, bitpipe-opt and bitpipe-compile write every output (IR,
-// objects, executables) through the runtime's writer,
-// runtime/lib/core/AtomicFile.h: the one implementation of the rule of
+// objects, executables) through the base library's writer,
+// bitpipe/base/AtomicFile.h: the one implementation of the rule of
 // docs/files.md. A regular file is replaced only once every byte is
 // written, fsynced and closed (else it is left as it was and the temporary
 // is removed, also on SIGINT/SIGTERM); "-", /dev/null, a FIFO are written

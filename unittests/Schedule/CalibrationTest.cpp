@@ -10,7 +10,7 @@
 
 #include "bitpipe/Schedule/IdleTime.h"
 #include "bitpipe/Schedule/Registry.h"
-#include "train/TraceFormat.h"
+#include "bitpipe/base/TraceFormat.h"
 
 #include <gtest/gtest.h>
 
@@ -308,7 +308,7 @@ TEST(Calibration, AtTheRunsSpeedOnlyTheScheduleIsLeft) {
 }
 
 /// A GPU run's trace as the CUDA target writes it
-/// (runtime/lib/train/TraceFormat.h), `steps` copies of the simulated step:
+/// (bitpipe/base/TraceFormat.h), `steps` copies of the simulated step:
 /// each stage call twice, on the host row as the short span that enqueued
 /// it and on the compute stream's row as the device ran it; each transfer
 /// on both ends' point-to-point rows ("send r<peer> t<tag>", "recv r<peer>

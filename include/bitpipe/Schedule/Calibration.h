@@ -1,4 +1,4 @@
-//===- Calibration.h - The cost model fitted to a real run -------*- C++
+//===- Calibration.h - The cost model fitted to a real run ------*- C++ -*-===//
 //-*-===//
 //
 // A compiled executable's Chrome trace (--trace; runtime/lib/train/Trace.h)
@@ -36,7 +36,7 @@ struct RunEvent {
   std::string name;
   double start = 0, duration = 0;
   /// The rank's row: 0 the host's, others a device stream's
-  /// (runtime/lib/train/TraceFormat.h).
+  /// (bitpipe/base/TraceFormat.h).
   int row = 0;
   double end() const { return start + duration; }
 };

@@ -3,16 +3,16 @@
 // Every size the compiler gives a tensor (costs, buffers, gradient buckets,
 // the simulator's transfers and a model's profile) is its element count
 // times a whole number of bytes per element, multiplied without wrapping
-// (CheckedArithmetic.h). The passes differ only in what they do with a type
-// that has no such size: refuse it, assert it away, or leave it out of an
-// estimate; the size itself is computed here once.
+// (bitpipe/base/CheckedArithmetic.h). The passes differ only in what they
+// do with a type that has no such size: refuse it, assert it away, or leave
+// it out of an estimate; the size itself is computed here once.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_SUPPORT_TENSORBYTES_H
 #define BITPIPE_SUPPORT_TENSORBYTES_H
 
-#include "bitpipe/Support/CheckedArithmetic.h"
+#include "bitpipe/base/CheckedArithmetic.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 

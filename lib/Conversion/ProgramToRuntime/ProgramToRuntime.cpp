@@ -32,7 +32,7 @@
 #include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
 #include "bitpipe/Support/TensorBytes.h"
 
-#include "core/AtomicFile.h"
+#include "bitpipe/base/AtomicFile.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
@@ -586,7 +586,7 @@ LowerProgramToRuntimePass::readSchedule(const sched::World &world,
 /// by a complete file, never through a link or over a directory.
 LogicalResult LowerProgramToRuntimePass::writeManifestFile(StringRef text) {
   std::string content = (text + "\n").str();
-  ::bitpipe::runtime::Status written = ::bitpipe::runtime::writeFileAtomically(
+  ::bitpipe::base::Status written = ::bitpipe::base::writeFileAtomically(
       manifestFile, content.data(), content.size());
   if (!written.isOk())
     return getOperation().emitError()

@@ -4,8 +4,8 @@
 
 #include "RunSteps.h"
 
-#include "core/JsonTree.h"
-#include "train/TraceFormat.h"
+#include "bitpipe/base/JsonTree.h"
+#include "bitpipe/base/TraceFormat.h"
 
 #include <algorithm>
 #include <cstdint>

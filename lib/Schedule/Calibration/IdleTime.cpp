@@ -4,7 +4,7 @@
 
 #include "RunSteps.h"
 
-#include "train/TraceFormat.h"
+#include "bitpipe/base/TraceFormat.h"
 
 #include <algorithm>
 #include <cctype>

@@ -3,7 +3,7 @@
 #include "RunSteps.h"
 
 #include "bitpipe/Schedule/GridText.h"
-#include "train/TraceFormat.h"
+#include "bitpipe/base/TraceFormat.h"
 
 #include <algorithm>
 #include <limits>

@@ -9,7 +9,7 @@
 
 #include "ExportUtil.h"
 
-#include "core/JsonTree.h"
+#include "bitpipe/base/JsonTree.h"
 
 #include <set>
 

@@ -2,7 +2,7 @@
 
 #include "Arena.h"
 
-#include "CheckedMath.h"
+#include "bitpipe/base/CheckedArithmetic.h"
 
 #include <algorithm>
 #include <cstdlib>

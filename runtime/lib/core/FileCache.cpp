@@ -7,8 +7,8 @@
 
 #include "FileCache.h"
 
-#include "AtomicFile.h"
 #include "Crc32c.h"
+#include "bitpipe/base/AtomicFile.h"
 
 #include <cctype>
 #include <cerrno>
@@ -134,7 +134,7 @@ Status FileCache::store(std::string_view key, std::string_view bytes) const {
                          "'" + std::string(key) +
                              "' cannot name a cache entry");
   BP_TRY(makeDirs(dir_));
-  BP_ASSIGN(writer, AtomicFileWriter::open(pathOf(key)));
+  BP_ASSIGN(writer, base::AtomicFileWriter::open(pathOf(key)));
   const std::string head = header(bytes);
   BP_TRY(writer.write(head.data(), head.size()));
   BP_TRY(writer.write(bytes.data(), bytes.size()));

@@ -1,6 +1,6 @@
 //===- Json.h - The runtime's JSON reader and string quoting ----*- C++ -*-===//
 //
-// The project's JSON reader (core/JsonTree.h) in the runtime's terms: a
+// The project's JSON reader (bitpipe/base/JsonTree.h) in the runtime's terms: a
 // parse error is a Status naming the byte offset. One reader for everything
 // the runtime reads as JSON: the compiled program's manifest (exec),
 // safetensors headers and trace and metrics files (train), and the tools'.
@@ -10,7 +10,7 @@
 #ifndef BITPIPE_RUNTIME_CORE_JSON_H
 #define BITPIPE_RUNTIME_CORE_JSON_H
 
-#include "core/JsonTree.h"
+#include "bitpipe/base/JsonTree.h"
 #include "core/Status.h"
 
 #include <string>

@@ -2,9 +2,9 @@
 
 #include "Executor.h"
 
+#include "bitpipe/base/TraceFormat.h"
 #include "bitpipe/runtime.h"
 #include "core/Tensor.h"
-#include "train/TraceFormat.h"
 
 #include <cmath>
 #include <cstdlib>

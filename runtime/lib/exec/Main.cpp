@@ -11,14 +11,14 @@
 
 #include "Backend.h"
 #include "Training.h"
-#include "core/MemoryReuse.h"
+#include "bitpipe/base/MemoryReuse.h"
 
 #include "bitpipe/program.h"
 
 int main(int argc, char **argv) {
   // MPI's non-blocking all-reduce allocates a temporary the size of its
   // bucket on every call; without this, glibc returns it to the kernel and
-  // the next steps fault it in again (core/MemoryReuse.h).
+  // the next steps fault it in again (bitpipe/base/MemoryReuse.h).
   bitpipe::keepFreedMemoryForReuse();
   bitpipe::runtime::CompiledProgram program;
   program.stageEntries = bitpipe_stage_entries;

@@ -1,12 +1,12 @@
-//===- Options.cpp - Command-line flags of a training executable -*- C++ -*-===//
+//===- Options.cpp - Command-line flags of a training executable ----------===//
 
 #include "Options.h"
 
 #include "core/FileCache.h"
 
-#include "core/AtomicFile.h"
+#include "bitpipe/base/AtomicFile.h"
+#include "bitpipe/base/OutputDestination.h"
 #include "core/Flags.h"
-#include "core/OutputDestination.h"
 
 #include <cerrno>
 #include <cstring>
@@ -146,15 +146,15 @@ std::string rankParamsPath(const TrainOptions &o, int rank) {
   return o.dumpRankParamsDir + "/rank" + std::to_string(rank) + ".safetensors";
 }
 
-/// \p flag's \p path may be written (core/OutputDestination.h's rule).
+/// \p flag's \p path may be written (bitpipe/base/OutputDestination.h's rule).
 /// Temporaries a killed run left next to it are removed now, with a note,
 /// rather than at the first save, which may be hours away (docs/files.md).
 static Status checkTarget(const char *flag, const std::string &path) {
-  Expected<OutputKind> kind = checkOutputDestination(path);
+  Expected<base::OutputKind> kind = base::checkOutputDestination(path);
   if (!kind.isOk())
     return Status::error(kind.status().code(),
                          std::string(flag) + ": " + kind.status().message());
-  removeStaleTemporaries(path);
+  base::removeStaleTemporaries(path);
   return Status::ok();
 }
 

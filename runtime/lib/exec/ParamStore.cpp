@@ -1,9 +1,9 @@
-//===- ParamStore.cpp - One rank's parameters, gradients, moments -*- C++
+//===- ParamStore.cpp - One rank's parameters, gradients, moments ---------===//
 //-*-===//
 
 #include "ParamStore.h"
 
-#include "core/CheckedMath.h"
+#include "bitpipe/base/CheckedArithmetic.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,8 +1,8 @@
-//===- HuggingFace.cpp - Hugging Face checkpoints: names and layouts -*- C++ -*-===//
+//===- HuggingFace.cpp - Hugging Face checkpoints: names and layouts ------===//
 
 #include "HuggingFace.h"
 
-#include "core/AtomicFile.h"
+#include "bitpipe/base/AtomicFile.h"
 #include "core/Json.h"
 #include "core/Tensor.h"
 
@@ -632,7 +632,8 @@ Status writeHuggingFace(const std::string &dir, const HfMapping &mapping,
     tensors[i].data = data[i].data();
   BP_TRY(writeSafetensors(dir + "/model.safetensors", tensors,
                           {{"format", "pt"}}));
-  Expected<AtomicFileWriter> w = AtomicFileWriter::open(dir + "/config.json");
+  Expected<base::AtomicFileWriter> w =
+      base::AtomicFileWriter::open(dir + "/config.json");
   if (!w.isOk())
     return w.status();
   BP_TRY(w->write(configJson.data(), configJson.size()));

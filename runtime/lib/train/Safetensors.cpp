@@ -2,7 +2,7 @@
 
 #include "Safetensors.h"
 
-#include "core/AtomicFile.h"
+#include "bitpipe/base/AtomicFile.h"
 #include "core/Json.h"
 #include "core/Tensor.h"
 
@@ -84,7 +84,7 @@ Status writeSafetensors(const std::string &path,
   // Trailing spaces are valid JSON whitespace; they align the data to 8.
   header.append((8 - (header.size() % 8)) % 8, ' ');
 
-  Expected<AtomicFileWriter> w = AtomicFileWriter::open(path);
+  Expected<base::AtomicFileWriter> w = base::AtomicFileWriter::open(path);
   if (!w.isOk())
     return w.status();
   unsigned char len[8];

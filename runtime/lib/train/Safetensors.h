@@ -9,10 +9,11 @@
 //
 // The writer puts tensors in the order given, pads the header with spaces so
 // the data starts 8-byte aligned (as the reference writer does), and writes
-// atomically (core/AtomicFile.h). The reader accepts what other tools write:
-// any member order, any extra metadata, any dtype in the header (only F32
-// tensors can be read into floats); it checks every offset against the file
-// before use, so a truncated or corrupt file is a message, not a crash.
+// atomically (bitpipe/base/AtomicFile.h). The reader accepts what other
+// tools write: any member order, any extra metadata, any dtype in the header
+// (only F32 tensors can be read into floats); it checks every offset against
+// the file before use, so a truncated or corrupt file is a message, not a
+// crash.
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,9 +2,9 @@
 
 #include "StepLog.h"
 
+#include "bitpipe/base/AtomicFile.h"
+#include "bitpipe/base/OutputDestination.h"
 #include "comm/Communicator.h"
-#include "core/AtomicFile.h"
-#include "core/OutputDestination.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -113,11 +113,11 @@ void StepLogger::finish() {
 
 Expected<std::unique_ptr<MetricsLog>> MetricsLog::open(const std::string &path,
                                                        bool append) {
-  Expected<OutputKind> kind = checkOutputDestination(path);
+  Expected<base::OutputKind> kind = base::checkOutputDestination(path);
   if (!kind.isOk())
     return kind.status();
-  if (*kind == OutputKind::Stream) {
-    Expected<int> stream = openOutputStream(path);
+  if (*kind == base::OutputKind::Stream) {
+    Expected<int> stream = base::openOutputStream(path);
     if (!stream.isOk())
       return stream.status();
     return std::unique_ptr<MetricsLog>(new MetricsLog(path, *stream, false));
@@ -142,7 +142,7 @@ Status MetricsLog::append(const std::string &line) {
     return Status::error(ErrorCode::IoError,
                          "cannot write '" + path_ + "': it is closed");
   std::string withNewline = line + "\n";
-  return writeAll(fd_, withNewline.data(), withNewline.size(), path_);
+  return base::writeAll(fd_, withNewline.data(), withNewline.size(), path_);
 }
 
 Status MetricsLog::close() {

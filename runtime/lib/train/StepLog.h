@@ -71,16 +71,17 @@ private:
 /// --metrics: one JSON line per step, appended as the step ends.
 ///
 /// Appended, not written to a temporary and renamed at the end like the
-/// other outputs (core/AtomicFile.h): users tail it while the job trains,
-/// and a run that dies keeps the lines of the steps it finished. So each
-/// line is one checked write(2) straight to the file, with no stdio buffer
-/// in between: a full disk is an error at the step that hit it, naming the
-/// file, not an empty file and exit 0. close() fsyncs (a network file
-/// system may report a failed write only then) and is checked. The
-/// destination follows the rule of every output (core/OutputDestination.h,
-/// docs/files.md): a directory or a symbolic link is refused, a device or a
-/// FIFO is written into. A fresh run starts the file anew; a resumed run
-/// (--load) appends to the log of the run it continues.
+/// other outputs (bitpipe/base/AtomicFile.h): users tail it while the job
+/// trains, and a run that dies keeps the lines of the steps it finished. So
+/// each line is one checked write(2) straight to the file, with no stdio
+/// buffer in between: a full disk is an error at the step that hit it,
+/// naming the file, not an empty file and exit 0. close() fsyncs (a network
+/// file system may report a failed write only then) and is checked. The
+/// destination follows the rule of every output
+/// (bitpipe/base/OutputDestination.h, docs/files.md): a directory or a
+/// symbolic link is refused, a device or a FIFO is written into. A fresh run
+/// starts the file anew; a resumed run (--load) appends to the log of the
+/// run it continues.
 class MetricsLog {
 public:
   static Expected<std::unique_ptr<MetricsLog>> open(const std::string &path,

@@ -2,8 +2,8 @@
 
 #include "Trace.h"
 
+#include "bitpipe/base/AtomicFile.h"
 #include "comm/Communicator.h"
-#include "core/AtomicFile.h"
 #include "core/Json.h"
 
 #include <cstdlib>
@@ -193,7 +193,7 @@ chromeTraceJson(const std::vector<std::vector<TraceEvent>> &perRank) {
 Status writeChromeTrace(const std::string &path,
                         const std::vector<std::vector<TraceEvent>> &perRank) {
   std::string json = chromeTraceJson(perRank);
-  return writeFileAtomically(path, json.data(), json.size());
+  return base::writeFileAtomically(path, json.data(), json.size());
 }
 
 Status gatherAndWriteChromeTrace(Communicator &comm,

@@ -19,8 +19,8 @@
 #ifndef BITPIPE_RUNTIME_TRAIN_TRACE_H
 #define BITPIPE_RUNTIME_TRAIN_TRACE_H
 
+#include "bitpipe/base/TraceFormat.h"
 #include "core/Status.h"
-#include "train/TraceFormat.h"
 
 #include <chrono>
 #include <string>
@@ -52,8 +52,8 @@ bool isComputeCategory(TraceCategory c);
 /// A rank's rows in the Chrome trace (its tids): the host's calls, then
 /// one per device stream (CUDA only). Device spans overlap the host's,
 /// which only enqueue the work, and each other across streams. Defined
-/// with the spans' names in train/TraceFormat.h, which the calibration
-/// reads the trace by.
+/// with the spans' names in bitpipe/base/TraceFormat.h, which the
+/// calibration reads the trace by.
 using trace::kAllReduceStreamRow;
 using trace::kComputeStreamRow;
 using trace::kHostRow;

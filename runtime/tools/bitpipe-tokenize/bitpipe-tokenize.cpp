@@ -6,14 +6,14 @@
 // (ids 0..255, so a model with vocab >= 256 can train on it), written in the
 // flat little-endian format that nanoGPT's and Megatron's tools write and
 // TokenDataset reads. Files are concatenated in the order given. The output
-// is written as every tool writes (core/AtomicFile.h, docs/files.md): to a
-// temporary renamed over TOKENS.bin once complete, so a failed run (a full
-// disk, a signal) leaves the previous file as it was; a directory or a
-// symbolic link is refused before the inputs are read.
+// is written as every tool writes (bitpipe/base/AtomicFile.h,
+// docs/files.md): to a temporary renamed over TOKENS.bin once complete, so a
+// failed run (a full disk, a signal) leaves the previous file as it was; a
+// directory or a symbolic link is refused before the inputs are read.
 //
 //===----------------------------------------------------------------------===//
 
-#include "core/AtomicFile.h"
+#include "bitpipe/base/AtomicFile.h"
 #include "core/Flags.h"
 
 #include <cerrno>
@@ -88,7 +88,8 @@ int main(int argc, char **argv) {
                  dtype.c_str());
     return 2;
   }
-  Expected<OutputKind> destination = checkOutputDestination(output);
+  Expected<bitpipe::base::OutputKind> destination =
+      bitpipe::base::checkOutputDestination(output);
   if (!destination.isOk()) {
     std::fprintf(stderr, "bitpipe-tokenize: -o: %s\n",
                  destination.status().message().c_str());
@@ -105,7 +106,8 @@ int main(int argc, char **argv) {
   }
   std::vector<unsigned char> data =
       dtype == "u16" ? encode<uint16_t>(bytes) : encode<uint32_t>(bytes);
-  Status status = writeFileAtomically(output, data.data(), data.size());
+  Status status =
+      bitpipe::base::writeFileAtomically(output, data.data(), data.size());
   if (!status.isOk()) {
     std::fprintf(stderr, "bitpipe-tokenize: -o: %s\n",
                  status.message().c_str());

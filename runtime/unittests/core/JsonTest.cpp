@@ -63,7 +63,7 @@ TEST(JsonTest, DuplicateNamesAreRefusedInSmallAndLargeObjects) {
 } // namespace
 
 // The dependency-free API the schedule library reads cluster files with
-// (core/JsonTree.h): errors carry the offset, which maps to a line and
+// (bitpipe/base/JsonTree.h): errors carry the offset, which maps to a line and
 // column, and values name their kind and print back for messages.
 TEST(JsonTest, TreeApiGivesOffsetsLinesAndValueText) {
   bitpipe::json::JsonValue v;

@@ -13,8 +13,8 @@
 
 #include "bitpipe/Dialect/NN/IR/ModelLimits.h"
 
-#include "bitpipe/Support/CheckedArithmetic.h"
 #include "bitpipe/abi/Dropout.h"
+#include "bitpipe/base/CheckedArithmetic.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"

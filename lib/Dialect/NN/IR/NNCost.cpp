@@ -29,13 +29,14 @@
 //   * cross_entropy over M positions of V logits: forward 4*M*V (max,
 //     subtract, exp, sum), backward 2*M*V (softmax minus one-hot, scale).
 // Costs need static shapes; the cost pass rejects dynamic ones first.
-// Counts saturate at 2^63-1 instead of wrapping (CheckedArithmetic.h); the
-// cost analysis refuses a model whose cost reaches it.
+// Counts saturate at 2^63-1 instead of wrapping
+// (bitpipe/base/CheckedArithmetic.h); the cost analysis refuses a model
+// whose cost reaches it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
-#include "bitpipe/Support/CheckedArithmetic.h"
+#include "bitpipe/base/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace bitpipe::nn;

@@ -2,7 +2,7 @@
 
 #include "NcclCommunicator.h"
 
-#include "train/TraceFormat.h"
+#include "bitpipe/base/TraceFormat.h"
 
 #include <chrono>
 #include <cstdio>

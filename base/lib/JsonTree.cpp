@@ -1,6 +1,6 @@
-//===- JsonTree.cpp - The project's JSON reader --------------------------===//
+//===- JsonTree.cpp - The project's JSON reader ---------------------------===//
 
-#include "JsonTree.h"
+#include "bitpipe/base/JsonTree.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,21 +1,22 @@
-//===- JsonTree.h - The project's JSON reader --------------------*- C++ -*-===//
+//===- JsonTree.h - The project's JSON reader -------------------*- C++ -*-===//
 //
 // A strict RFC 8259 parser into a plain tree (no comments, no trailing
 // commas, no duplicate member names), and string quoting for the writers.
 // The one reader for everything read as JSON outside the compiler's LLVM
 // code: the compiled program's manifest, safetensors headers, traces and
-// metrics (the runtime, through core/Json.h), and cluster descriptions (the
-// schedule library, docs/clusters.md). Plain C++17 with no dependency, so
-// that both can link it (BitPipeJson): the runtime links into every
-// generated executable, and the schedule library depends on the standard
-// library only (docs/architecture.md). Integers are kept exactly (int64)
+// metrics (the runtime, through runtime/lib/core/Json.h), and cluster
+// descriptions and traces read back (the schedule library,
+// docs/clusters.md). Part of the base library, which depends on nothing:
+// the runtime links it into every generated executable, and the schedule
+// library depends on the standard library and the base library only
+// (docs/architecture.md). Integers are kept exactly (int64)
 // besides their double value, since safetensors byte offsets may exceed
 // 2^53 in principle.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_RUNTIME_CORE_JSONTREE_H
-#define BITPIPE_RUNTIME_CORE_JSONTREE_H
+#ifndef BITPIPE_BASE_JSONTREE_H
+#define BITPIPE_BASE_JSONTREE_H
 
 #include <cstddef>
 #include <cstdint>
@@ -65,4 +66,4 @@ std::string quote(std::string_view s);
 
 } // namespace bitpipe::json
 
-#endif // BITPIPE_RUNTIME_CORE_JSONTREE_H
+#endif // BITPIPE_BASE_JSONTREE_H

@@ -12,13 +12,13 @@
 //   of its bucket on every call: the first two steps' posts took 80-140 ms
 //   each instead of 2-4 ms (bench/results-log.md, "Per-rank speed, and the
 //   all-reduce's temporaries").
-// Plain C++ with no dependency: the compiler's tools and the runtime's
-// main() link this one library.
+// In the base library: the compiler's tools and the runtime's main() call
+// this one function.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_RUNTIME_CORE_MEMORYREUSE_H
-#define BITPIPE_RUNTIME_CORE_MEMORYREUSE_H
+#ifndef BITPIPE_BASE_MEMORYREUSE_H
+#define BITPIPE_BASE_MEMORYREUSE_H
 
 namespace bitpipe {
 
@@ -32,4 +32,4 @@ void keepFreedMemoryForReuse();
 
 } // namespace bitpipe
 
-#endif // BITPIPE_RUNTIME_CORE_MEMORYREUSE_H
+#endif // BITPIPE_BASE_MEMORYREUSE_H

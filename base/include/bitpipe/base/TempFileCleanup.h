@@ -1,4 +1,4 @@
-//===- TempFileCleanup.h - Temporaries removed on failure and signals -*- C++ -*-===//
+//===- TempFileCleanup.h - Temporaries removed on failure -------*- C++ -*-===//
 //
 // A tool that writes "<out>.tmp.<pid>" and is stopped by Ctrl-C, by
 // `kill`, or by mpirun forwarding SIGTERM to its ranks must not leave the
@@ -16,12 +16,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_RUNTIME_CORE_TEMPFILECLEANUP_H
-#define BITPIPE_RUNTIME_CORE_TEMPFILECLEANUP_H
+#ifndef BITPIPE_BASE_TEMPFILECLEANUP_H
+#define BITPIPE_BASE_TEMPFILECLEANUP_H
 
 #include <string>
 
-namespace bitpipe::runtime {
+namespace bitpipe::base {
 
 class RemovedTemporary {
 public:
@@ -53,6 +53,6 @@ private:
   bool live_ = false;
 };
 
-} // namespace bitpipe::runtime
+} // namespace bitpipe::base
 
-#endif // BITPIPE_RUNTIME_CORE_TEMPFILECLEANUP_H
+#endif // BITPIPE_BASE_TEMPFILECLEANUP_H

@@ -1,11 +1,11 @@
 //===- TraceFormat.h - The spans a run's Chrome trace holds -----*- C++ -*-===//
 //
 // The contract between the runtime, which writes a run's trace
-// (train/Trace.h, exec/Executor.cpp, comm/nccl), and the schedule library's
-// calibration, which reads it (include/bitpipe/Schedule/Calibration.h):
-// the rows a rank's spans go to, how each kind of span is named, and how a
-// name is read back. Plain C++17, header only, no dependency: both sides
-// include this one file.
+// (runtime/lib/train/Trace.h, exec/Executor.cpp, comm/nccl), and the
+// schedule library's calibration, which reads it
+// (include/bitpipe/Schedule/Calibration.h): the rows a rank's spans go to,
+// how each kind of span is named, and how a name is read back. Header only,
+// in the base library, which both sides link: both include this one file.
 //
 // A rank is a Chrome "pid"; its rows are "tid"s. On the CPU every span is
 // on the host row. On CUDA the host row holds what the host did (a stage
@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_RUNTIME_TRAIN_TRACEFORMAT_H
-#define BITPIPE_RUNTIME_TRAIN_TRACEFORMAT_H
+#ifndef BITPIPE_BASE_TRACEFORMAT_H
+#define BITPIPE_BASE_TRACEFORMAT_H
 
 #include <cstdio>
 #include <string>
@@ -72,4 +72,4 @@ inline bool parseSpan(const std::string &name, const char *format, int &first,
 
 } // namespace bitpipe::trace
 
-#endif // BITPIPE_RUNTIME_TRAIN_TRACEFORMAT_H
+#endif // BITPIPE_BASE_TRACEFORMAT_H

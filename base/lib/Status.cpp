@@ -1,11 +1,11 @@
 //===- Status.cpp - Error codes and message formatting ----------*- C++ -*-===//
 
-#include "Status.h"
+#include "bitpipe/base/Status.h"
 
 #include <cstdarg>
 #include <cstdio>
 
-namespace bitpipe::runtime {
+namespace bitpipe::base {
 
 const char *errorCodeName(ErrorCode code) {
   switch (code) {
@@ -48,4 +48,4 @@ std::string formatString(const char *fmt, ...) {
   return out;
 }
 
-} // namespace bitpipe::runtime
+} // namespace bitpipe::base

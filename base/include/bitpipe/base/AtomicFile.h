@@ -1,4 +1,4 @@
-//===- AtomicFile.h - Write a file so readers never see half of it -*- C++ -*-===//
+//===- AtomicFile.h - Write a file readers never see half of ----*- C++ -*-===//
 //
 // The one writer of every file a bitpipe tool writes: checkpoints, traces,
 // token files, and the compiler tools' IR, objects and executables
@@ -15,22 +15,22 @@
 //
 // Which destinations are written how, and which are refused, is
 // OutputDestination.h's rule: "-", /dev/stdout, character devices and FIFOs
-// are written into; directories, symbolic links (but those to a stream), block devices
-// and sockets are refused.
+// are written into; directories, symbolic links (but those to a stream), block
+// devices and sockets are refused.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_RUNTIME_CORE_ATOMICFILE_H
-#define BITPIPE_RUNTIME_CORE_ATOMICFILE_H
+#ifndef BITPIPE_BASE_ATOMICFILE_H
+#define BITPIPE_BASE_ATOMICFILE_H
 
-#include "OutputDestination.h"
-#include "Status.h"
-#include "TempFileCleanup.h"
+#include "bitpipe/base/OutputDestination.h"
+#include "bitpipe/base/Status.h"
+#include "bitpipe/base/TempFileCleanup.h"
 
 #include <cstddef>
 #include <string>
 
-namespace bitpipe::runtime {
+namespace bitpipe::base {
 
 class AtomicFileWriter {
 public:
@@ -95,6 +95,6 @@ Status writeAll(int fd, const void *data, size_t bytes,
 /// how many were removed.
 int removeStaleTemporaries(const std::string &path);
 
-} // namespace bitpipe::runtime
+} // namespace bitpipe::base
 
-#endif // BITPIPE_RUNTIME_CORE_ATOMICFILE_H
+#endif // BITPIPE_BASE_ATOMICFILE_H

@@ -1,6 +1,6 @@
-//===- AtomicFile.cpp - Write a file so readers never see half of it -*- C++ -*-===//
+//===- AtomicFile.cpp - Write a file so readers never see half of it ------===//
 
-#include "AtomicFile.h"
+#include "bitpipe/base/AtomicFile.h"
 
 #include <cerrno>
 #include <csignal>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace bitpipe::runtime {
+namespace bitpipe::base {
 
 namespace {
 
@@ -43,8 +43,9 @@ Status writeAll(int fd, const void *data, size_t bytes,
     if (n <= 0)
       return Status::error(ErrorCode::IoError,
                            "cannot write '" + name + "': " +
-                               (n < 0 ? errnoText(errno)
-                                      : std::string("the write wrote nothing")));
+                               (n < 0
+                                    ? errnoText(errno)
+                                    : std::string("the write wrote nothing")));
     p += n;
     bytes -= static_cast<size_t>(n);
   }
@@ -75,8 +76,8 @@ int removeStaleTemporaries(const std::string &path) {
         !(::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH))
       continue;
     std::string stale = slash == std::string::npos ? name
-                        : dir == "/"                 ? "/" + name
-                                                     : dir + "/" + name;
+                        : dir == "/"               ? "/" + name
+                                                   : dir + "/" + name;
     struct stat st;
     if (::lstat(stale.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
       continue;
@@ -109,18 +110,18 @@ Expected<AtomicFileWriter> AtomicFileWriter::open(const std::string &path) {
   if (fd < 0) {
     int err = errno;
     temp.release(); // not ours: never created
-    return Status::error(ErrorCode::IoError,
-                         "cannot write '" + path + "': cannot create its "
-                         "temporary '" + tempPathOf(path, ::getpid()) +
-                             "': " + errnoText(err));
+    return Status::error(ErrorCode::IoError, "cannot write '" + path +
+                                                 "': cannot create its "
+                                                 "temporary '" +
+                                                 tempPathOf(path, ::getpid()) +
+                                                 "': " + errnoText(err));
   }
   return AtomicFileWriter(path, OutputKind::File, fd, std::move(temp));
 }
 
 AtomicFileWriter::AtomicFileWriter(AtomicFileWriter &&other) noexcept
     : path_(std::move(other.path_)), kind_(other.kind_), fd_(other.fd_),
-      externalWriter_(other.externalWriter_),
-      temp_(std::move(other.temp_)) {
+      externalWriter_(other.externalWriter_), temp_(std::move(other.temp_)) {
   other.fd_ = -1;
 }
 
@@ -164,8 +165,9 @@ Status AtomicFileWriter::write(const void *data, size_t bytes) {
 Status AtomicFileWriter::closeForExternalWriter() {
   if (kind_ != OutputKind::File)
     return Status::error(ErrorCode::InvalidArgument,
-                         "'" + path_ + "' is not a regular file: another "
-                         "program cannot write it through a temporary");
+                         "'" + path_ +
+                             "' is not a regular file: another "
+                             "program cannot write it through a temporary");
   int fd = fd_;
   fd_ = -1;
   errno = 0;
@@ -234,4 +236,4 @@ Status writeFileAtomically(const std::string &path, const void *data,
   return w->commit();
 }
 
-} // namespace bitpipe::runtime
+} // namespace bitpipe::base

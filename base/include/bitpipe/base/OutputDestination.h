@@ -1,4 +1,4 @@
-//===- OutputDestination.h - What an output path may be -------*- C++ -*-===//
+//===- OutputDestination.h - What an output path may be ---------*- C++ -*-===//
 //
 // The rule every bitpipe tool applies to a path it is told to write
 // (docs/files.md):
@@ -20,14 +20,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef BITPIPE_RUNTIME_CORE_OUTPUTDESTINATION_H
-#define BITPIPE_RUNTIME_CORE_OUTPUTDESTINATION_H
+#ifndef BITPIPE_BASE_OUTPUTDESTINATION_H
+#define BITPIPE_BASE_OUTPUTDESTINATION_H
 
-#include "Status.h"
+#include "bitpipe/base/Status.h"
 
 #include <string>
 
-namespace bitpipe::runtime {
+namespace bitpipe::base {
 
 enum class OutputKind {
   /// Replaced atomically through a temporary next to it.
@@ -56,6 +56,6 @@ int descriptorNamedBy(const std::string &path);
 /// creating or truncating anything, and must still be one once open.
 Expected<int> openOutputStream(const std::string &path);
 
-} // namespace bitpipe::runtime
+} // namespace bitpipe::base
 
-#endif // BITPIPE_RUNTIME_CORE_OUTPUTDESTINATION_H
+#endif // BITPIPE_BASE_OUTPUTDESTINATION_H

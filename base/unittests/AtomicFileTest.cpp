@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "core/AtomicFile.h"
+#include "bitpipe/base/AtomicFile.h"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-using namespace bitpipe::runtime;
+using namespace bitpipe::base;
 
 namespace {
 
@@ -262,7 +262,8 @@ TEST_F(AtomicFileTest, DescriptorNamesAreTheShellsRedirections) {
 
   Status s = writeFileAtomically("/dev/fd/987", "x", 1);
   ASSERT_FALSE(s.isOk());
-  EXPECT_EQ(s.message(), "'/dev/fd/987' names descriptor 987, which is not open");
+  EXPECT_EQ(s.message(),
+            "'/dev/fd/987' names descriptor 987, which is not open");
 }
 
 TEST_F(AtomicFileTest, RefusesAMissingOrNonDirectoryParent) {
@@ -334,8 +335,7 @@ TEST_F(AtomicFileTest, ADestinationThatBecameALinkIsNotReplaced) {
   ASSERT_EQ(::symlink("elsewhere", out.c_str()), 0);
   Status s = w->commit();
   ASSERT_FALSE(s.isOk());
-  EXPECT_NE(s.message().find("is a dangling symbolic link"),
-            std::string::npos)
+  EXPECT_NE(s.message().find("is a dangling symbolic link"), std::string::npos)
       << s.message();
   struct stat st;
   ASSERT_EQ(::lstat(out.c_str(), &st), 0);
@@ -379,15 +379,15 @@ TEST_F(AtomicFileTest, StaleTemporariesOfDeadProcessesAreRemovedWithANote) {
   EXPECT_EQ(err, "note: removed '" + stale +
                      "', a temporary file left by process " +
                      stale.substr(stale.rfind('.') + 1) +
-                     ", which no longer runs (an interrupted write of '" +
-                     out + "')\n");
+                     ", which no longer runs (an interrupted write of '" + out +
+                     "')\n");
   EXPECT_EQ(get(out), "new");
 }
 
 /// A child that opens a writer for \p out, writes, tells the parent the
 /// temporary exists, and waits for a signal; \p setup runs first.
-template <typename Setup> pid_t childWritingForever(const std::string &out,
-                                                    Setup setup) {
+template <typename Setup>
+pid_t childWritingForever(const std::string &out, Setup setup) {
   int ready[2];
   if (::pipe(ready) != 0)
     return -1;

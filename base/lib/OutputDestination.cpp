@@ -1,6 +1,6 @@
-//===- OutputDestination.cpp - What an output path may be -----*- C++ -*-===//
+//===- OutputDestination.cpp - What an output path may be -------*- C++ -*-===//
 
-#include "OutputDestination.h"
+#include "bitpipe/base/OutputDestination.h"
 
 #include <cstdlib>
 
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace bitpipe::runtime {
+namespace bitpipe::base {
 
 namespace {
 
@@ -43,12 +43,10 @@ Status checkParent(const std::string &path) {
                             (errno == ENOENT ? std::string("does not exist")
                                              : std::strerror(errno)));
   if (!S_ISDIR(st.st_mode))
-    return refuse(path, "cannot be created: '" + dir +
-                            "' is not a directory");
+    return refuse(path, "cannot be created: '" + dir + "' is not a directory");
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     return refuse(path, "cannot be written: directory '" + dir +
-                            "' is not writable (" + std::strerror(errno) +
-                            ")");
+                            "' is not writable (" + std::strerror(errno) + ")");
   return Status::ok();
 }
 
@@ -93,14 +91,15 @@ Expected<int> openOutputStream(const std::string &path) {
   // No O_CREAT, no O_TRUNC: a stream is written into, never created.
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0)
-    return Status::error(ErrorCode::IoError, "cannot open '" + path +
-                                                 "': " + std::strerror(errno));
+    return Status::error(ErrorCode::IoError,
+                         "cannot open '" + path + "': " + std::strerror(errno));
   struct stat st;
   if (::fstat(fd, &st) != 0 || !isStream(st.st_mode)) {
     ::close(fd);
     return Status::error(ErrorCode::IoError,
-                         "'" + path + "' changed while it was opened (it was "
-                         "a device or a FIFO); nothing was written");
+                         "'" + path +
+                             "' changed while it was opened (it was "
+                             "a device or a FIFO); nothing was written");
   }
   return fd;
 }
@@ -141,15 +140,14 @@ Expected<OutputKind> checkOutputDestination(const std::string &path) {
       return OutputKind::Stream;
     char to[PATH_MAX];
     ssize_t n = ::readlink(path.c_str(), to, sizeof to - 1);
-    std::string linkText = n >= 0 ? std::string(to, static_cast<size_t>(n))
-                                  : std::string("?");
-    std::string what = !resolves ? "a dangling symbolic link (to '" +
-                                       linkText + "')"
+    std::string linkText =
+        n >= 0 ? std::string(to, static_cast<size_t>(n)) : std::string("?");
+    std::string what = !resolves
+                           ? "a dangling symbolic link (to '" + linkText + "')"
                        : S_ISREG(target.st_mode)
                            ? "a symbolic link (to '" + linkText + "')"
-                           : "a symbolic link to " +
-                                 describe(target.st_mode) + " ('" + linkText +
-                                 "')";
+                           : "a symbolic link to " + describe(target.st_mode) +
+                                 " ('" + linkText + "')";
     return refuse(path, "is " + what +
                             "; refusing to replace the link with a file: "
                             "name the file itself");
@@ -159,4 +157,4 @@ Expected<OutputKind> checkOutputDestination(const std::string &path) {
                           "regular file or a new name");
 }
 
-} // namespace bitpipe::runtime
+} // namespace bitpipe::base

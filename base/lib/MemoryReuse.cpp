@@ -1,6 +1,6 @@
 //===- MemoryReuse.cpp - Keep freed memory for the next use ---------------===//
 
-#include "MemoryReuse.h"
+#include "bitpipe/base/MemoryReuse.h"
 
 #include <cstdlib> // Defines __GLIBC__ with glibc.
 

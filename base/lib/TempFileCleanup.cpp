@@ -1,6 +1,6 @@
-//===- TempFileCleanup.cpp - Temporaries removed on failure and signals -*- C++ -*-===//
+//===- TempFileCleanup.cpp - Temporaries removed on failure and signals ---===//
 
-#include "TempFileCleanup.h"
+#include "bitpipe/base/TempFileCleanup.h"
 
 #include <atomic>
 #include <cerrno>
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <unistd.h>
 
-namespace bitpipe::runtime {
+namespace bitpipe::base {
 
 namespace {
 
@@ -140,7 +140,8 @@ RemovedTemporary::RemovedTemporary(RemovedTemporary &&other) noexcept
   other.live_ = false;
 }
 
-RemovedTemporary &RemovedTemporary::operator=(RemovedTemporary &&other) noexcept {
+RemovedTemporary &
+RemovedTemporary::operator=(RemovedTemporary &&other) noexcept {
   if (this != &other) {
     remove();
     path_ = std::move(other.path_);
@@ -166,4 +167,4 @@ void RemovedTemporary::remove() {
   release();
 }
 
-} // namespace bitpipe::runtime
+} // namespace bitpipe::base
