@@ -6,7 +6,9 @@
 // (chrome://tracing, Perfetto) with pid = rank, so the real timeline can be
 // laid beside the simulator's. On CUDA a rank has a row (tid) per stream
 // as well (TraceRow): spans measured with CUDA events, placed on the
-// host's clock from the step's start event.
+// host's clock from the step's start event. A span's category, its row and
+// a device's span are core/TraceSpan.h's, which the communicators below
+// train/ hand their spans up in.
 //
 // Clocks: times are microseconds since the recorder's epoch. Call
 // TraceRecorder::resetEpoch() right after a barrier on every rank; on one
@@ -19,8 +21,8 @@
 #ifndef BITPIPE_RUNTIME_TRAIN_TRACE_H
 #define BITPIPE_RUNTIME_TRAIN_TRACE_H
 
-#include "bitpipe/base/TraceFormat.h"
 #include "core/Status.h"
+#include "core/TraceSpan.h"
 
 #include <chrono>
 #include <string>
@@ -30,35 +32,11 @@ namespace bitpipe::runtime {
 
 class Communicator;
 
-enum class TraceCategory {
-  Forward,
-  Backward,
-  Send,
-  Recv,
-  AllReduce,
-  Optimizer,
-  Other,
-  /// Work on a device (a stage call's kernels, timed by CUDA events): not
-  /// host time, so not in the bubble fraction.
-  Device,
-};
-
 const char *traceCategoryName(TraceCategory c);
 /// The viewer's name of a TraceRow.
 const char *traceRowName(int row);
 /// True for the categories that count as busy time in the bubble fraction.
 bool isComputeCategory(TraceCategory c);
-
-/// A rank's rows in the Chrome trace (its tids): the host's calls, then
-/// one per device stream (CUDA only). Device spans overlap the host's,
-/// which only enqueue the work, and each other across streams. Defined
-/// with the spans' names in bitpipe/base/TraceFormat.h, which the
-/// calibration reads the trace by.
-using trace::kAllReduceStreamRow;
-using trace::kComputeStreamRow;
-using trace::kHostRow;
-using trace::kPointToPointStreamRow;
-using trace::TraceRow;
 
 struct TraceEvent {
   std::string name; // e.g. "F3.s2" (micro-batch 3, stage 2)
@@ -67,16 +45,6 @@ struct TraceEvent {
   double durationUs = 0;
   /// kHostRow, or a stream's row (Device events: the compute stream's).
   int row = kHostRow;
-};
-
-/// An operation timed on a device stream by a pair of events: start and
-/// duration in milliseconds from the step's start event.
-struct DeviceSpan {
-  std::string name;
-  TraceCategory category = TraceCategory::Other;
-  int row = kHostRow;
-  float startMs = 0;
-  float durationMs = 0;
 };
 
 class TraceRecorder {

@@ -1,4 +1,4 @@
-//===- NcclCommunicator.h - Communicator over NCCL on CUDA streams -*- C++ -*-===//
+//===- NcclCommunicator.h - Communicator over NCCL streams ------*- C++ -*-===//
 //
 // The CUDA target's transport (docs/runtime-abi.md, "Communication on each
 // target"). Made from the MPI communicator, which stays the bootstrap: the
@@ -72,7 +72,7 @@
 // the batch gets that span, from when the stream could start the group
 // (its compute waits met, the stream's earlier work done) to when the
 // last of its transfers ended. The trace has one row for all transfer
-// streams and one for all all-reduce streams (train/Trace.h, TraceRow):
+// streams and one for all all-reduce streams (core/TraceSpan.h, TraceRow):
 // spans of different channels, or of different groups, may overlap there.
 //
 // A wait polls the event and ncclCommGetAsyncError until its deadline; on
@@ -87,7 +87,7 @@
 #include "NcclDeviceCalls.h"
 #include "comm/Communicator.h"
 #include "comm/PendingOps.h"
-#include "train/Trace.h"
+#include "core/TraceSpan.h"
 
 #include <chrono>
 #include <functional>
