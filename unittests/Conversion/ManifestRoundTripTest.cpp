@@ -1,14 +1,17 @@
 //===- ManifestRoundTripTest.cpp - The manifest, written and read back ----===//
 //
-// The compiler writes the manifest (lib/Conversion/ProgramToRuntime) and the
-// runtime reads it (runtime/lib/exec/Manifest.cpp); both spell its words from
-// bitpipe/abi/ManifestKeys.def. This test holds the two sides to each other
-// on real programs: examples/gpt-tiny.json, compiled for every schedule, on
-// one pipeline and on two data-parallel copies of it, through
-// bitpipe-pipeline and bitpipe-lower-to-runtime as bitpipe-compile runs
-// them. The manifest global of the lowered module goes through the
-// runtime's own reader, and everything the reader returns is compared with
-// what the scheduled module said before the lowering:
+// The compiler fills the manifest (lib/Conversion/ProgramToRuntime) and the
+// runtime checks what it says (runtime/lib/exec/Manifest.cpp); both through
+// its one definition, bitpipe/base/ManifestFormat.h (structs, writer,
+// reader), with its words from bitpipe/abi/ManifestKeys.def. This test
+// holds the two sides to each other on real programs:
+// examples/gpt-tiny.json, compiled for every schedule, on one pipeline and
+// on two data-parallel copies of it, through bitpipe-pipeline and
+// bitpipe-lower-to-runtime as bitpipe-compile runs them. The manifest
+// global of the lowered module is read back and written again, byte for
+// byte, and goes through the runtime's own reader, and everything that
+// reader returns is compared with what the scheduled module said before the
+// lowering:
 //   - the model (the configuration file) and the schedule (the options);
 //   - functions: exactly the callees of the programs' compute ops, each
 //     with the kind and stage its calls give it, and one role per argument
@@ -29,6 +32,7 @@
 #include "bitpipe/Import/ModelBuilder.h"
 #include "bitpipe/Import/ModelConfig.h"
 #include "bitpipe/Transforms/Pipeline.h"
+#include "bitpipe/base/ManifestFormat.h"
 #include "bitpipe/program.h"
 
 #include "exec/Manifest.h"
@@ -254,6 +258,12 @@ TEST_P(ManifestRoundTrip, TheRuntimeReadsWhatTheCompilerWrote) {
   std::string version =
       "{\"version\":" + std::to_string(BP_MANIFEST_VERSION) + ",";
   EXPECT_EQ(text.substr(0, version.size()), version);
+
+  // One definition: what the reader makes of the compiler's text, the
+  // writer spells again byte for byte.
+  rt::Expected<manifest::Manifest> doc = manifest::readManifest(text);
+  ASSERT_TRUE(doc.isOk()) << doc.status().message();
+  EXPECT_EQ(manifest::writeManifest(*doc), text);
 
   rt::Expected<rt::Manifest> read = rt::parseManifest(text);
   ASSERT_TRUE(read.isOk()) << read.status().message();

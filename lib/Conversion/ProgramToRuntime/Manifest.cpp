@@ -1,4 +1,4 @@
-//===- Manifest.cpp - The manifest of program.h ---------------------------===//
+//===- Manifest.cpp - The manifest of program.h, from the module ----------===//
 //
 // Roles come from the attributes bitpipe-import, bitpipe-partition and
 // bitpipe-generate-backward write (StageAttrNames.h). A backward keeps the
@@ -18,10 +18,9 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -30,6 +29,16 @@ using namespace bitpipe::manifest;
 
 StringRef manifest::stringifyFunctionKind(FunctionKind kind) {
   return bp_function_kind_names[static_cast<int>(kind)];
+}
+
+Function manifest::describeFunction(const StageFunction &function) {
+  Function entry;
+  entry.name = func::FuncOp(function.fn).getSymName().str();
+  entry.kind = static_cast<bp_function_kind>(function.kind);
+  entry.stage = function.stage;
+  entry.args = function.args;
+  entry.results = function.results;
+  return entry;
 }
 
 //===----------------------------------------------------------------------===//
@@ -70,60 +79,75 @@ std::optional<std::string> nameOf(DictionaryAttr attrs, StringRef name) {
   return text.str();
 }
 
-Role indexed(bp_role_kind kind, int64_t index) {
+Role indexedRole(bp_role_kind kind, int64_t index) {
   Role r;
   r.kind = kind;
   r.index = index;
   return r;
 }
 
-Role named(bp_role_kind kind, std::string name) {
+Role ofParam(std::string name) {
   Role r;
-  r.kind = kind;
-  r.name = std::move(name);
+  r.kind = BP_ROLE_PARAM;
+  r.param = std::move(name);
   return r;
 }
 
 /// The role of argument `i`, or nothing when `kind` allows none of its
-/// attributes.
-std::optional<Role> argumentRole(func::FuncOp fn, FunctionKind kind,
-                                 unsigned i) {
+/// attributes. An input the manifest has no word for is an error at the
+/// function (and a failure).
+FailureOr<std::optional<Role>> argumentRole(func::FuncOp fn, FunctionKind kind,
+                                            unsigned i) {
   DictionaryAttr attrs = fn.getArgAttrDict(i);
   if (kind == FunctionKind::Forward) {
     if (auto param = nameOf(attrs, nn::attr::kParam))
-      return named(BP_ROLE_PARAM, *param);
-    if (auto input = nameOf(attrs, nn::attr::kInput))
-      return named(BP_ROLE_INPUT, *input);
-    return Role{BP_ROLE_ACTIVATION};
+      return std::optional<Role>(ofParam(*param));
+    if (auto input = nameOf(attrs, nn::attr::kInput)) {
+      int word = findWord(bp_input_kind_names, *input);
+      if (word < 0)
+        return fn.emitError()
+               << "has argument #" << i << " with input \"" << *input
+               << "\", which the manifest has no word for "
+                  "(bitpipe/abi/ManifestKeys.def)";
+      Role r;
+      r.kind = BP_ROLE_INPUT;
+      r.input = static_cast<bp_input_kind>(word);
+      return std::optional<Role>(r);
+    }
+    Role r;
+    r.kind = BP_ROLE_ACTIVATION;
+    return std::optional<Role>(r);
   }
   if (auto k = indexOf(attrs, attr::kSaved))
-    return indexed(BP_ROLE_SAVED, *k);
+    return std::optional<Role>(indexedRole(BP_ROLE_SAVED, *k));
   if (auto k = indexOf(attrs, attr::kStash))
-    return indexed(BP_ROLE_STASH, *k);
+    return std::optional<Role>(indexedRole(BP_ROLE_STASH, *k));
   if (auto j = indexOf(attrs, attr::kGradOfResult))
-    return indexed(BP_ROLE_GRAD_OF_RESULT, *j);
+    return std::optional<Role>(indexedRole(BP_ROLE_GRAD_OF_RESULT, *j));
   if (auto a = indexOf(attrs, attr::kForwardArg))
-    return indexed(BP_ROLE_FORWARD_ARG, *a);
+    return std::optional<Role>(indexedRole(BP_ROLE_FORWARD_ARG, *a));
   if (auto param = nameOf(attrs, nn::attr::kParam))
-    return named(BP_ROLE_PARAM, *param);
-  return std::nullopt;
+    return std::optional<Role>(ofParam(*param));
+  return std::optional<Role>();
 }
 
 std::optional<Role> resultRole(func::FuncOp fn, FunctionKind kind, unsigned i) {
   DictionaryAttr attrs = fn.getResultAttrDict(i);
   if (kind == FunctionKind::Forward) {
     if (auto k = indexOf(attrs, attr::kSaved))
-      return indexed(BP_ROLE_SAVED, *k);
-    return Role{BP_ROLE_OUTPUT};
+      return indexedRole(BP_ROLE_SAVED, *k);
+    Role r;
+    r.kind = BP_ROLE_OUTPUT;
+    return r;
   }
   // A parameter's gradient also says which argument it is the gradient of;
   // the runtime needs the parameter.
   if (auto param = nameOf(attrs, nn::attr::kParam))
-    return named(BP_ROLE_PARAM, *param);
+    return ofParam(*param);
   if (auto a = indexOf(attrs, attr::kGradOfArg))
-    return indexed(BP_ROLE_GRAD_OF_ARG, *a);
+    return indexedRole(BP_ROLE_GRAD_OF_ARG, *a);
   if (auto k = indexOf(attrs, attr::kStash))
-    return indexed(BP_ROLE_STASH, *k);
+    return indexedRole(BP_ROLE_STASH, *k);
   return std::nullopt;
 }
 
@@ -157,7 +181,7 @@ std::string formatShape(ArrayRef<int64_t> shape) {
 
 } // namespace
 
-LogicalResult manifest::describeRoles(Function &function,
+LogicalResult manifest::describeRoles(StageFunction &function,
                                       Precision precision) {
   func::FuncOp fn = function.fn;
   StringRef kind = stringifyFunctionKind(function.kind);
@@ -168,23 +192,26 @@ LogicalResult manifest::describeRoles(Function &function,
   };
 
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
-    std::optional<Role> role = argumentRole(fn, function.kind, i);
-    if (!role)
+    FailureOr<std::optional<Role>> role = argumentRole(fn, function.kind, i);
+    if (failed(role))
+      return failure();
+    if (!*role)
       return fn.emitError()
              << "has argument #" << i << " without a role; expected a " << kind
              << " argument to carry '" << attr::kForwardArg << "', '"
              << attr::kSaved << "', '" << attr::kGradOfResult << "', '"
              << attr::kStash << "' or '" << nn::attr::kParam << "'";
-    role->type = bufferType(fn.getArgumentTypes()[i]);
-    if (!role->type)
+    RankedTensorType type = bufferType(fn.getArgumentTypes()[i]);
+    if (!type)
       return badType("argument", i, fn.getArgumentTypes()[i]);
+    (*role)->shape.assign(type.getShape().begin(), type.getShape().end());
     // A declaration (tests) has no values: its arguments are read, never
     // gradients.
-    role->dtype = dtypeOf(getElementTypeOrSelf(
+    (*role)->dtype = dtypeOf(getElementTypeOrSelf(
         fn.isExternal()
-            ? storageType(role->type, /*parameterGradient=*/false, precision)
+            ? storageType(type, /*parameterGradient=*/false, precision)
             : storageType(fn.getArgument(i), precision)));
-    function.args.push_back(std::move(*role));
+    function.args.push_back(std::move(**role));
   }
   for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i) {
     std::optional<Role> role = resultRole(fn, function.kind, i);
@@ -193,14 +220,15 @@ LogicalResult manifest::describeRoles(Function &function,
              << "has result #" << i << " without a role; expected a " << kind
              << " result to carry '" << nn::attr::kParam << "', '"
              << attr::kGradOfArg << "' or '" << attr::kStash << "'";
-    role->type = bufferType(fn.getResultTypes()[i]);
-    if (!role->type)
+    RankedTensorType type = bufferType(fn.getResultTypes()[i]);
+    if (!type)
       return badType("result", i, fn.getResultTypes()[i]);
+    role->shape.assign(type.getShape().begin(), type.getShape().end());
     // What the function returns decides; for a declaration (tests), the
     // role: a backward's "param" result is the parameter's gradient.
     Type stored =
         fn.isExternal()
-            ? storageType(role->type, role->kind == BP_ROLE_PARAM, precision)
+            ? storageType(type, role->kind == BP_ROLE_PARAM, precision)
             : storageType(fn.getBody().back().getTerminator()->getOperand(i),
                           precision);
     role->dtype = dtypeOf(getElementTypeOrSelf(stored));
@@ -214,230 +242,95 @@ LogicalResult manifest::describeRoles(Function &function,
 //===----------------------------------------------------------------------===//
 
 FailureOr<std::vector<Param>>
-manifest::collectParams(ArrayRef<Function> functions) {
+manifest::collectParams(ArrayRef<StageFunction> functions) {
   std::vector<Param> params;
   llvm::StringMap<size_t> index;
-  for (const Function &function : functions) {
+  for (const StageFunction &function : functions) {
     func::FuncOp fn = function.fn;
     for (auto [i, role] : llvm::enumerate(function.args)) {
       if (role.kind != BP_ROLE_PARAM)
         continue;
-      ArrayRef<int64_t> shape = role.type.getShape();
-      auto [it, inserted] = index.try_emplace(role.name, params.size());
+      auto [it, inserted] = index.try_emplace(role.param, params.size());
       if (!inserted) {
-        if (params[it->second].shape != shape)
+        if (params[it->second].shape != role.shape)
           return fn.emitError()
-                 << "takes parameter \"" << role.name << "\" as " << role.type
+                 << "takes parameter \"" << role.param << "\" as "
+                 << fn.getArgumentTypes()[i]
                  << ", but an earlier function takes it with shape "
                  << formatShape(params[it->second].shape)
                  << "; expected one shape per parameter";
         continue;
       }
       Param param;
-      param.name = role.name;
-      param.shape.assign(shape.begin(), shape.end());
+      param.name = role.param;
+      param.shape = role.shape;
       // Matrices (weights, embeddings) decay; vectors (biases, layer-norm
       // gains and biases) do not, as in GPT-2 and Megatron-LM.
-      param.decay = shape.size() >= 2;
+      param.decay = role.shape.size() >= 2;
       // The nn dialect has verified the initialiser (a normal one has
       // its std); only its presence is left to check.
       auto init = fn.getArgAttrOfType<nn::InitAttr>(i, nn::attr::kInit);
       if (!init)
         return fn.emitError()
-               << "has parameter \"" << role.name << "\" (argument #" << i
+               << "has parameter \"" << role.param << "\" (argument #" << i
                << ") with no '" << nn::attr::kInit
                << "'; expected #nn.init<normal, std = ...>, #nn.init<zeros> "
                   "or #nn.init<ones>";
       param.init = manifestInitKind(init.getKind());
       if (std::optional<double> std = init.getStdDev())
-        param.std = *std;
+        param.stddev = *std;
       params.push_back(std::move(param));
     }
   }
   return params;
 }
 
-LogicalResult manifest::readModel(func::FuncOp model, Manifest &manifest) {
+LogicalResult manifest::readModel(func::FuncOp function, Model &model) {
   // The nn dialect has verified the configuration's fields.
-  auto info = model->getAttrOfType<nn::ModelAttr>(nn::attr::kModel);
+  auto info = function->getAttrOfType<nn::ModelAttr>(nn::attr::kModel);
   if (!info)
-    return model.emitError()
+    return function.emitError()
            << "has no '" << nn::attr::kModel
            << "'; expected the model's configuration as bitpipe-import "
               "writes it";
-  manifest.modelName = model.getSymName().str();
-  manifest.family = info.getFamily().str();
-  manifest.vocab = info.getVocab();
-  manifest.seqLen = info.getSeqLen();
-  manifest.microbatchSize = info.getMicrobatchSize();
-  manifest.heads = info.getHeads();
-  manifest.maxPositions = info.getMaxPositions();
-  manifest.normPosition = info.getNormPosition() == nn::NormPosition::Post
-                              ? BP_NORM_POSITION_POST
-                              : BP_NORM_POSITION_PRE;
+  int family = findWord(bp_model_family_names, info.getFamily());
+  if (family < 0)
+    return function.emitError() << "has model family \"" << info.getFamily()
+                                << "\", which the manifest has no word for "
+                                   "(bitpipe/abi/ManifestKeys.def)";
+  model.name = function.getSymName().str();
+  model.family = static_cast<bp_model_family>(family);
+  model.vocab = info.getVocab();
+  model.seqLen = info.getSeqLen();
+  model.microbatchSize = info.getMicrobatchSize();
+  // The last token id, as BERT-style masked LM training uses it.
+  model.maskToken = info.getVocab() - 1;
+  model.heads = info.getHeads();
+  model.maxPositions = info.getMaxPositions();
+  model.normPosition = info.getNormPosition() == nn::NormPosition::Post
+                           ? BP_NORM_POSITION_POST
+                           : BP_NORM_POSITION_PRE;
   // For a Hugging Face config.json (docs/huggingface.md): bitpipe-import
   // gives every norm of a model one epsilon, every rotary op one base and
   // every GELU one form. The ops are in the stage functions by now, not in
   // the model function.
   bool mixedGelu = false;
-  model->getParentOfType<mlir::ModuleOp>().walk([&](Operation *op) {
+  function->getParentOfType<mlir::ModuleOp>().walk([&](Operation *op) {
     if (auto gelu = dyn_cast<nn::GeluOp>(op)) {
       bp_gelu_form form = gelu.getForm() == nn::GeluForm::Erf
                               ? BP_GELU_FORM_ERF
                               : BP_GELU_FORM_TANH;
-      mixedGelu |= manifest.gelu && *manifest.gelu != form;
-      manifest.gelu = form;
+      mixedGelu |= model.gelu && *model.gelu != form;
+      model.gelu = form;
     }
-    if (auto ln = dyn_cast<nn::LayerNormOp>(op); ln && !manifest.normEpsilon)
-      manifest.normEpsilon = ln.getEpsilon().convertToDouble();
-    if (auto rms = dyn_cast<nn::RMSNormOp>(op); rms && !manifest.normEpsilon)
-      manifest.normEpsilon = rms.getEpsilon().convertToDouble();
-    if (auto rot = dyn_cast<nn::RotaryOp>(op); rot && !manifest.ropeTheta)
-      manifest.ropeTheta = rot.getBase().convertToDouble();
+    if (auto ln = dyn_cast<nn::LayerNormOp>(op); ln && !model.normEpsilon)
+      model.normEpsilon = ln.getEpsilon().convertToDouble();
+    if (auto rms = dyn_cast<nn::RMSNormOp>(op); rms && !model.normEpsilon)
+      model.normEpsilon = rms.getEpsilon().convertToDouble();
+    if (auto rot = dyn_cast<nn::RotaryOp>(op); rot && !model.ropeTheta)
+      model.ropeTheta = rot.getBase().convertToDouble();
   });
   if (mixedGelu)
-    manifest.gelu.reset();
+    model.gelu.reset();
   return success();
-}
-
-//===----------------------------------------------------------------------===//
-// JSON
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// The manifest's keys, as bitpipe/abi/ManifestKeys.def spells them.
-namespace key {
-#define BP_MANIFEST_KEY(id, text) constexpr llvm::StringLiteral id(text);
-#include "bitpipe/abi/ManifestKeys.def"
-} // namespace key
-
-void writeRole(llvm::json::OStream &j, const Role &role) {
-  j.object([&] {
-    StringRef name = bp_role_kind_names[role.kind];
-    j.attribute(key::Role, name);
-    // A parameter's or an input's name is under the role's own word.
-    if (role.kind == BP_ROLE_PARAM || role.kind == BP_ROLE_INPUT)
-      j.attribute(name, role.name);
-    else if (role.index >= 0)
-      j.attribute(key::Index, role.index);
-    j.attributeArray(key::Shape, [&] {
-      for (int64_t d : role.type.getShape())
-        j.value(d);
-    });
-    j.attribute(key::Dtype, bp_dtype_names[role.dtype]);
-  });
-}
-
-void writeNames(llvm::json::OStream &j, StringRef key,
-                ArrayRef<std::string> names) {
-  j.attributeArray(key, [&] {
-    for (const std::string &name : names)
-      j.value(name);
-  });
-}
-
-} // namespace
-
-std::string manifest::writeManifest(const Manifest &m) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  llvm::json::OStream j(os);
-  j.object([&] {
-    j.attribute(key::Version, BP_MANIFEST_VERSION);
-    j.attributeObject(key::Target, [&] {
-      j.attribute(key::Name, stringifyTargetKind(m.target));
-      j.attribute(key::Precision, stringifyPrecision(m.precision));
-    });
-    j.attributeObject(key::Model, [&] {
-      j.attribute(key::Name, m.modelName);
-      j.attribute(key::Family, m.family);
-      j.attribute(key::Vocab, m.vocab);
-      j.attribute(key::SeqLen, m.seqLen);
-      j.attribute(key::MicrobatchSize, m.microbatchSize);
-      // The last token id, as BERT-style masked LM training uses it.
-      j.attribute(key::MaskToken, m.vocab - 1);
-      j.attribute(key::Heads, m.heads);
-      j.attribute(key::MaxPositions, m.maxPositions);
-      if (m.normEpsilon)
-        j.attribute(key::NormEpsilon, *m.normEpsilon);
-      if (m.ropeTheta)
-        j.attribute(key::RopeTheta, *m.ropeTheta);
-      if (m.gelu)
-        j.attribute(key::Gelu, bp_gelu_form_names[*m.gelu]);
-      j.attribute(key::NormPosition, bp_norm_position_names[m.normPosition]);
-    });
-    j.attributeObject(key::Schedule, [&] {
-      j.attribute(key::Name, m.scheduleName);
-      j.attribute(key::Microbatches, m.microbatches);
-      j.attribute(key::Devices, m.devices);
-      j.attribute(key::DataParallel, m.dataParallel);
-      j.attribute(key::WorldSize, m.worldSize);
-      j.attribute(key::TransferStreams,
-                  bp_transfer_streams_names[m.transferStreams]);
-      j.attributeArray(key::Channels, [&] {
-        for (auto [src, dst] : m.channels)
-          j.array([&] {
-            j.value(src);
-            j.value(dst);
-          });
-      });
-    });
-    j.attributeArray(key::Params, [&] {
-      for (const Param &p : m.params)
-        j.object([&] {
-          j.attribute(key::Name, p.name);
-          j.attributeArray(key::Shape, [&] {
-            for (int64_t d : p.shape)
-              j.value(d);
-          });
-          j.attributeObject(key::Init, [&] {
-            j.attribute(key::Kind, bp_init_kind_names[p.init]);
-            if (p.init == BP_INIT_NORMAL)
-              j.attribute(key::Std, p.std);
-          });
-          j.attribute(key::Decay, p.decay);
-        });
-    });
-    j.attributeArray(key::Functions, [&] {
-      for (const Function &f : m.functions)
-        j.object([&] {
-          j.attribute(key::Name, func::FuncOp(f.fn).getSymName());
-          j.attribute(key::Kind, stringifyFunctionKind(f.kind));
-          j.attribute(key::Stage, f.stage);
-          j.attributeArray(key::Args, [&] {
-            for (const Role &role : f.args)
-              writeRole(j, role);
-          });
-          j.attributeArray(key::Results, [&] {
-            for (const Role &role : f.results)
-              writeRole(j, role);
-          });
-        });
-    });
-    j.attributeArray(key::Groups, [&] {
-      for (const auto &group : m.groups)
-        j.array([&] {
-          for (int64_t rank : group)
-            j.value(rank);
-        });
-    });
-    j.attributeArray(key::Ranks, [&] {
-      for (const Rank &r : m.ranks)
-        j.object([&] {
-          j.attribute(key::NumValues, r.numValues);
-          j.attribute(key::PeakHandles, r.peakHandles);
-          j.attribute(key::PeakSavedBytes, r.peakSavedBytes);
-          writeNames(j, key::Params, r.params);
-          j.attributeArray(key::Buckets, [&] {
-            for (const Bucket &b : r.buckets)
-              j.object([&] {
-                j.attribute(key::Group, b.group);
-                writeNames(j, key::Params, b.grads);
-              });
-          });
-        });
-    });
-  });
-  return text;
 }

@@ -103,7 +103,7 @@ int64_t stageOf(Operation *op) {
 /// The manifest's functions: every function a compute op of a program
 /// calls, ordered by stage, kind and name, and the index of each.
 struct FunctionTable {
-  std::vector<manifest::Function> functions;
+  std::vector<manifest::StageFunction> functions;
   /// By callee name: the function and its index in `functions`. Looked up
   /// once per compute step, which a symbol lookup in the module (a scan of
   /// its ops) would make quadratic.
@@ -122,7 +122,7 @@ FailureOr<FunctionTable> collectFunctions(ModuleOp module,
                                           ArrayRef<ProgramOp> programs,
                                           Precision precision) {
   SymbolTable symbols(module);
-  llvm::MapVector<Operation *, manifest::Function> found;
+  llvm::MapVector<Operation *, manifest::StageFunction> found;
   llvm::DenseMap<Operation *, Operation *> firstUse;
   for (ProgramOp program : programs) {
     for (Operation &op : program.getBody().front()) {
@@ -138,7 +138,7 @@ FailureOr<FunctionTable> collectFunctions(ModuleOp module,
         return op.emitOpError()
                << "calls " << callee << ", which is not a func.func of the "
                << "module";
-      manifest::Function entry{fn, calleeKind(&op), stageOf(&op), {}, {}};
+      manifest::StageFunction entry{fn, calleeKind(&op), stageOf(&op), {}, {}};
       auto [it, inserted] = found.insert({fn, entry});
       if (inserted) {
         firstUse[fn] = &op;
@@ -162,8 +162,8 @@ FailureOr<FunctionTable> collectFunctions(ModuleOp module,
   FunctionTable table;
   for (auto &[op, entry] : found)
     table.functions.push_back(std::move(entry));
-  llvm::stable_sort(table.functions, [](const manifest::Function &a,
-                                        const manifest::Function &b) {
+  llvm::stable_sort(table.functions, [](const manifest::StageFunction &a,
+                                        const manifest::StageFunction &b) {
     return std::make_tuple(a.stage, a.kind, func::FuncOp(a.fn).getSymName()) <
            std::make_tuple(b.stage, b.kind, func::FuncOp(b.fn).getSymName());
   });
@@ -563,14 +563,15 @@ LowerProgramToRuntimePass::readSchedule(const sched::World &world,
   FailureOr<ScheduleAttr> schedule = readScheduleAttr(getOperation());
   if (failed(schedule))
     return failure();
-  manifest.scheduleName = schedule->getName().str();
-  manifest.microbatches = schedule->getMicrobatches();
-  manifest.devices = world.pipelineDevices;
-  manifest.dataParallel = world.dataParallel;
-  manifest.worldSize = world.size();
+  manifest::Schedule &s = manifest.schedule;
+  s.name = schedule->getName().str();
+  s.microbatches = schedule->getMicrobatches();
+  s.devices = world.pipelineDevices;
+  s.dataParallel = world.dataParallel;
+  s.worldSize = world.size();
   // The layout's numbering is program.h's (sched/Transport.cpp checks).
-  manifest.transferStreams = static_cast<bp_transfer_streams>(
-      readTransferStreams(getOperation()));
+  s.transferStreams =
+      static_cast<bp_transfer_streams>(readTransferStreams(getOperation()));
   // Every channel a send crosses, whichever layout: the runtime connects
   // exactly these at start-up.
   std::set<std::pair<int64_t, int64_t>> channels;
@@ -578,7 +579,7 @@ LowerProgramToRuntimePass::readSchedule(const sched::World &world,
     program.walk([&](SendOp send) {
       channels.insert({program.getRank(), send.getPeer()});
     });
-  manifest.channels.assign(channels.begin(), channels.end());
+  s.channels.assign(channels.begin(), channels.end());
   return success();
 }
 
@@ -621,8 +622,9 @@ LogicalResult LowerProgramToRuntimePass::lower() {
            << " needs target=" << stringifyTargetKind(TargetKind::CUDA)
            << "; the " << stringifyTargetKind(target)
            << " runtime has fp32 kernels only";
-  manifest.target = target;
-  manifest.precision = precision;
+  // Target.cpp checks that both enums number their words as program.h.
+  manifest.target.name = static_cast<bp_target_kind>(TargetKind(target));
+  manifest.target.precision = static_cast<bp_precision>(Precision(precision));
   if (failed(readSchedule(*world, manifest)))
     return failure();
   func::FuncOp model;
@@ -634,7 +636,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
            << "has no function with '" << nn::attr::kModel
            << "'; expected the model function "
               "of bitpipe-import, whose configuration the manifest records";
-  if (failed(manifest::readModel(model, manifest)))
+  if (failed(manifest::readModel(model, manifest.model)))
     return failure();
 
   FailureOr<FunctionTable> table =
@@ -662,8 +664,10 @@ LogicalResult LowerProgramToRuntimePass::lower() {
       return failure();
     manifest::Rank rank;
     rank.numValues = planner.numValues;
-    std::tie(rank.peakHandles, rank.peakSavedBytes) =
+    auto [peakHandles, peakSavedBytes] =
         peakSavedActivations(program, *table, precision);
+    rank.peakHandles = peakHandles;
+    rank.peakSavedBytes = peakSavedBytes;
     llvm::StringSet<> held;
     for (func::FuncOp fn : planner.forwards)
       for (unsigned i = 0; i < fn.getNumArguments(); ++i)
@@ -682,7 +686,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
                  << "carries the gradient of \"" << grad
                  << "\", which no forward of rank " << program.getRank()
                  << " takes; expected gradients of the rank's parameters";
-        bucket.grads.push_back(grad.str());
+        bucket.params.push_back(grad.str());
       }
       rank.buckets.push_back(std::move(bucket));
     }
@@ -690,7 +694,8 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   }
   for (auto &[group, index] : groups)
     manifest.groups.emplace_back(group.begin(), group.end());
-  manifest.functions = table->functions;
+  for (const manifest::StageFunction &f : table->functions)
+    manifest.functions.push_back(manifest::describeFunction(f));
 
   // Still nothing changed: programs that bitpipe-verify rejects (an
   // unmatched transfer, a deadlock) must not become an executable that
@@ -712,7 +717,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   // entry points for bitpipe-emit-entry-points.
   MLIRContext *ctx = module.getContext();
   SmallVector<Attribute> functions, ranks;
-  for (const manifest::Function &f : table->functions)
+  for (const manifest::StageFunction &f : table->functions)
     functions.push_back(FlatSymbolRefAttr::get(f.fn));
   for (auto [program, planner] : llvm::zip(*programs, planners)) {
     func::FuncOp fn = emitRankFunction(program, planner.calls, loops);

@@ -83,8 +83,9 @@ extern const int64_t bitpipe_manifest_size;
  * The manifest (JSON, version BP_MANIFEST_VERSION). Everything the
  * executor needs to know about the compiled model that is not in the order
  * of calls. Its words (keys and enumerated values) are those of
- * bitpipe/abi/ManifestKeys.def, which the compiler writes and the runtime
- * reads:
+ * bitpipe/abi/ManifestKeys.def; its structure, below, is defined once in
+ * C++ by bitpipe/base/ManifestFormat.h (the structs, the one writer the
+ * compiler uses and the one reader the runtime uses):
  *
  * {
  *   "version": 4,                   // BP_MANIFEST_VERSION

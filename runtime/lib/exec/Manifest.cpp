@@ -2,8 +2,8 @@
 
 #include "Manifest.h"
 
+#include "bitpipe/base/ManifestFormat.h"
 #include "core/Dropout.h"
-#include "core/Json.h"
 #include "core/Tensor.h"
 
 #include <algorithm>
@@ -76,246 +76,97 @@ std::vector<Channel> Manifest::worldChannels() const {
 
 namespace {
 
-/// The manifest's keys, as bitpipe/abi/ManifestKeys.def spells them.
-namespace key {
-#define BP_MANIFEST_KEY(id, text) constexpr const char id[] = text;
-#include "bitpipe/abi/ManifestKeys.def"
-} // namespace key
+namespace key = manifest::key;
+using manifest::indexed;
 
 Status bad(const std::string &where, const std::string &what) {
-  return Status::error(ErrorCode::FormatError,
-                       "manifest: " + where + ": " + what);
+  return manifest::error(where, what);
 }
 
-/// Typed access to the members of a JSON object, each failure naming the
-/// member's path in the manifest.
-class Fields {
-public:
-  Fields(const JsonValue &v, std::string where)
-      : v_(v), where_(std::move(where)) {}
-
-  Status object() const {
-    return v_.kind == JsonValue::Kind::Object
-               ? Status::ok()
-               : bad(where_, "expected a JSON object");
-  }
-  bool has(const char *key) const { return v_.get(key) != nullptr; }
-  std::string at(const char *key) const { return where_ + "." + key; }
-
-  Status integer(const char *key, int64_t *out, int64_t min) const {
-    const JsonValue *m = v_.get(key);
-    if (!m)
-      return bad(where_, std::string("missing \"") + key + "\"");
-    if (m->kind != JsonValue::Kind::Number || !m->isInteger)
-      return bad(at(key), "expected an integer");
-    if (m->integer < min)
-      return bad(at(key), formatString("%lld is below %lld",
-                                       static_cast<long long>(m->integer),
-                                       static_cast<long long>(min)));
-    *out = m->integer;
-    return Status::ok();
-  }
-  Status number(const char *key, double *out) const {
-    const JsonValue *m = v_.get(key);
-    if (!m)
-      return bad(where_, std::string("missing \"") + key + "\"");
-    if (m->kind != JsonValue::Kind::Number)
-      return bad(at(key), "expected a number");
-    *out = m->number;
-    return Status::ok();
-  }
-  Status string(const char *key, std::string *out) const {
-    const JsonValue *m = v_.get(key);
-    if (!m)
-      return bad(where_, std::string("missing \"") + key + "\"");
-    if (m->kind != JsonValue::Kind::String)
-      return bad(at(key), "expected a string");
-    *out = m->string;
-    return Status::ok();
-  }
-  Status boolean(const char *key, bool *out) const {
-    const JsonValue *m = v_.get(key);
-    if (!m)
-      return bad(where_, std::string("missing \"") + key + "\"");
-    if (m->kind != JsonValue::Kind::Bool)
-      return bad(at(key), "expected true or false");
-    *out = m->boolean;
-    return Status::ok();
-  }
-  Status array(const char *key, const std::vector<JsonValue> **out) const {
-    const JsonValue *m = v_.get(key);
-    if (!m)
-      return bad(where_, std::string("missing \"") + key + "\"");
-    if (m->kind != JsonValue::Kind::Array)
-      return bad(at(key), "expected a list");
-    *out = &m->array;
-    return Status::ok();
-  }
-  /// A string member that must be one of the \p N words of \p names (a
-  /// name table of program.h, from bitpipe/abi/ManifestKeys.def); *out is
-  /// its index. \p what names the vocabulary in the error.
-  template <size_t N>
-  Status word(const char *key, const char *const (&names)[N], const char *what,
-              int *out) const {
-    std::string text;
-    BP_TRY(string(key, &text));
-    for (size_t i = 0; i < N; ++i)
-      if (text == names[i]) {
-        *out = static_cast<int>(i);
-        return Status::ok();
-      }
-    std::string expected;
-    for (size_t i = 0; i < N; ++i)
-      expected += (i ? ", " : "") + std::string(names[i]);
-    return bad(at(key), std::string("unknown ") + what + " '" + text +
-                            "' (expected one of " + expected + ")");
-  }
-  Status member(const char *key, const JsonValue **out) const {
-    const JsonValue *m = v_.get(key);
-    if (!m)
-      return bad(where_, std::string("missing \"") + key + "\"");
-    *out = m;
-    return Status::ok();
-  }
-
-private:
-  const JsonValue &v_;
-  std::string where_;
-};
-
-
-std::string indexed(const std::string &where, size_t i) {
-  return where + "[" + std::to_string(i) + "]";
+/// "<where>.<key>".
+std::string at(const std::string &where, const char *key) {
+  return where + "." + key;
 }
 
-Status parseIntList(const JsonValue &v, const std::string &where,
-                    int64_t min, std::vector<int64_t> *out) {
-  if (v.kind != JsonValue::Kind::Array)
-    return bad(where, "expected a list of integers");
-  out->clear();
-  for (size_t i = 0; i < v.array.size(); ++i) {
-    const JsonValue &e = v.array[i];
-    if (e.kind != JsonValue::Kind::Number || !e.isInteger || e.integer < min)
-      return bad(indexed(where, i),
-                 formatString("expected an integer >= %lld",
-                              static_cast<long long>(min)));
-    out->push_back(e.integer);
-  }
-  return Status::ok();
-}
-
-Status parseTarget(const JsonValue &v, TargetSpec *t) {
-  Fields f(v, key::Target);
-  BP_TRY(f.object());
-  int kind = 0, precision = 0;
-  BP_TRY(f.word(key::Name, bp_target_kind_names, "target", &kind));
-  BP_TRY(f.word(key::Precision, bp_precision_names, "precision",
-                &precision));
-  t->kind = static_cast<TargetKind>(kind);
-  t->precision = static_cast<Precision>(precision);
+Status checkTarget(const manifest::Target &doc, TargetSpec *t) {
+  t->kind = static_cast<TargetKind>(doc.name);
+  t->precision = static_cast<Precision>(doc.precision);
   // bf16 kernels exist on the device only (runtime.h's CPU kernels are
   // fp32): a CPU program in bf16 would be misread by every kernel.
   if (t->precision == Precision::Bf16 && t->kind != TargetKind::Cuda)
-    return bad(f.at(key::Precision),
+    return bad(at(key::Target, key::Precision),
                std::string("bf16 needs the cuda target, not ") +
                    targetKindName(t->kind));
   return Status::ok();
 }
 
-Status parseModel(const JsonValue &v, ModelSpec *m) {
-  Fields f(v, key::Model);
-  BP_TRY(f.object());
-  BP_TRY(f.string(key::Name, &m->name));
-  int family = 0;
-  BP_TRY(f.word(key::Family, bp_model_family_names, "model family", &family));
-  m->family = static_cast<ModelFamily>(family);
-  BP_TRY(f.integer(key::Vocab, &m->vocab, 1));
-  BP_TRY(f.integer(key::SeqLen, &m->seqLen, 1));
-  BP_TRY(f.integer(key::MicrobatchSize, &m->microbatchSize, 1));
-  if (f.has(key::MaskToken)) {
-    int64_t t = 0;
-    BP_TRY(f.integer(key::MaskToken, &t, 0));
-    if (t >= m->vocab)
-      return bad(f.at(key::MaskToken),
+Status checkModel(const manifest::Model &doc, ModelSpec *m) {
+  m->name = doc.name;
+  m->family = static_cast<ModelFamily>(doc.family);
+  m->vocab = doc.vocab;
+  m->seqLen = doc.seqLen;
+  m->microbatchSize = doc.microbatchSize;
+  if (doc.maskToken) {
+    if (*doc.maskToken >= m->vocab)
+      return bad(at(key::Model, key::MaskToken),
                  formatString("%lld is not below the vocabulary size %lld",
-                              static_cast<long long>(t),
+                              static_cast<long long>(*doc.maskToken),
                               static_cast<long long>(m->vocab)));
-    m->maskToken = static_cast<int32_t>(t);
+    m->maskToken = static_cast<int32_t>(*doc.maskToken);
   } else if (m->family == ModelFamily::Bert) {
     return bad(key::Model, std::string("a bert model needs \"") +
                                key::MaskToken + "\" (the [MASK] id)");
   }
-  if (f.has(key::Heads))
-    BP_TRY(f.integer(key::Heads, &m->heads, 1));
-  if (f.has(key::MaxPositions))
-    BP_TRY(f.integer(key::MaxPositions, &m->maxPositions, 1));
-  if (f.has(key::NormEpsilon))
-    BP_TRY(f.number(key::NormEpsilon, &m->normEpsilon));
-  if (f.has(key::RopeTheta))
-    BP_TRY(f.number(key::RopeTheta, &m->ropeTheta));
-  if (f.has(key::Gelu)) {
-    int form = 0;
-    BP_TRY(f.word(key::Gelu, bp_gelu_form_names, "GELU form", &form));
-    m->gelu = static_cast<GeluForm>(form);
-  }
-  if (f.has(key::NormPosition)) {
-    int position = 0;
-    BP_TRY(f.word(key::NormPosition, bp_norm_position_names, "norm position",
-                  &position));
-    m->normPosition = static_cast<NormPosition>(position);
-  }
+  m->heads = doc.heads.value_or(0);
+  m->maxPositions = doc.maxPositions.value_or(0);
+  m->normEpsilon = doc.normEpsilon.value_or(0);
+  m->ropeTheta = doc.ropeTheta.value_or(0);
+  if (doc.gelu)
+    m->gelu = static_cast<GeluForm>(*doc.gelu);
+  if (doc.normPosition)
+    m->normPosition = static_cast<NormPosition>(*doc.normPosition);
   return Status::ok();
 }
 
 /// schedule.channels: [sender, receiver] pairs of pipeline ranks, two
 /// distinct ones, the list sorted and without repeats (program.h).
-Status parseChannels(const std::vector<JsonValue> &list,
-                     const std::string &where, int64_t devices,
-                     std::vector<Channel> *out) {
+Status checkChannels(const std::vector<std::pair<int64_t, int64_t>> &list,
+                     int64_t devices, std::vector<Channel> *out) {
+  const std::string where = at(key::Schedule, key::Channels);
   for (size_t i = 0; i < list.size(); ++i) {
-    const std::string at = indexed(where, i);
-    const JsonValue &pair = list[i];
-    bool shaped = pair.kind == JsonValue::Kind::Array &&
-                  pair.array.size() == 2;
-    for (size_t k = 0; shaped && k < 2; ++k)
-      shaped = pair.array[k].kind == JsonValue::Kind::Number &&
-               pair.array[k].isInteger;
-    if (!shaped)
-      return bad(at, "expected a [sender, receiver] pair of pipeline ranks");
-    const int64_t from = pair.array[0].integer, to = pair.array[1].integer;
+    const std::string here = indexed(where, i);
+    const auto [from, to] = list[i];
     for (int64_t r : {from, to})
       if (r < 0 || r >= devices)
-        return bad(at, formatString("rank %lld is not a pipeline rank (in "
-                                    "[0, devices %lld))",
-                                    static_cast<long long>(r),
-                                    static_cast<long long>(devices)));
+        return bad(here, formatString("rank %lld is not a pipeline rank (in "
+                                      "[0, devices %lld))",
+                                      static_cast<long long>(r),
+                                      static_cast<long long>(devices)));
     if (from == to)
-      return bad(at, formatString("a channel from pipeline rank %lld to "
-                                  "itself; expected two distinct ranks",
-                                  static_cast<long long>(from)));
+      return bad(here, formatString("a channel from pipeline rank %lld to "
+                                    "itself; expected two distinct ranks",
+                                    static_cast<long long>(from)));
     const Channel c{static_cast<int>(from), static_cast<int>(to)};
     if (!out->empty() && c <= out->back())
-      return bad(at, formatString("[%d, %d] after [%d, %d]: channels must be "
-                                  "distinct and sorted ascending",
-                                  c.first, c.second, out->back().first,
-                                  out->back().second));
+      return bad(here, formatString("[%d, %d] after [%d, %d]: channels must be "
+                                    "distinct and sorted ascending",
+                                    c.first, c.second, out->back().first,
+                                    out->back().second));
     out->push_back(c);
   }
   return Status::ok();
 }
 
-Status parseSchedule(const JsonValue &v, ScheduleSpec *s) {
-  Fields f(v, key::Schedule);
-  BP_TRY(f.object());
-  BP_TRY(f.string(key::Name, &s->name));
-  BP_TRY(f.integer(key::Microbatches, &s->microbatches, 1));
-  BP_TRY(f.integer(key::Devices, &s->devices, 1));
-  BP_TRY(f.integer(key::DataParallel, &s->dataParallel, 1));
-  BP_TRY(f.integer(key::WorldSize, &s->worldSize, 1));
+Status checkSchedule(const manifest::Schedule &doc, ScheduleSpec *s) {
+  s->name = doc.name;
+  s->microbatches = doc.microbatches;
+  s->devices = doc.devices;
+  s->dataParallel = doc.dataParallel;
+  s->worldSize = doc.worldSize;
   // World ranks are ints (MPI's): a larger world is no job this runtime
   // can be started as, and the product below must not overflow.
   if (s->worldSize > INT32_MAX)
-    return bad(std::string(key::Schedule) + "." + key::WorldSize,
+    return bad(at(key::Schedule, key::WorldSize),
                formatString("%lld is more ranks than an MPI job has (at most "
                             "%d)",
                             static_cast<long long>(s->worldSize), INT32_MAX));
@@ -327,46 +178,28 @@ Status parseSchedule(const JsonValue &v, ScheduleSpec *s) {
                             static_cast<long long>(s->worldSize),
                             static_cast<long long>(s->devices),
                             static_cast<long long>(s->dataParallel)));
-  int streams = 0;
-  BP_TRY(f.word(key::TransferStreams, bp_transfer_streams_names,
-                "transfer streams", &streams));
-  s->transferStreams = static_cast<TransferStreams>(streams);
-  const std::vector<JsonValue> *channels = nullptr;
-  BP_TRY(f.array(key::Channels, &channels));
-  return parseChannels(*channels, f.at(key::Channels), s->devices,
-                       &s->channels);
+  s->transferStreams = static_cast<TransferStreams>(doc.transferStreams);
+  return checkChannels(doc.channels, s->devices, &s->channels);
 }
 
-Status parseParams(const std::vector<JsonValue> &list,
+Status checkParams(const std::vector<manifest::Param> &list,
                    std::vector<ParamSpec> *out) {
   std::set<std::string> names;
   for (size_t i = 0; i < list.size(); ++i) {
+    const manifest::Param &doc = list[i];
     std::string where = indexed(key::Params, i);
-    Fields f(list[i], where);
-    BP_TRY(f.object());
     ParamSpec p;
-    BP_TRY(f.string(key::Name, &p.name));
+    p.name = doc.name;
     if (!names.insert(p.name).second)
       return bad(where, "parameter '" + p.name + "' is listed twice");
-    const JsonValue *shape = nullptr;
-    BP_TRY(f.member(key::Shape, &shape));
-    BP_TRY(parseIntList(*shape, f.at(key::Shape), 1, &p.shape));
+    p.shape = doc.shape;
     p.numel = numElements(p.shape);
     if (p.numel <= 0)
-      return bad(f.at(key::Shape), "the size overflows");
-    const JsonValue *init = nullptr;
-    BP_TRY(f.member(key::Init, &init));
-    Fields fi(*init, f.at(key::Init));
-    BP_TRY(fi.object());
-    int kind = 0;
-    BP_TRY(fi.word(key::Kind, bp_init_kind_names, "initialiser", &kind));
-    p.init = static_cast<InitKind>(kind);
-    if (p.init == InitKind::Normal) {
-      BP_TRY(fi.number(key::Std, &p.stddev));
-      if (!(p.stddev >= 0))
-        return bad(fi.at(key::Std), "must be non-negative");
-    }
-    BP_TRY(f.boolean(key::Decay, &p.decay));
+      return bad(at(where, key::Shape), "the size overflows");
+    p.init = static_cast<InitKind>(doc.init);
+    if (p.init == InitKind::Normal)
+      p.stddev = doc.stddev;
+    p.decay = doc.decay;
     out->push_back(std::move(p));
   }
   return Status::ok();
@@ -398,34 +231,26 @@ bool roleAllowed(FunctionKind fk, bool isArg, RoleKind r) {
   return false;
 }
 
-Status parseRole(const JsonValue &v, const std::string &where,
+Status checkRole(const manifest::Role &doc, const std::string &where,
                  const Manifest &m, FunctionKind fk, bool isArg, Role *role) {
-  Fields f(v, where);
-  BP_TRY(f.object());
-  int roleKind = 0;
-  BP_TRY(f.word(key::Role, bp_role_kind_names, "role", &roleKind));
-  role->kind = static_cast<RoleKind>(roleKind);
+  role->kind = static_cast<RoleKind>(doc.kind);
   const char *kind = roleKindName(role->kind);
   if (!roleAllowed(fk, isArg, role->kind))
     return bad(where, formatString("a %s of a %s function cannot have role "
                                    "'%s'",
                                    isArg ? "argument" : "result",
                                    functionKindName(fk), kind));
-  const JsonValue *shape = nullptr;
-  BP_TRY(f.member(key::Shape, &shape));
-  BP_TRY(parseIntList(*shape, f.at(key::Shape), 1, &role->shape));
+  role->shape = doc.shape;
   role->numel = numElements(role->shape);
   if (role->numel <= 0)
-    return bad(f.at(key::Shape), "the size overflows");
-  int dtypeIndex = 0;
-  BP_TRY(f.word(key::Dtype, bp_dtype_names, "dtype", &dtypeIndex));
-  role->dtype = dtypeIndex == BP_DTYPE_F32    ? DType::F32
-                : dtypeIndex == BP_DTYPE_BF16 ? DType::BF16
-                                              : DType::I32;
-  const std::string dtype = bp_dtype_names[dtypeIndex];
+    return bad(at(where, key::Shape), "the size overflows");
+  role->dtype = doc.dtype == BP_DTYPE_F32    ? DType::F32
+                : doc.dtype == BP_DTYPE_BF16 ? DType::BF16
+                                             : DType::I32;
+  const std::string dtype = bp_dtype_names[doc.dtype];
   const DType compute = m.target.computeDType();
   if (role->dtype == DType::BF16 && compute != DType::BF16)
-    return bad(f.at(key::Dtype),
+    return bad(at(where, key::Dtype),
                std::string("bf16 under the target's precision ") +
                    precisionName(m.target.precision) +
                    " (only a bf16 program has bf16 values)");
@@ -434,11 +259,10 @@ Status parseRole(const JsonValue &v, const std::string &where,
   case RoleKind::Param: {
     // The parameter's name is under the role's own word.
     const char *nameKey = bp_role_kind_names[BP_ROLE_PARAM];
-    std::string name;
-    BP_TRY(f.string(nameKey, &name));
+    const std::string &name = doc.param;
     role->param = m.findParam(name);
     if (role->param < 0)
-      return bad(f.at(nameKey),
+      return bad(at(where, nameKey),
                  "'" + name + "' is not in \"" + key::Params + "\"");
     const ParamSpec &p = m.params[role->param];
     // Stage functions read the weights in the compute precision (the
@@ -453,10 +277,7 @@ Status parseRole(const JsonValue &v, const std::string &where,
     break;
   }
   case RoleKind::Input: {
-    int input = 0;
-    BP_TRY(f.word(bp_role_kind_names[BP_ROLE_INPUT], bp_input_kind_names,
-                  "input", &input));
-    role->input = static_cast<InputKind>(input);
+    role->input = static_cast<InputKind>(doc.input);
     if (role->input == InputKind::DropoutKey) {
       if (role->dtype != DType::I32 || role->numel != kDropoutKeyWords)
         return bad(where, formatString("a dropout key is %d int32, not %s %s",
@@ -478,12 +299,9 @@ Status parseRole(const JsonValue &v, const std::string &where,
   case RoleKind::ForwardArg:
   case RoleKind::GradOfResult:
   case RoleKind::GradOfArg:
-  case RoleKind::Stash: {
-    int64_t index = 0;
-    BP_TRY(f.integer(key::Index, &index, 0));
-    role->index = static_cast<int>(index);
+  case RoleKind::Stash:
+    role->index = static_cast<int>(doc.index);
     break;
-  }
   case RoleKind::Activation:
   case RoleKind::Output:
     break;
@@ -500,28 +318,23 @@ Status parseRole(const JsonValue &v, const std::string &where,
   return Status::ok();
 }
 
-Status parseFunctions(const std::vector<JsonValue> &list, Manifest *m) {
+Status checkFunctions(const std::vector<manifest::Function> &list,
+                      Manifest *m) {
   for (size_t i = 0; i < list.size(); ++i) {
+    const manifest::Function &doc = list[i];
     std::string where = indexed(key::Functions, i);
-    Fields f(list[i], where);
-    BP_TRY(f.object());
     StageFunction fn;
-    BP_TRY(f.string(key::Name, &fn.name));
-    int kind = 0;
-    BP_TRY(f.word(key::Kind, bp_function_kind_names, "function kind", &kind));
-    fn.kind = static_cast<FunctionKind>(kind);
-    int64_t stage = 0;
-    BP_TRY(f.integer(key::Stage, &stage, 0));
-    fn.stage = static_cast<int>(stage);
+    fn.name = doc.name;
+    fn.kind = static_cast<FunctionKind>(doc.kind);
+    fn.stage = static_cast<int>(doc.stage);
     for (bool isArg : {true, false}) {
       const char *rolesKey = isArg ? key::Args : key::Results;
-      const std::vector<JsonValue> *roles = nullptr;
-      BP_TRY(f.array(rolesKey, &roles));
+      const std::vector<manifest::Role> &roles = isArg ? doc.args : doc.results;
       std::vector<Role> &out = isArg ? fn.args : fn.results;
-      for (size_t k = 0; k < roles->size(); ++k) {
+      for (size_t k = 0; k < roles.size(); ++k) {
         Role r;
-        BP_TRY(parseRole((*roles)[k], indexed(where + "." + rolesKey, k), *m,
-                         fn.kind, isArg, &r));
+        BP_TRY(checkRole(roles[k], indexed(at(where, rolesKey), k), *m, fn.kind,
+                         isArg, &r));
         out.push_back(std::move(r));
       }
     }
@@ -557,13 +370,12 @@ Status parseFunctions(const std::vector<JsonValue> &list, Manifest *m) {
 /// A group is pipeline ranks (Manifest.h): in increasing order, so that
 /// its world group (Manifest::worldGroup) is too, and of a world group of
 /// at least two ranks (an all-reduce over one rank is a compiler bug).
-Status parseGroups(const std::vector<JsonValue> &list, Manifest *m) {
+Status checkGroups(const std::vector<std::vector<int64_t>> &list, Manifest *m) {
   const int64_t devices = m->schedule.devices;
   const int64_t copies = m->schedule.dataParallel;
   for (size_t i = 0; i < list.size(); ++i) {
     std::string where = indexed(key::Groups, i);
-    std::vector<int64_t> ranks;
-    BP_TRY(parseIntList(list[i], where, 0, &ranks));
+    const std::vector<int64_t> &ranks = list[i];
     if (ranks.empty())
       return bad(where, "a group needs at least one pipeline rank");
     if (ranks.size() == 1 && copies == 1)
@@ -595,26 +407,23 @@ Status parseGroups(const std::vector<JsonValue> &list, Manifest *m) {
   return Status::ok();
 }
 
-Status parseNames(const JsonValue &v, const std::string &where,
-                  const Manifest &m, std::vector<int> *out) {
-  if (v.kind != JsonValue::Kind::Array)
-    return bad(where, "expected a list of parameter names");
-  for (size_t i = 0; i < v.array.size(); ++i) {
-    const JsonValue &e = v.array[i];
-    if (e.kind != JsonValue::Kind::String)
-      return bad(indexed(where, i), "expected a parameter name");
-    int p = m.findParam(e.string);
+/// Each of \p names, a parameter of the manifest, once.
+Status checkNames(const std::vector<std::string> &names,
+                  const std::string &where, const Manifest &m,
+                  std::vector<int> *out) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    int p = m.findParam(names[i]);
     if (p < 0)
       return bad(indexed(where, i),
-                 "'" + e.string + "' is not in \"" + key::Params + "\"");
+                 "'" + names[i] + "' is not in \"" + key::Params + "\"");
     if (std::find(out->begin(), out->end(), p) != out->end())
-      return bad(indexed(where, i), "'" + e.string + "' is listed twice");
+      return bad(indexed(where, i), "'" + names[i] + "' is listed twice");
     out->push_back(p);
   }
   return Status::ok();
 }
 
-Status parseRanks(const std::vector<JsonValue> &list, Manifest *m) {
+Status checkRanks(const std::vector<manifest::Rank> &list, Manifest *m) {
   // One entry per pipeline rank: every data-parallel copy runs the same.
   if (static_cast<int64_t>(list.size()) != m->schedule.devices)
     return bad(key::Ranks,
@@ -623,55 +432,43 @@ Status parseRanks(const std::vector<JsonValue> &list, Manifest *m) {
                             list.size(),
                             static_cast<long long>(m->schedule.devices)));
   for (size_t r = 0; r < list.size(); ++r) {
+    const manifest::Rank &doc = list[r];
     std::string where = indexed(key::Ranks, r);
-    Fields f(list[r], where);
-    BP_TRY(f.object());
     RankSpec rs;
-    int64_t n = 0;
-    BP_TRY(f.integer(key::NumValues, &n, 0));
-    if (n > INT32_MAX)
-      return bad(f.at(key::NumValues), "too large");
-    rs.numValues = static_cast<int32_t>(n);
-    if (list[r].get(key::PeakHandles))
-      BP_TRY(f.integer(key::PeakHandles, &rs.peakHandles, 0));
-    if (list[r].get(key::PeakSavedBytes))
-      BP_TRY(f.integer(key::PeakSavedBytes, &rs.peakSavedBytes, 0));
-    const JsonValue *params = nullptr;
-    BP_TRY(f.member(key::Params, &params));
-    BP_TRY(parseNames(*params, f.at(key::Params), *m, &rs.params));
-    const std::vector<JsonValue> *buckets = nullptr;
-    BP_TRY(f.array(key::Buckets, &buckets));
+    if (doc.numValues > INT32_MAX)
+      return bad(at(where, key::NumValues), "too large");
+    rs.numValues = static_cast<int32_t>(doc.numValues);
+    rs.peakHandles = doc.peakHandles.value_or(-1);
+    rs.peakSavedBytes = doc.peakSavedBytes.value_or(-1);
+    BP_TRY(checkNames(doc.params, at(where, key::Params), *m, &rs.params));
     std::set<int> bucketed;
-    for (size_t b = 0; b < buckets->size(); ++b) {
-      std::string bw = indexed(where + ".buckets", b);
-      Fields fb((*buckets)[b], bw);
-      BP_TRY(fb.object());
+    for (size_t b = 0; b < doc.buckets.size(); ++b) {
+      const manifest::Bucket &bucket = doc.buckets[b];
+      std::string bw = indexed(at(where, key::Buckets), b);
       BucketSpec bs;
-      int64_t g = 0;
-      BP_TRY(fb.integer(key::Group, &g, 0));
+      int64_t g = bucket.group;
       if (g >= static_cast<int64_t>(m->groups.size()))
-        return bad(fb.at(key::Group),
+        return bad(at(bw, key::Group),
                    formatString("there are only %zu groups", m->groups.size()));
       bs.group = static_cast<int>(g);
       const std::vector<int> &members = m->groups[bs.group];
       if (std::find(members.begin(), members.end(), static_cast<int>(r)) ==
           members.end())
-        return bad(fb.at(key::Group),
+        return bad(at(bw, key::Group),
                    formatString("pipeline rank %zu is not a member of "
                                 "group %lld",
                                 r, static_cast<long long>(g)));
-      const JsonValue *names = nullptr;
-      BP_TRY(fb.member(key::Params, &names));
-      BP_TRY(parseNames(*names, fb.at(key::Params), *m, &bs.params));
+      BP_TRY(checkNames(bucket.params, at(bw, key::Params), *m, &bs.params));
       if (bs.params.empty())
-        return bad(fb.at(key::Params), "a bucket needs at least one parameter");
+        return bad(at(bw, key::Params),
+                   "a bucket needs at least one parameter");
       for (int p : bs.params) {
         if (!rs.holds(p))
-          return bad(fb.at(key::Params), "pipeline rank " + std::to_string(r) +
-                                             " does not hold '" +
-                                             m->params[p].name + "'");
+          return bad(at(bw, key::Params), "pipeline rank " + std::to_string(r) +
+                                              " does not hold '" +
+                                              m->params[p].name + "'");
         if (!bucketed.insert(p).second)
-          return bad(fb.at(key::Params),
+          return bad(at(bw, key::Params),
                      "'" + m->params[p].name + "' is in two buckets");
       }
       rs.buckets.push_back(std::move(bs));
@@ -716,41 +513,18 @@ Status checkGroupsAgree(const Manifest &m) {
 } // namespace
 
 Expected<Manifest> parseManifest(std::string_view text) {
-  Expected<JsonValue> json = parseJson(text);
-  if (!json.isOk())
-    return Status::error(ErrorCode::FormatError,
-                         "manifest: " + json.status().message());
+  Expected<manifest::Manifest> doc = manifest::readManifest(text);
+  if (!doc.isOk())
+    return doc.status();
   Manifest m;
-  Fields top(*json, "manifest");
-  BP_TRY(top.object());
-  int64_t version = 0;
-  BP_TRY(top.integer(key::Version, &version, 0));
-  // First, before anything whose meaning may have changed between versions.
-  if (version != BP_MANIFEST_VERSION)
-    return bad(key::Version,
-               formatString("the program's manifest is version %lld, but "
-                            "this runtime reads version %d only; link the "
-                            "model with the runtime of the bitpipe-compile "
-                            "that compiled it",
-                            static_cast<long long>(version),
-                            BP_MANIFEST_VERSION));
-  const JsonValue *v = nullptr;
   // The target first: the roles' dtypes depend on its precision.
-  BP_TRY(top.member(key::Target, &v));
-  BP_TRY(parseTarget(*v, &m.target));
-  BP_TRY(top.member(key::Model, &v));
-  BP_TRY(parseModel(*v, &m.model));
-  BP_TRY(top.member(key::Schedule, &v));
-  BP_TRY(parseSchedule(*v, &m.schedule));
-  const std::vector<JsonValue> *list = nullptr;
-  BP_TRY(top.array(key::Params, &list));
-  BP_TRY(parseParams(*list, &m.params));
-  BP_TRY(top.array(key::Functions, &list));
-  BP_TRY(parseFunctions(*list, &m));
-  BP_TRY(top.array(key::Groups, &list));
-  BP_TRY(parseGroups(*list, &m));
-  BP_TRY(top.array(key::Ranks, &list));
-  BP_TRY(parseRanks(*list, &m));
+  BP_TRY(checkTarget(doc->target, &m.target));
+  BP_TRY(checkModel(doc->model, &m.model));
+  BP_TRY(checkSchedule(doc->schedule, &m.schedule));
+  BP_TRY(checkParams(doc->params, &m.params));
+  BP_TRY(checkFunctions(doc->functions, &m));
+  BP_TRY(checkGroups(doc->groups, &m));
+  BP_TRY(checkRanks(doc->ranks, &m));
   BP_TRY(checkGroupsAgree(m));
   return m;
 }

@@ -1,11 +1,13 @@
 //===- Manifest.h - The compiled program's manifest, parsed -----*- C++ -*-===//
 //
 // The JSON manifest that bitpipe-lower-to-runtime emits next to the stage
-// functions and rank programs (its grammar is in bitpipe/program.h), parsed
-// into plain structs with every name resolved to an index. Parsing also
-// checks what the executor relies on later, so that a malformed manifest is
-// one message at start-up ("manifest: functions[3].args[1]: ...") and not a
-// crash in the middle of a step:
+// functions and rank programs (its grammar is in bitpipe/program.h), read by
+// the manifest's one reader (bitpipe/base/ManifestFormat.h, which also
+// checks its structure: keys, types, words), then resolved into the
+// executor's structs below, with every name resolved to an index. Parsing
+// also checks what the executor relies on later, so that a malformed
+// manifest is one message at start-up ("manifest: functions[3].args[1]:
+// ...") and not a crash in the middle of a step:
 //   - every ROLE fits the kind of its function (a forward has no stash...),
 //     names a known parameter with the parameter's shape, and has a size;
 //   - there is one rank entry per pipeline rank; groups hold distinct
@@ -263,9 +265,10 @@ struct Manifest {
   std::vector<Channel> worldChannels() const;
 };
 
-/// Parses and validates \p text (see the file comment). Reads every word
-/// as bitpipe/abi/ManifestKeys.def spells it, and only a manifest of
-/// version BP_MANIFEST_VERSION: any other is an error naming both versions.
+/// Reads \p text (manifest::readManifest: every word as
+/// bitpipe/abi/ManifestKeys.def spells it, and only a manifest of version
+/// BP_MANIFEST_VERSION, any other being an error naming both versions), then
+/// checks and resolves it (see the file comment).
 Expected<Manifest> parseManifest(std::string_view text);
 
 } // namespace bitpipe::runtime
