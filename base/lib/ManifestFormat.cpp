@@ -141,6 +141,12 @@ std::string writeManifest(const Manifest &m) {
       if (model.normPosition)
         w.member(key::NormPosition)
             .value(bp_norm_position_names[*model.normPosition]);
+      if (model.embeddingDropout)
+        w.member(key::EmbeddingDropout).value(*model.embeddingDropout);
+      if (model.attentionDropout)
+        w.member(key::AttentionDropout).value(*model.attentionDropout);
+      if (model.residualDropout)
+        w.member(key::ResidualDropout).value(*model.residualDropout);
     });
     const Schedule &s = m.schedule;
     w.member(key::Schedule).object([&] {
@@ -387,6 +393,9 @@ Status readModel(const JsonValue &v, Model *m) {
   BP_TRY(f.number(key::NormEpsilon, &m->normEpsilon));
   BP_TRY(f.number(key::RopeTheta, &m->ropeTheta));
   BP_TRY(f.word(key::Gelu, bp_gelu_form_names, "GELU form", &m->gelu));
+  BP_TRY(f.number(key::EmbeddingDropout, &m->embeddingDropout));
+  BP_TRY(f.number(key::AttentionDropout, &m->attentionDropout));
+  BP_TRY(f.number(key::ResidualDropout, &m->residualDropout));
   return f.word(key::NormPosition, bp_norm_position_names, "norm position",
                 &m->normPosition);
 }

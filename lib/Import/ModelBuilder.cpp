@@ -30,6 +30,7 @@
 
 #include "bitpipe/Import/ModelBuilder.h"
 
+#include "bitpipe/Dialect/NN/IR/DropoutSites.h"
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
 #include "bitpipe/abi/Dropout.h"
 
@@ -108,11 +109,6 @@ private:
   std::optional<unsigned> dropoutKey;
 };
 
-// The dropout sites of docs/training-semantics.md, "Dropout".
-int64_t embeddingSite() { return 0; }
-int64_t attentionSite(int64_t layer) { return 3 * layer + 1; }
-int64_t attentionOutputSite(int64_t layer) { return 3 * layer + 2; }
-int64_t mlpOutputSite(int64_t layer) { return 3 * layer + 3; }
 
 unsigned ModelBuilder::param(StringRef name, ArrayRef<int64_t> shape,
                              Init init) {
@@ -174,14 +170,17 @@ Value ModelBuilder::dropout(Value x, double p, int64_t site) {
 
 Value ModelBuilder::attention(Value qkv, int64_t index, bool causal) {
   IntegerAttr heads = b.getI64IntegerAttr(config.heads);
+  // Only LLaMA's configs have key/value heads.
+  IntegerAttr kvHeads = config.family == ModelFamily::LLaMA ? kvHeadsAttr()
+                                                            : IntegerAttr();
   UnitAttr causalAttr = causal ? b.getUnitAttr() : UnitAttr();
   if (config.attentionDropout == 0)
-    return create<AttentionOp>(qkv, heads, kvHeadsAttr(), causalAttr,
-                               Value(), DropoutAttr());
+    return create<AttentionOp>(qkv, heads, kvHeads, causalAttr, Value(),
+                               DropoutAttr());
   return create<AttentionOp>(
-      qkv, heads, kvHeadsAttr(), causalAttr, arg(*dropoutKey),
+      qkv, heads, kvHeads, causalAttr, arg(*dropoutKey),
       DropoutAttr::get(&ctx, static_cast<float>(config.attentionDropout),
-                       attentionSite(index)));
+                       attentionDropoutSite(index)));
 }
 
 Value ModelBuilder::llamaLayer(Value x, int64_t index) {
@@ -215,11 +214,11 @@ Value ModelBuilder::transformerLayer(Value x, int64_t index) {
   Value qkv = linear(h, p + ".attn.qkv");
   Value a = attention(qkv, index, config.family == ModelFamily::GPT);
   Value out = dropout(linear(a, p + ".attn.proj"), residual,
-                      attentionOutputSite(index));
+                      attentionOutputDropoutSite(index));
   x = create<AddOp>(x, out);
   h = layerNorm(x, p + ".ln2");
   Value m = gelu(linear(h, p + ".mlp.fc"));
-  out = dropout(linear(m, p + ".mlp.proj"), residual, mlpOutputSite(index));
+  out = dropout(linear(m, p + ".mlp.proj"), residual, mlpOutputDropoutSite(index));
   return create<AddOp>(x, out);
 }
 
@@ -229,10 +228,10 @@ Value ModelBuilder::postNormLayer(Value x, int64_t index) {
   Value qkv = linear(x, p + ".attn.qkv");
   Value a = attention(qkv, index, /*causal=*/false);
   Value out = dropout(linear(a, p + ".attn.proj"), residual,
-                      attentionOutputSite(index));
+                      attentionOutputDropoutSite(index));
   x = layerNorm(create<AddOp>(x, out), p + ".ln1");
   Value m = gelu(linear(x, p + ".mlp.fc"));
-  out = dropout(linear(m, p + ".mlp.proj"), residual, mlpOutputSite(index));
+  out = dropout(linear(m, p + ".mlp.proj"), residual, mlpOutputDropoutSite(index));
   return layerNorm(create<AddOp>(x, out), p + ".ln2");
 }
 
@@ -362,7 +361,7 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   // The embeddings' norm belongs to layer 0, so the first stage holds it.
   if (postNorm())
     x = layerNorm(x, "embed.ln");
-  x = dropout(x, config.embeddingDropout, embeddingSite());
+  x = dropout(x, config.embeddingDropout, embeddingDropoutSite());
   for (int64_t i = 0; i < L; ++i) {
     setLayer(i + 1);
     x = llama        ? llamaLayer(x, i)

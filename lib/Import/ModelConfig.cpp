@@ -23,6 +23,7 @@
 
 #include "bitpipe/Dialect/NN/IR/ModelLimits.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -419,14 +420,16 @@ static llvm::Error readDropout(const FieldReader &read,
     *field.slot = *p;
   }
   if (config.attentionDropout > 0 && config.kvHeads != config.heads &&
-      llama)
-    return read.error(
-        schema.attentionDropout,
-        llvm::formatv("is {0}, but bitpipe drops attention probabilities "
-                      "only without grouping, and the config has {1} "
-                      "key/value heads for {2} heads",
-                      config.attentionDropout, config.kvHeads, config.heads)
-            .str());
+      llama) {
+    std::string message;
+    llvm::raw_string_ostream(message)
+        << "is " << llvm::format("%g", config.attentionDropout)
+        << ", but bitpipe drops attention probabilities only without "
+           "grouping, and the config has "
+        << config.kvHeads << " key/value heads for " << config.heads
+        << " heads";
+    return read.error(schema.attentionDropout, message);
+  }
   return llvm::Error::success();
 }
 

@@ -103,8 +103,9 @@ hf=$dir/gpt-tiny-in/model.safetensors
 
 # BERT in: a Hugging Face config.json (model_type bert: post-LN, and
 # hidden_act "gelu", the exact GELU) of bert-tiny-postln's sizes, with
-# BERT's epsilon 1e-12; the same model as a bitpipe config for the
-# reference.
+# BERT's epsilon 1e-12 and no dropout (BertConfig's default is 0.1; the
+# float64 Hugging Face graph below has none); the same model as a bitpipe
+# config for the reference.
 bert_postln=$examples/bert-tiny-postln.json
 "$python" - "$bert_postln" "$dir/bert-in" <<'EOF'
 import json, os, sys
@@ -116,7 +117,8 @@ hf = {"model_type": "bert", "architectures": ["BertForMaskedLM"],
       "num_attention_heads": c["heads"],
       "intermediate_size": 4 * c["hidden"], "hidden_act": "gelu",
       "max_position_embeddings": c["max_positions"], "type_vocab_size": 2,
-      "layer_norm_eps": 1e-12, "hidden_dropout_prob": 0.1}
+      "layer_norm_eps": 1e-12, "hidden_dropout_prob": 0.0,
+      "attention_probs_dropout_prob": 0.0}
 json.dump(hf, open(os.path.join(sys.argv[2], "config.json"), "w"))
 c.update(layer_norm_epsilon=1e-12, gelu="erf")
 json.dump(c, open(os.path.join(sys.argv[2], "bitpipe.json"), "w"))

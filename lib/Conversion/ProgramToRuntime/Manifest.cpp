@@ -13,6 +13,7 @@
 
 #include "bitpipe/Conversion/Target/StorageType.h"
 #include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
+#include "bitpipe/Dialect/NN/IR/DropoutSites.h"
 #include "bitpipe/Dialect/NN/IR/NNAttrs.h"
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
 
@@ -329,6 +330,28 @@ LogicalResult manifest::readModel(func::FuncOp function, Model &model) {
       model.normEpsilon = rms.getEpsilon().convertToDouble();
     if (auto rot = dyn_cast<nn::RotaryOp>(op); rot && !model.ropeTheta)
       model.ropeTheta = rot.getBase().convertToDouble();
+    // The dropout probabilities by where the importer put them
+    // (DropoutSites.h); the backward's ops repeat their forward's.
+    nn::DropoutAttr dropout;
+    if (auto drop = dyn_cast<nn::DropoutOp>(op))
+      dropout = drop.getDropout();
+    if (auto attention = dyn_cast<nn::AttentionOp>(op))
+      dropout = attention.getDropoutAttr();
+    if (dropout) {
+      std::optional<double> *slot = &model.residualDropout;
+      switch (nn::dropoutSiteKind(dropout.getSite())) {
+      case nn::DropoutSiteKind::Embedding:
+        slot = &model.embeddingDropout;
+        break;
+      case nn::DropoutSiteKind::Attention:
+        slot = &model.attentionDropout;
+        break;
+      case nn::DropoutSiteKind::AttentionOutput:
+      case nn::DropoutSiteKind::MlpOutput:
+        break;
+      }
+      *slot = dropout.getProbability().convertToDouble();
+    }
   });
   if (mixedGelu)
     model.gelu.reset();

@@ -69,6 +69,18 @@ Expected<HfModelSizes> manifestHfSizes(const Manifest &manifest) {
     s.normEpsilon = model.normEpsilon;
   if (model.ropeTheta > 0)
     s.ropeTheta = model.ropeTheta;
+  s.embeddingDropout = model.embeddingDropout;
+  s.attentionDropout = model.attentionDropout;
+  s.residualDropout = model.residualDropout;
+  // BERT's hidden_dropout_prob is both its embeddings' and its sublayers'
+  // (docs/models.md, "Dropout").
+  if (s.type == HfModelType::Bert && s.embeddingDropout != s.residualDropout)
+    return manifestError(formatString(
+        "the model drops its embeddings with p = %g and its sublayers' "
+        "outputs with p = %g; a Hugging Face bert config has one "
+        "hidden_dropout_prob for both",
+        s.embeddingDropout, s.residualDropout));
+
   if (s.type != HfModelType::Llama) {
     if (!model.gelu)
       return manifestError(

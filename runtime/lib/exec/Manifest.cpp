@@ -125,6 +125,21 @@ Status checkModel(const manifest::Model &doc, ModelSpec *m) {
     m->gelu = static_cast<GeluForm>(*doc.gelu);
   if (doc.normPosition)
     m->normPosition = static_cast<NormPosition>(*doc.normPosition);
+  for (auto [key, value, slot] :
+       {std::tuple{key::EmbeddingDropout, doc.embeddingDropout,
+                   &m->embeddingDropout},
+        std::tuple{key::AttentionDropout, doc.attentionDropout,
+                   &m->attentionDropout},
+        std::tuple{key::ResidualDropout, doc.residualDropout,
+                   &m->residualDropout}}) {
+    if (!value)
+      continue;
+    if (!(*value > 0 && *value < 1))
+      return bad(at(key::Model, key), formatString("%g is not a dropout "
+                                                   "probability in (0, 1)",
+                                                   *value));
+    *slot = *value;
+  }
   return Status::ok();
 }
 

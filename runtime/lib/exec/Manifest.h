@@ -113,6 +113,8 @@ struct ModelSpec {
   double ropeTheta = 0;   // the rotary base; 0: no rotary op
   std::optional<GeluForm> gelu; // none: no GELU, or GELUs of both forms
   NormPosition normPosition = NormPosition::Pre;
+  // The dropout probabilities (docs/models.md, "Dropout"); 0: none.
+  double embeddingDropout = 0, attentionDropout = 0, residualDropout = 0;
 };
 
 struct ScheduleSpec {

@@ -298,7 +298,7 @@ std::string huggingFaceConfigJson(const HfModelSizes &s) {
   JsonObject j;
   switch (s.type) {
   case HfModelType::Gpt2:
-    // bitpipe's GPT (docs/models.md): tied head, no dropout. No special
+    // bitpipe's GPT (docs/models.md): tied head. No special
     // tokens: bitpipe does not know the tokenizer's, and GPT2Config's
     // defaults (50256) lie outside most vocabularies it trains.
     j.raw("architectures", "[\"GPT2LMHeadModel\"]")
@@ -312,9 +312,9 @@ std::string huggingFaceConfigJson(const HfModelSizes &s) {
         .raw("n_inner", "null")
         .str("activation_function", s.geluName)
         .number("layer_norm_epsilon", s.normEpsilon)
-        .number("resid_pdrop", 0)
-        .number("embd_pdrop", 0)
-        .number("attn_pdrop", 0)
+        .number("resid_pdrop", s.residualDropout)
+        .number("embd_pdrop", s.embeddingDropout)
+        .number("attn_pdrop", s.attentionDropout)
         .boolean("scale_attn_weights", true)
         .boolean("scale_attn_by_inverse_layer_idx", false)
         .raw("bos_token_id", "null")
@@ -333,8 +333,8 @@ std::string huggingFaceConfigJson(const HfModelSizes &s) {
         .integer("max_position_embeddings", s.maxPositions)
         .integer("type_vocab_size", 2)
         .number("layer_norm_eps", s.normEpsilon)
-        .number("hidden_dropout_prob", 0)
-        .number("attention_probs_dropout_prob", 0)
+        .number("hidden_dropout_prob", s.residualDropout)
+        .number("attention_probs_dropout_prob", s.attentionDropout)
         .str("position_embedding_type", "absolute")
         .boolean("is_decoder", false)
         .boolean("tie_word_embeddings", true);
@@ -352,6 +352,7 @@ std::string huggingFaceConfigJson(const HfModelSizes &s) {
         .integer("max_position_embeddings", s.maxPositions)
         .number("rms_norm_eps", s.normEpsilon)
         .number("rope_theta", s.ropeTheta)
+        .number("attention_dropout", s.attentionDropout)
         .raw("rope_scaling", "null")
         .str("hidden_act", "silu")
         .boolean("attention_bias", false)

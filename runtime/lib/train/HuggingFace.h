@@ -65,6 +65,10 @@ struct HfModelSizes {
   /// (tanh form) or "gelu" (erf form); the importer reads the same names
   /// (lib/Import/ConfigSchemas.h).
   std::string geluName = "gelu_new";
+  /// The dropout probabilities (docs/models.md, "Dropout"), 0: none;
+  /// GPT-2's three, BERT's hidden (embedding and residual, one in BERT)
+  /// and attention, LLaMA's attention.
+  double embeddingDropout = 0, attentionDropout = 0, residualDropout = 0;
 };
 
 /// One Hugging Face tensor that makes up (part of) a bitpipe parameter.

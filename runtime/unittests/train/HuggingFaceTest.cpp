@@ -392,6 +392,36 @@ TEST(HuggingFaceTest, ConfigJsonHasTheFieldsTransformersReads) {
   EXPECT_EQ(bertErf->get("hidden_act")->string, "gelu");
 }
 
+// The model's dropout probabilities under each model type's keys
+// (docs/models.md, "Dropout"), 0 where it has none.
+TEST(HuggingFaceTest, ConfigJsonCarriesTheDropout) {
+  HfModelSizes gpt2 = gpt2Sizes();
+  gpt2.embeddingDropout = 0.125;
+  gpt2.attentionDropout = 0.25;
+  gpt2.residualDropout = 0.5;
+  Expected<JsonValue> g = parseJson(huggingFaceConfigJson(gpt2));
+  ASSERT_TRUE(g.isOk());
+  EXPECT_EQ(g->get("embd_pdrop")->number, 0.125);
+  EXPECT_EQ(g->get("attn_pdrop")->number, 0.25);
+  EXPECT_EQ(g->get("resid_pdrop")->number, 0.5);
+  HfModelSizes bert = bertSizes();
+  bert.embeddingDropout = bert.residualDropout = 0.125;
+  bert.attentionDropout = 0.25;
+  Expected<JsonValue> b = parseJson(huggingFaceConfigJson(bert));
+  ASSERT_TRUE(b.isOk());
+  EXPECT_EQ(b->get("hidden_dropout_prob")->number, 0.125);
+  EXPECT_EQ(b->get("attention_probs_dropout_prob")->number, 0.25);
+  HfModelSizes llama = llamaSizes(false);
+  llama.attentionDropout = 0.25;
+  Expected<JsonValue> l = parseJson(huggingFaceConfigJson(llama));
+  ASSERT_TRUE(l.isOk());
+  EXPECT_EQ(l->get("attention_dropout")->number, 0.25);
+  Expected<JsonValue> none = parseJson(huggingFaceConfigJson(gpt2Sizes()));
+  ASSERT_TRUE(none.isOk());
+  for (const char *key : {"embd_pdrop", "attn_pdrop", "resid_pdrop"})
+    EXPECT_EQ(none->get(key)->number, 0.0) << key;
+}
+
 TEST(HuggingFaceTest, ShardedIndexLoadsAcrossShards) {
   TempDir dir, shards;
   HfModelSizes sizes = llamaSizes(false);

@@ -76,6 +76,7 @@ struct Model {
   std::optional<double> normEpsilon, ropeTheta;
   std::optional<bp_gelu_form> gelu;
   std::optional<bp_norm_position> normPosition;
+  std::optional<double> embeddingDropout, attentionDropout, residualDropout;
 };
 
 /// "schedule".
