@@ -82,8 +82,9 @@ static LogicalResult verifyPeer(Operation *op, ProgramOp program, int64_t peer,
 //===----------------------------------------------------------------------===//
 
 /// The attributes that make an argument stage state for `role`: the op does
-/// not pass it, the runtime binds it (parameters) or keeps it behind the
-/// `!bitpipe.saved` handle (everything else).
+/// not pass it, the runtime binds it (parameters; and the dropout key,
+/// isRuntimeInput) or keeps it behind the `!bitpipe.saved` handle
+/// (everything else).
 static ArrayRef<StringLiteral> stateArgRoles(CalleeRole callee) {
   static constexpr StringLiteral forward[] = {role::kParam};
   static constexpr StringLiteral backward[] = {role::kParam, role::kInput,
@@ -127,12 +128,22 @@ static bool hasAnyOf(DictionaryAttr attrs, ArrayRef<StringLiteral> names) {
          });
 }
 
+/// A training input the runtime passes by itself, as it passes parameters:
+/// the micro-batch's dropout key (program.h, bp_rt_forward), a function of
+/// the micro-batch alone, so no program loads it.
+static bool isRuntimeInput(DictionaryAttr attrs) {
+  auto input = attrs ? attrs.getAs<StringAttr>(role::kInput) : StringAttr();
+  return input && input.getValue() == bitpipe::nn::attr::kDropoutKey;
+}
+
 SmallVector<unsigned> bitpipe::bp::getBoundArguments(FunctionOpInterface fn,
                                                      CalleeRole role) {
   SmallVector<unsigned> kept;
-  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
-    if (!hasAnyOf(fn.getArgAttrDict(i), stateArgRoles(role)))
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    DictionaryAttr attrs = fn.getArgAttrDict(i);
+    if (!hasAnyOf(attrs, stateArgRoles(role)) && !isRuntimeInput(attrs))
       kept.push_back(i);
+  }
   return kept;
 }
 
