@@ -109,7 +109,6 @@ private:
   std::optional<unsigned> dropoutKey;
 };
 
-
 unsigned ModelBuilder::param(StringRef name, ArrayRef<int64_t> shape,
                              Init init) {
   unsigned index = argTypes.size();
@@ -163,16 +162,15 @@ IntegerAttr ModelBuilder::kvHeadsAttr() {
 Value ModelBuilder::dropout(Value x, double p, int64_t site) {
   if (p == 0)
     return x;
-  return create<DropoutOp>(
-      x, arg(*dropoutKey),
-      DropoutAttr::get(&ctx, static_cast<float>(p), site));
+  return create<DropoutOp>(x, arg(*dropoutKey),
+                           DropoutAttr::get(&ctx, static_cast<float>(p), site));
 }
 
 Value ModelBuilder::attention(Value qkv, int64_t index, bool causal) {
   IntegerAttr heads = b.getI64IntegerAttr(config.heads);
   // Only LLaMA's configs have key/value heads.
-  IntegerAttr kvHeads = config.family == ModelFamily::LLaMA ? kvHeadsAttr()
-                                                            : IntegerAttr();
+  IntegerAttr kvHeads =
+      config.family == ModelFamily::LLaMA ? kvHeadsAttr() : IntegerAttr();
   UnitAttr causalAttr = causal ? b.getUnitAttr() : UnitAttr();
   if (config.attentionDropout == 0)
     return create<AttentionOp>(qkv, heads, kvHeads, causalAttr, Value(),
@@ -218,7 +216,8 @@ Value ModelBuilder::transformerLayer(Value x, int64_t index) {
   x = create<AddOp>(x, out);
   h = layerNorm(x, p + ".ln2");
   Value m = gelu(linear(h, p + ".mlp.fc"));
-  out = dropout(linear(m, p + ".mlp.proj"), residual, mlpOutputDropoutSite(index));
+  out = dropout(linear(m, p + ".mlp.proj"), residual,
+                mlpOutputDropoutSite(index));
   return create<AddOp>(x, out);
 }
 
@@ -231,7 +230,8 @@ Value ModelBuilder::postNormLayer(Value x, int64_t index) {
                       attentionOutputDropoutSite(index));
   x = layerNorm(create<AddOp>(x, out), p + ".ln1");
   Value m = gelu(linear(x, p + ".mlp.fc"));
-  out = dropout(linear(m, p + ".mlp.proj"), residual, mlpOutputDropoutSite(index));
+  out = dropout(linear(m, p + ".mlp.proj"), residual,
+                mlpOutputDropoutSite(index));
   return layerNorm(create<AddOp>(x, out), p + ".ln2");
 }
 

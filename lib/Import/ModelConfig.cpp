@@ -419,8 +419,7 @@ static llvm::Error readDropout(const FieldReader &read,
       return read.error(field.key, *error);
     *field.slot = *p;
   }
-  if (config.attentionDropout > 0 && config.kvHeads != config.heads &&
-      llama) {
+  if (config.attentionDropout > 0 && config.kvHeads != config.heads && llama) {
     std::string message;
     llvm::raw_string_ostream(message)
         << "is " << llvm::format("%g", config.attentionDropout)

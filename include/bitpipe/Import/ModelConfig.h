@@ -70,8 +70,7 @@ struct ModelConfig {
   /// LLaMA configs have only the attention's.
   double embeddingDropout = 0, attentionDropout = 0, residualDropout = 0;
   bool hasDropout() const {
-    return embeddingDropout > 0 || attentionDropout > 0 ||
-           residualDropout > 0;
+    return embeddingDropout > 0 || attentionDropout > 0 || residualDropout > 0;
   }
 
   // LLaMA only (docs/llama.md); the other families ignore them.

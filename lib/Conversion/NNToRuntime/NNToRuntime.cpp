@@ -370,12 +370,11 @@ struct AttentionLowering : KernelPattern<nn::AttentionOp> {
     Value out = emit.alloc(op.getType());
     // The log-sum-exps are not an nn result: the backward recomputes them.
     Value lse = emit.allocScratch({b, heads, t});
-    callAttention(emit, /*backward=*/false,
-                  {emit.pointer(adaptor.getQkv()), emit.pointer(out),
-                   emit.pointer(lse)},
-                  b, t, h, heads, op.getKvHeadCount(),
-                  emit.i32(op.getCausal() ? 1 : 0),
-                  dropoutArgs(emit, adaptor.getKey(), op.getDropoutAttr()));
+    callAttention(
+        emit, /*backward=*/false,
+        {emit.pointer(adaptor.getQkv()), emit.pointer(out), emit.pointer(lse)},
+        b, t, h, heads, op.getKvHeadCount(), emit.i32(op.getCausal() ? 1 : 0),
+        dropoutArgs(emit, adaptor.getKey(), op.getDropoutAttr()));
     rewriter.replaceOp(op, out);
     return success();
   }

@@ -159,8 +159,7 @@ private:
   Expected<BufferRef> zeros(size_t bytes);
   /// Micro-batch \p mb's input of \p kind for this rank's copy and step,
   /// \p count int32, in target memory.
-  Expected<BufferRef> loadInputValue(InputKind kind, int64_t mb,
-                                     int64_t count);
+  Expected<BufferRef> loadInputValue(InputKind kind, int64_t mb, int64_t count);
   /// Whether this rank holds every parameter \p f takes.
   bool holdsParamsOf(const StageFunction &f) const;
   /// Waits for the target; a fault is reported after the last stage call.

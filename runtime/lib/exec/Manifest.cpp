@@ -361,11 +361,10 @@ Status checkFunctions(const std::vector<manifest::Function> &list,
       });
     };
     // A dropout key is not bound: the runtime passes it.
-    int64_t keys = std::count_if(fn.args.begin(), fn.args.end(),
-                                 [](const Role &r) {
-                                   return r.kind == RoleKind::Input &&
-                                          r.input == InputKind::DropoutKey;
-                                 });
+    int64_t keys =
+        std::count_if(fn.args.begin(), fn.args.end(), [](const Role &r) {
+          return r.kind == RoleKind::Input && r.input == InputKind::DropoutKey;
+        });
     if (count(fn.args, {RoleKind::Input, RoleKind::Activation}) - keys > 2)
       return bad(where, "bp_rt_forward binds at most two inputs or "
                         "activations (in0, in1)");

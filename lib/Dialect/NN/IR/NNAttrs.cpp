@@ -239,9 +239,8 @@ LogicalResult InitAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult
-DropoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                    llvm::APFloat probability, int64_t site) {
+LogicalResult DropoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  llvm::APFloat probability, int64_t site) {
   // Zero is no dropout: such a site has no op at all.
   double p = probability.convertToDouble();
   if (std::optional<std::string> error = checkDropoutProbability(p))

@@ -112,9 +112,8 @@ ArrayRef<StringLiteral> LinearOp::getBackwardOpNames() {
 LogicalResult AttentionOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
   auto grad = b.create<AttentionGradOp>(
-      getLoc(), getQkv().getType(), getQkv(), resultGrads[0],
-      getNumHeadsAttr(), getNumKvHeadsAttr(), getCausalAttr(), getKey(),
-      getDropoutAttr());
+      getLoc(), getQkv().getType(), getQkv(), resultGrads[0], getNumHeadsAttr(),
+      getNumKvHeadsAttr(), getCausalAttr(), getKey(), getDropoutAttr());
   operandGrads.assign({grad.getQkvGrad()});
   if (getKey())
     operandGrads.push_back(Value());
@@ -209,8 +208,8 @@ ArrayRef<StringLiteral> AddOp::getBackwardOpNames() { return {}; }
 
 LogicalResult DropoutOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
-  auto grad = b.create<DropoutOp>(getLoc(), resultGrads[0], getKey(),
-                                  getDropoutAttr());
+  auto grad =
+      b.create<DropoutOp>(getLoc(), resultGrads[0], getKey(), getDropoutAttr());
   operandGrads.assign({grad.getResult(), Value()});
   return success();
 }

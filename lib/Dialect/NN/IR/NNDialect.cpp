@@ -66,8 +66,7 @@ LogicalResult NNDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   }
   if (name == attr::kInput) {
     auto s = dyn_cast<StringAttr>(attr.getValue());
-    if (!s || (s.getValue() != attr::kTokens &&
-               s.getValue() != attr::kLabels &&
+    if (!s || (s.getValue() != attr::kTokens && s.getValue() != attr::kLabels &&
                s.getValue() != attr::kDropoutKey))
       return fail() << "'" << attr::kInput << "' must be \"" << attr::kTokens
                     << "\", \"" << attr::kLabels << "\" or \""

@@ -380,13 +380,14 @@ NN_DEFINE_CHECKED_INFERENCE(RMSNormOp,
                             inferRMSNorm(emitError, adaptor.getInput(),
                                          adaptor.getGamma()),
                             checkEpsilon(emitError, getEpsilon()))
-NN_DEFINE_CHECKED_INFERENCE(
-    AttentionOp,
-    inferAttention(emitError, adaptor.getQkv(),
-                   adaptor.getNumHeadsAttr().getInt(),
-                   kvHeadsOf(adaptor.getNumKvHeads())),
-    checkAttentionDropout(emitError, getKey(), getDropoutAttr(),
-                          kvHeadsOf(getNumKvHeads()), getNumHeads()))
+NN_DEFINE_CHECKED_INFERENCE(AttentionOp,
+                            inferAttention(emitError, adaptor.getQkv(),
+                                           adaptor.getNumHeadsAttr().getInt(),
+                                           kvHeadsOf(adaptor.getNumKvHeads())),
+                            checkAttentionDropout(emitError, getKey(),
+                                                  getDropoutAttr(),
+                                                  kvHeadsOf(getNumKvHeads()),
+                                                  getNumHeads()))
 NN_DEFINE_CHECKED_INFERENCE(RotaryOp,
                             inferRotary(emitError, adaptor.getQkv(),
                                         adaptor.getNumHeadsAttr().getInt(),
@@ -506,8 +507,7 @@ LogicalResult LinearWeightGradOp::verify() {
 LogicalResult AttentionGradOp::verify() {
   auto emitError = [this] { return emitOpError(); };
   if (failed(checkAttentionDropout(emitError, getKey(), getDropoutAttr(),
-                                   kvHeadsOf(getNumKvHeads()),
-                                   getNumHeads())))
+                                   kvHeadsOf(getNumKvHeads()), getNumHeads())))
     return failure();
   FailureOr<Type> fwd = inferAttention(emitError, getQkv(),
                                        getNumHeadsAttr().getInt(),

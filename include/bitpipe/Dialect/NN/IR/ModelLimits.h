@@ -1,10 +1,10 @@
 //===- ModelLimits.h - The model sizes the compiler can build ---*- C++ -*-===//
 //
 // One definition of the ranges a model's sizes, layer-norm epsilon and
-// dropout probabilities must lie in, shared by the importer (on a config file) and the nn verifiers (on
-// `#nn.model` and `nn.layer_norm`), so IR that did not come from the
-// importer is held to the same limits. docs/models.md ("Limits") explains
-// each one.
+// dropout probabilities must lie in, shared by the importer (on a config
+// file) and the nn verifiers (on `#nn.model`, `nn.layer_norm` and
+// `#nn.dropout`), so IR that did not come from the importer is held to the
+// same limits. docs/models.md ("Limits") explains each one.
 //
 //===----------------------------------------------------------------------===//
 
