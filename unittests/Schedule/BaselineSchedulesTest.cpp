@@ -397,12 +397,15 @@ TEST(BaselineSchedules, ChimeraPeakActivations) {
         EXPECT_EQ(peakInFlight(s.ranks[r]),
                   peakInFlight((picked ? critical : alternating)->ranks[r]));
       }
-      if (D >= 4 && N >= 2 * D && N % D == 0)
+      if (D >= 4 && N >= 2 * D && N % D == 0) {
         EXPECT_GT(criticalPeak, D);
-      if (D == 4 && N == 8)
+      }
+      if (D == 4 && N == 8) {
         EXPECT_EQ(criticalPeak, 6);
-      if (D == 16 && N == 64)
+      }
+      if (D == 16 && N == 64) {
         EXPECT_EQ(criticalPeak, 32);
+      }
     }
 }
 

@@ -118,10 +118,12 @@ TEST(InFlightCap, MakespanTradesAgainstTheCap) {
         // one, D <= 16: bench/results-log.md, "Fewer micro-batches in
         // flight").
         EXPECT_LE(played.makespan, bound + 3L * D);
-        if (k == D) // 1F1B's closed form.
+        if (k == D) { // 1F1B's closed form.
           EXPECT_EQ(played.makespan, 3L * N + 3L * (D - 1));
-        if (k == 1) // One micro-batch at a time, end to end.
+        }
+        if (k == 1) { // One micro-batch at a time, end to end.
           EXPECT_EQ(played.makespan, 3L * D * N);
+        }
       }
     }
   // Numbers the docs quote (docs/schedules.md): D=8, N=32.

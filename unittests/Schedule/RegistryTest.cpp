@@ -45,8 +45,9 @@ TEST(Registry, EveryEntryDescribesItsGenerator) {
       Result<Placement> p = schedulePlacement(request);
       ASSERT_TRUE(p.ok()) << p.error;
       EXPECT_TRUE(*p == s->placement);
-      if (info.takesChunks())
+      if (info.takesChunks()) {
         EXPECT_EQ(p->numStages, devices * info.defaultChunks);
+      }
     }
 }
 

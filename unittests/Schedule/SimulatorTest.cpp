@@ -294,9 +294,10 @@ TEST(Simulator, AStragglerHoldsUpAScheduleWithoutSlack) {
     EXPECT_DOUBLE_EQ(slow.ranks[0].busy, even.ranks[0].busy);
     EXPECT_DOUBLE_EQ(slow.ranks[1].busy, 1.5 * even.ranks[1].busy);
     for (const TimelineEvent &e : slow.timeline)
-      if (e.lane == Lane::Compute && e.rank == 1)
+      if (e.lane == Lane::Compute && e.rank == 1) {
         EXPECT_DOUBLE_EQ(e.end - e.start,
                          1.5 * (e.action.kind == ActionKind::Forward ? 1 : 2));
+      }
     EXPECT_GT(slow.makespan, even.makespan);
     EXPECT_LE(slow.makespan, even.makespan + 0.5 * even.ranks[1].busy);
   }

@@ -105,8 +105,9 @@ TEST(ZeroBubbleSchedules, BitPipeZbVerifiesWithEagerAllReduces) {
         std::vector<std::vector<int>> expected = {
             {std::min(2 * D - 1 - r, D + r), std::max(2 * D - 1 - r, D + r)},
             {std::min(r, D - 1 - r), std::max(r, D - 1 - r)}};
-        if (N >= D) // A tiny N may finish the first halves first.
+        if (N >= D) { // A tiny N may finish the first halves first.
           EXPECT_EQ(ars, expected) << "D=" << D << " N=" << N << " r=" << r;
+        }
       }
     }
 }
@@ -136,8 +137,9 @@ TEST(ZeroBubbleSchedules, BitPipeZbReachesThePlacementsBound) {
       EXPECT_EQ(zb.makespan, bidirectionalVBound(D, N))
           << "D=" << D << " N=" << N;
       // At D = 2 BitPipe has no bubble to fill already.
-      if (D > 2)
+      if (D > 2) {
         EXPECT_LT(zb.makespan, play(make("bitpipe", D, N)).makespan);
+      }
       // The library's simulator agrees with the independent player.
       CostModel unit;
       unit.unitBackward = 1;
