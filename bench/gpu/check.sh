@@ -33,8 +33,10 @@
 #      CUDA backend, where the build has it), all of their tests;
 #      NcclCommunicatorTests under mpirun -np 2 and 4 with the multi-rank
 #      checks below;
-#   3. the end-to-end match, gpt-tiny and bert-tiny in fp32 and bf16,
-#      llama-tiny in fp32 (test/EndToEnd/cuda-match.sh case: the GPU run
+#   3. the end-to-end match, gpt-tiny, bert-tiny and gpt-tiny-dropout (the
+#      dropout kernels, elementwise and in attention, drawing the CPU's
+#      masks) in fp32 and bf16, llama-tiny in fp32
+#      (test/EndToEnd/cuda-match.sh case: the GPU run
 #      against the CPU run that prepare.sh made), and the same start with
 #      --lr 1e30 in bf16 (cuda-match.sh diverge: stopped at step 2, nothing
 #      saved);
@@ -480,7 +482,7 @@ part_gpu_tests() {
 part_match() {
   local model precision name log rc loss params detail
   echo "== end-to-end match (test/EndToEnd/cuda-match.sh)"
-  for model in gpt-tiny bert-tiny llama-tiny; do
+  for model in gpt-tiny bert-tiny llama-tiny gpt-tiny-dropout; do
     for precision in fp32 bf16; do
       name="e2e $model $precision"
       log=$logs/e2e-$model-$precision.log

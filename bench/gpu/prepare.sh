@@ -130,7 +130,7 @@ export BITPIPE_PYTHON=${BITPIPE_PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/
   fail "bitpipe-tokenize (the corpus)"
 
 match=$root/test/EndToEnd/cuda-match.sh
-for model in gpt-tiny bert-tiny llama-tiny; do
+for model in gpt-tiny bert-tiny llama-tiny gpt-tiny-dropout; do
   config=$root/examples/$model.json
   step "end-to-end match, $model: the CPU run (here), the CUDA executables"
   if "$match" reference "$config" "$stage/e2e" >"$work/$model-cpu.log" 2>&1; then

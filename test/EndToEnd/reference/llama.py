@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from dropout import NoDropout, apply, attention_site
 from model import cross_entropy, linear, merge_heads
 
 
@@ -47,10 +48,11 @@ def heads_of(x, n, d):
     return x.reshape(B, T, n, d).transpose(0, 2, 1, 3)
 
 
-def gqa_attention(qkv, heads, kv_heads, theta):
+def gqa_attention(qkv, heads, kv_heads, theta, drop=None):
     """qkv [B, T, (heads + 2 kv_heads) d]; rotary on q and k, then causal
     attention where query head h reads key/value head h // (heads //
-    kv_heads)."""
+    kv_heads); drop: a dropout factor [B, heads, T, T] for the
+    probabilities, or None."""
     B, T, width = qkv.shape
     d = width // (heads + 2 * kv_heads)
     q = heads_of(qkv[..., :heads * d], heads, d)
@@ -65,15 +67,17 @@ def gqa_attention(qkv, heads, kv_heads, theta):
     s = np.where(np.tril(np.ones((T, T), dtype=bool)), s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
-    return merge_heads(p @ vr), (q, kr, vr, p, scale, cos, sin, group)
+    pd = apply(drop, p)
+    return merge_heads(pd @ vr), (q, kr, vr, p, pd, drop, scale, cos, sin,
+                                  group)
 
 
 def gqa_attention_grad(dout, cache, heads):
-    q, kr, vr, p, scale, cos, sin, group = cache
+    q, kr, vr, p, pd, drop, scale, cos, sin, group = cache
     B, T, H = dout.shape
     do = heads_of(dout, heads, H // heads)
-    dvr = p.transpose(0, 1, 3, 2) @ do
-    dp = do @ vr.transpose(0, 1, 3, 2)
+    dvr = pd.transpose(0, 1, 3, 2) @ do
+    dp = apply(drop, do @ vr.transpose(0, 1, 3, 2))
     ds = p * (dp - (dp * p).sum(-1, keepdims=True))
     dq = (ds @ kr) * scale
     dkr = (ds.transpose(0, 1, 3, 2) @ q) * scale
@@ -106,17 +110,23 @@ class Llama:
         self.theta = config.get("rope_theta", 10000.0)
         self.eps = config.get("layer_norm_epsilon", 1e-5)
         self.tied = config.get("tie_embeddings", False)
+        # A LLaMA drops only its attention probabilities (docs/models.md).
+        self.p_attn = config.get("attention_dropout", 0.0)
 
-    def loss_and_grads(self, params, inputs, labels):
+    def loss_and_grads(self, params, inputs, labels, dropout=NoDropout()):
         P, eps = params, self.eps
         grads = {name: np.zeros_like(value) for name, value in P.items()}
+        B, T = inputs.shape
         x = P["embed.tokens"][inputs]
         caches = []
         for i in range(self.layers):
             n = f"layers.{i}."
             h1, ln1 = rms_norm(x, P[n + "ln1.weight"], eps)
             qkv = h1 @ P[n + "attn.qkv.weight"].T
-            a, att = gqa_attention(qkv, self.heads, self.kv_heads, self.theta)
+            drop = (dropout.mask(attention_site(i), (B, self.heads, T, T),
+                                 self.p_attn) if self.p_attn > 0 else None)
+            a, att = gqa_attention(qkv, self.heads, self.kv_heads, self.theta,
+                                   drop)
             x1 = x + a @ P[n + "attn.proj.weight"].T
             h2, ln2 = rms_norm(x1, P[n + "ln2.weight"], eps)
             gate = h2 @ P[n + "mlp.gate.weight"].T
