@@ -12,6 +12,7 @@
 #ifndef BITPIPE_RUNTIME_UNITTESTS_DROPOUTREFERENCE_H
 #define BITPIPE_RUNTIME_UNITTESTS_DROPOUTREFERENCE_H
 
+#include "Reference.h"
 #include "core/Random.h"
 
 #include <algorithm>
@@ -60,6 +61,14 @@ inline int64_t droppedProbabilities(const DropoutSpec &drop, int64_t B,
   return dropped;
 }
 
+/// The ProbabilityFactor of \p drop: 0 where it drops, 1 / (1 - p) where it
+/// keeps.
+inline ProbabilityFactor probabilityFactor(const DropoutSpec &drop) {
+  return [drop](int64_t e) {
+    return drop.keeps(e) ? double(drop.scale()) : 0.0;
+  };
+}
+
 /// Multi-head attention on fused qkv [B, T, 3H] with dropout on the
 /// probabilities, as PyTorch's eager attention: P = softmax(scale Q K^T +
 /// mask), P'_ij = P_ij / (1 - p) where element ((b nh + h) T + i) T + j is
@@ -70,110 +79,21 @@ std::vector<S> attentionDropout(const std::vector<S> &qkv, int64_t B, int64_t T,
                                 int64_t H, int64_t nh, bool causal,
                                 const DropoutSpec &drop,
                                 std::vector<S> *lse = nullptr) {
-  const int64_t d = H / nh;
-  const S scale = S(1) / std::sqrt(S(d)), keptScale = S(drop.scale());
-  std::vector<S> out(B * T * H, S(0)), p(T);
-  if (lse)
-    lse->assign(B * nh * T, S(0));
-  auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h) {
-    return &qkv[(b * T + t) * 3 * H + part * H + h * d];
-  };
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < nh; ++h)
-      for (int64_t i = 0; i < T; ++i) {
-        const int64_t nKeys = causal ? i + 1 : T;
-        const S *q = at(b, i, 0, h);
-        S mx = -INFINITY;
-        for (int64_t j = 0; j < nKeys; ++j) {
-          const S *k = at(b, j, 1, h);
-          S s = 0;
-          for (int64_t c = 0; c < d; ++c)
-            s += q[c] * k[c];
-          p[j] = s * scale;
-          mx = std::max(mx, p[j]);
-        }
-        S sum = 0;
-        for (int64_t j = 0; j < nKeys; ++j) {
-          p[j] = std::exp(p[j] - mx);
-          sum += p[j];
-        }
-        const int64_t row = ((b * nh + h) * T + i) * T;
-        S *o = &out[(b * T + i) * H + h * d];
-        for (int64_t j = 0; j < nKeys; ++j) {
-          const S kept = drop.keeps(row + j) ? p[j] / sum * keptScale : S(0);
-          const S *v = at(b, j, 2, h);
-          for (int64_t c = 0; c < d; ++c)
-            o[c] += kept * v[c];
-        }
-        if (lse)
-          (*lse)[(b * nh + h) * T + i] = mx + std::log(sum);
-      }
-  return out;
+  return groupedAttention(qkv, B, T, H, nh, nh, causal, lse,
+                          probabilityFactor(drop));
 }
 
-/// The backward of attentionDropout, by the chain rule through each step:
-/// dV_j += P'_ij dO_i; dP'_ij = dO_i . V_j; dP_ij = dP'_ij / (1 - p) where
-/// kept, else 0; the softmax's dS_ij = P_ij (dP_ij - D_i) with
-/// D_i = sum_j P_ij dP_ij = sum_j P'_ij dP'_ij = dO_i . out_i, formed from
-/// the \p out given as Reference.h's attentionGrad forms it (and the kernels
-/// do); dQ_i += scale dS_ij K_j, dK_j += scale dS_ij Q_i.
+/// The backward of attentionDropout (Reference.h's groupedAttentionGrad
+/// with the same factors): D_i = sum_j P_ij dP_ij = sum_j P'_ij dP'_ij =
+/// dO_i . out_i, formed from the \p out given, as the kernels form it.
 template <typename S>
 std::vector<S> attentionDropoutGrad(const std::vector<S> &qkv,
                                     const std::vector<S> &out,
                                     const std::vector<S> &dout, int64_t B,
                                     int64_t T, int64_t H, int64_t nh,
                                     bool causal, const DropoutSpec &drop) {
-  const int64_t d = H / nh;
-  const S scale = S(1) / std::sqrt(S(d)), keptScale = S(drop.scale());
-  std::vector<S> dqkv(qkv.size(), S(0)), p(T);
-  auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h) {
-    return (b * T + t) * 3 * H + part * H + h * d;
-  };
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < nh; ++h)
-      for (int64_t i = 0; i < T; ++i) {
-        const int64_t nKeys = causal ? i + 1 : T;
-        const S *q = &qkv[at(b, i, 0, h)];
-        const S *dO = &dout[(b * T + i) * H + h * d];
-        const S *o = &out[(b * T + i) * H + h * d];
-        S mx = -INFINITY;
-        for (int64_t j = 0; j < nKeys; ++j) {
-          const S *k = &qkv[at(b, j, 1, h)];
-          S s = 0;
-          for (int64_t c = 0; c < d; ++c)
-            s += q[c] * k[c];
-          p[j] = s * scale;
-          mx = std::max(mx, p[j]);
-        }
-        S sum = 0, rowDot = 0;
-        for (int64_t j = 0; j < nKeys; ++j) {
-          p[j] = std::exp(p[j] - mx);
-          sum += p[j];
-        }
-        for (int64_t c = 0; c < d; ++c)
-          rowDot += dO[c] * o[c];
-        const int64_t row = ((b * nh + h) * T + i) * T;
-        for (int64_t j = 0; j < nKeys; ++j) {
-          const bool kept = drop.keeps(row + j);
-          const S pj = p[j] / sum, pKept = kept ? pj * keptScale : S(0);
-          const S *k = &qkv[at(b, j, 1, h)];
-          const S *v = &qkv[at(b, j, 2, h)];
-          S dpKept = 0; // dP'_ij
-          for (int64_t c = 0; c < d; ++c)
-            dpKept += dO[c] * v[c];
-          const S dp = kept ? dpKept * keptScale : S(0);
-          const S ds = pj * (dp - rowDot);
-          S *dq = &dqkv[at(b, i, 0, h)];
-          S *dk = &dqkv[at(b, j, 1, h)];
-          S *dv = &dqkv[at(b, j, 2, h)];
-          for (int64_t c = 0; c < d; ++c) {
-            dq[c] += scale * ds * k[c];
-            dk[c] += scale * ds * q[c];
-            dv[c] += pKept * dO[c];
-          }
-        }
-      }
-  return dqkv;
+  return groupedAttentionGrad(qkv, out, dout, B, T, H, nh, nh, causal,
+                              probabilityFactor(drop));
 }
 
 } // namespace bitpipe::runtime::ref

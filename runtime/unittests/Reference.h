@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -90,13 +91,20 @@ std::vector<S> linear(const std::vector<S> &x, const std::vector<S> &w,
   return y;
 }
 
+/// What dropout multiplies probability e of the [B, nh, T, T] scores by (0
+/// or 1 / (1 - p)); empty: no dropout (DropoutReference.h makes one).
+using ProbabilityFactor = std::function<double(int64_t)>;
+
 /// Grouped-query attention on fused qkv [B, T, (nh + 2 nkv) d], d = H / nh:
 /// query head h reads key/value head h / (nh / nkv). Materialises each full
-/// score row. Optionally returns the row log-sum-exps as [B, nh, T].
+/// score row. Optionally returns the row log-sum-exps (of the undropped
+/// scores) as [B, nh, T]; \p drop multiplies each probability before it
+/// weighs the values.
 template <typename S>
 std::vector<S> groupedAttention(const std::vector<S> &qkv, int64_t B,
                                 int64_t T, int64_t H, int64_t nh, int64_t nkv,
-                                bool causal, std::vector<S> *lse = nullptr) {
+                                bool causal, std::vector<S> *lse = nullptr,
+                                const ProbabilityFactor &drop = {}) {
   const int64_t d = H / nh, width = (nh + 2 * nkv) * d, group = nh / nkv;
   const S scale = S(1) / std::sqrt(S(d));
   std::vector<S> out(B * T * H, S(0));
@@ -124,9 +132,12 @@ std::vector<S> groupedAttention(const std::vector<S> &qkv, int64_t B,
           p[j] = std::exp(p[j] - mx);
           sum += p[j];
         }
-        for (int64_t j = 0; j < nKeys; ++j)
+        const int64_t row = ((b * nh + h) * T + i) * T;
+        for (int64_t j = 0; j < nKeys; ++j) {
+          const S weight = drop ? p[j] / sum * S(drop(row + j)) : p[j] / sum;
           for (int64_t c = 0; c < d; ++c)
-            out[(b * T + i) * H + h * d + c] += p[j] / sum * at(b, j, 2, h, c);
+            out[(b * T + i) * H + h * d + c] += weight * at(b, j, 2, h, c);
+        }
         if (lse)
           (*lse)[(b * nh + h) * T + i] = mx + std::log(sum);
       }
@@ -175,13 +186,17 @@ std::vector<S> rotary(const std::vector<S> &qkv, int64_t B, int64_t T,
 /// the inputs, not of the kernel under test.
 ///
 /// groupedAttentionGrad is the backward of groupedAttention: a key/value
-/// head's gradient sums the terms of every query head that reads it.
+/// head's gradient sums the terms of every query head that reads it. With
+/// \p drop (factor f_ij on P_ij): dV_j += f_ij P_ij dO_i and dP_ij =
+/// f_ij dO_i . V_j, while D_i = dO_i . out_i is unchanged (out already
+/// holds the dropped weights).
 template <typename S>
 std::vector<S> groupedAttentionGrad(const std::vector<S> &qkv,
                                     const std::vector<S> &out,
                                     const std::vector<S> &dout, int64_t B,
                                     int64_t T, int64_t H, int64_t nh,
-                                    int64_t nkv, bool causal) {
+                                    int64_t nkv, bool causal,
+                                    const ProbabilityFactor &drop = {}) {
   const int64_t d = H / nh, width = (nh + 2 * nkv) * d, group = nh / nkv;
   const S scale = S(1) / std::sqrt(S(d));
   std::vector<S> dqkv(qkv.size(), S(0)), p(T), dp(T);
@@ -219,8 +234,10 @@ std::vector<S> groupedAttentionGrad(const std::vector<S> &qkv,
         }
         for (int64_t c = 0; c < d; ++c)
           rowDot += dO[c] * out[(b * T + i) * H + h * d + c];
+        const int64_t row = ((b * nh + h) * T + i) * T;
         for (int64_t j = 0; j < nKeys; ++j) {
-          const S ds = p[j] * (dp[j] - rowDot);
+          const S f = drop ? S(drop(row + j)) : S(1);
+          const S ds = p[j] * (f * dp[j] - rowDot);
           const S *k = &qkv[at(b, j, 1, h)];
           S *dq = &dqkv[at(b, i, 0, h)];
           S *dk = &dqkv[at(b, j, 1, h)];
@@ -228,7 +245,7 @@ std::vector<S> groupedAttentionGrad(const std::vector<S> &qkv,
           for (int64_t c = 0; c < d; ++c) {
             dq[c] += scale * ds * k[c];
             dk[c] += scale * ds * q[c];
-            dv[c] += p[j] * dO[c];
+            dv[c] += f * p[j] * dO[c];
           }
         }
       }
