@@ -64,9 +64,8 @@ inline int64_t droppedProbabilities(const DropoutSpec &drop, int64_t B,
 /// The ProbabilityFactor of \p drop: 0 where it drops, 1 / (1 - p) where it
 /// keeps.
 inline ProbabilityFactor probabilityFactor(const DropoutSpec &drop) {
-  return [drop](int64_t e) {
-    return drop.keeps(e) ? double(drop.scale()) : 0.0;
-  };
+  return
+      [drop](int64_t e) { return drop.keeps(e) ? double(drop.scale()) : 0.0; };
 }
 
 /// Multi-head attention on fused qkv [B, T, 3H] with dropout on the

@@ -101,9 +101,9 @@ using ProbabilityFactor = std::function<double(int64_t)>;
 /// scores) as [B, nh, T]; \p drop multiplies each probability before it
 /// weighs the values.
 template <typename S>
-std::vector<S> groupedAttention(const std::vector<S> &qkv, int64_t B,
-                                int64_t T, int64_t H, int64_t nh, int64_t nkv,
-                                bool causal, std::vector<S> *lse = nullptr,
+std::vector<S> groupedAttention(const std::vector<S> &qkv, int64_t B, int64_t T,
+                                int64_t H, int64_t nh, int64_t nkv, bool causal,
+                                std::vector<S> *lse = nullptr,
                                 const ProbabilityFactor &drop = {}) {
   const int64_t d = H / nh, width = (nh + 2 * nkv) * d, group = nh / nkv;
   const S scale = S(1) / std::sqrt(S(d));
@@ -191,12 +191,11 @@ std::vector<S> rotary(const std::vector<S> &qkv, int64_t B, int64_t T,
 /// f_ij dO_i . V_j, while D_i = dO_i . out_i is unchanged (out already
 /// holds the dropped weights).
 template <typename S>
-std::vector<S> groupedAttentionGrad(const std::vector<S> &qkv,
-                                    const std::vector<S> &out,
-                                    const std::vector<S> &dout, int64_t B,
-                                    int64_t T, int64_t H, int64_t nh,
-                                    int64_t nkv, bool causal,
-                                    const ProbabilityFactor &drop = {}) {
+std::vector<S>
+groupedAttentionGrad(const std::vector<S> &qkv, const std::vector<S> &out,
+                     const std::vector<S> &dout, int64_t B, int64_t T,
+                     int64_t H, int64_t nh, int64_t nkv, bool causal,
+                     const ProbabilityFactor &drop = {}) {
   const int64_t d = H / nh, width = (nh + 2 * nkv) * d, group = nh / nkv;
   const S scale = S(1) / std::sqrt(S(d));
   std::vector<S> dqkv(qkv.size(), S(0)), p(T), dp(T);
