@@ -3,13 +3,17 @@
 // What every pattern of bitpipe-lower-nn-to-runtime needs to emit one nn
 // op's kernel calls: sizes from tensor shapes, buffers, their addresses, and
 // checked calls of the kernels of bitpipe/abi/Kernels.h in the precision the
-// pass lowers in. Shared by the per-op patterns (NNToRuntime.cpp) and the
-// fused ones (EpilogueFusion.cpp), which derive from KernelPattern.
+// pass lowers in. Shared by the patterns generated from the nn ops'
+// kernelCalls (NNKernelCalls.td), the hand-written ones (NNToRuntime.cpp)
+// and the fused ones (EpilogueFusion.cpp), which derive from KernelPattern
+// or, where they make parameter gradients, GradientPattern.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_LIB_CONVERSION_NNTORUNTIME_KERNELCALLEMITTER_H
 #define BITPIPE_LIB_CONVERSION_NNTORUNTIME_KERNELCALLEMITTER_H
+
+#include "Lowering.h"
 
 #include "bitpipe/Conversion/RuntimeAbi/RuntimeAbi.h"
 
@@ -243,6 +247,27 @@ template <typename Op> struct KernelPattern : OpConversionPattern<Op> {
   }
 
   Precision precision;
+};
+
+/// A pattern of an op whose results are parameter gradients (or their sum):
+/// it follows the GradientSumPlan (Lowering.h).
+template <typename Op> struct GradientPattern : KernelPattern<Op> {
+  GradientPattern(const TypeConverter &converter, MLIRContext *context,
+                  Precision precision, const GradientSumPlan &plan)
+      : KernelPattern<Op>(converter, context, precision), plan(plan) {}
+
+  /// The buffer a kernel accumulates \p result into: freshly zeroed (an nn
+  /// gradient is a fresh value), or the buffer of the gradient it is summed
+  /// with.
+  Value accumulator(KernelCallEmitter &emit, Value result,
+                    ConversionPatternRewriter &rewriter) const {
+    auto into = plan.accumulateInto.find(result);
+    if (into != plan.accumulateInto.end())
+      return rewriter.getRemappedValue(into->second);
+    return emit.allocFilled(result.getType(), 0.0f);
+  }
+
+  const GradientSumPlan &plan;
 };
 
 } // namespace bitpipe::nn_lowering

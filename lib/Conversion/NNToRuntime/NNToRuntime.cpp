@@ -15,10 +15,12 @@
 //  * memory: results get fresh buffers; temporaries are freed after their
 //    last use, returned buffers belong to the caller.
 //
-// Three choices are made outside the per-op patterns: the buffers' element
-// types under bf16 (StoragePrecision.cpp), the f32 sums of parameter
-// gradients under bf16 (GradientSums.cpp) and the linear + GELU calls
-// (EpilogueFusion.cpp).
+// Most ops' patterns are generated from the kernel calls their definitions
+// list (include/bitpipe/Dialect/NN/IR/NNKernelCalls.td); the others are
+// below. Three choices are made outside the per-op patterns: the buffers'
+// element types under bf16 (StoragePrecision.cpp), the f32 sums of
+// parameter gradients under bf16 (GradientSums.cpp) and the linear + GELU
+// calls (EpilogueFusion.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,253 +72,24 @@ using namespace bitpipe::nn_lowering;
 namespace {
 
 //===----------------------------------------------------------------------===//
-// Patterns, one per nn op family
+// Patterns generated from the ops' kernelCalls (NNKernelCalls.td)
+//===----------------------------------------------------------------------===//
+
+#include "NNKernelLowerings.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Hand-written patterns: the lowerings that are not one fixed list of calls
 //===----------------------------------------------------------------------===//
 
 // Sizes come from the original (tensor) operands, which have the same static
 // shapes as the converted buffers; buffers come from the adaptor.
-
-struct EmbeddingLowering : KernelPattern<nn::EmbeddingOp> {
-  using KernelPattern::KernelPattern;
-  LogicalResult
-  matchAndRewrite(nn::EmbeddingOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    Value out = emit.alloc(op.getType());
-    // Without a position table (rotary models) the kernel takes NULL.
-    Value wpe = adaptor.getWpe() ? emit.pointer(adaptor.getWpe()) : emit.null();
-    emit.call(Kernel::bp_embedding_fwd,
-              {emit.pointer(adaptor.getTokens()),
-               emit.pointer(adaptor.getWte()), wpe,
-               emit.pointer(out), emit.i64(dimSize(op.getTokens(), 0)),
-               emit.i64(dimSize(op.getTokens(), 1)),
-               emit.i64(lastDim(op.getWte())),
-               emit.i64(dimSize(op.getWte(), 0))});
-    rewriter.replaceOp(op, out);
-    return success();
-  }
-};
-
-/// A pattern of an op whose results are parameter gradients (or their sum):
-/// it follows the GradientSumPlan (Lowering.h).
-template <typename Op> struct GradientPattern : KernelPattern<Op> {
-  GradientPattern(const TypeConverter &converter, MLIRContext *context,
-                  Precision precision, const GradientSumPlan &plan)
-      : KernelPattern<Op>(converter, context, precision), plan(plan) {}
-
-  /// The buffer a kernel accumulates \p result into: freshly zeroed (an nn
-  /// gradient is a fresh value), or the buffer of the gradient it is summed
-  /// with.
-  Value accumulator(KernelCallEmitter &emit, Value result,
-                    ConversionPatternRewriter &rewriter) const {
-    auto into = plan.accumulateInto.find(result);
-    if (into != plan.accumulateInto.end())
-      return rewriter.getRemappedValue(into->second);
-    return emit.allocFilled(result.getType(), 0.0f);
-  }
-
-  const GradientSumPlan &plan;
-};
-
-struct EmbeddingGradLowering : GradientPattern<nn::EmbeddingGradOp> {
-  using GradientPattern::GradientPattern;
-  LogicalResult
-  matchAndRewrite(nn::EmbeddingGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    // Both tables' gradients accumulate (scatter-add); a missing position
-    // table is NULL to the kernel.
-    Value dwte = accumulator(emit, op.getWteGrad(), rewriter);
-    Value dwpe;
-    if (Value wpeGrad = op.getWpeGrad())
-      dwpe = accumulator(emit, wpeGrad, rewriter);
-    emit.call(Kernel::bp_embedding_bwd,
-              {emit.pointer(adaptor.getTokens()),
-               emit.pointer(adaptor.getGrad()), emit.pointer(dwte),
-               dwpe ? emit.pointer(dwpe) : emit.null(),
-               emit.i64(dimSize(op.getTokens(), 0)),
-               emit.i64(dimSize(op.getTokens(), 1)),
-               emit.i64(lastDim(op.getWteGrad())),
-               emit.i64(dimSize(op.getWteGrad(), 0))});
-    SmallVector<Value> results{dwte};
-    if (dwpe)
-      results.push_back(dwpe);
-    rewriter.replaceOp(op, results);
-    return success();
-  }
-};
-
-struct LayerNormLowering : KernelPattern<nn::LayerNormOp> {
-  using KernelPattern::KernelPattern;
-  LogicalResult
-  matchAndRewrite(nn::LayerNormOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    int64_t n = rows(op.getInput());
-    Value y = emit.alloc(op.getType());
-    // The statistics are not an nn result: the backward recomputes them.
-    Value mean = emit.allocScratch({n});
-    Value rstd = emit.allocScratch({n});
-    emit.call(
-        Kernel::bp_layer_norm_fwd,
-        {emit.pointer(adaptor.getInput()), emit.pointer(adaptor.getGamma()),
-         emit.pointer(adaptor.getBeta()), emit.pointer(y), emit.pointer(mean),
-         emit.pointer(rstd), emit.i64(n), emit.i64(lastDim(op.getInput())),
-         emit.f32(op.getEpsilon().convertToFloat())});
-    rewriter.replaceOp(op, y);
-    return success();
-  }
-};
-
-struct LayerNormGradLowering : GradientPattern<nn::LayerNormGradOp> {
-  using GradientPattern::GradientPattern;
-  LogicalResult
-  matchAndRewrite(nn::LayerNormGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    int64_t n = rows(op.getInput());
-    int64_t h = lastDim(op.getInput());
-    Value dx = emit.alloc(op.getInputGrad().getType());
-    Value dgamma = accumulator(emit, op.getGammaGrad(), rewriter);
-    Value dbeta = accumulator(emit, op.getBetaGrad(), rewriter);
-    // Recompute mean and rstd with the forward kernel. Its normalised output
-    // is not needed: it goes to dx, which the backward kernel overwrites
-    // anyway. The op has no beta operand, and beta does not affect the
-    // statistics: gamma stands in, an [H] weight of the right element type
-    // in either precision. Cost: one layer-norm forward, O(N*H) flops, and
-    // 2*N floats of scratch.
-    Value mean = emit.allocScratch({n});
-    Value rstd = emit.allocScratch({n});
-    emit.call(Kernel::bp_layer_norm_fwd,
-              {emit.pointer(adaptor.getInput()),
-               emit.pointer(adaptor.getGamma()),
-               emit.pointer(adaptor.getGamma()),
-               emit.pointer(dx), emit.pointer(mean), emit.pointer(rstd),
-               emit.i64(n), emit.i64(h),
-               emit.f32(op.getEpsilon().convertToFloat())});
-    emit.call(Kernel::bp_layer_norm_bwd,
-              {emit.pointer(adaptor.getGrad()),
-               emit.pointer(adaptor.getInput()),
-               emit.pointer(adaptor.getGamma()), emit.pointer(mean),
-               emit.pointer(rstd), emit.pointer(dx), emit.pointer(dgamma),
-               emit.pointer(dbeta), emit.i64(n), emit.i64(h)});
-    rewriter.replaceOp(op, {dx, dgamma, dbeta});
-    return success();
-  }
-};
-
-struct RMSNormLowering : KernelPattern<nn::RMSNormOp> {
-  using KernelPattern::KernelPattern;
-  LogicalResult
-  matchAndRewrite(nn::RMSNormOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    int64_t n = rows(op.getInput());
-    Value y = emit.alloc(op.getType());
-    // rstd is not an nn result: the backward recomputes it.
-    Value rstd = emit.allocScratch({n});
-    emit.call(Kernel::bp_rms_norm_fwd,
-              {emit.pointer(adaptor.getInput()),
-               emit.pointer(adaptor.getGamma()), emit.pointer(y),
-               emit.pointer(rstd), emit.i64(n),
-               emit.i64(lastDim(op.getInput())),
-               emit.f32(op.getEpsilon().convertToFloat())});
-    rewriter.replaceOp(op, y);
-    return success();
-  }
-};
-
-struct RMSNormGradLowering : GradientPattern<nn::RMSNormGradOp> {
-  using GradientPattern::GradientPattern;
-  LogicalResult
-  matchAndRewrite(nn::RMSNormGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    int64_t n = rows(op.getInput());
-    int64_t h = lastDim(op.getInput());
-    Value dx = emit.alloc(op.getInputGrad().getType());
-    Value dgamma = accumulator(emit, op.getGammaGrad(), rewriter);
-    // Recompute rstd with the forward kernel, as for the layer norm: its
-    // output goes to dx, which the backward kernel overwrites. Cost: one
-    // rms-norm forward and N floats of scratch.
-    Value rstd = emit.allocScratch({n});
-    emit.call(Kernel::bp_rms_norm_fwd,
-              {emit.pointer(adaptor.getInput()),
-               emit.pointer(adaptor.getGamma()), emit.pointer(dx),
-               emit.pointer(rstd), emit.i64(n), emit.i64(h),
-               emit.f32(op.getEpsilon().convertToFloat())});
-    emit.call(Kernel::bp_rms_norm_bwd,
-              {emit.pointer(adaptor.getGrad()),
-               emit.pointer(adaptor.getInput()),
-               emit.pointer(adaptor.getGamma()), emit.pointer(rstd),
-               emit.pointer(dx), emit.pointer(dgamma), emit.i64(n),
-               emit.i64(h)});
-    rewriter.replaceOp(op, {dx, dgamma});
-    return success();
-  }
-};
-
-struct LinearLowering : KernelPattern<nn::LinearOp> {
-  using KernelPattern::KernelPattern;
-  LogicalResult
-  matchAndRewrite(nn::LinearOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    Value y = emit.alloc(op.getType());
-    Value x = emit.pointer(adaptor.getInput());
-    Value w = emit.pointer(adaptor.getWeight());
-    Value bias =
-        adaptor.getBias() ? emit.pointer(adaptor.getBias()) : emit.null();
-    emit.call(Kernel::bp_linear_fwd,
-              {x, w, bias, emit.pointer(y), emit.i64(rows(op.getInput())),
-               emit.i64(lastDim(op.getInput())),
-               emit.i64(lastDim(op.getResult()))});
-    rewriter.replaceOp(op, y);
-    return success();
-  }
-};
-
-struct LinearInputGradLowering : KernelPattern<nn::LinearInputGradOp> {
-  using KernelPattern::KernelPattern;
-  LogicalResult
-  matchAndRewrite(nn::LinearInputGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    Value dx = emit.alloc(op.getType());
-    emit.call(Kernel::bp_linear_bwd_input,
-              {emit.pointer(adaptor.getGrad()),
-               emit.pointer(adaptor.getWeight()), emit.pointer(dx),
-               emit.i64(rows(op.getGrad())), emit.i64(lastDim(op.getResult())),
-               emit.i64(lastDim(op.getGrad()))});
-    rewriter.replaceOp(op, dx);
-    return success();
-  }
-};
-
-struct LinearWeightGradLowering : GradientPattern<nn::LinearWeightGradOp> {
-  using GradientPattern::GradientPattern;
-  LogicalResult
-  matchAndRewrite(nn::LinearWeightGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    // dw and db accumulate.
-    Value dw = accumulator(emit, op.getWeightGrad(), rewriter);
-    Value db;
-    if (Value biasGrad = op.getBiasGrad())
-      db = accumulator(emit, biasGrad, rewriter);
-    emit.call(Kernel::bp_linear_bwd_weight,
-              {emit.pointer(adaptor.getGrad()),
-               emit.pointer(adaptor.getInput()), emit.pointer(dw),
-               db ? emit.pointer(db) : emit.null(),
-               emit.i64(rows(op.getInput())), emit.i64(lastDim(op.getInput())),
-               emit.i64(lastDim(op.getGrad()))});
-    SmallVector<Value> results{dw};
-    if (db)
-      results.push_back(db);
-    rewriter.replaceOp(op, results);
-    return success();
-  }
-};
+//
+// Attention picks one of six kernels, whose parameter lists differ, by the
+// op's grouping and dropout, and its backward runs the forward again for
+// the output and log-sum-exps that the nn op does not carry. nn.add is
+// either a kernel call or, under bf16, no call at all (a parameter-gradient
+// sum the GradientSumPlan accumulated in place). Splat constants are no nn
+// op.
 
 /// The dropout arguments of a kernel call (key, site, p), none without
 /// dropout.
@@ -417,96 +190,6 @@ struct AttentionGradLowering : KernelPattern<nn::AttentionGradOp> {
   }
 };
 
-/// nn.rotary and nn.rotary_grad: one kernel each over the fused q/k/v
-/// tensor, with the heads and base of the op.
-template <typename Op, Kernel kernel> struct RotaryPattern : KernelPattern<Op> {
-  using KernelPattern<Op>::KernelPattern;
-  LogicalResult
-  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    Value input = op->getOperand(0);
-    int64_t heads = op.getNumHeads(), kvHeads = op.getKvHeadCount();
-    int64_t d = lastDim(input) / (heads + 2 * kvHeads);
-    Value out = emit.alloc(op.getType());
-    emit.call(kernel, {emit.pointer(adaptor.getOperands()[0]),
-                       emit.pointer(out), emit.i64(dimSize(input, 0)),
-                       emit.i64(dimSize(input, 1)), emit.i64(heads * d),
-                       emit.i64(heads), emit.i64(kvHeads),
-                       emit.f32(op.getBase().convertToFloat())});
-    rewriter.replaceOp(op, out);
-    return success();
-  }
-};
-using RotaryLowering = RotaryPattern<nn::RotaryOp, Kernel::bp_rotary_fwd>;
-using RotaryGradLowering =
-    RotaryPattern<nn::RotaryGradOp, Kernel::bp_rotary_bwd>;
-
-struct SwiGLULowering : KernelPattern<nn::SwiGLUOp> {
-  using KernelPattern::KernelPattern;
-  LogicalResult
-  matchAndRewrite(nn::SwiGLUOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    Value y = emit.alloc(op.getType());
-    emit.call(Kernel::bp_swiglu_fwd,
-              {emit.pointer(adaptor.getGate()), emit.pointer(adaptor.getUp()),
-               emit.pointer(y), emit.i64(numElements(op.getResult()))});
-    rewriter.replaceOp(op, y);
-    return success();
-  }
-};
-
-struct SwiGLUGradLowering : KernelPattern<nn::SwiGLUGradOp> {
-  using KernelPattern::KernelPattern;
-  LogicalResult
-  matchAndRewrite(nn::SwiGLUGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    Value dgate = emit.alloc(op.getGateGrad().getType());
-    Value dup = emit.alloc(op.getUpGrad().getType());
-    emit.call(Kernel::bp_swiglu_bwd,
-              {emit.pointer(adaptor.getGrad()), emit.pointer(adaptor.getGate()),
-               emit.pointer(adaptor.getUp()), emit.pointer(dgate),
-               emit.pointer(dup), emit.i64(numElements(op.getGate()))});
-    rewriter.replaceOp(op, {dgate, dup});
-    return success();
-  }
-};
-
-struct GeluLowering : KernelPattern<nn::GeluOp> {
-  using KernelPattern::KernelPattern;
-  LogicalResult
-  matchAndRewrite(nn::GeluOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    Value y = emit.alloc(op.getType());
-    emit.call(op.getForm() == nn::GeluForm::Erf ? Kernel::bp_gelu_erf_fwd
-                                                : Kernel::bp_gelu_fwd,
-              {emit.pointer(adaptor.getInput()), emit.pointer(y),
-               emit.i64(numElements(op.getInput()))});
-    rewriter.replaceOp(op, y);
-    return success();
-  }
-};
-
-struct GeluGradLowering : KernelPattern<nn::GeluGradOp> {
-  using KernelPattern::KernelPattern;
-  LogicalResult
-  matchAndRewrite(nn::GeluGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    Value dx = emit.alloc(op.getType());
-    emit.call(op.getForm() == nn::GeluForm::Erf ? Kernel::bp_gelu_erf_bwd
-                                                : Kernel::bp_gelu_bwd,
-              {emit.pointer(adaptor.getGrad()),
-               emit.pointer(adaptor.getInput()), emit.pointer(dx),
-               emit.i64(numElements(op.getInput()))});
-    rewriter.replaceOp(op, dx);
-    return success();
-  }
-};
-
 /// Residual adds, and the sums of gradients that backward functions build
 /// with nn.add where a value fans out.
 struct AddLowering : GradientPattern<nn::AddOp> {
@@ -527,64 +210,6 @@ struct AddLowering : GradientPattern<nn::AddOp> {
               {emit.pointer(adaptor.getLhs()), emit.pointer(adaptor.getRhs()),
                emit.pointer(out), emit.i64(numElements(op.getResult()))});
     rewriter.replaceOp(op, out);
-    return success();
-  }
-};
-
-/// Both directions: the backward of nn.dropout is an nn.dropout of the
-/// gradient (NNBackward.cpp).
-struct DropoutLowering : KernelPattern<nn::DropoutOp> {
-  using KernelPattern::KernelPattern;
-  LogicalResult
-  matchAndRewrite(nn::DropoutOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    Value y = emit.alloc(op.getType());
-    SmallVector<Value> args{emit.pointer(adaptor.getInput()), emit.pointer(y)};
-    args.append(dropoutArgs(emit, adaptor.getKey(), op.getDropoutAttr()));
-    args.push_back(emit.i64(numElements(op.getResult())));
-    emit.call(Kernel::bp_dropout, args);
-    rewriter.replaceOp(op, y);
-    return success();
-  }
-};
-
-struct CrossEntropyLowering : KernelPattern<nn::CrossEntropyOp> {
-  using KernelPattern::KernelPattern;
-  LogicalResult
-  matchAndRewrite(nn::CrossEntropyOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    Value loss = emit.alloc(op.getType());
-    emit.call(Kernel::bp_cross_entropy_fwd,
-              {emit.pointer(adaptor.getLogits()),
-               emit.pointer(adaptor.getLabels()), emit.pointer(loss),
-               emit.i64(rows(op.getLogits())),
-               emit.i64(lastDim(op.getLogits())),
-               emit.i32(op.getIgnoreIndexAttr().getInt())});
-    rewriter.replaceOp(op, loss);
-    return success();
-  }
-};
-
-struct CrossEntropyGradLowering : KernelPattern<nn::CrossEntropyGradOp> {
-  using KernelPattern::KernelPattern;
-  LogicalResult
-  matchAndRewrite(nn::CrossEntropyGradOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    KernelCallEmitter emit = this->emitter(op, rewriter);
-    // The loss gradient is passed by address (runtime.h): the buffer lives
-    // where the tensors do, which on the CUDA target is the device, so the
-    // kernel reads it there and no step waits for a host read.
-    Value dloss = emit.pointer(adaptor.getLossGrad());
-    Value dlogits = emit.alloc(op.getType());
-    emit.call(Kernel::bp_cross_entropy_bwd,
-              {emit.pointer(adaptor.getLogits()),
-               emit.pointer(adaptor.getLabels()), dloss, emit.pointer(dlogits),
-               emit.i64(rows(op.getLogits())),
-               emit.i64(lastDim(op.getLogits())),
-               emit.i32(op.getIgnoreIndexAttr().getInt())});
-    rewriter.replaceOp(op, dlogits);
     return success();
   }
 };
@@ -800,14 +425,8 @@ void nn_lowering::populateNNToRuntimeConversionPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns,
     Precision precision, const GradientSumPlan &sums) {
   MLIRContext *context = patterns.getContext();
-  patterns.add<EmbeddingLowering, LayerNormLowering, RMSNormLowering,
-               LinearLowering, LinearInputGradLowering, AttentionLowering,
-               AttentionGradLowering, RotaryLowering, RotaryGradLowering,
-               GeluLowering, GeluGradLowering, SwiGLULowering,
-               SwiGLUGradLowering, DropoutLowering, CrossEntropyLowering,
-               CrossEntropyGradLowering, SplatConstantLowering>(
+  populateKernelCallPatterns(converter, patterns, precision, sums);
+  patterns.add<AttentionLowering, AttentionGradLowering, SplatConstantLowering>(
       converter, context, precision);
-  patterns.add<EmbeddingGradLowering, LayerNormGradLowering,
-               RMSNormGradLowering, LinearWeightGradLowering, AddLowering>(
-      converter, context, precision, sums);
+  patterns.add<AddLowering>(converter, context, precision, sums);
 }

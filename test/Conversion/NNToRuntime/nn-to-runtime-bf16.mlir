@@ -45,8 +45,8 @@ func.func @fwd(%tok: tensor<2x4xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8xf
 // CHECK:      %[[SEED:.*]] = memref.alloc() : memref<f32>
 // CHECK:      %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK:      call @bp_fill(%{{.*}}, %[[ONE]], %{{.*}})
-// CHECK:      memref.extract_aligned_pointer_as_index %[[SEED]]
 // CHECK:      memref.alloc() : memref<2x4x16xbf16>
+// CHECK:      memref.extract_aligned_pointer_as_index %[[SEED]]
 // CHECK:      call @bp_cross_entropy_bwd_bf16(
 // CHECK:      memref.alloc() : memref<2x4x8xbf16>
 // CHECK:      call @bp_linear_bwd_input_bf16(

@@ -120,8 +120,8 @@ func.func @stage(%tok: tensor<2x4xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8
 // CHECK:      %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK:      call @bp_fill(%{{.*}}, %[[ONE]], %{{.*}})
 // CHECK:      call @bp_check
-// CHECK:      memref.extract_aligned_pointer_as_index %[[SEED]]
 // CHECK:      %[[DL:.*]] = memref.alloc() : memref<2x4x16xf32>
+// CHECK:      memref.extract_aligned_pointer_as_index %[[SEED]]
 // CHECK:      call @bp_cross_entropy_bwd(
 // CHECK:      call @bp_check
 // CHECK:      memref.dealloc %[[SEED]]

@@ -3,6 +3,7 @@
 #ifndef BITPIPE_DIALECT_NN_NNDIALECT_TD
 #define BITPIPE_DIALECT_NN_NNDIALECT_TD
 
+include "bitpipe/Dialect/NN/IR/NNKernelCalls.td"
 include "mlir/IR/OpBase.td"
 
 def NN_Dialect : Dialect {
@@ -43,7 +44,11 @@ def NN_BoundedTensors : NativeOpTrait<"BoundedTensors"> {
   let cppNamespace = "::bitpipe";
 }
 
+// An nn op; `kernelCalls` are its runtime kernel calls where its lowering
+// is uniform (NNKernelCalls.td).
 class NN_Op<string mnemonic, list<Trait> traits = []>
-    : Op<NN_Dialect, mnemonic, traits # [NN_BoundedTensors]>;
+    : Op<NN_Dialect, mnemonic, traits # [NN_BoundedTensors]> {
+  list<NN_KernelCall> kernelCalls = [];
+}
 
 #endif // BITPIPE_DIALECT_NN_NNDIALECT_TD

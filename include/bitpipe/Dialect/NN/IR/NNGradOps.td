@@ -28,6 +28,12 @@ def NN_EmbeddingGradOp : NN_GradOp<"embedding_grad", [NN_WeightGradient]> {
   let arguments = (ins NN_IndexTensor:$tokens, NN_FloatTensor:$grad);
   let results = (outs NN_FloatTensor:$wte_grad,
                       Optional<NN_FloatTensor>:$wpe_grad);
+  // Both tables' gradients accumulate (a scatter-add); without wpe_grad the
+  // kernel takes NULL.
+  let kernelCalls = [NN_KernelCall<"embedding_bwd", (call
+      (operand $tokens), (operand $grad), (grad_acc $wte_grad),
+      (grad_acc $wpe_grad), (dim $tokens, 0), (dim $tokens, 1),
+      (last_dim $wte_grad), (dim $wte_grad, 0))>];
 }
 
 def NN_LayerNormGradOp : NN_GradOp<"layer_norm_grad"> {
@@ -41,6 +47,22 @@ def NN_LayerNormGradOp : NN_GradOp<"layer_norm_grad"> {
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
   let results = (outs NN_FloatTensor:$input_grad, NN_FloatTensor:$gamma_grad,
                       NN_FloatTensor:$beta_grad);
+  // The backward kernel reads the forward's mean and rstd, which the op
+  // does not carry: the forward kernel computes them again first. Its
+  // normalised output goes to input_grad, which the backward overwrites;
+  // gamma stands in for beta, an [H] weight of the right element type that
+  // does not change the statistics. Cost: one forward, O(N*H), and 2*N
+  // floats of scratch.
+  let kernelCalls = [
+    NN_KernelCall<"layer_norm_fwd", (call
+        (operand $input), (operand $gamma), (operand $gamma),
+        (result $input_grad), (scratch (rows $input)):$mean,
+        (scratch (rows $input)):$rstd, (rows $input), (last_dim $input),
+        (f32 $epsilon))>,
+    NN_KernelCall<"layer_norm_bwd", (call
+        (operand $grad), (operand $input), (operand $gamma), $mean, $rstd,
+        (result $input_grad), (grad_acc $gamma_grad), (grad_acc $beta_grad),
+        (rows $input), (last_dim $input))>];
 }
 
 def NN_RMSNormGradOp : NN_GradOp<"rms_norm_grad"> {
@@ -53,12 +75,27 @@ def NN_RMSNormGradOp : NN_GradOp<"rms_norm_grad"> {
                        NN_FloatTensor:$grad,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
   let results = (outs NN_FloatTensor:$input_grad, NN_FloatTensor:$gamma_grad);
+  // rstd again from the forward kernel, as for the layer norm: its output
+  // goes to input_grad, which the backward overwrites. Cost: one forward
+  // and N floats of scratch.
+  let kernelCalls = [
+    NN_KernelCall<"rms_norm_fwd", (call
+        (operand $input), (operand $gamma), (result $input_grad),
+        (scratch (rows $input)):$rstd, (rows $input), (last_dim $input),
+        (f32 $epsilon))>,
+    NN_KernelCall<"rms_norm_bwd", (call
+        (operand $grad), (operand $input), (operand $gamma), $rstd,
+        (result $input_grad), (grad_acc $gamma_grad), (rows $input),
+        (last_dim $input))>];
 }
 
 def NN_LinearInputGradOp : NN_GradOp<"linear_input_grad"> {
   let summary = "gradient of a linear op's input: grad * weight";
   let arguments = (ins NN_FloatTensor:$grad, NN_FloatTensor:$weight);
   let results = (outs NN_FloatTensor:$input_grad);
+  let kernelCalls = [NN_KernelCall<"linear_bwd_input", (call
+      (operand $grad), (operand $weight), (result $input_grad), (rows $grad),
+      (last_dim $input_grad), (last_dim $grad))>];
 }
 
 def NN_LinearWeightGradOp
@@ -71,6 +108,11 @@ def NN_LinearWeightGradOp
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$grad);
   let results = (outs NN_FloatTensor:$weight_grad,
                       Optional<NN_FloatTensor>:$bias_grad);
+  // Both accumulate; without bias_grad the kernel takes NULL.
+  let kernelCalls = [NN_KernelCall<"linear_bwd_weight", (call
+      (operand $grad), (operand $input), (grad_acc $weight_grad),
+      (grad_acc $bias_grad), (rows $input), (last_dim $input),
+      (last_dim $grad))>];
 }
 
 def NN_AttentionGradOp : NN_GradOp<"attention_grad"> {
@@ -120,10 +162,21 @@ def NN_RotaryGradOp : NN_GradOp<"rotary_grad"> {
     $grad `heads` `(` $num_heads `)` (`kv_heads` `(` $num_kv_heads^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
+  let kernelCalls = [NN_KernelCall<"rotary_bwd", (call
+      (operand $grad), (result $qkv_grad), (dim $grad, 0), (dim $grad, 1),
+      (i64 "$_op.getQueryWidth()"), (i64 "$_op.getNumHeads()"),
+      (i64 "$_op.getKvHeadCount()"), (f32 $base))>];
   let extraClassDeclaration = [{
     /// The key/value head count: kv_heads, or num_heads without it.
     int64_t getKvHeadCount() {
       return getNumKvHeads() ? int64_t(*getNumKvHeads()) : int64_t(getNumHeads());
+    }
+    /// The q heads' width, num_heads * d (d the head size).
+    int64_t getQueryWidth() {
+      int64_t width = ::llvm::cast<::mlir::ShapedType>(getGrad().getType())
+                          .getShape().back();
+      int64_t heads = getNumHeads();
+      return width / (heads + 2 * getKvHeadCount()) * heads;
     }
   }];
 }
@@ -140,6 +193,10 @@ def NN_GeluGradOp : NN_GradOp<"gelu_grad"> {
     $input `,` $grad (`form` `(` $form^ `)`)? attr-dict `:`
     functional-type(operands, results)
   }];
+  let kernelCalls = [NN_KernelCall<"gelu_bwd", (call
+      (operand $grad), (operand $input), (result $input_grad),
+      (numel $input)),
+      "$_op.getForm() == ::bitpipe::nn::GeluForm::Erf", "gelu_erf_bwd">];
 }
 
 def NN_SwiGLUGradOp : NN_GradOp<"swiglu_grad"> {
@@ -147,6 +204,9 @@ def NN_SwiGLUGradOp : NN_GradOp<"swiglu_grad"> {
   let arguments = (ins NN_FloatTensor:$gate, NN_FloatTensor:$up,
                        NN_FloatTensor:$grad);
   let results = (outs NN_FloatTensor:$gate_grad, NN_FloatTensor:$up_grad);
+  let kernelCalls = [NN_KernelCall<"swiglu_bwd", (call
+      (operand $grad), (operand $gate), (operand $up), (result $gate_grad),
+      (result $up_grad), (numel $gate))>];
 }
 
 def NN_CrossEntropyGradOp : NN_GradOp<"cross_entropy_grad"> {
@@ -159,6 +219,13 @@ def NN_CrossEntropyGradOp : NN_GradOp<"cross_entropy_grad"> {
                        NN_Scalar:$loss_grad,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs NN_FloatTensor:$logits_grad);
+  // The loss gradient is passed by address (runtime.h): it lives where the
+  // tensors do, on the device on the CUDA target, so no step waits for a
+  // host read.
+  let kernelCalls = [NN_KernelCall<"cross_entropy_bwd", (call
+      (operand $logits), (operand $labels), (operand $loss_grad),
+      (result $logits_grad), (rows $logits), (last_dim $logits),
+      (i32 $ignore_index))>];
 }
 
 #endif // BITPIPE_DIALECT_NN_NNGRADOPS_TD

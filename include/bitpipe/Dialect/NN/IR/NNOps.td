@@ -56,6 +56,10 @@ def NN_EmbeddingOp : NN_ForwardOp<"embedding"> {
   let assemblyFormat = [{
     $tokens `,` $wte (`,` $wpe^)? attr-dict `:` functional-type(operands, results)
   }];
+  // Without wpe (rotary models) the kernel takes NULL.
+  let kernelCalls = [NN_KernelCall<"embedding_fwd", (call
+      (operand $tokens), (operand $wte), (operand $wpe), (result $result),
+      (dim $tokens, 0), (dim $tokens, 1), (last_dim $wte), (dim $wte, 0))>];
 }
 
 def NN_LayerNormOp : NN_ForwardOp<"layer_norm"> {
@@ -76,6 +80,12 @@ def NN_LayerNormOp : NN_ForwardOp<"layer_norm"> {
   let assemblyFormat = [{
     $input `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)
   }];
+  // The statistics (mean, rstd) are no result: the backward recomputes
+  // them.
+  let kernelCalls = [NN_KernelCall<"layer_norm_fwd", (call
+      (operand $input), (operand $gamma), (operand $beta), (result $result),
+      (scratch (rows $input)), (scratch (rows $input)), (rows $input),
+      (last_dim $input), (f32 $epsilon))>];
 }
 
 def NN_RMSNormOp : NN_ForwardOp<"rms_norm"> {
@@ -96,6 +106,11 @@ def NN_RMSNormOp : NN_ForwardOp<"rms_norm"> {
   let assemblyFormat = [{
     $input `,` $gamma attr-dict `:` functional-type(operands, results)
   }];
+  // rstd is no result: the backward recomputes it.
+  let kernelCalls = [NN_KernelCall<"rms_norm_fwd", (call
+      (operand $input), (operand $gamma), (result $result),
+      (scratch (rows $input)), (rows $input), (last_dim $input),
+      (f32 $epsilon))>];
 }
 
 def NN_LinearOp : NN_ForwardOp<"linear"> {
@@ -117,6 +132,10 @@ def NN_LinearOp : NN_ForwardOp<"linear"> {
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
   }];
+  // Without a bias the kernel takes NULL.
+  let kernelCalls = [NN_KernelCall<"linear_fwd", (call
+      (operand $input), (operand $weight), (operand $bias), (result $result),
+      (rows $input), (last_dim $input), (last_dim $result))>];
 }
 
 def NN_AttentionOp : NN_ForwardOp<"attention"> {
@@ -197,10 +216,21 @@ def NN_RotaryOp : NN_ForwardOp<"rotary"> {
     $qkv `heads` `(` $num_heads `)` (`kv_heads` `(` $num_kv_heads^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
+  let kernelCalls = [NN_KernelCall<"rotary_fwd", (call
+      (operand $qkv), (result $result), (dim $qkv, 0), (dim $qkv, 1),
+      (i64 "$_op.getQueryWidth()"), (i64 "$_op.getNumHeads()"),
+      (i64 "$_op.getKvHeadCount()"), (f32 $base))>];
   let extraClassDeclaration = [{
     /// The key/value head count: kv_heads, or num_heads without it.
     int64_t getKvHeadCount() {
       return getNumKvHeads() ? int64_t(*getNumKvHeads()) : int64_t(getNumHeads());
+    }
+    /// The q heads' width, num_heads * d (d the head size).
+    int64_t getQueryWidth() {
+      int64_t width = ::llvm::cast<::mlir::ShapedType>(getQkv().getType())
+                          .getShape().back();
+      int64_t heads = getNumHeads();
+      return width / (heads + 2 * getKvHeadCount()) * heads;
     }
   }];
 }
@@ -225,6 +255,9 @@ def NN_GeluOp : NN_ForwardOp<"gelu"> {
   let assemblyFormat = [{
     $input (`form` `(` $form^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
+  let kernelCalls = [NN_KernelCall<"gelu_fwd", (call
+      (operand $input), (result $result), (numel $input)),
+      "$_op.getForm() == ::bitpipe::nn::GeluForm::Erf", "gelu_erf_fwd">];
 }
 
 def NN_SwiGLUOp : NN_ForwardOp<"swiglu"> {
@@ -244,6 +277,8 @@ def NN_SwiGLUOp : NN_ForwardOp<"swiglu"> {
   let assemblyFormat = [{
     $gate `,` $up attr-dict `:` functional-type(operands, results)
   }];
+  let kernelCalls = [NN_KernelCall<"swiglu_fwd", (call
+      (operand $gate), (operand $up), (result $result), (numel $result))>];
 }
 
 def NN_AddOp : NN_ForwardOp<"add", [Commutative]> {
@@ -282,6 +317,10 @@ def NN_DropoutOp : NN_ForwardOp<"dropout"> {
   let assemblyFormat = [{
     $input `,` $key attr-dict `:` functional-type(operands, results)
   }];
+  let kernelCalls = [NN_KernelCall<"dropout", (call
+      (operand $input), (result $result), (operand $key),
+      (i32 "$_op.getDropoutAttr().getSite()"),
+      (f32 "$_op.getDropoutAttr().getP()"), (numel $result))>];
 }
 
 def NN_CrossEntropyOp : NN_ForwardOp<"cross_entropy"> {
@@ -303,6 +342,9 @@ def NN_CrossEntropyOp : NN_ForwardOp<"cross_entropy"> {
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
   }];
+  let kernelCalls = [NN_KernelCall<"cross_entropy_fwd", (call
+      (operand $logits), (operand $labels), (result $loss), (rows $logits),
+      (last_dim $logits), (i32 $ignore_index))>];
 }
 
 include "bitpipe/Dialect/NN/IR/NNGradOps.td"
