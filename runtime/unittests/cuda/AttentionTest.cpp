@@ -15,8 +15,9 @@
 // bp_cuda_attention_dropout_* at the same shapes (so both kernel families
 // in bf16, the CUDA-core ones in fp32) against DropoutReference.h's float64
 // attention with the mask drawn from its definition, the reference the CPU
-// kernel is held to (KernelsTest.cpp, GradCheckTest.cpp; the CPU library
-// cannot be linked here, its runtime.h functions being this library's).
+// kernel is held to (../cpu/KernelsTest.cpp, ../cpu/GradCheckTest.cpp; the
+// CPU library cannot be linked here, its runtime.h functions being this
+// library's).
 // The tolerances are attention's: the kernels round the same quantities
 // (P, or P' = P / (1 - p) where kept, and dS to bf16 before the products),
 // and a float64 emulation of that rounding saw dqkv's error grow by a fifth

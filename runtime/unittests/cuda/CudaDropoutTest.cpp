@@ -4,7 +4,7 @@
 // mask drawn on the host, the one the CPU kernel (bp_dropout) applies:
 // the same elements kept, fp32 values exactly x * scale, bf16 ones x *
 // scale in fp32 rounded once, with the key read from device memory. Also
-// the pattern ../DropoutTest.cpp computed from docs/training-semantics.md
+// the pattern ../cpu/DropoutTest.cpp computed from docs/training-semantics.md
 // alone, counts that are not multiples of a pack, a warp or the block,
 // pointers off the 16-byte alignment of the vector path (the elements just
 // outside must keep their sentinels), in place, p == 0, and the argument
@@ -27,7 +27,7 @@ using namespace bitpipe::runtime::test;
 
 namespace {
 
-/// ../DropoutTest.cpp's kKnownPattern: seed 1234, sample group 7, site 5,
+/// ../cpu/DropoutTest.cpp's kKnownPattern: seed 1234, sample group 7, site 5,
 /// p = 0.25, bit e set when element e of 0..63 is kept, computed in Python
 /// from docs/training-semantics.md (that file shows the lines).
 constexpr uint64_t kKnownPattern = 0xfffb39dbdfff6effULL;
