@@ -6,7 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <unordered_set>
+#include <optional>
+#include <unordered_map>
 
 namespace bitpipe::json {
 
@@ -144,7 +145,10 @@ private:
     skipSpace();
     if (consume("}"))
       return true;
-    std::unordered_set<std::string> names; // filled past the linear scan
+    // Where each member's name starts, to say where a duplicate's first
+    // occurrence is; and, past the linear scan, each name's member index.
+    std::vector<size_t> keyOffsets;
+    std::unordered_map<std::string, size_t> index;
     for (;;) {
       skipSpace();
       if (pos_ >= text_.size() || text_[pos_] != '"')
@@ -154,19 +158,27 @@ private:
       bool s = parseString(key);
       if (!s)
         return false;
-      bool duplicate;
+      std::optional<size_t> first;
       if (out.object.size() < kLinearDuplicateScan) {
-        duplicate = out.get(key) != nullptr;
+        for (size_t i = 0; i < out.object.size() && !first; ++i)
+          if (out.object[i].first == key)
+            first = i;
       } else {
-        if (names.empty())
-          for (const auto &member : out.object)
-            names.insert(member.first);
-        duplicate = !names.insert(key).second;
+        if (index.empty())
+          for (size_t i = 0; i < out.object.size(); ++i)
+            index.emplace(out.object[i].first, i);
+        auto [it, inserted] = index.emplace(key, out.object.size());
+        if (!inserted)
+          first = it->second;
       }
-      if (duplicate) {
+      if (first) {
+        auto [line, column] = lineAndColumn(text_, keyOffsets[*first]);
         pos_ = keyStart;
-        return error("duplicate member name " + quote(key));
+        return error("duplicate member name " + quote(key) + " (also at line " +
+                     std::to_string(line) + ", column " +
+                     std::to_string(column) + ")");
       }
+      keyOffsets.push_back(keyStart);
       skipSpace();
       if (!consume(":"))
         return error("expected ':'");

@@ -22,6 +22,7 @@
 #include "ConfigSchemas.h"
 
 #include "bitpipe/Dialect/NN/IR/ModelLimits.h"
+#include "bitpipe/base/JsonTree.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -477,6 +478,19 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
     return fail(llvm::formatv("JSON {0} (at byte {1}); a model config nests "
                               "a few",
                               excess->what, excess->offset));
+  // The project's one JSON reader decides what is JSON: strict RFC 8259,
+  // and a name given twice in an object is refused (llvm::json would keep
+  // the last). The checked text is then read through llvm::json.
+  {
+    std::string_view text(contents.data(), contents.size());
+    bitpipe::json::JsonValue tree;
+    bitpipe::json::JsonError error;
+    if (!bitpipe::json::readJson(text, tree, error)) {
+      auto [line, column] = bitpipe::json::lineAndColumn(text, error.offset);
+      return fail(llvm::formatv("not valid JSON at line {0}, column {1}: {2}",
+                                line, column, error.what));
+    }
+  }
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(contents);
   if (!json)
     return fail("not valid JSON: " + llvm::toString(json.takeError()));

@@ -38,8 +38,12 @@ TEST(JsonTest, TrailingGarbageIsRefused) {
 }
 
 TEST(JsonTest, DuplicateNamesAreRefusedInSmallAndLargeObjects) {
+  // The error is at the second name and names the first's place too.
   expectError("{\"a\":1,\"a\":2}",
-              "JSON: duplicate member name \"a\" at byte 7");
+              "JSON: duplicate member name \"a\" (also at line 1, column 2) "
+              "at byte 7");
+  expectError("{\n \"a\": 1,\n \"b\": 2,\n \"a\": 3\n}",
+              "duplicate member name \"a\" (also at line 2, column 2)");
   // Past the linear scan (16 members) the hash set must catch it too,
   // whether the first copy came before or after the switch.
   for (int dupOf : {0, 5, 20, 39}) {
@@ -47,8 +51,10 @@ TEST(JsonTest, DuplicateNamesAreRefusedInSmallAndLargeObjects) {
     for (int i = 0; i < 40; ++i)
       text += "\"k" + std::to_string(i) + "\":" + std::to_string(i) + ",";
     text += "\"k" + std::to_string(dupOf) + "\":0}";
-    expectError(text,
-                "duplicate member name \"k" + std::to_string(dupOf) + "\"");
+    size_t first = text.find("\"k" + std::to_string(dupOf) + "\":");
+    expectError(text, "duplicate member name \"k" + std::to_string(dupOf) +
+                          "\" (also at line 1, column " +
+                          std::to_string(first + 1) + ")");
   }
   std::string distinct = "{";
   for (int i = 0; i < 40; ++i)
