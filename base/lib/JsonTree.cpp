@@ -3,6 +3,7 @@
 #include "bitpipe/base/JsonTree.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -344,6 +345,13 @@ private:
     std::string token(text_.substr(start, pos_ - start));
     out.kind = JsonValue::Kind::Number;
     out.number = std::strtod(token.c_str(), nullptr);
+    // strtod makes 1e400 infinity, which no field means and every "must be
+    // positive" check would let through.
+    if (!std::isfinite(out.number)) {
+      pos_ = start;
+      return error("number " + token +
+                   " is beyond the range of a double (about 1.8e308)");
+    }
     if (integral) {
       errno = 0;
       long long v = std::strtoll(token.c_str(), nullptr, 10);

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -101,6 +102,44 @@ std::string Deployment::check(int pipelineRanks) const {
 
 namespace {
 
+/// The values a numeric field may take: what a machine can physically
+/// have, so that a typo or a wrong unit (1e400 read as infinity, a
+/// bandwidth of 1e-300) is refused where it is read instead of turning
+/// predictions into inf or NaN. docs/clusters.md lists them.
+struct FieldRange {
+  double min, max;
+  bool minExclusive; // (min, max] rather than [min, max]
+  const char *what;  // "a number of bytes", "an integer"
+
+  bool contains(double x) const {
+    return (minExclusive ? x > min : x >= min) && x <= max;
+  }
+  std::string expected() const {
+    return std::string(what) + (minExclusive ? " above " : " from ") +
+           format(min) + (minExclusive ? ", at most " : " to ") + format(max);
+  }
+  static std::string format(double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", x);
+    return text;
+  }
+};
+
+// One definition per field.
+constexpr FieldRange kNodes{1, 1e6, false, "an integer"};
+constexpr FieldRange kGpusPerNode{1, 1024, false, "an integer"};
+constexpr FieldRange kMemoryBytes{1 << 20, 1e15, false, "a number of bytes"};
+constexpr FieldRange kPeakFlops{1e6, 1e18, false,
+                                "a number of FLOP per second"};
+constexpr FieldRange kAchievableFraction{0, 1, true, "a fraction"};
+constexpr FieldRange kLatency{0, 10, false, "a number of seconds"};
+// Up to 1e20: "ideal" links stand for free ones (a100-4x8-ideal-links.json).
+constexpr FieldRange kGpuBandwidth{
+    1e3, 1e20, false, "a number of bytes per second (per GPU, per direction)"};
+constexpr FieldRange kNodeBandwidth{
+    1e3, 1e20, false,
+    "a number of bytes per second (a node's NICs together, per direction)"};
+
 /// Reads the members of one JSON object, each exactly once, and reports
 /// missing, ill-typed and unknown members by their dotted path.
 class Fields {
@@ -120,19 +159,16 @@ public:
     return v->number;
   }
 
-  double positive(const char *key, const std::string &unit) {
-    return number(key, "a positive number of " + unit,
-                  [](double x) { return x > 0; });
+  /// A number of \p range.
+  double ranged(const char *key, const FieldRange &range) {
+    return number(key, range.expected(),
+                  [&](double x) { return range.contains(x); });
   }
 
-  double nonNegative(const char *key, const std::string &unit) {
-    return number(key, "a number of " + unit + ", at least 0",
-                  [](double x) { return x >= 0; });
-  }
-
-  int positiveInteger(const char *key) {
-    double x = number(key, "a positive integer", [](double x) {
-      return x >= 1 && x <= 1e6 && std::floor(x) == x;
+  /// An integer from 1 to \p range's maximum.
+  int count(const char *key, const FieldRange &range) {
+    double x = number(key, range.expected(), [&](double x) {
+      return range.contains(x) && std::floor(x) == x;
     });
     return error_.empty() ? static_cast<int>(x) : 0;
   }
@@ -228,24 +264,21 @@ Result<Cluster> parseCluster(std::string_view text,
   Fields top(fileName, "", root, error);
   c.name = top.string("name");
   c.description = top.string("description");
-  c.nodes = top.positiveInteger("nodes");
-  c.gpusPerNode = top.positiveInteger("gpus_per_node");
+  c.nodes = top.count("nodes", kNodes);
+  c.gpusPerNode = top.count("gpus_per_node", kGpusPerNode);
   if (const JsonValue *gpu = top.object("gpu")) {
     Fields g(fileName, "gpu", *gpu, error);
-    c.gpuMemoryBytes = g.positive("memory_bytes", "bytes");
-    c.peakBf16Flops = g.positive("peak_bf16_flops", "FLOP per second");
-    c.achievableFraction =
-        g.number("achievable_fraction", "a fraction above 0, at most 1",
-                 [](double x) { return x > 0 && x <= 1; });
+    c.gpuMemoryBytes = g.ranged("memory_bytes", kMemoryBytes);
+    c.peakBf16Flops = g.ranged("peak_bf16_flops", kPeakFlops);
+    c.achievableFraction = g.ranged("achievable_fraction", kAchievableFraction);
     g.finish();
   }
   if (const JsonValue *links = top.object("links")) {
     Fields l(fileName, "links", *links, error);
     if (const JsonValue *intra = l.object("intra_node")) {
       Fields f(fileName, "links.intra_node", *intra, error);
-      c.intraNode.latency = f.nonNegative("latency", "seconds");
-      c.intraNode.bandwidth =
-          f.positive("bandwidth", "bytes per second (per GPU, per direction)");
+      c.intraNode.latency = f.ranged("latency", kLatency);
+      c.intraNode.bandwidth = f.ranged("bandwidth", kGpuBandwidth);
       f.finish();
     }
     // A single node has no network to describe; more than one must say
@@ -256,10 +289,9 @@ Result<Cluster> parseCluster(std::string_view text,
     if (error.empty() && c.nodes > 1) {
       if (const JsonValue *inter = l.object("inter_node")) {
         Fields f(fileName, "links.inter_node", *inter, error);
-        c.interNodeLatency = f.nonNegative("latency", "seconds");
-        c.interNodeBandwidthPerNode = f.positive(
-            "bandwidth_per_node",
-            "bytes per second (a node's NICs together, per direction)");
+        c.interNodeLatency = f.ranged("latency", kLatency);
+        c.interNodeBandwidthPerNode =
+            f.ranged("bandwidth_per_node", kNodeBandwidth);
         f.finish();
       }
     } else if (c.nodes == 1) {

@@ -611,6 +611,23 @@ TEST(Calibration, RefusesWhatIsNotARunOfTheSchedule) {
                             R"("ts":1,"dur":1}])")
                 .error.find("an integer \"pid\""),
             std::string::npos);
+  // Durations and timestamps a machine can have; beyond them the fit's
+  // sums would overflow into inf and NaN predictions.
+  EXPECT_EQ(readChromeTrace(R"([{"ph":"X","name":"F0.s0","pid":0,)"
+                            R"("ts":1,"dur":1e308}])")
+                .error,
+            "trace event 'F0.s0' has \"dur\" 1e+308; expected a duration "
+            "from 0 to 1e+11 microseconds");
+  EXPECT_EQ(readChromeTrace(R"([{"ph":"X","name":"F0.s0","pid":0,)"
+                            R"("ts":1,"dur":-2}])")
+                .error,
+            "trace event 'F0.s0' has \"dur\" -2; expected a duration from 0 "
+            "to 1e+11 microseconds");
+  EXPECT_EQ(readChromeTrace(R"([{"ph":"X","name":"F0.s0","pid":0,)"
+                            R"("ts":-1e300,"dur":1}])")
+                .error,
+            "trace event 'F0.s0' has \"ts\" -1e+300; expected a timestamp "
+            "from -1e+17 to 1e+17 microseconds");
 
   Schedule schedule = scheduleOf("1f1b", 2, 2);
   std::vector<RunEvent> wrongRank = {{5, "F0.s0", 0, 1}};

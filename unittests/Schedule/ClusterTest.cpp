@@ -76,22 +76,25 @@ TEST(Cluster, ReadsTheExamples) {
 TEST(Cluster, ErrorsNameTheFileTheFieldAndWhatWasExpected) {
   ASSERT_TRUE(parseCluster(kGood, "cluster.json"));
   EXPECT_EQ(errorOf(kGood, "\"bandwidth\": 1e11", "\"bandwidth\": -1"),
-            "cluster.json: links.intra_node.bandwidth: expected a positive "
-            "number of bytes per second (per GPU, per direction), got -1");
+            "cluster.json: links.intra_node.bandwidth: expected a number of "
+            "bytes per second (per GPU, per direction) from 1000 to 1e+20, "
+            "got -1");
   EXPECT_EQ(errorOf(kGood, "\"latency\": 5e-6", "\"latency\": \"5us\""),
             "cluster.json: links.inter_node.latency: expected a number of "
-            "seconds, at least 0, got \"5us\"");
+            "seconds from 0 to 10, got \"5us\"");
   EXPECT_EQ(errorOf(kGood, "\"nodes\": 2", "\"nodes\": 2.5"),
-            "cluster.json: nodes: expected a positive integer, got 2.5");
+            "cluster.json: nodes: expected an integer from 1 to 1e+06, got "
+            "2.5");
   EXPECT_EQ(errorOf(kGood, "\"gpus_per_node\": 4", "\"gpus_per_node\": 0"),
-            "cluster.json: gpus_per_node: expected a positive integer, got 0");
+            "cluster.json: gpus_per_node: expected an integer from 1 to 1024, "
+            "got 0");
   EXPECT_EQ(errorOf(kGood, "\"achievable_fraction\": 0.5",
                     "\"achievable_fraction\": 1.5"),
             "cluster.json: gpu.achievable_fraction: expected a fraction above "
             "0, at most 1, got 1.5");
   EXPECT_EQ(errorOf(kGood, "\"memory_bytes\": 1e9, ", ""),
-            "cluster.json: gpu.memory_bytes: expected a positive number of "
-            "bytes, got nothing (the field is missing)");
+            "cluster.json: gpu.memory_bytes: expected a number of bytes from "
+            "1.04858e+06 to 1e+15, got nothing (the field is missing)");
   EXPECT_EQ(errorOf(kGood, "\"intra_node\"", "\"nvlink\""),
             "cluster.json: links.intra_node: expected an object, got nothing "
             "(the field is missing)");
@@ -104,11 +107,29 @@ TEST(Cluster, ErrorsNameTheFileTheFieldAndWhatWasExpected) {
             "gpus_per_node, gpu or links, got the unknown field \"racks\"");
   EXPECT_EQ(errorOf(kGood, "\"bandwidth_per_node\"", "\"bandwidth\""),
             "cluster.json: links.inter_node.bandwidth_per_node: expected a "
-            "positive number of bytes per second (a node's NICs together, per "
-            "direction), got nothing (the field is missing)");
+            "number of bytes per second (a node's NICs together, per "
+            "direction) from 1000 to 1e+20, got nothing (the field is "
+            "missing)");
   EXPECT_EQ(errorOf(kGood, "\"nodes\": 2", "\"nodes\": 1"),
             "cluster.json: links.inter_node: expected no inter_node link on a "
             "cluster of 1 node, got one");
+  // Finite extremes that would turn predictions into inf, NaN or
+  // 60-digit times, and numbers beyond a double, are refused where read.
+  EXPECT_EQ(errorOf(kGood, "\"bandwidth\": 1e11", "\"bandwidth\": 1e-300"),
+            "cluster.json: links.intra_node.bandwidth: expected a number of "
+            "bytes per second (per GPU, per direction) from 1000 to 1e+20, "
+            "got 1e-300");
+  EXPECT_EQ(
+      errorOf(kGood, "\"peak_bf16_flops\": 1e12", "\"peak_bf16_flops\": 1e300"),
+      "cluster.json: gpu.peak_bf16_flops: expected a number of FLOP per "
+      "second from 1e+06 to 1e+18, got 1e+300");
+  EXPECT_EQ(
+      errorOf(kGood, "\"peak_bf16_flops\": 1e12", "\"peak_bf16_flops\": 1e400"),
+      "cluster.json: line 4, column 51: number 1e400 is beyond the "
+      "range of a double (about 1.8e308)");
+  EXPECT_EQ(errorOf(kGood, "\"latency\": 1e-6", "\"latency\": 3600"),
+            "cluster.json: links.intra_node.latency: expected a number of "
+            "seconds from 0 to 10, got 3600");
   // The array swallows the gpu object, then "links" meets its ":".
   EXPECT_EQ(errorOf(kGood, "\"gpu\": {", "\"gpu\": [{"),
             "cluster.json: line 6, column 10: expected ',' or ']'");

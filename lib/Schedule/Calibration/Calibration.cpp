@@ -8,6 +8,7 @@
 #include "bitpipe/base/TraceFormat.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -239,11 +240,19 @@ Result<std::vector<RunEvent>> readChromeTrace(const std::string &text) {
       return Error("trace event " + v.str() +
                    " lacks a string \"name\", an integer \"pid\" or numbers "
                    "\"ts\" and \"dur\"");
-    if (dur->number < 0)
-      return Error("trace event '" + name->string +
-                   "' has a negative "
-                   "duration " +
-                   dur->str());
+    // Times a machine can have (microseconds): a duration up to about 28
+    // hours, a timestamp within 3,000 years of the trace's epoch. Beyond
+    // them the sums of the fit overflow into inf and NaN predictions.
+    constexpr double kMaxDurationUs = 1e11, kMaxTimestampUs = 1e17;
+    if (!(dur->number >= 0 && dur->number <= kMaxDurationUs))
+      return Error("trace event '" + name->string + "' has \"dur\" " +
+                   dur->str() +
+                   "; expected a duration from 0 to 1e+11 microseconds");
+    if (!(std::fabs(ts->number) <= kMaxTimestampUs))
+      return Error("trace event '" + name->string + "' has \"ts\" " +
+                   ts->str() +
+                   "; expected a timestamp from -1e+17 to 1e+17 "
+                   "microseconds");
     // The row: absent (one row per rank) is the host's.
     const json::JsonValue *tid = v.get("tid");
     if (tid && !tid->isInteger)

@@ -37,6 +37,17 @@ TEST(JsonTest, TrailingGarbageIsRefused) {
   EXPECT_TRUE(parseJson("{}  \n\t ").isOk());
 }
 
+TEST(JsonTest, NumbersBeyondADoubleAreRefusedNotInfinite) {
+  expectError("{\"x\": 1e400}",
+              "JSON: number 1e400 is beyond the range of a double (about "
+              "1.8e308) at byte 6");
+  expectError("[-2e308]", "number -2e308 is beyond the range of a double");
+  Expected<JsonValue> big = parseJson("[1.7e308, 1e-400]");
+  ASSERT_TRUE(big.isOk()) << big.status().message();
+  EXPECT_EQ(big->array[0].number, 1.7e308);
+  EXPECT_EQ(big->array[1].number, 0.0); // underflow rounds, as JSON allows
+}
+
 TEST(JsonTest, DuplicateNamesAreRefusedInSmallAndLargeObjects) {
   // The error is at the second name and names the first's place too.
   expectError("{\"a\":1,\"a\":2}",
