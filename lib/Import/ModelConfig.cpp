@@ -286,12 +286,14 @@ static llvm::Error readLlamaFields(const FieldReader &read,
   config.intermediateSize = *intermediate;
   if (const llvm::json::Value *theta = read.get(schema.ropeTheta)) {
     std::optional<double> d = theta->getAsNumber();
-    if (!d || !(*d > 0) || !std::isfinite(float(*d)))
+    if (!d)
       return read.error(schema.ropeTheta,
-                        llvm::formatv("expected a positive number (the "
-                                      "rotary base), got {0}",
+                        llvm::formatv("expected a number (the rotary base), "
+                                      "got {0}",
                                       *theta)
                             .str());
+    if (std::optional<std::string> bad = nn::checkRopeTheta(*d))
+      return read.error(schema.ropeTheta, *bad);
     config.ropeTheta = *d;
   }
   llvm::Expected<std::optional<bool>> tie =

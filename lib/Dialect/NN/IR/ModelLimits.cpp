@@ -209,6 +209,17 @@ std::optional<std::string> nn::checkLayerNormEpsilon(double epsilon) {
   return message;
 }
 
+std::optional<std::string> nn::checkRopeTheta(double theta) {
+  if (theta >= kMinRopeTheta && theta <= kMaxRopeTheta)
+    return std::nullopt;
+  std::string message;
+  llvm::raw_string_ostream(message)
+      << "expected a number from " << llvm::format("%g", kMinRopeTheta)
+      << " to " << llvm::format("%g", kMaxRopeTheta)
+      << " (the rotary base), got " << llvm::format("%g", theta);
+  return message;
+}
+
 std::optional<std::string> nn::checkDropoutProbability(double p) {
   float asF32 = static_cast<float>(p);
   if (p >= 0 && p < 1 && asF32 < 1)

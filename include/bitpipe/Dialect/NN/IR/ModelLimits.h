@@ -61,6 +61,16 @@ std::optional<std::string> checkModelSizes(const ModelSizes &sizes);
 /// f32; otherwise "expected a finite number in (0, 1) ..., got <value>".
 std::optional<std::string> checkLayerNormEpsilon(double epsilon);
 
+/// The rotary base (Hugging Face's `rope_theta`) a model may have: 10000 in
+/// LLaMA-1/2, 500000 in LLaMA-3, up to the 1e8 of long-context variants;
+/// a value beyond is a typo, and the angles it gives lose all precision.
+constexpr double kMinRopeTheta = 1, kMaxRopeTheta = 1e10;
+
+/// Nothing when `theta` is a rotary base in [kMinRopeTheta, kMaxRopeTheta];
+/// otherwise "expected a number from 1 to 1e+10 (the rotary base), got
+/// <value>".
+std::optional<std::string> checkRopeTheta(double theta);
+
 /// Nothing when `p` is a dropout probability the kernels can draw with:
 /// in [0, 1), also once rounded to an f32 (the kernels take an f32, and
 /// 0.9999999999 rounds to 1); otherwise "expected a number in [0, 1) ...".
