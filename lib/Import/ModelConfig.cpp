@@ -609,7 +609,15 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
           : llvm::Expected<std::optional<std::string>>(std::nullopt);
   if (!name)
     return name.takeError();
-  config.name = *name ? **name : llvm::sys::path::stem(path).str();
+  // A given name is checked; one taken from the file's name is made to fit
+  // the rule (a user who names no model should not have to rename files).
+  if (*name) {
+    if (std::optional<std::string> bad = nn::checkModelName(**name))
+      return read.error("name", *bad);
+    config.name = **name;
+  } else {
+    config.name = nn::toModelName(llvm::sys::path::stem(path));
+  }
 
   // Sizes within what the compiler can build; the products of the sizes
   // within int64 (ModelLimits.h).

@@ -16,6 +16,8 @@
 #include "bitpipe/abi/Dropout.h"
 #include "bitpipe/base/CheckedArithmetic.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -207,6 +209,36 @@ std::optional<std::string> nn::checkLayerNormEpsilon(double epsilon) {
       << "expected a finite number in (0, 1) (also as an f32), got "
       << llvm::format("%g", epsilon);
   return message;
+}
+
+static bool isNameChar(char c) {
+  return llvm::isAlnum(c) || c == '_' || c == '-' || c == '.';
+}
+
+std::optional<std::string> nn::checkModelName(llvm::StringRef name) {
+  if (!name.empty() && name.size() <= kMaxModelNameLength &&
+      (llvm::isAlpha(name.front()) || name.front() == '_') &&
+      llvm::all_of(name, isNameChar))
+    return std::nullopt;
+  std::string message;
+  llvm::raw_string_ostream os(message);
+  os << "expected a name of 1 to " << kMaxModelNameLength
+     << " letters, digits, '_', '-' and '.', the first a letter or '_', got "
+     << '"';
+  llvm::printEscapedString(name.take_front(kMaxModelNameLength), os);
+  os << (name.size() > kMaxModelNameLength ? "...\"" : "\"");
+  return message;
+}
+
+std::string nn::toModelName(llvm::StringRef text) {
+  std::string name;
+  if (text.empty() || !(llvm::isAlpha(text.front()) || text.front() == '_'))
+    name = text.empty() ? "model" : "_";
+  for (char c : text)
+    name.push_back(isNameChar(c) ? c : '_');
+  if (name.size() > kMaxModelNameLength)
+    name.resize(kMaxModelNameLength);
+  return name;
 }
 
 std::optional<std::string> nn::checkRopeTheta(double theta) {

@@ -61,6 +61,21 @@ std::optional<std::string> checkModelSizes(const ModelSizes &sizes);
 /// f32; otherwise "expected a finite number in (0, 1) ..., got <value>".
 std::optional<std::string> checkLayerNormEpsilon(double epsilon);
 
+/// A model's name names its IR function, the stage functions made from it
+/// and the symbols of the executable: 1 to kMaxModelNameLength characters,
+/// letters, digits, '_', '-' and '.', the first a letter or '_'.
+constexpr size_t kMaxModelNameLength = 128;
+
+/// Nothing when `name` follows the rule above; otherwise "expected a name
+/// of 1 to 128 letters, ..., got <quoted name>".
+std::optional<std::string> checkModelName(llvm::StringRef name);
+
+/// `text` made into a name by the rule: other characters become '_', a
+/// leading digit, '-' or '.' gets a '_' in front, an empty text is
+/// "model"; cut to kMaxModelNameLength. For names derived from a file's
+/// stem rather than given.
+std::string toModelName(llvm::StringRef text);
+
 /// The rotary base (Hugging Face's `rope_theta`) a model may have: 10000 in
 /// LLaMA-1/2, 500000 in LLaMA-3, up to the 1e8 of long-context variants;
 /// a value beyond is a typo, and the angles it gives lose all precision.
