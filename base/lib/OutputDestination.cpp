@@ -33,8 +33,10 @@ std::string describe(mode_t mode) {
 }
 
 /// The temporary and the rename need the directory to exist and accept new
-/// entries. (As root, access() grants writing anywhere but on a read-only
-/// file system, where it says EROFS.)
+/// entries. access() alone cannot say so: as root it grants writing
+/// anywhere but on a read-only file system, /proc included, where the
+/// first save would then fail hours into a run. So the temporary the
+/// writer will use, "<path>.tmp.<pid>", is created and removed now.
 Status checkParent(const std::string &path) {
   std::string dir = parentDirectory(path);
   struct stat st;
@@ -47,6 +49,18 @@ Status checkParent(const std::string &path) {
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     return refuse(path, "cannot be written: directory '" + dir +
                             "' is not writable (" + std::strerror(errno) + ")");
+  std::string probe = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    // Our own temporary already there: only this process could have made
+    // it, and it writes no other file of that name.
+    if (errno == EEXIST)
+      return Status::ok();
+    return refuse(path, "cannot be written: creating a file in directory '" +
+                            dir + "' fails (" + std::strerror(errno) + ")");
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
   return Status::ok();
 }
 

@@ -91,6 +91,11 @@ expect trace-link \
 expect metrics-missing-directory \
   "bitpipe: rank 0: error: --metrics: '$w/no/such/metrics\.jsonl' cannot be created: directory '$w/no/such' does not exist" \
   "${train[@]}" --steps 2 --metrics "$work/no/such/metrics.jsonl"
+# A directory access() calls writable that takes no new file (/proc, as
+# root): the temporary is tried before the first step, not at the save.
+expect save-proc \
+  "bitpipe: rank 0: error: --save: '/proc/bitpipe-ckpt\.safetensors' cannot be written: .*" \
+  "${train[@]}" --steps 2 --save /proc/bitpipe-ckpt.safetensors
 # Rank 1 writes its own file: it checks it, and says so.
 mkdir -p "$work/dump/rank1.safetensors"
 expect dump-rank-params-rank1 \
