@@ -31,15 +31,19 @@ Status parseIntFlag(const std::string &flag, const std::string &value,
 }
 
 Status parseNumberFlag(const std::string &flag, const std::string &value,
-                       double min, bool strict, double *out) {
+                       double min, bool strict, double *out, double max) {
   char *end = nullptr;
   errno = 0;
   double x = std::strtod(value.c_str(), &end);
   if (value.empty() || *end != '\0' || errno != 0 || !std::isfinite(x) ||
-      x < min || (strict && x == min)) {
+      x < min || (strict && x == min) || x > max) {
     std::string want =
-        min == 0 ? (strict ? "a positive number" : "a non-negative number")
-                 : formatString("a number %s %g", strict ? ">" : ">=", min);
+        std::isfinite(max)
+            ? formatString(strict ? "a number above %g, at most %g"
+                                  : "a number from %g to %g",
+                           min, max)
+        : min == 0 ? (strict ? "a positive number" : "a non-negative number")
+                   : formatString("a number %s %g", strict ? ">" : ">=", min);
     return badFlagValue(flag, value, want.c_str());
   }
   *out = x;
@@ -70,12 +74,12 @@ FlagSet &FlagSet::integer(const char *name, const char *arg, const char *help,
 }
 
 FlagSet &FlagSet::number(const char *name, const char *arg, const char *help,
-                         double *out, double min, bool strict) {
-  return add(
-      name, arg, help,
-      [out, min, strict](const std::string &flag, const std::string &value) {
-        return parseNumberFlag(flag, value, min, strict, out);
-      });
+                         double *out, double min, bool strict, double max) {
+  return add(name, arg, help,
+             [out, min, strict, max](const std::string &flag,
+                                     const std::string &value) {
+               return parseNumberFlag(flag, value, min, strict, out, max);
+             });
 }
 
 FlagSet &FlagSet::toggle(const char *name, const char *help, bool *out) {

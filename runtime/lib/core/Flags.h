@@ -23,6 +23,7 @@
 
 #include "core/Status.h"
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -47,9 +48,10 @@ public:
   /// An integer >= \p min.
   FlagSet &integer(const char *name, const char *arg, const char *help,
                    int64_t *out, int64_t min);
-  /// A finite number >= \p min, or > \p min when \p strict.
+  /// A finite number >= \p min, or > \p min when \p strict, and at most
+  /// \p max (a flag's physical range: an infinite \p max is none).
   FlagSet &number(const char *name, const char *arg, const char *help,
-                  double *out, double min, bool strict);
+                  double *out, double min, bool strict, double max = HUGE_VAL);
   /// A switch: sets *out to true.
   FlagSet &toggle(const char *name, const char *help, bool *out);
 
@@ -81,10 +83,11 @@ Status badFlagValue(const std::string &flag, const std::string &value,
 /// \p value as an integer >= \p min, or badFlagValue.
 Status parseIntFlag(const std::string &flag, const std::string &value,
                     int64_t min, int64_t *out);
-/// \p value as a finite number >= \p min (> \p min when \p strict), or
-/// badFlagValue.
+/// \p value as a finite number >= \p min (> \p min when \p strict) and
+/// <= \p max, or badFlagValue naming the range.
 Status parseNumberFlag(const std::string &flag, const std::string &value,
-                       double min, bool strict, double *out);
+                       double min, bool strict, double *out,
+                       double max = HUGE_VAL);
 
 } // namespace bitpipe::runtime
 

@@ -44,13 +44,20 @@ FlagSet flags(TrainOptions &o) {
         });
   f.integer("--steps", "N", "train until the step count reaches N (required)",
             &o.steps, 0);
+  // The ranges are what a training run can mean: beyond them a value is a
+  // typo that would train on infinities. The learning rate has none above:
+  // a huge one is how the numeric-fault tests make training diverge on
+  // purpose (test/EndToEnd/numeric-faults.sh), and the run then stops at
+  // the first non-finite loss (docs/training-semantics.md).
   f.number("--lr", "X", "AdamW learning rate (default 1e-3)", &o.adam.lr, 0,
            /*strict=*/true);
-  f.number("--weight-decay", "X", "AdamW weight decay (default 0.01)",
-           &o.adam.weightDecay, 0, /*strict=*/false);
+  f.number("--weight-decay", "X",
+           "AdamW weight decay (default 0.01), at most 10", &o.adam.weightDecay,
+           0, /*strict=*/false, /*max=*/10);
   f.number("--max-grad-norm", "X",
-           "clip the global gradient norm to X (default 0: no clipping)",
-           &o.adam.maxGradNorm, 0, /*strict=*/false);
+           "clip the global gradient norm to X (default 0: no clipping), at "
+           "most 1e6",
+           &o.adam.maxGradNorm, 0, /*strict=*/false, /*max=*/1e6);
   f.add("--seed", "N",
         "seed of the initial weights and the sampling (default 0)",
         [&o](const std::string &flag, const std::string &v) {
@@ -86,8 +93,9 @@ FlagSet flags(TrainOptions &o) {
          "at the end, each rank writes DIR/rank<R>.safetensors",
          &o.dumpRankParamsDir);
   f.number("--timeout", "SECONDS",
-           "communication deadline (default $BITPIPE_COMM_TIMEOUT or 300)",
-           &o.timeoutSeconds, 0, /*strict=*/true);
+           "communication deadline (default $BITPIPE_COMM_TIMEOUT or 300), "
+           "at most 1e6 (11.6 days)",
+           &o.timeoutSeconds, 0, /*strict=*/true, /*max=*/1e6);
   f.text("--plan-cache", "DIR",
          "where the CUDA target keeps cuDNN's attention plans between runs, "
          "shared by the ranks of a node (default $XDG_CACHE_HOME/bitpipe, "

@@ -70,6 +70,13 @@ TEST(ExecOptions, RejectsBadFlagsByName) {
        "flag --steps: '-1' is not a non-negative integer"},
       {{"--data", "t", "--steps", "1", "--lr", "0"},
        "flag --lr: '0' is not a positive number"},
+      // Each number has the range a run can mean.
+      {{"--data", "t", "--steps", "1", "--weight-decay", "11"},
+       "flag --weight-decay: '11' is not a number from 0 to 10"},
+      {{"--data", "t", "--steps", "1", "--max-grad-norm", "1e308"},
+       "flag --max-grad-norm: '1e308' is not a number from 0 to 1e+06"},
+      {{"--data", "t", "--steps", "1", "--timeout", "1e300"},
+       "flag --timeout: '1e300' is not a number above 0, at most 1e+06"},
       {{"--data", "t", "--steps", "1", "--sampling", "shuffled"},
        "'shuffled' is not random or sequential"},
       {{"--data", "t", "--steps", "1", "--help=1"},
