@@ -59,6 +59,9 @@ struct ConfigSchema {
   // not.
   const char *embeddingDropout = nullptr, *attentionDropout = nullptr,
              *residualDropout = nullptr;
+  // The model's name (optional; ModelLimits.h's rule; without it, the
+  // file's stem). Only bitpipe's schema has the key.
+  const char *name = nullptr;
 };
 
 /// The Hugging Face activation names of a GELU (transformers' ACT2FN) and
@@ -92,7 +95,8 @@ inline constexpr ConfigSchema kBitpipeSchema = {"family",
                                                 "gelu",
                                                 "embedding_dropout",
                                                 "attention_dropout",
-                                                "residual_dropout"};
+                                                "residual_dropout",
+                                                "name"};
 /// bitpipe's own BERT configs: pre-LN unless they say otherwise.
 inline constexpr NormPosition kBitpipeNormPosition = NormPosition::Pre;
 

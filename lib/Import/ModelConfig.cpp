@@ -604,16 +604,15 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
   }
 
   llvm::Expected<std::optional<std::string>> name =
-      schema == &kBitpipeSchema
-          ? read.optionalString("name")
-          : llvm::Expected<std::optional<std::string>>(std::nullopt);
+      schema->name ? read.optionalString(schema->name)
+                   : llvm::Expected<std::optional<std::string>>(std::nullopt);
   if (!name)
     return name.takeError();
   // A given name is checked; one taken from the file's name is made to fit
   // the rule (a user who names no model should not have to rename files).
   if (*name) {
     if (std::optional<std::string> bad = nn::checkModelName(**name))
-      return read.error("name", *bad);
+      return read.error(schema->name, *bad);
     config.name = **name;
   } else {
     config.name = nn::toModelName(llvm::sys::path::stem(path));

@@ -41,6 +41,13 @@ StringRef operatorName(const llvm::DagInit &dag) {
   return def ? def->getDef()->getName() : StringRef();
 }
 
+/// \p code (C++ from a .td file) with `$_op` standing for the pattern's op.
+std::string onTheOp(StringRef code) {
+  mlir::tblgen::FmtContext context;
+  context.addSubst("_op", "op");
+  return mlir::tblgen::tgfmt(code, &context).str();
+}
+
 /// The kinds of arguments of NNKernelCalls.td.
 enum class Form {
   Operand,
@@ -296,9 +303,7 @@ private:
     if (!text)
       fail(where + ": expected a C++ expression in quotes in " +
            dag.getAsString());
-    mlir::tblgen::FmtContext context;
-    context.addSubst("_op", "op");
-    return "(" + mlir::tblgen::tgfmt(text->getValue(), &context).str() + ")";
+    return "(" + onTheOp(text->getValue()) + ")";
   }
 
   /// A scalar from an attribute ($name) or code.
@@ -488,11 +493,7 @@ private:
       if (roles(*variant) != roles(*kernel))
         fail(where + ": the variant bp_" + variantName + " does not take bp_" +
              kernelName + "'s parameters");
-      mlir::tblgen::FmtContext context;
-      context.addSubst("_op", "op");
-      std::string condition =
-          mlir::tblgen::tgfmt(record.getValueAsString("variantIf"), &context)
-              .str();
+      std::string condition = onTheOp(record.getValueAsString("variantIf"));
       if (StringRef(condition).trim().empty())
         fail(where + ": a variant needs its condition (variantIf)");
       call.kernel =
