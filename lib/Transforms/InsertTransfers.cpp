@@ -29,6 +29,7 @@
 #include "bitpipe/Support/DiagnosticText.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -543,7 +544,9 @@ struct InsertTransfersPass
     // data-parallel copy runs among its own ranks (docs/data-parallel.md).
     bp::RerollOptions rolling;
     rolling.loops = loops;
-    for (int d = 0; d < world->pipelineDevices; ++d) {
+    // In parallel: each rank's program is rewritten in its own op and reads
+    // only its own trace and the shared, unchanging lowering.
+    auto rewrite = [&](size_t d) -> LogicalResult {
       BoundProgram bound(&getContext(), *stages, *lowered, d, *traces[d]);
       // The unbound ops wait aside until the bound program is written;
       // its kept steps (loads, waits, the update) are copies of them.
@@ -556,9 +559,11 @@ struct InsertTransfersPass
         op.dropAllUses();
       while (!waiting.empty())
         waiting.back().erase();
-      if (failed(written))
-        return failure();
-    }
+      return written;
+    };
+    if (failed(failableParallelForEachN(&getContext(), 0,
+                                        world->pipelineDevices, rewrite)))
+      return failure();
     module->setAttr(bp::BitPipeDialect::kTransferStreamsAttrName,
                     bp::TransferStreamsAttr::get(&getContext(), streams));
 

@@ -24,6 +24,7 @@
 #include "bitpipe/Support/DiagnosticText.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringSwitch.h"
 
@@ -361,14 +362,18 @@ struct SchedulePass : public bitpipe::impl::ScheduleBase<SchedulePass> {
     // One program per pipeline rank, whatever the data-parallel width:
     // every copy runs the same schedule on its own data, among its own
     // ranks (docs/data-parallel.md), so the IR does not grow with it.
-    for (int r = 0; r < world->pipelineDevices; ++r) {
-      auto program = builder.create<bp::ProgramOp>(
-          module.getLoc(), ("rank" + Twine(r)).str(), r);
-      ScheduledProgram steps(module.getLoc(), generated->ranks[r], have, *world,
-                             *stages);
-      if (failed(bp::writeProgram(program, steps, rolling)))
-        return failure();
-    }
+    // The programs are written in parallel: each fills its own op.
+    SmallVector<bp::ProgramOp> programs;
+    for (int r = 0; r < world->pipelineDevices; ++r)
+      programs.push_back(builder.create<bp::ProgramOp>(
+          module.getLoc(), ("rank" + Twine(r)).str(), r));
+    if (failed(failableParallelForEachN(
+            context, 0, programs.size(), [&](size_t r) {
+              ScheduledProgram steps(module.getLoc(), generated->ranks[r], have,
+                                     *world, *stages);
+              return bp::writeProgram(programs[r], steps, rolling);
+            })))
+      return failure();
 
     // The IR is the record from now on; it must say what was generated.
     if (!checkResult)

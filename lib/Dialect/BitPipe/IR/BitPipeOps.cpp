@@ -15,6 +15,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace bitpipe::bp;
@@ -166,29 +167,6 @@ FunctionType bitpipe::bp::getBoundType(FunctionOpInterface fn,
   return FunctionType::get(fn->getContext(), inputs, results);
 }
 
-/// Whether `fn`'s type, filtered by `role`, is `inputs -> results`: what
-/// getBoundType(fn, role) == FunctionType::get(inputs, results) says,
-/// without uniquing two types for every step each time the module is
-/// verified.
-static bool hasBoundType(FunctionOpInterface fn, CalleeRole role,
-                         TypeRange inputs, TypeRange results) {
-  auto matches = [](ArrayRef<Type> types, TypeRange expected,
-                    ArrayRef<StringLiteral> stateRoles, auto attrsOf) {
-    size_t next = 0;
-    for (auto [i, type] : llvm::enumerate(types)) {
-      if (hasAnyOf(attrsOf(i), stateRoles))
-        continue;
-      if (next == expected.size() || expected[next++] != type)
-        return false;
-    }
-    return next == expected.size();
-  };
-  return matches(fn.getArgumentTypes(), inputs, stateArgRoles(role),
-                 [&](unsigned i) { return fn.getArgAttrDict(i); }) &&
-         matches(fn.getResultTypes(), results, stateResultRoles(role),
-                 [&](unsigned i) { return fn.getResultAttrDict(i); });
-}
-
 static StringRef describeCallee(CalleeRole role) {
   switch (role) {
   case CalleeRole::Forward:
@@ -222,33 +200,58 @@ getCalleeStage(Operation *op, FunctionOpInterface fn, CalleeRole role,
   return stage.getInt();
 }
 
+namespace {
+/// What the binding rule needs to know of one callee in one role. A program
+/// of N micro-batches calls each stage function N times, so the program
+/// looks these up once per callee (ProgramOp::verifySymbolUses).
+struct CalleeFacts {
+  /// Null when the module has no function of that name.
+  FunctionOpInterface fn;
+  /// The stage the function says it belongs to (getCalleeStage).
+  std::optional<int64_t> stage;
+  /// Its type filtered by role (getBoundType).
+  FunctionType bound;
+};
+} // namespace
+
+static CalleeFacts getCalleeFacts(Operation *op, FlatSymbolRefAttr callee,
+                                  CalleeRole role,
+                                  SymbolTableCollection &symbolTable) {
+  CalleeFacts facts;
+  facts.fn =
+      symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(op, callee);
+  if (!facts.fn)
+    return facts;
+  facts.stage = getCalleeStage(op, facts.fn, role, symbolTable);
+  facts.bound = getBoundType(facts.fn, role);
+  return facts;
+}
+
 /// Checks that `callee` names a function of `stage` whose type, filtered by
 /// `role`, is `inputs -> results` (the binding rule of bitpipe.forward).
 static LogicalResult verifyStageCallee(Operation *op, FlatSymbolRefAttr callee,
                                        TypeRange inputs, TypeRange results,
                                        CalleeRole role, int64_t stage,
-                                       SymbolTableCollection &symbolTable) {
-  auto fn =
-      symbolTable.lookupNearestSymbolFrom<FunctionOpInterface>(op, callee);
+                                       const CalleeFacts &facts) {
+  FunctionOpInterface fn = facts.fn;
   if (!fn)
     return op->emitOpError()
            << "expects " << callee << " to be a " << describeCallee(role)
            << ", but the module has no function of that "
               "name";
-  if (std::optional<int64_t> calleeStage =
-          getCalleeStage(op, fn, role, symbolTable);
-      calleeStage && *calleeStage != stage) {
+  if (facts.stage && *facts.stage != stage) {
     InFlightDiagnostic diag = op->emitOpError()
                               << "of stage " << stage << " calls " << callee
                               << ", a " << describeCallee(role) << " of stage "
-                              << *calleeStage;
+                              << *facts.stage;
     diag.attachNote(fn.getLoc()) << describeCallee(role) << " declared here";
     return diag;
   }
-  if (hasBoundType(fn, role, inputs, results))
+  FunctionType bound = facts.bound;
+  if (llvm::equal(bound.getInputs(), inputs) &&
+      llvm::equal(bound.getResults(), results))
     return success();
   auto expected = FunctionType::get(op->getContext(), inputs, results);
-  FunctionType bound = getBoundType(fn, role);
   InFlightDiagnostic diag = op->emitOpError()
                             << "expects " << describeCallee(role) << " "
                             << callee << " of type " << expected;
@@ -383,6 +386,47 @@ LogicalResult ProgramOp::verify() {
                            << " already has; expected one program per rank";
   }
   return success();
+}
+
+/// The binding rule of every step that calls a function. The unbound forms
+/// (no callee) name their stage by number only (bitpipe.stage on the
+/// function): nothing to resolve until bitpipe-insert-transfers binds them.
+LogicalResult ProgramOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  DenseMap<std::pair<Attribute, unsigned>, CalleeFacts> factsByCallee;
+  auto check = [&](Operation *op, FlatSymbolRefAttr callee, TypeRange inputs,
+                   TypeRange results, CalleeRole role, int64_t stage) {
+    if (!callee)
+      return success();
+    auto [it, inserted] =
+        factsByCallee.try_emplace({callee, static_cast<unsigned>(role)});
+    if (inserted)
+      it->second = getCalleeFacts(op, callee, role, symbolTable);
+    return verifyStageCallee(op, callee, inputs, results, role, stage,
+                             it->second);
+  };
+  WalkResult walk = getBody().walk([&](Operation *op) {
+    LogicalResult checked =
+        llvm::TypeSwitch<Operation *, LogicalResult>(op)
+            .Case([&](ForwardOp forward) {
+              return check(forward, forward.getCalleeAttr(),
+                           forward.getInputs().getTypes(),
+                           forward.getOutputs().getTypes(), CalleeRole::Forward,
+                           forward.getStage());
+            })
+            .Case([&](BackwardOp backward) {
+              return check(backward, backward.getCalleeAttr(),
+                           backward.getGrads().getTypes(),
+                           backward.getOutputs().getTypes(),
+                           CalleeRole::Backward, backward.getStage());
+            })
+            .Case([&](WeightGradOp weight) {
+              return check(weight, weight.getCalleeAttr(), {}, {},
+                           CalleeRole::WeightGrad, weight.getStage());
+            })
+            .Default([](Operation *) { return success(); });
+    return failed(checked) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
 }
 
 /// " in repetition k of its bitpipe.repeat" for a step of a repeat's body,
@@ -840,16 +884,6 @@ void LoadInputOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 // ForwardOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult ForwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  // The unbound form names its stage by number only (bitpipe.stage on the
-  // function); nothing to resolve until bitpipe-insert-transfers binds it.
-  if (!getCalleeAttr())
-    return success();
-  return verifyStageCallee(*this, getCalleeAttr(), getInputs().getTypes(),
-                           getOutputs().getTypes(), CalleeRole::Forward,
-                           getStage(), symbolTable);
-}
-
 LogicalResult ForwardOp::verify() {
   // Unbound: the inter-stage tensors do not exist yet, so the op may only
   // read training inputs and may only return its saved handle. Anything
@@ -895,14 +929,6 @@ void ForwardOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 // BackwardOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult BackwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  if (!getCalleeAttr())
-    return success();
-  return verifyStageCallee(*this, getCalleeAttr(), getGrads().getTypes(),
-                           getOutputs().getTypes(), CalleeRole::Backward,
-                           getStage(), symbolTable);
-}
-
 LogicalResult BackwardOp::verify() {
   // Unbound (see ForwardOp): no gradients flow until the callee is bound.
   if (!getCalleeAttr() && (!getGrads().empty() || !getOutputs().empty()))
@@ -921,14 +947,6 @@ void BackwardOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
 //===----------------------------------------------------------------------===//
 // WeightGradOp
 //===----------------------------------------------------------------------===//
-
-LogicalResult
-WeightGradOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  if (!getCalleeAttr())
-    return success();
-  return verifyStageCallee(*this, getCalleeAttr(), {}, {},
-                           CalleeRole::WeightGrad, getStage(), symbolTable);
-}
 
 LogicalResult WeightGradOp::verify() {
   if (failed(verifySavedSource(*this, getSaved(), getStage(), getMicrobatch(),

@@ -70,7 +70,8 @@ def BitPipe_StepAttr : OptionalAttr<BitPipe_I64Attr>;
 
 def BitPipe_ProgramOp : BitPipe_Op<"program", [
     Symbol, IsolatedFromAbove, SingleBlock, NoTerminator,
-    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getDefaultDialect"]>]> {
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getDefaultDialect"]>,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "the ordered program of one rank for one training step";
   let description = [{
     The ops of the body run in order; their order is the schedule of this
@@ -89,7 +90,9 @@ def BitPipe_ProgramOp : BitPipe_Op<"program", [
     ```
 
     Programs of one module have distinct ranks, each below the module's
-    `bitpipe.world_size` when it has one.
+    `bitpipe.world_size` when it has one. The program checks the callees of
+    its steps (forward, backward, weight_grad) against the module's
+    functions, once per callee rather than once per step.
   }];
 
   let arguments = (ins SymbolNameAttr:$sym_name, BitPipe_IndexAttr:$rank);
@@ -131,8 +134,7 @@ def BitPipe_LoadInputOp : BitPipe_NamedResultsOp<"load_input"> {
 // Compute: forward, backward, weight gradient
 //===----------------------------------------------------------------------===//
 
-def BitPipe_ForwardOp : BitPipe_NamedResultsOp<"forward", [
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+def BitPipe_ForwardOp : BitPipe_NamedResultsOp<"forward"> {
   let summary = "run a stage's forward on one micro-batch";
   let description = [{
     Calls the stage function `callee` (`bitpipe.stage = k`). The handle
@@ -190,8 +192,7 @@ def BitPipe_ForwardOp : BitPipe_NamedResultsOp<"forward", [
   let hasVerifier = 1;
 }
 
-def BitPipe_BackwardOp : BitPipe_NamedResultsOp<"backward", [
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+def BitPipe_BackwardOp : BitPipe_NamedResultsOp<"backward"> {
   let summary = "run a stage's backward (or its input-gradient half)";
   let description = [{
     Consumes the `!bitpipe.saved` handle of the forward of the same stage and
@@ -246,8 +247,7 @@ def BitPipe_BackwardOp : BitPipe_NamedResultsOp<"backward", [
   let hasVerifier = 1;
 }
 
-def BitPipe_WeightGradOp : BitPipe_StepOp<"weight_grad", [
-    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+def BitPipe_WeightGradOp : BitPipe_StepOp<"weight_grad"> {
   let summary = "the weight-gradient half of a split backward";
   let description = [{
     Accumulates the weight gradients of a stage for one micro-batch, after
