@@ -80,14 +80,17 @@ int main(int argc, char **argv) {
   // The run measured and its costs fitted as bitpipe-calibrate does
   // (Calibration.h); here with free communication, bitpipe-simulate's
   // default, so that the bubbles are the schedule's own.
-  Result<std::vector<RunEvent>> events =
-      readChromeTrace((*buffer)->getBuffer().str());
-  if (!events)
-    return fail(tracePath + ": " + events.error);
-  Result<Calibration> fit = calibrate(*schedule, *events, skipSteps);
+  Result<ChromeTrace> trace = readChromeTrace((*buffer)->getBuffer().str());
+  if (!trace)
+    return fail(tracePath + ": " + trace.error);
+  if (!trace->unused.empty())
+    std::fprintf(stderr, "bench-bubble: %s: %s\n", tracePath.c_str(),
+                 trace->unused.describe(trace->totalEvents).c_str());
+  const std::vector<RunEvent> &events = trace->events;
+  Result<Calibration> fit = calibrate(*schedule, events, skipSteps);
   if (!fit)
     return fail(tracePath + ": " + fit.error);
-  Result<MeasuredRun> run = measureRun(*schedule, *events, skipSteps);
+  Result<MeasuredRun> run = measureRun(*schedule, events, skipSteps);
   if (!run)
     return fail(tracePath + ": " + run.error);
   CostModel cost = fit->cost;

@@ -4,8 +4,11 @@
 
 #include "bitpipe/Schedule/Dependencies.h"
 #include "bitpipe/Schedule/Describe.h"
+#include "bitpipe/Schedule/GridText.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <utility>
 
@@ -98,6 +101,34 @@ std::string CommAction::str() const {
     return "COPY_B" + name;
   }
   return "?";
+}
+
+bool isCommActionName(const std::string &name) {
+  if (parseAction(name))
+    return true;
+  // A transfer: its kind, the action it carries ("3.s1", or nothing), and
+  // for a send or receive the peer.
+  static constexpr std::pair<const char *, const char *> kinds[] = {
+      {"SEND_F", "->P"}, {"RECV_F", "<-P"}, {"SEND_B", "->P"},
+      {"RECV_B", "<-P"}, {"COPY_F", ""},    {"COPY_B", ""}};
+  for (const auto &[prefix, arrow] : kinds) {
+    if (name.rfind(prefix, 0) != 0)
+      continue;
+    std::string rest = name.substr(std::strlen(prefix));
+    int microbatch = 0, stage = 0, consumed = 0;
+    if (std::sscanf(rest.c_str(), "%d.s%d%n", &microbatch, &stage, &consumed) ==
+        2)
+      rest = rest.substr(consumed);
+    if (!*arrow)
+      return rest.empty();
+    int peer = 0;
+    consumed = 0;
+    std::string format = std::string(arrow) + "%d%n";
+    return rest.rfind(arrow, 0) == 0 &&
+           std::sscanf(rest.c_str(), format.c_str(), &peer, &consumed) == 1 &&
+           static_cast<size_t>(consumed) == rest.size();
+  }
+  return false;
 }
 
 std::string CommProgram::format() const {

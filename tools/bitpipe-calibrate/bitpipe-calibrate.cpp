@@ -84,11 +84,15 @@ Result<Run> loadRun(const std::string &flag, const std::string &spec) {
   if (!buffer)
     return Result<Run>::failure(flag + " " + spec + ": cannot read '" +
                                 run.file + "': " + buffer.getError().message());
-  Result<std::vector<RunEvent>> events =
-      readChromeTrace((*buffer)->getBuffer().str());
-  if (!events)
-    return Result<Run>::failure(run.file + ": " + events.error);
-  run.events = std::move(*events);
+  Result<ChromeTrace> trace = readChromeTrace((*buffer)->getBuffer().str());
+  if (!trace)
+    return Result<Run>::failure(run.file + ": " + trace.error);
+  // Said before any fit, so that a refusal below ("holds 0 complete
+  // steps") comes with what was left out.
+  if (!trace->unused.empty())
+    std::fprintf(stderr, "bitpipe-calibrate: %s: %s\n", run.file.c_str(),
+                 trace->unused.describe(trace->totalEvents).c_str());
+  run.events = std::move(trace->events);
   return Result<Run>::success(std::move(run));
 }
 

@@ -590,16 +590,45 @@ TEST(Calibration, GradientSumsAreTheirCallsCompute) {
 }
 
 TEST(Calibration, ReadsTheRuntimesChromeTrace) {
-  Result<std::vector<RunEvent>> events = readChromeTrace(
+  Result<ChromeTrace> trace = readChromeTrace(
       R"({"displayTimeUnit":"ms","traceEvents":[)"
       R"({"name":"process_name","ph":"M","pid":0,"tid":0,"args":{"name":"rank 0"}},)"
       R"({"name":"F0.s0","cat":"forward","ph":"X","ts":1.5,"dur":2,"pid":0,"tid":0},)"
       R"({"name":"recv r0 t1","cat":"recv","ph":"X","ts":4,"dur":0.5,"pid":1,"tid":0}]})");
-  ASSERT_TRUE(events.ok()) << events.error;
-  ASSERT_EQ(events->size(), 2u);
-  EXPECT_EQ((*events)[0].name, "F0.s0");
-  EXPECT_DOUBLE_EQ((*events)[0].end(), 3.5);
-  EXPECT_EQ((*events)[1].rank, 1);
+  ASSERT_TRUE(trace.ok()) << trace.error;
+  const std::vector<RunEvent> &events = trace->events;
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].name, "F0.s0");
+  EXPECT_DOUBLE_EQ(events[0].end(), 3.5);
+  EXPECT_EQ(events[1].rank, 1);
+  // Metadata is no data left out; every name is one a trace writes.
+  EXPECT_EQ(trace->totalEvents, 3u);
+  EXPECT_TRUE(trace->unused.empty());
+}
+
+// What a fit cannot read is counted, so that the tools say it: spans that
+// are not complete ("B"/"E" pairs, instants) and names no bitpipe trace
+// writes (another tool's, or a renamed stage call).
+TEST(Calibration, CountsTheEventsItLeavesOut) {
+  Result<ChromeTrace> trace = readChromeTrace(
+      R"([{"name":"F0.s0","ph":"B","pid":0,"ts":0},)"
+      R"({"name":"F0.s0","ph":"E","pid":0,"ts":1},)"
+      R"({"name":"fwd0.s0","ph":"X","pid":0,"ts":1,"dur":1},)"
+      R"j({"name":"AR(0,1)","ph":"X","pid":0,"tid":1,"ts":2,"dur":1},)j"
+      R"({"name":"allreduce.wait b0","ph":"X","pid":0,"ts":2,"dur":1},)"
+      R"({"name":"send r1 t0","ph":"X","pid":0,"ts":3,"dur":1},)"
+      R"j({"name":"RECV_B2.s1<-P1","ph":"X","pid":0,"ts":3,"dur":1},)j"
+      R"({"name":"COPY_F2.s1","ph":"X","pid":0,"ts":3,"dur":1},)"
+      R"({"name":"optimizer","ph":"X","pid":0,"ts":4,"dur":1},)"
+      R"({"name":"W2.s1x","ph":"X","pid":0,"ts":5,"dur":1}])");
+  ASSERT_TRUE(trace.ok()) << trace.error;
+  EXPECT_EQ(trace->events.size(), 8u);
+  EXPECT_EQ(trace->unused.notSpans, 2u);
+  EXPECT_EQ(trace->unused.unknownNames, 2u);
+  EXPECT_EQ(trace->unused.describe(trace->totalEvents),
+            "4 of 10 events unused: 2 not complete spans (first \"ph\" "
+            "\"B\"), 2 spans with a name no bitpipe trace writes (first "
+            "'fwd0.s0')");
 }
 
 TEST(Calibration, RefusesWhatIsNotARunOfTheSchedule) {

@@ -83,6 +83,22 @@ TEST(Comms, BitPipeBottomOfTheVIsALocalCopy) {
   EXPECT_TRUE(checkChannels(*p.value).empty());
 }
 
+// A simulated trace's spans are named by CommAction::str(); the
+// calibration tells them from names no bitpipe trace writes.
+TEST(Comms, EveryActionNameIsRecognized) {
+  Schedule s = bitpipeD4N4();
+  Result<CommProgram> p = lowerComms(s);
+  ASSERT_TRUE(p) << p.error;
+  for (const std::vector<CommAction> &rank : p.value->ranks)
+    for (const CommAction &action : rank)
+      EXPECT_TRUE(isCommActionName(action.str())) << action.str();
+  EXPECT_TRUE(isCommActionName("AR(0,7)"));
+  for (const char *name :
+       {"SEND_F2.s4", "SEND_F2.s4->P", "RECV_B1.s2->P1", "COPY_F2.s3->P1",
+        "SEND_F2.s4->P1x", "F2.s4 ", "fwd0.s0", ""})
+    EXPECT_FALSE(isCommActionName(name)) << name;
+}
+
 TEST(Comms, ChannelOrderMismatchIsFound) {
   // Rank 1 takes micro-batch 1 first while rank 0 sends micro-batch 0 first.
   Schedule s = emptySchedule("swapped", loop(2), 2);

@@ -41,16 +41,43 @@ struct RunEvent {
   double end() const { return start + duration; }
 };
 
+/// The events of a trace that nothing reads, and why: a tool reports them
+/// instead of fitting on what is left in silence (docs/calibration.md).
+struct UnusedEvents {
+  /// Events that are neither complete spans ("ph": "X") nor metadata
+  /// ("M"): begin/end pairs, instants, counters.
+  size_t notSpans = 0;
+  std::string firstNotSpan; ///< Its "ph".
+  /// Complete spans whose name neither a run's trace
+  /// (bitpipe/base/TraceFormat.h) nor the simulator's (CommAction names
+  /// such as "F3.s2", "AR(0,1)", "SEND_F3.s2->P1") uses.
+  size_t unknownNames = 0;
+  std::string firstUnknownName;
+
+  bool empty() const { return notSpans == 0 && unknownNames == 0; }
+  /// "3 of 40 events unused: 2 not complete spans (first "ph" "B"), 1 span
+  /// with a name no bitpipe trace writes (first 'fwd0.s0')".
+  std::string describe(size_t events) const;
+};
+
+/// A Chrome trace as the calibration reads it.
+struct ChromeTrace {
+  /// The complete spans, in the file's order.
+  std::vector<RunEvent> events;
+  size_t totalEvents = 0; ///< Every entry of "traceEvents".
+  UnusedEvents unused;
+};
+
 /// The complete ("ph": "X") events of a Chrome trace's "traceEvents", with
-/// "pid" as the rank and "tid" as the row. Fails, saying where, on text
-/// that is not such a trace.
+/// "pid" as the rank and "tid" as the row, and a count of what is left
+/// out. Fails, saying where, on text that is not such a trace.
 ///
 /// A trace with stage calls on a device's compute-stream row (the CUDA
 /// target's) is read from its device rows: the stage calls as the device
 /// ran them, the NCCL transfers and all-reduces on their streams' rows; the
 /// host's spans of the same work, which only enqueue it, are left out
 /// (docs/calibration.md, "GPU traces").
-Result<std::vector<RunEvent>> readChromeTrace(const std::string &text);
+Result<ChromeTrace> readChromeTrace(const std::string &text);
 
 /// A run measured from its trace.
 struct MeasuredRun {

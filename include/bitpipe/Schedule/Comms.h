@@ -109,6 +109,10 @@ struct CommAction {
   std::string str() const;
 };
 
+/// True when `name` is one that CommAction::str() writes (the spans of a
+/// simulated run's trace are named so).
+bool isCommActionName(const std::string &name);
+
 /// A schedule with its transfers made explicit.
 struct CommProgram {
   std::vector<Transfer> transfers; ///< Local copies included.

@@ -4,6 +4,7 @@
 
 #include "RunSteps.h"
 
+#include "bitpipe/Schedule/Comms.h"
 #include "bitpipe/base/JsonTree.h"
 #include "bitpipe/base/TraceFormat.h"
 
@@ -213,7 +214,28 @@ rankComputeScale(const std::map<std::pair<ActionKind, int>,
 
 } // namespace
 
-Result<std::vector<RunEvent>> readChromeTrace(const std::string &text) {
+std::string UnusedEvents::describe(size_t events) const {
+  std::string text = std::to_string(notSpans + unknownNames) + " of " +
+                     std::to_string(events) + " events unused: ";
+  if (notSpans)
+    text += std::to_string(notSpans) + " not complete spans (first \"ph\" \"" +
+            firstNotSpan + "\")";
+  if (notSpans && unknownNames)
+    text += ", ";
+  if (unknownNames)
+    text += std::to_string(unknownNames) + " span" +
+            (unknownNames == 1 ? "" : "s") +
+            " with a name no bitpipe trace writes (first '" + firstUnknownName +
+            "')";
+  return text;
+}
+
+/// A span name of a run's trace or of the simulator's.
+static bool isKnownSpanName(const std::string &name) {
+  return trace::isRunSpanName(name) || isCommActionName(name);
+}
+
+Result<ChromeTrace> readChromeTrace(const std::string &text) {
   json::JsonValue root;
   json::JsonError error;
   if (!json::readJson(text, root, error)) {
@@ -227,11 +249,19 @@ Result<std::vector<RunEvent>> readChromeTrace(const std::string &text) {
   if (!list || list->kind != json::JsonValue::Kind::Array)
     return Error("expected a Chrome trace: an object with a \"traceEvents\" "
                  "array, or that array");
-  std::vector<RunEvent> events;
+  ChromeTrace trace;
+  trace.totalEvents = list->array.size();
+  UnusedEvents &unused = trace.unused;
   for (const json::JsonValue &v : list->array) {
     const json::JsonValue *ph = v.get("ph");
-    if (!ph || ph->kind != json::JsonValue::Kind::String || ph->string != "X")
+    bool isString = ph && ph->kind == json::JsonValue::Kind::String;
+    if (isString && ph->string == "M")
       continue;
+    if (!isString || ph->string != "X") {
+      if (!unused.notSpans++)
+        unused.firstNotSpan = ph ? (isString ? ph->string : ph->str()) : "";
+      continue;
+    }
     const json::JsonValue *name = v.get("name"), *pid = v.get("pid"),
                           *ts = v.get("ts"), *dur = v.get("dur");
     if (!name || name->kind != json::JsonValue::Kind::String || !pid ||
@@ -258,10 +288,13 @@ Result<std::vector<RunEvent>> readChromeTrace(const std::string &text) {
     if (tid && !tid->isInteger)
       return Error("trace event '" + name->string + "' has a \"tid\" " +
                    tid->str() + "; expected an integer (its row)");
-    events.push_back({static_cast<int>(pid->integer), name->string, ts->number,
-                      dur->number, tid ? static_cast<int>(tid->integer) : 0});
+    if (!isKnownSpanName(name->string) && !unused.unknownNames++)
+      unused.firstUnknownName = name->string;
+    trace.events.push_back({static_cast<int>(pid->integer), name->string,
+                            ts->number, dur->number,
+                            tid ? static_cast<int>(tid->integer) : 0});
   }
-  return Result<std::vector<RunEvent>>::success(std::move(events));
+  return Result<ChromeTrace>::success(std::move(trace));
 }
 
 Result<MeasuredRun> measureRun(const Schedule &schedule,

@@ -250,8 +250,14 @@ int compareParameters(const std::vector<std::string> &candidatePaths,
   std::string worstName;
   std::vector<float> c, r, r0;
   for (const SafetensorsEntry &ref : (*reference)->tensors()) {
-    if (ref.dtype != "F32")
+    // Every tensor of the reference is compared or is a difference: one
+    // left out would let a run pass on the rest.
+    if (ref.dtype != "F32") {
+      std::printf("%s: the reference's is %s; parameters are F32\n",
+                  ref.name.c_str(), ref.dtype.c_str());
+      ++differences;
       continue;
+    }
     if (!dumps->holders.count(ref.name)) {
       std::printf("%s: held by no rank (%zu dumps)\n", ref.name.c_str(),
                   candidatePaths.size());
@@ -382,9 +388,17 @@ int compareMetrics(const std::string &candidatePath,
                       normRtol))
       ++differences;
   }
-  std::printf("%s: %zu steps against %s, tolerance %.3g: %s\n",
+  // Steps past the reference's are not compared; say how many.
+  size_t beyond = 0;
+  for (const auto &entry : candidate)
+    beyond += !reference.count(entry.first);
+  std::string extra = beyond ? " (" + std::to_string(beyond) + " more in " +
+                                   candidatePath +
+                                   ", not in the reference, not compared)"
+                             : "";
+  std::printf("%s: %zu steps against %s%s, tolerance %.3g: %s\n",
               candidatePath.c_str(), reference.size(), referencePath.c_str(),
-              rtol, differences ? "DIFFERENT" : "equal");
+              extra.c_str(), rtol, differences ? "DIFFERENT" : "equal");
   return differences ? 1 : 0;
 }
 

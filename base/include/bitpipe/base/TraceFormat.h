@@ -70,6 +70,21 @@ inline bool parseSpan(const std::string &name, const char *format, int &first,
                      &second, &tail) == 2;
 }
 
+/// True when `name` is one of the spans above: a name a run's trace holds.
+inline bool isRunSpanName(const std::string &name) {
+  int first = 0, second = 0;
+  long long microbatch = 0;
+  char kind = 0, tail = 0;
+  if (std::sscanf(name.c_str(), (std::string(kStageCallFormat) + "%c").c_str(),
+                  &kind, &microbatch, &first, &tail) == 3)
+    return kind == 'F' || kind == 'B' || kind == 'W';
+  return parseSpan(name, kSendFormat, first, second) ||
+         parseSpan(name, kRecvFormat, first, second) ||
+         parseSpan(name, kAllReducePostFormat, first) ||
+         parseSpan(name, kAllReduceWaitFormat, first) || name == kAccumulate ||
+         name == kOptimizer;
+}
+
 } // namespace bitpipe::trace
 
 #endif // BITPIPE_BASE_TRACEFORMAT_H
