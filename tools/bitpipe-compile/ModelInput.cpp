@@ -31,13 +31,14 @@ bitpipe::compile::loadModel(mlir::MLIRContext &context, StringRef path,
     error = message;
     return nullptr;
   }
-  if (std::optional<std::string> why =
-          refuseUnsafeMlirInput(file->getMemBufferRef())) {
-    error = *why;
+  Expected<std::unique_ptr<MemoryBuffer>> vetted =
+      vetMlirInput(std::move(file), context.getDialectRegistry());
+  if (!vetted) {
+    error = toString(vetted.takeError());
     return nullptr;
   }
   SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  sourceMgr.AddNewSourceBuffer(std::move(*vetted), SMLoc());
   auto module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
   if (!module)
     error = ("cannot parse " + path).str();

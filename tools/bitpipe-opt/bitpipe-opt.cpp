@@ -81,14 +81,17 @@ int main(int argc, char **argv) {
   if (!input)
     return fail(message);
   // Text that would overflow MLIR's recursive parser or stall its integer
-  // conversion is refused before the parser sees it (ToolInput.h).
-  if (std::optional<std::string> why =
-          bitpipe::refuseUnsafeMlirInput(input->getMemBufferRef()))
-    return fail(input->getBufferIdentifier() + ": " + *why);
+  // conversion is refused before the parser sees it, and bytecode is read
+  // apart, in a child process (ToolInput.h).
+  std::string inputName = input->getBufferIdentifier().str();
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> vetted =
+      bitpipe::vetMlirInput(std::move(input), registry);
+  if (!vetted)
+    return fail(inputName + ": " + llvm::toString(vetted.takeError()));
   std::string result;
   llvm::raw_string_ostream resultStream(result);
-  if (mlir::failed(
-          mlir::MlirOptMain(resultStream, std::move(input), registry, config)))
+  if (mlir::failed(mlir::MlirOptMain(resultStream, std::move(*vetted), registry,
+                                     config)))
     return 1; // the diagnostics say why; the -o file is untouched
   if (llvm::Error e = bitpipe::writeOutputFile(
           outputPath, [&](llvm::raw_ostream &os) { os << result; }))
