@@ -253,6 +253,35 @@ private:
     return true;
   }
 
+  /// The length of the well-formed UTF-8 sequence at \p at (2 to 4 bytes:
+  /// no overlong form, no UTF-16 surrogate, nothing above U+10FFFF), or 0.
+  static size_t utf8SequenceLength(std::string_view text, size_t at) {
+    auto byte = [&](size_t i) -> unsigned {
+      return at + i < text.size() ? static_cast<unsigned char>(text[at + i])
+                                  : 0;
+    };
+    auto continuation = [&](size_t i) { return (byte(i) & 0xc0) == 0x80; };
+    unsigned lead = byte(0);
+    if (lead >= 0xc2 && lead <= 0xdf)
+      return continuation(1) ? 2 : 0;
+    if (lead >= 0xe0 && lead <= 0xef) {
+      // E0 needs A0..BF (no overlong), ED needs 80..9F (no surrogate).
+      unsigned low = lead == 0xe0 ? 0xa0 : 0x80;
+      unsigned high = lead == 0xed ? 0x9f : 0xbf;
+      return byte(1) >= low && byte(1) <= high && continuation(2) ? 3 : 0;
+    }
+    if (lead >= 0xf0 && lead <= 0xf4) {
+      // F0 needs 90..BF (no overlong), F4 needs 80..8F (<= U+10FFFF).
+      unsigned low = lead == 0xf0 ? 0x90 : 0x80;
+      unsigned high = lead == 0xf4 ? 0x8f : 0xbf;
+      return byte(1) >= low && byte(1) <= high && continuation(2) &&
+                     continuation(3)
+                 ? 4
+                 : 0;
+    }
+    return 0;
+  }
+
   bool parseString(std::string &out) {
     ++pos_; // '"'
     for (;;) {
@@ -263,6 +292,16 @@ private:
         return true;
       if (static_cast<unsigned char>(c) < 0x20)
         return error("control character in a string");
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        // JSON is UTF-8 (RFC 8259): a byte that starts no well-formed
+        // sequence is refused where it stands, as llvm::json refuses it.
+        size_t length = utf8SequenceLength(text_, --pos_);
+        if (length == 0)
+          return error("invalid UTF-8 in a string");
+        out.append(text_.substr(pos_, length));
+        pos_ += length;
+        continue;
+      }
       if (c != '\\') {
         out += c;
         continue;

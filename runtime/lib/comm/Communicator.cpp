@@ -3,6 +3,7 @@
 #include "Communicator.h"
 
 #include "bitpipe/program.h"
+#include "core/Flags.h"
 
 #include <cstdlib>
 #include <set>
@@ -44,14 +45,25 @@ Status checkChannels(int rank, int size, const std::vector<Channel> &channels) {
   return Status::ok();
 }
 
+Expected<std::optional<double>> commTimeoutFromEnvironment() {
+  const char *env = std::getenv(kCommTimeoutVariable);
+  if (!env)
+    return std::optional<double>();
+  // --timeout's range (exec/Options.cpp).
+  std::string want;
+  std::optional<double> seconds = parseBoundedNumber(
+      env, 0, /*strict=*/true, kMaxCommTimeoutSeconds, &want);
+  if (!seconds)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("environment variable %s: '%s' is not "
+                                      "%s (seconds)",
+                                      kCommTimeoutVariable, env, want.c_str()));
+  return seconds;
+}
+
 double defaultCommTimeoutSeconds() {
-  if (const char *env = std::getenv("BITPIPE_COMM_TIMEOUT")) {
-    char *end = nullptr;
-    double v = std::strtod(env, &end);
-    if (end != env && v > 0)
-      return v;
-  }
-  return 300.0;
+  Expected<std::optional<double>> env = commTimeoutFromEnvironment();
+  return env.isOk() && *env ? **env : 300.0;
 }
 
 Communicator::Communicator() : timeoutSeconds_(defaultCommTimeoutSeconds()) {}

@@ -32,6 +32,7 @@
 #include "core/Status.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -168,9 +169,19 @@ private:
 /// ranks; the error names the channel and what was expected.
 Status checkChannels(int rank, int size, const std::vector<Channel> &channels);
 
-/// Default wait deadline: BITPIPE_COMM_TIMEOUT (seconds) if set and positive,
-/// else 300 s (long enough for a slow first step, short enough not to burn a
-/// job's allocation on a dead peer).
+/// The environment variable that sets the default wait deadline, and the
+/// longest deadline it or --timeout may set (11.6 days).
+inline constexpr const char *kCommTimeoutVariable = "BITPIPE_COMM_TIMEOUT";
+inline constexpr double kMaxCommTimeoutSeconds = 1e6;
+
+/// BITPIPE_COMM_TIMEOUT's deadline: nothing when it is unset, its seconds
+/// when it is a number above 0 and at most kMaxCommTimeoutSeconds, else an
+/// error naming it (the executable refuses to start on it).
+Expected<std::optional<double>> commTimeoutFromEnvironment();
+
+/// Default wait deadline: BITPIPE_COMM_TIMEOUT's, else 300 s (long enough
+/// for a slow first step, short enough not to burn a job's allocation on a
+/// dead peer).
 double defaultCommTimeoutSeconds();
 
 } // namespace bitpipe::runtime

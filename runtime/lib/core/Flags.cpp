@@ -30,23 +30,31 @@ Status parseIntFlag(const std::string &flag, const std::string &value,
   return Status::ok();
 }
 
-Status parseNumberFlag(const std::string &flag, const std::string &value,
-                       double min, bool strict, double *out, double max) {
+std::optional<double> parseBoundedNumber(const std::string &value, double min,
+                                         bool strict, double max,
+                                         std::string *want) {
   char *end = nullptr;
   errno = 0;
   double x = std::strtod(value.c_str(), &end);
-  if (value.empty() || *end != '\0' || errno != 0 || !std::isfinite(x) ||
-      x < min || (strict && x == min) || x > max) {
-    std::string want =
-        std::isfinite(max)
-            ? formatString(strict ? "a number above %g, at most %g"
-                                  : "a number from %g to %g",
-                           min, max)
-        : min == 0 ? (strict ? "a positive number" : "a non-negative number")
-                   : formatString("a number %s %g", strict ? ">" : ">=", min);
+  if (!value.empty() && *end == '\0' && errno == 0 && std::isfinite(x) &&
+      x >= min && !(strict && x == min) && x <= max)
+    return x;
+  *want = std::isfinite(max)
+              ? formatString(strict ? "a number above %g, at most %g"
+                                    : "a number from %g to %g",
+                             min, max)
+          : min == 0 ? (strict ? "a positive number" : "a non-negative number")
+                     : formatString("a number %s %g", strict ? ">" : ">=", min);
+  return std::nullopt;
+}
+
+Status parseNumberFlag(const std::string &flag, const std::string &value,
+                       double min, bool strict, double *out, double max) {
+  std::string want;
+  std::optional<double> x = parseBoundedNumber(value, min, strict, max, &want);
+  if (!x)
     return badFlagValue(flag, value, want.c_str());
-  }
-  *out = x;
+  *out = *x;
   return Status::ok();
 }
 

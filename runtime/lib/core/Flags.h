@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,7 +85,12 @@ Status badFlagValue(const std::string &flag, const std::string &value,
 Status parseIntFlag(const std::string &flag, const std::string &value,
                     int64_t min, int64_t *out);
 /// \p value as a finite number >= \p min (> \p min when \p strict) and
-/// <= \p max, or badFlagValue naming the range.
+/// <= \p max; otherwise nothing, and \p want says what was expected ("a
+/// number above 0, at most 1e+06").
+std::optional<double> parseBoundedNumber(const std::string &value, double min,
+                                         bool strict, double max,
+                                         std::string *want);
+/// parseBoundedNumber's number, or badFlagValue naming the range.
 Status parseNumberFlag(const std::string &flag, const std::string &value,
                        double min, bool strict, double *out,
                        double max = HUGE_VAL);

@@ -6,6 +6,7 @@
 
 #include "bitpipe/base/AtomicFile.h"
 #include "bitpipe/base/OutputDestination.h"
+#include "comm/Communicator.h"
 #include "core/Flags.h"
 
 #include <cerrno>
@@ -95,7 +96,8 @@ FlagSet flags(TrainOptions &o) {
   f.number("--timeout", "SECONDS",
            "communication deadline (default $BITPIPE_COMM_TIMEOUT or 300), "
            "at most 1e6 (11.6 days)",
-           &o.timeoutSeconds, 0, /*strict=*/true, /*max=*/1e6);
+           &o.timeoutSeconds, 0, /*strict=*/true,
+           /*max=*/kMaxCommTimeoutSeconds);
   f.text("--plan-cache", "DIR",
          "where the CUDA target keeps cuDNN's attention plans between runs, "
          "shared by the ranks of a node (default $XDG_CACHE_HOME/bitpipe, "

@@ -689,8 +689,15 @@ int runTraining(const CompiledProgram &program, BackendFactory createBackend,
                               targetKindName(m->target.kind)));
     return 1;
   }
-  if (o->timeoutSeconds > 0)
+  // --timeout, or else BITPIPE_COMM_TIMEOUT, which the communicator read:
+  // a value it could not use is refused, not replaced by its default.
+  if (o->timeoutSeconds > 0) {
     mpi.setTimeout(o->timeoutSeconds);
+  } else {
+    Expected<std::optional<double>> env = commTimeoutFromEnvironment();
+    if (!agreeAllOk(mpi, env.isOk() ? Status::ok() : env.status()))
+      return 1;
+  }
   // The device before anything is made on it, then the target's set-up,
   // then its transport (NCCL on CUDA: collective, on the backend's stream).
   if (!agreeAllOk(mpi, backend->placeRank(mpi)))

@@ -77,6 +77,28 @@ TEST(JsonTest, DuplicateNamesAreRefusedInSmallAndLargeObjects) {
   EXPECT_EQ(v->get("k39")->integer, 39);
 }
 
+// JSON is UTF-8: every well-formed sequence is kept as it is, and a byte
+// that starts none is refused where it stands (as llvm::json refuses it),
+// whatever file kind the reader serves.
+TEST(JsonTest, StringsAreWellFormedUtf8) {
+  Expected<JsonValue> v =
+      parseJson("[\"caf\xc3\xa9\", \"\xe2\x82\xac\", \"\xf0\x9f\x98\x80\"]");
+  ASSERT_TRUE(v.isOk()) << v.status().message();
+  EXPECT_EQ(v->array[0].string, "caf\xc3\xa9");
+  EXPECT_EQ(v->array[2].string, "\xf0\x9f\x98\x80");
+  expectError("[\"a\xffb\"]", "JSON: invalid UTF-8 in a string at byte 3");
+  for (const char *bad : {
+           "\x80",             // a continuation byte alone
+           "\xc3",             // a lead byte without its continuation
+           "\xc0\xaf",         // an overlong '/'
+           "\xe0\x80\xaf",     // overlong again, three bytes
+           "\xed\xa0\x80",     // a UTF-16 surrogate
+           "\xf4\x90\x80\x80", // above U+10FFFF
+       })
+    expectError(std::string("{\"k\": \"") + bad + "\"}",
+                "invalid UTF-8 in a string at byte 7");
+}
+
 } // namespace
 
 // The dependency-free API the schedule library reads cluster files with
