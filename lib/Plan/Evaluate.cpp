@@ -70,8 +70,9 @@ std::string describe(const PlanConfig &c) {
                      " dp=" + std::to_string(c.dataParallel);
   if (c.chunks)
     text += " v=" + std::to_string(c.chunks);
-  return text + " mb=" + std::to_string(c.microbatchSize) +
-         " N=" + std::to_string(c.microbatches);
+  text += " mb=" + std::to_string(c.microbatchSize);
+  // Before its micro-batch count is known (too many to count), none.
+  return c.microbatches ? text + " N=" + std::to_string(c.microbatches) : text;
 }
 
 sched::Result<sched::ScheduleOptions> scheduleRequest(const PlanConfig &c) {

@@ -171,6 +171,9 @@ sched::Result<PlanResult> search(const PlanRequest &request,
   };
   std::map<std::pair<int64_t, int>, sched::Result<std::vector<StageProfile>>>
       cuts;
+  // The sequence length, for the report, whether or not a candidate gets
+  // as far as its profile.
+  profileAt(sizes.front());
 
   // First every candidate, in a fixed order, with what the cheap checks
   // say; then the simulations, on every thread; then the counts, in the
@@ -185,6 +188,9 @@ sched::Result<PlanResult> search(const PlanRequest &request,
     candidates.push_back(std::move(c));
   };
   const int gpus = result.gpus;
+  // What the filters below left, to say why when nothing is considered.
+  int shapes = 0;     // (D, dp) pairs the GPUs, the batch and --devices allow
+  bool sized = false; // a micro-batch size divides some copy's sequences
   for (int dp = 1; dp <= gpus; ++dp) {
     if (request.globalBatch % dp != 0)
       continue;
@@ -195,11 +201,13 @@ sched::Result<PlanResult> search(const PlanRequest &request,
       if (!request.devices.empty() &&
           !std::count(request.devices.begin(), request.devices.end(), D))
         continue;
+      ++shapes;
       for (const sched::ScheduleInfo *info : schedules)
         for (int v : chunkChoices(*info, request.maxChunks))
           for (int64_t size : sizes) {
             if (perCopy % size != 0)
               continue;
+            sized = true;
             PlanConfig config;
             config.schedule = info->name;
             config.devices = D;
@@ -209,8 +217,10 @@ sched::Result<PlanResult> search(const PlanRequest &request,
             config.microbatchSize = size;
             if (perCopy / size > sched::limit::kMaxMicrobatches) {
               reject(config, Rejection::Schedule,
-                     "more micro-batches than " +
-                         std::to_string(sched::limit::kMaxMicrobatches));
+                     std::to_string(perCopy / size) +
+                         " micro-batches per copy, more than the " +
+                         std::to_string(sched::limit::kMaxMicrobatches) +
+                         " a schedule takes");
               continue;
             }
             config.microbatches = static_cast<int>(perCopy / size);
@@ -248,6 +258,28 @@ sched::Result<PlanResult> search(const PlanRequest &request,
             candidates.push_back(std::move(c));
           }
     }
+  }
+
+  // Nothing to consider is the request's fault: say which part of it.
+  if (candidates.empty()) {
+    std::string shape =
+        "pipeline depth D and data-parallel width dp with D x dp " +
+        std::string(request.allowIdleGpus ? "at most " : "= ") +
+        std::to_string(gpus) + " GPUs and dp dividing the global batch " +
+        std::to_string(request.globalBatch);
+    if (shapes == 0)
+      return R::failure("nothing to consider: no " + shape +
+                        (request.devices.empty() ? std::string(" exists")
+                                                 : " has D among --devices") +
+                        (request.allowIdleGpus
+                             ? ""
+                             : " (--allow-idle-gpus also tries "
+                               "fewer GPUs)"));
+    if (!sized)
+      return R::failure("nothing to consider: no size of --microbatch-sizes "
+                        "divides the sequences of a copy (the global batch " +
+                        std::to_string(request.globalBatch) +
+                        " over dp) for any " + shape);
   }
 
   forEachInParallel(candidates.size(), request.jobs, [&](size_t i) {

@@ -4,15 +4,16 @@
   fault-suite.py --bin BUILD/bin --work DIR [--full] [--seed N] [--jobs N]
                  [--kinds NAME,...] [--log FILE]
 
-Generates cases by kind (mutated and known-invalid configs, IR, pass
-options and compile flags, checkpoints, token files, executable flags,
-output targets), runs each tool on a tiny model, classifies every outcome
+Generates cases by kind (mutated and known-invalid configs, IR as text
+and as bytecode, pass options and compile flags, checkpoints, Hugging Face
+checkpoints, token files, executables' manifests, executable flags, output
+targets, cluster files, Chrome traces), runs each tool on a tiny model, classifies every outcome
 as clear error, crash, hang, wrong or accepted (cases.py), and prints the
 table: input kind, cases tried, and the count of each outcome. Exits 1 when
 any case crashed, hung or was wrong, so that ctest fails.
 
 The short mode (the default, ctest's) runs every named case and a few
-mutants of each kind; --full runs about 1,400 cases. The same --seed gives
+mutants of each kind; --full runs about 2,200 cases. The same --seed gives
 the same cases.
 """
 import argparse
@@ -28,22 +29,32 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
 
+import kind_bytecode  # noqa: E402
 import kind_checkpoint  # noqa: E402
+import kind_cluster  # noqa: E402
 import kind_config  # noqa: E402
 import kind_exe_flags  # noqa: E402
+import kind_hf  # noqa: E402
 import kind_ir  # noqa: E402
+import kind_manifest  # noqa: E402
 import kind_options  # noqa: E402
 import kind_outputs  # noqa: E402
 import kind_tokens  # noqa: E402
+import kind_trace  # noqa: E402
 from fixtures import Fixtures  # noqa: E402
 
 # name -> (generator, mutants in the short mode, mutants in --full)
 KINDS = {
     "config": (kind_config.cases, 20, 400),
     "ir": (kind_ir.cases, 10, 150),
+    "bytecode": (kind_bytecode.cases, 6, 150),
     "options": (kind_options.cases, 0, 0),
     "checkpoints": (kind_checkpoint.cases, 6, 300),
     "tokens": (kind_tokens.cases, 6, 150),
+    "hf": (kind_hf.cases, 4, 100),
+    "manifests": (kind_manifest.cases, 6, 150),
+    "clusters": (kind_cluster.cases, 6, 150),
+    "traces": (kind_trace.cases, 6, 150),
     "exe-flags": (kind_exe_flags.cases, 0, 0),
     "outputs": (kind_outputs.cases, 0, 0),
 }
@@ -83,7 +94,7 @@ def main():
     p.add_argument("--bin", required=True, help="the build's bin directory")
     p.add_argument("--work", required=True, help="scratch directory "
                    "(emptied first)")
-    p.add_argument("--full", action="store_true", help="about 1,400 cases")
+    p.add_argument("--full", action="store_true", help="about 2,200 cases")
     p.add_argument("--seed", type=int, default=20261201)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--kinds", default=",".join(KINDS),

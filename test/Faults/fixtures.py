@@ -113,6 +113,37 @@ class Fixtures:
         self.resumed_losses = losses(self._run(
             [self.exe1, "--data", self.tokens, "--steps", 2,
              "--load", self.checkpoint, "--save", self.resumed] + RUN_FLAGS))
+
+        # The model and its programs as MLIR bytecode.
+        self.model_bytecode = self.path("tiny.mlirbc")
+        self._run([self.tool("bitpipe-opt"), self.model, "--emit-bytecode",
+                   "-o", self.model_bytecode])
+        self.programs_bytecode = self.path("programs.mlirbc")
+        self._run([self.tool("bitpipe-opt"), self.programs, "--emit-bytecode",
+                   "-o", self.programs_bytecode])
+
+        # Chrome traces: a simulated 1F1B run (D=2, N=4) and a real one of
+        # exe2 (BitPipe, D=2, N=4), two steps.
+        self.sim_trace = self.path("simulated-trace.json")
+        self._run([self.tool("bitpipe-opt"), self.model,
+                   "--bitpipe-pipeline=devices=2 schedule=1f1b microbatches=4",
+                   "--bitpipe-simulate=trace=" + self.sim_trace,
+                   "-o", os.devnull])
+        self.sim_trace_spec = "1f1b:2:4"
+        self.run_trace = self.path("run-trace.json")
+        self._run(self.mpirun(2) + [self.exe2, "--data", self.tokens,
+                                    "--steps", 2, "--trace", self.run_trace]
+                  + RUN_FLAGS)
+        self.run_trace_spec = "bitpipe:2:4"
+
+        # A Hugging Face checkpoint of exe1's model, one file and its
+        # config, and what starting from it trains to.
+        self.hf_dir = self.path("hf")
+        self._run([self.exe1, "--data", self.tokens, "--steps", 1,
+                   "--save-hf", self.hf_dir] + RUN_FLAGS)
+        self.hf_losses = losses(self._run(
+            [self.exe1, "--data", self.tokens, "--steps", 1, "--load",
+             os.path.join(self.hf_dir, "model.safetensors")] + RUN_FLAGS))
         return self
 
 

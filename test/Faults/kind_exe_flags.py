@@ -1,4 +1,5 @@
-"""Out-of-range flags of a compiled executable: each known-invalid, except
+"""Out-of-range flags of a compiled executable, and values of its
+BITPIPE_COMM_TIMEOUT environment variable: each known-invalid, except
 "--lr 1e30", which may train (a non-finite loss must then stop it, issue
 14) and "--steps 0" (nothing to do)."""
 import os
@@ -34,6 +35,19 @@ CASES = [
     ("unknown-flag", ["--no-such-flag"], "invalid"),
     ("missing-value", ["--lr"], "invalid"),
     ("no-data", ["--data"], "invalid"),
+    ("timeout=1e7", ["--timeout", "1e7"], "invalid"),
+]
+
+# BITPIPE_COMM_TIMEOUT, the deadline when --timeout is not given: a value
+# the communicator cannot use is refused, not replaced by its default.
+ENV_CASES = [
+    ("BITPIPE_COMM_TIMEOUT=abc", "abc", "invalid"),
+    ("BITPIPE_COMM_TIMEOUT=0", "0", "invalid"),
+    ("BITPIPE_COMM_TIMEOUT=-5", "-5", "invalid"),
+    ("BITPIPE_COMM_TIMEOUT=nan", "nan", "invalid"),
+    ("BITPIPE_COMM_TIMEOUT=1e7", "1e7", "invalid"),
+    ("BITPIPE_COMM_TIMEOUT=30s", "30s", "invalid"),
+    ("BITPIPE_COMM_TIMEOUT=30", "30", "valid"),
 ]
 
 
@@ -56,4 +70,10 @@ def cases(fx, rng, mutants):
         argv = [fx.exe1] + [x for kv in base.items() for x in kv] + flags
         result.append(Case(KIND, name, argv, expect, check=nonfinite_loss,
                            env=fx.env, timeout=30))
+    for name, value, expect in ENV_CASES:
+        base = {k: v for k, v in base_flags(fx).items() if k != "--timeout"}
+        argv = [fx.exe1] + [x for kv in base.items() for x in kv]
+        result.append(Case(KIND, name, argv, expect, check=nonfinite_loss,
+                           env=dict(fx.env, BITPIPE_COMM_TIMEOUT=value),
+                           timeout=30))
     return result
