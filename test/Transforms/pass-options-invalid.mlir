@@ -48,3 +48,10 @@
 // RUN: bitpipe-opt %t.model.mlir --bitpipe-pipeline="schedule=zb-h1 devices=2 split-backward=true" -o /dev/null
 // RUN: not bitpipe-opt %t.model.mlir --bitpipe-pipeline="schedule=1f1b devices=2147483647" 2>&1 | FileCheck %s --check-prefix=PIPE-DEVICES
 // PIPE-DEVICES: error: bitpipe-pipeline: devices must be at most 4096, got 2147483647
+
+// The error alone: no "see current operation" dump of the module after it
+// (44 KB for a tiny model), unless asked for.
+// RUN: not bitpipe-opt %t.model.mlir --bitpipe-pipeline="schedule=chimera devices=3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ALONE --implicit-check-not="see current operation"
+// ALONE: error: bitpipe-pipeline: devices must be even: chimera needs an even number of devices
+// RUN: not bitpipe-opt %t.model.mlir --bitpipe-pipeline="schedule=chimera devices=3" -o /dev/null --mlir-print-op-on-diagnostic 2>&1 | FileCheck %s --check-prefix=ASKED
+// ASKED: note: see current operation

@@ -34,7 +34,7 @@ bitpipe::compile::loadModel(mlir::MLIRContext &context, StringRef path,
   Expected<std::unique_ptr<MemoryBuffer>> vetted =
       vetMlirInput(std::move(file), context.getDialectRegistry());
   if (!vetted) {
-    error = toString(vetted.takeError());
+    error = (path + ": " + toString(vetted.takeError())).str();
     return nullptr;
   }
   SourceMgr sourceMgr;

@@ -20,8 +20,8 @@
 namespace bitpipe::compile {
 
 /// The model IR of \p path: built from a JSON configuration (`.json`), or
-/// parsed. Null, with \p error set, when it cannot be had; parse errors are
-/// also reported through \p context's diagnostic handler.
+/// parsed. Null, with \p error set (naming the file), when it cannot be had;
+/// parse errors are also reported through \p context's diagnostic handler.
 mlir::OwningOpRef<mlir::ModuleOp>
 loadModel(mlir::MLIRContext &context, llvm::StringRef path, std::string &error);
 

@@ -306,8 +306,8 @@ int main(int argc, char **argv) {
   std::string error;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       bitpipe::compile::loadModel(context, inputPath, error);
-  if (!module)
-    return fail(inputPath + ": " + error);
+  if (!module) // The error names the file.
+    return fail(error);
   if (failed(mlir::verify(*module)))
     return fail(inputPath + ": the model IR does not verify");
 

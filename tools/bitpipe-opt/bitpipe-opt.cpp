@@ -31,6 +31,18 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+/// Gives MLIR's boolean command-line option \p name the value \p value,
+/// unless the command line gave it one.
+static void setUnlessGiven(llvm::StringRef name, bool value) {
+  auto &options = llvm::cl::getRegisteredOptions();
+  auto it = options.find(name);
+  if (it == options.end())
+    return;
+  if (auto *option = static_cast<llvm::cl::opt<bool> *>(it->second);
+      option && option->getNumOccurrences() == 0)
+    *option = value;
+}
+
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "bitpipe-opt") << message << "\n";
   return 1;
@@ -57,14 +69,13 @@ int main(int argc, char **argv) {
   // sixth of printing at D=64, N=512 (bench/results-log.md, "NCCL's
   // rules"). Kept when the passes do not verify, where it is what keeps
   // invalid IR out of custom printers.
-  if (config.shouldVerifyPasses()) {
-    auto &options = llvm::cl::getRegisteredOptions();
-    auto it = options.find("mlir-print-assume-verified");
-    if (it != options.end())
-      if (auto *assume = static_cast<llvm::cl::opt<bool> *>(it->second);
-          assume && assume->getNumOccurrences() == 0)
-        *assume = true;
-  }
+  if (config.shouldVerifyPasses())
+    setUnlessGiven("mlir-print-assume-verified", true);
+  // A diagnostic names its op by location and says what is wrong; MLIR's
+  // "see current operation" note after it would print the op, which for a
+  // pass's error about the module is the whole module (44 KB for a tiny
+  // model). --mlir-print-op-on-diagnostic brings the note back.
+  setUnlessGiven("mlir-print-op-on-diagnostic", false);
   if (config.shouldShowDialects()) {
     llvm::outs() << "Available Dialects: ";
     llvm::interleave(registry.getDialectNames(), llvm::outs(), ",");
