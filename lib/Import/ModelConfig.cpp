@@ -21,9 +21,12 @@
 
 #include "ConfigSchemas.h"
 
+#include "bitpipe/base/Spelling.h"
+
 #include "bitpipe/Dialect/NN/IR/ModelLimits.h"
 #include "bitpipe/base/JsonTree.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -468,6 +471,34 @@ static llvm::Error checkSlidingWindow(const FieldReader &read,
           .str());
 }
 
+/// Every key \p schema names, in its fields' order.
+static std::vector<std::string> schemaKeys(const ConfigSchema &schema) {
+  std::vector<std::string> keys;
+  for (const char *key : {schema.name,
+                          schema.family,
+                          schema.layers,
+                          schema.hidden,
+                          schema.heads,
+                          schema.kvHeads,
+                          schema.intermediateSize,
+                          schema.vocab,
+                          schema.maxPositions,
+                          schema.seqLen,
+                          schema.microbatchSize,
+                          schema.epsilon,
+                          schema.ropeTheta,
+                          schema.tieEmbeddings,
+                          schema.slidingWindow,
+                          schema.normPosition,
+                          schema.gelu,
+                          schema.embeddingDropout,
+                          schema.attentionDropout,
+                          schema.residualDropout})
+    if (key)
+      keys.push_back(key);
+  return keys;
+}
+
 llvm::Expected<ModelConfig>
 bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
                           const ModelConfigOverrides &overrides) {
@@ -483,9 +514,11 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
   // The project's one JSON reader decides what is JSON: strict RFC 8259,
   // and a name given twice in an object is refused (llvm::json would keep
   // the last). The checked text is then read through llvm::json.
+  // Its tree also gives the keys in the file's order, for the check of
+  // unknown keys below.
+  bitpipe::json::JsonValue tree;
   {
     std::string_view text(contents.data(), contents.size());
-    bitpipe::json::JsonValue tree;
     bitpipe::json::JsonError error;
     if (!bitpipe::json::readJson(text, tree, error)) {
       auto [line, column] = bitpipe::json::lineAndColumn(text, error.offset);
@@ -507,6 +540,21 @@ bitpipe::parseModelConfig(llvm::StringRef path, llvm::StringRef contents,
   if (!hf)
     return hf.takeError();
   const ConfigSchema *schema = *hf ? &(*hf)->schema : &kBitpipeSchema;
+  // bitpipe's own schema is strict: a key it does not know is a typo
+  // ("kv_head") or another schema's field ("num_layers"), and reading past
+  // it would build another model than the file describes. (A Hugging Face
+  // config holds many keys that do not change the graph; its schema
+  // refuses the ones that would, graphFields.)
+  if (!*hf) {
+    std::vector<std::string> known = schemaKeys(kBitpipeSchema);
+    for (const auto &[key, value] : tree.object)
+      if (!llvm::is_contained(known, key))
+        return read.error(
+            key, "is not a key of bitpipe's model "
+                 "configuration" +
+                     base::didYouMean(key, known) + " (expected one of " +
+                     llvm::join(known, ", ") + "; docs/models.md)");
+  }
 
   ModelConfig config;
   std::optional<ModelFamily> family;

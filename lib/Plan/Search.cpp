@@ -8,6 +8,7 @@
 #include "EvaluateImpl.h"
 
 #include "bitpipe/Schedule/Placement.h"
+#include "bitpipe/base/Spelling.h"
 
 #include <algorithm>
 #include <atomic>
@@ -108,8 +109,9 @@ std::string checkRequest(const PlanRequest &request,
            cluster.name + "'), got " + std::to_string(request.gpus);
   for (const std::string &name : request.schedules)
     if (!sched::findSchedule(name))
-      return field(prefix, "schedules") + ": unknown schedule '" + name +
-             "' (expected some of " + sched::scheduleNameList() + ")";
+      return field(prefix, "schedules") + ": unknown schedule '" + name + "'" +
+             base::didYouMean(name, sched::scheduleNames()) +
+             " (expected some of " + sched::scheduleNameList() + ")";
   for (int d : request.devices)
     if (d < 1)
       return field(prefix, "devices") +

@@ -2,6 +2,8 @@
 
 #include "bitpipe/Schedule/Registry.h"
 
+#include "bitpipe/base/Spelling.h"
+
 #include "Generators/GeneratorUtil.h"
 #include "bitpipe/Schedule/Generators.h"
 #include "bitpipe/Schedule/Placement.h"
@@ -237,8 +239,9 @@ std::string unknownSchedule(const std::string &name, const char *prefix) {
   if (name.empty())
     return fieldName(prefix, option::kSchedule) + " is required (one of " +
            scheduleNameList() + ")";
-  return "unknown " + fieldName(prefix, option::kSchedule) + " '" + name +
-         "' (expected one of " + scheduleNameList() + ")";
+  return "unknown " + fieldName(prefix, option::kSchedule) + " '" + name + "'" +
+         base::didYouMean(name, scheduleNames()) + " (expected one of " +
+         scheduleNameList() + ")";
 }
 
 } // namespace

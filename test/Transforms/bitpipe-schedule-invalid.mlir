@@ -72,3 +72,7 @@ module attributes {
   bitpipe.program @rank0 rank 0 {
   }
 }
+
+// A misspelt schedule gets the closest name when there is a clear one.
+// RUN: not bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-place="placement=loop devices=4" --bitpipe-schedule="schedule=chimrea microbatches=4" 2>&1 | FileCheck %s --check-prefix=TYPO
+// TYPO: error: bitpipe-schedule: unknown schedule 'chimrea' (did you mean 'chimera'?) (expected one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1, bitpipe-zb, zbv){{$}}

@@ -4,10 +4,11 @@
 
 #include "llvm/ADT/SmallString.h"
 
-#include <cmath>
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/base/Spelling.h"
+#include <cmath>
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -250,7 +251,10 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    bool splitBackward, StringRef note) {
   if (!sched::findSchedule(name.str()))
     return emitError() << "#bitpipe.schedule names unknown schedule '" << name
-                       << "'; expected one of " << sched::scheduleNameList();
+                       << "'"
+                       << bitpipe::base::didYouMean(name.str(),
+                                                    sched::scheduleNames())
+                       << "; expected one of " << sched::scheduleNameList();
   if (microbatches < 1)
     return emitError() << "#bitpipe.schedule expects at least one "
                           "micro-batch, got "
