@@ -33,6 +33,7 @@
 
 #include "Attention.h"
 #include "Common.h"
+#include "VectorExp.h"
 #include "core/Dropout.h"
 
 #include <algorithm>
@@ -171,7 +172,7 @@ bp_status_t attentionForward(const float *qkv, float *out, float *lse,
             const float corr = std::exp(m[r] - mNew);
             float sum = 0.0f;
             for (int64_t c = 0; c < rk; ++c) {
-              sr[c] = std::exp(sr[c] - mNew); // exp(-inf) = 0 when masked.
+              sr[c] = softmaxWeight(sr[c] - mNew); // 0 where masked (-inf).
               sum += sr[c];
             }
             l[r] = l[r] * corr + sum;
@@ -275,7 +276,7 @@ bp_status_t attentionBackward(const float *qkv, const float *out,
             float *pr = P + r * blockK;
             const float rowLse = lseBH[q0 + r];
             for (int64_t c = 0; c < rk; ++c)
-              pr[c] = std::exp(pr[c] - rowLse);
+              pr[c] = softmaxWeight(pr[c] - rowLse);
           }
 
           // P' = P * keep / (1 - p): the probabilities out was made of.

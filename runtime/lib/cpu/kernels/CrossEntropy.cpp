@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "VectorExp.h"
 
 #include <cmath>
 
@@ -32,7 +33,7 @@ static RowLogSumExp rowLogSumExp(const float *row, int64_t V) {
     mx = row[j] > mx ? row[j] : mx;
   float sum = 0.0f;
   for (int64_t j = 0; j < V; ++j)
-    sum += std::exp(row[j] - mx);
+    sum += softmaxWeight(row[j] - mx);
   return {mx, std::log(sum)};
 }
 
@@ -95,7 +96,7 @@ extern "C" bp_status_t bp_cross_entropy_bwd(const float *logits,
     // may alias logits.
     RowLogSumExp lse = rowLogSumExp(row, V);
     for (int64_t j = 0; j < V; ++j)
-      drow[j] = std::exp((row[j] - lse.max) - lse.logSum) * scale;
+      drow[j] = softmaxWeight((row[j] - lse.max) - lse.logSum) * scale;
     drow[labels[i]] -= scale;
   }
   return BP_OK;

@@ -2,7 +2,11 @@
 //
 // libm's expf / tanhf are calls the compiler cannot vectorize, and the
 // element-wise kernels (GELU above all: a quarter of a GPT step on one
-// core, bench/peers) spend their time in them. vectorExp is exp in float
+// core, bench/peers; then SwiGLU's sigmoid and the softmax weights of
+// attention and cross-entropy) spend their time in them. The files that
+// use it are compiled with -fno-trapping-math (runtime/lib/cpu/
+// CMakeLists.txt), without which the selects below stay branches and the
+// loops stay scalar. vectorExp is exp in float
 // arithmetic only (no call, no table, no branch), so that a loop over it
 // becomes SIMD code:
 //   exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 in [-ln2/2, ln2/2]
@@ -49,6 +53,15 @@ inline float vectorExp(float x) {
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return p * scale;
+}
+
+/// exp(x) for the weights of a softmax, x = a logit less the row's maximum
+/// (so x <= 0): 0 below -87, where vectorExp would clamp, as a masked
+/// logit's -inf must give. A weight under exp(-87) = 1.6e-38 beside the
+/// maximum's 1 changes no float sum.
+inline float softmaxWeight(float x) {
+  const float e = vectorExp(x);
+  return x < -87.0f ? 0.0f : e;
 }
 
 } // namespace bitpipe::runtime::cpu
