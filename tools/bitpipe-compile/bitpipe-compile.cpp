@@ -101,7 +101,8 @@ cl::opt<EmitKind> emit(
                    "an executable linked with the runtime (default)")),
     cl::cat(category));
 cl::opt<bitpipe::TargetKind> target("target",
-                                    cl::desc("What the executable runs on"),
+                                    cl::desc("What the executable runs on "
+                                             "(default: cpu)"),
                                     cl::init(bitpipe::TargetKind::CPU),
                                     bitpipe::targetKindValues(),
                                     cl::cat(category));
@@ -114,7 +115,9 @@ cl::opt<bitpipe::Precision>
 // The schedule: the options of --bitpipe-pipeline, under the same names,
 // read into its PipelineConfig (pipelineConfig()); the schedule registry
 // checks them and fills what is not given.
-bitpipe::ScheduleCommandLine scheduleFlags(category, {"bitpipe", 1});
+// BitPipe on its smallest depth, 2 (it pairs device r with D-1-r): a
+// default that is itself a valid request.
+bitpipe::ScheduleCommandLine scheduleFlags(category, {"bitpipe", 2});
 cl::opt<double> bucketMb("bucket-mb",
                          cl::desc("Gradient bucket capacity in MiB (25), in "
                                   "(0, 1048576]"),

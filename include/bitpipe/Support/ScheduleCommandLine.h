@@ -32,12 +32,15 @@ public:
   /// \p defaults sets them.
   ScheduleCommandLine(llvm::cl::OptionCategory &category,
                       const sched::ScheduleOptions &defaults)
-      : defaults(defaults),
-        schedule(sched::option::kSchedule,
-                 llvm::cl::desc(sched::scheduleNameList()),
+      : defaults(defaults), scheduleHelp(sched::scheduleNameList() +
+                                         withDefault(defaults.schedule)),
+        devicesHelp("Pipeline devices D, 1..4096" +
+                    withDefault(defaults.devices
+                                    ? std::to_string(defaults.devices)
+                                    : "")),
+        schedule(sched::option::kSchedule, llvm::cl::desc(scheduleHelp),
                  llvm::cl::init(defaults.schedule), llvm::cl::cat(category)),
-        devices(sched::option::kDevices,
-                llvm::cl::desc("Pipeline devices D (1..4096)"),
+        devices(sched::option::kDevices, llvm::cl::desc(devicesHelp),
                 llvm::cl::init(defaults.devices), llvm::cl::cat(category)),
         microbatches(sched::option::kMicrobatches,
                      llvm::cl::desc("Micro-batches per step and copy N, "
@@ -77,6 +80,11 @@ public:
   }
 
 private:
+  /// " (default: X)" for a flag that has one; "" for one that is required.
+  static std::string withDefault(const std::string &value) {
+    return value.empty() ? "" : " (default: " + value + ")";
+  }
+
   static std::optional<int> given(const llvm::cl::opt<int> &flag,
                                   std::optional<int> fallback) {
     if (flag.getNumOccurrences())
@@ -85,6 +93,8 @@ private:
   }
 
   sched::ScheduleOptions defaults;
+  // The help texts, which llvm::cl keeps by reference: before the flags.
+  std::string scheduleHelp, devicesHelp;
   llvm::cl::opt<std::string> schedule;
   llvm::cl::opt<int> devices;
   llvm::cl::opt<int> microbatches;
