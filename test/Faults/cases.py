@@ -49,6 +49,15 @@ class Case:
         return self
 
 
+def write_when_run(path, data):
+    """A case's `prepare` that writes `data` to `path` when the case runs:
+    each case has its own file, since cases run in parallel."""
+    def prepare():
+        with open(path, "wb") as f:
+            f.write(data)
+    return prepare
+
+
 def judge(case, o):
     if o.status in ("crash", "hang"):
         return o.status, o.reason

@@ -5,7 +5,7 @@ tools read bytecode in a child process (tools/common/ToolInput.h): MLIR
 import os
 
 import mutations
-from cases import Case
+from cases import Case, write_when_run
 from fixtures import ROOT
 
 KIND = "IR bytecode (bitpipe-opt)"
@@ -38,12 +38,9 @@ def cases(fx, rng, mutants):
 
     def case(name, data, expect, argv):
         path = os.path.join(out_dir, name + ".mlirbc")
-
-        def prepare():
-            with open(path, "wb") as f:
-                f.write(data)
         result.append(Case(KIND, name, [opt, path] + argv +
-                           ["-o", path + ".out"], expect, prepare=prepare))
+                           ["-o", path + ".out"], expect,
+                           prepare=write_when_run(path, data)))
 
     case("model", model, "valid", [PIPELINE])
     case("programs", programs, "valid", ["--bitpipe-verify"])

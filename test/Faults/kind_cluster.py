@@ -8,7 +8,7 @@ import math
 import os
 
 import mutations
-from cases import Case
+from cases import Case, write_when_run
 from fixtures import ROOT
 
 KIND = "cluster files (bitpipe-plan)"
@@ -109,15 +109,11 @@ def cases(fx, rng, mutants):
 
     def case(name, data, expect):
         path = os.path.join(out_dir, name + ".json")
-
-        def prepare():
-            with open(path, "wb") as f:
-                f.write(data)
         # Two GPUs of whatever the cluster has: the search stays small.
         result.append(Case(KIND, name, [plan, fx.config, "--cluster", path,
                                         "--global-batch", "4", "--gpus", "2",
                                         "--target", "cpu"],
-                           expect, prepare=prepare))
+                           expect, prepare=write_when_run(path, data)))
 
     for name, data in seeds:
         case(name, data, "valid")

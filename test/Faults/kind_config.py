@@ -8,7 +8,7 @@ import os
 import re
 
 import mutations
-from cases import Case
+from cases import Case, write_when_run
 from fixtures import ROOT
 
 KIND = "config (bitpipe-import)"
@@ -140,18 +140,14 @@ def cases(fx, rng, mutants):
         src = os.path.join(out_dir, name + ".json")
         dst = os.path.join(out_dir, name + ".mlir")
 
-        def prepare():
-            with open(src, "wb") as f:
-                f.write(data)
-
         def check(o):
             if o.status == "accepted" and not (os.path.isfile(dst) and
                                                os.path.getsize(dst) > 0):
                 return "exit 0 but no model IR written"
             return None
         return Case(KIND, name, [fx.tool("bitpipe-import"), "--config", src,
-                                 "-o", dst], expect, prepare=prepare,
-                    check=check)
+                                 "-o", dst], expect,
+                    prepare=write_when_run(src, data), check=check)
 
     result = []
     all_seeds = seeds()

@@ -7,16 +7,11 @@ import os
 
 import mutations
 import outcome
-from cases import Case
+from cases import Case, write_when_run
 
 KIND_PIPELINE = "IR (bitpipe-opt passes)"
 KIND_LOWERING = "IR lowering (lower-to-runtime)"
 PIPELINE = "--bitpipe-pipeline=devices=2 schedule=1f1b"
-
-
-def write_file(path, data):
-    with open(path, "wb") as f:
-        f.write(data)
 
 
 def _read(path):
@@ -52,7 +47,7 @@ def cases(fx, rng, mutants, full=False):
 
     def write(name, data):
         path = os.path.join(out_dir, name + ".mlir")
-        return path, lambda: write_file(path, data)
+        return path, write_when_run(path, data)
 
     result = []
 

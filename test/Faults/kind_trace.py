@@ -6,7 +6,7 @@ import json
 import os
 
 import mutations
-from cases import Case
+from cases import Case, write_when_run
 
 KIND = "Chrome traces (bitpipe-calibrate)"
 
@@ -84,13 +84,9 @@ def cases(fx, rng, mutants):
 
     def case(name, data, spec, expect):
         path = os.path.join(out_dir, name + ".json")
-
-        def prepare():
-            with open(path, "wb") as f:
-                f.write(data)
         result.append(Case(KIND, name, [calibrate, "--fit", path + ":" + spec,
                                         "--skip-steps", "0"],
-                           expect, prepare=prepare))
+                           expect, prepare=write_when_run(path, data)))
 
     (simulated, sim_spec), (real, real_spec) = traces
     case("simulated", simulated, sim_spec, "valid")
