@@ -16,14 +16,22 @@ using namespace llvm;
 
 mlir::OwningOpRef<mlir::ModuleOp>
 bitpipe::compile::loadModel(mlir::MLIRContext &context, StringRef path,
+                            const ModelConfigOverrides &overrides,
                             std::string &error) {
   if (path.ends_with(".json")) {
-    Expected<ModelConfig> config = loadModelConfig(path.str());
+    Expected<ModelConfig> config = loadModelConfig(path.str(), overrides);
     if (!config) {
       error = toString(config.takeError());
       return nullptr;
     }
     return buildModel(context, *config);
+  }
+  if (overrides.seqLen || overrides.microbatchSize) {
+    error = (path + ": model IR fixes the sequence length and the "
+                    "micro-batch size in its types; --seq-len and "
+                    "--microbatch-size apply to a configuration (.json)")
+                .str();
+    return nullptr;
   }
   std::string message;
   std::unique_ptr<MemoryBuffer> file = mlir::openInputFile(path, &message);

@@ -9,6 +9,8 @@
 #ifndef BITPIPE_TOOLS_BITPIPE_COMPILE_MODELINPUT_H
 #define BITPIPE_TOOLS_BITPIPE_COMPILE_MODELINPUT_H
 
+#include "bitpipe/Import/ModelConfig.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -22,8 +24,12 @@ namespace bitpipe::compile {
 /// The model IR of \p path: built from a JSON configuration (`.json`), or
 /// parsed. Null, with \p error set (naming the file), when it cannot be had;
 /// parse errors are also reported through \p context's diagnostic handler.
+/// \p overrides (the sequence length, the micro-batch size) apply to a
+/// configuration only: model IR fixes both in its types, and asking it for
+/// others is an error.
 mlir::OwningOpRef<mlir::ModuleOp>
-loadModel(mlir::MLIRContext &context, llvm::StringRef path, std::string &error);
+loadModel(mlir::MLIRContext &context, llvm::StringRef path,
+          const ModelConfigOverrides &overrides, std::string &error);
 
 } // namespace bitpipe::compile
 

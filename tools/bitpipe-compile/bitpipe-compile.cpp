@@ -1,6 +1,7 @@
 //===- bitpipe-compile.cpp - Model in, training executable out ------------===//
 //
 //   bitpipe-compile MODEL.mlir|CONFIG.json --devices D --schedule S
+//                   [--seq-len T] [--microbatch-size B] (a CONFIG's sizes)
 //                   [--microbatches N] [--dp K] [--emit=mlir|llvm|obj|exe]
 //                   [--target cpu|cuda] [--precision fp32|bf16]
 //                   [--transfer-streams channel|shared] [--nccl-rules]
@@ -86,6 +87,20 @@ cl::OptionCategory category("bitpipe-compile options");
 cl::opt<std::string> inputPath(cl::Positional, cl::Required,
                                cl::desc("<model.mlir | config.json>"),
                                cl::cat(category));
+// As bitpipe-import's: a configuration's sizes, given on the command line
+// (a Hugging Face config.json has neither).
+cl::opt<int64_t> seqLen("seq-len",
+                        cl::desc("Tokens per sample, for a configuration "
+                                 "(overrides its seq_len; default: the "
+                                 "file's, or a Hugging Face config's "
+                                 "max_position_embeddings)"),
+                        cl::init(0), cl::cat(category));
+cl::opt<int64_t> microbatchSize(
+    "microbatch-size",
+    cl::desc("Samples per micro-batch, for a configuration (overrides its "
+             "microbatch_size; default: the file's, or 1 for a Hugging Face "
+             "config)"),
+    cl::init(0), cl::cat(category));
 cl::opt<std::string> outputPath("o", cl::desc("Output file (default: the "
                                               "input's name, with .mlir, .ll, "
                                               ".o or no extension)"),
@@ -306,9 +321,21 @@ int main(int argc, char **argv) {
   SourceMgr diagnosticSources;
   mlir::SourceMgrDiagnosticHandler diagnostics(diagnosticSources, &context);
 
+  bitpipe::ModelConfigOverrides overrides;
+  if (seqLen.getNumOccurrences()) {
+    if (seqLen <= 0)
+      return fail("--seq-len must be positive, got " + Twine(seqLen));
+    overrides.seqLen = seqLen;
+  }
+  if (microbatchSize.getNumOccurrences()) {
+    if (microbatchSize <= 0)
+      return fail("--microbatch-size must be positive, got " +
+                  Twine(microbatchSize));
+    overrides.microbatchSize = microbatchSize;
+  }
   std::string error;
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      bitpipe::compile::loadModel(context, inputPath, error);
+      bitpipe::compile::loadModel(context, inputPath, overrides, error);
   if (!module) // The error names the file.
     return fail(error);
   if (failed(mlir::verify(*module)))
