@@ -1,8 +1,7 @@
 """Out-of-range flags of a compiled executable, and values of its
 BITPIPE_COMM_TIMEOUT environment variable: each known-invalid, except
-"--lr 1e30", which may train (a non-finite loss must then stop it, issue
-14) and "--steps 0" (nothing to do)."""
-import os
+"--lr 1e30", which may train (a non-finite loss must then stop it) and
+"--steps 0" (nothing to do)."""
 
 from cases import Case
 from fixtures import RUN_FLAGS, nonfinite_loss

@@ -322,17 +322,11 @@ int main(int argc, char **argv) {
   mlir::SourceMgrDiagnosticHandler diagnostics(diagnosticSources, &context);
 
   bitpipe::ModelConfigOverrides overrides;
-  if (seqLen.getNumOccurrences()) {
-    if (seqLen <= 0)
-      return fail("--seq-len must be positive, got " + Twine(seqLen));
+  // The importer checks them with the file's sizes (ModelLimits.h).
+  if (seqLen.getNumOccurrences())
     overrides.seqLen = seqLen;
-  }
-  if (microbatchSize.getNumOccurrences()) {
-    if (microbatchSize <= 0)
-      return fail("--microbatch-size must be positive, got " +
-                  Twine(microbatchSize));
+  if (microbatchSize.getNumOccurrences())
     overrides.microbatchSize = microbatchSize;
-  }
   std::string error;
   mlir::OwningOpRef<mlir::ModuleOp> module =
       bitpipe::compile::loadModel(context, inputPath, overrides, error);

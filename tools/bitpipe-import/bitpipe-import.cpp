@@ -67,17 +67,11 @@ int main(int argc, char **argv) {
       return fail("unknown model family '" + familyArg + "' (expected " +
                   bitpipe::modelFamilyList() + ")");
   }
-  if (seqLen.getNumOccurrences()) {
-    if (seqLen <= 0)
-      return fail("--seq-len must be positive, got " + Twine(seqLen));
+  // The importer checks them with the file's sizes (ModelLimits.h).
+  if (seqLen.getNumOccurrences())
     overrides.seqLen = seqLen;
-  }
-  if (microbatchSize.getNumOccurrences()) {
-    if (microbatchSize <= 0)
-      return fail("--microbatch-size must be positive, got " +
-                  Twine(microbatchSize));
+  if (microbatchSize.getNumOccurrences())
     overrides.microbatchSize = microbatchSize;
-  }
 
   Expected<bitpipe::ModelConfig> config =
       bitpipe::loadModelConfig(configPath, overrides);
