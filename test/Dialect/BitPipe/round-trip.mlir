@@ -27,10 +27,14 @@ module attributes {
     // CHECK-NEXT: %[[IDS:.+]] = load_input tokens microbatch 0 : tensor<2x16xi32>
     // CHECK-NEXT: %[[Y:.+]], %[[SAVED0:.+]] = forward @stage_0(%[[IDS]]) stage 0 microbatch 0 : (tensor<2x16xi32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
     // CHECK-NEXT: send activation %[[Y]] to 1 stage 0 microbatch 0 : tensor<2x16x32xf32>
+    // Attributes of the user's own (discardable ones) print after what the
+    // format prints, in name order, and only those.
+    // CHECK-NEXT: send activation %[[Y]] to 1 stage 0 microbatch 0 {a.note = "again", z.note = 2 : i64} : tensor<2x16x32xf32>
     %ids = bitpipe.load_input tokens microbatch 0 : tensor<2x16xi32>
     %y, %saved0 = bitpipe.forward @stage_0(%ids) stage 0 microbatch 0
         : (tensor<2x16xi32>) -> (tensor<2x16x32xf32>, !bitpipe.saved)
     bitpipe.send activation %y to 1 stage 0 microbatch 0 : tensor<2x16x32xf32>
+    bitpipe.send activation %y to 1 stage 0 microbatch 0 {z.note = 2 : i64, a.note = "again"} : tensor<2x16x32xf32>
 
     // CHECK-NEXT: %[[X:.+]] = recv activation from 1 stage 0 microbatch 1 : tensor<2x16x32xf32>
     // CHECK-NEXT: %[[TGT:.+]] = load_input targets microbatch 1 : tensor<2x16xi32>
@@ -66,8 +70,8 @@ module attributes {
   }
 
   // The prefix may be left out inside a program, as the printer does.
-  // CHECK-LABEL: bitpipe.program @rank1 rank 1 {
-  bitpipe.program @rank1 rank 1 {
+  // CHECK-LABEL: bitpipe.program @rank1 rank 1 attributes {a.note} {
+  bitpipe.program @rank1 rank 1 attributes {a.note} {
     // CHECK-NEXT: %[[IDS:.+]] = load_input tokens microbatch 1
     // CHECK-NEXT: %[[Y:.+]], %[[SAVED1:.+]] = forward @stage_0(%[[IDS]]) stage 0 microbatch 1
     // CHECK-NEXT: send activation %[[Y]] to 0 stage 0 microbatch 1
@@ -126,8 +130,8 @@ module attributes {
   func.func private @stage_2(tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
   func.func private @stage_2_bwd(tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
 
-  // CHECK-LABEL: bitpipe.program @rank1 rank 1 {
-  bitpipe.program @rank1 rank 1 {
+  // CHECK-LABEL: bitpipe.program @rank1 rank 1 attributes {a.note} {
+  bitpipe.program @rank1 rank 1 attributes {a.note} {
     // CHECK-NEXT: %[[X1:.+]] = recv activation from 0 stage 0 microbatch 0
     // CHECK-NEXT: %[[Y1:.+]], %[[S1:.+]] = forward @stage_1(%[[X1]]) stage 1 microbatch 0
     // CHECK-NEXT: %[[X2:.+]] = local_copy activation %[[Y1]] stage 1 microbatch 0 : tensor<2x16x32xf32>

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/IR/AttrDictPrinting.h"
 #include "bitpipe/Dialect/BitPipe/IR/ProgramTrace.h"
 
 #include "mlir/IR/Builders.h"
@@ -1095,5 +1096,7 @@ LogicalResult OptimizerStepOp::verify() {
   return diag;
 }
 
+// The generated definitions, with printers that print `attr-dict` through
+// printAttrDictNotInFormat (include/bitpipe/Dialect/BitPipe/IR/CMakeLists.txt).
 #define GET_OP_CLASSES
-#include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.cpp.inc"
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeOpDefs.cpp.inc"
