@@ -106,7 +106,8 @@ const FlagSet::Flag *FlagSet::find(const std::string &name) const {
 }
 
 Status FlagSet::parse(int argc, char **argv,
-                      std::vector<std::string> *positional) const {
+                      std::vector<std::string> *positional,
+                      std::set<std::string> *given) const {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.size() < 2 || arg[0] != '-') {
@@ -140,6 +141,8 @@ Status FlagSet::parse(int argc, char **argv,
       value = argv[++i];
     }
     BP_TRY(flag->apply(name, value));
+    if (given)
+      given->insert(flag->name);
   }
   return Status::ok();
 }

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,9 +60,11 @@ public:
   /// Applies argv[1 .. argc-1] in order. Positional arguments go to
   /// \p positional, or are an error when it is null. Stops at the first
   /// error: "unknown flag '--x' (see --help)", "flag --x needs a value
-  /// (ARG)", "flag --x takes no value" or the flag's own.
+  /// (ARG)", "flag --x takes no value" or the flag's own. \p given, when
+  /// not null, receives the name of every flag applied.
   Status parse(int argc, char **argv,
-               std::vector<std::string> *positional = nullptr) const;
+               std::vector<std::string> *positional = nullptr,
+               std::set<std::string> *given = nullptr) const;
 
   /// One line per flag, "  --name ARG" padded to a column, then its help.
   std::string help() const;

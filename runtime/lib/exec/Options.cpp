@@ -49,16 +49,47 @@ FlagSet flags(TrainOptions &o) {
   // typo that would train on infinities. The learning rate has none above:
   // a huge one is how the numeric-fault tests make training diverge on
   // purpose (test/EndToEnd/numeric-faults.sh), and the run then stops at
-  // the first non-finite loss (docs/training-semantics.md).
-  f.number("--lr", "X", "AdamW learning rate (default 1e-3)", &o.adam.lr, 0,
-           /*strict=*/true);
+  // the first non-finite loss (docs/training-semantics.md). A resume takes
+  // every optimizer setting whose flag is not given from the checkpoint.
+  AdamWConfig &adam = o.optimizer.adam;
+  LrSchedule &lr = o.optimizer.lr;
+  f.number("--lr", "X",
+           "AdamW's peak learning rate (default: a resumed checkpoint's, "
+           "else 1e-3)",
+           &adam.lr, 0, /*strict=*/true);
+  f.integer("--lr-warmup-steps", "W",
+            "raise the learning rate linearly over the first W updates "
+            "(default 0)",
+            &lr.warmupSteps, 0);
+  f.add("--lr-decay-style", "constant|linear|cosine",
+        "how the learning rate falls after the warm-up, to --min-lr at "
+        "--lr-decay-steps (default constant)",
+        [&lr](const std::string &flag, const std::string &v) {
+          std::optional<LrDecayStyle> style = parseLrDecayStyle(v);
+          if (!style)
+            return badFlagValue(flag, v, "constant, linear or cosine");
+          lr.decay = *style;
+          return Status::ok();
+        });
+  f.integer("--lr-decay-steps", "D",
+            "the update at which the decay reaches --min-lr (default "
+            "--steps)",
+            &lr.decaySteps, 1);
+  f.number("--min-lr", "X", "the learning rate the decay ends at (default 0)",
+           &lr.minLr, 0, /*strict=*/false);
+  f.number("--adam-beta1", "X", "AdamW's beta1 (default 0.9)", &adam.beta1, 0,
+           /*strict=*/false, /*max=*/1);
+  f.number("--adam-beta2", "X", "AdamW's beta2 (default 0.999)", &adam.beta2, 0,
+           /*strict=*/false, /*max=*/1);
+  f.number("--adam-eps", "X", "AdamW's epsilon (default 1e-8)", &adam.eps, 0,
+           /*strict=*/true, /*max=*/1);
   f.number("--weight-decay", "X",
-           "AdamW weight decay (default 0.01), at most 10", &o.adam.weightDecay,
+           "AdamW weight decay (default 0.01), at most 10", &adam.weightDecay,
            0, /*strict=*/false, /*max=*/10);
   f.number("--max-grad-norm", "X",
            "clip the global gradient norm to X (default 0: no clipping), at "
            "most 1e6",
-           &o.adam.maxGradNorm, 0, /*strict=*/false, /*max=*/1e6);
+           &adam.maxGradNorm, 0, /*strict=*/false, /*max=*/1e6);
   f.add("--seed", "N",
         "seed of the initial weights and the sampling (default 0)",
         [&o](const std::string &flag, const std::string &v) {
@@ -81,8 +112,8 @@ FlagSet flags(TrainOptions &o) {
          &o.saveHfDir);
   f.text("--trace", "PATH", "Chrome trace of the run, all ranks", &o.tracePath);
   f.text("--metrics", "PATH",
-         "JSON lines {step, loss, grad_norm, tokens_per_s, seconds, bubble "
-         "(per rank)}",
+         "JSON lines {step, loss, grad_norm, lr, tokens_per_s, seconds, "
+         "bubble (per rank)}",
          &o.metricsPath);
   f.integer("--log-interval", "K",
             "print the step line every K steps (default 1)", &o.logInterval, 1);
@@ -131,7 +162,7 @@ FlagSet flags(TrainOptions &o) {
 
 Expected<TrainOptions> parseTrainOptions(int argc, char **argv) {
   TrainOptions o;
-  BP_TRY(flags(o).parse(argc, argv));
+  BP_TRY(flags(o).parse(argc, argv, nullptr, &o.given));
   if (o.help)
     return o;
   if (o.dataPath.empty())
@@ -143,7 +174,42 @@ Expected<TrainOptions> parseTrainOptions(int argc, char **argv) {
   if (o.saveEvery > 0 && o.savePath.empty())
     return Status::error(ErrorCode::InvalidArgument,
                          "--save-every needs --save PATH");
+  // Without a checkpoint to complete them, the flags must stand alone now;
+  // with one, the run checks them once it has read it.
+  if (o.loadPath.empty())
+    BP_TRY(resolveOptimizerSettings(o, std::nullopt).status());
   return o;
+}
+
+Expected<OptimizerSettings>
+resolveOptimizerSettings(const TrainOptions &o,
+                         const std::optional<OptimizerSettings> &stored,
+                         std::vector<std::string> *changes) {
+  OptimizerSettings settings = o.optimizer;
+  if (stored) {
+    // The stored values as text (which reads back exactly), then the
+    // same fields in the same order of the settings being resolved.
+    std::vector<std::string> storedText;
+    forEachOptimizerSetting(*stored,
+                            [&](const char *, const char *, const auto &value) {
+                              storedText.push_back(settingText(value));
+                            });
+    size_t i = 0;
+    forEachOptimizerSetting(
+        settings, [&](const char *, const char *flag, auto &value) {
+          const std::string &old = storedText[i++];
+          if (!o.given.count(flag)) {
+            parseSetting(old, &value);
+          } else if (settingText(value) != old && changes) {
+            changes->push_back(std::string(flag) + " " + settingText(value) +
+                               " (the checkpoint trained with " + old + ")");
+          }
+        });
+  }
+  if (settings.lr.decaySteps == 0)
+    settings.lr.decaySteps = o.steps;
+  BP_TRY(checkOptimizerSettings(settings));
+  return settings;
 }
 
 std::string planCacheFolder(const TrainOptions &o) {

@@ -10,11 +10,14 @@
 #define BITPIPE_RUNTIME_EXEC_OPTIONS_H
 
 #include "core/Status.h"
-#include "train/AdamW.h"
+#include "train/OptimizerSettings.h"
 #include "train/TokenDataset.h"
 
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace bitpipe::runtime {
 
@@ -29,7 +32,9 @@ struct TrainOptions {
   /// The step count to reach (a run resumed at step 3 with --steps 6 runs
   /// three more).
   int64_t steps = -1;
-  AdamWConfig adam; // lr, weight decay, gradient clipping
+  /// AdamW's settings and the learning-rate schedule as the flags give
+  /// them (resolveOptimizerSettings fills in the rest).
+  OptimizerSettings optimizer;
   uint64_t seed = 0;
   bool seedGiven = false;
   std::string loadPath;
@@ -56,12 +61,26 @@ struct TrainOptions {
   /// "Non-finite values").
   int64_t skipNonFiniteSteps = 0;
   bool help = false;
+  /// The name of every flag given ("--lr", ...): a resume takes each
+  /// optimizer setting from the checkpoint unless its flag is here.
+  std::set<std::string> given;
 };
 
 /// Parses argv[1..argc-1]. "--flag value" and "--flag=value" both work.
 /// Fails, naming the flag, on an unknown flag, a missing or malformed value,
 /// or a missing required flag (--data, --steps), unless --help is given.
 Expected<TrainOptions> parseTrainOptions(int argc, char **argv);
+
+/// The settings a run trains with: \p o's flags, with every setting whose
+/// flag was not given taken from \p stored (a resumed checkpoint's) when
+/// there is one, and --lr-decay-steps defaulting to --steps. Each setting a
+/// flag changes from \p stored goes to \p changes as "--lr 0.0002 (the
+/// checkpoint trained with 0.001)". Fails, naming the flags, on settings
+/// checkOptimizerSettings refuses.
+Expected<OptimizerSettings>
+resolveOptimizerSettings(const TrainOptions &o,
+                         const std::optional<OptimizerSettings> &stored,
+                         std::vector<std::string> *changes = nullptr);
 
 /// The --help text.
 std::string trainUsage(const char *program);

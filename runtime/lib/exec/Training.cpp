@@ -72,16 +72,32 @@ void warnIfBertLayoutDiffers(const TrainOptions &o, const Manifest &manifest,
                loadsHuggingFace ? "--load" : "--save-hf");
 }
 
+/// Rank 0 warns that a resume changes what the checkpoint trained with.
+void warnOfChangedSettings(const TrainOptions &o, int rank,
+                           const std::vector<std::string> &changes) {
+  if (rank != 0 || changes.empty())
+    return;
+  std::fflush(stdout);
+  for (const std::string &change : changes)
+    std::fprintf(stderr,
+                 "bitpipe: warning: --load %s: resuming with %s; the other "
+                 "optimizer settings are the checkpoint's\n",
+                 o.loadPath.c_str(), change.c_str());
+}
+
 /// Start-up checks that may fail on some ranks: the data, the checkpoint,
 /// the output paths. Fills \p inputs and, with --load, the parameters;
 /// \p resumed says whether --load continued a bitpipe run (a Hugging Face
 /// checkpoint starts a new one at step 0, docs/huggingface.md).
-Status startUpChecks(const TrainOptions &o, const Manifest &manifest,
-                     int rank, ParamStore &store, AdamW &adam,
-                     uint64_t *seed, std::unique_ptr<InputLoader> *inputs,
-                     bool *resumed) {
+/// \p settings receives the optimizer's settings: the flags', completed by
+/// a resumed checkpoint's (resolveOptimizerSettings).
+Status startUpChecks(const TrainOptions &o, const Manifest &manifest, int rank,
+                     ParamStore &store, AdamW &adam,
+                     OptimizerSettings *settings, uint64_t *seed,
+                     std::unique_ptr<InputLoader> *inputs, bool *resumed) {
   *seed = o.seed;
   *resumed = false;
+  std::optional<OptimizerSettings> stored;
   // --save-hf's model must map to Hugging Face's before any step runs.
   if (!o.saveHfDir.empty()) {
     Expected<HfMapping> mapping = manifestHfMapping(manifest);
@@ -119,12 +135,21 @@ Status startUpChecks(const TrainOptions &o, const Manifest &manifest,
                        static_cast<unsigned long long>(o.seed)));
     *seed = info.seed;
     adam.setStepCount(info.step);
+    stored = info.optimizer;
     if (rank == 0 && !info.unverifiedReason.empty()) {
       std::fflush(stdout);
       std::fprintf(stderr, "bitpipe: warning: --load: %s\n",
                    info.unverifiedReason.c_str());
     }
   }
+  std::vector<std::string> changes;
+  Expected<OptimizerSettings> resolved =
+      resolveOptimizerSettings(o, stored, &changes);
+  if (!resolved.isOk())
+    return resolved.status();
+  *settings = *resolved;
+  adam.setConfig(settings->adam);
+  warnOfChangedSettings(o, rank, changes);
   Expected<std::unique_ptr<InputLoader>> in = InputLoader::open(
       manifest, o.dataPath, o.dataDType, *seed, o.sampling);
   if (!in.isOk())
@@ -165,13 +190,15 @@ public:
           const TrainOptions &o, const Manifest &m,
           std::chrono::steady_clock::time_point started)
       : program_(program), comm_(comm), backend_(backend), o_(o), manifest_(m),
-        rank_(comm.rank()), store_(m, comm.rank()), adam_(o.adam),
+        rank_(comm.rank()), store_(m, comm.rank()), adam_(o.optimizer.adam),
         started_(started) {}
 
   int run();
 
 private:
   Status save(const std::string &path, int64_t step);
+  /// Rank 0 says what it has written: "bitpipe: saved WHAT".
+  void saved(const std::string &what);
   bool stepIsFinite(int64_t step, const bp_rt_context &ctx);
   bool stateIsFinite(int64_t step, const std::string &known);
   void report(int64_t step, double seconds, const StepReport &mine);
@@ -185,6 +212,9 @@ private:
   int rank_;
   ParamStore store_;
   AdamW adam_;
+  /// What the run trains with (startUpChecks); adam_'s learning rate is set
+  /// from it before each step.
+  OptimizerSettings settings_;
   TraceRecorder trace_;
   uint64_t seed_ = 0;
   std::unique_ptr<MetricsLog> metrics_; // rank 0's --metrics
@@ -200,10 +230,23 @@ private:
 
 Status Trainer::save(const std::string &path, int64_t step) {
   CheckpointInfo info{step, seed_, manifestFingerprint(manifest_)};
+  info.optimizer = settings_;
   Status s = saveModelCheckpoint(comm_, manifest_, store_, path, info);
   if (!s.isOk())
     return Status::error(s.code(), "--save: " + s.message());
+  if (rank_ == 0)
+    saved(formatString("the checkpoint of step %lld to %s",
+                       static_cast<long long>(step), path.c_str()));
   return s;
+}
+
+void Trainer::saved(const std::string &what) {
+  // On stdout with the step lines; the progress bar, cleared, is drawn
+  // again by the next step's line.
+  if (logger_)
+    logger_->finish();
+  std::printf("bitpipe: saved %s\n", what.c_str());
+  std::fflush(stdout);
 }
 
 // Non-finite values (docs/training-semantics.md, "Non-finite values").
@@ -386,6 +429,7 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
     stats.bubble.push_back(r.bubble);
   }
   stats.loss = lossCount ? lossSum / static_cast<double>(lossCount) : 0;
+  stats.lr = adam_.config().lr;
   if (step % o_.logInterval == 0 || step == o_.steps)
     logger_->log(stats);
   if (metrics_) {
@@ -398,10 +442,10 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
       return std::isfinite(x) ? formatString("%.9g", x) : std::string("null");
     };
     Status written = metrics_->append(formatString(
-        "{\"step\":%lld,\"loss\":%s,\"grad_norm\":%s,"
+        "{\"step\":%lld,\"loss\":%s,\"grad_norm\":%s,\"lr\":%s,"
         "\"tokens_per_s\":%.6g,\"seconds\":%.6g,\"bubble\":[%s]}",
         static_cast<long long>(step), number(stats.loss).c_str(),
-        number(mine.gradNorm).c_str(),
+        number(mine.gradNorm).c_str(), settingText(stats.lr).c_str(),
         seconds > 0 ? stats.tokens / seconds : 0.0, seconds, bubbles.c_str()));
     // A full disk now would fail the checkpoint too: stop the job at once.
     if (!written.isOk())
@@ -446,7 +490,7 @@ int Trainer::run() {
   std::unique_ptr<InputLoader> inputs;
   bool resumed = false;
   if (!agreeAllOk(comm_, startUpChecks(o_, manifest_, rank_, store_, adam_,
-                                       &seed_, &inputs, &resumed)))
+                                       &settings_, &seed_, &inputs, &resumed)))
     return 1;
   Status s = Status::ok();
   if (loading) {
@@ -526,6 +570,9 @@ int Trainer::run() {
                         : "bitpipe: started from the Hugging Face weights of "
                           "%s at step %lld\n",
                 o_.loadPath.c_str(), static_cast<long long>(first));
+  if (rank_ == 0 && first < o_.steps)
+    std::printf("bitpipe: optimizer: %s\n",
+                describeOptimizer(settings_).c_str());
   if (first >= o_.steps && rank_ == 0)
     std::printf("bitpipe: already at step %lld (--steps %lld): nothing to "
                 "train\n",
@@ -534,6 +581,7 @@ int Trainer::run() {
   for (int64_t step = first; step < o_.steps; ++step) {
     double start = trace_.nowUs();
     ctx.setSkipNonFiniteUpdate(skippedInARow_ < o_.skipNonFiniteSteps);
+    adam_.setLearningRate(learningRateAt(settings_, step + 1));
     ctx.beginStep(step);
     program(&ctx);
     s = ctx.endStep();
@@ -575,6 +623,8 @@ int Trainer::run() {
                                                        "--metrics: " +
                                                            closed.message())))
     return 1;
+  if (rank_ == 0 && !o_.metricsPath.empty() && first < o_.steps)
+    saved("the metrics of every step to " + o_.metricsPath);
 
   int64_t last = adam_.stepCount();
   if (!o_.savePath.empty() && !agreeAllOk(comm_, save(o_.savePath, last)))
@@ -586,6 +636,9 @@ int Trainer::run() {
                                                     "--save-hf: " +
                                                         h.message())))
       return 1;
+    if (rank_ == 0)
+      saved("the Hugging Face model to " + o_.saveHfDir +
+            "/model.safetensors and " + o_.saveHfDir + "/config.json");
   }
   if (!o_.tracePath.empty()) {
     Status t = gatherAndWriteChromeTrace(comm_, trace_, o_.tracePath);
@@ -594,6 +647,8 @@ int Trainer::run() {
                                                     "--trace: " +
                                                         t.message())))
       return 1;
+    if (rank_ == 0)
+      saved("the trace of every rank to " + o_.tracePath);
   }
   if (!o_.dumpRankParamsDir.empty()) {
     Status d =
@@ -603,6 +658,9 @@ int Trainer::run() {
                                                     "--dump-rank-params: " +
                                                         d.message())))
       return 1;
+    if (rank_ == 0)
+      saved(formatString("every rank's parameters to %s/rank<R>.safetensors",
+                         o_.dumpRankParamsDir.c_str()));
   }
   return 0;
 }

@@ -106,6 +106,9 @@ public:
   int64_t stepCount() const { return step_; }
   /// Restores the step counter when resuming from a checkpoint.
   void setStepCount(int64_t step) { step_ = step; }
+  /// The settings a run resolved at start-up (a resume may take them from
+  /// its checkpoint).
+  void setConfig(const AdamWConfig &config) { config_ = config; }
   /// The caller's learning-rate schedule sets this before each step.
   void setLearningRate(double lr) { config_.lr = lr; }
   const AdamWConfig &config() const { return config_; }

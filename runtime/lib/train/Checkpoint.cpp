@@ -21,6 +21,8 @@ static const char *const kFormatV1 = "bitpipe-v1";
 // "__metadata__").
 static const std::string kCrcPrefix = "crc32c.";
 static const std::string kMetadataCrcKey = kCrcPrefix + "__metadata__";
+// Metadata key prefix of the optimizer's settings: "optimizer.lr", ...
+static const std::string kOptimizerPrefix = "optimizer.";
 
 std::string modelFingerprint(const std::vector<CheckpointParam> &params) {
   uint64_t h = hashName("bitpipe-model");
@@ -125,6 +127,11 @@ Status saveCheckpoint(const std::string &path,
       {"seed", std::to_string(info.seed)},
       {"fingerprint", info.fingerprint},
   };
+  if (info.optimizer)
+    forEachOptimizerSetting(
+        *info.optimizer, [&](const char *name, const char *, auto &value) {
+          meta[kOptimizerPrefix + name] = settingText(value);
+        });
   meta[kMetadataCrcKey] = crc32cHex(metadataCrc(meta));
   for (const SafetensorsTensor &t : tensors)
     meta[kCrcPrefix + t.name] = crc32cHex(crc32c(
@@ -209,6 +216,23 @@ Status loadCheckpoint(const std::string &path,
                "' is not a decimal integer in [0, 2^64 - 1]");
   loaded.step = static_cast<int64_t>(stepValue);
   loaded.fingerprint = *fp;
+  // All of the optimizer's settings or none (an older file).
+  if (reader.metadataValue(kOptimizerPrefix + "lr")) {
+    OptimizerSettings settings;
+    std::string missing;
+    forEachOptimizerSetting(settings, [&](const char *name, const char *,
+                                          auto &value) {
+      const std::string *text = reader.metadataValue(kOptimizerPrefix + name);
+      if (missing.empty() && (!text || !parseSetting(*text, &value)))
+        missing =
+            kOptimizerPrefix + name +
+            (text ? " '" + *text + "' is not a valid value" : " is missing");
+    });
+    if (!missing.empty())
+      return bad("__metadata__ " + missing +
+                 " (the optimizer's settings are stored whole)");
+    loaded.optimizer = settings;
+  }
   if (!checksummed)
     loaded.unverifiedReason =
         "checkpoint '" + path + "' is in format " + kFormatV1 +

@@ -36,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "train/OptimizerSettings.h"
+
 namespace bitpipe::runtime {
 
 /// One parameter and its optimizer state, numElements(shape) floats each.
@@ -52,6 +54,10 @@ struct CheckpointInfo {
   int64_t step = 0;
   uint64_t seed = 0;
   std::string fingerprint;
+  /// The settings the run trained with (metadata "optimizer.<name>",
+  /// forEachOptimizerSetting); none in files written before they were
+  /// stored.
+  std::optional<OptimizerSettings> optimizer;
   /// Set by loadCheckpoint when the file carries no checksums (a
   /// "bitpipe-v1" file): why its data could not be verified, for a warning.
   std::string unverifiedReason;

@@ -19,6 +19,8 @@ std::string formatStepLine(const StepStats &s) {
   std::string line = formatString(
       "step %lld | loss %.4f | %.0f tok/s | %.3f s",
       static_cast<long long>(s.step), s.loss, tokPerSec, s.seconds);
+  if (s.lr >= 0)
+    line += formatString(" | lr %.3g", s.lr);
   if (!s.bubble.empty()) {
     line += " | bubble";
     for (size_t r = 0; r < s.bubble.size(); ++r)

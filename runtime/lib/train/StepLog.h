@@ -34,6 +34,7 @@ struct StepStats {
   double loss = 0;
   int64_t tokens = 0;  // tokens processed in the step (all replicas)
   double seconds = 0;  // wall time of the step
+  double lr = -1;      // the step's learning rate; < 0: not shown
   std::vector<double> bubble; // per rank, in [0, 1]; may be empty
 };
 

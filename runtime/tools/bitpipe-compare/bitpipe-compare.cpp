@@ -36,8 +36,10 @@
 //
 // Metrics: the JSON lines the executables write with --metrics; every step
 // of the reference must be in the candidate, its "loss" within
-// |c - r| <= rtol * |r|, and its "grad_norm", when the reference has one,
-// within --grad-norm-rtol (default: rtol).
+// |c - r| <= rtol * |r|, its "grad_norm", when the reference has one,
+// within --grad-norm-rtol (default: rtol), and its "lr", when the reference
+// has one, within 1e-12 (the learning rate is formed in double on both
+// sides; the executable writes 9 digits).
 //
 // Exit status: 0 equal, 1 different (each difference is printed), 2 usage or
 // unreadable input.
@@ -311,10 +313,12 @@ int compareParameters(const std::vector<std::string> &candidatePaths,
   return differences ? 1 : 0;
 }
 
-/// One step of a --metrics file; grad_norm is NaN when the line has none.
+/// One step of a --metrics file; grad_norm and lr are NaN when the line
+/// has none.
 struct StepMetrics {
   double loss = 0;
   double gradNorm = NAN;
+  double lr = NAN;
 };
 
 bool readMetrics(const std::string &path,
@@ -334,17 +338,20 @@ bool readMetrics(const std::string &path,
     const JsonValue *step = value.isOk() ? value->get("step") : nullptr;
     const JsonValue *loss = value.isOk() ? value->get("loss") : nullptr;
     const JsonValue *norm = value.isOk() ? value->get("grad_norm") : nullptr;
+    const JsonValue *lr = value.isOk() ? value->get("lr") : nullptr;
     if (!step || !loss || !step->isInteger ||
         loss->kind != JsonValue::Kind::Number ||
-        (norm && norm->kind != JsonValue::Kind::Number)) {
+        (norm && norm->kind != JsonValue::Kind::Number) ||
+        (lr && lr->kind != JsonValue::Kind::Number)) {
       std::fprintf(stderr,
                    "bitpipe-compare: %s:%d: expected a JSON object with an "
-                   "integer \"step\", a number \"loss\" and optionally a "
-                   "number \"grad_norm\"\n",
+                   "integer \"step\", a number \"loss\" and optionally "
+                   "numbers \"grad_norm\" and \"lr\"\n",
                    path.c_str(), lineNo);
       return false;
     }
-    steps[step->integer] = {loss->number, norm ? norm->number : NAN};
+    steps[step->integer] = {loss->number, norm ? norm->number : NAN,
+                            lr ? lr->number : NAN};
   }
   return true;
 }
@@ -386,6 +393,9 @@ int compareMetrics(const std::string &candidatePath,
     if (!std::isnan(r.gradNorm) &&
         !sameQuantity(step, "grad_norm", it->second.gradNorm, r.gradNorm,
                       normRtol))
+      ++differences;
+    if (!std::isnan(r.lr) &&
+        !sameQuantity(step, "lr", it->second.lr, r.lr, 1e-12))
       ++differences;
   }
   // Steps past the reference's are not compared; say how many.

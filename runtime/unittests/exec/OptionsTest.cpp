@@ -33,9 +33,9 @@ TEST(ExecOptions, ParsesEveryFlag) {
   EXPECT_EQ(o->dataPath, "t.bin");
   EXPECT_EQ(o->dataDType, TokenDType::U32);
   EXPECT_EQ(o->steps, 7);
-  EXPECT_DOUBLE_EQ(o->adam.lr, 3e-4);
-  EXPECT_DOUBLE_EQ(o->adam.weightDecay, 0.1);
-  EXPECT_DOUBLE_EQ(o->adam.maxGradNorm, 1);
+  EXPECT_DOUBLE_EQ(o->optimizer.adam.lr, 3e-4);
+  EXPECT_DOUBLE_EQ(o->optimizer.adam.weightDecay, 0.1);
+  EXPECT_DOUBLE_EQ(o->optimizer.adam.maxGradNorm, 1);
   EXPECT_EQ(o->seed, 42u);
   EXPECT_TRUE(o->seedGiven);
   EXPECT_EQ(o->loadPath, "a.st");
@@ -55,7 +55,7 @@ TEST(ExecOptions, Defaults) {
   EXPECT_EQ(o->dataDType, TokenDType::U16);
   EXPECT_EQ(o->sampling, SamplingMode::Random);
   EXPECT_FALSE(o->seedGiven);
-  EXPECT_EQ(o->adam.maxGradNorm, 0);
+  EXPECT_EQ(o->optimizer.adam.maxGradNorm, 0);
   EXPECT_EQ(o->logInterval, 1);
 }
 
@@ -170,6 +170,103 @@ TEST(ExecOptions, SaveHfDirectoryIsCreatedOrRefusedUpFront) {
   ::rmdir(hf.c_str());
   std::remove(file.c_str());
   ::rmdir(dir.c_str());
+}
+
+} // namespace
+
+namespace {
+
+TEST(ExecOptions, LearningRateScheduleFlags) {
+  Expected<TrainOptions> o = parse(
+      {"--data", "t", "--steps", "50", "--lr", "2e-3", "--lr-warmup-steps", "5",
+       "--lr-decay-style", "cosine", "--min-lr", "1e-4", "--adam-beta1", "0.8",
+       "--adam-beta2", "0.95", "--adam-eps", "1e-6"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  const OptimizerSettings &s = o->optimizer;
+  EXPECT_EQ(s.lr.warmupSteps, 5);
+  EXPECT_EQ(s.lr.decay, LrDecayStyle::Cosine);
+  EXPECT_EQ(s.lr.decaySteps, 0); // --steps, once resolved
+  EXPECT_DOUBLE_EQ(s.lr.minLr, 1e-4);
+  EXPECT_DOUBLE_EQ(s.adam.beta1, 0.8);
+  EXPECT_DOUBLE_EQ(s.adam.beta2, 0.95);
+  EXPECT_DOUBLE_EQ(s.adam.eps, 1e-6);
+  EXPECT_TRUE(o->given.count("--lr-decay-style"));
+  EXPECT_FALSE(o->given.count("--lr-decay-steps"));
+  Expected<OptimizerSettings> resolved =
+      resolveOptimizerSettings(*o, std::nullopt);
+  ASSERT_TRUE(resolved.isOk()) << resolved.status().message();
+  EXPECT_EQ(resolved->lr.decaySteps, 50);
+}
+
+TEST(ExecOptions, RefusesSchedulesThatCannotBeFollowed) {
+  struct Case {
+    std::vector<const char *> args;
+    const char *message;
+  } cases[] = {
+      {{"--lr-decay-style", "cosin"},
+       "flag --lr-decay-style: 'cosin' is not constant, linear or cosine"},
+      {{"--lr-decay-style", "linear", "--min-lr", "0.5"},
+       "--min-lr 0.5 is above --lr 0.001"},
+      {{"--lr-decay-style", "cosine", "--lr-warmup-steps", "10"},
+       "--lr-decay-style cosine decays until step 10 (--lr-decay-steps, else "
+       "--steps), which is not after the 10 warm-up steps"},
+      {{"--adam-beta2", "1"}, "--adam-beta2 is 1; expected a number in [0, 1)"},
+      {{"--adam-eps", "0"}, "flag --adam-eps: '0' is not a number above 0"},
+  };
+  for (const Case &c : cases) {
+    std::vector<const char *> args = {"--data", "t", "--steps", "10"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    Expected<TrainOptions> o = parse(args);
+    ASSERT_FALSE(o.isOk()) << c.args[0];
+    EXPECT_NE(o.status().message().find(c.message), std::string::npos)
+        << o.status().message();
+  }
+}
+
+TEST(ExecOptions, ResumeTakesTheCheckpointsSettingsUnlessAFlagIsGiven) {
+  OptimizerSettings stored;
+  stored.adam.lr = 6e-4;
+  stored.adam.beta2 = 0.95;
+  stored.adam.weightDecay = 0.1;
+  stored.lr.warmupSteps = 2;
+  stored.lr.decay = LrDecayStyle::Cosine;
+  stored.lr.decaySteps = 8;
+  stored.lr.minLr = 6e-5;
+  // Resumed without optimizer flags: the checkpoint's, all of them, and
+  // not the defaults (nor --steps for the decay's end).
+  Expected<TrainOptions> plain =
+      parse({"--data", "t", "--steps", "20", "--load", "c.st"});
+  ASSERT_TRUE(plain.isOk()) << plain.status().message();
+  std::vector<std::string> changes;
+  Expected<OptimizerSettings> same =
+      resolveOptimizerSettings(*plain, stored, &changes);
+  ASSERT_TRUE(same.isOk()) << same.status().message();
+  EXPECT_TRUE(changes.empty());
+  EXPECT_EQ(describeOptimizer(*same), describeOptimizer(stored));
+  // A flag that changes a setting wins, and is reported; one given with the
+  // stored value is no change.
+  Expected<TrainOptions> changed =
+      parse({"--data", "t", "--steps", "20", "--load", "c.st", "--lr", "3e-4",
+             "--weight-decay", "0.1"});
+  ASSERT_TRUE(changed.isOk()) << changed.status().message();
+  Expected<OptimizerSettings> mixed =
+      resolveOptimizerSettings(*changed, stored, &changes);
+  ASSERT_TRUE(mixed.isOk()) << mixed.status().message();
+  EXPECT_DOUBLE_EQ(mixed->adam.lr, 3e-4);
+  EXPECT_DOUBLE_EQ(mixed->adam.beta2, 0.95);
+  EXPECT_EQ(mixed->lr.decaySteps, 8);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0], "--lr 0.0003 (the checkpoint trained with 0.0006)");
+  // The merged settings are checked: a new peak under the stored minimum.
+  Expected<TrainOptions> low =
+      parse({"--data", "t", "--steps", "20", "--load", "c.st", "--lr", "1e-5"});
+  ASSERT_TRUE(low.isOk());
+  Expected<OptimizerSettings> refused = resolveOptimizerSettings(*low, stored);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find("--min-lr 6e-05 is above --lr "
+                                            "1e-05"),
+            std::string::npos)
+      << refused.status().message();
 }
 
 } // namespace

@@ -156,7 +156,7 @@ resume-pipeline) # the whole-model file written by 2 ranks resumes on 1, and bac
 outputs)       # log line, metrics, trace, help
   must_run 2 FakePipe2 "${common[@]}" --steps 2 --trace "$tmp/trace.json" \
     --metrics "$tmp/m.jsonl" --log-interval 1
-  grep -Eq 'step 2 \| loss [0-9.]+ \| [0-9]+ tok/s \| [0-9.]+ s \| bubble r0 [0-9.]+ r1 [0-9.]+' \
+  grep -Eq 'step 2 \| loss [0-9.]+ \| [0-9]+ tok/s \| [0-9.]+ s \| lr [0-9.e-]+ \| bubble r0 [0-9.]+ r1 [0-9.]+' \
     "$tmp/out.txt" || fail "no step line with per-rank bubbles"
   [ "$(wc -l <"$tmp/m.jsonl")" -eq 2 ] || fail "metrics should have 2 lines"
   grep -q '"tokens_per_s"' "$tmp/m.jsonl" || fail "metrics lack tokens_per_s"

@@ -201,6 +201,43 @@ TEST(SafetensorsTest, CheckpointRoundTripRestoresParamsAndOptimizerState) {
   EXPECT_NE((*r)->find("optim.v.h.0.mlp.c_fc.weight"), nullptr);
 }
 
+TEST(SafetensorsTest, CheckpointKeepsTheOptimizersSettings) {
+  TempDir dir;
+  std::vector<float> w(4, 1.f), m(4), v(4);
+  std::vector<CheckpointParam> params = {
+      {"w", {4}, w.data(), m.data(), v.data()}};
+  // Written without settings (as files from before they were stored):
+  // none come back.
+  std::string old = dir.file("old.safetensors");
+  ASSERT_TRUE(
+      saveCheckpoint(old, params, {3, 2, modelFingerprint(params)}).isOk());
+  CheckpointInfo loaded;
+  ASSERT_TRUE(loadCheckpoint(old, params, "", &loaded).isOk());
+  EXPECT_FALSE(loaded.optimizer.has_value());
+  // With them: every field back exactly, under "optimizer.<name>".
+  OptimizerSettings settings;
+  settings.adam.lr = 6e-4;
+  settings.adam.beta2 = 0.95;
+  settings.adam.eps = 1.0 / 3.0;
+  settings.adam.maxGradNorm = 1;
+  settings.lr = {2, LrDecayStyle::Linear, 90, 6e-5};
+  CheckpointInfo info{3, 2, modelFingerprint(params)};
+  info.optimizer = settings;
+  std::string path = dir.file("new.safetensors");
+  ASSERT_TRUE(saveCheckpoint(path, params, info).isOk());
+  ASSERT_TRUE(loadCheckpoint(path, params, "", &loaded).isOk());
+  ASSERT_TRUE(loaded.optimizer.has_value());
+  EXPECT_EQ(loaded.optimizer->adam.eps, 1.0 / 3.0);
+  EXPECT_EQ(loaded.optimizer->lr.decay, LrDecayStyle::Linear);
+  EXPECT_EQ(loaded.optimizer->lr.decaySteps, 90);
+  EXPECT_EQ(describeOptimizer(*loaded.optimizer), describeOptimizer(settings));
+  auto r = SafetensorsReader::open(path);
+  ASSERT_TRUE(r.isOk());
+  const std::string *style = (*r)->metadataValue("optimizer.lr_decay_style");
+  ASSERT_NE(style, nullptr);
+  EXPECT_EQ(*style, "linear");
+}
+
 TEST(SafetensorsTest, CheckpointOfAnotherModelIsRefused) {
   TempDir dir;
   std::vector<float> w(4, 1.f), m(4), v(4);

@@ -146,6 +146,9 @@ TEST(TraceTest, StepLineHasTheDocumentedFormat) {
                                "| bubble r0 0.21 r1 0.18");
   s.bubble.clear();
   EXPECT_EQ(formatStepLine(s), "step 12 | loss 4.1234 | 15234 tok/s | 0.512 s");
+  s.lr = 2.5e-4;
+  EXPECT_EQ(formatStepLine(s),
+            "step 12 | loss 4.1234 | 15234 tok/s | 0.512 s | lr 0.00025");
 }
 
 TEST(TraceTest, ProgressBarOnlyWhenAsked) {

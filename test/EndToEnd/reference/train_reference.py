@@ -25,6 +25,7 @@ import numpy as np
 from adamw import AdamW
 from batches import Batches, global_index
 from dropout import Dropout
+from lr_schedule import learning_rate
 from model import make_model
 import safetensors_io
 
@@ -45,6 +46,15 @@ def parse_args(argv):
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--max-grad-norm", type=float, default=0.0)
+    p.add_argument("--adam-beta1", type=float, default=0.9)
+    p.add_argument("--adam-beta2", type=float, default=0.999)
+    p.add_argument("--adam-eps", type=float, default=1e-8)
+    p.add_argument("--lr-warmup-steps", type=int, default=0)
+    p.add_argument("--lr-decay-style", default="constant",
+                   choices=["constant", "linear", "cosine"])
+    p.add_argument("--lr-decay-steps", type=int, default=0,
+                   help="default: --steps")
+    p.add_argument("--min-lr", type=float, default=0.0)
     p.add_argument("--metrics", required=True)
     p.add_argument("--save", required=True)
     return p.parse_args(argv)
@@ -60,7 +70,9 @@ def main(argv):
     tokens = np.fromfile(a.data, dtype="<u2").astype(np.int64)
     batches = Batches(tokens, config["family"], config["microbatch_size"],
                       config["seq_len"], config["vocab"], a.seed, a.sampling)
-    optimizer = AdamW(a.lr, a.weight_decay, a.max_grad_norm)
+    optimizer = AdamW(a.lr, a.weight_decay, a.max_grad_norm, a.adam_beta1,
+                      a.adam_beta2, a.adam_eps)
+    decay_steps = a.lr_decay_steps or a.steps
     total = a.microbatches * a.dp
     with open(a.metrics, "w") as metrics:
         for step in range(a.steps):
@@ -77,9 +89,13 @@ def main(argv):
                         grads[k] += gr[k]
             for k in grads:
                 grads[k] /= total
+            optimizer.lr = learning_rate(a.lr, step + 1, a.lr_warmup_steps,
+                                         a.lr_decay_style, decay_steps,
+                                         a.min_lr)
             norm = optimizer.step(params, grads)
             metrics.write(json.dumps({"step": step + 1, "loss": loss / total,
-                                      "grad_norm": norm}) + "\n")
+                                      "grad_norm": norm,
+                                      "lr": optimizer.lr}) + "\n")
     safetensors_io.write(a.save, params, {"step": a.steps})
     return 0
 
