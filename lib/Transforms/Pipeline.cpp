@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Transforms/Pipeline.h"
+#include "bitpipe/Support/PassOptionNames.h"
 
 #include "PassOptionUtil.h"
 
@@ -190,6 +191,10 @@ void bitpipe::buildPipeline(OpPassManager &pm, const PipelineConfig &config) {
   addCommunicationPasses(pm, config);
   if (config.verify)
     addVerificationPasses(pm);
+}
+
+std::vector<std::string> bitpipe::pipelineOptionNames() {
+  return optionNamesOf<PipelineOptions>();
 }
 
 void bitpipe::registerBitPipePipelines() {

@@ -55,3 +55,20 @@
 // ALONE: error: bitpipe-pipeline: devices must be even: chimera needs an even number of devices
 // RUN: not bitpipe-opt %t.model.mlir --bitpipe-pipeline="schedule=chimera devices=3" -o /dev/null --mlir-print-op-on-diagnostic 2>&1 | FileCheck %s --check-prefix=ASKED
 // ASKED: note: see current operation
+
+// A misspelt option name: the closest valid one and all of them, for
+// bitpipe's pipelines (every name) and for any pass (the names its default
+// instance prints). One that MLIR takes is not refused: canonicalize's
+// empty list options print nothing, yet are options.
+// RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-pipeline="device=2 schedule=1f1b" 2>&1 | FileCheck %s --check-prefix=NAME-PIPELINE
+// NAME-PIPELINE: bitpipe-opt: error: --bitpipe-pipeline: no such option 'device' (did you mean 'devices'?); its options: bucket-mb, chunks-per-device, devices, dp, loops, max-in-flight, microbatches, schedule, split-backward, transfer-streams{{$}}
+// NAME-PIPELINE-NOT: Pass-Options-Parser
+// RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-lower-to-runtime="precison=bf16" 2>&1 | FileCheck %s --check-prefix=NAME-LOWER
+// NAME-LOWER: error: --bitpipe-lower-to-runtime: no such option 'precison' (did you mean 'precision'?); its options: loops, nccl-rules, precision, target{{$}}
+// RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-place="placement=loop device=2" 2>&1 | FileCheck %s --check-prefix=NAME-PASS
+// NAME-PASS: error: --bitpipe-place: no such option 'device' (did you mean 'devices'?); its options: {{.*}}chunks-per-device, devices, dp{{.*}}
+// RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-partition="xyz=1" 2>&1 | FileCheck %s --check-prefix=NAME-FAR
+// NAME-FAR: error: --bitpipe-partition: no such option 'xyz'; its options: {{.*}}
+// RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --cse="x=1" 2>&1 | FileCheck %s --check-prefix=NAME-NONE
+// NAME-NONE: error: --cse: no such option 'x'; it takes none
+// RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --canonicalize="disable-patterns=none" -o /dev/null

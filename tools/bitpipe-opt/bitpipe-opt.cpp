@@ -20,6 +20,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "PassOptionCheck.h"
 #include "ToolInput.h"
 #include "ToolOutput.h"
 #include "bitpipe/base/MemoryReuse.h"
@@ -60,6 +61,10 @@ int main(int argc, char **argv) {
 
   mlir::DialectRegistry registry;
   bitpipe::registerAllDialects(registry);
+  // Before MLIR's own parse of the command line, which stops at an unknown
+  // pass option with "no such option" alone.
+  if (llvm::Error e = bitpipe::checkPassOptionNames(argc, argv))
+    return fail(llvm::toString(std::move(e)));
   auto [inputPath, outputPath] = mlir::registerAndParseCLIOptions(
       argc, argv, "bitpipe optimizer driver\n", registry);
   mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();

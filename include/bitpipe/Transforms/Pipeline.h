@@ -108,6 +108,9 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
 void buildPipeline(mlir::OpPassManager &pm, const PipelineConfig &config);
 
 /// Registers `bitpipe-pipeline`.
+/// The option names of `bitpipe-pipeline`, sorted.
+std::vector<std::string> pipelineOptionNames();
+
 void registerBitPipePipelines();
 
 } // namespace bitpipe

@@ -14,6 +14,7 @@
 #include "bitpipe/Conversion/LowerToRuntime/LowerToRuntime.h"
 
 #include "bitpipe/Conversion/Passes.h"
+#include "bitpipe/Support/PassOptionNames.h"
 
 #include "mlir/Pass/PassRegistry.h"
 
@@ -56,6 +57,10 @@ void bitpipe::buildLowerToRuntimePipeline(
   pm.addPass(createLowerNNToRuntime(kernels));
   buildLowerToLLVMPipeline(pm);
   pm.addPass(createEmitEntryPoints());
+}
+
+std::vector<std::string> bitpipe::lowerToRuntimePipelineOptionNames() {
+  return optionNamesOf<LowerToRuntimePipelineOptions>();
 }
 
 void bitpipe::registerLowerToRuntimePipeline() {

@@ -7,6 +7,9 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <string>
+#include <vector>
+
 namespace bitpipe {
 
 /// What the program is compiled for: handed to the passes that need it
@@ -33,6 +36,9 @@ void buildLowerToRuntimePipeline(mlir::OpPassManager &pm,
 
 /// Registers `bitpipe-lower-to-runtime{target=... precision=...}` with the
 /// pass-pipeline registry.
+/// The option names of `bitpipe-lower-to-runtime`, sorted.
+std::vector<std::string> lowerToRuntimePipelineOptionNames();
+
 void registerLowerToRuntimePipeline();
 
 } // namespace bitpipe
