@@ -39,7 +39,9 @@ enum class TraceCategory {
 using trace::kAllReduceStreamRow;
 using trace::kComputeStreamRow;
 using trace::kHostRow;
+using trace::kLastRow;
 using trace::kPointToPointStreamRow;
+using trace::kStepRow;
 using trace::TraceRow;
 
 /// An operation timed on a device stream by a pair of events: start and

@@ -72,6 +72,62 @@ void warnIfBertLayoutDiffers(const TrainOptions &o, const Manifest &manifest,
                loadsHuggingFace ? "--load" : "--save-hf");
 }
 
+/// "1,234,567".
+std::string withThousands(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+/// Rank 0's first lines: what is trained, how, and where it goes.
+void printRunSummary(const TrainOptions &o, const Manifest &m) {
+  int64_t params = 0;
+  for (const ParamSpec &p : m.params)
+    params += p.numel;
+  const ScheduleSpec &s = m.schedule;
+  int64_t tokensPerMicrobatch = m.model.microbatchSize * m.model.seqLen;
+  std::printf(
+      "bitpipe: model %s, %s parameters; schedule %s on %lld ranks (%lld "
+      "pipeline devices x %lld data-parallel %s); %lld micro-batches of "
+      "%lld x %lld tokens per copy, %s tokens per step; %s on the %s "
+      "target\n",
+      m.model.name.c_str(), withThousands(params).c_str(), s.name.c_str(),
+      static_cast<long long>(s.worldSize), static_cast<long long>(s.devices),
+      static_cast<long long>(s.dataParallel),
+      s.dataParallel == 1 ? "copy" : "copies",
+      static_cast<long long>(s.microbatches),
+      static_cast<long long>(m.model.microbatchSize),
+      static_cast<long long>(m.model.seqLen),
+      withThousands(s.microbatches * s.dataParallel * tokensPerMicrobatch)
+          .c_str(),
+      precisionName(m.target.precision), targetKindName(m.target.kind));
+  std::string outputs;
+  auto add = [&](const std::string &what) {
+    outputs += (outputs.empty() ? "" : ", ") + what;
+  };
+  if (!o.savePath.empty())
+    add("checkpoint " + o.savePath +
+        (o.saveEvery > 0 ? formatString(" (every %lld steps and at the end)",
+                                        static_cast<long long>(o.saveEvery))
+                         : std::string(" (at the end)")));
+  if (!o.saveHfDir.empty())
+    add("Hugging Face model " + o.saveHfDir + "/");
+  if (!o.metricsPath.empty())
+    add("metrics " + o.metricsPath);
+  if (!o.tracePath.empty())
+    add("trace " + o.tracePath);
+  if (!o.dumpRankParamsDir.empty())
+    add("rank parameters " + o.dumpRankParamsDir + "/");
+  std::printf("bitpipe: outputs: %s\n",
+              outputs.empty() ? "none (no --save: the trained weights are "
+                                "not kept)"
+                              : outputs.c_str());
+}
+
 /// Rank 0 warns that a resume changes what the checkpoint trained with.
 void warnOfChangedSettings(const TrainOptions &o, int rank,
                            const std::vector<std::string> &changes) {
@@ -203,6 +259,8 @@ private:
   bool stateIsFinite(int64_t step, const std::string &known);
   void report(int64_t step, double seconds, const StepReport &mine);
   Status reportMemory(const Executor &executor);
+  /// Collective: rank 0 prints where each rank's steps went (StepShares).
+  Status reportStepShares();
 
   const CompiledProgram &program_;
   Communicator &comm_;
@@ -222,6 +280,9 @@ private:
   // --skip-nonfinite-steps: updates skipped in a row now, and in all.
   int64_t skippedInARow_ = 0;
   int64_t skipped_ = 0;
+  // The steps' shares (StepShares), summed over the steps run.
+  StepShares sharesSum_;
+  int64_t sharesSteps_ = 0;
   // Start-up: when runTraining began, and how long the parameters took to
   // initialise (printed before the first step).
   std::chrono::steady_clock::time_point started_;
@@ -403,6 +464,31 @@ Status Trainer::reportMemory(const Executor &executor) {
   return Status::ok();
 }
 
+Status Trainer::reportStepShares() {
+  const double n = sharesSteps_ > 0 ? static_cast<double>(sharesSteps_) : 1;
+  const StepShares &t = sharesSum_;
+  double mine[6] = {t.compute / n,   t.recv / n,  t.send / n,
+                    t.allReduce / n, t.other / n, t.untracked / n};
+  std::string bytes(reinterpret_cast<const char *>(mine), sizeof mine);
+  std::vector<std::string> all;
+  Status s = comm_.gatherBytes(bytes, 0, &all);
+  if (!s.isOk() || rank_ != 0)
+    return s;
+  std::printf("bitpipe: where the steps went, mean share of each rank's step "
+              "(the bubble is all but compute; docs/launching.md, \"What a "
+              "run prints\"):\n"
+              "  rank  compute  recv-wait  send  all-reduce  other  "
+              "untracked\n");
+  for (size_t r = 0; r < all.size(); ++r) {
+    double v[6] = {};
+    if (all[r].size() == sizeof v)
+      std::memcpy(v, all[r].data(), sizeof v);
+    std::printf("  r%-4zu %7.2f %10.2f %5.2f %11.2f %6.2f %10.2f\n", r, v[0],
+                v[1], v[2], v[3], v[4], v[5]);
+  }
+  return Status::ok();
+}
+
 void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
   std::string bytes(reinterpret_cast<const char *>(&mine), sizeof mine);
   std::vector<std::string> all;
@@ -556,6 +642,8 @@ int Trainer::run() {
   trace_.resetEpoch();
 
   int64_t first = adam_.stepCount();
+  if (rank_ == 0)
+    printRunSummary(o_, manifest_);
   // Everything before the first step (MPI, the device, communicators,
   // parameters, inputs), as rank 0 saw it after the start-up barrier.
   if (rank_ == 0 && first < o_.steps)
@@ -588,8 +676,21 @@ int Trainer::run() {
     if (!s.isOk())
       ctx.fatal(ctx.describeCall("end of the step: " + s.message()));
     double end = trace_.nowUs();
-    StepReport mine{ctx.lossSum(), ctx.lossCount(),
-                    bubbleFraction(trace_.events(), start, end),
+    StepShares shares = stepShares(trace_.events(), start, end);
+    sharesSum_.compute += shares.compute;
+    sharesSum_.recv += shares.recv;
+    sharesSum_.send += shares.send;
+    sharesSum_.allReduce += shares.allReduce;
+    sharesSum_.other += shares.other;
+    sharesSum_.untracked += shares.untracked;
+    ++sharesSteps_;
+    // The step's marker, on a row of its own (its name's number is an
+    // int in the trace's format).
+    if (step + 1 <= INT_MAX)
+      trace_.record(
+          formatString(trace::kStepFormat, static_cast<int>(step + 1)),
+          TraceCategory::Other, start, end - start, kStepRow);
+    StepReport mine{ctx.lossSum(), ctx.lossCount(), 1.0 - shares.compute,
                     ctx.gradNorm()};
     if (o_.tracePath.empty())
       trace_.clear(); // keep memory flat on long runs
@@ -615,6 +716,8 @@ int Trainer::run() {
   // at --steps): no report, rather than one that "differs" from the
   // schedule. Every rank takes the same branch (the step count is global).
   if (first < o_.steps && !agreeAllOk(comm_, reportMemory(ctx)))
+    return 1;
+  if (first < o_.steps && !agreeAllOk(comm_, reportStepShares()))
     return 1;
   Status closed = metrics_ ? metrics_->close() : Status::ok();
   metrics_.reset();

@@ -29,25 +29,24 @@ std::string formatStepLine(const StepStats &s) {
   return line;
 }
 
-double bubbleFraction(const std::vector<TraceEvent> &events, double startUs,
-                      double endUs) {
-  double window = endUs - startUs;
-  if (window <= 0)
-    return 0;
-  std::vector<std::pair<double, double>> busy;
+/// The time in [startUs, endUs) that the union of \p events matching
+/// \p counts covers: nested scopes (a stage's forward around its kernels)
+/// must not count twice.
+template <typename Predicate>
+static double coveredUs(const std::vector<TraceEvent> &events, double startUs,
+                        double endUs, Predicate counts) {
+  std::vector<std::pair<double, double>> spans;
   for (const TraceEvent &e : events) {
-    if (!isComputeCategory(e.category))
+    if (!counts(e))
       continue;
     double b = std::max(e.startUs, startUs);
     double f = std::min(e.startUs + e.durationUs, endUs);
     if (f > b)
-      busy.push_back({b, f});
+      spans.push_back({b, f});
   }
-  // Union of intervals: events of one rank should not overlap, but nested
-  // scopes (a stage's forward around its kernels) must not count twice.
-  std::sort(busy.begin(), busy.end());
+  std::sort(spans.begin(), spans.end());
   double total = 0, curB = 0, curF = -1;
-  for (const auto &iv : busy) {
+  for (const auto &iv : spans) {
     if (iv.first > curF) {
       if (curF > curB)
         total += curF - curB;
@@ -59,7 +58,47 @@ double bubbleFraction(const std::vector<TraceEvent> &events, double startUs,
   }
   if (curF > curB)
     total += curF - curB;
-  return std::clamp(1.0 - total / window, 0.0, 1.0);
+  return total;
+}
+
+double bubbleFraction(const std::vector<TraceEvent> &events, double startUs,
+                      double endUs) {
+  double window = endUs - startUs;
+  if (window <= 0)
+    return 0;
+  double busy = coveredUs(events, startUs, endUs, [](const TraceEvent &e) {
+    return isComputeCategory(e.category);
+  });
+  return std::clamp(1.0 - busy / window, 0.0, 1.0);
+}
+
+StepShares stepShares(const std::vector<TraceEvent> &events, double startUs,
+                      double endUs) {
+  StepShares shares;
+  double window = endUs - startUs;
+  if (window <= 0)
+    return shares;
+  auto share = [&](auto counts) {
+    return std::clamp(coveredUs(events, startUs, endUs, counts) / window, 0.0,
+                      1.0);
+  };
+  // The host's own spans: on CUDA the device rows' spans overlap them.
+  auto host = [](const TraceEvent &e, TraceCategory c) {
+    return e.row == kHostRow && e.category == c;
+  };
+  shares.compute = 1.0 - bubbleFraction(events, startUs, endUs);
+  shares.recv =
+      share([&](const TraceEvent &e) { return host(e, TraceCategory::Recv); });
+  shares.send =
+      share([&](const TraceEvent &e) { return host(e, TraceCategory::Send); });
+  shares.allReduce = share(
+      [&](const TraceEvent &e) { return host(e, TraceCategory::AllReduce); });
+  shares.other =
+      share([&](const TraceEvent &e) { return host(e, TraceCategory::Other); });
+  shares.untracked =
+      std::max(0.0, 1.0 - shares.compute - shares.recv - shares.send -
+                        shares.allReduce - shares.other);
+  return shares;
 }
 
 Status gatherBubbleFractions(Communicator &comm, double local,

@@ -49,6 +49,8 @@ const char *traceRowName(int row) {
     return "device: point-to-point stream";
   case kAllReduceStreamRow:
     return "device: all-reduce stream";
+  case kStepRow:
+    return "steps";
   }
   return "?";
 }
@@ -118,11 +120,10 @@ deserializeTraceEvents(const std::string &text) {
     e.category = kAllCategories[cat];
     p = end;
     long row = std::strtol(p, &end, 10);
-    if (end == p || row < kHostRow || row > kAllReduceStreamRow)
+    if (end == p || row < kHostRow || row > kLastRow)
       return Status::error(ErrorCode::FormatError,
                            "trace: bad row in '" + line + "' (expected " +
-                               formatString("%d to %d", kHostRow,
-                                            kAllReduceStreamRow) +
+                               formatString("%d to %d", kHostRow, kLastRow) +
                                ")");
     e.row = static_cast<int>(row);
     p = end;
@@ -164,13 +165,13 @@ chromeTraceJson(const std::vector<std::vector<TraceEvent>> &perRank) {
     out += formatString("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%zu,"
                         "\"tid\":0,\"args\":{\"name\":\"rank %zu\"}}",
                         rank, rank);
-    // The device streams' rows are named where they are used (CUDA); a
-    // host-only trace (CPU) has the one unnamed row.
-    bool used[kAllReduceStreamRow + 1] = {};
+    // Every row in use is named: the host's calls, the device streams
+    // (CUDA) and the steps.
+    bool used[kLastRow + 1] = {};
     for (const TraceEvent &e : perRank[rank])
-      if (rowOf(e) > kHostRow && rowOf(e) <= kAllReduceStreamRow)
+      if (rowOf(e) >= kHostRow && rowOf(e) <= kLastRow)
         used[rowOf(e)] = true;
-    for (int row = kComputeStreamRow; row <= kAllReduceStreamRow; ++row) {
+    for (int row = kHostRow; row <= kLastRow; ++row) {
       if (!used[row])
         continue;
       sep();

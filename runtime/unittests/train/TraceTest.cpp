@@ -35,7 +35,7 @@ TEST(TraceTest, EventsSurviveSerialisationExactly) {
   EXPECT_FALSE(deserializeTraceEvents("9 0 0x0p+0 0x0p+0 x\n").isOk());
   EXPECT_FALSE(deserializeTraceEvents("0 0 0x0p+0 0x0p+0 x").isOk());
   Expected<std::vector<TraceEvent>> badRow =
-      deserializeTraceEvents("0 4 0x0p+0 0x0p+0 x\n");
+      deserializeTraceEvents("0 5 0x0p+0 0x0p+0 x\n");
   ASSERT_FALSE(badRow.isOk());
   EXPECT_NE(badRow.status().message().find("bad row"), std::string::npos);
 }
@@ -71,8 +71,52 @@ TEST(TraceTest, ChromeTraceHasOneProcessPerRankAndCompleteEvents) {
   }
   EXPECT_EQ(complete, 3);
   EXPECT_EQ(perPid, (std::vector<int>{2, 1}));
-  // A host-only trace (the CPU target's) names no thread rows.
-  EXPECT_EQ(readBytes(path).find("thread_name"), std::string::npos);
+  // Every row in use is named: here the host's alone (the CPU target's).
+  std::string text = readBytes(path);
+  EXPECT_NE(text.find("\"tid\":0,\"args\":{\"name\":\"host\"}"),
+            std::string::npos);
+  EXPECT_EQ(text.find("\"steps\""), std::string::npos);
+}
+
+TEST(TraceTest, StepsHaveARowOfTheirOwn) {
+  TempDir dir;
+  std::vector<std::vector<TraceEvent>> perRank = {
+      {{"F0.s0", TraceCategory::Forward, 0, 10},
+       {"step 1", TraceCategory::Other, 0, 12, kStepRow}}};
+  std::string path = dir.file("trace.json");
+  ASSERT_TRUE(writeChromeTrace(path, perRank).isOk());
+  std::string text = readBytes(path);
+  EXPECT_NE(text.find("\"tid\":4,\"args\":{\"name\":\"steps\"}"),
+            std::string::npos)
+      << text;
+  EXPECT_TRUE(bitpipe::trace::isRunSpanName("step 1"));
+  EXPECT_FALSE(bitpipe::trace::isRunSpanName("step 1x"));
+  // A step's marker is neither compute nor a host wait: the shares of
+  // the window are the host row's.
+  StepShares shares = stepShares(perRank[0], 0, 20);
+  EXPECT_DOUBLE_EQ(shares.compute, 0.5);
+  EXPECT_DOUBLE_EQ(shares.other, 0);
+  EXPECT_DOUBLE_EQ(shares.untracked, 0.5);
+}
+
+TEST(TraceTest, StepSharesSayWhatTheBubbleIsMadeOf) {
+  std::vector<TraceEvent> events = {
+      {"F0.s0", TraceCategory::Forward, 0, 40},
+      {"recv r1 t0", TraceCategory::Recv, 40, 20},
+      {"send r1 t0", TraceCategory::Send, 60, 5},
+      {"allreduce.wait b0", TraceCategory::AllReduce, 65, 10},
+      {"accumulate", TraceCategory::Other, 75, 5},
+      {"optimizer", TraceCategory::Optimizer, 80, 10},
+      // Device spans overlap the host's: not counted as host waits.
+      {"recv r1 t0", TraceCategory::Recv, 0, 100, kPointToPointStreamRow}};
+  StepShares s = stepShares(events, 0, 100);
+  EXPECT_DOUBLE_EQ(s.compute, 0.5);
+  EXPECT_DOUBLE_EQ(s.recv, 0.2);
+  EXPECT_DOUBLE_EQ(s.send, 0.05);
+  EXPECT_DOUBLE_EQ(s.allReduce, 0.1);
+  EXPECT_DOUBLE_EQ(s.other, 0.05);
+  EXPECT_NEAR(s.untracked, 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(1 - s.compute, bubbleFraction(events, 0, 100));
 }
 
 TEST(TraceTest, DeviceSpansGoToTheirStreamsRows) {

@@ -34,6 +34,8 @@ enum TraceRow : int {
   kComputeStreamRow = 1,      // stage calls, as the device ran them
   kPointToPointStreamRow = 2, // NCCL sends and receives
   kAllReduceStreamRow = 3,    // NCCL all-reduces
+  kStepRow = 4,               // one span per training step (kStepFormat)
+  kLastRow = kStepRow,
 };
 
 /// A stage call: F, B or W, the micro-batch, the stage ("F3.s2"), as the
@@ -54,6 +56,9 @@ inline constexpr const char *kAllReduceWaitFormat = "allreduce.wait b%d";
 inline constexpr const char *kAccumulate = "accumulate";
 /// The optimizer step.
 inline constexpr const char *kOptimizer = "optimizer";
+/// A whole training step, on kStepRow: where each step begins and ends
+/// ("step 3", counted from 1 as the step lines count).
+inline constexpr const char *kStepFormat = "step %d";
 
 /// True when `name` is exactly `format` (one of the above with one or two
 /// integer fields) with its fields filled in, which are stored.
@@ -81,7 +86,8 @@ inline bool isRunSpanName(const std::string &name) {
   return parseSpan(name, kSendFormat, first, second) ||
          parseSpan(name, kRecvFormat, first, second) ||
          parseSpan(name, kAllReducePostFormat, first) ||
-         parseSpan(name, kAllReduceWaitFormat, first) || name == kAccumulate ||
+         parseSpan(name, kAllReduceWaitFormat, first) ||
+         parseSpan(name, kStepFormat, first) || name == kAccumulate ||
          name == kOptimizer;
 }
 
