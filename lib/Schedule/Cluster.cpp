@@ -126,8 +126,8 @@ struct FieldRange {
 };
 
 // One definition per field.
-constexpr FieldRange kNodes{1, 1e6, false, "an integer"};
-constexpr FieldRange kGpusPerNode{1, 1024, false, "an integer"};
+constexpr FieldRange kNodes{1, kMaxNodes, false, "an integer"};
+constexpr FieldRange kGpusPerNode{1, kMaxGpusPerNode, false, "an integer"};
 constexpr FieldRange kMemoryBytes{1 << 20, 1e15, false, "a number of bytes"};
 constexpr FieldRange kPeakFlops{1e6, 1e18, false,
                                 "a number of FLOP per second"};
@@ -180,6 +180,18 @@ public:
     if (v->kind != JsonValue::Kind::String)
       fail(key, "a string", v->str());
     return v->string;
+  }
+
+  /// An optional string that, when given, says something: "" when absent.
+  std::string optionalText(const char *key) {
+    if (!has(key)) {
+      expectOptional(key);
+      return "";
+    }
+    std::string text = string(key);
+    if (error_.empty() && text.find_first_not_of(" \t\n") == std::string::npos)
+      fail(key, "a non-empty string", "\"" + text + "\"");
+    return text;
   }
 
   /// The member object `key`, or null (with the error set).
@@ -298,6 +310,18 @@ Result<Cluster> parseCluster(std::string_view text,
       l.expectOptional("inter_node");
     }
     l.finish();
+  }
+  // Optional: which numbers were fitted on real runs (docs/calibration.md);
+  // without it they are assumed, and tools that predict from them say so.
+  if (top.has("calibration")) {
+    if (const JsonValue *cal = top.object("calibration")) {
+      Fields f(fileName, "calibration", *cal, error);
+      c.computeCalibration = f.optionalText("compute");
+      c.linkCalibration = f.optionalText("links");
+      f.finish();
+    }
+  } else {
+    top.expectOptional("calibration");
   }
   top.finish();
   if (!error.empty())

@@ -104,7 +104,8 @@ TEST(Cluster, ErrorsNameTheFileTheFieldAndWhatWasExpected) {
             "\"memory_gib\"");
   EXPECT_EQ(errorOf(kGood, "\"nodes\"", "\"racks\": 1, \"nodes\""),
             "cluster.json: racks: expected one of name, description, nodes, "
-            "gpus_per_node, gpu or links, got the unknown field \"racks\"");
+            "gpus_per_node, gpu, links or calibration, got the unknown field "
+            "\"racks\"");
   EXPECT_EQ(errorOf(kGood, "\"bandwidth_per_node\"", "\"bandwidth\""),
             "cluster.json: links.inter_node.bandwidth_per_node: expected a "
             "number of bytes per second (a node's NICs together, per "
@@ -138,6 +139,34 @@ TEST(Cluster, ErrorsNameTheFileTheFieldAndWhatWasExpected) {
   Result<Cluster> missing = readCluster("/nonexistent/c.json");
   EXPECT_EQ(missing.error, "/nonexistent/c.json: cannot be read: expected a "
                            "cluster description (JSON, docs/clusters.md)");
+}
+
+TEST(Cluster, SaysWhichNumbersWereCalibrated) {
+  // Without "calibration" every rate is assumed: the GPU examples' are
+  // vendor figures and typical fractions; cpu-dev's were fitted on runs.
+  EXPECT_EQ(a100().computeCalibration, "");
+  EXPECT_EQ(a100().linkCalibration, "");
+  Result<Cluster> cpu = readCluster(example("cpu-dev.json"));
+  ASSERT_TRUE(cpu) << cpu.error;
+  EXPECT_NE(cpu->computeCalibration.find("fitted"), std::string::npos);
+  EXPECT_NE(cpu->linkCalibration.find("fitted"), std::string::npos);
+
+  std::string text = kGood;
+  text.insert(text.find("\"nodes\""),
+              "\"calibration\": {\"compute\": \"fitted on run 7\"}, ");
+  Result<Cluster> partly = parseCluster(text, "cluster.json");
+  ASSERT_TRUE(partly) << partly.error;
+  EXPECT_EQ(partly->computeCalibration, "fitted on run 7");
+  EXPECT_EQ(partly->linkCalibration, "");
+
+  EXPECT_EQ(errorOf(text, "\"fitted on run 7\"", "\" \""),
+            "cluster.json: calibration.compute: expected a non-empty string, "
+            "got \" \"");
+  EXPECT_EQ(errorOf(text, "\"compute\"", "\"flops\""),
+            "cluster.json: calibration.flops: expected one of compute or "
+            "links, got the unknown field \"flops\"");
+  EXPECT_EQ(errorOf(text, "{\"compute\": \"fitted on run 7\"}", "true"),
+            "cluster.json: calibration: expected an object, got true");
 }
 
 TEST(Cluster, EveryTruncationOfAGoodFileIsAnError) {

@@ -34,9 +34,22 @@ struct LinkCost {
 
 enum class LinkClass { Local, IntraNode, InterNode };
 
+/// The sizes a cluster file may give (docs/clusters.md): what the parser
+/// accepts, and what a tool that sizes a cluster on its command line
+/// accepts too.
+inline constexpr int kMaxNodes = 1000000;
+inline constexpr int kMaxGpusPerNode = 1024;
+
 struct Cluster {
   std::string name;
   std::string description;
+  /// Where the compute rate (gpu.peak_bf16_flops x achievable_fraction)
+  /// and the links' numbers were fitted on real runs of this machine, as
+  /// the file's optional "calibration" says; empty: they are assumed
+  /// (vendor figures, typical fractions), and so is every time predicted
+  /// from them.
+  std::string computeCalibration;
+  std::string linkCalibration;
   int nodes = 1;
   int gpusPerNode = 1;
   double gpuMemoryBytes = 0;
