@@ -27,7 +27,38 @@ double activationScale(sched::ComputePrecision precision) {
   return precision == sched::ComputePrecision::Bf16 ? 0.5 : 1.0;
 }
 
+/// The memory a rank may use, for messages.
+std::string budgetText(double budget) {
+  return "the budget of " + formatBytes(budget) +
+         " (the cap less the headroom)";
+}
+
 } // namespace
+
+double modelFlopsUtilization(double modelFlops, double stepTime, int gpus,
+                             double peakFlopsPerGpu) {
+  if (!(stepTime > 0) || gpus < 1 || !(peakFlopsPerGpu > 0))
+    return 0;
+  return modelFlops / stepTime / (gpus * peakFlopsPerGpu);
+}
+
+double memoryCap(const PlanRequest &request, const sched::Cluster &cluster) {
+  return request.memoryCapBytes > 0 ? request.memoryCapBytes
+                                    : cluster.gpuMemoryBytes;
+}
+
+double memoryHeadroom(const PlanRequest &request,
+                      const sched::Cluster &cluster) {
+  return request.memoryHeadroomBytes +
+         request.memoryHeadroomFraction * memoryCap(request, cluster);
+}
+
+double modelFlopsPerMicrobatch(const ModelProfile &model) {
+  double flops = 0;
+  for (const LayerProfile &layer : model.layers)
+    flops += layer.forwardFlops + layer.backwardFlops;
+  return flops;
+}
 
 const char *rejectionName(Rejection reason) {
   switch (reason) {
@@ -56,9 +87,10 @@ const char *rejectionMeaning(Rejection reason) {
   case Rejection::Model:
     return "the model cannot be built at that micro-batch size";
   case Rejection::MemoryStates:
-    return "weights, gradients, optimizer state and buffers exceed the cap";
+    return "weights, gradients, optimizer state and buffers exceed the "
+           "budget";
   case Rejection::Memory:
-    return "with the activations in flight, a rank exceeds the cap";
+    return "with the activations in flight, a rank exceeds the budget";
   case Rejection::Simulation:
     return "the simulator failed or found a deadlock";
   }
@@ -92,7 +124,7 @@ sched::Result<Estimate> evaluateStages(PlanConfig config,
                                        const sched::Placement &placement,
                                        const sched::Cluster &cluster,
                                        const PlanRequest &request,
-                                       double memoryCap, Rejection *reason) {
+                                       double memoryBudget, Rejection *reason) {
   using R = sched::Result<Estimate>;
   auto reject = [&](Rejection why, const std::string &message) {
     if (reason)
@@ -128,14 +160,14 @@ sched::Result<Estimate> evaluateStages(PlanConfig config,
                  static_cast<double>(peers[d].size() + ringPeers);
     sched::RankMemory states =
         sched::rankMemory(parameters[d], request.precision, 0, buffers[d]);
-    if (states.total() > memoryCap)
+    if (states.total() > memoryBudget)
       return reject(Rejection::MemoryStates,
                     "rank " + std::to_string(d) + " holds " +
                         std::to_string(static_cast<long long>(parameters[d])) +
                         " parameters: weights, gradients, optimizer state and "
                         "buffers take " +
-                        formatBytes(states.total()) + ", over the cap of " +
-                        formatBytes(memoryCap));
+                        formatBytes(states.total()) + ", over " +
+                        budgetText(memoryBudget));
   }
 
   sched::Result<sched::ScheduleOptions> options = scheduleRequest(config);
@@ -183,6 +215,11 @@ sched::Result<Estimate> evaluateStages(PlanConfig config,
                         config.microbatches * dp *
                         static_cast<double>(model.seqLen);
   e.tokensPerSecond = e.stepTime > 0 ? tokens / e.stepTime : 0;
+  // Every micro-batch of every copy runs the whole model once: what the
+  // schedule does not change, so MFU compares schedules by their step time.
+  e.mfu = modelFlopsUtilization(
+      modelFlopsPerMicrobatch(model) * config.microbatches * dp, e.stepTime,
+      config.gpus(), cluster.peakBf16Flops);
   double allReduce = 0;
   for (const sched::RankStats &r : sim->ranks)
     allReduce += r.allReduceBytesSent;
@@ -197,13 +234,13 @@ sched::Result<Estimate> evaluateStages(PlanConfig config,
       e.peakRank = d;
     }
   }
-  if (e.peakMemory.total() > memoryCap)
+  if (e.peakMemory.total() > memoryBudget)
     return reject(Rejection::Memory,
                   "rank " + std::to_string(e.peakRank) + " needs " +
                       formatBytes(e.peakMemory.total()) + " (" +
                       formatBytes(e.peakMemory.activations) +
-                      " of activations in flight), over the cap of " +
-                      formatBytes(memoryCap));
+                      " of activations in flight), over " +
+                      budgetText(memoryBudget));
   return R::success(std::move(e));
 }
 
@@ -233,10 +270,9 @@ sched::Result<Estimate> evaluate(const PlanConfig &config,
       *reason = Rejection::Stages;
     return R::failure(describe(config) + ": " + stages.error);
   }
-  double cap = request.memoryCapBytes > 0 ? request.memoryCapBytes
-                                          : cluster.gpuMemoryBytes;
-  return evaluateStages(config, model, *stages, *placement, cluster, request,
-                        cap, reason);
+  return evaluateStages(
+      config, model, *stages, *placement, cluster, request,
+      memoryCap(request, cluster) - memoryHeadroom(request, cluster), reason);
 }
 
 } // namespace bitpipe::plan

@@ -21,12 +21,18 @@ std::string describe(const PlanConfig &config);
 /// The registry's request for `config`, checked and completed.
 sched::Result<sched::ScheduleOptions> scheduleRequest(const PlanConfig &config);
 
-/// evaluate(), given the placement and the cut for it, and the cap.
-sched::Result<Estimate>
-evaluateStages(PlanConfig config, const ModelProfile &model,
-               const std::vector<StageProfile> &stages,
-               const sched::Placement &placement, const sched::Cluster &cluster,
-               const PlanRequest &request, double memoryCap, Rejection *reason);
+/// The model's forward and backward FLOPs for one micro-batch of its size.
+double modelFlopsPerMicrobatch(const ModelProfile &model);
+
+/// evaluate(), given the placement and the cut for it, and what a rank may
+/// use (the cap less the headroom).
+sched::Result<Estimate> evaluateStages(PlanConfig config,
+                                       const ModelProfile &model,
+                                       const std::vector<StageProfile> &stages,
+                                       const sched::Placement &placement,
+                                       const sched::Cluster &cluster,
+                                       const PlanRequest &request,
+                                       double memoryBudget, Rejection *reason);
 
 } // namespace bitpipe::plan
 

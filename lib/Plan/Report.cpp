@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <iterator>
 #include <vector>
 
 namespace bitpipe::plan {
@@ -57,6 +58,17 @@ std::string formatBytes(double bytes) {
   return format("%.2f ", bytes) + units[u];
 }
 
+std::string formatFlops(double flops) {
+  static const char *units[] = {"FLOP",  "kFLOP", "MFLOP", "GFLOP",
+                                "TFLOP", "PFLOP", "EFLOP"};
+  int u = 0;
+  while (u + 1 < 7 && flops >= 1000) {
+    flops /= 1000;
+    ++u;
+  }
+  return format("%.2f ", flops) + units[u];
+}
+
 std::string compileCommand(const PlanConfig &c, const CommandContext &ctx) {
   std::string base = ctx.modelName.empty() ? "model" : ctx.modelName;
   std::string model = ctx.modelPath, prefix;
@@ -80,45 +92,114 @@ std::string compileCommand(const PlanConfig &c, const CommandContext &ctx) {
   return cmd + " -o " + shellWord(base + "_train");
 }
 
-std::string formatTable(const PlanResult &result, int topK) {
-  static const struct {
-    const char *name;
-    size_t width;
-  } columns[] = {{"rank", 4},      {"schedule", 16}, {"D", 4},
-                 {"dp", 4},        {"v", 3},         {"mb", 4},
-                 {"N", 6},         {"split", 5},     {"step_s", 10},
-                 {"tokens/s", 11}, {"bubble", 7},    {"peak_GiB", 9},
-                 {"comm_GiB", 10}};
-  auto row = [&](const std::vector<std::string> &cells) {
-    std::string line;
-    for (size_t i = 0; i < cells.size(); ++i) {
-      if (i)
-        line += " ";
-      line += i == 1 ? padRight(cells[i], columns[i].width)
-                     : padLeft(cells[i], columns[i].width);
-    }
-    while (!line.empty() && line.back() == ' ')
-      line.pop_back();
-    return line + "\n";
-  };
+namespace {
+
+/// The table's columns; `vs_best` only in the best of each schedule.
+struct Column {
+  const char *name;
+  size_t width;
+};
+constexpr Column kColumns[] = {
+    {"rank", 4},    {"schedule", 16}, {"D", 4},         {"dp", 4},
+    {"v", 3},       {"mb", 4},        {"N", 6},         {"split", 5},
+    {"step_s", 10}, {"tokens/s", 11}, {"tok/s/GPU", 9}, {"MFU", 5},
+    {"bubble", 7},  {"peak_GiB", 9},  {"comm_GiB", 10}, {"vs_best", 7}};
+constexpr size_t kTableColumns = std::size(kColumns) - 1;
+
+std::string tableRow(const std::vector<std::string> &cells) {
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    if (i)
+      line += " ";
+    line += i == 1 ? padRight(cells[i], kColumns[i].width)
+                   : padLeft(cells[i], kColumns[i].width);
+  }
+  while (!line.empty() && line.back() == ' ')
+    line.pop_back();
+  return line + "\n";
+}
+
+std::string tableHeader(size_t columns) {
   std::vector<std::string> header;
-  for (const auto &c : columns)
-    header.push_back(c.name);
-  std::string out = row(header);
+  for (size_t i = 0; i < columns; ++i)
+    header.push_back(kColumns[i].name);
+  return tableRow(header);
+}
+
+/// The cells of ranked[index], rank index + 1.
+std::vector<std::string> tableCells(const PlanResult &result, size_t index) {
+  const Estimate &e = result.ranked[index];
+  const PlanConfig &c = e.config;
+  return {std::to_string(index + 1),
+          c.schedule,
+          std::to_string(c.devices),
+          std::to_string(c.dataParallel),
+          c.chunks ? std::to_string(c.chunks) : "-",
+          std::to_string(c.microbatchSize),
+          std::to_string(c.microbatches),
+          c.splitBackward ? "yes" : "no",
+          format("%.4f", e.stepTime),
+          format("%.0f", e.tokensPerSecond),
+          format("%.0f", e.tokensPerSecondPerGpu()),
+          format("%.3f", e.mfu),
+          format("%.4f", e.bubble),
+          format("%.2f", e.peakMemory.total() / kGiB),
+          format("%.2f", commBytes(e) / kGiB)};
+}
+
+/// "memory 20, schedule 4; e.g. EXAMPLE": a schedule's rejections, the
+/// commonest's example.
+std::string whyNoneFits(const ScheduleOutcome &outcome) {
+  std::vector<const RejectionCount *> reasons;
+  for (const RejectionCount &r : outcome.rejections)
+    if (r.count)
+      reasons.push_back(&r);
+  // Commonest first; ties in Rejection's order (the checks' order).
+  std::stable_sort(reasons.begin(), reasons.end(),
+                   [](const RejectionCount *a, const RejectionCount *b) {
+                     return a->count > b->count;
+                   });
+  std::string out;
+  for (const RejectionCount *r : reasons)
+    out += std::string(out.empty() ? "" : ", ") + rejectionName(r->reason) +
+           " " + std::to_string(r->count);
+  return reasons.empty() ? out
+                         : out + "; e.g. " + reasons.front()->example + " (" +
+                               rejectionMeaning(reasons.front()->reason) + ")";
+}
+
+} // namespace
+
+std::string formatTable(const PlanResult &result, int topK) {
+  std::string out = tableHeader(kTableColumns);
   size_t shown = topK > 0 ? std::min<size_t>(topK, result.ranked.size())
                           : result.ranked.size();
-  for (size_t i = 0; i < shown; ++i) {
-    const Estimate &e = result.ranked[i];
-    const PlanConfig &c = e.config;
-    out +=
-        row({std::to_string(i + 1), c.schedule, std::to_string(c.devices),
-             std::to_string(c.dataParallel),
-             c.chunks ? std::to_string(c.chunks) : "-",
-             std::to_string(c.microbatchSize), std::to_string(c.microbatches),
-             c.splitBackward ? "yes" : "no", format("%.4f", e.stepTime),
-             format("%.0f", e.tokensPerSecond), format("%.4f", e.bubble),
-             format("%.2f", e.peakMemory.total() / kGiB),
-             format("%.2f", commBytes(e) / kGiB)});
+  for (size_t i = 0; i < shown; ++i)
+    out += tableRow(tableCells(result, i));
+  return out;
+}
+
+std::string formatBestPerSchedule(const PlanResult &result) {
+  if (result.schedules.size() < 2)
+    return "";
+  std::string out = "best of each schedule (rank: its place in the whole "
+                    "ranking; vs_best: its tokens/s over the best's):\n" +
+                    tableHeader(kTableColumns + 1);
+  for (const ScheduleOutcome &o : result.schedules) {
+    if (o.best >= 0) {
+      std::vector<std::string> cells = tableCells(result, o.best);
+      cells.push_back(
+          format("%.3f", result.ranked[o.best].tokensPerSecond /
+                             result.ranked.front().tokensPerSecond));
+      out += tableRow(cells);
+    } else if (o.considered == 0) {
+      out += padLeft("-", kColumns[0].width) + " " + o.schedule +
+             ": no configuration to consider\n";
+    } else {
+      out += padLeft("-", kColumns[0].width) + " " + o.schedule +
+             ": none of its " + std::to_string(o.considered) +
+             " configurations fits: " + whyNoneFits(o) + "\n";
+    }
   }
   return out;
 }
@@ -137,36 +218,42 @@ std::string formatRejections(const PlanResult &result) {
 
 std::string formatJson(const PlanResult &result, int topK,
                        const PlanRequest &request,
-                       const std::string &clusterName,
+                       const sched::Cluster &cluster,
                        const CommandContext &ctx) {
   using json::quote;
   auto num = [](double v) { return format("%.17g", v); };
   std::string out = "{\n";
   out += "  \"model\": " + quote(ctx.modelName) + ",\n";
-  out += "  \"cluster\": " + quote(clusterName) + ",\n";
+  auto calibration = [&](const std::string &text) {
+    return std::string("{\"calibrated\": ") +
+           (text.empty() ? "false" : "true") +
+           ", \"calibration\": " + quote(text);
+  };
+  out += "  \"cluster\": " + quote(cluster.name) + ",\n";
+  out += "  \"nodes\": " + std::to_string(cluster.nodes) + ",\n";
+  out += "  \"gpus_per_node\": " + std::to_string(cluster.gpusPerNode) + ",\n";
   out += "  \"gpus\": " + std::to_string(result.gpus) + ",\n";
   out += "  \"global_batch\": " + std::to_string(request.globalBatch) + ",\n";
   out += "  \"seq_len\": " + std::to_string(result.seqLen) + ",\n";
   out += "  \"memory_cap_bytes\": " + num(result.memoryCapBytes) + ",\n";
-  out += "  \"considered\": " + std::to_string(result.considered) + ",\n";
-  out += "  \"feasible\": " + std::to_string(result.ranked.size()) + ",\n";
-  out += "  \"rejected\": {";
-  for (size_t i = 0; i < result.rejections.size(); ++i) {
-    const RejectionCount &r = result.rejections[i];
-    out += std::string(i ? "," : "") + "\n    " +
-           quote(rejectionName(r.reason)) +
-           ": {\"count\": " + std::to_string(r.count) +
-           ", \"example\": " + quote(r.example) + "}";
-  }
-  out += "\n  },\n  \"plans\": [";
-  size_t shown = topK > 0 ? std::min<size_t>(topK, result.ranked.size())
-                          : result.ranked.size();
-  for (size_t i = 0; i < shown; ++i) {
+  out +=
+      "  \"memory_headroom_bytes\": " + num(result.memoryHeadroomBytes) + ",\n";
+  out +=
+      "  \"memory_budget_bytes\": " + num(result.memoryBudgetBytes()) + ",\n";
+  out +=
+      "  \"model_flops_per_token\": " + num(result.modelFlopsPerToken) + ",\n";
+  out += "  \"compute\": " + calibration(cluster.computeCalibration) +
+         ", \"peak_flops_per_gpu\": " + num(cluster.peakBf16Flops) +
+         ", \"achievable_fraction\": " + num(cluster.achievableFraction) +
+         ", \"sustained_flops_per_gpu\": " + num(cluster.achievableFlops()) +
+         "},\n";
+  out += "  \"links\": " + calibration(cluster.linkCalibration) + "},\n";
+  // ranked[i] as an object, its rank i + 1.
+  auto plan = [&](size_t i) {
     const Estimate &e = result.ranked[i];
     const PlanConfig &c = e.config;
     const sched::RankMemory &m = e.peakMemory;
-    out += std::string(i ? "," : "") +
-           "\n    {\"rank\": " + std::to_string(i + 1) +
+    return "{\"rank\": " + std::to_string(i + 1) +
            ", \"schedule\": " + quote(c.schedule) +
            ", \"devices\": " + std::to_string(c.devices) +
            ", \"dp\": " + std::to_string(c.dataParallel) +
@@ -177,7 +264,8 @@ std::string formatJson(const PlanResult &result, int topK,
            ", \"stages\": " + std::to_string(c.stages) +
            ", \"step_time_s\": " + num(e.stepTime) +
            ", \"tokens_per_s\": " + num(e.tokensPerSecond) +
-           ", \"bubble\": " + num(e.bubble) +
+           ", \"tokens_per_s_per_gpu\": " + num(e.tokensPerSecondPerGpu()) +
+           ", \"mfu\": " + num(e.mfu) + ", \"bubble\": " + num(e.bubble) +
            ", \"peak_memory_bytes\": " + num(m.total()) +
            ", \"peak_rank\": " + std::to_string(e.peakRank) +
            ", \"memory\": {\"weights\": " + num(m.weights) +
@@ -189,7 +277,41 @@ std::string formatJson(const PlanResult &result, int topK,
            ", \"allreduce_bytes\": " + num(e.allReduceBytes) +
            ", \"allreduce_overlap\": " + num(e.allReduceOverlap) +
            ", \"compile_command\": " + quote(compileCommand(c, ctx)) + "}";
+  };
+  out += "  \"considered\": " + std::to_string(result.considered) + ",\n";
+  out += "  \"feasible\": " + std::to_string(result.ranked.size()) + ",\n";
+  out += "  \"rejected\": {";
+  for (size_t i = 0; i < result.rejections.size(); ++i) {
+    const RejectionCount &r = result.rejections[i];
+    out += std::string(i ? "," : "") + "\n    " +
+           quote(rejectionName(r.reason)) +
+           ": {\"count\": " + std::to_string(r.count) +
+           ", \"example\": " + quote(r.example) + "}";
   }
+  out += "\n  },\n  \"by_schedule\": [";
+  for (size_t i = 0; i < result.schedules.size(); ++i) {
+    const ScheduleOutcome &o = result.schedules[i];
+    out += std::string(i ? "," : "") +
+           "\n    {\"schedule\": " + quote(o.schedule) +
+           ", \"considered\": " + std::to_string(o.considered) +
+           ", \"best\": " + (o.best >= 0 ? plan(o.best) : "null") +
+           ", \"rejected\": {";
+    bool first = true;
+    for (const RejectionCount &r : o.rejections)
+      if (r.count) {
+        out += std::string(first ? "" : ", ") + quote(rejectionName(r.reason)) +
+               ": {\"count\": " + std::to_string(r.count) +
+               ", \"example\": " + quote(r.example) + "}";
+        first = false;
+      }
+    out += "}}";
+  }
+  out += std::string(result.schedules.empty() ? "" : "\n  ") +
+         "],\n  \"plans\": [";
+  size_t shown = topK > 0 ? std::min<size_t>(topK, result.ranked.size())
+                          : result.ranked.size();
+  for (size_t i = 0; i < shown; ++i)
+    out += std::string(i ? "," : "") + "\n    " + plan(i);
   out += std::string(shown ? "\n  " : "") + "]\n}\n";
   return out;
 }

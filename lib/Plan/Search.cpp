@@ -7,6 +7,7 @@
 
 #include "EvaluateImpl.h"
 
+#include "bitpipe/Plan/Report.h"
 #include "bitpipe/Schedule/Placement.h"
 #include "bitpipe/base/Spelling.h"
 
@@ -103,6 +104,21 @@ std::string checkRequest(const PlanRequest &request,
            " must be a number of bytes in (0, 1e18] (0: the cluster's "
            "gpu.memory_bytes), got " +
            std::to_string(request.memoryCapBytes);
+  if (!(request.memoryHeadroomBytes >= 0) ||
+      request.memoryHeadroomBytes > 1e18 ||
+      !(request.memoryHeadroomFraction >= 0) ||
+      !(request.memoryHeadroomFraction < 1))
+    return field(prefix, "memory-headroom") +
+           " must be a number of bytes in [0, 1e18] or a share of the memory "
+           "in [0%, 100%), got " +
+           std::to_string(request.memoryHeadroomBytes) + " bytes and " +
+           std::to_string(request.memoryHeadroomFraction * 100) + "%";
+  if (double cap = memoryCap(request, cluster),
+      headroom = memoryHeadroom(request, cluster);
+      headroom >= cap)
+    return field(prefix, "memory-headroom") + " of " + formatBytes(headroom) +
+           " leaves nothing of the " + formatBytes(cap) +
+           " of memory per GPU (expected less than it)";
   if (request.gpus < 0 || request.gpus > cluster.size())
     return field(prefix, "gpus") + " must be in [1, " +
            std::to_string(cluster.size()) + "] (the GPUs of cluster '" +
@@ -144,17 +160,21 @@ sched::Result<PlanResult> search(const PlanRequest &request,
 
   PlanResult result;
   result.gpus = request.gpus ? request.gpus : cluster.size();
-  result.memoryCapBytes = request.memoryCapBytes > 0 ? request.memoryCapBytes
-                                                     : cluster.gpuMemoryBytes;
+  result.memoryCapBytes = memoryCap(request, cluster);
+  result.memoryHeadroomBytes = memoryHeadroom(request, cluster);
+  std::vector<RejectionCount> noRejections;
   for (int r = 0; r < kNumRejections; ++r)
-    result.rejections.push_back({static_cast<Rejection>(r), 0, {}});
+    noRejections.push_back({static_cast<Rejection>(r), 0, {}});
+  result.rejections = noRejections;
 
   std::vector<const sched::ScheduleInfo *> schedules;
   for (const sched::ScheduleInfo &info : sched::schedules())
     if (request.schedules.empty() ||
         std::count(request.schedules.begin(), request.schedules.end(),
-                   info.name))
+                   info.name)) {
       schedules.push_back(&info);
+      result.schedules.push_back({info.name, 0, -1, noRejections});
+    }
   std::vector<int64_t> sizes = request.microbatchSizes;
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -166,8 +186,12 @@ sched::Result<PlanResult> search(const PlanRequest &request,
     auto it = profiles.find(size);
     if (it == profiles.end()) {
       it = profiles.emplace(size, profile(size)).first;
-      if (it->second)
+      if (it->second && !result.seqLen) {
         result.seqLen = it->second->seqLen;
+        result.modelFlopsPerToken =
+            modelFlopsPerMicrobatch(*it->second) /
+            (static_cast<double>(size) * it->second->seqLen);
+      }
     }
     return it->second;
   };
@@ -291,20 +315,31 @@ sched::Result<PlanResult> search(const PlanRequest &request,
     c.reason = Rejection::Simulation;
     c.outcome =
         evaluateStages(c.config, *c.model, *c.stages, *c.placement, cluster,
-                       request, result.memoryCapBytes, &c.reason);
+                       request, result.memoryBudgetBytes(), &c.reason);
   });
 
+  auto outcomeOf = [&](const std::string &name) -> ScheduleOutcome & {
+    return *std::find_if(
+        result.schedules.begin(), result.schedules.end(),
+        [&](const ScheduleOutcome &o) { return o.schedule == name; });
+  };
   for (Candidate &c : candidates) {
     ++result.considered;
+    ScheduleOutcome &outcome = outcomeOf(c.config.schedule);
+    ++outcome.considered;
     if (c.outcome) {
       result.ranked.push_back(std::move(*c.outcome));
       continue;
     }
-    RejectionCount &count = result.rejections[static_cast<int>(c.reason)];
-    if (count.count++ == 0)
-      count.example = c.outcome.error;
+    for (RejectionCount *count :
+         {&result.rejections[static_cast<int>(c.reason)],
+          &outcome.rejections[static_cast<int>(c.reason)]})
+      if (count->count++ == 0)
+        count->example = c.outcome.error;
   }
   std::sort(result.ranked.begin(), result.ranked.end(), faster);
+  for (size_t i = result.ranked.size(); i-- > 0;)
+    outcomeOf(result.ranked[i].config.schedule).best = static_cast<int>(i);
   return R::success(std::move(result));
 }
 

@@ -1,7 +1,9 @@
 //===- bitpipe-plan.cpp - The best configuration for a cluster ------------===//
 //
 //   bitpipe-plan MODEL.json|MODEL.mlir --cluster CLUSTER.json
-//                --global-batch B [--memory-cap 80GiB] [--gpus G]
+//                [--nodes N] [--gpus-per-node G]
+//                --global-batch B [--memory-cap 80GiB]
+//                [--memory-headroom 10%|SIZE] [--gpus G]
 //                [--schedules a,b] [--devices D,..]
 //                [--microbatch-sizes 1,2,4,8]
 //                [--max-chunks 8] [--allow-idle-gpus] [--top K]
@@ -10,15 +12,17 @@
 //
 // Searches schedule, pipeline depth, data-parallel width, chunks per device
 // and micro-batch size and count for the model on the cluster at the global
-// batch (lib/Plan, docs/planning.md), and prints the fastest configurations
-// that fit the memory cap, what was rejected and why, and the
-// bitpipe-compile command of the best. Exits 1 on a bad input, or when no
-// configuration fits.
+// batch (lib/Plan, docs/planning.md), and prints what it assumes (memory
+// headroom, compute rate and whether it was calibrated, MFU's terms), the
+// fastest configurations that fit, the best of each schedule, what was
+// rejected and why, and the bitpipe-compile command of the best. Exits 1 on a
+// bad input, or when no configuration fits.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ToolOutput.h"
 #include "bitpipe/Conversion/Target/Target.h"
+#include "bitpipe/Plan/ClusterShape.h"
 #include "bitpipe/Plan/Planner.h"
 #include "bitpipe/Plan/ProfileFromIR.h"
 #include "bitpipe/Plan/Report.h"
@@ -31,6 +35,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <optional>
 
 using namespace llvm;
 namespace sched = bitpipe::sched;
@@ -46,6 +51,14 @@ cl::opt<std::string> clusterPath("cluster", cl::Required,
                                  cl::desc("Cluster description "
                                           "(docs/clusters.md)"),
                                  cl::value_desc("file"), cl::cat(category));
+cl::opt<int> nodes("nodes",
+                   cl::desc("Nodes of the cluster file's kind (default: the "
+                            "file's)"),
+                   cl::value_desc("N"), cl::cat(category));
+cl::opt<int> gpusPerNode("gpus-per-node",
+                         cl::desc("GPUs per node (default: the cluster "
+                                  "file's)"),
+                         cl::value_desc("G"), cl::cat(category));
 cl::opt<int64_t> globalBatch("global-batch", cl::Required,
                              cl::desc("Sequences per optimizer step, over "
                                       "all data-parallel copies"),
@@ -56,6 +69,15 @@ cl::opt<std::string>
                        "GiB, TiB, KB, MB, GB or TB (default: the cluster's "
                        "gpu.memory_bytes)"),
               cl::value_desc("size"), cl::cat(category));
+const std::string headroomHelp =
+    "Memory per GPU left free of the cap for what the memory model does not "
+    "count: a share (10%) or a size (6GiB; 0: none). Default " +
+    std::to_string(
+        static_cast<int>(bitpipe::plan::kDefaultMemoryHeadroomFraction * 100)) +
+    "%";
+cl::opt<std::string> memoryHeadroom("memory-headroom", cl::desc(headroomHelp),
+                                    cl::value_desc("share|size"),
+                                    cl::cat(category));
 cl::opt<int> gpus("gpus",
                   cl::desc("GPUs to use (default: all of the cluster's)"),
                   cl::init(0), cl::cat(category));
@@ -108,7 +130,7 @@ int fail(const Twine &message) {
   return 1;
 }
 
-/// "80GiB", "8.5e10", "512 MiB" in bytes; negative when unreadable.
+/// "80GiB", "8.5e10", "512 MiB", "0" in bytes; negative when unreadable.
 double parseSize(const std::string &text) {
   static const struct {
     const char *suffix;
@@ -131,9 +153,18 @@ double parseSize(const std::string &text) {
       break;
     }
   double value = 0;
-  if (s.empty() || s.getAsDouble(value) || !std::isfinite(value) || value <= 0)
+  if (s.empty() || s.getAsDouble(value) || !std::isfinite(value) || value < 0)
     return -1;
   return value * factor;
+}
+
+/// "10%" as a fraction; negative when not a share in [0%, 100%).
+double parseShare(StringRef text) {
+  double percent = 0;
+  if (!text.consume_back("%") || text.trim().getAsDouble(percent) ||
+      !(percent >= 0 && percent < 100))
+    return -1;
+  return percent / 100;
 }
 
 } // namespace
@@ -146,9 +177,17 @@ int main(int argc, char **argv) {
       "bitpipe-plan: the fastest schedule, pipeline depth, data-parallel "
       "width, chunks and micro-batches for a model on a cluster\n");
 
-  sched::Result<sched::Cluster> cluster = sched::readCluster(clusterPath);
+  sched::Result<sched::Cluster> file = sched::readCluster(clusterPath);
+  if (!file)
+    return fail("--cluster: " + file.error);
+  auto given = [](const cl::opt<int> &flag) {
+    return flag.getNumOccurrences() ? std::optional<int>(flag.getValue())
+                                    : std::nullopt;
+  };
+  sched::Result<sched::Cluster> cluster = bitpipe::plan::resizeCluster(
+      *file, given(nodes), given(gpusPerNode), "--");
   if (!cluster)
-    return fail("--cluster: " + cluster.error);
+    return fail(cluster.error);
 
   bitpipe::Precision trainPrecision = precision.getNumOccurrences()
                                           ? precision.getValue()
@@ -163,10 +202,22 @@ int main(int argc, char **argv) {
   request.globalBatch = globalBatch;
   if (memoryCap.getNumOccurrences()) {
     request.memoryCapBytes = parseSize(memoryCap);
-    if (request.memoryCapBytes <= 0)
+    if (!(request.memoryCapBytes > 0))
       return fail("--memory-cap: expected a positive size in bytes, or with "
                   "a unit (80GiB, 512MiB, 8e10), got '" +
                   memoryCap + "'");
+  }
+  if (memoryHeadroom.getNumOccurrences()) {
+    StringRef text = StringRef(memoryHeadroom).trim();
+    double share = text.ends_with("%") ? parseShare(text) : 0;
+    double bytes = text.ends_with("%") ? 0 : parseSize(text.str());
+    if (share < 0 || bytes < 0)
+      return fail("--memory-headroom: expected a share of the memory in [0%, "
+                  "100%) or a size in bytes, or with a unit (10%, 6GiB, 0), "
+                  "got '" +
+                  memoryHeadroom + "'");
+    request.memoryHeadroomFraction = share;
+    request.memoryHeadroomBytes = bytes;
   }
   if (gpus.getNumOccurrences() && gpus < 1)
     return fail("--gpus must be in [1, " + Twine(cluster->size()) + "], got " +
@@ -234,20 +285,21 @@ int main(int argc, char **argv) {
   context.precision = bitpipe::stringifyPrecision(trainPrecision).str();
 
   if (!jsonPath.empty()) {
-    std::string json = bitpipe::plan::formatJson(*result, top, request,
-                                                 cluster->name, context);
+    std::string json =
+        bitpipe::plan::formatJson(*result, top, request, *cluster, context);
     if (Error e = bitpipe::writeOutputFile(
             jsonPath, [&](raw_ostream &os) { os << json; }))
       return fail("--json: " + toString(std::move(e)));
   }
   if (jsonPath != "-") {
     raw_ostream &os = outs();
-    os << "bitpipe-plan: " << source.name() << " on " << cluster->name << " ("
-       << result->gpus << " GPUs), global batch " << request.globalBatch
-       << " x " << result->seqLen << " tokens, memory cap "
-       << bitpipe::plan::formatBytes(result->memoryCapBytes) << ", "
-       << context.precision << "\n";
+    os << "bitpipe-plan: " << source.name() << " on " << cluster->name
+       << ", global batch " << request.globalBatch << " x " << result->seqLen
+       << " tokens, " << context.precision << "\n";
+    os << bitpipe::plan::formatAssumptions(
+        *result, *cluster, {clusterPath, file->nodes, file->gpusPerNode});
     os << bitpipe::plan::formatTable(*result, top);
+    os << bitpipe::plan::formatBestPerSchedule(*result);
     os << bitpipe::plan::formatRejections(*result);
     if (!result->ranked.empty())
       os << "best: "

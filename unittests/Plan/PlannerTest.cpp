@@ -68,6 +68,9 @@ PlanRequest request(int64_t batch, std::vector<std::string> schedules = {}) {
   r.microbatchSizes = {1};
   r.schedules = std::move(schedules);
   r.precision = sched::ComputePrecision::Fp32;
+  // The tests' caps are what a rank may use; the headroom's own tests set
+  // it.
+  r.memoryHeadroomFraction = 0;
   return r;
 }
 
@@ -284,6 +287,135 @@ TEST(Planner, TriesOnlyTheDepthsAsked) {
   EXPECT_LT(r->considered, every->considered);
 }
 
+TEST(Planner, KeepsHeadroomOfTheCapByDefault) {
+  // The default leaves kDefaultMemoryHeadroomFraction of the cap free: a
+  // configuration that fits only in the whole cap is rejected, and fits
+  // when the headroom is 0 or smaller.
+  PlanRequest whole = request(4, {"1f1b"});
+  sched::Result<PlanResult> free =
+      search(whole, freeCluster(2), uniform(4, 1000, 1e6));
+  ASSERT_TRUE(free && !free->ranked.empty()) << free.error;
+  const double peak = free->ranked.front().peakMemory.total();
+
+  PlanRequest byDefault = whole;
+  byDefault.memoryHeadroomFraction = PlanRequest().memoryHeadroomFraction;
+  EXPECT_EQ(byDefault.memoryHeadroomFraction, kDefaultMemoryHeadroomFraction);
+  byDefault.memoryCapBytes = peak * 1.05; // within the cap, not its 90%
+  sched::Result<PlanResult> r =
+      search(byDefault, freeCluster(2), uniform(4, 1000, 1e6));
+  ASSERT_TRUE(r) << r.error;
+  EXPECT_DOUBLE_EQ(r->memoryCapBytes, peak * 1.05);
+  EXPECT_DOUBLE_EQ(r->memoryHeadroomBytes,
+                   kDefaultMemoryHeadroomFraction * peak * 1.05);
+  EXPECT_DOUBLE_EQ(r->memoryBudgetBytes(),
+                   r->memoryCapBytes - r->memoryHeadroomBytes);
+  for (const Estimate &e : r->ranked)
+    EXPECT_LE(e.peakMemory.total(), r->memoryBudgetBytes());
+  EXPECT_LT(r->ranked.size(), free->ranked.size());
+  EXPECT_NE(
+      r->rejections[int(Rejection::Memory)].example.find("over the budget of"),
+      std::string::npos)
+      << r->rejections[int(Rejection::Memory)].example;
+
+  // In bytes instead: the same budget.
+  PlanRequest bytes = byDefault;
+  bytes.memoryHeadroomFraction = 0;
+  bytes.memoryHeadroomBytes = r->memoryHeadroomBytes;
+  sched::Result<PlanResult> b =
+      search(bytes, freeCluster(2), uniform(4, 1000, 1e6));
+  ASSERT_TRUE(b) << b.error;
+  EXPECT_DOUBLE_EQ(b->memoryBudgetBytes(), r->memoryBudgetBytes());
+  EXPECT_EQ(b->ranked.size(), r->ranked.size());
+
+  // The cluster's memory when no cap is given.
+  PlanRequest clusterCap = request(4, {"1f1b"});
+  clusterCap.memoryHeadroomFraction = 0.25;
+  sched::Result<PlanResult> c =
+      search(clusterCap, freeCluster(2, 4e9), uniform(4, 10, 10));
+  ASSERT_TRUE(c) << c.error;
+  EXPECT_DOUBLE_EQ(c->memoryCapBytes, 4e9);
+  EXPECT_DOUBLE_EQ(c->memoryBudgetBytes(), 3e9);
+}
+
+// One GPU, D = dp = 1, free links: the GPU computes the whole step, so the
+// model's FLOPs over the step are its achievable rate, and MFU is the
+// achievable fraction exactly.
+TEST(Planner, StatesModelFlopUtilisationAndTokensPerGpu) {
+  for (double fraction : {1.0, 0.5}) {
+    sched::Cluster c = freeCluster(1);
+    c.achievableFraction = fraction;
+    sched::Result<PlanResult> r =
+        search(request(4, {"1f1b"}), c, uniform(4, 10, 10));
+    ASSERT_TRUE(r && r->ranked.size() == 1) << r.error;
+    const Estimate &e = r->ranked.front();
+    // 4 units of 1e9 + 2e9 FLOP per sequence of 8 tokens.
+    EXPECT_DOUBLE_EQ(r->modelFlopsPerToken, 4 * 3e9 / 8);
+    EXPECT_NEAR(e.stepTime, 4 * 4 * 3e9 / (1e12 * fraction), 1e-12);
+    EXPECT_NEAR(e.mfu, fraction, 1e-12);
+    EXPECT_DOUBLE_EQ(e.tokensPerSecondPerGpu(), e.tokensPerSecond);
+  }
+  // Two copies: per GPU is half, and pipelining's bubble lowers MFU below
+  // the achievable fraction.
+  sched::Result<PlanResult> r =
+      search(request(4, {"1f1b"}), freeCluster(2), uniform(4, 10, 10));
+  ASSERT_TRUE(r) << r.error;
+  for (const Estimate &e : r->ranked) {
+    EXPECT_DOUBLE_EQ(e.tokensPerSecondPerGpu(), e.tokensPerSecond / 2);
+    EXPECT_NEAR(e.mfu, r->modelFlopsPerToken * e.tokensPerSecond / (2 * 1e12),
+                1e-12);
+    EXPECT_LE(e.mfu, 1 + 1e-12);
+    if (e.config.devices == 2) {
+      EXPECT_LT(e.mfu, 1 - 1e-3);
+    }
+  }
+  EXPECT_DOUBLE_EQ(modelFlopsUtilization(3e12, 2, 3, 1e12), 0.5);
+  EXPECT_EQ(modelFlopsUtilization(3e12, 0, 3, 1e12), 0);
+}
+
+// BitPipe's ranks hold two pipelines' stages: a cap that 1F1B's weights
+// fit under and BitPipe's do not leaves BitPipe without a plan, and the
+// result says why, schedule by schedule.
+TEST(Planner, KeepsTheBestOfEachScheduleAndWhyNoneFits) {
+  PlanRequest req = request(8, {"bitpipe", "1f1b", "gpipe"});
+  req.devices = {4};
+  sched::Result<PlanResult> free =
+      search(req, freeCluster(4), uniform(8, 1e7, 10));
+  ASSERT_TRUE(free) << free.error;
+  ASSERT_EQ(free->schedules.size(), 3u);
+  // In the registry's order, whatever the request's.
+  EXPECT_EQ(free->schedules[0].schedule, "gpipe");
+  EXPECT_EQ(free->schedules[1].schedule, "1f1b");
+  EXPECT_EQ(free->schedules[2].schedule, "bitpipe");
+  int64_t considered = 0;
+  for (const ScheduleOutcome &o : free->schedules) {
+    considered += o.considered;
+    ASSERT_GE(o.best, 0) << o.schedule;
+    EXPECT_EQ(free->ranked[o.best].config.schedule, o.schedule);
+    // Its first row in the ranking.
+    for (int i = 0; i < o.best; ++i)
+      EXPECT_NE(free->ranked[i].config.schedule, o.schedule);
+  }
+  EXPECT_EQ(considered, free->considered);
+
+  // 2 units per rank under 1F1B and GPipe, 4 under BitPipe (its two
+  // pipelines' copies), 16 bytes per parameter under fp32: 320 MB and
+  // 640 MB, and a few MiB of buffers.
+  req.memoryCapBytes = 480e6;
+  sched::Result<PlanResult> r =
+      search(req, freeCluster(4), uniform(8, 1e7, 10));
+  ASSERT_TRUE(r) << r.error;
+  const ScheduleOutcome &bitpipe = r->schedules[2];
+  EXPECT_EQ(bitpipe.best, -1);
+  EXPECT_GT(bitpipe.considered, 0);
+  EXPECT_EQ(bitpipe.rejections[int(Rejection::MemoryStates)].count,
+            bitpipe.considered);
+  EXPECT_NE(bitpipe.rejections[int(Rejection::MemoryStates)].example.find(
+                "bitpipe D=4"),
+            std::string::npos);
+  EXPECT_GE(r->schedules[1].best, 0);
+  EXPECT_EQ(r->schedules[1].rejections[int(Rejection::MemoryStates)].count, 0);
+}
+
 TEST(Planner, RejectsABadRequest) {
   sched::Cluster c = freeCluster(4);
   PlanRequest r = request(0);
@@ -303,6 +435,18 @@ TEST(Planner, RejectsABadRequest) {
   EXPECT_NE(checkRequest(r, c, "--")
                 .find("--devices must be positive pipeline depths, got 0"),
             std::string::npos);
+  r = request(8);
+  r.memoryHeadroomFraction = 1;
+  EXPECT_EQ(checkRequest(r, c, "--"),
+            "--memory-headroom must be a number of bytes in [0, 1e18] or a "
+            "share of the memory in [0%, 100%), got 0.000000 bytes and "
+            "100.000000%");
+  r = request(8);
+  r.memoryCapBytes = 2e9;
+  r.memoryHeadroomBytes = 2e9;
+  EXPECT_EQ(checkRequest(r, c, "--"),
+            "--memory-headroom of 1.86 GiB leaves nothing of the 1.86 GiB of "
+            "memory per GPU (expected less than it)");
   r = request(8);
   r.jobs = -1;
   EXPECT_NE(checkRequest(r, c).find("jobs must be in [0, 1024]"),

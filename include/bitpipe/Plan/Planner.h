@@ -34,10 +34,21 @@ namespace bitpipe::plan {
 /// default (docs/clusters.md, "Memory").
 inline constexpr double kCommBufferBytesPerPeer = 4.0 * 1024 * 1024;
 
+/// The share of a GPU's memory a plan leaves free by default: what the
+/// memory model does not count (the CUDA context, cuBLAS and attention
+/// workspaces, a forward's transient tensors, the caching allocator's
+/// fragmentation) takes a few GiB of an 80-141 GB card
+/// (docs/planning.md, "Memory headroom").
+inline constexpr double kDefaultMemoryHeadroomFraction = 0.10;
+
 /// What to search, and under which limits.
 struct PlanRequest {
   int64_t globalBatch = 0;   ///< Sequences per optimizer step, all copies.
   double memoryCapBytes = 0; ///< Per GPU; 0: the cluster's gpu.memory_bytes.
+  /// What a plan leaves free of the cap: memoryHeadroomBytes plus
+  /// memoryHeadroomFraction of the cap (a tool sets one of the two).
+  double memoryHeadroomBytes = 0;
+  double memoryHeadroomFraction = kDefaultMemoryHeadroomFraction;
   int gpus = 0;              ///< GPUs to use; 0: every GPU of the cluster.
   /// Also configurations with D * dp < gpus (some GPUs idle); otherwise
   /// D * dp == gpus.
@@ -88,7 +99,21 @@ struct Estimate {
   double p2pBytes = 0;
   double allReduceBytes = 0;
   double allReduceOverlap = 1; ///< SimResult::allReduceOverlap.
+  /// Model FLOP utilisation: the model's forward and backward FLOPs per
+  /// step over stepTime and the peak of the GPUs the configuration uses
+  /// (modelFlopsUtilization).
+  double mfu = 0;
+
+  double tokensPerSecondPerGpu() const {
+    return tokensPerSecond / config.gpus();
+  }
 };
+
+/// The share of `gpus` GPUs' peak FLOP/s that `modelFlops` per step
+/// computed in `stepTime` seconds make: MFU, as PaLM defines it (no
+/// recomputation counted, the peak the cluster file's).
+double modelFlopsUtilization(double modelFlops, double stepTime, int gpus,
+                             double peakFlopsPerGpu);
 
 /// Why a configuration was not kept.
 enum class Rejection {
@@ -112,18 +137,37 @@ struct RejectionCount {
   std::string example; ///< The first such configuration and why.
 };
 
+/// What became of one schedule's configurations.
+struct ScheduleOutcome {
+  std::string schedule;
+  int64_t considered = 0;
+  int best = -1; ///< Its fastest in PlanResult::ranked; -1: none fits.
+  /// Why the others were rejected, in Rejection's order, as PlanResult's.
+  std::vector<RejectionCount> rejections;
+};
+
 struct PlanResult {
   /// Every configuration that fits, fastest first (ties: less memory,
   /// fewer GPUs, then the registry's order, D, chunks, micro-batch size).
   std::vector<Estimate> ranked;
   /// One entry per reason, in Rejection's order (count 0 when none).
   std::vector<RejectionCount> rejections;
+  /// One entry per schedule searched, in the registry's order.
+  std::vector<ScheduleOutcome> schedules;
   int64_t considered = 0;    ///< ranked.size() + every rejection.
-  double memoryCapBytes = 0; ///< The cap applied.
-  int gpus = 0;              ///< The GPUs searched over.
+  double memoryCapBytes = 0; ///< Memory per GPU.
+  double memoryHeadroomBytes = 0; ///< Of it, left free.
+  int gpus = 0;                   ///< The GPUs searched over.
   int64_t seqLen = 0;
+  /// The model's forward and backward FLOPs per token (0 when no profile
+  /// could be built).
+  double modelFlopsPerToken = 0;
 
   int64_t rejected() const { return considered - int64_t(ranked.size()); }
+  /// What a rank may use: the cap less the headroom.
+  double memoryBudgetBytes() const {
+    return memoryCapBytes - memoryHeadroomBytes;
+  }
 };
 
 /// The model's profile at a micro-batch size (ProfileFromIR.h's
@@ -136,6 +180,12 @@ using ProfileSource =
 std::string checkRequest(const PlanRequest &request,
                          const sched::Cluster &cluster,
                          const char *flagPrefix = "");
+
+/// The memory per GPU the request plans with (its cap, or the cluster's),
+/// and the headroom it leaves free of it.
+double memoryCap(const PlanRequest &request, const sched::Cluster &cluster);
+double memoryHeadroom(const PlanRequest &request,
+                      const sched::Cluster &cluster);
 
 /// The search. Fails when the request does not pass checkRequest.
 sched::Result<PlanResult> search(const PlanRequest &request,
