@@ -1,5 +1,4 @@
-//===- ClusterShape.h - A cluster file's machine at another size -*- C++
-//-*-===//
+//===- ClusterShape.h - A cluster file's machine resized --------*- C++ -*-===//
 //
 // A cluster file describes one machine: its GPUs, their memory and rate,
 // and its links. Its size (nodes x GPUs per node) is the part that changes
