@@ -118,13 +118,12 @@ sched::Result<sched::ScheduleOptions> scheduleRequest(const PlanConfig &c) {
   return sched::validate(request);
 }
 
-sched::Result<Estimate> evaluateStages(PlanConfig config,
-                                       const ModelProfile &model,
-                                       const std::vector<StageProfile> &stages,
-                                       const sched::Placement &placement,
-                                       const sched::Cluster &cluster,
-                                       const PlanRequest &request,
-                                       double memoryBudget, Rejection *reason) {
+sched::Result<Estimate>
+evaluateStages(PlanConfig config, const ModelProfile &model,
+               const std::vector<StageProfile> &stages,
+               const sched::Placement &placement, const sched::Cluster &cluster,
+               const PlanRequest &request, double memoryBudget,
+               Rejection *reason, Timeline *timeline) {
   using R = sched::Result<Estimate>;
   auto reject = [&](Rejection why, const std::string &message) {
     if (reason)
@@ -241,14 +240,18 @@ sched::Result<Estimate> evaluateStages(PlanConfig config,
                       formatBytes(e.peakMemory.activations) +
                       " of activations in flight), over " +
                       budgetText(memoryBudget));
+  if (timeline) {
+    timeline->schedule = std::move(*schedule);
+    timeline->sim = std::move(*sim);
+  }
   return R::success(std::move(e));
 }
 
 sched::Result<Estimate> evaluate(const PlanConfig &config,
                                  const ModelProfile &model,
                                  const sched::Cluster &cluster,
-                                 const PlanRequest &request,
-                                 Rejection *reason) {
+                                 const PlanRequest &request, Rejection *reason,
+                                 Timeline *timeline) {
   using R = sched::Result<Estimate>;
   sched::Result<sched::ScheduleOptions> options = scheduleRequest(config);
   if (!options) {
@@ -270,9 +273,10 @@ sched::Result<Estimate> evaluate(const PlanConfig &config,
       *reason = Rejection::Stages;
     return R::failure(describe(config) + ": " + stages.error);
   }
-  return evaluateStages(
-      config, model, *stages, *placement, cluster, request,
-      memoryCap(request, cluster) - memoryHeadroom(request, cluster), reason);
+  return evaluateStages(config, model, *stages, *placement, cluster, request,
+                        memoryCap(request, cluster) -
+                            memoryHeadroom(request, cluster),
+                        reason, timeline);
 }
 
 } // namespace bitpipe::plan

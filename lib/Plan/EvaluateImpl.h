@@ -1,5 +1,4 @@
-//===- EvaluateImpl.h - The planner's evaluation, for its search -*- C++
-//-*-===//
+//===- EvaluateImpl.h - The planner's evaluation, for its search *- C++ -*-===//
 //
 // What Search.cpp shares with Evaluate.cpp: the evaluation of a candidate
 // whose stages are already cut (the search cuts once per micro-batch size
@@ -26,13 +25,12 @@ double modelFlopsPerMicrobatch(const ModelProfile &model);
 
 /// evaluate(), given the placement and the cut for it, and what a rank may
 /// use (the cap less the headroom).
-sched::Result<Estimate> evaluateStages(PlanConfig config,
-                                       const ModelProfile &model,
-                                       const std::vector<StageProfile> &stages,
-                                       const sched::Placement &placement,
-                                       const sched::Cluster &cluster,
-                                       const PlanRequest &request,
-                                       double memoryBudget, Rejection *reason);
+sched::Result<Estimate>
+evaluateStages(PlanConfig config, const ModelProfile &model,
+               const std::vector<StageProfile> &stages,
+               const sched::Placement &placement, const sched::Cluster &cluster,
+               const PlanRequest &request, double memoryBudget,
+               Rejection *reason, Timeline *timeline = nullptr);
 
 } // namespace bitpipe::plan
 

@@ -71,18 +71,15 @@ std::string formatFlops(double flops) {
 
 std::string compileCommand(const PlanConfig &c, const CommandContext &ctx) {
   std::string base = ctx.modelName.empty() ? "model" : ctx.modelName;
-  std::string model = ctx.modelPath, prefix;
-  if (ctx.modelIsConfig && c.microbatchSize != ctx.modelMicrobatchSize) {
-    model = base + "-mb" + std::to_string(c.microbatchSize) + ".mlir";
-    prefix = "bitpipe-import --config " + shellWord(ctx.modelPath) +
-             " --microbatch-size " + std::to_string(c.microbatchSize) + " -o " +
-             shellWord(model) + " && ";
-  }
-  std::string cmd = prefix + "bitpipe-compile " + shellWord(model) + " --" +
-                    sched::option::kSchedule + " " + c.schedule + " --" +
-                    sched::option::kDevices + " " + std::to_string(c.devices) +
-                    " --" + sched::option::kMicrobatches + " " +
-                    std::to_string(c.microbatches);
+  // A configuration takes another micro-batch size as a flag (bitpipe-compile
+  // builds its IR at that size); model IR fixes it, and the search kept it.
+  std::string cmd = "bitpipe-compile " + shellWord(ctx.modelPath);
+  if (ctx.modelIsConfig && c.microbatchSize != ctx.modelMicrobatchSize)
+    cmd += " --microbatch-size " + std::to_string(c.microbatchSize);
+  cmd += std::string(" --") + sched::option::kSchedule + " " + c.schedule +
+         " --" + sched::option::kDevices + " " + std::to_string(c.devices) +
+         " --" + sched::option::kMicrobatches + " " +
+         std::to_string(c.microbatches);
   if (c.chunks)
     cmd += std::string(" --") + sched::option::kChunksPerDevice + " " +
            std::to_string(c.chunks);

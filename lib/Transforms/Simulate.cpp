@@ -168,8 +168,10 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
          << " ranks), one simulated\n";
     os.flush();
 
+    sched::SvgOptions picture;
+    picture.timeUnit = timeUnit();
     if (!timeline.empty() &&
-        failed(write(module, timeline, sched::toSvg(*schedule, *sim))))
+        failed(write(module, timeline, sched::toSvg(*schedule, *sim, picture))))
       return failure();
     if (!trace.empty() &&
         failed(write(module, trace, sched::toChromeTrace(*schedule, *sim))))
@@ -248,6 +250,17 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     return cost;
   }
 
+  /// What the simulated times are in: milliseconds with `tflops`, else
+  /// slots ("" here; the SVG says "units").
+  std::string timeUnit() const {
+    return costs == "ir" && tflops > 0 ? "ms" : "";
+  }
+
+  /// The unit after a time in the summary.
+  std::string unitSuffix() const {
+    return timeUnit().empty() ? " units" : " " + timeUnit();
+  }
+
   void printSummary(llvm::raw_ostream &os, const sched::Schedule &schedule,
                     const sched::SimResult &sim) {
     const sched::Placement &p = schedule.placement;
@@ -259,7 +272,7 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
       os << "note: " << schedule.note << "\n";
     if (transport == sched::Transport::Nccl)
       os << "transfers: under NCCL's rules\n";
-    os << "makespan: " << num(sim.makespan) << "\n";
+    os << "makespan: " << num(sim.makespan) << unitSuffix() << "\n";
     os << "bubble ratio: " << ratio(sim.bubbleRatio) << "\n";
     auto row = [&](ArrayRef<std::string> cells) {
       static constexpr unsigned widths[] = {4, 8, 8, 10, 12, 12, 10, 10};
@@ -274,8 +287,22 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
            std::to_string(st.peakInFlight), num(st.peakInFlightBytes),
            num(st.bytesSent), num(st.allReduceTime), num(st.allReduceHidden)});
     os << "bytes sent: " << num(sim.totalBytesSent) << "\n";
-    os << "all-reduce: time " << num(sim.allReduceTime) << ", overlap "
-       << ratio(sim.allReduceOverlap) << "\n";
+    os << "all-reduce: time " << num(sim.allReduceTime) << unitSuffix()
+       << ", overlap " << ratio(sim.allReduceOverlap) << "\n";
+    os << "time unit: ";
+    if (costs == "unit")
+      os << "one slot per forward of any stage, whatever its size (f-cost, "
+            "b-cost, w-cost); makespans compare only between schedules "
+            "with the same "
+         << p.numStages
+         << " stages; the bubble ratio compares any two, costs=ir their "
+            "times\n";
+    else if (tflops > 0)
+      os << "milliseconds, the stages' nn.cost FLOPs at " << num(tflops)
+         << " TFLOP/s\n";
+    else
+      os << "the cheapest stage's forward (its nn.cost FLOPs); tflops=X "
+            "gives milliseconds\n";
   }
 
   /// Written as every tool writes its outputs (docs/files.md): replaced

@@ -147,7 +147,7 @@ module {
 // BITPIPE8-NEXT: P2: F2.s1 F0.s2 F3.s1 F1.s2 F0.s5 F2.s6 F1.s5 F3.s6 B2.s6 B0.s5 B3.s6 B1.s5 B0.s2 B2.s1 B1.s2 B3.s1 F6.s1 F4.s2 F7.s1 F5.s2 F4.s5 F6.s6 F5.s5 F7.s6 B6.s6 B4.s5 B7.s6 B5.s5 B4.s2 B6.s1 B5.s2 B7.s1 AR(5,6) AR(1,2){{$}}
 // BITPIPE8-NEXT: P3: F2.s0 F3.s0 F0.s3 F0.s4 F1.s3 F1.s4 F2.s7 B2.s7 F3.s7 B3.s7 B0.s4 B0.s3 B1.s4 B1.s3 B2.s0 F6.s0 B3.s0 F7.s0 F4.s3 F4.s4 F5.s3 F5.s4 F6.s7 B6.s7 F7.s7 B7.s7 B4.s4 B4.s3 B5.s4 B5.s3 B6.s0 AR(4,7) B7.s0 AR(0,3){{$}}
 // BITPIPE8-NEXT: schedule bitpipe: 4 devices, bidirectional-v placement, 8 stages, 8 micro-batches
-// BITPIPE8-NEXT: makespan: 54{{$}}
+// BITPIPE8-NEXT: makespan: 54 units{{$}}
 // BITPIPE8-NEXT: bubble ratio: 0.1111{{$}}
 
 // ZBH1:      P0: F0.s0 F1.s0 F2.s0 F3.s0 B0.s0 W0.s0 B1.s0 W1.s0 B2.s0 W2.s0 B3.s0 W3.s0{{$}}

@@ -18,6 +18,10 @@
 // RUN: FileCheck %s --check-prefix=TRACE --input-file=%t/bitpipe.json
 // RUN: FileCheck %s --check-prefix=CSV --input-file=%t/bitpipe.csv
 // RUN: not ls %t/bitpipe.svg.tmp
+// Milliseconds: the picture is scaled to its own time range, not to unit
+// slots, and says its unit.
+// RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-simulate="costs=ir tflops=6.4e-5 timeline=%t/ms.svg" -o /dev/null | FileCheck %s --check-prefix=MS
+// RUN: FileCheck %s --check-prefix=SVG-MS --input-file=%t/ms.svg
 
 // Two ranks, two stages, named 1f1b but hand-written in GPipe order (both
 // forwards first on rank 1): the simulator measures the IR's order.
@@ -35,7 +39,7 @@
 // IR-NEXT:   P0        6   0.3333          2            0          512          0          0
 // IR-NEXT:   P1        6   0.3333          2            0          512          0          0
 // IR-NEXT: bytes sent: 1024
-// IR-NEXT: all-reduce: time 0, overlap 1.0000
+// IR-NEXT: all-reduce: time 0 units, overlap 1.0000
 
 module attributes {
   bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 2, pipelines = [[0, 1]]>,
@@ -80,12 +84,15 @@ module attributes {
 // BP4-NEXT:   P2       24   0.1429          8         2048         4096          0          0
 // BP4-NEXT:   P3       24   0.1429          7         1888         2048          0          0
 // BP4-NEXT: bytes sent: 12288
-// BP4-NEXT: all-reduce: time 0, overlap 1.0000
+// BP4-NEXT: all-reduce: time 0 units, overlap 1.0000
 
 // D=4, N=8: 54 slots (docs/bitpipe-order.md); 48 busy per rank.
 // BP8:      makespan: 54
 // BP8-NEXT: bubble ratio: 0.1111
 // BP8:        P0       48   0.1111
+// Unit costs give every stage's forward one slot: BitPipe's 8 half-size
+// stages are not 1F1B's 4, and the summary says so.
+// BP8: time unit: one slot per forward of any stage, whatever its size (f-cost, b-cost, w-cost); makespans compare only between schedules with the same 8 stages; the bubble ratio compares any two, costs=ir their times
 
 // 1F1B, D=4, N=4: (N+D-1)(F+B) = 21; bubble (D-1)/(N+D-1) = 3/7.
 // 1F1B:      makespan: 21
@@ -108,7 +115,7 @@ module attributes {
 // AR-NEXT:   P2       24   0.2000          8            0         4096          4          0
 // AR-NEXT:   P3       24   0.2000          7            0         2048          4          2
 // AR-NEXT: bytes sent: 12288
-// AR-NEXT: all-reduce: time 8, overlap 0.2500
+// AR-NEXT: all-reduce: time 8 units, overlap 0.2500
 
 // costs=ir on two stages: stage 0 (embedding) F 64 / B 128 FLOPs, stage 1
 // (linear 16x8 + cross-entropy) F 2560 / B 4352. In units of the cheapest
@@ -124,8 +131,20 @@ module attributes {
 // COSTIR-NEXT:   P1      216   0.0137          1          800          512
 
 // SVG: <svg
-// SVG: <title>bitpipe  D=4  N=4  makespan 28
+// SVG: <title>bitpipe  D=4  N=4  makespan 28 units
+// SVG: class="tick"{{.*}}>0 units</text>
 // SVG: </svg>
+
+// With tflops=6.4e-5 a millisecond is 64,000 FLOPs: the times above over
+// 1000.
+// MS: makespan: 0.219 ms
+// MS: all-reduce: time 0 ms
+// MS: time unit: milliseconds, the stages' nn.cost FLOPs at 6.4e-05 TFLOP/s
+// The shortest box would be 24 px wide, but the plot stops at 4000 px:
+// the first forward, 0.001 of 0.219 ms, is 4000 / 219 = 18.265 px wide.
+// SVG-MS: <title>1f1b  D=2  N=2  makespan 0.219 ms
+// SVG-MS: class="tick"{{.*}}>0 ms</text>
+// SVG-MS: <rect class="action" x="56" y="52" width="18.265" height="26"
 
 // TRACE: "traceEvents"
 // TRACE: "name":"AR(4,7)"

@@ -7,7 +7,8 @@
 //                [--schedules a,b] [--devices D,..]
 //                [--microbatch-sizes 1,2,4,8]
 //                [--max-chunks 8] [--allow-idle-gpus] [--top K]
-//                [--json FILE] [--target cuda|cpu] [--precision bf16|fp32]
+//                [--json FILE] [--timelines FILE.svg]
+//                [--target cuda|cpu] [--precision bf16|fp32]
 //                [--jobs J]
 //
 // Searches schedule, pipeline depth, data-parallel width, chunks per device
@@ -15,8 +16,9 @@
 // batch (lib/Plan, docs/planning.md), and prints what it assumes (memory
 // headroom, compute rate and whether it was calibrated, MFU's terms), the
 // fastest configurations that fit, the best of each schedule, what was
-// rejected and why, and the bitpipe-compile command of the best. Exits 1 on a
-// bad input, or when no configuration fits.
+// rejected and why, and the bitpipe-compile command of the best; with
+// --timelines, one picture of the best of each schedule's simulated steps at
+// one time scale. Exits 1 on a bad input, or when no configuration fits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,13 +29,16 @@
 #include "bitpipe/Plan/ProfileFromIR.h"
 #include "bitpipe/Plan/Report.h"
 #include "bitpipe/Schedule/Cluster.h"
+#include "bitpipe/Schedule/Export.h"
 #include "bitpipe/Schedule/Registry.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -113,6 +118,12 @@ cl::opt<std::string> jsonPath("json",
                                        "(\"-\": standard output, instead of "
                                        "the table)"),
                               cl::value_desc("file"), cl::cat(category));
+cl::opt<std::string> timelinesPath(
+    "timelines",
+    cl::desc("Also draw the simulated step of the best configuration of "
+             "each schedule, fastest first, one above the other at one time "
+             "scale (SVG)"),
+    cl::value_desc("file.svg"), cl::cat(category));
 cl::opt<bitpipe::TargetKind> target("target",
                                     cl::desc("The target of the compile "
                                              "command (cuda)"),
@@ -128,6 +139,44 @@ cl::opt<bitpipe::Precision>
 int fail(const Twine &message) {
   WithColor::error(errs(), "bitpipe-plan") << message << "\n";
   return 1;
+}
+
+/// --timelines: the best configuration of each schedule simulated again,
+/// its timeline kept, drawn fastest first. Each panel's title names the
+/// configuration.
+Error writeTimelines(const bitpipe::plan::PlanResult &result,
+                     const bitpipe::plan::PlanRequest &request,
+                     const sched::Cluster &cluster,
+                     bitpipe::plan::ModelSource &source) {
+  std::vector<int> best;
+  for (const bitpipe::plan::ScheduleOutcome &outcome : result.schedules)
+    if (outcome.best >= 0)
+      best.push_back(outcome.best);
+  std::sort(best.begin(), best.end());
+  std::vector<bitpipe::plan::Timeline> timelines(best.size());
+  for (auto [i, index] : llvm::enumerate(best)) {
+    const bitpipe::plan::PlanConfig &config = result.ranked[index].config;
+    sched::Result<bitpipe::plan::ModelProfile> profile =
+        source.profile(config.microbatchSize);
+    if (!profile)
+      return createStringError(inconvertibleErrorCode(), profile.error);
+    sched::Result<bitpipe::plan::Estimate> again = bitpipe::plan::evaluate(
+        config, *profile, cluster, request, nullptr, &timelines[i]);
+    if (!again)
+      return createStringError(inconvertibleErrorCode(), again.error);
+    timelines[i].schedule.name = "#" + std::to_string(index + 1) + " " +
+                                 config.schedule +
+                                 " dp=" + std::to_string(config.dataParallel) +
+                                 " mb=" + std::to_string(config.microbatchSize);
+  }
+  std::vector<sched::SvgPanel> panels;
+  for (const bitpipe::plan::Timeline &t : timelines)
+    panels.push_back({&t.schedule, &t.sim});
+  sched::SvgOptions options;
+  options.timeUnit = "s";
+  std::string svg = sched::toSvgStack(panels, options);
+  return bitpipe::writeOutputFile(timelinesPath,
+                                  [&](raw_ostream &os) { os << svg; });
 }
 
 /// "80GiB", "8.5e10", "512 MiB", "0" in bytes; negative when unreadable.
@@ -284,6 +333,9 @@ int main(int argc, char **argv) {
   context.target = bitpipe::stringifyTargetKind(target).str();
   context.precision = bitpipe::stringifyPrecision(trainPrecision).str();
 
+  if (!timelinesPath.empty() && !result->ranked.empty())
+    if (Error e = writeTimelines(*result, request, *cluster, source))
+      return fail("--timelines: " + toString(std::move(e)));
   if (!jsonPath.empty()) {
     std::string json =
         bitpipe::plan::formatJson(*result, top, request, *cluster, context);

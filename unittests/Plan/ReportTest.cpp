@@ -43,11 +43,10 @@ TEST(CompileCommand, NamesBitpipeCompilesFlags) {
       "--precision bf16 -o gpt_96_train");
 }
 
-TEST(CompileCommand, ImportsFirstForAnotherMicrobatchSize) {
+TEST(CompileCommand, NamesAnotherMicrobatchSize) {
   EXPECT_EQ(
       compileCommand(config("1f1b", 0, 4), context("my model.json", true)),
-      "bitpipe-import --config 'my model.json' --microbatch-size 4 -o "
-      "gpt_96-mb4.mlir && bitpipe-compile gpt_96-mb4.mlir --schedule "
+      "bitpipe-compile 'my model.json' --microbatch-size 4 --schedule "
       "1f1b --devices 8 --microbatches 16 --dp 4 --target cuda "
       "--precision bf16 -o gpt_96_train");
 }

@@ -603,3 +603,64 @@ TEST(Export, TorchCsvRows) {
   EXPECT_EQ(count(csv, "\n"), 4);
   EXPECT_EQ(count(csv, ","), 4 * 15);
 }
+
+namespace {
+
+TEST(Export, SvgFitsItsScaleToTheTimeRange) {
+  // The same schedule in milliseconds (every cost / 1000): the fitted
+  // picture is the unit-cost one, boxes and all, with its unit said.
+  Schedule s = bitpipeD4N4();
+  SimResult units = simulated(s);
+  CostModel ms;
+  ms.unitForward = 1e-3;
+  ms.unitBackward = 2e-3;
+  SimResult millis = simulated(s, ms);
+  EXPECT_DOUBLE_EQ(svgPixelsPerUnit(units, {}), 24);
+  EXPECT_NEAR(svgPixelsPerUnit(millis, {}), 24000, 1e-6);
+  SvgOptions inMs;
+  inMs.timeUnit = "ms";
+  XmlDocument a = parseXml(toSvg(s, units));
+  XmlDocument b = parseXml(toSvg(s, millis, inMs));
+  ASSERT_EQ(a.error, "");
+  ASSERT_EQ(b.error, "");
+  std::vector<Box> boxesA = actionBoxes(a), boxesB = actionBoxes(b);
+  ASSERT_EQ(boxesA.size(), boxesB.size());
+  for (size_t i = 0; i < boxesA.size(); ++i) {
+    EXPECT_NEAR(boxesA[i].x, boxesB[i].x, 1e-6);
+    EXPECT_NEAR(boxesA[i].w, boxesB[i].w, 1e-6);
+  }
+  std::string svg = toSvg(s, millis, inMs);
+  EXPECT_NE(svg.find("makespan 0.028 ms"), std::string::npos);
+  EXPECT_NE(svg.find(">0 ms</text>"), std::string::npos);
+  EXPECT_NE(toSvg(s, units).find("makespan 28 units"), std::string::npos);
+  // A long step is kept within 4000 px, a short one given at least 600.
+  SimResult longer = units;
+  longer.makespan = 1000;
+  EXPECT_DOUBLE_EQ(svgPixelsPerUnit(longer, {}), 4.0);
+  // An explicit scale wins.
+  SvgOptions fixed;
+  fixed.pixelsPerUnit = 7;
+  EXPECT_DOUBLE_EQ(svgPixelsPerUnit(millis, fixed), 7);
+}
+
+TEST(Export, SvgStackDrawsEachScheduleAtOneScale) {
+  Schedule bitpipe = bitpipeD4N4(), plain = oneFOneB(4, 4);
+  SimResult a = simulated(bitpipe), b = simulated(plain);
+  std::string stack = toSvgStack({{&bitpipe, &a}, {&plain, &b}});
+  XmlDocument doc = parseXml(stack);
+  ASSERT_EQ(doc.error, "") << stack;
+  // Every action of both, in one picture; each panel titled.
+  EXPECT_EQ(actionBoxes(doc).size(),
+            actionBoxes(parseXml(toSvg(bitpipe, a))).size() +
+                actionBoxes(parseXml(toSvg(plain, b))).size());
+  EXPECT_NE(stack.find("bitpipe  D=4  N=4"), std::string::npos);
+  EXPECT_NE(stack.find("1f1b  D=4  N=4"), std::string::npos);
+  size_t panels = 0;
+  for (const XmlElement &e : doc.elements)
+    panels += e.name == "g" && attr(e, "class") == "panel";
+  EXPECT_EQ(panels, 2u);
+  // One scale: the finer fitted one of the two (both 24 px a slot here).
+  EXPECT_EQ(stack.find("width=\"24\"") != std::string::npos, true);
+}
+
+} // namespace

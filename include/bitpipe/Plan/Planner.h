@@ -21,6 +21,8 @@
 #include "bitpipe/Schedule/Cluster.h"
 #include "bitpipe/Schedule/Error.h"
 #include "bitpipe/Schedule/Memory.h"
+#include "bitpipe/Schedule/Schedule.h"
+#include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Transport.h"
 
 #include <cstdint>
@@ -192,14 +194,21 @@ sched::Result<PlanResult> search(const PlanRequest &request,
                                  const sched::Cluster &cluster,
                                  const ProfileSource &profile);
 
+/// A configuration's simulated step, kept for its picture (sched::toSvg,
+/// toSvgStack); times in seconds.
+struct Timeline {
+  sched::Schedule schedule;
+  sched::SimResult sim;
+};
+
 /// Times and sizes one configuration of `model` (whose micro-batch size is
 /// the configuration's). Fails, saying why, where the search would reject
-/// it; `reason` (when given) says which Rejection.
-sched::Result<Estimate> evaluate(const PlanConfig &config,
-                                 const ModelProfile &model,
-                                 const sched::Cluster &cluster,
-                                 const PlanRequest &request,
-                                 Rejection *reason = nullptr);
+/// it; `reason` (when given) says which Rejection, and `timeline` (when
+/// given) receives the simulated step.
+sched::Result<Estimate>
+evaluate(const PlanConfig &config, const ModelProfile &model,
+         const sched::Cluster &cluster, const PlanRequest &request,
+         Rejection *reason = nullptr, Timeline *timeline = nullptr);
 
 } // namespace bitpipe::plan
 

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace bitpipe::sched {
 
@@ -33,18 +34,42 @@ std::string toChromeTrace(const Schedule &schedule, const SimResult &sim,
                           const ChromeTraceOptions &options = {});
 
 struct SvgOptions {
-  double pixelsPerUnit = 24.0; ///< Horizontal scale.
+  /// Horizontal scale; 0: fitted to the timeline's own time range (the
+  /// shortest compute action 24 px wide, the plot 600 to 4000 px), so that
+  /// a step of milliseconds draws as well as one of unit slots.
+  double pixelsPerUnit = 0;
+  /// What the simulator's times are in ("ms"; "" for the unit costs'
+  /// slots): the title's makespan and the time axis say it.
+  std::string timeUnit;
   int computeRowHeight = 26;
   int allReduceRowHeight = 10;
 };
+
+/// The horizontal scale toSvg draws \p sim at: \p options' pixelsPerUnit,
+/// or the fitted one.
+double svgPixelsPerUnit(const SimResult &sim, const SvgOptions &options);
 
 /// A standalone SVG: one row per rank (compute lane plus a thin all-reduce
 /// lane), one <rect class="action"> per F/B/W/AR with the micro-batch number
 /// in it, colour by pipeline (down: blues, up: oranges; F light, B dark, W
 /// between) and all-reduces in purple. Empty space is idle time. Title and
-/// legend state the schedule name, D, N, makespan and bubble ratio.
+/// legend state the schedule name, D, N, makespan (with its unit) and
+/// bubble ratio; an axis above the ranks marks the time.
 std::string toSvg(const Schedule &schedule, const SimResult &sim,
                   const SvgOptions &options = {});
+
+/// One schedule's picture in a stack.
+struct SvgPanel {
+  const Schedule *schedule = nullptr;
+  const SimResult *sim = nullptr;
+};
+
+/// toSvg's pictures of \p panels one above the other in one SVG, all at one
+/// horizontal scale (options' pixelsPerUnit, or the finest fitted one that
+/// keeps every plot in its bounds), so that their lengths compare: the
+/// picture of a comparison between schedules.
+std::string toSvgStack(const std::vector<SvgPanel> &panels,
+                       const SvgOptions &options = {});
 
 /// torch.distributed.pipelining's compute_only CSV: row r lists rank r's
 /// actions as `{stage}{F|B|I|W}{microbatch}` ("0F0" = forward of stage 0,

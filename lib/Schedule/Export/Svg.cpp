@@ -11,6 +11,7 @@
 #include "ExportUtil.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace bitpipe::sched {
@@ -22,7 +23,7 @@ using detail::xmlEscape;
 namespace {
 
 constexpr int kLeft = 56; // Room for "P3" labels.
-constexpr int kTop = 44;  // Room for the title.
+constexpr int kTop = 52;  // Room for the title and the time axis.
 constexpr int kRight = 16;
 // The widest legend: F, B and W swatches for two directions, and all-reduce.
 constexpr int kLegendWidth = 520;
@@ -44,12 +45,49 @@ const char *colour(int pipeline, ActionKind kind) {
 
 bool darkBox(ActionKind kind) { return kind == ActionKind::Backward; }
 
+/// A round step (1, 2 or 5 times a power of ten) that puts about 8 ticks
+/// on [0, span].
+double tickStep(double span) {
+  double raw = span / 8;
+  double power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0})
+    if (m * power >= raw)
+      return m * power;
+  return 10 * power;
+}
+
 } // namespace
 
-std::string toSvg(const Schedule &schedule, const SimResult &sim,
-                  const SvgOptions &options) {
+double svgPixelsPerUnit(const SimResult &sim, const SvgOptions &options) {
+  if (options.pixelsPerUnit > 0)
+    return options.pixelsPerUnit;
+  constexpr double kShortest = 24, kMinPlot = 600, kMaxPlot = 4000;
+  double shortest = 0;
+  for (const TimelineEvent &e : sim.timeline)
+    if (e.lane == Lane::Compute && e.end > e.start &&
+        (shortest == 0 || e.end - e.start < shortest))
+      shortest = e.end - e.start;
+  if (sim.makespan <= 0 || shortest <= 0)
+    return 24;
+  return std::clamp(kShortest / shortest, kMinPlot / sim.makespan,
+                    kMaxPlot / sim.makespan);
+}
+
+namespace {
+
+/// One schedule's picture without its root element: what toSvg wraps and
+/// toSvgStack stacks.
+struct Picture {
+  std::string body;
+  int width = 0, height = 0;
+};
+
+Picture drawPicture(const Schedule &schedule, const SimResult &sim,
+                    const SvgOptions &options) {
   const int numRanks = schedule.numRanks();
-  const double ppu = options.pixelsPerUnit;
+  const double ppu = svgPixelsPerUnit(sim, options);
+  const std::string unit =
+      options.timeUnit.empty() ? std::string("units") : options.timeUnit;
   const int rowH = options.computeRowHeight;
   const int arH = options.allReduceRowHeight;
   const int rankH = rowH + arH + kGap;
@@ -61,8 +99,8 @@ std::string toSvg(const Schedule &schedule, const SimResult &sim,
   std::string title = (schedule.name.empty() ? "schedule" : schedule.name) +
                       "  D=" + std::to_string(schedule.placement.numDevices) +
                       "  N=" + std::to_string(schedule.numMicrobatches) +
-                      "  makespan " + formatNumber(sim.makespan) + "  bubble " +
-                      formatNumber(sim.bubbleRatio * 100) + "%";
+                      "  makespan " + formatNumber(sim.makespan) + " " + unit +
+                      "  bubble " + formatNumber(sim.bubbleRatio * 100) + "%";
   // Wide enough for the plot, and for the title and the legend of a short
   // plot (bold 15 px text is about 9 px a character).
   const int width =
@@ -71,17 +109,27 @@ std::string toSvg(const Schedule &schedule, const SimResult &sim,
                 kLeft + kLegendWidth + kRight});
 
   std::string out;
-  out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-         std::to_string(width) + "\" height=\"" + std::to_string(height) +
-         "\" viewBox=\"0 0 " + std::to_string(width) + " " +
-         std::to_string(height) +
-         "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
   out += "<title>" + xmlEscape(title) + "</title>\n";
-  out += "<rect class=\"background\" x=\"0\" y=\"0\" width=\"100%\" "
-         "height=\"100%\" fill=\"white\"/>\n";
   out += "<text x=\"" + std::to_string(kLeft) +
          "\" y=\"24\" font-size=\"15\" font-weight=\"bold\">" +
          xmlEscape(title) + "</text>\n";
+
+  // The time axis, above the ranks, in the simulator's unit.
+  if (sim.makespan > 0) {
+    double step = tickStep(sim.makespan);
+    for (int k = 0; k * step <= sim.makespan * (1 + 1e-9); ++k) {
+      double x = kLeft + k * step * ppu;
+      out += "<line class=\"tick\" x1=\"" + formatNumber(x) + "\" y1=\"" +
+             std::to_string(kTop - 4) + "\" x2=\"" + formatNumber(x) +
+             "\" y2=\"" + std::to_string(kTop) +
+             "\" stroke=\"#888888\" stroke-width=\"1\"/>\n";
+      out += "<text class=\"tick\" x=\"" + formatNumber(x) + "\" y=\"" +
+             std::to_string(kTop - 7) +
+             "\" font-size=\"10\" text-anchor=\"middle\" fill=\"#555555\">" +
+             formatNumber(k * step) + (k == 0 ? " " + xmlEscape(unit) : "") +
+             "</text>\n";
+    }
+  }
 
   // Rank labels and lane guides: idle time is what stays empty.
   for (int r = 0; r < numRanks; ++r) {
@@ -163,8 +211,51 @@ std::string toSvg(const Schedule &schedule, const SimResult &sim,
          std::to_string(legendTop + 34) +
          "\" font-size=\"11\" fill=\"#555555\">time runs left to right; empty "
          "space is idle; numbers are micro-batches</text>\n";
-  out += "</svg>\n";
-  return out;
+  return {std::move(out), width, height};
+}
+
+/// The root element around \p body.
+std::string document(const std::string &body, int width, int height) {
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+         std::to_string(width) + "\" height=\"" + std::to_string(height) +
+         "\" viewBox=\"0 0 " + std::to_string(width) + " " +
+         std::to_string(height) +
+         "\" font-family=\"Helvetica, Arial, sans-serif\">\n"
+         "<rect class=\"background\" x=\"0\" y=\"0\" width=\"100%\" "
+         "height=\"100%\" fill=\"white\"/>\n" +
+         body + "</svg>\n";
+}
+
+} // namespace
+
+std::string toSvg(const Schedule &schedule, const SimResult &sim,
+                  const SvgOptions &options) {
+  Picture picture = drawPicture(schedule, sim, options);
+  return document(picture.body, picture.width, picture.height);
+}
+
+std::string toSvgStack(const std::vector<SvgPanel> &panels,
+                       const SvgOptions &options) {
+  // One scale for all, so that lengths compare: the finest that keeps
+  // every panel's plot within the fitted bounds.
+  SvgOptions shared = options;
+  if (shared.pixelsPerUnit <= 0) {
+    for (const SvgPanel &panel : panels) {
+      double ppu = svgPixelsPerUnit(*panel.sim, options);
+      shared.pixelsPerUnit =
+          shared.pixelsPerUnit > 0 ? std::min(shared.pixelsPerUnit, ppu) : ppu;
+    }
+  }
+  std::string body;
+  int width = 0, height = 0;
+  for (const SvgPanel &panel : panels) {
+    Picture picture = drawPicture(*panel.schedule, *panel.sim, shared);
+    body += "<g class=\"panel\" transform=\"translate(0," +
+            std::to_string(height) + ")\">\n" + picture.body + "</g>\n";
+    width = std::max(width, picture.width);
+    height += picture.height + 12;
+  }
+  return document(body, std::max(width, 1), std::max(height, 1));
 }
 
 } // namespace bitpipe::sched
