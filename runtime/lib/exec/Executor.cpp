@@ -361,12 +361,13 @@ Status Executor::loadInput(int32_t value, int32_t kind, int64_t mb,
 
 Expected<BufferRef> Executor::loadInputValue(InputKind kind, int64_t mb,
                                              int64_t count) {
-  if (!inputs_)
+  const InputLoader *from = evalInputs_ ? evalInputs_ : inputs_;
+  if (!from)
     return invalid("this rank has no training data open");
   if (count <= 0)
     return invalid("an input needs a positive count");
   return backend_.loadInput(count, [&](int32_t *host) {
-    return inputs_->load(step_, copy_, mb, kind, host, count);
+    return from->load(step_, copy_, mb, kind, host, count);
   });
 }
 
@@ -844,7 +845,9 @@ Status Executor::optimizerStep(int64_t microbatches) {
   // loss-scaling optimizer skips an overflowed step; the step still counts
   // (its count selects the data and is what a checkpoint resumes from).
   nonFiniteGradNorm_ = !std::isfinite(total);
-  if (nonFiniteGradNorm_ && skipNonFiniteUpdate_) {
+  if (evalInputs_) {
+    // An evaluation wants the losses only: its gradients are dropped.
+  } else if (nonFiniteGradNorm_ && skipNonFiniteUpdate_) {
     skippedUpdate_ = true;
     optimizer_.setStepCount(optimizer_.stepCount() + 1);
   } else {

@@ -91,6 +91,12 @@ public:
   void setSkipNonFiniteUpdate(bool skip) { skipNonFiniteUpdate_ = skip; }
   /// Whether this step's update was skipped so (the same on every rank).
   bool skippedUpdate() const { return skippedUpdate_; }
+  /// Evaluation: while \p inputs is set, a step reads its micro-batches
+  /// from it (a held-out set, the step number choosing its batch) and its
+  /// optimizer step discards the gradients instead of updating, so that
+  /// the parameters, the moments and AdamW's step count stay as they are
+  /// (docs/training-semantics.md, "Evaluation"). nullptr: training steps.
+  void setEvaluationInputs(const InputLoader *inputs) { evalInputs_ = inputs; }
 
   /// Before the first step, where the target asks for it
   /// (Backend::warmsUp): runs every stage function of this rank (those
@@ -198,6 +204,7 @@ private:
   Backend &backend_;
   ParamStore &params_;
   const InputLoader *inputs_;
+  const InputLoader *evalInputs_ = nullptr;
   AdamW &optimizer_;
   TraceRecorder &trace_;
   std::vector<GroupId> groupIds_;

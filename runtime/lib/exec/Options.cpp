@@ -110,10 +110,21 @@ FlagSet flags(TrainOptions &o) {
          "at the end, write DIR/model.safetensors and DIR/config.json in "
          "Hugging Face's layout",
          &o.saveHfDir);
+  f.text("--eval-data", "PATH",
+         "held-out token file (of --data-dtype) to report a validation "
+         "loss on, at the end and every --eval-interval steps",
+         &o.evalDataPath);
+  f.integer("--eval-interval", "K",
+            "evaluate every K steps too (default 0: at the end only)",
+            &o.evalInterval, 0);
+  f.integer("--eval-iters", "B",
+            "step-sized batches per evaluation, the same ones each time, "
+            "read in order from the file's start (default 4)",
+            &o.evalIters, 1);
   f.text("--trace", "PATH", "Chrome trace of the run, all ranks", &o.tracePath);
   f.text("--metrics", "PATH",
          "JSON lines {step, loss, grad_norm, lr, tokens_per_s, seconds, "
-         "bubble (per rank)}",
+         "bubble (per rank), and eval_loss after an evaluation}",
          &o.metricsPath);
   f.integer("--log-interval", "K",
             "print the step line every K steps (default 1)", &o.logInterval, 1);
@@ -174,6 +185,11 @@ Expected<TrainOptions> parseTrainOptions(int argc, char **argv) {
   if (o.saveEvery > 0 && o.savePath.empty())
     return Status::error(ErrorCode::InvalidArgument,
                          "--save-every needs --save PATH");
+  for (const char *flag : {"--eval-interval", "--eval-iters"})
+    if (o.given.count(flag) && o.evalDataPath.empty())
+      return Status::error(ErrorCode::InvalidArgument,
+                           std::string(flag) +
+                               " needs --eval-data PATH (the held-out tokens)");
   // Without a checkpoint to complete them, the flags must stand alone now;
   // with one, the run checks them once it has read it.
   if (o.loadPath.empty())

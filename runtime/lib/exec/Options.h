@@ -43,6 +43,13 @@ struct TrainOptions {
   /// --save-hf: at the end, the weights in Hugging Face's layout and a
   /// config.json in this directory (docs/huggingface.md).
   std::string saveHfDir;
+  /// --eval-data: a held-out token file (of --data-dtype), evaluated every
+  /// evalInterval steps (0: at the end only) over evalIters step-sized
+  /// batches read in order from its start (docs/training-semantics.md,
+  /// "Evaluation").
+  std::string evalDataPath;
+  int64_t evalInterval = 0;
+  int64_t evalIters = 4;
   std::string tracePath;
   std::string metricsPath;
   std::string dumpRankParamsDir;

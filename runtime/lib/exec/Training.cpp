@@ -41,12 +41,32 @@ bool launchedByMpirun() {
   return false;
 }
 
+/// What a training step left in the executor, kept before an evaluation
+/// runs the program again.
+struct StepOutcome {
+  double lossSum = 0;
+  int64_t lossCount = 0;
+  double gradNorm = 0;
+  bool nonFiniteGradNorm = false;
+  bool skippedUpdate = false;
+
+  static StepOutcome of(const bp_rt_context &ctx) {
+    return {ctx.lossSum(), ctx.lossCount(), ctx.gradNorm(),
+            ctx.nonFiniteGradNorm(), ctx.skippedUpdate()};
+  }
+};
+
 /// What each rank reports to rank 0 after a step.
 struct StepReport {
   double lossSum = 0;
   int64_t lossCount = 0;
   double bubble = 0;
   double gradNorm = 0;
+  /// The evaluation after the step, if one ran (evalLossCount > 0 on the
+  /// ranks of the last stage).
+  bool evaluated = false;
+  double evalLossSum = 0;
+  int64_t evalLossCount = 0;
 };
 
 /// Rank 0 says, once, that a pre-LN BERT is another function of Hugging
@@ -253,9 +273,14 @@ public:
 
 private:
   Status save(const std::string &path, int64_t step);
+  /// Collective: --eval-data's batches through the program, with the
+  /// update off (Executor::setEvaluationInputs); adds this rank's losses
+  /// to \p report.
+  Status evaluate(bp_rt_context &ctx, bp_rank_program_t program,
+                  StepReport *report);
   /// Rank 0 says what it has written: "bitpipe: saved WHAT".
   void saved(const std::string &what);
-  bool stepIsFinite(int64_t step, const bp_rt_context &ctx);
+  bool stepIsFinite(int64_t step, const StepOutcome &done);
   bool stateIsFinite(int64_t step, const std::string &known);
   void report(int64_t step, double seconds, const StepReport &mine);
   Status reportMemory(const Executor &executor);
@@ -277,6 +302,8 @@ private:
   uint64_t seed_ = 0;
   std::unique_ptr<MetricsLog> metrics_; // rank 0's --metrics
   std::unique_ptr<StepLogger> logger_;
+  // --eval-data, opened at start-up.
+  std::unique_ptr<InputLoader> evalInputs_;
   // --skip-nonfinite-steps: updates skipped in a row now, and in all.
   int64_t skippedInARow_ = 0;
   int64_t skipped_ = 0;
@@ -298,6 +325,22 @@ Status Trainer::save(const std::string &path, int64_t step) {
   if (rank_ == 0)
     saved(formatString("the checkpoint of step %lld to %s",
                        static_cast<long long>(step), path.c_str()));
+  return s;
+}
+
+Status Trainer::evaluate(bp_rt_context &ctx, bp_rank_program_t program,
+                         StepReport *report) {
+  ctx.setEvaluationInputs(evalInputs_.get());
+  Status s = Status::ok();
+  for (int64_t batch = 0; batch < o_.evalIters && s.isOk(); ++batch) {
+    ctx.beginStep(batch);
+    program(&ctx);
+    s = ctx.endStep();
+    report->evalLossSum += ctx.lossSum();
+    report->evalLossCount += ctx.lossCount();
+  }
+  ctx.setEvaluationInputs(nullptr);
+  report->evaluated = true;
   return s;
 }
 
@@ -324,11 +367,11 @@ void Trainer::saved(const std::string &what) {
 // any case, so no checkpoint ever holds them.
 enum : int32_t { kLossNonFinite = 1, kGradNormNonFinite = 2 };
 
-bool Trainer::stepIsFinite(int64_t step, const bp_rt_context &ctx) {
+bool Trainer::stepIsFinite(int64_t step, const StepOutcome &done) {
   int32_t mine = 0;
-  if (ctx.lossCount() > 0 && !std::isfinite(ctx.lossSum()))
+  if (done.lossCount > 0 && !std::isfinite(done.lossSum))
     mine |= kLossNonFinite;
-  if (ctx.nonFiniteGradNorm())
+  if (done.nonFiniteGradNorm)
     mine |= kGradNormNonFinite;
   int32_t any = 0;
   for (int32_t flags : gatherFromEveryRank(
@@ -342,7 +385,7 @@ bool Trainer::stepIsFinite(int64_t step, const bp_rt_context &ctx) {
   }
   // A skipped update (the same on every rank: the norm is global) with
   // --skip-nonfinite-steps; its loss is as non-finite as its gradients.
-  if (ctx.skippedUpdate()) {
+  if (done.skippedUpdate) {
     ++skippedInARow_;
     ++skipped_;
     if (rank_ == 0) {
@@ -351,7 +394,7 @@ bool Trainer::stepIsFinite(int64_t step, const bp_rt_context &ctx) {
                    "bitpipe: warning: step %lld: the global gradient norm is "
                    "%g: its update is skipped (%lld in a row, at most %lld "
                    "with --skip-nonfinite-steps; %lld in all)\n",
-                   static_cast<long long>(step), ctx.gradNorm(),
+                   static_cast<long long>(step), done.gradNorm,
                    static_cast<long long>(skippedInARow_),
                    static_cast<long long>(o_.skipNonFiniteSteps),
                    static_cast<long long>(skipped_));
@@ -364,7 +407,7 @@ bool Trainer::stepIsFinite(int64_t step, const bp_rt_context &ctx) {
     known = "the loss is not finite";
   if (any & kGradNormNonFinite)
     known += formatString("%sthe global gradient norm is %g",
-                          known.empty() ? "" : " and ", ctx.gradNorm());
+                          known.empty() ? "" : " and ", done.gradNorm);
   if (skippedInARow_ > 0)
     known += formatString(" after %lld skipped updates in a row "
                           "(--skip-nonfinite-steps %lld)",
@@ -516,8 +559,27 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
   }
   stats.loss = lossCount ? lossSum / static_cast<double>(lossCount) : 0;
   stats.lr = adam_.config().lr;
+  double evalLossSum = 0;
+  int64_t evalLossCount = 0;
+  for (const std::string &b : all) {
+    StepReport r;
+    std::memcpy(&r, b.data(), sizeof r);
+    evalLossSum += r.evalLossSum;
+    evalLossCount += r.evalLossCount;
+  }
+  const double evalLoss =
+      evalLossCount ? evalLossSum / static_cast<double>(evalLossCount) : 0;
   if (step % o_.logInterval == 0 || step == o_.steps)
     logger_->log(stats);
+  if (mine.evaluated) {
+    // Every rank evaluates at the same steps: this rank's flag is theirs.
+    logger_->finish();
+    std::printf("eval at step %lld | loss %.4f | %lld micro-batches of "
+                "%s\n",
+                static_cast<long long>(step), evalLoss,
+                static_cast<long long>(evalLossCount), o_.evalDataPath.c_str());
+    std::fflush(stdout);
+  }
   if (metrics_) {
     std::string bubbles;
     for (double b : stats.bubble)
@@ -527,12 +589,15 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
     auto number = [](double x) {
       return std::isfinite(x) ? formatString("%.9g", x) : std::string("null");
     };
+    std::string eval =
+        mine.evaluated ? ",\"eval_loss\":" + number(evalLoss) : std::string();
     Status written = metrics_->append(formatString(
         "{\"step\":%lld,\"loss\":%s,\"grad_norm\":%s,\"lr\":%s,"
-        "\"tokens_per_s\":%.6g,\"seconds\":%.6g,\"bubble\":[%s]}",
+        "\"tokens_per_s\":%.6g,\"seconds\":%.6g,\"bubble\":[%s]%s}",
         static_cast<long long>(step), number(stats.loss).c_str(),
         number(mine.gradNorm).c_str(), settingText(stats.lr).c_str(),
-        seconds > 0 ? stats.tokens / seconds : 0.0, seconds, bubbles.c_str()));
+        seconds > 0 ? stats.tokens / seconds : 0.0, seconds, bubbles.c_str(),
+        eval.c_str()));
     // A full disk now would fail the checkpoint too: stop the job at once.
     if (!written.isOk())
       comm_.abort(1, formatString("step %lld: --metrics: %s",
@@ -578,6 +643,20 @@ int Trainer::run() {
   if (!agreeAllOk(comm_, startUpChecks(o_, manifest_, rank_, store_, adam_,
                                        &settings_, &seed_, &inputs, &resumed)))
     return 1;
+  if (!o_.evalDataPath.empty()) {
+    // In order from the file's start, the same batches at every
+    // evaluation (the seed only draws BERT's masks and dropout's).
+    Expected<std::unique_ptr<InputLoader>> eval =
+        InputLoader::open(manifest_, o_.evalDataPath, o_.dataDType, seed_,
+                          SamplingMode::Sequential);
+    if (!agreeAllOk(comm_, eval.isOk()
+                               ? Status::ok()
+                               : Status::error(eval.status().code(),
+                                               "--eval-data: " +
+                                                   eval.status().message())))
+      return 1;
+    evalInputs_ = eval.take();
+  }
   Status s = Status::ok();
   if (loading) {
     s = broadcastInitialParams(comm_, manifest_, store_, groupIds);
@@ -690,12 +769,24 @@ int Trainer::run() {
       trace_.record(
           formatString(trace::kStepFormat, static_cast<int>(step + 1)),
           TraceCategory::Other, start, end - start, kStepRow);
-    StepReport mine{ctx.lossSum(), ctx.lossCount(), 1.0 - shares.compute,
-                    ctx.gradNorm()};
+    const StepOutcome done = StepOutcome::of(ctx);
+    StepReport mine{done.lossSum, done.lossCount, 1.0 - shares.compute,
+                    done.gradNorm};
+    // After the update, on the parameters it made; the same steps on
+    // every rank.
+    if (evalInputs_ &&
+        (step + 1 == o_.steps ||
+         (o_.evalInterval > 0 && (step + 1) % o_.evalInterval == 0))) {
+      s = evaluate(ctx, program, &mine);
+      if (!s.isOk())
+        ctx.fatal(ctx.describeCall("evaluation after step " +
+                                   std::to_string(step + 1) + ": " +
+                                   s.message()));
+    }
     if (o_.tracePath.empty())
       trace_.clear(); // keep memory flat on long runs
     report(step + 1, (end - start) * 1e-6, mine);
-    if (!stepIsFinite(step + 1, ctx))
+    if (!stepIsFinite(step + 1, done))
       return 1;
     if (o_.saveEvery > 0 && (step + 1) % o_.saveEvery == 0 &&
         step + 1 != o_.steps && !o_.savePath.empty())

@@ -37,9 +37,10 @@
 // Metrics: the JSON lines the executables write with --metrics; every step
 // of the reference must be in the candidate, its "loss" within
 // |c - r| <= rtol * |r|, its "grad_norm", when the reference has one,
-// within --grad-norm-rtol (default: rtol), and its "lr", when the reference
-// has one, within 1e-12 (the learning rate is formed in double on both
-// sides; the executable writes 9 digits).
+// within --grad-norm-rtol (default: rtol), its "eval_loss", when the
+// reference has one, within rtol, and its "lr", when the reference has one,
+// within 1e-12 (the learning rate is formed in double on both sides and
+// written to the digits that read back exactly).
 //
 // Exit status: 0 equal, 1 different (each difference is printed), 2 usage or
 // unreadable input.
@@ -313,12 +314,13 @@ int compareParameters(const std::vector<std::string> &candidatePaths,
   return differences ? 1 : 0;
 }
 
-/// One step of a --metrics file; grad_norm and lr are NaN when the line
-/// has none.
+/// One step of a --metrics file; grad_norm, lr and eval_loss are NaN when
+/// the line has none.
 struct StepMetrics {
   double loss = 0;
   double gradNorm = NAN;
   double lr = NAN;
+  double evalLoss = NAN;
 };
 
 bool readMetrics(const std::string &path,
@@ -339,19 +341,22 @@ bool readMetrics(const std::string &path,
     const JsonValue *loss = value.isOk() ? value->get("loss") : nullptr;
     const JsonValue *norm = value.isOk() ? value->get("grad_norm") : nullptr;
     const JsonValue *lr = value.isOk() ? value->get("lr") : nullptr;
+    const JsonValue *eval = value.isOk() ? value->get("eval_loss") : nullptr;
+    auto optionalNumber = [](const JsonValue *v) {
+      return !v || v->kind == JsonValue::Kind::Number;
+    };
     if (!step || !loss || !step->isInteger ||
-        loss->kind != JsonValue::Kind::Number ||
-        (norm && norm->kind != JsonValue::Kind::Number) ||
-        (lr && lr->kind != JsonValue::Kind::Number)) {
+        loss->kind != JsonValue::Kind::Number || !optionalNumber(norm) ||
+        !optionalNumber(lr) || !optionalNumber(eval)) {
       std::fprintf(stderr,
                    "bitpipe-compare: %s:%d: expected a JSON object with an "
                    "integer \"step\", a number \"loss\" and optionally "
-                   "numbers \"grad_norm\" and \"lr\"\n",
+                   "numbers \"grad_norm\", \"lr\" and \"eval_loss\"\n",
                    path.c_str(), lineNo);
       return false;
     }
     steps[step->integer] = {loss->number, norm ? norm->number : NAN,
-                            lr ? lr->number : NAN};
+                            lr ? lr->number : NAN, eval ? eval->number : NAN};
   }
   return true;
 }
@@ -396,6 +401,9 @@ int compareMetrics(const std::string &candidatePath,
       ++differences;
     if (!std::isnan(r.lr) &&
         !sameQuantity(step, "lr", it->second.lr, r.lr, 1e-12))
+      ++differences;
+    if (!std::isnan(r.evalLoss) &&
+        !sameQuantity(step, "eval_loss", it->second.evalLoss, r.evalLoss, rtol))
       ++differences;
   }
   // Steps past the reference's are not compared; say how many.

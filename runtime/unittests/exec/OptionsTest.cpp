@@ -270,3 +270,34 @@ TEST(ExecOptions, ResumeTakesTheCheckpointsSettingsUnlessAFlagIsGiven) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(ExecOptions, EvaluationFlags) {
+  Expected<TrainOptions> o =
+      parse({"--data", "t", "--steps", "9", "--eval-data", "v.bin",
+             "--eval-interval", "3", "--eval-iters", "2"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_EQ(o->evalDataPath, "v.bin");
+  EXPECT_EQ(o->evalInterval, 3);
+  EXPECT_EQ(o->evalIters, 2);
+  Expected<TrainOptions> defaults =
+      parse({"--data", "t", "--steps", "9", "--eval-data", "v.bin"});
+  ASSERT_TRUE(defaults.isOk());
+  EXPECT_EQ(defaults->evalInterval, 0); // at the end only
+  EXPECT_EQ(defaults->evalIters, 4);
+  for (const char *flag : {"--eval-interval", "--eval-iters"}) {
+    Expected<TrainOptions> alone =
+        parse({"--data", "t", "--steps", "9", flag, "2"});
+    ASSERT_FALSE(alone.isOk()) << flag;
+    EXPECT_EQ(alone.status().message(),
+              std::string(flag) +
+                  " needs --eval-data PATH (the held-out tokens)");
+  }
+  Expected<TrainOptions> none = parse(
+      {"--data", "t", "--steps", "9", "--eval-data", "v", "--eval-iters", "0"});
+  ASSERT_FALSE(none.isOk());
+  EXPECT_NE(none.status().message().find("--eval-iters"), std::string::npos);
+}
+
+} // namespace
