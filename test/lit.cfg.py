@@ -39,7 +39,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 tool_dirs = [config.bitpipe_tools_dir, config.llvm_tools_dir]
 tools = [
     "bitpipe-opt", "bitpipe-import", "bitpipe-compile", "bitpipe-compare",
-    "bitpipe-plan", "bitpipe-calibrate", "bitpipe-tblgen",
+    "bitpipe-plan", "bitpipe-calibrate", "bitpipe-tblgen", "bitpipe-tokenize",
     "mlir-translate", "llc",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

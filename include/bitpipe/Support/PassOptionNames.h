@@ -1,5 +1,4 @@
-//===- PassOptionNames.h - The option names a pass or pipeline takes -*- C++
-//-*-===//
+//===- PassOptionNames.h - The options a pass takes -------------*- C++ -*-===//
 //
 // What bitpipe-opt checks a pass's or pipeline's textual options against
 // before MLIR parses them, so that a misspelt option gets a "did you mean"

@@ -1,5 +1,4 @@
-//===- OptimizerSettings.h - What an update depends on, but gradients -*- C++
-//-*-===//
+//===- OptimizerSettings.h - AdamW and its schedule -------------*- C++ -*-===//
 //
 // AdamW's hyperparameters and the learning-rate schedule: set by the
 // training executable's flags, stored in every checkpoint, and taken from

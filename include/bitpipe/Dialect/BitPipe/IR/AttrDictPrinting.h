@@ -1,5 +1,4 @@
-//===- AttrDictPrinting.h - `attr-dict` without a dictionary per op -*- C++
-//-*-===//
+//===- AttrDictPrinting.h - attr-dict without a dictionary ------*- C++ -*-===//
 //
 // The generated printers of the bitpipe ops call this for their `attr-dict`
 // (cmake/CheapAttrDictPrinters.cmake rewrites them to), so that printing a
