@@ -195,6 +195,8 @@ std::string writeManifest(const Manifest &m) {
           w.member(key::PeakHandles).value(*r.peakHandles);
         if (r.peakSavedBytes)
           w.member(key::PeakSavedBytes).value(*r.peakSavedBytes);
+        if (r.predictedBubble)
+          w.member(key::PredictedBubble).value(*r.predictedBubble);
         w.member(key::Params).list(r.params);
         w.member(key::Buckets).list(r.buckets, [&](const Bucket &b) {
           w.object([&] {
@@ -506,6 +508,12 @@ Status readRanks(const std::vector<JsonValue> &list, std::vector<Rank> *out) {
     BP_TRY(f.integer(key::NumValues, &rank.numValues, 0));
     BP_TRY(f.integer(key::PeakHandles, &rank.peakHandles, 0));
     BP_TRY(f.integer(key::PeakSavedBytes, &rank.peakSavedBytes, 0));
+    BP_TRY(f.number(key::PredictedBubble, &rank.predictedBubble));
+    if (rank.predictedBubble &&
+        !(*rank.predictedBubble >= 0 && *rank.predictedBubble <= 1))
+      return error(f.at(key::PredictedBubble),
+                   "expected a share in [0, 1], got " +
+                       std::to_string(*rank.predictedBubble));
     const JsonValue *params = nullptr;
     BP_TRY(f.member(key::Params, &params));
     BP_TRY(readNames(*params, f.at(key::Params), &rank.params));

@@ -140,6 +140,26 @@ TEST(ManifestFormatTest, OptionalKeysStayAbsent) {
   EXPECT_EQ(writeManifest(*read), text);
 }
 
+TEST(ManifestFormatTest, PredictedBubbleIsAShare) {
+  Manifest m = smallManifest();
+  m.ranks[0].predictedBubble = 0.25;
+  std::string text = writeManifest(m);
+  EXPECT_NE(text.find(R"("peak_saved_bytes":256,"predicted_bubble":0.25,)"),
+            std::string::npos)
+      << text;
+  base::Expected<Manifest> read = readManifest(text);
+  ASSERT_TRUE(read.isOk()) << read.status().message();
+  EXPECT_EQ(read->ranks[0].predictedBubble, 0.25);
+  EXPECT_EQ(writeManifest(*read), text);
+  std::string wrong = text;
+  wrong.replace(wrong.find("0.25"), 4, "1.5");
+  base::Expected<Manifest> refused = readManifest(wrong);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_EQ(refused.status().message(),
+            "manifest: ranks[0].predicted_bubble: expected a share in [0, "
+            "1], got 1.500000");
+}
+
 /// The reader's message for \p text with \p from replaced by \p to.
 std::string errorAfter(const std::string &from, const std::string &to) {
   std::string text = kSmallManifest;

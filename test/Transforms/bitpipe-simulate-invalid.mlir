@@ -4,7 +4,7 @@
 // RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-simulate="costs=ir" 2>&1 | FileCheck %s --check-prefix=NOCOST
 
 // COSTS: error: bitpipe-simulate: unknown costs=measured; expected unit or ir
-// NOCOST: error: has no nn.cost forward FLOPs; costs=ir needs bitpipe-annotate-cost
+// NOCOST: error: has no nn.cost forward FLOPs; FLOP times need bitpipe-annotate-cost
 
 // A file that cannot be written is an error that names it and says why;
 // a directory in its way is left as it is (docs/files.md).

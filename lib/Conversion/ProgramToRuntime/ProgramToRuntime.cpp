@@ -28,10 +28,12 @@
 #include "bitpipe/Conversion/Target/StorageType.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
+#include "bitpipe/Dialect/BitPipe/Programs/CostsFromIR.h"
 #include "bitpipe/Dialect/BitPipe/Programs/Repeats.h"
 #include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
 #include "bitpipe/Support/TensorBytes.h"
 
+#include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/base/AtomicFile.h"
 
 #include "mlir/IR/Builders.h"
@@ -43,7 +45,9 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace bitpipe {
@@ -57,6 +61,45 @@ using namespace bitpipe::bp;
 using manifest::FunctionKind;
 
 namespace {
+
+//===----------------------------------------------------------------------===//
+// The bubble each rank's program leaves
+//===----------------------------------------------------------------------===//
+
+/// Per pipeline rank, the idle share of a step that its program leaves
+/// when the stages take their `nn.cost` FLOPs and communication is free:
+/// the schedule's own bubble, which a run prints beside what it measures
+/// (docs/launching.md, "What a run prints"). Nothing for programs without
+/// FLOP costs (hand-written IR), whose prediction would be made up; the
+/// programs themselves were verified before.
+std::optional<std::vector<double>> predictBubbles(ModuleOp module,
+                                                  sched::Transport transport) {
+  // A module without costs is no error here: its diagnostics are dropped.
+  ScopedDiagnosticHandler quiet(module.getContext(),
+                                [](Diagnostic &) { return success(); });
+  FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
+  if (failed(schedule))
+    return std::nullopt;
+  FailureOr<IRCommProgram> comms = readCommProgramFromIR(module, *schedule);
+  if (failed(comms))
+    return std::nullopt;
+  sched::CostModel base;
+  base.transport = transport;
+  FailureOr<sched::CostModel> cost =
+      costModelFromIR(module, *schedule, base, StageTimes::Flops);
+  if (failed(cost))
+    return std::nullopt;
+  sched::SimulateOptions options;
+  options.recordTimeline = false;
+  sched::Result<sched::SimResult> sim =
+      sched::simulate(*schedule, comms->program, *cost, options);
+  if (!sim || sim->deadlocked)
+    return std::nullopt;
+  std::vector<double> bubbles;
+  for (const sched::RankStats &rank : sim->ranks)
+    bubbles.push_back(std::clamp(rank.bubbleRatio, 0.0, 1.0));
+  return bubbles;
+}
 
 //===----------------------------------------------------------------------===//
 // The calls of program.h
@@ -708,6 +751,11 @@ LogicalResult LowerProgramToRuntimePass::lower() {
                                    : sched::Transport::Mpi;
   if (failed(verifyRankPrograms(module, /*requireAllReduce=*/true, transport)))
     return failure();
+  if (std::optional<std::vector<double>> bubbles =
+          predictBubbles(module, transport))
+    for (auto [program, rank] : llvm::zip(*programs, manifest.ranks))
+      if (size_t r = program.getRank(); r < bubbles->size())
+        rank.predictedBubble = (*bubbles)[r];
 
   std::string text = manifest::writeManifest(manifest);
   if (!manifestFile.empty() && failed(writeManifestFile(text)))

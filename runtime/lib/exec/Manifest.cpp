@@ -454,6 +454,7 @@ Status checkRanks(const std::vector<manifest::Rank> &list, Manifest *m) {
     rs.numValues = static_cast<int32_t>(doc.numValues);
     rs.peakHandles = doc.peakHandles.value_or(-1);
     rs.peakSavedBytes = doc.peakSavedBytes.value_or(-1);
+    rs.predictedBubble = doc.predictedBubble.value_or(-1);
     BP_TRY(checkNames(doc.params, at(where, key::Params), *m, &rs.params));
     std::set<int> bucketed;
     for (size_t b = 0; b < doc.buckets.size(); ++b) {

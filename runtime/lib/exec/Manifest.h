@@ -217,6 +217,9 @@ struct RankSpec {
   /// The schedule's prediction (program.h): most forward handles alive at
   /// once, and most bytes of their saved results; -1 when not given.
   int64_t peakHandles = -1, peakSavedBytes = -1;
+  /// The schedule's own idle share of this rank's step, as the compiler
+  /// simulated it; -1 when the manifest has none.
+  double predictedBubble = -1;
   std::vector<int> params; // indices into Manifest::params
   std::vector<BucketSpec> buckets;
   bool holds(int param) const;

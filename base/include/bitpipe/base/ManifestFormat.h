@@ -136,6 +136,7 @@ struct Bucket {
 struct Rank {
   int64_t numValues = 0;                              // >= 0
   std::optional<int64_t> peakHandles, peakSavedBytes; // >= 0
+  std::optional<double> predictedBubble;              // in [0, 1]
   std::vector<std::string> params;
   std::vector<Bucket> buckets;
 };

@@ -1,0 +1,45 @@
+//===- CostsFromIR.h - The simulator's costs of a module's stages -*- C++
+//-*-===//
+//
+// The bridge from model IR to the schedule library's CostModel: what a
+// stage's boundary tensors, saved activations and parameter gradients
+// weigh (from the stage functions' types and `nn.cost`), and, with FLOP
+// times, how long its forward and backward take (from `nn.cost` FLOPs).
+// bitpipe-simulate measures a schedule with it, and the lowering predicts
+// each rank's bubble for the manifest with it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BITPIPE_DIALECT_BITPIPE_PROGRAMS_COSTSFROMIR_H
+#define BITPIPE_DIALECT_BITPIPE_PROGRAMS_COSTSFROMIR_H
+
+#include "bitpipe/Schedule/CostModel.h"
+#include "bitpipe/Schedule/Schedule.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+
+namespace bitpipe {
+
+/// How the stages' times are set.
+enum class StageTimes {
+  /// The unit costs of the base model, whatever a stage's size.
+  Unit,
+  /// `nn.cost` FLOPs over flopsPerUnit (0: the cheapest stage's forward
+  /// FLOPs, so that times read as slots of it); the backward split in
+  /// halves where the schedule splits it (the zero-bubble papers' B = W).
+  Flops,
+};
+
+/// \p base (its unit costs, latencies, transport) completed with the
+/// stages of \p module: their bytes always, their times as \p times says.
+/// A module without stage functions keeps \p base (hand-written programs)
+/// unless FLOP times are asked for; errors name the stage function.
+mlir::FailureOr<sched::CostModel>
+costModelFromIR(mlir::ModuleOp module, const sched::Schedule &schedule,
+                sched::CostModel base, StageTimes times,
+                double flopsPerUnit = 0);
+
+} // namespace bitpipe
+
+#endif // BITPIPE_DIALECT_BITPIPE_PROGRAMS_COSTSFROMIR_H
