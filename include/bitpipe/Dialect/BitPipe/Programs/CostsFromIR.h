@@ -1,5 +1,4 @@
-//===- CostsFromIR.h - The simulator's costs of a module's stages -*- C++
-//-*-===//
+//===- CostsFromIR.h - The simulator's costs of the stages ------*- C++ -*-===//
 //
 // The bridge from model IR to the schedule library's CostModel: what a
 // stage's boundary tensors, saved activations and parameter gradients
