@@ -565,25 +565,21 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
   stats.tokens = manifest_.schedule.microbatches *
                  manifest_.schedule.dataParallel *
                  manifest_.model.microbatchSize * manifest_.model.seqLen;
-  double lossSum = 0;
-  int64_t lossCount = 0;
+  // The losses of the ranks that hold the last stage, of the step and of
+  // the evaluation after it (if any).
+  double lossSum = 0, evalLossSum = 0;
+  int64_t lossCount = 0, evalLossCount = 0;
   for (const std::string &b : all) {
     StepReport r;
     std::memcpy(&r, b.data(), sizeof r);
     lossSum += r.lossSum;
     lossCount += r.lossCount;
+    evalLossSum += r.evalLossSum;
+    evalLossCount += r.evalLossCount;
     stats.bubble.push_back(r.bubble);
   }
   stats.loss = lossCount ? lossSum / static_cast<double>(lossCount) : 0;
   stats.lr = adam_.config().lr;
-  double evalLossSum = 0;
-  int64_t evalLossCount = 0;
-  for (const std::string &b : all) {
-    StepReport r;
-    std::memcpy(&r, b.data(), sizeof r);
-    evalLossSum += r.evalLossSum;
-    evalLossCount += r.evalLossCount;
-  }
   const double evalLoss =
       evalLossCount ? evalLossSum / static_cast<double>(evalLossCount) : 0;
   if (step % o_.logInterval == 0 || step == o_.steps)
