@@ -1,0 +1,99 @@
+//===- bench-elementwise.cpp - The CPU element-wise kernels against libm --===//
+//
+//   bench-elementwise [--elements N] [--rounds R]
+//
+// Times the runtime's exact GELU (bp_gelu_erf_fwd / _bwd, on VectorErf.h
+// and VectorExp.h) against the same loops written with libm's erff and
+// expf, which the kernels used before, on the same inputs, alternating in
+// one run; prints each pair's times and their ratio (ours / libm's; below
+// 1 is faster), and the largest difference of the outputs. Checks
+// nothing: bench/RESULTS.md records what it printed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bitpipe/runtime.h"
+#include "core/Flags.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+using namespace bitpipe::runtime;
+
+namespace {
+
+constexpr float kInvSqrt2 = 0.7071067811865476f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+
+// The reference loops: the kernels as they were, one libm call an element.
+__attribute__((noinline)) void geluErfFwdLibm(const float *x, float *y,
+                                              int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+}
+
+__attribute__((noinline)) void geluErfBwdLibm(const float *dy, const float *x,
+                                              float *dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    float cdf = 0.5f * (1.0f + std::erf(v * kInvSqrt2));
+    float pdf = kInvSqrt2Pi * std::exp(-0.5f * v * v);
+    dx[i] = dy[i] * (cdf + v * pdf);
+  }
+}
+
+template <typename F> double seconds(F &&f) {
+  auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+double maxDifference(const std::vector<float> &a, const std::vector<float> &b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return worst;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int64_t n = 1 << 22, rounds = 20;
+  FlagSet flags;
+  flags.integer("--elements", "N", "elements per call (default 4M)", &n, 1)
+      .integer("--rounds", "R", "alternating rounds (default 20)", &rounds, 1);
+  if (Status s = flags.parse(argc, argv); !s.isOk()) {
+    std::fprintf(stderr, "bench-elementwise: %s\n%s", s.message().c_str(),
+                 flags.help().c_str());
+    return 2;
+  }
+  // Activations of a trained layer's size: mostly within [-4, 4].
+  std::vector<float> x(n), dy(n, 1.0f), ours(n), libm(n);
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = 4.0f * std::sin(0.001f * static_cast<float>(i));
+  double t[4] = {0, 0, 0, 0};
+  double fwdDiff = 0, bwdDiff = 0;
+  for (int64_t r = 0; r < rounds; ++r) {
+    t[0] += seconds([&] { bp_gelu_erf_fwd(x.data(), ours.data(), n); });
+    t[1] += seconds([&] { geluErfFwdLibm(x.data(), libm.data(), n); });
+    fwdDiff = maxDifference(ours, libm);
+    t[2] +=
+        seconds([&] { bp_gelu_erf_bwd(dy.data(), x.data(), ours.data(), n); });
+    t[3] +=
+        seconds([&] { geluErfBwdLibm(dy.data(), x.data(), libm.data(), n); });
+    bwdDiff = maxDifference(ours, libm);
+  }
+  const double ms = 1e3 / static_cast<double>(rounds);
+  std::printf("bench-elementwise: %lld elements, %lld rounds, alternating\n",
+              static_cast<long long>(n), static_cast<long long>(rounds));
+  std::printf("gelu_erf_fwd: ours %.2f ms, libm %.2f ms, ratio %.3f, max "
+              "difference %.3g\n",
+              t[0] * ms, t[1] * ms, t[0] / t[1], fwdDiff);
+  std::printf("gelu_erf_bwd: ours %.2f ms, libm %.2f ms, ratio %.3f, max "
+              "difference %.3g\n",
+              t[2] * ms, t[3] * ms, t[2] / t[3], bwdDiff);
+  return 0;
+}
