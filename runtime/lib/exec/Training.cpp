@@ -594,23 +594,17 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
     std::fflush(stdout);
   }
   if (metrics_) {
-    std::string bubbles;
-    for (double b : stats.bubble)
-      bubbles += formatString("%s%.4f", bubbles.empty() ? "" : ",", b);
-    // JSON has no NaN or Inf: a non-finite loss or norm (the step that
-    // stops training, stepIsFinite) is written as null.
-    auto number = [](double x) {
-      return std::isfinite(x) ? formatString("%.9g", x) : std::string("null");
-    };
-    std::string eval =
-        mine.evaluated ? ",\"eval_loss\":" + number(evalLoss) : std::string();
-    Status written = metrics_->append(formatString(
-        "{\"step\":%lld,\"loss\":%s,\"grad_norm\":%s,\"lr\":%s,"
-        "\"tokens_per_s\":%.6g,\"seconds\":%.6g,\"bubble\":[%s]%s}",
-        static_cast<long long>(step), number(stats.loss).c_str(),
-        number(mine.gradNorm).c_str(), settingText(stats.lr).c_str(),
-        seconds > 0 ? stats.tokens / seconds : 0.0, seconds, bubbles.c_str(),
-        eval.c_str()));
+    MetricsLine line;
+    line.step = step;
+    line.loss = stats.loss;
+    line.gradNorm = mine.gradNorm;
+    line.lr = stats.lr;
+    line.tokensPerSecond = seconds > 0 ? stats.tokens / seconds : 0.0;
+    line.seconds = seconds;
+    line.bubble = stats.bubble;
+    if (mine.evaluated)
+      line.evalLoss = evalLoss;
+    Status written = metrics_->append(formatMetricsLine(line));
     // A full disk now would fail the checkpoint too: stop the job at once.
     if (!written.isOk())
       comm_.abort(1, formatString("step %lld: --metrics: %s",
@@ -769,12 +763,7 @@ int Trainer::run() {
       ctx.fatal(ctx.describeCall("end of the step: " + s.message()));
     double end = trace_.nowUs();
     StepShares shares = stepShares(trace_.events(), start, end);
-    sharesSum_.compute += shares.compute;
-    sharesSum_.recv += shares.recv;
-    sharesSum_.send += shares.send;
-    sharesSum_.allReduce += shares.allReduce;
-    sharesSum_.other += shares.other;
-    sharesSum_.untracked += shares.untracked;
+    sharesSum_ += shares;
     ++sharesSteps_;
     // The step's marker, on a row of its own (its name's number is an
     // int in the trace's format).

@@ -14,27 +14,28 @@ namespace {
 
 using json::JsonValue;
 
-/// GPT-2's printable stand-in for byte \p b: itself for the printable
-/// Latin-1 bytes, else U+0100 + its place among the others, as UTF-8.
-std::string byteCharacter(unsigned char b) {
-  auto printable = [](int c) {
-    return (c >= 33 && c <= 126) || (c >= 161 && c <= 172) || c >= 174;
-  };
-  int cp = b;
-  if (!printable(b)) {
-    int n = 0;
-    for (int c = 0; c < b; ++c)
-      n += !printable(c);
-    cp = 256 + n;
-  }
-  std::string out;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return out;
+/// GPT-2's printable stand-in for byte \p b, as UTF-8: itself for the
+/// printable Latin-1 bytes, else U+0100 + its place among the others. Made
+/// once: every byte of the text is mapped.
+const std::string &byteCharacter(unsigned char b) {
+  static const std::vector<std::string> table = [] {
+    auto printable = [](int c) {
+      return (c >= 33 && c <= 126) || (c >= 161 && c <= 172) || c >= 174;
+    };
+    std::vector<std::string> t(256);
+    int others = 0;
+    for (int c = 0; c < 256; ++c) {
+      int cp = printable(c) ? c : 256 + others++;
+      if (cp < 0x80) {
+        t[c] += static_cast<char>(cp);
+      } else {
+        t[c] += static_cast<char>(0xC0 | (cp >> 6));
+        t[c] += static_cast<char>(0x80 | (cp & 0x3F));
+      }
+    }
+    return t;
+  }();
+  return table[b];
 }
 
 /// One character of the text: its code point (or, for a byte that is no

@@ -2,12 +2,15 @@
 
 #include "StepLog.h"
 
+#include "OptimizerSettings.h"
+
 #include "bitpipe/base/AtomicFile.h"
 #include "bitpipe/base/OutputDestination.h"
 #include "comm/Communicator.h"
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
@@ -59,6 +62,28 @@ static double coveredUs(const std::vector<TraceEvent> &events, double startUs,
   if (curF > curB)
     total += curF - curB;
   return total;
+}
+
+std::string formatMetricsLine(const MetricsLine &m) {
+  namespace key = metrics_key;
+  auto number = [](double x) {
+    return std::isfinite(x) ? formatString("%.9g", x) : std::string("null");
+  };
+  std::string bubbles;
+  for (double b : m.bubble)
+    bubbles += formatString("%s%.4f", bubbles.empty() ? "" : ",", b);
+  std::string out = formatString(
+      "{\"%s\":%lld,\"%s\":%s,\"%s\":%s,\"%s\":%s,\"%s\":%.6g,"
+      "\"%s\":%.6g,\"%s\":[%s]",
+      key::kStep, static_cast<long long>(m.step), key::kLoss,
+      number(m.loss).c_str(), key::kGradNorm, number(m.gradNorm).c_str(),
+      key::kLr, settingText(m.lr).c_str(), key::kTokensPerSecond,
+      m.tokensPerSecond, key::kSeconds, m.seconds, key::kBubble,
+      bubbles.c_str());
+  if (m.evalLoss)
+    out +=
+        formatString(",\"%s\":%s", key::kEvalLoss, number(*m.evalLoss).c_str());
+  return out + "}";
 }
 
 double bubbleFraction(const std::vector<TraceEvent> &events, double startUs,

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,16 @@ double bubbleFraction(const std::vector<TraceEvent> &events, double startUs,
 struct StepShares {
   double compute = 0, recv = 0, send = 0, allReduce = 0, other = 0,
          untracked = 0;
+
+  StepShares &operator+=(const StepShares &o) {
+    compute += o.compute;
+    recv += o.recv;
+    send += o.send;
+    allReduce += o.allReduce;
+    other += o.other;
+    untracked += o.untracked;
+    return *this;
+  }
 };
 StepShares stepShares(const std::vector<TraceEvent> &events, double startUs,
                       double endUs);
@@ -81,6 +92,34 @@ private:
   bool progress_;
   bool barDrawn_ = false;
 };
+
+/// The keys of a --metrics line: written here (formatMetricsLine), read by
+/// bitpipe-compare.
+namespace metrics_key {
+inline constexpr const char *kStep = "step";
+inline constexpr const char *kLoss = "loss";
+inline constexpr const char *kGradNorm = "grad_norm";
+inline constexpr const char *kLr = "lr";
+inline constexpr const char *kTokensPerSecond = "tokens_per_s";
+inline constexpr const char *kSeconds = "seconds";
+inline constexpr const char *kBubble = "bubble";
+inline constexpr const char *kEvalLoss = "eval_loss";
+} // namespace metrics_key
+
+/// One step's --metrics line.
+struct MetricsLine {
+  int64_t step = 0;
+  double loss = 0, gradNorm = 0, lr = 0, tokensPerSecond = 0, seconds = 0;
+  std::vector<double> bubble; // per rank
+  /// The evaluation after the step, when one ran.
+  std::optional<double> evalLoss;
+};
+
+/// The line as JSON, without its newline. JSON has no NaN or Inf: a
+/// non-finite loss, norm or evaluation loss (the step that stops training)
+/// is written as null; the learning rate with the digits that read back
+/// exactly.
+std::string formatMetricsLine(const MetricsLine &line);
 
 /// --metrics: one JSON line per step, appended as the step ends.
 ///

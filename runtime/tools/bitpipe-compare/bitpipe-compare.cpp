@@ -51,6 +51,7 @@
 #include "core/Json.h"
 #include "core/Tensor.h"
 #include "train/Safetensors.h"
+#include "train/StepLog.h"
 
 #include <cmath>
 #include <cstdio>
@@ -337,11 +338,15 @@ bool readMetrics(const std::string &path,
     if (line.empty())
       continue;
     auto value = parseJson(line);
-    const JsonValue *step = value.isOk() ? value->get("step") : nullptr;
-    const JsonValue *loss = value.isOk() ? value->get("loss") : nullptr;
-    const JsonValue *norm = value.isOk() ? value->get("grad_norm") : nullptr;
-    const JsonValue *lr = value.isOk() ? value->get("lr") : nullptr;
-    const JsonValue *eval = value.isOk() ? value->get("eval_loss") : nullptr;
+    const JsonValue *step =
+        value.isOk() ? value->get(metrics_key::kStep) : nullptr;
+    const JsonValue *loss =
+        value.isOk() ? value->get(metrics_key::kLoss) : nullptr;
+    const JsonValue *norm =
+        value.isOk() ? value->get(metrics_key::kGradNorm) : nullptr;
+    const JsonValue *lr = value.isOk() ? value->get(metrics_key::kLr) : nullptr;
+    const JsonValue *eval =
+        value.isOk() ? value->get(metrics_key::kEvalLoss) : nullptr;
     auto optionalNumber = [](const JsonValue *v) {
       return !v || v->kind == JsonValue::Kind::Number;
     };
@@ -393,17 +398,18 @@ int compareMetrics(const std::string &candidatePath,
       ++differences;
       continue;
     }
-    if (!sameQuantity(step, "loss", it->second.loss, r.loss, rtol))
+    if (!sameQuantity(step, metrics_key::kLoss, it->second.loss, r.loss, rtol))
       ++differences;
     if (!std::isnan(r.gradNorm) &&
-        !sameQuantity(step, "grad_norm", it->second.gradNorm, r.gradNorm,
-                      normRtol))
+        !sameQuantity(step, metrics_key::kGradNorm, it->second.gradNorm,
+                      r.gradNorm, normRtol))
       ++differences;
     if (!std::isnan(r.lr) &&
-        !sameQuantity(step, "lr", it->second.lr, r.lr, 1e-12))
+        !sameQuantity(step, metrics_key::kLr, it->second.lr, r.lr, 1e-12))
       ++differences;
     if (!std::isnan(r.evalLoss) &&
-        !sameQuantity(step, "eval_loss", it->second.evalLoss, r.evalLoss, rtol))
+        !sameQuantity(step, metrics_key::kEvalLoss, it->second.evalLoss,
+                      r.evalLoss, rtol))
       ++differences;
   }
   // Steps past the reference's are not compared; say how many.

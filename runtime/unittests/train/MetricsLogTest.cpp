@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
@@ -100,6 +101,31 @@ TEST_F(MetricsLogTest, AFailedWriteIsAnErrorNamingTheFile) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+} // namespace
+
+namespace {
+
+TEST(MetricsLine, WritesEveryKeyAndNullForNonFinite) {
+  MetricsLine line;
+  line.step = 3;
+  line.loss = 4.5;
+  line.gradNorm = 1.25;
+  line.lr = 0.00055;
+  line.tokensPerSecond = 2048;
+  line.seconds = 0.25;
+  line.bubble = {0.125, 0.5};
+  EXPECT_EQ(formatMetricsLine(line),
+            "{\"step\":3,\"loss\":4.5,\"grad_norm\":1.25,\"lr\":0.00055,"
+            "\"tokens_per_s\":2048,\"seconds\":0.25,\"bubble\":[0.1250,"
+            "0.5000]}");
+  line.loss = NAN;
+  line.evalLoss = INFINITY;
+  EXPECT_EQ(formatMetricsLine(line),
+            "{\"step\":3,\"loss\":null,\"grad_norm\":1.25,\"lr\":0.00055,"
+            "\"tokens_per_s\":2048,\"seconds\":0.25,\"bubble\":[0.1250,"
+            "0.5000],\"eval_loss\":null}");
 }
 
 } // namespace
