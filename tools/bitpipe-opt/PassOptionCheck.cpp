@@ -12,8 +12,6 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
-#include <optional>
-
 using namespace llvm;
 
 namespace {

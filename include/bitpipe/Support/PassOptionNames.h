@@ -10,7 +10,6 @@
 #define BITPIPE_SUPPORT_PASSOPTIONNAMES_H
 
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <string>
