@@ -130,4 +130,54 @@ TEST_F(RepeatsTest, WritingStraightWritesEveryStep) {
   EXPECT_EQ(steps(program), before);
 }
 
+TEST_F(RepeatsTest, ListsAgreesWithTheIndexOfSteps) {
+  // Every op of a program (steps, the repeat, its yield) at repetitions
+  // around and inside each window: `lists` computes what indexOf finds.
+  auto check = [&](ProgramOp p, int64_t upTo) {
+    for (Repetitions mode : {Repetitions::All, Repetitions::Ends}) {
+      ProgramTrace trace(p, mode);
+      p.walk([&](Operation *op) {
+        if (op == p.getOperation())
+          return;
+        // An op outside a repeat runs in repetition 0 only.
+        int64_t last = isa<RepeatOp>(op->getParentOp()) ? upTo : 0;
+        for (int64_t k = 0; k <= last; ++k)
+          EXPECT_EQ(trace.lists(op, k), trace.indexOf(op, k).has_value())
+              << op->getName().getStringRef().str() << " k=" << k
+              << (mode == Repetitions::Ends ? " (ends)" : " (all)");
+      });
+    }
+  };
+  check(program, 6);
+
+  // Nine repetitions whose carried value is used one later (a window of
+  // 3): Ends lists 0-2 and 6-8 and leaves 3-5 out.
+  constexpr const char *kLong = R"mlir(
+bitpipe.program @rank0 rank 0 {
+  %i0 = load_input tokens microbatch 0 : tensor<2x4xi32>
+  %s0 = forward(%i0) stage 0 microbatch 0 : (tensor<2x4xi32>) -> !bitpipe.saved
+  %w = repeat 9 (%a = %s0) : (!bitpipe.saved) -> (!bitpipe.saved) {
+    %i = load_input tokens microbatch 1 step 1 : tensor<2x4xi32>
+    %s = forward(%i) stage 0 microbatch 1 step 1 : (tensor<2x4xi32>) -> !bitpipe.saved
+    backward(%a) stage 0 microbatch 0 step 1 : (!bitpipe.saved) -> ()
+    yield %s : !bitpipe.saved
+  }
+  backward(%w) stage 0 microbatch 9 : (!bitpipe.saved) -> ()
+  optimizer_step
+}
+)mlir";
+  OwningOpRef<ModuleOp> longModule =
+      parseSourceString<ModuleOp>(kLong, &context);
+  ASSERT_TRUE(longModule);
+  ProgramOp longProgram = *longModule->getOps<ProgramOp>().begin();
+  check(longProgram, 10);
+  ProgramTrace ends(longProgram, Repetitions::Ends);
+  Operation *load =
+      &*(*longProgram.getBody().front().getOps<RepeatOp>().begin())
+            .getSteps()
+            .begin();
+  for (int64_t k = 0; k < 9; ++k)
+    EXPECT_EQ(ends.lists(load, k), k < 3 || k >= 6) << "k=" << k;
+}
+
 } // namespace

@@ -71,6 +71,7 @@ ProgramTrace::ProgramTrace(ProgramOp program, Repetitions repetitions)
     const int64_t window = repetitions_ == Repetitions::All
                                ? count
                                : 2 + carryDepth(repeat);
+    listed_[repeat] = {count, window};
     steps_.reserve(steps_.size() +
                    period * std::min<int64_t>(count, 2 * window));
     for (int64_t k = 0; k < count; ++k) {
@@ -106,6 +107,18 @@ void ProgramTrace::place() const {
     index +=
         period * static_cast<size_t>(std::max<int64_t>(repeat.getCount(), 0));
   }
+}
+
+bool ProgramTrace::lists(Operation *op, int64_t k) const {
+  Operation *parent = op->getParentOp();
+  if (parent == program_.getOperation())
+    return !isa<RepeatOp>(op);
+  auto it = listed_.find(parent);
+  if (it == listed_.end() || isa<YieldOp>(op))
+    return false;
+  const Listed &listed = it->second;
+  return k >= 0 && k < listed.count &&
+         (k < listed.window || k >= listed.count - listed.window);
 }
 
 std::optional<size_t> ProgramTrace::indexOf(Operation *op, int64_t k) const {

@@ -73,11 +73,10 @@ public:
   /// The index of `op` running in repetition `k` (k = 0 outside a repeat);
   /// none when the trace does not list that repetition.
   std::optional<size_t> indexOf(mlir::Operation *op, int64_t k = 0) const;
-  /// Whether the trace lists repetition `k` of `op` (always for an op
-  /// outside a repeat).
-  bool lists(mlir::Operation *op, int64_t k) const {
-    return indexOf(op, k).has_value();
-  }
+  /// Whether the trace lists repetition `k` of step op `op` (always for an
+  /// op outside a repeat). Arithmetic on the repeat's count: no index of
+  /// the steps is built for it.
+  bool lists(mlir::Operation *op, int64_t k) const;
 
   /// The step that defined what `value` holds when a step of repetition
   /// `k` uses it (k = 0 outside a repeat): a value carried by a repeat's
@@ -109,10 +108,19 @@ private:
   /// program that only walks the steps never pays for it.
   void place() const;
 
+  /// The repetitions of one repeat that the trace lists: all of [0, count)
+  /// with Repetitions::All; with Repetitions::Ends those below `window`
+  /// and from count - window on.
+  struct Listed {
+    int64_t count;
+    int64_t window;
+  };
+
   mutable ProgramOp program_; // Op handles have non-const accessors.
   Repetitions repetitions_;
   bool hasRepeats_ = false;
   std::vector<TracedStep> steps_;
+  llvm::SmallDenseMap<mlir::Operation *, Listed, 4> listed_;
   mutable llvm::DenseMap<mlir::Operation *, Placement> placement_;
   /// Repetitions::Ends: the index of each listed (op, repetition).
   mutable llvm::DenseMap<std::pair<mlir::Operation *, int64_t>, size_t>
