@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/runtime.h"
+#include "core/KernelProfile.h"
 #include "core/PoolCounters.h"
 
 #include <algorithm>
@@ -118,12 +119,16 @@ void *allocateForGeneratedCode(size_t bytes) {
 extern "C" {
 
 void *bp_alloc(int64_t bytes) {
+  BP_PROFILE_KERNEL(alloc);
   if (bytes < 0)
     return nullptr;
   return pool().allocate(static_cast<size_t>(bytes));
 }
 
-void bp_free(void *ptr) { pool().release(ptr); }
+void bp_free(void *ptr) {
+  BP_PROFILE_KERNEL(free);
+  pool().release(ptr);
+}
 
 void bp_memory_stats(int64_t *inUse, int64_t *peakInUse, int64_t *reserved) {
   pool().stats(inUse, peakInUse, reserved);

@@ -126,6 +126,10 @@ FlagSet flags(TrainOptions &o) {
          "JSON lines {step, loss, grad_norm, lr, tokens_per_s, seconds, "
          "bubble (per rank), and eval_loss after an evaluation}",
          &o.metricsPath);
+  f.toggle("--profile",
+           "time each kernel; at the end, print each rank's kernels by "
+           "time per step, leaving out step 1 (CPU target)",
+           &o.profile);
   f.integer("--log-interval", "K",
             "print the step line every K steps (default 1)", &o.logInterval, 1);
   f.toggle("--progress",

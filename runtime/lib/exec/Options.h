@@ -52,6 +52,9 @@ struct TrainOptions {
   int64_t evalIters = 4;
   std::string tracePath;
   std::string metricsPath;
+  /// --profile: time every CPU kernel and print the table of each rank's
+  /// at the end (core/KernelProfile.h, docs/launching.md).
+  bool profile = false;
   std::string dumpRankParamsDir;
   int64_t logInterval = 1;
   /// Draw the progress bar even when launched by mpirun (whose rank

@@ -9,6 +9,7 @@
 #include "Options.h"
 #include "StartupAgreement.h"
 #include "comm/mpi/MpiCommunicator.h"
+#include "train/KernelProfileReport.h"
 #include "train/StepLog.h"
 #include "train/Trace.h"
 
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <memory>
 #include <string_view>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -260,6 +262,15 @@ Status broadcastInitialParams(Communicator &comm, const Manifest &manifest,
   return Status::ok();
 }
 
+/// The page faults this process has taken (minor and major).
+int64_t pageFaultCount() {
+  struct rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0)
+    return 0;
+  return static_cast<int64_t>(usage.ru_minflt) +
+         static_cast<int64_t>(usage.ru_majflt);
+}
+
 class Trainer {
 public:
   Trainer(const CompiledProgram &program, Communicator &comm, Backend &backend,
@@ -286,6 +297,8 @@ private:
   Status reportMemory(const Executor &executor);
   /// Collective: rank 0 prints where each rank's steps went (StepShares).
   Status reportStepShares();
+  /// Collective: rank 0 prints every rank's --profile table.
+  Status reportKernelProfile();
 
   const CompiledProgram &program_;
   Communicator &comm_;
@@ -310,6 +323,10 @@ private:
   // The steps' shares (StepShares), summed over the steps run.
   StepShares sharesSum_;
   int64_t sharesSteps_ = 0;
+  // --profile: the steps it covers (all but the first, when there are
+  // two or more) and their wall time.
+  RankKernelProfile profile_;
+  int64_t profileFirstStep_ = 0;
   // Start-up: when runTraining began, and how long the parameters took to
   // initialise (printed before the first step).
   std::chrono::steady_clock::time_point started_;
@@ -549,6 +566,21 @@ Status Trainer::reportStepShares() {
   return Status::ok();
 }
 
+Status Trainer::reportKernelProfile() {
+  kernel_profile::enable(false);
+  profile_.totals = kernel_profile::totals();
+  std::vector<std::string> all;
+  Status s = comm_.gatherBytes(serializeKernelProfile(profile_), 0, &all);
+  if (!s.isOk() || rank_ != 0)
+    return s;
+  for (size_t r = 0; r < all.size(); ++r)
+    if (std::optional<RankKernelProfile> p = parseKernelProfile(all[r]))
+      std::printf(
+          "%s", formatKernelProfile(*p, static_cast<int>(r), profileFirstStep_)
+                    .c_str());
+  return Status::ok();
+}
+
 void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
   std::string bytes(reinterpret_cast<const char *>(&mine), sizeof mine);
   std::vector<std::string> all;
@@ -649,6 +681,15 @@ int Trainer::run() {
   bool resumed = false;
   if (!agreeAllOk(comm_, startUpChecks(o_, manifest_, rank_, store_, adam_,
                                        &settings_, &seed_, &inputs, &resumed)))
+    return 1;
+  // The CUDA target's kernels run on streams, after their host calls
+  // return: host timers would measure the launches.
+  if (o_.profile && backend_.target() != TargetKind::Cpu &&
+      !agreeAllOk(comm_,
+                  Status::error(ErrorCode::InvalidArgument,
+                                "--profile times the CPU target's kernels; "
+                                "on the CUDA target, --trace records each "
+                                "stage call's time on the device")))
     return 1;
   if (!o_.evalDataPath.empty()) {
     // In order from the file's start, the same batches at every
@@ -756,12 +797,26 @@ int Trainer::run() {
     double start = trace_.nowUs();
     ctx.setSkipNonFiniteUpdate(skippedInARow_ < o_.skipNonFiniteSteps);
     adam_.setLearningRate(learningRateAt(settings_, step + 1));
+    // The profile leaves out the first step of a run of two or more,
+    // where memory is touched and caches are filled for the first time.
+    if (o_.profile && (step == first + 1 || o_.steps - first == 1)) {
+      kernel_profile::reset();
+      kernel_profile::enable(true);
+      profileFirstStep_ = step + 1;
+    }
+    const int64_t faultsBefore =
+        kernel_profile::enabled() ? pageFaultCount() : 0;
     ctx.beginStep(step);
     program(&ctx);
     s = ctx.endStep();
     if (!s.isOk())
       ctx.fatal(ctx.describeCall("end of the step: " + s.message()));
     double end = trace_.nowUs();
+    if (kernel_profile::enabled()) {
+      ++profile_.steps;
+      profile_.seconds += (end - start) * 1e-6;
+      profile_.pageFaults += pageFaultCount() - faultsBefore;
+    }
     StepShares shares = stepShares(trace_.events(), start, end);
     sharesSum_ += shares;
     ++sharesSteps_;
@@ -779,7 +834,11 @@ int Trainer::run() {
     if (evalInputs_ &&
         (step + 1 == o_.steps ||
          (o_.evalInterval > 0 && (step + 1) % o_.evalInterval == 0))) {
+      // Not a training step: its kernels stay out of the profile.
+      const bool profiling = kernel_profile::enabled();
+      kernel_profile::enable(false);
       s = evaluate(ctx, program, &mine);
+      kernel_profile::enable(profiling);
       if (!s.isOk())
         ctx.fatal(ctx.describeCall("evaluation after step " +
                                    std::to_string(step + 1) + ": " +
@@ -811,6 +870,9 @@ int Trainer::run() {
   if (first < o_.steps && !agreeAllOk(comm_, reportMemory(ctx)))
     return 1;
   if (first < o_.steps && !agreeAllOk(comm_, reportStepShares()))
+    return 1;
+  if (o_.profile && first < o_.steps &&
+      !agreeAllOk(comm_, reportKernelProfile()))
     return 1;
   Status closed = metrics_ ? metrics_->close() : Status::ok();
   metrics_.reset();

@@ -6,11 +6,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "core/CpuClones.h"
+#include "core/KernelProfile.h"
 
 using namespace bitpipe::runtime::cpu;
 
-extern "C" bp_status_t bp_add_fwd(const float *a, const float *b, float *out,
-                                  int64_t n) {
+extern "C" BP_CPU_CLONES bp_status_t bp_add_fwd(const float *a, const float *b,
+                                                float *out, int64_t n) {
+  BP_PROFILE_KERNEL(add_fwd);
   if (!BP_KERNEL_ARGS_VALID(add_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   // Element-wise with no reads after the write of the same index, so out may

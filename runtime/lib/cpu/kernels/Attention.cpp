@@ -34,7 +34,9 @@
 #include "Attention.h"
 #include "Common.h"
 #include "VectorExp.h"
+#include "core/CpuClones.h"
 #include "core/Dropout.h"
+#include "core/KernelProfile.h"
 
 #include <algorithm>
 #include <cblas.h>
@@ -116,10 +118,12 @@ static void applyCausalMask(float *s, int64_t ld, int64_t q0, int64_t rq,
 
 namespace bitpipe::runtime::cpu {
 
-bp_status_t attentionForward(const float *qkv, float *out, float *lse,
-                             int64_t B, int64_t T, int64_t H, int64_t nh,
-                             int64_t nkv, bool causal, int64_t blockQ,
-                             int64_t blockK, const DropoutMask *dropout) {
+BP_CPU_CLONES bp_status_t attentionForward(const float *qkv, float *out,
+                                           float *lse, int64_t B, int64_t T,
+                                           int64_t H, int64_t nh, int64_t nkv,
+                                           bool causal, int64_t blockQ,
+                                           int64_t blockK,
+                                           const DropoutMask *dropout) {
   if (!allNonNull({qkv, out, lse}) ||
       !validAttentionArgs(B, T, H, nh, nkv, blockQ, blockK))
     return BP_ERR_INVALID_ARGUMENT;
@@ -209,11 +213,10 @@ bp_status_t attentionForward(const float *qkv, float *out, float *lse,
   return BP_OK;
 }
 
-bp_status_t attentionBackward(const float *qkv, const float *out,
-                              const float *dout, const float *lse, float *dqkv,
-                              int64_t B, int64_t T, int64_t H, int64_t nh,
-                              int64_t nkv, bool causal, int64_t blockQ,
-                              int64_t blockK, const DropoutMask *dropout) {
+BP_CPU_CLONES bp_status_t attentionBackward(
+    const float *qkv, const float *out, const float *dout, const float *lse,
+    float *dqkv, int64_t B, int64_t T, int64_t H, int64_t nh, int64_t nkv,
+    bool causal, int64_t blockQ, int64_t blockK, const DropoutMask *dropout) {
   if (!allNonNull({qkv, out, dout, lse, dqkv}) ||
       !validAttentionArgs(B, T, H, nh, nkv, blockQ, blockK))
     return BP_ERR_INVALID_ARGUMENT;
@@ -332,6 +335,7 @@ bp_status_t attentionBackward(const float *qkv, const float *out,
 extern "C" bp_status_t bp_attention_fwd(const float *qkv, float *out,
                                         float *lse, int64_t B, int64_t T,
                                         int64_t H, int64_t nh, int32_t causal) {
+  BP_PROFILE_KERNEL(attention_fwd);
   if (!BP_KERNEL_ARGS_VALID(attention_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   return attentionForward(qkv, out, lse, B, T, H, nh, nh, causal != 0,
@@ -342,6 +346,7 @@ extern "C" bp_status_t bp_attention_bwd(const float *qkv, const float *out,
                                         const float *dout, const float *lse,
                                         float *dqkv, int64_t B, int64_t T,
                                         int64_t H, int64_t nh, int32_t causal) {
+  BP_PROFILE_KERNEL(attention_bwd);
   if (!BP_KERNEL_ARGS_VALID(attention_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   return attentionBackward(qkv, out, dout, lse, dqkv, B, T, H, nh, nh,
@@ -361,6 +366,7 @@ extern "C" bp_status_t
 bp_attention_dropout_fwd(const float *qkv, float *out, float *lse, int64_t B,
                          int64_t T, int64_t H, int64_t nh, int32_t causal,
                          const int32_t *key, int32_t site, float p) {
+  BP_PROFILE_KERNEL(attention_dropout_fwd);
   if (!BP_KERNEL_ARGS_VALID(attention_dropout_fwd) ||
       !validDropoutArgs(B, T, nh, site, p))
     return BP_ERR_INVALID_ARGUMENT;
@@ -376,6 +382,7 @@ bp_attention_dropout_bwd(const float *qkv, const float *out, const float *dout,
                          const float *lse, float *dqkv, int64_t B, int64_t T,
                          int64_t H, int64_t nh, int32_t causal,
                          const int32_t *key, int32_t site, float p) {
+  BP_PROFILE_KERNEL(attention_dropout_bwd);
   if (!BP_KERNEL_ARGS_VALID(attention_dropout_bwd) ||
       !validDropoutArgs(B, T, nh, site, p))
     return BP_ERR_INVALID_ARGUMENT;
@@ -389,6 +396,7 @@ extern "C" bp_status_t bp_attention_gqa_fwd(const float *qkv, float *out,
                                             float *lse, int64_t B, int64_t T,
                                             int64_t H, int64_t nh, int64_t nkv,
                                             int32_t causal) {
+  BP_PROFILE_KERNEL(attention_gqa_fwd);
   if (!BP_KERNEL_ARGS_VALID(attention_gqa_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   return attentionForward(qkv, out, lse, B, T, H, nh, nkv, causal != 0,
@@ -400,6 +408,7 @@ extern "C" bp_status_t bp_attention_gqa_bwd(const float *qkv, const float *out,
                                             float *dqkv, int64_t B, int64_t T,
                                             int64_t H, int64_t nh, int64_t nkv,
                                             int32_t causal) {
+  BP_PROFILE_KERNEL(attention_gqa_bwd);
   if (!BP_KERNEL_ARGS_VALID(attention_gqa_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   return attentionBackward(qkv, out, dout, lse, dqkv, B, T, H, nh, nkv,

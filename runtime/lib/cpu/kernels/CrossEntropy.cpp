@@ -8,6 +8,8 @@
 
 #include "Common.h"
 #include "VectorExp.h"
+#include "core/CpuClones.h"
+#include "core/KernelProfile.h"
 
 #include <cmath>
 
@@ -27,7 +29,7 @@ struct RowLogSumExp {
 };
 } // namespace
 
-static RowLogSumExp rowLogSumExp(const float *row, int64_t V) {
+BP_CPU_CLONES static RowLogSumExp rowLogSumExp(const float *row, int64_t V) {
   float mx = row[0];
   for (int64_t j = 1; j < V; ++j)
     mx = row[j] > mx ? row[j] : mx;
@@ -51,10 +53,10 @@ static bool countLabelled(const int32_t *labels, int64_t N, int64_t V,
   return true;
 }
 
-extern "C" bp_status_t bp_cross_entropy_fwd(const float *logits,
-                                            const int32_t *labels, float *loss,
-                                            int64_t N, int64_t V,
-                                            int32_t ignore_index) {
+extern "C" BP_CPU_CLONES bp_status_t
+bp_cross_entropy_fwd(const float *logits, const int32_t *labels, float *loss,
+                     int64_t N, int64_t V, int32_t ignore_index) {
+  BP_PROFILE_KERNEL(cross_entropy_fwd);
   int64_t count;
   if (!BP_KERNEL_ARGS_VALID(cross_entropy_fwd) ||
       !countLabelled(labels, N, V, ignore_index, count))
@@ -74,11 +76,10 @@ extern "C" bp_status_t bp_cross_entropy_fwd(const float *logits,
   return BP_OK;
 }
 
-extern "C" bp_status_t bp_cross_entropy_bwd(const float *logits,
-                                            const int32_t *labels,
-                                            const float *dloss, float *dlogits,
-                                            int64_t N, int64_t V,
-                                            int32_t ignore_index) {
+extern "C" BP_CPU_CLONES bp_status_t bp_cross_entropy_bwd(
+    const float *logits, const int32_t *labels, const float *dloss,
+    float *dlogits, int64_t N, int64_t V, int32_t ignore_index) {
+  BP_PROFILE_KERNEL(cross_entropy_bwd);
   int64_t count;
   if (!BP_KERNEL_ARGS_VALID(cross_entropy_bwd) ||
       !countLabelled(labels, N, V, ignore_index, count))

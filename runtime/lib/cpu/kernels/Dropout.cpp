@@ -11,6 +11,7 @@
 
 #include "core/Dropout.h"
 #include "Common.h"
+#include "core/KernelProfile.h"
 
 #include <cstring>
 
@@ -18,6 +19,7 @@ using namespace bitpipe::runtime;
 
 extern "C" bp_status_t bp_dropout(const float *x, float *y, const int32_t *key,
                                   int32_t site, float p, int64_t n) {
+  BP_PROFILE_KERNEL(dropout);
   if (!BP_KERNEL_ARGS_VALID(dropout) || !dropoutArgsValid(site, p) ||
       n > kDropoutMaxElements)
     return BP_ERR_INVALID_ARGUMENT;

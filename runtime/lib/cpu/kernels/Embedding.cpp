@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "core/CpuClones.h"
+#include "core/KernelProfile.h"
 
 using namespace bitpipe::runtime::cpu;
 
@@ -20,9 +22,10 @@ static bool validTokens(const int32_t *tokens, int64_t B, int64_t T,
   return true;
 }
 
-extern "C" bp_status_t bp_embedding_fwd(const int32_t *tokens, const float *wte,
-                                        const float *wpe, float *out, int64_t B,
-                                        int64_t T, int64_t H, int64_t V) {
+extern "C" BP_CPU_CLONES bp_status_t
+bp_embedding_fwd(const int32_t *tokens, const float *wte, const float *wpe,
+                 float *out, int64_t B, int64_t T, int64_t H, int64_t V) {
+  BP_PROFILE_KERNEL(embedding_fwd);
   if (!BP_KERNEL_ARGS_VALID(embedding_fwd) || !validTokens(tokens, B, T, V))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t b = 0; b < B; ++b) {
@@ -42,10 +45,12 @@ extern "C" bp_status_t bp_embedding_fwd(const int32_t *tokens, const float *wte,
   return BP_OK;
 }
 
-extern "C" bp_status_t bp_embedding_bwd(const int32_t *tokens,
-                                        const float *dout, float *dwte,
-                                        float *dwpe, int64_t B, int64_t T,
-                                        int64_t H, int64_t V) {
+extern "C" BP_CPU_CLONES bp_status_t bp_embedding_bwd(const int32_t *tokens,
+                                                      const float *dout,
+                                                      float *dwte, float *dwpe,
+                                                      int64_t B, int64_t T,
+                                                      int64_t H, int64_t V) {
+  BP_PROFILE_KERNEL(embedding_bwd);
   if (!BP_KERNEL_ARGS_VALID(embedding_bwd) || !validTokens(tokens, B, T, V))
     return BP_ERR_INVALID_ARGUMENT;
   // Sequential scatter-add: repeated tokens are summed without races because

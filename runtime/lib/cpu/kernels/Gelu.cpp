@@ -15,13 +15,17 @@
 
 #include "Common.h"
 #include "VectorExp.h"
+#include "core/CpuClones.h"
+#include "core/KernelProfile.h"
 
 using namespace bitpipe::runtime::cpu;
 
 static constexpr float kSqrt2OverPi = 0.7978845608028654f;
 static constexpr float kCubic = 0.044715f;
 
-extern "C" bp_status_t bp_gelu_fwd(const float *x, float *y, int64_t n) {
+extern "C" BP_CPU_CLONES bp_status_t bp_gelu_fwd(const float *x, float *y,
+                                                 int64_t n) {
+  BP_PROFILE_KERNEL(gelu_fwd);
   if (!BP_KERNEL_ARGS_VALID(gelu_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i) {
@@ -32,8 +36,10 @@ extern "C" bp_status_t bp_gelu_fwd(const float *x, float *y, int64_t n) {
   return BP_OK;
 }
 
-extern "C" bp_status_t bp_gelu_bwd(const float *dy, const float *x, float *dx,
-                                   int64_t n) {
+extern "C" BP_CPU_CLONES bp_status_t bp_gelu_bwd(const float *dy,
+                                                 const float *x, float *dx,
+                                                 int64_t n) {
+  BP_PROFILE_KERNEL(gelu_bwd);
   if (!BP_KERNEL_ARGS_VALID(gelu_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i) {

@@ -14,13 +14,17 @@
 
 #include "Common.h"
 #include "VectorErf.h"
+#include "core/CpuClones.h"
+#include "core/KernelProfile.h"
 
 using namespace bitpipe::runtime::cpu;
 
 static constexpr float kInvSqrt2 = 0.7071067811865476f;
 static constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 
-extern "C" bp_status_t bp_gelu_erf_fwd(const float *x, float *y, int64_t n) {
+extern "C" BP_CPU_CLONES bp_status_t bp_gelu_erf_fwd(const float *x, float *y,
+                                                     int64_t n) {
+  BP_PROFILE_KERNEL(gelu_erf_fwd);
   if (!BP_KERNEL_ARGS_VALID(gelu_erf_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i) {
@@ -30,8 +34,10 @@ extern "C" bp_status_t bp_gelu_erf_fwd(const float *x, float *y, int64_t n) {
   return BP_OK;
 }
 
-extern "C" bp_status_t bp_gelu_erf_bwd(const float *dy, const float *x,
-                                       float *dx, int64_t n) {
+extern "C" BP_CPU_CLONES bp_status_t bp_gelu_erf_bwd(const float *dy,
+                                                     const float *x, float *dx,
+                                                     int64_t n) {
+  BP_PROFILE_KERNEL(gelu_erf_bwd);
   if (!BP_KERNEL_ARGS_VALID(gelu_erf_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i) {

@@ -6,15 +6,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "core/CpuClones.h"
+#include "core/KernelProfile.h"
 
 #include <cmath>
 
 using namespace bitpipe::runtime::cpu;
 
-extern "C" bp_status_t bp_layer_norm_fwd(const float *x, const float *gamma,
-                                         const float *beta, float *y,
-                                         float *mean, float *rstd, int64_t N,
-                                         int64_t H, float eps) {
+extern "C" BP_CPU_CLONES bp_status_t bp_layer_norm_fwd(
+    const float *x, const float *gamma, const float *beta, float *y,
+    float *mean, float *rstd, int64_t N, int64_t H, float eps) {
+  BP_PROFILE_KERNEL(layer_norm_fwd);
   if (!BP_KERNEL_ARGS_VALID(layer_norm_fwd) || !(eps >= 0.0f))
     return BP_ERR_INVALID_ARGUMENT;
   const float invH = 1.0f / static_cast<float>(H);
@@ -41,11 +43,11 @@ extern "C" bp_status_t bp_layer_norm_fwd(const float *x, const float *gamma,
   return BP_OK;
 }
 
-extern "C" bp_status_t bp_layer_norm_bwd(const float *dy, const float *x,
-                                         const float *gamma, const float *mean,
-                                         const float *rstd, float *dx,
-                                         float *dgamma, float *dbeta, int64_t N,
-                                         int64_t H) {
+extern "C" BP_CPU_CLONES bp_status_t
+bp_layer_norm_bwd(const float *dy, const float *x, const float *gamma,
+                  const float *mean, const float *rstd, float *dx,
+                  float *dgamma, float *dbeta, int64_t N, int64_t H) {
+  BP_PROFILE_KERNEL(layer_norm_bwd);
   if (!BP_KERNEL_ARGS_VALID(layer_norm_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   const float invH = 1.0f / static_cast<float>(H);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "core/KernelProfile.h"
 
 #include <cblas.h>
 #include <cstring>
@@ -17,6 +18,7 @@ using namespace bitpipe::runtime::cpu;
 extern "C" bp_status_t bp_linear_fwd(const float *x, const float *w,
                                      const float *b, float *y, int64_t N,
                                      int64_t In, int64_t Out) {
+  BP_PROFILE_KERNEL(linear_fwd);
   if (!BP_KERNEL_ARGS_VALID(linear_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   // Broadcast the bias into y first and let sgemm add onto it (beta = 1):
@@ -36,6 +38,7 @@ extern "C" bp_status_t bp_linear_fwd(const float *x, const float *w,
 extern "C" bp_status_t bp_linear_bwd_input(const float *dy, const float *w,
                                            float *dx, int64_t N, int64_t In,
                                            int64_t Out) {
+  BP_PROFILE_KERNEL(linear_bwd_input);
   if (!BP_KERNEL_ARGS_VALID(linear_bwd_input))
     return BP_ERR_INVALID_ARGUMENT;
   // dx[N, In] = dy[N, Out] * W[Out, In]
@@ -47,6 +50,7 @@ extern "C" bp_status_t bp_linear_bwd_input(const float *dy, const float *w,
 extern "C" bp_status_t bp_linear_bwd_weight(const float *dy, const float *x,
                                             float *dw, float *db, int64_t N,
                                             int64_t In, int64_t Out) {
+  BP_PROFILE_KERNEL(linear_bwd_weight);
   if (!BP_KERNEL_ARGS_VALID(linear_bwd_weight))
     return BP_ERR_INVALID_ARGUMENT;
   // dW[Out, In] += dy[N, Out]^T * x[N, In]; beta = 1 accumulates over
@@ -67,6 +71,7 @@ extern "C" bp_status_t bp_linear_gelu_fwd(const float *x, const float *w,
                                           const float *b, float *y,
                                           float *pre, int64_t N, int64_t In,
                                           int64_t Out) {
+  BP_PROFILE_KERNEL(linear_gelu_fwd);
   if (!BP_KERNEL_ARGS_VALID(linear_gelu_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   if (bp_status_t status = bp_linear_fwd(x, w, b, pre, N, In, Out))
@@ -79,6 +84,7 @@ extern "C" bp_status_t bp_linear_bwd_input_gelu(const float *dy,
                                                 const float *pre, float *dx,
                                                 int64_t N, int64_t In,
                                                 int64_t Out) {
+  BP_PROFILE_KERNEL(linear_bwd_input_gelu);
   if (!BP_KERNEL_ARGS_VALID(linear_bwd_input_gelu))
     return BP_ERR_INVALID_ARGUMENT;
   if (bp_status_t status = bp_linear_bwd_input(dy, w, dx, N, In, Out))

@@ -7,14 +7,19 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "core/CpuClones.h"
+#include "core/KernelProfile.h"
 
 #include <cmath>
 
 using namespace bitpipe::runtime::cpu;
 
-extern "C" bp_status_t bp_rms_norm_fwd(const float *x, const float *gamma,
-                                       float *y, float *rstd, int64_t N,
-                                       int64_t H, float eps) {
+extern "C" BP_CPU_CLONES bp_status_t bp_rms_norm_fwd(const float *x,
+                                                     const float *gamma,
+                                                     float *y, float *rstd,
+                                                     int64_t N, int64_t H,
+                                                     float eps) {
+  BP_PROFILE_KERNEL(rms_norm_fwd);
   if (!BP_KERNEL_ARGS_VALID(rms_norm_fwd) || !(eps >= 0.0f))
     return BP_ERR_INVALID_ARGUMENT;
   const float invH = 1.0f / static_cast<float>(H);
@@ -32,10 +37,10 @@ extern "C" bp_status_t bp_rms_norm_fwd(const float *x, const float *gamma,
   return BP_OK;
 }
 
-extern "C" bp_status_t bp_rms_norm_bwd(const float *dy, const float *x,
-                                       const float *gamma, const float *rstd,
-                                       float *dx, float *dgamma, int64_t N,
-                                       int64_t H) {
+extern "C" BP_CPU_CLONES bp_status_t bp_rms_norm_bwd(
+    const float *dy, const float *x, const float *gamma, const float *rstd,
+    float *dx, float *dgamma, int64_t N, int64_t H) {
+  BP_PROFILE_KERNEL(rms_norm_bwd);
   if (!BP_KERNEL_ARGS_VALID(rms_norm_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   const float invH = 1.0f / static_cast<float>(H);

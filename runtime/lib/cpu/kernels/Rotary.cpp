@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "core/CpuClones.h"
+#include "core/KernelProfile.h"
 
 #include <cmath>
 #include <cstring>
@@ -18,9 +20,9 @@ using namespace bitpipe::runtime::cpu;
 /// out = rotate(in) in the q and k heads (sign = +1 forward, -1 backward),
 /// copied in the v heads. The entry points have checked the roles' part of
 /// the arguments (Kernels.h).
-static bp_status_t rotate(const float *in, float *out, int64_t B, int64_t T,
-                          int64_t H, int64_t nh, int64_t nkv, float base,
-                          float sign) {
+BP_CPU_CLONES static bp_status_t rotate(const float *in, float *out, int64_t B,
+                                        int64_t T, int64_t H, int64_t nh,
+                                        int64_t nkv, float base, float sign) {
   if (H % nh != 0 || nh % nkv != 0 || (H / nh) % 2 != 0 || !(base > 0.0f) ||
       std::isinf(base))
     return BP_ERR_INVALID_ARGUMENT;
@@ -64,17 +66,22 @@ static bp_status_t rotate(const float *in, float *out, int64_t B, int64_t T,
   return BP_OK;
 }
 
-extern "C" bp_status_t bp_rotary_fwd(const float *qkv, float *out, int64_t B,
-                                     int64_t T, int64_t H, int64_t nh,
-                                     int64_t nkv, float base) {
+extern "C" BP_CPU_CLONES bp_status_t bp_rotary_fwd(const float *qkv, float *out,
+                                                   int64_t B, int64_t T,
+                                                   int64_t H, int64_t nh,
+                                                   int64_t nkv, float base) {
+  BP_PROFILE_KERNEL(rotary_fwd);
   if (!BP_KERNEL_ARGS_VALID(rotary_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   return rotate(qkv, out, B, T, H, nh, nkv, base, 1.0f);
 }
 
-extern "C" bp_status_t bp_rotary_bwd(const float *dout, float *dqkv, int64_t B,
-                                     int64_t T, int64_t H, int64_t nh,
-                                     int64_t nkv, float base) {
+extern "C" BP_CPU_CLONES bp_status_t bp_rotary_bwd(const float *dout,
+                                                   float *dqkv, int64_t B,
+                                                   int64_t T, int64_t H,
+                                                   int64_t nh, int64_t nkv,
+                                                   float base) {
+  BP_PROFILE_KERNEL(rotary_bwd);
   if (!BP_KERNEL_ARGS_VALID(rotary_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   return rotate(dout, dqkv, B, T, H, nh, nkv, base, -1.0f);

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "core/KernelProfile.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 using namespace bitpipe::runtime::cpu;
 
 extern "C" bp_status_t bp_fill(float *out, float value, int64_t n) {
+  BP_PROFILE_KERNEL(fill);
   if (!allNonNull({out}) || !allPositive({n}))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i)

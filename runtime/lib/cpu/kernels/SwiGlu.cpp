@@ -12,6 +12,8 @@
 
 #include "Common.h"
 #include "VectorExp.h"
+#include "core/CpuClones.h"
+#include "core/KernelProfile.h"
 
 using namespace bitpipe::runtime::cpu;
 
@@ -20,8 +22,10 @@ static float sigmoid(float g) {
   return g < -88.0f ? 0.0f : s;
 }
 
-extern "C" bp_status_t bp_swiglu_fwd(const float *gate, const float *up,
-                                     float *y, int64_t n) {
+extern "C" BP_CPU_CLONES bp_status_t bp_swiglu_fwd(const float *gate,
+                                                   const float *up, float *y,
+                                                   int64_t n) {
+  BP_PROFILE_KERNEL(swiglu_fwd);
   if (!BP_KERNEL_ARGS_VALID(swiglu_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i) {
@@ -31,9 +35,12 @@ extern "C" bp_status_t bp_swiglu_fwd(const float *gate, const float *up,
   return BP_OK;
 }
 
-extern "C" bp_status_t bp_swiglu_bwd(const float *dy, const float *gate,
-                                     const float *up, float *dgate, float *dup,
-                                     int64_t n) {
+extern "C" BP_CPU_CLONES bp_status_t bp_swiglu_bwd(const float *dy,
+                                                   const float *gate,
+                                                   const float *up,
+                                                   float *dgate, float *dup,
+                                                   int64_t n) {
+  BP_PROFILE_KERNEL(swiglu_bwd);
   if (!BP_KERNEL_ARGS_VALID(swiglu_bwd) || dgate == dup)
     return BP_ERR_INVALID_ARGUMENT;
   for (int64_t i = 0; i < n; ++i) {
