@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """compare_runs.py OUT MODEL...: the comparison bench/peers/run.sh prints.
 
-Reads OUT/MODEL/{bitpipe,eager,compiled,eager2}.R.jsonl (step lines),
-OUT/MODEL/bitpipe.R.rss (KiB) and OUT/MODEL/{eager,compiled,eager2}.R.out
+Reads OUT/MODEL/{bitpipe,eager,compiled,bitpipe2,eager2}.R.jsonl (step
+lines; bitpipe2 and eager2 at 2 threads), OUT/MODEL/bitpipe{,2}.R.rss (KiB)
+and OUT/MODEL/{eager,compiled,eager2}.R.out
 (torch_step.py's summary line), and prints per model each step's losses and
 tokens/s, then one table. Plain Python, no packages.
 
@@ -96,7 +97,8 @@ def main(argv):
                 fmt(None if e is None else rel(e, b), ".1e"), fmt(None if c is None else rel(c, b), ".1e"),
                 b1[s]["tokens_per_s"], fmt(e1.get(s, {}).get("tokens_per_s"), ".1f"),
                 fmt(c1.get(s, {}).get("tokens_per_s"), ".1f")))
-        row = {"model": name, "bitpipe_tps": median_tps(bp)}
+        row = {"model": name, "bitpipe_tps": median_tps(bp),
+               "bitpipe2_tps": median_tps(runs(d, "bitpipe2"))}
         rss = []
         for r, _ in bp:
             p = os.path.join(d, "bitpipe.%d.rss" % r)
@@ -154,7 +156,7 @@ def main(argv):
     has2 = any(r["eager2_tps"] is not None for r in table)
     head = ["model", "bitpipe tok/s", "eager tok/s", "bitpipe/eager", "compile tok/s", "bitpipe/compile"]
     if has2:
-        head += ["eager 2t tok/s"]
+        head += ["bitpipe 2t tok/s", "eager 2t tok/s", "bitpipe/eager 2t"]
     head += ["RSS bitpipe", "RSS eager", "RSS compile", "loss vs eager", "loss vs compile"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -163,7 +165,8 @@ def main(argv):
                  fmt(ratio(r["bitpipe_tps"], r["eager_tps"]), ".2f"), fmt(r["compiled_tps"], ".0f"),
                  fmt(ratio(r["bitpipe_tps"], r["compiled_tps"]), ".2f")]
         if has2:
-            cells += [fmt(r["eager2_tps"], ".0f")]
+            cells += [fmt(r["bitpipe2_tps"], ".0f"), fmt(r["eager2_tps"], ".0f"),
+                      fmt(ratio(r["bitpipe2_tps"], r["eager2_tps"]), ".2f")]
         cells += [fmt(r["bitpipe_rss"], ".0f"),
                   "%s (%s)" % (fmt(r["eager_rss"], ".0f"), fmt(r["eager_rss_load"], ".0f")),
                   "%s (%s)" % (fmt(r["compiled_rss"], ".0f"), fmt(r["compiled_rss_load"], ".0f")),

@@ -29,7 +29,8 @@
 #                      turn, one micro-batch's activations alive at a time,
 #                      as PyTorch's loop; gpipe keeps all N alive; the
 #                      losses are the same bit for bit)
-#     --threads2       also PyTorch eager with 2 threads
+#     --threads2       also bitpipe (--threads 2) and PyTorch eager with 2
+#                      threads, side by side
 #     --cold-compile   torch.compile with an empty inductor cache in the work
 #                      folder (default: the user's cache, so that a second
 #                      run.sh compiles from it)
@@ -214,6 +215,11 @@ for spec in $models; do
       echo "   torch.compile failed: $(grep -v '^\s*$' "$d/compiled.$r.err" | tail -1)" >&2
     fi
     if [ "$threads2" = 1 ]; then
+      echo "   round $r: bitpipe, 2 threads" >&2
+      mpirun "${mpirun_flags[@]}" "$py" "${rsswrap[@]}" "$d/bitpipe2.$r.rss" \
+        "$d/train" --data "$tokens" --steps "$steps" "${hyper[@]}" --threads 2 \
+        --metrics "$d/bitpipe2.$r.jsonl" >"$d/bitpipe2.$r.log" 2>&1 ||
+        { tail "$d/bitpipe2.$r.log" >&2; exit 1; }
       echo "   round $r: PyTorch eager, 2 threads" >&2
       OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 "${peer[@]}" --threads 2 --label eager-2t --metrics "$d/eager2.$r.jsonl" >"$d/eager2.$r.out" 2>"$d/eager2.$r.err" ||
         { tail "$d/eager2.$r.err" >&2; exit 1; }

@@ -12,6 +12,7 @@
 
 #include "cpu/CpuBackend.h"
 #include "HostParamState.h"
+#include "cpu/Parallel.h"
 
 #include "train/AdamW.h"
 #include "train/Trace.h"
@@ -156,6 +157,8 @@ public:
       : transport_(std::move(transport)) {}
 
   TargetKind target() const override { return TargetKind::Cpu; }
+
+  void useThreads(int threads) override { cpu::setKernelThreads(threads); }
 
   Expected<std::unique_ptr<Communicator>>
   createCommunicator(MpiCommunicator &bootstrap) override {

@@ -157,6 +157,12 @@ public:
     return std::unique_ptr<Communicator>();
   }
 
+  /// Before configure(): the host threads this rank's kernels may use
+  /// (--threads, exec/KernelThreads.h). The CPU runs its kernels and
+  /// matrix products on them (cpu/Parallel.h); a device target's host
+  /// work is launches, which one thread keeps up with.
+  virtual void useThreads(int /*threads*/) {}
+
   /// Before configure(): the folder where the target keeps what is slow
   /// to make and the same from run to run (CUDA: cuDNN's attention plans,
   /// core/FileCache.h); "" for none. Nothing on the CPU.

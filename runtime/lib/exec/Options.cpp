@@ -126,6 +126,11 @@ FlagSet flags(TrainOptions &o) {
          "JSON lines {step, loss, grad_norm, lr, tokens_per_s, seconds, "
          "bubble (per rank), and eval_loss after an evaluation}",
          &o.metricsPath);
+  f.integer("--threads", "N",
+            "threads of each rank's kernels and matrix products (CPU "
+            "target; default: OMP_NUM_THREADS or OPENBLAS_NUM_THREADS, else "
+            "the rank's CPUs)",
+            &o.threads, 1);
   f.toggle("--profile",
            "time each kernel; at the end, print each rank's kernels by "
            "time per step, leaving out step 1 (CPU target)",

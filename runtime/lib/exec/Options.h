@@ -55,6 +55,10 @@ struct TrainOptions {
   /// --profile: time every CPU kernel and print the table of each rank's
   /// at the end (core/KernelProfile.h, docs/launching.md).
   bool profile = false;
+  /// --threads: the threads of each rank's kernels; 0 until the start-up
+  /// chooses them (exec/KernelThreads.h), with where the count came from.
+  int64_t threads = 0;
+  std::string threadsSource;
   std::string dumpRankParamsDir;
   int64_t logInterval = 1;
   /// Draw the progress bar even when launched by mpirun (whose rank

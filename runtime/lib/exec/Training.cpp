@@ -5,6 +5,7 @@
 #include "Backend.h"
 #include "Executor.h"
 #include "HuggingFaceCheckpoint.h"
+#include "KernelThreads.h"
 #include "ModelCheckpoint.h"
 #include "Options.h"
 #include "StartupAgreement.h"
@@ -112,11 +113,18 @@ void printRunSummary(const TrainOptions &o, const Manifest &m) {
     params += p.numel;
   const ScheduleSpec &s = m.schedule;
   int64_t tokensPerMicrobatch = m.model.microbatchSize * m.model.seqLen;
+  // The CPU's kernels run on the rank's threads; a device's on the device.
+  std::string threads =
+      m.target.kind == TargetKind::Cpu
+          ? formatString(
+                ", %lld %s per rank (%s)", static_cast<long long>(o.threads),
+                o.threads == 1 ? "thread" : "threads", o.threadsSource.c_str())
+          : "";
   std::printf(
       "bitpipe: model %s, %s parameters; schedule %s on %lld ranks (%lld "
       "pipeline devices x %lld data-parallel %s); %lld micro-batches of "
       "%lld x %lld tokens per copy, %s tokens per step; %s on the %s "
-      "target\n",
+      "target%s\n",
       m.model.name.c_str(), withThousands(params).c_str(), s.name.c_str(),
       static_cast<long long>(s.worldSize), static_cast<long long>(s.devices),
       static_cast<long long>(s.dataParallel),
@@ -126,7 +134,8 @@ void printRunSummary(const TrainOptions &o, const Manifest &m) {
       static_cast<long long>(m.model.seqLen),
       withThousands(s.microbatches * s.dataParallel * tokensPerMicrobatch)
           .c_str(),
-      precisionName(m.target.precision), targetKindName(m.target.kind));
+      precisionName(m.target.precision), targetKindName(m.target.kind),
+      threads.c_str());
   std::string outputs;
   auto add = [&](const std::string &what) {
     outputs += (outputs.empty() ? "" : ", ") + what;
@@ -260,6 +269,18 @@ Status broadcastInitialParams(Communicator &comm, const Manifest &manifest,
         return s;
     }
   return Status::ok();
+}
+
+/// The ranks of the run on this node (collective over the world).
+int nodeLocalRanks() {
+  MPI_Comm node;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                          MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return 1;
+  int size = 1;
+  MPI_Comm_size(node, &size);
+  MPI_Comm_free(&node);
+  return size;
 }
 
 /// The page faults this process has taken (minor and major).
@@ -1018,6 +1039,15 @@ int runTraining(const CompiledProgram &program, BackendFactory createBackend,
   // then its transport (NCCL on CUDA: collective, on the backend's stream).
   if (!agreeAllOk(mpi, backend->placeRank(mpi)))
     return 1;
+  // The kernels' threads, before the target's set-up: the CPU's pool and
+  // OpenBLAS's start here.
+  Expected<KernelThreads> threads =
+      chooseKernelThreads(currentThreadsContext(o->threads, nodeLocalRanks()));
+  if (!agreeAllOk(mpi, threads.status()))
+    return 1;
+  o->threads = threads->threads;
+  o->threadsSource = threads->source;
+  backend->useThreads(threads->threads);
   backend->usePlanCache(planCacheFolder(*o));
   if (!agreeAllOk(mpi, backend->configure(*m)))
     return 1;

@@ -37,8 +37,10 @@
 #include "core/CpuClones.h"
 #include "core/Dropout.h"
 #include "core/KernelProfile.h"
+#include "cpu/Parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cblas.h>
 #include <cmath>
 #include <cstring>
@@ -116,28 +118,25 @@ static void applyCausalMask(float *s, int64_t ld, int64_t q0, int64_t rq,
       s[r * ld + c] = kNegInf;
 }
 
-namespace bitpipe::runtime::cpu {
-
-BP_CPU_CLONES bp_status_t attentionForward(const float *qkv, float *out,
-                                           float *lse, int64_t B, int64_t T,
-                                           int64_t H, int64_t nh, int64_t nkv,
-                                           bool causal, int64_t blockQ,
-                                           int64_t blockK,
-                                           const DropoutMask *dropout) {
-  if (!allNonNull({qkv, out, lse}) ||
-      !validAttentionArgs(B, T, H, nh, nkv, blockQ, blockK))
-    return BP_ERR_INVALID_ARGUMENT;
-  const AttentionShape sh = makeShape(B, T, H, nh, nkv, causal);
-  const int64_t d = sh.d;
-
+/// The forward of (batch, head) pairs [first, last) of a call; false when
+/// out of memory. In a function of its own so that its loops are compiled
+/// in both copies (core/CpuClones.h): a lambda is not.
+BP_CPU_CLONES static bool forwardHeads(const AttentionShape &sh,
+                                       const float *qkv, float *out, float *lse,
+                                       int64_t blockQ, int64_t blockK,
+                                       const DropoutMask *dropout,
+                                       int64_t first, int64_t last) {
+  const int64_t T = sh.T, nh = sh.nh, d = sh.d;
+  const bool causal = sh.causal;
   ScratchBuffer scores(blockQ * blockK), acc(blockQ * d), rowMax(blockQ),
       rowSum(blockQ);
   if (!scores.ok() || !acc.ok() || !rowMax.ok() || !rowSum.ok())
-    return BP_ERR_OUT_OF_MEMORY;
+    return false;
   float *S = scores.get(), *O = acc.get(), *m = rowMax.get(), *l = rowSum.get();
 
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t h = 0; h < nh; ++h) {
+  for (int64_t bh = first; bh < last; ++bh) {
+    const int64_t b = bh / nh, h = bh % nh;
+    {
       for (int64_t q0 = 0; q0 < T; q0 += blockQ) {
         const int64_t rq = std::min(blockQ, T - q0);
         const float *Q = qkv + sh.qkvOffset(b, q0, 0, h);
@@ -210,33 +209,30 @@ BP_CPU_CLONES bp_status_t attentionForward(const float *qkv, float *out,
       }
     }
   }
-  return BP_OK;
+  return true;
 }
 
-BP_CPU_CLONES bp_status_t attentionBackward(
-    const float *qkv, const float *out, const float *dout, const float *lse,
-    float *dqkv, int64_t B, int64_t T, int64_t H, int64_t nh, int64_t nkv,
-    bool causal, int64_t blockQ, int64_t blockK, const DropoutMask *dropout) {
-  if (!allNonNull({qkv, out, dout, lse, dqkv}) ||
-      !validAttentionArgs(B, T, H, nh, nkv, blockQ, blockK))
-    return BP_ERR_INVALID_ARGUMENT;
-  const AttentionShape sh = makeShape(B, T, H, nh, nkv, causal);
-  const int64_t d = sh.d;
-
+/// The backward of the query heads of (batch, key-value head) pairs
+/// [first, last) of a call; false when out of memory (see forwardHeads).
+BP_CPU_CLONES static bool
+backwardGroups(const AttentionShape &sh, const float *qkv, const float *out,
+               const float *dout, const float *lse, float *dqkv, int64_t blockQ,
+               int64_t blockK, const DropoutMask *dropout, int64_t first,
+               int64_t last) {
+  const int64_t T = sh.T, H = sh.H, nh = sh.nh, nkv = sh.nkv, d = sh.d;
+  const int64_t group = nh / nkv;
+  const bool causal = sh.causal;
   // With dropout, P' (P dropped and scaled) is a third tile.
   ScratchBuffer probs(blockQ * blockK), dprobs(blockQ * blockK), rowDot(T),
       keptProbs(dropout ? blockQ * blockK : 1);
   if (!probs.ok() || !dprobs.ok() || !rowDot.ok() || !keptProbs.ok())
-    return BP_ERR_OUT_OF_MEMORY;
+    return false;
   float *P = probs.get(), *dP = dprobs.get(), *D = rowDot.get();
   float *Pd = dropout ? keptProbs.get() : P;
 
-  // dQ, dK, dV are accumulated tile by tile with sgemm's beta = 1.
-  std::memset(dqkv, 0,
-              static_cast<size_t>(B * T * sh.ldQKV) * sizeof(float));
-
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t h = 0; h < nh; ++h) {
+  for (int64_t bg = first; bg < last; ++bg) {
+    const int64_t b = bg / nkv, g = bg % nkv;
+    for (int64_t h = g * group; h < (g + 1) * group; ++h) {
       // The softmax backward is dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik), and
       // sum_k P_ik dP_ik = sum_k P_ik (dO_i . V_k) = dO_i . O_i. Precomputing
       // D_i = dO_i . O_i per row replaces a reduction over the whole key row,
@@ -323,7 +319,55 @@ BP_CPU_CLONES bp_status_t attentionBackward(
       }
     }
   }
-  return BP_OK;
+  return true;
+}
+
+namespace bitpipe::runtime::cpu {
+
+bp_status_t attentionForward(const float *qkv, float *out, float *lse,
+                             int64_t B, int64_t T, int64_t H, int64_t nh,
+                             int64_t nkv, bool causal, int64_t blockQ,
+                             int64_t blockK, const DropoutMask *dropout) {
+  if (!allNonNull({qkv, out, lse}) ||
+      !validAttentionArgs(B, T, H, nh, nkv, blockQ, blockK))
+    return BP_ERR_INVALID_ARGUMENT;
+  const AttentionShape sh = makeShape(B, T, H, nh, nkv, causal);
+  const int64_t d = sh.d;
+
+  // Heads are independent: the kernel's threads take (batch, head) pairs,
+  // each with tiles of its own and the products on its own thread.
+  std::atomic<bool> outOfMemory{false};
+  parallelForSerialBlas(B * nh, 1, [&](int64_t first, int64_t last) {
+    if (!forwardHeads(sh, qkv, out, lse, blockQ, blockK, dropout, first, last))
+      outOfMemory = true;
+  });
+  return outOfMemory ? BP_ERR_OUT_OF_MEMORY : BP_OK;
+}
+
+bp_status_t attentionBackward(const float *qkv, const float *out,
+                              const float *dout, const float *lse, float *dqkv,
+                              int64_t B, int64_t T, int64_t H, int64_t nh,
+                              int64_t nkv, bool causal, int64_t blockQ,
+                              int64_t blockK, const DropoutMask *dropout) {
+  if (!allNonNull({qkv, out, dout, lse, dqkv}) ||
+      !validAttentionArgs(B, T, H, nh, nkv, blockQ, blockK))
+    return BP_ERR_INVALID_ARGUMENT;
+  const AttentionShape sh = makeShape(B, T, H, nh, nkv, causal);
+  const int64_t d = sh.d;
+
+  // dQ, dK, dV are accumulated tile by tile with sgemm's beta = 1.
+  std::memset(dqkv, 0, static_cast<size_t>(B * T * sh.ldQKV) * sizeof(float));
+
+  // The query heads that share a key-value head add into the same dK and
+  // dV: the kernel's threads take (batch, key-value head) pairs, each
+  // running its query heads in order, so every sum keeps the serial order.
+  std::atomic<bool> outOfMemory{false};
+  parallelForSerialBlas(B * nkv, 1, [&](int64_t first, int64_t last) {
+    if (!backwardGroups(sh, qkv, out, dout, lse, dqkv, blockQ, blockK, dropout,
+                        first, last))
+      outOfMemory = true;
+  });
+  return outOfMemory ? BP_ERR_OUT_OF_MEMORY : BP_OK;
 }
 
 } // namespace bitpipe::runtime::cpu

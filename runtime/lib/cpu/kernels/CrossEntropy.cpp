@@ -10,8 +10,10 @@
 #include "VectorExp.h"
 #include "core/CpuClones.h"
 #include "core/KernelProfile.h"
+#include "cpu/Parallel.h"
 
 #include <cmath>
+#include <cstdlib>
 
 using namespace bitpipe::runtime::cpu;
 
@@ -53,42 +55,60 @@ static bool countLabelled(const int32_t *labels, int64_t N, int64_t V,
   return true;
 }
 
-extern "C" BP_CPU_CLONES bp_status_t
-bp_cross_entropy_fwd(const float *logits, const int32_t *labels, float *loss,
-                     int64_t N, int64_t V, int32_t ignore_index) {
+/// -log softmax(row)[label] of rows [first, last), 0 for ignored rows.
+BP_CPU_CLONES static void rowLosses(const float *logits, const int32_t *labels,
+                                    int64_t V, int32_t ignoreIndex,
+                                    double *losses, int64_t first,
+                                    int64_t last) {
+  for (int64_t i = first; i < last; ++i) {
+    if (labels[i] == ignoreIndex) {
+      losses[i] = 0.0;
+      continue;
+    }
+    const float *row = logits + i * V;
+    RowLogSumExp lse = rowLogSumExp(row, V);
+    // -log softmax(row)[label] = logSum - (row[label] - max).
+    losses[i] = static_cast<double>(lse.logSum) - (row[labels[i]] - lse.max);
+  }
+}
+
+extern "C" bp_status_t bp_cross_entropy_fwd(const float *logits,
+                                            const int32_t *labels, float *loss,
+                                            int64_t N, int64_t V,
+                                            int32_t ignore_index) {
   BP_PROFILE_KERNEL(cross_entropy_fwd);
   int64_t count;
   if (!BP_KERNEL_ARGS_VALID(cross_entropy_fwd) ||
       !countLabelled(labels, N, V, ignore_index, count))
     return BP_ERR_INVALID_ARGUMENT;
-  // The per-row losses are summed in double: N can be B * T = tens of
-  // thousands, and the mean should not depend on summation order much.
+  // Rows on the kernel's threads, their losses summed in row order (and in
+  // double: N can be B * T = tens of thousands, and the mean should not
+  // depend on summation order much).
+  double *losses = static_cast<double *>(
+      std::malloc(static_cast<size_t>(N) * sizeof(double)));
+  if (!losses)
+    return BP_ERR_OUT_OF_MEMORY;
+  parallelFor(N, rowGrain(V), [&](int64_t first, int64_t last) {
+    rowLosses(logits, labels, V, ignore_index, losses, first, last);
+  });
   double total = 0.0;
-  for (int64_t i = 0; i < N; ++i) {
-    if (labels[i] == ignore_index)
-      continue;
-    const float *row = logits + i * V;
-    RowLogSumExp lse = rowLogSumExp(row, V);
-    // -log softmax(row)[label] = logSum - (row[label] - max).
-    total += static_cast<double>(lse.logSum) - (row[labels[i]] - lse.max);
-  }
+  for (int64_t i = 0; i < N; ++i)
+    if (labels[i] != ignore_index)
+      total += losses[i];
+  std::free(losses);
   *loss = count ? static_cast<float>(total / static_cast<double>(count)) : 0.0f;
   return BP_OK;
 }
 
-extern "C" BP_CPU_CLONES bp_status_t bp_cross_entropy_bwd(
-    const float *logits, const int32_t *labels, const float *dloss,
-    float *dlogits, int64_t N, int64_t V, int32_t ignore_index) {
-  BP_PROFILE_KERNEL(cross_entropy_bwd);
-  int64_t count;
-  if (!BP_KERNEL_ARGS_VALID(cross_entropy_bwd) ||
-      !countLabelled(labels, N, V, ignore_index, count))
-    return BP_ERR_INVALID_ARGUMENT;
-  const float scale = count ? *dloss / static_cast<float>(count) : 0.0f;
-  for (int64_t i = 0; i < N; ++i) {
+/// Rows [first, last) of dlogits.
+BP_CPU_CLONES static void gradRows(const float *logits, const int32_t *labels,
+                                   float scale, float *dlogits, int64_t V,
+                                   int32_t ignoreIndex, int64_t first,
+                                   int64_t last) {
+  for (int64_t i = first; i < last; ++i) {
     const float *row = logits + i * V;
     float *drow = dlogits + i * V;
-    if (labels[i] == ignore_index) {
+    if (labels[i] == ignoreIndex) {
       for (int64_t j = 0; j < V; ++j)
         drow[j] = 0.0f;
       continue;
@@ -100,5 +120,21 @@ extern "C" BP_CPU_CLONES bp_status_t bp_cross_entropy_bwd(
       drow[j] = softmaxWeight((row[j] - lse.max) - lse.logSum) * scale;
     drow[labels[i]] -= scale;
   }
+}
+
+extern "C" bp_status_t bp_cross_entropy_bwd(const float *logits,
+                                            const int32_t *labels,
+                                            const float *dloss, float *dlogits,
+                                            int64_t N, int64_t V,
+                                            int32_t ignore_index) {
+  BP_PROFILE_KERNEL(cross_entropy_bwd);
+  int64_t count;
+  if (!BP_KERNEL_ARGS_VALID(cross_entropy_bwd) ||
+      !countLabelled(labels, N, V, ignore_index, count))
+    return BP_ERR_INVALID_ARGUMENT;
+  const float scale = count ? *dloss / static_cast<float>(count) : 0.0f;
+  parallelFor(N, rowGrain(V), [&](int64_t first, int64_t last) {
+    gradRows(logits, labels, scale, dlogits, V, ignore_index, first, last);
+  });
   return BP_OK;
 }

@@ -17,37 +17,52 @@
 #include "VectorExp.h"
 #include "core/CpuClones.h"
 #include "core/KernelProfile.h"
+#include "cpu/Parallel.h"
 
 using namespace bitpipe::runtime::cpu;
 
 static constexpr float kSqrt2OverPi = 0.7978845608028654f;
 static constexpr float kCubic = 0.044715f;
 
-extern "C" BP_CPU_CLONES bp_status_t bp_gelu_fwd(const float *x, float *y,
-                                                 int64_t n) {
-  BP_PROFILE_KERNEL(gelu_fwd);
-  if (!BP_KERNEL_ARGS_VALID(gelu_fwd))
-    return BP_ERR_INVALID_ARGUMENT;
-  for (int64_t i = 0; i < n; ++i) {
+/// Elements [first, last) of bp_gelu_fwd.
+BP_CPU_CLONES static void geluForward(const float *x, float *y, int64_t first,
+                                      int64_t last) {
+  for (int64_t i = first; i < last; ++i) {
     const float v = x[i];
     const float u = kSqrt2OverPi * (v + kCubic * v * v * v);
     y[i] = v / (1.0f + vectorExp(-2.0f * u));
   }
+}
+
+extern "C" bp_status_t bp_gelu_fwd(const float *x, float *y, int64_t n) {
+  BP_PROFILE_KERNEL(gelu_fwd);
+  if (!BP_KERNEL_ARGS_VALID(gelu_fwd))
+    return BP_ERR_INVALID_ARGUMENT;
+  parallelFor(n, kElementwiseGrain, [&](int64_t first, int64_t last) {
+    geluForward(x, y, first, last);
+  });
   return BP_OK;
 }
 
-extern "C" BP_CPU_CLONES bp_status_t bp_gelu_bwd(const float *dy,
-                                                 const float *x, float *dx,
-                                                 int64_t n) {
-  BP_PROFILE_KERNEL(gelu_bwd);
-  if (!BP_KERNEL_ARGS_VALID(gelu_bwd))
-    return BP_ERR_INVALID_ARGUMENT;
-  for (int64_t i = 0; i < n; ++i) {
+/// Elements [first, last) of bp_gelu_bwd.
+BP_CPU_CLONES static void geluBackward(const float *dy, const float *x,
+                                       float *dx, int64_t first, int64_t last) {
+  for (int64_t i = first; i < last; ++i) {
     const float v = x[i];
     const float e = vectorExp(-2.0f * kSqrt2OverPi * (v + kCubic * v * v * v));
     const float s = 1.0f / (1.0f + e);
     const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
     dx[i] = dy[i] * (s + 2.0f * v * s * (e * s) * du);
   }
+}
+
+extern "C" bp_status_t bp_gelu_bwd(const float *dy, const float *x, float *dx,
+                                   int64_t n) {
+  BP_PROFILE_KERNEL(gelu_bwd);
+  if (!BP_KERNEL_ARGS_VALID(gelu_bwd))
+    return BP_ERR_INVALID_ARGUMENT;
+  parallelFor(n, kElementwiseGrain, [&](int64_t first, int64_t last) {
+    geluBackward(dy, x, dx, first, last);
+  });
   return BP_OK;
 }

@@ -8,19 +8,20 @@
 #include "Common.h"
 #include "core/CpuClones.h"
 #include "core/KernelProfile.h"
+#include "cpu/Parallel.h"
 
 #include <cmath>
 
 using namespace bitpipe::runtime::cpu;
 
-extern "C" BP_CPU_CLONES bp_status_t bp_layer_norm_fwd(
-    const float *x, const float *gamma, const float *beta, float *y,
-    float *mean, float *rstd, int64_t N, int64_t H, float eps) {
-  BP_PROFILE_KERNEL(layer_norm_fwd);
-  if (!BP_KERNEL_ARGS_VALID(layer_norm_fwd) || !(eps >= 0.0f))
-    return BP_ERR_INVALID_ARGUMENT;
+/// Rows [first, last) of bp_layer_norm_fwd.
+BP_CPU_CLONES static void layerNormRows(const float *x, const float *gamma,
+                                        const float *beta, float *y,
+                                        float *mean, float *rstd, int64_t H,
+                                        float eps, int64_t first,
+                                        int64_t last) {
   const float invH = 1.0f / static_cast<float>(H);
-  for (int64_t i = 0; i < N; ++i) {
+  for (int64_t i = first; i < last; ++i) {
     const float *xr = x + i * H;
     float *yr = y + i * H;
     // Two passes: the variance of centred values does not suffer the
@@ -40,18 +41,46 @@ extern "C" BP_CPU_CLONES bp_status_t bp_layer_norm_fwd(
     mean[i] = mu;
     rstd[i] = rs;
   }
+}
+
+extern "C" bp_status_t bp_layer_norm_fwd(const float *x, const float *gamma,
+                                         const float *beta, float *y,
+                                         float *mean, float *rstd, int64_t N,
+                                         int64_t H, float eps) {
+  BP_PROFILE_KERNEL(layer_norm_fwd);
+  if (!BP_KERNEL_ARGS_VALID(layer_norm_fwd) || !(eps >= 0.0f))
+    return BP_ERR_INVALID_ARGUMENT;
+  parallelFor(N, rowGrain(H), [&](int64_t first, int64_t last) {
+    layerNormRows(x, gamma, beta, y, mean, rstd, H, eps, first, last);
+  });
   return BP_OK;
 }
 
-extern "C" BP_CPU_CLONES bp_status_t
-bp_layer_norm_bwd(const float *dy, const float *x, const float *gamma,
-                  const float *mean, const float *rstd, float *dx,
-                  float *dgamma, float *dbeta, int64_t N, int64_t H) {
-  BP_PROFILE_KERNEL(layer_norm_bwd);
-  if (!BP_KERNEL_ARGS_VALID(layer_norm_bwd))
-    return BP_ERR_INVALID_ARGUMENT;
-  const float invH = 1.0f / static_cast<float>(H);
+/// Columns [first, last) of dgamma and dbeta: each sums its rows in order,
+/// so the sums are the same whatever thread takes the column.
+BP_CPU_CLONES static void
+layerNormParamGrads(const float *dy, const float *x, const float *mean,
+                    const float *rstd, float *dgamma, float *dbeta, int64_t N,
+                    int64_t H, int64_t first, int64_t last) {
   for (int64_t i = 0; i < N; ++i) {
+    const float *dyr = dy + i * H;
+    const float *xr = x + i * H;
+    const float mu = mean[i], rs = rstd[i];
+    for (int64_t c = first; c < last; ++c) {
+      float xhat = (xr[c] - mu) * rs;
+      dgamma[c] += dyr[c] * xhat;
+      dbeta[c] += dyr[c];
+    }
+  }
+}
+
+/// Rows [first, last) of dx.
+BP_CPU_CLONES static void
+layerNormInputGrads(const float *dy, const float *x, const float *gamma,
+                    const float *mean, const float *rstd, float *dx, int64_t H,
+                    int64_t first, int64_t last) {
+  const float invH = 1.0f / static_cast<float>(H);
+  for (int64_t i = first; i < last; ++i) {
     const float *dyr = dy + i * H;
     const float *xr = x + i * H;
     float *dxr = dx + i * H;
@@ -65,8 +94,6 @@ bp_layer_norm_bwd(const float *dy, const float *x, const float *gamma,
       float g = dyr[c] * gamma[c];
       meanG += g;
       meanGX += g * xhat;
-      dgamma[c] += dyr[c] * xhat;
-      dbeta[c] += dyr[c];
     }
     meanG *= invH;
     meanGX *= invH;
@@ -76,5 +103,22 @@ bp_layer_norm_bwd(const float *dy, const float *x, const float *gamma,
       dxr[c] = rs * (g - meanG - xhat * meanGX);
     }
   }
+}
+
+extern "C" bp_status_t bp_layer_norm_bwd(const float *dy, const float *x,
+                                         const float *gamma, const float *mean,
+                                         const float *rstd, float *dx,
+                                         float *dgamma, float *dbeta, int64_t N,
+                                         int64_t H) {
+  BP_PROFILE_KERNEL(layer_norm_bwd);
+  if (!BP_KERNEL_ARGS_VALID(layer_norm_bwd))
+    return BP_ERR_INVALID_ARGUMENT;
+  // The parameters' gradients by columns, then dx by rows.
+  parallelFor(H, columnGrain(N), [&](int64_t first, int64_t last) {
+    layerNormParamGrads(dy, x, mean, rstd, dgamma, dbeta, N, H, first, last);
+  });
+  parallelFor(N, rowGrain(H), [&](int64_t first, int64_t last) {
+    layerNormInputGrads(dy, x, gamma, mean, rstd, dx, H, first, last);
+  });
   return BP_OK;
 }

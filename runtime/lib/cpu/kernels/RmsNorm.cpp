@@ -9,21 +9,18 @@
 #include "Common.h"
 #include "core/CpuClones.h"
 #include "core/KernelProfile.h"
+#include "cpu/Parallel.h"
 
 #include <cmath>
 
 using namespace bitpipe::runtime::cpu;
 
-extern "C" BP_CPU_CLONES bp_status_t bp_rms_norm_fwd(const float *x,
-                                                     const float *gamma,
-                                                     float *y, float *rstd,
-                                                     int64_t N, int64_t H,
-                                                     float eps) {
-  BP_PROFILE_KERNEL(rms_norm_fwd);
-  if (!BP_KERNEL_ARGS_VALID(rms_norm_fwd) || !(eps >= 0.0f))
-    return BP_ERR_INVALID_ARGUMENT;
+/// Rows [first, last) of bp_rms_norm_fwd.
+BP_CPU_CLONES static void rmsNormRows(const float *x, const float *gamma,
+                                      float *y, float *rstd, int64_t H,
+                                      float eps, int64_t first, int64_t last) {
   const float invH = 1.0f / static_cast<float>(H);
-  for (int64_t i = 0; i < N; ++i) {
+  for (int64_t i = first; i < last; ++i) {
     const float *xr = x + i * H;
     float *yr = y + i * H;
     float sq = 0.0f;
@@ -34,17 +31,42 @@ extern "C" BP_CPU_CLONES bp_status_t bp_rms_norm_fwd(const float *x,
       yr[c] = xr[c] * rs * gamma[c];
     rstd[i] = rs;
   }
+}
+
+extern "C" bp_status_t bp_rms_norm_fwd(const float *x, const float *gamma,
+                                       float *y, float *rstd, int64_t N,
+                                       int64_t H, float eps) {
+  BP_PROFILE_KERNEL(rms_norm_fwd);
+  if (!BP_KERNEL_ARGS_VALID(rms_norm_fwd) || !(eps >= 0.0f))
+    return BP_ERR_INVALID_ARGUMENT;
+  parallelFor(N, rowGrain(H), [&](int64_t first, int64_t last) {
+    rmsNormRows(x, gamma, y, rstd, H, eps, first, last);
+  });
   return BP_OK;
 }
 
-extern "C" BP_CPU_CLONES bp_status_t bp_rms_norm_bwd(
-    const float *dy, const float *x, const float *gamma, const float *rstd,
-    float *dx, float *dgamma, int64_t N, int64_t H) {
-  BP_PROFILE_KERNEL(rms_norm_bwd);
-  if (!BP_KERNEL_ARGS_VALID(rms_norm_bwd))
-    return BP_ERR_INVALID_ARGUMENT;
-  const float invH = 1.0f / static_cast<float>(H);
+/// Columns [first, last) of dgamma, each summing its rows in order.
+BP_CPU_CLONES static void rmsNormParamGrads(const float *dy, const float *x,
+                                            const float *rstd, float *dgamma,
+                                            int64_t N, int64_t H, int64_t first,
+                                            int64_t last) {
   for (int64_t i = 0; i < N; ++i) {
+    const float *dyr = dy + i * H;
+    const float *xr = x + i * H;
+    const float rs = rstd[i];
+    for (int64_t c = first; c < last; ++c)
+      dgamma[c] += dyr[c] * (xr[c] * rs);
+  }
+}
+
+/// Rows [first, last) of dx.
+BP_CPU_CLONES static void rmsNormInputGrads(const float *dy, const float *x,
+                                            const float *gamma,
+                                            const float *rstd, float *dx,
+                                            int64_t H, int64_t first,
+                                            int64_t last) {
+  const float invH = 1.0f / static_cast<float>(H);
+  for (int64_t i = first; i < last; ++i) {
     const float *dyr = dy + i * H;
     const float *xr = x + i * H;
     float *dxr = dx + i * H;
@@ -56,7 +78,6 @@ extern "C" BP_CPU_CLONES bp_status_t bp_rms_norm_bwd(
     for (int64_t c = 0; c < H; ++c) {
       const float xhat = xr[c] * rs;
       meanGX += dyr[c] * gamma[c] * xhat;
-      dgamma[c] += dyr[c] * xhat;
     }
     meanGX *= invH;
     for (int64_t c = 0; c < H; ++c) {
@@ -64,5 +85,21 @@ extern "C" BP_CPU_CLONES bp_status_t bp_rms_norm_bwd(
       dxr[c] = rs * (dyr[c] * gamma[c] - xhat * meanGX);
     }
   }
+}
+
+extern "C" bp_status_t bp_rms_norm_bwd(const float *dy, const float *x,
+                                       const float *gamma, const float *rstd,
+                                       float *dx, float *dgamma, int64_t N,
+                                       int64_t H) {
+  BP_PROFILE_KERNEL(rms_norm_bwd);
+  if (!BP_KERNEL_ARGS_VALID(rms_norm_bwd))
+    return BP_ERR_INVALID_ARGUMENT;
+  // dgamma by columns, then dx by rows.
+  parallelFor(H, columnGrain(N), [&](int64_t first, int64_t last) {
+    rmsNormParamGrads(dy, x, rstd, dgamma, N, H, first, last);
+  });
+  parallelFor(N, rowGrain(H), [&](int64_t first, int64_t last) {
+    rmsNormInputGrads(dy, x, gamma, rstd, dx, H, first, last);
+  });
   return BP_OK;
 }

@@ -14,6 +14,7 @@
 #include "VectorExp.h"
 #include "core/CpuClones.h"
 #include "core/KernelProfile.h"
+#include "cpu/Parallel.h"
 
 using namespace bitpipe::runtime::cpu;
 
@@ -22,33 +23,48 @@ static float sigmoid(float g) {
   return g < -88.0f ? 0.0f : s;
 }
 
-extern "C" BP_CPU_CLONES bp_status_t bp_swiglu_fwd(const float *gate,
-                                                   const float *up, float *y,
-                                                   int64_t n) {
-  BP_PROFILE_KERNEL(swiglu_fwd);
-  if (!BP_KERNEL_ARGS_VALID(swiglu_fwd))
-    return BP_ERR_INVALID_ARGUMENT;
-  for (int64_t i = 0; i < n; ++i) {
+/// Elements [first, last) of bp_swiglu_fwd.
+BP_CPU_CLONES static void swigluForward(const float *gate, const float *up,
+                                        float *y, int64_t first, int64_t last) {
+  for (int64_t i = first; i < last; ++i) {
     const float g = gate[i];
     y[i] = g * sigmoid(g) * up[i];
   }
+}
+
+extern "C" bp_status_t bp_swiglu_fwd(const float *gate, const float *up,
+                                     float *y, int64_t n) {
+  BP_PROFILE_KERNEL(swiglu_fwd);
+  if (!BP_KERNEL_ARGS_VALID(swiglu_fwd))
+    return BP_ERR_INVALID_ARGUMENT;
+  parallelFor(n, kElementwiseGrain, [&](int64_t first, int64_t last) {
+    swigluForward(gate, up, y, first, last);
+  });
   return BP_OK;
 }
 
-extern "C" BP_CPU_CLONES bp_status_t bp_swiglu_bwd(const float *dy,
-                                                   const float *gate,
-                                                   const float *up,
-                                                   float *dgate, float *dup,
-                                                   int64_t n) {
-  BP_PROFILE_KERNEL(swiglu_bwd);
-  if (!BP_KERNEL_ARGS_VALID(swiglu_bwd) || dgate == dup)
-    return BP_ERR_INVALID_ARGUMENT;
-  for (int64_t i = 0; i < n; ++i) {
+/// Elements [first, last) of bp_swiglu_bwd.
+BP_CPU_CLONES static void swigluBackward(const float *dy, const float *gate,
+                                         const float *up, float *dgate,
+                                         float *dup, int64_t first,
+                                         int64_t last) {
+  for (int64_t i = first; i < last; ++i) {
     const float g = gate[i], u = up[i], d = dy[i];
     const float s = sigmoid(g);
     // Read both inputs before writing: dgate may alias gate or dy.
     dgate[i] = d * u * s * (1.0f + g * (1.0f - s));
     dup[i] = d * g * s;
   }
+}
+
+extern "C" bp_status_t bp_swiglu_bwd(const float *dy, const float *gate,
+                                     const float *up, float *dgate, float *dup,
+                                     int64_t n) {
+  BP_PROFILE_KERNEL(swiglu_bwd);
+  if (!BP_KERNEL_ARGS_VALID(swiglu_bwd) || dgate == dup)
+    return BP_ERR_INVALID_ARGUMENT;
+  parallelFor(n, kElementwiseGrain, [&](int64_t first, int64_t last) {
+    swigluBackward(dy, gate, up, dgate, dup, first, last);
+  });
   return BP_OK;
 }
