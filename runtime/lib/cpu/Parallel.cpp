@@ -1,10 +1,9 @@
 //===- Parallel.cpp - The threads of a rank's CPU kernels -----------------===//
 //
 // A fixed pool of workers that sleep on a condition variable between
-// loops (OpenBLAS's threads spin while a product runs; ours must not take
-// their cores meanwhile). Each loop is a generation: the caller posts it,
-// the workers run pieces 1.. of it, the caller runs piece 0 and waits for
-// the rest.
+// loops, so that an idle worker takes no core from the others. Each loop is a
+// generation: the caller posts it, the workers run pieces 1.. of it, the caller
+// runs piece 0 and waits for the rest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,7 +99,9 @@ std::unique_ptr<Pool> gPool;
 void setKernelThreads(int threads) {
   if (threads < 1)
     threads = 1;
-  openblas_set_num_threads(threads);
+  // OpenBLAS stays on the calling thread: the kernels split its products
+  // over the pool themselves (Parallel.h says why).
+  openblas_set_num_threads(1);
   if (threads == gThreads)
     return;
   gPool.reset();
@@ -112,18 +113,13 @@ void setKernelThreads(int threads) {
 int kernelThreads() { return tInPiece ? 1 : gThreads; }
 
 namespace detail {
-void runPieces(int pieces, void (*call)(void *, int), void *context,
-               bool serialBlas) {
+void runPieces(int pieces, void (*call)(void *, int), void *context) {
   if (!gPool || pieces <= 1) {
     for (int p = 0; p < pieces; ++p)
       call(context, p);
     return;
   }
-  if (serialBlas)
-    openblas_set_num_threads(1);
   gPool->run(pieces, call, context);
-  if (serialBlas)
-    openblas_set_num_threads(gThreads);
 }
 } // namespace detail
 

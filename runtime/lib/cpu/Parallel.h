@@ -1,24 +1,31 @@
 //===- Parallel.h - The threads of a rank's CPU kernels ---------*- C++ -*-===//
 //
 // A rank may run its kernels on several threads (`--threads`,
-// docs/launching.md, "Threads"). OpenBLAS runs the matrix products on its
-// own threads; the kernels of runtime/lib/cpu/kernels split their loops
-// with parallelFor over this pool. One loop runs at a time: a kernel's
-// products and its own loops take turns, so the rank never runs more
-// threads than it was given.
+// docs/launching.md, "Threads"). The kernels of runtime/lib/cpu/kernels
+// split their loops with parallelFor over this pool, their matrix
+// products included: each piece calls OpenBLAS on its own rows, and
+// OpenBLAS itself runs on the calling thread. Its own threads spin for a
+// while after each product, and on a machine with as many cores as the
+// rank's threads they took the core the kernels' next loop needed (with
+// OpenBLAS threaded, gpt-cpu-medium's attention and GELU ran no faster
+// on 2 threads than on 1). One loop runs at a time, so the rank never runs
+// more threads than it was given.
 //
-// Same bits whatever the thread count: parallelFor hands each piece of
-// the range to one thread, and a kernel splits its loops so that every
-// output element is computed by one piece in the order the serial loop
-// uses (rows for row-wise work; columns for sums over rows, such as a
-// bias's gradient). test/EndToEnd/threads.sh checks whole runs bit for
-// bit at 1 and 2 threads.
+// Same bits whatever the thread count, for the kernels' own loops:
+// parallelFor hands each piece of the range to one thread, and a kernel
+// splits its loops so that every output element is computed by one piece
+// in the order the serial loop uses (rows for row-wise work; columns for
+// sums over rows, such as a bias's gradient). OpenBLAS's products are the
+// exception: a block of rows sums in another order than the whole matrix,
+// so the products, and the runs, differ in the last bits between thread
+// counts (runtime/unittests/cpu/ThreadsTest.cpp, test/EndToEnd/threads.sh).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_CPU_PARALLEL_H
 #define BITPIPE_RUNTIME_CPU_PARALLEL_H
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -35,21 +42,28 @@ inline int64_t rowGrain(int64_t width) {
   return width > 0 ? (kElementwiseGrain + width - 1) / width : 1;
 }
 inline int64_t columnGrain(int64_t height) { return rowGrain(height); }
+/// The fewest rows of a matrix product with `rowWork` multiply-adds a row
+/// that a thread takes: about a million multiply-adds.
+inline int64_t productRowGrain(int64_t rowWork) {
+  return rowWork > 0 ? std::max<int64_t>(1, (int64_t(1) << 20) / rowWork) : 1;
+}
 
 /// Sets the threads the kernels use (at least 1), the calling thread among
-/// them, and OpenBLAS's. Not while a kernel runs.
+/// them; OpenBLAS is kept on one. Not while a kernel runs.
 void setKernelThreads(int threads);
 int kernelThreads();
 
 namespace detail {
 /// Runs call(context, piece) for piece in [0, pieces) on the pool, piece 0
-/// on the calling thread; returns when all have. With serialBlas, OpenBLAS
-/// runs on one thread meanwhile.
-void runPieces(int pieces, void (*call)(void *, int), void *context,
-               bool serialBlas);
+/// on the calling thread; returns when all have.
+void runPieces(int pieces, void (*call)(void *, int), void *context);
+} // namespace detail
 
-template <typename Fn>
-void parallelFor(int64_t n, int64_t grain, Fn &&fn, bool serialBlas) {
+/// Runs fn(begin, end) on contiguous pieces that together cover [0, n),
+/// each at least `grain` long unless n is shorter, at most one per thread.
+/// Which elements a piece holds depends only on n, grain and the thread
+/// count. Called from inside a piece, it runs the whole range there.
+template <typename Fn> void parallelFor(int64_t n, int64_t grain, Fn &&fn) {
   if (n <= 0)
     return;
   const int64_t byGrain = grain > 0 ? (n + grain - 1) / grain : n;
@@ -70,24 +84,7 @@ void parallelFor(int64_t n, int64_t grain, Fn &&fn, bool serialBlas) {
         auto *c = static_cast<Context *>(p);
         (*c->fn)(c->n *piece / c->pieces, c->n * (piece + 1) / c->pieces);
       },
-      &context, serialBlas);
-}
-} // namespace detail
-
-/// Runs fn(begin, end) on contiguous pieces that together cover [0, n),
-/// each at least `grain` long unless n is shorter, at most one per thread.
-/// Which elements a piece holds depends only on n, grain and the thread
-/// count. Called from inside a piece, it runs the whole range there.
-template <typename Fn> void parallelFor(int64_t n, int64_t grain, Fn &&fn) {
-  detail::parallelFor(n, grain, fn, /*serialBlas=*/false);
-}
-
-/// parallelFor for pieces that call OpenBLAS: it runs each of their
-/// products on the piece's own thread, rather than spreading one over
-/// threads the other pieces hold.
-template <typename Fn>
-void parallelForSerialBlas(int64_t n, int64_t grain, Fn &&fn) {
-  detail::parallelFor(n, grain, fn, /*serialBlas=*/true);
+      &context);
 }
 
 } // namespace bitpipe::runtime::cpu

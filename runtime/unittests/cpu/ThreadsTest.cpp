@@ -3,10 +3,12 @@
 // parallelFor covers its range once, in pieces that depend only on the
 // range, the grain and the thread count; and every kernel that splits its
 // loops over the threads (cpu/Parallel.h) computes the same bits on 1 and
-// on 3 threads, on shapes that give each thread a piece. The matrix
-// products are OpenBLAS's, whose sums depend on its thread count: the
-// attention kernels run theirs on one thread per piece, so they are
-// compared too; linear_* are not (docs/launching.md, "Threads").
+// on 3 threads, on shapes that give each thread a piece. The products
+// are OpenBLAS's, each on a piece's block of rows: attention's blocks are
+// whole heads, the same at any count, so attention is compared bit for
+// bit; linear_*'s blocks change with the count, and OpenBLAS sums a block
+// in another order than the whole, so they agree to rounding at another
+// count and bit for bit at the same one (docs/launching.md, "Threads").
 //
 //===----------------------------------------------------------------------===//
 
@@ -175,6 +177,38 @@ TEST_F(ThreadsTest, AttentionByHeadsAndGroupedQueryHeads) {
         },
         {&out, &lse, &dqkv});
   }
+}
+
+TEST_F(ThreadsTest, LinearSplitsRowsTheSameWayAtOneCount) {
+  const int64_t N = 300, In = 96, Out = 160;
+  auto x = randomFloats(N * In, 10), w = randomFloats(Out * In, 11),
+       b = randomFloats(Out, 12), dy = randomFloats(N * Out, 13);
+  auto run = [&](int threads) {
+    setKernelThreads(threads);
+    std::vector<float> y(N * Out), dx(N * In), dw(Out * In, 0.5f),
+        db(Out, -0.25f);
+    EXPECT_EQ(bp_linear_fwd(x.data(), w.data(), b.data(), y.data(), N, In, Out),
+              BP_OK);
+    EXPECT_EQ(bp_linear_bwd_input(dy.data(), w.data(), dx.data(), N, In, Out),
+              BP_OK);
+    EXPECT_EQ(bp_linear_bwd_weight(dy.data(), x.data(), dw.data(), db.data(), N,
+                                   In, Out),
+              BP_OK);
+    return std::vector<std::vector<float>>{y, dx, dw, db};
+  };
+  auto one = run(1), three = run(3), again = run(3);
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(std::memcmp(three[i].data(), again[i].data(),
+                          three[i].size() * sizeof(float)),
+              0)
+        << "output " << i << " differs between two runs on 3 threads";
+    EXPECT_TRUE(allClose(three[i], toDouble(one[i]), 1e-5))
+        << "output " << i << ": 3 threads against 1";
+  }
+  // The bias gradient is the kernel's own sum: the same bits at any count.
+  EXPECT_EQ(std::memcmp(one[3].data(), three[3].data(),
+                        one[3].size() * sizeof(float)),
+            0);
 }
 
 } // namespace

@@ -337,7 +337,7 @@ bp_status_t attentionForward(const float *qkv, float *out, float *lse,
   // Heads are independent: the kernel's threads take (batch, head) pairs,
   // each with tiles of its own and the products on its own thread.
   std::atomic<bool> outOfMemory{false};
-  parallelForSerialBlas(B * nh, 1, [&](int64_t first, int64_t last) {
+  parallelFor(B * nh, 1, [&](int64_t first, int64_t last) {
     if (!forwardHeads(sh, qkv, out, lse, blockQ, blockK, dropout, first, last))
       outOfMemory = true;
   });
@@ -362,7 +362,7 @@ bp_status_t attentionBackward(const float *qkv, const float *out,
   // dV: the kernel's threads take (batch, key-value head) pairs, each
   // running its query heads in order, so every sum keeps the serial order.
   std::atomic<bool> outOfMemory{false};
-  parallelForSerialBlas(B * nkv, 1, [&](int64_t first, int64_t last) {
+  parallelFor(B * nkv, 1, [&](int64_t first, int64_t last) {
     if (!backwardGroups(sh, qkv, out, dout, lse, dqkv, blockQ, blockK, dropout,
                         first, last))
       outOfMemory = true;

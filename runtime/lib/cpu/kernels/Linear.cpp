@@ -1,7 +1,8 @@
 //===- Linear.cpp - Fully connected layer through OpenBLAS ------*- C++ -*-===//
 //
-// y = x W^T + b with W [Out, In]. Every product is one cblas_sgemm on the
-// row-major buffers as they are; the transposes are sgemm flags, not copies.
+// y = x W^T + b with W [Out, In]. Every product is cblas_sgemm on the
+// row-major buffers as they are (the transposes are sgemm flags, not
+// copies), one call per block of output rows on the kernel's threads.
 // The GELU-fused entry points are the unfused kernels in sequence, so that a
 // fused program computes bit for bit what the unfused one did.
 //
@@ -9,6 +10,7 @@
 
 #include "Common.h"
 #include "core/KernelProfile.h"
+#include "cpu/Parallel.h"
 
 #include <cblas.h>
 #include <cstring>
@@ -21,17 +23,21 @@ extern "C" bp_status_t bp_linear_fwd(const float *x, const float *w,
   BP_PROFILE_KERNEL(linear_fwd);
   if (!BP_KERNEL_ARGS_VALID(linear_fwd))
     return BP_ERR_INVALID_ARGUMENT;
-  // Broadcast the bias into y first and let sgemm add onto it (beta = 1):
-  // one pass over y instead of a second pass after the product.
-  float beta = 0.0f;
-  if (b) {
-    for (int64_t i = 0; i < N; ++i)
-      std::memcpy(y + i * Out, b, static_cast<size_t>(Out) * sizeof(float));
-    beta = 1.0f;
-  }
-  // y[N, Out] = x[N, In] * W[Out, In]^T
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Out, In, 1.0f, x, In,
-              w, In, beta, y, Out);
+  // Rows of y on the kernel's threads (cpu/Parallel.h).
+  parallelFor(N, productRowGrain(In * Out), [&](int64_t first, int64_t last) {
+    float *rows = y + first * Out;
+    // Broadcast the bias into y first and let sgemm add onto it (beta =
+    // 1): one pass over y instead of a second pass after the product.
+    float beta = 0.0f;
+    if (b) {
+      for (int64_t i = first; i < last; ++i)
+        std::memcpy(y + i * Out, b, static_cast<size_t>(Out) * sizeof(float));
+      beta = 1.0f;
+    }
+    // y[rows, Out] = x[rows, In] * W[Out, In]^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, last - first, Out, In,
+                1.0f, x + first * In, In, w, In, beta, rows, Out);
+  });
   return BP_OK;
 }
 
@@ -41,9 +47,12 @@ extern "C" bp_status_t bp_linear_bwd_input(const float *dy, const float *w,
   BP_PROFILE_KERNEL(linear_bwd_input);
   if (!BP_KERNEL_ARGS_VALID(linear_bwd_input))
     return BP_ERR_INVALID_ARGUMENT;
-  // dx[N, In] = dy[N, Out] * W[Out, In]
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, In, Out, 1.0f, dy,
-              Out, w, In, 0.0f, dx, In);
+  // dx[rows, In] = dy[rows, Out] * W[Out, In], rows on the kernel's threads.
+  parallelFor(N, productRowGrain(In * Out), [&](int64_t first, int64_t last) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, last - first, In,
+                Out, 1.0f, dy + first * Out, Out, w, In, 0.0f, dx + first * In,
+                In);
+  });
   return BP_OK;
 }
 
@@ -53,17 +62,21 @@ extern "C" bp_status_t bp_linear_bwd_weight(const float *dy, const float *x,
   BP_PROFILE_KERNEL(linear_bwd_weight);
   if (!BP_KERNEL_ARGS_VALID(linear_bwd_weight))
     return BP_ERR_INVALID_ARGUMENT;
-  // dW[Out, In] += dy[N, Out]^T * x[N, In]; beta = 1 accumulates over
-  // micro-batches (and over tied uses of the same weight).
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Out, In, N, 1.0f, dy,
-              Out, x, In, 1.0f, dw, In);
-  if (db) {
-    for (int64_t i = 0; i < N; ++i) {
-      const float *row = dy + i * Out;
-      for (int64_t o = 0; o < Out; ++o)
-        db[o] += row[o];
-    }
-  }
+  // Rows of dW (output features) on the kernel's threads; each sums db over
+  // the rows of dy in order for its own features.
+  parallelFor(Out, productRowGrain(N * In), [&](int64_t first, int64_t last) {
+    // dW[first:last, In] += dy[N, first:last]^T * x[N, In]; beta = 1
+    // accumulates over micro-batches (and over tied uses of the same
+    // weight).
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, last - first, In, N,
+                1.0f, dy + first, Out, x, In, 1.0f, dw + first * In, In);
+    if (db)
+      for (int64_t i = 0; i < N; ++i) {
+        const float *row = dy + i * Out;
+        for (int64_t o = first; o < last; ++o)
+          db[o] += row[o];
+      }
+  });
   return BP_OK;
 }
 
