@@ -61,6 +61,22 @@ def summary(d, kind, r):
     return None
 
 
+def page_faults(d, kind, rounds):
+    """The most page faults per step of any round's --profile table (steps
+    after the first), or None when the logs have none."""
+    worst = None
+    for r in rounds:
+        p = os.path.join(d, "%s.%d.log" % (kind, r))
+        if not os.path.exists(p):
+            continue
+        with open(p) as f:
+            for line in f:
+                f_ = line.split()
+                if line.startswith("  page faults") and len(f_) >= 3:
+                    worst = max(worst or 0.0, float(f_[2]))
+    return worst
+
+
 def rel(a, b):
     return abs(a - b) / abs(b) if b else float("inf")
 
@@ -105,6 +121,7 @@ def main(argv):
             if os.path.exists(p):
                 rss.append(int(open(p).read().split()[0]) / 1024.0)
         row["bitpipe_rss"] = max(rss) if rss else None
+        row["bitpipe_faults"] = page_faults(d, "bitpipe", [r for r, _ in bp])
         for k, _ in PEERS:
             rs = peers[k]
             row[k + "_tps"] = median_tps(rs)
@@ -157,7 +174,7 @@ def main(argv):
     head = ["model", "bitpipe tok/s", "eager tok/s", "bitpipe/eager", "compile tok/s", "bitpipe/compile"]
     if has2:
         head += ["bitpipe 2t tok/s", "eager 2t tok/s", "bitpipe/eager 2t"]
-    head += ["RSS bitpipe", "RSS eager", "RSS compile", "loss vs eager", "loss vs compile"]
+    head += ["faults/step bitpipe", "RSS bitpipe", "RSS eager", "RSS compile", "loss vs eager", "loss vs compile"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in table:
@@ -167,7 +184,7 @@ def main(argv):
         if has2:
             cells += [fmt(r["bitpipe2_tps"], ".0f"), fmt(r["eager2_tps"], ".0f"),
                       fmt(ratio(r["bitpipe2_tps"], r["eager2_tps"]), ".2f")]
-        cells += [fmt(r["bitpipe_rss"], ".0f"),
+        cells += [fmt(r["bitpipe_faults"], ".0f"), fmt(r["bitpipe_rss"], ".0f"),
                   "%s (%s)" % (fmt(r["eager_rss"], ".0f"), fmt(r["eager_rss_load"], ".0f")),
                   "%s (%s)" % (fmt(r["compiled_rss"], ".0f"), fmt(r["compiled_rss_load"], ".0f")),
                   "%s / %s / %s" % (fmt(r["eager_rel13"], ".1e"), fmt(r["eager_rel10"], ".1e"), fmt(r["eager_relmax"], ".1e")),

@@ -56,7 +56,9 @@
 # Each run's step lines go to OUT/MODEL/*.jsonl; the comparison
 # (bench/peers/compare_runs.py) prints per step both losses and tokens/s, and
 # one table: tokens/s (median of the steps after the first two, over all
-# rounds), their ratios, peak RSS (bitpipe: the rank process's ru_maxrss,
+# rounds), their ratios, bitpipe's page faults per step after the first
+# (its --profile table, which the runs print), peak RSS (bitpipe: the rank
+# process's ru_maxrss,
 # taken by a wrapper under mpirun; PyTorch: its own), and the losses'
 # relative difference (steps 1-3, step 10, all steps).
 #
@@ -204,7 +206,7 @@ for spec in $models; do
   for r in $(seq 1 "$rounds"); do
     echo "   round $r: bitpipe" >&2
     mpirun "${mpirun_flags[@]}" "$py" "${rsswrap[@]}" "$d/bitpipe.$r.rss" \
-      "$d/train" --data "$tokens" --steps "$steps" "${hyper[@]}" --metrics "$d/bitpipe.$r.jsonl" >"$d/bitpipe.$r.log" 2>&1 ||
+      "$d/train" --data "$tokens" --steps "$steps" "${hyper[@]}" --profile --metrics "$d/bitpipe.$r.jsonl" >"$d/bitpipe.$r.log" 2>&1 ||
       { tail "$d/bitpipe.$r.log" >&2; exit 1; }
     echo "   round $r: PyTorch eager, 1 thread" >&2
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 "${peer[@]}" --threads 1 --label eager --metrics "$d/eager.$r.jsonl" >"$d/eager.$r.out" 2>"$d/eager.$r.err" ||
@@ -217,7 +219,7 @@ for spec in $models; do
     if [ "$threads2" = 1 ]; then
       echo "   round $r: bitpipe, 2 threads" >&2
       mpirun "${mpirun_flags[@]}" "$py" "${rsswrap[@]}" "$d/bitpipe2.$r.rss" \
-        "$d/train" --data "$tokens" --steps "$steps" "${hyper[@]}" --threads 2 \
+        "$d/train" --data "$tokens" --steps "$steps" "${hyper[@]}" --threads 2 --profile \
         --metrics "$d/bitpipe2.$r.jsonl" >"$d/bitpipe2.$r.log" 2>&1 ||
         { tail "$d/bitpipe2.$r.log" >&2; exit 1; }
       echo "   round $r: PyTorch eager, 2 threads" >&2
