@@ -6,8 +6,11 @@
 // and VectorExp.h) against the same loops written with libm's erff and
 // expf, which the kernels used before, on the same inputs, alternating in
 // one run; prints each pair's times and their ratio (ours / libm's; below
-// 1 is faster), and the largest difference of the outputs. Checks
-// nothing: bench/RESULTS.md records what it printed.
+// 1 is faster), and the largest difference of the outputs. Built where
+// SLEEF is (Debian's libsleef-dev, optional), it also times both GELU
+// forwards against loops on SLEEF's 8-wide AVX2 tanhf and erff (1-ulp
+// versions), the vector-math library the kernels could have used instead
+// of their own. Checks nothing: bench/RESULTS.md records what it printed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +24,13 @@
 #include <vector>
 
 using namespace bitpipe::runtime;
+
+#ifdef BITPIPE_HAVE_SLEEF
+// SleefGelu.cpp, compiled for AVX2 and FMA: called only where the CPU has
+// them.
+void geluTanhFwdSleef(const float *x, float *y, int64_t n);
+void geluErfFwdSleef(const float *x, float *y, int64_t n);
+#endif
 
 namespace {
 
@@ -95,5 +105,28 @@ int main(int argc, char **argv) {
   std::printf("gelu_erf_bwd: ours %.2f ms, libm %.2f ms, ratio %.3f, max "
               "difference %.3g\n",
               t[2] * ms, t[3] * ms, t[2] / t[3], bwdDiff);
+#ifdef BITPIPE_HAVE_SLEEF
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    std::printf("SLEEF: this CPU has no AVX2 and FMA; not timed\n");
+    return 0;
+  }
+  std::vector<float> sleef(n);
+  double u[4] = {0, 0, 0, 0};
+  double tanhDiff = 0, erfDiff = 0;
+  for (int64_t r = 0; r < rounds; ++r) {
+    u[0] += seconds([&] { bp_gelu_fwd(x.data(), ours.data(), n); });
+    u[1] += seconds([&] { geluTanhFwdSleef(x.data(), sleef.data(), n); });
+    tanhDiff = maxDifference(ours, sleef);
+    u[2] += seconds([&] { bp_gelu_erf_fwd(x.data(), ours.data(), n); });
+    u[3] += seconds([&] { geluErfFwdSleef(x.data(), sleef.data(), n); });
+    erfDiff = maxDifference(ours, sleef);
+  }
+  std::printf("gelu_fwd (tanh form): ours %.2f ms, SLEEF tanhf8_u10avx2 %.2f "
+              "ms, ratio %.3f, max difference %.3g\n",
+              u[0] * ms, u[1] * ms, u[0] / u[1], tanhDiff);
+  std::printf("gelu_erf_fwd: ours %.2f ms, SLEEF erff8_u10avx2 %.2f ms, "
+              "ratio %.3f, max difference %.3g\n",
+              u[2] * ms, u[3] * ms, u[2] / u[3], erfDiff);
+#endif
   return 0;
 }
