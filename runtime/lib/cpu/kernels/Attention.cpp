@@ -332,7 +332,6 @@ bp_status_t attentionForward(const float *qkv, float *out, float *lse,
       !validAttentionArgs(B, T, H, nh, nkv, blockQ, blockK))
     return BP_ERR_INVALID_ARGUMENT;
   const AttentionShape sh = makeShape(B, T, H, nh, nkv, causal);
-  const int64_t d = sh.d;
 
   // Heads are independent: the kernel's threads take (batch, head) pairs,
   // each with tiles of its own and the products on its own thread.
@@ -353,7 +352,6 @@ bp_status_t attentionBackward(const float *qkv, const float *out,
       !validAttentionArgs(B, T, H, nh, nkv, blockQ, blockK))
     return BP_ERR_INVALID_ARGUMENT;
   const AttentionShape sh = makeShape(B, T, H, nh, nkv, causal);
-  const int64_t d = sh.d;
 
   // dQ, dK, dV are accumulated tile by tile with sgemm's beta = 1.
   std::memset(dqkv, 0, static_cast<size_t>(B * T * sh.ldQKV) * sizeof(float));
