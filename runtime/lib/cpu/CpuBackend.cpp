@@ -82,6 +82,10 @@ public:
     return std::unique_ptr<ParamArrays>(std::move(a));
   }
 
+  int64_t targetBytes() const override {
+    return layout_.numFloats *
+           static_cast<int64_t>(3 * sizeof(float) + sizeof(double));
+  }
   float *hostParams() override { return params_.get(); }
   float *hostM() override { return m_.get(); }
   float *hostV() override { return v_.get(); }

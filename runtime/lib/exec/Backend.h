@@ -112,6 +112,12 @@ public:
   /// Drops the host image where it is a copy (after a checkpoint's save).
   virtual void releaseHost() = 0;
 
+  /// Bytes the arrays hold in target memory for the whole run: master
+  /// weights, gradient accumulators, moments, the compute copy and the
+  /// target's own tables; not the host image where it is a copy. The run's
+  /// memory report adds it to the tensors' peak.
+  virtual int64_t targetBytes() const = 0;
+
   /// What a stage function reads for the weights starting at element
   /// \p offset: target memory, in the compute precision.
   virtual void *computeParams(int64_t offset) = 0;

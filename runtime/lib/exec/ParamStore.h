@@ -67,6 +67,8 @@ public:
   float *hostM(int param) { return arrays_->hostM() + offset_[param]; }
   float *hostV(int param) { return arrays_->hostV() + offset_[param]; }
   float *hostParamsData() { return arrays_->hostParams(); }
+  /// ParamArrays::targetBytes.
+  int64_t targetBytes() const { return arrays_->targetBytes(); }
   Status toHost() { return arrays_->toHost(); }
   Status toTarget() { return arrays_->toTarget(); }
   void releaseHost() { arrays_->releaseHost(); }

@@ -504,10 +504,12 @@ bool Trainer::stateIsFinite(int64_t step, const std::string &known) {
 /// peak, measured, next to what the compiler predicted from the schedule
 /// (the two must agree: the executor runs the schedule's order), and the
 /// peak of all tensor memory (activations, gradients in transit, kernel
-/// scratch: the pool of runtime.h; parameters, gradients and moments are on
-/// top) with what the pool holds.
+/// scratch: the pool of runtime.h) with what the pool holds, plus the
+/// parameter store's arrays (weights, gradients, moments), which live the
+/// whole run beside it: the rank's peak.
 Status Trainer::reportMemory(const Executor &executor) {
-  int64_t mine[4] = {executor.peakHandles(), executor.peakSavedBytes(), 0, 0};
+  int64_t mine[5] = {executor.peakHandles(), executor.peakSavedBytes(), 0, 0,
+                     store_.targetBytes()};
   bp_memory_stats(nullptr, &mine[2], &mine[3]);
   std::string bytes(sizeof mine, '\0');
   std::memcpy(bytes.data(), mine, sizeof mine);
@@ -517,10 +519,13 @@ Status Trainer::reportMemory(const Executor &executor) {
     return s;
   const double MiB = 1048576.0;
   std::string saved = "saved activations in flight, peak per rank:";
-  std::string pool = "tensor memory, peak (pool) per rank, MiB:";
+  // The tensors' peak (what the pool held at most) and the parameter
+  // store's arrays, which live the whole run beside them.
+  std::string pool = "memory, peak per rank, MiB: tensors (pool) + parameters, "
+                     "gradients and optimizer state = total:";
   bool asScheduled = true;
   for (size_t r = 0; r < all.size(); ++r) {
-    int64_t v[4] = {0, 0, 0, 0};
+    int64_t v[5] = {0, 0, 0, 0, 0};
     if (all[r].size() == sizeof v)
       std::memcpy(v, all[r].data(), sizeof v);
     const RankSpec &spec = manifest_.rankSpec(static_cast<int>(r));
@@ -533,7 +538,8 @@ Status Trainer::reportMemory(const Executor &executor) {
                             spec.peakSavedBytes / MiB);
       asScheduled = false;
     }
-    pool += formatString(" r%zu %.1f (%.1f)", r, v[2] / MiB, v[3] / MiB);
+    pool += formatString(" r%zu %.1f (%.1f) + %.1f = %.1f", r, v[2] / MiB,
+                         v[3] / MiB, v[4] / MiB, (v[2] + v[4]) / MiB);
   }
   bool predicted = !manifest_.ranks.empty() &&
                    manifest_.ranks[0].peakHandles >= 0;

@@ -101,6 +101,9 @@ public:
     return findInvalidOnHost(layout_, master_.data(), m_.data(), v_.data());
   }
 
+  int64_t targetBytes() const override {
+    return static_cast<int64_t>(4 * n_ * sizeof(float));
+  }
   float *hostParams() override { return image(hostParams_); }
   float *hostM() override { return image(hostM_); }
   float *hostV() override { return image(hostV_); }

@@ -29,6 +29,8 @@ Status CudaParamArrays::allocate(void **out, size_t bytes, const char *what) {
     return outOfDeviceMemory(bytes, std::string("the parameter store's ") +
                                         what);
   }
+  if (err == cudaSuccess)
+    deviceBytes_ += static_cast<int64_t>(bytes);
   return cudaStatus(err, std::string("allocating the parameter store's ") +
                              what);
 }

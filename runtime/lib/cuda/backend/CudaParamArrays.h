@@ -46,6 +46,7 @@ public:
   Status toTarget() override;
   void releaseHost() override;
 
+  int64_t targetBytes() const override { return deviceBytes_; }
   void *computeParams(int64_t offset) override;
   void *gradData() override { return grads_; }
   DType gradDType() const override { return DType::F32; }
@@ -64,6 +65,7 @@ private:
 
   ParamLayout layout_;
   int64_t n_ = 0;
+  int64_t deviceBytes_ = 0; // what allocate() obtained
   cudaStream_t stream_ = nullptr;
   float *master_ = nullptr, *grads_ = nullptr, *m_ = nullptr, *v_ = nullptr;
   bp_bf16_t *compute_ = nullptr; // bf16 only
