@@ -3,8 +3,9 @@
 //   bench-elementwise [--elements N] [--rounds R]
 //
 // Times the runtime's exact GELU (bp_gelu_erf_fwd / _bwd, on VectorErf.h
-// and VectorExp.h) against the same loops written with libm's erff and
-// expf, which the kernels used before, on the same inputs, alternating in
+// and VectorExp.h) and its tanh GELU forward (bp_gelu_fwd, on VectorExp.h)
+// against the same loops written with libm's erff, expf and tanhf, which
+// the kernels used before, on the same inputs, alternating in
 // one run; prints each pair's times and their ratio (ours / libm's; below
 // 1 is faster), and the largest difference of the outputs. Built where
 // SLEEF is (Debian's libsleef-dev, optional), it also times both GELU
@@ -54,6 +55,17 @@ __attribute__((noinline)) void geluErfBwdLibm(const float *dy, const float *x,
   }
 }
 
+// The tanh GELU as the kernel computed it before VectorExp.h: libm's tanhf.
+__attribute__((noinline)) void geluTanhFwdLibm(const float *x, float *y,
+                                               int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    y[i] =
+        0.5f * v *
+        (1.0f + std::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+  }
+}
+
 template <typename F> double seconds(F &&f) {
   auto start = std::chrono::steady_clock::now();
   f();
@@ -96,6 +108,13 @@ int main(int argc, char **argv) {
         seconds([&] { geluErfBwdLibm(dy.data(), x.data(), libm.data(), n); });
     bwdDiff = maxDifference(ours, libm);
   }
+  double g[2] = {0, 0};
+  double tanhLibmDiff = 0;
+  for (int64_t r = 0; r < rounds; ++r) {
+    g[0] += seconds([&] { bp_gelu_fwd(x.data(), ours.data(), n); });
+    g[1] += seconds([&] { geluTanhFwdLibm(x.data(), libm.data(), n); });
+    tanhLibmDiff = maxDifference(ours, libm);
+  }
   const double ms = 1e3 / static_cast<double>(rounds);
   std::printf("bench-elementwise: %lld elements, %lld rounds, alternating\n",
               static_cast<long long>(n), static_cast<long long>(rounds));
@@ -105,6 +124,9 @@ int main(int argc, char **argv) {
   std::printf("gelu_erf_bwd: ours %.2f ms, libm %.2f ms, ratio %.3f, max "
               "difference %.3g\n",
               t[2] * ms, t[3] * ms, t[2] / t[3], bwdDiff);
+  std::printf("gelu_fwd (tanh form): ours %.2f ms, libm tanhf %.2f ms, ratio "
+              "%.3f, max difference %.3g\n",
+              g[0] * ms, g[1] * ms, g[0] / g[1], tanhLibmDiff);
 #ifdef BITPIPE_HAVE_SLEEF
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
     std::printf("SLEEF: this CPU has no AVX2 and FMA; not timed\n");
