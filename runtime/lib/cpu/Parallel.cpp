@@ -39,8 +39,6 @@ public:
     for (std::thread &t : threads_)
       t.join();
   }
-  int size() const { return static_cast<int>(threads_.size()) + 1; }
-
   void run(int pieces, void (*call)(void *, int), void *context) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
