@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <vector>
 
 using namespace bitpipe::runtime;
@@ -93,62 +94,54 @@ int main(int argc, char **argv) {
     return 2;
   }
   // Activations of a trained layer's size: mostly within [-4, 4].
-  std::vector<float> x(n), dy(n, 1.0f), ours(n), libm(n);
+  std::vector<float> x(n), dy(n, 1.0f), ours(n);
   for (int64_t i = 0; i < n; ++i)
     x[i] = 4.0f * std::sin(0.001f * static_cast<float>(i));
-  double t[4] = {0, 0, 0, 0};
-  double fwdDiff = 0, bwdDiff = 0;
-  for (int64_t r = 0; r < rounds; ++r) {
-    t[0] += seconds([&] { bp_gelu_erf_fwd(x.data(), ours.data(), n); });
-    t[1] += seconds([&] { geluErfFwdLibm(x.data(), libm.data(), n); });
-    fwdDiff = maxDifference(ours, libm);
-    t[2] +=
-        seconds([&] { bp_gelu_erf_bwd(dy.data(), x.data(), ours.data(), n); });
-    t[3] +=
-        seconds([&] { geluErfBwdLibm(dy.data(), x.data(), libm.data(), n); });
-    bwdDiff = maxDifference(ours, libm);
-  }
-  double g[2] = {0, 0};
-  double tanhLibmDiff = 0;
-  for (int64_t r = 0; r < rounds; ++r) {
-    g[0] += seconds([&] { bp_gelu_fwd(x.data(), ours.data(), n); });
-    g[1] += seconds([&] { geluTanhFwdLibm(x.data(), libm.data(), n); });
-    tanhLibmDiff = maxDifference(ours, libm);
-  }
+  // Each pair alternates `rounds` times: ours into `ours`, the reference
+  // into `ref`; the line gives both mean times, their ratio and the largest
+  // difference of the outputs.
+  std::vector<float> ref(n);
   const double ms = 1e3 / static_cast<double>(rounds);
   std::printf("bench-elementwise: %lld elements, %lld rounds, alternating\n",
               static_cast<long long>(n), static_cast<long long>(rounds));
-  std::printf("gelu_erf_fwd: ours %.2f ms, libm %.2f ms, ratio %.3f, max "
-              "difference %.3g\n",
-              t[0] * ms, t[1] * ms, t[0] / t[1], fwdDiff);
-  std::printf("gelu_erf_bwd: ours %.2f ms, libm %.2f ms, ratio %.3f, max "
-              "difference %.3g\n",
-              t[2] * ms, t[3] * ms, t[2] / t[3], bwdDiff);
-  std::printf("gelu_fwd (tanh form): ours %.2f ms, libm tanhf %.2f ms, ratio "
-              "%.3f, max difference %.3g\n",
-              g[0] * ms, g[1] * ms, g[0] / g[1], tanhLibmDiff);
+  auto pair = [&](const char *what, const char *refName,
+                  const std::function<void(float *)> &oursFn,
+                  const std::function<void(float *)> &refFn) {
+    double tOurs = 0, tRef = 0;
+    for (int64_t r = 0; r < rounds; ++r) {
+      tOurs += seconds([&] { oursFn(ours.data()); });
+      tRef += seconds([&] { refFn(ref.data()); });
+    }
+    std::printf("%s: ours %.2f ms, %s %.2f ms, ratio %.3f, max difference "
+                "%.3g\n",
+                what, tOurs * ms, refName, tRef * ms, tOurs / tRef,
+                maxDifference(ours, ref));
+  };
+  const float *xs = x.data(), *dys = dy.data();
+  pair(
+      "gelu_erf_fwd", "libm", [&](float *y) { bp_gelu_erf_fwd(xs, y, n); },
+      [&](float *y) { geluErfFwdLibm(xs, y, n); });
+  pair(
+      "gelu_erf_bwd", "libm",
+      [&](float *dx) { bp_gelu_erf_bwd(dys, xs, dx, n); },
+      [&](float *dx) { geluErfBwdLibm(dys, xs, dx, n); });
+  pair(
+      "gelu_fwd (tanh form)", "libm tanhf",
+      [&](float *y) { bp_gelu_fwd(xs, y, n); },
+      [&](float *y) { geluTanhFwdLibm(xs, y, n); });
 #ifdef BITPIPE_HAVE_SLEEF
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
     std::printf("SLEEF: this CPU has no AVX2 and FMA; not timed\n");
     return 0;
   }
-  std::vector<float> sleef(n);
-  double u[4] = {0, 0, 0, 0};
-  double tanhDiff = 0, erfDiff = 0;
-  for (int64_t r = 0; r < rounds; ++r) {
-    u[0] += seconds([&] { bp_gelu_fwd(x.data(), ours.data(), n); });
-    u[1] += seconds([&] { geluTanhFwdSleef(x.data(), sleef.data(), n); });
-    tanhDiff = maxDifference(ours, sleef);
-    u[2] += seconds([&] { bp_gelu_erf_fwd(x.data(), ours.data(), n); });
-    u[3] += seconds([&] { geluErfFwdSleef(x.data(), sleef.data(), n); });
-    erfDiff = maxDifference(ours, sleef);
-  }
-  std::printf("gelu_fwd (tanh form): ours %.2f ms, SLEEF tanhf8_u10avx2 %.2f "
-              "ms, ratio %.3f, max difference %.3g\n",
-              u[0] * ms, u[1] * ms, u[0] / u[1], tanhDiff);
-  std::printf("gelu_erf_fwd: ours %.2f ms, SLEEF erff8_u10avx2 %.2f ms, "
-              "ratio %.3f, max difference %.3g\n",
-              u[2] * ms, u[3] * ms, u[2] / u[3], erfDiff);
+  pair(
+      "gelu_fwd (tanh form)", "SLEEF tanhf8_u10avx2",
+      [&](float *y) { bp_gelu_fwd(xs, y, n); },
+      [&](float *y) { geluTanhFwdSleef(xs, y, n); });
+  pair(
+      "gelu_erf_fwd", "SLEEF erff8_u10avx2",
+      [&](float *y) { bp_gelu_erf_fwd(xs, y, n); },
+      [&](float *y) { geluErfFwdSleef(xs, y, n); });
 #endif
   return 0;
 }

@@ -6,8 +6,9 @@
 // compiled twice, for baseline x86-64 and for x86-64-v3 (AVX2, FMA), and
 // the loader binds its symbol to the copy the CPU supports (function
 // multiversioning through an ifunc). Exact GELU ran 3x faster in its AVX2
-// copy on the development machine (bench/RESULTS.md, "Element-wise
-// kernels").
+// copy on the development machine (bench/RESULTS.md, "Two copies of the
+// kernels"). Mark the function that holds the loop: a lambda inside a
+// marked function is compiled once, for baseline x86-64.
 //
 // Numbers: one host always runs the same copy, so ranks and schedules stay
 // bit-identical to one another and to one rank. The two copies differ in

@@ -4,12 +4,12 @@
 // docs/launching.md, "Threads"). The kernels of runtime/lib/cpu/kernels
 // split their loops with parallelFor over this pool, their matrix
 // products included: each piece calls OpenBLAS on its own rows, and
-// OpenBLAS itself runs on the calling thread. Its own threads spin for a
+// OpenBLAS itself runs on the calling thread: its own threads spin for a
 // while after each product, and on a machine with as many cores as the
-// rank's threads they took the core the kernels' next loop needed (with
-// OpenBLAS threaded, gpt-cpu-medium's attention and GELU ran no faster
-// on 2 threads than on 1). One loop runs at a time, so the rank never runs
-// more threads than it was given.
+// rank's threads they take the core the kernels' next loop needs
+// (bench/results-log.md, "Peers at two threads with OpenBLAS threading its
+// own products"). One loop runs at a time, so the rank never runs more
+// threads than it was given.
 //
 // Same bits whatever the thread count, for the kernels' own loops:
 // parallelFor hands each piece of the range to one thread, and a kernel

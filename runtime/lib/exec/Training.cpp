@@ -271,18 +271,6 @@ Status broadcastInitialParams(Communicator &comm, const Manifest &manifest,
   return Status::ok();
 }
 
-/// The ranks of the run on this node (collective over the world).
-int nodeLocalRanks() {
-  MPI_Comm node;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
-                          MPI_INFO_NULL, &node) != MPI_SUCCESS)
-    return 1;
-  int size = 1;
-  MPI_Comm_size(node, &size);
-  MPI_Comm_free(&node);
-  return size;
-}
-
 /// The page faults this process has taken (minor and major).
 int64_t pageFaultCount() {
   struct rusage usage{};
@@ -1045,10 +1033,13 @@ int runTraining(const CompiledProgram &program, BackendFactory createBackend,
   // then its transport (NCCL on CUDA: collective, on the backend's stream).
   if (!agreeAllOk(mpi, backend->placeRank(mpi)))
     return 1;
-  // The kernels' threads, before the target's set-up: the CPU's pool and
-  // OpenBLAS's start here.
+  // The kernels' threads, before the target's set-up: the CPU's pool
+  // starts here.
+  Expected<NodeRanks> node = nodeRanks(rank);
+  if (!agreeAllOk(mpi, node.status()))
+    return 1;
   Expected<KernelThreads> threads =
-      chooseKernelThreads(currentThreadsContext(o->threads, nodeLocalRanks()));
+      chooseKernelThreads(currentThreadsContext(o->threads, node->localSize));
   if (!agreeAllOk(mpi, threads.status()))
     return 1;
   o->threads = threads->threads;

@@ -6,39 +6,24 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
+#include <type_traits>
 #include <vector>
 
 namespace bitpipe::runtime {
 
+// Its bytes as they lie: the ranks of a run are one build on one kind of
+// machine, as the step's other reports assume.
+static_assert(std::is_trivially_copyable_v<RankKernelProfile>);
+
 std::string serializeKernelProfile(const RankKernelProfile &profile) {
-  std::string out(sizeof profile.totals + sizeof profile.steps +
-                      sizeof profile.seconds + sizeof profile.pageFaults,
-                  '\0');
-  char *at = out.data();
-  std::memcpy(at, profile.totals.data(), sizeof profile.totals);
-  at += sizeof profile.totals;
-  std::memcpy(at, &profile.steps, sizeof profile.steps);
-  at += sizeof profile.steps;
-  std::memcpy(at, &profile.seconds, sizeof profile.seconds);
-  at += sizeof profile.seconds;
-  std::memcpy(at, &profile.pageFaults, sizeof profile.pageFaults);
-  return out;
+  return std::string(reinterpret_cast<const char *>(&profile), sizeof profile);
 }
 
 std::optional<RankKernelProfile> parseKernelProfile(const std::string &bytes) {
   RankKernelProfile p;
-  if (bytes.size() !=
-      sizeof p.totals + sizeof p.steps + sizeof p.seconds + sizeof p.pageFaults)
+  if (bytes.size() != sizeof p)
     return std::nullopt;
-  const char *at = bytes.data();
-  std::memcpy(p.totals.data(), at, sizeof p.totals);
-  at += sizeof p.totals;
-  std::memcpy(&p.steps, at, sizeof p.steps);
-  at += sizeof p.steps;
-  std::memcpy(&p.seconds, at, sizeof p.seconds);
-  at += sizeof p.seconds;
-  std::memcpy(&p.pageFaults, at, sizeof p.pageFaults);
+  std::memcpy(&p, bytes.data(), sizeof p);
   return p;
 }
 

@@ -444,4 +444,19 @@ void MpiCommunicator::abort(int code, const std::string &message) {
   std::_Exit(code == 0 ? 1 : code); // MPI_Abort should not return
 }
 
+Expected<NodeRanks> nodeRanks(int worldRank) {
+  NodeRanks n;
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, worldRank,
+                          MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return Status::error(ErrorCode::CommFailure,
+                         formatString("rank %d: MPI_Comm_split_type (the "
+                                      "node-local rank) failed",
+                                      worldRank));
+  MPI_Comm_rank(node, &n.localRank);
+  MPI_Comm_size(node, &n.localSize);
+  MPI_Comm_free(&node);
+  return n;
+}
+
 } // namespace bitpipe::runtime

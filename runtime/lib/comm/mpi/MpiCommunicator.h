@@ -89,6 +89,15 @@ private:
   PendingOps<Pending> pending_;
 };
 
+/// The caller's place among the run's ranks on its node (those that share
+/// its memory, MPI_COMM_TYPE_SHARED): what picks a rank's GPU and shares a
+/// node's CPUs among its ranks. Collective over MPI_COMM_WORLD.
+struct NodeRanks {
+  int localRank = 0;
+  int localSize = 1;
+};
+Expected<NodeRanks> nodeRanks(int worldRank);
+
 } // namespace bitpipe::runtime
 
 #endif // BITPIPE_RUNTIME_COMM_MPI_MPICOMMUNICATOR_H

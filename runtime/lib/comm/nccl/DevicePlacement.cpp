@@ -2,8 +2,9 @@
 
 #include "DevicePlacement.h"
 
+#include "comm/mpi/MpiCommunicator.h"
+
 #include <cuda_runtime.h>
-#include <mpi.h>
 
 #include <cstdio>
 
@@ -11,16 +12,9 @@ namespace bitpipe::runtime {
 
 Expected<RankPlacement> placeRankOnDevice(int worldRank) {
   RankPlacement p;
-  MPI_Comm node = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, worldRank,
-                          MPI_INFO_NULL, &node) != MPI_SUCCESS)
-    return Status::error(ErrorCode::CommFailure,
-                         formatString("rank %d: MPI_Comm_split_type (the "
-                                      "node-local rank) failed",
-                                      worldRank));
-  MPI_Comm_rank(node, &p.localRank);
-  MPI_Comm_size(node, &p.localSize);
-  MPI_Comm_free(&node);
+  BP_ASSIGN(node, nodeRanks(worldRank));
+  p.localRank = node.localRank;
+  p.localSize = node.localSize;
 
   cudaError_t err = cudaGetDeviceCount(&p.devices);
   if (err != cudaSuccess)

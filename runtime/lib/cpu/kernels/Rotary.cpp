@@ -66,21 +66,18 @@ BP_CPU_CLONES static bp_status_t rotate(const float *in, float *out, int64_t B,
   return BP_OK;
 }
 
-extern "C" BP_CPU_CLONES bp_status_t bp_rotary_fwd(const float *qkv, float *out,
-                                                   int64_t B, int64_t T,
-                                                   int64_t H, int64_t nh,
-                                                   int64_t nkv, float base) {
+extern "C" bp_status_t bp_rotary_fwd(const float *qkv, float *out, int64_t B,
+                                     int64_t T, int64_t H, int64_t nh,
+                                     int64_t nkv, float base) {
   BP_PROFILE_KERNEL(rotary_fwd);
   if (!BP_KERNEL_ARGS_VALID(rotary_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   return rotate(qkv, out, B, T, H, nh, nkv, base, 1.0f);
 }
 
-extern "C" BP_CPU_CLONES bp_status_t bp_rotary_bwd(const float *dout,
-                                                   float *dqkv, int64_t B,
-                                                   int64_t T, int64_t H,
-                                                   int64_t nh, int64_t nkv,
-                                                   float base) {
+extern "C" bp_status_t bp_rotary_bwd(const float *dout, float *dqkv, int64_t B,
+                                     int64_t T, int64_t H, int64_t nh,
+                                     int64_t nkv, float base) {
   BP_PROFILE_KERNEL(rotary_bwd);
   if (!BP_KERNEL_ARGS_VALID(rotary_bwd))
     return BP_ERR_INVALID_ARGUMENT;
