@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """compare_runs.py OUT MODEL...: the comparison bench/peers/run.sh prints.
 
-Reads OUT/MODEL/{bitpipe,eager,compiled,bitpipe2,eager2}.R.jsonl (step
-lines; bitpipe2 and eager2 at 2 threads), OUT/MODEL/bitpipe{,2}.R.rss (KiB)
-and OUT/MODEL/{eager,compiled,eager2}.R.out
-(torch_step.py's summary line), and prints per model each step's losses and
-tokens/s, then one table. Plain Python, no packages.
+Reads OUT/MODEL/{bitpipe,eager,compiled,bitpipe2,eager2,debian,debian2}.R.jsonl
+(step lines; bitpipe2, eager2 and debian2 at 2 threads; debian and debian2:
+Debian's own PyTorch on plain_model.py, run.sh --debian-torch),
+OUT/MODEL/bitpipe{,2}.R.rss (KiB) and OUT/MODEL/PEER.R.out (torch_step.py's
+summary line), and prints per model each step's losses and tokens/s, then
+one table. Plain Python, no packages.
 
 - tokens/s: the median over every round of the steps after the first two
   (the first steps carry first-touch page faults, and torch.compile's
@@ -22,7 +23,8 @@ import statistics
 import sys
 
 WARMUP = 2
-PEERS = [("eager", "eager"), ("compiled", "compile"), ("eager2", "eager 2t")]
+PEERS = [("eager", "eager"), ("compiled", "compile"), ("eager2", "eager 2t"), ("debian", "Debian eager"),
+         ("debian2", "Debian eager 2t")]
 
 
 def steps_of(path):
@@ -171,9 +173,15 @@ def main(argv):
           "the first step, in parentheses); loss: max relative difference to bitpipe over steps 1-3 | at step 10 | "
           "over all steps" % (WARMUP + 1, run["steps"]))
     has2 = any(r["eager2_tps"] is not None for r in table)
+    hasdeb = any(r["debian_tps"] is not None for r in table)
+    hasdeb2 = any(r["debian2_tps"] is not None for r in table)
     head = ["model", "bitpipe tok/s", "eager tok/s", "bitpipe/eager", "compile tok/s", "bitpipe/compile"]
     if has2:
         head += ["bitpipe 2t tok/s", "eager 2t tok/s", "bitpipe/eager 2t"]
+    if hasdeb:
+        head += ["Debian eager tok/s", "bitpipe/Debian"]
+    if hasdeb2:
+        head += ["Debian eager 2t tok/s", "bitpipe/Debian 2t"]
     head += ["faults/step bitpipe", "RSS bitpipe", "RSS eager", "RSS compile", "loss vs eager", "loss vs compile"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -184,6 +192,10 @@ def main(argv):
         if has2:
             cells += [fmt(r["bitpipe2_tps"], ".0f"), fmt(r["eager2_tps"], ".0f"),
                       fmt(ratio(r["bitpipe2_tps"], r["eager2_tps"]), ".2f")]
+        if hasdeb:
+            cells += [fmt(r["debian_tps"], ".0f"), fmt(ratio(r["bitpipe_tps"], r["debian_tps"]), ".2f")]
+        if hasdeb2:
+            cells += [fmt(r["debian2_tps"], ".0f"), fmt(ratio(r["bitpipe2_tps"], r["debian2_tps"]), ".2f")]
         cells += [fmt(r["bitpipe_faults"], ".0f"), fmt(r["bitpipe_rss"], ".0f"),
                   "%s (%s)" % (fmt(r["eager_rss"], ".0f"), fmt(r["eager_rss_load"], ".0f")),
                   "%s (%s)" % (fmt(r["compiled_rss"], ".0f"), fmt(r["compiled_rss_load"], ".0f")),
@@ -191,8 +203,16 @@ def main(argv):
                   "%s / %s / %s" % (fmt(r["compiled_rel13"], ".1e"), fmt(r["compiled_rel10"], ".1e"),
                                     fmt(r["compiled_relmax"], ".1e"))]
         print("| " + " | ".join(cells) + " |")
+    if hasdeb:
+        vers = sorted({(summary(os.path.join(out, r["model"]), "debian", 1) or {}).get("torch", "?") for r in table})
+        print("\nDebian's PyTorch (%s) on bench/peers/plain_model.py; its peak RSS, MiB, and losses against bitpipe "
+              "(steps 1-3 | step 10 | all steps):" % ", ".join(vers))
+        for r in table:
+            print("  %s: RSS %s (%s); loss %s / %s / %s" % (
+                r["model"], fmt(r["debian_rss"], ".0f"), fmt(r["debian_rss_load"], ".0f"), fmt(r["debian_rel13"], ".1e"),
+                fmt(r["debian_rel10"], ".1e"), fmt(r["debian_relmax"], ".1e")))
     bad = [r["model"] for r in table
-           if any(r[k + "_rel13"] is not None and r[k + "_rel13"] > 1e-5 for k in ("eager", "compiled"))]
+           if any(r[k + "_rel13"] is not None and r[k + "_rel13"] > 1e-5 for k in ("eager", "compiled", "debian"))]
     print("\nlosses of steps 1-3 within 1e-5 relative: %s" % ("all" if not bad else "NOT for " + ", ".join(bad)))
     with open(os.path.join(out, "table.json"), "w") as f:
         json.dump(table, f, indent=1)

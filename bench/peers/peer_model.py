@@ -135,6 +135,17 @@ def adamw(params, lr, weight_decay):
         lr=lr, betas=(0.9, 0.999), eps=1e-8)
 
 
+def total_norm(grads):
+    """The global L2 norm of the gradients: torch.nn.utils.get_total_norm
+    where torch has it (2.6 on), else the same sum of per-tensor norms
+    (torch 1.13, Debian 12's)."""
+    import torch
+
+    if hasattr(torch.nn.utils, "get_total_norm"):
+        return torch.nn.utils.get_total_norm(grads)
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+
+
 def clip_factor(norm, max_norm):
     """bitpipe's clipping (AdamW::beginStep): max / (norm + 1e-6) when the
     norm exceeds max, else 1; torch.nn.utils.clip_grad_norm_'s factor."""

@@ -8,6 +8,7 @@
 #   bench/peers/run.sh [--bin DIR] [--out DIR] [--only single|pipelines]
 #                      [--steps K] [--rounds R] [--models LIST]
 #                      [--schedule S] [--threads2] [--cold-compile]
+#                      [--debian-torch]
 #                      [--pipe-models LIST] [--pipe-steps K] [--ranks R]
 #                      [--pipe-schedules LIST]
 #                      [--lr X] [--weight-decay X] [--max-grad-norm X]
@@ -31,6 +32,15 @@
 #                      losses are the same bit for bit)
 #     --threads2       also bitpipe (--threads 2) and PyTorch eager with 2
 #                      threads, side by side
+#     --debian-torch   also Debian 12's own PyTorch (python3-torch, 1.13;
+#                      installed with apt when missing) on
+#                      bench/peers/plain_model.py's GPT-2 and LLaMA (Debian
+#                      has no transformers), eager, 1 thread (and 2 with
+#                      --threads2), alternating with the others; with
+#                      OMP_WAIT_POLICY=PASSIVE, as its libgomp threads
+#                      and OpenBLAS's own (Debian's pthreads build) spin
+#                      against each other otherwise (gpt-cpu-medium at 2
+#                      threads: about 580 tok/s spinning, 1,500 passive)
 #     --cold-compile   torch.compile with an empty inductor cache in the work
 #                      folder (default: the user's cache, so that a second
 #                      run.sh compiles from it)
@@ -84,6 +94,7 @@ rounds=1
 models="gpt-cpu-medium:bench/train-step/gpt-cpu-medium.json:2 llama-tiny:examples/llama-tiny.json:4 gpt-cpu-large:bench/peers/gpt-cpu-large.json:1 llama-cpu-large:bench/peers/llama-cpu-large.json:1"
 schedule=1f1b
 threads2=0
+debian=0
 cold=0
 only=
 pipe_models="gpt-cpu-medium:bench/train-step/gpt-cpu-medium.json:8 llama-tiny:examples/llama-tiny.json:8"
@@ -106,6 +117,7 @@ while [ $# -gt 0 ]; do
   --models) models=$2; shift 2 ;;
   --schedule) schedule=$2; shift 2 ;;
   --threads2) threads2=1; shift ;;
+  --debian-torch) debian=1; shift ;;
   --only) only=$2; shift 2 ;;
   --pipe-models) pipe_models=$2; shift 2 ;;
   --pipe-steps) pipe_steps=$2; shift 2 ;;
@@ -152,6 +164,20 @@ command -v mpirun >/dev/null || { echo "run.sh: no mpirun" >&2; exit 1; }
 started=$(date +%s)
 "$here/setup.sh" >&2
 py=$("$here/setup.sh" --print-dir)/bin/python
+# Debian's PyTorch: its python3, with python3-torch from apt. -I keeps a
+# user's site-packages (another torch) out of it (-s for the runs:
+# -I would also drop the script's folder from the path).
+debian_py=/usr/bin/python3
+if [ "$debian" = 1 ] && [ "$only" != pipelines ]; then
+  if ! "$debian_py" -I -c 'import torch' 2>/dev/null; then
+    command -v apt-get >/dev/null || { echo "run.sh: --debian-torch: no apt-get to install python3-torch" >&2; exit 1; }
+    sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+    echo "run.sh: installing Debian's python3-torch (apt)" >&2
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-torch >&2 ||
+      { echo "run.sh: --debian-torch: apt-get install python3-torch failed" >&2; exit 1; }
+  fi
+  echo "run.sh: Debian's PyTorch $("$debian_py" -I -c 'import torch; print(torch.__version__)')" >&2
+fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_PROGRESS_BARS=1
 case $out in /*) ;; *) out=$PWD/$out ;; esac
 rm -rf "$out"
@@ -175,7 +201,7 @@ tokens=$out/tokens.bin
 "$bin/bitpipe-tokenize" -o "$tokens" /usr/share/common-licenses/* >&2
 
 {
-  echo "{\"steps\": $steps, \"rounds\": $rounds, \"lr\": \"$lr\", \"weight_decay\": \"$wd\", \"max_grad_norm\": \"$clip\", \"seed\": $seed, \"sampling\": \"$sampling\", \"schedule\": \"$schedule\", \"threads2\": $threads2, \"cold_compile\": $cold, \"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')\", \"cores\": $(nproc)}"
+  echo "{\"steps\": $steps, \"rounds\": $rounds, \"debian_torch\": $debian, \"lr\": \"$lr\", \"weight_decay\": \"$wd\", \"max_grad_norm\": \"$clip\", \"seed\": $seed, \"sampling\": \"$sampling\", \"schedule\": \"$schedule\", \"threads2\": $threads2, \"cold_compile\": $cold, \"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')\", \"cores\": $(nproc)}"
 } >"$out/run.json"
 
 # model_spec OPTION SPEC: NAME:CONFIG:MICROBATCHES into name, config (made
@@ -225,6 +251,15 @@ for spec in $models; do
       echo "   round $r: PyTorch eager, 2 threads" >&2
       OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 "${peer[@]}" --threads 2 --label eager-2t --metrics "$d/eager2.$r.jsonl" >"$d/eager2.$r.out" 2>"$d/eager2.$r.err" ||
         { tail "$d/eager2.$r.err" >&2; exit 1; }
+    fi
+    if [ "$debian" = 1 ]; then
+      for t in 1 $([ "$threads2" = 1 ] && echo 2); do
+        kind=debian; [ "$t" = 2 ] && kind=debian2
+        echo "   round $r: Debian's PyTorch eager, plain model, $t thread(s)" >&2
+        OMP_NUM_THREADS=$t OMP_WAIT_POLICY=PASSIVE "$debian_py" -s "${peer[@]:1}" --model plain --threads "$t" --label "$kind" \
+          --metrics "$d/$kind.$r.jsonl" >"$d/$kind.$r.out" 2>"$d/$kind.$r.err" ||
+          { tail "$d/$kind.$r.err" >&2; exit 1; }
+      done
     fi
   done
   list+=("$name")

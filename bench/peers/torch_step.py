@@ -11,6 +11,11 @@ summary line:
   {"step": 1, "loss": ..., "grad_norm": ..., "tokens_per_s": ..., "seconds": ...}
   {"summary": true, "peak_rss_mib": ..., "rss_after_load_mib": ..., ...}
 
+--model plain trains bench/peers/plain_model.py's GPT-2 and LLaMA instead
+(the same graphs in plain PyTorch, no transformers): the peer that Debian's
+own python3-torch (1.13) can run, which has no transformers and no
+torch.compile.
+
 Run it with the peer environment's python (bench/peers/setup.sh --print-dir):
 
   PY=$(bench/peers/setup.sh --print-dir)/bin/python
@@ -18,7 +23,7 @@ Run it with the peer environment's python (bench/peers/setup.sh --print-dir):
       --microbatch-size 4 --microbatches 4 --steps 12 [--lr 1e-3] \
       [--weight-decay 0.01] [--max-grad-norm 0] [--seed 0] \
       [--sampling random|sequential] [--threads 1] [--compile] [--metrics PATH]
-      [--dtype float32|float64] [--save-hf DIR]
+      [--dtype float32|float64] [--save-hf DIR] [--model transformers|plain]
 
 What bitpipe does, and where it says so (each is matched here):
 
@@ -70,7 +75,7 @@ import time
 
 from peer_model import (add_run_args, adamw, check_no_dropout, check_run_args,
                         model_class, offline_transformers, rss_mib,
-                        token_windows)
+                        token_windows, total_norm)
 
 PROG = "torch_step.py"
 
@@ -83,10 +88,14 @@ def parse_args(argv):
                    help="float64: a reference run of the same semantics in double precision")
     p.add_argument("--compile", action="store_true", help="torch.compile the loss function (model included), mode default")
     p.add_argument("--save-hf", help="at the end, write the trained weights here (save_pretrained, float32)")
+    p.add_argument("--model", choices=["transformers", "plain"], default="transformers",
+                   help="transformers' classes (default), or plain_model.py's (no transformers needed)")
     a = p.parse_args(argv)
     check_run_args(p, a)
     if a.threads <= 0:
         p.error("--threads must be positive")
+    if a.model == "plain" and a.save_hf:
+        p.error("--save-hf writes with transformers' save_pretrained: not with --model plain")
     return a
 
 
@@ -96,16 +105,29 @@ def main(argv):
     import torch
     import torch.nn.functional as F
 
-    transformers = offline_transformers()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)  # nothing here draws; dropout is off
+    if a.compile and not hasattr(torch, "compile"):
+        sys.exit("%s: --compile: torch %s has no torch.compile" % (PROG, torch.__version__))
 
-    cls, drop, mtype = model_class(a.hf, PROG)
     dtype = torch.float64 if a.dtype == "float64" else torch.float32
-    model = cls.from_pretrained(a.hf, attn_implementation="eager", dtype=dtype, **drop)
+    transformers = None
+    if a.model == "plain":
+        import plain_model
+
+        model, cfg = plain_model.load(a.hf, dtype, PROG)
+        mtype = cfg.model_type
+        forward = model
+    else:
+        transformers = offline_transformers()
+        cls, drop, mtype = model_class(a.hf, PROG)
+        model = cls.from_pretrained(a.hf, attn_implementation="eager", dtype=dtype, **drop)
+        cfg = model.config
+
+        def forward(x):
+            return model(input_ids=x).logits
     model.train()
     check_no_dropout(model, PROG)
-    cfg = model.config
     max_pos = getattr(cfg, "n_positions", None) or cfg.max_position_embeddings
     if a.seq_len > max_pos:
         sys.exit("%s: --seq-len %d exceeds the model's %d positions" % (PROG, a.seq_len, max_pos))
@@ -118,7 +140,7 @@ def main(argv):
     batch = token_windows(a, cfg.vocab_size, PROG)
 
     def loss_fn(x, y):
-        logits = model(input_ids=x).logits
+        logits = forward(x)
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
 
     step_loss = torch.compile(loss_fn) if a.compile else loss_fn
@@ -140,7 +162,7 @@ def main(argv):
         if a.max_grad_norm > 0:
             norm = torch.nn.utils.clip_grad_norm_(params, a.max_grad_norm)
         else:
-            norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+            norm = total_norm([p.grad for p in params])
         opt.step()
         sec = time.perf_counter() - t0
         if a.compile and s == 0:
@@ -160,7 +182,8 @@ def main(argv):
                "threads": torch.get_num_threads(), "compile": a.compile,
                "first_step_s_with_compile": compile_s, "setup_s": setup_s,
                "rss_after_load_mib": rss_load, "peak_rss_mib": rss_mib(),
-               "torch": torch.__version__, "transformers": transformers.__version__}
+               "torch": torch.__version__, "model": a.model,
+               "transformers": transformers.__version__ if transformers else None}
     print(json.dumps(summary), flush=True)
     return 0
 
