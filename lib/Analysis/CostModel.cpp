@@ -20,6 +20,16 @@ static int64_t bytesOf(Value v) {
   return checkedTensorBytes(type).value_or(kMaxCount);
 }
 
+/// The bytes of the statistics \p op will keep for its backward and does
+/// not return yet (nn::BackwardOpInterface::getStatisticBytes); once it
+/// returns them they are among its saved values.
+static int64_t statisticBytesOf(Operation *op) {
+  auto backward = dyn_cast<nn::BackwardOpInterface>(op);
+  if (!backward || backward.getNumStatisticResults() != 0)
+    return 0;
+  return backward.getStatisticBytes();
+}
+
 /// The weight operands and the saved activations of an nn forward op.
 static void classifyValues(Operation *op, SmallVectorImpl<Value> &weights,
                            SmallVectorImpl<Value> &activations) {
@@ -32,6 +42,9 @@ static void classifyValues(Operation *op, SmallVectorImpl<Value> &weights,
   for (Value saved : backward.getSavedValues())
     if (!llvm::is_contained(weights, saved))
       activations.push_back(saved);
+  // What the statistics form will keep too (bitpipe-generate-backward's
+  // default), as the statistics themselves (statisticBytesOf).
+  llvm::append_range(activations, backward.getValuesSavedWithStatistics());
 }
 
 Cost bitpipe::costOfOp(Operation *op) {
@@ -46,6 +59,8 @@ Cost bitpipe::costOfOp(Operation *op) {
     cost.parameterBytes = saturatingSum({cost.parameterBytes, bytesOf(w)});
   for (Value a : activations)
     cost.activationBytes = saturatingSum({cost.activationBytes, bytesOf(a)});
+  cost.activationBytes =
+      saturatingSum({cost.activationBytes, statisticBytesOf(op)});
   return cost;
 }
 
@@ -73,6 +88,8 @@ struct Accumulator {
       if (seenActivations.insert(a).second)
         cost.activationBytes =
             saturatingSum({cost.activationBytes, bytesOf(a)});
+    cost.activationBytes =
+        saturatingSum({cost.activationBytes, statisticBytesOf(op)});
   }
 };
 } // namespace

@@ -139,13 +139,14 @@ Value ModelBuilder::layerNorm(Value x, StringRef prefix) {
   Value gamma = arg(paramIndex[(prefix + ".weight").str()]);
   Value beta = arg(paramIndex[(prefix + ".bias").str()]);
   return create<LayerNormOp>(x, gamma, beta,
-                             b.getF32FloatAttr(config.layerNormEpsilon));
+                             b.getF32FloatAttr(config.layerNormEpsilon),
+                             /*with_stats=*/UnitAttr());
 }
 
 Value ModelBuilder::rmsNorm(Value x, StringRef prefix) {
   Value gamma = arg(paramIndex[(prefix + ".weight").str()]);
-  return create<RMSNormOp>(x, gamma,
-                           b.getF32FloatAttr(config.layerNormEpsilon));
+  return create<RMSNormOp>(x, gamma, b.getF32FloatAttr(config.layerNormEpsilon),
+                           /*with_stats=*/UnitAttr());
 }
 
 Value ModelBuilder::linearNoBias(Value x, StringRef prefix) {
@@ -174,11 +175,12 @@ Value ModelBuilder::attention(Value qkv, int64_t index, bool causal) {
   UnitAttr causalAttr = causal ? b.getUnitAttr() : UnitAttr();
   if (config.attentionDropout == 0)
     return create<AttentionOp>(qkv, heads, kvHeads, causalAttr, Value(),
-                               DropoutAttr());
+                               DropoutAttr(), /*with_stats=*/UnitAttr());
   return create<AttentionOp>(
       qkv, heads, kvHeads, causalAttr, arg(*dropoutKey),
       DropoutAttr::get(&ctx, static_cast<float>(config.attentionDropout),
-                       attentionDropoutSite(index)));
+                       attentionDropoutSite(index)),
+      /*with_stats=*/UnitAttr());
 }
 
 Value ModelBuilder::llamaLayer(Value x, int64_t index) {

@@ -49,7 +49,8 @@ bool isLoss(Value v) {
 /// Differentiates one stage function.
 class StageDifferentiator {
 public:
-  StageDifferentiator(func::FuncOp forward) : forward(forward) {}
+  StageDifferentiator(func::FuncOp forward, bool saveStatistics)
+      : forward(forward), saveStatistics(saveStatistics) {}
 
   /// Builds `@<name>_bwd` after the forward, and makes the forward return
   /// its saved values. Returns the backward function.
@@ -57,10 +58,12 @@ public:
 
 private:
   LogicalResult collectActiveOps();
+  void keepStatistics();
   void addGrad(OpBuilder &b, Value forwardValue, Value grad,
                Attribute layer = {});
 
   func::FuncOp forward;
+  bool saveStatistics;
   SmallVector<Operation *> activeOps; ///< Forward order.
   llvm::SetVector<Value> savedArgs, savedResults;
   IRMapping toBackward;                ///< Forward -> backward values.
@@ -93,6 +96,8 @@ LogicalResult StageDifferentiator::collectActiveOps() {
     needed.insert(op.operand_begin(), op.operand_end());
   }
   std::reverse(activeOps.begin(), activeOps.end());
+  if (saveStatistics)
+    keepStatistics();
   for (Operation *op : activeOps)
     for (Value v : cast<nn::BackwardOpInterface>(op).getSavedValues()) {
       if (auto arg = dyn_cast<BlockArgument>(v))
@@ -101,6 +106,25 @@ LogicalResult StageDifferentiator::collectActiveOps() {
         savedResults.insert(v);
     }
   return success();
+}
+
+/// Replaces every active op that can return the statistics its backward
+/// reads by the form that does (nn::BackwardOpInterface::
+/// buildWithStatistics), so that the backward reads them instead of
+/// computing them again; they become saved values like any other.
+void StageDifferentiator::keepStatistics() {
+  OpBuilder b(forward.getContext());
+  for (Operation *&op : activeOps) {
+    b.setInsertionPoint(op);
+    Operation *withStats =
+        cast<nn::BackwardOpInterface>(op).buildWithStatistics(b);
+    if (!withStats)
+      continue;
+    for (unsigned i = 0, e = op->getNumResults(); i < e; ++i)
+      op->getResult(i).replaceAllUsesWith(withStats->getResult(i));
+    op->erase();
+    op = withStats;
+  }
 }
 
 void StageDifferentiator::addGrad(OpBuilder &b, Value forwardValue, Value grad,
@@ -207,10 +231,21 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
     }
     if (!any)
       continue;
-    if (llvm::is_contained(resultGrads, Value()))
+    // Statistics (the last results) have no gradient; every other result
+    // needs one.
+    unsigned numStatistics =
+        cast<nn::BackwardOpInterface>(op).getNumStatisticResults();
+    ArrayRef<Value> differentiable =
+        ArrayRef<Value>(resultGrads).drop_back(numStatistics);
+    if (llvm::is_contained(differentiable, Value()))
       return op->emitOpError() << "has results with and without gradients; "
                                   "only single-result forward ops are "
                                   "supported";
+    if (llvm::any_of(ArrayRef<Value>(resultGrads).take_back(numStatistics),
+                     [](Value g) { return static_cast<bool>(g); }))
+      return op->emitOpError() << "has a gradient flowing into a statistic "
+                                  "(a result its backward reads), which has "
+                                  "none";
     created.ops.clear();
     SmallVector<Value> operandGrads;
     if (failed(cast<nn::BackwardOpInterface>(op).buildBackward(b, resultGrads,
@@ -487,7 +522,8 @@ struct GenerateBackwardPass
         stage.emitOpError() << "already has a backward";
         return signalPassFailure();
       }
-      FailureOr<func::FuncOp> bwd = StageDifferentiator(stage).run();
+      FailureOr<func::FuncOp> bwd =
+          StageDifferentiator(stage, saveStatistics).run();
       if (failed(bwd) ||
           failed(updateCallers(stage, users.lookup(stage.getSymNameAttr()))))
         return signalPassFailure();

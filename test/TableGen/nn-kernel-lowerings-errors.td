@@ -13,6 +13,8 @@
 // RUN: not bitpipe-tblgen -gen-nn-kernel-lowerings %tblgen_includes -DVARIANT %s 2>&1 | FileCheck %s --check-prefix=VARIANT
 // RUN: not bitpipe-tblgen -gen-nn-kernel-lowerings %tblgen_includes -DRESULT_TWICE %s 2>&1 | FileCheck %s --check-prefix=RESULT-TWICE
 // RUN: not bitpipe-tblgen -gen-nn-kernel-lowerings %tblgen_includes -DUNWRITTEN_SCRATCH %s 2>&1 | FileCheck %s --check-prefix=UNWRITTEN-SCRATCH
+// RUN: not bitpipe-tblgen -gen-nn-kernel-lowerings %tblgen_includes -DSTAT_NOT_VARIADIC %s 2>&1 | FileCheck %s --check-prefix=STAT-NOT-VARIADIC
+// RUN: not bitpipe-tblgen -gen-nn-kernel-lowerings %tblgen_includes -DSTAT_MISSING %s 2>&1 | FileCheck %s --check-prefix=STAT-MISSING
 
 include "bitpipe/Dialect/NN/IR/NNDialect.td"
 
@@ -90,7 +92,7 @@ def BadOp : NN_Op<"bad"> {
 #endif
 
 #ifdef UNKNOWN_FORM
-// UNKNOWN-FORM: error: nn.bad: kernelCalls[0] (bp_gelu_fwd), argument 2 (n, DIM): unknown form (size ...); expected operand, result, grad_acc, scratch, rows, last_dim, dim, numel, i64, f32 or i32
+// UNKNOWN-FORM: error: nn.bad: kernelCalls[0] (bp_gelu_fwd), argument 2 (n, DIM): unknown form (size ...); expected operand, result, grad_acc, scratch, stat, rows, last_dim, dim, numel, i64, f32 or i32
 def size;
 def BadOp : NN_Op<"bad"> {
   let arguments = (ins T:$x);
@@ -145,5 +147,28 @@ def BadOp : NN_Op<"bad"> {
   let kernelCalls = [NN_KernelCall<"rms_norm_bwd", (call
       (operand $dy), (operand $x), (operand $gamma), (scratch (rows $x)),
       (result $dx), (grad_acc $dgamma), (rows $x), (last_dim $x))>];
+}
+#endif
+
+#ifdef STAT_NOT_VARIADIC
+// STAT-NOT-VARIADIC: error: nn.bad: kernelCalls[0] (bp_rms_norm_fwd), argument 3 (rstd, STAT_OUT): 'y' is no variadic result or operand
+def BadOp : NN_Op<"bad"> {
+  let arguments = (ins T:$x, T:$gamma, F32Attr:$eps);
+  let results = (outs T:$y);
+  let kernelCalls = [NN_KernelCall<"rms_norm_fwd", (call
+      (operand $x), (operand $gamma), (result $y), (stat $y, 0, (rows $x)),
+      (rows $x), (last_dim $x), (f32 $eps))>];
+}
+#endif
+
+#ifdef STAT_MISSING
+// STAT-MISSING: error: nn.bad: statistic 0 of 'stats' is in no kernel call
+def BadOp : NN_Op<"bad"> {
+  let arguments = (ins T:$x, T:$gamma, F32Attr:$eps);
+  let results = (outs T:$y, Variadic<T>:$stats);
+  let kernelCalls = [NN_KernelCall<"layer_norm_fwd", (call
+      (operand $x), (operand $gamma), (operand $gamma), (result $y),
+      (scratch (rows $x)), (stat $stats, 1, (rows $x)), (rows $x),
+      (last_dim $x), (f32 $eps))>];
 }
 #endif

@@ -94,6 +94,46 @@ def TestNormGradOp : NN_Op<"test_norm_grad"> {
         (grad_acc $dgamma), (i64 "$_op.getN() * 2"), (last_dim $x))>];
 }
 
+// Statistics: (stat $x, i, sizes...) is element i of the variadic result or
+// operand $x when the op has them, else scratch; the forward returns them
+// only when present, and the backward's recomputation (emitIf) runs only
+// when they are absent.
+// CHECK-LABEL: /// nn.test_stats_grad: bp_rms_norm_fwd (when op.getStats().empty()), bp_rms_norm_bwd.
+// CHECK:         Value stats0Buffer = adaptor.getStats().empty() ? emit.allocScratch({rows(op.getX())}) : Value(adaptor.getStats()[0]);
+// CHECK-NEXT:    if (op.getStats().empty())
+// CHECK-NEXT:      emit.call(Kernel::bp_rms_norm_fwd,
+// CHECK:                      emit.pointer(stats0Buffer),
+// CHECK:         emit.call(Kernel::bp_rms_norm_bwd,
+// CHECK:                    emit.pointer(stats0Buffer),
+// CHECK-LABEL: /// nn.test_stats: bp_rms_norm_fwd.
+// CHECK:         Value yBuffer = emit.alloc(op.getY().getType());
+// CHECK-NEXT:    Value stats0Buffer = op.getStats().empty() ? emit.allocScratch({rows(op.getX())}) : Value(emit.alloc(op.getStats()[0].getType()));
+// CHECK:         SmallVector<Value> results;
+// CHECK-NEXT:    results.push_back(yBuffer);
+// CHECK-NEXT:    if (!op.getStats().empty())
+// CHECK-NEXT:      results.append({stats0Buffer});
+// CHECK-NEXT:    rewriter.replaceOp(op, results);
+def TestStatsOp : NN_Op<"test_stats"> {
+  let arguments = (ins AnyTensor_:$x, AnyTensor_:$gamma, F32Attr:$eps);
+  let results = (outs AnyTensor_:$y, Variadic<AnyTensor_>:$stats);
+  let kernelCalls = [NN_KernelCall<"rms_norm_fwd", (call
+      (operand $x), (operand $gamma), (result $y),
+      (stat $stats, 0, (rows $x)), (rows $x), (last_dim $x), (f32 $eps))>];
+}
+def TestStatsGradOp : NN_Op<"test_stats_grad"> {
+  let arguments = (ins AnyTensor_:$x, AnyTensor_:$gamma, AnyTensor_:$dy,
+                       Variadic<AnyTensor_>:$stats, F32Attr:$eps);
+  let results = (outs AnyTensor_:$dx, AnyTensor_:$dgamma);
+  let kernelCalls = [
+    NN_KernelCall<"rms_norm_fwd", (call
+        (operand $x), (operand $gamma), (result $dx),
+        (stat $stats, 0, (rows $x)):$rstd, (rows $x), (last_dim $x),
+        (f32 $eps)), "", "", "$_op.getStats().empty()">,
+    NN_KernelCall<"rms_norm_bwd", (call
+        (operand $dy), (operand $x), (operand $gamma), $rstd, (result $dx),
+        (grad_acc $dgamma), (rows $x), (last_dim $x))>];
+}
+
 // A grad_acc result makes a GradientPattern; an Optional one is only
 // accumulated, passed and returned when present.
 // CHECK-LABEL: /// nn.test_weight_grad: bp_linear_bwd_weight.
@@ -123,5 +163,7 @@ def TestWeightGradOp : NN_Op<"test_weight_grad"> {
 // CHECK-NEXT:    patterns.add<TestGeluOpKernelLowering>(converter, context, precision);
 // CHECK-NEXT:    patterns.add<TestLinearOpKernelLowering>(converter, context, precision);
 // CHECK-NEXT:    patterns.add<TestNormGradOpKernelLowering>(converter, context, precision, sums);
+// CHECK-NEXT:    patterns.add<TestStatsGradOpKernelLowering>(converter, context, precision, sums);
+// CHECK-NEXT:    patterns.add<TestStatsOpKernelLowering>(converter, context, precision);
 // CHECK-NEXT:    patterns.add<TestWeightGradOpKernelLowering>(converter, context, precision, sums);
 // CHECK-NEXT:  }

@@ -1,18 +1,20 @@
 // RUN: bitpipe-opt %s --split-input-file --bitpipe-generate-backward | FileCheck %s
 // RUN: bitpipe-opt %s --split-input-file --bitpipe-generate-backward=split | FileCheck %s --check-prefix=SPLIT
+// RUN: bitpipe-opt %s --split-input-file --bitpipe-generate-backward=save-statistics=false | FileCheck %s --check-prefix=RECOMPUTE
 
 // An MLP block with a residual: the input x fans out (layer norm and the
-// residual add), so its gradient is a sum; the forward now returns the three
-// op results its backward reads.
+// residual add), so its gradient is a sum; the forward now returns the op
+// results its backward reads: the layer norm's statistics (it returns them
+// with_stats) and three activations.
 
 // CHECK-LABEL: func.func @mlp_stage1(
-// CHECK-SAME: -> (tensor<2x4x8xf32>, tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 1 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 2 : i64})
+// CHECK-SAME: -> (tensor<2x4x8xf32>, tensor<2x4xf32> {bitpipe.saved = 0 : i64}, tensor<2x4xf32> {bitpipe.saved = 1 : i64}, tensor<2x4x8xf32> {bitpipe.saved = 2 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 3 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 4 : i64})
 // CHECK-SAME: attributes {bitpipe.backward = @mlp_stage1_bwd, bitpipe.stage = 1 : i64}
-// CHECK:      %[[LN:.*]] = nn.layer_norm
+// CHECK:      %[[LN:[a-z0-9_]+]], %[[STATS:[a-z0-9_]+]]:2 = nn.layer_norm %{{.*}} with_stats {nn.layer = 1 : i64} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
 // CHECK:      %[[H:.*]] = nn.linear %[[LN]]
 // CHECK:      %[[GE:.*]] = nn.gelu %[[H]]
 // CHECK:      %[[R:.*]] = nn.add
-// CHECK:      return %[[R]], %[[LN]], %[[H]], %[[GE]]
+// CHECK:      return %[[R]], %[[STATS]]#0, %[[STATS]]#1, %[[LN]], %[[H]], %[[GE]]
 
 // The backward takes the forward arguments it reads (x, the gain and both
 // weights; not the layer-norm bias; each names its forward argument), the saved values, and the output
@@ -22,9 +24,11 @@
 // CHECK-SAME: %[[G:[a-z0-9]+]]: tensor<8xf32> {bitpipe.forward_arg = 1 : i64, nn.param = "ln.weight"},
 // CHECK-SAME: %[[W1:[a-z0-9]+]]: tensor<16x8xf32> {bitpipe.forward_arg = 3 : i64, nn.param = "fc.weight"},
 // CHECK-SAME: %[[W2:[a-z0-9]+]]: tensor<8x16xf32> {bitpipe.forward_arg = 4 : i64, nn.param = "proj.weight"},
-// CHECK-SAME: %[[SLN:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.saved = 0 : i64},
-// CHECK-SAME: %[[SH:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 1 : i64},
-// CHECK-SAME: %[[SGE:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 2 : i64},
+// CHECK-SAME: %[[MEAN:[a-z0-9]+]]: tensor<2x4xf32> {bitpipe.saved = 0 : i64},
+// CHECK-SAME: %[[RSTD:[a-z0-9]+]]: tensor<2x4xf32> {bitpipe.saved = 1 : i64},
+// CHECK-SAME: %[[SLN:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.saved = 2 : i64},
+// CHECK-SAME: %[[SH:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 3 : i64},
+// CHECK-SAME: %[[SGE:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 4 : i64},
 // CHECK-SAME: %[[DY:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64})
 // CHECK-SAME: -> (tensor<2x4x8xf32> {bitpipe.grad_of_arg = 0 : i64},
 // CHECK-SAME: tensor<8xf32> {bitpipe.grad_of_arg = 1 : i64, nn.param = "ln.weight"},
@@ -37,7 +41,7 @@
 // CHECK:      %[[DH:.*]] = nn.gelu_grad %[[SH]], %[[DGE]]
 // CHECK:      %[[DLN:.*]] = nn.linear_input_grad %[[DH]], %[[W1]]
 // CHECK:      %[[DW1:.*]] = nn.linear_weight_grad %[[SLN]], %[[DH]]
-// CHECK:      %[[DX1:.*]], %[[DG:.*]], %[[DB:.*]] = nn.layer_norm_grad %[[X]], %[[G]], %[[DLN]]
+// CHECK:      %[[DX1:.*]], %[[DG:.*]], %[[DB:.*]] = nn.layer_norm_grad %[[X]], %[[G]], %[[DLN]], %[[MEAN]], %[[RSTD]]
 // CHECK:      %[[DX:.*]] = nn.add %[[DY]], %[[DX1]] {nn.layer = 1 : i64}
 // CHECK:      return %[[DX]], %[[DG]], %[[DB]], %[[DW1]], %[[DW2]]
 
@@ -52,8 +56,8 @@
 // SPLIT-NOT:  nn.linear_weight_grad
 // SPLIT:      return {{.*}}, %[[DH]] :
 // SPLIT-LABEL: func.func private @mlp_stage1_bwd_weight(
-// SPLIT-SAME: %[[SLN:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.saved = 0 : i64},
-// SPLIT-SAME: %[[SGE:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 2 : i64},
+// SPLIT-SAME: %[[SLN:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.saved = 2 : i64},
+// SPLIT-SAME: %[[SGE:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 4 : i64},
 // SPLIT-SAME: %[[DY:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64},
 // SPLIT-SAME: %[[DH:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.stash = 0 : i64})
 // SPLIT-SAME: -> (tensor<16x8xf32> {{{.*}}"fc.weight"}, tensor<8x16xf32> {{{.*}}"proj.weight"})
@@ -116,31 +120,47 @@ func.func @tied_stage0(%tok: tensor<2x4xi32> {nn.input = "tokens"}, %wte: tensor
 
 // A LLaMA layer (docs/llama.md): the rotary embedding keeps nothing (its
 // backward is the inverse rotation of the gradient), so its input is not
-// saved, only its output, which the attention reads; RMSNorm keeps its
-// input (a forward argument) and gain; SwiGLU keeps gate and up.
+// saved, only its output, which the attention reads; the attention returns
+// its log-sum-exps (with_stats), which are saved with its output (saved
+// already as the MLP's input); RMSNorm keeps its input (a forward
+// argument), gain and rows' rstd; SwiGLU keeps gate and up.
+// Without saved statistics the norm and the attention keep their one
+// result and their backward runs the forward again
+// (bitpipe-lower-nn-to-runtime).
+// RECOMPUTE-LABEL: func.func @llama_stage1(
+// RECOMPUTE-SAME: -> (tensor<2x4x8xf32>, tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 1 : i64}, tensor<2x4x8xf32> {bitpipe.saved = 2 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 3 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 4 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 5 : i64})
+// RECOMPUTE:      nn.rms_norm %{{.*}} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+// RECOMPUTE:      nn.attention %{{.*}} heads(2) kv_heads(1) causal : (tensor<2x4x16xf32>) -> tensor<2x4x8xf32>
+// RECOMPUTE-LABEL: func.func private @llama_stage1_bwd(
+// RECOMPUTE:      nn.attention_grad %{{[a-z0-9]+}}, %{{[a-z0-9]+}} heads(2) kv_heads(1) causal :
+// RECOMPUTE:      nn.rms_norm_grad %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}} :
 // CHECK-LABEL: func.func @llama_stage1(
-// CHECK-SAME: -> (tensor<2x4x8xf32>, tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 1 : i64}, tensor<2x4x8xf32> {bitpipe.saved = 2 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 3 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 4 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 5 : i64})
-// CHECK:      %[[N:.*]] = nn.rms_norm
+// CHECK-SAME: -> (tensor<2x4x8xf32>, tensor<2x4xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x8xf32> {bitpipe.saved = 1 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 2 : i64}, tensor<2x4x8xf32> {bitpipe.saved = 3 : i64}, tensor<2x2x4xf32> {bitpipe.saved = 4 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 5 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 6 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 7 : i64})
+// CHECK:      %[[N:[a-z0-9_]+]], %[[NSTATS:[a-z0-9_]+]] = nn.rms_norm {{.*}} with_stats
 // CHECK:      %[[QKV:.*]] = nn.linear %[[N]]
 // CHECK:      %[[ROT:.*]] = nn.rotary %[[QKV]] heads(2) kv_heads(1)
-// CHECK:      %[[A:.*]] = nn.attention %[[ROT]] heads(2) kv_heads(1) causal
+// CHECK:      %[[A:.*]], %[[LSE:.*]] = nn.attention %[[ROT]] heads(2) kv_heads(1) causal with_stats : (tensor<2x4x16xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4xf32>)
 // CHECK:      %[[GATE:.*]] = nn.linear %[[A]]
 // CHECK:      %[[UP:.*]] = nn.linear %[[A]]
 // CHECK:      %[[S:.*]] = nn.swiglu %[[GATE]], %[[UP]]
-// CHECK:      return %{{.*}}, %[[N]], %[[ROT]], %[[A]], %[[GATE]], %[[UP]], %[[S]]
+// CHECK:      return %{{.*}}, %[[NSTATS]], %[[N]], %[[ROT]], %[[A]], %[[LSE]], %[[GATE]], %[[UP]], %[[S]]
 // CHECK-LABEL: func.func private @llama_stage1_bwd(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.forward_arg = 0 : i64},
 // CHECK-SAME: %[[G:[a-z0-9]+]]: tensor<8xf32> {bitpipe.forward_arg = 1 : i64, nn.param = "ln1.weight"},
-// CHECK-SAME: %[[SROT:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 1 : i64},
-// CHECK-SAME: %[[SGATE:[a-z0-9]+]]: tensor<2x4x12xf32> {bitpipe.saved = 3 : i64},
-// CHECK-SAME: %[[SUP:[a-z0-9]+]]: tensor<2x4x12xf32> {bitpipe.saved = 4 : i64},
+// CHECK-SAME: %[[SRSTD:[a-z0-9]+]]: tensor<2x4xf32> {bitpipe.saved = 0 : i64},
+// CHECK-SAME: %[[SROT:[a-z0-9]+]]: tensor<2x4x16xf32> {bitpipe.saved = 2 : i64},
+// CHECK-SAME: %[[SA:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.saved = 3 : i64},
+// CHECK-SAME: %[[SLSE:[a-z0-9]+]]: tensor<2x2x4xf32> {bitpipe.saved = 4 : i64},
+// CHECK-SAME: %[[SGATE:[a-z0-9]+]]: tensor<2x4x12xf32> {bitpipe.saved = 5 : i64},
+// CHECK-SAME: %[[SUP:[a-z0-9]+]]: tensor<2x4x12xf32> {bitpipe.saved = 6 : i64},
 // CHECK:      %[[DGATE:.*]], %[[DUP:.*]] = nn.swiglu_grad %[[SGATE]], %[[SUP]], %{{.*}} :
-// CHECK:      %[[DQKV:.*]] = nn.attention_grad %[[SROT]], %{{.*}} heads(2) kv_heads(1) causal
+// CHECK:      %[[DQKV:.*]] = nn.attention_grad %[[SROT]], %{{.*}} saved(%[[SA]], %[[SLSE]]) heads(2) kv_heads(1) causal
 // CHECK:      %[[DROT:.*]] = nn.rotary_grad %[[DQKV]] heads(2) kv_heads(1) :
 // CHECK:      nn.linear_input_grad %[[DROT]]
-// CHECK:      %{{.*}}, %[[DG:.*]] = nn.rms_norm_grad %[[X]], %[[G]], %{{.*}} :
+// CHECK:      %{{.*}}, %[[DG:.*]] = nn.rms_norm_grad %[[X]], %[[G]], %{{.*}}, %[[SRSTD]] :
 // CHECK:      return %{{.*}}, %[[DG]],
 // SPLIT-LABEL: func.func private @llama_stage1_bwd_input(
+// SPLIT:      nn.attention_grad {{.*}} saved(
 // SPLIT:      nn.rms_norm_grad
 // SPLIT-LABEL: func.func private @llama_stage1_bwd_weight(
 // SPLIT-NOT:  nn.rms_norm_grad

@@ -23,6 +23,7 @@
 #include "llvm/TableGen/Record.h"
 #include "llvm/TableGen/TableGenBackend.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,7 @@ enum class Form {
   GradAcc,
   Scratch,    // (scratch sizes...): a new buffer
   ScratchRef, // $name: the buffer an earlier (scratch ...):$name made
+  Stat,       // (stat $x, i, sizes...): statistic i of variadic $x, or scratch
   Size,
   F32,
   I32
@@ -72,6 +74,8 @@ StringRef formName(Form form) {
     return "a new scratch buffer";
   case Form::ScratchRef:
     return "a scratch buffer";
+  case Form::Stat:
+    return "a statistic";
   case Form::Size:
     return "a size";
   case Form::F32:
@@ -95,6 +99,9 @@ llvm::ArrayRef<StringRef> rolesOf(Form form, bool optional) {
   // A new scratch buffer holds nothing yet: it can only be written.
   static const StringRef scratch[] = {"STAT_OUT"};
   static const StringRef scratchRef[] = {"STAT_OUT", "STAT_IN"};
+  // A statistic the op returns (written) or reads (an operand, or scratch
+  // that a call under emitIf writes first).
+  static const StringRef stat[] = {"STAT_OUT", "STAT_IN"};
   static const StringRef size[] = {"DIM"};
   static const StringRef f32[] = {"SCALAR"};
   static const StringRef i32[] = {"INT"};
@@ -109,6 +116,8 @@ llvm::ArrayRef<StringRef> rolesOf(Form form, bool optional) {
     return scratch;
   case Form::ScratchRef:
     return scratchRef;
+  case Form::Stat:
+    return stat;
   case Form::Size:
     return size;
   case Form::F32:
@@ -134,6 +143,7 @@ struct Call {
   std::string kernel;
   std::string kernelNames; // for the pattern's comment
   std::vector<std::string> args;
+  std::string condition; // emitIf: the call is made only when it holds
 };
 
 /// One nn op's kernel calls, read and checked.
@@ -144,11 +154,24 @@ public:
     for (auto [i, call] :
          llvm::enumerate(def.getValueAsListOfDefs("kernelCalls")))
       calls.push_back(readCall(i, *call));
-    for (auto [i, buffer] : llvm::enumerate(results))
+    for (auto [i, buffer] : llvm::enumerate(results)) {
+      if (op.getResult(i).isVariadic()) {
+        auto found = statResults.find(i);
+        if (found == statResults.end())
+          fail(formatv("variadic result '{0}' is in no kernel call; its "
+                       "statistics must be (stat ${0}, i, ...) arguments",
+                       op.getResultName(i)));
+        for (auto [k, variable] : llvm::enumerate(found->second))
+          if (variable.empty())
+            fail(formatv("statistic {0} of '{1}' is in no kernel call", k,
+                         op.getResultName(i)));
+        continue;
+      }
       if (!buffer)
         fail(formatv("result '{0}' is in no kernel call; each result must be "
                      "the (result ...) or (grad_acc ...) argument of one",
                      op.getResultName(i)));
+    }
   }
 
   std::string patternName() const {
@@ -156,8 +179,9 @@ public:
   }
   /// Whether the pattern follows the GradientSumPlan: it has a grad_acc.
   bool accumulates() const {
-    return llvm::any_of(
-        results, [](auto &buffer) { return buffer->form == Form::GradAcc; });
+    return llvm::any_of(results, [](auto &buffer) {
+      return buffer && buffer->form == Form::GradAcc;
+    });
   }
 
   void emit(llvm::raw_ostream &os) const {
@@ -176,26 +200,42 @@ public:
                   opClass);
     os << "    KernelCallEmitter emit = this->emitter(op, rewriter);\n";
     for (const std::optional<Buffer> &buffer : results)
-      os << buffer->definition;
+      if (buffer)
+        os << buffer->definition;
     for (const Buffer &buffer : scratch)
       os << buffer.definition;
     for (const Call &call : calls) {
-      os << "    emit.call(" << call.kernel << ",\n              {";
-      llvm::interleave(call.args, os, ",\n               ");
+      std::string indent = call.condition.empty() ? "    " : "      ";
+      if (!call.condition.empty())
+        os << "    if (" << call.condition << ")\n";
+      os << indent << "emit.call(" << call.kernel << ",\n"
+         << indent << "          {";
+      llvm::interleave(call.args, os, ",\n" + indent + "           ");
       os << "});\n";
     }
-    if (llvm::none_of(results, [](auto &buffer) { return buffer->optional; })) {
+    bool plain = statResults.empty() &&
+                 llvm::none_of(results, [](auto &b) { return b->optional; });
+    if (plain) {
       os << "    rewriter.replaceOp(op, ValueRange{";
       llvm::interleaveComma(results, os,
                             [&](auto &buffer) { os << buffer->variable; });
       os << "});\n";
     } else {
       os << "    SmallVector<Value> results;\n";
-      for (const std::optional<Buffer> &buffer : results)
+      for (auto [i, buffer] : llvm::enumerate(results)) {
+        if (op.getResult(i).isVariadic()) {
+          // The statistics, when the op returns them.
+          os << formatv("    if (!{0}.empty())\n      results.append({{",
+                        getter(op.getResultName(i)));
+          llvm::interleaveComma(statResults.at(i), os);
+          os << "});\n";
+          continue;
+        }
         os << formatv(buffer->optional
                           ? "    if ({0})\n      results.push_back({0});\n"
                           : "    results.push_back({0});\n",
                       buffer->variable);
+      }
       os << "    rewriter.replaceOp(op, results);\n";
     }
     os << "    return success();\n  }\n};\n\n";
@@ -419,6 +459,11 @@ private:
       return "emit.pointer(" + scratch.back().variable + ")";
     }
 
+    if (form == "stat") {
+      checkRole(Form::Stat, false, param, where);
+      return "emit.pointer(" + statBuffer(*dag, argName, where) + ")";
+    }
+
     if (form == "f32" || form == "i32") {
       Form kind = form == "f32" ? Form::F32 : Form::I32;
       checkRole(kind, false, param, where);
@@ -430,10 +475,69 @@ private:
                                           "i64"};
     if (!llvm::is_contained(sizeForms, form))
       fail(where + ": unknown form (" + form +
-           " ...); expected operand, result, grad_acc, scratch, rows, "
+           " ...); expected operand, result, grad_acc, scratch, stat, rows, "
            "last_dim, dim, numel, i64, f32 or i32");
     checkRole(Form::Size, false, param, where);
     return "emit.i64(" + sizeExpr(*dag, where) + ")";
+  }
+
+  /// The buffer of (stat $x, i, sizes...): statistic i of the variadic
+  /// result or operand $x when the op has them, else a scratch buffer of
+  /// those sizes. Named with `:$name`, a later `$name` is the same buffer.
+  std::string statBuffer(const llvm::DagInit &dag, StringRef argName,
+                         const llvm::Twine &where) {
+    if (dag.getNumArgs() < 3)
+      fail(where + ": (stat $x, i, sizes...) needs the variadic value, the "
+                   "statistic's index and the scratch buffer's sizes");
+    StringRef name = nameArg(dag, 0, where);
+    auto *index = llvm::dyn_cast<llvm::IntInit>(dag.getArg(1));
+    if (!index || index->getValue() < 0)
+      fail(where + ": (stat $x, i, ...) needs an index i >= 0");
+    unsigned i = index->getValue();
+    std::string present;
+    std::string value;
+    auto resultIndex = indexOf(Ref::Result, name);
+    auto operandIndex = indexOf(Ref::Operand, name);
+    if (resultIndex && op.getResult(*resultIndex).isVariadic()) {
+      present = getter(name);
+      value = formatv("emit.alloc({0}[{1}].getType())", present, i);
+    } else if (operandIndex && op.getOperand(*operandIndex).isVariadic()) {
+      present = "adaptor." + op.getGetterName(name) + "()";
+      value = formatv("{0}[{1}]", present, i);
+    } else {
+      fail(where + ": '" + name + "' is no variadic result or operand");
+    }
+    std::vector<std::string> sizes;
+    for (unsigned k = 2; k < dag.getNumArgs(); ++k) {
+      auto *sizeDag = llvm::dyn_cast<llvm::DagInit>(dag.getArg(k));
+      if (!sizeDag || operatorName(*sizeDag).empty())
+        fail(where + ": size " + llvm::Twine(k - 2) +
+             " of (stat ...) is not a size form");
+      sizes.push_back(sizeExpr(*sizeDag, where));
+    }
+    Buffer buffer{Form::Stat,
+                  llvm::convertToCamelFromSnakeCase(name) + std::to_string(i) +
+                      "Buffer",
+                  "", false};
+    buffer.definition =
+        formatv("    Value {0} = {1}.empty() ? emit.allocScratch({{{2}}) : "
+                "Value({3});\n",
+                buffer.variable, present, llvm::join(sizes, ", "), value);
+    if (resultIndex) {
+      std::vector<std::string> &vars = statResults[*resultIndex];
+      if (vars.size() <= i)
+        vars.resize(i + 1);
+      if (!vars[i].empty())
+        fail(where + ": statistic " + llvm::Twine(i) + " of '" + name +
+             "' is made by an earlier argument; name it (:$name) and pass "
+             "the name");
+      vars[i] = buffer.variable;
+    }
+    if (!argName.empty() &&
+        !scratchByName.try_emplace(argName, scratch.size()).second)
+      fail(where + ": a buffer named '" + argName + "' exists");
+    scratch.push_back(buffer);
+    return buffer.variable;
   }
 
   Buffer resultBuffer(Form kind, StringRef name, bool optional) const {
@@ -501,6 +605,10 @@ private:
                   StringRef(condition).trim(), variantName, kernelName);
       call.kernelNames += " or bp_" + variantName.str();
     }
+    call.condition =
+        StringRef(onTheOp(record.getValueAsString("emitIf"))).trim().str();
+    if (!call.condition.empty())
+      call.kernelNames += " (when " + call.condition + ")";
 
     const llvm::DagInit *args = record.getValueAsDag("args");
     if (operatorName(*args) != "call")
@@ -529,6 +637,8 @@ private:
   Operator op;
   std::vector<Call> calls;
   std::vector<std::optional<Buffer>> results;
+  /// Per variadic result: the buffers of its statistics, by index.
+  std::map<unsigned, std::vector<std::string>> statResults;
   std::vector<Buffer> scratch;
   llvm::StringMap<unsigned> scratchByName;
 };

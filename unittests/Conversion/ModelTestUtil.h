@@ -152,7 +152,7 @@ inline double referenceLoss(ModuleOp module, const Data &data,
                                 tok.getDimSize(1), lastDim(o.getWte()));
         })
         .Case([&](nn::LayerNormOp o) {
-          f[o] =
+          f[o.getResult()] =
               ref::layerNorm(f[o.getInput()], f[o.getGamma()], f[o.getBeta()],
                              rowsOf(o.getInput()), lastDim(o.getInput()),
                              double(o.getEpsilon().convertToFloat()));
@@ -166,9 +166,9 @@ inline double referenceLoss(ModuleOp module, const Data &data,
         })
         .Case([&](nn::AttentionOp o) {
           auto t = cast<ShapedType>(o.getQkv().getType());
-          f[o] = ref::attention(f[o.getQkv()], t.getDimSize(0), t.getDimSize(1),
-                                lastDim(o.getResult()),
-                                int64_t(o.getNumHeads()), o.getCausal());
+          f[o.getResult()] = ref::attention(
+              f[o.getQkv()], t.getDimSize(0), t.getDimSize(1),
+              lastDim(o.getResult()), int64_t(o.getNumHeads()), o.getCausal());
         })
         .Case([&](nn::GeluOp o) { f[o] = ref::gelu(f[o.getInput()]); })
         .Case(

@@ -28,11 +28,13 @@ def LowerNNToRuntime : Pass<"bitpipe-lower-nn-to-runtime", "mlir::ModuleOp"> {
     * results of accumulating kernels (the parameter gradients of
       `nn.linear_weight_grad`, `nn.layer_norm_grad`, `nn.embedding_grad`)
       are zeroed with `@bp_fill` first: nn gradients are fresh values;
-    * `nn.layer_norm_grad` and `nn.attention_grad` carry no forward
-      statistics, so the backward recomputes them by calling the forward
-      kernel into scratch buffers first (an extra layer-norm forward: O(NH)
-      flops, 2N floats; an extra attention forward: about a third of the
-      attention backward's flops, B*T*H + B*nh*T floats);
+    * a forward op `with_stats` (attention, layer norm, RMS norm) writes
+      its statistics into its further results, and its backward op reads
+      them (bitpipe-generate-backward's default). Without them the backward
+      recomputes them by calling the forward kernel into scratch buffers
+      first (an extra layer-norm forward: O(NH) flops, 2N floats; an extra
+      attention forward: about a third of the attention backward's flops,
+      B*T*H + B*nh*T floats);
     * splat `arith.constant` tensors (the loss seed) become filled buffers.
 
     Ownership: function arguments are borrowed; every returned buffer is a

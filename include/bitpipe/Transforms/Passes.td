@@ -48,6 +48,13 @@ def GenerateBackward : Pass<"bitpipe-generate-backward", "mlir::ModuleOp"> {
       instead of being an argument (gradients are sums over micro-batches;
       averaging is the optimizer step's business).
 
+    With `save-statistics` (the default) every active op that can return
+    the statistics its backward reads does so (`buildWithStatistics`:
+    `nn.attention ... with_stats` returns its rows' log-sum-exps), and the
+    backward op reads them, with the forward's output, as saved values
+    instead of running the forward again (docs/architecture.md, "Saved
+    statistics").
+
     With `split`, the backward is two functions, as zero-bubble schedules
     need: `@<stage>_bwd_input` (input gradients and the parameter gradients
     that fall out of input-gradient ops, such as layer-norm gains) and
@@ -67,6 +74,10 @@ def GenerateBackward : Pass<"bitpipe-generate-backward", "mlir::ModuleOp"> {
   let options = [
     Option<"split", "split", "bool", /*default=*/"false",
            "Split the backward into input-gradient and weight-gradient functions">,
+    Option<"saveStatistics", "save-statistics", "bool", /*default=*/"true",
+           "Forward ops return the statistics their backward reads "
+           "(attention's log-sum-exps), saved like any activation; false: "
+           "the backward computes them again">,
   ];
 }
 

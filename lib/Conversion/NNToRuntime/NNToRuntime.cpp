@@ -86,7 +86,7 @@ namespace {
 //
 // Attention picks one of six kernels, whose parameter lists differ, by the
 // op's grouping and dropout, and its backward runs the forward again for
-// the output and log-sum-exps that the nn op does not carry. nn.add is
+// the output and log-sum-exps where the nn ops do not carry them. nn.add is
 // either a kernel call or, under bf16, no call at all (a parameter-gradient
 // sum the GradientSumPlan accumulated in place). Splat constants are no nn
 // op.
@@ -140,15 +140,20 @@ struct AttentionLowering : KernelPattern<nn::AttentionOp> {
     int64_t b = dimSize(op.getQkv(), 0), t = dimSize(op.getQkv(), 1);
     int64_t h = lastDim(op.getResult());
     int64_t heads = op.getNumHeads();
-    Value out = emit.alloc(op.getType());
-    // The log-sum-exps are not an nn result: the backward recomputes them.
-    Value lse = emit.allocScratch({b, heads, t});
+    Value out = emit.alloc(op.getResult().getType());
+    // The log-sum-exps: a result with `with_stats`, else scratch (the
+    // backward computes them again).
+    Value lse = op.getLse() ? emit.alloc(op.getLse().getType())
+                            : emit.allocScratch({b, heads, t});
     callAttention(
         emit, /*backward=*/false,
         {emit.pointer(adaptor.getQkv()), emit.pointer(out), emit.pointer(lse)},
         b, t, h, heads, op.getKvHeadCount(), emit.i32(op.getCausal() ? 1 : 0),
         dropoutArgs(emit, adaptor.getKey(), op.getDropoutAttr()));
-    rewriter.replaceOp(op, out);
+    if (op.getLse())
+      rewriter.replaceOp(op, ValueRange{out, lse});
+    else
+      rewriter.replaceOp(op, out);
     return success();
   }
 };
@@ -164,23 +169,27 @@ struct AttentionGradLowering : KernelPattern<nn::AttentionGradOp> {
     int64_t heads = op.getNumHeads(), kvHeads = op.getKvHeadCount();
     Value causal = emit.i32(op.getCausal() ? 1 : 0);
     Value dqkv = emit.alloc(op.getType());
-    // The backward kernel reads the forward's output and log-sum-exps: run
-    // the forward again into scratch. Cost: one attention forward (about
-    // half the backward's flops) and B*T*H + B*nh*T floats, freed right
-    // after; the alternative, saving them, would change the nn ops.
-    // The output has the activations' element type (bf16 under bf16), as
-    // dout has; the log-sum-exps are f32 statistics.
-    Value out = emit.allocScratch(
-        {b, t, h}, cast<MemRefType>(adaptor.getGrad().getType()).getElementType());
-    Value lse = emit.allocScratch({b, heads, t});
     Value qkv = emit.pointer(adaptor.getQkv());
-    // The forward again with the same mask: its output is what the
-    // backward's correction term reads.
     SmallVector<Value, 3> dropout =
         dropoutArgs(emit, adaptor.getKey(), op.getDropoutAttr());
-    callAttention(emit, /*backward=*/false,
-                  {qkv, emit.pointer(out), emit.pointer(lse)}, b, t, h, heads,
-                  kvHeads, causal, dropout);
+    // The backward kernel reads the forward's output and log-sum-exps: the
+    // saved ones, or else the forward's again, into scratch. Cost: one
+    // attention forward (about half the backward's flops) and B*T*H +
+    // B*nh*T floats, freed right after. The output has the activations'
+    // element type (bf16 under bf16), as dout has; the log-sum-exps are
+    // f32 statistics.
+    Value out = adaptor.getOut(), lse = adaptor.getLse();
+    if (!out) {
+      out = emit.allocScratch(
+          {b, t, h},
+          cast<MemRefType>(adaptor.getGrad().getType()).getElementType());
+      lse = emit.allocScratch({b, heads, t});
+      // The forward again with the same mask: its output is what the
+      // backward's correction term reads.
+      callAttention(emit, /*backward=*/false,
+                    {qkv, emit.pointer(out), emit.pointer(lse)}, b, t, h, heads,
+                    kvHeads, causal, dropout);
+    }
     callAttention(emit, /*backward=*/true,
                   {qkv, emit.pointer(out), emit.pointer(adaptor.getGrad()),
                    emit.pointer(lse), emit.pointer(dqkv)},

@@ -8,6 +8,7 @@
 
 #include "bitpipe/Conversion/Target/StorageType.h"
 
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -48,6 +49,56 @@ bool isParameterGradient(Value value,
   return false;
 }
 
+/// The value \p fn returns as its result \p index, or null.
+Value returnedValue(func::FuncOp fn, unsigned index) {
+  if (fn.isExternal() || !fn.getBody().hasOneBlock())
+    return {};
+  Operation *terminator = fn.getBody().front().getTerminator();
+  return index < terminator->getNumOperands() ? terminator->getOperand(index)
+                                              : Value();
+}
+
+/// Whether \p value is a statistic a forward op keeps for its backward
+/// (nn::BackwardOpInterface::getNumStatisticResults): an f32 value in
+/// every precision, like the kernels' scratch statistics. Followed through
+/// calls, and from a backward function's saved argument to the value its
+/// forward returns for it.
+bool isStatistic(Value value, llvm::SmallPtrSetImpl<Operation *> &seen) {
+  if (auto result = dyn_cast<OpResult>(value)) {
+    Operation *op = result.getOwner();
+    if (auto backward = dyn_cast<nn::BackwardOpInterface>(op))
+      return result.getResultNumber() >=
+             op->getNumResults() - backward.getNumStatisticResults();
+    auto call = dyn_cast<func::CallOp>(op);
+    if (!call || !seen.insert(op).second)
+      return false;
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        op, call.getCalleeAttr());
+    Value returned =
+        callee ? returnedValue(callee, result.getResultNumber()) : Value();
+    return returned && isStatistic(returned, seen);
+  }
+  auto arg = cast<BlockArgument>(value);
+  auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!fn || !arg.getOwner()->isEntryBlock() || !seen.insert(fn).second)
+    return false;
+  auto saved =
+      fn.getArgAttrOfType<IntegerAttr>(arg.getArgNumber(), attr::kSaved);
+  auto forwardName = fn->getAttrOfType<FlatSymbolRefAttr>(attr::kBackwardOf);
+  if (!saved || !forwardName)
+    return false;
+  auto forward =
+      SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(fn, forwardName);
+  if (!forward)
+    return false;
+  for (unsigned i = 0, e = forward.getNumResults(); i < e; ++i)
+    if (forward.getResultAttr(i, attr::kSaved) == saved) {
+      Value returned = returnedValue(forward, i);
+      return returned && isStatistic(returned, seen);
+    }
+  return false;
+}
+
 } // namespace
 
 bool bitpipe::isParameterGradient(Value value) {
@@ -68,5 +119,7 @@ Type bitpipe::storageType(Type type, bool parameterGradient,
 }
 
 Type bitpipe::storageType(Value value, Precision precision) {
-  return storageType(value.getType(), isParameterGradient(value), precision);
+  llvm::SmallPtrSet<Operation *, 4> seen;
+  bool keepF32 = isParameterGradient(value) || isStatistic(value, seen);
+  return storageType(value.getType(), keepF32, precision);
 }

@@ -130,3 +130,20 @@ func.func @three_uses(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> tensor<8x8xf
   %t = nn.add %d3, %s : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
   return %t : tensor<8x8xf32>
 }
+
+// A statistic the forward returns for its backward (attention's log-sum-exps)
+// stays f32, in the forward's results and in the backward's saved argument;
+// the saved output is an activation (bf16).
+// CHECK-LABEL: func.func @stats_stage(
+// CHECK-SAME: -> (memref<2x4x8xbf16>, memref<2x4x8xbf16> {bitpipe.saved = 0 : i64}, memref<2x2x4xf32> {bitpipe.saved = 1 : i64})
+// CHECK-LABEL: func.func private @stats_stage_bwd(
+// CHECK-SAME: memref<2x4x8xbf16> {bitpipe.saved = 0 : i64}, %{{.*}}: memref<2x2x4xf32> {bitpipe.saved = 1 : i64}
+// CHECK:      call @bp_attention_bwd_bf16(
+func.func @stats_stage(%qkv: tensor<2x4x24xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, tensor<2x2x4xf32> {bitpipe.saved = 1 : i64}) attributes {bitpipe.backward = @stats_stage_bwd} {
+  %a, %lse = nn.attention %qkv heads(2) causal with_stats : (tensor<2x4x24xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4xf32>)
+  return %a, %a, %lse : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x2x4xf32>
+}
+func.func private @stats_stage_bwd(%qkv: tensor<2x4x24xf32> {bitpipe.forward_arg = 0 : i64}, %out: tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, %lse: tensor<2x2x4xf32> {bitpipe.saved = 1 : i64}, %g: tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64}) -> (tensor<2x4x24xf32> {bitpipe.grad_of_arg = 0 : i64}) attributes {bitpipe.backward_of = @stats_stage} {
+  %d = nn.attention_grad %qkv, %g saved(%out, %lse) heads(2) causal : (tensor<2x4x24xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x2x4xf32>) -> tensor<2x4x24xf32>
+  return %d : tensor<2x4x24xf32>
+}

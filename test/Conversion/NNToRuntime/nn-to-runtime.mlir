@@ -236,3 +236,46 @@ func.func @bidirectional_grad(%qkv: tensor<2x4x24xf32>, %g: tensor<2x4x8xf32>) -
   %d = nn.attention_grad %qkv, %g heads(2) : (tensor<2x4x24xf32>, tensor<2x4x8xf32>) -> tensor<2x4x24xf32>
   return %d : tensor<2x4x24xf32>
 }
+
+// With saved statistics (bitpipe-generate-backward's default) the forward
+// writes its log-sum-exps into a result buffer, and the backward reads them
+// and the saved output: one attention forward per micro-batch, not two.
+// CHECK-LABEL: func.func @saved_statistics(
+// CHECK-SAME: -> (memref<2x4x8xf32>, memref<2x2x4xf32>)
+// CHECK:      %[[OUT:.*]] = memref.alloc() : memref<2x4x8xf32>
+// CHECK:      %[[LSE:.*]] = memref.alloc() : memref<2x2x4xf32>
+// CHECK:      call @bp_attention_fwd(
+// CHECK:      return %[[OUT]], %[[LSE]]
+// CHECK-LABEL: func.func @saved_statistics_grad(
+// CHECK-NOT:  call @bp_attention_fwd(
+// CHECK:      call @bp_attention_bwd(
+// CHECK-NOT:  call @bp_attention_fwd(
+// CHECK:      return
+func.func @saved_statistics(%qkv: tensor<2x4x24xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4xf32>) {
+  %a, %lse = nn.attention %qkv heads(2) causal with_stats : (tensor<2x4x24xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4xf32>)
+  return %a, %lse : tensor<2x4x8xf32>, tensor<2x2x4xf32>
+}
+func.func @saved_statistics_grad(%qkv: tensor<2x4x24xf32>, %g: tensor<2x4x8xf32>, %out: tensor<2x4x8xf32>, %lse: tensor<2x2x4xf32>) -> tensor<2x4x24xf32> {
+  %d = nn.attention_grad %qkv, %g saved(%out, %lse) heads(2) causal : (tensor<2x4x24xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x2x4xf32>) -> tensor<2x4x24xf32>
+  return %d : tensor<2x4x24xf32>
+}
+
+// A layer norm with_stats writes mean and rstd into its results; its
+// backward reads them and does not run the forward kernel again.
+// CHECK-LABEL: func.func @norm_saved(
+// CHECK-SAME: -> (memref<2x4x8xf32>, memref<2x4xf32>, memref<2x4xf32>)
+// CHECK:      call @bp_layer_norm_fwd(
+// CHECK-LABEL: func.func @norm_saved_grad(
+// CHECK-NOT:  call @bp_layer_norm_fwd(
+// CHECK:      call @bp_layer_norm_bwd(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}},
+// CHECK-NOT:  call @bp_layer_norm_fwd(
+// CHECK:      return
+func.func @norm_saved(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %y, %mean, %rstd = nn.layer_norm %x, %g, %b with_stats : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
+  return %y, %mean, %rstd : tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+func.func @norm_saved_grad(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %dy: tensor<2x4x8xf32>, %mean: tensor<2x4xf32>, %rstd: tensor<2x4xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy, %mean, %rstd : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return %dx, %dg, %db : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+

@@ -168,6 +168,30 @@ func.func @attention_zero_heads(%qkv: tensor<2x4x24xf32>) {
 
 // -----
 
+func.func @attention_stats_type(%qkv: tensor<2x4x24xf32>) {
+  // expected-error @+1 {{'nn.attention' op expects lse of type 'tensor<2x2x4xf32>' ([B, num_heads, T] f32), got 'tensor<2x4x2xf32>'}}
+  %a, %l = nn.attention %qkv heads(2) with_stats : (tensor<2x4x24xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x2xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_stats_missing(%qkv: tensor<2x4x24xf32>) {
+  // expected-error @+1 {{'nn.attention' op with 'with_stats' expects a second result, the log-sum-exps}}
+  %a = nn.attention %qkv heads(2) with_stats : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_saved_lse(%qkv: tensor<2x4x24xf32>, %g: tensor<2x4x8xf32>, %out: tensor<2x4x8xf32>, %lse: tensor<2x4x2xf32>) {
+  // expected-error @+1 {{'nn.attention_grad' op expects lse of type 'tensor<2x2x4xf32>' ([B, num_heads, T] f32), got 'tensor<2x4x2xf32>'}}
+  %d = nn.attention_grad %qkv, %g saved(%out, %lse) heads(2) : (tensor<2x4x24xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x2xf32>) -> tensor<2x4x24xf32>
+  return
+}
+
+// -----
+
 func.func @attention_dynamic(%qkv: tensor<2x4x?xf32>) {
   // expected-error @+1 {{'nn.attention' op expects a static fused q/k/v dimension, got 'tensor<2x4x?xf32>'}}
   %a = nn.attention %qkv heads(2) : (tensor<2x4x?xf32>) -> tensor<2x4x8xf32>
@@ -433,3 +457,28 @@ func.func @gqa_grad(%qkv: tensor<2x4x16xf32>, %dy: tensor<2x4x16xf32>) {
   %d = nn.attention_grad %qkv, %dy heads(2) kv_heads(1) : (tensor<2x4x16xf32>, tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
   return
 }
+
+// -----
+
+func.func @layer_norm_stats_missing(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.layer_norm' op with 'with_stats' expects its statistics (mean, rstd) as results}}
+  %y = nn.layer_norm %x, %g, %b with_stats : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_grad_one_stat(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %dy: tensor<2x4x8xf32>, %mean: tensor<2x4xf32>) {
+  // expected-error @+1 {{'nn.layer_norm_grad' op expects 2 statistics (mean, rstd) or none, got 1}}
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy, %mean : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @rms_norm_grad_stat_type(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %dy: tensor<2x4x8xf32>, %r: tensor<8xf32>) {
+  // expected-error @+1 {{'nn.rms_norm_grad' op expects statistics of type 'tensor<2x4xf32>' (rstd, one f32 per row of the input), got 'tensor<8xf32>'}}
+  %dx, %dg = nn.rms_norm_grad %x, %g, %dy, %r : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>)
+  return
+}
+

@@ -20,6 +20,8 @@ func.func @gpt_block(%tokens: tensor<2x4xi32>, %labels: tensor<2x4xi32>,
   %a = nn.attention %qkv heads(2) causal : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
   // CHECK: nn.attention %[[QKV]] heads(2) : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
   %bi = nn.attention %qkv heads(2) : (tensor<2x4x24xf32>) -> tensor<2x4x8xf32>
+  // CHECK: %[[S:.*]], %[[LSE:.*]] = nn.attention %[[QKV]] heads(2) causal with_stats : (tensor<2x4x24xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4xf32>)
+  %sa, %lse = nn.attention %qkv heads(2) causal with_stats : (tensor<2x4x24xf32>) -> (tensor<2x4x8xf32>, tensor<2x2x4xf32>)
   // CHECK: %[[R:.*]] = nn.add %[[X]], %[[A]] : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   %r = nn.add %x, %a : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   // CHECK: %[[H:.*]] = nn.linear %[[R]], %{{.*}} : (tensor<2x4x8xf32>, tensor<32x8xf32>) -> tensor<2x4x32xf32>
@@ -132,3 +134,27 @@ func.func @llama_backward_ops(%tokens: tensor<2x4xi32>, %x: tensor<2x4x8xf32>,
   %dgate, %dup = nn.swiglu_grad %h, %h, %h : (tensor<2x4x12xf32>, tensor<2x4x12xf32>, tensor<2x4x12xf32>) -> (tensor<2x4x12xf32>, tensor<2x4x12xf32>)
   return
 }
+
+// The backward of a with_stats attention reads its output and log-sum-exps.
+// CHECK-LABEL: func.func @attention_saved(
+// CHECK: nn.attention_grad %{{.*}}, %{{.*}} saved(%{{.*}}, %{{.*}}) heads(2) causal : (tensor<2x4x24xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x2x4xf32>) -> tensor<2x4x24xf32>
+func.func @attention_saved(%qkv: tensor<2x4x24xf32>, %dy: tensor<2x4x8xf32>, %out: tensor<2x4x8xf32>, %lse: tensor<2x2x4xf32>) -> tensor<2x4x24xf32> {
+  %d = nn.attention_grad %qkv, %dy saved(%out, %lse) heads(2) causal : (tensor<2x4x24xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x2x4xf32>) -> tensor<2x4x24xf32>
+  return %d : tensor<2x4x24xf32>
+}
+
+// The norms' with_stats forms return each row's statistics, and their
+// backward ops take them as trailing operands.
+// CHECK-LABEL: func.func @norm_stats(
+// CHECK: %{{.*}}, %[[ST:.*]]:2 = nn.layer_norm %{{.*}}, %{{.*}}, %{{.*}} with_stats : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
+// CHECK: nn.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[ST]]#0, %[[ST]]#1 : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+// CHECK: %{{.*}}, %[[R:.*]] = nn.rms_norm %{{.*}}, %{{.*}} with_stats {epsilon = 9.99999997E-7 : f32} : (tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
+// CHECK: nn.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[R]] {epsilon = 9.99999997E-7 : f32} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>)
+func.func @norm_stats(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>, %dy: tensor<2x4x8xf32>) {
+  %y, %mean, %rstd = nn.layer_norm %x, %g, %b with_stats : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
+  %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy, %mean, %rstd : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %z, %r = nn.rms_norm %x, %g with_stats {epsilon = 1.0e-06 : f32} : (tensor<2x4x8xf32>, tensor<8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4xf32>)
+  %dz, %dgz = nn.rms_norm_grad %x, %g, %dy, %r {epsilon = 1.0e-06 : f32} : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>)
+  return
+}
+

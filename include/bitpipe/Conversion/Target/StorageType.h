@@ -13,8 +13,10 @@
 //    the gamma and beta gradients of nn.layer_norm_grad, both results of
 //    nn.embedding_grad, and nn.add sums of two of them, as a tied weight's
 //    gradient is), and every rank-0 tensor (the loss, its seed and its
-//    gradient). The kernels' scratch statistics (mean, rstd, lse) are not
-//    values: the lowering allocates them f32;
+//    gradient). So do the kernels' statistics: the scratch ones (mean,
+//    rstd, lse) that the lowering allocates, and those a forward op returns
+//    for its backward (nn::BackwardOpInterface::getNumStatisticResults),
+//    followed through calls and into the backward's saved arguments;
 //  * every other f32 tensor is bf16: activations, their gradients, saved
 //    values, and the parameters the stage functions read (the runtime
 //    passes them a bf16 copy of its fp32 master weights);
@@ -36,7 +38,8 @@ namespace bitpipe {
 /// stays f32 in every precision.
 bool isParameterGradient(mlir::Value value);
 
-/// The type \p value's buffer has under \p precision: its own type, or the
+/// The type \p value's buffer has under \p precision (a parameter
+/// gradient and a statistic keep theirs): its own type, or the
 /// same shape with bf16 elements (rules above). Values that are not f32
 /// tensors keep their type.
 mlir::Type storageType(mlir::Value value, Precision precision);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
+#include "bitpipe/base/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace bitpipe::nn;
@@ -34,21 +35,39 @@ ArrayRef<StringLiteral> EmbeddingOp::getBackwardOpNames() {
 }
 
 //===----------------------------------------------------------------------===//
-// layer_norm
+// layer_norm: keeps its input and gain, and with `with_stats` the rows'
+// mean and rstd, which its backward otherwise computes again.
 //===----------------------------------------------------------------------===//
 
 LogicalResult LayerNormOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
   Type in = getInput().getType(), gamma = getGamma().getType();
   auto grad = b.create<LayerNormGradOp>(getLoc(), in, gamma, gamma, getInput(),
-                                        getGamma(), resultGrads[0],
+                                        getGamma(), resultGrads[0], getStats(),
                                         getEpsilonAttr());
   operandGrads.assign(
       {grad.getInputGrad(), grad.getGammaGrad(), grad.getBetaGrad()});
   return success();
 }
 SmallVector<Value> LayerNormOp::getSavedValues() {
-  return {getInput(), getGamma()};
+  SmallVector<Value> saved = {getInput(), getGamma()};
+  llvm::append_range(saved, getStats());
+  return saved;
+}
+Operation *LayerNormOp::buildWithStatistics(OpBuilder &b) {
+  if (getWithStats())
+    return nullptr;
+  auto op = b.create<LayerNormOp>(getLoc(), getInput(), getGamma(), getBeta(),
+                                  getEpsilonAttr(), b.getUnitAttr());
+  op->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
+  return op;
+}
+unsigned LayerNormOp::getNumStatisticResults() { return getStats().size(); }
+int64_t LayerNormOp::getStatisticBytes() {
+  // mean and rstd, one f32 each per row.
+  auto in = cast<ShapedType>(getInput().getType());
+  return saturatingProduct(
+      {in.getNumElements() / in.getShape().back(), 2, int64_t(sizeof(float))});
 }
 bool LayerNormOp::isWeightOperand(unsigned index) { return index != 0; }
 ArrayRef<StringLiteral> LayerNormOp::getBackwardOpNames() {
@@ -65,12 +84,29 @@ LogicalResult RMSNormOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
   Type in = getInput().getType(), gamma = getGamma().getType();
   auto grad =
       b.create<RMSNormGradOp>(getLoc(), in, gamma, getInput(), getGamma(),
-                              resultGrads[0], getEpsilonAttr());
+                              resultGrads[0], getStats(), getEpsilonAttr());
   operandGrads.assign({grad.getInputGrad(), grad.getGammaGrad()});
   return success();
 }
 SmallVector<Value> RMSNormOp::getSavedValues() {
-  return {getInput(), getGamma()};
+  SmallVector<Value> saved = {getInput(), getGamma()};
+  llvm::append_range(saved, getStats());
+  return saved;
+}
+Operation *RMSNormOp::buildWithStatistics(OpBuilder &b) {
+  if (getWithStats())
+    return nullptr;
+  auto op = b.create<RMSNormOp>(getLoc(), getInput(), getGamma(),
+                                getEpsilonAttr(), b.getUnitAttr());
+  op->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
+  return op;
+}
+unsigned RMSNormOp::getNumStatisticResults() { return getStats().size(); }
+int64_t RMSNormOp::getStatisticBytes() {
+  // rstd, one f32 per row.
+  auto in = cast<ShapedType>(getInput().getType());
+  return saturatingProduct(
+      {in.getNumElements() / in.getShape().back(), int64_t(sizeof(float))});
 }
 bool RMSNormOp::isWeightOperand(unsigned index) { return index != 0; }
 ArrayRef<StringLiteral> RMSNormOp::getBackwardOpNames() {
@@ -106,23 +142,53 @@ ArrayRef<StringLiteral> LinearOp::getBackwardOpNames() {
 }
 
 //===----------------------------------------------------------------------===//
-// attention: recomputes the probabilities from qkv, so only qkv is kept.
+// attention: recomputes the probabilities from qkv tile by tile, so qkv is
+// kept, and with `with_stats` the output and the rows' log-sum-exps, which
+// the backward would otherwise get by running the forward again (the
+// output is usually kept anyway, as the output projection's input).
 //===----------------------------------------------------------------------===//
 
 LogicalResult AttentionOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
                                          SmallVectorImpl<Value> &operandGrads) {
+  Value out = getLse() ? getResult() : Value();
   auto grad = b.create<AttentionGradOp>(
       getLoc(), getQkv().getType(), getQkv(), resultGrads[0], getNumHeadsAttr(),
-      getNumKvHeadsAttr(), getCausalAttr(), getKey(), getDropoutAttr());
+      getNumKvHeadsAttr(), getCausalAttr(), getKey(), getDropoutAttr(), out,
+      getLse());
   operandGrads.assign({grad.getQkvGrad()});
   if (getKey())
     operandGrads.push_back(Value());
   return success();
 }
 SmallVector<Value> AttentionOp::getSavedValues() {
+  SmallVector<Value> saved = {getQkv()};
   if (getKey())
-    return {getQkv(), getKey()};
-  return {getQkv()};
+    saved.push_back(getKey());
+  if (getLse())
+    saved.append({getResult(), getLse()});
+  return saved;
+}
+Operation *AttentionOp::buildWithStatistics(OpBuilder &b) {
+  if (getWithStats())
+    return nullptr;
+  auto op = b.create<AttentionOp>(getLoc(), getQkv(), getNumHeadsAttr(),
+                                  getNumKvHeadsAttr(), getCausalAttr(),
+                                  getKey(), getDropoutAttr(), b.getUnitAttr());
+  // Discardable attributes (the layer a partition reads) carry over.
+  op->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
+  return op;
+}
+unsigned AttentionOp::getNumStatisticResults() { return getLse() ? 1 : 0; }
+SmallVector<Value> AttentionOp::getValuesSavedWithStatistics() {
+  if (getLse())
+    return {};
+  return {getResult()};
+}
+int64_t AttentionOp::getStatisticBytes() {
+  // The log-sum-exps, [B, num_heads, T] f32.
+  auto qkv = cast<ShapedType>(getQkv().getType());
+  return saturatingProduct({qkv.getDimSize(0), int64_t(getNumHeads()),
+                            qkv.getDimSize(1), int64_t(sizeof(float))});
 }
 bool AttentionOp::isWeightOperand(unsigned) { return false; }
 ArrayRef<StringLiteral> AttentionOp::getBackwardOpNames() {

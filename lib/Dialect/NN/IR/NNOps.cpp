@@ -248,6 +248,42 @@ FailureOr<Type> inferAttention(ErrorFn emitError, Value qkv, int64_t numHeads,
       type.getElementType()));
 }
 
+/// The log-sum-exps an attention over \p qkv keeps for its backward:
+/// [B, num_heads, T] f32, row (b, h, t) at (b num_heads + h) T + t, the
+/// kernels' layout (runtime/include/bitpipe/abi/Kernels.h).
+Type attentionLseType(Value qkv, int64_t numHeads) {
+  auto type = tensorType(qkv);
+  return RankedTensorType::get(
+      {type.getDimSize(0), numHeads, type.getDimSize(1)},
+      Float32Type::get(qkv.getContext()));
+}
+
+/// A norm's row statistics (mean, rstd): one f32 per row of \p input, the
+/// input's shape without its last dimension.
+Type normStatType(Value input) {
+  auto type = tensorType(input);
+  return RankedTensorType::get(type.getShape().drop_back(),
+                               Float32Type::get(input.getContext()));
+}
+
+/// The statistics a norm with \p count of them returns or reads: none, or
+/// \p count values of normStatType.
+LogicalResult checkNormStats(ErrorFn emitError, Value input, ValueRange stats,
+                             unsigned count, StringRef what) {
+  if (stats.empty())
+    return success();
+  if (stats.size() != count)
+    return emitError() << "expects " << count << " statistics (" << what
+                       << ") or none, got " << stats.size();
+  Type want = normStatType(input);
+  for (Value v : stats)
+    if (v.getType() != want)
+      return emitError() << "expects statistics of type " << want << " ("
+                         << what << ", one f32 per row of the input), got "
+                         << v.getType();
+  return success();
+}
+
 /// Rotary rotates pairs (i, i + d/2) of each head: d must be even.
 FailureOr<Type> inferRotary(ErrorFn emitError, Value qkv, int64_t numHeads,
                             std::optional<int64_t> kvHeads) {
@@ -368,26 +404,60 @@ LogicalResult storeInferred(FailureOr<Type> type,
 NN_DEFINE_INFERENCE(EmbeddingOp,
                     inferEmbedding(emitError, adaptor.getTokens(),
                                    adaptor.getWte(), adaptor.getWpe()))
-NN_DEFINE_CHECKED_INFERENCE(LayerNormOp,
-                            inferLayerNorm(emitError, adaptor.getInput(),
-                                           adaptor.getGamma(),
-                                           adaptor.getBeta()),
-                            checkEpsilon(emitError, getEpsilon()))
+// The norms have their statistics as further results with `with_stats`.
+#define NN_DEFINE_NORM_INFERENCE(OP, CALL, STATS, WHAT)                        \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,   \
+                                     OP::Adaptor adaptor,                      \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    auto emitError = [] { return InFlightDiagnostic(); };                      \
+    (void)emitError;                                                           \
+    if (failed(storeInferred(CALL, inferred)))                                 \
+      return failure();                                                        \
+    if (adaptor.getWithStats())                                                \
+      inferred.append(STATS, normStatType(adaptor.getInput()));                \
+    return success();                                                          \
+  }                                                                            \
+  LogicalResult OP::verify() {                                                 \
+    auto emitError = [this] { return emitOpError(); };                         \
+    auto adaptor = OP::Adaptor(*this);                                         \
+    if (failed(checkEpsilon(emitError, getEpsilon())) ||                       \
+        failed(checkInferred(*this, emitError, CALL)))                         \
+      return failure();                                                        \
+    if (getWithStats() != !getStats().empty())                                 \
+      return emitOpError() << (getWithStats()                                  \
+                                   ? "with 'with_stats' expects its "          \
+                                     "statistics (" WHAT ") as results"        \
+                                   : "expects one result without "             \
+                                     "'with_stats'");                          \
+    return checkNormStats(emitError, getInput(), getStats(), STATS, WHAT);     \
+  }
+NN_DEFINE_NORM_INFERENCE(LayerNormOp,
+                         inferLayerNorm(emitError, adaptor.getInput(),
+                                        adaptor.getGamma(), adaptor.getBeta()),
+                         2, "mean, rstd")
 NN_DEFINE_INFERENCE(LinearOp,
                     inferLinear(emitError, adaptor.getInput(),
                                 adaptor.getWeight(), adaptor.getBias()))
-NN_DEFINE_CHECKED_INFERENCE(RMSNormOp,
-                            inferRMSNorm(emitError, adaptor.getInput(),
-                                         adaptor.getGamma()),
-                            checkEpsilon(emitError, getEpsilon()))
-NN_DEFINE_CHECKED_INFERENCE(AttentionOp,
-                            inferAttention(emitError, adaptor.getQkv(),
-                                           adaptor.getNumHeadsAttr().getInt(),
-                                           kvHeadsOf(adaptor.getNumKvHeads())),
-                            checkAttentionDropout(emitError, getKey(),
-                                                  getDropoutAttr(),
-                                                  kvHeadsOf(getNumKvHeads()),
-                                                  getNumHeads()))
+NN_DEFINE_NORM_INFERENCE(RMSNormOp,
+                         inferRMSNorm(emitError, adaptor.getInput(),
+                                      adaptor.getGamma()),
+                         1, "rstd")
+
+// Attention has a second result with `with_stats`: the log-sum-exps.
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location>,
+                                            AttentionOp::Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto emitError = [] { return InFlightDiagnostic(); };
+  int64_t heads = adaptor.getNumHeadsAttr().getInt();
+  if (failed(storeInferred(inferAttention(emitError, adaptor.getQkv(), heads,
+                                          kvHeadsOf(adaptor.getNumKvHeads())),
+                           inferred)))
+    return failure();
+  if (adaptor.getWithStats())
+    inferred.push_back(attentionLseType(adaptor.getQkv(), heads));
+  return success();
+}
 NN_DEFINE_CHECKED_INFERENCE(RotaryOp,
                             inferRotary(emitError, adaptor.getQkv(),
                                         adaptor.getNumHeadsAttr().getInt(),
@@ -455,7 +525,9 @@ LogicalResult LayerNormGradOp::verify() {
   auto emitError = [this] { return emitOpError(); };
   if (failed(checkEpsilon(emitError, getEpsilon())))
     return failure();
-  if (failed(inferLayerNorm(emitError, getInput(), getGamma(), getGamma())))
+  if (failed(inferLayerNorm(emitError, getInput(), getGamma(), getGamma())) ||
+      failed(
+          checkNormStats(emitError, getInput(), getStats(), 2, "mean, rstd")))
     return failure();
   Type in = getInput().getType(), gamma = getGamma().getType();
   return success(
@@ -472,7 +544,8 @@ LogicalResult RMSNormGradOp::verify() {
   auto emitError = [this] { return emitOpError(); };
   if (failed(checkEpsilon(emitError, getEpsilon())))
     return failure();
-  if (failed(inferRMSNorm(emitError, getInput(), getGamma())))
+  if (failed(inferRMSNorm(emitError, getInput(), getGamma())) ||
+      failed(checkNormStats(emitError, getInput(), getStats(), 1, "rstd")))
     return failure();
   Type in = getInput().getType(), gamma = getGamma().getType();
   return success(
@@ -504,6 +577,27 @@ LogicalResult LinearWeightGradOp::verify() {
                     "the linear op's output");
 }
 
+LogicalResult AttentionOp::verify() {
+  auto emitError = [this] { return emitOpError(); };
+  if (failed(checkAttentionDropout(emitError, getKey(), getDropoutAttr(),
+                                   kvHeadsOf(getNumKvHeads()),
+                                   getNumHeads())) ||
+      failed(checkInferred(*this, emitError,
+                           inferAttention(emitError, getQkv(), getNumHeads(),
+                                          kvHeadsOf(getNumKvHeads())))))
+    return failure();
+  if (getWithStats() != static_cast<bool>(getLse()))
+    return emitOpError() << (getWithStats()
+                                 ? "with 'with_stats' expects a second result, "
+                                   "the log-sum-exps"
+                                 : "expects one result without 'with_stats'");
+  if (getLse())
+    return expectType(emitError, getLse(), "lse",
+                      attentionLseType(getQkv(), getNumHeads()),
+                      "[B, num_heads, T] f32");
+  return success();
+}
+
 LogicalResult AttentionGradOp::verify() {
   auto emitError = [this] { return emitOpError(); };
   if (failed(checkAttentionDropout(emitError, getKey(), getDropoutAttr(),
@@ -513,6 +607,15 @@ LogicalResult AttentionGradOp::verify() {
                                        getNumHeadsAttr().getInt(),
                                        kvHeadsOf(getNumKvHeads()));
   if (failed(fwd))
+    return failure();
+  if (static_cast<bool>(getOut()) != static_cast<bool>(getLse()))
+    return emitOpError() << "expects both saved values, the forward's output "
+                            "and its log-sum-exps, or neither";
+  if (getOut() && (failed(expectType(emitError, getOut(), "out", *fwd,
+                                     "the attention's output")) ||
+                   failed(expectType(emitError, getLse(), "lse",
+                                     attentionLseType(getQkv(), getNumHeads()),
+                                     "[B, num_heads, T] f32"))))
     return failure();
   return success(
       succeeded(expectType(emitError, getGrad(), "grad", *fwd,

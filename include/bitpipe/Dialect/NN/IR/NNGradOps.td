@@ -39,26 +39,27 @@ def NN_EmbeddingGradOp : NN_GradOp<"embedding_grad", [NN_WeightGradient]> {
 def NN_LayerNormGradOp : NN_GradOp<"layer_norm_grad"> {
   let summary = "gradients of layer_norm's input, gain and bias";
   let description = [{
-    Recomputes the row statistics from `input` (cheaper to keep than to
-    store) and returns the input, gain and bias gradients.
+    Returns the input, gain and bias gradients. Reads the forward's row
+    statistics, mean and rstd, when given (`stats`, a `with_stats`
+    forward's results); else computes them again from `input`.
   }];
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
-                       NN_FloatTensor:$grad,
+                       NN_FloatTensor:$grad, Variadic<F32Tensor>:$stats,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
   let results = (outs NN_FloatTensor:$input_grad, NN_FloatTensor:$gamma_grad,
                       NN_FloatTensor:$beta_grad);
-  // The backward kernel reads the forward's mean and rstd, which the op
-  // does not carry: the forward kernel computes them again first. Its
-  // normalised output goes to input_grad, which the backward overwrites;
-  // gamma stands in for beta, an [H] weight of the right element type that
-  // does not change the statistics. Cost: one forward, O(N*H), and 2*N
-  // floats of scratch.
+  // Without stats, the forward kernel computes mean and rstd again first.
+  // Its normalised output goes to input_grad, which the backward
+  // overwrites; gamma stands in for beta, an [H] weight of the right
+  // element type that does not change the statistics. Cost: one forward,
+  // O(N*H), and 2*N floats of scratch.
   let kernelCalls = [
     NN_KernelCall<"layer_norm_fwd", (call
         (operand $input), (operand $gamma), (operand $gamma),
-        (result $input_grad), (scratch (rows $input)):$mean,
-        (scratch (rows $input)):$rstd, (rows $input), (last_dim $input),
-        (f32 $epsilon))>,
+        (result $input_grad), (stat $stats, 0, (rows $input)):$mean,
+        (stat $stats, 1, (rows $input)):$rstd, (rows $input),
+        (last_dim $input), (f32 $epsilon)), "", "",
+        "$_op.getStats().empty()">,
     NN_KernelCall<"layer_norm_bwd", (call
         (operand $grad), (operand $input), (operand $gamma), $mean, $rstd,
         (result $input_grad), (grad_acc $gamma_grad), (grad_acc $beta_grad),
@@ -68,21 +69,22 @@ def NN_LayerNormGradOp : NN_GradOp<"layer_norm_grad"> {
 def NN_RMSNormGradOp : NN_GradOp<"rms_norm_grad"> {
   let summary = "gradients of rms_norm's input and gain";
   let description = [{
-    Recomputes the row statistics from `input` and returns the input and
-    gain gradients.
+    Returns the input and gain gradients. Reads the forward's row rstd
+    when given (`stats`), else computes it again from `input`.
   }];
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
-                       NN_FloatTensor:$grad,
+                       NN_FloatTensor:$grad, Variadic<F32Tensor>:$stats,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
   let results = (outs NN_FloatTensor:$input_grad, NN_FloatTensor:$gamma_grad);
-  // rstd again from the forward kernel, as for the layer norm: its output
-  // goes to input_grad, which the backward overwrites. Cost: one forward
-  // and N floats of scratch.
+  // Without stats, rstd again from the forward kernel, as for the layer
+  // norm: its output goes to input_grad, which the backward overwrites.
+  // Cost: one forward and N floats of scratch.
   let kernelCalls = [
     NN_KernelCall<"rms_norm_fwd", (call
         (operand $input), (operand $gamma), (result $input_grad),
-        (scratch (rows $input)):$rstd, (rows $input), (last_dim $input),
-        (f32 $epsilon))>,
+        (stat $stats, 0, (rows $input)):$rstd, (rows $input),
+        (last_dim $input), (f32 $epsilon)), "", "",
+        "$_op.getStats().empty()">,
     NN_KernelCall<"rms_norm_bwd", (call
         (operand $grad), (operand $input), (operand $gamma), $rstd,
         (result $input_grad), (grad_acc $gamma_grad), (rows $input),
@@ -115,13 +117,17 @@ def NN_LinearWeightGradOp
       (last_dim $grad))>];
 }
 
-def NN_AttentionGradOp : NN_GradOp<"attention_grad"> {
+def NN_AttentionGradOp : NN_GradOp<"attention_grad",
+                                   [AttrSizedOperandSegments]> {
   let summary = "gradient of attention's fused q/k/v operand";
   let description = [{
     Recomputes the attention probabilities block by block from `qkv` (as
     FlashAttention's backward does) and returns the gradient of `qkv`.
     `kv_heads` and `dropout` as on nn.attention: the forward's mask is
-    drawn again from the same key and site.
+    drawn again from the same key and site. The backward also reads the
+    forward's output and its rows' log-sum-exps: given as `saved(%out,
+    %lse)` (a `with_stats` forward's results), or else computed by running
+    the forward again first.
   }];
   let arguments = (ins NN_FloatTensor:$qkv, NN_FloatTensor:$grad,
                        ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
@@ -129,10 +135,12 @@ def NN_AttentionGradOp : NN_GradOp<"attention_grad"> {
                            $num_kv_heads,
                        UnitAttr:$causal,
                        Optional<NN_KeyTensor>:$key,
-                       OptionalAttr<NN_DropoutAttr>:$dropout);
+                       OptionalAttr<NN_DropoutAttr>:$dropout,
+                       Optional<NN_FloatTensor>:$out,
+                       Optional<F32Tensor>:$lse);
   let results = (outs NN_FloatTensor:$qkv_grad);
   let assemblyFormat = [{
-    $qkv `,` $grad `heads` `(` $num_heads `)`
+    $qkv `,` $grad (`saved` `(` $out^ `,` $lse `)`)? `heads` `(` $num_heads `)`
     (`kv_heads` `(` $num_kv_heads^ `)`)? (`causal` $causal^)?
     (`dropout` `(` $key^ `,` qualified($dropout) `)`)? attr-dict
     `:` functional-type(operands, results)

@@ -42,6 +42,37 @@ def NN_BackwardOpInterface : OpInterface<"BackwardOpInterface"> {
         accumulated over micro-batches and all-reduced over replicas.
       }],
       "bool", "isWeightOperand", (ins "unsigned":$index)>,
+    InterfaceMethod<[{
+        Creates, at the builder's insertion point, this op in the form that
+        also returns the statistics its backward reads (attention's
+        log-sum-exps), so that the backward does not compute them again;
+        returns null when the op has none or returns them already. The new
+        op's first result stands for this op's; the statistics are its
+        last `getNumStatisticResults()` results.
+      }],
+      "::mlir::Operation *", "buildWithStatistics",
+      (ins "::mlir::OpBuilder &":$builder), [{}], [{ return nullptr; }]>,
+    InterfaceMethod<[{
+        How many of the op's results, the last ones, are statistics for
+        its backward: values that have no gradient.
+      }],
+      "unsigned", "getNumStatisticResults", (ins), [{}], [{ return 0; }]>,
+    InterfaceMethod<[{
+        The bytes of the statistics that the op's `buildWithStatistics` form
+        returns, which the cost analysis counts among the saved activations
+        while the op does not return them yet (bitpipe-generate-backward
+        makes it, by default); 0 for an op with none.
+      }],
+      "int64_t", "getStatisticBytes", (ins), [{}], [{ return 0; }]>,
+    InterfaceMethod<[{
+        The values of this op, beyond `getSavedValues`, that its
+        `buildWithStatistics` form's backward reads as well (attention's
+        output), which the cost analysis counts as saved while the op does
+        not return its statistics yet.
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "getValuesSavedWithStatistics",
+      (ins), [{}], [{ return {}; }]>,
+
     StaticInterfaceMethod<[{
         The names of the ops `buildBackward` may emit (for documentation,
         tests and legality checks).

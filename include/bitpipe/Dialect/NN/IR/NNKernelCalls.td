@@ -28,13 +28,16 @@
 // with `arguments`, a (call ...) dag of one form below per kernel parameter,
 // in the kernel's order. Where `variantIf` (C++ on the op, `$_op`) holds,
 // bp_<variant> is called instead, with the same arguments: its parameters
-// must have the kernel's roles.
+// must have the kernel's roles. With `emitIf` (C++ on the op), the call is
+// made only where it holds (a backward's recomputation of statistics that
+// the op was not given).
 class NN_KernelCall<string kernelName, dag arguments, code condition = "",
-                    string alternative = ""> {
+                    string alternative = "", code onlyIf = ""> {
   string kernel = kernelName;
   dag args = arguments;
   code variantIf = condition;
   string variant = alternative;
+  code emitIf = onlyIf;
 }
 
 // The operator of a call's argument list.
@@ -49,10 +52,16 @@ def call;
 //   (scratch sizes...):$name  a fresh f32 buffer of those sizes that only
 //                  the op's calls use (a statistic the nn op does not
 //                  return); a later argument `$name` is the same buffer.
+//   (stat $x, i, sizes...):$name  statistic i of the variadic result or
+//                  operand $x (the statistics a forward op returns for its
+//                  backward, or a backward op reads) when the op has them,
+//                  else a fresh f32 scratch buffer of those sizes; a later
+//                  `$name` is the same buffer.
 def operand;
 def result;
 def grad_acc;
 def scratch;
+def stat;
 
 // Sizes, i64 (DIM parameters), of an operand or a result x.
 //   (rows $x)      elements / last dimension: N of the [N, features] view

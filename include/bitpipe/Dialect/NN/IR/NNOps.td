@@ -24,12 +24,14 @@ def NN_Scalar : 0DTensorOf<[F32]>;
 def NN_KeyTensor : 1DTensorOf<[I32]>;
 
 // A forward op: pure, with its result type inferred from its operands, a
-// backward rule and a cost.
-class NN_ForwardOp<string mnemonic, list<Trait> traits = []>
+// backward rule and a cost. `backwardMethods`: the BackwardOpInterface
+// methods with a default that the op defines itself (the statistics').
+class NN_ForwardOp<string mnemonic, list<Trait> traits = [],
+                   list<string> backwardMethods = []>
     : NN_Op<mnemonic, traits # [
         Pure, InferTypeOpAdaptor,
         DeclareOpInterfaceMethods<NN_BackwardOpInterface,
-                                  ["getBackwardOpNames"]>,
+                                  ["getBackwardOpNames"] # backwardMethods>,
         DeclareOpInterfaceMethods<NN_CostOpInterface>]> {
   let hasVerifier = 1;
 }
@@ -62,54 +64,72 @@ def NN_EmbeddingOp : NN_ForwardOp<"embedding"> {
       (dim $tokens, 0), (dim $tokens, 1), (last_dim $wte), (dim $wte, 0))>];
 }
 
-def NN_LayerNormOp : NN_ForwardOp<"layer_norm"> {
+def NN_LayerNormOp : NN_ForwardOp<"layer_norm", [],
+    ["buildWithStatistics", "getNumStatisticResults",
+     "getStatisticBytes"]> {
   let summary = "layer normalisation over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * gamma + beta`, statistics over the
-    last dimension; `gamma` and `beta` have that dimension's size.
+    last dimension; `gamma` and `beta` have that dimension's size. With
+    `with_stats` the op also returns each row's mean and 1 / sqrt(var +
+    epsilon) (f32, the input's shape without its last dimension), which its
+    backward reads instead of computing them again (docs/architecture.md,
+    "Saved statistics").
 
     ```mlir
     %y = nn.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f32}
         : (tensor<4x64x32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<4x64x32xf32>
+    %z, %mean, %rstd = nn.layer_norm %x, %g, %b with_stats
+        : (tensor<4x64x32xf32>, tensor<32xf32>, tensor<32xf32>)
+        -> (tensor<4x64x32xf32>, tensor<4x64xf32>, tensor<4x64xf32>)
     ```
   }];
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
                        NN_FloatTensor:$beta,
-                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
-  let results = (outs NN_FloatTensor:$result);
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+                       UnitAttr:$with_stats);
+  let results = (outs NN_FloatTensor:$result, Variadic<F32Tensor>:$stats);
   let assemblyFormat = [{
-    $input `,` $gamma `,` $beta attr-dict `:` functional-type(operands, results)
+    $input `,` $gamma `,` $beta (`with_stats` $with_stats^)? attr-dict `:`
+    functional-type(operands, results)
   }];
-  // The statistics (mean, rstd) are no result: the backward recomputes
-  // them.
+  // Without with_stats, mean and rstd are scratch.
   let kernelCalls = [NN_KernelCall<"layer_norm_fwd", (call
       (operand $input), (operand $gamma), (operand $beta), (result $result),
-      (scratch (rows $input)), (scratch (rows $input)), (rows $input),
-      (last_dim $input), (f32 $epsilon))>];
+      (stat $stats, 0, (rows $input)), (stat $stats, 1, (rows $input)),
+      (rows $input), (last_dim $input), (f32 $epsilon))>];
 }
 
-def NN_RMSNormOp : NN_ForwardOp<"rms_norm"> {
+def NN_RMSNormOp : NN_ForwardOp<"rms_norm", [],
+    ["buildWithStatistics", "getNumStatisticResults",
+     "getStatisticBytes"]> {
   let summary = "root-mean-square normalisation over the last dimension";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * gamma` (LLaMA's RMSNorm: no centring,
     no bias), statistics over the last dimension; `gamma` has that
-    dimension's size.
+    dimension's size. With `with_stats` the op also returns each row's
+    1 / sqrt(mean(x^2) + epsilon) (f32, the input's shape without its last
+    dimension) for its backward.
 
     ```mlir
     %y = nn.rms_norm %x, %g {epsilon = 1.0e-06 : f32}
         : (tensor<4x64x32xf32>, tensor<32xf32>) -> tensor<4x64x32xf32>
+    %z, %rstd = nn.rms_norm %x, %g with_stats
+        : (tensor<4x64x32xf32>, tensor<32xf32>) -> (tensor<4x64x32xf32>, tensor<4x64xf32>)
     ```
   }];
   let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gamma,
-                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon);
-  let results = (outs NN_FloatTensor:$result);
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon,
+                       UnitAttr:$with_stats);
+  let results = (outs NN_FloatTensor:$result, Variadic<F32Tensor>:$stats);
   let assemblyFormat = [{
-    $input `,` $gamma attr-dict `:` functional-type(operands, results)
+    $input `,` $gamma (`with_stats` $with_stats^)? attr-dict `:`
+    functional-type(operands, results)
   }];
-  // rstd is no result: the backward recomputes it.
+  // Without with_stats, rstd is scratch.
   let kernelCalls = [NN_KernelCall<"rms_norm_fwd", (call
       (operand $input), (operand $gamma), (result $result),
-      (scratch (rows $input)), (rows $input), (last_dim $input),
+      (stat $stats, 0, (rows $input)), (rows $input), (last_dim $input),
       (f32 $epsilon))>];
 }
 
@@ -138,7 +158,9 @@ def NN_LinearOp : NN_ForwardOp<"linear"> {
       (rows $input), (last_dim $input), (last_dim $result))>];
 }
 
-def NN_AttentionOp : NN_ForwardOp<"attention"> {
+def NN_AttentionOp : NN_ForwardOp<"attention", [],
+    ["buildWithStatistics", "getNumStatisticResults",
+     "getStatisticBytes", "getValuesSavedWithStatistics"]> {
   let summary = "multi-head or grouped-query scaled dot-product attention on fused q/k/v";
   let description = [{
     The operand is the output of the fused qkv projection. Without
@@ -159,6 +181,12 @@ def NN_AttentionOp : NN_ForwardOp<"attention"> {
     ones scaled by 1 / (1 - p), before they weigh the values; the mask is
     site s's for the micro-batch's key. Only without grouping.
 
+    With `with_stats` the op also returns the log-sum-exp of every query
+    row's scores, `lse` [B, num_heads, T] f32 (FlashAttention's softmax
+    statistics), which its backward reads instead of running the forward
+    again (bitpipe-generate-backward asks for it; docs/architecture.md,
+    "Saved statistics").
+
     ```mlir
     %a = nn.attention %qkv heads(4) causal
         : (tensor<4x64x96xf32>) -> tensor<4x64x32xf32>
@@ -167,6 +195,8 @@ def NN_AttentionOp : NN_ForwardOp<"attention"> {
     %d = nn.attention %qkv heads(4) causal
         dropout(%key, #nn.dropout<1.000000e-01, site = 1>)
         : (tensor<4x64x96xf32>, tensor<4xi32>) -> tensor<4x64x32xf32>
+    %s, %lse = nn.attention %qkv heads(4) causal with_stats
+        : (tensor<4x64x96xf32>) -> (tensor<4x64x32xf32>, tensor<4x4x64xf32>)
     ```
   }];
   let arguments = (ins NN_FloatTensor:$qkv, ConfinedAttr<I64Attr,
@@ -175,12 +205,13 @@ def NN_AttentionOp : NN_ForwardOp<"attention"> {
                            $num_kv_heads,
                        UnitAttr:$causal,
                        Optional<NN_KeyTensor>:$key,
-                       OptionalAttr<NN_DropoutAttr>:$dropout);
-  let results = (outs NN_FloatTensor:$result);
+                       OptionalAttr<NN_DropoutAttr>:$dropout,
+                       UnitAttr:$with_stats);
+  let results = (outs NN_FloatTensor:$result, Optional<F32Tensor>:$lse);
   let assemblyFormat = [{
     $qkv `heads` `(` $num_heads `)` (`kv_heads` `(` $num_kv_heads^ `)`)?
     (`causal` $causal^)? (`dropout` `(` $key^ `,` qualified($dropout) `)`)?
-    attr-dict `:` functional-type(operands, results)
+    (`with_stats` $with_stats^)? attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
     /// The key/value head count: kv_heads, or num_heads without it.
