@@ -1,14 +1,18 @@
 //===- bench-elementwise.cpp - The CPU element-wise kernels against libm --===//
 //
-//   bench-elementwise [--elements N] [--rounds R]
+//   bench-elementwise [--elements N] [--rounds R] [--threads T]
 //
 // Times the runtime's exact GELU (bp_gelu_erf_fwd / _bwd, on VectorErf.h
 // and VectorExp.h) and its tanh GELU forward (bp_gelu_fwd, on VectorExp.h)
 // against the same loops written with libm's erff, expf and tanhf, which
 // the kernels used before, on the same inputs, alternating in
 // one run; prints each pair's times and their ratio (ours / libm's; below
-// 1 is faster), and the largest difference of the outputs. Built where
-// SLEEF is (Debian's libsleef-dev, optional), it also times both GELU
+// 1 is faster), and the largest difference of the outputs. Then the
+// GELU-fused products of a GPT MLP (gpt-cpu-medium's: 512 rows, 256 ->
+// 1024) against the two kernels in sequence: bp_linear_gelu_fwd against
+// bp_linear_fwd + bp_gelu_fwd, and bp_linear_bwd_input_gelu against
+// bp_linear_bwd_input + bp_gelu_bwd, on T kernel threads (default 1). Built
+// where SLEEF is (Debian's libsleef-dev, optional), it also times both GELU
 // forwards against loops on SLEEF's 8-wide AVX2 tanhf and erff (1-ulp
 // versions), the vector-math library the kernels could have used instead
 // of their own. Checks nothing: bench/RESULTS.md records what it printed.
@@ -17,6 +21,7 @@
 
 #include "bitpipe/runtime.h"
 #include "core/Flags.h"
+#include "cpu/Parallel.h"
 
 #include <algorithm>
 #include <chrono>
@@ -84,10 +89,14 @@ double maxDifference(const std::vector<float> &a, const std::vector<float> &b) {
 } // namespace
 
 int main(int argc, char **argv) {
-  int64_t n = 1 << 22, rounds = 20;
+  int64_t n = 1 << 22, rounds = 20, threads = 1;
   FlagSet flags;
   flags.integer("--elements", "N", "elements per call (default 4M)", &n, 1)
-      .integer("--rounds", "R", "alternating rounds (default 20)", &rounds, 1);
+      .integer("--rounds", "R", "alternating rounds (default 20)", &rounds, 1)
+      .integer("--threads", "T",
+               "kernel threads of the fused products "
+               "(default 1)",
+               &threads, 1);
   if (Status s = flags.parse(argc, argv); !s.isOk()) {
     std::fprintf(stderr, "bench-elementwise: %s\n%s", s.message().c_str(),
                  flags.help().c_str());
@@ -129,6 +138,54 @@ int main(int argc, char **argv) {
       "gelu_fwd (tanh form)", "libm tanhf",
       [&](float *y) { bp_gelu_fwd(xs, y, n); },
       [&](float *y) { geluTanhFwdLibm(xs, y, n); });
+  // The GELU-fused products against the two kernels in sequence: the same
+  // results bit for bit (ThreadsTest), so only the time differs.
+  {
+    const int64_t rows = 512, in = 256, out = 1024;
+    cpu::setKernelThreads(static_cast<int>(threads));
+    std::vector<float> a(rows * in), w(out * in), b(out), g(rows * out);
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = std::sin(0.37f * static_cast<float>(i));
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = 0.05f * std::cos(0.11f * static_cast<float>(i));
+    for (size_t i = 0; i < b.size(); ++i)
+      b[i] = 0.01f * static_cast<float>(i % 7);
+    for (size_t i = 0; i < g.size(); ++i)
+      g[i] = std::sin(0.07f * static_cast<float>(i));
+    std::vector<float> pre(rows * out), y(rows * out), dxIn(rows * in),
+        preIn(rows * in);
+    for (size_t i = 0; i < preIn.size(); ++i)
+      preIn[i] = 3.0f * std::sin(0.013f * static_cast<float>(i));
+    double tFused = 0, tSeq = 0, tFusedB = 0, tSeqB = 0;
+    for (int64_t r = 0; r < rounds; ++r) {
+      tFused += seconds([&] {
+        bp_linear_gelu_fwd(a.data(), w.data(), b.data(), y.data(), pre.data(),
+                           rows, in, out);
+      });
+      tSeq += seconds([&] {
+        bp_linear_fwd(a.data(), w.data(), b.data(), pre.data(), rows, in, out);
+        bp_gelu_fwd(pre.data(), y.data(), rows * out);
+      });
+      // The backward through the GELU: dx [rows, in] from g [rows, out].
+      tFusedB += seconds([&] {
+        bp_linear_bwd_input_gelu(g.data(), w.data(), preIn.data(), dxIn.data(),
+                                 rows, in, out);
+      });
+      tSeqB += seconds([&] {
+        bp_linear_bwd_input(g.data(), w.data(), dxIn.data(), rows, in, out);
+        bp_gelu_bwd(dxIn.data(), preIn.data(), dxIn.data(), rows * in);
+      });
+    }
+    std::printf("linear_gelu_fwd (%lld x %lld -> %lld, %lld thread(s)): "
+                "fused %.2f ms, in sequence %.2f ms, ratio %.3f\n",
+                static_cast<long long>(rows), static_cast<long long>(in),
+                static_cast<long long>(out), static_cast<long long>(threads),
+                tFused * ms, tSeq * ms, tFused / tSeq);
+    std::printf("linear_bwd_input_gelu: fused %.2f ms, in sequence %.2f ms, "
+                "ratio %.3f\n",
+                tFusedB * ms, tSeqB * ms, tFusedB / tSeqB);
+    cpu::setKernelThreads(1);
+  }
 #ifdef BITPIPE_HAVE_SLEEF
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
     std::printf("SLEEF: this CPU has no AVX2 and FMA; not timed\n");

@@ -20,6 +20,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace bitpipe {
 #define GEN_PASS_DEF_GENERATEBACKWARD
@@ -49,8 +50,8 @@ bool isLoss(Value v) {
 /// Differentiates one stage function.
 class StageDifferentiator {
 public:
-  StageDifferentiator(func::FuncOp forward, bool saveStatistics)
-      : forward(forward), saveStatistics(saveStatistics) {}
+  StageDifferentiator(func::FuncOp forward, sched::Recompute recompute)
+      : forward(forward), recompute(recompute) {}
 
   /// Builds `@<name>_bwd` after the forward, and makes the forward return
   /// its saved values. Returns the backward function.
@@ -59,11 +60,15 @@ public:
 private:
   LogicalResult collectActiveOps();
   void keepStatistics();
+  void planRecomputation();
   void addGrad(OpBuilder &b, Value forwardValue, Value grad,
                Attribute layer = {});
 
   func::FuncOp forward;
-  bool saveStatistics;
+  sched::Recompute recompute;
+  /// Under Recompute::Full: the forward ops the backward runs again, in
+  /// forward order.
+  SmallVector<Operation *> recomputed;
   SmallVector<Operation *> activeOps; ///< Forward order.
   llvm::SetVector<Value> savedArgs, savedResults;
   IRMapping toBackward;                ///< Forward -> backward values.
@@ -96,7 +101,8 @@ LogicalResult StageDifferentiator::collectActiveOps() {
     needed.insert(op.operand_begin(), op.operand_end());
   }
   std::reverse(activeOps.begin(), activeOps.end());
-  if (saveStatistics)
+  // Under Full the recomputed forward produces the statistics too.
+  if (recompute != sched::Recompute::Selective)
     keepStatistics();
   for (Operation *op : activeOps)
     for (Value v : cast<nn::BackwardOpInterface>(op).getSavedValues()) {
@@ -105,7 +111,31 @@ LogicalResult StageDifferentiator::collectActiveOps() {
       else
         savedResults.insert(v);
     }
+  if (recompute == sched::Recompute::Full)
+    planRecomputation();
   return success();
+}
+
+/// Under Recompute::Full, the saved results are not returned but computed
+/// again: the ops that define them and, transitively, their operands'
+/// definitions; the forward arguments those read become the backward's.
+void StageDifferentiator::planRecomputation() {
+  llvm::SmallPtrSet<Operation *, 32> needed;
+  SmallVector<Value> work(savedResults.begin(), savedResults.end());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      savedArgs.insert(arg);
+      continue;
+    }
+    Operation *def = v.getDefiningOp();
+    if (needed.insert(def).second)
+      llvm::append_range(work, def->getOperands());
+  }
+  for (Operation &op : forward.getBody().front().without_terminator())
+    if (needed.contains(&op))
+      recomputed.push_back(&op);
+  savedResults.clear();
 }
 
 /// Replaces every active op that can return the statistics its backward
@@ -204,8 +234,13 @@ FailureOr<func::FuncOp> StageDifferentiator::run() {
   for (auto [i, v] : llvm::enumerate(argSources))
     toBackward.map(v, body->getArgument(i));
 
-  // Seed the gradients of the outputs.
+  // The forward again (Recompute::Full): its results stand for the saved
+  // values the backward rules read.
   b.setInsertionPointToStart(body);
+  for (Operation *op : recomputed)
+    b.clone(*op, toBackward);
+
+  // Seed the gradients of the outputs.
   for (auto [i, out] : llvm::enumerate(fwdReturn.getOperands())) {
     if (isLoss(out)) {
       auto one = DenseElementsAttr::get(
@@ -522,8 +557,7 @@ struct GenerateBackwardPass
         stage.emitOpError() << "already has a backward";
         return signalPassFailure();
       }
-      FailureOr<func::FuncOp> bwd =
-          StageDifferentiator(stage, saveStatistics).run();
+      FailureOr<func::FuncOp> bwd = StageDifferentiator(stage, recompute).run();
       if (failed(bwd) ||
           failed(updateCallers(stage, users.lookup(stage.getSymNameAttr()))))
         return signalPassFailure();

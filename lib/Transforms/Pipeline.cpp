@@ -66,6 +66,7 @@ struct Plan {
   int stages = 0;
   int chunksPerDevice = 1;
   bool splitBackward = false;
+  sched::Recompute recompute = sched::Recompute::None;
 };
 
 FailureOr<Plan> derive(const PipelineConfig &config, std::string &error) {
@@ -88,6 +89,7 @@ FailureOr<Plan> derive(const PipelineConfig &config, std::string &error) {
   plan.stages = placement->numStages;
   plan.chunksPerDevice = placement->numStages / placement->numDevices;
   plan.splitBackward = info.splitsBackward || request->splitBackward;
+  plan.recompute = config.recompute;
   return plan;
 }
 
@@ -103,6 +105,7 @@ void addModelPasses(OpPassManager &pm, const Plan &plan) {
   pm.addPass(createPartition(partition));
   GenerateBackwardOptions backward;
   backward.split = plan.splitBackward;
+  backward.recompute = plan.recompute;
   pm.addPass(createGenerateBackward(backward));
 }
 
@@ -174,6 +177,7 @@ bitpipe::PipelineConfig bitpipe::PipelineOptions::toConfig() const {
   config.request.dataParallel = dataParallel;
   config.bucketMb = bucketMb;
   config.request.splitBackward = splitBackward;
+  config.recompute = recompute;
   config.loops = loops;
   config.streams = transferStreams;
   return config;

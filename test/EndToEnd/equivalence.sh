@@ -20,12 +20,14 @@
 #   equivalence.sh reference MODEL N_TOTAL WORKDIR [RUN FLAG...]
 #       compiles and runs the 1-rank reference (a ctest fixture);
 #   equivalence.sh case MODEL SCHEDULE D K N WORKDIR [--chunks-per-device V]
-#                  [--max-in-flight C] [--host-nccl] [RUN FLAG...]
+#                  [--max-in-flight C] [--recompute MODE] [--host-nccl]
+#                  [RUN FLAG...]
 #       compiles and runs one case and compares it with the reference of
 #       MODEL, N*K and the same run flags, which must exist in WORKDIR;
-#       --chunks-per-device, --max-in-flight and --host-nccl (first, if
-#       given) go to bitpipe-compile only (interleaved-1f1b's v, 1f1b's cap
-#       on micro-batches in flight; the reference has neither). --host-nccl
+#       --chunks-per-device, --max-in-flight, --recompute and --host-nccl
+#       (first, if given) go to bitpipe-compile only (interleaved-1f1b's v,
+#       1f1b's cap on micro-batches in flight, what the backward computes
+#       again; the reference has none of them). --host-nccl
 #       checks the programs under NCCL's rules and links them with the NCCL
 #       communicator over the strict MPI stand-in for NCCL
 #       (docs/nccl-transfers.md, "Tested without a GPU"): the run then
@@ -78,7 +80,7 @@ case)
   compile_flags=() tag_flags=() case_flags=() host_nccl=
   while :; do
     case "${1:-}" in
-    --chunks-per-device | --max-in-flight)
+    --chunks-per-device | --max-in-flight | --recompute)
       compile_flags+=("$1" "$2") tag_flags+=("$1" "$2")
       shift 2
       ;;

@@ -1,6 +1,8 @@
 // RUN: bitpipe-opt %s --split-input-file --bitpipe-generate-backward | FileCheck %s
 // RUN: bitpipe-opt %s --split-input-file --bitpipe-generate-backward=split | FileCheck %s --check-prefix=SPLIT
-// RUN: bitpipe-opt %s --split-input-file --bitpipe-generate-backward=save-statistics=false | FileCheck %s --check-prefix=RECOMPUTE
+// RUN: bitpipe-opt %s --split-input-file --bitpipe-generate-backward=recompute=selective | FileCheck %s --check-prefix=SELECTIVE
+// RUN: bitpipe-opt %s --split-input-file --bitpipe-generate-backward=recompute=full | FileCheck %s --check-prefix=FULL
+// RUN: bitpipe-opt %s --split-input-file --bitpipe-generate-backward="recompute=full split" | FileCheck %s --check-prefix=FULL-SPLIT
 
 // An MLP block with a residual: the input x fans out (layer norm and the
 // residual add), so its gradient is a sum; the forward now returns the op
@@ -127,13 +129,39 @@ func.func @tied_stage0(%tok: tensor<2x4xi32> {nn.input = "tokens"}, %wte: tensor
 // Without saved statistics the norm and the attention keep their one
 // result and their backward runs the forward again
 // (bitpipe-lower-nn-to-runtime).
-// RECOMPUTE-LABEL: func.func @llama_stage1(
-// RECOMPUTE-SAME: -> (tensor<2x4x8xf32>, tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 1 : i64}, tensor<2x4x8xf32> {bitpipe.saved = 2 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 3 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 4 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 5 : i64})
-// RECOMPUTE:      nn.rms_norm %{{.*}} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
-// RECOMPUTE:      nn.attention %{{.*}} heads(2) kv_heads(1) causal : (tensor<2x4x16xf32>) -> tensor<2x4x8xf32>
-// RECOMPUTE-LABEL: func.func private @llama_stage1_bwd(
-// RECOMPUTE:      nn.attention_grad %{{[a-z0-9]+}}, %{{[a-z0-9]+}} heads(2) kv_heads(1) causal :
-// RECOMPUTE:      nn.rms_norm_grad %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}} :
+// Full recomputation: the forward returns its output only; the backward
+// takes the forward arguments and runs the forward ops again (the statistics
+// forms: the backward ops read what the recomputation produced), then the
+// backward rules.
+// FULL-LABEL: func.func @llama_stage1(
+// FULL-SAME: -> tensor<2x4x8xf32>
+// FULL-LABEL: func.func private @llama_stage1_bwd(
+// FULL-SAME: %[[X:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.forward_arg = 0 : i64},
+// FULL-NOT:  bitpipe.saved
+// FULL-SAME: %[[WDOWN:[a-z0-9]+]]: tensor<8x12xf32> {bitpipe.forward_arg = 5 : i64, nn.param = "mlp.down.weight"},
+// FULL-SAME: %[[DY:[a-z0-9]+]]: tensor<2x4x8xf32> {bitpipe.grad_of_result = 0 : i64})
+// FULL:      %[[N:[a-z0-9_]+]], %[[RSTD:[a-z0-9_]+]] = nn.rms_norm %[[X]], %{{.*}} with_stats
+// FULL:      %[[A:[a-z0-9_]+]], %[[LSE:[a-z0-9_]+]] = nn.attention %{{.*}} with_stats
+// FULL:      nn.swiglu
+// FULL-NOT:  nn.linear %{{.*}}, %[[WDOWN]] :
+// FULL:      nn.linear_input_grad %[[DY]], %[[WDOWN]]
+// FULL:      nn.attention_grad %{{.*}}, %{{.*}} saved(%[[A]], %[[LSE]])
+// FULL:      nn.rms_norm_grad %[[X]], %{{.*}}, %{{.*}}, %[[RSTD]]
+// The split halves: the input half recomputes and stashes what the weight
+// half reads.
+// FULL-SPLIT-LABEL: func.func private @llama_stage1_bwd_input(
+// FULL-SPLIT:      nn.rms_norm
+// FULL-SPLIT:      nn.attention_grad
+// FULL-SPLIT-LABEL: func.func private @llama_stage1_bwd_weight(
+// FULL-SPLIT-NOT:  nn.attention
+// FULL-SPLIT:      nn.linear_weight_grad
+// SELECTIVE-LABEL: func.func @llama_stage1(
+// SELECTIVE-SAME: -> (tensor<2x4x8xf32>, tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 1 : i64}, tensor<2x4x8xf32> {bitpipe.saved = 2 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 3 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 4 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 5 : i64})
+// SELECTIVE:      nn.rms_norm %{{.*}} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+// SELECTIVE:      nn.attention %{{.*}} heads(2) kv_heads(1) causal : (tensor<2x4x16xf32>) -> tensor<2x4x8xf32>
+// SELECTIVE-LABEL: func.func private @llama_stage1_bwd(
+// SELECTIVE:      nn.attention_grad %{{[a-z0-9]+}}, %{{[a-z0-9]+}} heads(2) kv_heads(1) causal :
+// SELECTIVE:      nn.rms_norm_grad %{{[a-z0-9]+}}, %{{[a-z0-9]+}}, %{{[a-z0-9]+}} :
 // CHECK-LABEL: func.func @llama_stage1(
 // CHECK-SAME: -> (tensor<2x4x8xf32>, tensor<2x4xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x8xf32> {bitpipe.saved = 1 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 2 : i64}, tensor<2x4x8xf32> {bitpipe.saved = 3 : i64}, tensor<2x2x4xf32> {bitpipe.saved = 4 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 5 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 6 : i64}, tensor<2x4x12xf32> {bitpipe.saved = 7 : i64})
 // CHECK:      %[[N:[a-z0-9_]+]], %[[NSTATS:[a-z0-9_]+]] = nn.rms_norm {{.*}} with_stats

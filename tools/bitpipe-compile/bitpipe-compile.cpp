@@ -142,6 +142,12 @@ cl::opt<bool> splitBackward("split-backward",
                                      "weight gradients (zb-h1 only, which "
                                      "splits without it)"),
                             cl::init(false), cl::cat(category));
+cl::opt<bitpipe::sched::Recompute> recompute(
+    "recompute",
+    cl::desc("What each stage's backward computes again (default: none, "
+             "keep every value it reads; docs/recompute.md)"),
+    cl::init(bitpipe::sched::Recompute::None), bitpipe::recomputeValues(),
+    cl::cat(category));
 cl::opt<bitpipe::sched::TransferStreams> transferStreams(
     "transfer-streams",
     cl::desc("How the CUDA runtime lays the transfers on NCCL communicators "
@@ -208,6 +214,7 @@ bitpipe::PipelineConfig pipelineConfig() {
   config.request = scheduleFlags.request();
   config.bucketMb = bucketMb;
   config.request.splitBackward = splitBackward;
+  config.recompute = recompute;
   config.streams = transferStreams;
   return config;
 }

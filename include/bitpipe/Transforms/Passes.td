@@ -48,12 +48,22 @@ def GenerateBackward : Pass<"bitpipe-generate-backward", "mlir::ModuleOp"> {
       instead of being an argument (gradients are sums over micro-batches;
       averaging is the optimizer step's business).
 
-    With `save-statistics` (the default) every active op that can return
-    the statistics its backward reads does so (`buildWithStatistics`:
-    `nn.attention ... with_stats` returns its rows' log-sum-exps), and the
-    backward op reads them, with the forward's output, as saved values
-    instead of running the forward again (docs/architecture.md, "Saved
-    statistics").
+    `recompute` trades memory for time (docs/recompute.md):
+
+    * `none` (the default): every active op that can return the statistics
+      its backward reads does so (`buildWithStatistics`: `nn.attention ...
+      with_stats` returns its rows' log-sum-exps, the norms their mean and
+      rstd), and the backward ops read them as saved values instead of
+      running the forward kernels again (docs/architecture.md, "Saved
+      statistics");
+    * `selective`: the ops keep their plain form; their backward ops
+      compute the statistics again (attention's probabilities are computed
+      again in every mode);
+    * `full`: the forward returns nothing for its backward; the backward
+      takes the forward arguments its recomputation reads and starts by
+      running again the forward ops whose results the backward rules read
+      (and the ops they depend on), in forward order, in their statistics
+      form as under `none`.
 
     With `split`, the backward is two functions, as zero-bubble schedules
     need: `@<stage>_bwd_input` (input gradients and the parameter gradients
@@ -74,10 +84,10 @@ def GenerateBackward : Pass<"bitpipe-generate-backward", "mlir::ModuleOp"> {
   let options = [
     Option<"split", "split", "bool", /*default=*/"false",
            "Split the backward into input-gradient and weight-gradient functions">,
-    Option<"saveStatistics", "save-statistics", "bool", /*default=*/"true",
-           "Forward ops return the statistics their backward reads "
-           "(attention's log-sum-exps), saved like any activation; false: "
-           "the backward computes them again">,
+    Option<"recompute", "recompute", "::bitpipe::sched::Recompute",
+           /*default=*/"::bitpipe::sched::Recompute::None",
+           "What the backward computes again (none | selective | full)",
+           "::bitpipe::recomputeValues()">,
   ];
 }
 

@@ -10,6 +10,7 @@
 #define BITPIPE_TRANSFORMS_PIPELINE_H
 
 #include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Support/RecomputeOptions.h"
 #include "bitpipe/Support/TransportOptions.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -31,6 +32,8 @@ struct PipelineConfig {
   sched::ScheduleOptions request;
   /// Gradient bucket capacity in MiB (DDP's default).
   double bucketMb = 25.0;
+  /// What each stage's backward computes again (bitpipe-generate-backward).
+  sched::Recompute recompute = sched::Recompute::None;
   /// End with bitpipe-verify. A driver that lowers the result at once may
   /// leave it out: bitpipe-lower-program-to-runtime runs the same checks
   /// (verifyRankPrograms) before it changes anything, and at D=64 they
@@ -85,6 +88,12 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
                      "(only schedules with weight-gradient steps, zb-h1, "
                      "run it; they split without the option)"),
       llvm::cl::init(false)};
+  Option<sched::Recompute> recompute{
+      *this, "recompute",
+      llvm::cl::desc("What each stage's backward computes again: none "
+                     "(keep every value, statistics too), selective (the "
+                     "statistics), full (the whole forward)"),
+      llvm::cl::init(sched::Recompute::None), recomputeValues()};
   Option<bool> loops{
       *this, "loops",
       llvm::cl::desc("Write the programs' repeated runs as bitpipe.repeat "

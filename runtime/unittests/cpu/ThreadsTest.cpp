@@ -212,4 +212,40 @@ TEST_F(ThreadsTest, LinearSplitsRowsTheSameWayAtOneCount) {
             0);
 }
 
+// The GELU-fused products run the unfused kernels' row blocks and element
+// loops in one task: at any thread count they give the two kernels'
+// results in sequence, bit for bit.
+TEST_F(ThreadsTest, FusedLinearGeluIsTheTwoKernelsInSequence) {
+  const int64_t N = 300, In = 96, Out = 160;
+  auto x = randomFloats(N * In, 20), w = randomFloats(Out * In, 21),
+       b = randomFloats(Out, 22), dy = randomFloats(N * Out, 23);
+  for (int threads : {1, 3}) {
+    setKernelThreads(threads);
+    std::vector<float> pre(N * Out), y(N * Out), pre2(N * Out), y2(N * Out);
+    ASSERT_EQ(bp_linear_gelu_fwd(x.data(), w.data(), b.data(), y.data(),
+                                 pre.data(), N, In, Out),
+              BP_OK);
+    ASSERT_EQ(
+        bp_linear_fwd(x.data(), w.data(), b.data(), pre2.data(), N, In, Out),
+        BP_OK);
+    ASSERT_EQ(bp_gelu_fwd(pre2.data(), y2.data(), N * Out), BP_OK);
+    EXPECT_EQ(std::memcmp(pre.data(), pre2.data(), pre.size() * 4), 0)
+        << threads << " threads: the pre-activation";
+    EXPECT_EQ(std::memcmp(y.data(), y2.data(), y.size() * 4), 0)
+        << threads << " threads: the GELU";
+
+    // The backward: dx[N, In] = gelu'(pre_in) * (dy W), pre_in [N, In].
+    auto preIn = randomFloats(N * In, 24);
+    std::vector<float> dx(N * In), dx2(N * In);
+    ASSERT_EQ(bp_linear_bwd_input_gelu(dy.data(), w.data(), preIn.data(),
+                                       dx.data(), N, In, Out),
+              BP_OK);
+    ASSERT_EQ(bp_linear_bwd_input(dy.data(), w.data(), dx2.data(), N, In, Out),
+              BP_OK);
+    ASSERT_EQ(bp_gelu_bwd(dx2.data(), preIn.data(), dx2.data(), N * In), BP_OK);
+    EXPECT_EQ(std::memcmp(dx.data(), dx2.data(), dx.size() * 4), 0)
+        << threads << " threads: the input gradient";
+  }
+}
+
 } // namespace

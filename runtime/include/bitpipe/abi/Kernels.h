@@ -109,8 +109,8 @@
 /* Input gradient through a GELU: for y = gelu(pre) W^T + b, writes the
  * gradient of pre, dx = (dy W) * gelu'(pre) (gelu_bwd's gelu').
  * dy [N, Out]; w [Out, In]; pre, dx [N, In]. Called where an nn.gelu_grad
- * takes an nn.linear_input_grad result used nowhere else; on the CPU it is
- * linear_bwd_input then gelu_bwd, bit for bit. */
+ * takes an nn.linear_input_grad result used nowhere else; on the CPU it
+ * computes linear_bwd_input then gelu_bwd, bit for bit. */
 #define BP_KERNEL_linear_bwd_input_gelu                                        \
   (ACT_IN, dy), (WEIGHT, w), (ACT_IN, pre), (ACT_OUT, dx), (DIM, N),           \
       (DIM, In), (DIM, Out)

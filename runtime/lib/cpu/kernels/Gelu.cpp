@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Gelu.h"
 #include "Common.h"
 #include "VectorExp.h"
 #include "core/CpuClones.h"
@@ -24,9 +25,10 @@ using namespace bitpipe::runtime::cpu;
 static constexpr float kSqrt2OverPi = 0.7978845608028654f;
 static constexpr float kCubic = 0.044715f;
 
-/// Elements [first, last) of bp_gelu_fwd.
-BP_CPU_CLONES static void geluForward(const float *x, float *y, int64_t first,
-                                      int64_t last) {
+BP_CPU_CLONES void bitpipe::runtime::cpu::geluForwardRange(const float *x,
+                                                           float *y,
+                                                           int64_t first,
+                                                           int64_t last) {
   for (int64_t i = first; i < last; ++i) {
     const float v = x[i];
     const float u = kSqrt2OverPi * (v + kCubic * v * v * v);
@@ -39,14 +41,13 @@ extern "C" bp_status_t bp_gelu_fwd(const float *x, float *y, int64_t n) {
   if (!BP_KERNEL_ARGS_VALID(gelu_fwd))
     return BP_ERR_INVALID_ARGUMENT;
   parallelFor(n, kElementwiseGrain, [&](int64_t first, int64_t last) {
-    geluForward(x, y, first, last);
+    geluForwardRange(x, y, first, last);
   });
   return BP_OK;
 }
 
-/// Elements [first, last) of bp_gelu_bwd.
-BP_CPU_CLONES static void geluBackward(const float *dy, const float *x,
-                                       float *dx, int64_t first, int64_t last) {
+BP_CPU_CLONES void bitpipe::runtime::cpu::geluBackwardRange(
+    const float *dy, const float *x, float *dx, int64_t first, int64_t last) {
   for (int64_t i = first; i < last; ++i) {
     const float v = x[i];
     const float e = vectorExp(-2.0f * kSqrt2OverPi * (v + kCubic * v * v * v));
@@ -62,7 +63,7 @@ extern "C" bp_status_t bp_gelu_bwd(const float *dy, const float *x, float *dx,
   if (!BP_KERNEL_ARGS_VALID(gelu_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   parallelFor(n, kElementwiseGrain, [&](int64_t first, int64_t last) {
-    geluBackward(dy, x, dx, first, last);
+    geluBackwardRange(dy, x, dx, first, last);
   });
   return BP_OK;
 }

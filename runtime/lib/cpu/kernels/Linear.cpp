@@ -3,12 +3,16 @@
 // y = x W^T + b with W [Out, In]. Every product is cblas_sgemm on the
 // row-major buffers as they are (the transposes are sgemm flags, not
 // copies), one call per block of output rows on the kernel's threads.
-// The GELU-fused entry points are the unfused kernels in sequence, so that a
-// fused program computes bit for bit what the unfused one did.
+// The GELU-fused entry points apply the GELU in the same task, to the rows
+// the thread's product just wrote (still partly in its cache), instead of
+// a second pass over the whole output after a barrier: the same row blocks
+// and the same element loops (Gelu.h), so a fused program computes bit for
+// bit what the unfused one does at the same thread count.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "Gelu.h"
 #include "core/KernelProfile.h"
 #include "cpu/Parallel.h"
 
@@ -16,6 +20,33 @@
 #include <cstring>
 
 using namespace bitpipe::runtime::cpu;
+
+/// Rows [first, last) of y = x W^T + b.
+static void forwardRows(const float *x, const float *w, const float *b,
+                        float *y, int64_t In, int64_t Out, int64_t first,
+                        int64_t last) {
+  float *rows = y + first * Out;
+  // Broadcast the bias into y first and let sgemm add onto it (beta = 1):
+  // one pass over y instead of a second pass after the product.
+  float beta = 0.0f;
+  if (b) {
+    for (int64_t i = first; i < last; ++i)
+      std::memcpy(y + i * Out, b, static_cast<size_t>(Out) * sizeof(float));
+    beta = 1.0f;
+  }
+  // y[rows, Out] = x[rows, In] * W[Out, In]^T
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, last - first, Out, In,
+              1.0f, x + first * In, In, w, In, beta, rows, Out);
+}
+
+/// Rows [first, last) of dx = dy W.
+static void inputGradRows(const float *dy, const float *w, float *dx,
+                          int64_t In, int64_t Out, int64_t first,
+                          int64_t last) {
+  // dx[rows, In] = dy[rows, Out] * W[Out, In]
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, last - first, In, Out,
+              1.0f, dy + first * Out, Out, w, In, 0.0f, dx + first * In, In);
+}
 
 extern "C" bp_status_t bp_linear_fwd(const float *x, const float *w,
                                      const float *b, float *y, int64_t N,
@@ -25,18 +56,7 @@ extern "C" bp_status_t bp_linear_fwd(const float *x, const float *w,
     return BP_ERR_INVALID_ARGUMENT;
   // Rows of y on the kernel's threads (cpu/Parallel.h).
   parallelFor(N, productRowGrain(In * Out), [&](int64_t first, int64_t last) {
-    float *rows = y + first * Out;
-    // Broadcast the bias into y first and let sgemm add onto it (beta =
-    // 1): one pass over y instead of a second pass after the product.
-    float beta = 0.0f;
-    if (b) {
-      for (int64_t i = first; i < last; ++i)
-        std::memcpy(y + i * Out, b, static_cast<size_t>(Out) * sizeof(float));
-      beta = 1.0f;
-    }
-    // y[rows, Out] = x[rows, In] * W[Out, In]^T
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, last - first, Out, In,
-                1.0f, x + first * In, In, w, In, beta, rows, Out);
+    forwardRows(x, w, b, y, In, Out, first, last);
   });
   return BP_OK;
 }
@@ -47,11 +67,9 @@ extern "C" bp_status_t bp_linear_bwd_input(const float *dy, const float *w,
   BP_PROFILE_KERNEL(linear_bwd_input);
   if (!BP_KERNEL_ARGS_VALID(linear_bwd_input))
     return BP_ERR_INVALID_ARGUMENT;
-  // dx[rows, In] = dy[rows, Out] * W[Out, In], rows on the kernel's threads.
+  // Rows of dx on the kernel's threads.
   parallelFor(N, productRowGrain(In * Out), [&](int64_t first, int64_t last) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, last - first, In,
-                Out, 1.0f, dy + first * Out, Out, w, In, 0.0f, dx + first * In,
-                In);
+    inputGradRows(dy, w, dx, In, Out, first, last);
   });
   return BP_OK;
 }
@@ -87,9 +105,12 @@ extern "C" bp_status_t bp_linear_gelu_fwd(const float *x, const float *w,
   BP_PROFILE_KERNEL(linear_gelu_fwd);
   if (!BP_KERNEL_ARGS_VALID(linear_gelu_fwd))
     return BP_ERR_INVALID_ARGUMENT;
-  if (bp_status_t status = bp_linear_fwd(x, w, b, pre, N, In, Out))
-    return status;
-  return bp_gelu_fwd(pre, y, N * Out);
+  // bp_linear_fwd's row blocks, each followed by the GELU of its rows.
+  parallelFor(N, productRowGrain(In * Out), [&](int64_t first, int64_t last) {
+    forwardRows(x, w, b, pre, In, Out, first, last);
+    geluForwardRange(pre, y, first * Out, last * Out);
+  });
+  return BP_OK;
 }
 
 extern "C" bp_status_t bp_linear_bwd_input_gelu(const float *dy,
@@ -100,8 +121,11 @@ extern "C" bp_status_t bp_linear_bwd_input_gelu(const float *dy,
   BP_PROFILE_KERNEL(linear_bwd_input_gelu);
   if (!BP_KERNEL_ARGS_VALID(linear_bwd_input_gelu))
     return BP_ERR_INVALID_ARGUMENT;
-  if (bp_status_t status = bp_linear_bwd_input(dy, w, dx, N, In, Out))
-    return status;
-  // bp_gelu_bwd lets dx alias dy: the product is scaled in place.
-  return bp_gelu_bwd(dx, pre, dx, N * In);
+  // bp_linear_bwd_input's row blocks, each product then scaled in place by
+  // gelu' of its rows (the GELU loop lets dx alias dy).
+  parallelFor(N, productRowGrain(In * Out), [&](int64_t first, int64_t last) {
+    inputGradRows(dy, w, dx, In, Out, first, last);
+    geluBackwardRange(dx, pre, dx, first * In, last * In);
+  });
+  return BP_OK;
 }
