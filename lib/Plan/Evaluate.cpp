@@ -104,7 +104,11 @@ std::string describe(const PlanConfig &c) {
     text += " v=" + std::to_string(c.chunks);
   text += " mb=" + std::to_string(c.microbatchSize);
   // Before its micro-batch count is known (too many to count), none.
-  return c.microbatches ? text + " N=" + std::to_string(c.microbatches) : text;
+  if (c.microbatches)
+    text += " N=" + std::to_string(c.microbatches);
+  if (c.recompute != sched::Recompute::None)
+    text += std::string(" recompute=") + sched::recomputeName(c.recompute);
+  return text;
 }
 
 sched::Result<sched::ScheduleOptions> scheduleRequest(const PlanConfig &c) {
@@ -183,15 +187,25 @@ evaluateStages(PlanConfig config, const ModelProfile &model,
   sched::CostModel cost;
   const double flops = cluster.achievableFlops();
   const double scale = activationScale(request.precision);
-  for (const StageProfile &st : stages) {
+  // Under full recomputation a stage keeps only its input per micro-batch
+  // in flight (what the previous stage sent; the token ids for the first)
+  // and runs its forward again in its backward (docs/recompute.md).
+  const bool recomputeAll = config.recompute == sched::Recompute::Full;
+  const double tokenBytes = static_cast<double>(config.microbatchSize) *
+                            static_cast<double>(model.seqLen) * 4;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const StageProfile &st = stages[s];
     cost.forward.push_back(st.forwardFlops / flops);
-    double backward = st.backwardFlops / flops;
+    double backward =
+        (st.backwardFlops + (recomputeAll ? st.forwardFlops : 0)) / flops;
     // The cost analysis does not split the backward: halves, as
     // bitpipe-simulate charges them (the zero-bubble papers' B = W).
     cost.backward.push_back(schedule->splitBackward ? backward / 2 : backward);
     cost.weightGrad.push_back(schedule->splitBackward ? backward / 2 : 0);
     cost.boundaryBytes.push_back(st.boundaryBytes * scale);
-    cost.stashBytes.push_back(st.activationBytes * scale);
+    cost.stashBytes.push_back(!recomputeAll ? st.activationBytes * scale
+                              : s == 0      ? tokenBytes
+                                       : stages[s - 1].boundaryBytes * scale);
     // Gradients are fp32 accumulators in every precision (Memory.h).
     cost.gradientBytes.push_back(st.parameters * 4);
   }

@@ -85,6 +85,8 @@ std::string compileCommand(const PlanConfig &c, const CommandContext &ctx) {
            std::to_string(c.chunks);
   cmd += std::string(" --") + sched::option::kDataParallel + " " +
          std::to_string(c.dataParallel);
+  if (c.recompute != sched::Recompute::None)
+    cmd += std::string(" --recompute ") + sched::recomputeName(c.recompute);
   cmd += " --target " + ctx.target + " --precision " + ctx.precision;
   return cmd + " -o " + shellWord(base + "_train");
 }
@@ -127,8 +129,12 @@ std::string tableHeader(size_t columns) {
 std::vector<std::string> tableCells(const PlanResult &result, size_t index) {
   const Estimate &e = result.ranked[index];
   const PlanConfig &c = e.config;
+  // A configuration that recomputes says so after its schedule's name.
+  std::string schedule = c.schedule;
+  if (c.recompute != sched::Recompute::None)
+    schedule += std::string("+recompute=") + sched::recomputeName(c.recompute);
   return {std::to_string(index + 1),
-          c.schedule,
+          schedule,
           std::to_string(c.devices),
           std::to_string(c.dataParallel),
           c.chunks ? std::to_string(c.chunks) : "-",
@@ -258,6 +264,7 @@ std::string formatJson(const PlanResult &result, int topK,
            ", \"microbatch_size\": " + std::to_string(c.microbatchSize) +
            ", \"microbatches\": " + std::to_string(c.microbatches) +
            ", \"split_backward\": " + (c.splitBackward ? "true" : "false") +
+           ", \"recompute\": " + quote(sched::recomputeName(c.recompute)) +
            ", \"stages\": " + std::to_string(c.stages) +
            ", \"step_time_s\": " + num(e.stepTime) +
            ", \"tokens_per_s\": " + num(e.tokensPerSecond) +

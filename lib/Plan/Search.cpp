@@ -235,6 +235,7 @@ sched::Result<PlanResult> search(const PlanRequest &request,
               continue;
             sized = true;
             PlanConfig config;
+            config.recompute = request.recompute;
             config.schedule = info->name;
             config.devices = D;
             config.dataParallel = dp;
@@ -316,6 +317,19 @@ sched::Result<PlanResult> search(const PlanRequest &request,
     c.outcome =
         evaluateStages(c.config, *c.model, *c.stages, *c.placement, cluster,
                        request, result.memoryBudgetBytes(), &c.reason);
+    // Over the cap with its activations: with full recomputation it keeps
+    // only its stages' inputs.
+    if (!c.outcome && c.reason == Rejection::Memory && request.recomputeToFit &&
+        c.config.recompute != sched::Recompute::Full) {
+      PlanConfig again = c.config;
+      again.recompute = sched::Recompute::Full;
+      Rejection reason = Rejection::Simulation;
+      sched::Result<Estimate> retry =
+          evaluateStages(again, *c.model, *c.stages, *c.placement, cluster,
+                         request, result.memoryBudgetBytes(), &reason);
+      if (retry)
+        c.outcome = std::move(retry);
+    }
   });
 
   auto outcomeOf = [&](const std::string &name) -> ScheduleOutcome & {

@@ -7,6 +7,7 @@
 //                [--schedules a,b] [--devices D,..]
 //                [--microbatch-sizes 1,2,4,8]
 //                [--max-chunks 8] [--allow-idle-gpus] [--top K]
+//                [--recompute none|full] [--recompute-to-fit]
 //                [--json FILE] [--timelines FILE.svg]
 //                [--target cuda|cpu] [--precision bf16|fp32]
 //                [--jobs J]
@@ -31,6 +32,7 @@
 #include "bitpipe/Schedule/Cluster.h"
 #include "bitpipe/Schedule/Export.h"
 #include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Support/RecomputeOptions.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -89,6 +91,18 @@ cl::opt<int> gpus("gpus",
 cl::opt<bool> allowIdle("allow-idle-gpus",
                         cl::desc("Also consider D * dp below --gpus"),
                         cl::init(false), cl::cat(category));
+cl::opt<sched::Recompute> recompute(
+    "recompute",
+    cl::desc("What every configuration's backward computes again: none "
+             "(default) or full (docs/recompute.md; selective is not "
+             "modelled)"),
+    cl::init(sched::Recompute::None), bitpipe::recomputeValues(),
+    cl::cat(category));
+cl::opt<bool> recomputeToFit(
+    "recompute-to-fit",
+    cl::desc("Try a configuration over the memory cap again with full "
+             "recomputation"),
+    cl::init(false), cl::cat(category));
 cl::list<std::string> scheduleList("schedules", cl::CommaSeparated,
                                    cl::desc("Schedules to try (default: "
                                             "all registered)"),
@@ -273,6 +287,12 @@ int main(int argc, char **argv) {
                 Twine(gpus.getValue()));
   request.gpus = gpus;
   request.allowIdleGpus = allowIdle;
+  if (recompute == sched::Recompute::Selective)
+    return fail("--recompute selective: the planner models none and full "
+                "(selective keeps all but a few floats a row: plan it as "
+                "none)");
+  request.recompute = recompute;
+  request.recomputeToFit = recomputeToFit;
   request.schedules.assign(scheduleList.begin(), scheduleList.end());
   request.devices.assign(depths.begin(), depths.end());
   request.maxChunks = maxChunks;

@@ -173,6 +173,48 @@ TEST(Planner, RespectsTheMemoryCapAndCountsWhatItRejects) {
   EXPECT_FALSE(capped->rejections[int(Rejection::Memory)].example.empty());
 }
 
+// Full recomputation (docs/recompute.md): a stage keeps only its input per
+// micro-batch in flight and runs its forward again in its backward. On a
+// model whose units keep 1 MB a sequence and hand on 1 kB, it fits caps
+// that no configuration fits without, and costs each backward a forward.
+TEST(Planner, FullRecomputationTradesItsForwardForTheActivations) {
+  PlanRequest req = request(8, {"1f1b"});
+  req.devices = {4};
+  ProfileSource model = uniform(8, 1000, 1e6, 1e3);
+  sched::Result<PlanResult> keep = search(req, freeCluster(4), model);
+  ASSERT_TRUE(keep) << keep.error;
+  ASSERT_FALSE(keep->ranked.empty());
+  const Estimate &best = keep->ranked.front();
+
+  req.recompute = sched::Recompute::Full;
+  sched::Result<PlanResult> full = search(req, freeCluster(4), model);
+  ASSERT_TRUE(full) << full.error;
+  ASSERT_FALSE(full->ranked.empty());
+  const Estimate &recomputing = full->ranked.front();
+  EXPECT_EQ(recomputing.config.recompute, sched::Recompute::Full);
+  // Backward 2 ms -> 3 ms a unit: the step is longer, the activations far
+  // smaller (inputs of 1 kB a sequence instead of 2 MB a stage).
+  EXPECT_GT(recomputing.stepTime, best.stepTime * 1.2);
+  EXPECT_LT(recomputing.peakMemory.activations,
+            best.peakMemory.activations / 100);
+
+  // A cap below every configuration that keeps its activations: nothing
+  // fits, unless a configuration may recompute to fit.
+  req.recompute = sched::Recompute::None;
+  req.memoryCapBytes = recomputing.peakMemory.total() * 1.01;
+  ASSERT_LT(req.memoryCapBytes, best.peakMemory.total());
+  sched::Result<PlanResult> capped = search(req, freeCluster(4), model);
+  EXPECT_FALSE(capped && !capped->ranked.empty());
+  req.recomputeToFit = true;
+  sched::Result<PlanResult> fitted = search(req, freeCluster(4), model);
+  ASSERT_TRUE(fitted) << fitted.error;
+  ASSERT_FALSE(fitted->ranked.empty());
+  for (const Estimate &e : fitted->ranked) {
+    EXPECT_EQ(e.config.recompute, sched::Recompute::Full);
+    EXPECT_LE(e.peakMemory.total(), req.memoryCapBytes);
+  }
+}
+
 TEST(Planner, AnImpossibleCapRejectsEverythingBeforeSimulating) {
   PlanRequest req = request(8);
   req.memoryCapBytes = 1; // Not even the weights fit.

@@ -21,6 +21,7 @@
 #include "bitpipe/Schedule/Cluster.h"
 #include "bitpipe/Schedule/Error.h"
 #include "bitpipe/Schedule/Memory.h"
+#include "bitpipe/Schedule/Recompute.h"
 #include "bitpipe/Schedule/Schedule.h"
 #include "bitpipe/Schedule/Simulator.h"
 #include "bitpipe/Schedule/Transport.h"
@@ -55,6 +56,12 @@ struct PlanRequest {
   /// Also configurations with D * dp < gpus (some GPUs idle); otherwise
   /// D * dp == gpus.
   bool allowIdleGpus = false;
+  /// What every configuration's backward computes again: none or full
+  /// (docs/recompute.md; selective is not modelled).
+  sched::Recompute recompute = sched::Recompute::None;
+  /// A configuration over the memory cap without recomputation is tried
+  /// again with full recomputation (docs/planning.md).
+  bool recomputeToFit = false;
   std::vector<std::string> schedules; ///< Empty: every registered one.
   /// Pipeline depths D to try, each >= 1; empty: every D the GPUs allow.
   /// Comparing schedules at one depth takes the partition's granularity
@@ -83,6 +90,9 @@ struct PlanConfig {
   int microbatches = 0; ///< N per copy and step.
   bool splitBackward = false;
   int stages = 0; ///< Stages per pipeline, as the placement makes.
+  /// What each stage's backward computes again (bitpipe-compile
+  /// --recompute).
+  sched::Recompute recompute = sched::Recompute::None;
 
   int gpus() const { return devices * dataParallel; }
 };
