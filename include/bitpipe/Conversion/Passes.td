@@ -47,8 +47,9 @@ def LowerNNToRuntime : Pass<"bitpipe-lower-nn-to-runtime", "mlir::ModuleOp"> {
       `nn.gelu_grad` of an `nn.linear_input_grad` result used nowhere else
       one call of `bp_linear_bwd_input_gelu`: the GPU's matrix products
       apply the GELU in their epilogue (docs/architecture.md, "Epilogue
-      fusion"). On the CPU they are the two kernels in sequence. An
-      exact GELU (`form(erf)`) is `bp_gelu_erf_fwd` / `_bwd` of its own.
+      fusion"). On the CPU each thread applies the GELU to the rows its
+      product wrote: bit for bit the two kernels in sequence. An exact
+      GELU (`form(erf)`) is `bp_gelu_erf_fwd` / `_bwd` of its own.
 
     `precision=bf16` (the CUDA target's mixed precision): every f32 tensor
     becomes a bf16 buffer except the parameter gradients, rank-0 tensors

@@ -16,8 +16,9 @@
 // reads it, and other users may. The backward needs %g to have no other
 // user (it is never materialised) and %pre to exist before the product.
 // Both patterns are rooted at the linear op, which the conversion reaches
-// before the GELU, and replace the GELU too. The CPU implementations are
-// the two kernels in sequence, so fusing changes no CPU result.
+// before the GELU, and replace the GELU too. The CPU implementations run
+// the two kernels' loops on the same row blocks, so fusing changes no CPU
+// result.
 // docs/architecture.md, "Epilogue fusion".
 //
 //===----------------------------------------------------------------------===//
