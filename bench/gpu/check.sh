@@ -19,7 +19,7 @@
 # budget of wall time that includes the unpacking: 360 s, --quick 180 s
 # (BITPIPE_CHECK_BUDGET overrides). Each part has a minimum and a cap
 # (bench/gpu/lib/parts.sh: the list, and the arithmetic by which the
-# minimums add up to 359 s and 176 s); a part gets min(cap, time left -
+# minimums add up to 355 s and 171 s); a part gets min(cap, time left -
 # the minimums of the parts after it), and a part left less than its
 # minimum, or stopped below its cap, is a SKIP that says so, not a FAIL
 # (bench/gpu/lib/budget.sh). The parts, in order (--quick: the correctness

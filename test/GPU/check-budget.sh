@@ -139,12 +139,15 @@ expect_eq "the table printed last" "$(tail -n "$(wc -l <"$table")" "$work/stdout
   # shellcheck source=../../bench/gpu/lib/parts.sh
   source "$gpu/lib/parts.sh"
   check_plan full
+  # The minimums leave the script's own start-up (before its first part is
+  # granted) 5 s: with none left, a second spent there starved the setup
+  # part and failed the rehearsal below on a busy machine.
   expect_eq "full: the budget" "$budget_total" 360
-  [ "$(budget_minimums)" -le 360 ] || fail "full: the minimums add up to $(budget_minimums) s, over 360 s"
+  [ "$(budget_minimums)" -le 355 ] || fail "full: the minimums add up to $(budget_minimums) s, over 360 s less 5 s of slack"
   echo "full: minimums $(budget_minimums) s of $budget_total s"
   check_plan quick
   expect_eq "quick: the budget" "$budget_total" 180
-  [ "$(budget_minimums)" -le 180 ] || fail "quick: the minimums add up to $(budget_minimums) s, over 180 s"
+  [ "$(budget_minimums)" -le 175 ] || fail "quick: the minimums add up to $(budget_minimums) s, over 180 s less 5 s of slack"
   echo "quick: minimums $(budget_minimums) s of $budget_total s"
   exit "$failures"
 ) || failures=$((failures + $?))

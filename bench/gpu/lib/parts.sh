@@ -3,16 +3,17 @@
 # runs, with each part's minimum and cap in seconds (budget.sh says how
 # they are used), and the cases of its multi-rank match. Sourced.
 #
-# The minimums add up to at most the budget, so every part that is reached
-# gets its minimum even when the parts before it ran to their caps:
-#   full, 360 s:  setup 20 + GPU tests 30 + 1-rank match 5 x 6 + diverging
+# The minimums add up to at most the budget less 5 s, the script's own
+# start before its first part, so every part that is reached gets its
+# minimum even when the parts before it ran to their caps:
+#   full, 360 s:  setup 15 + GPU tests 30 + 1-rank match 5 x 6 + diverging
 #     runs 2 x 5 + block benchmark 8 + 8 + step benchmark 15 + plan cache
 #     8 + 20 + NCCL communicator tests 6 + 8 + multi-rank references 2 x 8
 #     + multi-rank waves 7 x 10 + killed rank 20 + ranks-bench 32 + NCCL
-#     rules 5 x 5 + memcheck 8 + 2 x 8 + wrap-up 10 = 360 s;
-#   quick, 180 s: setup 20 + GPU tests 30 + 1-rank match 5 x 6 +
+#     rules 5 x 5 + memcheck 8 + 2 x 8 + wrap-up 10 = 355 s;
+#   quick, 180 s: setup 15 + GPU tests 30 + 1-rank match 5 x 6 +
 #     multi-rank references 2 x 8 + multi-rank waves 7 x 10 + wrap-up 10
-#     = 176 s.
+#     = 171 s.
 # setup (unpacking, the libraries, the probe) and wrap-up (packing the
 # logs, the table) hold their time without a timeout of their own: setup
 # is what the clock shows when the first part starts, wrap-up is never
@@ -41,7 +42,7 @@ rank_waves=$(((${#rank_models[@]} * ${#rank_schedules[@]} + rank_wave_size - 1) 
 rules_schedules=(gpipe chimera zb-h1 bitpipe-zb zbv)
 
 plan_correctness_head() { # the GPU tests and the 1-rank match
-  budget_plan setup 20 60
+  budget_plan setup 15 60
   budget_plan CudaKernelTests 20 60
   budget_plan CudaBackendTests 10 30
   local c
