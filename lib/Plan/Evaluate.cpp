@@ -192,7 +192,8 @@ evaluateStages(PlanConfig config, const ModelProfile &model,
   // and runs its forward again in its backward (docs/recompute.md).
   const bool recomputeAll = config.recompute == sched::Recompute::Full;
   const double tokenBytes = static_cast<double>(config.microbatchSize) *
-                            static_cast<double>(model.seqLen) * 4;
+                            static_cast<double>(model.seqLen) *
+                            sizeof(int32_t); // i32 token ids
   for (size_t s = 0; s < stages.size(); ++s) {
     const StageProfile &st = stages[s];
     cost.forward.push_back(st.forwardFlops / flops);
