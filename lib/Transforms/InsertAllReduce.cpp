@@ -225,9 +225,10 @@ struct InsertAllReducePass
     if (bucketed.wasInterrupted())
       return failure();
 
-    FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
-    if (failed(schedule))
+    FailureOr<ProgramsFromIR> read = readProgramsFromIR(module);
+    if (failed(read))
       return failure();
+    const sched::Schedule *schedule = &read->schedule;
     FailureOr<sched::World> world = readWorld(module);
     if (failed(world))
       return failure();
@@ -257,12 +258,13 @@ struct InsertAllReducePass
     // One program per pipeline rank; its groups name pipeline ranks and
     // stand for them in every copy (docs/data-parallel.md).
     std::vector<RankPlan> plans(world->pipelineDevices);
-    for (auto program : module.getOps<bp::ProgramOp>())
-      plans[program.getRank()].program = program;
-    for (int rank = 0; rank < world->pipelineDevices; ++rank)
-      if (failed(planRank(plans[rank], rank, *schedule, *world, gradients,
+    for (int rank = 0; rank < world->pipelineDevices; ++rank) {
+      plans[rank].program = read->programs[rank];
+      if (failed(planRank(plans[rank], rank, *schedule,
+                          std::move(read->steps[rank]), *world, gradients,
                           holders, capBytes)))
         return failure();
+    }
     if (failed(checkGroupsAgree(plans)))
       return failure();
     for (RankPlan &plan : plans)
@@ -291,9 +293,10 @@ struct InsertAllReducePass
     return success();
   }
 
-  /// Lays out the buckets of one rank and finds where they start.
+  /// Lays out the buckets of one rank and finds where they start; `read`
+  /// is its program's steps as readProgramsFromIR read them.
   LogicalResult planRank(RankPlan &plan, int rank,
-                         const sched::Schedule &schedule,
+                         const sched::Schedule &schedule, ProgramSteps read,
                          const sched::World &world,
                          ArrayRef<SmallVector<StageGradient>> gradients,
                          const llvm::StringMap<SmallVector<int>> &holders,
@@ -307,12 +310,8 @@ struct InsertAllReducePass
     // repetitions from that one on are written out, unless the step is the
     // last repetition's and only those transfers follow it in the body:
     // then the bucket starts right after the repeat.
-    FailureOr<ProgramSteps> steps;
-    for (bool peeled = true; peeled;) {
-      steps = readProgramSteps(plan.program, placement);
-      if (failed(steps))
-        return failure();
-      peeled = false;
+    FailureOr<ProgramSteps> steps = std::move(read);
+    auto peelOne = [&] {
       for (const sched::SyncPoint &point : points) {
         Operation *op = steps->ops[point.afterAction];
         auto repeat = dyn_cast<bp::RepeatOp>(op->getParentOp());
@@ -321,9 +320,15 @@ struct InsertAllReducePass
                         isa<bp::YieldOp>(handOff(op)->getNextNode())))
           continue;
         bp::peelRepetitions(repeat, repetition);
-        peeled = true;
-        break;
+        return true;
       }
+      return false;
+    };
+    while (peelOne()) {
+      // Read again: the peeled repetitions are ops of their own now.
+      steps = readProgramSteps(plan.program, placement);
+      if (failed(steps))
+        return failure();
     }
     for (const sched::SyncPoint &point : points) {
       Operation *op = steps->ops[point.afterAction];

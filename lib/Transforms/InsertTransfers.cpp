@@ -483,30 +483,25 @@ struct InsertTransfersPass
   }
 
   LogicalResult run(ModuleOp module) {
-    FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
-    if (failed(schedule))
+    // Phase 1: check everything the rewrite relies on. Programs are read
+    // as the steps they run, repeats or not.
+    FailureOr<ProgramsFromIR> read = readProgramsFromIR(module);
+    if (failed(read))
       return failure();
+    const sched::Schedule *schedule = &read->schedule;
+    const std::vector<bp::ProgramTrace> &traces = read->traces;
+    SmallVector<bp::ProgramOp> &programs = read->programs;
     FailureOr<sched::World> world = readWorld(module);
     if (failed(world))
       return failure();
-
-    // Phase 1: check everything the rewrite relies on. Programs are read
-    // as the steps they run, repeats or not.
-    SmallVector<bp::ProgramOp> programs(world->pipelineDevices);
-    std::vector<std::unique_ptr<bp::ProgramTrace>> traces(
-        world->pipelineDevices);
-    for (auto program : module.getOps<bp::ProgramOp>()) {
-      auto trace = std::make_unique<bp::ProgramTrace>(program);
-      for (const bp::TracedStep &step : trace->steps())
+    for (const bp::ProgramTrace &trace : traces)
+      for (const bp::TracedStep &step : trace.steps())
         if (isa<bp::SendOp, bp::RecvOp, bp::LocalCopyOp>(step.op) ||
             step.op->getAttr("callee"))
           return step.op->emitError()
                  << "is already a transfer or bound; bitpipe-insert-"
                     "transfers runs once, on the unbound programs of "
                     "bitpipe-schedule";
-      programs[program.getRank()] = program;
-      traces[program.getRank()] = std::move(trace);
-    }
     FailureOr<SmallVector<func::FuncOp>> stageFns =
         collectStageFunctions(module);
     if (failed(stageFns))
@@ -519,8 +514,8 @@ struct InsertTransfersPass
         bindStages(module, *stageFns, schedule->splitBackward);
     if (failed(stages))
       return failure();
-    for (const auto &trace : traces)
-      for (const bp::TracedStep &step : trace->steps())
+    for (const bp::ProgramTrace &trace : traces)
+      for (const bp::TracedStep &step : trace.steps())
         if (auto forward = dyn_cast<bp::ForwardOp>(step.op)) {
           const StageBinding &stage = (*stages)[forward.getStage()];
           func::FuncOp fn = stage.forward;
@@ -547,7 +542,7 @@ struct InsertTransfersPass
     // In parallel: each rank's program is rewritten in its own op and reads
     // only its own trace and the shared, unchanging lowering.
     auto rewrite = [&](size_t d) -> LogicalResult {
-      BoundProgram bound(&getContext(), *stages, *lowered, d, *traces[d]);
+      BoundProgram bound(&getContext(), *stages, *lowered, d, traces[d]);
       // The unbound ops wait aside until the bound program is written;
       // its kept steps (loads, waits, the update) are copies of them.
       Block &body = programs[d].getBody().front();
@@ -573,7 +568,7 @@ struct InsertTransfersPass
     // skips it (it would check the same programs three times).
     if (!checkResult)
       return success();
-    FailureOr<sched::Schedule> readBack = readScheduleFromIR(module);
+    FailureOr<ProgramsFromIR> readBack = readProgramsFromIR(module);
     if (failed(readBack))
       return failure();
     FailureOr<IRCommProgram> comms = readCommProgramFromIR(module, *readBack);
@@ -586,7 +581,7 @@ struct InsertTransfersPass
              << lowered->format() << "read back:\n"
              << comms->program.format();
     std::vector<sched::Diagnostic> problems =
-        sched::verify(*readBack, comms->program);
+        sched::verify(readBack->schedule, comms->program);
     if (!problems.empty())
       return module.emitError()
              << "the programs with their transfers do not verify:\n"

@@ -88,16 +88,17 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
       return module.emitError() << "bitpipe-simulate: unknown costs=" << costs
                                 << "; expected unit or ir";
 
-    FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
-    if (failed(schedule))
+    FailureOr<ProgramsFromIR> programs = readProgramsFromIR(module);
+    if (failed(programs))
       return failure();
+    const sched::Schedule *schedule = &programs->schedule;
 
     // Bound programs carry their transfers (bitpipe-insert-transfers):
     // measure those, as the IR says them. Unbound ones leave them to the
     // library, which derives them as insert-transfers would.
     std::optional<IRCommProgram> irComms;
     if (hasBoundPrograms(module)) {
-      FailureOr<IRCommProgram> read = readCommProgramFromIR(module, *schedule);
+      FailureOr<IRCommProgram> read = readCommProgramFromIR(module, *programs);
       if (failed(read))
         return failure();
       irComms = std::move(*read);

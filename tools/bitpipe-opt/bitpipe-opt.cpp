@@ -5,9 +5,9 @@
 //
 // mlir-opt's command line, but not its output file: MlirOptMain's own
 // removes the old -o file when the passes fail and leaves a truncated one
-// on a full disk. Here the result is printed to memory and written, on
-// success only, as every tool writes (ToolOutput.h, docs/files.md): a
-// failed run leaves the previous -o file as it was.
+// on a full disk. Here the result is printed into the temporary that
+// replaces the -o file on success only, as every tool writes (ToolOutput.h,
+// docs/files.md): a failed run leaves the previous -o file as it was.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,13 +104,14 @@ int main(int argc, char **argv) {
       bitpipe::vetMlirInput(std::move(input), registry);
   if (!vetted)
     return fail(inputName + ": " + llvm::toString(vetted.takeError()));
-  std::string result;
-  llvm::raw_string_ostream resultStream(result);
-  if (mlir::failed(mlir::MlirOptMain(resultStream, std::move(*vetted), registry,
-                                     config)))
+  llvm::Expected<bool> written = bitpipe::writeOutputFileUnlessAbandoned(
+      outputPath, [&](llvm::raw_ostream &os) {
+        return mlir::succeeded(
+            mlir::MlirOptMain(os, std::move(*vetted), registry, config));
+      });
+  if (!written)
+    return fail("-o: " + llvm::toString(written.takeError()));
+  if (!*written)
     return 1; // the diagnostics say why; the -o file is untouched
-  if (llvm::Error e = bitpipe::writeOutputFile(
-          outputPath, [&](llvm::raw_ostream &os) { os << result; }))
-    return fail("-o: " + llvm::toString(std::move(e)));
   return 0;
 }

@@ -8,6 +8,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <optional>
+
 namespace bitpipe {
 
 namespace {
@@ -68,6 +70,37 @@ llvm::Error writeOutputFile(llvm::StringRef path,
   if (!committed.isOk())
     return toError(committed);
   return llvm::Error::success();
+}
+
+llvm::Expected<bool> writeOutputFileUnlessAbandoned(
+    llvm::StringRef path, llvm::function_ref<bool(llvm::raw_ostream &)> print) {
+  base::Expected<base::AtomicFileWriter> writer =
+      base::AtomicFileWriter::open(path.str());
+  if (!writer.isOk())
+    return toError(writer.status());
+  std::string held; // a stream's text, until print has succeeded
+  {
+    std::optional<AtomicFileStream> file;
+    std::optional<llvm::raw_string_ostream> memory;
+    llvm::raw_ostream *os;
+    if (writer->kind() == base::OutputKind::File)
+      os = &file.emplace(*writer);
+    else
+      os = &memory.emplace(held);
+    if (!print(*os))
+      return false; // the writer removes the temporary
+    os->flush();
+    if (file && !file->status().isOk())
+      return toError(file->status());
+  }
+  base::Status s = base::Status::ok();
+  if (!held.empty())
+    s = writer->write(held.data(), held.size());
+  if (s.isOk())
+    s = writer->commit();
+  if (!s.isOk())
+    return toError(s);
+  return true;
 }
 
 llvm::Error writeOutputFileFrom(

@@ -29,6 +29,15 @@ llvm::Error checkOutputPath(llvm::StringRef path);
 llvm::Error writeOutputFile(llvm::StringRef path,
                             llvm::function_ref<void(llvm::raw_ostream &)> print);
 
+/// For a producer that may still fail once it has begun to print (a pass
+/// pipeline whose printer runs last): \p print returns false to abandon the
+/// output, and then a regular file is left as it was and a stream gets
+/// nothing. A regular file's text goes straight into its temporary, not
+/// through memory first (17 MB for a 126-layer pipeline's programs); a
+/// stream's is held until \p print succeeds. Returns whether it wrote.
+llvm::Expected<bool> writeOutputFileUnlessAbandoned(
+    llvm::StringRef path, llvm::function_ref<bool(llvm::raw_ostream &)> print);
+
 /// For a file another program writes (a linker): \p produce must create the
 /// file at the path it is given; that file then replaces \p path as
 /// writeOutputFile's would. When \p path is a stream, the program writes a

@@ -77,10 +77,11 @@ std::optional<std::vector<double>> predictBubbles(ModuleOp module,
   // A module without costs is no error here: its diagnostics are dropped.
   ScopedDiagnosticHandler quiet(module.getContext(),
                                 [](Diagnostic &) { return success(); });
-  FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
-  if (failed(schedule))
+  FailureOr<ProgramsFromIR> programs = readProgramsFromIR(module);
+  if (failed(programs))
     return std::nullopt;
-  FailureOr<IRCommProgram> comms = readCommProgramFromIR(module, *schedule);
+  const sched::Schedule *schedule = &programs->schedule;
+  FailureOr<IRCommProgram> comms = readCommProgramFromIR(module, *programs);
   if (failed(comms))
     return std::nullopt;
   sched::CostModel base;

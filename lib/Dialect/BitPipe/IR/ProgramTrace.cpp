@@ -58,26 +58,39 @@ static int64_t carryDepth(RepeatOp repeat) {
 ProgramTrace::ProgramTrace(ProgramOp program, Repetitions repetitions)
     : program_(program), repetitions_(repetitions) {
   Block &block = program.getBody().front();
+  // First the repetitions each repeat lists, so that the steps are
+  // allocated once, at their size: a pass may hold every rank's trace.
+  size_t size = 0;
+  for (Operation &op : block) {
+    auto repeat = dyn_cast<RepeatOp>(op);
+    if (!repeat) {
+      ++size;
+      ++numOps_;
+      continue;
+    }
+    hasRepeats_ = true;
+    auto body = repeat.getSteps();
+    size_t period = std::distance(body.begin(), body.end());
+    numOps_ += period;
+    int64_t count = std::max<int64_t>(repeat.getCount(), 0);
+    const int64_t window = repetitions_ == Repetitions::All
+                               ? count
+                               : 2 + carryDepth(repeat);
+    listed_[repeat] = {count, window};
+    size += period * static_cast<size_t>(std::min<int64_t>(count, 2 * window));
+  }
+  steps_.reserve(size);
   for (Operation &op : block) {
     auto repeat = dyn_cast<RepeatOp>(op);
     if (!repeat) {
       steps_.push_back({&op, 0});
       continue;
     }
-    hasRepeats_ = true;
-    auto body = repeat.getSteps();
-    size_t period = std::distance(body.begin(), body.end());
-    int64_t count = std::max<int64_t>(repeat.getCount(), 0);
-    const int64_t window = repetitions_ == Repetitions::All
-                               ? count
-                               : 2 + carryDepth(repeat);
-    listed_[repeat] = {count, window};
-    steps_.reserve(steps_.size() +
-                   period * std::min<int64_t>(count, 2 * window));
-    for (int64_t k = 0; k < count; ++k) {
-      if (k == window && count - window > k)
-        k = count - window; // on to the last ones
-      for (Operation &step : body)
+    const Listed &listed = listed_.find(repeat)->second;
+    for (int64_t k = 0; k < listed.count; ++k) {
+      if (k == listed.window && listed.count - listed.window > k)
+        k = listed.count - listed.window; // on to the last ones
+      for (Operation &step : repeat.getSteps())
         steps_.push_back({&step, k});
     }
   }
@@ -91,7 +104,9 @@ void ProgramTrace::place() const {
       stepIndex_[{step.op, step.repetition}] = index;
     return;
   }
-  placement_.reserve(steps_.size());
+  // One entry per op, however often it runs: a pass may hold the traces
+  // of every rank at once.
+  placement_.reserve(numOps_);
   size_t index = 0;
   for (Operation &op : program_.getBody().front()) {
     auto repeat = dyn_cast<RepeatOp>(op);

@@ -60,8 +60,10 @@ public:
         2 * static_cast<size_t>(schedule.numMicrobatches) * numStages, -1);
   }
 
-  /// Reads the program of pipeline rank `rank`.
-  LogicalResult read(int rank, bp::ProgramOp program);
+  /// Reads the program of pipeline rank `rank`, from its trace and the
+  /// steps read from it.
+  LogicalResult read(int rank, const bp::ProgramTrace &programTrace,
+                     const ProgramSteps &programSteps);
   void setStreams(sched::TransferStreams streams) {
     result.program.streams = streams;
   }
@@ -140,22 +142,18 @@ FailureOr<int> CommReader::consumerStep(int rank, size_t index) {
          << "for";
 }
 
-LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
+LogicalResult CommReader::read(int rank, const bp::ProgramTrace &programTrace,
+                               const ProgramSteps &programSteps) {
   int numDevices = schedule.numRanks();
-  // The program as it runs, repeats unrolled (ProgramTrace.h).
-  bp::ProgramTrace programTrace(program);
+  // The program as it runs, repeats unrolled (ProgramTrace.h), and its
+  // steps as readScheduleFromIR counts them: a run of bucketed all-reduces
+  // is one step, named by its first op.
   trace = &programTrace;
-  // The steps as readScheduleFromIR counts them: a run of bucketed
-  // all-reduces is one step, named by its first op.
-  FailureOr<ProgramSteps> programSteps =
-      readProgramSteps(programTrace, schedule.placement);
-  if (failed(programSteps))
-    return failure();
   stepIndex.assign(programTrace.size(), -1);
   firstUser.assign(programTrace.size(), -1);
-  for (auto [index, at] : llvm::enumerate(programSteps->traceIndices))
+  for (auto [index, at] : llvm::enumerate(programSteps.traceIndices))
     stepIndex[at] = static_cast<int>(index);
-  result.steps[rank].assign(programSteps->ops.begin(), programSteps->ops.end());
+  result.steps[rank].assign(programSteps.ops.begin(), programSteps.ops.end());
   for (size_t user = 0; user < programTrace.size(); ++user) {
     if (stepIndex[user] < 0)
       continue;
@@ -289,13 +287,17 @@ LogicalResult CommReader::read(int rank, bp::ProgramOp program) {
 
 FailureOr<IRCommProgram>
 bitpipe::readCommProgramFromIR(ModuleOp module,
-                               const sched::Schedule &schedule) {
-  CommReader reader(schedule);
+                               const ProgramsFromIR &programs) {
+  CommReader reader(programs.schedule);
   reader.setStreams(readTransferStreams(module));
-  // readScheduleFromIR has checked that the programs are the pipeline
-  // ranks', once each.
-  for (auto program : module.getOps<bp::ProgramOp>())
-    if (failed(reader.read(static_cast<int>(program.getRank()), program)))
+  // readProgramsFromIR has checked that the programs are the pipeline
+  // ranks', once each. Read in the module's order, which numbers the
+  // transfers.
+  for (auto program : module.getOps<bp::ProgramOp>()) {
+    size_t rank = program.getRank();
+    if (failed(reader.read(static_cast<int>(rank), programs.traces[rank],
+                           programs.steps[rank])))
       return failure();
+  }
   return reader.take();
 }

@@ -171,7 +171,7 @@ bitpipe::readProgramSteps(const bp::ProgramTrace &trace,
   return steps;
 }
 
-FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
+FailureOr<ProgramsFromIR> bitpipe::readProgramsFromIR(ModuleOp module) {
   // The attributes' verifiers have checked both; here only their presence
   // matters.
   auto placement = module->getAttrOfType<bp::PlacementAttr>(
@@ -187,7 +187,8 @@ FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
   if (failed(world))
     return failure();
 
-  sched::Schedule schedule;
+  ProgramsFromIR read;
+  sched::Schedule &schedule = read.schedule;
   info->applyTo(schedule);
   schedule.placement = placement.toSched();
 
@@ -195,7 +196,8 @@ FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
   // every copy runs them (docs/data-parallel.md). The program verifier
   // rejects duplicates.
   const int ranks = world->pipelineDevices;
-  SmallVector<bp::ProgramOp> programs(ranks);
+  SmallVector<bp::ProgramOp> &programs = read.programs;
+  programs.resize(ranks);
   for (auto program : module.getOps<bp::ProgramOp>()) {
     int64_t rank = program.getRank();
     if (rank >= ranks)
@@ -212,14 +214,26 @@ FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
              << " of the placement's " << ranks << " devices";
 
   schedule.ranks.resize(ranks);
+  read.traces.reserve(ranks);
+  read.steps.reserve(ranks);
   for (auto [rank, program] : llvm::enumerate(programs)) {
-    FailureOr<ProgramSteps> steps =
-        readProgramSteps(program, schedule.placement);
+    // The program as it runs: a repeat's body once per repetition.
+    const bp::ProgramTrace &trace = read.traces.emplace_back(program);
+    FailureOr<ProgramSteps> steps = readProgramSteps(trace, schedule.placement);
     if (failed(steps))
       return failure();
     schedule.ranks[rank] = std::move(steps->actions);
+    steps->actions.clear();
+    read.steps.push_back(std::move(*steps));
   }
-  return schedule;
+  return read;
+}
+
+FailureOr<sched::Schedule> bitpipe::readScheduleFromIR(ModuleOp module) {
+  FailureOr<ProgramsFromIR> read = readProgramsFromIR(module);
+  if (failed(read))
+    return failure();
+  return std::move(read->schedule);
 }
 
 sched::TransferStreams bitpipe::readTransferStreams(ModuleOp module) {

@@ -388,8 +388,8 @@ LogicalResult bitpipe::verifyRankPrograms(ModuleOp module,
   sched::VerifyOptions options;
   options.requireAllReduce = requireAllReduce;
   options.transport = transport;
-  FailureOr<sched::Schedule> schedule = readScheduleFromIR(module);
-  if (failed(schedule))
+  FailureOr<ProgramsFromIR> programs = readProgramsFromIR(module);
+  if (failed(programs))
     return failure();
   if (!hasBoundPrograms(module))
     return module.emitError()
@@ -397,8 +397,8 @@ LogicalResult bitpipe::verifyRankPrograms(ModuleOp module,
               "run bitpipe-insert-transfers first";
   // One program per pipeline rank, which every data-parallel copy runs
   // among its own ranks: checking them checks every copy.
-  FailureOr<IRCommProgram> comms = readCommProgramFromIR(module, *schedule);
+  FailureOr<IRCommProgram> comms = readCommProgramFromIR(module, *programs);
   if (failed(comms))
     return failure();
-  return ModuleVerifier(module, *schedule, *comms, options).run();
+  return ModuleVerifier(module, programs->schedule, *comms, options).run();
 }

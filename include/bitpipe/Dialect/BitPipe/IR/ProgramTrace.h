@@ -119,6 +119,8 @@ private:
   mutable ProgramOp program_; // Op handles have non-const accessors.
   Repetitions repetitions_;
   bool hasRepeats_ = false;
+  /// The step ops of the program, each counted once.
+  size_t numOps_ = 0;
   std::vector<TracedStep> steps_;
   llvm::SmallDenseMap<mlir::Operation *, Listed, 4> listed_;
   mutable llvm::DenseMap<mlir::Operation *, Placement> placement_;

@@ -79,6 +79,24 @@ struct ProgramSteps {
   /// Where each step stands in the trace it was read from.
   std::vector<size_t> traceIndices;
 };
+
+/// What readScheduleFromIR reads, kept for a caller that goes on to walk
+/// the programs (their transfers, their buckets): each pipeline rank's
+/// program, its trace and its steps. The straight programs of a large
+/// pipeline hold hundreds of thousands of steps, so a pass reads them once
+/// rather than once per question.
+struct ProgramsFromIR {
+  sched::Schedule schedule;
+  /// By pipeline rank.
+  llvm::SmallVector<bp::ProgramOp> programs;
+  /// By pipeline rank: every repetition listed (bp::Repetitions::All).
+  std::vector<bp::ProgramTrace> traces;
+  /// By pipeline rank, read from traces[rank]; their actions are
+  /// schedule.ranks[rank] (moved there, so empty here).
+  std::vector<ProgramSteps> steps;
+};
+/// readScheduleFromIR, keeping the programs as read.
+mlir::FailureOr<ProgramsFromIR> readProgramsFromIR(mlir::ModuleOp module);
 mlir::FailureOr<ProgramSteps>
 readProgramSteps(bp::ProgramOp program, const sched::Placement &placement);
 /// Same, from the program's trace, for a caller that walks the trace too.
@@ -111,7 +129,7 @@ struct IRCommProgram {
 };
 
 /// Reads the sends, receives and local copies of the programs of `module`
-/// (whose steps `schedule` holds, from readScheduleFromIR) in program order,
+/// (as readProgramsFromIR read them) in program order,
 /// each send and receive with its batch, and the module's stream layout
 /// (readTransferStreams).
 /// A transfer is identified by (kind, stage, micro-batch, sender,
@@ -123,7 +141,7 @@ struct IRCommProgram {
 /// Ranks and peers are pipeline ranks (every data-parallel copy runs these
 /// programs among its own ranks); a peer that is not one fails.
 mlir::FailureOr<IRCommProgram>
-readCommProgramFromIR(mlir::ModuleOp module, const sched::Schedule &schedule);
+readCommProgramFromIR(mlir::ModuleOp module, const ProgramsFromIR &programs);
 
 } // namespace bitpipe
 
