@@ -190,23 +190,27 @@ evaluateStages(PlanConfig config, const ModelProfile &model,
   // Under full recomputation a stage keeps only its input per micro-batch
   // in flight (what the previous stage sent; the token ids for the first)
   // and runs its forward again in its backward (docs/recompute.md).
-  const bool recomputeAll = config.recompute == sched::Recompute::Full;
   const double tokenBytes = static_cast<double>(config.microbatchSize) *
                             static_cast<double>(model.seqLen) *
                             sizeof(int32_t); // i32 token ids
   for (size_t s = 0; s < stages.size(); ++s) {
     const StageProfile &st = stages[s];
+    sched::StageKeeping keeping;
+    keeping.forwardFlops = st.forwardFlops;
+    keeping.backwardFlops = st.backwardFlops;
+    keeping.keptBytes = st.activationBytes * scale;
+    keeping.inputBytes =
+        s == 0 ? tokenBytes : stages[s - 1].boundaryBytes * scale;
+    sched::RecomputedStage recomputed =
+        sched::recomputedStage(config.recompute, keeping);
     cost.forward.push_back(st.forwardFlops / flops);
-    double backward =
-        (st.backwardFlops + (recomputeAll ? st.forwardFlops : 0)) / flops;
+    double backward = recomputed.backwardFlops / flops;
     // The cost analysis does not split the backward: halves, as
     // bitpipe-simulate charges them (the zero-bubble papers' B = W).
     cost.backward.push_back(schedule->splitBackward ? backward / 2 : backward);
     cost.weightGrad.push_back(schedule->splitBackward ? backward / 2 : 0);
     cost.boundaryBytes.push_back(st.boundaryBytes * scale);
-    cost.stashBytes.push_back(!recomputeAll ? st.activationBytes * scale
-                              : s == 0      ? tokenBytes
-                                       : stages[s - 1].boundaryBytes * scale);
+    cost.stashBytes.push_back(recomputed.keptBytes);
     // Gradients are fp32 accumulators in every precision (Memory.h).
     cost.gradientBytes.push_back(st.parameters * 4);
   }

@@ -25,4 +25,18 @@ std::optional<Recompute> parseRecompute(std::string_view name) {
 
 std::string recomputeChoices() { return "'none', 'selective' or 'full'"; }
 
+RecomputedStage recomputedStage(Recompute recompute,
+                                const StageKeeping &stage) {
+  switch (recompute) {
+  case Recompute::None:
+    break;
+  case Recompute::Selective:
+    return {stage.backwardFlops + stage.statisticFlops,
+            stage.keptBytes - stage.statisticBytes};
+  case Recompute::Full:
+    return {stage.backwardFlops + stage.forwardFlops, stage.inputBytes};
+  }
+  return {stage.backwardFlops, stage.keptBytes};
+}
+
 } // namespace bitpipe::sched

@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/NN/IR/NNOps.h"
 #include "bitpipe/Transforms/Passes.h"
@@ -564,6 +566,11 @@ struct GenerateBackwardPass
       if (split)
         splitBackward(stage, *bwd);
     }
+    // What the stages keep, for the costs read from IR (CostsFromIR.h);
+    // a module without it keeps everything.
+    if (recompute != sched::Recompute::None)
+      module->setAttr(bp::BitPipeDialect::kRecomputeAttrName,
+                      bp::RecomputeAttr::get(&getContext(), recompute));
   }
 };
 

@@ -7,8 +7,13 @@
 // An MLP block with a residual: the input x fans out (layer norm and the
 // residual add), so its gradient is a sum; the forward now returns the op
 // results its backward reads: the layer norm's statistics (it returns them
-// with_stats) and three activations.
+// with_stats) and three activations. A module that keeps everything does
+// not say so; one that recomputes records what (bitpipe.recompute, which
+// the costs read from IR count).
 
+// CHECK-NOT: bitpipe.recompute
+// SELECTIVE: module attributes {bitpipe.recompute = #bitpipe.recompute<selective>}
+// FULL: module attributes {bitpipe.recompute = #bitpipe.recompute<full>}
 // CHECK-LABEL: func.func @mlp_stage1(
 // CHECK-SAME: -> (tensor<2x4x8xf32>, tensor<2x4xf32> {bitpipe.saved = 0 : i64}, tensor<2x4xf32> {bitpipe.saved = 1 : i64}, tensor<2x4x8xf32> {bitpipe.saved = 2 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 3 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 4 : i64})
 // CHECK-SAME: attributes {bitpipe.backward = @mlp_stage1_bwd, bitpipe.stage = 1 : i64}

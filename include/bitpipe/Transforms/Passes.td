@@ -76,9 +76,12 @@ def GenerateBackward : Pass<"bitpipe-generate-backward", "mlir::ModuleOp"> {
     The forward function records its backward as `bitpipe.backward =
     @<stage>_bwd`, or `bitpipe.backward_input` and `bitpipe.backward_weight`;
     each backward function names its forward in `bitpipe.backward_of` (it
-    is not a stage function itself).
+    is not a stage function itself). Under `recompute` selective or full
+    the module records the mode (`bitpipe.recompute`), so that the costs
+    read from the IR count what the stages keep.
   }];
-  let dependentDialects = ["bitpipe::nn::NNDialect",
+  let dependentDialects = ["bitpipe::bp::BitPipeDialect",
+                           "bitpipe::nn::NNDialect",
                            "mlir::arith::ArithDialect",
                            "mlir::func::FuncDialect"];
   let options = [

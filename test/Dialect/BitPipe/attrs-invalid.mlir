@@ -71,3 +71,14 @@ module attributes {bitpipe.partition = #bitpipe.partition<chunks = 1, starts = [
 
 // expected-error @+1 {{'bitpipe.partition' expects a #bitpipe.partition, got {chunks = 2 : i64}}}
 module attributes {bitpipe.partition = {chunks = 2 : i64}} {}
+
+// -----
+
+// expected-error @+2 {{#bitpipe.recompute: unknown mode 'some'; expected 'none', 'selective' or 'full'}}
+// expected-error @+1 {{failed to parse BitPipe_RecomputeAttr parameter 'value'}}
+module attributes {bitpipe.recompute = #bitpipe.recompute<some>} {}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.recompute' expects a #bitpipe.recompute, got "full"}}
+module attributes {bitpipe.recompute = "full"} {}

@@ -35,3 +35,11 @@ module attributes {
   bitpipe.partition = #bitpipe.partition<chunks = 2, starts = [0, 4],
                                          costs = [6528, 6912], balance = 1.0286>
 } {}
+
+// -----
+
+// #bitpipe.recompute: bitpipe-generate-backward's record of what the
+// backwards compute again.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: bitpipe.recompute = #bitpipe.recompute<selective>
+module attributes {bitpipe.recompute = #bitpipe.recompute<selective>} {}

@@ -63,6 +63,18 @@ bitpipe::bp::parseTransferStreams(AsmParser &parser) {
   return failure();
 }
 
+FailureOr<sched::Recompute> bitpipe::bp::parseRecompute(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef name;
+  if (parser.parseKeyword(&name))
+    return failure();
+  if (std::optional<sched::Recompute> recompute = sched::parseRecompute(name))
+    return *recompute;
+  parser.emitError(loc) << "#bitpipe.recompute: unknown mode '" << name
+                        << "'; expected " << sched::recomputeChoices();
+  return failure();
+}
+
 FailureOr<SmallVector<int64_t>> bitpipe::bp::parseIntList(AsmParser &parser) {
   SmallVector<int64_t> values;
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {

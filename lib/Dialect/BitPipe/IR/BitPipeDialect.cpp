@@ -88,6 +88,14 @@ LogicalResult BitPipeDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
 
+  if (attr.getName() == kRecomputeAttrName) {
+    if (!isa<RecomputeAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kRecomputeAttrName << "' expects a #bitpipe.recompute, "
+             << "got " << attr.getValue();
+    return success();
+  }
+
   if (attr.getName() == ::bitpipe::attr::kPartition) {
     if (!isa<PartitionAttr>(attr.getValue()))
       return op->emitError()

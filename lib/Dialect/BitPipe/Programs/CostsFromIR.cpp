@@ -2,8 +2,13 @@
 
 #include "bitpipe/Dialect/BitPipe/Programs/CostsFromIR.h"
 
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
+#include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
+#include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
+#include "bitpipe/Dialect/NN/IR/NNOps.h"
+#include "bitpipe/Schedule/Recompute.h"
 #include "bitpipe/Support/TensorBytes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,24 +20,37 @@ using namespace mlir;
 
 namespace {
 
-/// Sums of the `nn.cost` fields over a stage function's ops.
+/// Sums of the `nn.cost` fields over a stage function's ops, with what the
+/// ops' statistics weigh and cost (the forward FLOPs of the ops that have
+/// them), and what the stage receives.
 struct StageCost {
-  double forwardFlops = 0, backwardFlops = 0, activationBytes = 0;
+  bitpipe::sched::StageKeeping keeping;
   bool annotated = false; ///< At least one op carries nn.cost.
 };
 
 StageCost sumCosts(func::FuncOp fn) {
   StageCost c;
+  bitpipe::sched::StageKeeping &k = c.keeping;
   fn.walk([&](Operation *op) {
     auto cost =
         op->getAttrOfType<bitpipe::nn::CostAttr>(bitpipe::nn::attr::kCost);
     if (!cost)
       return;
     c.annotated = true;
-    c.forwardFlops += static_cast<double>(cost.getFwdFlops());
-    c.backwardFlops += static_cast<double>(cost.getBwdFlops());
-    c.activationBytes += static_cast<double>(cost.getActBytes());
+    k.forwardFlops += static_cast<double>(cost.getFwdFlops());
+    k.backwardFlops += static_cast<double>(cost.getBwdFlops());
+    k.keptBytes += static_cast<double>(cost.getActBytes());
+    // The cost analysis counts an op's statistics among its saved bytes
+    // whichever form it has (BackwardOpInterface::getStatisticBytes).
+    if (auto differentiable = dyn_cast<bitpipe::nn::BackwardOpInterface>(op))
+      if (int64_t bytes = differentiable.getStatisticBytes(); bytes > 0) {
+        k.statisticBytes += static_cast<double>(bytes);
+        k.statisticFlops += static_cast<double>(cost.getFwdFlops());
+      }
   });
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+    if (!fn.getArgAttr(i, bitpipe::nn::attr::kParam))
+      k.inputBytes += bitpipe::estimatedTensorBytes(fn.getArgumentTypes()[i]);
   return c;
 }
 
@@ -59,14 +77,26 @@ bitpipe::costModelFromIR(ModuleOp module, const sched::Schedule &schedule,
                               << " stage functions, but the placement has "
                               << numStages << " stages";
 
+  // What the backwards compute again (bitpipe-generate-backward's record;
+  // none when absent), counted by the planner's rule.
+  sched::Recompute recompute = sched::Recompute::None;
+  if (auto recorded = module->getAttrOfType<bp::RecomputeAttr>(
+          bp::BitPipeDialect::kRecomputeAttrName))
+    recompute = recorded.getValue();
   SmallVector<StageCost> stageCosts;
+  SmallVector<sched::RecomputedStage> recomputed;
   for (func::FuncOp fn : *stages) {
     stageCosts.push_back(sumCosts(fn));
+    recomputed.push_back(
+        sched::recomputedStage(recompute, stageCosts.back().keeping));
+    // What the stage hands on: not the values it keeps for its backward,
+    // which bitpipe-generate-backward returns too (`bitpipe.saved`).
     double boundary = 0;
-    for (Type result : fn.getResultTypes())
-      boundary += estimatedTensorBytes(result);
+    for (auto [i, result] : llvm::enumerate(fn.getResultTypes()))
+      if (!fn.getResultAttr(i, attr::kSaved))
+        boundary += estimatedTensorBytes(result);
     cost.boundaryBytes.push_back(boundary);
-    cost.stashBytes.push_back(stageCosts.back().activationBytes);
+    cost.stashBytes.push_back(recomputed.back().keptBytes);
     double gradient = 0;
     for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
       if (fn.getArgAttr(i, nn::attr::kParam))
@@ -81,16 +111,17 @@ bitpipe::costModelFromIR(ModuleOp module, const sched::Schedule &schedule,
   // unit-cost result.
   double cheapest = 0;
   for (auto [s, c] : llvm::enumerate(stageCosts)) {
-    if (!c.annotated || c.forwardFlops <= 0)
+    double forward = c.keeping.forwardFlops;
+    if (!c.annotated || forward <= 0)
       return (*stages)[s].emitError()
              << "has no nn.cost forward FLOPs; FLOP times need "
                 "bitpipe-annotate-cost";
-    cheapest = s == 0 ? c.forwardFlops : std::min(cheapest, c.forwardFlops);
+    cheapest = s == 0 ? forward : std::min(cheapest, forward);
   }
   double unit = flopsPerUnit > 0 ? flopsPerUnit : cheapest;
-  for (const StageCost &c : stageCosts) {
-    cost.forward.push_back(c.forwardFlops / unit);
-    double backward = c.backwardFlops / unit;
+  for (auto [c, again] : llvm::zip_equal(stageCosts, recomputed)) {
+    cost.forward.push_back(c.keeping.forwardFlops / unit);
+    double backward = again.backwardFlops / unit;
     // nn.cost does not split the backward; halves are the zero-bubble
     // papers' assumption (B = W).
     cost.backward.push_back(schedule.splitBackward ? backward / 2 : backward);

@@ -203,6 +203,33 @@ def BitPipe_TransferStreamsAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+// The schedule library's recomputation mode (its one definition), printed
+// as a bare keyword.
+def BitPipe_RecomputeParameter
+    : AttrOrTypeParameter<"::bitpipe::sched::Recompute", "recomputation"> {
+  let parser = "::bitpipe::bp::parseRecompute($_parser)";
+  let printer = "$_printer << ::bitpipe::sched::recomputeName($_self)";
+}
+
+def BitPipe_RecomputeAttr : BitPipe_Attr<"Recompute", "recompute"> {
+  let summary = "what the backwards compute again";
+  let description = [{
+    Written by bitpipe-generate-backward on the module (`bitpipe.recompute`)
+    when it keeps less than everything (docs/recompute.md): `selective`
+    (the statistics are computed again) or `full` (each stage's forward
+    runs again in its backward). A module without it keeps everything.
+    Read by the costs bitpipe-simulate and the lowering take from the IR,
+    which then count the memory a stage keeps and the work its backward
+    does as the planner does.
+
+    ```mlir
+    bitpipe.recompute = #bitpipe.recompute<full>
+    ```
+  }];
+  let parameters = (ins BitPipe_RecomputeParameter:$value);
+  let assemblyFormat = "`<` $value `>`";
+}
+
 //===----------------------------------------------------------------------===//
 // Partition
 //===----------------------------------------------------------------------===//

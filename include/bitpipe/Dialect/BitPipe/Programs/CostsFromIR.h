@@ -3,7 +3,9 @@
 // The bridge from model IR to the schedule library's CostModel: what a
 // stage's boundary tensors, saved activations and parameter gradients
 // weigh (from the stage functions' types and `nn.cost`), and, with FLOP
-// times, how long its forward and backward take (from `nn.cost` FLOPs).
+// times, how long its forward and backward take (from `nn.cost` FLOPs),
+// under the recomputation the module records (`bitpipe.recompute`; the
+// planner's rule, sched::recomputedStage).
 // bitpipe-simulate measures a schedule with it, and the lowering predicts
 // each rank's bubble for the manifest with it.
 //
