@@ -102,6 +102,8 @@ ReferenceGpt::ReferenceGpt(const GptShape &s, uint64_t seed,
   dy_.assign(N * F, 0.0f); // large enough for every activation gradient
   meanf_.assign(N, 0.0f);
   rstdf_.assign(N, 0.0f);
+  rowMax_.assign(N, 0.0f);
+  logSum_.assign(N, 0.0f);
   logits_.assign(N * V, 0.0f);
   tokens_.assign(N, 0);
   targets_.assign(N, 0);
@@ -166,13 +168,14 @@ void ReferenceGpt::forwardBackward(const int32_t *tokens,
   check(bp_linear_fwd(yf_.data(), wte_->value.data(), nullptr,
                       logits_.data(), N, H, V),
         "head");
-  check(bp_cross_entropy_fwd(logits_.data(), targets, loss, N, V,
-                             BP_IGNORE_INDEX),
+  check(bp_cross_entropy_fwd(logits_.data(), targets, loss, rowMax_.data(),
+                             logSum_.data(), N, V, BP_IGNORE_INDEX),
         "cross_entropy");
 
   // Backward (dloss = 1: the optimizer divides by the micro-batch count).
   check(bp_cross_entropy_bwd(logits_.data(), targets, &kUnitLossGrad,
-                             logits_.data(), N, V, BP_IGNORE_INDEX),
+                             rowMax_.data(), logSum_.data(), logits_.data(), N,
+                             V, BP_IGNORE_INDEX),
         "cross_entropy_grad");
   check(bp_linear_bwd_input(logits_.data(), wte_->value.data(), dy, N, H, V),
         "head_grad");

@@ -63,7 +63,8 @@ private:
   std::vector<std::unique_ptr<Layer>> layers_;
   Tensor *wte_, *wpe_, *lnfG_, *lnfB_;
   // Activations of one micro-batch (N = B * T rows).
-  std::vector<float> x0_, xf_, yf_, meanf_, rstdf_, logits_, dx_, dtmp_, dy_;
+  std::vector<float> x0_, xf_, yf_, meanf_, rstdf_, logits_, rowMax_, logSum_,
+      dx_, dtmp_, dy_;
   std::vector<int32_t> tokens_, targets_;
 };
 

@@ -27,7 +27,8 @@ def TestCEOp : NN_Op<"test_ce"> {
                        DefaultValuedAttr<I64Attr, "-100">:$ignore);
   let results = (outs AnyTensor_:$loss);
   let kernelCalls = [NN_KernelCall<"cross_entropy_fwd", (call
-      (operand $logits), (operand $labels), (result $loss), (rows $logits),
+      (operand $logits), (operand $labels), (result $loss),
+      (scratch (rows $logits)), (scratch (rows $logits)), (rows $logits),
       (last_dim $logits), (i32 $ignore))>];
 }
 def TestGeluOp : NN_Op<"test_gelu"> {
@@ -105,6 +106,19 @@ def TestNormGradOp : NN_Op<"test_norm_grad"> {
 // CHECK:                      emit.pointer(stats0Buffer),
 // CHECK:         emit.call(Kernel::bp_rms_norm_bwd,
 // CHECK:                    emit.pointer(stats0Buffer),
+// A loss the op discards fills a LOSS_OUT from scratch; an unnamed scratch
+// buffer of a call under emitIf is allocated only when the call is made,
+// a named one (used by a later call) always.
+// CHECK-LABEL: /// nn.test_stats_loss_grad: bp_cross_entropy_fwd (when op.getStats().empty()), bp_cross_entropy_bwd.
+// CHECK:         Value scratch0Buffer = (op.getStats().empty()) ? emit.allocScratch({(1)}) : Value();
+// CHECK-NEXT:    Value stats0Buffer = adaptor.getStats().empty()
+// CHECK-NEXT:    Value stats1Buffer = adaptor.getStats().empty()
+// CHECK-NEXT:    if (op.getStats().empty())
+// CHECK-NEXT:      emit.call(Kernel::bp_cross_entropy_fwd,
+// CHECK-NEXT:                {emit.pointer(adaptor.getLogits()),
+// CHECK-NEXT:                 emit.pointer(adaptor.getLabels()),
+// CHECK-NEXT:                 emit.pointer(scratch0Buffer),
+// CHECK:         emit.call(Kernel::bp_cross_entropy_bwd,
 // CHECK-LABEL: /// nn.test_stats: bp_rms_norm_fwd.
 // CHECK:         Value yBuffer = emit.alloc(op.getY().getType());
 // CHECK-NEXT:    Value stats0Buffer = op.getStats().empty() ? emit.allocScratch({rows(op.getX())}) : Value(emit.alloc(op.getStats()[0].getType()));
@@ -132,6 +146,22 @@ def TestStatsGradOp : NN_Op<"test_stats_grad"> {
     NN_KernelCall<"rms_norm_bwd", (call
         (operand $dy), (operand $x), (operand $gamma), $rstd, (result $dx),
         (grad_acc $dgamma), (rows $x), (last_dim $x))>];
+}
+
+def TestStatsLossGradOp : NN_Op<"test_stats_loss_grad"> {
+  let arguments = (ins AnyTensor_:$logits, AnyTensor_:$labels,
+                       AnyTensor_:$dloss, Variadic<AnyTensor_>:$stats);
+  let results = (outs AnyTensor_:$dlogits);
+  let kernelCalls = [
+    NN_KernelCall<"cross_entropy_fwd", (call
+        (operand $logits), (operand $labels), (scratch (i64 "1")),
+        (stat $stats, 0, (rows $logits)):$max,
+        (stat $stats, 1, (rows $logits)):$sum, (rows $logits),
+        (last_dim $logits), (i32 "-100")), "", "", "$_op.getStats().empty()">,
+    NN_KernelCall<"cross_entropy_bwd", (call
+        (operand $logits), (operand $labels), (operand $dloss), $max, $sum,
+        (result $dlogits), (rows $logits), (last_dim $logits),
+        (i32 "-100"))>];
 }
 
 // A grad_acc result makes a GradientPattern; an Optional one is only
@@ -164,6 +194,7 @@ def TestWeightGradOp : NN_Op<"test_weight_grad"> {
 // CHECK-NEXT:    patterns.add<TestLinearOpKernelLowering>(converter, context, precision);
 // CHECK-NEXT:    patterns.add<TestNormGradOpKernelLowering>(converter, context, precision, sums);
 // CHECK-NEXT:    patterns.add<TestStatsGradOpKernelLowering>(converter, context, precision, sums);
+// CHECK-NEXT:    patterns.add<TestStatsLossGradOpKernelLowering>(converter, context, precision);
 // CHECK-NEXT:    patterns.add<TestStatsOpKernelLowering>(converter, context, precision);
 // CHECK-NEXT:    patterns.add<TestWeightGradOpKernelLowering>(converter, context, precision, sums);
 // CHECK-NEXT:  }

@@ -71,7 +71,8 @@ module attributes {
 // BitPipe, D=4, N=4: 28 slots; bubble (D-2)/(3N+D-2) = 2/14. Each rank runs
 // 8 F and 8 B (24 busy). Peak in-flight: 7 forwards before rank 0's first
 // backward; rank 0 then holds s0 x2 (embedding: 32 bytes of tokens each),
-// s3, s4 x2 (256 each) and s7 (800: logits and labels) = 1888 bytes; ranks
+// s3, s4 x2 (256 each) and s7 (864: logits, labels and the rows' max and
+// log-sum) = 1952 bytes; ranks
 // 1, 2 hold eight middle-stage activations (8 x 256). Rank 0 sends 8
 // activations/gradients of 256 bytes (the V-bottom hand-offs are local);
 // ranks 1 and 2 send 16.
@@ -79,10 +80,10 @@ module attributes {
 // BP4-NEXT: makespan: 28
 // BP4-NEXT: bubble ratio: 0.1429
 // BP4-NEXT: rank     busy   bubble  in-flight    act-bytes   sent-bytes    ar-time  ar-hidden
-// BP4-NEXT:   P0       24   0.1429          7         1888         2048          0          0
+// BP4-NEXT:   P0       24   0.1429          7         1952         2048          0          0
 // BP4-NEXT:   P1       24   0.1429          8         2048         4096          0          0
 // BP4-NEXT:   P2       24   0.1429          8         2048         4096          0          0
-// BP4-NEXT:   P3       24   0.1429          7         1888         2048          0          0
+// BP4-NEXT:   P3       24   0.1429          7         1952         2048          0          0
 // BP4-NEXT: bytes sent: 12288
 // BP4-NEXT: all-reduce: time 0 units, overlap 1.0000
 
@@ -128,7 +129,7 @@ module attributes {
 // COSTIR-NEXT: bubble ratio: 0.4932
 // COSTIR-NEXT: rank
 // COSTIR-NEXT:   P0        6   0.9726          2           64          512
-// COSTIR-NEXT:   P1      216   0.0137          1          800          512
+// COSTIR-NEXT:   P1      216   0.0137          1          864          512
 
 // SVG: <svg
 // SVG: <title>bitpipe  D=4  N=4  makespan 28 units

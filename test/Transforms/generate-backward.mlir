@@ -87,20 +87,23 @@ func.func @mlp_stage1(%x: tensor<2x4x8xf32>, %g: tensor<8xf32> {nn.param = "ln.w
 // results, not summed here: the runtime adds each into the parameter's
 // float64 accumulator, as it does when the two ends are stages on two
 // ranks. The loss is seeded with 1; tokens and labels get no gradient. The
-// model function's call now receives the saved results too.
+// cross-entropy returns its rows' max and log-sum (with_stats), saved for
+// its backward. The model function's call now receives the saved results
+// too.
 
 // CHECK-LABEL: func.func @tied(
-// CHECK:      %[[C:.*]]:3 = call @tied_stage0(
+// CHECK:      %[[C:.*]]:5 = call @tied_stage0(
 // CHECK:      return %[[C]]#0 : tensor<f32>
 // CHECK-LABEL: func.func @tied_stage0(
-// CHECK-SAME: -> (tensor<f32>, tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 1 : i64})
+// CHECK-SAME: -> (tensor<f32>, tensor<2x4x8xf32> {bitpipe.saved = 0 : i64}, tensor<2x4x16xf32> {bitpipe.saved = 1 : i64}, tensor<2x4xf32> {bitpipe.saved = 2 : i64}, tensor<2x4xf32> {bitpipe.saved = 3 : i64})
+// CHECK:      %[[LOSS:[a-z0-9_]+]], %[[ROWS:[a-z0-9_]+]]:2 = nn.cross_entropy %{{.*}}, %{{.*}} with_stats
 // CHECK-LABEL: func.func private @tied_stage0_bwd(
 // CHECK-SAME: %[[TOK:[a-z0-9]+]]: tensor<2x4xi32> {bitpipe.forward_arg = 0 : i64, nn.input = "tokens"}
 // CHECK-SAME: %[[WTE:[a-z0-9]+]]: tensor<16x8xf32> {bitpipe.forward_arg = 1 : i64, nn.param = "embed.tokens"}
 // CHECK-NOT:  grad_of_result
 // CHECK-SAME: -> (tensor<16x8xf32> {bitpipe.grad_of_arg = 1 : i64, nn.param = "embed.tokens"}, tensor<16x8xf32> {bitpipe.grad_of_arg = 1 : i64, nn.param = "embed.tokens"}, tensor<4x8xf32> {bitpipe.grad_of_arg = 2 : i64, nn.param = "embed.positions"})
 // CHECK:      %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
-// CHECK:      nn.cross_entropy_grad %{{.*}}, %{{.*}}, %[[ONE]]
+// CHECK:      nn.cross_entropy_grad %{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}, %{{.*}} :
 // CHECK:      %[[DWOUT:.*]] = nn.linear_weight_grad
 // CHECK:      %[[DWTE:.*]], %[[DWPE:.*]] = nn.embedding_grad %[[TOK]]
 // CHECK-NOT:  nn.add

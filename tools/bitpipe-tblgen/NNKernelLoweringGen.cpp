@@ -96,8 +96,9 @@ llvm::ArrayRef<StringRef> rolesOf(Form form, bool optional) {
   static const StringRef result[] = {"ACT_OUT", "LOSS_OUT"};
   static const StringRef gradAcc[] = {"GRAD_ACC", "GRAD_ACC_OPT"};
   static const StringRef optionalGradAcc[] = {"GRAD_ACC_OPT"};
-  // A new scratch buffer holds nothing yet: it can only be written.
-  static const StringRef scratch[] = {"STAT_OUT"};
+  // A new scratch buffer holds nothing yet: it can only be written (a
+  // statistic the op does not return, or a loss it discards).
+  static const StringRef scratch[] = {"STAT_OUT", "LOSS_OUT"};
   static const StringRef scratchRef[] = {"STAT_OUT", "STAT_IN"};
   // A statistic the op returns (written) or reads (an operand, or scratch
   // that a call under emitIf writes first).
@@ -449,9 +450,14 @@ private:
                          : llvm::convertToCamelFromSnakeCase(argName)) +
                         "Buffer",
                     "", false};
-      buffer.definition = "    Value " + buffer.variable +
-                          " = emit.allocScratch({" + llvm::join(sizes, ", ") +
-                          "});\n";
+      // Only the call under emitIf uses an unnamed one: allocated when the
+      // call is made.
+      std::string alloc =
+          "emit.allocScratch({" + llvm::join(sizes, ", ") + "})";
+      if (argName.empty() && !callCondition.empty())
+        alloc = "(" + callCondition + ") ? " + alloc + " : Value()";
+      buffer.definition =
+          "    Value " + buffer.variable + " = " + alloc + ";\n";
       if (!argName.empty() &&
           !scratchByName.try_emplace(argName, scratch.size()).second)
         fail(where + ": a scratch buffer named '" + argName + "' exists");
@@ -609,6 +615,7 @@ private:
         StringRef(onTheOp(record.getValueAsString("emitIf"))).trim().str();
     if (!call.condition.empty())
       call.kernelNames += " (when " + call.condition + ")";
+    callCondition = call.condition;
 
     const llvm::DagInit *args = record.getValueAsDag("args");
     if (operatorName(*args) != "call")
@@ -636,6 +643,8 @@ private:
   const llvm::Record &def;
   Operator op;
   std::vector<Call> calls;
+  /// The emitIf of the call whose arguments are being read.
+  std::string callCondition;
   std::vector<std::optional<Buffer>> results;
   /// Per variadic result: the buffers of its statistics, by index.
   std::map<unsigned, std::vector<std::string>> statResults;

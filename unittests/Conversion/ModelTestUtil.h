@@ -174,10 +174,10 @@ inline double referenceLoss(ModuleOp module, const Data &data,
         .Case(
             [&](nn::AddOp o) { f[o] = ref::add(f[o.getLhs()], f[o.getRhs()]); })
         .Case([&](nn::CrossEntropyOp o) {
-          f[o] = {ref::crossEntropy(f[o.getLogits()], ids[o.getLabels()],
-                                    rowsOf(o.getLogits()),
-                                    lastDim(o.getLogits()),
-                                    int32_t(o.getIgnoreIndexAttr().getInt()))};
+          f[o.getLoss()] = {
+              ref::crossEntropy(f[o.getLogits()], ids[o.getLabels()],
+                                rowsOf(o.getLogits()), lastDim(o.getLogits()),
+                                int32_t(o.getIgnoreIndexAttr().getInt()))};
         })
         .Case([&](func::ReturnOp o) { loss = f[o.getOperand(0)][0]; })
         .Default([&](Operation *o) {

@@ -5,10 +5,12 @@
 // across the block in fp32. The mean over labelled rows needs the count of
 // labelled rows, a reduction over all of them, so each direction is two
 // launches with a small scratch buffer from the pool:
-//   forward:  per-row losses, then one block sums them in double, in a fixed
-//             order (as the CPU kernel sums in double) and divides;
+//   forward:  per-row losses and normalisers (max, log-sum: the backward's
+//             statistics), then one block sums the losses in double, in a
+//             fixed order (as the CPU kernel sums in double) and divides;
 //   backward: one block counts the labelled rows into the gradient scale
-//             dloss / count, then the per-row gradients.
+//             dloss / count, then the per-row gradients from the forward's
+//             normalisers, one pass over each row.
 // Results are the same bits on every run. The row kernels are templates over
 // the element type of the logits and their gradient (bf16 or fp32:
 // DeviceMath.cuh's load / store); the loss is fp32 in both precisions.
@@ -36,24 +38,24 @@ template <typename T> __device__ MaxSum rowMaxSum(const T *row, int64_t V) {
 }
 
 template <typename T>
-__global__ void crossEntropyRowLossKernel(const T *logits,
-                                          const int32_t *labels,
-                                          float *rowLoss, int64_t N, int64_t V,
-                                          int32_t ignoreIndex,
-                                          int32_t *indexError) {
+__global__ void
+crossEntropyRowLossKernel(const T *logits, const int32_t *labels,
+                          float *rowLoss, float *rowMax, float *logSum,
+                          int64_t N, int64_t V, int32_t ignoreIndex,
+                          int32_t *indexError) {
   for (int64_t i = blockIdx.x; i < N; i += gridDim.x) {
     const int32_t label = labels[i];
     // The label is the same for the whole block: uniform branches, so the
     // reduction below is reached by every thread or by none.
     if (label == ignoreIndex) {
       if (threadIdx.x == 0)
-        rowLoss[i] = 0.0f;
+        rowLoss[i] = rowMax[i] = logSum[i] = 0.0f;
       continue;
     }
     if (!inRange(label, V)) {
       if (threadIdx.x == 0) {
         reportBadIndex(indexError, kCrossEntropyFwdReporter);
-        rowLoss[i] = NAN;
+        rowLoss[i] = rowMax[i] = logSum[i] = NAN;
       }
       continue;
     }
@@ -61,8 +63,12 @@ __global__ void crossEntropyRowLossKernel(const T *logits,
     const MaxSum ms = rowMaxSum(row, V);
     // -log softmax(row)[label] = log(sum) - (row[label] - max): the parts
     // kept apart, as the CPU kernel does, so large logits lose no bits.
-    if (threadIdx.x == 0)
-      rowLoss[i] = logf(ms.sum) - (load(row, label) - ms.max);
+    if (threadIdx.x == 0) {
+      const float sum = logf(ms.sum);
+      rowMax[i] = ms.max;
+      logSum[i] = sum;
+      rowLoss[i] = sum - (load(row, label) - ms.max);
+    }
   }
 }
 
@@ -101,11 +107,11 @@ __global__ void crossEntropyScaleKernel(const int32_t *labels,
 }
 
 template <typename T>
-__global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
-                                       const float *scalePtr, T *dlogits,
-                                       int64_t N, int64_t V,
-                                       int32_t ignoreIndex,
-                                       int32_t *indexError) {
+__global__ void
+crossEntropyGradKernel(const T *logits, const int32_t *labels,
+                       const float *scalePtr, const float *rowMax,
+                       const float *logSum, T *dlogits, int64_t N, int64_t V,
+                       int32_t ignoreIndex, int32_t *indexError) {
   const float scale = *scalePtr;
   for (int64_t i = blockIdx.x; i < N; i += gridDim.x) {
     const int32_t label = labels[i];
@@ -119,13 +125,11 @@ __global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
       continue;
     }
     const T *row = logits + i * V;
-    // The reduction ends with a barrier after every thread's last read of
-    // the row, and below each thread reads element j before writing it:
-    // dlogits may alias logits.
-    const MaxSum ms = rowMaxSum(row, V);
-    const float logSum = logf(ms.sum);
+    // Each thread reads element j before writing it: dlogits may alias
+    // logits.
+    const float max = rowMax[i], sum = logSum[i];
     for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
-      float p = expf((load(row, j) - ms.max) - logSum);
+      float p = expf((load(row, j) - max) - sum);
       store(drow, j, p * scale - (j == label ? scale : 0.0f));
     }
   }
@@ -136,9 +140,9 @@ __global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
 int rowBlock(int64_t V) { return rowThreads(V, 16); }
 
 template <typename A>
-bp_status_t crossEntropyFwd(const A *logits, const int32_t *labels,
-                            float *loss, int64_t N, int64_t V,
-                            int32_t ignoreIndex, void *stream,
+bp_status_t crossEntropyFwd(const A *logits, const int32_t *labels, float *loss,
+                            float *row_max, float *log_sum, int64_t N,
+                            int64_t V, int32_t ignoreIndex, void *stream,
                             const char *name) {
   if (!BP_KERNEL_ARGS_VALID(cross_entropy_fwd))
     return BP_ERR_INVALID_ARGUMENT;
@@ -151,7 +155,8 @@ bp_status_t crossEntropyFwd(const A *logits, const int32_t *labels,
   if (!rowLoss)
     return BP_ERR_OUT_OF_MEMORY;
   crossEntropyRowLossKernel<<<gridBlocks(N, 1), rowBlock(V), 0, s>>>(
-      asDevice(logits), labels, rowLoss, N, V, ignoreIndex, indexError);
+      asDevice(logits), labels, rowLoss, row_max, log_sum, N, V, ignoreIndex,
+      indexError);
   bp_status_t status = checkLaunch(name);
   if (status == BP_OK) {
     crossEntropyMeanKernel<<<1, kMaxThreads, 0, s>>>(rowLoss, labels, loss, N,
@@ -164,7 +169,8 @@ bp_status_t crossEntropyFwd(const A *logits, const int32_t *labels,
 
 template <typename A>
 bp_status_t crossEntropyBwd(const A *logits, const int32_t *labels,
-                            const float *dloss, A *dlogits, int64_t N,
+                            const float *dloss, const float *row_max,
+                            const float *log_sum, A *dlogits, int64_t N,
                             int64_t V, int32_t ignoreIndex, void *stream,
                             const char *name) {
   if (!BP_KERNEL_ARGS_VALID(cross_entropy_bwd))
@@ -181,8 +187,8 @@ bp_status_t crossEntropyBwd(const A *logits, const int32_t *labels,
   bp_status_t status = checkLaunch(name);
   if (status == BP_OK) {
     crossEntropyGradKernel<<<gridBlocks(N, 1), rowBlock(V), 0, s>>>(
-        asDevice(logits), labels, scale, asDevice(dlogits), N, V, ignoreIndex,
-        indexError);
+        asDevice(logits), labels, scale, row_max, log_sum, asDevice(dlogits), N,
+        V, ignoreIndex, indexError);
     status = checkLaunch(name);
   }
   bp_cuda_free(scale, stream); // In stream order: after the kernels above.
@@ -193,38 +199,34 @@ bp_status_t crossEntropyBwd(const A *logits, const int32_t *labels,
 
 BITPIPE_CUDA_LOAD_AT_START_UP(crossEntropyMeanKernel);
 
-extern "C" bp_status_t bp_cuda_cross_entropy_fwd(const bp_bf16_t *logits,
-                                                 const int32_t *labels,
-                                                 float *loss, int64_t N,
-                                                 int64_t V,
-                                                 int32_t ignore_index,
-                                                 void *stream) {
-  return crossEntropyFwd(logits, labels, loss, N, V, ignore_index, stream,
-                         "bp_cuda_cross_entropy_fwd");
+extern "C" bp_status_t bp_cuda_cross_entropy_fwd(
+    const bp_bf16_t *logits, const int32_t *labels, float *loss, float *row_max,
+    float *log_sum, int64_t N, int64_t V, int32_t ignore_index, void *stream) {
+  return crossEntropyFwd(logits, labels, loss, row_max, log_sum, N, V,
+                         ignore_index, stream, "bp_cuda_cross_entropy_fwd");
 }
 
 extern "C" bp_status_t
 bp_cuda_cross_entropy_bwd(const bp_bf16_t *logits, const int32_t *labels,
-                          const float *dloss, bp_bf16_t *dlogits, int64_t N,
+                          const float *dloss, const float *row_max,
+                          const float *log_sum, bp_bf16_t *dlogits, int64_t N,
                           int64_t V, int32_t ignore_index, void *stream) {
-  return crossEntropyBwd(logits, labels, dloss, dlogits, N, V, ignore_index,
-                         stream, "bp_cuda_cross_entropy_bwd");
+  return crossEntropyBwd(logits, labels, dloss, row_max, log_sum, dlogits, N, V,
+                         ignore_index, stream, "bp_cuda_cross_entropy_bwd");
 }
 
-extern "C" bp_status_t bp_cuda_cross_entropy_fwd_f32(const float *logits,
-                                                     const int32_t *labels,
-                                                     float *loss, int64_t N,
-                                                     int64_t V,
-                                                     int32_t ignore_index,
-                                                     void *stream) {
-  return crossEntropyFwd(logits, labels, loss, N, V, ignore_index, stream,
-                         "bp_cuda_cross_entropy_fwd_f32");
+extern "C" bp_status_t bp_cuda_cross_entropy_fwd_f32(
+    const float *logits, const int32_t *labels, float *loss, float *row_max,
+    float *log_sum, int64_t N, int64_t V, int32_t ignore_index, void *stream) {
+  return crossEntropyFwd(logits, labels, loss, row_max, log_sum, N, V,
+                         ignore_index, stream, "bp_cuda_cross_entropy_fwd_f32");
 }
 
 extern "C" bp_status_t
 bp_cuda_cross_entropy_bwd_f32(const float *logits, const int32_t *labels,
-                              const float *dloss, float *dlogits, int64_t N,
+                              const float *dloss, const float *row_max,
+                              const float *log_sum, float *dlogits, int64_t N,
                               int64_t V, int32_t ignore_index, void *stream) {
-  return crossEntropyBwd(logits, labels, dloss, dlogits, N, V, ignore_index,
-                         stream, "bp_cuda_cross_entropy_bwd_f32");
+  return crossEntropyBwd(logits, labels, dloss, row_max, log_sum, dlogits, N, V,
+                         ignore_index, stream, "bp_cuda_cross_entropy_bwd_f32");
 }

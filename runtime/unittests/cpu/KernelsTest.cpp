@@ -624,12 +624,30 @@ TEST(CrossEntropyFwd, MatchesReferenceWithIgnoredRows) {
   auto logits = randomFloats(N * V, 17, -3.0f, 3.0f);
   std::vector<int32_t> labels = {4, BP_IGNORE_INDEX, 0, 10, BP_IGNORE_INDEX, 7};
   float loss = -1.0f;
-  ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss, N, V,
+  std::vector<float> rowMax(N), logSum(N);
+  ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss,
+                                 rowMax.data(), logSum.data(), N, V,
                                  BP_IGNORE_INDEX),
             BP_OK);
   double expected =
       ref::crossEntropy(toDouble(logits), labels, N, V, BP_IGNORE_INDEX);
   EXPECT_NEAR(loss, expected, kFwdRtol * std::fabs(expected));
+  // The rows' normalisers for the backward: each labelled row's max, and
+  // log(sum exp(logit - max)); 0 for an ignored row.
+  for (int64_t i = 0; i < N; ++i) {
+    if (labels[i] == BP_IGNORE_INDEX) {
+      EXPECT_EQ(rowMax[i], 0.0f);
+      EXPECT_EQ(logSum[i], 0.0f);
+      continue;
+    }
+    const float *row = logits.data() + i * V;
+    const float max = *std::max_element(row, row + V);
+    double sum = 0;
+    for (int64_t j = 0; j < V; ++j)
+      sum += std::exp(static_cast<double>(row[j]) - max);
+    EXPECT_EQ(rowMax[i], max) << "row " << i;
+    EXPECT_NEAR(logSum[i], std::log(sum), 1e-6) << "row " << i;
+  }
   // The mean is over the 4 labelled rows, not all 6: a mean over N would be
   // 4/6 of this.
   double sumOverLabelled = expected * 4;
@@ -641,7 +659,9 @@ TEST(CrossEntropyFwd, UniformLogitsGiveLogV) {
   std::vector<float> logits(N * V, 0.25f);
   std::vector<int32_t> labels = {0, 17, 49};
   float loss;
-  ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss, N, V,
+  std::vector<float> rowMax(N), logSum(N);
+  ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss,
+                                 rowMax.data(), logSum.data(), N, V,
                                  BP_IGNORE_INDEX),
             BP_OK);
   EXPECT_NEAR(loss, std::log(50.0), 1e-6);
@@ -655,7 +675,9 @@ TEST(CrossEntropyFwd, StableForLargeLogits) {
     x += 1e4f;
   std::vector<int32_t> labels = {1, 3};
   float loss;
-  ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss, N, V,
+  std::vector<float> rowMax(N), logSum(N);
+  ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss,
+                                 rowMax.data(), logSum.data(), N, V,
                                  BP_IGNORE_INDEX),
             BP_OK);
   ASSERT_TRUE(std::isfinite(loss));
@@ -672,7 +694,9 @@ TEST(CrossEntropyFwd, AllIgnoredGivesZero) {
   auto logits = randomFloats(N * V, 19);
   std::vector<int32_t> labels(N, BP_IGNORE_INDEX);
   float loss = 123.0f;
-  ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss, N, V,
+  std::vector<float> rowMax(N), logSum(N);
+  ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss,
+                                 rowMax.data(), logSum.data(), N, V,
                                  BP_IGNORE_INDEX),
             BP_OK);
   EXPECT_EQ(loss, 0.0f);
@@ -682,9 +706,11 @@ TEST(CrossEntropyFwd, RejectsOutOfRangeLabels) {
   const int64_t N = 2, V = 4;
   auto logits = randomFloats(N * V, 20);
   float loss;
+  std::vector<float> rowMax(N), logSum(N);
   for (int32_t bad : {-1, 4, -99}) {
     std::vector<int32_t> labels = {0, bad};
-    EXPECT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss, N, V,
+    EXPECT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss,
+                                   rowMax.data(), logSum.data(), N, V,
                                    BP_IGNORE_INDEX),
               BP_ERR_INVALID_ARGUMENT)
         << "label " << bad;

@@ -115,7 +115,9 @@ void runtimeStep(const Params<float> &p, const std::vector<int32_t> &tokens,
   BP_CHECK(bp_layer_norm_fwd(x2.data(), P("lnf.g"), P("lnf.b"), hf.data(),
                              mf.data(), rf.data(), N, H, kEps));
   BP_CHECK(bp_linear_fwd(hf.data(), P("wte"), nullptr, logits.data(), N, H, V));
-  BP_CHECK(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss, N, V,
+  std::vector<float> rowMax(N), logSum(N);
+  BP_CHECK(bp_cross_entropy_fwd(logits.data(), labels.data(), &loss,
+                                rowMax.data(), logSum.data(), N, V,
                                 BP_IGNORE_INDEX));
 
   // Backward. Buffers are reused where the schedule of uses allows.
@@ -123,7 +125,8 @@ void runtimeStep(const Params<float> &p, const std::vector<int32_t> &tokens,
       df(N * F), dh2(N * H), dx1(N * H), datt(N * H), dqkv(N * 3 * H),
       dh1(N * H), dx0(N * H);
   BP_CHECK(bp_cross_entropy_bwd(logits.data(), labels.data(), &kUnitLossGrad,
-                                dlogits.data(), N, V, BP_IGNORE_INDEX));
+                                rowMax.data(), logSum.data(), dlogits.data(), N,
+                                V, BP_IGNORE_INDEX));
   BP_CHECK(bp_linear_bwd_input(dlogits.data(), P("wte"), dhf.data(), N, H, V));
   BP_CHECK(bp_linear_bwd_weight(dlogits.data(), hf.data(), G("wte"), nullptr, N,
                                 H, V));

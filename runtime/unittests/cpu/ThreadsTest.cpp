@@ -146,18 +146,20 @@ TEST_F(ThreadsTest, CrossEntropySumsItsRowsInOrder) {
   std::vector<int32_t> labels(N);
   for (int64_t i = 0; i < N; ++i)
     labels[i] = i % 11 == 0 ? -100 : static_cast<int32_t>((i * 37) % V);
-  std::vector<float> loss(1), dlogits(N * V);
+  std::vector<float> loss(1), rowMax(N), logSum(N), dlogits(N * V);
   const float dloss = 1.0f;
   expectSameBits(
       [&] {
         ASSERT_EQ(bp_cross_entropy_fwd(logits.data(), labels.data(),
-                                       loss.data(), N, V, -100),
+                                       loss.data(), rowMax.data(),
+                                       logSum.data(), N, V, -100),
                   BP_OK);
         ASSERT_EQ(bp_cross_entropy_bwd(logits.data(), labels.data(), &dloss,
+                                       rowMax.data(), logSum.data(),
                                        dlogits.data(), N, V, -100),
                   BP_OK);
       },
-      {&loss, &dlogits});
+      {&loss, &rowMax, &logSum, &dlogits});
 }
 
 TEST_F(ThreadsTest, AttentionByHeadsAndGroupedQueryHeads) {

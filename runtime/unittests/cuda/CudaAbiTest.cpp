@@ -262,13 +262,15 @@ TEST_P(CudaAbi, CrossEntropyDispatchesAndWritesTheLossOnTheDevice) {
   auto labels = randomInts(N, 31, 0, static_cast<int32_t>(V - 1));
   labels[2] = BP_IGNORE_INDEX;
   DeviceBuffer<int32_t> dLabels(labels);
-  DeviceBuffer<float> dLoss(1);
+  DeviceBuffer<float> dLoss(1), dRowMax(N), dLogSum(N);
   DeviceBuffer<float> dDloss(std::vector<float>{dloss});
   ASSERT_EQ(ABI_CALL(cross_entropy_fwd, logits.abi(), dLabels.get(),
-                     dLoss.get(), N, V, BP_IGNORE_INDEX),
+                     dLoss.get(), dRowMax.get(), dLogSum.get(), N, V,
+                     BP_IGNORE_INDEX),
             BP_OK);
   ASSERT_EQ(ABI_CALL(cross_entropy_bwd, logits.abi(), dLabels.get(),
-                     dDloss.get(), dlogits.abi(), N, V, BP_IGNORE_INDEX),
+                     dDloss.get(), dRowMax.get(), dLogSum.get(), dlogits.abi(),
+                     N, V, BP_IGNORE_INDEX),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   auto lD = toDouble(logits.values());
@@ -505,10 +507,11 @@ TEST(CudaAbiHost, ArgumentsAreCheckedInBothPrecisions) {
             BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_layer_norm_fwd_bf16(h, h, h, h, p, p, 0, 4, 1e-5f),
             BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_cross_entropy_bwd(p, nullptr, p, p, 2, 2, BP_IGNORE_INDEX),
+  EXPECT_EQ(bp_cross_entropy_bwd(p, nullptr, p, p, p, p, 2, 2, BP_IGNORE_INDEX),
             BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_cross_entropy_bwd_bf16(h, nullptr, p, h, 2, 2, BP_IGNORE_INDEX),
-            BP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      bp_cross_entropy_bwd_bf16(h, nullptr, p, p, p, h, 2, 2, BP_IGNORE_INDEX),
+      BP_ERR_INVALID_ARGUMENT);
 }
 
 TEST(CudaAbiHost, AlignmentsBeyondThePoolsAreRefused) {

@@ -276,16 +276,17 @@ TEST_P(CudaCrossEntropyF32, ForwardAndBackwardMatchReference) {
     labels[1] = BP_IGNORE_INDEX;
   labels[N - 1] = static_cast<int32_t>(V - 1);
 
-  DeviceBuffer<float> dLogits(logits), dDlogits(N * V), dLoss(1);
+  DeviceBuffer<float> dLogits(logits), dDlogits(N * V), dLoss(1), dRowMax(N),
+      dLogSum(N);
   DeviceBuffer<float> dDloss(std::vector<float>{dloss});
   DeviceBuffer<int32_t> dLabels(labels);
-  ASSERT_EQ(bp_cuda_cross_entropy_fwd_f32(dLogits.get(), dLabels.get(),
-                                          dLoss.get(), N, V, BP_IGNORE_INDEX,
-                                          stream()),
+  ASSERT_EQ(bp_cuda_cross_entropy_fwd_f32(
+                dLogits.get(), dLabels.get(), dLoss.get(), dRowMax.get(),
+                dLogSum.get(), N, V, BP_IGNORE_INDEX, stream()),
             BP_OK);
-  ASSERT_EQ(bp_cuda_cross_entropy_bwd_f32(dLogits.get(), dLabels.get(), dDloss.get(),
-                                          dDlogits.get(), N, V,
-                                          BP_IGNORE_INDEX, stream()),
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd_f32(
+                dLogits.get(), dLabels.get(), dDloss.get(), dRowMax.get(),
+                dLogSum.get(), dDlogits.get(), N, V, BP_IGNORE_INDEX, stream()),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
 
@@ -298,9 +299,9 @@ TEST_P(CudaCrossEntropyF32, ForwardAndBackwardMatchReference) {
   EXPECT_TRUE(checkClose("cross_entropy_bwd_f32", "dlogits", shape,
                          dDlogits.download(), dlogits, kFp32SumRtol));
 
-  ASSERT_EQ(bp_cuda_cross_entropy_bwd_f32(dLogits.get(), dLabels.get(), dDloss.get(),
-                                          dLogits.get(), N, V,
-                                          BP_IGNORE_INDEX, stream()),
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd_f32(
+                dLogits.get(), dLabels.get(), dDloss.get(), dRowMax.get(),
+                dLogSum.get(), dLogits.get(), N, V, BP_IGNORE_INDEX, stream()),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   EXPECT_TRUE(checkClose("cross_entropy_bwd_f32", "dlogits(in-place)", shape,
@@ -343,10 +344,10 @@ TEST(CudaArgumentsF32, NullPointersAndNonPositiveSizesAreRejected) {
             BP_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bp_cuda_embedding_bwd_f32(nullptr, f, f, f, 1, 1, 1, 1, nullptr),
             BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_cuda_cross_entropy_fwd_f32(f, ids, nullptr, 1, 1,
+  EXPECT_EQ(bp_cuda_cross_entropy_fwd_f32(f, ids, nullptr, f, f, 1, 1,
                                           BP_IGNORE_INDEX, nullptr),
             BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_cuda_cross_entropy_bwd_f32(f, ids, f, f, 0, 1,
+  EXPECT_EQ(bp_cuda_cross_entropy_bwd_f32(f, ids, f, f, f, f, 0, 1,
                                           BP_IGNORE_INDEX, nullptr),
             BP_ERR_INVALID_ARGUMENT);
 }

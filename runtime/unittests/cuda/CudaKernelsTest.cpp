@@ -345,15 +345,15 @@ TEST_P(CudaCrossEntropy, ForwardAndBackwardMatchReference) {
 
   DeviceBuffer<bp_bf16_t> dLogits(toBf16(logits)), dDlogits(N * V);
   DeviceBuffer<int32_t> dLabels(labels);
-  DeviceBuffer<float> dLoss(1);
+  DeviceBuffer<float> dLoss(1), dRowMax(N), dLogSum(N);
   DeviceBuffer<float> dDloss(std::vector<float>{dloss});
-  ASSERT_EQ(bp_cuda_cross_entropy_fwd(dLogits.get(), dLabels.get(),
-                                      dLoss.get(), N, V, BP_IGNORE_INDEX,
-                                      stream()),
+  ASSERT_EQ(bp_cuda_cross_entropy_fwd(dLogits.get(), dLabels.get(), dLoss.get(),
+                                      dRowMax.get(), dLogSum.get(), N, V,
+                                      BP_IGNORE_INDEX, stream()),
             BP_OK);
-  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get(), dLabels.get(), dDloss.get(),
-                                      dDlogits.get(), N, V, BP_IGNORE_INDEX,
-                                      stream()),
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd(
+                dLogits.get(), dLabels.get(), dDloss.get(), dRowMax.get(),
+                dLogSum.get(), dDlogits.get(), N, V, BP_IGNORE_INDEX, stream()),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
 
@@ -367,9 +367,9 @@ TEST_P(CudaCrossEntropy, ForwardAndBackwardMatchReference) {
                          fromBf16(dDlogits.download()), dlogits, kBf16Rtol));
 
   // In place over the logits, as runtime.h allows.
-  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get(), dLabels.get(), dDloss.get(),
-                                      dLogits.get(), N, V, BP_IGNORE_INDEX,
-                                      stream()),
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd(
+                dLogits.get(), dLabels.get(), dDloss.get(), dRowMax.get(),
+                dLogSum.get(), dLogits.get(), N, V, BP_IGNORE_INDEX, stream()),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   EXPECT_TRUE(checkClose("cross_entropy_bwd", "dlogits(in-place)", shape,
@@ -389,15 +389,15 @@ TEST_F(CudaKernels, CrossEntropyAllIgnoredGivesZeroLossAndGradients) {
   DeviceBuffer<bp_bf16_t> dLogits(toBf16(randomBf16Values(N * V, 90))),
       dDlogits(N * V);
   DeviceBuffer<int32_t> dLabels(std::vector<int32_t>(N, BP_IGNORE_INDEX));
-  DeviceBuffer<float> dLoss(1);
+  DeviceBuffer<float> dLoss(1), dRowMax(N), dLogSum(N);
   DeviceBuffer<float> dUnit(std::vector<float>{1.0f});
-  ASSERT_EQ(bp_cuda_cross_entropy_fwd(dLogits.get(), dLabels.get(),
-                                      dLoss.get(), N, V, BP_IGNORE_INDEX,
-                                      stream()),
+  ASSERT_EQ(bp_cuda_cross_entropy_fwd(dLogits.get(), dLabels.get(), dLoss.get(),
+                                      dRowMax.get(), dLogSum.get(), N, V,
+                                      BP_IGNORE_INDEX, stream()),
             BP_OK);
-  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get(), dLabels.get(), dUnit.get(),
-                                      dDlogits.get(), N, V, BP_IGNORE_INDEX,
-                                      stream()),
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd(
+                dLogits.get(), dLabels.get(), dUnit.get(), dRowMax.get(),
+                dLogSum.get(), dDlogits.get(), N, V, BP_IGNORE_INDEX, stream()),
             BP_OK);
   ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   // Exactly zero (not NaN from 0/0): the expected values are all 0, so
@@ -415,17 +415,17 @@ TEST_F(CudaKernels, CrossEntropyReportsOutOfRangeLabels) {
   DeviceBuffer<bp_bf16_t> dLogits(toBf16(randomBf16Values(N * V, 91))),
       dDlogits(N * V);
   DeviceBuffer<int32_t> dLabels(labels);
-  DeviceBuffer<float> dLoss(1);
+  DeviceBuffer<float> dLoss(1), dRowMax(N), dLogSum(N);
   DeviceBuffer<float> dUnit(std::vector<float>{1.0f});
-  ASSERT_EQ(bp_cuda_cross_entropy_fwd(dLogits.get(), dLabels.get(),
-                                      dLoss.get(), N, V, BP_IGNORE_INDEX,
-                                      stream()),
+  ASSERT_EQ(bp_cuda_cross_entropy_fwd(dLogits.get(), dLabels.get(), dLoss.get(),
+                                      dRowMax.get(), dLogSum.get(), N, V,
+                                      BP_IGNORE_INDEX, stream()),
             BP_OK);
   EXPECT_EQ(bp_cuda_synchronize(stream()), BP_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(std::isnan(dLoss.download()[0]));
-  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get(), dLabels.get(), dUnit.get(),
-                                      dDlogits.get(), N, V, BP_IGNORE_INDEX,
-                                      stream()),
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd(
+                dLogits.get(), dLabels.get(), dUnit.get(), dRowMax.get(),
+                dLogSum.get(), dDlogits.get(), N, V, BP_IGNORE_INDEX, stream()),
             BP_OK);
   EXPECT_EQ(bp_cuda_synchronize(stream()), BP_ERR_INVALID_ARGUMENT);
   auto d = fromBf16(dDlogits.download());
@@ -463,10 +463,10 @@ TEST(CudaArguments, NullPointersAndNonPositiveSizesAreRejected) {
   // token-table gradient is an error.
   EXPECT_EQ(bp_cuda_embedding_bwd(ids, p, nullptr, f, 1, 1, 4, 4, nullptr),
             BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_cuda_cross_entropy_fwd(p, ids, f, 2, 0, BP_IGNORE_INDEX,
+  EXPECT_EQ(bp_cuda_cross_entropy_fwd(p, ids, f, f, f, 2, 0, BP_IGNORE_INDEX,
                                       nullptr),
             BP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bp_cuda_cross_entropy_bwd(p, nullptr, f, p, 2, 3,
+  EXPECT_EQ(bp_cuda_cross_entropy_bwd(p, nullptr, f, f, f, p, 2, 3,
                                       BP_IGNORE_INDEX, nullptr),
             BP_ERR_INVALID_ARGUMENT);
 }

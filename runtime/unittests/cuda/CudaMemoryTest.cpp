@@ -93,7 +93,7 @@ TEST_F(CudaMemory, KernelScratchReturnsToThePool) {
       gamma(toBf16(std::vector<float>(H, 1.0f))), y(N * H),
       logits(toBf16(randomBf16Values(N * V, 101)));
   DeviceBuffer<float> mean(N), rstd(N), dgamma(std::vector<float>(H, 0.0f)),
-      dbeta(std::vector<float>(H, 0.0f)), loss(1),
+      dbeta(std::vector<float>(H, 0.0f)), loss(1), rowMax(N), logSum(N),
       unit(std::vector<float>{1.0f});
   DeviceBuffer<int32_t> labels(randomInts(N, 102, 0, V - 1));
   auto step = [&] {
@@ -106,13 +106,13 @@ TEST_F(CudaMemory, KernelScratchReturnsToThePool) {
                                      dgamma.get(), dbeta.get(), N, H,
                                      stream()),
               BP_OK);
-    ASSERT_EQ(bp_cuda_cross_entropy_fwd(logits.get(), labels.get(),
-                                        loss.get(), N, V, BP_IGNORE_INDEX,
-                                        stream()),
+    ASSERT_EQ(bp_cuda_cross_entropy_fwd(logits.get(), labels.get(), loss.get(),
+                                        rowMax.get(), logSum.get(), N, V,
+                                        BP_IGNORE_INDEX, stream()),
               BP_OK);
-    ASSERT_EQ(bp_cuda_cross_entropy_bwd(logits.get(), labels.get(), unit.get(),
-                                        logits.get(), N, V, BP_IGNORE_INDEX,
-                                        stream()),
+    ASSERT_EQ(bp_cuda_cross_entropy_bwd(
+                  logits.get(), labels.get(), unit.get(), rowMax.get(),
+                  logSum.get(), logits.get(), N, V, BP_IGNORE_INDEX, stream()),
               BP_OK);
     ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
   };

@@ -76,19 +76,31 @@ void stage1Fwd(void **buf) {
   float *logits = fresh(N * V), *loss = fresh(1);
   bp_check(bp_linear_fwd(f(buf[1]), f(buf[0]), nullptr, logits, N, H, V),
            "logits");
-  bp_check(bp_cross_entropy_fwd(logits, i32(buf[2]), loss, N, V,
+  // The rows' normalisers are scratch: the backward computes them again,
+  // as a compiled stage under --recompute selective does.
+  float *rowMax = fresh(N), *logSum = fresh(N);
+  bp_check(bp_cross_entropy_fwd(logits, i32(buf[2]), loss, rowMax, logSum, N, V,
                                 BP_IGNORE_INDEX),
            "cross_entropy");
+  bp_free(rowMax);
+  bp_free(logSum);
   buf[3] = loss;
   buf[4] = logits;
 }
 
 /// dlogits of the loss; d loss / d loss = 1 (the optimizer averages).
 float *lossGrad(void *logits, void *labels) {
-  float *d = fresh(N * V);
-  bp_check(bp_cross_entropy_bwd(f(logits), i32(labels), &kUnitLossGrad, d, N, V,
-                                BP_IGNORE_INDEX),
+  float *d = fresh(N * V), *loss = fresh(1), *rowMax = fresh(N),
+        *logSum = fresh(N);
+  bp_check(bp_cross_entropy_fwd(f(logits), i32(labels), loss, rowMax, logSum, N,
+                                V, BP_IGNORE_INDEX),
+           "cross_entropy (its normalisers again)");
+  bp_check(bp_cross_entropy_bwd(f(logits), i32(labels), &kUnitLossGrad, rowMax,
+                                logSum, d, N, V, BP_IGNORE_INDEX),
            "cross_entropy_bwd");
+  bp_free(loss);
+  bp_free(rowMax);
+  bp_free(logSum);
   return d;
 }
 

@@ -7,7 +7,7 @@
 // are reported with the op's name.
 // ONCE: {{^1$}}
 // CHECK-DAG: func.func private @bp_linear_fwd(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i64) -> i32
-// CHECK-DAG: func.func private @bp_cross_entropy_bwd(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i32) -> i32
+// CHECK-DAG: func.func private @bp_cross_entropy_bwd(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, i32) -> i32
 // CHECK-DAG: func.func private @bp_check(i32, !llvm.ptr){{$}}
 // CHECK-DAG: func.func private @bp_fill(!llvm.ptr, f32, i64) -> i32
 // CHECK-DAG: llvm.mlir.global internal constant @__bp_name_nn_linear("nn.linear\00")
@@ -113,14 +113,19 @@ func.func @stage(%tok: tensor<2x4xi32>, %wte: tensor<16x8xf32>, %wpe: tensor<4x8
 // the tensors do: on the CUDA target the kernel reads it on the device);
 // gradients the kernels
 // accumulate (dw, db, dgamma, dbeta, dwte, dwpe) are zeroed before their
-// kernel; layer norm and attention recompute their forward statistics into
-// scratch first.
+// kernel; cross-entropy, layer norm and attention recompute their forward
+// statistics into scratch first (cross-entropy's forward also writes a loss
+// that nothing reads).
 // CHECK-LABEL: func.func @stage_bwd(
 // CHECK:      %[[SEED:.*]] = memref.alloc() : memref<f32>
 // CHECK:      %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK:      call @bp_fill(%{{.*}}, %[[ONE]], %{{.*}})
 // CHECK:      call @bp_check
 // CHECK:      %[[DL:.*]] = memref.alloc() : memref<2x4x16xf32>
+// CHECK:      %[[SCRATCHLOSS:.*]] = memref.alloc() : memref<1xf32>
+// CHECK:      %[[MAX:.*]] = memref.alloc() : memref<8xf32>
+// CHECK:      %[[SUM:.*]] = memref.alloc() : memref<8xf32>
+// CHECK:      call @bp_cross_entropy_fwd(
 // CHECK:      memref.extract_aligned_pointer_as_index %[[SEED]]
 // CHECK:      call @bp_cross_entropy_bwd(
 // CHECK:      call @bp_check
@@ -279,3 +284,24 @@ func.func @norm_saved_grad(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %dy: tensor
   return %dx, %dg, %db : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>
 }
 
+
+// A cross-entropy with_stats writes its rows' max and log-sum into its
+// results; its backward reads them, with no forward call and no scratch.
+// CHECK-LABEL: func.func @loss_saved(
+// CHECK-SAME: -> (memref<f32>, memref<2x4xf32>, memref<2x4xf32>)
+// CHECK:      call @bp_cross_entropy_fwd(
+// CHECK-LABEL: func.func @loss_saved_grad(
+// CHECK-NOT:  call @bp_cross_entropy_fwd(
+// CHECK-NOT:  memref<1xf32>
+// CHECK:      call @bp_cross_entropy_bwd(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}},
+// CHECK-NOT:  call @bp_cross_entropy_fwd(
+// CHECK:      return
+func.func @loss_saved(%logits: tensor<2x4x16xf32>, %lab: tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %loss, %max, %sum = nn.cross_entropy %logits, %lab with_stats : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>, tensor<2x4xf32>)
+  return %loss, %max, %sum : tensor<f32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+func.func @loss_saved_grad(%logits: tensor<2x4x16xf32>, %lab: tensor<2x4xi32>, %max: tensor<2x4xf32>, %sum: tensor<2x4xf32>) -> tensor<2x4x16xf32> {
+  %one = arith.constant dense<1.000000e+00> : tensor<f32>
+  %d = nn.cross_entropy_grad %logits, %lab, %one, %max, %sum : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<f32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4x16xf32>
+  return %d : tensor<2x4x16xf32>
+}

@@ -468,6 +468,22 @@ func.func @layer_norm_stats_missing(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %b
 
 // -----
 
+func.func @cross_entropy_stats_missing(%l: tensor<2x4x16xf32>, %y: tensor<2x4xi32>) {
+  // expected-error @+1 {{'nn.cross_entropy' op with 'with_stats' expects its statistics (row max, log-sum) as results}}
+  %loss = nn.cross_entropy %l, %y with_stats : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_stat_type(%l: tensor<2x4x16xf32>, %y: tensor<2x4xi32>, %one: tensor<f32>, %m: tensor<2x4x16xf32>) {
+  // expected-error @+1 {{'nn.cross_entropy_grad' op expects statistics of type 'tensor<2x4xf32>' (row max, log-sum, one f32 per row of the input), got 'tensor<2x4x16xf32>'}}
+  %d = nn.cross_entropy_grad %l, %y, %one, %m, %m : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<f32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
 func.func @layer_norm_grad_one_stat(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %dy: tensor<2x4x8xf32>, %mean: tensor<2x4xf32>) {
   // expected-error @+1 {{'nn.layer_norm_grad' op expects 2 statistics (mean, rstd) or none, got 1}}
   %dx, %dg, %db = nn.layer_norm_grad %x, %g, %dy, %mean : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)

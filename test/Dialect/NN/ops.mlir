@@ -158,3 +158,14 @@ func.func @norm_stats(%x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32
   return
 }
 
+// Cross-entropy's with_stats form returns each row's max and log-sum (0 for
+// an ignored row), and its backward takes them after the loss gradient.
+// CHECK-LABEL: func.func @loss_stats(
+// CHECK: %{{.*}}, %[[ST:.*]]:2 = nn.cross_entropy %{{.*}}, %{{.*}} with_stats : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>, tensor<2x4xf32>)
+// CHECK: nn.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[ST]]#0, %[[ST]]#1 : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<f32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4x16xf32>
+func.func @loss_stats(%logits: tensor<2x4x16xf32>, %lab: tensor<2x4xi32>, %one: tensor<f32>) -> tensor<2x4x16xf32> {
+  %loss, %max, %sum = nn.cross_entropy %logits, %lab with_stats : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>, tensor<2x4xf32>)
+  %d = nn.cross_entropy_grad %logits, %lab, %one, %max, %sum : (tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<f32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4x16xf32>
+  return %d : tensor<2x4x16xf32>
+}
+

@@ -294,13 +294,30 @@ LogicalResult
 CrossEntropyOp::buildBackward(OpBuilder &b, ValueRange resultGrads,
                               SmallVectorImpl<Value> &operandGrads) {
   auto grad = b.create<CrossEntropyGradOp>(
-      getLoc(), getLogits().getType(), getLogits(), getLabels(),
-      resultGrads[0], getIgnoreIndexAttr());
+      getLoc(), getLogits().getType(), getLogits(), getLabels(), resultGrads[0],
+      getStats(), getIgnoreIndexAttr());
   operandGrads.assign({grad.getLogitsGrad(), Value()});
   return success();
 }
 SmallVector<Value> CrossEntropyOp::getSavedValues() {
-  return {getLogits(), getLabels()};
+  SmallVector<Value> saved = {getLogits(), getLabels()};
+  llvm::append_range(saved, getStats());
+  return saved;
+}
+Operation *CrossEntropyOp::buildWithStatistics(OpBuilder &b) {
+  if (getWithStats())
+    return nullptr;
+  auto op = b.create<CrossEntropyOp>(getLoc(), getLogits(), getLabels(),
+                                     getIgnoreIndexAttr(), b.getUnitAttr());
+  op->setDiscardableAttrs(getOperation()->getDiscardableAttrDictionary());
+  return op;
+}
+unsigned CrossEntropyOp::getNumStatisticResults() { return getStats().size(); }
+int64_t CrossEntropyOp::getStatisticBytes() {
+  // The row's max and log-sum, one f32 each per row.
+  auto logits = cast<ShapedType>(getLogits().getType());
+  return saturatingProduct({logits.getNumElements() / logits.getShape().back(),
+                            2, int64_t(sizeof(float))});
 }
 bool CrossEntropyOp::isWeightOperand(unsigned) { return false; }
 ArrayRef<StringLiteral> CrossEntropyOp::getBackwardOpNames() {

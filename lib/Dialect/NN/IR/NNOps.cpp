@@ -470,9 +470,35 @@ NN_DEFINE_INFERENCE(GeluOp, FailureOr<Type>(adaptor.getInput().getType()))
 NN_DEFINE_CHECKED_INFERENCE(DropoutOp,
                             FailureOr<Type>(adaptor.getInput().getType()),
                             checkKey(emitError, getKey()))
-NN_DEFINE_INFERENCE(CrossEntropyOp,
-                    inferCrossEntropy(emitError, adaptor.getLogits(),
-                                      adaptor.getLabels()))
+// Cross-entropy has its rows' max and log-sum as further results with
+// `with_stats`, shaped as a norm's statistics.
+LogicalResult
+CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                 CrossEntropyOp::Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
+  auto emitError = [] { return InFlightDiagnostic(); };
+  if (failed(storeInferred(inferCrossEntropy(emitError, adaptor.getLogits(),
+                                             adaptor.getLabels()),
+                           inferred)))
+    return failure();
+  if (adaptor.getWithStats())
+    inferred.append(2, normStatType(adaptor.getLogits()));
+  return success();
+}
+LogicalResult CrossEntropyOp::verify() {
+  auto emitError = [this] { return emitOpError(); };
+  if (failed(checkInferred(
+          *this, emitError,
+          inferCrossEntropy(emitError, getLogits(), getLabels()))))
+    return failure();
+  if (getWithStats() != !getStats().empty())
+    return emitOpError() << (getWithStats()
+                                 ? "with 'with_stats' expects its statistics "
+                                   "(row max, log-sum) as results"
+                                 : "expects one result without 'with_stats'");
+  return checkNormStats(emitError, getLogits(), getStats(), 2,
+                        "row max, log-sum");
+}
 #undef NN_DEFINE_INFERENCE
 #undef NN_DEFINE_CHECKED_INFERENCE
 
@@ -659,7 +685,9 @@ LogicalResult SwiGLUGradOp::verify() {
 
 LogicalResult CrossEntropyGradOp::verify() {
   auto emitError = [this] { return emitOpError(); };
-  if (failed(inferCrossEntropy(emitError, getLogits(), getLabels())))
+  if (failed(inferCrossEntropy(emitError, getLogits(), getLabels())) ||
+      failed(checkNormStats(emitError, getLogits(), getStats(), 2,
+                            "row max, log-sum")))
     return failure();
   return expectType(emitError, getLogitsGrad(), "logits_grad",
                     getLogits().getType(), "as the logits");

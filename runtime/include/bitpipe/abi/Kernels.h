@@ -275,21 +275,27 @@
  *            logsumexp(logits[i, :]) - logits[i, labels[i]]
  *   logits [N, V]; labels [N], each in [0, V) or == ignore_index
  *   (BP_IGNORE_INDEX for BERT's masked LM); loss written.
+ *   row_max, log_sum [N] written, for the backward: row i's softmax
+ *     normaliser in two parts, max_j logits[i, j] and
+ *     log(sum_j exp(logits[i, j] - row_max[i])), kept apart so that large
+ *     logits lose no bits (an ignored row's are 0).
  * If every label is ignored the loss is 0 (not NaN) and the backward
  * writes zero gradients.
  *===----------------------------------------------------------------------===*/
 #define BP_KERNEL_cross_entropy_fwd                                            \
-  (ACT_IN, logits), (IDS, labels), (LOSS_OUT, loss), (DIM, N), (DIM, V),       \
-      (INT, ignore_index)
+  (ACT_IN, logits), (IDS, labels), (LOSS_OUT, loss), (STAT_OUT, row_max),      \
+      (STAT_OUT, log_sum), (DIM, N), (DIM, V), (INT, ignore_index)
 
 /* Writes dlogits [N, V]: dloss * (softmax(logits[i, :]) - onehot(labels[i]))
  * / count for a row not ignored, 0 for one ignored. *dloss is the gradient
  * of the scalar loss (1, or 1 / micro-batches), read by the kernel from the
- * tensors' memory so that no step waits to read it on the host. Recomputes
- * the softmax. dlogits may alias logits. */
+ * tensors' memory so that no step waits to read it on the host. row_max and
+ * log_sum are the forward's: softmax(logits[i, :])[j] =
+ * exp((logits[i, j] - row_max[i]) - log_sum[i]). dlogits may alias logits. */
 #define BP_KERNEL_cross_entropy_bwd                                            \
-  (ACT_IN, logits), (IDS, labels), (LOSS_IN, dloss), (ACT_OUT, dlogits),       \
-      (DIM, N), (DIM, V), (INT, ignore_index)
+  (ACT_IN, logits), (IDS, labels), (LOSS_IN, dloss), (STAT_IN, row_max),       \
+      (STAT_IN, log_sum), (ACT_OUT, dlogits), (DIM, N), (DIM, V),              \
+      (INT, ignore_index)
 
 /*===-----------------------------------------------------------------------===
  * Every kernel above, for X(kernel) tables.

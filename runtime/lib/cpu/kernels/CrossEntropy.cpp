@@ -2,7 +2,9 @@
 //
 // Mean over the rows whose label is not the ignore index (BERT's masked LM
 // labels only the masked positions). A micro-batch with no labelled row has
-// loss 0 and zero gradients rather than 0/0.
+// loss 0 and zero gradients rather than 0/0. The forward writes each row's
+// softmax normaliser (RowLogSumExp) for the backward, which reads it instead
+// of another pass over the row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,18 +57,23 @@ static bool countLabelled(const int32_t *labels, int64_t N, int64_t V,
   return true;
 }
 
-/// -log softmax(row)[label] of rows [first, last), 0 for ignored rows.
+/// -log softmax(row)[label] of rows [first, last), 0 for ignored rows, and
+/// the rows' normalisers (0 for ignored rows).
 BP_CPU_CLONES static void rowLosses(const float *logits, const int32_t *labels,
                                     int64_t V, int32_t ignoreIndex,
-                                    double *losses, int64_t first,
+                                    double *losses, float *rowMax,
+                                    float *logSum, int64_t first,
                                     int64_t last) {
   for (int64_t i = first; i < last; ++i) {
     if (labels[i] == ignoreIndex) {
       losses[i] = 0.0;
+      rowMax[i] = logSum[i] = 0.0f;
       continue;
     }
     const float *row = logits + i * V;
     RowLogSumExp lse = rowLogSumExp(row, V);
+    rowMax[i] = lse.max;
+    logSum[i] = lse.logSum;
     // -log softmax(row)[label] = logSum - (row[label] - max).
     losses[i] = static_cast<double>(lse.logSum) - (row[labels[i]] - lse.max);
   }
@@ -74,6 +81,7 @@ BP_CPU_CLONES static void rowLosses(const float *logits, const int32_t *labels,
 
 extern "C" bp_status_t bp_cross_entropy_fwd(const float *logits,
                                             const int32_t *labels, float *loss,
+                                            float *row_max, float *log_sum,
                                             int64_t N, int64_t V,
                                             int32_t ignore_index) {
   BP_PROFILE_KERNEL(cross_entropy_fwd);
@@ -89,7 +97,8 @@ extern "C" bp_status_t bp_cross_entropy_fwd(const float *logits,
   if (!losses)
     return BP_ERR_OUT_OF_MEMORY;
   parallelFor(N, rowGrain(V), [&](int64_t first, int64_t last) {
-    rowLosses(logits, labels, V, ignore_index, losses, first, last);
+    rowLosses(logits, labels, V, ignore_index, losses, row_max, log_sum, first,
+              last);
   });
   double total = 0.0;
   for (int64_t i = 0; i < N; ++i)
@@ -100,8 +109,9 @@ extern "C" bp_status_t bp_cross_entropy_fwd(const float *logits,
   return BP_OK;
 }
 
-/// Rows [first, last) of dlogits.
+/// Rows [first, last) of dlogits, from the forward's normalisers.
 BP_CPU_CLONES static void gradRows(const float *logits, const int32_t *labels,
+                                   const float *rowMax, const float *logSum,
                                    float scale, float *dlogits, int64_t V,
                                    int32_t ignoreIndex, int64_t first,
                                    int64_t last) {
@@ -115,18 +125,18 @@ BP_CPU_CLONES static void gradRows(const float *logits, const int32_t *labels,
     }
     // Each element is read before the same element is written, so dlogits
     // may alias logits.
-    RowLogSumExp lse = rowLogSumExp(row, V);
+    const float max = rowMax[i], sum = logSum[i];
     for (int64_t j = 0; j < V; ++j)
-      drow[j] = softmaxWeight((row[j] - lse.max) - lse.logSum) * scale;
+      drow[j] = softmaxWeight((row[j] - max) - sum) * scale;
     drow[labels[i]] -= scale;
   }
 }
 
-extern "C" bp_status_t bp_cross_entropy_bwd(const float *logits,
-                                            const int32_t *labels,
-                                            const float *dloss, float *dlogits,
-                                            int64_t N, int64_t V,
-                                            int32_t ignore_index) {
+extern "C" bp_status_t
+bp_cross_entropy_bwd(const float *logits, const int32_t *labels,
+                     const float *dloss, const float *row_max,
+                     const float *log_sum, float *dlogits, int64_t N, int64_t V,
+                     int32_t ignore_index) {
   BP_PROFILE_KERNEL(cross_entropy_bwd);
   int64_t count;
   if (!BP_KERNEL_ARGS_VALID(cross_entropy_bwd) ||
@@ -134,7 +144,8 @@ extern "C" bp_status_t bp_cross_entropy_bwd(const float *logits,
     return BP_ERR_INVALID_ARGUMENT;
   const float scale = count ? *dloss / static_cast<float>(count) : 0.0f;
   parallelFor(N, rowGrain(V), [&](int64_t first, int64_t last) {
-    gradRows(logits, labels, scale, dlogits, V, ignore_index, first, last);
+    gradRows(logits, labels, row_max, log_sum, scale, dlogits, V, ignore_index,
+             first, last);
   });
   return BP_OK;
 }

@@ -221,19 +221,29 @@ def NN_CrossEntropyGradOp : NN_GradOp<"cross_entropy_grad"> {
   let summary = "gradient of the mean cross-entropy with respect to the logits";
   let description = [{
     `(softmax(logits) - onehot(labels)) * loss_grad / count` on positions
-    whose label is not `ignore_index`, 0 elsewhere.
+    whose label is not `ignore_index`, 0 elsewhere. Reads the forward's
+    row statistics, max and log-sum, when given (`stats`, a `with_stats`
+    forward's results); else computes them again from `logits`.
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
-                       NN_Scalar:$loss_grad,
+                       NN_Scalar:$loss_grad, Variadic<F32Tensor>:$stats,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs NN_FloatTensor:$logits_grad);
-  // The loss gradient is passed by address (runtime.h): it lives where the
-  // tensors do, on the device on the CUDA target, so no step waits for a
-  // host read.
-  let kernelCalls = [NN_KernelCall<"cross_entropy_bwd", (call
-      (operand $logits), (operand $labels), (operand $loss_grad),
-      (result $logits_grad), (rows $logits), (last_dim $logits),
-      (i32 $ignore_index))>];
+  // Without stats, the forward kernel computes them again first (its loss
+  // goes to scratch): one pass over the logits, and 2*N floats. The loss
+  // gradient is passed by address (runtime.h): it lives where the tensors
+  // do, on the device on the CUDA target, so no step waits for a host read.
+  let kernelCalls = [
+    NN_KernelCall<"cross_entropy_fwd", (call
+        (operand $logits), (operand $labels), (scratch (i64 "1")),
+        (stat $stats, 0, (rows $logits)):$row_max,
+        (stat $stats, 1, (rows $logits)):$log_sum, (rows $logits),
+        (last_dim $logits), (i32 $ignore_index)), "", "",
+        "$_op.getStats().empty()">,
+    NN_KernelCall<"cross_entropy_bwd", (call
+        (operand $logits), (operand $labels), (operand $loss_grad), $row_max,
+        $log_sum, (result $logits_grad), (rows $logits), (last_dim $logits),
+        (i32 $ignore_index))>];
 }
 
 #endif // BITPIPE_DIALECT_NN_NNGRADOPS_TD

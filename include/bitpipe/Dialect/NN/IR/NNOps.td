@@ -354,28 +354,42 @@ def NN_DropoutOp : NN_ForwardOp<"dropout"> {
       (f32 "$_op.getDropoutAttr().getP()"), (numel $result))>];
 }
 
-def NN_CrossEntropyOp : NN_ForwardOp<"cross_entropy"> {
+def NN_CrossEntropyOp : NN_ForwardOp<"cross_entropy", [],
+    ["buildWithStatistics", "getNumStatisticResults",
+     "getStatisticBytes"]> {
   let summary = "mean cross-entropy of logits against integer labels";
   let description = [{
     `logits` is [..., V] and `labels` has the same leading dimensions. The
     loss is the mean over positions whose label is not `ignore_index`
     (BERT's masked LM marks unmasked positions so); it is 0 when every label
-    is ignored. The result is a 0-d f32 tensor.
+    is ignored. The result is a 0-d f32 tensor. With `with_stats` the op
+    also returns each row's softmax normaliser in two parts, the row's
+    largest logit and log(sum exp(logit - largest)) (f32, the logits' shape
+    without the vocab dimension; 0 for an ignored row), which its backward
+    reads instead of another pass over the row (docs/architecture.md,
+    "Saved statistics").
 
     ```mlir
     %loss = nn.cross_entropy %logits, %labels
         : (tensor<4x64x512xf32>, tensor<4x64xi32>) -> tensor<f32>
+    %l, %max, %logsum = nn.cross_entropy %logits, %labels with_stats
+        : (tensor<4x64x512xf32>, tensor<4x64xi32>)
+        -> (tensor<f32>, tensor<4x64xf32>, tensor<4x64xf32>)
     ```
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IndexTensor:$labels,
-                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
-  let results = (outs NN_Scalar:$loss);
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       UnitAttr:$with_stats);
+  let results = (outs NN_Scalar:$loss, Variadic<F32Tensor>:$stats);
   let assemblyFormat = [{
-    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+    $logits `,` $labels (`with_stats` $with_stats^)? attr-dict `:`
+    functional-type(operands, results)
   }];
+  // Without with_stats, the rows' statistics are scratch.
   let kernelCalls = [NN_KernelCall<"cross_entropy_fwd", (call
-      (operand $logits), (operand $labels), (result $loss), (rows $logits),
-      (last_dim $logits), (i32 $ignore_index))>];
+      (operand $logits), (operand $labels), (result $loss),
+      (stat $stats, 0, (rows $logits)), (stat $stats, 1, (rows $logits)),
+      (rows $logits), (last_dim $logits), (i32 $ignore_index))>];
 }
 
 include "bitpipe/Dialect/NN/IR/NNGradOps.td"
