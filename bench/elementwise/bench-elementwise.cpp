@@ -11,7 +11,9 @@
 // GELU-fused products of a GPT MLP (gpt-cpu-medium's: 512 rows, 256 ->
 // 1024) against the two kernels in sequence: bp_linear_gelu_fwd against
 // bp_linear_fwd + bp_gelu_fwd, and bp_linear_bwd_input_gelu against
-// bp_linear_bwd_input + bp_gelu_bwd, on T kernel threads (default 1). Built
+// bp_linear_bwd_input + bp_gelu_bwd, on T kernel threads (default 1); and
+// cross-entropy's backward at GPT-2's vocabulary with the forward's row
+// normalisers against computing them again first. Built
 // where SLEEF is (Debian's libsleef-dev, optional), it also times both GELU
 // forwards against loops on SLEEF's 8-wide AVX2 tanhf and erff (1-ulp
 // versions), the vector-math library the kernels could have used instead
@@ -199,6 +201,57 @@ int main(int argc, char **argv) {
     std::printf("linear_bwd_input_gelu: fused %.2f ms, in sequence %.2f ms, "
                 "ratio %.3f\n",
                 tFusedB * ms, tSeqB * ms, tFusedB / tSeqB);
+    cpu::setKernelThreads(1);
+  }
+  {
+    // Cross-entropy's backward at GPT-2's vocabulary (512 rows, as a
+    // micro-batch of 4 x 128 tokens): reading the forward's row
+    // normalisers against computing them again first (the forward kernel
+    // into scratch, as a program without the statistics runs it).
+    const int64_t rows = 512, vocab = 50257;
+    std::vector<float> logits(rows * vocab), dlogits(rows * vocab);
+    for (int64_t i = 0; i < rows * vocab; ++i)
+      logits[i] = 3.0f * std::sin(0.37f * static_cast<float>(i % 9973));
+    std::vector<int32_t> labels(rows);
+    for (int64_t i = 0; i < rows; ++i)
+      labels[i] = static_cast<int32_t>((i * 7919) % vocab);
+    std::vector<float> rowMax(rows), logSum(rows), scratchMax(rows),
+        scratchSum(rows);
+    float loss = 0, scratchLoss = 0;
+    const float dloss = 1.0f;
+    cpu::setKernelThreads(static_cast<int>(threads));
+    bp_cross_entropy_fwd(logits.data(), labels.data(), &loss, rowMax.data(),
+                         logSum.data(), rows, vocab, BP_IGNORE_INDEX);
+    double tSaved = 0, tAgain = 0;
+    auto saved = [&] {
+      tSaved += seconds([&] {
+        bp_cross_entropy_bwd(logits.data(), labels.data(), &dloss,
+                             rowMax.data(), logSum.data(), dlogits.data(), rows,
+                             vocab, BP_IGNORE_INDEX);
+      });
+    };
+    auto again = [&] {
+      tAgain += seconds([&] {
+        bp_cross_entropy_fwd(logits.data(), labels.data(), &scratchLoss,
+                             scratchMax.data(), scratchSum.data(), rows, vocab,
+                             BP_IGNORE_INDEX);
+        bp_cross_entropy_bwd(logits.data(), labels.data(), &dloss,
+                             scratchMax.data(), scratchSum.data(),
+                             dlogits.data(), rows, vocab, BP_IGNORE_INDEX);
+      });
+    };
+    for (int64_t r = 0; r < rounds; ++r) {
+      if (r % 2)
+        saved(), again();
+      else
+        again(), saved();
+    }
+    std::printf("cross_entropy_bwd (%lld x %lld, %lld thread(s)): with the "
+                "forward's normalisers %.2f ms, computing them again %.2f "
+                "ms, ratio %.3f\n",
+                static_cast<long long>(rows), static_cast<long long>(vocab),
+                static_cast<long long>(threads), tSaved * ms, tAgain * ms,
+                tSaved / tAgain);
     cpu::setKernelThreads(1);
   }
 #ifdef BITPIPE_HAVE_SLEEF
