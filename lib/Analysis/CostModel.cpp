@@ -9,6 +9,8 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace bitpipe;
 
@@ -28,6 +30,15 @@ static int64_t statisticBytesOf(Operation *op) {
   if (!backward || backward.getNumStatisticResults() != 0)
     return 0;
   return backward.getStatisticBytes();
+}
+
+/// The bytes of the statistics \p op keeps for its backward, whether it
+/// returns them yet or not, and its forward FLOPs when it has any.
+static std::pair<int64_t, int64_t> statisticsOf(Operation *op,
+                                                int64_t forwardFlops) {
+  auto backward = dyn_cast<nn::BackwardOpInterface>(op);
+  int64_t bytes = backward ? backward.getStatisticBytes() : 0;
+  return {bytes, bytes > 0 ? forwardFlops : 0};
 }
 
 /// The weight operands and the saved activations of an nn forward op.
@@ -61,6 +72,8 @@ Cost bitpipe::costOfOp(Operation *op) {
     cost.activationBytes = saturatingSum({cost.activationBytes, bytesOf(a)});
   cost.activationBytes =
       saturatingSum({cost.activationBytes, statisticBytesOf(op)});
+  std::tie(cost.statisticBytes, cost.statisticFlops) =
+      statisticsOf(op, cost.forwardFlops);
   return cost;
 }
 
@@ -75,6 +88,10 @@ struct Accumulator {
     Cost c = costOfOp(op);
     cost.forwardFlops = saturatingSum({cost.forwardFlops, c.forwardFlops});
     cost.backwardFlops = saturatingSum({cost.backwardFlops, c.backwardFlops});
+    cost.statisticBytes =
+        saturatingSum({cost.statisticBytes, c.statisticBytes});
+    cost.statisticFlops =
+        saturatingSum({cost.statisticFlops, c.statisticFlops});
     SmallVector<Value> weights, activations;
     classifyValues(op, weights, activations);
     for (Value w : weights)

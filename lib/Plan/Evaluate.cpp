@@ -187,9 +187,10 @@ evaluateStages(PlanConfig config, const ModelProfile &model,
   sched::CostModel cost;
   const double flops = cluster.achievableFlops();
   const double scale = activationScale(request.precision);
-  // Under full recomputation a stage keeps only its input per micro-batch
-  // in flight (what the previous stage sent; the token ids for the first)
-  // and runs its forward again in its backward (docs/recompute.md).
+  // What a stage keeps per micro-batch in flight and what its backward
+  // computes, under the configuration's recomputation (docs/recompute.md);
+  // under full it keeps only its input (what the previous stage sent; the
+  // token ids for the first).
   const double tokenBytes = static_cast<double>(config.microbatchSize) *
                             static_cast<double>(model.seqLen) *
                             sizeof(int32_t); // i32 token ids
@@ -198,7 +199,11 @@ evaluateStages(PlanConfig config, const ModelProfile &model,
     sched::StageKeeping keeping;
     keeping.forwardFlops = st.forwardFlops;
     keeping.backwardFlops = st.backwardFlops;
-    keeping.keptBytes = st.activationBytes * scale;
+    // Statistics stay f32 in every precision; the activations scale.
+    keeping.statisticBytes = st.statisticBytes;
+    keeping.statisticFlops = st.statisticFlops;
+    keeping.keptBytes =
+        (st.activationBytes - st.statisticBytes) * scale + st.statisticBytes;
     keeping.inputBytes =
         s == 0 ? tokenBytes : stages[s - 1].boundaryBytes * scale;
     sched::RecomputedStage recomputed =

@@ -37,6 +37,8 @@ stageProfiles(const ModelProfile &model, int stages) {
       st.backwardFlops += layer.backwardFlops;
       st.parameters += layer.parameters;
       st.activationBytes += layer.activationBytes;
+      st.statisticBytes += layer.statisticBytes;
+      st.statisticFlops += layer.statisticFlops;
     }
   }
   for (const CrossingValue &v : model.crossings)

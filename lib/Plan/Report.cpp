@@ -105,12 +105,16 @@ constexpr Column kColumns[] = {
     {"bubble", 7},  {"peak_GiB", 9},  {"comm_GiB", 10}, {"vs_best", 7}};
 constexpr size_t kTableColumns = std::size(kColumns) - 1;
 
-std::string tableRow(const std::vector<std::string> &cells) {
+/// The schedule column (1) is as wide as its widest cell: a name that
+/// carries its recomputation ("interleaved-1f1b+recompute=selective") is
+/// longer than the column's default.
+std::string tableRow(const std::vector<std::string> &cells,
+                     size_t scheduleWidth) {
   std::string line;
   for (size_t i = 0; i < cells.size(); ++i) {
     if (i)
       line += " ";
-    line += i == 1 ? padRight(cells[i], kColumns[i].width)
+    line += i == 1 ? padRight(cells[i], scheduleWidth)
                    : padLeft(cells[i], kColumns[i].width);
   }
   while (!line.empty() && line.back() == ' ')
@@ -118,11 +122,18 @@ std::string tableRow(const std::vector<std::string> &cells) {
   return line + "\n";
 }
 
-std::string tableHeader(size_t columns) {
+std::string tableHeader(size_t columns, size_t scheduleWidth) {
   std::vector<std::string> header;
   for (size_t i = 0; i < columns; ++i)
     header.push_back(kColumns[i].name);
-  return tableRow(header);
+  return tableRow(header, scheduleWidth);
+}
+
+size_t scheduleWidth(const std::vector<std::vector<std::string>> &rows) {
+  size_t width = kColumns[1].width;
+  for (const std::vector<std::string> &cells : rows)
+    width = std::max(width, cells[1].size());
+  return width;
 }
 
 /// The cells of ranked[index], rank index + 1.
@@ -174,27 +185,36 @@ std::string whyNoneFits(const ScheduleOutcome &outcome) {
 } // namespace
 
 std::string formatTable(const PlanResult &result, int topK) {
-  std::string out = tableHeader(kTableColumns);
   size_t shown = topK > 0 ? std::min<size_t>(topK, result.ranked.size())
                           : result.ranked.size();
+  std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < shown; ++i)
-    out += tableRow(tableCells(result, i));
+    rows.push_back(tableCells(result, i));
+  const size_t width = scheduleWidth(rows);
+  std::string out = tableHeader(kTableColumns, width);
+  for (const std::vector<std::string> &cells : rows)
+    out += tableRow(cells, width);
   return out;
 }
 
 std::string formatBestPerSchedule(const PlanResult &result) {
   if (result.schedules.size() < 2)
     return "";
+  std::vector<std::vector<std::string>> rows;
+  for (const ScheduleOutcome &o : result.schedules)
+    if (o.best >= 0)
+      rows.push_back(tableCells(result, o.best));
+  const size_t width = scheduleWidth(rows);
   std::string out = "best of each schedule (rank: its place in the whole "
                     "ranking; vs_best: its tokens/s over the best's):\n" +
-                    tableHeader(kTableColumns + 1);
+                    tableHeader(kTableColumns + 1, width);
   for (const ScheduleOutcome &o : result.schedules) {
     if (o.best >= 0) {
       std::vector<std::string> cells = tableCells(result, o.best);
       cells.push_back(
           format("%.3f", result.ranked[o.best].tokensPerSecond /
                              result.ranked.front().tokensPerSecond));
-      out += tableRow(cells);
+      out += tableRow(cells, width);
     } else if (o.considered == 0) {
       out += padLeft("-", kColumns[0].width) + " " + o.schedule +
              ": no configuration to consider\n";

@@ -287,10 +287,6 @@ int main(int argc, char **argv) {
                 Twine(gpus.getValue()));
   request.gpus = gpus;
   request.allowIdleGpus = allowIdle;
-  if (recompute == sched::Recompute::Selective)
-    return fail("--recompute selective: the planner models none and full "
-                "(selective keeps all but a few floats a row: plan it as "
-                "none)");
   request.recompute = recompute;
   request.recomputeToFit = recomputeToFit;
   request.schedules.assign(scheduleList.begin(), scheduleList.end());

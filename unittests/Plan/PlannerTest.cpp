@@ -215,6 +215,34 @@ TEST(Planner, FullRecomputationTradesItsForwardForTheActivations) {
   }
 }
 
+TEST(Planner, SelectiveRecomputationTradesTheStatisticsForTheirForwards) {
+  PlanRequest req = request(8, {"1f1b"});
+  req.devices = {4};
+  // Each unit keeps 1000 bytes a sequence, 200 of them statistics, whose
+  // ops' forwards are half the unit's (0.5 ms of its backward's 2 ms again).
+  ProfileSource model = [](int64_t size) {
+    ModelProfile m = uniformModel(8, size, 1e6, 1e3);
+    for (LayerProfile &l : m.layers) {
+      l.statisticBytes = 200 * size;
+      l.statisticFlops = l.forwardFlops / 2;
+    }
+    return sched::Result<ModelProfile>::success(std::move(m));
+  };
+  sched::Result<PlanResult> keep = search(req, freeCluster(4), model);
+  req.recompute = sched::Recompute::Selective;
+  sched::Result<PlanResult> selective = search(req, freeCluster(4), model);
+  ASSERT_TRUE(keep && selective);
+  ASSERT_FALSE(keep->ranked.empty() || selective->ranked.empty());
+  const Estimate &a = keep->ranked.front(), &b = selective->ranked.front();
+  ASSERT_EQ(a.config.dataParallel, b.config.dataParallel);
+  ASSERT_EQ(a.config.microbatches, b.config.microbatches);
+  EXPECT_EQ(b.config.recompute, sched::Recompute::Selective);
+  // Four fifths of the activations; the step about 0.5/3 longer a unit.
+  EXPECT_DOUBLE_EQ(b.peakMemory.activations, a.peakMemory.activations * 0.8);
+  EXPECT_GT(b.stepTime, a.stepTime * 1.1);
+  EXPECT_LT(b.stepTime, a.stepTime * 1.2);
+}
+
 TEST(Planner, AnImpossibleCapRejectsEverythingBeforeSimulating) {
   PlanRequest req = request(8);
   req.memoryCapBytes = 1; // Not even the weights fit.

@@ -107,6 +107,22 @@ TEST_F(ProfileModel, StagesAgreeWithThePartitionPass) {
     EXPECT_EQ(profile->microbatchSize, size);
     // GPT: embedding, 6 layers, head.
     ASSERT_EQ(profile->layers.size(), 8u);
+    // The statistics each unit keeps (docs/architecture.md, "Saved
+    // statistics"): a layer's two layer norms (mean and rstd, 8 bytes a
+    // row) and attention's log-sum-exps (4 bytes a row per head, 4 heads);
+    // the head's final norm and cross-entropy (8 bytes a row each). What
+    // recomputing them costs is their ops' forwards, part of the unit's.
+    const double rows = 32.0 * double(size);
+    EXPECT_DOUBLE_EQ(profile->layers[0].statisticBytes, 0);
+    for (int l = 1; l <= 6; ++l)
+      EXPECT_DOUBLE_EQ(profile->layers[l].statisticBytes,
+                       2 * 8 * rows + 4 * 4 * rows);
+    EXPECT_DOUBLE_EQ(profile->layers[7].statisticBytes, 8 * rows + 8 * rows);
+    for (int l = 1; l <= 7; ++l) {
+      EXPECT_GT(profile->layers[l].statisticFlops, 0);
+      EXPECT_LT(profile->layers[l].statisticFlops,
+                profile->layers[l].forwardFlops);
+    }
     ModelConfig sized = *config;
     sized.microbatchSize = size;
     for (int S : {1, 2, 3, 5, 8}) {

@@ -25,6 +25,12 @@ struct Cost {
   int64_t backwardFlops = 0;
   int64_t parameterBytes = 0;
   int64_t activationBytes = 0;
+  /// Of activationBytes, the statistics the ops keep for their backward
+  /// (nn::BackwardOpInterface::getStatisticBytes), and the forward FLOPs of
+  /// those ops: what selective recomputation saves and pays
+  /// (sched::recomputedStage).
+  int64_t statisticBytes = 0;
+  int64_t statisticFlops = 0;
 };
 
 /// The cost of one layer: the ops that carry one `nn.layer` value.

@@ -29,6 +29,10 @@ struct LayerProfile {
   double parameters = 0;      ///< Parameter elements the unit reads.
   double activationBytes = 0; ///< Kept from its forward for its backward,
                               ///< at the IR's element types.
+  /// Of activationBytes, the ops' statistics (f32 in every precision), and
+  /// the forward FLOPs of the ops that have them (sched::StageKeeping).
+  double statisticBytes = 0;
+  double statisticFlops = 0;
 };
 
 /// A value defined in unit `defLayer` and last used in unit `lastUseLayer`
@@ -54,6 +58,8 @@ struct StageProfile {
   double backwardFlops = 0;
   double parameters = 0;
   double activationBytes = 0;
+  double statisticBytes = 0;
+  double statisticFlops = 0;
   /// What the stage sends on: the values it defines that a later stage
   /// uses (a stage function's results, which bitpipe-simulate sizes).
   double boundaryBytes = 0;

@@ -80,6 +80,8 @@ FailureOr<ModelProfile> profileModelFunction(func::FuncOp fn) {
     p.backwardFlops = static_cast<double>(layer.cost.backwardFlops);
     p.parameters = static_cast<double>(layer.parameterCount);
     p.activationBytes = static_cast<double>(layer.cost.activationBytes);
+    p.statisticBytes = static_cast<double>(layer.cost.statisticBytes);
+    p.statisticFlops = static_cast<double>(layer.cost.statisticFlops);
     profile.layers.push_back(std::move(p));
   }
   // What crosses between units: the values bitpipe-partition makes a

@@ -2,12 +2,12 @@
 
 #include "bitpipe/Dialect/BitPipe/Programs/CostsFromIR.h"
 
+#include "bitpipe/Analysis/CostModel.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeAttrs.h"
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/BitPipe/IR/StageAttrNames.h"
 #include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
-#include "bitpipe/Dialect/NN/IR/NNOps.h"
 #include "bitpipe/Schedule/Recompute.h"
 #include "bitpipe/Support/TensorBytes.h"
 
@@ -40,13 +40,11 @@ StageCost sumCosts(func::FuncOp fn) {
     k.forwardFlops += static_cast<double>(cost.getFwdFlops());
     k.backwardFlops += static_cast<double>(cost.getBwdFlops());
     k.keptBytes += static_cast<double>(cost.getActBytes());
-    // The cost analysis counts an op's statistics among its saved bytes
-    // whichever form it has (BackwardOpInterface::getStatisticBytes).
-    if (auto differentiable = dyn_cast<bitpipe::nn::BackwardOpInterface>(op))
-      if (int64_t bytes = differentiable.getStatisticBytes(); bytes > 0) {
-        k.statisticBytes += static_cast<double>(bytes);
-        k.statisticFlops += static_cast<double>(cost.getFwdFlops());
-      }
+    // Of the saved bytes, the statistics, whichever form the op has, as
+    // the cost analysis counts them.
+    bitpipe::Cost analysed = bitpipe::costOfOp(op);
+    k.statisticBytes += static_cast<double>(analysed.statisticBytes);
+    k.statisticFlops += static_cast<double>(analysed.statisticFlops);
   });
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
     if (!fn.getArgAttr(i, bitpipe::nn::attr::kParam))
