@@ -51,7 +51,9 @@ def call;
 //                  in; an Optional one that is absent is NULL.
 //   (scratch sizes...):$name  a fresh f32 buffer of those sizes that only
 //                  the op's calls use (a statistic the nn op does not
-//                  return); a later argument `$name` is the same buffer.
+//                  return, or a loss it discards); a later argument `$name`
+//                  is the same buffer. An unnamed one in a call under
+//                  emitIf is allocated only when that call is made.
 //   (stat $x, i, sizes...):$name  statistic i of the variadic result or
 //                  operand $x (the statistics a forward op returns for its
 //                  backward, or a backward op reads) when the op has them,
