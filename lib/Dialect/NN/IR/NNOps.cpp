@@ -404,8 +404,10 @@ LogicalResult storeInferred(FailureOr<Type> type,
 NN_DEFINE_INFERENCE(EmbeddingOp,
                     inferEmbedding(emitError, adaptor.getTokens(),
                                    adaptor.getWte(), adaptor.getWpe()))
-// The norms have their statistics as further results with `with_stats`.
-#define NN_DEFINE_NORM_INFERENCE(OP, CALL, STATS, WHAT)                        \
+// Ops whose statistics are further results with `with_stats`, one f32 per
+// row of their operand ROWS (the norms' input, cross-entropy's logits);
+// CHECK is what the op checks beyond its shapes.
+#define NN_DEFINE_STATS_INFERENCE(OP, CALL, CHECK, ROWS, STATS, WHAT)          \
   LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,   \
                                      OP::Adaptor adaptor,                      \
                                      SmallVectorImpl<Type> &inferred) {        \
@@ -414,14 +416,13 @@ NN_DEFINE_INFERENCE(EmbeddingOp,
     if (failed(storeInferred(CALL, inferred)))                                 \
       return failure();                                                        \
     if (adaptor.getWithStats())                                                \
-      inferred.append(STATS, normStatType(adaptor.getInput()));                \
+      inferred.append(STATS, normStatType(adaptor.get##ROWS()));               \
     return success();                                                          \
   }                                                                            \
   LogicalResult OP::verify() {                                                 \
     auto emitError = [this] { return emitOpError(); };                         \
     auto adaptor = OP::Adaptor(*this);                                         \
-    if (failed(checkEpsilon(emitError, getEpsilon())) ||                       \
-        failed(checkInferred(*this, emitError, CALL)))                         \
+    if (failed(CHECK) || failed(checkInferred(*this, emitError, CALL)))        \
       return failure();                                                        \
     if (getWithStats() != !getStats().empty())                                 \
       return emitOpError() << (getWithStats()                                  \
@@ -429,19 +430,19 @@ NN_DEFINE_INFERENCE(EmbeddingOp,
                                      "statistics (" WHAT ") as results"        \
                                    : "expects one result without "             \
                                      "'with_stats'");                          \
-    return checkNormStats(emitError, getInput(), getStats(), STATS, WHAT);     \
+    return checkNormStats(emitError, get##ROWS(), getStats(), STATS, WHAT);    \
   }
-NN_DEFINE_NORM_INFERENCE(LayerNormOp,
-                         inferLayerNorm(emitError, adaptor.getInput(),
-                                        adaptor.getGamma(), adaptor.getBeta()),
-                         2, "mean, rstd")
+NN_DEFINE_STATS_INFERENCE(LayerNormOp,
+                          inferLayerNorm(emitError, adaptor.getInput(),
+                                         adaptor.getGamma(), adaptor.getBeta()),
+                          checkEpsilon(emitError, getEpsilon()), Input, 2,
+                          "mean, rstd")
 NN_DEFINE_INFERENCE(LinearOp,
                     inferLinear(emitError, adaptor.getInput(),
                                 adaptor.getWeight(), adaptor.getBias()))
-NN_DEFINE_NORM_INFERENCE(RMSNormOp,
-                         inferRMSNorm(emitError, adaptor.getInput(),
-                                      adaptor.getGamma()),
-                         1, "rstd")
+NN_DEFINE_STATS_INFERENCE(
+    RMSNormOp, inferRMSNorm(emitError, adaptor.getInput(), adaptor.getGamma()),
+    checkEpsilon(emitError, getEpsilon()), Input, 1, "rstd")
 
 // Attention has a second result with `with_stats`: the log-sum-exps.
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
@@ -470,35 +471,11 @@ NN_DEFINE_INFERENCE(GeluOp, FailureOr<Type>(adaptor.getInput().getType()))
 NN_DEFINE_CHECKED_INFERENCE(DropoutOp,
                             FailureOr<Type>(adaptor.getInput().getType()),
                             checkKey(emitError, getKey()))
-// Cross-entropy has its rows' max and log-sum as further results with
-// `with_stats`, shaped as a norm's statistics.
-LogicalResult
-CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
-                                 CrossEntropyOp::Adaptor adaptor,
-                                 SmallVectorImpl<Type> &inferred) {
-  auto emitError = [] { return InFlightDiagnostic(); };
-  if (failed(storeInferred(inferCrossEntropy(emitError, adaptor.getLogits(),
-                                             adaptor.getLabels()),
-                           inferred)))
-    return failure();
-  if (adaptor.getWithStats())
-    inferred.append(2, normStatType(adaptor.getLogits()));
-  return success();
-}
-LogicalResult CrossEntropyOp::verify() {
-  auto emitError = [this] { return emitOpError(); };
-  if (failed(checkInferred(
-          *this, emitError,
-          inferCrossEntropy(emitError, getLogits(), getLabels()))))
-    return failure();
-  if (getWithStats() != !getStats().empty())
-    return emitOpError() << (getWithStats()
-                                 ? "with 'with_stats' expects its statistics "
-                                   "(row max, log-sum) as results"
-                                 : "expects one result without 'with_stats'");
-  return checkNormStats(emitError, getLogits(), getStats(), 2,
-                        "row max, log-sum");
-}
+NN_DEFINE_STATS_INFERENCE(CrossEntropyOp,
+                          inferCrossEntropy(emitError, adaptor.getLogits(),
+                                            adaptor.getLabels()),
+                          success(), Logits, 2, "row max, log-sum")
+#undef NN_DEFINE_STATS_INFERENCE
 #undef NN_DEFINE_INFERENCE
 #undef NN_DEFINE_CHECKED_INFERENCE
 
