@@ -9,6 +9,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <iterator>
+#include <utility>
 
 using namespace mlir;
 using namespace bitpipe;
@@ -31,6 +32,10 @@ namespace params {
   constexpr const char *bp_##kernel##_names[] = {BP_KERNEL_PARAM_NAMES(kernel)};
 BP_KERNELS(BP_KERNEL_PARAMS_)
 #undef BP_KERNEL_PARAMS_
+#define BP_GRAD_KERNEL_PARAMS_(kernel)                                         \
+  constexpr Kind bp_##kernel##_g64[] = {BP_KERNEL_KINDS(F32_G64, kernel)};
+BP_GRAD_KERNELS(BP_GRAD_KERNEL_PARAMS_)
+#undef BP_GRAD_KERNEL_PARAMS_
 #define BP_SUPPORT_FN(symbol, result, ...)                                     \
   constexpr Kind symbol[] = {__VA_ARGS__};
 #include "bitpipe/abi/Support.def"
@@ -53,6 +58,16 @@ const Signature kernels[][2] = {
     params::bp_##kernel##_roles, params::bp_##kernel##_names}},
     BP_KERNELS(BP_KERNEL_SIGNATURES_)
 #undef BP_KERNEL_SIGNATURES_
+};
+
+// The float64-accumulator forms, with the kernel each is a form of.
+const std::pair<Kernel, Signature> float64GradientKernels[] = {
+#define BP_GRAD_KERNEL_SIGNATURE_(kernel)                                      \
+  {Kernel::bp_##kernel,                                                        \
+   {"bp_" #kernel "_g64", STATUS, params::bp_##kernel##_g64,                   \
+    params::bp_##kernel##_roles, params::bp_##kernel##_names}},
+    BP_GRAD_KERNELS(BP_GRAD_KERNEL_SIGNATURE_)
+#undef BP_GRAD_KERNEL_SIGNATURE_
 };
 
 const Signature supportFunctions[] = {
@@ -115,6 +130,13 @@ const Signature &abi::signatureOf(Kernel kernel, Precision precision) {
   if (index < std::size(kernels))
     return kernels[index][precision == Precision::BF16 ? 1 : 0];
   return supportFunctions[index - std::size(kernels)];
+}
+
+const Signature *abi::float64GradientSignatureOf(Kernel kernel) {
+  for (const auto &[of, signature] : float64GradientKernels)
+    if (of == kernel)
+      return &signature;
+  return nullptr;
 }
 
 const TableSymbols &abi::symbolsOf(ModelTable table) {

@@ -86,6 +86,19 @@ typedef uint16_t bp_bf16_t;
 BP_KERNELS(BP_DECLARE_KERNEL_)
 #undef BP_DECLARE_KERNEL_
 
+/* The kernels of parameter gradients with float64 accumulators (Kernels.h's
+ * BP_GRAD_KERNELS), e.g.
+ *
+ *   bp_status_t bp_linear_bwd_weight_g64(const float *dy, const float *x,
+ *                                        double *dw, double *db, ...);
+ *
+ * defined by the CPU library, whose stage functions call them with the
+ * rank's accumulators. */
+#define BP_DECLARE_GRAD_KERNEL_(kernel)                                        \
+  bp_status_t bp_##kernel##_g64(BP_KERNEL_PARAMS(F32_G64, kernel));
+BP_GRAD_KERNELS(BP_DECLARE_GRAD_KERNEL_)
+#undef BP_DECLARE_GRAD_KERNEL_
+
 /*===-----------------------------------------------------------------------===
  * Tensor memory.
  *

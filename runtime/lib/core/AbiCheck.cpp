@@ -49,6 +49,13 @@ namespace bitpipe::runtime::abi_check {
                 "ABI kinds (bitpipe/abi/KernelRoles.h)");
 BP_KERNELS(BP_CHECK_KERNEL_)
 #undef BP_CHECK_KERNEL_
+#define BP_CHECK_GRAD_KERNEL_(kernel)                                          \
+  static_assert(std::is_same_v<decltype(&::bp_##kernel##_g64),                 \
+                               STATUS (*)(BP_KERNEL_KINDS(F32_G64, kernel))>,  \
+                "bp_" #kernel "_g64: the C types of its roles are not their "  \
+                "ABI kinds (bitpipe/abi/KernelRoles.h)");
+BP_GRAD_KERNELS(BP_CHECK_GRAD_KERNEL_)
+#undef BP_CHECK_GRAD_KERNEL_
 
 #define BP_MODEL_TABLE(table, count, countKind, entryResult, ...)              \
   static_assert(                                                               \

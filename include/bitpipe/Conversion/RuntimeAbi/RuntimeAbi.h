@@ -89,6 +89,9 @@ const Signature &signatureOf(RuntimeCall call);
 /// the roles' kinds in that precision); a function of Support.def has one
 /// signature in both.
 const Signature &signatureOf(Kernel kernel, Precision precision);
+/// The float64-accumulator form of \p kernel (bp_<kernel>_g64, fp32
+/// tensors: Kernels.h's BP_GRAD_KERNELS), or null where it has none.
+const Signature *float64GradientSignatureOf(Kernel kernel);
 
 /// The tables of ModelSymbols.def, named by the table's symbol.
 enum class ModelTable {

@@ -10,22 +10,25 @@
 |*   ACT_OUT       the same, written                   E *             != 0   *|
 |*   WEIGHT        a weight, read                      const E *       != 0   *|
 |*   WEIGHT_OPT    a weight that may be NULL (absent)  const E *              *|
-|*   GRAD_ACC      a parameter gradient, accumulated   float *         != 0   *|
-|*   GRAD_ACC_OPT  one that may be NULL                float *                *|
+|*   GRAD_ACC      a parameter gradient, accumulated   G *             != 0   *|
+|*   GRAD_ACC_OPT  one that may be NULL                G *                    *|
 |*   STAT_IN       a saved statistic, read             const float *   != 0   *|
 |*   STAT_OUT      a statistic, written                float *         != 0   *|
 |*   LOSS_IN       the loss's gradient (one float)     const float *   != 0   *|
 |*   LOSS_OUT      the loss (one float), written       float *         != 0   *|
 |*   IDS           token ids or labels                 const int32_t * != 0   *|
-|*   RNG_KEY       a micro-batch's random key (4 words) const int32_t * != 0   *|
+|*   RNG_KEY       a micro-batch's random key (4 words) const int32_t * != 0 *|
 |*   DIM           a size                              int64_t         > 0    *|
 |*   SCALAR        a real parameter (eps, base)        float                  *|
 |*   INT           an integer parameter (causal)       int32_t                *|
 |*                                                                            *|
-|* E is the element type of the call's precision P: float for F32, bp_bf16_t  *|
-|* for BF16. Parameter gradients, statistics and the loss                     *|
-|* are fp32 in both. Checks beyond these (eps >= 0, heads that divide H,      *|
-|* ids in range) are each kernel's own.                                       *|
+|* E is the element type of the call's precision P: float for F32 and        *|
+|* F32_G64, bp_bf16_t for BF16. G is the element type of the parameter        *|
+|* gradients it accumulates into: float, except under F32_G64 (the CPU        *|
+|* target's float64 accumulators, which a stage function's gradient kernels   *|
+|* add into directly: Kernels.h's BP_GRAD_KERNELS). Statistics and the loss   *|
+|* are fp32 in all three. Checks beyond these (eps >= 0, heads that divide    *|
+|* H, ids in range) are each kernel's own.                                    *|
 |*                                                                            *|
 |* The macros at the end turn a kernel's list into a parameter list, an       *|
 |* argument list, a list of ABI kinds or the conjunction of the checks, so    *|
@@ -38,76 +41,93 @@
 #ifndef BITPIPE_ABI_KERNELROLES_H
 #define BITPIPE_ABI_KERNELROLES_H
 
-/* The precisions of a call: the element type of activations and weights,
- * and the ABI kinds' prefix (F32_IN, BF16_IN). */
+/* The precisions of a call: the element type of activations and weights
+ * (ELEM) with their ABI kinds (IN, OUT), and the element type of the
+ * parameter gradients it accumulates into (GRAD) with its ABI kind
+ * (GRAD_OUT). */
 #define BP_PREC_ELEM_F32 float
-#define BP_PREC_ELEM_BF16 bp_bf16_t
+#define BP_PREC_IN_F32 F32_IN
+#define BP_PREC_OUT_F32 F32_OUT
+#define BP_PREC_GRAD_F32 float
+#define BP_PREC_GRAD_OUT_F32 F32_OUT
 
-/* The roles: C type (E: the precision's element type), ABI kind (P: the
- * precision), check (x: the parameter): a condition and &&, or nothing. */
-#define BP_ROLE_CTYPE_ACT_IN(E) const E *
-#define BP_ROLE_KIND_ACT_IN(P) P##_IN
+#define BP_PREC_ELEM_BF16 bp_bf16_t
+#define BP_PREC_IN_BF16 BF16_IN
+#define BP_PREC_OUT_BF16 BF16_OUT
+#define BP_PREC_GRAD_BF16 float
+#define BP_PREC_GRAD_OUT_BF16 F32_OUT
+
+#define BP_PREC_ELEM_F32_G64 float
+#define BP_PREC_IN_F32_G64 F32_IN
+#define BP_PREC_OUT_F32_G64 F32_OUT
+#define BP_PREC_GRAD_F32_G64 double
+#define BP_PREC_GRAD_OUT_F32_G64 F64_OUT
+
+/* The roles: C type and ABI kind (P: the call's precision), check (x: the
+ * parameter): a condition and &&, or nothing. */
+#define BP_ROLE_CTYPE_ACT_IN(P) const BP_PREC_ELEM_##P *
+#define BP_ROLE_KIND_ACT_IN(P) BP_PREC_IN_##P
 #define BP_ROLE_CHECK_ACT_IN(x) (x) != 0 &&
 
-#define BP_ROLE_CTYPE_ACT_OUT(E) E *
-#define BP_ROLE_KIND_ACT_OUT(P) P##_OUT
+#define BP_ROLE_CTYPE_ACT_OUT(P) BP_PREC_ELEM_##P *
+#define BP_ROLE_KIND_ACT_OUT(P) BP_PREC_OUT_##P
 #define BP_ROLE_CHECK_ACT_OUT(x) (x) != 0 &&
 
-#define BP_ROLE_CTYPE_WEIGHT(E) const E *
-#define BP_ROLE_KIND_WEIGHT(P) P##_IN
+#define BP_ROLE_CTYPE_WEIGHT(P) const BP_PREC_ELEM_##P *
+#define BP_ROLE_KIND_WEIGHT(P) BP_PREC_IN_##P
 #define BP_ROLE_CHECK_WEIGHT(x) (x) != 0 &&
 
-#define BP_ROLE_CTYPE_WEIGHT_OPT(E) const E *
-#define BP_ROLE_KIND_WEIGHT_OPT(P) P##_IN
+#define BP_ROLE_CTYPE_WEIGHT_OPT(P) const BP_PREC_ELEM_##P *
+#define BP_ROLE_KIND_WEIGHT_OPT(P) BP_PREC_IN_##P
 #define BP_ROLE_CHECK_WEIGHT_OPT(x)
 
-#define BP_ROLE_CTYPE_GRAD_ACC(E) float *
-#define BP_ROLE_KIND_GRAD_ACC(P) F32_OUT
+#define BP_ROLE_CTYPE_GRAD_ACC(P) BP_PREC_GRAD_##P *
+#define BP_ROLE_KIND_GRAD_ACC(P) BP_PREC_GRAD_OUT_##P
 #define BP_ROLE_CHECK_GRAD_ACC(x) (x) != 0 &&
 
-#define BP_ROLE_CTYPE_GRAD_ACC_OPT(E) float *
-#define BP_ROLE_KIND_GRAD_ACC_OPT(P) F32_OUT
+#define BP_ROLE_CTYPE_GRAD_ACC_OPT(P) BP_PREC_GRAD_##P *
+#define BP_ROLE_KIND_GRAD_ACC_OPT(P) BP_PREC_GRAD_OUT_##P
 #define BP_ROLE_CHECK_GRAD_ACC_OPT(x)
 
-#define BP_ROLE_CTYPE_STAT_IN(E) const float *
+#define BP_ROLE_CTYPE_STAT_IN(P) const float *
 #define BP_ROLE_KIND_STAT_IN(P) F32_IN
 #define BP_ROLE_CHECK_STAT_IN(x) (x) != 0 &&
 
-#define BP_ROLE_CTYPE_STAT_OUT(E) float *
+#define BP_ROLE_CTYPE_STAT_OUT(P) float *
 #define BP_ROLE_KIND_STAT_OUT(P) F32_OUT
 #define BP_ROLE_CHECK_STAT_OUT(x) (x) != 0 &&
 
-#define BP_ROLE_CTYPE_LOSS_IN(E) const float *
+#define BP_ROLE_CTYPE_LOSS_IN(P) const float *
 #define BP_ROLE_KIND_LOSS_IN(P) F32_IN
 #define BP_ROLE_CHECK_LOSS_IN(x) (x) != 0 &&
 
-#define BP_ROLE_CTYPE_LOSS_OUT(E) float *
+#define BP_ROLE_CTYPE_LOSS_OUT(P) float *
 #define BP_ROLE_KIND_LOSS_OUT(P) F32_OUT
 #define BP_ROLE_CHECK_LOSS_OUT(x) (x) != 0 &&
 
-#define BP_ROLE_CTYPE_IDS(E) const int32_t *
+#define BP_ROLE_CTYPE_IDS(P) const int32_t *
 #define BP_ROLE_KIND_IDS(P) I32_IN
 #define BP_ROLE_CHECK_IDS(x) (x) != 0 &&
 
-#define BP_ROLE_CTYPE_RNG_KEY(E) const int32_t *
+#define BP_ROLE_CTYPE_RNG_KEY(P) const int32_t *
 #define BP_ROLE_KIND_RNG_KEY(P) I32_IN
 #define BP_ROLE_CHECK_RNG_KEY(x) (x) != 0 &&
 
-#define BP_ROLE_CTYPE_DIM(E) int64_t
+#define BP_ROLE_CTYPE_DIM(P) int64_t
 #define BP_ROLE_KIND_DIM(P) I64
 #define BP_ROLE_CHECK_DIM(x) (x) > 0 &&
 
-#define BP_ROLE_CTYPE_SCALAR(E) float
+#define BP_ROLE_CTYPE_SCALAR(P) float
 #define BP_ROLE_KIND_SCALAR(P) F32
 #define BP_ROLE_CHECK_SCALAR(x)
 
-#define BP_ROLE_CTYPE_INT(E) int32_t
+#define BP_ROLE_CTYPE_INT(P) int32_t
 #define BP_ROLE_KIND_INT(P) I32
 #define BP_ROLE_CHECK_INT(x)
 
 /*===-----------------------------------------------------------------------===
  * Spelling a kernel's list. `kernel` is the name after bp_ (layer_norm_fwd),
- * P a precision (F32 or BF16).
+ * P a precision (F32, BF16 or F32_G64).
  *===----------------------------------------------------------------------===*/
 
 /* `const float *x, const float *gamma, ..., float eps` */
@@ -149,8 +169,7 @@
   X(SCALAR)                                                                    \
   X(INT)
 
-#define BP_PARAM_DECL_(P, role, name)                                          \
-  BP_ROLE_CTYPE_##role(BP_PREC_ELEM_##P) name
+#define BP_PARAM_DECL_(P, role, name) BP_ROLE_CTYPE_##role(P) name
 #define BP_PARAM_NAME_(unused, role, name) name
 #define BP_PARAM_KIND_(P, role, name) BP_ROLE_KIND_##role(P)
 #define BP_PARAM_ROLE_(unused, role, name) role

@@ -4,7 +4,8 @@
 |* what it computes, and its parameters as (ROLE, name) pairs                 *|
 |* (bitpipe/abi/KernelRoles.h), in order. From it come                        *|
 |*  - runtime.h's prototypes, one per precision: bp_<kernel> (fp32) and       *|
-|*    bp_<kernel>_bf16, with the C types of the roles;                        *|
+|*    bp_<kernel>_bf16, with the C types of the roles, and bp_<kernel>_g64    *|
+|*    for the kernels of parameter gradients (BP_GRAD_KERNELS);               *|
 |*  - cuda.h's device kernels with a stream, bp_cuda_<kernel> (bf16) and      *|
 |*    bp_cuda_<kernel>_f32, and the CUDA target's bp_<kernel>[_bf16], which   *|
 |*    run them on the execution context's stream (runtime/lib/cuda/abi);      *|
@@ -330,5 +331,19 @@
   X(dropout)                                                                   \
   X(cross_entropy_fwd)                                                         \
   X(cross_entropy_bwd)
+
+/* The kernels with parameter gradients (GRAD_ACC roles), which also come in
+ * precision F32_G64 as bp_<kernel>_g64: fp32 tensors, float64 gradient
+ * accumulators. The CPU target's stage functions accumulate straight into
+ * the rank's float64 accumulators with them (docs/runtime-abi.md,
+ * "Parameter gradients"): each adds, in float64, the fp32 value its fp32
+ * form would have accumulated into a zeroed buffer, so the two forms give
+ * the same sums bit for bit. The CPU library defines them; the CUDA target,
+ * whose accumulators are fp32, does not. */
+#define BP_GRAD_KERNELS(X)                                                     \
+  X(embedding_bwd)                                                             \
+  X(layer_norm_bwd)                                                            \
+  X(rms_norm_bwd)                                                              \
+  X(linear_bwd_weight)
 
 #endif /* BITPIPE_ABI_KERNELS_H */

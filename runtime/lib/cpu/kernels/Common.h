@@ -20,23 +20,26 @@ namespace bitpipe::runtime::cpu {
 using runtime::allNonNull;
 using runtime::allPositive;
 
-/// A float buffer from malloc. operator new would abort on failure without
-/// exceptions; malloc lets the kernel return BP_ERR_OUT_OF_MEMORY instead.
-class ScratchBuffer {
+/// A buffer of \p T from malloc. operator new would abort on failure
+/// without exceptions; malloc lets the kernel return BP_ERR_OUT_OF_MEMORY
+/// instead.
+template <typename T> class Scratch {
 public:
-  explicit ScratchBuffer(int64_t count)
-      : data(static_cast<float *>(
-            std::malloc(static_cast<size_t>(count) * sizeof(float)))) {}
-  ~ScratchBuffer() { std::free(data); }
-  ScratchBuffer(const ScratchBuffer &) = delete;
-  ScratchBuffer &operator=(const ScratchBuffer &) = delete;
+  explicit Scratch(int64_t count)
+      : data(static_cast<T *>(std::malloc(
+            static_cast<size_t>(count > 0 ? count : 1) * sizeof(T)))) {}
+  ~Scratch() { std::free(data); }
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
 
   bool ok() const { return data != nullptr; }
-  float *get() const { return data; }
+  T *get() const { return data; }
 
 private:
-  float *data;
+  T *data;
 };
+
+using ScratchBuffer = Scratch<float>;
 
 } // namespace bitpipe::runtime::cpu
 

@@ -6,10 +6,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "GradChunk.h"
 #include "core/CpuClones.h"
 #include "core/KernelProfile.h"
 #include "cpu/Parallel.h"
 
+#include <atomic>
 #include <cmath>
 
 using namespace bitpipe::runtime::cpu;
@@ -56,7 +58,8 @@ extern "C" bp_status_t bp_layer_norm_fwd(const float *x, const float *gamma,
   return BP_OK;
 }
 
-/// Columns [first, last) of dgamma and dbeta: each sums its rows in order,
+/// Columns [first, last) of dgamma and dbeta, added into \p dgamma and
+/// \p dbeta (which hold those columns only): each sums its rows in order,
 /// so the sums are the same whatever thread takes the column.
 BP_CPU_CLONES static void
 layerNormParamGrads(const float *dy, const float *x, const float *mean,
@@ -68,8 +71,8 @@ layerNormParamGrads(const float *dy, const float *x, const float *mean,
     const float mu = mean[i], rs = rstd[i];
     for (int64_t c = first; c < last; ++c) {
       float xhat = (xr[c] - mu) * rs;
-      dgamma[c] += dyr[c] * xhat;
-      dbeta[c] += dyr[c];
+      dgamma[c - first] += dyr[c] * xhat;
+      dbeta[c - first] += dyr[c];
     }
   }
 }
@@ -105,6 +108,34 @@ layerNormInputGrads(const float *dy, const float *x, const float *gamma,
   }
 }
 
+/// bp_layer_norm_bwd into accumulators of type Acc (GradChunk.h).
+template <typename Acc>
+static bp_status_t layerNormGrad(const float *dy, const float *x,
+                                 const float *gamma, const float *mean,
+                                 const float *rstd, float *dx, Acc *dgamma,
+                                 Acc *dbeta, int64_t N, int64_t H) {
+  std::atomic<bool> outOfMemory{false};
+  // The parameters' gradients by columns, then dx by rows.
+  parallelFor(H, columnGrain(N), [&](int64_t first, int64_t last) {
+    GradChunk<Acc> g(dgamma + first, last - first, 0);
+    GradChunk<Acc> b(dbeta + first, last - first, 1);
+    if (!g.ok() || !b.ok()) {
+      outOfMemory = true;
+      return;
+    }
+    layerNormParamGrads(dy, x, mean, rstd, g.data(), b.data(), N, H, first,
+                        last);
+    g.finish();
+    b.finish();
+  });
+  if (outOfMemory)
+    return BP_ERR_OUT_OF_MEMORY;
+  parallelFor(N, rowGrain(H), [&](int64_t first, int64_t last) {
+    layerNormInputGrads(dy, x, gamma, mean, rstd, dx, H, first, last);
+  });
+  return BP_OK;
+}
+
 extern "C" bp_status_t bp_layer_norm_bwd(const float *dy, const float *x,
                                          const float *gamma, const float *mean,
                                          const float *rstd, float *dx,
@@ -113,12 +144,15 @@ extern "C" bp_status_t bp_layer_norm_bwd(const float *dy, const float *x,
   BP_PROFILE_KERNEL(layer_norm_bwd);
   if (!BP_KERNEL_ARGS_VALID(layer_norm_bwd))
     return BP_ERR_INVALID_ARGUMENT;
-  // The parameters' gradients by columns, then dx by rows.
-  parallelFor(H, columnGrain(N), [&](int64_t first, int64_t last) {
-    layerNormParamGrads(dy, x, mean, rstd, dgamma, dbeta, N, H, first, last);
-  });
-  parallelFor(N, rowGrain(H), [&](int64_t first, int64_t last) {
-    layerNormInputGrads(dy, x, gamma, mean, rstd, dx, H, first, last);
-  });
-  return BP_OK;
+  return layerNormGrad(dy, x, gamma, mean, rstd, dx, dgamma, dbeta, N, H);
+}
+
+extern "C" bp_status_t
+bp_layer_norm_bwd_g64(const float *dy, const float *x, const float *gamma,
+                      const float *mean, const float *rstd, float *dx,
+                      double *dgamma, double *dbeta, int64_t N, int64_t H) {
+  BP_PROFILE_KERNEL(layer_norm_bwd);
+  if (!BP_KERNEL_ARGS_VALID(layer_norm_bwd))
+    return BP_ERR_INVALID_ARGUMENT;
+  return layerNormGrad(dy, x, gamma, mean, rstd, dx, dgamma, dbeta, N, H);
 }

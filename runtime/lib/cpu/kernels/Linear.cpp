@@ -13,9 +13,12 @@
 
 #include "Common.h"
 #include "Gelu.h"
+#include "GradChunk.h"
 #include "core/KernelProfile.h"
 #include "cpu/Parallel.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cblas.h>
 #include <cstring>
 
@@ -74,28 +77,72 @@ extern "C" bp_status_t bp_linear_bwd_input(const float *dy, const float *w,
   return BP_OK;
 }
 
+/// Floats of a weight gradient's tile: under a float64 accumulator the
+/// product writes f32 scratch of this size, which finish() reads back while
+/// it is still in the thread's cache.
+static constexpr int64_t kWeightGradTileFloats = int64_t(1) << 16;
+
+/// bp_linear_bwd_weight into accumulators of type Acc (GradChunk.h).
+template <typename Acc>
+static bp_status_t linearWeightGrad(const float *dy, const float *x, Acc *dw,
+                                    Acc *db, int64_t N, int64_t In,
+                                    int64_t Out) {
+  std::atomic<bool> outOfMemory{false};
+  // Rows of dW (output features) on the kernel's threads; each sums db over
+  // the rows of dy in order for its own features.
+  parallelFor(Out, productRowGrain(N * In), [&](int64_t first, int64_t last) {
+    // dW[rows, In] += dy[N, rows]^T * x[N, In] by tiles of rows; beta = 1
+    // accumulates over micro-batches (and over tied uses of the same
+    // weight). Both forms take the same tiles, because OpenBLAS's sums
+    // depend on the rows a product is given: the float64 form then adds
+    // exactly what the fp32 form accumulates.
+    const int64_t tile = std::max<int64_t>(1, kWeightGradTileFloats / In);
+    for (int64_t r = first; r < last; r += tile) {
+      const int64_t rows = std::min(tile, last - r);
+      GradChunk<Acc> chunk(dw + r * In, rows * In);
+      if (!chunk.ok()) {
+        outOfMemory = true;
+        return;
+      }
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, In, N, 1.0f,
+                  dy + r, Out, x, In, 1.0f, chunk.data(), In);
+      chunk.finish();
+    }
+    if (!db)
+      return;
+    GradChunk<Acc> bias(db + first, last - first);
+    if (!bias.ok()) {
+      outOfMemory = true;
+      return;
+    }
+    float *sum = bias.data();
+    for (int64_t i = 0; i < N; ++i) {
+      const float *row = dy + i * Out + first;
+      for (int64_t o = 0; o < last - first; ++o)
+        sum[o] += row[o];
+    }
+    bias.finish();
+  });
+  return outOfMemory ? BP_ERR_OUT_OF_MEMORY : BP_OK;
+}
+
 extern "C" bp_status_t bp_linear_bwd_weight(const float *dy, const float *x,
                                             float *dw, float *db, int64_t N,
                                             int64_t In, int64_t Out) {
   BP_PROFILE_KERNEL(linear_bwd_weight);
   if (!BP_KERNEL_ARGS_VALID(linear_bwd_weight))
     return BP_ERR_INVALID_ARGUMENT;
-  // Rows of dW (output features) on the kernel's threads; each sums db over
-  // the rows of dy in order for its own features.
-  parallelFor(Out, productRowGrain(N * In), [&](int64_t first, int64_t last) {
-    // dW[first:last, In] += dy[N, first:last]^T * x[N, In]; beta = 1
-    // accumulates over micro-batches (and over tied uses of the same
-    // weight).
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, last - first, In, N,
-                1.0f, dy + first, Out, x, In, 1.0f, dw + first * In, In);
-    if (db)
-      for (int64_t i = 0; i < N; ++i) {
-        const float *row = dy + i * Out;
-        for (int64_t o = first; o < last; ++o)
-          db[o] += row[o];
-      }
-  });
-  return BP_OK;
+  return linearWeightGrad(dy, x, dw, db, N, In, Out);
+}
+
+extern "C" bp_status_t bp_linear_bwd_weight_g64(const float *dy, const float *x,
+                                                double *dw, double *db,
+                                                int64_t N, int64_t In,
+                                                int64_t Out) {
+  BP_PROFILE_KERNEL(linear_bwd_weight);
+  if (!BP_KERNEL_ARGS_VALID(linear_bwd_weight))
+    return BP_ERR_INVALID_ARGUMENT;
+  return linearWeightGrad(dy, x, dw, db, N, In, Out);
 }
 
 extern "C" bp_status_t bp_linear_gelu_fwd(const float *x, const float *w,

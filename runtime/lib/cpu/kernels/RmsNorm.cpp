@@ -7,10 +7,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "Common.h"
+#include "GradChunk.h"
 #include "core/CpuClones.h"
 #include "core/KernelProfile.h"
 #include "cpu/Parallel.h"
 
+#include <atomic>
 #include <cmath>
 
 using namespace bitpipe::runtime::cpu;
@@ -45,7 +47,8 @@ extern "C" bp_status_t bp_rms_norm_fwd(const float *x, const float *gamma,
   return BP_OK;
 }
 
-/// Columns [first, last) of dgamma, each summing its rows in order.
+/// Columns [first, last) of dgamma, added into \p dgamma (which holds those
+/// columns only), each summing its rows in order.
 BP_CPU_CLONES static void rmsNormParamGrads(const float *dy, const float *x,
                                             const float *rstd, float *dgamma,
                                             int64_t N, int64_t H, int64_t first,
@@ -55,7 +58,7 @@ BP_CPU_CLONES static void rmsNormParamGrads(const float *dy, const float *x,
     const float *xr = x + i * H;
     const float rs = rstd[i];
     for (int64_t c = first; c < last; ++c)
-      dgamma[c] += dyr[c] * (xr[c] * rs);
+      dgamma[c - first] += dyr[c] * (xr[c] * rs);
   }
 }
 
@@ -87,6 +90,30 @@ BP_CPU_CLONES static void rmsNormInputGrads(const float *dy, const float *x,
   }
 }
 
+/// bp_rms_norm_bwd into accumulators of type Acc (GradChunk.h).
+template <typename Acc>
+static bp_status_t rmsNormGrad(const float *dy, const float *x,
+                               const float *gamma, const float *rstd, float *dx,
+                               Acc *dgamma, int64_t N, int64_t H) {
+  std::atomic<bool> outOfMemory{false};
+  // dgamma by columns, then dx by rows.
+  parallelFor(H, columnGrain(N), [&](int64_t first, int64_t last) {
+    GradChunk<Acc> g(dgamma + first, last - first);
+    if (!g.ok()) {
+      outOfMemory = true;
+      return;
+    }
+    rmsNormParamGrads(dy, x, rstd, g.data(), N, H, first, last);
+    g.finish();
+  });
+  if (outOfMemory)
+    return BP_ERR_OUT_OF_MEMORY;
+  parallelFor(N, rowGrain(H), [&](int64_t first, int64_t last) {
+    rmsNormInputGrads(dy, x, gamma, rstd, dx, H, first, last);
+  });
+  return BP_OK;
+}
+
 extern "C" bp_status_t bp_rms_norm_bwd(const float *dy, const float *x,
                                        const float *gamma, const float *rstd,
                                        float *dx, float *dgamma, int64_t N,
@@ -94,12 +121,16 @@ extern "C" bp_status_t bp_rms_norm_bwd(const float *dy, const float *x,
   BP_PROFILE_KERNEL(rms_norm_bwd);
   if (!BP_KERNEL_ARGS_VALID(rms_norm_bwd))
     return BP_ERR_INVALID_ARGUMENT;
-  // dgamma by columns, then dx by rows.
-  parallelFor(H, columnGrain(N), [&](int64_t first, int64_t last) {
-    rmsNormParamGrads(dy, x, rstd, dgamma, N, H, first, last);
-  });
-  parallelFor(N, rowGrain(H), [&](int64_t first, int64_t last) {
-    rmsNormInputGrads(dy, x, gamma, rstd, dx, H, first, last);
-  });
-  return BP_OK;
+  return rmsNormGrad(dy, x, gamma, rstd, dx, dgamma, N, H);
+}
+
+extern "C" bp_status_t bp_rms_norm_bwd_g64(const float *dy, const float *x,
+                                           const float *gamma,
+                                           const float *rstd, float *dx,
+                                           double *dgamma, int64_t N,
+                                           int64_t H) {
+  BP_PROFILE_KERNEL(rms_norm_bwd);
+  if (!BP_KERNEL_ARGS_VALID(rms_norm_bwd))
+    return BP_ERR_INVALID_ARGUMENT;
+  return rmsNormGrad(dy, x, gamma, rstd, dx, dgamma, N, H);
 }
