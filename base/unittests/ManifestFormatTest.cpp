@@ -69,7 +69,7 @@ Manifest smallManifest() {
 }
 
 const char *const kSmallManifest =
-    R"({"version":4,"target":{"name":"cpu","precision":"fp32"},)"
+    R"({"version":5,"target":{"name":"cpu","precision":"fp32"},)"
     R"("model":{"name":"tiny","family":"gpt","vocab":16,"seq_len":4,)"
     R"("microbatch_size":2,"mask_token":15,"heads":2,"max_positions":8,)"
     R"("norm_epsilon":1.0000000000000001e-05,"gelu":"tanh",)"
@@ -89,7 +89,7 @@ const char *const kSmallManifest =
     R"("params":["w"],"buckets":[]}]})";
 
 TEST(ManifestFormatTest, WritesCompactJsonInProgramHsOrder) {
-  static_assert(BP_MANIFEST_VERSION == 4,
+  static_assert(BP_MANIFEST_VERSION == 5,
                 "kSmallManifest spells the version: update it with it");
   EXPECT_EQ(writeManifest(smallManifest()), kSmallManifest);
 }
@@ -175,9 +175,9 @@ TEST(ManifestFormatTest, ErrorsNameThePathTheKeyAndWhatWasExpected) {
   struct Case {
     std::string from, to, message;
   } cases[] = {
-      {R"("version":4)", R"("version":3)",
-       "manifest: version: the program's manifest is version 3, but this "
-       "runtime reads version 4 only"},
+      {R"("version":5)", R"("version":4)",
+       "manifest: version: the program's manifest is version 4, but this "
+       "runtime reads version 5 only"},
       {R"("target":{)", R"("targets":{)", "manifest: missing \"target\""},
       {R"("vocab":16)", R"("vocab":"16")",
        "manifest: model.vocab: expected an integer"},
@@ -200,8 +200,8 @@ TEST(ManifestFormatTest, ErrorsNameThePathTheKeyAndWhatWasExpected) {
        "manifest: functions[0].results[1].index: -1 is below 0"},
       {R"("role":"saved","index":0,)", R"("role":"saved",)",
        "manifest: functions[0].results[1]: missing \"index\""},
-      {R"("dtype":"i32")", R"("dtype":"f64")",
-       "manifest: functions[0].args[1].dtype: unknown dtype 'f64'"},
+      {R"("dtype":"i32")", R"("dtype":"f16")",
+       "manifest: functions[0].args[1].dtype: unknown dtype 'f16'"},
       {R"("groups":[])", R"("groups":[[0,-2]])",
        "manifest: groups[0][1]: expected an integer >= 0"},
       {R"("params":["w"])", R"("params":["w",7])",
@@ -224,7 +224,8 @@ TEST(ManifestFormatTest, RolesWithAnIndexAndWords) {
   EXPECT_FALSE(roleHasIndex(BP_ROLE_ACTIVATION));
   EXPECT_FALSE(roleHasIndex(BP_ROLE_PARAM));
   EXPECT_EQ(findWord(bp_dtype_names, "bf16"), BP_DTYPE_BF16);
-  EXPECT_EQ(findWord(bp_dtype_names, "f64"), -1);
+  EXPECT_EQ(findWord(bp_dtype_names, "f64"), BP_DTYPE_F64);
+  EXPECT_EQ(findWord(bp_dtype_names, "f16"), -1);
 }
 
 } // namespace

@@ -105,7 +105,7 @@ def scale_gradient(ir, manifest):
     lines, out, changed = ir.split("\n"), [], 0
     for line in lines:
         out.append(line)
-        m = re.search(r"@bp_linear_bwd_weight\(.*, i64 (\d+), i64 (\d+)\)",
+        m = re.search(r"@bp_linear_bwd_weight(?:_g64)?\(.*, i64 (\d+), i64 (\d+)\)",
                       line)
         if m and int(m.group(2)) == 4 * int(m.group(1)):
             # The copy's result gets a name: LLVM numbers unnamed values in

@@ -233,10 +233,15 @@ runtimeSymbols(llvm::orc::MangleAndInterner interner) {
                            llvm::JITSymbolFlags::Exported};
   };
   // Every function of runtime.h the CPU library defines, from the tables
-  // the compiler calls them by: the fp32 kernels and the support functions.
+  // the compiler calls them by: the fp32 kernels, the float64-accumulator
+  // forms of the gradient kernels and the support functions.
 #define BP_ADD_KERNEL_(kernel) add("bp_" #kernel, &bp_##kernel);
   BP_KERNELS(BP_ADD_KERNEL_)
 #undef BP_ADD_KERNEL_
+#define BP_ADD_GRAD_KERNEL_(kernel)                                            \
+  add("bp_" #kernel "_g64", &bp_##kernel##_g64);
+  BP_GRAD_KERNELS(BP_ADD_GRAD_KERNEL_)
+#undef BP_ADD_GRAD_KERNEL_
 #define BP_SUPPORT_FN(symbol, ...) add(#symbol, &symbol);
 #include "bitpipe/abi/Support.def"
   // The generic allocation functions of the memref lowering (HostMemory.cpp).

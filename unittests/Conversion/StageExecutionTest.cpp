@@ -169,16 +169,33 @@ Plan makePlan(ModuleOp module) {
 }
 
 /// Calls the lowered \p fn: bare pointers in, malloc'ed pointers out (copied
-/// to host tensors and freed here: the caller owns returned buffers).
+/// to host tensors and freed here: the caller owns returned buffers). A
+/// parameter's gradient (an nn.param result) is accumulated in place: the
+/// lowered function takes a float64 accumulator for it after its arguments
+/// (the CPU target's), which starts at zero here and comes back as the
+/// result's host tensor.
 std::vector<HostTensor> invoke(ExecutionEngine &engine, const FnSpec &fn,
                                const std::vector<HostTensor *> &args) {
   EXPECT_EQ(args.size(), fn.args.size()) << fn.name;
   std::vector<void *> pointers, packed;
   for (HostTensor *t : args)
     pointers.push_back(t->data());
+  std::vector<bool> accumulated(fn.results.size());
+  std::vector<std::vector<double>> accumulators(fn.results.size());
+  size_t returned = 0;
+  for (auto [i, type] : llvm::enumerate(fn.results)) {
+    accumulated[i] =
+        fn.resultAttrs[i] && fn.resultAttrs[i].get(nn::attr::kParam);
+    if (!accumulated[i]) {
+      ++returned;
+      continue;
+    }
+    accumulators[i].assign(cast<RankedTensorType>(type).getNumElements(), 0.0);
+    pointers.push_back(accumulators[i].data());
+  }
   for (void *&p : pointers)
     packed.push_back(&p);
-  std::vector<void *> results(fn.results.size(), nullptr);
+  std::vector<void *> results(returned, nullptr);
   if (!results.empty())
     packed.push_back(results.data()); // One pointer, or a struct of them.
   if (llvm::Error err = engine.invokePacked(fn.name, packed)) {
@@ -187,10 +204,16 @@ std::vector<HostTensor> invoke(ExecutionEngine &engine, const FnSpec &fn,
     return {};
   }
   std::vector<HostTensor> out;
+  size_t next = 0;
   for (auto [i, type] : llvm::enumerate(fn.results)) {
     out.push_back(zerosLike(type));
-    std::memcpy(out.back().data(), results[i], out.back().bytes());
-    bp_free(results[i]);
+    if (accumulated[i]) {
+      for (size_t k = 0; k < accumulators[i].size(); ++k)
+        out.back().f[k] = static_cast<float>(accumulators[i][k]);
+      continue;
+    }
+    std::memcpy(out.back().data(), results[next], out.back().bytes());
+    bp_free(results[next++]);
   }
   return out;
 }

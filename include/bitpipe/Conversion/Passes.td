@@ -25,9 +25,18 @@ def LowerNNToRuntime : Pass<"bitpipe-lower-nn-to-runtime", "mlir::ModuleOp"> {
       Buffers are passed as `!llvm.ptr` (their aligned address), sizes as
       i64 constants. Every status is passed to `@bp_check(status, name)`,
       which aborts with the op's name on an error;
-    * results of accumulating kernels (the parameter gradients of
-      `nn.linear_weight_grad`, `nn.layer_norm_grad`, `nn.embedding_grad`)
-      are zeroed with `@bp_fill` first: nn gradients are fresh values;
+    * a parameter's gradient that a function returns (a result carrying
+      `nn.param`: a backward stage function's) becomes an argument, the
+      rank's accumulator of that parameter in the target's accumulator type
+      (`memref<...xf64>` on the CPU, f32 on CUDA), appended after the
+      arguments in result order and listed in the function's
+      `bitpipe.accumulated_results`: the kernels that make the gradient
+      (`nn.linear_weight_grad`, `nn.layer_norm_grad`, `nn.rms_norm_grad`,
+      `nn.embedding_grad`, and the `nn.add` of two of them, which goes)
+      accumulate straight into it, through the kernels' `_g64` forms on the
+      CPU (docs/runtime-abi.md, "Parameter gradients"). Other results of
+      accumulating kernels are zeroed with `@bp_fill` first: nn gradients
+      are fresh values;
     * a forward op `with_stats` (attention, layer norm, RMS norm) writes
       its statistics into its further results, and its backward op reads
       them (bitpipe-generate-backward's default). Without them the backward
@@ -64,6 +73,10 @@ def LowerNNToRuntime : Pass<"bitpipe-lower-nn-to-runtime", "mlir::ModuleOp"> {
     anything else is rejected with an error on the op.
   }];
   let options = [
+    Option<"target", "target", "::bitpipe::TargetKind",
+           /*default=*/"::bitpipe::TargetKind::CPU",
+           "The runtime linked, whose accumulators the parameter gradients "
+           "add into (cpu | cuda)", "::bitpipe::targetKindValues()">,
     Option<"precision", "precision", "::bitpipe::Precision",
            /*default=*/"::bitpipe::Precision::FP32",
            "Element type of activations, their gradients and weight copies "

@@ -12,6 +12,7 @@
 
 #include "bitpipe/Conversion/EntryPoints/EntryPoints.h"
 
+#include "bitpipe/Conversion/NNToRuntime/NNToRuntime.h"
 #include "bitpipe/Conversion/ProgramToRuntime/ProgramToRuntime.h"
 #include "bitpipe/Conversion/RuntimeAbi/RuntimeAbi.h"
 
@@ -80,10 +81,17 @@ Value slot(OpBuilder &b, Location loc, Value buffers, int64_t i) {
 }
 
 /// `llvm.func @<fn>_entry(%buffers: !llvm.ptr)` calling `fn` with
-/// buffers[0 .. A-1] and storing its results into buffers[A ..].
+/// buffers[0 .. A-1] and storing its results into buffers[A ..]. A result
+/// the lowering turned into a trailing argument (an accumulator of a
+/// parameter gradient, kAccumulatedResultsAttrName) is read from its slot
+/// instead, where the runtime put the accumulator.
 FailureOr<LLVM::LLVMFuncOp> emitEntry(LLVM::LLVMFuncOp fn,
                                       SymbolTable &symbols) {
   LLVM::LLVMFunctionType type = fn.getFunctionType();
+  ArrayRef<int64_t> accumulated;
+  if (auto list =
+          fn->getAttrOfType<DenseI64ArrayAttr>(kAccumulatedResultsAttrName))
+    accumulated = list.asArrayRef();
   std::optional<unsigned> numResults = countPointerResults(type);
   if (!numResults || type.isVarArg() ||
       !llvm::all_of(type.getParams(), [](Type param) {
@@ -94,6 +102,21 @@ FailureOr<LLVM::LLVMFuncOp> emitEntry(LLVM::LLVMFuncOp fn,
                              "struct of pointers or nothing as result (a "
                              "stage function lowered by "
                              "bitpipe-lower-to-llvm)";
+  if (accumulated.size() > type.getNumParams() ||
+      llvm::any_of(accumulated,
+                   [&](int64_t r) {
+                     return r < 0 || r >= static_cast<int64_t>(
+                                              *numResults + accumulated.size());
+                   }) ||
+      !llvm::is_sorted(accumulated) ||
+      std::adjacent_find(accumulated.begin(), accumulated.end()) !=
+          accumulated.end())
+    return fn.emitError() << "has " << kAccumulatedResultsAttrName << " = "
+                          << fn->getAttr(kAccumulatedResultsAttrName)
+                          << "; expected increasing indices of results "
+                             "that became trailing arguments (its "
+                          << *numResults << " results and "
+                          << type.getNumParams() << " arguments include them)";
   std::string name = (fn.getName() + "_entry").str();
   if (symbols.lookup(name))
     return fn.emitError() << "needs the entry @" << name
@@ -114,18 +137,31 @@ FailureOr<LLVM::LLVMFuncOp> emitEntry(LLVM::LLVMFuncOp fn,
   b.setInsertionPointToStart(body);
   Value buffers = body->getArgument(0);
 
+  // The slots of the results the function still returns, in order.
+  unsigned numArgs = type.getNumParams() - accumulated.size();
+  unsigned numSlots = *numResults + accumulated.size();
+  SmallVector<unsigned> returnedSlots;
+  for (unsigned r = 0; r < numSlots; ++r)
+    if (!llvm::is_contained(accumulated, static_cast<int64_t>(r)))
+      returnedSlots.push_back(numArgs + r);
+
   SmallVector<Value> args;
-  unsigned numArgs = type.getNumParams();
-  for (unsigned i = 0; i < numArgs; ++i)
+  auto load = [&](unsigned i) {
     args.push_back(b.create<LLVM::LoadOp>(loc, ptr, slot(b, loc, buffers, i)));
+  };
+  for (unsigned i = 0; i < numArgs; ++i)
+    load(i);
+  for (int64_t r : accumulated)
+    load(numArgs + r);
   auto call = b.create<LLVM::CallOp>(loc, fn, args);
   if (*numResults == 1) {
     b.create<LLVM::StoreOp>(loc, call.getResult(),
-                            slot(b, loc, buffers, numArgs));
+                            slot(b, loc, buffers, returnedSlots[0]));
   } else {
     for (unsigned j = 0; j < *numResults; ++j) {
       Value result = b.create<LLVM::ExtractValueOp>(loc, call.getResult(), j);
-      b.create<LLVM::StoreOp>(loc, result, slot(b, loc, buffers, numArgs + j));
+      b.create<LLVM::StoreOp>(loc, result,
+                              slot(b, loc, buffers, returnedSlots[j]));
     }
   }
   b.create<LLVM::ReturnOp>(loc, ValueRange{});
@@ -232,6 +268,7 @@ LogicalResult EmitEntryPointsPass::emit() {
     if (failed(adapter))
       return failure();
     entries.push_back(adapter->getName().str());
+    fn->removeAttr(kAccumulatedResultsAttrName);
   }
   SmallVector<StringRef> entryNames(entries.begin(), entries.end());
   SmallVector<StringRef> rankNames;

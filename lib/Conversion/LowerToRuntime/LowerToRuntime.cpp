@@ -53,6 +53,7 @@ void bitpipe::buildLowerToRuntimePipeline(
   program.ncclRules = options.ncclRules;
   pm.addPass(createLowerProgramToRuntime(program));
   LowerNNToRuntimeOptions kernels;
+  kernels.target = options.target;
   kernels.precision = options.precision;
   pm.addPass(createLowerNNToRuntime(kernels));
   buildLowerToLLVMPipeline(pm);

@@ -18,12 +18,7 @@ using namespace mlir;
 using namespace bitpipe;
 using namespace bitpipe::nn_lowering;
 
-namespace {
-
-/// Whether \p value is a result that its gradient kernel accumulates into:
-/// the parameter gradients of nn.linear_weight_grad, nn.embedding_grad,
-/// nn.layer_norm_grad and nn.rms_norm_grad (not their input gradients).
-bool isAccumulatedResult(Value value) {
+bool nn_lowering::isAccumulatedResult(Value value) {
   auto result = dyn_cast<OpResult>(value);
   if (!result)
     return false;
@@ -33,6 +28,8 @@ bool isAccumulatedResult(Value value) {
   return isa<nn::LayerNormGradOp, nn::RMSNormGradOp>(op) &&
          result.getResultNumber() != 0;
 }
+
+namespace {
 
 /// The op whose kernel creates the buffer that holds \p value under the
 /// plan so far: its gradient op, or, for a sum, its accumulator's.
@@ -46,11 +43,11 @@ Operation *bufferOrigin(Value value, const GradientSumPlan &plan) {
 
 } // namespace
 
-FailureOr<GradientSumPlan>
-nn_lowering::planGradientSums(ModuleOp module, Precision precision) {
-  GradientSumPlan plan;
+LogicalResult nn_lowering::planGradientSums(ModuleOp module,
+                                            Precision precision,
+                                            GradientSumPlan &plan) {
   if (precision == Precision::FP32)
-    return plan;
+    return success();
   // In program order, so that an inner sum is planned before the outer one
   // that reads it.
   WalkResult result = module.walk([&](nn::AddOp add) {
@@ -78,7 +75,5 @@ nn_lowering::planGradientSums(ModuleOp module, Precision precision) {
            "a gradient op that runs after the other, each used only here";
     return WalkResult::interrupt();
   });
-  if (result.wasInterrupted())
-    return failure();
-  return plan;
+  return failure(result.wasInterrupted());
 }

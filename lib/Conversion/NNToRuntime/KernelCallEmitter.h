@@ -118,8 +118,12 @@ public:
   /// Calls \p kernel with \p args and hands its status to bp_check with the
   /// op's name. \p kernel must return a bp_status_t, as every kernel and
   /// bp_fill do.
+  ///
+  /// A kernel of parameter gradients whose accumulators are f64 buffers
+  /// (the CPU's, passGradientAccumulators) is called in its float64 form,
+  /// bp_<kernel>_g64.
   void call(Kernel kernel, ArrayRef<Value> args) {
-    const abi::Signature &signature = abi::signatureOf(kernel, precision);
+    const abi::Signature &signature = signatureFor(kernel, args);
     if (signature.result != abi::kind::STATUS)
       llvm::report_fatal_error(llvm::Twine("bitpipe: internal error: ") +
                                signature.name + " returns no status to check");
@@ -142,10 +146,38 @@ public:
   }
 
 private:
+  /// \p kernel's form for \p args: bp_<kernel>_g64 where its accumulators
+  /// are f64 buffers, else the precision's.
+  const abi::Signature &signatureFor(Kernel kernel, ArrayRef<Value> args) {
+    const abi::Signature &plain = abi::signatureOf(kernel, precision);
+    accumulatesInFloat64 = false;
+    bool float64 = false;
+    for (auto [i, role] : llvm::enumerate(plain.roles))
+      if ((role == abi::role::GRAD_ACC || role == abi::role::GRAD_ACC_OPT) &&
+          i < args.size())
+        if (Type element = bufferElementType(args[i]))
+          float64 |= element.isF64();
+    if (!float64)
+      return plain;
+    const abi::Signature *g64 = abi::float64GradientSignatureOf(kernel);
+    if (!g64 || precision != Precision::FP32)
+      llvm::report_fatal_error(
+          llvm::Twine("bitpipe: internal error: ") +
+          op->getName().getStringRef() + " accumulates into f64 buffers, but " +
+          plain.name + " has no float64 form in precision " +
+          stringifyPrecision(precision));
+    accumulatesInFloat64 = true;
+    return *g64;
+  }
+
   /// The element type a buffer of \p role holds in this precision: the
   /// roles' C types (KernelRoles.h) as MLIR types.
   Type elementTypeOf(abi::Role role) {
     switch (role) {
+    case abi::role::GRAD_ACC:
+    case abi::role::GRAD_ACC_OPT:
+      return accumulatesInFloat64 ? Type(rewriter.getF64Type())
+                                  : Type(rewriter.getF32Type());
     case abi::role::ACT_IN:
     case abi::role::ACT_OUT:
     case abi::role::WEIGHT:
@@ -231,6 +263,8 @@ private:
   Location loc;
   Type ptrType;
   Precision precision;
+  /// Whether the call being emitted is a float64 form (signatureFor).
+  bool accumulatesInFloat64 = false;
 };
 
 /// The base of the pass's patterns: the precision they lower in, which
@@ -256,9 +290,10 @@ template <typename Op> struct GradientPattern : KernelPattern<Op> {
                   Precision precision, const GradientSumPlan &plan)
       : KernelPattern<Op>(converter, context, precision), plan(plan) {}
 
-  /// The buffer a kernel accumulates \p result into: freshly zeroed (an nn
-  /// gradient is a fresh value), or the buffer of the gradient it is summed
-  /// with.
+  /// The buffer a kernel accumulates \p result into: the rank's
+  /// accumulator where the function returns the gradient
+  /// (passGradientAccumulators), the buffer of the gradient it is summed
+  /// with, or else a freshly zeroed one (an nn gradient is a fresh value).
   Value accumulator(KernelCallEmitter &emit, Value result,
                     ConversionPatternRewriter &rewriter) const {
     auto into = plan.accumulateInto.find(result);

@@ -31,28 +31,53 @@ namespace bitpipe::nn_lowering {
 mlir::LogicalResult assignStoragePrecision(mlir::ModuleOp module,
                                            Precision precision);
 
-/// How the sums of parameter gradients (nn.add of two of them: a weight
-/// used twice in one stage, as GPT's tied token embedding with one device)
-/// are lowered. Under fp32 they stay bp_add_fwd calls, as ever. Under bf16
+/// Where the kernels of parameter gradients accumulate. A gradient that a
+/// stage function returns (nn.param) accumulates into the rank's
+/// accumulator, an argument of the lowered function
+/// (passGradientAccumulators), sums of such included. Other sums of
+/// parameter gradients (nn.add of two of them, in functions that are no
+/// stage's backward) stay bp_add_fwd calls under fp32; under bf16
 /// bp_add_fwd reads bf16 (the precision of activations), while parameter
 /// gradients are f32: so the later gradient's kernel, which accumulates
 /// anyway, accumulates into the earlier gradient's buffer instead of a
 /// freshly zeroed one, and the add is that buffer.
 struct GradientSumPlan {
-  /// A parameter-gradient result -> the earlier parameter gradient whose
-  /// buffer its kernel accumulates into.
+  /// A parameter-gradient result -> the accumulator argument (tensor level)
+  /// or the earlier parameter gradient whose buffer its kernel accumulates
+  /// into.
   llvm::DenseMap<mlir::Value, mlir::Value> accumulateInto;
   /// An nn.add that is no call -> the operand (0 or 1) whose buffer holds
   /// the sum.
   llvm::DenseMap<mlir::Operation *, unsigned> sums;
 };
 
-/// The plan for \p module under \p precision (empty under fp32). Fails,
-/// with an error on the add, where a sum cannot be accumulated in place:
-/// an operand with another user, or the later gradient not the direct
-/// result of a gradient kernel.
-mlir::FailureOr<GradientSumPlan> planGradientSums(mlir::ModuleOp module,
-                                                  Precision precision);
+/// Whether \p value is a result that its gradient kernel accumulates into:
+/// the parameter gradients of nn.linear_weight_grad, nn.embedding_grad,
+/// nn.layer_norm_grad and nn.rms_norm_grad (not their input gradients).
+bool isAccumulatedResult(mlir::Value value);
+
+/// Makes every parameter-gradient result of the module's functions (one
+/// carrying nn.param: a backward's gradient of a parameter) an argument of
+/// \p target's accumulator type (gradientAccumulatorBits), appended after
+/// the arguments in result order, into which the gradient kernels that make
+/// it accumulate directly (\p plan's accumulateInto); the nn.add ops that
+/// summed them go. The function lists the results it turned into
+/// arguments in kAccumulatedResultsAttrName. Fails, with an error on the
+/// function, where a returned gradient is not made by gradient kernels
+/// alone (GradientAccumulators.cpp), or on an op whose parameter gradients
+/// would accumulate into two element types. Runs after
+/// assignStoragePrecision, which would retype the arguments.
+mlir::LogicalResult passGradientAccumulators(mlir::ModuleOp module,
+                                             TargetKind target,
+                                             GradientSumPlan &plan);
+
+/// Adds to \p plan the in-place sums of \p module under \p precision (none
+/// under fp32), for the sums passGradientAccumulators left. Fails, with an
+/// error on the add, where a sum cannot be accumulated in place: an operand
+/// with another user, or the later gradient not the direct result of a
+/// gradient kernel.
+mlir::LogicalResult planGradientSums(mlir::ModuleOp module, Precision precision,
+                                     GradientSumPlan &plan);
 
 /// The per-op patterns, calling the kernels of \p precision, those of
 /// parameter gradients and their sums following \p sums (which must

@@ -383,8 +383,10 @@ struct LowerNNToRuntimePass
     });
     if (checked.wasInterrupted())
       return signalPassFailure();
-    FailureOr<GradientSumPlan> sums = planGradientSums(module, precision);
-    if (failed(sums) || failed(assignStoragePrecision(module, precision)))
+    GradientSumPlan sums;
+    if (failed(assignStoragePrecision(module, precision)) ||
+        failed(passGradientAccumulators(module, target, sums)) ||
+        failed(planGradientSums(module, precision, sums)))
       return signalPassFailure();
 
     NNToRuntimeTypeConverter converter;
@@ -404,8 +406,7 @@ struct LowerNNToRuntimePass
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    populateNNToRuntimeConversionPatterns(converter, patterns, precision,
-                                          *sums);
+    populateNNToRuntimeConversionPatterns(converter, patterns, precision, sums);
     populateEpilogueFusionPatterns(converter, patterns, precision);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);

@@ -167,6 +167,8 @@ RankedTensorType bufferType(Type type) {
 bp_dtype dtypeOf(Type element) {
   if (element.isBF16())
     return BP_DTYPE_BF16;
+  if (element.isF64())
+    return BP_DTYPE_F64;
   return element.isF32() ? BP_DTYPE_F32 : BP_DTYPE_I32;
 }
 
@@ -183,7 +185,7 @@ std::string formatShape(ArrayRef<int64_t> shape) {
 } // namespace
 
 LogicalResult manifest::describeRoles(StageFunction &function,
-                                      Precision precision) {
+                                      TargetKind target, Precision precision) {
   func::FuncOp fn = function.fn;
   StringRef kind = stringifyFunctionKind(function.kind);
   auto badType = [&](StringRef what, unsigned i, Type type) {
@@ -225,14 +227,20 @@ LogicalResult manifest::describeRoles(StageFunction &function,
     if (!type)
       return badType("result", i, fn.getResultTypes()[i]);
     role->shape.assign(type.getShape().begin(), type.getShape().end());
-    // What the function returns decides; for a declaration (tests), the
-    // role: a backward's "param" result is the parameter's gradient.
-    Type stored =
-        fn.isExternal()
-            ? storageType(type, role->kind == BP_ROLE_PARAM, precision)
-            : storageType(fn.getBody().back().getTerminator()->getOperand(i),
-                          precision);
-    role->dtype = dtypeOf(getElementTypeOrSelf(stored));
+    // A parameter's gradient is accumulated in place: its slot holds the
+    // rank's accumulator (bitpipe-lower-nn-to-runtime), in the target's
+    // accumulator type. Other results: what the function returns.
+    if (role->kind == BP_ROLE_PARAM) {
+      role->dtype =
+          gradientAccumulatorBits(target) == 64 ? BP_DTYPE_F64 : BP_DTYPE_F32;
+    } else {
+      Type stored =
+          fn.isExternal()
+              ? storageType(type, /*parameterGradient=*/false, precision)
+              : storageType(fn.getBody().back().getTerminator()->getOperand(i),
+                            precision);
+      role->dtype = dtypeOf(getElementTypeOrSelf(stored));
+    }
     function.results.push_back(std::move(*role));
   }
   return success();

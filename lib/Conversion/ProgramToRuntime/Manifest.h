@@ -50,11 +50,13 @@ struct StageFunction {
 Function describeFunction(const StageFunction &function);
 
 /// Fills `function.args` and `.results` from the role attributes of its
-/// function, with the dtypes its buffers have under \p precision. Fails,
-/// with an error at the function, on a value without a role its kind
-/// allows, or of a type the runtime has no buffer for (anything but a
-/// statically shaped tensor of f32 or i32).
-mlir::LogicalResult describeRoles(StageFunction &function, Precision precision);
+/// function, with the dtypes its buffers have under \p precision, and a
+/// parameter gradient's the accumulator type of \p target (which its slot
+/// holds: gradientAccumulatorBits). Fails, with an error at the function,
+/// on a value without a role its kind allows, or of a type the runtime has
+/// no buffer for (anything but a statically shaped tensor of f32 or i32).
+mlir::LogicalResult describeRoles(StageFunction &function, TargetKind target,
+                                  Precision precision);
 
 /// Every parameter the functions take as a "param" argument, once, in the
 /// order of first appearance, with its shape and `nn.init`. Fails, with an

@@ -164,6 +164,7 @@ int64_t tensorBytes(Type type) {
 
 FailureOr<FunctionTable> collectFunctions(ModuleOp module,
                                           ArrayRef<ProgramOp> programs,
+                                          TargetKind target,
                                           Precision precision) {
   SymbolTable symbols(module);
   llvm::MapVector<Operation *, manifest::StageFunction> found;
@@ -212,7 +213,7 @@ FailureOr<FunctionTable> collectFunctions(ModuleOp module,
            std::make_tuple(b.stage, b.kind, func::FuncOp(b.fn).getSymName());
   });
   for (auto [i, entry] : llvm::enumerate(table.functions)) {
-    if (failed(manifest::describeRoles(entry, precision)))
+    if (failed(manifest::describeRoles(entry, target, precision)))
       return failure();
     table.byName[entry.fn.getSymNameAttr()] = {entry.fn,
                                                static_cast<int64_t>(i)};
@@ -684,7 +685,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
     return failure();
 
   FailureOr<FunctionTable> table =
-      collectFunctions(module, *programs, precision);
+      collectFunctions(module, *programs, target, precision);
   if (failed(table))
     return failure();
   FailureOr<std::vector<manifest::Param>> params =

@@ -58,3 +58,7 @@ Precision bitpipe::defaultPrecision(TargetKind kind) {
 bool bitpipe::supportsPrecision(TargetKind kind, Precision precision) {
   return kind == TargetKind::CUDA || precision == Precision::FP32;
 }
+
+unsigned bitpipe::gradientAccumulatorBits(TargetKind kind) {
+  return kind == TargetKind::CPU ? 64 : 32;
+}

@@ -52,8 +52,10 @@ typedef struct bp_rt_context bp_rt_context;
 
 /* Uniform entry of a compiled stage function with A arguments and R results:
  * buffers[0 .. A-1] are its arguments (read), buffers[A .. A+R-1] receive its
- * results: fresh malloc'd buffers that the caller owns (free()). The order
- * and meaning of arguments and results are the manifest's "functions". */
+ * results: fresh malloc'd buffers that the caller owns (free()), except a
+ * parameter's gradient ("param" result), whose slot the caller fills with
+ * the accumulator the function adds into. The order and meaning of
+ * arguments and results are the manifest's "functions". */
 typedef void (*bp_stage_entry_t)(void **buffers);
 
 /* One pipeline rank's program: the bp_rt_* calls of one training step in
@@ -88,7 +90,7 @@ extern const int64_t bitpipe_manifest_size;
  * compiler uses and the one reader the runtime uses):
  *
  * {
- *   "version": 4,                   // BP_MANIFEST_VERSION
+ *   "version": 5,                   // BP_MANIFEST_VERSION
  *   "target": {"name": "cpu" | "cuda",       // which runtime library the
  *              "precision": "fp32" | "bf16"},// stage functions were built
  *                                   // for, and their element type: with
@@ -169,7 +171,11 @@ extern const int64_t bitpipe_manifest_size;
  * A ROLE says what one argument or result of a stage function is:
  *   {"role": "param", "param": "layers.0.ln1.weight"}
  *       argument: the parameter; result (of a backward): its gradient,
- *       accumulated (+=) into the rank's gradient of that parameter;
+ *       accumulated (+=) in place into the rank's gradient of that
+ *       parameter: the caller puts the address of the rank's accumulator
+ *       in the result's slot before the call, and the function adds into
+ *       it and writes nothing there. Its "dtype" is the accumulators' of
+ *       the target: "f64" on the cpu, "f32" on cuda;
  *   {"role": "input", "input": "tokens" | "labels" | "dropout_key"}
  *                                   forward argument: the micro-batch's
  *                                   ids ([microbatch_size, seq_len] i32)
@@ -191,13 +197,13 @@ extern const int64_t bitpipe_manifest_size;
  *   {"role": "stash", "index": k}   result of the input half / argument of
  *                                   the weight half (split backward)
  * Every ROLE also has "shape" (list of int) and "dtype" ("f32" | "i32" |
- * "bf16").
+ * "bf16" | "f64").
  *===----------------------------------------------------------------------===*/
 
 /* The version of the manifest's grammar above. The compiler writes it and
  * the runtime reads no other (it stops, naming both versions): change it
  * with any change of the grammar that an older reader would misread. */
-#define BP_MANIFEST_VERSION 4
+#define BP_MANIFEST_VERSION 5
 
 /* The manifest's vocabularies, from bitpipe/abi/ManifestKeys.def: one
  * spelling for the compiler that writes them and the runtime that reads

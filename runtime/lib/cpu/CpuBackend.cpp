@@ -111,15 +111,6 @@ public:
   void *gradData() override { return grads_.get(); }
   DType gradDType() const override { return DType::F64; }
 
-  Status accumulate(int64_t offset, const float *g, int64_t n) override {
-    // Summed in float64 (see AdamWParam): the order of the micro-batches,
-    // stages and replicas then (nearly always) does not change the result.
-    double *acc = grads_.get() + offset;
-    for (int64_t i = 0; i < n; ++i)
-      acc[i] += g[i];
-    return Status::ok();
-  }
-
   Status zeroGradients() override {
     std::fill(grads_.begin(), grads_.end(), 0.0);
     return Status::ok();

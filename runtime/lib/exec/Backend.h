@@ -122,13 +122,12 @@ public:
   /// \p offset: target memory, in the compute precision.
   virtual void *computeParams(int64_t offset) = 0;
 
-  /// The gradient accumulators (target memory), for the communicator's
-  /// in-place all-reduce: f64 on the CPU, f32 on CUDA.
+  /// The gradient accumulators (target memory), which the stage
+  /// functions add into in place and the communicator all-reduces in
+  /// place: the manifest target's gradientDType(), f64 on the CPU, f32 on
+  /// CUDA.
   virtual void *gradData() = 0;
   virtual DType gradDType() const = 0;
-  /// acc[offset, offset + n) += g: \p g is a stage function's f32 gradient
-  /// result in target memory.
-  virtual Status accumulate(int64_t offset, const float *g, int64_t n) = 0;
   virtual Status zeroGradients() = 0;
 
   /// Sum over the layout's `norm` segments of (grad / numMicroBatches)^2, in

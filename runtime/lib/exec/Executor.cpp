@@ -160,10 +160,10 @@ Expected<int64_t> Executor::warmUp() {
         BP_TRY(takeBackwardResults(bfn, h, results, -1));
       }
     }
-    // The parameter gradients go with the results: the accumulators stay
-    // as they are.
-    pendingGrads_.clear();
   }
+  // The backward calls added their gradients into the accumulators, which
+  // no step has used yet.
+  BP_TRY(params_.arrays().zeroGradients());
   // A fault of a warm-up call is found here, before any step.
   BP_TRY(backend_.synchronize());
   lastStageCall_ = StageCall();
@@ -305,6 +305,11 @@ Status Executor::invoke(int fn, const std::string &span,
   BP_TRY(backend_.stageCallEnd(span));
   results->clear();
   for (size_t r = 0; r < f.results.size(); ++r) {
+    // A parameter's gradient went into the accumulator in its slot.
+    if (f.results[r].kind == RoleKind::Param) {
+      results->push_back(nullptr);
+      continue;
+    }
     void *p = buffers[f.args.size() + r];
     if (!p)
       return invalid(formatString("the stage function returned no buffer "
@@ -312,22 +317,6 @@ Status Executor::invoke(int fn, const std::string &span,
                                   r, roleKindName(f.results[r].kind)));
     results->push_back(std::make_shared<Buffer>(p, f.results[r].bytes()));
   }
-  return Status::ok();
-}
-
-Status Executor::accumulateGrad(int param, const Buffer &g) {
-  return params_.arrays().accumulate(params_.offset(param),
-                                     static_cast<const float *>(g.data()),
-                                     manifest_.params[param].numel);
-}
-
-Status Executor::accumulatePendingGrads() {
-  if (pendingGrads_.empty())
-    return Status::ok();
-  TraceRecorder::Scope scope(trace_, trace::kAccumulate, TraceCategory::Other);
-  for (const PendingGrad &g : pendingGrads_)
-    BP_TRY(accumulateGrad(g.param, *g.gradient));
-  pendingGrads_.clear(); // the results are freed here
   return Status::ok();
 }
 
@@ -375,7 +364,6 @@ Status Executor::forward(int32_t fn, int64_t mb, int32_t in0, int32_t in1,
                          int32_t out0, int32_t saved) {
   BP_TRY(checkFunction(fn, FunctionKind::Forward, FunctionKind::Forward,
                        "bp_rt_forward"));
-  BP_TRY(accumulatePendingGrads());
   const StageFunction &f = manifest_.functions[fn];
   auto handle = std::make_unique<SavedHandle>();
   handle->forwardFn = fn;
@@ -466,7 +454,20 @@ Status Executor::bindBackwardArgs(int fn, SavedHandle &h,
                                   std::vector<void *> *args) {
   const StageFunction &f = manifest_.functions[fn];
   const StageFunction &fwd = manifest_.functions[h.forwardFn];
-  args->assign(f.args.size(), nullptr);
+  // Arguments, then the results' slots: a parameter's gradient slot holds
+  // its accumulator, which the function adds into (program.h).
+  args->assign(f.args.size() + f.results.size(), nullptr);
+  for (size_t r = 0; r < f.results.size(); ++r) {
+    const Role &role = f.results[r];
+    if (role.kind != RoleKind::Param)
+      continue;
+    if (!params_.holds(role.param))
+      return invalid("rank " + std::to_string(rank_) +
+                     " would get a gradient of parameter '" +
+                     manifest_.params[role.param].name +
+                     "', which it does not hold");
+    (*args)[f.args.size() + r] = params_.gradientAccumulator(role.param);
+  }
   for (size_t i = 0; i < f.args.size(); ++i) {
     const Role &role = f.args[i];
     switch (role.kind) {
@@ -555,14 +556,7 @@ Status Executor::takeBackwardResults(int fn, SavedHandle &h,
     const Role &role = f.results[r];
     switch (role.kind) {
     case RoleKind::Param:
-      // Summed before the rank's next stage call (accumulatePendingGrads).
-      if (!params_.holds(role.param))
-        return invalid("rank " + std::to_string(rank_) +
-                       " got a gradient of parameter '" +
-                       manifest_.params[role.param].name +
-                       "', which it does not hold");
-      pendingGrads_.push_back({role.param, std::move(results[r])});
-      break;
+      break; // accumulated in place (bindBackwardArgs)
     case RoleKind::GradOfArg:
       bound = true;
       if (out0 >= 0)
@@ -603,7 +597,6 @@ Status Executor::backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
                           int32_t out0) {
   BP_TRY(checkFunction(fn, FunctionKind::Backward, FunctionKind::BackwardInput,
                        "bp_rt_backward"));
-  BP_TRY(accumulatePendingGrads());
   const StageFunction &f = manifest_.functions[fn];
   BP_ASSIGN(h, savedHandleOf(saved, f, mb));
   if (h->inputHalfDone)
@@ -634,7 +627,6 @@ Status Executor::backward(int32_t fn, int64_t mb, int32_t saved, int32_t grad0,
 Status Executor::weightGrad(int32_t fn, int64_t mb, int32_t saved) {
   BP_TRY(checkFunction(fn, FunctionKind::BackwardWeight,
                        FunctionKind::BackwardWeight, "bp_rt_weight_grad"));
-  BP_TRY(accumulatePendingGrads());
   const StageFunction &f = manifest_.functions[fn];
   BP_ASSIGN(h, savedHandleOf(saved, f, mb));
   if (!h->inputHalfDone)
@@ -755,7 +747,6 @@ Status Executor::allreduceStart(int32_t bucket, int32_t token) {
   if (!values_.valid(token) || values_.kind(token) != ValueTable::Kind::Empty)
     return values_.defineToken(token, RequestHandle(), bucket);
   // The bucket's sum must hold every micro-batch's gradient.
-  BP_TRY(accumulatePendingGrads());
   const ElementRange &range = params_.bucketRange(bucket);
   GroupId group = groupIds_[spec.buckets[bucket].group];
   TraceRecorder::Scope scope(trace_,
@@ -806,7 +797,6 @@ Status Executor::optimizerStep(int64_t microbatches) {
         static_cast<long long>(sched.microbatches),
         static_cast<long long>(sched.dataParallel)));
   int n = microbatches > 0 ? static_cast<int>(microbatches) : 1;
-  BP_TRY(accumulatePendingGrads());
   // The sends' buffers must not outlive the step, and their peers must have
   // them before anyone moves on.
   BP_TRY(drainSends());

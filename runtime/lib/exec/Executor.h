@@ -170,13 +170,6 @@ private:
   bool holdsParamsOf(const StageFunction &f) const;
   /// Waits for the target; a fault is reported after the last stage call.
   Status synchronizeStep();
-  /// Adds the gradient result \p g of parameter \p param into its
-  /// accumulator.
-  Status accumulateGrad(int param, const Buffer &g);
-  /// Adds the parameter gradients the stage calls returned (pendingGrads_)
-  /// into their accumulators, traced as "accumulate". Called before the
-  /// rank computes, all-reduces or steps again.
-  Status accumulatePendingGrads();
   Status checkFunction(int32_t fn, FunctionKind a, FunctionKind b,
                        const char *op) const;
   /// The saved handle \p saved, checked to be the forward's of \p f's stage
@@ -235,16 +228,6 @@ private:
     int tag = 0;
   };
   std::vector<PendingSend> sends_;
-  /// Parameter gradients a stage call returned, not yet summed: the sum is
-  /// memory-bound host work (a stage's gradients, read once, its float64
-  /// accumulators read and written), and the program posts the sends that
-  /// follow the call before it, so that a peer waiting for the call's
-  /// input gradient does not wait for the sum too (docs/calibration.md).
-  struct PendingGrad {
-    int param = -1;
-    BufferRef gradient;
-  };
-  std::vector<PendingGrad> pendingGrads_;
   /// The dloss seed of a loss-stage backward that has a grad_of_result
   /// argument but no bound grad0 (program.h: grad0 is -1 there).
   BufferRef unitLossGrad_;

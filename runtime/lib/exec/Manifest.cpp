@@ -261,6 +261,7 @@ Status checkRole(const manifest::Role &doc, const std::string &where,
     return bad(at(where, key::Shape), "the size overflows");
   role->dtype = doc.dtype == BP_DTYPE_F32    ? DType::F32
                 : doc.dtype == BP_DTYPE_BF16 ? DType::BF16
+                : doc.dtype == BP_DTYPE_F64  ? DType::F64
                                              : DType::I32;
   const std::string dtype = bp_dtype_names[doc.dtype];
   const DType compute = m.target.computeDType();
@@ -269,6 +270,12 @@ Status checkRole(const manifest::Role &doc, const std::string &where,
                std::string("bf16 under the target's precision ") +
                    precisionName(m.target.precision) +
                    " (only a bf16 program has bf16 values)");
+
+  if (role->dtype == DType::F64 && (isArg || role->kind != RoleKind::Param))
+    return bad(at(where, key::Dtype),
+               "f64 for a '" + std::string(kind) +
+                   "' (only a backward's parameter gradient, whose slot "
+                   "holds the CPU's float64 accumulator, is f64)");
 
   switch (role->kind) {
   case RoleKind::Param: {
@@ -281,14 +288,17 @@ Status checkRole(const manifest::Role &doc, const std::string &where,
                  "'" + name + "' is not in \"" + key::Params + "\"");
     const ParamSpec &p = m.params[role->param];
     // Stage functions read the weights in the compute precision (the
-    // backend's compute copy under bf16) and return their gradients in
-    // f32, which the backend adds into the f32 accumulators.
-    DType want = isArg ? compute : DType::F32;
+    // backend's compute copy under bf16) and add their gradients into the
+    // target's accumulators in place.
+    DType want = isArg ? compute : m.target.gradientDType();
     if (role->shape != p.shape || role->dtype != want)
       return bad(where, "parameter '" + name + "' is " +
                             shapeToString(p.shape) + " " + dtypeName(want) +
-                            (isArg ? "" : " (its gradient)") + ", not " +
-                            shapeToString(role->shape) + " " + dtype);
+                            (isArg ? ""
+                                   : " (its gradient's accumulator on "
+                                     "this target)") +
+                            ", not " + shapeToString(role->shape) + " " +
+                            dtype);
     break;
   }
   case RoleKind::Input: {

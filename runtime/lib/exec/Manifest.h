@@ -97,6 +97,13 @@ struct TargetSpec {
   DType computeDType() const {
     return precision == Precision::Bf16 ? DType::BF16 : DType::F32;
   }
+  /// The element type of the rank's parameter-gradient accumulators, which
+  /// the stage functions add into in place (program.h's "param" role):
+  /// float64 on the CPU (docs/training-semantics.md), fp32 on CUDA. The
+  /// backend's ParamArrays hold the same (checked when the executor starts).
+  DType gradientDType() const {
+    return kind == TargetKind::Cpu ? DType::F64 : DType::F32;
+  }
 };
 
 struct ModelSpec {

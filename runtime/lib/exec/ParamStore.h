@@ -77,6 +77,13 @@ public:
   void *computeParam(int param) {
     return arrays_->computeParams(offset_[param]);
   }
+  /// The accumulator of parameter \p param's gradient (held), in target
+  /// memory, which a backward stage function adds into.
+  void *gradientAccumulator(int param) {
+    return static_cast<char *>(arrays_->gradData()) +
+           offset_[param] *
+               static_cast<int64_t>(dtypeSize(arrays_->gradDType()));
+  }
 
   /// The gradient (or parameter) range of the rank's bucket \p bucket.
   const ElementRange &bucketRange(int bucket) const { return buckets_[bucket]; }

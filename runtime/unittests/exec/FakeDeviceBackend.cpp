@@ -16,13 +16,15 @@
 //
 // With BITPIPE_FAKE_DEVICE_LOG=PATH, each step appends one line of what
 // crossed the bus: "step S inputs N input_bytes B losses L norms K
-// syncs Y stage_calls C accumulations A" (A: parameter gradients added
-// into the accumulators); before the first, what the warm-up did,
-// "warm-up stage_calls C accumulations A" (Executor::warmUp); and at the
-// end of the run one line of the whole parameter store's copies: "store downloads D uploads U" (a run that
-// neither loads nor saves makes none: the initial weights are drawn on the
-// device and checked there). Inputs are staged as the CUDA backend stages
-// them (exec/InputStaging.h: sized at start-up, never grown).
+// syncs Y stage_calls C zeroings Z" (Z: times the gradient accumulators,
+// which the stage functions add into, were zeroed); before the first, what
+// the warm-up did, "warm-up stage_calls C zeroings Z" (Executor::warmUp);
+// and at the
+// end of the run one line of the whole parameter store's copies: "store
+// downloads D uploads U" (a run that neither loads nor saves makes none: the
+// initial weights are drawn on the device and checked there). Inputs are staged
+// as the CUDA backend stages them (exec/InputStaging.h: sized at start-up,
+// never grown).
 //
 // With BITPIPE_FAKE_DEVICE_NCCL set and more than one rank, the steps'
 // transport is the NCCL communicator (comm/nccl) over HostNcclCalls.h's
@@ -70,7 +72,7 @@ namespace {
 /// What crossed the bus in the current step.
 struct BusCounts {
   int64_t inputs = 0, inputBytes = 0, losses = 0, norms = 0, syncs = 0,
-          stageCalls = 0, accumulations = 0;
+          stageCalls = 0, zeroings = 0;
 };
 
 /// Copies of the whole parameter store between host and device, in the run.
@@ -85,7 +87,7 @@ public:
       : bus_(bus), copies_(copies), layout_(layout),
         n_(static_cast<size_t>(layout.numFloats)),
         all_(cudaSegments(layout.all)), norm_(cudaSegments(layout.norm)),
-        master_(n_, 0.0f), grads_(n_, 0.0f), m_(n_, 0.0f), v_(n_, 0.0f) {}
+        master_(n_, 0.0f), m_(n_, 0.0f), v_(n_, 0.0f), grads_(n_, 0.0) {}
 
   // Drawn "on the device", with the generator the CUDA kernel runs
   // (core/Random.h: the same bits on host and device).
@@ -93,7 +95,7 @@ public:
     initializeHostWeights(layout_, seed, master_.data());
     std::fill(m_.begin(), m_.end(), 0.0f);
     std::fill(v_.begin(), v_.end(), 0.0f);
-    std::fill(grads_.begin(), grads_.end(), 0.0f);
+    std::fill(grads_.begin(), grads_.end(), 0.0);
     uploaded_ = true;
     return Status::ok();
   }
@@ -122,7 +124,7 @@ public:
     master_ = hostParams_;
     m_ = hostM_;
     v_ = hostV_;
-    std::fill(grads_.begin(), grads_.end(), 0.0f);
+    std::fill(grads_.begin(), grads_.end(), 0.0);
     uploaded_ = true;
     releaseHost();
     return Status::ok();
@@ -139,16 +141,13 @@ public:
       broken("a stage function reads weights that were never uploaded");
     return master_.data() + offset;
   }
+  // The target the fake device claims is the CPU (target()), whose stage
+  // functions add into float64 accumulators.
   void *gradData() override { return grads_.data(); }
-  DType gradDType() const override { return DType::F32; }
-  Status accumulate(int64_t offset, const float *g, int64_t n) override {
-    ++bus_.accumulations;
-    for (int64_t i = 0; i < n; ++i)
-      grads_[offset + i] += g[i];
-    return Status::ok();
-  }
+  DType gradDType() const override { return DType::F64; }
   Status zeroGradients() override {
-    std::fill(grads_.begin(), grads_.end(), 0.0f);
+    ++bus_.zeroings;
+    std::fill(grads_.begin(), grads_.end(), 0.0);
     return Status::ok();
   }
 
@@ -200,7 +199,8 @@ private:
   ParamLayout layout_;
   size_t n_;
   std::vector<bp_cuda_segment> all_, norm_;
-  std::vector<float> master_, grads_, m_, v_;
+  std::vector<float> master_, m_, v_;
+  std::vector<double> grads_;
   std::vector<float> hostParams_, hostM_, hostV_;
   bool hasImage_ = false, uploaded_ = false;
 };
@@ -291,9 +291,9 @@ public:
   void beginStep(double nowUs) override {
     // Stage calls before the first step are the warm-up's.
     if (log_ && step_ == 0 && !warmUpLogged_) {
-      std::fprintf(log_, "warm-up stage_calls %lld accumulations %lld\n",
+      std::fprintf(log_, "warm-up stage_calls %lld zeroings %lld\n",
                    static_cast<long long>(bus_.stageCalls),
-                   static_cast<long long>(bus_.accumulations));
+                   static_cast<long long>(bus_.zeroings));
       warmUpLogged_ = true;
     }
     bus_ = BusCounts();
@@ -311,7 +311,7 @@ public:
     if (log_) {
       std::fprintf(log_,
                    "step %lld inputs %lld input_bytes %lld losses %lld norms "
-                   "%lld syncs %lld stage_calls %lld accumulations %lld\n",
+                   "%lld syncs %lld stage_calls %lld zeroings %lld\n",
                    static_cast<long long>(++step_),
                    static_cast<long long>(bus_.inputs),
                    static_cast<long long>(bus_.inputBytes),
@@ -319,7 +319,7 @@ public:
                    static_cast<long long>(bus_.norms),
                    static_cast<long long>(bus_.syncs),
                    static_cast<long long>(bus_.stageCalls),
-                   static_cast<long long>(bus_.accumulations));
+                   static_cast<long long>(bus_.zeroings));
       std::fflush(log_);
     }
   }

@@ -1,9 +1,9 @@
 //===- FakeStages.cpp - Hand-compiled stage functions of the fake model ---===//
 //
 // Each entry reads its arguments from buffers[0..A-1] and writes fresh
-// malloc'd results to buffers[A..A+R-1], as generated code does (program.h).
-// Parameter gradients are fresh buffers too: the kernels accumulate, so
-// they start zeroed, and the executor adds them into its accumulators.
+// malloc'd results to buffers[A..A+R-1], as generated code does (program.h),
+// except the parameter gradients: their slots hold the rank's float64
+// accumulators, which the kernels' float64 forms add into.
 //
 // BITPIPE_FAKE_NAN_BACKWARD=K makes the K-th call (from 1, in this process)
 // of stage 0's backward return a NaN in hidden.bias's gradient: a transient
@@ -33,6 +33,7 @@ float *fresh(int64_t n) {
 }
 
 const float *f(void *p) { return static_cast<const float *>(p); }
+double *acc(void *p) { return static_cast<double *>(p); }
 const int32_t *i32(void *p) { return static_cast<const int32_t *>(p); }
 
 // args: wte, wpe, W, b, tokens; results: g, saved e, saved h.
@@ -48,27 +49,23 @@ void stage0Fwd(void **buf) {
 }
 
 // args: W (forward arg 2), tokens (forward arg 4), e, h, dg;
-// results: dwte, dwpe, dW, db.
+// results (accumulated): dwte, dwpe, dW, db.
 void stage0Bwd(void **buf) {
   float *dh = fresh(N * H), *de = fresh(N * H);
-  float *dwte = fresh(V * H), *dwpe = fresh(T * H), *dW = fresh(H * H),
-        *db = fresh(H);
   bp_check(bp_gelu_bwd(f(buf[4]), f(buf[3]), dh, N * H), "gelu_bwd");
   bp_check(bp_linear_bwd_input(dh, f(buf[0]), de, N, H, H), "linear_bwd_in");
-  bp_check(bp_linear_bwd_weight(dh, f(buf[2]), dW, db, N, H, H),
+  bp_check(bp_linear_bwd_weight_g64(dh, f(buf[2]), acc(buf[7]), acc(buf[8]), N,
+                                    H, H),
            "linear_bwd_w");
-  bp_check(bp_embedding_bwd(i32(buf[1]), de, dwte, dwpe, B, T, H, V),
+  bp_check(bp_embedding_bwd_g64(i32(buf[1]), de, acc(buf[5]), acc(buf[6]), B, T,
+                                H, V),
            "embedding_bwd");
   bp_free(dh);
   bp_free(de);
   static long calls = 0;
   const char *nanAt = std::getenv("BITPIPE_FAKE_NAN_BACKWARD");
   if (nanAt && ++calls == std::atol(nanAt))
-    db[0] = __builtin_nanf("");
-  buf[5] = dwte;
-  buf[6] = dwpe;
-  buf[7] = dW;
-  buf[8] = db;
+    acc(buf[8])[0] = __builtin_nan("");
 }
 
 // args: wte, x, labels; results: loss, saved logits.
@@ -105,15 +102,15 @@ float *lossGrad(void *logits, void *labels) {
 }
 
 // args: wte, x (forward arg 1), labels (forward arg 2), logits;
-// results: dwte, dx.
+// results: dwte (accumulated), dx.
 void stage1Bwd(void **buf) {
   float *dlogits = lossGrad(buf[3], buf[2]);
-  float *dx = fresh(N * H), *dwte = fresh(V * H);
+  float *dx = fresh(N * H);
   bp_check(bp_linear_bwd_input(dlogits, f(buf[0]), dx, N, H, V), "dx");
-  bp_check(bp_linear_bwd_weight(dlogits, f(buf[1]), dwte, nullptr, N, H, V),
+  bp_check(bp_linear_bwd_weight_g64(dlogits, f(buf[1]), acc(buf[4]), nullptr, N,
+                                    H, V),
            "dwte");
   bp_free(dlogits);
-  buf[4] = dwte;
   buf[5] = dx;
 }
 
@@ -126,12 +123,11 @@ void stage1BwdInput(void **buf) {
   buf[4] = dlogits;
 }
 
-// args: x (forward arg 1), stash dlogits; results: dwte.
+// args: x (forward arg 1), stash dlogits; results: dwte (accumulated).
 void stage1BwdWeight(void **buf) {
-  float *dwte = fresh(V * H);
-  bp_check(bp_linear_bwd_weight(f(buf[1]), f(buf[0]), dwte, nullptr, N, H, V),
+  bp_check(bp_linear_bwd_weight_g64(f(buf[1]), f(buf[0]), acc(buf[2]), nullptr,
+                                    N, H, V),
            "dwte");
-  buf[2] = dwte;
 }
 
 } // namespace

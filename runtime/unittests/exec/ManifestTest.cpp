@@ -189,11 +189,33 @@ TEST(ExecManifest, ReadsTheTarget) {
   EXPECT_EQ(cpu->target.precision, Precision::Fp32);
   EXPECT_EQ(cpu->target.computeDType(), DType::F32);
 
+  EXPECT_EQ(cpu->target.gradientDType(), DType::F64);
+
+  // A parameter gradient's slot holds the target's accumulator: float64 on
+  // the CPU, fp32 on CUDA; a manifest that says otherwise is named.
   std::string cuda = replaced(pipeDpManifest(), "\"name\": \"cpu\"",
                               "\"name\": \"cuda\"");
+  EXPECT_NE(errorOf(cuda).find("functions[1].results[0]: parameter "
+                               "'embed.tokens' is [32, 16] f32 (its "
+                               "gradient's accumulator on this target), not "
+                               "[32, 16] f64"),
+            std::string::npos)
+      << errorOf(cuda);
+  for (size_t at; (at = cuda.find("\"f64\"")) != std::string::npos;)
+    cuda.replace(at, 5, "\"f32\"");
   Expected<Manifest> m = parseManifest(cuda);
   ASSERT_TRUE(m.isOk()) << m.status().message();
   EXPECT_EQ(m->target.kind, TargetKind::Cuda);
+  EXPECT_EQ(m->target.gradientDType(), DType::F32);
+  // f64 is a parameter gradient's only.
+  std::string f64Activation =
+      replaced(pipeDpManifest(), FAKE_R("output", "", FAKE_ACT, "f32"),
+               FAKE_R("output", "", FAKE_ACT, "f64"));
+  EXPECT_NE(errorOf(f64Activation)
+                .find("f64 for a 'output' (only a backward's parameter "
+                      "gradient"),
+            std::string::npos)
+      << errorOf(f64Activation);
 
   // Under bf16 the stage functions read bf16 weights: an f32 parameter
   // argument is named with what it should be.

@@ -161,7 +161,7 @@ outputs)       # log line, metrics, trace, help
   [ "$(wc -l <"$tmp/m.jsonl")" -eq 2 ] || fail "metrics should have 2 lines"
   grep -q '"tokens_per_s"' "$tmp/m.jsonl" || fail "metrics lack tokens_per_s"
   for ev in '"F3.s0"' '"B3.s1"' '"W3.s1"' '"B0.s0"' 'send r1 t0' 'recv r0 t0' \
-            'allreduce b0' 'optimizer' '"accumulate"' '"pid":1'; do
+            'allreduce b0' 'optimizer' '"pid":1'; do
     grep -q "$ev" "$tmp/trace.json" || fail "trace lacks $ev"
   done
   # The whole-model checkpoint, as numpy / PyTorch's safetensors reads it.
@@ -197,10 +197,11 @@ fake-device)    # the CUDA backend's bookkeeping on a fake device (FakeDeviceBac
   same_tensors "$tmp/ref/rank0.safetensors" "$tmp/run/rank0.safetensors" 1e-5
   # 4 micro-batches of 2 x 8 tokens: tokens and labels in (8 x 64 bytes),
   # 4 losses and 1 norm out, waits before the optimizer and at the end,
-  # F0 F1 B1 B0 per micro-batch, and each backward's parameter gradients
-  # (stage 0's four, stage 1's tied embedding) added into the accumulators.
+  # F0 F1 B1 B0 per micro-batch, whose backwards add their parameter
+  # gradients into the accumulators themselves, and the accumulators zeroed
+  # once, after the optimizer step.
   for step in 1 2 3; do
-    grep -qx "step $step inputs 8 input_bytes 512 losses 4 norms 1 syncs 2 stage_calls 16 accumulations 20" "$tmp/bus.txt" \
+    grep -qx "step $step inputs 8 input_bytes 512 losses 4 norms 1 syncs 2 stage_calls 16 zeroings 1" "$tmp/bus.txt" \
       || fail "step $step: not what should cross the bus: $(cat "$tmp/bus.txt")"
   done
   [ "$(grep -o '"cat":"device"' "$tmp/trace.json" | wc -l)" -eq 48 ] \
@@ -209,8 +210,8 @@ fake-device)    # the CUDA backend's bookkeeping on a fake device (FakeDeviceBac
   # (Executor::warmUp; stage 1's backward both whole and in halves),
   # outside the trace and the steps' counts, and without changing a number
   # of the run (the metrics and weights above match the CPU's, which does
-  # not warm up).
-  grep -qx "warm-up stage_calls 6 accumulations 0" "$tmp/bus.txt" \
+  # not warm up): the gradients its backwards added are zeroed after it.
+  grep -qx "warm-up stage_calls 6 zeroings 1" "$tmp/bus.txt" \
     || fail "not one warm-up call per stage function: $(head -2 "$tmp/bus.txt")"
   grep -q '^bitpipe: warm-up: 6 stage calls in [0-9.]* s before the first step$' "$tmp/out.txt" \
     || fail "no warm-up line: $(head -5 "$tmp/out.txt")"

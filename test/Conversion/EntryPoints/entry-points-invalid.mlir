@@ -55,3 +55,14 @@ module attributes {bitpipe.entry_points = {functions = [], ranks = [@r]}} {
     llvm.return
   }
 }
+
+// -----
+
+// A list of accumulated results that the signature cannot hold: result 3
+// of a function with 1 result and 1 trailing argument.
+module attributes {bitpipe.entry_points = {functions = [@f], ranks = []}} {
+  // expected-error @+1 {{has bitpipe.accumulated_results = array<i64: 3>; expected increasing indices of results that became trailing arguments}}
+  llvm.func @f(%a: !llvm.ptr, %acc: !llvm.ptr) -> !llvm.ptr attributes {bitpipe.accumulated_results = array<i64: 3>} {
+    llvm.return %a : !llvm.ptr
+  }
+}

@@ -113,7 +113,7 @@ module attributes {
 // MANIFEST-SAME:    "results":[{"role":"stash","index":0,"shape":[2,4,4],"dtype":"f32"}]},
 // MANIFEST-SAME:   {"name":"s0_bwd_weight","kind":"backward_weight","stage":0,
 // MANIFEST-SAME:    "args":[{"role":"forward_arg","index":1,"shape":[2,4],"dtype":"i32"},{"role":"stash","index":0,"shape":[2,4,4],"dtype":"f32"}],
-// MANIFEST-SAME:    "results":[{"role":"param","param":"wte","shape":[8,4],"dtype":"f32"}]},
+// MANIFEST-SAME:    "results":[{"role":"param","param":"wte","shape":[8,4],"dtype":"f64"}]},
 // MANIFEST-SAME:   {"name":"s1","kind":"forward","stage":1,
 // MANIFEST-SAME:   {"name":"s1_bwd_input","kind":"backward_input","stage":1,
 // MANIFEST-SAME:   {"name":"s1_bwd_weight","kind":"backward_weight","stage":1,

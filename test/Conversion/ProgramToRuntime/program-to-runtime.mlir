@@ -188,7 +188,7 @@ module attributes {
 // order of first appearance; only matrices decay. The backward's parameter
 // argument is a forward_arg (bound from the handle), its parameter result a
 // "param" gradient. Rank 1 holds only "wte".
-// MANIFEST:      {"version":4,
+// MANIFEST:      {"version":5,
 // MANIFEST-SAME: "target":{"name":"cpu","precision":"fp32"},
 // MANIFEST-SAME: "model":{"name":"m","family":"gpt","vocab":8,"seq_len":4,"microbatch_size":2,"mask_token":7,"heads":1,"max_positions":4,"norm_position":"pre"},
 // MANIFEST-SAME: "schedule":{"name":"gpipe","microbatches":2,"devices":2,"data_parallel":1,"world_size":2,"transfer_streams":"shared","channels":{{\[\[0,1\],\[1,0\]\]}}},
@@ -205,8 +205,8 @@ module attributes {
 // MANIFEST-SAME:    "args":[{"role":"forward_arg","index":2,"shape":[2,4],"dtype":"i32"},
 // MANIFEST-SAME:            {"role":"saved","index":0,"shape":[2,4,4],"dtype":"f32"},
 // MANIFEST-SAME:            {"role":"grad_of_result","index":0,"shape":[2,4,4],"dtype":"f32"}],
-// MANIFEST-SAME:    "results":[{"role":"param","param":"wte","shape":[8,4],"dtype":"f32"},
-// MANIFEST-SAME:               {"role":"param","param":"ln.bias","shape":[4],"dtype":"f32"}]},
+// MANIFEST-SAME:    "results":[{"role":"param","param":"wte","shape":[8,4],"dtype":"f64"},
+// MANIFEST-SAME:               {"role":"param","param":"ln.bias","shape":[4],"dtype":"f64"}]},
 // MANIFEST-SAME:   {"name":"m_stage1","kind":"forward","stage":1,
 // MANIFEST-SAME:    "args":[{"role":"activation","shape":[2,4,4],"dtype":"f32"},
 // MANIFEST-SAME:            {"role":"param","param":"wte","shape":[8,4],"dtype":"f32"},
@@ -217,7 +217,7 @@ module attributes {
 // MANIFEST-SAME:            {"role":"forward_arg","index":1,"shape":[8,4],"dtype":"f32"},
 // MANIFEST-SAME:            {"role":"forward_arg","index":2,"shape":[2,4],"dtype":"i32"}],
 // MANIFEST-SAME:    "results":[{"role":"grad_of_arg","index":0,"shape":[2,4,4],"dtype":"f32"},
-// MANIFEST-SAME:               {"role":"param","param":"wte","shape":[8,4],"dtype":"f32"}]}],
+// MANIFEST-SAME:               {"role":"param","param":"wte","shape":[8,4],"dtype":"f64"}]}],
 // MANIFEST-SAME: "groups":{{\[\[0,1\]\]}},
 // MANIFEST-SAME: "ranks":[
 // MANIFEST-SAME:   {"num_values":9,"peak_handles":2,"peak_saved_bytes":256,"params":["wte","ln.bias"],"buckets":[{"group":0,"params":["wte"]}]},
@@ -229,7 +229,7 @@ module attributes {
 // The saved bytes in flight halve.
 // RUN: bitpipe-opt %s --bitpipe-lower-program-to-runtime="manifest-file=%t.bf16.json target=cuda precision=bf16" -o /dev/null
 // RUN: FileCheck %s --input-file=%t.bf16.json --check-prefix=BF16
-// BF16:      {"version":4,
+// BF16:      {"version":5,
 // BF16-SAME: "target":{"name":"cuda","precision":"bf16"},
 // BF16-SAME:   {"name":"m_stage0","kind":"forward","stage":0,
 // BF16-SAME:    "args":[{"role":"param","param":"wte","shape":[8,4],"dtype":"bf16"},
@@ -251,5 +251,5 @@ module attributes {
 // The CUDA target in fp32: only the target differs.
 // RUN: bitpipe-opt %s --bitpipe-lower-program-to-runtime="manifest-file=%t.cuda.json target=cuda" -o /dev/null
 // RUN: FileCheck %s --input-file=%t.cuda.json --check-prefix=CUDA-FP32
-// CUDA-FP32:     {"version":4,"target":{"name":"cuda","precision":"fp32"},
+// CUDA-FP32:     {"version":5,"target":{"name":"cuda","precision":"fp32"},
 // CUDA-FP32-NOT: bf16

@@ -51,8 +51,10 @@ inline constexpr const char *kRecvFormat = "recv r%d t%d";
 /// its sum ("allreduce.wait b3").
 inline constexpr const char *kAllReducePostFormat = "allreduce b%d";
 inline constexpr const char *kAllReduceWaitFormat = "allreduce.wait b%d";
-/// The gradient sums a stage call leaves for the rank, done on the host
-/// before its next call (exec/Executor.h, pendingGrads_).
+/// Gradient sums on the host between stage calls: what the executor did
+/// when stage functions returned their parameter gradients in fresh
+/// buffers. Runs since accumulate in place and record none; the
+/// calibration still reads the spans of traces that have them.
 inline constexpr const char *kAccumulate = "accumulate";
 /// The optimizer step.
 inline constexpr const char *kOptimizer = "optimizer";

@@ -18,6 +18,13 @@ namespace bitpipe {
 #define GEN_PASS_DECL_LOWERNNTORUNTIME
 #include "bitpipe/Conversion/Passes.h.inc"
 
+/// A lowered function's (DenseI64ArrayAttr) results that became trailing
+/// arguments, in order: the parameter gradients it accumulates in place.
+/// bitpipe-emit-entry-points passes the accumulators the runtime puts in
+/// those results' slots (docs/runtime-abi.md, "Parameter gradients").
+inline constexpr llvm::StringLiteral kAccumulatedResultsAttrName =
+    "bitpipe.accumulated_results";
+
 /// Tensors of static shape become memrefs of that shape; other types stay.
 class NNToRuntimeTypeConverter : public mlir::TypeConverter {
 public:

@@ -46,6 +46,14 @@ Precision defaultPrecision(TargetKind kind);
 /// is fp32 only.
 bool supportsPrecision(TargetKind kind, Precision precision);
 
+/// The bit width of \p kind's parameter-gradient accumulators, into which
+/// the stage functions' gradient kernels add in place: 64 on the CPU (the
+/// float64 sums that make every schedule's gradients the same bits,
+/// docs/training-semantics.md), 32 on CUDA. The manifest states it as the
+/// dtype of a backward's "param" results, and the runtime's parameter
+/// arrays hold the same (docs/runtime-abi.md, "Parameter gradients").
+unsigned gradientAccumulatorBits(TargetKind kind);
+
 } // namespace bitpipe
 
 #endif // BITPIPE_CONVERSION_TARGET_TARGET_H

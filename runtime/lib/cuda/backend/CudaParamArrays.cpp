@@ -254,12 +254,6 @@ void *CudaParamArrays::computeParams(int64_t offset) {
   return master_ + offset;
 }
 
-Status CudaParamArrays::accumulate(int64_t offset, const float *g,
-                                   int64_t n) {
-  return kernelStatus(bp_cuda_accumulate_f32(grads_ + offset, g, n, stream_),
-                      "accumulating a parameter gradient");
-}
-
 Status CudaParamArrays::zeroGradients() {
   if (n_ == 0)
     return Status::ok();

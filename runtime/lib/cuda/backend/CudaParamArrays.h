@@ -3,8 +3,9 @@
 // The CUDA target's ParamArrays (exec/Backend.h): fp32 master weights, fp32
 // gradient accumulators and fp32 AdamW moments in device memory and, under
 // bf16, the bf16 copy of the weights that the stage functions read (under
-// fp32 they read the master weights). Gradients are added with
-// bp_cuda_accumulate_f32, the norm is bp_cuda_sum_squares and the update
+// fp32 they read the master weights). The stage functions' gradient
+// kernels add into the accumulators in place (beta = 1 into the
+// accumulator's slice), the norm is bp_cuda_sum_squares and the update
 // bp_cuda_adamw_step, over segment tables built once from the layout. The
 // initial weights are drawn on the device (bp_cuda_init_normal) and the
 // end-of-run check runs there (bp_cuda_find_invalid). The host image
@@ -50,7 +51,6 @@ public:
   void *computeParams(int64_t offset) override;
   void *gradData() override { return grads_; }
   DType gradDType() const override { return DType::F32; }
-  Status accumulate(int64_t offset, const float *g, int64_t n) override;
   Status zeroGradients() override;
   Expected<double> sumSquaredGradients(int numMicroBatches) override;
   Status adamwStep(AdamW &optimizer, int numMicroBatches,

@@ -5,9 +5,10 @@
 // bitpipe-tblgen -gen-nn-kernel-lowerings writes its pattern of
 // bitpipe-lower-nn-to-runtime from that. The pattern
 //  1. gives every result its buffer, in result order: a `result` a fresh
-//     one, a `grad_acc` the buffer its kernel accumulates into (zeroed, or
-//     that of the parameter gradient it is summed with: GradientSumPlan in
-//     lib/Conversion/NNToRuntime/Lowering.h);
+//     one, a `grad_acc` the buffer its kernel accumulates into (the rank's
+//     accumulator, an argument, where the function returns the gradient;
+//     else zeroed, or that of the parameter gradient it is summed with:
+//     GradientSumPlan in lib/Conversion/NNToRuntime/Lowering.h);
 //  2. allocates the `scratch` buffers, in order;
 //  3. emits the calls in order, each one's arguments in order;
 //  4. replaces the op with its results' buffers.
@@ -48,7 +49,9 @@ def call;
 //                  absent is NULL (for a *_OPT parameter only).
 //   (result $x)    the fresh buffer of result x.
 //   (grad_acc $x)  the buffer that parameter-gradient result x accumulates
-//                  in; an Optional one that is absent is NULL.
+//                  in (float64 on the CPU when it is the rank's: the
+//                  kernel's _g64 form is called); an Optional one that is
+//                  absent is NULL.
 //   (scratch sizes...):$name  a fresh f32 buffer of those sizes that only
 //                  the op's calls use (a statistic the nn op does not
 //                  return, or a loss it discards); a later argument `$name`
