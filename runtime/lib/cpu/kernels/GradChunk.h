@@ -31,6 +31,9 @@ namespace bitpipe::runtime::cpu {
 /// zeroed; null when the host has no room.
 float *zeroedThreadScratch(int slot, int64_t count);
 
+/// acc[i] += g[i] for i < \p count, each g[i] widened to float64 (exact).
+void addIntoFloat64(double *acc, const float *g, int64_t count);
+
 /// A kernel's f32 chunk of \p count elements of a parameter gradient,
 /// which finish() adds into \p acc.
 template <typename Acc> class GradChunk;
@@ -54,10 +57,7 @@ public:
   /// BP_ERR_OUT_OF_MEMORY, and must not touch data().
   bool ok() const { return scratch != nullptr; }
   float *data() const { return scratch; }
-  void finish() {
-    for (int64_t i = 0; i < count; ++i)
-      acc[i] += static_cast<double>(scratch[i]);
-  }
+  void finish() { addIntoFloat64(acc, scratch, count); }
 
 private:
   double *acc;
