@@ -1,5 +1,6 @@
 // RUN: bitpipe-opt %s --bitpipe-lower-nn-to-runtime | FileCheck %s
 // RUN: bitpipe-opt %s --bitpipe-lower-nn-to-runtime=target=cuda | FileCheck %s --check-prefix=CUDA
+// RUN: bitpipe-opt %s '--bitpipe-lower-nn-to-runtime=target=cuda precision=bf16' | FileCheck %s --check-prefix=BF16
 
 // A backward stage function's parameter gradients (its nn.param results)
 // accumulate in place: each becomes a trailing argument, the rank's
@@ -38,6 +39,19 @@
 // CUDA:         call @bp_layer_norm_bwd(
 // CUDA:         call @bp_embedding_bwd(
 // CUDA-NOT:     bp_add_fwd
+
+// Under bf16 the activations are bf16 buffers and the accumulators stay
+// fp32 (the accumulator arguments join after the retyping): the kernels'
+// bf16 forms add into them.
+// BF16-LABEL: func.func @stage_bwd(
+// BF16-SAME:      %{{[a-z0-9]+}}: memref<2x4xi32>, %{{[a-z0-9]+}}: memref<2x4x8xbf16>,
+// BF16-SAME:      memref<16x8xf32>, %{{[a-z0-9]+}}: memref<4x8xf32>, %{{[a-z0-9]+}}: memref<8xf32>, %{{[a-z0-9]+}}: memref<8xf32>, %{{[a-z0-9]+}}: memref<16xf32>)
+// BF16-SAME:      -> (memref<2x4x8xbf16> {bitpipe.grad_of_arg = 1 : i64})
+// BF16-NOT:     bp_fill
+// BF16:         call @bp_linear_bwd_weight_bf16(
+// BF16:         call @bp_layer_norm_bwd_bf16(
+// BF16:         call @bp_embedding_bwd_bf16(
+// BF16-NOT:     bp_add_fwd
 func.func @stage_bwd(%tok: tensor<2x4xi32>, %x: tensor<2x4x8xf32>, %g: tensor<8xf32>, %dl: tensor<2x4x16xf32>, %dy: tensor<2x4x8xf32>)
     -> (tensor<16x8xf32> {nn.param = "wte"}, tensor<4x8xf32> {nn.param = "wpe"}, tensor<8xf32> {nn.param = "ln.weight"}, tensor<8xf32> {nn.param = "ln.bias"}, tensor<16xf32> {nn.param = "head.bias"}, tensor<2x4x8xf32> {bitpipe.grad_of_arg = 1 : i64}) {
   %dw, %db = nn.linear_weight_grad %x, %dl : (tensor<2x4x8xf32>, tensor<2x4x16xf32>) -> (tensor<16x8xf32>, tensor<16xf32>)
