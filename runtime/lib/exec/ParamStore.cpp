@@ -89,6 +89,16 @@ ParamStore::ParamStore(const Manifest &manifest, int rank)
 Status ParamStore::attach(Backend &backend) {
   BP_TRY(layoutError_);
   BP_ASSIGN(arrays, backend.createParamArrays(layout_));
+  // The stage functions add into the accumulators as the manifest's target
+  // says they are laid out (program.h's "param" results).
+  const DType want = manifest_.target.gradientDType();
+  if (arrays->gradDType() != want)
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        formatString("the backend's gradient accumulators are %s, but the "
+                     "stage functions of a %s program add into %s ones",
+                     dtypeName(arrays->gradDType()),
+                     targetKindName(manifest_.target.kind), dtypeName(want)));
   arrays_ = std::move(arrays);
   return Status::ok();
 }

@@ -83,6 +83,28 @@ TEST(ExecParamStore, ReplicasInitializeIdentically) {
   EXPECT_NE(c.hostParam(tokens)[0], a.hostParam(tokens)[0]);
 }
 
+// The stage functions add into the accumulators the manifest's target
+// lays out: a backend whose accumulators differ (the CPU's float64 under a
+// cuda program, whose functions add fp32) is refused when the store is
+// attached, not found as wrong sums.
+TEST(ExecParamStore, AccumulatorsOfAnotherTypeThanTheTargetsAreAnError) {
+  std::string text =
+      replaced(pipeDpManifest(), "\"name\": \"cpu\"", "\"name\": \"cuda\"");
+  for (size_t at; (at = text.find("\"f64\"")) != std::string::npos;)
+    text.replace(at, 5, "\"f32\"");
+  Expected<Manifest> m = parseManifest(text);
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  std::unique_ptr<Backend> cpu = createTargetBackend();
+  ParamStore store(*m, 0);
+  Status s = store.attach(*cpu);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("the backend's gradient accumulators are f64, "
+                             "but the stage functions of a cuda program add "
+                             "into f32 ones"),
+            std::string::npos)
+      << s.message();
+}
+
 } // namespace
 
 namespace {
