@@ -77,10 +77,13 @@ extern "C" bp_status_t bp_linear_bwd_input(const float *dy, const float *w,
   return BP_OK;
 }
 
-/// Floats of a weight gradient's tile: under a float64 accumulator the
-/// product writes f32 scratch of this size, which finish() reads back while
-/// it is still in the thread's cache.
-static constexpr int64_t kWeightGradTileFloats = int64_t(1) << 16;
+/// Floats of a weight gradient's tile (4 MiB): under a float64 accumulator
+/// the product writes f32 scratch of this size, which finish() reads back
+/// while it is still in the cache. Smaller tiles cost more than they save:
+/// OpenBLAS packs the whole of x again for every product (64 Ki-float
+/// tiles made the weight gradient 9-15 % slower at llama-cpu-large's
+/// shapes; bench/RESULTS.md, "Step time on one rank").
+static constexpr int64_t kWeightGradTileFloats = int64_t(1) << 20;
 
 /// bp_linear_bwd_weight into accumulators of type Acc (GradChunk.h).
 template <typename Acc>
