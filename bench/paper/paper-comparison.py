@@ -130,8 +130,9 @@ def config_text(best):
     if best is None:
         return "none fits"
     v = f" v={best['chunks_per_device']}" if best["chunks_per_device"] else ""
+    units = " halves" if best.get("units") == "halves" else ""
     return (f"D={best['devices']} dp={best['dp']}{v} "
-            f"mb={best['microbatch_size']} N={best['microbatches']}")
+            f"mb={best['microbatch_size']} N={best['microbatches']}{units}")
 
 
 def ratio(a, b):

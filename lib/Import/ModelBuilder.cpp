@@ -55,8 +55,9 @@ constexpr double kInitStd = 0.02;
 /// Collects the function's parameters and inputs, then builds its body.
 class ModelBuilder {
 public:
-  ModelBuilder(MLIRContext &ctx, const ModelConfig &config)
-      : ctx(ctx), config(config), b(&ctx), f32(b.getF32Type()) {}
+  ModelBuilder(MLIRContext &ctx, const ModelConfig &config,
+               PartitionUnits units)
+      : ctx(ctx), config(config), units(units), b(&ctx), f32(b.getF32Type()) {}
 
   OwningOpRef<ModuleOp> build();
 
@@ -64,8 +65,19 @@ private:
   /// Declares a parameter; returns its index among the function arguments.
   unsigned param(StringRef name, ArrayRef<int64_t> shape, Init init);
   Value arg(unsigned index) { return body->getArgument(index); }
-  /// Sets the layer of every op created from now on.
+  /// Sets the partition unit (nn.layer) of every op created from now on.
   void setLayer(int64_t layer) { currentLayer = layer; }
+  /// The unit of transformer layer \p index's first ops (all of its ops
+  /// under PartitionUnits::Layers).
+  void enterLayer(int64_t index) {
+    setLayer(units == PartitionUnits::Halves ? 2 * index + 1 : index + 1);
+  }
+  /// Where layer \p index's MLP half begins: a unit of its own under
+  /// PartitionUnits::Halves.
+  void enterMlpHalf(int64_t index) {
+    if (units == PartitionUnits::Halves)
+      setLayer(2 * index + 2);
+  }
   template <typename OpT, typename... Args> Value create(Args &&...args);
 
   Value layerNorm(Value x, StringRef prefix);
@@ -95,6 +107,7 @@ private:
 
   MLIRContext &ctx;
   const ModelConfig &config;
+  PartitionUnits units;
   OpBuilder b;
   Type f32;
 
@@ -192,6 +205,7 @@ Value ModelBuilder::llamaLayer(Value x, int64_t index) {
                          b.getF32FloatAttr(config.ropeTheta));
   Value a = attention(qkv, index, /*causal=*/true);
   x = create<AddOp>(x, linearNoBias(a, p + ".attn.proj"));
+  enterMlpHalf(index);
   h = rmsNorm(x, p + ".ln2");
   // Two statements: the order of the ops (and of a reader's argument list)
   // must not depend on the evaluation order of call arguments.
@@ -216,6 +230,7 @@ Value ModelBuilder::transformerLayer(Value x, int64_t index) {
   Value out = dropout(linear(a, p + ".attn.proj"), residual,
                       attentionOutputDropoutSite(index));
   x = create<AddOp>(x, out);
+  enterMlpHalf(index);
   h = layerNorm(x, p + ".ln2");
   Value m = gelu(linear(h, p + ".mlp.fc"));
   out = dropout(linear(m, p + ".mlp.proj"), residual,
@@ -231,6 +246,7 @@ Value ModelBuilder::postNormLayer(Value x, int64_t index) {
   Value out = dropout(linear(a, p + ".attn.proj"), residual,
                       attentionOutputDropoutSite(index));
   x = layerNorm(create<AddOp>(x, out), p + ".ln1");
+  enterMlpHalf(index);
   Value m = gelu(linear(x, p + ".mlp.fc"));
   out = dropout(linear(m, p + ".mlp.proj"), residual,
                 mlpOutputDropoutSite(index));
@@ -365,12 +381,12 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
     x = layerNorm(x, "embed.ln");
   x = dropout(x, config.embeddingDropout, embeddingDropoutSite());
   for (int64_t i = 0; i < L; ++i) {
-    setLayer(i + 1);
+    enterLayer(i);
     x = llama        ? llamaLayer(x, i)
         : postNorm() ? postNormLayer(x, i)
                      : transformerLayer(x, i);
   }
-  setLayer(L + 1);
+  enterLayer(L); // the head: the unit after the last layer's
   Value logits;
   if (llama) {
     x = rmsNorm(x, "final_ln");
@@ -397,7 +413,8 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
 } // namespace
 
 OwningOpRef<ModuleOp> bitpipe::buildModel(MLIRContext &context,
-                                          const ModelConfig &config) {
+                                          const ModelConfig &config,
+                                          PartitionUnits units) {
   context.loadDialect<NNDialect, func::FuncDialect>();
-  return ModelBuilder(context, config).build();
+  return ModelBuilder(context, config, units).build();
 }

@@ -108,6 +108,8 @@ std::string describe(const PlanConfig &c) {
     text += " N=" + std::to_string(c.microbatches);
   if (c.recompute != sched::Recompute::None)
     text += std::string(" recompute=") + sched::recomputeName(c.recompute);
+  if (c.units != sched::PartitionUnits::Layers)
+    text += std::string(" units=") + sched::partitionUnitsName(c.units);
   return text;
 }
 

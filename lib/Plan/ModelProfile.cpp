@@ -11,10 +11,11 @@ stageProfiles(const ModelProfile &model, int stages) {
   using R = sched::Result<std::vector<StageProfile>>;
   const int units = static_cast<int>(model.layers.size());
   if (stages < 1 || stages > units)
-    return R::failure(std::to_string(stages) + " stages: the model has " +
-                      std::to_string(units) +
-                      " partition units (embedding, layers, head), and a "
-                      "stage holds at least one");
+    return R::failure(
+        std::to_string(stages) + " stages: the model has " +
+        std::to_string(units) +
+        " partition units (embedding, layers or their halves, head), and a "
+        "stage holds at least one");
   // The partitioner's unit cost (lib/Transforms/Partition.cpp): a stage
   // runs the forward and the backward of every micro-batch.
   std::vector<double> costs;

@@ -87,6 +87,8 @@ std::string compileCommand(const PlanConfig &c, const CommandContext &ctx) {
          std::to_string(c.dataParallel);
   if (c.recompute != sched::Recompute::None)
     cmd += std::string(" --recompute ") + sched::recomputeName(c.recompute);
+  if (c.units != sched::PartitionUnits::Layers)
+    cmd += std::string(" --units ") + sched::partitionUnitsName(c.units);
   cmd += " --target " + ctx.target + " --precision " + ctx.precision;
   return cmd + " -o " + shellWord(base + "_train");
 }
@@ -140,10 +142,13 @@ size_t scheduleWidth(const std::vector<std::vector<std::string>> &rows) {
 std::vector<std::string> tableCells(const PlanResult &result, size_t index) {
   const Estimate &e = result.ranked[index];
   const PlanConfig &c = e.config;
-  // A configuration that recomputes says so after its schedule's name.
+  // A configuration that recomputes, or is cut from half layers, says so
+  // after its schedule's name.
   std::string schedule = c.schedule;
   if (c.recompute != sched::Recompute::None)
     schedule += std::string("+recompute=") + sched::recomputeName(c.recompute);
+  if (c.units != sched::PartitionUnits::Layers)
+    schedule += std::string("+units=") + sched::partitionUnitsName(c.units);
   return {std::to_string(index + 1),
           schedule,
           std::to_string(c.devices),
@@ -285,6 +290,7 @@ std::string formatJson(const PlanResult &result, int topK,
            ", \"microbatches\": " + std::to_string(c.microbatches) +
            ", \"split_backward\": " + (c.splitBackward ? "true" : "false") +
            ", \"recompute\": " + quote(sched::recomputeName(c.recompute)) +
+           ", \"units\": " + quote(sched::partitionUnitsName(c.units)) +
            ", \"stages\": " + std::to_string(c.stages) +
            ", \"step_time_s\": " + num(e.stepTime) +
            ", \"tokens_per_s\": " + num(e.tokensPerSecond) +

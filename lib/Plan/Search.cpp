@@ -181,11 +181,16 @@ sched::Result<PlanResult> search(const PlanRequest &request,
 
   // The profiles, and the cuts of each into S stages, once each (map
   // nodes stay put: the candidates point into them).
-  std::map<int64_t, sched::Result<ModelProfile>> profiles;
-  auto profileAt = [&](int64_t size) -> const sched::Result<ModelProfile> & {
-    auto it = profiles.find(size);
+  std::map<std::pair<int64_t, sched::PartitionUnits>,
+           sched::Result<ModelProfile>>
+      profiles;
+  auto profileAt = [&](int64_t size, sched::PartitionUnits units =
+                                         sched::PartitionUnits::Layers)
+      -> const sched::Result<ModelProfile> & {
+    auto it = profiles.find({size, units});
     if (it == profiles.end()) {
-      it = profiles.emplace(size, profile(size)).first;
+      it = profiles.emplace(std::make_pair(size, units), profile(size, units))
+               .first;
       if (it->second && !result.seqLen) {
         result.seqLen = it->second->seqLen;
         result.modelFlopsPerToken =
@@ -195,8 +200,12 @@ sched::Result<PlanResult> search(const PlanRequest &request,
     }
     return it->second;
   };
-  std::map<std::pair<int64_t, int>, sched::Result<std::vector<StageProfile>>>
+  std::map<std::tuple<int64_t, sched::PartitionUnits, int>,
+           sched::Result<std::vector<StageProfile>>>
       cuts;
+  std::vector<sched::PartitionUnits> unitChoices = request.units;
+  if (unitChoices.empty())
+    unitChoices.push_back(sched::PartitionUnits::Layers);
   // The sequence length, for the report, whether or not a candidate gets
   // as far as its profile.
   profileAt(sizes.front());
@@ -262,25 +271,50 @@ sched::Result<PlanResult> search(const PlanRequest &request,
               reject(config, Rejection::Schedule, placement.error);
               continue;
             }
-            const sched::Result<ModelProfile> &model = profileAt(size);
-            if (!model) {
-              reject(config, Rejection::Model, model.error);
-              continue;
-            }
+            // The units whose stages balance best: the cheapest most
+            // expensive stage, the first of unitChoices (whole layers) on
+            // a tie. A failure is the first choice's.
             const int S = placement->numStages;
-            auto cut = cuts.find({size, S});
-            if (cut == cuts.end())
-              cut = cuts.emplace(std::make_pair(size, S),
-                                 stageProfiles(*model, S))
-                        .first;
-            if (!cut->second) {
-              reject(config, Rejection::Stages, cut->second.error);
+            const ModelProfile *chosenModel = nullptr;
+            const std::vector<StageProfile> *chosenStages = nullptr;
+            double chosenMax = 0;
+            Rejection failedAs = Rejection::Model;
+            std::string failure;
+            for (sched::PartitionUnits units : unitChoices) {
+              const sched::Result<ModelProfile> &model = profileAt(size, units);
+              if (!model) {
+                if (failure.empty())
+                  failedAs = Rejection::Model, failure = model.error;
+                continue;
+              }
+              auto cut = cuts.find({size, units, S});
+              if (cut == cuts.end())
+                cut = cuts.emplace(std::make_tuple(size, units, S),
+                                   stageProfiles(*model, S))
+                          .first;
+              if (!cut->second) {
+                if (failure.empty())
+                  failedAs = Rejection::Stages, failure = cut->second.error;
+                continue;
+              }
+              double most = 0;
+              for (const StageProfile &st : *cut->second)
+                most = std::max(most, st.forwardFlops + st.backwardFlops);
+              if (!chosenModel || most < chosenMax) {
+                chosenModel = &*model;
+                chosenStages = &*cut->second;
+                chosenMax = most;
+                config.units = units;
+              }
+            }
+            if (!chosenModel) {
+              reject(config, failedAs, failure);
               continue;
             }
             Candidate c;
             c.config = config;
-            c.model = &*model;
-            c.stages = &*cut->second;
+            c.model = chosenModel;
+            c.stages = chosenStages;
             c.placement = std::move(*placement);
             candidates.push_back(std::move(c));
           }

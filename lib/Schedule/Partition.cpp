@@ -49,6 +49,18 @@
 
 using namespace bitpipe::sched;
 
+const char *bitpipe::sched::partitionUnitsName(PartitionUnits units) {
+  return units == PartitionUnits::Halves ? "halves" : "layers";
+}
+
+std::optional<PartitionUnits>
+bitpipe::sched::parsePartitionUnits(std::string_view name) {
+  for (PartitionUnits units : {PartitionUnits::Layers, PartitionUnits::Halves})
+    if (name == partitionUnitsName(units))
+      return units;
+  return std::nullopt;
+}
+
 namespace {
 
 /// Why `costs` cannot be partitioned, or "" when they can.

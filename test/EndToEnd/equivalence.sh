@@ -20,14 +20,16 @@
 #   equivalence.sh reference MODEL N_TOTAL WORKDIR [RUN FLAG...]
 #       compiles and runs the 1-rank reference (a ctest fixture);
 #   equivalence.sh case MODEL SCHEDULE D K N WORKDIR [--chunks-per-device V]
-#                  [--max-in-flight C] [--recompute MODE] [--host-nccl]
+#                  [--max-in-flight C] [--recompute MODE] [--units U]
+#                  [--host-nccl]
 #                  [RUN FLAG...]
 #       compiles and runs one case and compares it with the reference of
 #       MODEL, N*K and the same run flags, which must exist in WORKDIR;
-#       --chunks-per-device, --max-in-flight, --recompute and --host-nccl
-#       (first, if given) go to bitpipe-compile only (interleaved-1f1b's v,
-#       1f1b's cap on micro-batches in flight, what the backward computes
-#       again; the reference has none of them). --host-nccl
+#       --chunks-per-device, --max-in-flight, --recompute, --units and
+#       --host-nccl (first, if given) go to bitpipe-compile only
+#       (interleaved-1f1b's v, 1f1b's cap on micro-batches in flight, what
+#       the backward computes again, the units stages are cut from; the
+#       reference has none of them). --host-nccl
 #       checks the programs under NCCL's rules and links them with the NCCL
 #       communicator over the strict MPI stand-in for NCCL
 #       (docs/nccl-transfers.md, "Tested without a GPU"): the run then
@@ -80,7 +82,7 @@ case)
   compile_flags=() tag_flags=() case_flags=() host_nccl=
   while :; do
     case "${1:-}" in
-    --chunks-per-device | --max-in-flight | --recompute)
+    --chunks-per-device | --max-in-flight | --recompute | --units)
       compile_flags+=("$1" "$2") tag_flags+=("$1" "$2")
       shift 2
       ;;
@@ -135,7 +137,8 @@ case)
 *)
   echo "usage: $0 reference MODEL N WORKDIR [FLAG...] |" \
     "case MODEL SCHEDULE D K N WORKDIR [--chunks-per-device V]" \
-    "[--max-in-flight C] [--host-nccl] [FLAG...]" >&2
+    "[--max-in-flight C] [--recompute MODE] [--units U] [--host-nccl]" \
+    "[FLAG...]" >&2
   exit 2
   ;;
 esac

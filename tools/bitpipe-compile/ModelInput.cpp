@@ -17,19 +17,28 @@ using namespace llvm;
 mlir::OwningOpRef<mlir::ModuleOp>
 bitpipe::compile::loadModel(mlir::MLIRContext &context, StringRef path,
                             const ModelConfigOverrides &overrides,
-                            std::string &error) {
+                            PartitionUnits units, std::string &error) {
   if (path.ends_with(".json")) {
     Expected<ModelConfig> config = loadModelConfig(path.str(), overrides);
     if (!config) {
       error = toString(config.takeError());
       return nullptr;
     }
-    return buildModel(context, *config);
+    return buildModel(context, *config, units);
   }
   if (overrides.seqLen || overrides.microbatchSize) {
     error = (path + ": model IR fixes the sequence length and the "
                     "micro-batch size in its types; --seq-len and "
                     "--microbatch-size apply to a configuration (.json)")
+                .str();
+    return nullptr;
+  }
+  if (units != PartitionUnits::Layers) {
+    error = (path +
+             ": model IR fixes its partition units in its ops' "
+             "nn.layer; --units applies to a configuration (.json): "
+             "import the IR with bitpipe-import --units " +
+             sched::partitionUnitsName(units) + " instead")
                 .str();
     return nullptr;
   }

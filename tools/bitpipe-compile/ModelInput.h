@@ -9,6 +9,7 @@
 #ifndef BITPIPE_TOOLS_BITPIPE_COMPILE_MODELINPUT_H
 #define BITPIPE_TOOLS_BITPIPE_COMPILE_MODELINPUT_H
 
+#include "bitpipe/Import/ModelBuilder.h"
 #include "bitpipe/Import/ModelConfig.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -26,10 +27,12 @@ namespace bitpipe::compile {
 /// parse errors are also reported through \p context's diagnostic handler.
 /// \p overrides (the sequence length, the micro-batch size) apply to a
 /// configuration only: model IR fixes both in its types, and asking it for
-/// others is an error.
+/// others is an error. So do \p units (the ops' nn.layer numbering), where
+/// they are not the default whole layers.
 mlir::OwningOpRef<mlir::ModuleOp>
 loadModel(mlir::MLIRContext &context, llvm::StringRef path,
-          const ModelConfigOverrides &overrides, std::string &error);
+          const ModelConfigOverrides &overrides, PartitionUnits units,
+          std::string &error);
 
 } // namespace bitpipe::compile
 

@@ -50,6 +50,7 @@
 #include "bitpipe/Conversion/LowerToRuntime/LowerToRuntime.h"
 #include "bitpipe/Conversion/Target/Target.h"
 #include "bitpipe/InitAllDialects.h"
+#include "bitpipe/Support/PartitionUnitsOptions.h"
 #include "bitpipe/Support/ScheduleCommandLine.h"
 #include "bitpipe/Support/TransportOptions.h"
 #include "bitpipe/Transforms/Pipeline.h"
@@ -148,6 +149,13 @@ cl::opt<bitpipe::sched::Recompute> recompute(
              "keep every value it reads; docs/recompute.md)"),
     cl::init(bitpipe::sched::Recompute::None), bitpipe::recomputeValues(),
     cl::cat(category));
+cl::opt<bitpipe::sched::PartitionUnits> units(
+    "units",
+    cl::desc("The units stages are cut from: whole layers (default) or each "
+             "layer's attention and MLP halves (docs/models.md, \"Partition "
+             "units\"); a configuration's only"),
+    cl::init(bitpipe::sched::PartitionUnits::Layers),
+    bitpipe::partitionUnitsValues(), cl::cat(category));
 cl::opt<bitpipe::sched::TransferStreams> transferStreams(
     "transfer-streams",
     cl::desc("How the CUDA runtime lays the transfers on NCCL communicators "
@@ -336,7 +344,7 @@ int main(int argc, char **argv) {
     overrides.microbatchSize = microbatchSize;
   std::string error;
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      bitpipe::compile::loadModel(context, inputPath, overrides, error);
+      bitpipe::compile::loadModel(context, inputPath, overrides, units, error);
   if (!module) // The error names the file.
     return fail(error);
   if (failed(mlir::verify(*module)))

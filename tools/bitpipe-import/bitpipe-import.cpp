@@ -11,9 +11,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ToolOutput.h"
 #include "bitpipe/Import/ModelBuilder.h"
 #include "bitpipe/Import/ModelConfig.h"
-#include "ToolOutput.h"
+#include "bitpipe/Support/PartitionUnitsOptions.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -44,6 +45,14 @@ static cl::opt<int64_t>
     microbatchSize("microbatch-size",
                    cl::desc("Samples per micro-batch (overrides the config)"),
                    cl::init(0), cl::cat(category));
+
+static cl::opt<bitpipe::sched::PartitionUnits>
+    units("units",
+          cl::desc("The units stages are cut from: whole layers (default) or "
+                   "each layer's attention and MLP halves (docs/models.md, "
+                   "\"Partition units\")"),
+          cl::init(bitpipe::sched::PartitionUnits::Layers),
+          bitpipe::partitionUnitsValues(), cl::cat(category));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "bitpipe-import") << message << "\n";
@@ -80,7 +89,7 @@ int main(int argc, char **argv) {
 
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      bitpipe::buildModel(context, *config);
+      bitpipe::buildModel(context, *config, units);
   if (failed(mlir::verify(*module)))
     return fail("internal error: the generated model IR does not verify");
 

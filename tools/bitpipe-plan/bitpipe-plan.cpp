@@ -32,6 +32,7 @@
 #include "bitpipe/Schedule/Cluster.h"
 #include "bitpipe/Schedule/Export.h"
 #include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Support/PartitionUnitsOptions.h"
 #include "bitpipe/Support/RecomputeOptions.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -103,6 +104,13 @@ cl::opt<bool> recomputeToFit(
     cl::desc("Try a configuration over the memory cap again with full "
              "recomputation"),
     cl::init(false), cl::cat(category));
+cl::list<sched::PartitionUnits> unitsList(
+    "units", cl::CommaSeparated,
+    cl::desc("The partition units a configuration may be cut from; each "
+             "takes the one whose stages balance best (default: "
+             "layers,halves for a configuration, the IR's own for model "
+             "IR; docs/models.md, \"Partition units\")"),
+    bitpipe::partitionUnitsValues(), cl::cat(category));
 cl::list<std::string> scheduleList("schedules", cl::CommaSeparated,
                                    cl::desc("Schedules to try (default: "
                                             "all registered)"),
@@ -171,7 +179,7 @@ Error writeTimelines(const bitpipe::plan::PlanResult &result,
   for (auto [i, index] : llvm::enumerate(best)) {
     const bitpipe::plan::PlanConfig &config = result.ranked[index].config;
     sched::Result<bitpipe::plan::ModelProfile> profile =
-        source.profile(config.microbatchSize);
+        source.profile(config.microbatchSize, config.units);
     if (!profile)
       return createStringError(inconvertibleErrorCode(), profile.error);
     sched::Result<bitpipe::plan::Estimate> again = bitpipe::plan::evaluate(
@@ -336,8 +344,26 @@ int main(int argc, char **argv) {
     request.microbatchSizes.push_back(own);
   }
 
+  // Half layers where the model is a configuration (the importer numbers
+  // its units); model IR keeps the units its ops carry.
+  if (!unitsList.empty()) {
+    if (!source.choosesUnits())
+      for (sched::PartitionUnits units : unitsList)
+        if (units != sched::PartitionUnits::Layers)
+          return fail("--units: " + modelPath +
+                      " is model IR, whose ops fix its partition units "
+                      "(give the model's configuration to cut it from " +
+                      sched::partitionUnitsName(units) + ")");
+    request.units.assign(unitsList.begin(), unitsList.end());
+  } else if (source.choosesUnits()) {
+    request.units = {sched::PartitionUnits::Layers,
+                     sched::PartitionUnits::Halves};
+  }
+
   sched::Result<bitpipe::plan::PlanResult> result = bitpipe::plan::search(
-      request, *cluster, [&](int64_t size) { return source.profile(size); });
+      request, *cluster, [&](int64_t size, sched::PartitionUnits units) {
+        return source.profile(size, units);
+      });
   if (!result)
     return fail(result.error);
 

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bitpipe/Plan/Planner.h"
+#include "bitpipe/Plan/Report.h"
 #include "bitpipe/Schedule/Registry.h"
 
 #include <gtest/gtest.h>
@@ -56,7 +57,7 @@ ModelProfile uniformModel(int units, int64_t microbatchSize, double params,
 
 ProfileSource uniform(int units, double params, double act,
                       double boundary = 0) {
-  return [=](int64_t size) {
+  return [=](int64_t size, sched::PartitionUnits) {
     return sched::Result<ModelProfile>::success(
         uniformModel(units, size, params, act, boundary));
   };
@@ -220,7 +221,7 @@ TEST(Planner, SelectiveRecomputationTradesTheStatisticsForTheirForwards) {
   req.devices = {4};
   // Each unit keeps 1000 bytes a sequence, 200 of them statistics, whose
   // ops' forwards are half the unit's (0.5 ms of its backward's 2 ms again).
-  ProfileSource model = [](int64_t size) {
+  ProfileSource model = [](int64_t size, sched::PartitionUnits) {
     ModelProfile m = uniformModel(8, size, 1e6, 1e3);
     for (LayerProfile &l : m.layers) {
       l.statisticBytes = 200 * size;
@@ -332,6 +333,60 @@ TEST(Planner, GivesTheSameAnswerOnAnyNumberOfThreads) {
     EXPECT_EQ(one->rejections[r].count, three->rejections[r].count);
     EXPECT_EQ(one->rejections[r].example, three->rejections[r].example);
   }
+}
+
+// A model of `layers` identical layers as whole-layer units, or as twice as
+// many half units, each half the work, parameters and activations.
+ProfileSource layersOrHalves(int layers) {
+  return [=](int64_t size, sched::PartitionUnits units) {
+    if (units == sched::PartitionUnits::Layers)
+      return sched::Result<ModelProfile>::success(
+          uniformModel(layers, size, 1000, 100));
+    ModelProfile m = uniformModel(2 * layers, size, 500, 50);
+    for (LayerProfile &l : m.layers) {
+      l.forwardFlops /= 2;
+      l.backwardFlops /= 2;
+    }
+    return sched::Result<ModelProfile>::success(std::move(m));
+  };
+}
+
+TEST(Planner, CutsFromHalfLayersWhereTheStagesBalanceBetter) {
+  PlanRequest req = request(4, {"1f1b"});
+  req.devices = {2};
+  req.units = {sched::PartitionUnits::Layers, sched::PartitionUnits::Halves};
+  // Three layers on two stages: whole layers cut 2 | 1 (6 ms a micro-batch
+  // on the slower stage), halves 3 | 3 (4.5 ms).
+  sched::Result<PlanResult> both =
+      search(req, freeCluster(2), layersOrHalves(3));
+  ASSERT_TRUE(both) << both.error;
+  ASSERT_FALSE(both->ranked.empty());
+  const Estimate &halves = both->ranked.front();
+  EXPECT_EQ(halves.config.units, sched::PartitionUnits::Halves);
+  // The command that builds it says so.
+  CommandContext context;
+  context.modelPath = "m.json";
+  context.modelName = "m";
+  std::string command = compileCommand(halves.config, context);
+  EXPECT_NE(command.find(" --units halves"), std::string::npos) << command;
+  req.units = {sched::PartitionUnits::Layers};
+  sched::Result<PlanResult> layers =
+      search(req, freeCluster(2), layersOrHalves(3));
+  ASSERT_TRUE(layers && !layers->ranked.empty());
+  const Estimate &whole = layers->ranked.front();
+  EXPECT_EQ(whole.config.units, sched::PartitionUnits::Layers);
+  ASSERT_EQ(whole.config.microbatches, halves.config.microbatches);
+  // 1F1B at N = 4 on two equal stages of 4.5 ms: N + D - 1 = 5 slots of
+  // them. The 2 | 1 cut is slower than its slower stage's work alone, 4 x
+  // 6 ms.
+  EXPECT_NEAR(halves.stepTime, 5 * 4.5e-3, 1e-9);
+  EXPECT_GE(whole.stepTime, 4 * 6e-3);
+  // Four layers split evenly either way: whole layers, on the tie.
+  req.units = {sched::PartitionUnits::Layers, sched::PartitionUnits::Halves};
+  sched::Result<PlanResult> even =
+      search(req, freeCluster(2), layersOrHalves(4));
+  ASSERT_TRUE(even && !even->ranked.empty());
+  EXPECT_EQ(even->ranked.front().config.units, sched::PartitionUnits::Layers);
 }
 
 TEST(Planner, TriesOnlyTheDepthsAsked) {

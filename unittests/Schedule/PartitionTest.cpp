@@ -313,3 +313,11 @@ TEST(Partition, RejectsBadBoundaries) {
 }
 
 } // namespace
+
+TEST(PartitionUnits, NamesRoundTrip) {
+  for (PartitionUnits units : {PartitionUnits::Layers, PartitionUnits::Halves})
+    EXPECT_EQ(parsePartitionUnits(partitionUnitsName(units)), units);
+  EXPECT_STREQ(partitionUnitsName(PartitionUnits::Halves), "halves");
+  EXPECT_FALSE(parsePartitionUnits("thirds"));
+  EXPECT_FALSE(parsePartitionUnits(""));
+}

@@ -8,9 +8,12 @@
 //   * parameters come first, each with `nn.param = "<name>"` and
 //     `nn.init = #nn.init<normal, std = ...>` (or `<zeros>`, `<ones>`); then
 //     the inputs, with `nn.input = "tokens"` and `nn.input = "labels"`;
-//   * every op carries `nn.layer = k`: 0 for the embedding, 1..L for the
-//     transformer layers, L+1 for the head (final norm, output projection,
-//     loss); the partitioner cuts only between layers;
+//   * every op carries `nn.layer = k`, the partition unit it belongs to
+//     (the partitioner cuts only between units): with PartitionUnits::Layers
+//     0 for the embedding, 1..L for the transformer layers, L+1 for the
+//     head (final norm, output projection, loss); with ::Halves each layer
+//     i is two units, its attention half 2i+1 (norm, attention, projection,
+//     residual add) and its MLP half 2i+2, and the head is 2L+1;
 //   * the function carries `nn.model = #nn.model<...>`, the configuration.
 // (NNAttrNames.h names the attributes; NNAttrs.td defines their values.)
 //
@@ -21,14 +24,20 @@
 
 #include "bitpipe/Import/ModelConfig.h"
 
+#include "bitpipe/Schedule/Partition.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
 namespace bitpipe {
 
-/// A module holding the model function of `config`.
-mlir::OwningOpRef<mlir::ModuleOp> buildModel(mlir::MLIRContext &context,
-                                             const ModelConfig &config);
+using sched::PartitionUnits;
+
+/// A module holding the model function of `config`, its ops numbered in
+/// \p units.
+mlir::OwningOpRef<mlir::ModuleOp>
+buildModel(mlir::MLIRContext &context, const ModelConfig &config,
+           PartitionUnits units = PartitionUnits::Layers);
 
 } // namespace bitpipe
 

@@ -21,6 +21,7 @@
 #include "bitpipe/Schedule/Cluster.h"
 #include "bitpipe/Schedule/Error.h"
 #include "bitpipe/Schedule/Memory.h"
+#include "bitpipe/Schedule/Partition.h"
 #include "bitpipe/Schedule/Recompute.h"
 #include "bitpipe/Schedule/Schedule.h"
 #include "bitpipe/Schedule/Simulator.h"
@@ -62,6 +63,11 @@ struct PlanRequest {
   /// A configuration over the memory cap without recomputation is tried
   /// again with full recomputation (docs/planning.md).
   bool recomputeToFit = false;
+  /// The partition units a configuration may be cut from (docs/models.md,
+  /// "Partition units"): each configuration takes the one whose stages
+  /// balance best (the smallest most expensive stage; whole layers on a
+  /// tie). Empty: whole layers only.
+  std::vector<sched::PartitionUnits> units;
   std::vector<std::string> schedules; ///< Empty: every registered one.
   /// Pipeline depths D to try, each >= 1; empty: every D the GPUs allow.
   /// Comparing schedules at one depth takes the partition's granularity
@@ -93,6 +99,8 @@ struct PlanConfig {
   /// What each stage's backward computes again (bitpipe-compile
   /// --recompute).
   sched::Recompute recompute = sched::Recompute::None;
+  /// What the stages are cut from (bitpipe-compile --units).
+  sched::PartitionUnits units = sched::PartitionUnits::Layers;
 
   int gpus() const { return devices * dataParallel; }
 };
@@ -182,10 +190,10 @@ struct PlanResult {
   }
 };
 
-/// The model's profile at a micro-batch size (ProfileFromIR.h's
-/// ModelSource::profile; tests give hand-made ones).
-using ProfileSource =
-    std::function<sched::Result<ModelProfile>(int64_t microbatchSize)>;
+/// The model's profile at a micro-batch size, in partition units
+/// (ProfileFromIR.h's ModelSource::profile; tests give hand-made ones).
+using ProfileSource = std::function<sched::Result<ModelProfile>(
+    int64_t microbatchSize, sched::PartitionUnits units)>;
 
 /// Checks the request against the cluster: errors name the field, the
 /// value and what was expected (the tool prefixes "--").

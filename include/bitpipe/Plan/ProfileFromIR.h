@@ -15,6 +15,7 @@
 
 #include "bitpipe/Import/ModelConfig.h"
 #include "bitpipe/Plan/ModelProfile.h"
+#include "bitpipe/Schedule/Partition.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -49,9 +50,15 @@ public:
   /// Model IR has its micro-batch size in its types: no other can be had.
   bool fixesMicrobatchSize() const { return !isConfig(); }
 
-  /// The profile at `microbatchSize` sequences per micro-batch (built once
-  /// per size, then kept).
-  sched::Result<ModelProfile> profile(int64_t microbatchSize);
+  /// Whether the model can be cut from other units than its own: a
+  /// configuration can (the importer numbers the units), model IR cannot.
+  bool choosesUnits() const { return isConfig(); }
+
+  /// The profile at `microbatchSize` sequences per micro-batch, in
+  /// `units` (built once per size and units, then kept).
+  sched::Result<ModelProfile>
+  profile(int64_t microbatchSize,
+          sched::PartitionUnits units = sched::PartitionUnits::Layers);
 
 private:
   ModelSource() = default;
@@ -59,7 +66,9 @@ private:
   std::string path_, name_;
   int64_t seqLen_ = 0, microbatchSize_ = 0;
   std::optional<ModelConfig> config_;
-  std::map<int64_t, sched::Result<ModelProfile>> profiles_;
+  std::map<std::pair<int64_t, sched::PartitionUnits>,
+           sched::Result<ModelProfile>>
+      profiles_;
 };
 
 } // namespace bitpipe::plan

@@ -19,9 +19,23 @@
 #include "bitpipe/Schedule/Error.h"
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace bitpipe::sched {
+
+/// The units a model's stages are cut from, which the importer numbers its
+/// ops by (`nn.layer`; docs/models.md, "Partition units"): whole
+/// transformer layers, or each layer's attention and MLP halves, which let
+/// stages balance where the layers do not divide into them evenly.
+/// bitpipe-import, bitpipe-compile and bitpipe-plan take it as
+/// `--units layers|halves`; the planner picks per configuration.
+enum class PartitionUnits { Layers, Halves };
+
+/// "layers", "halves".
+const char *partitionUnitsName(PartitionUnits units);
+std::optional<PartitionUnits> parsePartitionUnits(std::string_view name);
 
 /// K contiguous chunks of L layers. Chunk k holds layers
 /// [starts[k], starts[k+1]) (the last one up to L).

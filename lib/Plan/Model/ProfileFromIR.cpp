@@ -166,16 +166,24 @@ ModelSource::open(const std::string &path) {
   source->name_ = profile->name;
   source->seqLen_ = profile->seqLen;
   source->microbatchSize_ = profile->microbatchSize;
-  source->profiles_.emplace(profile->microbatchSize,
-                            sched::Result<ModelProfile>::success(*profile));
+  source->profiles_.emplace(
+      std::make_pair(profile->microbatchSize, sched::PartitionUnits::Layers),
+      sched::Result<ModelProfile>::success(*profile));
   return std::move(source);
 }
 
-sched::Result<ModelProfile> ModelSource::profile(int64_t microbatchSize) {
-  auto it = profiles_.find(microbatchSize);
+sched::Result<ModelProfile> ModelSource::profile(int64_t microbatchSize,
+                                                 sched::PartitionUnits units) {
+  auto it = profiles_.find({microbatchSize, units});
   if (it != profiles_.end())
     return it->second;
   using R = sched::Result<ModelProfile>;
+  if (!config_ && units != sched::PartitionUnits::Layers)
+    return R::failure(path_ +
+                      ": model IR fixes its partition units in its "
+                      "ops' nn.layer (give the configuration to cut "
+                      "it from " +
+                      sched::partitionUnitsName(units) + ")");
   if (!config_)
     return R::failure(path_ + ": model IR fixes the micro-batch size at " +
                       std::to_string(microbatchSize_) + ", got a request for " +
@@ -188,7 +196,8 @@ sched::Result<ModelProfile> ModelSource::profile(int64_t microbatchSize) {
   llvm::Expected<ModelConfig> read = loadModelConfig(path_, overrides);
   if (!read)
     return profiles_
-        .emplace(microbatchSize, R::failure(llvm::toString(read.takeError())))
+        .emplace(std::make_pair(microbatchSize, units),
+                 R::failure(llvm::toString(read.takeError())))
         .first->second;
   ModelConfig config = *read;
   DialectRegistry registry;
@@ -196,7 +205,7 @@ sched::Result<ModelProfile> ModelSource::profile(int64_t microbatchSize) {
   MLIRContext context(registry);
   std::string diagnostics;
   R result = withDiagnostics(context, diagnostics, [&]() -> R {
-    OwningOpRef<ModuleOp> module = buildModel(context, config);
+    OwningOpRef<ModuleOp> module = buildModel(context, config, units);
     std::string problem;
     FailureOr<func::FuncOp> fn = modelFunction(*module, problem);
     if (failed(fn))
@@ -209,7 +218,9 @@ sched::Result<ModelProfile> ModelSource::profile(int64_t microbatchSize) {
   if (!result)
     result.error = path_ + " at micro-batch size " +
                    std::to_string(microbatchSize) + ": " + result.error;
-  return profiles_.emplace(microbatchSize, std::move(result)).first->second;
+  return profiles_
+      .emplace(std::make_pair(microbatchSize, units), std::move(result))
+      .first->second;
 }
 
 } // namespace bitpipe::plan
