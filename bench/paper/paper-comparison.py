@@ -3,6 +3,7 @@
 
     bench/paper/paper-comparison.py [--build build] [--jobs J]
         [--scenarios a100,ideal,h200,scale] [--out bench/paper] [--json FILE]
+        [--units layers|halves]
 
 For GPT-96 and BERT-64 (examples/), each cluster scenario below and each
 schedule, asks bitpipe-plan for the schedule's best D / dp / v / micro-batch
@@ -33,6 +34,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 MODELS = [("GPT-96", "examples/gpt-96.json"), ("BERT-64", "examples/bert-64.json")]
+# bitpipe-plan --units, when given (main's --units).
+UNITS = None
 
 # Each row: a label, the registry's schedule and what else bitpipe-plan is
 # told. Interleaved 1F1B twice: with its best chunk count up to 8, and with
@@ -112,6 +115,8 @@ def plan(tool, model, cluster, gpus, batch, cap, variant, extra, jobs, tmp):
            "--json", out]
     if jobs:
         cmd += ["--jobs", str(jobs)]
+    if UNITS:
+        cmd += ["--units", UNITS]
     proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True)
     command = "build/bin/bitpipe-plan " + " ".join(cmd[1:-2])
@@ -279,7 +284,12 @@ def main():
                         help="groups of SCENARIOS to run, comma-separated")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "paper"))
     parser.add_argument("--json", help="also write every answer there")
+    parser.add_argument("--units",
+                        help="bitpipe-plan --units (default: its own, whole "
+                             "layers or half layers, whichever balances)")
     args = parser.parse_args()
+    global UNITS
+    UNITS = args.units
     tool = os.path.join(args.build, "bin", "bitpipe-plan")
     if not os.access(tool, os.X_OK):
         sys.exit(f"paper-comparison: {tool} is not an executable (build the "
