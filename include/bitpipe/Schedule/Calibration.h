@@ -124,7 +124,8 @@ enum class SpreadDraws {
 struct Calibration {
   /// forward/backward/weightGrad: each stage's mean time (microseconds),
   /// with the gradient sums the call left for the rank ("accumulate",
-  /// traced between it and the rank's next call);
+  /// traced between it and the rank's next call, in traces of runs from
+  /// before the stage functions accumulated their gradients in place);
   /// p2pLatency: the median time from a send's post to its data being
   /// there, over the transfers whose receiver was already waiting (the
   /// others only bound it); allReduceLatency: under MPI an all-reduce runs

@@ -71,8 +71,8 @@ std::string formatKernelProfile(const RankKernelProfile &profile, int rank,
                       allMs, share(allMs).c_str());
   const double outside = std::max(0.0, stepMs - allMs);
   out += formatString("  %-24s %8s %10.1f %7s   the executor: transfers "
-                      "and their waits, the all-reduce, gradient sums, the "
-                      "optimizer, inputs\n",
+                      "and their waits, the all-reduce, the optimizer, "
+                      "inputs\n",
                       "outside kernels", "", outside, share(outside).c_str());
   out += formatString("  %-24s %8.0f per step\n", "page faults",
                       double(profile.pageFaults) / steps);

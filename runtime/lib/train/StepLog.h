@@ -49,9 +49,9 @@ double bubbleFraction(const std::vector<TraceEvent> &events, double startUs,
 /// Where a rank's step went: shares of its wall time in [startUs, endUs).
 /// compute is 1 - bubbleFraction (stage calls and the optimizer); the
 /// others are what the bubble is made of: the host's waits for receives,
-/// its sends, its all-reduce posts and waits, its other spans (the
-/// gradient sums between calls), and the time no span covers (the
-/// executor's own work: inputs, scheduling, bookkeeping).
+/// its sends, its all-reduce posts and waits, its other spans, and the
+/// time no span covers (the executor's own work: inputs, scheduling,
+/// bookkeeping).
 struct StepShares {
   double compute = 0, recv = 0, send = 0, allReduce = 0, other = 0,
          untracked = 0;
