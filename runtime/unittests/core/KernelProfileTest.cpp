@@ -118,8 +118,8 @@ TEST(KernelProfileReportTest, KernelsByTimeThenWhatIsOutside) {
             "5000.0\n"
             "  all kernels                    18      610.0   61.0%\n"
             "  outside kernels                        390.0   39.0%   the "
-            "executor: transfers and their waits, the all-reduce, gradient "
-            "sums, the optimizer, inputs\n"
+            "executor: transfers and their waits, the all-reduce, the "
+            "optimizer, inputs\n"
             "  page faults                     2 per step\n")
       << table;
 }
