@@ -283,8 +283,10 @@ sched::Result<PlanResult> search(const PlanRequest &request,
             for (sched::PartitionUnits units : unitChoices) {
               const sched::Result<ModelProfile> &model = profileAt(size, units);
               if (!model) {
-                if (failure.empty())
-                  failedAs = Rejection::Model, failure = model.error;
+                if (failure.empty()) {
+                  failedAs = Rejection::Model;
+                  failure = model.error;
+                }
                 continue;
               }
               auto cut = cuts.find({size, units, S});
@@ -293,8 +295,10 @@ sched::Result<PlanResult> search(const PlanRequest &request,
                                    stageProfiles(*model, S))
                           .first;
               if (!cut->second) {
-                if (failure.empty())
-                  failedAs = Rejection::Stages, failure = cut->second.error;
+                if (failure.empty()) {
+                  failedAs = Rejection::Stages;
+                  failure = cut->second.error;
+                }
                 continue;
               }
               double most = 0;

@@ -115,8 +115,8 @@ FailureOr<SmallVector<StageGradient>> gradientsOf(func::FuncOp backward) {
 
 /// A stage's gradients in completion order: its backward's, or with a split
 /// backward the input half's then the weight half's (W runs after B). A
-/// parameter both halves return accumulates into one buffer, final after
-/// the later.
+/// parameter's gradient that both halves add into is final after the
+/// later.
 FailureOr<SmallVector<StageGradient>> stageGradients(func::FuncOp stage,
                                                      SymbolTable &symbols) {
   SmallVector<StringLiteral, 2> attrs;

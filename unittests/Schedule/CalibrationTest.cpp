@@ -552,43 +552,6 @@ TEST(Calibration, TransferTimeFromPostsTheReceiverWaitedFor) {
   EXPECT_DOUBLE_EQ(fit->cost.forward[0], 1.0);
 }
 
-TEST(Calibration, GradientSumsAreTheirCallsCompute) {
-  Schedule schedule = scheduleOf("1f1b", 2, 2);
-  std::vector<RunEvent> trace;
-  for (int step = 0; step < 2; ++step) {
-    double t = step * 100;
-    auto span = [&](int rank, const char *name, double start, double end) {
-      trace.push_back({rank, name, t + start, end - start});
-    };
-    // Each backward leaves a 0.5 us sum, traced before the rank's next call
-    // (after its last one: when the optimizer steps).
-    span(0, "F0.s0", 0, 1);
-    span(0, "F1.s0", 1, 2);
-    span(0, "B0.s0", 20, 21);
-    span(0, "accumulate", 21, 21.5);
-    span(0, "B1.s0", 30, 31);
-    span(0, "accumulate", 31.5, 32);
-    span(1, "F0.s1", 10, 11);
-    span(1, "B0.s1", 11, 12);
-    span(1, "accumulate", 12, 12.5);
-    span(1, "F1.s1", 12.5, 13.5);
-    span(1, "B1.s1", 13.5, 14.5);
-    span(1, "accumulate", 14.5, 15);
-  }
-  Result<Calibration> fit = calibrate(schedule, trace, 0);
-  ASSERT_TRUE(fit.ok()) << fit.error;
-  EXPECT_DOUBLE_EQ(fit->cost.backward[0], 1.5);
-  EXPECT_DOUBLE_EQ(fit->cost.backward[1], 1.5);
-  EXPECT_DOUBLE_EQ(fit->cost.forward[1], 1.0);
-
-  // The step ends with rank 0's last sum; the sums are no bubble.
-  Result<MeasuredRun> run = measureRun(schedule, trace, 0);
-  ASSERT_TRUE(run.ok()) << run.error;
-  EXPECT_DOUBLE_EQ(run->stepTime, 32);
-  EXPECT_DOUBLE_EQ(run->rankBubble[0], 1 - 5.0 / 32);
-  EXPECT_DOUBLE_EQ(run->rankBubble[1], 1 - 5.0 / 32);
-}
-
 TEST(Calibration, ReadsTheRuntimesChromeTrace) {
   Result<ChromeTrace> trace = readChromeTrace(
       R"({"displayTimeUnit":"ms","traceEvents":[)"

@@ -82,13 +82,11 @@ Result<ChromeTrace> readChromeTrace(const std::string &text);
 /// A run measured from its trace.
 struct MeasuredRun {
   int stepsUsed = 0; ///< Complete steps measured (after the skipped ones).
-  /// Mean step: first compute start to the latest end of a compute, of a
-  /// gradient sum ("accumulate") or of an all-reduce wait (the simulator's
-  /// makespan).
+  /// Mean step: first compute start to the latest end of a compute or of
+  /// an all-reduce wait (the simulator's makespan).
   double stepTime = 0;
   double bubble = 0; ///< Mean of the ranks' bubbles.
-  /// 1 - compute time / step, per rank; compute is the stage calls and the
-  /// gradient sums they leave.
+  /// 1 - compute time / step, per rank; compute is the stage calls.
   std::vector<double> rankBubble;
 };
 
@@ -100,8 +98,7 @@ Result<MeasuredRun> measureRun(const Schedule &schedule,
                                const std::vector<RunEvent> &events, int skip);
 
 /// Every measured time of each stage's forward, backward and weight
-/// gradient (with the gradient sums the call left), by stage: what the cost
-/// model's means average.
+/// gradient, by stage: what the cost model's means average.
 struct StageSamples {
   std::vector<std::vector<double>> forward, backward, weightGrad;
   /// The training step each of those times was measured in, in the same
@@ -122,10 +119,7 @@ enum class SpreadDraws {
 
 /// The cost model a run implies.
 struct Calibration {
-  /// forward/backward/weightGrad: each stage's mean time (microseconds),
-  /// with the gradient sums the call left for the rank ("accumulate",
-  /// traced between it and the rank's next call, in traces of runs from
-  /// before the stage functions accumulated their gradients in place);
+  /// forward/backward/weightGrad: each stage's mean time (microseconds);
   /// p2pLatency: the median time from a send's post to its data being
   /// there, over the transfers whose receiver was already waiting (the
   /// others only bound it); allReduceLatency: under MPI an all-reduce runs

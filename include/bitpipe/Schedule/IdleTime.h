@@ -6,12 +6,9 @@
 // rank's other traced spans inside it (a wait for a received tensor, a
 // send's post, an all-reduce's start or wait, the optimizer), and what no
 // span covers is host time the trace does not name (polling sends,
-// posting receives, the executor itself). The gradient sums a stage call
-// leaves in an older run's trace ("accumulate") are the rank's compute, as
-// the calibration counts them: a gap lists them, its causes do not. Time
-// between steps (a rank's last compute of a step to its first of the next: the
-// all-reduce waits, the optimizer step) is broken down alike
-// (docs/calibration.md).
+// posting receives, the executor itself). Time between steps (a rank's
+// last compute of a step to its first of the next: the all-reduce waits,
+// the optimizer step) is broken down alike (docs/calibration.md).
 //
 // Plain C++, no MLIR.
 //

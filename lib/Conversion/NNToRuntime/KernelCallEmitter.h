@@ -150,7 +150,6 @@ private:
   /// are f64 buffers, else the precision's.
   const abi::Signature &signatureFor(Kernel kernel, ArrayRef<Value> args) {
     const abi::Signature &plain = abi::signatureOf(kernel, precision);
-    accumulatesInFloat64 = false;
     bool float64 = false;
     for (auto [i, role] : llvm::enumerate(plain.roles))
       if ((role == abi::role::GRAD_ACC || role == abi::role::GRAD_ACC_OPT) &&
@@ -166,18 +165,19 @@ private:
           op->getName().getStringRef() + " accumulates into f64 buffers, but " +
           plain.name + " has no float64 form in precision " +
           stringifyPrecision(precision));
-    accumulatesInFloat64 = true;
     return *g64;
   }
 
-  /// The element type a buffer of \p role holds in this precision: the
-  /// roles' C types (KernelRoles.h) as MLIR types.
-  Type elementTypeOf(abi::Role role) {
+  /// The element type a buffer of \p role holds in this precision, where
+  /// the call's ABI kind for it is \p kind: the roles' C types
+  /// (KernelRoles.h) as MLIR types; a gradient accumulator's is its kind's
+  /// (f64 in a _g64 form).
+  Type elementTypeOf(abi::Role role, abi::Kind kind) {
     switch (role) {
     case abi::role::GRAD_ACC:
     case abi::role::GRAD_ACC_OPT:
-      return accumulatesInFloat64 ? Type(rewriter.getF64Type())
-                                  : Type(rewriter.getF32Type());
+      return kind == abi::kind::F64_OUT ? Type(rewriter.getF64Type())
+                                        : Type(rewriter.getF32Type());
     case abi::role::ACT_IN:
     case abi::role::ACT_OUT:
     case abi::role::WEIGHT:
@@ -208,18 +208,18 @@ private:
           continue;
         found = "NULL";
       } else if (Type element = bufferElementType(args[i])) {
-        if (element == elementTypeOf(role))
+        if (element == elementTypeOf(role, signature.params[i]))
           continue;
         found = "a buffer of " + debugString(element);
       } else {
         found = "an address not made by KernelCallEmitter::pointer";
       }
-      llvm::report_fatal_error(llvm::Twine("bitpipe: internal error: ") +
-                               op->getName().getStringRef() + " passes " +
-                               found + " to " + signature.name + "'s " +
-                               signature.paramNames[i] + " (" +
-                               abi::roleName(role) + ", which holds " +
-                               debugString(elementTypeOf(role)) + ")");
+      llvm::report_fatal_error(
+          llvm::Twine("bitpipe: internal error: ") +
+          op->getName().getStringRef() + " passes " + found + " to " +
+          signature.name + "'s " + signature.paramNames[i] + " (" +
+          abi::roleName(role) + ", which holds " +
+          debugString(elementTypeOf(role, signature.params[i])) + ")");
     }
   }
 
@@ -263,8 +263,6 @@ private:
   Location loc;
   Type ptrType;
   Precision precision;
-  /// Whether the call being emitted is a float64 form (signatureFor).
-  bool accumulatesInFloat64 = false;
 };
 
 /// The base of the pass's patterns: the precision they lower in, which

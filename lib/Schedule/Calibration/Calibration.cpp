@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -44,11 +43,9 @@ Result<MeasuredRun> measure(const Schedule &schedule, const Steps &steps,
   for (int s = skip; s < steps.complete; ++s) {
     auto [begin, end] = steps.window(s);
     std::vector<double> busy(ranks, 0);
-    for (int r = 0; r < ranks; ++r) {
+    for (int r = 0; r < ranks; ++r)
       for (const Compute *c = steps.begin(r, s); c != steps.end(r, s); ++c)
         busy[r] += c->end - c->start;
-      busy[r] += steps.accumulateIn(r, begin, end);
-    }
     double window = end - begin;
     run.stepTime += window / run.stepsUsed;
     for (int r = 0; r < ranks; ++r)
@@ -330,10 +327,7 @@ Result<Calibration> calibrate(const Schedule &schedule,
     for (size_t i = skip * steps.perStep[r];
          i < steps.complete * steps.perStep[r]; ++i) {
       const Compute &c = steps.perRank[r][i];
-      double next = i + 1 < steps.perRank[r].size()
-                        ? steps.perRank[r][i + 1].start
-                        : std::numeric_limits<double>::infinity();
-      double time = c.end - c.start + steps.accumulateIn(r, c.end, next);
+      double time = c.end - c.start;
       times[{c.kind, c.stage}].push_back(time);
       auto &[sum, count] = byRank[{c.kind, c.stage}][static_cast<int>(r)];
       sum += time;

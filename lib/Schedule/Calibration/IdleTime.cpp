@@ -83,8 +83,7 @@ public:
     }
     IdleByCause &sums = between ? out_.betweenSteps[rank] : out_.inStep[rank];
     for (const auto &[name, time] : gap.spans)
-      if (name != trace::kAccumulate) // compute, as the calibration counts it
-        sums[idleCause(name)] += time * weight;
+      sums[idleCause(name)] += time * weight;
     if (double rest = gap.untraced(); rest > 0)
       sums[kUntraced] += rest * weight;
     out_.gaps.push_back(std::move(gap));

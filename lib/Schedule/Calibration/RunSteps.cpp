@@ -36,13 +36,6 @@ double Steps::start(int step) const {
   return first;
 }
 
-double Steps::accumulateIn(int rank, double from, double to) const {
-  double sum = 0;
-  for (auto [start, end] : accumulates[rank])
-    sum += std::max(0.0, std::min(end, to) - std::max(start, from));
-  return sum;
-}
-
 std::vector<BucketSpan> Steps::inStep(const std::vector<BucketSpan> &all,
                                       int step) const {
   double from = start(step), to = start(step + 1);
@@ -54,12 +47,9 @@ std::vector<BucketSpan> Steps::inStep(const std::vector<BucketSpan> &all,
 }
 
 double Steps::workEnd(int rank, int step) const {
-  double from = start(step), to = start(step + 1), last = -1e300;
+  double last = -1e300;
   for (const Compute *c = begin(rank, step); c != end(rank, step); ++c)
     last = std::max(last, c->end);
-  for (auto [sumStart, sumEnd] : accumulates[rank])
-    if (sumStart >= from && sumStart < to)
-      last = std::max(last, sumEnd);
   return last;
 }
 
@@ -80,18 +70,12 @@ Result<Steps> cutSteps(const Schedule &schedule,
   steps.perRank.resize(ranks);
   steps.allReducePosts.resize(ranks);
   steps.allReduceWaits.resize(ranks);
-  steps.accumulates.resize(ranks);
   steps.device = isDeviceTrace(events);
   // The rows each kind of span is read from (TraceFormat.h): on a GPU, the
   // device's streams; the host's spans of the same work only enqueued it.
   const int computeRow =
       steps.device ? trace::kComputeStreamRow : trace::kHostRow;
   for (const RunEvent &e : events) {
-    if (!steps.device && e.row == trace::kHostRow &&
-        e.name == trace::kAccumulate && e.rank >= 0 && e.rank < ranks) {
-      steps.accumulates[e.rank].push_back({e.start, e.end()});
-      continue;
-    }
     Compute c;
     int bucket;
     bool post = false, wait = false, compute = false;
@@ -135,7 +119,6 @@ Result<Steps> cutSteps(const Schedule &schedule,
                      steps.allReducePosts[r].end(), byStart);
     std::stable_sort(steps.allReduceWaits[r].begin(),
                      steps.allReduceWaits[r].end(), byStart);
-    std::sort(steps.accumulates[r].begin(), steps.accumulates[r].end());
   }
   steps.complete = -1;
   for (int r = 0; r < ranks; ++r) {

@@ -48,10 +48,6 @@ struct Steps {
   bool device = false;
   /// Per rank, in time order.
   std::vector<std::vector<BucketSpan>> allReducePosts, allReduceWaits;
-  /// Per rank, in time order: trace::kAccumulate spans (start, end).
-  std::vector<std::vector<std::pair<double, double>>> accumulates;
-  /// Rank r's accumulate time inside [from, to).
-  double accumulateIn(int rank, double from, double to) const;
 
   /// Rank r's compute events of step s.
   const Compute *begin(int rank, int step) const {
@@ -63,11 +59,11 @@ struct Steps {
   /// Step s's first compute start over all ranks; +inf past the trace.
   double start(int step) const;
   /// Step s's window over all ranks: its first compute start to the latest
-  /// end of its compute, its gradient sums and its all-reduce waits (the
-  /// optimizer step waits for the sums: the simulator's makespan). A span
+  /// end of its compute and its all-reduce waits (the optimizer step waits
+  /// for the sums: the simulator's makespan). A span
   /// belongs to the step it starts in: from its start to the next's.
   std::pair<double, double> window(int step) const;
-  /// The end of rank r's last compute or gradient sum of step s.
+  /// The end of rank r's last compute of step s.
   double workEnd(int rank, int step) const;
   /// Rank r's spans of `all` that start in step s (as window() counts).
   std::vector<BucketSpan> inStep(const std::vector<BucketSpan> &all,

@@ -105,7 +105,7 @@ TEST(TraceTest, StepSharesSayWhatTheBubbleIsMadeOf) {
       {"recv r1 t0", TraceCategory::Recv, 40, 20},
       {"send r1 t0", TraceCategory::Send, 60, 5},
       {"allreduce.wait b0", TraceCategory::AllReduce, 65, 10},
-      {"accumulate", TraceCategory::Other, 75, 5},
+      {"an untyped host span", TraceCategory::Other, 75, 5},
       {"optimizer", TraceCategory::Optimizer, 80, 10},
       // Device spans overlap the host's: not counted as host waits.
       {"recv r1 t0", TraceCategory::Recv, 0, 100, kPointToPointStreamRow}};

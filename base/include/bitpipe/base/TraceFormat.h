@@ -51,11 +51,6 @@ inline constexpr const char *kRecvFormat = "recv r%d t%d";
 /// its sum ("allreduce.wait b3").
 inline constexpr const char *kAllReducePostFormat = "allreduce b%d";
 inline constexpr const char *kAllReduceWaitFormat = "allreduce.wait b%d";
-/// Gradient sums on the host between stage calls: what the executor did
-/// when stage functions returned their parameter gradients in fresh
-/// buffers. Runs since accumulate in place and record none; the
-/// calibration still reads the spans of traces that have them.
-inline constexpr const char *kAccumulate = "accumulate";
 /// The optimizer step.
 inline constexpr const char *kOptimizer = "optimizer";
 /// A whole training step, on kStepRow: where each step begins and ends
@@ -89,8 +84,7 @@ inline bool isRunSpanName(const std::string &name) {
          parseSpan(name, kRecvFormat, first, second) ||
          parseSpan(name, kAllReducePostFormat, first) ||
          parseSpan(name, kAllReduceWaitFormat, first) ||
-         parseSpan(name, kStepFormat, first) || name == kAccumulate ||
-         name == kOptimizer;
+         parseSpan(name, kStepFormat, first) || name == kOptimizer;
 }
 
 } // namespace bitpipe::trace

@@ -4,18 +4,16 @@
 // Every CPU kernel of a parameter gradient comes in two forms (Kernels.h's
 // BP_GRAD_KERNELS): bp_<kernel>, which accumulates into fp32, and
 // bp_<kernel>_g64, which accumulates into the rank's float64 accumulators
-// (the CPU target's stage functions call it, so that no per-micro-batch
-// gradient buffer is zeroed, filled and then summed by the executor). One
-// template serves both: the kernel sums each chunk of a gradient in f32,
-// in its fp32 form's order, into GradChunk<Acc>::data(), then finish().
-//  - Acc = float: data() is the accumulator itself: the fp32 form,
-//    unchanged.
+// (the CPU target's stage functions call it with them). One template
+// serves both: the kernel sums each chunk of a gradient in f32, in its
+// fp32 form's order, into GradChunk<Acc>::data(), then finish().
+//  - Acc = float: data() is the accumulator itself.
 //  - Acc = double: data() is zeroed f32 scratch of the thread's, and
 //    finish() adds it into the float64 accumulator. The value added is what
-//    the fp32 form leaves in a zeroed buffer, so a stage function that
-//    accumulates in place sums the same numbers, in float64, that the
-//    executor summed when the gradients came back in fresh buffers
-//    (docs/training-semantics.md, "How a parameter's gradient is summed").
+//    the fp32 form leaves in a zeroed buffer: each micro-batch contributes
+//    one fp32 value per element, and float64 sums of those hardly depend on
+//    their order (docs/training-semantics.md, "The loss and the
+//    gradient").
 //
 //===----------------------------------------------------------------------===//
 
