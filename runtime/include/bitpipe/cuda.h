@@ -308,23 +308,26 @@ typedef struct bp_cuda_plan_stats {
 void bp_cuda_get_plan_stats(bp_cuda_plan_stats *out);
 
 /*===-----------------------------------------------------------------------===
- * Device memory: a caching pool, as bp_alloc is for host memory. Freed blocks
- * are kept by their exact rounded size (512 B units below 1 MiB, 128 KiB
- * above) and handed out again without cudaMalloc (which is slow and may
- * synchronize the device): training repeats the same shapes
- * every micro-batch, so after the first step nothing is allocated from CUDA.
+ * Device memory: a caching pool, as bp_alloc is for host memory. Requests
+ * round up to 512 B and are split from segments the pool keeps (2 MiB for
+ * requests up to 1 MiB, 20 MiB or the request's size for larger ones);
+ * freed blocks merge with free neighbours and serve any request that fits,
+ * without cudaMalloc (which is slow and may synchronize the device). So
+ * after the first step nothing is allocated from CUDA, and what the pool
+ * holds stays close to its peak in use whatever sizes a step mixes
+ * (docs/runtime-abi.md, "Device memory").
  *
  * Stream order, as cudaFreeAsync: bp_cuda_free(ptr, s) means "every use of
  * ptr is enqueued on s (or ordered before it)"; the block is then handed out
  * again only to bp_cuda_alloc(..., s), whose later work on s runs after those
  * uses. Synchronize a stream before destroying it: blocks freed on it stay
- * cached under its handle, which CUDA may give to a new stream. Blocks come
- * from the device's stream-ordered pool (cudaMallocAsync) where it has one,
- * else from cudaMalloc. When that fails, the pool gives every cached block
- * back in its stream's order (cudaFreeAsync, no host wait) and tries once
- * more; without stream-ordered allocation it fails at once, since giving
- * memory back (cudaFree) would wait for the whole device, where a peer's
- * NCCL kernel may spin.
+ * cached under its handle, which CUDA may give to a new stream. Segments
+ * come from the device's stream-ordered pool (cudaMallocAsync) where it has
+ * one, else from cudaMalloc. When that fails, the pool gives every segment
+ * that is wholly free back in its stream's order (cudaFreeAsync, no host
+ * wait) and tries once more; without stream-ordered allocation it fails at
+ * once, since giving memory back (cudaFree) would wait for the whole device,
+ * where a peer's NCCL kernel may spin.
  *===----------------------------------------------------------------------===*/
 
 /* A device block of at least `bytes` (at least 1) bytes, 256-byte aligned;

@@ -20,18 +20,20 @@ namespace bitpipe::runtime::cuda {
 constexpr int kColTile = 32;
 constexpr int kRowLanes = 8;
 
-/// Chunks of rows for stage 1: about kTargetBlocks blocks in all (a few
-/// blocks per SM on an H200, whatever H is), at least kRowLanes rows a chunk.
-/// The scratch is (sums per column) * chunks * H floats, so at most about
-/// 2 * kTargetBlocks * kColTile floats (512 KiB) for the layer norm's two.
+/// Chunks of rows for stage 1 when a block covers \p colsPerBlock columns
+/// (kColTile times the pack width): about kTargetBlocks blocks in all (a
+/// few blocks per SM on an H200, whatever H is), at least kRowLanes rows a
+/// chunk. The scratch is (sums per column) * chunks * H floats, so at most
+/// about 2 * kTargetBlocks * colsPerBlock floats for the layer norm's two
+/// (4 MiB with packs of 8 bf16): a few percent of what stage 1 reads.
 struct ChunkPlan {
   int64_t rowsPerChunk, chunks;
 };
 constexpr int64_t kTargetBlocks = 2048;
 constexpr int64_t kMaxGridY = 65535;
 
-inline ChunkPlan planChunks(int64_t N, int64_t H) {
-  const int64_t colTiles = (H + kColTile - 1) / kColTile;
+inline ChunkPlan planChunks(int64_t N, int64_t H, int64_t colsPerBlock) {
+  const int64_t colTiles = (H + colsPerBlock - 1) / colsPerBlock;
   int64_t chunks = std::max<int64_t>(1, kTargetBlocks / colTiles);
   int64_t rowsPerChunk = std::max<int64_t>(kRowLanes, (N + chunks - 1) / chunks);
   rowsPerChunk = std::max(rowsPerChunk, (N + kMaxGridY - 1) / kMaxGridY);

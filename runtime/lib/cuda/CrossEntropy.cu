@@ -1,8 +1,9 @@
 //===- CrossEntropy.cu - Softmax cross-entropy over bf16 or fp32 logits -===//
 //
 // One block per row (grid-stride over rows): the row's (max, sum of exp)
-// pair is built online in one pass of the up to 50304 logits and reduced
-// across the block in fp32. The mean over labelled rows needs the count of
+// pair is built online in one pass of the up to 50304 logits, 16 bytes a
+// thread per access where the rows allow, and reduced across the block in
+// fp32. The mean over labelled rows needs the count of
 // labelled rows, a reduction over all of them, so each direction is two
 // launches with a small scratch buffer from the pool:
 //   forward:  per-row losses and normalisers (max, log-sum: the backward's
@@ -29,15 +30,25 @@ using namespace bitpipe::runtime::cuda;
 
 namespace {
 
+// The row kernels are templates over P, the logits a thread moves per
+// access (DeviceMath.cuh's forEachInRow): 16 bytes' worth when every row
+// starts on a 16-byte boundary (V a multiple of the pack, as padded
+// vocabularies are), else 1.
+
 /// A row's softmax normaliser, reduced over the block: every thread gets it.
-template <typename T> __device__ MaxSum rowMaxSum(const T *row, int64_t V) {
+template <int P, typename T>
+__device__ MaxSum rowMaxSum(const T *row, int64_t V) {
   MaxSum acc = emptyMaxSum();
-  for (int64_t j = threadIdx.x; j < V; j += blockDim.x)
-    acc = push(acc, load(row, j));
+  forEachInRow<P>(V, [&](int64_t j, auto w) {
+    float v[decltype(w)::value];
+    loadFloats(row, j, v);
+    for (float e : v)
+      acc = push(acc, e);
+  });
   return blockReduce(acc, Combine(), emptyMaxSum());
 }
 
-template <typename T>
+template <int P, typename T>
 __global__ void
 crossEntropyRowLossKernel(const T *logits, const int32_t *labels,
                           float *rowLoss, float *rowMax, float *logSum,
@@ -60,7 +71,7 @@ crossEntropyRowLossKernel(const T *logits, const int32_t *labels,
       continue;
     }
     const T *row = logits + i * V;
-    const MaxSum ms = rowMaxSum(row, V);
+    const MaxSum ms = rowMaxSum<P>(row, V);
     // -log softmax(row)[label] = log(sum) - (row[label] - max): the parts
     // kept apart, as the CPU kernel does, so large logits lose no bits.
     if (threadIdx.x == 0) {
@@ -106,7 +117,7 @@ __global__ void crossEntropyScaleKernel(const int32_t *labels,
     *scale = count ? *dloss / static_cast<float>(count) : 0.0f;
 }
 
-template <typename T>
+template <int P, typename T>
 __global__ void
 crossEntropyGradKernel(const T *logits, const int32_t *labels,
                        const float *scalePtr, const float *rowMax,
@@ -120,18 +131,27 @@ crossEntropyGradKernel(const T *logits, const int32_t *labels,
       if (label != ignoreIndex && threadIdx.x == 0)
         reportBadIndex(indexError, kCrossEntropyBwdReporter);
       const float fill = label == ignoreIndex ? 0.0f : NAN;
-      for (int64_t j = threadIdx.x; j < V; j += blockDim.x)
-        store(drow, j, fill);
+      forEachInRow<P>(V, [&](int64_t j, auto w) {
+        float v[decltype(w)::value];
+        for (float &e : v)
+          e = fill;
+        storeFloats(drow, j, v);
+      });
       continue;
     }
     const T *row = logits + i * V;
     // Each thread reads element j before writing it: dlogits may alias
     // logits.
     const float max = rowMax[i], sum = logSum[i];
-    for (int64_t j = threadIdx.x; j < V; j += blockDim.x) {
-      float p = expf((load(row, j) - max) - sum);
-      store(drow, j, p * scale - (j == label ? scale : 0.0f));
-    }
+    forEachInRow<P>(V, [&](int64_t j, auto w) {
+      constexpr int W = decltype(w)::value;
+      float v[W];
+      loadFloats(row, j, v);
+      for (int k = 0; k < W; ++k)
+        v[k] =
+            expf((v[k] - max) - sum) * scale - (j + k == label ? scale : 0.0f);
+      storeFloats(drow, j, v);
+    });
   }
 }
 
@@ -154,10 +174,15 @@ bp_status_t crossEntropyFwd(const A *logits, const int32_t *labels, float *loss,
       bp_cuda_alloc(N * static_cast<int64_t>(sizeof(float)), stream));
   if (!rowLoss)
     return BP_ERR_OUT_OF_MEMORY;
-  crossEntropyRowLossKernel<<<gridBlocks(N, 1), rowBlock(V), 0, s>>>(
-      asDevice(logits), labels, rowLoss, row_max, log_sum, N, V, ignoreIndex,
-      indexError);
-  bp_status_t status = checkLaunch(name);
+  constexpr int kPack = kPack16<A>;
+  bp_status_t status = withPackWidth<kPack>(
+      rowsPackable(V, kPack, {logits}), [&](auto w) -> bp_status_t {
+        crossEntropyRowLossKernel<decltype(w)::value>
+            <<<gridBlocks(N, 1), rowBlock(V), 0, s>>>(
+                asDevice(logits), labels, rowLoss, row_max, log_sum, N, V,
+                ignoreIndex, indexError);
+        return checkLaunch(name);
+      });
   if (status == BP_OK) {
     crossEntropyMeanKernel<<<1, kMaxThreads, 0, s>>>(rowLoss, labels, loss, N,
                                                      V, ignoreIndex);
@@ -186,10 +211,15 @@ bp_status_t crossEntropyBwd(const A *logits, const int32_t *labels,
                                                     ignoreIndex);
   bp_status_t status = checkLaunch(name);
   if (status == BP_OK) {
-    crossEntropyGradKernel<<<gridBlocks(N, 1), rowBlock(V), 0, s>>>(
-        asDevice(logits), labels, scale, row_max, log_sum, asDevice(dlogits), N,
-        V, ignoreIndex, indexError);
-    status = checkLaunch(name);
+    constexpr int kPack = kPack16<A>;
+    status = withPackWidth<kPack>(
+        rowsPackable(V, kPack, {logits, dlogits}), [&](auto w) -> bp_status_t {
+          crossEntropyGradKernel<decltype(w)::value>
+              <<<gridBlocks(N, 1), rowBlock(V), 0, s>>>(
+                  asDevice(logits), labels, scale, row_max, log_sum,
+                  asDevice(dlogits), N, V, ignoreIndex, indexError);
+          return checkLaunch(name);
+        });
   }
   bp_cuda_free(scale, stream); // In stream order: after the kernels above.
   return status;

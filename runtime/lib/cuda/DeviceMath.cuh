@@ -89,6 +89,91 @@ template <int N, typename Op> __device__ void forEachPack(int64_t n, Op op) {
     op(i, Width<1>());
 }
 
+/// Block-stride over one row's [0, cols) in packs of N: op(c, Width<N>())
+/// for every whole pack, then op(c, Width<1>()) for the cols % N left. The
+/// row kernels (norms, embedding, cross-entropy) walk a row this way, one
+/// block per row. Packs of a row are aligned only if the row starts on a
+/// 16-byte boundary: the host picks N > 1 only when rowsPackable (Launch.h)
+/// says every row does.
+template <int N, typename Op>
+__device__ void forEachInRow(int64_t cols, Op op) {
+  const int64_t whole = cols / N * N;
+  for (int64_t c = threadIdx.x * static_cast<int64_t>(N); c < whole;
+       c += static_cast<int64_t>(blockDim.x) * N)
+    op(c, Width<N>());
+  for (int64_t c = whole + threadIdx.x; c < cols; c += blockDim.x)
+    op(c, Width<1>());
+}
+
+/// W elements at p + i in one access, widened to fp32.
+template <int W, typename T>
+__device__ inline void loadFloats(const T *p, int64_t i, float (&out)[W]) {
+  const Pack<T, W> x = loadPack<W>(p, i);
+#pragma unroll
+  for (int k = 0; k < W; ++k)
+    out[k] = load(x.v, k);
+}
+
+/// W fp32 values rounded to T and stored at p + i in one access.
+template <int W, typename T>
+__device__ inline void storeFloats(T *p, int64_t i, const float (&v)[W]) {
+  Pack<T, W> x;
+#pragma unroll
+  for (int k = 0; k < W; ++k)
+    store(x.v, k, v[k]);
+  storePack(p, i, x);
+}
+
+/// acc[i + k] += v[k] for an fp32 accumulator, 16 bytes at a time where W
+/// allows (a pack of 8 bf16 columns is two of fp32): the accumulator is
+/// aligned wherever the pack of its columns is.
+template <int W>
+__device__ inline void addToFloats(float *acc, int64_t i, const float (&v)[W]) {
+  if constexpr (W % 4 == 0) {
+#pragma unroll
+    for (int k = 0; k < W; k += 4) {
+      Pack<float, 4> a = loadPack<4>(acc, i + k);
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        a.v[j] += v[k + j];
+      storePack(acc, i + k, a);
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      acc[i + k] += v[k];
+  }
+}
+
+/// The same as atomic adds, one per element, or one per four where the
+/// device has 16-byte float atomics (compute capability 9.0).
+template <int W>
+__device__ inline void atomicAddFloats(float *acc, int64_t i,
+                                       const float (&v)[W]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr bool kVector = W % 4 == 0;
+#else
+  constexpr bool kVector = false;
+#endif
+  if constexpr (kVector) {
+#pragma unroll
+    for (int k = 0; k < W; k += 4)
+      atomicAdd(reinterpret_cast<float4 *>(acc + i + k),
+                make_float4(v[k], v[k + 1], v[k + 2], v[k + 3]));
+  } else {
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      atomicAdd(acc + i + k, v[k]);
+  }
+}
+
+/// Runs launch(Width<N>()) when \p packed, else launch(Width<1>()): the
+/// host side of a kernel template over its pack width.
+template <int N, typename Launch>
+auto withPackWidth(bool packed, Launch launch) {
+  return packed ? launch(Width<N>()) : launch(Width<1>());
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions. Butterfly (xor) shuffles, so every lane ends with the result;
 // the combining operations are commutative, so every lane's result is the

@@ -1,11 +1,12 @@
 //===- Embedding.cu - Token + position embedding, bf16 or fp32 ----------===//
 //
 // Forward: one block per (b, t) row gathers the token row and adds the
-// position row. Backward: one block per position t walks the batch in
-// order; the token-row gradient goes to dwte with fp32 atomicAdd (a token
-// may repeat anywhere in the batch, and partitioning by token would need a
-// sort), while dwpe[t] has exactly one owner thread per element, so it is
-// summed in registers and added once, deterministically.
+// position row, 16 bytes a thread per access where the rows allow. Backward:
+// one block per position t walks the batch in order; the token-row gradient
+// goes to dwte with fp32 atomicAdd (a token may repeat anywhere in the batch,
+// and partitioning by token would need a sort), while dwpe[t] has exactly one
+// owner thread per element, so it is summed in registers and added once,
+// deterministically.
 //
 // Token ids are checked on the device (runtime.h checks them on the host):
 // an id outside [0, V) is never dereferenced; it is recorded for
@@ -25,7 +26,12 @@ using namespace bitpipe::runtime::cuda;
 
 namespace {
 
-template <typename E>
+// Kernels are templates over N, the elements a thread moves per access
+// (DeviceMath.cuh's forEachInRow): 16 bytes' worth when every row of the
+// tables, the activations and the accumulators starts on a 16-byte
+// boundary, else 1.
+
+template <int N, typename E>
 __global__ void embeddingFwdKernel(const int32_t *tokens, const E *wte,
                                    const E *wpe, E *out, int64_t rows,
                                    int64_t T, int64_t H, int64_t V,
@@ -43,33 +49,43 @@ __global__ void embeddingFwdKernel(const int32_t *tokens, const E *wte,
     const E *tokRow = wte + static_cast<int64_t>(token) * H;
     // No position table (rotary models): the token row alone.
     const E *posRow = wpe ? wpe + (row % T) * H : nullptr;
-    for (int64_t c = threadIdx.x; c < H; c += blockDim.x)
-      store(outRow, c, load(tokRow, c) + (posRow ? load(posRow, c) : 0.0f));
+    forEachInRow<N>(H, [&](int64_t c, auto w) {
+      constexpr int W = decltype(w)::value;
+      float v[W], p[W] = {};
+      loadFloats(tokRow, c, v);
+      if (posRow)
+        loadFloats(posRow, c, p);
+      for (int k = 0; k < W; ++k)
+        v[k] += p[k];
+      storeFloats(outRow, c, v);
+    });
   }
 }
 
-template <typename E>
+template <int N, typename E>
 __global__ void embeddingBwdKernel(const int32_t *tokens, const E *dout,
                                    float *dwte, float *dwpe, int64_t B,
                                    int64_t T, int64_t H, int64_t V,
                                    int32_t *indexError) {
   for (int64_t t = blockIdx.x; t < T; t += gridDim.x) {
-    for (int64_t c = threadIdx.x; c < H; c += blockDim.x) {
-      float pos = 0.0f;
+    forEachInRow<N>(H, [&](int64_t c, auto w) {
+      constexpr int W = decltype(w)::value;
+      float pos[W] = {};
       for (int64_t b = 0; b < B; ++b) {
         const int32_t token = tokens[b * T + t];
         if (!inRange(token, V)) {
-          if (c == threadIdx.x)
-            reportBadIndex(indexError, kEmbeddingBwdReporter);
+          reportBadIndex(indexError, kEmbeddingBwdReporter);
           continue;
         }
-        const float g = load(dout, (b * T + t) * H + c);
-        atomicAdd(dwte + static_cast<int64_t>(token) * H + c, g);
-        pos += g;
+        float g[W];
+        loadFloats(dout, (b * T + t) * H + c, g);
+        atomicAddFloats(dwte, static_cast<int64_t>(token) * H + c, g);
+        for (int k = 0; k < W; ++k)
+          pos[k] += g[k];
       }
       if (dwpe) // NULL: no position table.
-        dwpe[t * H + c] += pos;
-    }
+        addToFloats(dwpe, t * H + c, pos);
+    });
   }
 }
 
@@ -82,11 +98,16 @@ bp_status_t embeddingFwd(const int32_t *tokens, const A *wte, const A *wpe,
   int32_t *indexError = indexErrorWord();
   if (!indexError)
     return BP_ERR_DEVICE;
-  embeddingFwdKernel<<<gridBlocks(B * T, 1), rowThreads(H, 4), 0,
-                       asStream(stream)>>>(tokens, asDevice(wte),
-                                           asDevice(wpe), asDevice(out),
-                                           B * T, T, H, V, indexError);
-  return checkLaunch(name);
+  constexpr int kPack = kPack16<A>;
+  return withPackWidth<kPack>(
+      rowsPackable(H, kPack, {wte, wpe, out}), [&](auto w) -> bp_status_t {
+        constexpr int P = decltype(w)::value;
+        embeddingFwdKernel<P>
+            <<<gridBlocks(B * T, 1), rowThreadsPacked(H, P), 0,
+               asStream(stream)>>>(tokens, asDevice(wte), asDevice(wpe),
+                                   asDevice(out), B * T, T, H, V, indexError);
+        return checkLaunch(name);
+      });
 }
 
 template <typename A>
@@ -98,15 +119,20 @@ bp_status_t embeddingBwd(const int32_t *tokens, const A *dout, float *dwte,
   int32_t *indexError = indexErrorWord();
   if (!indexError)
     return BP_ERR_DEVICE;
-  embeddingBwdKernel<<<gridBlocks(T, 1), rowThreads(H, 4), 0,
-                       asStream(stream)>>>(tokens, asDevice(dout), dwte, dwpe,
-                                           B, T, H, V, indexError);
-  return checkLaunch(name);
+  constexpr int kPack = kPack16<A>;
+  return withPackWidth<kPack>(
+      rowsPackable(H, kPack, {dout, dwte, dwpe}), [&](auto w) -> bp_status_t {
+        constexpr int P = decltype(w)::value;
+        embeddingBwdKernel<P>
+            <<<gridBlocks(T, 1), rowThreadsPacked(H, P), 0, asStream(stream)>>>(
+                tokens, asDevice(dout), dwte, dwpe, B, T, H, V, indexError);
+        return checkLaunch(name);
+      });
 }
 
 } // namespace
 
-BITPIPE_CUDA_LOAD_AT_START_UP(embeddingFwdKernel<float>);
+BITPIPE_CUDA_LOAD_AT_START_UP(embeddingFwdKernel<1, float>);
 
 extern "C" bp_status_t bp_cuda_embedding_fwd(const int32_t *tokens,
                                              const bp_bf16_t *wte,

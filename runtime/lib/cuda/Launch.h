@@ -65,6 +65,20 @@ bp_status_t checkCuda(cudaError_t err, const char *what);
 /// that this is the first call to see (the message says it may be earlier).
 bp_status_t checkLaunch(const char *what);
 
+/// Whether a kernel that walks rows of \p cols elements may move \p pack
+/// elements an access (DeviceMath.cuh's forEachInRow): every row of every
+/// operand then starts on a 16-byte boundary. A pack of 1 always may.
+inline bool rowsPackable(int64_t cols, int pack,
+                         std::initializer_list<const void *> ptrs) {
+  return pack == 1 || (cols % pack == 0 && isAligned(ptrs, 16));
+}
+
+/// Threads of a block that owns one row of \p cols elements moved \p pack
+/// at a time (rowThreads in packs; 4 elements a thread without packs).
+inline int rowThreadsPacked(int64_t cols, int pack) {
+  return pack == 1 ? rowThreads(cols, 4) : rowThreads(cols, pack);
+}
+
 /// Who recorded an out-of-range id (or, for the optimizer's multi-tensor
 /// kernels, a malformed segment: the segment table lives on the device too)
 /// in the device's index-error word (see bp_cuda_synchronize); 0 is

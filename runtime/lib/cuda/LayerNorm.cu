@@ -1,7 +1,8 @@
 //===- LayerNorm.cu - Layer norm, bf16 or fp32 data, fp32 statistics ----===//
 //
 // Forward and the input gradient: one block per row (grid-stride over rows),
-// the row's sums reduced across the block in fp32. Rows are at most 16 KiB
+// the row's sums reduced across the block in fp32, 16 bytes a thread per
+// access where the rows are aligned for it. Rows are at most 16 KiB
 // of bf16 (H = 8192), so the second and third reads of a row hit L1/L2; the
 // row is not staged in shared memory, which keeps every H within the default
 // shared-memory limit.
@@ -26,29 +27,47 @@ using namespace bitpipe::runtime::cuda;
 
 namespace {
 
-template <typename T>
+// Each kernel is a template over N, the elements a thread moves per access
+// (DeviceMath.cuh's forEachInRow): 16 bytes' worth (8 bf16, 4 fp32) when
+// every row starts on a 16-byte boundary, else 1. A kernel that only moves
+// bytes reaches the memory's bandwidth with the wider accesses.
+
+template <int N, typename T>
 __global__ void layerNormFwdKernel(const T *x, const T *gamma, const T *beta,
-                                   T *y, float *mean,
-                                   float *rstd, int64_t N, int64_t H,
-                                   float eps) {
+                                   T *y, float *mean, float *rstd, int64_t rows,
+                                   int64_t H, float eps) {
   const float invH = 1.0f / static_cast<float>(H);
-  for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T *xr = x + row * H;
     T *yr = y + row * H;
     // Two passes, as the CPU kernel: the variance of centred values does
     // not cancel when |mean| >> std.
     float sum = 0.0f;
-    for (int64_t c = threadIdx.x; c < H; c += blockDim.x)
-      sum += load(xr, c);
+    forEachInRow<N>(H, [&](int64_t c, auto w) {
+      float v[decltype(w)::value];
+      loadFloats(xr, c, v);
+      for (float e : v)
+        sum += e;
+    });
     const float mu = blockReduce(sum, Plus(), 0.0f) * invH;
     float sq = 0.0f;
-    for (int64_t c = threadIdx.x; c < H; c += blockDim.x) {
-      float d = load(xr, c) - mu;
-      sq += d * d;
-    }
+    forEachInRow<N>(H, [&](int64_t c, auto w) {
+      float v[decltype(w)::value];
+      loadFloats(xr, c, v);
+      for (float e : v)
+        sq += (e - mu) * (e - mu);
+    });
     const float rs = 1.0f / sqrtf(blockReduce(sq, Plus(), 0.0f) * invH + eps);
-    for (int64_t c = threadIdx.x; c < H; c += blockDim.x)
-      store(yr, c, (load(xr, c) - mu) * rs * load(gamma, c) + load(beta, c));
+    forEachInRow<N>(H, [&](int64_t c, auto w) {
+      constexpr int W = decltype(w)::value;
+      float v[W], g[W], b[W];
+      loadFloats(xr, c, v);
+      loadFloats(gamma, c, g);
+      loadFloats(beta, c, b);
+      for (int k = 0; k < W; ++k)
+        v[k] = (v[k] - mu) * rs * g[k] + b[k];
+      storeFloats(yr, c, v);
+    });
     if (threadIdx.x == 0) {
       mean[row] = mu;
       rstd[row] = rs;
@@ -57,68 +76,92 @@ __global__ void layerNormFwdKernel(const T *x, const T *gamma, const T *beta,
 }
 
 /// dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma, as the CPU.
-template <typename T>
-__global__ void layerNormBwdInputKernel(const T *dy, const T *x,
-                                        const T *gamma, const float *mean,
-                                        const float *rstd, T *dx, int64_t N,
-                                        int64_t H) {
+template <int N, typename T>
+__global__ void layerNormBwdInputKernel(const T *dy, const T *x, const T *gamma,
+                                        const float *mean, const float *rstd,
+                                        T *dx, int64_t rows, int64_t H) {
   const float invH = 1.0f / static_cast<float>(H);
-  for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T *dyr = dy + row * H, *xr = x + row * H;
     T *dxr = dx + row * H;
     const float mu = mean[row], rs = rstd[row];
     float2 sums = make_float2(0.0f, 0.0f); // (sum g, sum g xhat)
-    for (int64_t c = threadIdx.x; c < H; c += blockDim.x) {
-      float g = load(dyr, c) * load(gamma, c);
-      sums.x += g;
-      sums.y += g * (load(xr, c) - mu) * rs;
-    }
+    forEachInRow<N>(H, [&](int64_t c, auto w) {
+      constexpr int W = decltype(w)::value;
+      float d[W], v[W], g[W];
+      loadFloats(dyr, c, d);
+      loadFloats(xr, c, v);
+      loadFloats(gamma, c, g);
+      for (int k = 0; k < W; ++k) {
+        sums.x += d[k] * g[k];
+        sums.y += d[k] * g[k] * (v[k] - mu) * rs;
+      }
+    });
     sums = blockReduce(sums, Float2Plus(), make_float2(0.0f, 0.0f));
     const float meanG = sums.x * invH, meanGX = sums.y * invH;
-    for (int64_t c = threadIdx.x; c < H; c += blockDim.x) {
-      float g = load(dyr, c) * load(gamma, c);
-      float xhat = (load(xr, c) - mu) * rs;
-      store(dxr, c, rs * (g - meanG - xhat * meanGX));
-    }
+    forEachInRow<N>(H, [&](int64_t c, auto w) {
+      constexpr int W = decltype(w)::value;
+      float d[W], v[W], g[W];
+      loadFloats(dyr, c, d);
+      loadFloats(xr, c, v);
+      loadFloats(gamma, c, g);
+      for (int k = 0; k < W; ++k)
+        d[k] = rs * (d[k] * g[k] - meanG - (v[k] - mu) * rs * meanGX);
+      storeFloats(dxr, c, d);
+    });
   }
 }
 
-// Stage 1 of the parameter gradients (ColumnChunks.h): a block is kColTile
-// columns x kRowLanes rows; each thread sums every kRowLanes-th row of its
-// chunk for one column (a warp reads one row's kColTile consecutive
-// columns), then the lanes of a column are summed in order.
+// Stage 1 of the parameter gradients (ColumnChunks.h): a block is
+// kColTile x N columns by kRowLanes rows; each thread sums every
+// kRowLanes-th row of its chunk for its N adjacent columns (a warp reads
+// one row's kColTile x N consecutive columns), then the lanes of a column
+// are summed in order. A column's sum is the same whatever N is.
 
-template <typename T>
-__global__ void layerNormParamGradPartialKernel(const T *dy, const T *x,
-                                                const float *mean,
-                                                const float *rstd,
-                                                float *partial, int64_t N,
-                                                int64_t H,
-                                                int64_t rowsPerChunk) {
-  __shared__ float lanes[2][kRowLanes][kColTile + 1];
-  const int64_t c = blockIdx.x * static_cast<int64_t>(kColTile) + threadIdx.x;
+template <int N, typename T>
+__global__ void
+layerNormParamGradPartialKernel(const T *dy, const T *x, const float *mean,
+                                const float *rstd, float *partial, int64_t rows,
+                                int64_t H, int64_t rowsPerChunk) {
+  __shared__ float lanes[2][kRowLanes][kColTile * N + 1];
+  const int64_t c0 = blockIdx.x * static_cast<int64_t>(kColTile * N);
+  const int64_t c = c0 + threadIdx.x * static_cast<int64_t>(N);
   const int64_t chunk = blockIdx.y;
   const int64_t begin = chunk * rowsPerChunk;
-  const int64_t end = min(N, begin + rowsPerChunk);
-  float dg = 0.0f, db = 0.0f;
+  const int64_t end = min(rows, begin + rowsPerChunk);
+  // With N > 1, H is a multiple of N: a thread's columns are all in range
+  // or all out.
+  float dg[N] = {}, db[N] = {};
   if (c < H) {
     for (int64_t r = begin + threadIdx.y; r < end; r += kRowLanes) {
-      float d = load(dy, r * H + c);
-      dg += d * (load(x, r * H + c) - mean[r]) * rstd[r];
-      db += d;
+      float d[N], v[N];
+      loadFloats(dy, r * H + c, d);
+      loadFloats(x, r * H + c, v);
+      const float mu = mean[r], rs = rstd[r];
+      for (int k = 0; k < N; ++k) {
+        dg[k] += d[k] * (v[k] - mu) * rs;
+        db[k] += d[k];
+      }
     }
   }
-  lanes[0][threadIdx.y][threadIdx.x] = dg;
-  lanes[1][threadIdx.y][threadIdx.x] = db;
+  for (int k = 0; k < N; ++k) {
+    lanes[0][threadIdx.y][threadIdx.x * N + k] = dg[k];
+    lanes[1][threadIdx.y][threadIdx.x * N + k] = db[k];
+  }
   __syncthreads();
-  if (threadIdx.y == 0 && c < H) {
+  // Every thread of the block finishes columns: kColTile x N columns over
+  // kColTile x kRowLanes threads.
+  const int thread = threadIdx.y * kColTile + threadIdx.x;
+  for (int j = thread; j < kColTile * N; j += kColTile * kRowLanes) {
+    if (c0 + j >= H)
+      break;
     float g = 0.0f, b = 0.0f;
     for (int l = 0; l < kRowLanes; ++l) {
-      g += lanes[0][l][threadIdx.x];
-      b += lanes[1][l][threadIdx.x];
+      g += lanes[0][l][j];
+      b += lanes[1][l][j];
     }
-    partial[(2 * chunk) * H + c] = g;
-    partial[(2 * chunk + 1) * H + c] = b;
+    partial[(2 * chunk) * H + c0 + j] = g;
+    partial[(2 * chunk + 1) * H + c0 + j] = b;
   }
 }
 
@@ -144,11 +187,16 @@ bp_status_t layerNormFwd(const A *x, const A *gamma, const A *beta, A *y,
                          float eps, void *stream, const char *name) {
   if (!BP_KERNEL_ARGS_VALID(layer_norm_fwd) || !(eps >= 0.0f))
     return BP_ERR_INVALID_ARGUMENT;
-  layerNormFwdKernel<<<gridBlocks(N, 1), rowThreads(H, 4), 0,
-                       asStream(stream)>>>(asDevice(x), asDevice(gamma),
-                                           asDevice(beta), asDevice(y), mean,
-                                           rstd, N, H, eps);
-  return checkLaunch(name);
+  constexpr int kPack = kPack16<A>;
+  return withPackWidth<kPack>(
+      rowsPackable(H, kPack, {x, gamma, beta, y}), [&](auto w) -> bp_status_t {
+        constexpr int P = decltype(w)::value;
+        layerNormFwdKernel<P>
+            <<<gridBlocks(N, 1), rowThreadsPacked(H, P), 0, asStream(stream)>>>(
+                asDevice(x), asDevice(gamma), asDevice(beta), asDevice(y), mean,
+                rstd, N, H, eps);
+        return checkLaunch(name);
+      });
 }
 
 template <typename A>
@@ -159,33 +207,41 @@ bp_status_t layerNormBwd(const A *dy, const A *x, const A *gamma,
   if (!BP_KERNEL_ARGS_VALID(layer_norm_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   const cudaStream_t s = asStream(stream);
-  const ChunkPlan plan = planChunks(N, H);
-  // Allocated first: failing here leaves every output untouched.
-  auto *partial = static_cast<float *>(
-      bp_cuda_alloc(2 * plan.chunks * H * static_cast<int64_t>(sizeof(float)),
-                    stream));
-  if (!partial)
-    return BP_ERR_OUT_OF_MEMORY;
+  constexpr int kPack = kPack16<A>;
+  return withPackWidth<kPack>(
+      rowsPackable(H, kPack, {dy, x, gamma, dx}), [&](auto w) -> bp_status_t {
+        constexpr int P = decltype(w)::value;
+        const ChunkPlan plan = planChunks(N, H, kColTile * P);
+        // Allocated first: failing here leaves every output untouched.
+        auto *partial = static_cast<float *>(bp_cuda_alloc(
+            2 * plan.chunks * H * static_cast<int64_t>(sizeof(float)), stream));
+        if (!partial)
+          return BP_ERR_OUT_OF_MEMORY;
 
-  layerNormBwdInputKernel<<<gridBlocks(N, 1), rowThreads(H, 4), 0, s>>>(
-      asDevice(dy), asDevice(x), asDevice(gamma), mean, rstd, asDevice(dx), N,
-      H);
-  bp_status_t status = checkLaunch(name);
-  if (status == BP_OK) {
-    dim3 grid(static_cast<unsigned>((H + kColTile - 1) / kColTile),
+        layerNormBwdInputKernel<P>
+            <<<gridBlocks(N, 1), rowThreadsPacked(H, P), 0, s>>>(
+                asDevice(dy), asDevice(x), asDevice(gamma), mean, rstd,
+                asDevice(dx), N, H);
+        bp_status_t status = checkLaunch(name);
+        if (status == BP_OK) {
+          dim3 grid(
+              static_cast<unsigned>((H + kColTile * P - 1) / (kColTile * P)),
               static_cast<unsigned>(plan.chunks));
-    layerNormParamGradPartialKernel<<<grid, dim3(kColTile, kRowLanes), 0, s>>>(
-        asDevice(dy), asDevice(x), mean, rstd, partial, N, H,
-        plan.rowsPerChunk);
-    status = checkLaunch(name);
-  }
-  if (status == BP_OK) {
-    layerNormParamGradFinishKernel<<<gridBlocks(H, 256), 256, 0, s>>>(
-        partial, plan.chunks, dgamma, dbeta, H);
-    status = checkLaunch(name);
-  }
-  bp_cuda_free(partial, stream); // In stream order: after the kernels above.
-  return status;
+          layerNormParamGradPartialKernel<P>
+              <<<grid, dim3(kColTile, kRowLanes), 0, s>>>(
+                  asDevice(dy), asDevice(x), mean, rstd, partial, N, H,
+                  plan.rowsPerChunk);
+          status = checkLaunch(name);
+        }
+        if (status == BP_OK) {
+          layerNormParamGradFinishKernel<<<gridBlocks(H, 256), 256, 0, s>>>(
+              partial, plan.chunks, dgamma, dbeta, H);
+          status = checkLaunch(name);
+        }
+        // In stream order: after the kernels above.
+        bp_cuda_free(partial, stream);
+        return status;
+      });
 }
 
 } // namespace

@@ -2,9 +2,9 @@
 //
 // LLaMA's RMSNorm (runtime.h's bp_rms_norm_*), laid out as LayerNorm.cu:
 // the forward and the input gradient one block per row with fp32 block
-// reductions, the gain's gradient a deterministic two-stage column sum
-// (ColumnChunks.h). The formulas are the CPU kernel's
-// (runtime/lib/cpu/kernels/RmsNorm.cpp).
+// reductions and 16-byte accesses where the rows allow, the gain's gradient
+// a deterministic two-stage column sum (ColumnChunks.h). The formulas are
+// the CPU kernel's (runtime/lib/cpu/kernels/RmsNorm.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,70 +17,107 @@ using namespace bitpipe::runtime::cuda;
 
 namespace {
 
-template <typename T>
-__global__ void rmsNormFwdKernel(const T *x, const T *gamma, T *y,
-                                 float *rstd, int64_t N, int64_t H,
-                                 float eps) {
+// Kernels are templates over N, the elements a thread moves per access, as
+// LayerNorm.cu's.
+
+template <int N, typename T>
+__global__ void rmsNormFwdKernel(const T *x, const T *gamma, T *y, float *rstd,
+                                 int64_t rows, int64_t H, float eps) {
   const float invH = 1.0f / static_cast<float>(H);
-  for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T *xr = x + row * H;
     T *yr = y + row * H;
     float sq = 0.0f;
-    for (int64_t c = threadIdx.x; c < H; c += blockDim.x) {
-      float v = load(xr, c);
-      sq += v * v;
-    }
+    forEachInRow<N>(H, [&](int64_t c, auto w) {
+      float v[decltype(w)::value];
+      loadFloats(xr, c, v);
+      for (float e : v)
+        sq += e * e;
+    });
     const float rs = 1.0f / sqrtf(blockReduce(sq, Plus(), 0.0f) * invH + eps);
-    for (int64_t c = threadIdx.x; c < H; c += blockDim.x)
-      store(yr, c, load(xr, c) * rs * load(gamma, c));
+    forEachInRow<N>(H, [&](int64_t c, auto w) {
+      constexpr int W = decltype(w)::value;
+      float v[W], g[W];
+      loadFloats(xr, c, v);
+      loadFloats(gamma, c, g);
+      for (int k = 0; k < W; ++k)
+        v[k] = v[k] * rs * g[k];
+      storeFloats(yr, c, v);
+    });
     if (threadIdx.x == 0)
       rstd[row] = rs;
   }
 }
 
 /// dx = rstd (g - xhat mean(g xhat)), g = dy gamma, as the CPU.
-template <typename T>
+template <int N, typename T>
 __global__ void rmsNormBwdInputKernel(const T *dy, const T *x, const T *gamma,
-                                      const float *rstd, T *dx, int64_t N,
+                                      const float *rstd, T *dx, int64_t rows,
                                       int64_t H) {
   const float invH = 1.0f / static_cast<float>(H);
-  for (int64_t row = blockIdx.x; row < N; row += gridDim.x) {
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T *dyr = dy + row * H, *xr = x + row * H;
     T *dxr = dx + row * H;
     const float rs = rstd[row];
     float gx = 0.0f;
-    for (int64_t c = threadIdx.x; c < H; c += blockDim.x)
-      gx += load(dyr, c) * load(gamma, c) * load(xr, c) * rs;
+    forEachInRow<N>(H, [&](int64_t c, auto w) {
+      constexpr int W = decltype(w)::value;
+      float d[W], v[W], g[W];
+      loadFloats(dyr, c, d);
+      loadFloats(xr, c, v);
+      loadFloats(gamma, c, g);
+      for (int k = 0; k < W; ++k)
+        gx += d[k] * g[k] * v[k] * rs;
+    });
     const float meanGX = blockReduce(gx, Plus(), 0.0f) * invH;
-    for (int64_t c = threadIdx.x; c < H; c += blockDim.x) {
-      float g = load(dyr, c) * load(gamma, c);
-      store(dxr, c, rs * (g - load(xr, c) * rs * meanGX));
-    }
+    forEachInRow<N>(H, [&](int64_t c, auto w) {
+      constexpr int W = decltype(w)::value;
+      float d[W], v[W], g[W];
+      loadFloats(dyr, c, d);
+      loadFloats(xr, c, v);
+      loadFloats(gamma, c, g);
+      for (int k = 0; k < W; ++k)
+        d[k] = rs * (d[k] * g[k] - v[k] * rs * meanGX);
+      storeFloats(dxr, c, d);
+    });
   }
 }
 
-/// Stage 1 of dgamma = sum over rows of dy * xhat (ColumnChunks.h).
-template <typename T>
+/// Stage 1 of dgamma = sum over rows of dy * xhat (ColumnChunks.h), a block
+/// kColTile x N columns by kRowLanes rows as LayerNorm.cu's.
+template <int N, typename T>
 __global__ void rmsNormGainGradPartialKernel(const T *dy, const T *x,
-                                             const float *rstd,
-                                             float *partial, int64_t N,
-                                             int64_t H, int64_t rowsPerChunk) {
-  __shared__ float lanes[kRowLanes][kColTile + 1];
-  const int64_t c = blockIdx.x * static_cast<int64_t>(kColTile) + threadIdx.x;
+                                             const float *rstd, float *partial,
+                                             int64_t rows, int64_t H,
+                                             int64_t rowsPerChunk) {
+  __shared__ float lanes[kRowLanes][kColTile * N + 1];
+  const int64_t c0 = blockIdx.x * static_cast<int64_t>(kColTile * N);
+  const int64_t c = c0 + threadIdx.x * static_cast<int64_t>(N);
   const int64_t chunk = blockIdx.y;
   const int64_t begin = chunk * rowsPerChunk;
-  const int64_t end = min(N, begin + rowsPerChunk);
-  float dg = 0.0f;
-  if (c < H)
-    for (int64_t r = begin + threadIdx.y; r < end; r += kRowLanes)
-      dg += load(dy, r * H + c) * load(x, r * H + c) * rstd[r];
-  lanes[threadIdx.y][threadIdx.x] = dg;
+  const int64_t end = min(rows, begin + rowsPerChunk);
+  float dg[N] = {};
+  if (c < H) {
+    for (int64_t r = begin + threadIdx.y; r < end; r += kRowLanes) {
+      float d[N], v[N];
+      loadFloats(dy, r * H + c, d);
+      loadFloats(x, r * H + c, v);
+      const float rs = rstd[r];
+      for (int k = 0; k < N; ++k)
+        dg[k] += d[k] * v[k] * rs;
+    }
+  }
+  for (int k = 0; k < N; ++k)
+    lanes[threadIdx.y][threadIdx.x * N + k] = dg[k];
   __syncthreads();
-  if (threadIdx.y == 0 && c < H) {
+  const int thread = threadIdx.y * kColTile + threadIdx.x;
+  for (int j = thread; j < kColTile * N; j += kColTile * kRowLanes) {
+    if (c0 + j >= H)
+      break;
     float g = 0.0f;
     for (int l = 0; l < kRowLanes; ++l)
-      g += lanes[l][threadIdx.x];
-    partial[chunk * H + c] = g;
+      g += lanes[l][j];
+    partial[chunk * H + c0 + j] = g;
   }
 }
 
@@ -103,10 +140,15 @@ bp_status_t rmsNormFwd(const A *x, const A *gamma, A *y, float *rstd,
                        const char *name) {
   if (!BP_KERNEL_ARGS_VALID(rms_norm_fwd) || !(eps >= 0.0f))
     return BP_ERR_INVALID_ARGUMENT;
-  rmsNormFwdKernel<<<gridBlocks(N, 1), rowThreads(H, 4), 0,
-                     asStream(stream)>>>(asDevice(x), asDevice(gamma),
-                                         asDevice(y), rstd, N, H, eps);
-  return checkLaunch(name);
+  constexpr int kPack = kPack16<A>;
+  return withPackWidth<kPack>(
+      rowsPackable(H, kPack, {x, gamma, y}), [&](auto w) -> bp_status_t {
+        constexpr int P = decltype(w)::value;
+        rmsNormFwdKernel<P>
+            <<<gridBlocks(N, 1), rowThreadsPacked(H, P), 0, asStream(stream)>>>(
+                asDevice(x), asDevice(gamma), asDevice(y), rstd, N, H, eps);
+        return checkLaunch(name);
+      });
 }
 
 template <typename A>
@@ -116,32 +158,44 @@ bp_status_t rmsNormBwd(const A *dy, const A *x, const A *gamma,
   if (!BP_KERNEL_ARGS_VALID(rms_norm_bwd))
     return BP_ERR_INVALID_ARGUMENT;
   const cudaStream_t s = asStream(stream);
-  const ChunkPlan plan = planChunks(N, H);
-  // Allocated first: failing here leaves every output untouched.
-  auto *partial = static_cast<float *>(bp_cuda_alloc(
-      plan.chunks * H * static_cast<int64_t>(sizeof(float)), stream));
-  if (!partial)
-    return BP_ERR_OUT_OF_MEMORY;
+  constexpr int kPack = kPack16<A>;
+  return withPackWidth<kPack>(
+      rowsPackable(H, kPack, {dy, x, gamma, dx}), [&](auto w) -> bp_status_t {
+        constexpr int P = decltype(w)::value;
+        const ChunkPlan plan = planChunks(N, H, kColTile * P);
+        // Allocated first: failing here leaves every output untouched.
+        auto *partial = static_cast<float *>(bp_cuda_alloc(
+            plan.chunks * H * static_cast<int64_t>(sizeof(float)), stream));
+        if (!partial)
+          return BP_ERR_OUT_OF_MEMORY;
 
-  // The gain's gradient reads dy before the input gradient is written: dx
-  // may not alias dy (runtime.h), but the order costs nothing.
-  dim3 grid(static_cast<unsigned>((H + kColTile - 1) / kColTile),
+        // The gain's gradient reads dy before the input gradient is
+        // written: dx may not alias dy (runtime.h), but the order costs
+        // nothing.
+        dim3 grid(
+            static_cast<unsigned>((H + kColTile * P - 1) / (kColTile * P)),
             static_cast<unsigned>(plan.chunks));
-  rmsNormGainGradPartialKernel<<<grid, dim3(kColTile, kRowLanes), 0, s>>>(
-      asDevice(dy), asDevice(x), rstd, partial, N, H, plan.rowsPerChunk);
-  bp_status_t status = checkLaunch(name);
-  if (status == BP_OK) {
-    rmsNormGainGradFinishKernel<<<gridBlocks(H, 256), 256, 0, s>>>(
-        partial, plan.chunks, dgamma, H);
-    status = checkLaunch(name);
-  }
-  if (status == BP_OK) {
-    rmsNormBwdInputKernel<<<gridBlocks(N, 1), rowThreads(H, 4), 0, s>>>(
-        asDevice(dy), asDevice(x), asDevice(gamma), rstd, asDevice(dx), N, H);
-    status = checkLaunch(name);
-  }
-  bp_cuda_free(partial, stream); // In stream order: after the kernels above.
-  return status;
+        rmsNormGainGradPartialKernel<P>
+            <<<grid, dim3(kColTile, kRowLanes), 0, s>>>(
+                asDevice(dy), asDevice(x), rstd, partial, N, H,
+                plan.rowsPerChunk);
+        bp_status_t status = checkLaunch(name);
+        if (status == BP_OK) {
+          rmsNormGainGradFinishKernel<<<gridBlocks(H, 256), 256, 0, s>>>(
+              partial, plan.chunks, dgamma, H);
+          status = checkLaunch(name);
+        }
+        if (status == BP_OK) {
+          rmsNormBwdInputKernel<P>
+              <<<gridBlocks(N, 1), rowThreadsPacked(H, P), 0, s>>>(
+                  asDevice(dy), asDevice(x), asDevice(gamma), rstd,
+                  asDevice(dx), N, H);
+          status = checkLaunch(name);
+        }
+        // In stream order: after the kernels above.
+        bp_cuda_free(partial, stream);
+        return status;
+      });
 }
 
 } // namespace

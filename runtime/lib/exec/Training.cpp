@@ -509,8 +509,9 @@ Status Trainer::reportMemory(const Executor &executor) {
   std::string saved = "saved activations in flight, peak per rank:";
   // The tensors' peak (what the pool held at most) and the parameter
   // store's arrays, which live the whole run beside them.
-  std::string pool = "memory, peak per rank, MiB: tensors (pool) + parameters, "
-                     "gradients and optimizer state = total:";
+  std::string pool = "memory, peak per rank, MiB: tensors (the pool's peak in "
+                     "use (what it held)) + parameters, gradients and "
+                     "optimizer state = total:";
   bool asScheduled = true;
   for (size_t r = 0; r < all.size(); ++r) {
     int64_t v[5] = {0, 0, 0, 0, 0};

@@ -107,6 +107,58 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaLayerNorm,
                                            RowsCase{70000, 64}),
                          rowsCaseName);
 
+//===----------------------------------------------------------------------===//
+// RMS norm
+//===----------------------------------------------------------------------===//
+
+class CudaRmsNorm : public CudaTest,
+                    public ::testing::WithParamInterface<RowsCase> {};
+
+TEST_P(CudaRmsNorm, ForwardAndBackwardMatchReference) {
+  const auto [N, H] = GetParam();
+  const float eps = 1e-6f;
+  const uint32_t seed = static_cast<uint32_t>(N * 137 + H);
+  const std::string shape =
+      "N=" + std::to_string(N) + ",H=" + std::to_string(H);
+  auto x = randomBf16Values(N * H, seed, -3.0f, 3.0f);
+  auto gamma = randomBf16Values(H, seed + 1, 0.5f, 1.5f);
+  auto dy = randomBf16Values(N * H, seed + 2);
+  auto dgamma0 = randomFloats(H, seed + 3);
+
+  DeviceBuffer<bp_bf16_t> dX(toBf16(x)), dGamma(toBf16(gamma)), dDy(toBf16(dy)),
+      dY(N * H), dDx(N * H);
+  DeviceBuffer<float> dRstd(N), dDgamma(dgamma0);
+  ASSERT_EQ(bp_cuda_rms_norm_fwd(dX.get(), dGamma.get(), dY.get(), dRstd.get(),
+                                 N, H, eps, stream()),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_rms_norm_bwd(dDy.get(), dX.get(), dGamma.get(), dRstd.get(),
+                                 dDx.get(), dDgamma.get(), N, H, stream()),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+
+  std::vector<double> rstd, dx, dgamma;
+  auto xD = toDouble(x), gD = toDouble(gamma);
+  auto y = ref::rmsNorm(xD, gD, N, H, double(eps), &rstd);
+  ref::rmsNormGrad(toDouble(dy), xD, gD, N, H, double(eps), dx, dgamma);
+  EXPECT_TRUE(checkClose("rms_norm_fwd", "y", shape, fromBf16(dY.download()), y,
+                         kBf16Rtol));
+  EXPECT_TRUE(checkClose("rms_norm_fwd", "rstd", shape, dRstd.download(), rstd,
+                         kFp32Rtol));
+  EXPECT_TRUE(checkClose("rms_norm_bwd", "dx", shape, fromBf16(dDx.download()),
+                         dx, kBf16Rtol));
+  EXPECT_TRUE(checkClose("rms_norm_bwd", "dgamma(+=)", shape,
+                         dDgamma.download(), plus(dgamma0, dgamma), kFp32Rtol));
+}
+
+// As the layer norm's: 16-byte packs where H is a multiple of 8 (all but
+// 1025, which takes one element an access), one grid and more.
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaRmsNorm,
+                         ::testing::Values(RowsCase{37, 64}, RowsCase{37, 768},
+                                           RowsCase{5, 1025},
+                                           RowsCase{37, 8192},
+                                           RowsCase{70000, 64}),
+                         rowsCaseName);
+
 TEST_F(CudaKernels, LayerNormBackwardIsDeterministic) {
   // The parameter gradients are reduced in a fixed order: two runs, the
   // same bits.
@@ -262,11 +314,14 @@ TEST_P(CudaEmbedding, ForwardAndBackwardMatchReference) {
 }
 
 // GPT-2's vocabulary at a small width; wider rows at a smaller vocabulary
-// (the reference's dwte is V x H doubles on the host).
+// (the reference's dwte is V x H doubles on the host); H = 100 is not a
+// multiple of a 16-byte pack of bf16, so its rows move one element an
+// access.
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaEmbedding,
                          ::testing::Values(EmbeddingCase{3, 7, 64, 50304},
                                            EmbeddingCase{3, 7, 768, 1000},
                                            EmbeddingCase{2, 5, 1000, 301},
+                                           EmbeddingCase{2, 5, 100, 301},
                                            EmbeddingCase{2, 3, 8192, 17}),
                          embeddingCaseName);
 

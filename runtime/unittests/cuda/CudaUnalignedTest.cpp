@@ -6,8 +6,11 @@
 // here the operands start 1 to 7 elements into their blocks (compiled code
 // may pass views into a larger buffer), in both element types, at counts
 // that are not multiples of a pack, and the elements just outside must keep
-// their sentinels. Tolerances as CudaKernelsTest.cpp (bf16) and
-// CudaFp32KernelsTest.cpp (fp32).
+// their sentinels. The row kernels (norms, embedding, cross-entropy) take
+// packs only when every row starts on a 16-byte boundary: the last test
+// gives them rows that would (widths a multiple of a pack) in operands
+// that start one element into their blocks. Tolerances as
+// CudaKernelsTest.cpp (bf16) and CudaFp32KernelsTest.cpp (fp32).
 //
 // Skipped without a device; bench/gpu/check.sh runs them on a GPU.
 //
@@ -36,6 +39,8 @@ void PrintTo(const UnalignedCase &c, std::ostream *os) {
 
 class CudaUnaligned : public CudaTest,
                       public ::testing::WithParamInterface<UnalignedCase> {};
+
+using CudaUnalignedRows = CudaTest;
 
 /// Host values at their shift in a block of shift + n + 1 elements, the rest
 /// \p sentinel.
@@ -138,5 +143,132 @@ INSTANTIATE_TEST_SUITE_P(Cases, CudaUnaligned,
                                   std::to_string(c.shiftB) +
                                   std::to_string(c.shiftOut);
                          });
+
+/// The row kernels at H = 768 and V = 1000 (multiples of a bf16 pack), every
+/// operand one element into its block: the one-element path, against the
+/// references, sentinels kept.
+TEST_F(CudaUnalignedRows, Bf16RowKernelsOffBoundary) {
+  const int64_t N = 6, H = 768, V = 1000, B = 2, T = 3;
+  const std::string shape = "N=6,H=768,V=1000,bf16,shifted by 1";
+  const float sentinel = 42.0f;
+  const int64_t sh = 1;
+  auto x = randomBf16Values(N * H, 11, -3.0f, 3.0f);
+  auto gamma = randomBf16Values(H, 12, 0.5f, 1.5f);
+  auto beta = randomBf16Values(H, 13);
+  auto dy = randomBf16Values(N * H, 14);
+  auto zeros = std::vector<float>(N * H, 0.0f);
+  auto blockOf = [&](const std::vector<float> &v) {
+    return DeviceBuffer<bp_bf16_t>(toBf16(placed(v, sh, sentinel)));
+  };
+  auto dX = blockOf(x), dGamma = blockOf(gamma), dBeta = blockOf(beta),
+       dDy = blockOf(dy), dY = blockOf(zeros), dDx = blockOf(zeros),
+       dRmsY = blockOf(zeros), dRmsDx = blockOf(zeros);
+  DeviceBuffer<float> dMean(N), dRstd(N), dRmsRstd(N),
+      dDgamma(placed(std::vector<float>(H, 0.0f), sh, sentinel)),
+      dDbeta(placed(std::vector<float>(H, 0.0f), sh, sentinel)),
+      dRmsDgamma(placed(std::vector<float>(H, 0.0f), sh, sentinel));
+  ASSERT_EQ(bp_cuda_layer_norm_fwd(dX.get() + sh, dGamma.get() + sh,
+                                   dBeta.get() + sh, dY.get() + sh, dMean.get(),
+                                   dRstd.get(), N, H, 1e-5f, stream()),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_layer_norm_bwd(dDy.get() + sh, dX.get() + sh,
+                                   dGamma.get() + sh, dMean.get(), dRstd.get(),
+                                   dDx.get() + sh, dDgamma.get() + sh,
+                                   dDbeta.get() + sh, N, H, stream()),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_rms_norm_fwd(dX.get() + sh, dGamma.get() + sh,
+                                 dRmsY.get() + sh, dRmsRstd.get(), N, H, 1e-6f,
+                                 stream()),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_rms_norm_bwd(dDy.get() + sh, dX.get() + sh,
+                                 dGamma.get() + sh, dRmsRstd.get(),
+                                 dRmsDx.get() + sh, dRmsDgamma.get() + sh, N, H,
+                                 stream()),
+            BP_OK);
+
+  // Embedding: a table of V rows and the output, both shifted.
+  auto wte = randomBf16Values(V * H, 15);
+  std::vector<int32_t> tokens = {0, 7, 7, 999, 3, 0};
+  auto dWte = blockOf(wte);
+  auto dEmb = blockOf(zeros);
+  DeviceBuffer<int32_t> dTokens(tokens);
+  DeviceBuffer<float> dDwte(
+      placed(std::vector<float>(V * H, 0.0f), sh, sentinel));
+  ASSERT_EQ(bp_cuda_embedding_fwd(dTokens.get(), dWte.get() + sh, nullptr,
+                                  dEmb.get() + sh, B, T, H, V, stream()),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_embedding_bwd(dTokens.get(), dDy.get() + sh,
+                                  dDwte.get() + sh, nullptr, B, T, H, V,
+                                  stream()),
+            BP_OK);
+
+  // Cross-entropy over N rows of V logits, shifted.
+  auto logits = randomBf16Values(N * V, 16, -4.0f, 4.0f);
+  std::vector<int32_t> labels = {3, BP_IGNORE_INDEX, 999, 0, 500, 7};
+  auto dLogits = blockOf(logits);
+  auto dDlogits = blockOf(std::vector<float>(N * V, 0.0f));
+  DeviceBuffer<int32_t> dLabels(labels);
+  DeviceBuffer<float> dLoss(1), dRowMax(N), dLogSum(N),
+      dDloss(std::vector<float>{1.0f});
+  ASSERT_EQ(bp_cuda_cross_entropy_fwd(dLogits.get() + sh, dLabels.get(),
+                                      dLoss.get(), dRowMax.get(), dLogSum.get(),
+                                      N, V, BP_IGNORE_INDEX, stream()),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_cross_entropy_bwd(dLogits.get() + sh, dLabels.get(),
+                                      dDloss.get(), dRowMax.get(),
+                                      dLogSum.get(), dDlogits.get() + sh, N, V,
+                                      BP_IGNORE_INDEX, stream()),
+            BP_OK);
+  ASSERT_EQ(bp_cuda_synchronize(stream()), BP_OK);
+
+  auto xD = toDouble(x), gD = toDouble(gamma), dyD = toDouble(dy);
+  std::vector<double> mean, rstd, dx, dgamma, dbeta, rmsRstd, rmsDx, rmsDg;
+  auto y = ref::layerNorm(xD, gD, toDouble(beta), N, H, 1e-5, &mean, &rstd);
+  ref::layerNormGrad(dyD, xD, gD, N, H, 1e-5, dx, dgamma, dbeta);
+  auto rmsY = ref::rmsNorm(xD, gD, N, H, 1e-6, &rmsRstd);
+  ref::rmsNormGrad(dyD, xD, gD, N, H, 1e-6, rmsDx, rmsDg);
+  std::vector<double> dwte, dwpe;
+  ref::embeddingGrad(tokens, dyD, B, T, H, V, dwte, dwpe);
+  auto lD = toDouble(logits);
+  const double loss = ref::crossEntropy(lD, labels, N, V, BP_IGNORE_INDEX);
+  auto dlogits = ref::crossEntropyGrad(lD, labels, N, V, BP_IGNORE_INDEX, 1.0);
+
+  std::vector<float> got;
+  auto bf16Window = [&](DeviceBuffer<bp_bf16_t> &b, int64_t n) {
+    return window(fromBf16(b.download()), sh, n, sentinel, got);
+  };
+  auto fp32Window = [&](DeviceBuffer<float> &b, int64_t n) {
+    return window(b.download(), sh, n, sentinel, got);
+  };
+  ASSERT_TRUE(bf16Window(dY, N * H));
+  EXPECT_TRUE(checkClose("layer_norm_fwd", "y", shape, got, y, kBf16Rtol));
+  ASSERT_TRUE(bf16Window(dDx, N * H));
+  EXPECT_TRUE(checkClose("layer_norm_bwd", "dx", shape, got, dx, kBf16Rtol));
+  ASSERT_TRUE(fp32Window(dDgamma, H));
+  EXPECT_TRUE(
+      checkClose("layer_norm_bwd", "dgamma", shape, got, dgamma, kFp32Rtol));
+  ASSERT_TRUE(fp32Window(dDbeta, H));
+  EXPECT_TRUE(
+      checkClose("layer_norm_bwd", "dbeta", shape, got, dbeta, kFp32Rtol));
+  ASSERT_TRUE(bf16Window(dRmsY, N * H));
+  EXPECT_TRUE(checkClose("rms_norm_fwd", "y", shape, got, rmsY, kBf16Rtol));
+  ASSERT_TRUE(bf16Window(dRmsDx, N * H));
+  EXPECT_TRUE(checkClose("rms_norm_bwd", "dx", shape, got, rmsDx, kBf16Rtol));
+  ASSERT_TRUE(fp32Window(dRmsDgamma, H));
+  EXPECT_TRUE(
+      checkClose("rms_norm_bwd", "dgamma", shape, got, rmsDg, kFp32Rtol));
+  ASSERT_TRUE(bf16Window(dEmb, N * H));
+  EXPECT_TRUE(checkClose(
+      "embedding_fwd", "out", shape, got,
+      ref::embedding(tokens, toDouble(wte), std::vector<double>(), B, T, H),
+      kBf16Rtol));
+  ASSERT_TRUE(fp32Window(dDwte, V * H));
+  EXPECT_TRUE(checkClose("embedding_bwd", "dwte", shape, got, dwte, kFp32Rtol));
+  EXPECT_TRUE(checkClose("cross_entropy_fwd", "loss", shape, dLoss.download(),
+                         {loss}, kFp32Rtol));
+  ASSERT_TRUE(bf16Window(dDlogits, N * V));
+  EXPECT_TRUE(checkClose("cross_entropy_bwd", "dlogits", shape, got, dlogits,
+                         kBf16Rtol));
+}
 
 } // namespace
