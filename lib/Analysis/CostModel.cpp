@@ -58,11 +58,43 @@ static void classifyValues(Operation *op, SmallVectorImpl<Value> &weights,
   llvm::append_range(activations, backward.getValuesSavedWithStatistics());
 }
 
+/// \p op's FLOPs by the rate they run at: a linear's products by its shape
+/// (its bias, forward and backward, with the rest), attention by its
+/// sequence length and head size, everything else as "other" work. Sums to
+/// the op's forward and backward FLOPs (NNCost.cpp's conventions).
+static sched::ComputeWork workOf(Operation *op, int64_t forwardFlops,
+                                 int64_t backwardFlops) {
+  sched::ComputeWork work;
+  if (auto linear = dyn_cast<nn::LinearOp>(op)) {
+    auto w = cast<RankedTensorType>(linear.getWeight().getType());
+    auto y = cast<RankedTensorType>(linear.getResult().getType());
+    sched::LinearShape shape{y.getNumElements() / w.getDimSize(0),
+                             w.getDimSize(1), w.getDimSize(0)};
+    work.addLinear(shape, 1);
+    const double bias = linear.getBias() ? double(y.getNumElements()) : 0;
+    work.otherForwardFlops = bias;
+    work.otherBackwardFlops = bias;
+    return work;
+  }
+  if (auto attention = dyn_cast<nn::AttentionOp>(op)) {
+    auto out = cast<RankedTensorType>(attention.getResult().getType());
+    sched::AttentionShape shape{out.getDimSize(1),
+                                out.getDimSize(2) / attention.getNumHeads(),
+                                attention.getCausal()};
+    work.addAttention(shape, double(forwardFlops));
+    return work;
+  }
+  work.otherForwardFlops = double(forwardFlops);
+  work.otherBackwardFlops = double(backwardFlops);
+  return work;
+}
+
 Cost bitpipe::costOfOp(Operation *op) {
   Cost cost;
   if (auto flops = dyn_cast<nn::CostOpInterface>(op)) {
     cost.forwardFlops = flops.getForwardFlops();
     cost.backwardFlops = flops.getBackwardFlops();
+    cost.work = workOf(op, cost.forwardFlops, cost.backwardFlops);
   }
   SmallVector<Value> weights, activations;
   classifyValues(op, weights, activations);
@@ -92,6 +124,7 @@ struct Accumulator {
         saturatingSum({cost.statisticBytes, c.statisticBytes});
     cost.statisticFlops =
         saturatingSum({cost.statisticFlops, c.statisticFlops});
+    cost.work.add(c.work);
     SmallVector<Value> weights, activations;
     classifyValues(op, weights, activations);
     for (Value w : weights)

@@ -11,6 +11,8 @@
 
 #include "bitpipe/Plan/Report.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace bitpipe::plan {
@@ -61,19 +63,42 @@ std::string formatAssumptions(const PlanResult &result,
          "runtime's context, workspaces, fragmentation): a budget of " +
          formatBytes(result.memoryBudgetBytes()) + "\n";
 
-  out += "compute: " + formatFlops(cluster.achievableFlops()) + "/s per GPU (" +
-         formatFlops(cluster.peakBf16Flops) + "/s peak x " +
-         format("%g", cluster.achievableFraction) + " achievable), " +
-         provenance(cluster.computeCalibration, "compute",
-                    "step times, tokens/s and MFU scale with it") +
-         "\n";
-  // Compute runs at the achievable rate, so MFU reaches that fraction only
-  // where no rank waits: bubbles and exposed communication are the gap.
-  out += "model:   " + formatFlops(result.modelFlopsPerToken) +
-         " per token (forward + backward); MFU = that x tokens/s / "
-         "(GPUs x peak), at most " +
-         format("%g", cluster.achievableFraction) +
-         " (no bubble, no exposed communication)\n";
+  if (const std::optional<sched::KernelRates> &rates = cluster.kernelRates) {
+    double lo = HUGE_VAL, hi = 0;
+    for (const sched::LinearRate &r : rates->linearEntries())
+      for (double x : {r.forward, r.inputGrad, r.weightGrad}) {
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+      }
+    out += "compute: by kernel shape, measured (" +
+           (rates->measured().empty() ? std::string("the file does not say how")
+                                      : rates->measured()) +
+           "): linear products " + formatFlops(lo) + "/s to " +
+           formatFlops(hi) + "/s per GPU by shape, the memory-bound rest " +
+           formatFlops(rates->other()) + "/s, " +
+           provenance(cluster.computeCalibration, "compute",
+                      "step times, tokens/s and MFU scale with it") +
+           "\n";
+    out += "model:   " + formatFlops(result.modelFlopsPerToken) +
+           " per token (forward + backward); MFU = that x tokens/s / "
+           "(GPUs x peak " +
+           formatFlops(cluster.peakBf16Flops) + "/s)\n";
+  } else {
+    out += "compute: " + formatFlops(cluster.achievableFlops()) +
+           "/s per GPU (" + formatFlops(cluster.peakBf16Flops) + "/s peak x " +
+           format("%g", cluster.achievableFraction) + " achievable), " +
+           provenance(cluster.computeCalibration, "compute",
+                      "step times, tokens/s and MFU scale with it") +
+           "\n";
+    // Compute runs at the achievable rate, so MFU reaches that fraction
+    // only where no rank waits: bubbles and exposed communication are the
+    // gap.
+    out += "model:   " + formatFlops(result.modelFlopsPerToken) +
+           " per token (forward + backward); MFU = that x tokens/s / "
+           "(GPUs x peak), at most " +
+           format("%g", cluster.achievableFraction) +
+           " (no bubble, no exposed communication)\n";
+  }
   out += "links:   " +
          provenance(cluster.linkCalibration, "links",
                     "transfer and all-reduce times are the file's figures") +

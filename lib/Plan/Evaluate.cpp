@@ -27,6 +27,19 @@ double activationScale(sched::ComputePrecision precision) {
   return precision == sched::ComputePrecision::Bf16 ? 0.5 : 1.0;
 }
 
+/// The seconds a stage's forward and the two halves of its backward take
+/// on one of \p cluster's GPUs: by kernel shape where the profile has its
+/// work (at the cluster's measured rates, if it has them), else its FLOPs
+/// at the cluster's one rate, B and W half the backward each.
+sched::ComputeTimes stageTimes(const sched::Cluster &cluster,
+                               const StageProfile &st) {
+  if (!st.work.empty())
+    return cluster.computeTimes(st.work);
+  const double rate = cluster.achievableFlops();
+  return {st.forwardFlops / rate, st.backwardFlops / 2 / rate,
+          st.backwardFlops / 2 / rate};
+}
+
 /// The memory a rank may use, for messages.
 std::string budgetText(double budget) {
   return "the budget of " + formatBytes(budget) +
@@ -187,7 +200,6 @@ evaluateStages(PlanConfig config, const ModelProfile &model,
   *schedule = sched::withGradientSync(std::move(*schedule));
 
   sched::CostModel cost;
-  const double flops = cluster.achievableFlops();
   const double scale = activationScale(request.precision);
   // What a stage keeps per micro-batch in flight and what its backward
   // computes, under the configuration's recomputation (docs/recompute.md);
@@ -210,12 +222,21 @@ evaluateStages(PlanConfig config, const ModelProfile &model,
         s == 0 ? tokenBytes : stages[s - 1].boundaryBytes * scale;
     sched::RecomputedStage recomputed =
         sched::recomputedStage(config.recompute, keeping);
-    cost.forward.push_back(st.forwardFlops / flops);
-    double backward = recomputed.backwardFlops / flops;
-    // The cost analysis does not split the backward: halves, as
-    // bitpipe-simulate charges them (the zero-bubble papers' B = W).
-    cost.backward.push_back(schedule->splitBackward ? backward / 2 : backward);
-    cost.weightGrad.push_back(schedule->splitBackward ? backward / 2 : 0);
+    const sched::ComputeTimes t = stageTimes(cluster, st);
+    // What recomputation adds is forward work again, at the stage's
+    // forward rate, before the input gradients (B) can start.
+    const double again = st.forwardFlops > 0
+                             ? (recomputed.backwardFlops - st.backwardFlops) *
+                                   t.forward / st.forwardFlops
+                             : 0;
+    cost.forward.push_back(t.forward);
+    if (schedule->splitBackward) {
+      cost.backward.push_back(t.inputGrad + again);
+      cost.weightGrad.push_back(t.weightGrad);
+    } else {
+      cost.backward.push_back(t.backward() + again);
+      cost.weightGrad.push_back(0);
+    }
     cost.boundaryBytes.push_back(st.boundaryBytes * scale);
     cost.stashBytes.push_back(recomputed.keptBytes);
     // Gradients are fp32 accumulators in every precision (Memory.h).

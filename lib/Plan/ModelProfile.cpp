@@ -40,6 +40,7 @@ stageProfiles(const ModelProfile &model, int stages) {
       st.activationBytes += layer.activationBytes;
       st.statisticBytes += layer.statisticBytes;
       st.statisticFlops += layer.statisticFlops;
+      st.work.add(layer.work);
     }
   }
   for (const CrossingValue &v : model.crossings)

@@ -274,6 +274,9 @@ std::string formatJson(const PlanResult &result, int topK,
          ", \"peak_flops_per_gpu\": " + num(cluster.peakBf16Flops) +
          ", \"achievable_fraction\": " + num(cluster.achievableFraction) +
          ", \"sustained_flops_per_gpu\": " + num(cluster.achievableFlops()) +
+         ", \"rates_by_kernel_shape\": " +
+         (cluster.kernelRates ? quote(cluster.kernelRates->measured())
+                              : std::string("null")) +
          "},\n";
   out += "  \"links\": " + calibration(cluster.linkCalibration) + "},\n";
   // ranked[i] as an object, its rank i + 1.

@@ -18,7 +18,13 @@ namespace bitpipe::sched {
 
 using json::JsonValue;
 
-
+ComputeTimes Cluster::computeTimes(const ComputeWork &work) const {
+  if (kernelRates)
+    return kernelRates->timesOf(work);
+  const double rate = achievableFlops();
+  return {work.forwardFlops() / rate, work.inputGradFlops() / rate,
+          work.weightGradFlops() / rate};
+}
 LinkClass Cluster::linkBetween(int a, int b) const {
   if (a == b)
     return LinkClass::Local;
@@ -139,6 +145,11 @@ constexpr FieldRange kGpuBandwidth{
 constexpr FieldRange kNodeBandwidth{
     1e3, 1e20, false,
     "a number of bytes per second (a node's NICs together, per direction)"};
+// kernel_rates: shapes are whole numbers of elements; rates a machine's
+// (a kernel's FLOP/s, from a slow CPU core's memory-bound loops to a
+// GPU's peak).
+constexpr FieldRange kShapeSize{1, 1e9, false, "an integer"};
+constexpr FieldRange kRate{1e3, 1e18, false, "a number of FLOP per second"};
 
 /// Reads the members of one JSON object, each exactly once, and reports
 /// missing, ill-typed and unknown members by their dotted path.
@@ -204,6 +215,30 @@ public:
     return v;
   }
 
+  bool boolean(const char *key) {
+    const JsonValue *v = member(key, "true or false");
+    if (!v)
+      return false;
+    if (v->kind != JsonValue::Kind::Bool)
+      fail(key, "true or false", v->str());
+    return v->boolean;
+  }
+
+  /// The member array `key` of objects, or null (with the error set).
+  const JsonValue *arrayOfObjects(const char *key) {
+    const JsonValue *v = member(key, "an array of objects");
+    if (!v)
+      return nullptr;
+    bool ok = v->kind == JsonValue::Kind::Array;
+    for (size_t i = 0; ok && i < v->array.size(); ++i)
+      ok = v->array[i].kind == JsonValue::Kind::Object;
+    if (!ok) {
+      fail(key, "an array of objects", v->str());
+      return nullptr;
+    }
+    return v;
+  }
+
   bool has(const char *key) const { return object_.get(key) != nullptr; }
   /// Lets finish() accept `key` without reading it here.
   void expectOptional(const char *key) { known_.push_back(key); }
@@ -253,6 +288,55 @@ private:
   std::string &error_;
   std::vector<std::string> known_;
 };
+
+/// `kernel_rates` (docs/clusters.md, "Compute rates by kernel shape").
+std::optional<KernelRates> parseKernelRates(const std::string &file,
+                                            const JsonValue &object,
+                                            std::string &error) {
+  Fields f(file, "kernel_rates", object, error);
+  std::string measured = f.optionalText("measured");
+  std::vector<LinearRate> linear;
+  if (const JsonValue *entries = f.arrayOfObjects("linear"))
+    for (size_t i = 0; i < entries->array.size() && error.empty(); ++i) {
+      Fields e(file, "kernel_rates.linear[" + std::to_string(i) + "]",
+               entries->array[i], error);
+      LinearRate r;
+      r.shape.tokens = e.count("tokens", kShapeSize);
+      r.shape.in = e.count("in", kShapeSize);
+      r.shape.out = e.count("out", kShapeSize);
+      r.forward = e.ranged("forward", kRate);
+      r.inputGrad = e.ranged("input_grad", kRate);
+      r.weightGrad = e.ranged("weight_grad", kRate);
+      e.finish();
+      linear.push_back(r);
+    }
+  std::vector<AttentionRate> attention;
+  if (const JsonValue *entries = f.arrayOfObjects("attention"))
+    for (size_t i = 0; i < entries->array.size() && error.empty(); ++i) {
+      Fields e(file, "kernel_rates.attention[" + std::to_string(i) + "]",
+               entries->array[i], error);
+      AttentionRate r;
+      r.shape.seqLen = e.count("seq_len", kShapeSize);
+      r.shape.headDim = e.count("head_dim", kShapeSize);
+      r.shape.causal = e.boolean("causal");
+      r.forward = e.ranged("forward", kRate);
+      r.backward = e.ranged("backward", kRate);
+      e.finish();
+      attention.push_back(r);
+    }
+  const double other = f.ranged("other", kRate);
+  f.finish();
+  if (!error.empty())
+    return std::nullopt;
+  Result<KernelRates> rates =
+      KernelRates::create(std::move(linear), std::move(attention), other,
+                          std::move(measured), file + ": kernel_rates");
+  if (!rates) {
+    error = rates.error;
+    return std::nullopt;
+  }
+  return std::move(*rates);
+}
 
 } // namespace
 
@@ -322,6 +406,14 @@ Result<Cluster> parseCluster(std::string_view text,
     }
   } else {
     top.expectOptional("calibration");
+  }
+  // Optional: rates measured by kernel shape; without them every FLOP runs
+  // at gpu.peak_bf16_flops x achievable_fraction.
+  if (top.has("kernel_rates")) {
+    if (const JsonValue *rates = top.object("kernel_rates"))
+      c.kernelRates = parseKernelRates(fileName, *rates, error);
+  } else {
+    top.expectOptional("kernel_rates");
   }
   top.finish();
   if (!error.empty())

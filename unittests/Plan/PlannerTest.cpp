@@ -32,9 +32,14 @@ sched::Cluster freeCluster(int gpus, double memory = 1e12) {
   return c;
 }
 
+/// One linear of 2 * tokens * 1000 * 62500 = 1e9 FLOPs a sequence (8
+/// tokens): a uniform unit's work, at whatever rate its shape runs.
+constexpr int64_t kUnitIn = 1000, kUnitOut = 62500;
+
 /// `units` identical units: forward 1 ms, backward 2 ms at 1e12 FLOP/s per
-/// sequence, `params` parameters, `act` activation bytes per sequence, and
-/// a hand-off of `boundary` bytes per sequence from each unit to the next.
+/// sequence (one linear: B and W 1 ms each), `params` parameters, `act`
+/// activation bytes per sequence, and a hand-off of `boundary` bytes per
+/// sequence from each unit to the next.
 ModelProfile uniformModel(int units, int64_t microbatchSize, double params,
                           double act, double boundary = 0) {
   ModelProfile m;
@@ -46,6 +51,7 @@ ModelProfile uniformModel(int units, int64_t microbatchSize, double params,
     l.kind = "transformer";
     l.forwardFlops = 1e9 * microbatchSize;
     l.backwardFlops = 2e9 * microbatchSize;
+    l.work.addLinear({8 * microbatchSize, kUnitIn, kUnitOut}, 1);
     l.parameters = params;
     l.activationBytes = act * microbatchSize;
     m.layers.push_back(l);
@@ -99,6 +105,45 @@ TEST(StageProfiles, CutsAsThePartitionerAndSumsEachStage) {
 
   EXPECT_FALSE(stageProfiles(m, 5));
   EXPECT_FALSE(stageProfiles(m, 0));
+}
+
+/// freeCluster's GPUs with rates by kernel shape: the uniform units'
+/// products run at 1e11 FLOP/s on micro-batches of one sequence (8 tokens)
+/// and at 1e12 on micro-batches of 8 (64 tokens).
+sched::Cluster measuredCluster(int gpus) {
+  sched::Cluster c = freeCluster(gpus);
+  std::vector<sched::LinearRate> linear;
+  for (auto [tokens, rate] : {std::pair<int64_t, double>{8, 1e11}, {64, 1e12}})
+    linear.push_back({{tokens, kUnitIn, kUnitOut}, rate, rate, rate});
+  std::vector<sched::AttentionRate> attention;
+  for (bool causal : {false, true})
+    attention.push_back({{128, 64, causal}, 1e12, 1e12});
+  sched::Result<sched::KernelRates> rates =
+      sched::KernelRates::create(linear, attention, 1e12, "by hand", "test");
+  EXPECT_TRUE(rates) << rates.error;
+  c.kernelRates = *rates;
+  return c;
+}
+
+// At one rate, micro-batches of one sequence win (64 of them: the pipeline
+// fills for 3 of 67 slots of 3 ms); at the measured rates their small
+// products run at a tenth of the speed of micro-batches of 8, which win.
+TEST(Planner, SmallMicrobatchesPayForTheirSmallProducts) {
+  PlanRequest req = request(64, {"1f1b"});
+  req.devices = {4};
+  req.microbatchSizes = {1, 8};
+  sched::Result<PlanResult> flat =
+      search(req, freeCluster(4), uniform(8, 0, 100));
+  sched::Result<PlanResult> measured =
+      search(req, measuredCluster(4), uniform(8, 0, 100));
+  ASSERT_TRUE(flat && measured);
+  ASSERT_FALSE(flat->ranked.empty() || measured->ranked.empty());
+  EXPECT_EQ(flat->ranked.front().config.microbatchSize, 1);
+  EXPECT_EQ(measured->ranked.front().config.microbatchSize, 8);
+  // 8 micro-batches of 8 sequences, stages of 2 units: (8 + 3) x 3 ms x 2 x
+  // 8 at 1e12 either way.
+  const Estimate &best = measured->ranked.front();
+  EXPECT_NEAR(best.stepTime, 11 * 0.048, 1e-9);
 }
 
 // Two GPUs, global batch 4, micro-batches of one sequence, 4 units of
@@ -346,6 +391,7 @@ ProfileSource layersOrHalves(int layers) {
     for (LayerProfile &l : m.layers) {
       l.forwardFlops /= 2;
       l.backwardFlops /= 2;
+      l.work.linears.front().count /= 2;
     }
     return sched::Result<ModelProfile>::success(std::move(m));
   };

@@ -150,6 +150,40 @@ TEST_F(ProfileModel, StagesAgreeWithThePartitionPass) {
   }
 }
 
+/// The cost analysis's FLOPs by kernel shape (sched::ComputeWork): a GPT
+/// layer's four linears and its causal attention, the rest apart, summing
+/// to the unit's FLOPs; the head's tied projection onto the vocabulary.
+TEST_F(ProfileModel, WorkSplitsTheFlopsByKernelShape) {
+  llvm::Expected<std::unique_ptr<plan::ModelSource>> source =
+      plan::ModelSource::open(example("gpt-tiny.json"));
+  ASSERT_TRUE(bool(source)) << llvm::toString(source.takeError());
+  sched::Result<plan::ModelProfile> profile = (*source)->profile(2);
+  ASSERT_TRUE(profile) << profile.error;
+  const int64_t tokens = 2 * 32, H = 64;
+  for (const plan::LayerProfile &l : profile->layers) {
+    const sched::ComputeWork &w = l.work;
+    EXPECT_DOUBLE_EQ(w.forwardFlops(), l.forwardFlops) << l.kind;
+    EXPECT_DOUBLE_EQ(w.inputGradFlops() + w.weightGradFlops(), l.backwardFlops)
+        << l.kind;
+  }
+  const sched::ComputeWork &layer = profile->layers[1].work;
+  ASSERT_EQ(layer.linears.size(), 4u);
+  // Sorted by (tokens, in, out): the attention's output projection, qkv,
+  // the MLP's up and down projections, one of each.
+  EXPECT_EQ(layer.linears[0].shape, (sched::LinearShape{tokens, H, H}));
+  EXPECT_EQ(layer.linears[1].shape, (sched::LinearShape{tokens, H, 3 * H}));
+  EXPECT_EQ(layer.linears[2].shape, (sched::LinearShape{tokens, H, 4 * H}));
+  EXPECT_EQ(layer.linears[3].shape, (sched::LinearShape{tokens, 4 * H, H}));
+  for (const sched::LinearWork &l : layer.linears)
+    EXPECT_EQ(l.count, 1);
+  ASSERT_EQ(layer.attentions.size(), 1u);
+  EXPECT_EQ(layer.attentions[0].shape, (sched::AttentionShape{32, 16, true}));
+  EXPECT_GT(layer.otherForwardFlops, 0);
+  const sched::ComputeWork &head = profile->layers.back().work;
+  ASSERT_EQ(head.linears.size(), 1u);
+  EXPECT_EQ(head.linears[0].shape, (sched::LinearShape{tokens, H, 256}));
+}
+
 TEST_F(ProfileModel, ModelIrFixesTheMicrobatchSize) {
   llvm::Expected<ModelConfig> config =
       loadModelConfig(example("gpt-tiny.json"));

@@ -194,7 +194,8 @@ TEST(Report, JsonCarriesEveryColumn) {
        {"\"cluster\": \"a100-4x8\"", "\"nodes\": 4", "\"gpus_per_node\": 8",
         "\"compute\": {\"calibrated\": false, \"calibration\": \"\", "
         "\"peak_flops_per_gpu\": 312000000000000, \"achievable_fraction\": "
-        "0.5, \"sustained_flops_per_gpu\": 156000000000000}",
+        "0.5, \"sustained_flops_per_gpu\": 156000000000000, "
+        "\"rates_by_kernel_shape\": null}",
         "\"links\": {\"calibrated\": false",
         "\"memory_budget_bytes\": 85899345920", "\"mfu\": 0.40000000000000002",
         "\"by_schedule\": [\n    {\"schedule\": \"bitpipe\", \"considered\": "

@@ -104,8 +104,8 @@ TEST(Cluster, ErrorsNameTheFileTheFieldAndWhatWasExpected) {
             "\"memory_gib\"");
   EXPECT_EQ(errorOf(kGood, "\"nodes\"", "\"racks\": 1, \"nodes\""),
             "cluster.json: racks: expected one of name, description, nodes, "
-            "gpus_per_node, gpu, links or calibration, got the unknown field "
-            "\"racks\"");
+            "gpus_per_node, gpu, links, calibration or kernel_rates, got the "
+            "unknown field \"racks\"");
   EXPECT_EQ(errorOf(kGood, "\"bandwidth_per_node\"", "\"bandwidth\""),
             "cluster.json: links.inter_node.bandwidth_per_node: expected a "
             "number of bytes per second (a node's NICs together, per "
@@ -232,4 +232,130 @@ TEST(Cluster, ADeploymentMustFitItsCluster) {
   d.world.dataParallel = 5;
   EXPECT_EQ(d.check(8), "the world has 40 ranks, but cluster a100-4x8 has 32 "
                         "GPUs (4 nodes x 8)");
+}
+
+namespace {
+
+/// kGood with kernel rates on a 2 x 2 x 2 linear grid (tokens 100 and 400,
+/// in and out 10 and 1000) whose forward rate is 1e9 x the number of the
+/// grid point (1 to 8 in row-major order), the gradients 2x and 4x that;
+/// attention on 1 x 2 shapes, causal and not; the rest at 5e8.
+std::string withRates(const std::string &linear, const std::string &attention,
+                      const std::string &extra = "") {
+  std::string text = kGood;
+  text.insert(text.rfind('}'),
+              ",\n\"kernel_rates\": {\"measured\": \"by hand\", "
+              "\"linear\": [" +
+                  linear + "], \"attention\": [" + attention +
+                  "], \"other\": 5e8" + extra + "}");
+  return text;
+}
+
+std::string linearGrid(int skip = -1) {
+  std::string out;
+  int n = 0;
+  for (int tokens : {100, 400})
+    for (int in : {10, 1000})
+      for (int o : {10, 1000}) {
+        ++n;
+        if (n - 1 == skip)
+          continue;
+        out += std::string(out.empty() ? "" : ", ") +
+               "{\"tokens\": " + std::to_string(tokens) +
+               ", \"in\": " + std::to_string(in) +
+               ", \"out\": " + std::to_string(o) +
+               ", \"forward\": " + std::to_string(n) +
+               "e9, \"input_grad\": " + std::to_string(2 * n) +
+               "e9, \"weight_grad\": " + std::to_string(4 * n) + "e9}";
+      }
+  return out;
+}
+
+const char *kAttention =
+    "{\"seq_len\": 128, \"head_dim\": 32, \"causal\": true, \"forward\": 1e9, "
+    "\"backward\": 5e8}, "
+    "{\"seq_len\": 128, \"head_dim\": 64, \"causal\": true, \"forward\": 2e9, "
+    "\"backward\": 1e9}, "
+    "{\"seq_len\": 128, \"head_dim\": 32, \"causal\": false, \"forward\": 3e9, "
+    "\"backward\": 1.5e9}, "
+    "{\"seq_len\": 128, \"head_dim\": 64, \"causal\": false, \"forward\": 4e9, "
+    "\"backward\": 2e9}";
+
+} // namespace
+
+TEST(ClusterKernelRates, GridPointsGiveTheirRatesAndBetweenThemInterpolate) {
+  Result<Cluster> c = parseCluster(withRates(linearGrid(), kAttention), "c");
+  ASSERT_TRUE(c) << c.error;
+  ASSERT_TRUE(c->kernelRates);
+  const KernelRates &r = *c->kernelRates;
+  EXPECT_EQ(r.measured(), "by hand");
+  // Grid point 6 (row-major, from 1): tokens 400, in 10, out 1000.
+  LinearRate at = r.linear({400, 10, 1000});
+  EXPECT_DOUBLE_EQ(at.forward, 6e9);
+  EXPECT_DOUBLE_EQ(at.inputGrad, 12e9);
+  EXPECT_DOUBLE_EQ(at.weightGrad, 24e9);
+  // Tokens 200 is half-way between 100 and 400 in log2: the mean of points
+  // 2 and 6 (in 10, out 1000).
+  EXPECT_DOUBLE_EQ(r.linear({200, 10, 1000}).forward, 4e9);
+  // in 100 is half-way between 10 and 1000 in log10: points 1 and 3.
+  EXPECT_DOUBLE_EQ(r.linear({100, 100, 10}).forward, 2e9);
+  // Beyond the grid, the nearest edge's rate.
+  EXPECT_DOUBLE_EQ(r.linear({50, 5, 5}).forward, 1e9);
+  EXPECT_DOUBLE_EQ(r.linear({1000000, 5000, 5000}).forward, 8e9);
+  // Attention: one sequence length (clamped), causal chosen.
+  EXPECT_DOUBLE_EQ(r.attention({512, 64, true}).forward, 2e9);
+  EXPECT_DOUBLE_EQ(r.attention({64, 32, false}).backward, 1.5e9);
+  EXPECT_DOUBLE_EQ(r.other(), 5e8);
+}
+
+TEST(ClusterKernelRates, WorkIsTimedAtItsShapesRates) {
+  Result<Cluster> c = parseCluster(withRates(linearGrid(), kAttention), "c");
+  ASSERT_TRUE(c) << c.error;
+  ComputeWork w;
+  w.addLinear({400, 10, 1000}, 2);      // 2 x 8e6 FLOPs at 6e9, 12e9, 24e9.
+  w.addAttention({128, 64, true}, 4e6); // at 2e9; backward 8e6 at 1e9.
+  w.otherForwardFlops = 1e6;            // at 5e8
+  w.otherBackwardFlops = 2e6;
+  ComputeTimes t = c->computeTimes(w);
+  EXPECT_DOUBLE_EQ(t.forward, 16e6 / 6e9 + 4e6 / 2e9 + 1e6 / 5e8);
+  EXPECT_DOUBLE_EQ(t.inputGrad, 16e6 / 12e9 + 8e6 / 1e9 + 2e6 / 5e8);
+  EXPECT_DOUBLE_EQ(t.weightGrad, 16e6 / 24e9);
+  // Without rates: the one achievable rate (5e11), the same split.
+  c->kernelRates.reset();
+  t = c->computeTimes(w);
+  EXPECT_DOUBLE_EQ(t.forward, (16e6 + 4e6 + 1e6) / 5e11);
+  EXPECT_DOUBLE_EQ(t.inputGrad, (16e6 + 8e6 + 2e6) / 5e11);
+  EXPECT_DOUBLE_EQ(t.weightGrad, 16e6 / 5e11);
+}
+
+TEST(ClusterKernelRates, ErrorsNameTheEntryAndWhatIsMissing) {
+  auto error = [](const std::string &text) {
+    Result<Cluster> c = parseCluster(text, "c.json");
+    EXPECT_FALSE(c);
+    return c.error;
+  };
+  EXPECT_EQ(error(withRates(linearGrid(/*skip=*/4), kAttention)),
+            "c.json: kernel_rates.linear: expected a full grid of shapes "
+            "(every combination of the values that occur), got none for "
+            "tokens 400, in 10, out 10");
+  EXPECT_EQ(error(withRates(linearGrid() + ", {\"tokens\": 100, \"in\": 10}",
+                            kAttention)),
+            "c.json: kernel_rates.linear[8].out: expected an integer from 1 "
+            "to 1e+09, got nothing (the field is missing)");
+  std::string causalOnly = kAttention;
+  causalOnly = causalOnly.substr(0, causalOnly.find(", {\"seq_len\": 128, "
+                                                    "\"head_dim\": 32, "
+                                                    "\"causal\": false"));
+  EXPECT_EQ(error(withRates(linearGrid(), causalOnly)),
+            "c.json: kernel_rates.attention (causal false): expected at "
+            "least one shape, got none");
+  std::string slow = linearGrid();
+  const std::string first = "\"forward\": 1e9";
+  slow.replace(slow.find(first), first.size(), "\"forward\": 0");
+  EXPECT_EQ(error(withRates(slow, kAttention)),
+            "c.json: kernel_rates.linear[0].forward: expected a number of "
+            "FLOP per second from 1000 to 1e+18, got 0");
+  EXPECT_EQ(error(withRates(linearGrid(), kAttention, ", \"gemm\": 1")),
+            "c.json: kernel_rates.gemm: expected one of measured, linear, "
+            "attention or other, got the unknown field \"gemm\"");
 }

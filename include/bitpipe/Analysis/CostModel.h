@@ -5,13 +5,16 @@
 // backward reads, weights excluded: nn::BackwardOpInterface). Per layer
 // (`nn.layer`) and per model: the same, each value counted once, so a tied
 // embedding is one parameter and an activation read by two backward rules is
-// kept once. The partitioner balances these numbers; the simulator times
-// them.
+// kept once. The FLOPs come split by kernel shape too (sched::ComputeWork),
+// which the planner times at a cluster's measured rates. The partitioner
+// balances these numbers; the simulator times them.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_ANALYSIS_COSTMODEL_H
 #define BITPIPE_ANALYSIS_COSTMODEL_H
+
+#include "bitpipe/Schedule/ComputeWork.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/SmallVector.h"
@@ -31,6 +34,9 @@ struct Cost {
   /// (sched::recomputedStage).
   int64_t statisticBytes = 0;
   int64_t statisticFlops = 0;
+  /// The FLOPs above by the rate they run at: linear products and attention
+  /// by shape, the rest apart (sched::ComputeWork).
+  sched::ComputeWork work;
 };
 
 /// The cost of one layer: the ops that carry one `nn.layer` value.

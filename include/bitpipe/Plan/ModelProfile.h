@@ -13,6 +13,7 @@
 #ifndef BITPIPE_PLAN_MODELPROFILE_H
 #define BITPIPE_PLAN_MODELPROFILE_H
 
+#include "bitpipe/Schedule/ComputeWork.h"
 #include "bitpipe/Schedule/Error.h"
 
 #include <cstdint>
@@ -33,6 +34,11 @@ struct LayerProfile {
   /// the forward FLOPs of the ops that have them (sched::StageKeeping).
   double statisticBytes = 0;
   double statisticFlops = 0;
+  /// The FLOPs above by kernel shape (sched::ComputeWork; its sums are
+  /// forwardFlops and backwardFlops), which a cluster's measured rates
+  /// time. Hand-built profiles may leave it empty: their FLOPs then run at
+  /// the cluster's one rate, a split backward's B and W taking half each.
+  sched::ComputeWork work;
 };
 
 /// A value defined in unit `defLayer` and last used in unit `lastUseLayer`
@@ -60,6 +66,7 @@ struct StageProfile {
   double activationBytes = 0;
   double statisticBytes = 0;
   double statisticFlops = 0;
+  sched::ComputeWork work; ///< Its units' work, summed.
   /// What the stage sends on: the values it defines that a later stage
   /// uses (a stage function's results, which bitpipe-simulate sizes).
   double boundaryBytes = 0;

@@ -17,7 +17,9 @@
 
 #include "bitpipe/Schedule/Error.h"
 #include "bitpipe/Schedule/GradientSync.h"
+#include "bitpipe/Schedule/KernelRates.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +78,14 @@ struct Cluster {
   LinkCost cost(LinkClass link) const;
   /// Sustained bf16 FLOP/s of one GPU: peak * achievable fraction.
   double achievableFlops() const { return peakBf16Flops * achievableFraction; }
+
+  /// Rates measured by kernel shape (the file's optional kernel_rates);
+  /// without them every FLOP runs at achievableFlops().
+  std::optional<KernelRates> kernelRates;
+
+  /// The seconds one GPU takes for \p work: at kernelRates where the file
+  /// has them, else at achievableFlops().
+  ComputeTimes computeTimes(const ComputeWork &work) const;
 };
 
 /// "local", "intra_node", "inter_node".

@@ -82,6 +82,7 @@ FailureOr<ModelProfile> profileModelFunction(func::FuncOp fn) {
     p.activationBytes = static_cast<double>(layer.cost.activationBytes);
     p.statisticBytes = static_cast<double>(layer.cost.statisticBytes);
     p.statisticFlops = static_cast<double>(layer.cost.statisticFlops);
+    p.work = layer.cost.work;
     profile.layers.push_back(std::move(p));
   }
   // What crosses between units: the values bitpipe-partition makes a
