@@ -59,9 +59,10 @@ static void classifyValues(Operation *op, SmallVectorImpl<Value> &weights,
 }
 
 /// \p op's FLOPs by the rate they run at: a linear's products by its shape
-/// (its bias, forward and backward, with the rest), attention by its
-/// sequence length and head size, everything else as "other" work. Sums to
-/// the op's forward and backward FLOPs (NNCost.cpp's conventions).
+/// (its bias with the rest, its gradient a weight's only), attention by its
+/// sequence length and head size, everything else as "other" work, the
+/// embedding's backward a weight gradient only. Sums to the op's forward
+/// and backward FLOPs (NNCost.cpp's conventions).
 static sched::ComputeWork workOf(Operation *op, int64_t forwardFlops,
                                  int64_t backwardFlops) {
   sched::ComputeWork work;
@@ -73,7 +74,7 @@ static sched::ComputeWork workOf(Operation *op, int64_t forwardFlops,
     work.addLinear(shape, 1);
     const double bias = linear.getBias() ? double(y.getNumElements()) : 0;
     work.otherForwardFlops = bias;
-    work.otherBackwardFlops = bias;
+    work.otherWeightGradFlops = bias;
     return work;
   }
   if (auto attention = dyn_cast<nn::AttentionOp>(op)) {
@@ -85,7 +86,10 @@ static sched::ComputeWork workOf(Operation *op, int64_t forwardFlops,
     return work;
   }
   work.otherForwardFlops = double(forwardFlops);
-  work.otherBackwardFlops = double(backwardFlops);
+  if (isa<nn::EmbeddingOp>(op))
+    work.otherWeightGradFlops = double(backwardFlops);
+  else
+    work.otherBackwardFlops = double(backwardFlops);
   return work;
 }
 

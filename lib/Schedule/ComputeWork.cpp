@@ -39,6 +39,7 @@ void ComputeWork::add(const ComputeWork &other) {
     addAttention(a.shape, a.forwardFlops);
   otherForwardFlops += other.otherForwardFlops;
   otherBackwardFlops += other.otherBackwardFlops;
+  otherWeightGradFlops += other.otherWeightGradFlops;
 }
 
 double ComputeWork::forwardFlops() const {
@@ -60,7 +61,7 @@ double ComputeWork::inputGradFlops() const {
 }
 
 double ComputeWork::weightGradFlops() const {
-  double flops = 0;
+  double flops = otherWeightGradFlops;
   for (const LinearWork &l : linears)
     flops += l.count * l.shape.productFlops();
   return flops;

@@ -224,6 +224,7 @@ ComputeTimes KernelRates::timesOf(const ComputeWork &work) const {
   }
   t.forward += work.otherForwardFlops / other_;
   t.inputGrad += work.otherBackwardFlops / other_;
+  t.weightGrad += work.otherWeightGradFlops / other_;
   return t;
 }
 

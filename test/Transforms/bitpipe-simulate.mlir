@@ -12,6 +12,8 @@
 
 // Files, written atomically by the library's exporters.
 // RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-simulate="costs=ir tflops=6.4e-8" -o /dev/null | FileCheck %s --check-prefix=COSTIR
+// RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=zb-h1 microbatches=2" --bitpipe-simulate="costs=ir trace=%t.zb.json" -o /dev/null
+// RUN: FileCheck %s --check-prefix=ZB --input-file=%t.zb.json
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe microbatches=4" --bitpipe-simulate="timeline=%t/bitpipe.svg trace=%t/bitpipe.json torch-csv=%t/bitpipe.csv" -o /dev/null
 // RUN: FileCheck %s --check-prefix=SVG --input-file=%t/bitpipe.svg
@@ -153,3 +155,14 @@ module attributes {
 // One row per rank, torch's {stage}{F|B}{microbatch}.
 // CSV:      0F0,0F1,3F2,4F2,3F3,4F3,7F0,7B0,7F1,7B1,4B2,3B2,4B3,3B3,0B0,0B1
 // CSV-NEXT: 1F0,2F2,1F1,2F3,5F2,6F0,5F3,6F1,6B0,5B2,6B1,5B3,2B2,1B0,2B3,1B1
+
+// costs=ir with a split backward: W is what only makes weight gradients
+// (sched::ComputeWork), B the rest. Stage 0's embedding backward (128
+// FLOPs) is all W: B0 = 0, W0 = 2 units of 64 FLOPs. Stage 1's linear
+// (8 tokens, 8 -> 16: 2048 FLOPs a product) has its weight product in W
+// (32 units) and its input product with the cross-entropy's backward (256)
+// in B (36 units). The trace counts a unit as 1000 of its microseconds.
+// ZB-DAG: "name":"B0.s0"{{.*}}"dur":0,
+// ZB-DAG: "name":"W0.s0"{{.*}}"dur":2000,
+// ZB-DAG: "name":"B0.s1"{{.*}}"dur":36000,
+// ZB-DAG: "name":"W0.s1"{{.*}}"dur":32000,

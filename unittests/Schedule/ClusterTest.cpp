@@ -316,16 +316,17 @@ TEST(ClusterKernelRates, WorkIsTimedAtItsShapesRates) {
   w.addAttention({128, 64, true}, 4e6); // at 2e9; backward 8e6 at 1e9.
   w.otherForwardFlops = 1e6;            // at 5e8
   w.otherBackwardFlops = 2e6;
+  w.otherWeightGradFlops = 3e5;
   ComputeTimes t = c->computeTimes(w);
   EXPECT_DOUBLE_EQ(t.forward, 16e6 / 6e9 + 4e6 / 2e9 + 1e6 / 5e8);
   EXPECT_DOUBLE_EQ(t.inputGrad, 16e6 / 12e9 + 8e6 / 1e9 + 2e6 / 5e8);
-  EXPECT_DOUBLE_EQ(t.weightGrad, 16e6 / 24e9);
+  EXPECT_DOUBLE_EQ(t.weightGrad, 16e6 / 24e9 + 3e5 / 5e8);
   // Without rates: the one achievable rate (5e11), the same split.
   c->kernelRates.reset();
   t = c->computeTimes(w);
   EXPECT_DOUBLE_EQ(t.forward, (16e6 + 4e6 + 1e6) / 5e11);
   EXPECT_DOUBLE_EQ(t.inputGrad, (16e6 + 8e6 + 2e6) / 5e11);
-  EXPECT_DOUBLE_EQ(t.weightGrad, 16e6 / 5e11);
+  EXPECT_DOUBLE_EQ(t.weightGrad, (16e6 + 3e5) / 5e11);
 }
 
 TEST(ClusterKernelRates, ErrorsNameTheEntryAndWhatIsMissing) {

@@ -70,7 +70,11 @@ struct AttentionWork {
 struct ComputeWork {
   std::vector<LinearWork> linears;       ///< One entry per shape, sorted.
   std::vector<AttentionWork> attentions; ///< One entry per shape, sorted.
-  double otherForwardFlops = 0, otherBackwardFlops = 0;
+  /// The rest: its forward, the part of its backward that gradients of
+  /// inputs wait for (B), and the part that only makes weight gradients
+  /// (W: a bias's, the embedding tables').
+  double otherForwardFlops = 0, otherBackwardFlops = 0,
+         otherWeightGradFlops = 0;
 
   void addLinear(const LinearShape &shape, double count);
   void addAttention(const AttentionShape &shape, double forwardFlops);
@@ -80,11 +84,12 @@ struct ComputeWork {
   double forwardFlops() const;
   /// The backward's input-gradient half (B): everything but W.
   double inputGradFlops() const;
-  /// The linears' weight-gradient products (W).
+  /// The weight-gradient half (W): the linears' weight-gradient products
+  /// and the rest's weight-only gradients.
   double weightGradFlops() const;
   bool empty() const {
     return linears.empty() && attentions.empty() && otherForwardFlops == 0 &&
-           otherBackwardFlops == 0;
+           otherBackwardFlops == 0 && otherWeightGradFlops == 0;
   }
 };
 

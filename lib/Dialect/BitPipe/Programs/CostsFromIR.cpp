@@ -25,6 +25,9 @@ namespace {
 /// them), and what the stage receives.
 struct StageCost {
   bitpipe::sched::StageKeeping keeping;
+  /// The annotated ops' FLOPs by kernel (the cost analysis's split), for
+  /// a split backward's B and W.
+  bitpipe::sched::ComputeWork work;
   bool annotated = false; ///< At least one op carries nn.cost.
 };
 
@@ -45,6 +48,7 @@ StageCost sumCosts(func::FuncOp fn) {
     bitpipe::Cost analysed = bitpipe::costOfOp(op);
     k.statisticBytes += static_cast<double>(analysed.statisticBytes);
     k.statisticFlops += static_cast<double>(analysed.statisticFlops);
+    c.work.add(analysed.work);
   });
   for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
     if (!fn.getArgAttr(i, bitpipe::nn::attr::kParam))
@@ -120,10 +124,19 @@ bitpipe::costModelFromIR(ModuleOp module, const sched::Schedule &schedule,
   for (auto [c, again] : llvm::zip_equal(stageCosts, recomputed)) {
     cost.forward.push_back(c.keeping.forwardFlops / unit);
     double backward = again.backwardFlops / unit;
-    // nn.cost does not split the backward; halves are the zero-bubble
-    // papers' assumption (B = W).
-    cost.backward.push_back(schedule.splitBackward ? backward / 2 : backward);
-    cost.weightGrad.push_back(schedule.splitBackward ? backward / 2 : 0);
+    if (!schedule.splitBackward) {
+      cost.backward.push_back(backward);
+      cost.weightGrad.push_back(0);
+      continue;
+    }
+    // W is the linears' weight-gradient products (sched::ComputeWork, as
+    // the planner splits it); ops whose nn.cost the cost analysis cannot
+    // split (none of the nn ops) leave halves, the zero-bubble papers'
+    // B = W.
+    double weight =
+        c.work.empty() ? backward / 2 : c.work.weightGradFlops() / unit;
+    cost.backward.push_back(backward - weight);
+    cost.weightGrad.push_back(weight);
   }
   return cost;
 }
