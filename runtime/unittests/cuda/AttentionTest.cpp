@@ -4,10 +4,15 @@
 // CUDA target, against the float64 reference on the host (Reference.h's
 // forward; the backward below), at shapes that exercise every path and
 // edge of the kernels (runtime/lib/cuda/attention/):
-//  - T = 1, 17, 100, 129, 256: a partial tile only, several key blocks
-//    (the double-buffered loads), tails of 1 row;
-//  - d = 64 and 128 (the tensor-core kernels' two widths), 40 (a multiple
-//    of 8 padded to 64), 20 and 160 (the CUDA-core fallback for bf16);
+//  - T = 1, 17, 100, 129, 200, 256, 300: a partial tile only, several key
+//    blocks (the double-buffered loads), tails of 1 row, and tails that are
+//    not a multiple of any of the tensor-core kernels' tiles (128 query
+//    rows; 64 keys; 32 keys in dQ; 32 or 64 queries in dK and dV), so that
+//    whole warps of a block have rows or keys past T;
+//  - d = 64 and 128 (the tensor-core kernels' two widths), 40, 72 and 96
+//    (multiples of 8 padded to 64 or 128: the dK and dV kernel's second
+//    half of the head columns partly or wholly past d), 20 and 160 (the
+//    CUDA-core fallback for bf16);
 //  - causal and bidirectional; B and nh > 1 (the qkv and lse strides).
 // The backward is fed the reference's out (rounded as the kernel would
 // store it) and lse, so it is checked on its own.
@@ -190,10 +195,13 @@ std::vector<AttentionCase> attentionCases() {
       {1, 1, 1, 64, false},  // one row: a tile that is almost all tail
       {2, 17, 3, 64, false}, // B, nh > 1; T below one tile
       {1, 100, 2, 128, false},
-      {2, 129, 2, 40, false}, // d padded to 64; T = 2 tiles + 1 row
+      {2, 129, 2, 40, false},  // d padded to 64; T = 2 tiles + 1 row
       {1, 256, 4, 128, false}, // four key blocks: the double buffers cycle
-      {2, 70, 2, 20, false},  // d not a multiple of 8: CUDA-core bf16
-      {1, 50, 1, 160, false}, // d above 128: CUDA-core bf16
+      {1, 200, 2, 96, false},  // d padded to 128; T past the last full tile
+      {2, 300, 2, 72, false},  // d padded to 128; three query blocks
+      {1, 70, 3, 24, false},   // d padded to 64: the second column half past d
+      {2, 70, 2, 20, false},   // d not a multiple of 8: CUDA-core bf16
+      {1, 50, 1, 160, false},  // d above 128: CUDA-core bf16
   };
   std::vector<AttentionCase> cases;
   for (AttentionCase c : shapes)
@@ -298,24 +306,27 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttentionDropout,
 using CudaAttentionRuns = CudaTest;
 
 TEST_F(CudaAttentionRuns, BackwardIsDeterministic) {
-  // No atomics: dQ and dK/dV are separate passes, so two runs give the
-  // same bits.
-  const AttentionCase c{2, 200, 2, 64, true};
-  const int64_t H = c.nh * c.d;
-  Expected e = expectedFor(c, /*round=*/true);
-  DeviceBuffer<bp_bf16_t> dQkv(toBf16(e.qkv)), dDout(toBf16(e.dout)),
-      dOut(toBf16(e.outRounded));
-  DeviceBuffer<float> dLse(toFloat(e.lse));
-  std::vector<std::vector<bp_bf16_t>> runs;
-  for (int run = 0; run < 2; ++run) {
-    DeviceBuffer<bp_bf16_t> dDqkv(c.B * c.T * 3 * H);
-    ASSERT_EQ(bp_cuda_attention_bwd(dQkv.get(), dOut.get(), dDout.get(),
-                                    dLse.get(), dDqkv.get(), c.B, c.T, H,
-                                    c.nh, c.causal, stream()),
-              BP_OK);
-    runs.push_back(dDqkv.download());
+  // No atomics: dQ and dK/dV are separate passes, and each element of dK
+  // and dV has one owning warp, so two runs give the same bits (at both
+  // widths of the tensor-core kernels).
+  for (const AttentionCase c : {AttentionCase{2, 200, 2, 64, true},
+                                AttentionCase{1, 300, 2, 128, false}}) {
+    const int64_t H = c.nh * c.d;
+    Expected e = expectedFor(c, /*round=*/true);
+    DeviceBuffer<bp_bf16_t> dQkv(toBf16(e.qkv)), dDout(toBf16(e.dout)),
+        dOut(toBf16(e.outRounded));
+    DeviceBuffer<float> dLse(toFloat(e.lse));
+    std::vector<std::vector<bp_bf16_t>> runs;
+    for (int run = 0; run < 2; ++run) {
+      DeviceBuffer<bp_bf16_t> dDqkv(c.B * c.T * 3 * H);
+      ASSERT_EQ(bp_cuda_attention_bwd(dQkv.get(), dOut.get(), dDout.get(),
+                                      dLse.get(), dDqkv.get(), c.B, c.T, H,
+                                      c.nh, c.causal, stream()),
+                BP_OK);
+      runs.push_back(dDqkv.download());
+    }
+    EXPECT_EQ(runs[0], runs[1]) << shapeOf(c);
   }
-  EXPECT_EQ(runs[0], runs[1]);
 }
 
 TEST_F(CudaAttentionRuns, RuntimeAbiRunsOnTheContextsStream) {

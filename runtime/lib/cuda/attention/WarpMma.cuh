@@ -13,7 +13,8 @@
 //      c0, c1 = (g, 2t..2t+1), c2, c3 = (g+8, 2t..)
 // A C tile of scores is therefore, pair of n-tiles by pair, already an A
 // fragment of the next product once rounded to bf16 (toAFragments): the
-// probabilities never leave registers.
+// probabilities go from one product to the next without a layout change
+// (in registers, or, between two warps, copied as whole fragments).
 //
 // Shared-memory tiles are row-major with rows padded by 8 elements (16
 // bytes): ldmatrix reads eight rows at one column, and with the padding
@@ -38,6 +39,24 @@ constexpr int kRowPad = 8;
 
 __device__ inline uint32_t sharedAddress(const void *p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// The thread's index in the block, and its lane, read afresh from the
+/// special registers (volatile, so never reused from an earlier read).
+/// Offsets formed from threadIdx.x alone depend on nothing that changes
+/// in a kernel's loop, so the compiler hoists them out of it and holds
+/// them in registers through the whole loop body, where the accumulators
+/// need every register; formed from these, they are recomputed (a few
+/// integer instructions) where they are used.
+__device__ inline int freshThreadIndex() {
+  unsigned tid;
+  asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
+  return static_cast<int>(tid);
+}
+__device__ inline int freshLane() {
+  unsigned lane;
+  asm volatile("mov.u32 %0, %%laneid;\n" : "=r"(lane));
+  return static_cast<int>(lane);
 }
 
 //===----------------------------------------------------------------------===//
@@ -67,12 +86,18 @@ template <int N> __device__ inline void waitCopies() {
 /// and 8-column piece c are copied when r < validRows and c < validCols,
 /// zero-filled otherwise. validCols is a multiple of 8 (the head dimension
 /// d); \p src must be 16-byte aligned and so must ld * 2 bytes. Every
-/// thread of the block (Threads of them) takes part.
+/// thread of the block (Threads of them) takes part, each copying the same
+/// number of pieces.
 template <int Rows, int D, int Threads>
 __device__ inline void loadTile(bf16 *dst, const bf16 *src, int64_t ld,
                                 int validRows, int validCols) {
   constexpr int kPieces = D / 8;
-  for (int i = threadIdx.x; i < Rows * kPieces; i += Threads) {
+  static_assert(Rows * kPieces % Threads == 0, "whole pieces a thread");
+  // Called in the kernels' loops: the pieces' offsets from a fresh read.
+  const int tid = freshThreadIndex();
+#pragma unroll
+  for (int n = 0; n < Rows * kPieces / Threads; ++n) {
+    const int i = tid + n * Threads;
     const int r = i / kPieces, c = (i % kPieces) * 8;
     const bool valid = r < validRows && c < validCols;
     copy16(dst + r * (D + kRowPad) + c, valid ? src + r * ld + c : src, valid);
@@ -110,6 +135,18 @@ __device__ inline void mma16816(float (&c)[4], const uint32_t (&a)[4],
                  "r"(b1));
 }
 
+/// Waits until \p Threads threads of the block (whole warps) have reached
+/// barrier \p Id (1 to 15; __syncthreads is barrier 0), their shared-memory
+/// writes before it then visible to each other: for warps that exchange
+/// data only among themselves, and need not hold up the rest of the block.
+/// The id is an immediate: given one in a register, ptxas reserves all 16
+/// barriers for the block, and barriers are an SM resource that limits how
+/// many blocks it holds.
+template <int Id, int Threads> __device__ inline void syncWarps() {
+  static_assert(Id >= 1 && Id < 16 && Threads % 32 == 0, "a named barrier");
+  asm volatile("bar.sync %0, %1;\n" ::"n"(Id), "n"(Threads) : "memory");
+}
+
 /// Two floats as a bf16 pair, the first in the low half (the lower column).
 __device__ inline uint32_t packBf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -129,15 +166,12 @@ template <typename T> __device__ inline void zero(T &array) {
     p[i] = 0.0f;
 }
 
-/// acc[16 MT x N] += A[16 MT x K] B[N x K]^T, both in shared memory,
-/// row-major with row strides lda and ldb (S = Q K^T, dP = dO V^T and their
+/// acc[16 x N] += A[16 x K] B[N x K]^T, both in shared memory, row-major
+/// with row strides lda and ldb (S = Q K^T, dP = dO V^T and their
 /// transposes: both operands have the reduced dimension along their rows).
-/// acc[m] is the m-th 16-row strip. Each B fragment loaded serves MT row
-/// strips: shared-memory reads per mma fall as MT grows.
-template <int MT, int N, int K>
-__device__ inline void warpProductABt(float (&acc)[MT][N / 8][4],
-                                      const bf16 *a, int lda, const bf16 *b,
-                                      int ldb) {
+template <int N, int K>
+__device__ inline void warpProductABt(float (&acc)[N / 8][4], const bf16 *a,
+                                      int lda, const bf16 *b, int ldb) {
   static_assert(N % 16 == 0 && K % 16 == 0, "whole 16 x 16 pieces");
   const int lane = threadIdx.x % 32;
   // A: matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15),
@@ -147,40 +181,31 @@ __device__ inline void warpProductABt(float (&acc)[MT][N / 8][4],
   const bf16 *aLane = a + (lane % 16) * lda + (lane / 16) * 8;
   const bf16 *bLane =
       b + ((lane % 8) + (lane / 16) * 8) * ldb + ((lane / 8) % 2) * 8;
-#pragma unroll
+  // Not unrolled over k: unrolled, the compiler issues the ldmatrix of
+  // several k steps ahead (4 registers each) and, at 128 registers a
+  // thread, spills the accumulators to make room. A warp then waits on
+  // each step's loads, which the SM's other 15 warps cover.
+#pragma unroll 1
   for (int k = 0; k < K; k += 16) {
-    uint32_t af[MT][4];
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-      ldmatrix4(af[m], aLane + m * 16 * lda + k);
+    uint32_t af[4];
+    ldmatrix4(af, aLane + k);
 #pragma unroll
     for (int n = 0; n < N; n += 16) {
       uint32_t bf[4];
       ldmatrix4(bf, bLane + n * ldb + k);
-#pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        mma16816(acc[m][n / 8], af[m], bf[0], bf[1]);
-        mma16816(acc[m][n / 8 + 1], af[m], bf[2], bf[3]);
-      }
+      mma16816(acc[n / 8], af, bf[0], bf[1]);
+      mma16816(acc[n / 8 + 1], af, bf[2], bf[3]);
     }
   }
 }
 
-/// One 16-row strip: acc[16 x N] += A[16 x K] B[N x K]^T.
-template <int N, int K>
-__device__ inline void warpProductABt(float (&acc)[N / 8][4], const bf16 *a,
-                                      int lda, const bf16 *b, int ldb) {
-  warpProductABt<1, N, K>(reinterpret_cast<float(&)[1][N / 8][4]>(acc), a,
-                          lda, b, ldb);
-}
-
-/// acc[16 MT x N] += P[16 MT x K] B[K x N]: P in registers as A fragments
+/// acc[16 x N] += P[16 x K] B[K x N]: P in registers as A fragments
 /// (toAFragments of score strips), B in shared memory, row-major with row
 /// stride ldb (O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q: B has the
 /// reduced dimension down its columns, so ldmatrix transposes it).
-template <int MT, int N, int K>
-__device__ inline void warpProductPB(float (&acc)[MT][N / 8][4],
-                                     const uint32_t (&p)[MT][K / 16][4],
+template <int N, int K>
+__device__ inline void warpProductPB(float (&acc)[N / 8][4],
+                                     const uint32_t (&p)[K / 16][4],
                                      const bf16 *b, int ldb) {
   static_assert(N % 16 == 0 && K % 16 == 0, "whole 16 x 16 pieces");
   const int lane = threadIdx.x % 32;
@@ -194,23 +219,10 @@ __device__ inline void warpProductPB(float (&acc)[MT][N / 8][4],
     for (int n = 0; n < N; n += 16) {
       uint32_t bf[4];
       ldmatrix4Trans(bf, bLane + k * ldb + n);
-#pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        mma16816(acc[m][n / 8], p[m][k / 16], bf[0], bf[1]);
-        mma16816(acc[m][n / 8 + 1], p[m][k / 16], bf[2], bf[3]);
-      }
+      mma16816(acc[n / 8], p[k / 16], bf[0], bf[1]);
+      mma16816(acc[n / 8 + 1], p[k / 16], bf[2], bf[3]);
     }
   }
-}
-
-/// One 16-row strip: acc[16 x N] += P[16 x K] B[K x N].
-template <int N, int K>
-__device__ inline void warpProductPB(float (&acc)[N / 8][4],
-                                     const uint32_t (&p)[K / 16][4],
-                                     const bf16 *b, int ldb) {
-  warpProductPB<1, N, K>(
-      reinterpret_cast<float(&)[1][N / 8][4]>(acc),
-      reinterpret_cast<const uint32_t(&)[1][K / 16][4]>(p), b, ldb);
 }
 
 /// A 16 x K strip of C tiles as the A fragments of a product over K,
@@ -228,10 +240,16 @@ __device__ inline void toAFragments(const float (&c)[K / 8][4],
 }
 
 /// Row (0..15, within the warp's strip) and column (within the strip's N)
-/// of element e of C tile j held by this lane.
-__device__ inline int tileRow(int e) { return (threadIdx.x % 32) / 4 + (e / 2) * 8; }
+/// of element e of C tile j held by lane \p lane (by default, this one).
+__device__ inline int tileRow(int e, int lane) {
+  return lane / 4 + (e / 2) * 8;
+}
+__device__ inline int tileCol(int j, int e, int lane) {
+  return j * 8 + (lane % 4) * 2 + e % 2;
+}
+__device__ inline int tileRow(int e) { return tileRow(e, threadIdx.x % 32); }
 __device__ inline int tileCol(int j, int e) {
-  return j * 8 + (threadIdx.x % 4) * 2 + e % 2;
+  return tileCol(j, e, threadIdx.x % 32);
 }
 
 } // namespace bitpipe::runtime::cuda::attention
