@@ -40,6 +40,6 @@ tool_dirs = [config.bitpipe_tools_dir, config.llvm_tools_dir]
 tools = [
     "bitpipe-opt", "bitpipe-import", "bitpipe-compile", "bitpipe-compare",
     "bitpipe-plan", "bitpipe-calibrate", "bitpipe-tblgen", "bitpipe-tokenize",
-    "mlir-translate", "llc",
+    "bench-kernel-rates", "mlir-translate", "llc",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
