@@ -150,6 +150,7 @@ constexpr FieldRange kNodeBandwidth{
 // GPU's peak).
 constexpr FieldRange kShapeSize{1, 1e9, false, "an integer"};
 constexpr FieldRange kRate{1e3, 1e18, false, "a number of FLOP per second"};
+constexpr FieldRange kRunFraction{0, 1, true, "a fraction"};
 
 /// Reads the members of one JSON object, each exactly once, and reports
 /// missing, ill-typed and unknown members by their dotted path.
@@ -325,6 +326,11 @@ std::optional<KernelRates> parseKernelRates(const std::string &file,
       attention.push_back(r);
     }
   const double other = f.ranged("other", kRate);
+  double runFraction = 1;
+  if (f.has("run_fraction"))
+    runFraction = f.ranged("run_fraction", kRunFraction);
+  else
+    f.expectOptional("run_fraction");
   f.finish();
   if (!error.empty())
     return std::nullopt;
@@ -335,6 +341,7 @@ std::optional<KernelRates> parseKernelRates(const std::string &file,
     error = rates.error;
     return std::nullopt;
   }
+  rates->runFraction = runFraction;
   return std::move(*rates);
 }
 

@@ -225,6 +225,9 @@ ComputeTimes KernelRates::timesOf(const ComputeWork &work) const {
   t.forward += work.otherForwardFlops / other_;
   t.inputGrad += work.otherBackwardFlops / other_;
   t.weightGrad += work.otherWeightGradFlops / other_;
+  t.forward /= runFraction;
+  t.inputGrad /= runFraction;
+  t.weightGrad /= runFraction;
   return t;
 }
 

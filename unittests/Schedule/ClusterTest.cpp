@@ -321,6 +321,12 @@ TEST(ClusterKernelRates, WorkIsTimedAtItsShapesRates) {
   EXPECT_DOUBLE_EQ(t.forward, 16e6 / 6e9 + 4e6 / 2e9 + 1e6 / 5e8);
   EXPECT_DOUBLE_EQ(t.inputGrad, 16e6 / 12e9 + 8e6 / 1e9 + 2e6 / 5e8);
   EXPECT_DOUBLE_EQ(t.weightGrad, 16e6 / 24e9 + 3e5 / 5e8);
+  // A run reaching 80 % of the measured rates: every time / 0.8.
+  c->kernelRates->runFraction = 0.8;
+  ComputeTimes slower = c->computeTimes(w);
+  EXPECT_DOUBLE_EQ(slower.forward, t.forward / 0.8);
+  EXPECT_DOUBLE_EQ(slower.inputGrad, t.inputGrad / 0.8);
+  EXPECT_DOUBLE_EQ(slower.weightGrad, t.weightGrad / 0.8);
   // Without rates: the one achievable rate (5e11), the same split.
   c->kernelRates.reset();
   t = c->computeTimes(w);
@@ -358,5 +364,14 @@ TEST(ClusterKernelRates, ErrorsNameTheEntryAndWhatIsMissing) {
             "FLOP per second from 1000 to 1e+18, got 0");
   EXPECT_EQ(error(withRates(linearGrid(), kAttention, ", \"gemm\": 1")),
             "c.json: kernel_rates.gemm: expected one of measured, linear, "
-            "attention or other, got the unknown field \"gemm\"");
+            "attention, other or run_fraction, got the unknown field "
+            "\"gemm\"");
+  EXPECT_EQ(error(withRates(linearGrid(), kAttention,
+                            ", \"run_fraction\": 1.5")),
+            "c.json: kernel_rates.run_fraction: expected a fraction above 0, "
+            "at most 1, got 1.5");
+  Result<Cluster> fitted = parseCluster(
+      withRates(linearGrid(), kAttention, ", \"run_fraction\": 0.9"), "c");
+  ASSERT_TRUE(fitted) << fitted.error;
+  EXPECT_DOUBLE_EQ(fitted->kernelRates->runFraction, 0.9);
 }

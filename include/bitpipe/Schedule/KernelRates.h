@@ -49,6 +49,11 @@ public:
                                     double other, std::string measured,
                                     const std::string &path);
 
+  /// The share of the measured rates a training step reaches (operands
+  /// cold in cache, the executor's work between calls): fitted on a real
+  /// run (docs/calibration.md), 1 until then. Every time is divided by it.
+  double runFraction = 1;
+
   LinearRate linear(const LinearShape &shape) const;
   AttentionRate attention(const AttentionShape &shape) const;
   double other() const { return other_; }
