@@ -17,14 +17,26 @@
 // what lets an out-of-memory give the cache back without waiting on the
 // host for the whole device (Backing, below).
 //
+// CUDA graphs of a step (cuda.h, "The pool's blocks"): every hand-out has a
+// serial number, and the pool can record what it hands out and say where a
+// block is, so that the backend checks a graph's addresses before each
+// replay. A block missing from the cache while the requesting stream is
+// being captured cannot come from cudaMallocAsync on that stream (the
+// allocation would be a node of the graph, its memory valid only inside
+// the graph): it comes from cudaMalloc, which the capture does not record,
+// under the relaxed capture mode of this thread, and it is never given back
+// (cudaFreeAsync is for stream-ordered blocks).
+//
 //===----------------------------------------------------------------------===//
 
 #include "Launch.h"
 #include "core/PoolCounters.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -136,15 +148,23 @@ public:
       if (it != free_.end() && !it->second.empty()) {
         void *block = it->second.back();
         it->second.pop_back();
-        blocks_[block].cached = false;
-        counters_.handedOut(size);
+        Block &b = blocks_[block];
+        b.cached = false;
+        handOut(block, b);
         return block;
       }
     }
-    backing_.init();
+    // The backing's one-time probe is stream work: not inside a capture
+    // (bp_cuda_prepare has made it long before one).
+    const bool capturing = isCapturing(stream);
+    if (!capturing)
+      backing_.init();
     void *block = nullptr;
-    cudaError_t err = backing_.allocate(&block, size, stream);
-    if (err == cudaErrorMemoryAllocation && giveBackCached()) {
+    cudaError_t err = capturing ? allocateOutsideCapture(&block, size)
+                                : backing_.allocate(&block, size, stream);
+    // Giving the cache back is stream-ordered work, which a capture would
+    // record instead of doing.
+    if (err == cudaErrorMemoryAllocation && !capturing && giveBackCached()) {
       // The cached blocks of other sizes and streams were what was missing;
       // given back in their streams' order, the driver's pool hands their
       // memory out again once their streams' work allows.
@@ -157,9 +177,10 @@ public:
       return nullptr;
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    blocks_[block] = {size, false};
+    Block &b = blocks_[block];
+    b = {size, false, capturing};
     counters_.reserved(size);
-    counters_.handedOut(size);
+    handOut(block, b);
     return block;
   }
 
@@ -187,7 +208,99 @@ public:
     counters_.read(inUse, peak, reserved);
   }
 
+  void record(bool on) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    recording_ = on;
+    if (on)
+      recorded_.clear();
+  }
+
+  int64_t recorded(bp_cuda_pool_block *out, int64_t capacity) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    copyOut(recorded_, out, capacity);
+    return static_cast<int64_t>(recorded_.size());
+  }
+
+  int64_t held(bp_cuda_pool_block *out, int64_t capacity) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<bp_cuda_pool_block> all;
+    for (const auto &[ptr, b] : blocks_)
+      if (!b.cached)
+        all.push_back({ptr, static_cast<int64_t>(b.size), b.serial});
+    std::sort(all.begin(), all.end(),
+              [](const bp_cuda_pool_block &x, const bp_cuda_pool_block &y) {
+                return std::less<const void *>()(x.ptr, y.ptr);
+              });
+    copyOut(all, out, capacity);
+    return static_cast<int64_t>(all.size());
+  }
+
+  int32_t state(const void *ptr, uint64_t *serial) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.find(const_cast<void *>(ptr));
+    if (it == blocks_.end())
+      return BP_CUDA_BLOCK_ABSENT;
+    if (it->second.cached)
+      return BP_CUDA_BLOCK_CACHED;
+    if (serial)
+      *serial = it->second.serial;
+    return BP_CUDA_BLOCK_HELD;
+  }
+
 private:
+  struct Block {
+    size_t size = 0;
+    bool cached = false; // In a free list, not handed out.
+    /// From cudaMalloc during a capture (allocateOutsideCapture): kept
+    /// cached for good, never given back with cudaFreeAsync.
+    bool outsideStreamOrder = false;
+    uint64_t serial = 0; // the hand-out that holds it, while not cached
+  };
+
+  /// Under the lock: \p block (of \p b) leaves the pool.
+  void handOut(void *block, Block &b) {
+    b.serial = ++lastSerial_;
+    counters_.handedOut(b.size);
+    if (recording_)
+      recorded_.push_back({block, static_cast<int64_t>(b.size), b.serial});
+  }
+
+  static void copyOut(const std::vector<bp_cuda_pool_block> &from,
+                      bp_cuda_pool_block *out, int64_t capacity) {
+    if (!out)
+      return;
+    const size_t n = std::min(
+        from.size(), static_cast<size_t>(std::max<int64_t>(0, capacity)));
+    std::copy(from.begin(), from.begin() + static_cast<std::ptrdiff_t>(n), out);
+  }
+
+  /// Whether \p stream is being captured into a graph. A stream the query
+  /// refuses is taken as not captured (the allocation then reports what
+  /// is wrong with it).
+  static bool isCapturing(cudaStream_t stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return status == cudaStreamCaptureStatusActive;
+  }
+
+  /// A block for a capture: cudaMalloc is not stream work, so no node of
+  /// the graph; the capture's mode (thread-local, which forbids calls that
+  /// may synchronize) is relaxed around it for this thread.
+  static cudaError_t allocateOutsideCapture(void **block, size_t size) {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaError_t err = cudaThreadExchangeStreamCaptureMode(&mode);
+    if (err != cudaSuccess)
+      return err;
+    // Host-waiting call: only for a block the cache lacks inside a
+    // capture, which the steady steps before it make rare.
+    err = cudaMalloc(block, size);
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    return err;
+  }
+
   /// Gives every cached block back to CUDA in the order of the stream that
   /// freed it, so that nothing waits on the host: a peer's NCCL kernel may
   /// be spinning on this device, and a host wait for the whole device
@@ -200,15 +313,20 @@ private:
     std::lock_guard<std::mutex> lock(mutex_);
     bool any = false;
     for (auto &[key, blocks] : free_) {
+      std::vector<void *> kept;
       for (void *block : blocks) {
+        if (blocks_[block].outsideStreamOrder) {
+          kept.push_back(block);
+          continue;
+        }
         checkCuda(backing_.giveBack(block, key.stream),
                   "bp_cuda_alloc (giving the cache back)");
         blocks_.erase(block);
         counters_.returned(key.size);
         any = true;
       }
+      blocks = std::move(kept);
     }
-    free_.clear();
     return any;
   }
 
@@ -233,12 +351,11 @@ private:
   Backing backing_;
   std::mutex mutex_;
   std::unordered_map<FreeListKey, std::vector<void *>, FreeListKeyHash> free_;
-  struct Block {
-    size_t size;
-    bool cached; // In a free list, not handed out.
-  };
   std::unordered_map<void *, Block> blocks_;
   bitpipe::runtime::PoolCounters counters_;
+  uint64_t lastSerial_ = 0;
+  bool recording_ = false;
+  std::vector<bp_cuda_pool_block> recorded_;
 };
 
 /// Never destroyed: blocks may be released during static destruction, and
@@ -266,6 +383,20 @@ void bp_cuda_free(void *ptr, void *stream) {
 void bp_cuda_memory_stats(int64_t *inUse, int64_t *peakInUse,
                           int64_t *reserved) {
   pool().stats(inUse, peakInUse, reserved);
+}
+
+void bp_cuda_pool_record(int32_t on) { pool().record(on != 0); }
+
+int64_t bp_cuda_pool_recorded(bp_cuda_pool_block *out, int64_t capacity) {
+  return pool().recorded(out, capacity);
+}
+
+int64_t bp_cuda_pool_held(bp_cuda_pool_block *out, int64_t capacity) {
+  return pool().held(out, capacity);
+}
+
+int32_t bp_cuda_pool_block_state(const void *ptr, uint64_t *serial) {
+  return pool().state(ptr, serial);
 }
 
 } // extern "C"
