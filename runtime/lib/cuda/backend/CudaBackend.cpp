@@ -379,6 +379,9 @@ Status CudaBackend::stageCallEnd(const std::string &span) {
   BP_TRY(event(2 * spans_.size() + 1, &e));
   spans_.push_back(span);
   BP_TRY(recordStageEvent(e));
+  // Where a capture broke is worth naming: the stage call that did it.
+  if (stepGraph_.capturing())
+    BP_TRY(stepGraph_.checkCapture());
   if (!syncEachCall_)
     return Status::ok();
   cudaError_t err = cudaStreamSynchronize(stream_);

@@ -151,6 +151,19 @@ Status StepGraph::beginCapture() {
   return Status::ok();
 }
 
+Status StepGraph::checkCapture() const {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaError_t err = cudaStreamIsCapturing(stream_, &status);
+  if (err == cudaSuccess && status == cudaStreamCaptureStatusActive)
+    return Status::ok();
+  (void)cudaGetLastError();
+  return Status::error(ErrorCode::DeviceFailure,
+                       "the capture of the step's CUDA graph is no longer "
+                       "valid: a call that a capture cannot hold (a host "
+                       "wait, a synchronous allocation) invalidated it "
+                       "(--no-cuda-graphs runs the steps eagerly)");
+}
+
 Status StepGraph::endCapture() {
   if (!capturing_)
     return Status::error(ErrorCode::InvalidArgument,

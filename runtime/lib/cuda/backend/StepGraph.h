@@ -95,6 +95,9 @@ public:
   /// collective over the world while graphs are in use. Capture begins the
   /// capture of the compute stream here.
   Expected<StepMode> beginTrainingStep(int64_t step);
+  /// Capture: an error once a call that a capture cannot hold has
+  /// invalidated it (the caller names the call).
+  Status checkCapture() const;
   /// Capture: ends the capture, instantiates the graph and launches it.
   Status endCapture();
   /// Replay: launches the graph.
