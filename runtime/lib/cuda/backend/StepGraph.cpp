@@ -9,6 +9,7 @@
 
 #include "bitpipe/cuda.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
