@@ -9,17 +9,17 @@
 #     bench/gpu/check.sh [--quick] [--skip-sanitize] [--no-torch]
 # With the device tool (start-up costs 1-2 of its 15 minutes; timeout_s
 # leaves a minute above the budget for `timeout`'s kill delays):
-#     run(command="bench/gpu/check.sh", carry=["build/gpu-check"], timeout_s=420)
+#     run(command="bench/gpu/check.sh", carry=["build/gpu-check"], timeout_s=430)
 #     run(command="bench/gpu/check.sh --quick", carry=["build/gpu-check"], timeout_s=240)
 # so that a full run and a --quick rerun fit in one session.
 #
 # It unpacks build/gpu-check/payload.tar.xz (prepare.sh's header lists it)
 # into a temporary folder and runs the programs directly: no absolute build
 # paths, no ctest, no compiler. Every part runs under `timeout`, within one
-# budget of wall time that includes the unpacking: 360 s, --quick 180 s
+# budget of wall time that includes the unpacking: 370 s, --quick 180 s
 # (BITPIPE_CHECK_BUDGET overrides). Each part has a minimum and a cap
 # (bench/gpu/lib/parts.sh: the list, and the arithmetic by which the
-# minimums add up to 355 s and 171 s); a part gets min(cap, time left -
+# minimums add up to 365 s and 171 s); a part gets min(cap, time left -
 # the minimums of the parts after it), and a part left less than its
 # minimum, or stopped below its cap, is a SKIP that says so, not a FAIL
 # (bench/gpu/lib/budget.sh). The parts, in order (--quick: the correctness
@@ -53,7 +53,13 @@
 #      max_memory_allocated); for both, the device memory nvidia-smi saw in
 #      use at the peak, which compares whole processes and decides the
 #      memory row; and the start-up to the first step that the executable
-#      prints (PASS under 5 s);
+#      prints (PASS under 5 s); then ours again with --cuda-graphs, 8 steps
+#      (2 eager, the third captured into a CUDA graph, the rest replaying
+#      it): tokens/s the median of the replayed steps, beside the eager
+#      run's, and their ratio (PASS at >= 1.0: what makes graphs the
+#      default), with the largest relative difference of the first 6
+#      steps' losses from the eager run's; a run that captured no step
+#      FAILs;
 #   6. the multi-rank match (test/EndToEnd/cuda-ranks.sh; 4 ranks sharing
 #      the GPU, NCCL over loopback): for gpt-tiny and bert-tiny the 1-rank
 #      CUDA fp32 reference (run twice: the floor two runs differ by), then
@@ -649,6 +655,47 @@ plan_cache_row() { # STEP_LOG
   fi
 }
 
+# The step benchmark again with --cuda-graphs (runtime/lib/cuda/backend/
+# StepGraph.h): the executable prints "bitpipe: CUDA graphs: step 3
+# captured (...)" when it made the graph, and "bitpipe: CUDA graphs: step
+# S: rank R: WHY; CHANGE" when a step could not replay it.
+graphs_row() { # EAGER_TPS EAGER_JSONL
+  local name="step tokens/s graphs" log=$logs/step-graphs.log
+  local jsonl=$logs/step-graphs.jsonl rc=0 tps ratio verdict losses given_up
+  granted "$name" "step graphs" || return 0
+  timed "$budget_limit" "$log" "$payload/step/train" --data "$payload/e2e/tokens.bin" \
+    --steps 8 --seed 1 --lr 1e-3 --metrics "$jsonl" \
+    --plan-cache "$scratch/plans" --cuda-graphs || rc=$?
+  tail -6 "$log"
+  if stopped "$rc"; then
+    row_stopped "$name" "$(logref "$log")"
+    return 0
+  elif [ "$rc" != 0 ]; then
+    row "$name" FAIL "exit $rc: $(why "$log") ($(logref "$log"))"
+    return 0
+  fi
+  if ! grep -q '^bitpipe: CUDA graphs: step [0-9]* captured' "$log"; then
+    row "$name" FAIL "no step was captured: $(grep -m1 'CUDA graphs' "$log" || echo 'no CUDA graphs line') ($(logref "$log"))"
+    return 0
+  fi
+  # Steps 4-8: the replays (step 3 pays for the capture).
+  tps=$(sed -n '4,$s/.*"tokens_per_s":\([0-9.eE+-]*\).*/\1/p' "$jsonl" | median)
+  if [ -z "$tps" ]; then
+    row "$name" FAIL "no tokens/s for the replayed steps ($(logref "$jsonl"))"
+    return 0
+  fi
+  tps=$(printf '%.0f' "$tps")
+  ratio=$(awk -v a="$tps" -v b="$1" 'BEGIN { printf "%.2f", a / b }')
+  verdict=$(awk -v r="$ratio" 'BEGIN { print (r >= 1.0) ? "PASS" : "BELOW" }')
+  # bf16 embedding gradients sum repeated tokens with atomic adds, so two
+  # runs may differ in the last bits: a difference, not a check.
+  losses=$(paste <(sed -n 's/.*"loss":\([0-9.eE+-]*\).*/\1/p' "$2" | head -6) \
+    <(sed -n 's/.*"loss":\([0-9.eE+-]*\).*/\1/p' "$jsonl" | head -6) |
+    awk '{ d = $1 - $2; if (d < 0) d = -d; a = $1 < 0 ? -$1 : $1; if (a > 0 && d / a > m) m = d / a } END { printf "%.1e", m }')
+  given_up=$(grep -m1 'every step runs eagerly from now on' "$log" | sed 's/^bitpipe: //')
+  row "$name" "$verdict" "$tps with --cuda-graphs; eager $1; ratio $ratio; losses rel ${losses:-?} from eager's${given_up:+; $given_up}"
+}
+
 part_step() {
   local step_log=$logs/step-ours.log torch_step_log=$logs/step-torch.log
   local ours_tps="" ours_pool="" ours_smi="" torch_tps="" torch_peak="" torch_smi=""
@@ -686,6 +733,7 @@ part_step() {
         row "step start-up (s)" FAIL "no start-up line ($(logref "$step_log"))"
       fi
       plan_cache_row "$step_log"
+      [ -n "$ours_tps" ] && graphs_row "$(printf '%.0f' "$ours_tps")" "$logs/step-ours.jsonl"
     elif stopped "$rc"; then
       row_stopped "step tokens/s" "$(logref "$step_log")"
     else

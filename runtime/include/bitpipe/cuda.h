@@ -342,6 +342,53 @@ void bp_cuda_free(void *ptr, void *stream);
 void bp_cuda_memory_stats(int64_t *in_use, int64_t *peak_in_use,
                           int64_t *reserved);
 
+/*===-----------------------------------------------------------------------===
+ * The pool's blocks, for CUDA graphs of a step (the CUDA backend's
+ * cuda/backend/StepGraph.h). A graph captured from a stream keeps the
+ * addresses its kernels were given: replaying it is correct only while the
+ * memory it used is held by no one else, and the blocks it kept are still
+ * held by whoever kept them. Every hand-out of a block gets a serial number
+ * (a block handed out again gets a new one), so that the backend can record
+ * which blocks a capture used and check them before each replay. Blocks
+ * split and merge (docs/runtime-abi.md, "Device memory"), so the check asks
+ * about ranges of memory, not about blocks.
+ *
+ * While a stream of this thread is being captured (cudaStreamIsCapturing),
+ * a segment the pool lacks comes from cudaMalloc under the relaxed capture
+ * mode of this thread (stream-ordered allocation on the capturing stream
+ * would become a node of the graph, valid only inside it) and stays the
+ * pool's for the rest of the process; and nothing is given back to serve
+ * a captured stream's request.
+ *===----------------------------------------------------------------------===*/
+
+typedef struct bp_cuda_pool_block {
+  const void *ptr;
+  int64_t bytes;   /* the block's size, rounded as the pool rounds it */
+  uint64_t serial; /* which hand-out of the block */
+} bp_cuda_pool_block;
+
+/* Starts (on != 0, clearing the record) or stops recording every block the
+ * pool hands out. */
+void bp_cuda_pool_record(int32_t on);
+/* The blocks handed out while recording, in order: writes at most
+ * `capacity` of them to `out` (which may be NULL for 0) and returns how many
+ * there are. */
+int64_t bp_cuda_pool_recorded(bp_cuda_pool_block *out, int64_t capacity);
+/* The blocks handed out now and not yet freed, by address; the same
+ * convention. */
+int64_t bp_cuda_pool_held(bp_cuda_pool_block *out, int64_t capacity);
+
+/* Who has the memory [ptr, ptr + bytes) now. */
+enum {
+  BP_CUDA_RANGE_ABSENT = 0, /* not all of it in the pool's segments (given
+                               back to CUDA, or never the pool's) */
+  BP_CUDA_RANGE_FREE = 1,   /* free: no one holds any of it */
+  BP_CUDA_RANGE_HELD = 2    /* some of it is handed out: *serial says which
+                               hand-out holds its first held byte */
+};
+int32_t bp_cuda_pool_range_state(const void *ptr, int64_t bytes,
+                                 uint64_t *serial);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -71,6 +71,11 @@ public:
     return it == ops_.end() ? nullptr : &it->second;
   }
   void erase(RequestHandle h) { ops_.erase(h.id); }
+  /// Calls \p f(Op &) on every operation, in no particular order.
+  template <typename F> void forEach(F f) {
+    for (auto &entry : ops_)
+      f(entry.second);
+  }
   size_t size() const { return ops_.size(); }
   bool empty() const { return ops_.empty(); }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <tuple>
 #include <vector>
 
@@ -48,7 +49,7 @@ size_t BlockPool::segmentSize(size_t size) {
 
 BlockPool::Block *BlockPool::bestFit(bool large, const void *stream,
                                      size_t size) {
-  Block probe{nullptr, size, large, true, stream, nullptr, nullptr};
+  Block probe{nullptr, size, large, true, stream, nullptr, nullptr, 0};
   auto it = free_.lower_bound(&probe);
   if (it == free_.end() || (*it)->large != large || (*it)->stream != stream)
     return nullptr;
@@ -61,7 +62,8 @@ void BlockPool::split(Block *b, size_t size, const void *stream) {
   const size_t rest = b->size - size;
   if (b->large ? rest <= kSmallLimit : rest < kUnit)
     return;
-  auto *r = new Block{b->addr + size, rest, b->large, true, stream, b, b->next};
+  auto *r =
+      new Block{b->addr + size, rest, b->large, true, stream, b, b->next, 0};
   if (b->next)
     b->next->prev = r;
   b->next = r;
@@ -88,30 +90,36 @@ void *BlockPool::allocate(size_t bytes, const void *stream) {
   Block *b = bestFit(large, stream, size);
   if (!b) {
     const size_t bytesOfSegment = segmentSize(size);
-    void *segment = source_.obtain(bytesOfSegment, stream);
-    if (!segment && giveBackFreeSegments() > 0)
+    SegmentSource::Segment segment = source_.obtain(bytesOfSegment, stream);
+    if (!segment.base && giveBackFreeSegments(stream) > 0)
       segment = source_.obtain(bytesOfSegment, stream);
-    if (!segment)
+    if (!segment.base)
       return nullptr;
-    b = new Block{static_cast<char *>(segment),
+    b = new Block{static_cast<char *>(segment.base),
                   bytesOfSegment,
                   large,
                   true,
                   stream,
                   nullptr,
-                  nullptr};
+                  nullptr,
+                  0};
     blocks_[b->addr] = b;
+    if (!segment.returnable)
+      keptSegments_.insert(b->addr);
     counters_.reserved(bytesOfSegment);
     ++segments_;
   }
   split(b, size, stream);
   b->free = false;
+  b->serial = ++lastSerial_;
   counters_.handedOut(b->size);
+  if (recording_)
+    recorded_.push_back({b->addr, b->size, b->serial});
   return b->addr;
 }
 
 BlockPool::Release BlockPool::release(void *ptr, const void *stream) {
-  auto it = blocks_.find(ptr);
+  auto it = blocks_.find(static_cast<const char *>(ptr));
   if (it == blocks_.end())
     return Release::NotABlock;
   Block *b = it->second;
@@ -133,12 +141,12 @@ BlockPool::Release BlockPool::release(void *ptr, const void *stream) {
   return Release::Done;
 }
 
-size_t BlockPool::giveBackFreeSegments() {
-  if (!source_.canGiveBack())
+size_t BlockPool::giveBackFreeSegments(const void *stream) {
+  if (!source_.canGiveBack(stream))
     return 0;
   std::vector<Block *> whole;
   for (Block *b : free_)
-    if (!b->prev && !b->next)
+    if (!b->prev && !b->next && !keptSegments_.count(b->addr))
       whole.push_back(b);
   size_t bytes = 0;
   for (Block *b : whole) {
@@ -151,6 +159,44 @@ size_t BlockPool::giveBackFreeSegments() {
     delete b;
   }
   return bytes;
+}
+
+void BlockPool::record(bool on) {
+  recording_ = on;
+  if (on)
+    recorded_.clear();
+}
+
+std::vector<BlockPool::HandOut> BlockPool::held() const {
+  std::vector<HandOut> out;
+  for (const auto &[addr, b] : blocks_)
+    if (!b->free)
+      out.push_back({b->addr, b->size, b->serial});
+  return out;
+}
+
+BlockPool::RangeState BlockPool::rangeState(const void *address, size_t bytes,
+                                            uint64_t *serial) const {
+  const char *begin = static_cast<const char *>(address);
+  const char *end = begin + std::max<size_t>(bytes, 1);
+  // The block that contains `begin`: the last one starting at or before it.
+  auto it = blocks_.upper_bound(begin);
+  if (it == blocks_.begin())
+    return RangeState::Absent;
+  const Block *b = std::prev(it)->second;
+  if (begin >= b->addr + b->size)
+    return RangeState::Absent;
+  // Walk the neighbours within the segment until the range is covered.
+  for (; b; b = b->next) {
+    if (!b->free) {
+      if (serial)
+        *serial = b->serial;
+      return RangeState::Held;
+    }
+    if (end <= b->addr + b->size)
+      return RangeState::Free;
+  }
+  return RangeState::Absent; // Runs past its segment's end.
 }
 
 } // namespace bitpipe::runtime

@@ -44,8 +44,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <set>
-#include <unordered_map>
+#include <vector>
 
 namespace bitpipe::runtime {
 
@@ -53,15 +54,22 @@ namespace bitpipe::runtime {
 class SegmentSource {
 public:
   virtual ~SegmentSource() = default;
-  /// A new segment of exactly \p bytes, usable by work on \p stream; null
-  /// when there is no memory for it (the source has said why, if anything
-  /// other than lack of memory failed).
-  virtual void *obtain(size_t bytes, const void *stream) = 0;
-  /// Whether giveBack waits for nothing on the host. If not, the pool never
-  /// gives a segment back.
-  virtual bool canGiveBack() const = 0;
-  /// Takes back a segment of obtain's, once every use of it enqueued on
-  /// \p stream (or ordered before) has run.
+  struct Segment {
+    void *base = nullptr; ///< Null when there is no memory for it.
+    /// False for a segment giveBack cannot take (one obtained outside
+    /// stream order, while a stream was being captured into a graph): the
+    /// pool keeps it for good.
+    bool returnable = true;
+  };
+  /// A new segment of exactly \p bytes, usable by work on \p stream (the
+  /// source has said why, if anything other than lack of memory failed).
+  virtual Segment obtain(size_t bytes, const void *stream) = 0;
+  /// Whether segments may go back now to serve a request on \p stream:
+  /// giveBack must wait for nothing on the host, and no capture of the
+  /// stream may record it. If not, the pool gives nothing back.
+  virtual bool canGiveBack(const void *stream) const = 0;
+  /// Takes back a returnable segment of obtain's, once every use of it
+  /// enqueued on \p stream (or ordered before) has run.
   virtual void giveBack(void *segment, size_t bytes, const void *stream) = 0;
 };
 
@@ -92,12 +100,40 @@ public:
   /// both change nothing.
   Release release(void *ptr, const void *stream);
 
-  /// Gives every segment that is one free block back to the source (if it
-  /// can take them back); returns the bytes given back.
-  size_t giveBackFreeSegments();
+  /// Gives every returnable segment that is one free block back to the
+  /// source, if it can take them back to serve a request on \p stream;
+  /// returns the bytes given back.
+  size_t giveBackFreeSegments(const void *stream);
 
   const PoolCounters &counters() const { return counters_; }
   size_t segments() const { return segments_; }
+
+  // What CUDA graphs of a step need to know (bitpipe/cuda.h, "The pool's
+  // blocks"): every hand-out gets a serial number, and the pool can record
+  // its hand-outs and say who holds a range of memory.
+
+  /// One hand-out: the block's address, rounded size and serial.
+  struct HandOut {
+    const void *address;
+    size_t bytes;
+    uint64_t serial;
+  };
+  /// Starts (clearing the record) or stops recording every hand-out.
+  void record(bool on);
+  const std::vector<HandOut> &recorded() const { return recorded_; }
+  /// The blocks handed out now, by address.
+  std::vector<HandOut> held() const;
+
+  enum class RangeState {
+    Absent, ///< Not all of it in the pool's segments (given back, or never
+            ///< the pool's).
+    Free,   ///< Free blocks of one segment, whatever they merged into.
+    Held,   ///< Some of it is in a handed-out block.
+  };
+  /// Who has [\p address, + \p bytes) now; for Held, \p serial receives
+  /// the serial of the hand-out that holds its first held byte.
+  RangeState rangeState(const void *address, size_t bytes,
+                        uint64_t *serial) const;
 
 private:
   struct Block {
@@ -107,6 +143,7 @@ private:
     bool free;
     const void *stream; // While free: the stream it was freed on.
     Block *prev, *next; // Neighbours within the segment.
+    uint64_t serial;    // While handed out: which hand-out.
   };
   /// Free blocks in the order of a best-fit search: class, stream, size,
   /// address.
@@ -125,9 +162,15 @@ private:
 
   SegmentSource &source_;
   std::set<Block *, FitOrder> free_;
-  std::unordered_map<void *, Block *> blocks_; // Every block, by address.
+  /// Every block, by address (ordered: rangeState finds the block that
+  /// contains an address).
+  std::map<const char *, Block *> blocks_;
+  std::set<const char *> keptSegments_; // Not returnable: their bases.
   PoolCounters counters_;
   size_t segments_ = 0;
+  uint64_t lastSerial_ = 0;
+  bool recording_ = false;
+  std::vector<HandOut> recorded_;
 };
 
 } // namespace bitpipe::runtime

@@ -12,17 +12,23 @@
 //    also catches a block freed twice;
 //  - segments come from the driver's stream-ordered pool (cudaMallocAsync)
 //    where the device has one, which is what lets an out-of-memory give the
-//    free segments back without waiting on the host for the whole device.
+//    free segments back without waiting on the host for the whole device;
+//  - CUDA graphs of a step (cuda.h, "The pool's blocks"): hand-outs are
+//    numbered and can be recorded, and the backend asks who has a range of
+//    memory before each replay; a segment missing while the requesting
+//    stream is captured comes from cudaMalloc outside the graph and stays.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Launch.h"
 #include "core/BlockPool.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <vector>
 
 namespace {
 
@@ -84,15 +90,23 @@ public:
 
   bool streamOrdered() const { return streamOrdered_; }
 
-  void *obtain(size_t bytes, const void *stream) override {
-    init();
+  Segment obtain(size_t bytes, const void *stream) override {
+    const cudaStream_t s = asCudaStream(stream);
+    // While the stream is captured: cudaMalloc, which the capture does not
+    // record, and a segment kept for good (cudaFreeAsync is for
+    // stream-ordered memory). The one-time probe of init() is stream work:
+    // never inside a capture (bp_cuda_prepare made it long before one).
+    const bool capturing = isCapturing(s);
     void *segment = nullptr;
-    cudaError_t err = streamOrdered_
-                          ? cudaMallocAsync(&segment, bytes,
-                                            static_cast<cudaStream_t>(
-                                                const_cast<void *>(stream)))
-                          // Host-waiting call: without memory pools.
-                          : cudaMalloc(&segment, bytes);
+    cudaError_t err;
+    if (capturing) {
+      err = allocateOutsideCapture(&segment, bytes);
+    } else {
+      init();
+      err = streamOrdered_ ? cudaMallocAsync(&segment, bytes, s)
+                           // Host-waiting call: without memory pools.
+                           : cudaMalloc(&segment, bytes);
+    }
     if (err != cudaSuccess) {
       // Not sticky: cleared for later checks. Anything but a lack of
       // memory is said here; the pool reports the failed request.
@@ -100,16 +114,20 @@ public:
       if (err != cudaErrorMemoryAllocation)
         checkCuda(err, "bp_cuda_alloc (a new segment)");
       lastError_ = err;
-      return nullptr;
+      return {};
     }
-    return segment;
+    return {segment, !capturing && streamOrdered_};
   }
 
-  bool canGiveBack() const override { return streamOrdered_; }
+  /// Giving back is stream-ordered work (cudaFreeAsync): only with memory
+  /// pools, and never for a captured stream's request, whose capture would
+  /// record it instead of doing it.
+  bool canGiveBack(const void *stream) const override {
+    return streamOrdered_ && !isCapturing(asCudaStream(stream));
+  }
 
   void giveBack(void *segment, size_t, const void *stream) override {
-    checkCuda(cudaFreeAsync(segment, static_cast<cudaStream_t>(
-                                         const_cast<void *>(stream))),
+    checkCuda(cudaFreeAsync(segment, asCudaStream(stream)),
               "bp_cuda_alloc (giving a free segment back)");
   }
 
@@ -117,6 +135,38 @@ public:
   cudaError_t lastError() const { return lastError_; }
 
 private:
+  static cudaStream_t asCudaStream(const void *stream) {
+    return static_cast<cudaStream_t>(const_cast<void *>(stream));
+  }
+
+  /// Whether \p stream is being captured into a graph. A stream the query
+  /// refuses is taken as not captured (the allocation then says what is
+  /// wrong with it).
+  static bool isCapturing(cudaStream_t stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return status == cudaStreamCaptureStatusActive;
+  }
+
+  /// A segment for a capture: cudaMalloc is not stream work, so no node of
+  /// the graph; the capture's mode (thread-local, which forbids calls that
+  /// may synchronize) is relaxed around it for this thread.
+  static cudaError_t allocateOutsideCapture(void **segment, size_t bytes) {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaError_t err = cudaThreadExchangeStreamCaptureMode(&mode);
+    if (err != cudaSuccess)
+      return err;
+    // Host-waiting call: inside a capture, for a segment the pool lacks
+    // (the steady steps before it make that rare); nothing of this process
+    // runs on the device meanwhile.
+    err = cudaMalloc(segment, bytes);
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    return err;
+  }
+
   std::once_flag once_;
   bool streamOrdered_ = false;
   cudaError_t lastError_ = cudaSuccess;
@@ -155,7 +205,51 @@ public:
     blocks_.counters().read(inUse, peak, reserved);
   }
 
+  void record(bool on) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    blocks_.record(on);
+  }
+
+  int64_t recorded(bp_cuda_pool_block *out, int64_t capacity) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return copyOut(blocks_.recorded(), out, capacity);
+  }
+
+  int64_t held(bp_cuda_pool_block *out, int64_t capacity) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return copyOut(blocks_.held(), out, capacity);
+  }
+
+  int32_t rangeState(const void *ptr, int64_t bytes, uint64_t *serial) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    using State = bitpipe::runtime::BlockPool::RangeState;
+    switch (blocks_.rangeState(ptr, static_cast<size_t>(bytes), serial)) {
+    case State::Free:
+      return BP_CUDA_RANGE_FREE;
+    case State::Held:
+      return BP_CUDA_RANGE_HELD;
+    case State::Absent:
+      break;
+    }
+    return BP_CUDA_RANGE_ABSENT;
+  }
+
 private:
+  /// Writes at most \p capacity of \p from to \p out (null for none);
+  /// returns how many there are.
+  static int64_t
+  copyOut(const std::vector<bitpipe::runtime::BlockPool::HandOut> &from,
+          bp_cuda_pool_block *out, int64_t capacity) {
+    const size_t n =
+        out ? std::min(from.size(),
+                       static_cast<size_t>(std::max<int64_t>(0, capacity)))
+            : 0;
+    for (size_t i = 0; i < n; ++i)
+      out[i] = {from[i].address, static_cast<int64_t>(from[i].bytes),
+                from[i].serial};
+    return static_cast<int64_t>(from.size());
+  }
+
   /// One message with what the pool holds, so that an out-of-memory says
   /// how close the run was. Under the lock.
   void reportFailure(size_t bytes) {
@@ -206,6 +300,21 @@ void bp_cuda_free(void *ptr, void *stream) {
 void bp_cuda_memory_stats(int64_t *inUse, int64_t *peakInUse,
                           int64_t *reserved) {
   pool().stats(inUse, peakInUse, reserved);
+}
+
+void bp_cuda_pool_record(int32_t on) { pool().record(on != 0); }
+
+int64_t bp_cuda_pool_recorded(bp_cuda_pool_block *out, int64_t capacity) {
+  return pool().recorded(out, capacity);
+}
+
+int64_t bp_cuda_pool_held(bp_cuda_pool_block *out, int64_t capacity) {
+  return pool().held(out, capacity);
+}
+
+int32_t bp_cuda_pool_range_state(const void *ptr, int64_t bytes,
+                                 uint64_t *serial) {
+  return pool().rangeState(ptr, bytes < 0 ? 0 : bytes, serial);
 }
 
 } // extern "C"

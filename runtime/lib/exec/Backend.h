@@ -56,6 +56,28 @@ class AdamW;
 class MpiCommunicator;
 class TraceRecorder;
 
+/// How a training step runs on a target that can record its device work as
+/// one graph and launch that instead of each call's work (CUDA graphs:
+/// --cuda-graphs, docs/launching.md, "CUDA graphs").
+enum class StepMode {
+  /// The rank program runs; every call issues its own work.
+  Eager,
+  /// The rank program runs; its device work up to the optimizer step is
+  /// recorded, not run, and Backend::endCapture launches the recording.
+  Capture,
+  /// The rank program does not run: the executor stages the step's inputs
+  /// where the recording reads them and launches it (Backend::replay),
+  /// then runs the optimizer step.
+  Replay,
+};
+
+/// What --cuda-graphs asks of the target, and what of the run bears on it.
+struct StepGraphRequest {
+  bool enabled = false;
+  /// --trace: the trace wants every transfer's device span.
+  bool trace = false;
+};
+
 /// One parameter tensor in the parameter store's flat arrays.
 struct ParamSegment {
   std::string name;
@@ -185,6 +207,18 @@ public:
   /// none.
   virtual std::string planReport() const { return ""; }
 
+  /// After configure(): whether the steps may run as graphs (--cuda-graphs).
+  /// Returns what rank 0 says at start-up when the request cannot be
+  /// honoured on this target ("" when there is nothing to say). The CUDA
+  /// target decides step by step (stepMode); the others run every step
+  /// eagerly.
+  virtual std::string useStepGraphs(const StepGraphRequest &request) {
+    if (!request.enabled)
+      return "";
+    return std::string("--cuda-graphs: the ") + targetKindName(target()) +
+           " target issues no device work to record; ignored";
+  }
+
   /// After placeRank(): whether this target can run \p manifest (its
   /// precision, its world size), and the device's set-up (stream,
   /// precision of runtime.h's functions). A clear error when not: no
@@ -223,6 +257,40 @@ public:
 
   /// At the step's start, with the trace's clock (\p nowUs).
   virtual void beginStep(double nowUs) = 0;
+
+  /// After beginStep(): how step \p step (1-based, for messages) runs.
+  /// Always Eager without --cuda-graphs and for an \p evaluation step.
+  /// Collective over the world otherwise (every rank gets the same mode:
+  /// a graph that holds NCCL operations is launched by every rank of the
+  /// capture or by none). Capture begins the recording.
+  virtual Expected<StepMode> stepMode(int64_t /*step*/, bool /*evaluation*/) {
+    return StepMode::Eager;
+  }
+  /// Capture: the optimizer step begins, and with it what the recording
+  /// leaves out (host reads, MPI). Ends the recording and launches it: the
+  /// step's work runs from here, in stream order.
+  virtual Status endCapture() {
+    return Status::error(ErrorCode::InvalidArgument,
+                         "this target records no steps");
+  }
+  /// Capture: the rank program did device work after its optimizer step,
+  /// which the recording does not hold; its replays would leave that work
+  /// out, so there are none (\p why says which call).
+  virtual void discardCapture(const std::string & /*why*/) {}
+  /// Replay, before replay(): the step's next input, in the order the
+  /// captured step loaded them (\p count int32 that \p fill writes), into
+  /// the host memory the recording copies it from.
+  virtual Status restageInput(int64_t /*count*/,
+                              const std::function<Status(int32_t *)> &) {
+    return Status::error(ErrorCode::InvalidArgument,
+                         "this target replays no steps");
+  }
+  /// Replay: launches the recording. Its losses are then queued (as the
+  /// captured step's were) and its stage calls' spans come at endStep().
+  virtual Status replay() {
+    return Status::error(ErrorCode::InvalidArgument,
+                         "this target replays no steps");
+  }
   /// After synchronize() at the step's end: device spans into \p trace.
   virtual void endStep(TraceRecorder &trace) = 0;
 

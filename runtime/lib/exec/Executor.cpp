@@ -62,6 +62,45 @@ void Executor::beginStep(int64_t step) {
   lossCount_ = 0;
   lastStageCall_ = StageCall();
   backend_.beginStep(trace_.nowUs());
+  Expected<StepMode> mode =
+      backend_.stepMode(step + 1, /*evaluation=*/evalInputs_ != nullptr);
+  if (!mode.isOk())
+    fatal(describeCall(mode.status().message()));
+  mode_ = *mode;
+  if (mode_ == StepMode::Capture)
+    recording_ = StepRecord();
+}
+
+void Executor::run(bp_rank_program_t program) {
+  if (mode_ != StepMode::Replay) {
+    // Every executor is program.h's context (bp_rt_context adds nothing).
+    program(static_cast<bp_rt_context *>(this));
+    return;
+  }
+  Status s = replay();
+  if (!s.isOk())
+    fatal(describeCall("replaying the step's CUDA graph: " + s.message()));
+}
+
+Status Executor::replay() {
+  // Replays are training steps (an evaluation always runs its program).
+  if (!inputs_ && !recorded_.loads.empty())
+    return invalid("this rank has no training data open");
+  for (const StepRecord::Load &load : recorded_.loads)
+    BP_TRY(backend_.restageInput(load.count, [&](int32_t *host) {
+      return inputs_->load(step_, copy_, load.mb, load.kind, host, load.count);
+    }));
+  BP_TRY(backend_.replay());
+  lossCount_ = recorded_.losses;
+  return optimizerStep(recorded_.microbatches);
+}
+
+void Executor::noteDeviceWork(const char *what) {
+  if (mode_ == StepMode::Capture && stepped_)
+    backend_.discardCapture(formatString(
+        "its rank program calls %s after its optimizer step, which the "
+        "graph does not hold",
+        what));
 }
 
 bool Executor::holdsParamsOf(const StageFunction &f) const {
@@ -174,6 +213,8 @@ Status Executor::endStep() {
   if (!stepped_)
     return invalid("the rank program returned without calling "
                    "bp_rt_optimizer_step");
+  if (mode_ == StepMode::Capture)
+    recorded_ = std::move(recording_);
   for (int32_t id = 0; id < values_.size(); ++id) {
     ValueTable::Taken t = values_.take(id);
     if (t.kind == ValueTable::Kind::Handle)
@@ -286,6 +327,7 @@ Status Executor::call(int fn, const char *op, int64_t mb,
                       std::vector<BufferRef> *results) {
   // What a device fault found later (at the step's end) is reported after.
   lastStageCall_ = {op, fn, mb};
+  noteDeviceWork(op);
   const char kind = op[0] == 'f' ? 'F' : op[0] == 'w' ? 'W' : 'B';
   const TraceCategory category =
       kind == 'F' ? TraceCategory::Forward : TraceCategory::Backward;
@@ -355,6 +397,9 @@ Expected<BufferRef> Executor::loadInputValue(InputKind kind, int64_t mb,
     return invalid("this rank has no training data open");
   if (count <= 0)
     return invalid("an input needs a positive count");
+  noteDeviceWork("load_input");
+  if (mode_ == StepMode::Capture)
+    recording_.loads.push_back({kind, mb, count});
   return backend_.loadInput(count, [&](int32_t *host) {
     return from->load(step_, copy_, mb, kind, host, count);
   });
@@ -676,6 +721,7 @@ std::string Executor::describeWorldPeer(int world) const {
 
 Status Executor::send(int32_t value, int64_t count, int32_t pipelinePeer,
                       int32_t tag) {
+  noteDeviceWork("send");
   BP_ASSIGN(peer, worldPeer(pipelinePeer));
   BP_ASSIGN(b, values_.tensor(value, "the value to send"));
   const DType dtype = transferDType();
@@ -706,6 +752,7 @@ Status Executor::send(int32_t value, int64_t count, int32_t pipelinePeer,
 
 Status Executor::recv(int32_t value, int64_t count, int32_t pipelinePeer,
                       int32_t tag) {
+  noteDeviceWork("recv");
   BP_ASSIGN(peer, worldPeer(pipelinePeer));
   if (count < 0)
     return invalid("a receive needs a non-negative count");
@@ -746,6 +793,7 @@ Status Executor::allreduceStart(int32_t bucket, int32_t token) {
                                 spec.buckets.size()));
   if (!values_.valid(token) || values_.kind(token) != ValueTable::Kind::Empty)
     return values_.defineToken(token, RequestHandle(), bucket);
+  noteDeviceWork("allreduce_start");
   // The bucket's sum must hold every micro-batch's gradient.
   const ElementRange &range = params_.bucketRange(bucket);
   GroupId group = groupIds_[spec.buckets[bucket].group];
@@ -797,6 +845,13 @@ Status Executor::optimizerStep(int64_t microbatches) {
         static_cast<long long>(sched.microbatches),
         static_cast<long long>(sched.dataParallel)));
   int n = microbatches > 0 ? static_cast<int>(microbatches) : 1;
+  // A captured step's graph ends here, where the host must look at the
+  // gradients; launched now, it does the step's work so far.
+  if (mode_ == StepMode::Capture) {
+    recording_.losses = lossCount_;
+    recording_.microbatches = microbatches;
+    BP_TRY(backend_.endCapture());
+  }
   // The sends' buffers must not outlive the step, and their peers must have
   // them before anyone moves on.
   BP_TRY(drainSends());

@@ -16,6 +16,14 @@
 // endStep(), which checks that the program left nothing behind that would
 // corrupt the next step.
 //
+// Where the target records steps as graphs (Backend::stepMode, CUDA's
+// --cuda-graphs), a captured step keeps what its replays must repeat on
+// the host: the inputs it loaded (kind, micro-batch, count), in order, its
+// loss count and its optimizer step's micro-batches. A replayed step runs
+// no rank program (run()): the executor stages that step's inputs in the
+// same order, the target launches the graph, and the optimizer step runs
+// as the program's would.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_EXEC_EXECUTOR_H
@@ -60,8 +68,14 @@ public:
   int rank() const { return rank_; }
 
   /// Before the rank program: \p step is the 0-based index of the step
-  /// (the optimizer's step count), which selects the step's samples.
+  /// (the optimizer's step count), which selects the step's samples. The
+  /// target chooses how the step runs here (Backend::stepMode; collective
+  /// with --cuda-graphs).
   void beginStep(int64_t step);
+  /// The step's rank program: \p program runs, or, where the target
+  /// replays the step's graph, the executor replays it instead. An error
+  /// stops the job, as the program's calls do.
+  void run(bp_rank_program_t program);
   /// After it: fails if the program skipped the optimizer step, or left a
   /// saved handle (a forward without its backward) or an all-reduce token
   /// behind; frees the tensors it did not release.
@@ -170,6 +184,13 @@ private:
   bool holdsParamsOf(const StageFunction &f) const;
   /// Waits for the target; a fault is reported after the last stage call.
   Status synchronizeStep();
+  /// A replayed step: its inputs into the graph's staging, the launch, the
+  /// optimizer step.
+  Status replay();
+  /// The program's device work \p what ("forward", "send", ...): after the
+  /// optimizer step of a captured step it is not in the graph, and the
+  /// target discards the capture.
+  void noteDeviceWork(const char *what);
   Status checkFunction(int32_t fn, FunctionKind a, FunctionKind b,
                        const char *op) const;
   /// The saved handle \p saved, checked to be the forward's of \p f's stage
@@ -231,6 +252,22 @@ private:
   /// The dloss seed of a loss-stage backward that has a grad_of_result
   /// argument but no bound grad0 (program.h: grad0 is -1 there).
   BufferRef unitLossGrad_;
+
+  /// How this step runs, and what a captured step does that its replays
+  /// repeat (the file comment).
+  StepMode mode_ = StepMode::Eager;
+  struct StepRecord {
+    struct Load {
+      InputKind kind;
+      int64_t mb;
+      int64_t count;
+    };
+    std::vector<Load> loads;
+    int64_t losses = 0;
+    int64_t microbatches = 0;
+  };
+  /// The record being made (a Capture step), and the one of the graph.
+  StepRecord recording_, recorded_;
 
   int64_t step_ = 0;
   bool stepped_ = false;

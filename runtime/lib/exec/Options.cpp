@@ -170,6 +170,19 @@ FlagSet flags(TrainOptions &o) {
             return badFlagValue(flag, v, "auto, on or off");
           return Status::ok();
         });
+  f.add("--cuda-graphs", nullptr,
+        "capture a steady training step into a CUDA graph and replay it "
+        "(CUDA target; default off)",
+        [&o](const std::string &, const std::string &) {
+          o.cudaGraphs = true;
+          return Status::ok();
+        });
+  f.add("--no-cuda-graphs", nullptr,
+        "run every step eagerly, issuing each call's work (the default)",
+        [&o](const std::string &, const std::string &) {
+          o.cudaGraphs = false;
+          return Status::ok();
+        });
   f.integer("--skip-nonfinite-steps", "K",
             "skip the update of a step whose gradients are not finite, at "
             "most K steps in a row (default 0: stop at the first)",

@@ -70,6 +70,10 @@ struct TrainOptions {
   /// planCacheFolder (the default folder), "none" for nowhere.
   std::string planCache;
   WarmUp warmUp = WarmUp::Auto;
+  /// --cuda-graphs / --no-cuda-graphs (the last given wins): capture a
+  /// steady training step into a CUDA graph and replay it (CUDA target,
+  /// docs/launching.md, "CUDA graphs"). Off by default.
+  bool cudaGraphs = false;
   /// How many steps in a row may skip their update for non-finite
   /// gradients before training stops (0: none; docs/training-semantics.md,
   /// "Non-finite values").

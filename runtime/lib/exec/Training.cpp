@@ -360,7 +360,7 @@ Status Trainer::evaluate(bp_rt_context &ctx, bp_rank_program_t program,
   Status s = Status::ok();
   for (int64_t batch = 0; batch < o_.evalIters && s.isOk(); ++batch) {
     ctx.beginStep(batch);
-    program(&ctx);
+    ctx.run(program);
     s = ctx.endStep();
     report->evalLossSum += ctx.lossSum();
     report->evalLossCount += ctx.lossCount();
@@ -823,7 +823,7 @@ int Trainer::run() {
     const int64_t faultsBefore =
         kernel_profile::enabled() ? pageFaultCount() : 0;
     ctx.beginStep(step);
-    program(&ctx);
+    ctx.run(program);
     s = ctx.endStep();
     if (!s.isOk())
       ctx.fatal(ctx.describeCall("end of the step: " + s.message()));
@@ -1052,6 +1052,17 @@ int runTraining(const CompiledProgram &program, BackendFactory createBackend,
   if (rank == 0)
     if (std::string plans = backend->planReport(); !plans.empty())
       std::printf("bitpipe: %s\n", plans.c_str());
+  // --cuda-graphs: the target says here only what holds for the whole run
+  // on every rank; the CUDA target's ranks agree at the first step.
+  StepGraphRequest graphs;
+  graphs.enabled = o->cudaGraphs;
+  graphs.trace = !o->tracePath.empty();
+  if (std::string notice = backend->useStepGraphs(graphs);
+      !notice.empty() && rank == 0) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "bitpipe: %s\n", notice.c_str());
+    std::fflush(stderr);
+  }
   Expected<std::unique_ptr<Communicator>> device =
       backend->createCommunicator(mpi);
   if (!device.isOk())

@@ -32,16 +32,18 @@ public:
       std::free(p);
   }
 
-  void *obtain(size_t bytes, const void *) override {
+  Segment obtain(size_t bytes, const void *) override {
     ++obtained;
     if (held_ + bytes > capacity_)
-      return nullptr;
+      return {};
     void *p = std::malloc(bytes);
     live_[p] = bytes;
     held_ += bytes;
-    return p;
+    return {p, returnable};
   }
-  bool canGiveBack() const override { return canGiveBack_; }
+  bool canGiveBack(const void *stream) const override {
+    return canGiveBack_ && stream != capturing;
+  }
   void giveBack(void *segment, size_t bytes, const void *stream) override {
     EXPECT_EQ(live_.at(segment), bytes);
     givenBack.push_back({bytes, stream});
@@ -56,6 +58,10 @@ public:
   };
   std::vector<GivenBack> givenBack;
   int obtained = 0;
+  /// What the next segments are: returnable or kept for good.
+  bool returnable = true;
+  /// A stream being captured: nothing goes back for its requests.
+  const void *capturing = nullptr;
 
 private:
   size_t capacity_, held_ = 0;
@@ -119,7 +125,7 @@ TEST(BlockPoolTest, FreedNeighboursMergeAndServeALargerRequest) {
   for (void *p : {q[0], q[1], q[3]})
     ASSERT_EQ(pool.release(p, A), BlockPool::Release::Done);
   EXPECT_EQ(inUse(pool), 0);
-  EXPECT_EQ(pool.giveBackFreeSegments(), BlockPool::kSmallSegment);
+  EXPECT_EQ(pool.giveBackFreeSegments(A), BlockPool::kSmallSegment);
   EXPECT_EQ(pool.segments(), 0u);
   EXPECT_EQ(reserved(pool), 0);
 }
@@ -142,7 +148,7 @@ TEST(BlockPoolTest, ABlockFreedOnAStreamGoesOnlyToThatStream) {
   ASSERT_EQ(pool.release(forA, A), BlockPool::Release::Done);
   ASSERT_EQ(pool.release(rest, B), BlockPool::Release::Done);
   ASSERT_EQ(pool.release(a, B), BlockPool::Release::Done);
-  EXPECT_EQ(pool.giveBackFreeSegments(), 0u);
+  EXPECT_EQ(pool.giveBackFreeSegments(A), 0u);
   EXPECT_EQ(pool.allocate(128 * KiB, B), a);
   EXPECT_EQ(pool.allocate(128 * KiB, A), forA);
   EXPECT_EQ(source.obtained, 1);
@@ -216,7 +222,7 @@ TEST(BlockPoolTest, WithoutGivingBackAnOutOfMemoryFails) {
   ASSERT_EQ(pool.release(a, A), BlockPool::Release::Done);
   EXPECT_EQ(pool.allocate(3 * MiB, A), nullptr);
   EXPECT_TRUE(source.givenBack.empty());
-  EXPECT_EQ(pool.giveBackFreeSegments(), 0u);
+  EXPECT_EQ(pool.giveBackFreeSegments(A), 0u);
   // The cached small segment serves small requests only.
   EXPECT_EQ(pool.allocate(1 * MiB + 512, A), nullptr);
   EXPECT_EQ(pool.allocate(512 * KiB, A), a);
@@ -276,6 +282,81 @@ TEST(BlockPoolTest, RepeatedStepsGetTheSameAddresses) {
   std::vector<void *> second = step(), third = step();
   EXPECT_EQ(second, third);
   EXPECT_EQ(source.obtained, obtained);
+}
+
+/// What CUDA graphs of a step check before replaying one: hand-outs are
+/// numbered and can be recorded, and a range of memory is free (whatever
+/// its blocks merged into), held (by which hand-out) or not the pool's.
+TEST(BlockPoolTest, HandOutsAreNumberedAndRangesKnown) {
+  FakeSource source;
+  BlockPool pool(source);
+  pool.record(true);
+  void *a = pool.allocate(3000, A);
+  void *b = pool.allocate(3000, A);
+  ASSERT_EQ(pool.release(a, A), BlockPool::Release::Done);
+  void *c = pool.allocate(3000, A); // a's memory, another hand-out
+  pool.record(false);
+  void *d = pool.allocate(3000, A); // not recorded
+  EXPECT_EQ(c, a);
+  const std::vector<BlockPool::HandOut> &rec = pool.recorded();
+  ASSERT_EQ(rec.size(), 3u);
+  EXPECT_EQ(rec[0].address, a);
+  EXPECT_EQ(rec[1].address, b);
+  EXPECT_EQ(rec[2].address, a);
+  EXPECT_EQ(rec[0].bytes, 3072u);
+  EXPECT_LT(rec[0].serial, rec[1].serial);
+  EXPECT_LT(rec[1].serial, rec[2].serial);
+  uint64_t serial = 0;
+  EXPECT_EQ(pool.rangeState(c, 3072, &serial), BlockPool::RangeState::Held);
+  EXPECT_EQ(serial, rec[2].serial);
+  std::vector<BlockPool::HandOut> held = pool.held();
+  ASSERT_EQ(held.size(), 3u); // b, c, d by address: c (= a) first.
+  EXPECT_EQ(held[0].address, c);
+  EXPECT_EQ(held[1].address, b);
+  EXPECT_EQ(held[2].address, d);
+  // b freed: free whole, and still free once merged with d's freed
+  // memory and the segment's tail into one block that b no longer starts.
+  ASSERT_EQ(pool.release(b, A), BlockPool::Release::Done);
+  EXPECT_EQ(pool.rangeState(b, 3072, nullptr), BlockPool::RangeState::Free);
+  ASSERT_EQ(pool.release(d, A), BlockPool::Release::Done);
+  EXPECT_EQ(pool.rangeState(d, 3072, nullptr), BlockPool::RangeState::Free);
+  EXPECT_EQ(pool.rangeState(static_cast<char *>(b) + 256, 3072, nullptr),
+            BlockPool::RangeState::Free);
+  // A range that reaches into c is held, by c's hand-out.
+  serial = 0;
+  EXPECT_EQ(pool.rangeState(static_cast<char *>(c) + 512, 4096, &serial),
+            BlockPool::RangeState::Held);
+  EXPECT_EQ(serial, rec[2].serial);
+  // Past the segment's end, or in no segment: absent.
+  EXPECT_EQ(pool.rangeState(b, BlockPool::kSmallSegment, nullptr),
+            BlockPool::RangeState::Absent);
+  int local = 0;
+  EXPECT_EQ(pool.rangeState(&local, 4, nullptr), BlockPool::RangeState::Absent);
+}
+
+/// A segment obtained while its stream was captured never goes back, and
+/// nothing goes back to serve a captured stream's request.
+TEST(BlockPoolTest, SegmentsFromACaptureStayAndCapturesGiveNothingBack) {
+  FakeSource source(/*capacity=*/4 * MiB);
+  BlockPool pool(source);
+  source.returnable = false;
+  void *kept = pool.allocate(1 * MiB, A);
+  source.returnable = true;
+  void *other = pool.allocate(1 * MiB, B);
+  ASSERT_EQ(pool.release(kept, A), BlockPool::Release::Done);
+  ASSERT_EQ(pool.release(other, B), BlockPool::Release::Done);
+  // Both segments free, no room for a third. Stream A captured: its
+  // request fails rather than give anything back.
+  source.capturing = A;
+  EXPECT_EQ(pool.allocate(3 * MiB, A), nullptr);
+  EXPECT_EQ(pool.giveBackFreeSegments(A), 0u);
+  EXPECT_TRUE(source.givenBack.empty());
+  // Not captured: B's segment goes back, the kept one stays.
+  source.capturing = nullptr;
+  EXPECT_EQ(pool.giveBackFreeSegments(A), BlockPool::kSmallSegment);
+  EXPECT_EQ(pool.segments(), 1u);
+  EXPECT_EQ(pool.rangeState(kept, 1 * MiB, nullptr),
+            BlockPool::RangeState::Free);
 }
 
 } // namespace

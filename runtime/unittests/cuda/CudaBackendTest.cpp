@@ -4,7 +4,11 @@
 // the device-resident parameter store (upload, gradient accumulation, the
 // norm, the fused AdamW step, the bf16 compute copy, download), and the
 // backend's traffic (inputs through pinned staging, losses read back in
-// order, device spans, the one-rank limit). Skipped without a device.
+// order, device spans, the one-rank limit); and --cuda-graphs: a tiny
+// model's steps captured and replayed give the eager run's losses and
+// parameters bit for bit, with every stage call's span, and a graph block
+// held elsewhere makes the step eager and the graph captured again.
+// Skipped without a device.
 //
 // bench/gpu/check.sh runs these tests on a GPU.
 //
@@ -18,8 +22,10 @@
 #include "train/AdamW.h"
 #include "train/Trace.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 using namespace bitpipe::runtime;
 using namespace bitpipe::runtime::test;
@@ -311,6 +317,231 @@ TEST_F(CudaBackendTest, InputsGoInLossesComeBackInOrder) {
   EXPECT_EQ(trace.events()[0].name, "F0.s0");
   EXPECT_EQ(trace.events()[0].category, TraceCategory::Device);
   EXPECT_GE(trace.events()[0].durationUs, 0.0);
+}
+
+// --cuda-graphs on one rank: steps that the executor would issue for a
+// tiny model, through the backend's calls as the executor makes them.
+// logits = (wte[tokens] + wpe) W^T + b, cross-entropy against labels;
+// each micro-batch's tokens are distinct (a permutation of the
+// vocabulary), so that embedding_bwd's atomic adds sum one value per row
+// and the run is deterministic bit for bit.
+constexpr int64_t kB = 2, kT = 8, kH = 16, kV = 16, kN = kB * kT;
+constexpr int kMicro = 2;
+
+ParamLayout tinyLayout() {
+  ParamLayout l;
+  int64_t next = 0;
+  for (auto [name, count, init] : {std::tuple<const char *, int64_t, InitKind>{
+                                       "wte", kV * kH, InitKind::Normal},
+                                   {"wpe", kT * kH, InitKind::Normal},
+                                   {"w", kV * kH, InitKind::Normal},
+                                   {"b", kV, InitKind::Zeros}}) {
+    ParamSegment seg{name, next, count, init != InitKind::Zeros};
+    seg.init = init;
+    seg.stddev = 0.5;
+    l.all.push_back(seg);
+    next += count;
+  }
+  l.numFloats = next;
+  l.norm = l.all;
+  return l;
+}
+
+/// The ids of micro-batch \p mb in (0-based) step \p step.
+std::function<Status(int32_t *)> idsOf(int64_t step, int mb, bool labels) {
+  return [=](int32_t *host) {
+    for (int64_t i = 0; i < kN; ++i)
+      host[i] = static_cast<int32_t>(labels ? (i * 3 + step + mb) % kV
+                                            : (i * 5 + step * 3 + mb * 7) %
+                                                  kV); // 5 is prime to 16
+    return Status::ok();
+  };
+}
+
+struct TinyRun {
+  std::vector<StepMode> modes;
+  std::vector<float> losses;
+  std::vector<float> params; // the master weights after the last step
+  size_t deviceSpans = 0;
+};
+
+/// \p steps training steps, with or without graphs; \p between runs after
+/// each step (its 0-based index).
+TinyRun runTiny(bool graphs, int steps,
+                const std::function<void(int)> &between = nullptr) {
+  TinyRun run;
+  std::unique_ptr<Backend> b = createTargetBackend();
+  Manifest m = oneRankManifest(1);
+  m.model.microbatchSize = kB;
+  m.model.seqLen = kT;
+  m.schedule.microbatches = kMicro;
+  Status s = b->configure(m);
+  EXPECT_TRUE(s.isOk()) << s.message();
+  StepGraphRequest request;
+  request.enabled = graphs;
+  EXPECT_EQ(b->useStepGraphs(request), "");
+  const ParamLayout layout = tinyLayout();
+  Expected<std::unique_ptr<ParamArrays>> made = b->createParamArrays(layout);
+  EXPECT_TRUE(made.isOk()) << made.status().message();
+  if (!made.isOk())
+    return run;
+  std::unique_ptr<ParamArrays> arrays = made.take();
+  EXPECT_TRUE(arrays->initialize(11).isOk());
+  auto param = [&](int k) {
+    return static_cast<const float *>(
+        arrays->computeParams(layout.all[k].offset));
+  };
+  auto grad = [&](int k) {
+    return static_cast<float *>(arrays->gradData()) + layout.all[k].offset;
+  };
+  AdamWConfig config;
+  config.lr = 1e-2;
+  AdamW adam(config);
+  TraceRecorder trace;
+  // The executor's unit loss gradient: made before the steps, kept.
+  BufferRef unit = Buffer::allocate(sizeof(float));
+  EXPECT_TRUE(b->fillF32(unit->data(), 1.0f, 1).isOk());
+  void *stream = bp_cuda_stream();
+  auto f = [](const BufferRef &r) { return static_cast<float *>(r->data()); };
+  auto ids = [](const BufferRef &r) {
+    return static_cast<const int32_t *>(r->data());
+  };
+  for (int step = 0; step < steps; ++step) {
+    b->beginStep(trace.nowUs());
+    Expected<StepMode> mode = b->stepMode(step + 1, /*evaluation=*/false);
+    EXPECT_TRUE(mode.isOk()) << mode.status().message();
+    if (!mode.isOk())
+      return run;
+    run.modes.push_back(*mode);
+    if (*mode == StepMode::Replay) {
+      for (int mb = 0; mb < kMicro; ++mb) {
+        EXPECT_TRUE(b->restageInput(kN, idsOf(step, mb, false)).isOk());
+        EXPECT_TRUE(b->restageInput(kN, idsOf(step, mb, true)).isOk());
+      }
+      s = b->replay();
+      EXPECT_TRUE(s.isOk()) << s.message();
+    } else {
+      for (int mb = 0; mb < kMicro; ++mb) {
+        Expected<BufferRef> tokens = b->loadInput(kN, idsOf(step, mb, false));
+        Expected<BufferRef> labels = b->loadInput(kN, idsOf(step, mb, true));
+        EXPECT_TRUE(tokens.isOk() && labels.isOk());
+        BufferRef emb = Buffer::allocate(kN * kH * sizeof(float));
+        BufferRef logits = Buffer::allocate(kN * kV * sizeof(float));
+        BufferRef loss = Buffer::allocate(sizeof(float));
+        BufferRef rowMax = Buffer::allocate(kN * sizeof(float));
+        BufferRef logSum = Buffer::allocate(kN * sizeof(float));
+        EXPECT_TRUE(b->stageCallBegin().isOk());
+        EXPECT_EQ(bp_cuda_embedding_fwd_f32(ids(*tokens), param(0), param(1),
+                                            f(emb), kB, kT, kH, kV, stream),
+                  BP_OK);
+        EXPECT_EQ(bp_cuda_linear_fwd_f32(f(emb), param(2), param(3), f(logits),
+                                         kN, kH, kV, stream),
+                  BP_OK);
+        EXPECT_EQ(bp_cuda_cross_entropy_fwd_f32(
+                      f(logits), ids(*labels), f(loss), f(rowMax), f(logSum),
+                      kN, kV, BP_IGNORE_INDEX, stream),
+                  BP_OK);
+        EXPECT_TRUE(b->stageCallEnd(formatString("F%d.s0", mb)).isOk());
+        EXPECT_TRUE(b->queueLoss(loss->data()).isOk());
+        BufferRef dlogits = Buffer::allocate(kN * kV * sizeof(float));
+        BufferRef dx = Buffer::allocate(kN * kH * sizeof(float));
+        EXPECT_TRUE(b->stageCallBegin().isOk());
+        EXPECT_EQ(bp_cuda_cross_entropy_bwd_f32(
+                      f(logits), ids(*labels), f(unit), f(rowMax), f(logSum),
+                      f(dlogits), kN, kV, BP_IGNORE_INDEX, stream),
+                  BP_OK);
+        EXPECT_EQ(bp_cuda_linear_bwd_weight_f32(f(dlogits), f(emb), grad(2),
+                                                grad(3), kN, kH, kV, stream),
+                  BP_OK);
+        EXPECT_EQ(bp_cuda_linear_bwd_input_f32(f(dlogits), param(2), f(dx), kN,
+                                               kH, kV, stream),
+                  BP_OK);
+        EXPECT_EQ(bp_cuda_embedding_bwd_f32(ids(*tokens), f(dx), grad(0),
+                                            grad(1), kB, kT, kH, kV, stream),
+                  BP_OK);
+        EXPECT_TRUE(b->stageCallEnd(formatString("B%d.s0", mb)).isOk());
+        // The temporaries go back to the pool here, in stream order.
+      }
+      if (*mode == StepMode::Capture) {
+        s = b->endCapture();
+        EXPECT_TRUE(s.isOk()) << s.message();
+      }
+    }
+    // The optimizer step, eager on every step.
+    s = b->synchronize();
+    EXPECT_TRUE(s.isOk()) << s.message();
+    Expected<double> sum = arrays->sumSquaredGradients(kMicro);
+    EXPECT_TRUE(sum.isOk());
+    EXPECT_TRUE(arrays->adamwStep(adam, kMicro, sum.isOk() ? *sum : 0).isOk());
+    EXPECT_TRUE(arrays->zeroGradients().isOk());
+    EXPECT_TRUE(b->synchronize().isOk());
+    for (float loss : b->takeLosses())
+      run.losses.push_back(loss);
+    b->endStep(trace);
+    if (between)
+      between(step);
+  }
+  for (const TraceEvent &e : trace.events())
+    run.deviceSpans += e.category == TraceCategory::Device;
+  EXPECT_TRUE(arrays->toHost().isOk());
+  run.params.assign(arrays->hostParams(),
+                    arrays->hostParams() + layout.numFloats);
+  return run;
+}
+
+void expectSameBits(const std::vector<float> &got,
+                    const std::vector<float> &want, const char *what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+      << what << " differ";
+}
+
+TEST_F(CudaBackendTest, ReplayedStepsMatchEagerStepsBitForBit) {
+  const int steps = 6;
+  TinyRun eager = runTiny(false, steps);
+  TinyRun graphs = runTiny(true, steps);
+  EXPECT_EQ(eager.modes, std::vector<StepMode>(steps, StepMode::Eager));
+  // Two eager steps, the third captured (the second took nothing new from
+  // CUDA), the rest replayed.
+  EXPECT_EQ(graphs.modes,
+            (std::vector<StepMode>{StepMode::Eager, StepMode::Eager,
+                                   StepMode::Capture, StepMode::Replay,
+                                   StepMode::Replay, StepMode::Replay}));
+  ASSERT_EQ(eager.losses.size(), static_cast<size_t>(steps * kMicro));
+  expectSameBits(graphs.losses, eager.losses, "the losses");
+  expectSameBits(graphs.params, eager.params, "the parameters");
+  // Every stage call's span, replays included (external event nodes).
+  EXPECT_EQ(eager.deviceSpans, static_cast<size_t>(steps * kMicro * 2));
+  EXPECT_EQ(graphs.deviceSpans, eager.deviceSpans);
+}
+
+TEST_F(CudaBackendTest, AGraphBlockHeldElsewhereMakesTheStepEager) {
+  const int steps = 10;
+  std::vector<void *> held;
+  // After the first replay (step 4), blocks of the graph's smallest size
+  // class are taken from the pool (the most recently cached first, which
+  // the graph used) and kept through step 5.
+  TinyRun graphs = runTiny(true, steps, [&](int step) {
+    if (step == 3)
+      for (int i = 0; i < 16; ++i)
+        held.push_back(bp_cuda_alloc(sizeof(float), bp_cuda_stream()));
+    if (step == 4) {
+      for (void *p : held)
+        bp_cuda_free(p, bp_cuda_stream());
+      held.clear();
+    }
+  });
+  TinyRun eager = runTiny(false, steps);
+  ASSERT_EQ(graphs.modes.size(), static_cast<size_t>(steps));
+  EXPECT_EQ(graphs.modes[3], StepMode::Replay);
+  EXPECT_EQ(graphs.modes[4], StepMode::Eager) << "a stale graph replayed";
+  // Captured again once steady, and replayed.
+  auto from = graphs.modes.begin() + 5;
+  EXPECT_NE(std::find(from, graphs.modes.end(), StepMode::Capture),
+            graphs.modes.end());
+  EXPECT_EQ(graphs.modes.back(), StepMode::Replay);
+  expectSameBits(graphs.losses, eager.losses, "the losses");
+  expectSameBits(graphs.params, eager.params, "the parameters");
 }
 
 } // namespace

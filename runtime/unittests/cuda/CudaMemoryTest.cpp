@@ -2,9 +2,13 @@
 //
 // bp_cuda_alloc / bp_cuda_free: freed memory serves later requests on the
 // same stream (and only on that stream) without growing what the pool holds
-// from CUDA; the kernels' scratch buffers go back to the pool. The pool is
-// process-wide, so every check is on differences of bp_cuda_memory_stats.
-// How blocks are split and merged is BlockPoolTest's (on the CPU).
+// from CUDA; the kernels' scratch buffers go back to the pool; what
+// --cuda-graphs asks of it: a serial number per hand-out, the record of
+// hand-outs, the held blocks, who has a range of memory, and a segment
+// missing inside a capture coming from outside the graph, the capture
+// still valid. The pool is process-wide, so every check is on differences
+// of bp_cuda_memory_stats. How blocks are split and merged is
+// BlockPoolTest's (on the CPU).
 //
 // Skipped without a device, except what never reaches CUDA;
 // bench/gpu/check.sh runs these tests on a GPU.
@@ -14,6 +18,8 @@
 #include "CudaTestUtil.h"
 
 #include <cuda_runtime.h>
+
+#include <vector>
 
 using namespace bitpipe::runtime::test;
 
@@ -124,6 +130,67 @@ TEST_F(CudaMemory, KernelScratchReturnsToThePool) {
   EXPECT_EQ(afterSecond.inUse, before.inUse);
   EXPECT_EQ(afterSecond.reserved, afterFirst.reserved)
       << "the second step's scratch came from the cache";
+}
+
+TEST_F(CudaMemory, HandOutsAreNumberedRecordedAndTheirStatesKnown) {
+  bp_cuda_pool_record(1);
+  void *a = bp_cuda_alloc(3000, stream());
+  void *b = bp_cuda_alloc(3000, stream());
+  ASSERT_TRUE(a && b);
+  bp_cuda_free(a, stream());
+  void *c = bp_cuda_alloc(3000, stream()); // another hand-out
+  bp_cuda_pool_record(0);
+  void *d = bp_cuda_alloc(3000, stream()); // not recorded
+  std::vector<bp_cuda_pool_block> rec(
+      static_cast<size_t>(bp_cuda_pool_recorded(nullptr, 0)));
+  ASSERT_EQ(rec.size(), 3u);
+  ASSERT_EQ(bp_cuda_pool_recorded(rec.data(), 3), 3);
+  EXPECT_EQ(rec[0].ptr, a);
+  EXPECT_EQ(rec[1].ptr, b);
+  EXPECT_EQ(rec[2].ptr, c);
+  EXPECT_EQ(rec[0].bytes, 3072);
+  EXPECT_LT(rec[0].serial, rec[1].serial);
+  EXPECT_LT(rec[1].serial, rec[2].serial);
+  uint64_t serial = 0;
+  EXPECT_EQ(bp_cuda_pool_range_state(c, 3072, &serial), BP_CUDA_RANGE_HELD);
+  EXPECT_EQ(serial, rec[2].serial);
+  std::vector<bp_cuda_pool_block> held(
+      static_cast<size_t>(bp_cuda_pool_held(nullptr, 0)));
+  held.resize(static_cast<size_t>(
+      bp_cuda_pool_held(held.data(), static_cast<int64_t>(held.size()))));
+  int found = 0;
+  for (const bp_cuda_pool_block &h : held)
+    found += h.ptr == b || h.ptr == c || h.ptr == d;
+  EXPECT_EQ(found, 3);
+  bp_cuda_free(b, stream());
+  EXPECT_EQ(bp_cuda_pool_range_state(b, 3072, nullptr), BP_CUDA_RANGE_FREE);
+  int local = 0;
+  EXPECT_EQ(bp_cuda_pool_range_state(&local, 4, nullptr), BP_CUDA_RANGE_ABSENT);
+  bp_cuda_free(c, stream());
+  bp_cuda_free(d, stream());
+}
+
+TEST_F(CudaMemory, ABlockMissingInsideACaptureComesFromOutsideTheGraph) {
+  cudaStream_t s = nullptr;
+  BP_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  BP_CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  // A size this stream's cache has never held.
+  void *p = bp_cuda_alloc(3 << 20, s);
+  EXPECT_NE(p, nullptr);
+  EXPECT_EQ(bp_cuda_fill_f32(static_cast<float *>(p), 2.0f, 1, s), BP_OK);
+  cudaGraph_t graph = nullptr;
+  BP_CUDA_OK(cudaStreamEndCapture(s, &graph)); // not invalidated
+  cudaGraphExec_t exec = nullptr;
+  BP_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  BP_CUDA_OK(cudaGraphLaunch(exec, s));
+  float got = 0;
+  BP_CUDA_OK(cudaMemcpyAsync(&got, p, sizeof got, cudaMemcpyDeviceToHost, s));
+  BP_CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_EQ(got, 2.0f) << "the block is real memory outside the graph";
+  BP_CUDA_OK(cudaGraphExecDestroy(exec));
+  BP_CUDA_OK(cudaGraphDestroy(graph));
+  bp_cuda_free(p, s);
+  // The stream stays: its cached block is keyed by its handle (cuda.h).
 }
 
 TEST(CudaMemoryArguments, NegativeSizesAndNullFreesNeedNoDevice) {

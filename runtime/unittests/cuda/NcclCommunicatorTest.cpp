@@ -13,7 +13,10 @@
 // after the compute stream's producer on both, crossed transfers in one
 // batch ("shared"), crossed batches of large transfers on the channels'
 // own streams ("channel"; on one stream they would deadlock), all-reduces
-// over split groups, and the timeout on a peer that never sends.
+// over split groups, transfers and an all-reduce captured into a CUDA
+// graph (--cuda-graphs' protocol: the streams forked into the capture and
+// joined back) and launched again on new data, and the timeout on a peer
+// that never sends.
 //
 // bench/gpu/check.sh runs it on a GPU, under mpirun -np 2 and -np 4.
 //
@@ -279,6 +282,66 @@ TEST(NcclCommunicator, AllReducesSumOverTheirGroups) {
   for (size_t i = 0; i < count; i += 997)
     ASSERT_EQ(sum[i], rankSum + members * static_cast<float>(i % 7));
   EXPECT_EQ(total[0], n * (n + 1) / 2.0);
+}
+
+// What --cuda-graphs does with a step's NCCL operations
+// (cuda/backend/StepGraph.h): captured from the compute stream, their
+// streams forked into the capture by the events they wait for and joined
+// back by endCapture, then the graph launched three times on data written
+// before each launch, every launch a device wait of the communicator.
+TEST(NcclCommunicator, TransfersCapturedIntoAGraphRunAgainOnNewData) {
+  REQUIRE_WORLD();
+  NcclCommunicator &c = *world->channel;
+  const int r = c.rank(), n = c.size();
+  const int next = (r + 1) % n, from = (r + n - 1) % n;
+  const size_t count = 1 << 16;
+  DeviceArray<float> out(count), in(count), sum(count);
+  ASSERT_TRUE(c.beginCapture().isOk());
+  ASSERT_EQ(
+      cudaStreamBeginCapture(world->compute, cudaStreamCaptureModeThreadLocal),
+      cudaSuccess);
+  auto s = c.send(out.data, count, DType::F32, next, 1);
+  ASSERT_TRUE(s.isOk()) << s.status().message();
+  ASSERT_TRUE(c.endBatch().isOk());
+  auto v = c.recv(in.data, count, DType::F32, from, 1);
+  ASSERT_TRUE(v.isOk()) << v.status().message();
+  ASSERT_TRUE(c.endBatch().isOk());
+  ASSERT_TRUE(c.waitOnDevice(*v).isOk());
+  auto a = c.allReduceStart(sum.data, count, DType::F32, kWorldGroup);
+  ASSERT_TRUE(a.isOk()) << a.status().message();
+  ASSERT_TRUE(c.waitOnDevice(*a).isOk());
+  Status joined = c.endCapture();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(world->compute, &graph), cudaSuccess);
+  ASSERT_TRUE(joined.isOk()) << joined.message();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  for (int launch = 0; launch < 3; ++launch) {
+    std::vector<float> mine(count), part(count);
+    for (size_t i = 0; i < count; ++i) {
+      mine[i] = static_cast<float>(r * 1000 + launch * 7 + i % 101);
+      part[i] = static_cast<float>(r + launch);
+    }
+    out.upload(mine);
+    sum.upload(part);
+    ASSERT_EQ(cudaGraphLaunch(exec, world->compute), cudaSuccess);
+    ASSERT_TRUE(c.graphLaunched("the test's graph").isOk());
+    if (launch == 0) {
+      // Recorded in the capture: done when its launch is.
+      ASSERT_TRUE(c.wait(*s).isOk());
+    }
+    std::vector<float> got = in.download(c), total = sum.download(c);
+    const float want = static_cast<float>(n * (n - 1) / 2 + n * launch);
+    for (size_t i = 0; i < count; i += 997) {
+      ASSERT_EQ(got[i], static_cast<float>(from * 1000 + launch * 7 + i % 101))
+          << "launch " << launch << " at " << i;
+      ASSERT_EQ(total[i], want) << "launch " << launch << " at " << i;
+    }
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(c.numPending(), 0u);
+  EXPECT_EQ(c.numDeviceWaits(), 0u);
 }
 
 // Last: it aborts the communicator it times out on (a second one, so that

@@ -15,9 +15,13 @@
 // the timeout and async-error paths (abort once, message naming the rank,
 // op and peer), request ids, dtypes; the device spans (a pair of timing
 // events per operation on its stream, a batch's pair around its group's
-// end, the pool's reuse, the spans' names and rows in the trace); and the
-// rank -> GPU plan and the NCCL_HOSTID arrangement. The real calls run in
-// runtime/unittests/cuda/NcclCommunicatorTest.cpp (GPU).
+// end, the pool's reuse, the spans' names and rows in the trace); CUDA
+// graph capture (streams forked into the capture and joined back before
+// it ends, no event queried and no host wait or timing inside it, the
+// captured operations completed by the launched graph's event, a replay's
+// wait bounded by the deadline and the graph's communicators' async
+// errors); and the rank -> GPU plan and the NCCL_HOSTID arrangement. The real
+// calls run in runtime/unittests/cuda/NcclCommunicatorTest.cpp (GPU).
 //
 //===----------------------------------------------------------------------===//
 
@@ -121,7 +125,14 @@ public:
   }
   Expected<bool> eventDone(int event) override {
     EXPECT_TRUE(liveEvents.count(event)) << "query of released event " << event;
+    ++queries;
     return everyEventDone || doneEvents.count(event) > 0;
+  }
+  Expected<int> recordComputeEvent() override {
+    int e = nextEvent++;
+    liveEvents.insert(e);
+    log->push_back(formatString("record e%d on compute", e));
+    return e;
   }
   Status computeWaitsFor(int event) override {
     log->push_back(formatString("compute waits for e%d", event));
@@ -159,7 +170,10 @@ public:
                                         << " released twice";
     timingFree.push_back(slot);
   }
-  Status asyncError(int) override { return nextAsyncError; }
+  Status asyncError(int comm) override {
+    asyncAsked.insert(comm);
+    return nextAsyncError;
+  }
   void abortAll() override {
     ++aborts;
     log->push_back("abortAll");
@@ -167,6 +181,8 @@ public:
   bool hostComputes() const override { return onHost; }
 
   int nextEvent = 0;
+  int queries = 0;          // eventDone calls
+  std::set<int> asyncAsked; // communicators asked for their async error
   int stepStart = 0; // its address is the reference event
   std::set<int> liveTiming;
   std::vector<int> timingFree;
@@ -930,6 +946,133 @@ TEST(NcclCommunicatorLogic, AnAsyncErrorFailsTheWaitAndAborts) {
       << w.message();
   EXPECT_NE(w.message().find("remote process exited"), std::string::npos);
   EXPECT_EQ(f.calls->aborts, 1);
+}
+
+// A captured step on rank 0 of BitPipe's neighbours: its send to 1 goes
+// on c1, its receive from 1 on c2, its all-reduce on its group's c3.
+TEST(NcclCommunicatorLogic, ACaptureForksJoinsAndHandsItsOpsToTheGraph) {
+  Fixture f(0, 4, TransferStreams::Channel, kNeighbours);
+  GroupId g = f.group({0, 3});
+  f.comm->setDeviceTiming(true);
+  f.calls->queries = 0;
+  ASSERT_TRUE(f.comm->beginCapture().isOk());
+  EXPECT_TRUE(f.comm->capturing());
+  auto s = f.comm->send(data, 4, DType::F32, 1, 1);
+  ASSERT_TRUE(s.isOk());
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  auto r = f.comm->recv(data + 4, 4, DType::F32, 1, 2);
+  ASSERT_TRUE(r.isOk());
+  ASSERT_TRUE(f.comm->endBatch().isOk());
+  // Inside the capture: no event is asked about, the send is "not done".
+  f.calls->everyEventDone = true;
+  Expected<bool> done = f.comm->test(*s);
+  ASSERT_TRUE(done.isOk());
+  EXPECT_FALSE(*done);
+  ASSERT_TRUE(f.comm->waitOnDeviceFor(*r, "step 3: forward F0.s1").isOk());
+  auto a = f.comm->allReduceStart(data, 16, DType::F32, g);
+  ASSERT_TRUE(a.isOk());
+  ASSERT_TRUE(f.comm->waitOnDevice(*a).isOk());
+  EXPECT_EQ(f.calls->queries, 0);
+  // Nothing timed: a graph records no timing events.
+  EXPECT_TRUE(f.linesOf("time").empty());
+  f.log.clear();
+  ASSERT_TRUE(f.comm->endCapture().isOk());
+  EXPECT_FALSE(f.comm->capturing());
+  // Every stream forked into the capture is joined back, in fork order.
+  EXPECT_EQ(f.log, (std::vector<std::string>{
+                       "record e3 on c1", "compute waits for e3",
+                       "record e4 on c2", "compute waits for e4",
+                       "record e5 on c3", "compute waits for e5"}));
+  f.log.clear();
+  ASSERT_TRUE(f.comm->graphLaunched("the CUDA graph of step 3").isOk());
+  EXPECT_EQ(f.log, (std::vector<std::string>{"record e6 on compute"}));
+  // The captured events went back; the send, and the two device waits,
+  // now complete with the graph's event.
+  EXPECT_EQ(f.calls->liveEvents, (std::set<int>{6}));
+  f.calls->everyEventDone = false;
+  done = f.comm->test(*s);
+  ASSERT_TRUE(done.isOk());
+  EXPECT_FALSE(*done);
+  f.calls->doneEvents = {6};
+  ASSERT_TRUE(f.comm->wait(*s).isOk());
+  ASSERT_TRUE(f.comm->drainDeviceWaits().isOk());
+  EXPECT_TRUE(f.calls->liveEvents.empty());
+  EXPECT_EQ(f.comm->numPending(), 0u);
+  EXPECT_EQ(f.comm->numDeviceWaits(), 0u);
+  EXPECT_TRUE(f.comm->takeDeviceSpans(&f.calls->stepStart).empty());
+}
+
+TEST(NcclCommunicatorLogic, AReplaysWaitIsBoundedAndNamesTheGraph) {
+  Fixture f(0, 4, TransferStreams::Channel, kNeighbours);
+  ASSERT_TRUE(f.comm->beginCapture().isOk());
+  ASSERT_TRUE(f.comm->send(data, 4, DType::F32, 1, 1).isOk());
+  // The batch is still open: ending the capture closes it first.
+  ASSERT_TRUE(f.comm->endCapture().isOk());
+  EXPECT_EQ(f.linesOf("groupEnd").size(), 1u);
+  ASSERT_TRUE(f.comm->graphLaunched("the CUDA graph of step 3").isOk());
+  f.calls->everyEventDone = true;
+  ASSERT_TRUE(f.comm->drainDeviceWaits().isOk());
+  f.calls->everyEventDone = false;
+
+  // A replay: the graph's own wait, which asks the async error of every
+  // communicator the capture used, and times out naming the graph.
+  f.log.clear();
+  f.calls->asyncAsked.clear();
+  f.comm->setTimeout(0.05);
+  ASSERT_TRUE(f.comm->graphLaunched("the CUDA graph of step 4").isOk());
+  EXPECT_EQ(f.log, (std::vector<std::string>{"record e3 on compute"}));
+  Status w = f.comm->drainDeviceWaits();
+  ASSERT_EQ(w.code(), ErrorCode::Timeout);
+  EXPECT_NE(w.message().find("rank 0: timeout after 0.1 s waiting for the "
+                             "CUDA graph of step 4"),
+            std::string::npos)
+      << w.message();
+  EXPECT_EQ(f.calls->asyncAsked, (std::set<int>{1}));
+  EXPECT_EQ(f.calls->aborts, 1);
+}
+
+TEST(NcclCommunicatorLogic, AnAsyncErrorDuringAReplayAborts) {
+  Fixture f(0, 4, TransferStreams::Channel, kNeighbours);
+  ASSERT_TRUE(f.comm->beginCapture().isOk());
+  ASSERT_TRUE(f.comm->recv(data, 4, DType::F32, 1, 1).isOk());
+  ASSERT_TRUE(f.comm->endCapture().isOk());
+  ASSERT_TRUE(f.comm->graphLaunched("the CUDA graph of step 3").isOk());
+  f.calls->nextAsyncError =
+      Status::error(ErrorCode::CommFailure, "remote process exited");
+  Status w = f.comm->drainDeviceWaits();
+  ASSERT_EQ(w.code(), ErrorCode::CommFailure);
+  EXPECT_NE(w.message().find("NCCL error during the CUDA graph of step 3"),
+            std::string::npos)
+      << w.message();
+  EXPECT_EQ(f.calls->aborts, 1);
+}
+
+TEST(NcclCommunicatorLogic, ACaptureStartsCleanAndHoldsNoHostWait) {
+  Fixture f(0, 4);
+  auto early = f.comm->send(data, 4, DType::F32, 1, 1);
+  ASSERT_TRUE(early.isOk());
+  Status refused = f.comm->beginCapture();
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.message().find("a capture begins with 1 operations "
+                                   "pending"),
+            std::string::npos)
+      << refused.message();
+  EXPECT_FALSE(f.comm->capturing());
+  f.calls->everyEventDone = true;
+  ASSERT_TRUE(f.comm->wait(*early).isOk());
+  f.calls->everyEventDone = false;
+
+  ASSERT_TRUE(f.comm->beginCapture().isOk());
+  auto s = f.comm->send(data, 4, DType::F32, 1, 2);
+  ASSERT_TRUE(s.isOk());
+  Status w = f.comm->waitFor(*s, 1.0);
+  ASSERT_FALSE(w.isOk());
+  EXPECT_NE(w.message().find("a host wait for send with rank 1 (tag 2, 4 x "
+                             "f32) inside a captured step"),
+            std::string::npos)
+      << w.message();
+  EXPECT_EQ(f.calls->aborts, 0);
+  EXPECT_FALSE(f.comm->graphLaunched("the CUDA graph of step 1").isOk());
 }
 
 TEST(NcclCommunicatorLogic, RequestsAreCheckedBeforeNcclSeesThem) {

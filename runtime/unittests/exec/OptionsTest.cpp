@@ -122,6 +122,32 @@ TEST(ExecOptions, SkipNonFiniteStepsIsACountFromZero) {
       << o.status().message();
 }
 
+TEST(ExecOptions, CudaGraphsAreOffUnlessAskedTheLastFlagWinning) {
+  Expected<TrainOptions> o = parse({"--data", "t.bin", "--steps", "1"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_FALSE(o->cudaGraphs);
+  o = parse({"--data", "t.bin", "--steps", "1", "--cuda-graphs"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_TRUE(o->cudaGraphs);
+  o = parse(
+      {"--data", "t.bin", "--steps", "1", "--cuda-graphs", "--no-cuda-graphs"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_FALSE(o->cudaGraphs);
+  o = parse(
+      {"--data", "t.bin", "--steps", "1", "--no-cuda-graphs", "--cuda-graphs"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_TRUE(o->cudaGraphs);
+  // Switches, as --profile and --progress are.
+  o = parse({"--data", "t.bin", "--steps", "1", "--cuda-graphs=on"});
+  ASSERT_FALSE(o.isOk());
+  EXPECT_NE(o.status().message().find("flag --cuda-graphs takes no value"),
+            std::string::npos)
+      << o.status().message();
+  const std::string usage = trainUsage("train");
+  EXPECT_NE(usage.find("--cuda-graphs"), std::string::npos);
+  EXPECT_NE(usage.find("--no-cuda-graphs"), std::string::npos);
+}
+
 // A temporary that a killed run left next to an output target (no process
 // has pid 999999999) is removed when the targets are checked, before the
 // first step, not at the first save, which may be hours away.

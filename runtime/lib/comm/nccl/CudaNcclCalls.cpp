@@ -150,6 +150,7 @@ public:
     return cudaCall(cudaStreamWaitEvent(compute_, events_[event], 0),
                     "cudaStreamWaitEvent (compute after transfer)");
   }
+  Expected<int> recordComputeEvent() override { return recordOn(compute_); }
   void releaseEvent(int event) override { free_.push_back(event); }
   Expected<int> recordTimingEvent(int comm) override {
     int slot;

@@ -4,6 +4,7 @@
 
 #include "bitpipe/base/TraceFormat.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -328,13 +329,14 @@ Expected<RequestHandle> NcclCommunicator::postTransfer(Pending p, void *buf) {
   // Before the transfer, on its stream: the data's producer (send), or the
   // last readers of the pool block the receive overwrites (recv).
   BP_TRY(calls_->streamWaitsForCompute(route.comm));
+  forked(route.comm);
   if (p.op == "send")
     BP_TRY(calls_->send(route.comm, buf, p.count, type, route.peer));
   else
     BP_TRY(calls_->recv(route.comm, buf, p.count, type, route.peer));
   RequestHandle h = pending_.add(p);
   batchRequests_.push_back(h.id);
-  if (timing_) {
+  if (timing_ && !capturing_) {
     // Timed when the batch closes: NCCL launches the group there.
     TimedOp op;
     const bool sending = p.op == "send";
@@ -395,7 +397,7 @@ Status NcclCommunicator::closeBatch() {
                              rank(), ended.message().c_str()));
   // Only now are the group's operations on the stream: the event after
   // them is every request's of the batch.
-  BP_ASSIGN(event, calls_->recordEvent(batchComm_));
+  BP_ASSIGN(event, recordOpEvent(batchComm_));
   int users = 0;
   for (int64_t id : batchRequests_) {
     Pending *p = pending_.find(RequestHandle{id});
@@ -433,11 +435,14 @@ Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
   BP_TRY(closeBatch());
   const int comm = groupComms_[group];
   BP_TRY(calls_->streamWaitsForCompute(comm));
+  forked(comm);
+  // A graph records no timing (the file comment).
+  const bool timeIt = timing_ && !capturing_;
   TimedOp timed;
-  if (timing_)
+  if (timeIt)
     timed.begin = timingEvent(comm);
   BP_TRY(calls_->allReduce(comm, buf, count, type));
-  if (timing_) {
+  if (timeIt) {
     timed.end = timingEvent(comm);
     // The bucket is the executor's: it names the spans (Trace.h,
     // recordDeviceSpans).
@@ -446,7 +451,7 @@ Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
     timed.row = kAllReduceStreamRow;
     timedOps_.push_back(std::move(timed));
   }
-  BP_ASSIGN(event, calls_->recordEvent(comm));
+  BP_ASSIGN(event, recordOpEvent(comm));
   eventUsers_[event] = 1;
   Pending p;
   p.op = "allreduce";
@@ -507,7 +512,119 @@ void NcclCommunicator::releaseEventOf(const Pending &p) {
 }
 
 std::string NcclCommunicator::describe(const Pending &p) const {
+  if (p.comm == kGraphComms)
+    return p.reader.empty() ? p.op : p.op + ", read by " + p.reader;
   return describePendingOp(p, groupRanks(p.group.value_or(kWorldGroup)));
+}
+
+Status NcclCommunicator::asyncErrorOf(const Pending &p) {
+  if (p.comm != kGraphComms)
+    return calls_->asyncError(p.comm);
+  for (int comm : graphComms_)
+    BP_TRY(calls_->asyncError(comm));
+  return Status::ok();
+}
+
+Expected<int> NcclCommunicator::recordOpEvent(int comm) {
+  BP_ASSIGN(event, calls_->recordEvent(comm));
+  if (capturing_)
+    capturedEvents_.push_back(event);
+  return event;
+}
+
+void NcclCommunicator::forked(int comm) {
+  if (capturing_ && std::find(capturedComms_.begin(), capturedComms_.end(),
+                              comm) == capturedComms_.end())
+    capturedComms_.push_back(comm);
+}
+
+Status NcclCommunicator::beginCapture() {
+  if (capturing_)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: a capture begins while "
+                                      "another is under way",
+                                      rank()));
+  if (aborted_)
+    return Status::error(ErrorCode::CommFailure,
+                         formatString("rank %d: a capture begins after the "
+                                      "NCCL communicators were aborted",
+                                      rank()));
+  // What was issued before the capture is not in it: waiting for it from
+  // inside would tie the graph to work outside it.
+  if (batchOpen_ || !pending_.empty() || !deviceWaits_.empty())
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        formatString("rank %d: a capture begins with %zu operations "
+                     "pending, %zu device waits not drained%s; a step starts "
+                     "with none",
+                     rank(), pending_.size(), deviceWaits_.size(),
+                     batchOpen_ ? " and a batch open" : ""));
+  capturing_ = true;
+  capturedComms_.clear();
+  capturedEvents_.clear();
+  return Status::ok();
+}
+
+Status NcclCommunicator::endCapture() {
+  if (!capturing_)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: a capture ends that never "
+                                      "began",
+                                      rank()));
+  // The open batch's group must be on its stream before the join.
+  Status s = aborted_ ? Status::ok() : closeBatch();
+  for (size_t i = 0; s.isOk() && i < capturedComms_.size(); ++i) {
+    Expected<int> joined = calls_->recordEvent(capturedComms_[i]);
+    if (!joined.isOk()) {
+      s = joined.status();
+      break;
+    }
+    s = calls_->computeWaitsFor(*joined);
+    // The wait holds the event's node: the slot can be reused.
+    calls_->releaseEvent(*joined);
+  }
+  capturing_ = false;
+  graphComms_ = capturedComms_;
+  if (!s.isOk())
+    return Status::error(s.code(),
+                         formatString("rank %d: joining the communicators' "
+                                      "streams to the capture: %s",
+                                      rank(), s.message().c_str()));
+  return Status::ok();
+}
+
+Status NcclCommunicator::graphLaunched(const std::string &what) {
+  if (capturing_)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: %s was launched before its "
+                                      "capture ended",
+                                      rank(), what.c_str()));
+  BP_ASSIGN(done, calls_->recordComputeEvent());
+  // The graph's wait, and every operation recorded in the capture.
+  int users = 1;
+  auto adopt = [&](Pending &p) {
+    if (std::find(capturedEvents_.begin(), capturedEvents_.end(), p.event) !=
+        capturedEvents_.end()) {
+      p.event = done;
+      ++users;
+    }
+  };
+  pending_.forEach(adopt);
+  for (Pending &p : deviceWaits_)
+    adopt(p);
+  // A slot released inside the capture (a batch without requests) may have
+  // been recorded again there: each goes back once.
+  for (int event : capturedEvents_)
+    if (eventUsers_.erase(event))
+      calls_->releaseEvent(event);
+  capturedEvents_.clear();
+  eventUsers_[done] = users;
+  Pending graph;
+  graph.op = what;
+  graph.comm = kGraphComms;
+  graph.event = done;
+  deviceWaits_.push_back(std::move(graph));
+  return Status::ok();
 }
 
 Status NcclCommunicator::fail(ErrorCode code, const std::string &message) {
@@ -539,10 +656,16 @@ Status NcclCommunicator::pollUntilDone(const Pending &p,
                                        Clock::time_point deadline,
                                        double timeoutSeconds) {
   BP_TRY(usable(p));
+  if (capturing_)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: a host wait for %s inside a "
+                                      "captured step (its operations run "
+                                      "only when the graph is launched)",
+                                      rank(), describe(p).c_str()));
   // Spin briefly, then sleep between polls: ranks that share a GPU share
   // its node's cores too.
   for (int polls = 0;; ++polls) {
-    Status async = calls_->asyncError(p.comm);
+    Status async = asyncErrorOf(p);
     if (!async.isOk())
       return fail(ErrorCode::CommFailure,
                   formatString("rank %d: NCCL error during %s: %s", rank(),
@@ -588,7 +711,10 @@ Expected<bool> NcclCommunicator::test(RequestHandle h) {
   if (p.event < 0 && batchOpen_ && !aborted_)
     return false; // its batch is still open: not even enqueued
   BP_TRY(usable(p));
-  Status async = calls_->asyncError(p.comm);
+  // Its event is a node of the graph being captured: nothing has run yet.
+  if (capturing_)
+    return false;
+  Status async = asyncErrorOf(p);
   if (!async.isOk())
     return fail(ErrorCode::CommFailure,
                 formatString("rank %d: NCCL error during %s: %s", rank(),
@@ -611,15 +737,16 @@ Status NcclCommunicator::waitOnDeviceFor(RequestHandle h,
     // that a deadlock is the usual timeout naming the operation and reader.
     BP_TRY(pollUntilDone(p, deadlineAfter(timeout()), timeout()));
   }
-  Status async = calls_->asyncError(p.comm);
+  Status async = asyncErrorOf(p);
   if (!async.isOk())
     return fail(ErrorCode::CommFailure,
                 formatString("rank %d: NCCL error during %s: %s", rank(),
                              describe(p).c_str(), async.message().c_str()));
   BP_TRY(calls_->computeWaitsFor(p.event));
   pending_.erase(h);
-  // Keep the list short on long steps: what is done already needs no drain.
-  for (size_t i = 0; i < deviceWaits_.size();) {
+  // Keep the list short on long steps: what is done already needs no drain
+  // (nothing is, inside a capture: its events are not the host's to ask).
+  for (size_t i = 0; !capturing_ && i < deviceWaits_.size();) {
     Expected<bool> done = calls_->eventDone(deviceWaits_[i].event);
     if (!done.isOk() || !*done) {
       ++i;

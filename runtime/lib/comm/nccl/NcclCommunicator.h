@@ -79,6 +79,22 @@
 // timeout or an asynchronous error every NCCL communicator is aborted
 // (ncclCommAbort) and the error names the rank, the operation and the peer.
 //
+// CUDA graphs (cuda/backend/StepGraph.h). While the backend captures the
+// compute stream, the step's operations are recorded into the same graph:
+// each operation's stream already waits for the compute stream's event
+// first, which forks that stream into the capture, and endCapture() joins
+// every stream so forked back (an event recorded on it, waited for by the
+// compute stream), as a capture must before it ends. Events recorded in a
+// capture are nodes of the graph, not events the host may query: while
+// capturing, test() answers "not done" without asking, a host wait is an
+// error, and no operation is timed. Once the graph is launched,
+// graphLaunched() gives every operation recorded in the capture an event
+// recorded on the compute stream after the launch (an operation is done
+// when the graph is), and adds that event to the device waits as the
+// graph's, whose drain polls it with the deadline and the asynchronous
+// errors of every communicator the graph holds: a replay of the graph is
+// bounded as the operations it stands for are.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_COMM_NCCL_NCCLCOMMUNICATOR_H
@@ -157,6 +173,20 @@ public:
   /// measured is left out: a trace is not worth failing a step.
   std::vector<DeviceSpan> takeDeviceSpans(void *stepStart);
 
+  /// CUDA graphs (file comment). With nothing pending: from now on the
+  /// operations go into the capture of the compute stream that the caller
+  /// has begun.
+  Status beginCapture();
+  /// Closes the open batch and joins every stream the capture forked back
+  /// into the compute stream; call before the capture ends.
+  Status endCapture();
+  bool capturing() const { return capturing_; }
+  /// After a launch of the captured graph on the compute stream (the
+  /// capture's own launch, or a replay): the operations recorded in the
+  /// capture complete with it, and the device waits hold it as \p what
+  /// ("the CUDA graph of step 5").
+  Status graphLaunched(const std::string &what);
+
   /// For tests: requests neither waited for nor handed to waitOnDevice,
   /// those handed to waitOnDevice and not yet drained, and whether a batch
   /// is open.
@@ -166,9 +196,11 @@ public:
 
 private:
   struct Pending : PendingOp {
-    int comm = 0;   // the NCCL communicator it runs on
+    int comm = 0;   // the NCCL communicator it runs on; kGraphComms: a graph
     int event = -1; // -1 while its batch's group is still open
   };
+  /// Pending::comm of a launched graph: every communicator in graphComms_.
+  static constexpr int kGraphComms = -1;
   /// Where the transfers with one peer go: the communicator, and the
   /// peer's rank in it.
   struct Route {
@@ -205,6 +237,14 @@ private:
   /// \p timeoutSeconds) or the async error.
   Status pollUntilDone(const Pending &p, Clock::time_point deadline,
                        double timeoutSeconds);
+  /// An event recorded on \p comm's stream after an operation: the
+  /// capture's, while capturing (graphLaunched replaces it).
+  Expected<int> recordOpEvent(int comm);
+  /// \p comm's stream joins the capture (its stream has just waited for
+  /// the compute stream's event).
+  void forked(int comm);
+  /// ncclCommGetAsyncError of \p p's communicator (of each of a graph's).
+  Status asyncErrorOf(const Pending &p);
   /// Aborts the NCCL communicators once and turns \p cause into the error.
   Status fail(ErrorCode code, const std::string &message);
   std::string describe(const Pending &p) const;
@@ -247,6 +287,14 @@ private:
   std::vector<TimedOp> timedOps_;
   /// Indices into timedOps_ of the open batch's transfers.
   std::vector<size_t> batchTimedOps_;
+  bool capturing_ = false;
+  /// The streams forked into the capture (endCapture joins them), and the
+  /// events recorded in it (graphLaunched replaces them).
+  std::vector<int> capturedComms_;
+  std::vector<int> capturedEvents_;
+  /// The communicators of the last graph captured: what its launches'
+  /// waits check for asynchronous errors.
+  std::vector<int> graphComms_;
 };
 
 } // namespace bitpipe::runtime

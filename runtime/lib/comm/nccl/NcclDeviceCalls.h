@@ -77,6 +77,14 @@ public:
   virtual Expected<bool> eventDone(int event) = 0;
   /// The compute stream waits (on the device) for the event.
   virtual Status computeWaitsFor(int event) = 0;
+  /// An event recorded on the compute stream now: its slot (the end of a
+  /// CUDA graph launched there, NcclCommunicator::graphLaunched). A device
+  /// layer whose compute is not on a stream has none.
+  virtual Expected<int> recordComputeEvent() {
+    return Status::error(ErrorCode::InvalidArgument,
+                         "this device layer has no compute stream to record "
+                         "on");
+  }
   virtual void releaseEvent(int event) = 0;
 
   /// A timing event recorded on \p comm's stream now: its slot.

@@ -29,6 +29,15 @@
 // events (comm/nccl/NcclCommunicator.h); one rank transfers nothing and
 // keeps the MPI communicator.
 //
+// With --cuda-graphs (StepGraph.h), a steady training step is captured from
+// the compute stream up to its optimizer step, and later steps replay the
+// graph instead of running the rank program. The traffic above stays the
+// same, at fixed addresses: the graph copies the inputs from the same
+// staging slices (restageInput fills them before each replay, and checks
+// that they are the captured step's), writes the losses into the same
+// pinned slots, and records the stage calls' events as external event
+// nodes, so that a replay's spans are measured as an eager step's.
+//
 // On a GPU, bench/gpu/check.sh runs its tests (CudaBackendTests).
 //
 //===----------------------------------------------------------------------===//
@@ -38,6 +47,7 @@
 #include "DeviceErrors.h"
 #include "HuggingFaceCheckpoint.h"
 #include "InputStaging.h"
+#include "StepGraph.h"
 
 #include "comm/mpi/MpiCommunicator.h"
 #include "comm/nccl/CudaNcclCalls.h"
@@ -48,6 +58,7 @@
 #include "bitpipe/cuda.h"
 
 #include <cuda_runtime.h>
+#include <nccl.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -77,6 +88,7 @@ public:
   void usePlanCache(const std::string &dir) override { planCache_ = dir; }
   Status configure(const Manifest &manifest) override;
   std::string planReport() const override;
+  std::string useStepGraphs(const StepGraphRequest &request) override;
   bool warmsUp() const override { return true; }
   Expected<std::unique_ptr<Communicator>>
   createCommunicator(MpiCommunicator &bootstrap) override;
@@ -98,6 +110,14 @@ public:
   Status stageCallEnd(const std::string &span) override;
   Status synchronize() override;
   void beginStep(double nowUs) override;
+  Expected<StepMode> stepMode(int64_t step, bool evaluation) override;
+  Status endCapture() override;
+  void discardCapture(const std::string &why) override {
+    stepGraph_.discard(why);
+  }
+  Status restageInput(int64_t count,
+                      const std::function<Status(int32_t *)> &fill) override;
+  Status replay() override;
   void endStep(TraceRecorder &trace) override;
   Status outOfMemory(size_t bytes) const override {
     return outOfDeviceMemory(bytes, "a value of the step");
@@ -106,10 +126,16 @@ public:
 private:
   /// Event 2i and 2i + 1 time the step's stage call i.
   Status event(size_t index, cudaEvent_t *out);
+  /// Records a stage call's event: as an external event node while
+  /// capturing, so that every replay records it again.
+  Status recordStageEvent(cudaEvent_t e);
 
   bool syncEachCall_ = false;
-  /// The device of this rank (placeRank; the first one without it).
+  /// The device of this rank (placeRank; the first one without it), its
+  /// world rank and the world's size.
   int device_ = 0;
+  int rank_ = 0;
+  int64_t worldSize_ = 1;
   std::string planCache_; // usePlanCache
   Precision precision_ = Precision::Fp32;
   cudaStream_t stream_ = nullptr;
@@ -128,6 +154,23 @@ private:
   std::vector<std::string> spans_;
   /// The communicator made by createCommunicator (more than one rank).
   NcclCommunicator *nccl_ = nullptr;
+
+  // --cuda-graphs.
+  StepGraph stepGraph_;
+  /// This step's mode (stepMode), and whether it is a training step.
+  StepMode mode_ = StepMode::Eager;
+  bool trainingStep_ = false;
+  /// What the captured step put where a replay finds it: the staging
+  /// slices of its inputs (offset, bytes) in load order, its stage calls'
+  /// spans and its losses.
+  struct CapturedStep {
+    std::vector<std::pair<size_t, size_t>> inputs;
+    std::vector<std::string> spans;
+    size_t losses = 0;
+  };
+  CapturedStep captured_;
+  /// Inputs restaged so far in this replay.
+  size_t restaged_ = 0;
 };
 
 CudaBackend::~CudaBackend() {
@@ -147,6 +190,7 @@ CudaBackend::~CudaBackend() {
 }
 
 Status CudaBackend::placeRank(MpiCommunicator &bootstrap) {
+  rank_ = bootstrap.rank();
   if (bootstrap.size() == 1)
     return Status::ok(); // the first visible device, as configure() says
   BP_ASSIGN(placement, placeRankOnDevice(bootstrap.rank()));
@@ -164,6 +208,7 @@ CudaBackend::createCommunicator(MpiCommunicator &bootstrap) {
   // backend (exec/Training.cpp), and no step runs after.
   comm->setDeviceTiming(true);
   nccl_ = comm.get();
+  stepGraph_.useCommunicator(nccl_);
   return std::unique_ptr<Communicator>(std::move(comm));
 }
 
@@ -196,6 +241,7 @@ Status CudaBackend::configure(const Manifest &manifest) {
                     "creating the compute stream"));
   BP_TRY(cudaStatus(cudaEventCreate(&stepStart_), "creating an event"));
   precision_ = manifest.target.precision;
+  worldSize_ = manifest.schedule.worldSize;
   bp_cuda_set_stream(stream_);
   // A slot for every micro-batch of a step up front: growing later means
   // waiting for the stream.
@@ -241,6 +287,25 @@ std::string CudaBackend::planReport() const {
                       where.c_str());
 }
 
+std::string CudaBackend::useStepGraphs(const StepGraphRequest &request) {
+  StepGraphRunFacts facts;
+  facts.trace = request.trace;
+  facts.syncEachCall = syncEachCall_;
+  facts.usesNccl = worldSize_ > 1;
+  // What the build compiled against, and what the process loaded.
+  facts.ncclHeaderVersion = NCCL_VERSION_CODE;
+  if (ncclGetVersion(&facts.ncclLibraryVersion) != ncclSuccess)
+    facts.ncclLibraryVersion = 0;
+  if (cudaDriverGetVersion(&facts.cudaDriverVersion) != cudaSuccess) {
+    (void)cudaGetLastError();
+    facts.cudaDriverVersion = 0;
+  }
+  // Whether the run can use them is said at the first training step, by
+  // the lowest rank that cannot: the ranks agree there (StepGraph.h).
+  stepGraph_.configure(request.enabled, facts, stream_, rank_);
+  return "";
+}
+
 Expected<BufferRef>
 CudaBackend::loadInput(int64_t count,
                        const std::function<Status(int32_t *)> &fill) {
@@ -251,6 +316,8 @@ CudaBackend::loadInput(int64_t count,
   int32_t *host = reinterpret_cast<int32_t *>(
       static_cast<char *>(stagingBlock_.data) + at);
   BP_TRY(fill(host));
+  if (stepGraph_.capturing())
+    captured_.inputs.emplace_back(at, bytes);
   BufferRef b = Buffer::allocate(bytes);
   if (!b)
     return outOfDeviceMemory(bytes, "an input");
@@ -293,17 +360,28 @@ Status CudaBackend::event(size_t index, cudaEvent_t *out) {
   return Status::ok();
 }
 
+Status CudaBackend::recordStageEvent(cudaEvent_t e) {
+  if (stepGraph_.capturing())
+    return cudaStatus(
+        cudaEventRecordWithFlags(e, stream_, cudaEventRecordExternal),
+        "recording an event into the step's CUDA graph");
+  return cudaStatus(cudaEventRecord(e, stream_), "recording an event");
+}
+
 Status CudaBackend::stageCallBegin() {
   cudaEvent_t e;
   BP_TRY(event(2 * spans_.size(), &e));
-  return cudaStatus(cudaEventRecord(e, stream_), "recording an event");
+  return recordStageEvent(e);
 }
 
 Status CudaBackend::stageCallEnd(const std::string &span) {
   cudaEvent_t e;
   BP_TRY(event(2 * spans_.size() + 1, &e));
   spans_.push_back(span);
-  BP_TRY(cudaStatus(cudaEventRecord(e, stream_), "recording an event"));
+  BP_TRY(recordStageEvent(e));
+  // Where a capture broke is worth naming: the stage call that did it.
+  if (stepGraph_.capturing())
+    BP_TRY(stepGraph_.checkCapture());
   if (!syncEachCall_)
     return Status::ok();
   cudaError_t err = cudaStreamSynchronize(stream_);
@@ -315,6 +393,11 @@ Status CudaBackend::stageCallEnd(const std::string &span) {
 
 Status CudaBackend::synchronize() {
   cudaError_t err = cudaStreamSynchronize(stream_);
+  if (err != cudaSuccess && mode_ == StepMode::Replay)
+    return cudaStatus(err, "a device fault in the replayed CUDA graph of the "
+                           "step (rerun with --no-cuda-graphs, and "
+                           "BITPIPE_CUDA_SYNC=1 to stop at the stage call "
+                           "that faults)");
   if (err != cudaSuccess)
     return cudaStatus(err, "a device fault, found when waiting for the "
                            "device (rerun with BITPIPE_CUDA_SYNC=1 to stop "
@@ -327,9 +410,67 @@ Status CudaBackend::synchronize() {
 void CudaBackend::beginStep(double nowUs) {
   staging_.reset();
   spans_.clear();
+  mode_ = StepMode::Eager;
+  trainingStep_ = false;
+  restaged_ = 0;
   stepStartUs_ = nowUs;
+  // Before any capture: a replay's spans are measured from it too.
   if (cudaEventRecord(stepStart_, stream_) != cudaSuccess)
     (void)cudaGetLastError(); // a later call on the stream reports it
+}
+
+Expected<StepMode> CudaBackend::stepMode(int64_t step, bool evaluation) {
+  trainingStep_ = !evaluation;
+  if (evaluation || !stepGraph_.enabled())
+    return StepMode::Eager;
+  BP_ASSIGN(mode, stepGraph_.beginTrainingStep(step));
+  mode_ = mode;
+  if (mode_ == StepMode::Capture)
+    captured_ = CapturedStep();
+  return mode_;
+}
+
+Status CudaBackend::endCapture() {
+  if (mode_ != StepMode::Capture)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "the capture ends in a step that captures nothing");
+  captured_.spans = spans_;
+  captured_.losses = lossCount_;
+  return stepGraph_.endCapture();
+}
+
+Status CudaBackend::restageInput(int64_t count,
+                                 const std::function<Status(int32_t *)> &fill) {
+  const size_t bytes = static_cast<size_t>(count) * sizeof(int32_t);
+  BP_ASSIGN(at, staging_.take(bytes));
+  // The graph copies from where the captured step staged: the same slices
+  // in the same order, or the graph would read another input.
+  const size_t i = restaged_++;
+  if (i >= captured_.inputs.size() || captured_.inputs[i].first != at ||
+      captured_.inputs[i].second != bytes)
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        formatString("input %zu of the replay (%zu bytes at staging offset "
+                     "%zu) is not the captured step's (%zu inputs)",
+                     i, bytes, at, captured_.inputs.size()));
+  return fill(reinterpret_cast<int32_t *>(
+      static_cast<char *>(stagingBlock_.data) + at));
+}
+
+Status CudaBackend::replay() {
+  if (mode_ != StepMode::Replay)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "a replay in a step that does not replay");
+  if (restaged_ != captured_.inputs.size())
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("the replay restaged %zu inputs, the "
+                                      "captured step loaded %zu",
+                                      restaged_, captured_.inputs.size()));
+  BP_TRY(stepGraph_.replay());
+  // What the graph does, as the captured step's calls did.
+  spans_ = captured_.spans;
+  lossCount_ = captured_.losses;
+  return Status::ok();
 }
 
 void CudaBackend::endStep(TraceRecorder &trace) {
@@ -353,6 +494,8 @@ void CudaBackend::endStep(TraceRecorder &trace) {
   // for every request before it waited for the compute stream.
   if (nccl_)
     recordDeviceSpans(trace, stepStartUs_, nccl_->takeDeviceSpans(stepStart_));
+  if (trainingStep_)
+    stepGraph_.endTrainingStep();
 }
 
 } // namespace
