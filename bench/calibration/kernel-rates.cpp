@@ -1,64 +1,57 @@
-//===- kernel-rates.cpp - The CPU kernels' FLOP rates by shape ------------===//
+//===- kernel-rates.cpp - A target's kernels' FLOP rates by shape ---------===//
 //
-//   bench-kernel-rates [--tokens LIST] [--dims LIST] [--seq-lens LIST]
-//                      [--head-dims LIST] [--batch-heads B,H]
-//                      [--other-shape TOKENS,DIM] [--threads N] [--jobs N]
-//                      [--min-time S] [-o FILE]
+//   bench-kernel-rates        [flags]   (the CPU kernels)
+//   bitpipe-gpu-kernel-rates  [flags]   (the CUDA target's bf16 kernels)
+//     flags: [--tokens LIST] [--dims LIST] [--seq-lens LIST]
+//            [--head-dims LIST] [--batch-heads B,H]
+//            [--other-shape TOKENS,DIM] [--threads N] [--jobs N]
+//            [--min-time S] [-o FILE]
 //
 // The planner (bitpipe-plan) turns a kernel's FLOPs into time with a rate.
 // A single rate per machine prices a product of 128 rows like one of 2048,
-// yet the small one runs well below the core's peak: packing the operands,
-// the loop edges and the traffic to memory cost per call and per operand,
-// not per FLOP. So a plan with small micro-batches or thin layers looks
-// cheaper than it runs. This program measures, on the machine it runs on,
-// the rate each CPU kernel reaches at each shape, and prints the rates as
-// a cluster file's `kernel_rates` object (docs/clusters.md), so that the
-// planner charges every kernel at its own shape's rate.
+// yet the small one runs well below the machine's peak: packing the
+// operands, the loop edges, a GPU's unfilled SMs and the traffic to memory
+// cost per call and per operand, not per FLOP. So a plan with small
+// micro-batches or thin layers looks cheaper than it runs. This program
+// measures, on the machine it runs on, the rate each kernel reaches at
+// each shape, and prints the rates as a cluster file's `kernel_rates`
+// object (docs/clusters.md), so that the planner charges every kernel at
+// its own shape's rate.
 //
-// What is timed: exactly the runtime functions a compiled CPU stage calls.
+// What is timed is the target's (RateTarget.h: CpuKernels.cpp,
+// CudaKernels.cpp), the calls a compiled stage function makes:
 //  - linear, for every tokens x in x out of --tokens and --dims (both in
-//    and out range over --dims): the three products of y = x W^T, namely
-//    bp_linear_fwd, bp_linear_bwd_input and bp_linear_bwd_weight_g64 (the
-//    form with float64 accumulators, which the CPU target's stage
-//    functions call), all without bias. Each is 2 * tokens * in * out
-//    FLOPs.
-//  - attention, for every seq_len x head_dim, causal and not:
-//    bp_attention_fwd and bp_attention_bwd on B sequences of H heads
-//    (--batch-heads). The forward is 4 * B * T * T * (H * head_dim) FLOPs,
-//    the backward twice that: the full T x T square even when causal, as
-//    the planner counts it, so a causal rate is that of the work counted,
-//    not of the work done.
-//  - other: everything else as one rate, from a sequence of layer_norm
-//    forward and backward (_g64), gelu forward and backward (the tanh form)
-//    and the residual add on [TOKENS, DIM] (--other-shape), counted 5, 10,
-//    8, 16 and 1 FLOPs per element; the rate is their FLOPs over their
-//    time.
+//    and out range over --dims): the three products of y = x W^T, each
+//    2 * tokens * in * out FLOPs;
+//  - attention, for every seq_len x head_dim, causal and not, on B
+//    sequences of H heads (--batch-heads): forward 4 * B * T * T *
+//    (H * head_dim) FLOPs, the backward twice that: the full T x T square
+//    even when causal, as the planner counts it, so a causal rate is that
+//    of the work counted, not of the work done;
+//  - other: everything else as one rate, from layer norm forward and
+//    backward, GELU forward and backward and the residual add on
+//    [TOKENS, DIM] (--other-shape), counted 5, 10, 8, 16 and 1 FLOPs an
+//    element; the rate is their FLOPs over their time.
 // FLOPs are counted as lib/Dialect/NN/IR/NNCost.cpp counts them, so that
-// the planner's count over a measured rate is the kernel's time.
+// the planner's count over a measured rate is the kernel's time. Each
+// kernel runs once untimed at each shape (first touch, the kernels'
+// scratch, a GPU's algorithm choice and plans), then is timed until
+// --min-time seconds have passed and at least three calls were timed; the
+// rate is the FLOPs over the median call.
 //
-// How: operands random from a fixed seed, 64-byte aligned like the
-// runtime's pool's blocks. Each kernel runs once untimed at each shape
-// (first touch of the pages, the kernels' scratch), then call by call
-// until --min-time seconds have passed and at least kMinSamples calls
-// were timed; the rate is the FLOPs over the median call's time.
-//
-// --threads sets the kernel threads as a training executable does
-// (cpu::setKernelThreads, which keeps OpenBLAS on the calling thread and
-// splits the products itself). --jobs N runs N identical processes that
-// start each timing together, so that the rates are those of N busy cores
-// sharing caches and memory bandwidth, as N ranks of a run on one machine
-// are; the printed rates are the mean over the jobs. Progress goes to
-// stderr, one line per shape; the JSON to stdout or -o.
+// --jobs N (the CPU) runs N identical processes that start each timing
+// together, so that the rates are those of N busy cores sharing caches and
+// memory bandwidth, as N ranks of a run on one machine are; the printed
+// rates are the mean over the jobs. Progress goes to stderr, one line per
+// shape; the JSON to stdout or -o.
 //
 //===----------------------------------------------------------------------===//
 
+#include "RateTarget.h"
+
 #include "bitpipe/base/AtomicFile.h"
-#include "bitpipe/base/CheckedArithmetic.h"
-#include "bitpipe/runtime.h"
 #include "core/Flags.h"
 #include "core/Json.h"
-#include "core/Random.h"
-#include "cpu/Parallel.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -84,16 +77,11 @@
 #include <vector>
 
 using namespace bitpipe::runtime;
+using namespace bitpipe::bench;
 
 namespace {
 
-constexpr const char *kProgram = "bench-kernel-rates";
-
-/// The fewest timed calls a rate is the median of, however long each takes.
-constexpr size_t kMinSamples = 3;
-
-/// The seed of every operand; each buffer of a shape draws its own stream.
-constexpr uint64_t kSeed = 0x5eed;
+const char *const kProgram = kTarget.program;
 
 /// The flags' upper bounds: the executables' --threads bound
 /// (exec/KernelThreads.cpp), and far above any sensible job count or
@@ -244,230 +232,8 @@ std::string commandOf(const Options &o) {
 }
 
 //===----------------------------------------------------------------------===//
-// Operands and timing
+// The grid
 //===----------------------------------------------------------------------===//
-
-/// A tensor's elements, 64-byte aligned as bp_alloc's blocks are. Not from
-/// bp_alloc itself: its pool keeps every freed size, and a grid has many.
-template <typename T> class Buffer {
-public:
-  /// Zeros.
-  static Buffer zeros(std::initializer_list<int64_t> shape) {
-    Buffer b(shape);
-    std::memset(b.data_, 0, b.bytes_);
-    return b;
-  }
-  /// Uniform in [-1, 1), the fixed seed's \p stream.
-  static Buffer random(std::initializer_list<int64_t> shape, uint64_t stream) {
-    Buffer b(shape);
-    for (int64_t i = 0; i < b.count_; ++i)
-      b.data_[i] = static_cast<T>(
-          2 * randomUniform(kSeed, stream, static_cast<uint64_t>(i)) - 1);
-    return b;
-  }
-
-  Buffer(Buffer &&other) noexcept
-      : data_(other.data_), count_(other.count_), bytes_(other.bytes_) {
-    other.data_ = nullptr;
-  }
-  Buffer(const Buffer &) = delete;
-  Buffer &operator=(const Buffer &) = delete;
-  Buffer &operator=(Buffer &&) = delete;
-  ~Buffer() { std::free(data_); }
-
-  T *get() const { return data_; }
-
-private:
-  explicit Buffer(std::initializer_list<int64_t> shape) {
-    constexpr size_t kAlignment = 64;
-    std::optional<int64_t> count = bitpipe::checkedProduct(shape);
-    std::optional<int64_t> bytes =
-        count
-            ? bitpipe::checkedProduct({*count, static_cast<int64_t>(sizeof(T))})
-            : std::nullopt;
-    if (!bytes || *bytes > INT64_MAX - static_cast<int64_t>(kAlignment))
-      fail("an operand of more than 2^63 bytes: the shapes are too large");
-    count_ = *count;
-    // aligned_alloc wants a multiple of the alignment.
-    bytes_ = (static_cast<size_t>(*bytes) + kAlignment - 1) / kAlignment *
-             kAlignment;
-    data_ = static_cast<T *>(std::aligned_alloc(kAlignment, bytes_));
-    if (!data_)
-      fail("cannot allocate an operand of %zu bytes", bytes_);
-  }
-
-  T *data_ = nullptr;
-  int64_t count_ = 0;
-  size_t bytes_ = 0;
-};
-
-/// One kernel to time and the FLOPs one call of it counts.
-struct Timed {
-  double flops;
-  std::function<void()> call;
-};
-
-using Clock = std::chrono::steady_clock;
-
-/// The median time of \p call: one untimed call, then calls back to back
-/// until \p minTime seconds have passed and kMinSamples were timed. The
-/// median, because a core shared with other processes now and then loses a
-/// call to them.
-double medianSeconds(const std::function<void()> &call, double minTime) {
-  call();
-  std::vector<double> samples;
-  const Clock::time_point start = Clock::now();
-  Clock::time_point before = start;
-  while (samples.size() < kMinSamples ||
-         std::chrono::duration<double>(before - start).count() < minTime) {
-    call();
-    const Clock::time_point after = Clock::now();
-    samples.push_back(std::chrono::duration<double>(after - before).count());
-    before = after;
-  }
-  auto middle = samples.begin() + samples.size() / 2;
-  std::nth_element(samples.begin(), middle, samples.end());
-  return *middle;
-}
-
-//===----------------------------------------------------------------------===//
-// The kernels at a shape
-//===----------------------------------------------------------------------===//
-
-struct LinearShape {
-  int64_t tokens, in, out;
-};
-
-/// A linear layer's three products on operands of one shape.
-class LinearLayer {
-public:
-  explicit LinearLayer(LinearShape s)
-      : s_(s), x_(Buffer<float>::random({s.tokens, s.in}, 1)),
-        w_(Buffer<float>::random({s.out, s.in}, 2)),
-        dy_(Buffer<float>::random({s.tokens, s.out}, 3)),
-        y_(Buffer<float>::zeros({s.tokens, s.out})),
-        dx_(Buffer<float>::zeros({s.tokens, s.in})),
-        dw_(Buffer<double>::zeros({s.out, s.in})) {}
-
-  /// forward, input_grad, weight_grad.
-  std::vector<Timed> kernels() const {
-    const double flops = 2.0 * s_.tokens * s_.in * s_.out;
-    return {
-        {flops,
-         [this] {
-           bp_check(bp_linear_fwd(x_.get(), w_.get(), nullptr, y_.get(),
-                                  s_.tokens, s_.in, s_.out),
-                    "linear_fwd");
-         }},
-        {flops,
-         [this] {
-           bp_check(bp_linear_bwd_input(dy_.get(), w_.get(), dx_.get(),
-                                        s_.tokens, s_.in, s_.out),
-                    "linear_bwd_input");
-         }},
-        // Accumulates into dw call after call, as micro-batches do.
-        {flops,
-         [this] {
-           bp_check(bp_linear_bwd_weight_g64(dy_.get(), x_.get(), dw_.get(),
-                                             nullptr, s_.tokens, s_.in, s_.out),
-                    "linear_bwd_weight_g64");
-         }},
-    };
-  }
-
-private:
-  LinearShape s_;
-  Buffer<float> x_, w_, dy_, y_, dx_;
-  Buffer<double> dw_;
-};
-
-struct AttentionShape {
-  int64_t seqLen, headDim;
-  bool causal;
-};
-
-/// Attention's forward and backward on B sequences of nh heads.
-class AttentionLayer {
-public:
-  AttentionLayer(AttentionShape s, int64_t batch, int64_t heads)
-      : s_(s), B_(batch), nh_(heads), H_(heads * s.headDim),
-        qkv_(Buffer<float>::random({B_, s.seqLen, 3 * H_}, 1)),
-        dout_(Buffer<float>::random({B_, s.seqLen, H_}, 2)),
-        out_(Buffer<float>::zeros({B_, s.seqLen, H_})),
-        lse_(Buffer<float>::zeros({B_, nh_, s.seqLen})),
-        dqkv_(Buffer<float>::zeros({B_, s.seqLen, 3 * H_})) {
-    // The backward reads the forward's out and lse.
-    forward();
-  }
-
-  /// forward, backward.
-  std::vector<Timed> kernels() const {
-    const double forwardFlops =
-        4.0 * static_cast<double>(B_) * s_.seqLen * s_.seqLen * H_;
-    return {{forwardFlops, [this] { forward(); }},
-            {2 * forwardFlops, [this] { backward(); }}};
-  }
-
-private:
-  void forward() const {
-    bp_check(bp_attention_fwd(qkv_.get(), out_.get(), lse_.get(), B_, s_.seqLen,
-                              H_, nh_, s_.causal),
-             "attention_fwd");
-  }
-  void backward() const {
-    bp_check(bp_attention_bwd(qkv_.get(), out_.get(), dout_.get(), lse_.get(),
-                              dqkv_.get(), B_, s_.seqLen, H_, nh_, s_.causal),
-             "attention_bwd");
-  }
-
-  AttentionShape s_;
-  int64_t B_, nh_, H_;
-  Buffer<float> qkv_, dout_, out_, lse_, dqkv_;
-};
-
-/// The kernels that are neither a product nor attention, in the order of
-/// a transformer block's pieces: layer norm, GELU and the residual add,
-/// each forward and backward (the add's backward is no kernel).
-class OtherKernels {
-public:
-  OtherKernels(int64_t tokens, int64_t dim)
-      : N_(tokens), H_(dim), x_(Buffer<float>::random({N_, H_}, 1)),
-        dy_(Buffer<float>::random({N_, H_}, 2)),
-        gamma_(Buffer<float>::random({H_}, 3)),
-        beta_(Buffer<float>::random({H_}, 4)),
-        y_(Buffer<float>::zeros({N_, H_})), g_(Buffer<float>::zeros({N_, H_})),
-        dx_(Buffer<float>::zeros({N_, H_})),
-        dg_(Buffer<float>::zeros({N_, H_})),
-        sum_(Buffer<float>::zeros({N_, H_})), mean_(Buffer<float>::zeros({N_})),
-        rstd_(Buffer<float>::zeros({N_})), dgamma_(Buffer<double>::zeros({H_})),
-        dbeta_(Buffer<double>::zeros({H_})) {}
-
-  /// All of them as one call: FLOPs per element, as NNCost.cpp counts
-  /// them, layer_norm 5 + 10, gelu 8 + 16, add 1.
-  Timed sequence() const {
-    constexpr double kFlopsPerElement = 5 + 10 + 8 + 16 + 1;
-    return {
-        kFlopsPerElement * static_cast<double>(N_) * H_, [this] {
-          const int64_t n = N_ * H_;
-          bp_check(bp_layer_norm_fwd(x_.get(), gamma_.get(), beta_.get(),
-                                     y_.get(), mean_.get(), rstd_.get(), N_, H_,
-                                     1e-5f),
-                   "layer_norm_fwd");
-          bp_check(bp_layer_norm_bwd_g64(dy_.get(), x_.get(), gamma_.get(),
-                                         mean_.get(), rstd_.get(), dx_.get(),
-                                         dgamma_.get(), dbeta_.get(), N_, H_),
-                   "layer_norm_bwd_g64");
-          bp_check(bp_gelu_fwd(y_.get(), g_.get(), n), "gelu_fwd");
-          bp_check(bp_gelu_bwd(dy_.get(), y_.get(), dg_.get(), n), "gelu_bwd");
-          bp_check(bp_add_fwd(x_.get(), g_.get(), sum_.get(), n), "add_fwd");
-        }};
-  }
-
-private:
-  int64_t N_, H_;
-  Buffer<float> x_, dy_, gamma_, beta_, y_, g_, dx_, dg_, sum_, mean_, rstd_;
-  Buffer<double> dgamma_, dbeta_;
-};
 
 std::vector<LinearShape> linearGrid(const Options &o) {
   std::vector<LinearShape> grid;
@@ -552,8 +318,8 @@ private:
 /// records their rates in measuring order.
 class Job {
 public:
-  Job(JobTable &table, int64_t index, double minTime)
-      : table_(table), index_(index), minTime_(minTime) {}
+  Job(JobTable &table, int64_t index, double minTime, RateTarget &target)
+      : table_(table), index_(index), minTime_(minTime), target_(target) {}
 
   /// Times each of \p kernels, all jobs starting it together; returns
   /// their rates, the jobs' mean, once every job has measured them.
@@ -561,7 +327,8 @@ public:
     const size_t first = next_;
     for (const Timed &k : kernels) {
       table_.sync();
-      table_.record(index_, next_++, k.flops / medianSeconds(k.call, minTime_));
+      table_.record(index_, next_++,
+                    k.flops / target_.medianSeconds(k.call, minTime_));
     }
     table_.sync();
     std::vector<double> means;
@@ -577,14 +344,16 @@ private:
   JobTable &table_;
   int64_t index_;
   double minTime_;
+  RateTarget &target_;
   size_t next_ = 0;
 };
 
-void runJob(const Options &o, Job &job) {
-  cpu::setKernelThreads(static_cast<int>(o.threads));
+/// Measures every shape in one process: job \p index of the table.
+void runJob(const Options &o, JobTable &table, int64_t index) {
+  std::unique_ptr<RateTarget> target = makeRateTarget(o.threads);
+  Job job(table, index, o.minTime, *target);
   for (const LinearShape &s : linearGrid(o)) {
-    LinearLayer layer(s);
-    std::vector<double> r = job.measure(layer.kernels());
+    std::vector<double> r = job.measure(target->linear(s)->kernels());
     if (job.reports())
       std::fprintf(stderr,
                    "linear tokens=%lld in=%lld out=%lld: forward %.3g, "
@@ -594,8 +363,8 @@ void runJob(const Options &o, Job &job) {
                    r[0], r[1], r[2]);
   }
   for (const AttentionShape &s : attentionGrid(o)) {
-    AttentionLayer layer(s, o.batch, o.heads);
-    std::vector<double> r = job.measure(layer.kernels());
+    std::vector<double> r =
+        job.measure(target->attention(s, o.batch, o.heads)->kernels());
     if (job.reports())
       std::fprintf(stderr,
                    "attention seq_len=%lld head_dim=%lld causal=%s: forward "
@@ -604,8 +373,8 @@ void runJob(const Options &o, Job &job) {
                    static_cast<long long>(s.headDim),
                    s.causal ? "true" : "false", r[0], r[1]);
   }
-  OtherKernels other(o.otherTokens, o.otherDim);
-  std::vector<double> r = job.measure({other.sequence()});
+  std::vector<double> r =
+      job.measure(target->other(o.otherTokens, o.otherDim)->kernels());
   if (job.reports())
     std::fprintf(stderr,
                  "other tokens=%lld dim=%lld (layer_norm, gelu, add): %.3g "
@@ -638,12 +407,17 @@ Status runJobs(const Options &o, JobTable &table) {
     for (const Child &c : running)
       kill(c.pid, SIGKILL);
   };
+  // One job measures in this process: nothing to fork (and a GPU's
+  // context is better not made in a process that forks).
+  if (o.jobs == 1) {
+    runJob(o, table, 0);
+    return result;
+  }
   std::fflush(nullptr); // or the children would print it again
   for (int64_t j = 0; j < o.jobs && result.isOk(); ++j) {
     const pid_t pid = fork();
     if (pid == 0) {
-      Job job(table, j, o.minTime);
-      runJob(o, job);
+      runJob(o, table, j);
       std::fflush(nullptr);
       std::_Exit(0);
     }
@@ -680,20 +454,6 @@ Status runJobs(const Options &o, JobTable &table) {
 // Output
 //===----------------------------------------------------------------------===//
 
-/// /proc/cpuinfo's first "model name".
-std::string cpuModel() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line))
-    if (line.rfind("model name", 0) == 0)
-      if (size_t colon = line.find(':'); colon != std::string::npos) {
-        size_t begin = line.find_first_not_of(" \t", colon + 1);
-        if (begin != std::string::npos)
-          return line.substr(begin);
-      }
-  return "an unknown CPU";
-}
-
 std::string utcNow() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -704,15 +464,21 @@ std::string utcNow() {
 }
 
 std::string measuredLine(const Options &o) {
+  std::string how =
+      kTarget.threads
+          ? formatString("%lld thread%s, %lld job%s at once, "
+                         "rates the mean over the jobs",
+                         static_cast<long long>(o.threads),
+                         o.threads == 1 ? "" : "s",
+                         static_cast<long long>(o.jobs), o.jobs == 1 ? "" : "s")
+          : std::string(kTarget.kernels);
   return formatString(
-      "%s (%lld thread%s, %lld job%s at once, rates the mean over the jobs; "
-      "attention on %lld sequences of %lld heads; other = layer_norm, gelu "
-      "and add on [%lld, %lld]) on %s, %s",
-      commandOf(o).c_str(), static_cast<long long>(o.threads),
-      o.threads == 1 ? "" : "s", static_cast<long long>(o.jobs),
-      o.jobs == 1 ? "" : "s", static_cast<long long>(o.batch),
+      "%s (%s; attention on %lld sequences of %lld heads; other = "
+      "layer_norm, gelu and add on [%lld, %lld]) on %s, %s",
+      commandOf(o).c_str(), how.c_str(), static_cast<long long>(o.batch),
       static_cast<long long>(o.heads), static_cast<long long>(o.otherTokens),
-      static_cast<long long>(o.otherDim), cpuModel().c_str(), utcNow().c_str());
+      static_cast<long long>(o.otherDim), machineDescription().c_str(),
+      utcNow().c_str());
 }
 
 /// Rates in JSON: four significant digits, more than a run repeats to.
@@ -780,17 +546,29 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (help) {
-    std::printf("usage: %s [flags]\nMeasures the CPU kernels' FLOP rates by "
-                "shape; prints a cluster file's kernel_rates object.\n%s",
-                kProgram, flags.help().c_str());
+    std::printf("usage: %s [flags]\nMeasures %s' FLOP rates by shape; "
+                "prints a cluster file's kernel_rates object.\n%s",
+                kProgram, kTarget.kernels, flags.help().c_str());
     return 0;
+  }
+  if (o.jobs > kTarget.maxJobs) {
+    std::fprintf(stderr,
+                 "%s: flag --jobs: '%lld' is more than %s allows "
+                 "(%lld: one process per device)\n",
+                 kProgram, static_cast<long long>(o.jobs), kTarget.kernels,
+                 static_cast<long long>(kTarget.maxJobs));
+    return 2;
   }
   std::fprintf(stderr,
                "%s: %zu linear shapes, %zu attention shapes and the other "
-               "kernels; %lld thread(s), %lld job(s) at once\n",
+               "kernels; %s\n",
                kProgram, linearGrid(o).size(), attentionGrid(o).size(),
-               static_cast<long long>(o.threads),
-               static_cast<long long>(o.jobs));
+               kTarget.threads
+                   ? formatString("%lld thread(s), %lld job(s) at once",
+                                  static_cast<long long>(o.threads),
+                                  static_cast<long long>(o.jobs))
+                         .c_str()
+                   : kTarget.kernels);
   JobTable table(o.jobs, rateCount(o));
   if (Status s = runJobs(o, table); !s.isOk()) {
     std::fprintf(stderr, "%s: %s\n", kProgram, s.message().c_str());

@@ -9,14 +9,14 @@
 #     bench/gpu/check.sh [--quick] [--skip-sanitize] [--no-torch]
 # With the device tool (start-up costs 1-2 of its 15 minutes; timeout_s
 # leaves a minute above the budget for `timeout`'s kill delays):
-#     run(command="bench/gpu/check.sh", carry=["build/gpu-check"], timeout_s=430)
+#     run(command="bench/gpu/check.sh", carry=["build/gpu-check"], timeout_s=450)
 #     run(command="bench/gpu/check.sh --quick", carry=["build/gpu-check"], timeout_s=240)
 # so that a full run and a --quick rerun fit in one session.
 #
 # It unpacks build/gpu-check/payload.tar.xz (prepare.sh's header lists it)
 # into a temporary folder and runs the programs directly: no absolute build
 # paths, no ctest, no compiler. Every part runs under `timeout`, within one
-# budget of wall time that includes the unpacking: 370 s, --quick 180 s
+# budget of wall time that includes the unpacking: 390 s, --quick 180 s
 # (BITPIPE_CHECK_BUDGET overrides). Each part has a minimum and a cap
 # (bench/gpu/lib/parts.sh: the list, and the arithmetic by which the
 # minimums add up to 365 s and 171 s); a part gets min(cap, time left -
@@ -43,7 +43,11 @@
 #   4. the block benchmark: ours (bitpipe-gpu-block-bench, own and cuDNN
 #      attention; each kernel's time in the log) and PyTorch eager's
 #      (torch_block.py) when `import torch` works, TFLOP/s by
-#      bench/gpu/flops.py's formula;
+#      bench/gpu/flops.py's formula; then the kernels' rates by shape
+#      (bitpipe-gpu-kernel-rates: linear products, attention, the rest, as
+#      a cluster file's kernel_rates object, docs/clusters.md) into
+#      kernel-rates.json of the logs, which the H200 cluster files take
+#      (bench/calibration/set-kernel-rates.py);
 #   5. the training-step benchmark (bench/gpu/gpt-24l.json: 24 layers,
 #      hidden 2048, T 2048, vocabulary 50304, micro-batch 4, AdamW, bf16):
 #      ours (tokens/s, the median of the metrics lines after 2 warm-up
@@ -696,6 +700,35 @@ graphs_row() { # EAGER_TPS EAGER_JSONL
   row "$name" "$verdict" "$tps with --cuda-graphs; eager $1; ratio $ratio; losses rel ${losses:-?} from eager's${given_up:+; $given_up}"
 }
 
+# The H200's rates by kernel shape for the cluster files (docs/calibration.md,
+# "Rates by kernel shape"): GPT-scale products and attention; few attention
+# shapes, because each builds cuDNN plans (seconds each).
+part_kernel_rates() {
+  local log=$logs/kernel-rates.log json=$logs/kernel-rates.json rc=0 lo hi
+  echo "== kernel rates by shape"
+  if [ ! -x "$bin/bitpipe-gpu-kernel-rates" ]; then
+    row "kernel rates" SKIP "not prepared (MANIFEST.txt)"
+    return 0
+  fi
+  granted "kernel rates" || return 0
+  XDG_CACHE_HOME=$scratch timed "$budget_limit" "$log" \
+    "$bin/bitpipe-gpu-kernel-rates" --tokens 1024,4096,16384 \
+    --dims 1024,4096,8192 --seq-lens 2048,4096 --head-dims 128 \
+    --batch-heads 4,16 --other-shape 8192,4096 --min-time 0.02 -o "$json" || rc=$?
+  tail -3 "$log"
+  if stopped "$rc"; then
+    row_stopped "kernel rates" "$(logref "$log")"
+  elif [ "$rc" != 0 ] || [ ! -s "$json" ]; then
+    row "kernel rates" FAIL "exit $rc: $(why "$log") ($(logref "$log"))"
+  else
+    read -r lo hi < <(python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))
+v = [e[k] for e in r["linear"] for k in ("forward", "input_grad", "weight_grad")]
+print("%.0f %.0f" % (min(v) / 1e12, max(v) / 1e12))' "$json" 2>/dev/null) || true
+    row "kernel rates" PASS "linear products ${lo:-?}-${hi:-?} TFLOP/s by shape ($(logref "$json"))"
+  fi
+}
+
 part_step() {
   local step_log=$logs/step-ours.log torch_step_log=$logs/step-torch.log
   local ours_tps="" ours_pool="" ours_smi="" torch_tps="" torch_peak="" torch_smi=""
@@ -1085,6 +1118,7 @@ part_match
 if [ "$mode" = full ]; then
   part_diverge
   part_block
+  part_kernel_rates
   part_step
   part_nccl_tests
 fi

@@ -8,7 +8,8 @@
 #   bin/      the GPU tests (CudaKernelTests; CudaBackendTests and
 #             NcclCommunicatorTests (run under mpirun) where the
 #             build has it), bitpipe-gpu-probe, bitpipe-gpu-block-bench,
-#             bitpipe-compare, nccl-raw, bitpipe-calibrate (stripped)
+#             bitpipe-gpu-kernel-rates, bitpipe-compare, nccl-raw,
+#             bitpipe-calibrate (stripped)
 #   e2e/      tokens.bin (the corpus: Debian's license texts as byte tokens)
 #             and, per model (gpt-tiny, bert-tiny, llama-tiny): cpu/ the CPU run that the
 #             GPU runs must match (initial checkpoint, metrics, parameters;
@@ -70,7 +71,7 @@ step() { echo; echo "== $*"; }
 
 step "build ($build)"
 targets=(CudaKernelTests bitpipe-gpu-probe bitpipe-gpu-block-bench
-  bitpipe-compile bitpipe-compare bitpipe-tokenize nccl-raw bitpipe-calibrate)
+  bitpipe-gpu-kernel-rates bitpipe-compile bitpipe-compare bitpipe-tokenize nccl-raw bitpipe-calibrate)
 if [ "$do_build" = 1 ]; then
   if [ ! -f "$build/build.ninja" ]; then
     cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
@@ -119,6 +120,7 @@ for t in CudaBackendTests NcclCommunicatorTests; do
 done
 carry_program "$bin/bitpipe-gpu-probe"
 carry_program "$bin/bitpipe-gpu-block-bench"
+carry_program "$bin/bitpipe-gpu-kernel-rates"
 carry_program "$bin/bitpipe-compare"
 carry_program "$bin/nccl-raw"
 carry_program "$bin/bitpipe-calibrate"

@@ -6,12 +6,13 @@
 # The minimums add up to at most the budget less 5 s, the script's own
 # start before its first part, so every part that is reached gets its
 # minimum even when the parts before it ran to their caps:
-#   full, 370 s:  setup 15 + GPU tests 30 + 1-rank match 5 x 6 + diverging
-#     runs 2 x 5 + block benchmark 8 + 8 + step benchmark 15 + plan cache
-#     8 + step with CUDA graphs 10 + 20 + NCCL communicator tests 6 + 8 +
+#   full, 390 s:  setup 15 + GPU tests 30 + 1-rank match 5 x 6 + diverging
+#     runs 2 x 5 + block benchmark 8 + 8 + kernel rates 20 + step benchmark
+#     15 + plan cache 8 + step with CUDA graphs 10 + 20 + NCCL communicator
+#     tests 6 + 8 +
 #     multi-rank references 2 x 8 + multi-rank waves 7 x 10 + killed rank
 #     20 + ranks-bench 32 + NCCL rules 5 x 5 + memcheck 8 + 2 x 8 + wrap-up
-#     10 = 365 s;
+#     10 = 385 s;
 #   quick, 180 s: setup 15 + GPU tests 30 + 1-rank match 5 x 6 +
 #     multi-rank references 2 x 8 + multi-rank waves 7 x 10 + wrap-up 10
 #     = 171 s.
@@ -66,12 +67,13 @@ check_plan() { # full|quick: budget_start, then the plan of that mode
     plan_correctness_head
     plan_ranks_match
   else
-    budget_start "${BITPIPE_CHECK_BUDGET:-370}"
+    budget_start "${BITPIPE_CHECK_BUDGET:-390}"
     plan_correctness_head
     budget_plan "e2e gpt-tiny diverge" 5 15
     budget_plan "e2e bert-tiny diverge" 5 15
     budget_plan "block ours" 8 30
     budget_plan "block PyTorch" 8 45
+    budget_plan "kernel rates" 20 60
     budget_plan "step ours" 15 60
     budget_plan "cuDNN plan cache" 8 40
     budget_plan "step graphs" 10 45
