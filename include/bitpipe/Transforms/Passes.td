@@ -328,8 +328,10 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
     `nn.cost` `fwd_flops` / `bwd_flops` over its function's ops (run
     bitpipe-annotate-cost), divided by `tflops` (times in milliseconds on a
     device of that many TFLOP/s) or, without it, normalised so that the
-    cheapest stage's forward takes 1; with a split backward, B and W each take half the backward
-    FLOPs. Bytes always come from the IR: the activation a stage hands on is
+    cheapest stage's forward takes 1; with a split backward, W takes the
+    FLOPs that only make weight gradients (the linears' weight products,
+    biases', the embedding tables': the cost analysis's split,
+    sched::ComputeWork) and B the rest. Bytes always come from the IR: the activation a stage hands on is
     its function's result type, the memory a forward keeps is the sum of
     `nn.cost` `act_bytes`, and the gradient an all-reduce moves is the size
     of the `nn.param` arguments. Communication takes `p2p-latency` per

@@ -27,8 +27,9 @@ enum class StageTimes {
   /// The unit costs of the base model, whatever a stage's size.
   Unit,
   /// `nn.cost` FLOPs over flopsPerUnit (0: the cheapest stage's forward
-  /// FLOPs, so that times read as slots of it); the backward split in
-  /// halves where the schedule splits it (the zero-bubble papers' B = W).
+  /// FLOPs, so that times read as slots of it); where the schedule splits
+  /// the backward, W is what only makes weight gradients (the cost
+  /// analysis's sched::ComputeWork) and B the rest.
   Flops,
 };
 
