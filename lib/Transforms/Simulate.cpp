@@ -12,6 +12,7 @@
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeOps.h"
 #include "bitpipe/Dialect/BitPipe/Programs/CostsFromIR.h"
 #include "bitpipe/Dialect/BitPipe/Programs/ScheduleFromIR.h"
+#include "bitpipe/Schedule/Cluster.h"
 #include "bitpipe/Schedule/Export.h"
 #include "bitpipe/Schedule/GridText.h"
 #include "bitpipe/Schedule/Placement.h"
@@ -87,6 +88,14 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     if (costs != "unit" && costs != "ir")
       return module.emitError() << "bitpipe-simulate: unknown costs=" << costs
                                 << "; expected unit or ir";
+    if (!cluster.empty() && costs != "ir")
+      return module.emitError()
+             << "bitpipe-simulate: cluster= times the stages' work: it "
+                "needs costs=ir, got costs="
+             << costs;
+    if (!cluster.empty() && tflops > 0)
+      return module.emitError() << "bitpipe-simulate: cluster= and tflops= "
+                                   "both set the compute rate; give one";
 
     FailureOr<ProgramsFromIR> programs = readProgramsFromIR(module);
     if (failed(programs))
@@ -172,7 +181,22 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     cost.p2pLatency = p2pLatency;
     cost.allReduceLatency = allReduceLatency;
     cost.transport = transport;
-
+    if (!cluster.empty()) {
+      sched::Result<sched::Cluster> read = sched::readCluster(cluster);
+      if (!read)
+        return module.emitError() << "bitpipe-simulate: " << read.error;
+      cluster_ = std::move(*read);
+      FailureOr<sched::World> world = readWorld(module);
+      if (failed(world))
+        return failure();
+      sched::Deployment deployment{*cluster_, *world, 0};
+      if (std::string misfit = deployment.check(schedule.placement.numDevices);
+          !misfit.empty())
+        return module.emitError() << "bitpipe-simulate: " << misfit;
+      cost.deployment = std::move(deployment);
+      return costModelFromIR(module, schedule, cost, StageTimes::Cluster, 0,
+                             &*cluster_);
+    }
     return costModelFromIR(module, schedule, cost,
                            costs == "ir" ? StageTimes::Flops : StageTimes::Unit,
                            tflops > 0 ? tflops * 1e9 : 0);
@@ -181,6 +205,8 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
   /// What the simulated times are in: milliseconds with `tflops`, else
   /// slots ("" here; the SVG says "units").
   std::string timeUnit() const {
+    if (cluster_)
+      return "s";
     return costs == "ir" && tflops > 0 ? "ms" : "";
   }
 
@@ -225,6 +251,11 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
          << p.numStages
          << " stages; the bubble ratio compares any two, costs=ir their "
             "times\n";
+    else if (cluster_)
+      os << "seconds on cluster " << cluster_->name << " ("
+         << (cluster_->kernelRates ? "its rates by kernel shape"
+                                   : "its one achievable rate")
+         << ", its links)\n";
     else if (tflops > 0)
       os << "milliseconds, the stages' nn.cost FLOPs at " << num(tflops)
          << " TFLOP/s\n";
@@ -232,6 +263,9 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
       os << "the cheapest stage's forward (its nn.cost FLOPs); tflops=X "
             "gives milliseconds\n";
   }
+
+  /// cluster=, once read.
+  std::optional<sched::Cluster> cluster_;
 
   /// Written as every tool writes its outputs (docs/files.md): replaced
   /// only by a complete file, never through a link or over a directory.

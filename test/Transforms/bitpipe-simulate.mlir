@@ -14,6 +14,11 @@
 // RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-simulate="costs=ir tflops=6.4e-8" -o /dev/null | FileCheck %s --check-prefix=COSTIR
 // RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=zb-h1 microbatches=2" --bitpipe-simulate="costs=ir trace=%t.zb.json" -o /dev/null
 // RUN: FileCheck %s --check-prefix=ZB --input-file=%t.zb.json
+// RUN: bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-simulate="costs=ir cluster=%examples/clusters/cpu-dev.json" -o /dev/null | FileCheck %s --check-prefix=CLUSTER
+// RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-simulate="cluster=%examples/clusters/cpu-dev.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CLUSTER-UNIT
+// RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-simulate="costs=ir tflops=1 cluster=%examples/clusters/cpu-dev.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CLUSTER-TFLOPS
+// RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=loop devices=2" --bitpipe-schedule="schedule=1f1b microbatches=2" --bitpipe-simulate="costs=ir cluster=%t.missing.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CLUSTER-MISSING
+// RUN: not bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-annotate-cost --bitpipe-place="placement=loop devices=4" --bitpipe-schedule="schedule=1f1b microbatches=4" --bitpipe-simulate="costs=ir cluster=%examples/clusters/cpu-dev.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CLUSTER-SIZE
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe microbatches=4" --bitpipe-simulate="timeline=%t/bitpipe.svg trace=%t/bitpipe.json torch-csv=%t/bitpipe.csv" -o /dev/null
 // RUN: FileCheck %s --check-prefix=SVG --input-file=%t/bitpipe.svg
@@ -166,3 +171,13 @@ module attributes {
 // ZB-DAG: "name":"W0.s0"{{.*}}"dur":2000,
 // ZB-DAG: "name":"B0.s1"{{.*}}"dur":36000,
 // ZB-DAG: "name":"W0.s1"{{.*}}"dur":32000,
+
+// cluster=: seconds on a cluster file, each stage's work at its rates (here
+// cpu-dev.json's by kernel shape) and the hand-offs on its link (0.1 ms
+// each: they are most of this tiny model's step).
+// CLUSTER:      makespan: {{[0-9.e-]+}} s
+// CLUSTER:      time unit: seconds on cluster cpu-dev (its rates by kernel shape, its links)
+// CLUSTER-UNIT: error: bitpipe-simulate: cluster= times the stages' work: it needs costs=ir, got costs=unit
+// CLUSTER-TFLOPS: error: bitpipe-simulate: cluster= and tflops= both set the compute rate; give one
+// CLUSTER-MISSING: error: bitpipe-simulate: {{.*}}missing.json: cannot be read: expected a cluster description (JSON, docs/clusters.md)
+// CLUSTER-SIZE: error: bitpipe-simulate: the world has 4 ranks, but cluster cpu-dev has 2 GPUs (1 node x 2)

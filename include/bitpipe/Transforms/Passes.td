@@ -331,8 +331,13 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
     cheapest stage's forward takes 1; with a split backward, W takes the
     FLOPs that only make weight gradients (the linears' weight products,
     biases', the embedding tables': the cost analysis's split,
-    sched::ComputeWork) and B the rest. Bytes always come from the IR: the activation a stage hands on is
-    its function's result type, the memory a forward keeps is the sum of
+    sched::ComputeWork) and B the rest. With `cluster=FILE` (costs=ir; not
+    with tflops) times are seconds on that cluster (docs/clusters.md): each
+    stage's work at its rates (by kernel shape where the file has
+    kernel_rates), transfers and all-reduces on its links for the world the
+    IR says (`bitpipe.data_parallel`), as bitpipe-plan prices a plan; the
+    latency options are then unused. Bytes always come from the IR: the
+    activation a stage hands on is its function's result type, the memory a forward keeps is the sum of
     `nn.cost` `act_bytes`, and the gradient an all-reduce moves is the size
     of the `nn.param` arguments. Communication takes `p2p-latency` per
     transfer and `ar-latency` per all-reduce (default 0: free), so that the
@@ -361,6 +366,10 @@ def Simulate : Pass<"bitpipe-simulate", "mlir::ModuleOp"> {
            "unit (f-cost, b-cost, w-cost) or ir (nn.cost FLOPs per stage)">,
     Option<"tflops", "tflops", "double", /*default=*/"0.0",
            "costs=ir: device speed in TFLOP/s, in [0, 1e6] (times in ms); 0: relative units">,
+    Option<"cluster", "cluster", "std::string", /*default=*/"",
+           "costs=ir: a cluster file (docs/clusters.md); times in seconds, "
+           "each stage's work at its rates, transfers and all-reduces on "
+           "its links">,
     Option<"forwardCost", "f-cost", "double", /*default=*/"1.0",
            "costs=unit: time of one forward, in (0, 1e9]">,
     Option<"backwardCost", "b-cost", "double", /*default=*/"2.0",

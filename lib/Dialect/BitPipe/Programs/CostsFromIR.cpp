@@ -61,7 +61,9 @@ StageCost sumCosts(func::FuncOp fn) {
 FailureOr<bitpipe::sched::CostModel>
 bitpipe::costModelFromIR(ModuleOp module, const sched::Schedule &schedule,
                          sched::CostModel cost, StageTimes times,
-                         double flopsPerUnit) {
+                         double flopsPerUnit, const sched::Cluster *cluster) {
+  assert((times != StageTimes::Cluster || cluster) &&
+         "cluster times need a cluster");
   FailureOr<SmallVector<func::FuncOp>> stages = collectStageFunctions(module);
   if (failed(stages))
     return failure();
@@ -69,7 +71,7 @@ bitpipe::costModelFromIR(ModuleOp module, const sched::Schedule &schedule,
   // Hand-written programs may come without stage functions: then there is
   // nothing to size, and only unit costs make sense.
   if (stages->empty()) {
-    if (times == StageTimes::Flops)
+    if (times != StageTimes::Unit)
       return module.emitError() << "FLOP times need the stage functions "
                                    "(func.func with bitpipe.stage)";
     return cost;
@@ -119,6 +121,20 @@ bitpipe::costModelFromIR(ModuleOp module, const sched::Schedule &schedule,
              << "has no nn.cost forward FLOPs; FLOP times need "
                 "bitpipe-annotate-cost";
     cheapest = s == 0 ? forward : std::min(cheapest, forward);
+  }
+  if (times == StageTimes::Cluster) {
+    for (auto [c, again] : llvm::zip_equal(stageCosts, recomputed)) {
+      const sched::ComputeTimes t = cluster->computeTimes(c.work);
+      // Recomputation is forward work again, at the stage's forward rate,
+      // before the input gradients can start (as the planner charges it).
+      const double extra = (again.backwardFlops - c.keeping.backwardFlops) *
+                           t.forward / c.keeping.forwardFlops;
+      cost.forward.push_back(t.forward);
+      cost.backward.push_back(schedule.splitBackward ? t.inputGrad + extra
+                                                     : t.backward() + extra);
+      cost.weightGrad.push_back(schedule.splitBackward ? t.weightGrad : 0);
+    }
+    return cost;
   }
   double unit = flopsPerUnit > 0 ? flopsPerUnit : cheapest;
   for (auto [c, again] : llvm::zip_equal(stageCosts, recomputed)) {

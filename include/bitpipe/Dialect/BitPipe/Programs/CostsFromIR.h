@@ -17,6 +17,8 @@
 #include "bitpipe/Schedule/CostModel.h"
 #include "bitpipe/Schedule/Schedule.h"
 
+#include "bitpipe/Schedule/Cluster.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
 
@@ -31,16 +33,22 @@ enum class StageTimes {
   /// the backward, W is what only makes weight gradients (the cost
   /// analysis's sched::ComputeWork) and B the rest.
   Flops,
+  /// Seconds: each stage's work timed by a cluster's rates
+  /// (sched::Cluster::computeTimes: by kernel shape where the file has
+  /// kernel_rates), W and B split as for Flops.
+  Cluster,
 };
 
 /// \p base (its unit costs, latencies, transport) completed with the
 /// stages of \p module: their bytes always, their times as \p times says.
 /// A module without stage functions keeps \p base (hand-written programs)
-/// unless FLOP times are asked for; errors name the stage function.
+/// unless FLOP or cluster times are asked for; errors name the stage
+/// function. \p cluster is needed for StageTimes::Cluster.
 mlir::FailureOr<sched::CostModel>
 costModelFromIR(mlir::ModuleOp module, const sched::Schedule &schedule,
                 sched::CostModel base, StageTimes times,
-                double flopsPerUnit = 0);
+                double flopsPerUnit = 0,
+                const sched::Cluster *cluster = nullptr);
 
 } // namespace bitpipe
 
