@@ -63,6 +63,11 @@ std::string formatAssumptions(const PlanResult &result,
          "runtime's context, workspaces, fragmentation): a budget of " +
          formatBytes(result.memoryBudgetBytes()) + "\n";
 
+  // How compute is priced, and what that leaves MFU: at the one
+  // achievable rate, MFU reaches that fraction only where no rank waits
+  // (bubbles and exposed communication are the gap); by kernel shape, no
+  // such bound.
+  std::string rate, mfu;
   if (const std::optional<sched::KernelRates> &rates = cluster.kernelRates) {
     double lo = HUGE_VAL, hi = 0;
     for (const sched::LinearRate &r : rates->linearEntries())
@@ -70,35 +75,27 @@ std::string formatAssumptions(const PlanResult &result,
         lo = std::min(lo, x);
         hi = std::max(hi, x);
       }
-    out += "compute: by kernel shape, measured (" +
+    rate = "by kernel shape, measured (" +
            (rates->measured().empty() ? std::string("the file does not say how")
                                       : rates->measured()) +
            "): linear products " + formatFlops(lo) + "/s to " +
            formatFlops(hi) + "/s per GPU by shape, the memory-bound rest " +
-           formatFlops(rates->other()) + "/s, " +
-           provenance(cluster.computeCalibration, "compute",
-                      "step times, tokens/s and MFU scale with it") +
-           "\n";
-    out += "model:   " + formatFlops(result.modelFlopsPerToken) +
-           " per token (forward + backward); MFU = that x tokens/s / "
-           "(GPUs x peak " +
-           formatFlops(cluster.peakBf16Flops) + "/s)\n";
+           formatFlops(rates->other()) + "/s";
+    mfu = "(GPUs x peak " + formatFlops(cluster.peakBf16Flops) + "/s)";
   } else {
-    out += "compute: " + formatFlops(cluster.achievableFlops()) +
-           "/s per GPU (" + formatFlops(cluster.peakBf16Flops) + "/s peak x " +
-           format("%g", cluster.achievableFraction) + " achievable), " +
-           provenance(cluster.computeCalibration, "compute",
-                      "step times, tokens/s and MFU scale with it") +
-           "\n";
-    // Compute runs at the achievable rate, so MFU reaches that fraction
-    // only where no rank waits: bubbles and exposed communication are the
-    // gap.
-    out += "model:   " + formatFlops(result.modelFlopsPerToken) +
-           " per token (forward + backward); MFU = that x tokens/s / "
-           "(GPUs x peak), at most " +
-           format("%g", cluster.achievableFraction) +
-           " (no bubble, no exposed communication)\n";
+    rate = formatFlops(cluster.achievableFlops()) + "/s per GPU (" +
+           formatFlops(cluster.peakBf16Flops) + "/s peak x " +
+           format("%g", cluster.achievableFraction) + " achievable)";
+    mfu = "(GPUs x peak), at most " + format("%g", cluster.achievableFraction) +
+          " (no bubble, no exposed communication)";
   }
+  out += "compute: " + rate + ", " +
+         provenance(cluster.computeCalibration, "compute",
+                    "step times, tokens/s and MFU scale with it") +
+         "\n";
+  out += "model:   " + formatFlops(result.modelFlopsPerToken) +
+         " per token (forward + backward); MFU = that x tokens/s / " + mfu +
+         "\n";
   out += "links:   " +
          provenance(cluster.linkCalibration, "links",
                     "transfer and all-reduce times are the file's figures") +
