@@ -62,8 +62,13 @@ protected:
 
 TEST_P(GradKernels, LinearWeightGradAddsTheFp32Sums) {
   // In = 8192 gives tiles of 128 rows: several per thread's block of 300.
-  for (auto [N, In, Out] :
-       {std::tuple<int64_t, int64_t, int64_t>{6, 8192, 300}, {7, 5, 3}}) {
+  // N = 1500 rows of dy and x: OpenBLAS sums the product in blocks of the
+  // reduced dimension, into the float64 form's scratch written with
+  // beta = 0 (not zeroed first: the calls before left it dirty) and into
+  // the fp32 form's zeroed buffer with beta = 1.
+  for (auto [N, In, Out] : {std::tuple<int64_t, int64_t, int64_t>{6, 8192, 300},
+                            {7, 5, 3},
+                            {1500, 96, 40}}) {
     auto dy = randomFloats(N * Out, 1), x = randomFloats(N * In, 2);
     std::vector<float> dw(In * Out, 0.0f), db(Out, 0.0f);
     ASSERT_EQ(bp_linear_bwd_weight(dy.data(), x.data(), dw.data(), db.data(), N,

@@ -29,7 +29,7 @@ BP_CPU_CLONES void addIntoFloat64(double *acc, const float *g, int64_t count) {
     acc[i] += static_cast<double>(g[i]);
 }
 
-float *zeroedThreadScratch(int slot, int64_t count) {
+float *threadScratch(int slot, int64_t count, bool zeroed) {
   if (slot < 0 || slot > 1 || count < 0)
     return nullptr;
   ThreadScratch &s = scratchSlots[slot];
@@ -41,7 +41,8 @@ float *zeroedThreadScratch(int slot, int64_t count) {
     s.data = static_cast<float *>(grown);
     s.capacity = count;
   }
-  std::memset(s.data, 0, static_cast<size_t>(count) * sizeof(float));
+  if (zeroed)
+    std::memset(s.data, 0, static_cast<size_t>(count) * sizeof(float));
   return s.data;
 }
 

@@ -26,8 +26,17 @@ namespace bitpipe::runtime::cpu {
 
 /// The calling thread's f32 scratch number \p slot (0 or 1: a kernel with
 /// two gradients holds two chunks at once) with room for \p count floats,
-/// zeroed; null when the host has no room.
-float *zeroedThreadScratch(int slot, int64_t count);
+/// zeroed if \p zeroed; null when the host has no room.
+float *threadScratch(int slot, int64_t count, bool zeroed);
+
+/// How a kernel fills its chunk: adding into it (Added: sums over rows,
+/// which the float64 form's scratch needs zeroed for), or with a matrix
+/// product that can write it whole (Written: the float64 form's product
+/// runs with beta = 0 into unzeroed scratch, GradChunk::beta(), where the
+/// fp32 form's adds into the accumulator with beta = 1). BLAS clears C for
+/// beta = 0 and then accumulates the product into it exactly as into a
+/// zeroed C with beta = 1, so both give the same bits (GradKernelsTest).
+enum class ChunkFill { Added, Written };
 
 /// acc[i] += g[i] for i < \p count, each g[i] widened to float64 (exact).
 void addIntoFloat64(double *acc, const float *g, int64_t count);
@@ -38,9 +47,12 @@ template <typename Acc> class GradChunk;
 
 template <> class GradChunk<float> {
 public:
-  GradChunk(float *acc, int64_t, int = 0) : acc(acc) {}
+  GradChunk(float *acc, int64_t, int = 0, ChunkFill = ChunkFill::Added)
+      : acc(acc) {}
   bool ok() const { return true; }
   float *data() const { return acc; }
+  /// A product's beta: it adds into the accumulator.
+  float beta() const { return 1.0f; }
   void finish() {}
 
 private:
@@ -49,17 +61,23 @@ private:
 
 template <> class GradChunk<double> {
 public:
-  GradChunk(double *acc, int64_t count, int slot = 0)
-      : acc(acc), count(count), scratch(zeroedThreadScratch(slot, count)) {}
+  GradChunk(double *acc, int64_t count, int slot = 0,
+            ChunkFill fill = ChunkFill::Added)
+      : acc(acc), count(count), fill(fill),
+        scratch(threadScratch(slot, count, fill == ChunkFill::Added)) {}
   /// False when the scratch could not be had: the kernel then fails with
   /// BP_ERR_OUT_OF_MEMORY, and must not touch data().
   bool ok() const { return scratch != nullptr; }
   float *data() const { return scratch; }
+  /// A product's beta: it writes the unzeroed scratch whole, or adds into
+  /// the zeroed one.
+  float beta() const { return fill == ChunkFill::Written ? 0.0f : 1.0f; }
   void finish() { addIntoFloat64(acc, scratch, count); }
 
 private:
   double *acc;
   int64_t count;
+  ChunkFill fill;
   float *scratch;
 };
 

@@ -94,21 +94,22 @@ static bp_status_t linearWeightGrad(const float *dy, const float *x, Acc *dw,
   // Rows of dW (output features) on the kernel's threads; each sums db over
   // the rows of dy in order for its own features.
   parallelFor(Out, productRowGrain(N * In), [&](int64_t first, int64_t last) {
-    // dW[rows, In] += dy[N, rows]^T * x[N, In] by tiles of rows; beta = 1
-    // accumulates over micro-batches (and over tied uses of the same
-    // weight). Both forms take the same tiles, because OpenBLAS's sums
-    // depend on the rows a product is given: the float64 form then adds
-    // exactly what the fp32 form accumulates.
+    // dW[rows, In] += dy[N, rows]^T * x[N, In] by tiles of rows; the fp32
+    // form accumulates over micro-batches (and over tied uses of the same
+    // weight) with beta = 1, the float64 form writes its scratch with
+    // beta = 0 (GradChunk.h, ChunkFill::Written). Both forms take the same
+    // tiles, because OpenBLAS's sums depend on the rows a product is given:
+    // the float64 form then adds exactly what the fp32 form accumulates.
     const int64_t tile = std::max<int64_t>(1, kWeightGradTileFloats / In);
     for (int64_t r = first; r < last; r += tile) {
       const int64_t rows = std::min(tile, last - r);
-      GradChunk<Acc> chunk(dw + r * In, rows * In);
+      GradChunk<Acc> chunk(dw + r * In, rows * In, 0, ChunkFill::Written);
       if (!chunk.ok()) {
         outOfMemory = true;
         return;
       }
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, In, N, 1.0f,
-                  dy + r, Out, x, In, 1.0f, chunk.data(), In);
+                  dy + r, Out, x, In, chunk.beta(), chunk.data(), In);
       chunk.finish();
     }
     if (!db)
