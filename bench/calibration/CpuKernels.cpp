@@ -27,7 +27,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,21 +49,6 @@ constexpr size_t kMinSamples = 3;
 
 /// The seed of every operand; each buffer of a shape draws its own stream.
 constexpr uint64_t kSeed = 0x5eed;
-
-/// Prints "bench-kernel-rates: <message>" and ends the process with status
-/// 1: a job that cannot go on (_Exit: a forked job must not tear down its
-/// parent's state).
-[[noreturn]] __attribute__((format(printf, 1, 2))) void fail(const char *fmt,
-                                                             ...) {
-  std::va_list args;
-  va_start(args, fmt);
-  std::fprintf(stderr, "%s: ", kTarget.program);
-  std::vfprintf(stderr, fmt, args);
-  std::fputc('\n', stderr);
-  va_end(args);
-  std::fflush(nullptr);
-  std::_Exit(1);
-}
 
 /// A tensor's elements, 64-byte aligned as bp_alloc's blocks are. Not from
 /// bp_alloc itself: its pool keeps every freed size, and a grid has many.

@@ -15,6 +15,8 @@
 #ifndef BITPIPE_BENCH_CALIBRATION_RATETARGET_H
 #define BITPIPE_BENCH_CALIBRATION_RATETARGET_H
 
+#include "bitpipe/Schedule/ComputeWork.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,22 +25,12 @@
 
 namespace bitpipe::bench {
 
-/// A linear layer y = x W^T: x [tokens, in], W [out, in].
-struct LinearShape {
-  int64_t tokens, in, out;
-};
-
-/// Attention over sequences of seqLen tokens, heads of headDim.
-struct AttentionShape {
-  int64_t seqLen, headDim;
-  bool causal;
-};
+/// The shapes the rates are measured at: the planner's (sched::ComputeWork).
+using sched::AttentionShape;
+using sched::LinearShape;
 
 /// Each of a linear layer's three products.
-inline double linearFlops(const LinearShape &s) {
-  return 2.0 * static_cast<double>(s.tokens) * static_cast<double>(s.in) *
-         static_cast<double>(s.out);
-}
+inline double linearFlops(const LinearShape &s) { return s.productFlops(); }
 
 /// Attention's forward on \p batch sequences of \p heads heads: the whole
 /// T x T square, causal or not; its backward counts twice that.
@@ -99,6 +91,12 @@ std::unique_ptr<RateTarget> makeRateTarget(int64_t threads);
 
 /// What ran the kernels, for `measured`: the CPU's or the GPU's name.
 std::string machineDescription();
+
+/// Prints "PROGRAM: MESSAGE" and ends the process with status 1, where a
+/// job cannot go on; _Exit, because a job may be a forked child whose
+/// parent's state it must not tear down.
+[[noreturn]] __attribute__((format(printf, 1, 2))) void fail(const char *fmt,
+                                                             ...);
 
 } // namespace bitpipe::bench
 

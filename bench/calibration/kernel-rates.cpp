@@ -49,6 +49,7 @@
 
 #include "RateTarget.h"
 
+#include "bitpipe/Schedule/KernelRates.h"
 #include "bitpipe/base/AtomicFile.h"
 #include "core/Flags.h"
 #include "core/Json.h"
@@ -78,6 +79,18 @@
 
 using namespace bitpipe::runtime;
 using namespace bitpipe::bench;
+namespace sched = bitpipe::sched;
+
+void bitpipe::bench::fail(const char *fmt, ...) {
+  std::va_list args;
+  va_start(args, fmt);
+  std::fprintf(stderr, "%s: ", kTarget.program);
+  std::vfprintf(stderr, fmt, args);
+  std::fputc('\n', stderr);
+  va_end(args);
+  std::fflush(nullptr);
+  std::_Exit(1);
+}
 
 namespace {
 
@@ -89,21 +102,6 @@ const char *const kProgram = kTarget.program;
 constexpr int64_t kMaxThreads = 4096;
 constexpr int64_t kMaxJobs = 1024;
 constexpr double kMaxMinTime = 3600;
-
-/// Prints "bench-kernel-rates: <message>" and ends the process with status
-/// 1. Used where a job cannot go on; _Exit, because a job is a forked child
-/// whose parent's state it must not tear down.
-[[noreturn]] __attribute__((format(printf, 1, 2))) void fail(const char *fmt,
-                                                             ...) {
-  std::va_list args;
-  va_start(args, fmt);
-  std::fprintf(stderr, "%s: ", kProgram);
-  std::vfprintf(stderr, fmt, args);
-  std::fputc('\n', stderr);
-  va_end(args);
-  std::fflush(nullptr);
-  std::_Exit(1);
-}
 
 //===----------------------------------------------------------------------===//
 // Options
@@ -481,10 +479,8 @@ std::string measuredLine(const Options &o) {
       utcNow().c_str());
 }
 
-/// Rates in JSON: four significant digits, more than a run repeats to.
-std::string rate(double r) { return formatString("%.4g", r); }
-
-/// The kernel_rates object of the jobs' mean rates.
+/// The kernel_rates object of the jobs' mean rates, written as the
+/// cluster file's parser reads it (sched::KernelRates::toJson).
 Expected<std::string> kernelRatesJson(const Options &o, const JobTable &table) {
   for (size_t i = 0; i < rateCount(o); ++i)
     if (!(std::isfinite(table.mean(i)) && table.mean(i) > 0))
@@ -494,34 +490,23 @@ Expected<std::string> kernelRatesJson(const Options &o, const JobTable &table) {
                        "number (a call too short for the clock?)",
                        i, table.mean(i)));
   size_t next = 0;
-  std::string json =
-      "{\n  \"measured\": " + jsonQuote(measuredLine(o)) + ",\n  \"linear\": [";
-  const char *separator = "\n";
+  std::vector<sched::LinearRate> linear;
   for (const LinearShape &s : linearGrid(o)) {
-    json += formatString(
-        "%s    { \"tokens\": %lld, \"in\": %lld, \"out\": %lld, ", separator,
-        static_cast<long long>(s.tokens), static_cast<long long>(s.in),
-        static_cast<long long>(s.out));
-    json += "\"forward\": " + rate(table.mean(next)) +
-            ", \"input_grad\": " + rate(table.mean(next + 1)) +
-            ", \"weight_grad\": " + rate(table.mean(next + 2)) + " }";
+    linear.push_back(
+        {s, table.mean(next), table.mean(next + 1), table.mean(next + 2)});
     next += 3;
-    separator = ",\n";
   }
-  json += "\n  ],\n  \"attention\": [";
-  separator = "\n";
+  std::vector<sched::AttentionRate> attention;
   for (const AttentionShape &s : attentionGrid(o)) {
-    json += formatString(
-        "%s    { \"seq_len\": %lld, \"head_dim\": %lld, \"causal\": %s, ",
-        separator, static_cast<long long>(s.seqLen),
-        static_cast<long long>(s.headDim), s.causal ? "true" : "false");
-    json += "\"forward\": " + rate(table.mean(next)) +
-            ", \"backward\": " + rate(table.mean(next + 1)) + " }";
+    attention.push_back({s, table.mean(next), table.mean(next + 1)});
     next += 2;
-    separator = ",\n";
   }
-  json += "\n  ],\n  \"other\": " + rate(table.mean(next)) + "\n}\n";
-  return json;
+  sched::Result<sched::KernelRates> rates = sched::KernelRates::create(
+      std::move(linear), std::move(attention), table.mean(next),
+      measuredLine(o), "the measured rates");
+  if (!rates)
+    return Status::error(ErrorCode::FormatError, rates.error);
+  return rates->toJson();
 }
 
 Status writeOutput(const std::string &path, const std::string &text) {

@@ -3,7 +3,9 @@
 
     bench/calibration/set-kernel-rates.py CLUSTER.json RATES.json
 
-The cluster file (docs/clusters.md) is rewritten through a temporary file
+The object's field name and its fields are sched::kernel_rates_field's
+(include/bitpipe/Schedule/KernelRates.h), which bench-kernel-rates writes
+by. The cluster file (docs/clusters.md) is rewritten through a temporary file
 and a rename, its other fields as they were (in order), each kernel_rates
 entry on one line so that the grid stays readable.
 """
@@ -76,7 +78,7 @@ def main():
         sys.exit(f"set-kernel-rates.py: {e}")
     if not isinstance(cluster, dict) or not isinstance(rates, dict):
         sys.exit("set-kernel-rates.py: expected a JSON object in each file")
-    cluster["kernel_rates"] = rates
+    cluster["kernel_rates"] = rates  # kernel_rates_field::kObject
     folder = os.path.dirname(os.path.abspath(cluster_path))
     with tempfile.NamedTemporaryFile("w", dir=folder, delete=False) as tmp:
         tmp.write(render(cluster))

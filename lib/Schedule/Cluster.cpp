@@ -294,49 +294,51 @@ private:
 std::optional<KernelRates> parseKernelRates(const std::string &file,
                                             const JsonValue &object,
                                             std::string &error) {
-  Fields f(file, "kernel_rates", object, error);
-  std::string measured = f.optionalText("measured");
+  namespace k = kernel_rates_field;
+  const std::string path = k::kObject;
+  Fields f(file, path, object, error);
+  std::string measured = f.optionalText(k::kMeasured);
   std::vector<LinearRate> linear;
-  if (const JsonValue *entries = f.arrayOfObjects("linear"))
+  if (const JsonValue *entries = f.arrayOfObjects(k::kLinear))
     for (size_t i = 0; i < entries->array.size() && error.empty(); ++i) {
-      Fields e(file, "kernel_rates.linear[" + std::to_string(i) + "]",
+      Fields e(file, path + "." + k::kLinear + "[" + std::to_string(i) + "]",
                entries->array[i], error);
       LinearRate r;
-      r.shape.tokens = e.count("tokens", kShapeSize);
-      r.shape.in = e.count("in", kShapeSize);
-      r.shape.out = e.count("out", kShapeSize);
-      r.forward = e.ranged("forward", kRate);
-      r.inputGrad = e.ranged("input_grad", kRate);
-      r.weightGrad = e.ranged("weight_grad", kRate);
+      r.shape.tokens = e.count(k::kTokens, kShapeSize);
+      r.shape.in = e.count(k::kIn, kShapeSize);
+      r.shape.out = e.count(k::kOut, kShapeSize);
+      r.forward = e.ranged(k::kForward, kRate);
+      r.inputGrad = e.ranged(k::kInputGrad, kRate);
+      r.weightGrad = e.ranged(k::kWeightGrad, kRate);
       e.finish();
       linear.push_back(r);
     }
   std::vector<AttentionRate> attention;
-  if (const JsonValue *entries = f.arrayOfObjects("attention"))
+  if (const JsonValue *entries = f.arrayOfObjects(k::kAttention))
     for (size_t i = 0; i < entries->array.size() && error.empty(); ++i) {
-      Fields e(file, "kernel_rates.attention[" + std::to_string(i) + "]",
+      Fields e(file, path + "." + k::kAttention + "[" + std::to_string(i) + "]",
                entries->array[i], error);
       AttentionRate r;
-      r.shape.seqLen = e.count("seq_len", kShapeSize);
-      r.shape.headDim = e.count("head_dim", kShapeSize);
-      r.shape.causal = e.boolean("causal");
-      r.forward = e.ranged("forward", kRate);
-      r.backward = e.ranged("backward", kRate);
+      r.shape.seqLen = e.count(k::kSeqLen, kShapeSize);
+      r.shape.headDim = e.count(k::kHeadDim, kShapeSize);
+      r.shape.causal = e.boolean(k::kCausal);
+      r.forward = e.ranged(k::kForward, kRate);
+      r.backward = e.ranged(k::kBackward, kRate);
       e.finish();
       attention.push_back(r);
     }
-  const double other = f.ranged("other", kRate);
+  const double other = f.ranged(k::kOther, kRate);
   double runFraction = 1;
-  if (f.has("run_fraction"))
-    runFraction = f.ranged("run_fraction", kRunFraction);
+  if (f.has(k::kRunFraction))
+    runFraction = f.ranged(k::kRunFraction, kRunFraction);
   else
-    f.expectOptional("run_fraction");
+    f.expectOptional(k::kRunFraction);
   f.finish();
   if (!error.empty())
     return std::nullopt;
   Result<KernelRates> rates =
       KernelRates::create(std::move(linear), std::move(attention), other,
-                          std::move(measured), file + ": kernel_rates");
+                          std::move(measured), file + ": " + path);
   if (!rates) {
     error = rates.error;
     return std::nullopt;
@@ -416,11 +418,11 @@ Result<Cluster> parseCluster(std::string_view text,
   }
   // Optional: rates measured by kernel shape; without them every FLOP runs
   // at gpu.peak_bf16_flops x achievable_fraction.
-  if (top.has("kernel_rates")) {
-    if (const JsonValue *rates = top.object("kernel_rates"))
+  if (top.has(kernel_rates_field::kObject)) {
+    if (const JsonValue *rates = top.object(kernel_rates_field::kObject))
       c.kernelRates = parseKernelRates(fileName, *rates, error);
   } else {
-    top.expectOptional("kernel_rates");
+    top.expectOptional(kernel_rates_field::kObject);
   }
   top.finish();
   if (!error.empty())

@@ -7,6 +7,8 @@
 
 #include "bitpipe/Schedule/KernelRates.h"
 
+#include "bitpipe/base/JsonTree.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -229,6 +231,52 @@ ComputeTimes KernelRates::timesOf(const ComputeWork &work) const {
   t.inputGrad /= runFraction;
   t.weightGrad /= runFraction;
   return t;
+}
+
+namespace {
+
+std::string number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", x);
+  return text;
+}
+
+std::string field(const char *name, const std::string &value) {
+  return json::quote(name) + ": " + value;
+}
+
+} // namespace
+
+std::string KernelRates::toJson() const {
+  namespace f = kernel_rates_field;
+  std::string out = "{\n  " + field(f::kMeasured, json::quote(measured_)) +
+                    ",\n  " + json::quote(f::kLinear) + ": [";
+  const char *separator = "\n    ";
+  for (const LinearRate &r : linear_) {
+    out += separator;
+    out += "{ " + field(f::kTokens, std::to_string(r.shape.tokens)) + ", " +
+           field(f::kIn, std::to_string(r.shape.in)) + ", " +
+           field(f::kOut, std::to_string(r.shape.out)) + ", " +
+           field(f::kForward, number(r.forward)) + ", " +
+           field(f::kInputGrad, number(r.inputGrad)) + ", " +
+           field(f::kWeightGrad, number(r.weightGrad)) + " }";
+    separator = ",\n    ";
+  }
+  out += "\n  ],\n  " + json::quote(f::kAttention) + ": [";
+  separator = "\n    ";
+  for (const AttentionRate &r : attention_) {
+    out += separator;
+    out += "{ " + field(f::kSeqLen, std::to_string(r.shape.seqLen)) + ", " +
+           field(f::kHeadDim, std::to_string(r.shape.headDim)) + ", " +
+           field(f::kCausal, r.shape.causal ? "true" : "false") + ", " +
+           field(f::kForward, number(r.forward)) + ", " +
+           field(f::kBackward, number(r.backward)) + " }";
+    separator = ",\n    ";
+  }
+  out += "\n  ],\n  " + field(f::kOther, number(other_));
+  if (runFraction != 1)
+    out += ",\n  " + field(f::kRunFraction, number(runFraction));
+  return out + "\n}\n";
 }
 
 } // namespace bitpipe::sched

@@ -375,3 +375,36 @@ TEST(ClusterKernelRates, ErrorsNameTheEntryAndWhatIsMissing) {
   ASSERT_TRUE(fitted) << fitted.error;
   EXPECT_DOUBLE_EQ(fitted->kernelRates->runFraction, 0.9);
 }
+
+/// What bench-kernel-rates writes (KernelRates::toJson) is what the parser
+/// reads: the same grid, rates and run_fraction back.
+TEST(ClusterKernelRates, ToJsonReadsBackAsTheSameRates) {
+  Result<Cluster> c = parseCluster(
+      withRates(linearGrid(), kAttention, ", \"run_fraction\": 0.9"), "c");
+  ASSERT_TRUE(c) << c.error;
+  std::string text = kGood;
+  text.insert(text.rfind('}'),
+              ",\n\"kernel_rates\": " + c->kernelRates->toJson());
+  Result<Cluster> again = parseCluster(text, "again");
+  ASSERT_TRUE(again) << again.error << "\n" << text;
+  const KernelRates &a = *c->kernelRates, &b = *again->kernelRates;
+  EXPECT_EQ(b.measured(), a.measured());
+  EXPECT_DOUBLE_EQ(b.runFraction, 0.9);
+  EXPECT_DOUBLE_EQ(b.other(), a.other());
+  ASSERT_EQ(b.linearEntries().size(), a.linearEntries().size());
+  for (size_t i = 0; i < a.linearEntries().size(); ++i) {
+    const LinearRate &x = a.linearEntries()[i], &y = b.linearEntries()[i];
+    EXPECT_EQ(y.shape, x.shape);
+    EXPECT_DOUBLE_EQ(y.forward, x.forward);
+    EXPECT_DOUBLE_EQ(y.inputGrad, x.inputGrad);
+    EXPECT_DOUBLE_EQ(y.weightGrad, x.weightGrad);
+  }
+  ASSERT_EQ(b.attentionEntries().size(), a.attentionEntries().size());
+  for (size_t i = 0; i < a.attentionEntries().size(); ++i) {
+    const AttentionRate &x = a.attentionEntries()[i],
+                        &y = b.attentionEntries()[i];
+    EXPECT_EQ(y.shape, x.shape);
+    EXPECT_DOUBLE_EQ(y.forward, x.forward);
+    EXPECT_DOUBLE_EQ(y.backward, x.backward);
+  }
+}

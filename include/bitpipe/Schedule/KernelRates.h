@@ -21,6 +21,28 @@
 
 namespace bitpipe::sched {
 
+/// The names of kernel_rates' fields (docs/clusters.md): the one
+/// definition that the cluster file's parser (Cluster.cpp) reads by and
+/// KernelRates::toJson writes by.
+namespace kernel_rates_field {
+inline constexpr const char *kObject = "kernel_rates";
+inline constexpr const char *kMeasured = "measured";
+inline constexpr const char *kLinear = "linear";
+inline constexpr const char *kAttention = "attention";
+inline constexpr const char *kOther = "other";
+inline constexpr const char *kRunFraction = "run_fraction";
+inline constexpr const char *kTokens = "tokens";
+inline constexpr const char *kIn = "in";
+inline constexpr const char *kOut = "out";
+inline constexpr const char *kSeqLen = "seq_len";
+inline constexpr const char *kHeadDim = "head_dim";
+inline constexpr const char *kCausal = "causal";
+inline constexpr const char *kForward = "forward";
+inline constexpr const char *kInputGrad = "input_grad";
+inline constexpr const char *kWeightGrad = "weight_grad";
+inline constexpr const char *kBackward = "backward";
+} // namespace kernel_rates_field
+
 struct LinearRate {
   LinearShape shape;
   double forward = 0, inputGrad = 0, weightGrad = 0; ///< FLOP/s.
@@ -65,6 +87,11 @@ public:
 
   /// The seconds \p work takes at these rates.
   ComputeTimes timesOf(const ComputeWork &work) const;
+
+  /// The rates as a cluster file's kernel_rates object, one entry a line,
+  /// rates to four significant digits (what a measurement repeats to);
+  /// run_fraction only where it is not 1.
+  std::string toJson() const;
 
   /// The entries of a full grid over sorted axes.
   struct Grid {

@@ -59,7 +59,13 @@ TEST_F(CudaMemory, RequestsRoundTo512Bytes) {
   const Stats before = stats();
   void *p = bp_cuda_alloc((1 << 20) + 1, stream());
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(stats().inUse - before.inUse, (1 << 20) + 512);
+  // 1 MiB + 512 B, plus the rest of the free block it came from when that
+  // rest is too small to split off (1 MiB or less for a large block; the
+  // process-wide pool may hold such a block from an earlier test).
+  const int64_t handedOut = stats().inUse - before.inUse;
+  EXPECT_GE(handedOut, (1 << 20) + 512);
+  EXPECT_LE(handedOut, (2 << 20) + 512);
+  EXPECT_EQ(handedOut % 512, 0);
   bp_cuda_free(p, stream());
 }
 
