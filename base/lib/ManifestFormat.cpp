@@ -160,6 +160,7 @@ std::string writeManifest(const Manifest &m) {
       w.member(key::Channels).list(s.channels, [&](const auto &channel) {
         w.list(std::vector<int64_t>{channel.first, channel.second});
       });
+      w.member(key::GradientSync).value(bp_gradient_sync_names[s.gradientSync]);
     });
     w.member(key::Params).list(m.params, [&](const Param &p) {
       w.object([&] {
@@ -425,7 +426,8 @@ Status readSchedule(const JsonValue &v, Schedule *s) {
                    "expected a [sender, receiver] pair of pipeline ranks");
     s->channels.emplace_back(pair.array[0].integer, pair.array[1].integer);
   }
-  return Status::ok();
+  return f.word(key::GradientSync, bp_gradient_sync_names, "gradient sync",
+                &s->gradientSync);
 }
 
 Status readParams(const std::vector<JsonValue> &list, std::vector<Param> *out) {

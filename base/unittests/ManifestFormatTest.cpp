@@ -69,14 +69,14 @@ Manifest smallManifest() {
 }
 
 const char *const kSmallManifest =
-    R"({"version":5,"target":{"name":"cpu","precision":"fp32"},)"
+    R"({"version":6,"target":{"name":"cpu","precision":"fp32"},)"
     R"("model":{"name":"tiny","family":"gpt","vocab":16,"seq_len":4,)"
     R"("microbatch_size":2,"mask_token":15,"heads":2,"max_positions":8,)"
     R"("norm_epsilon":1.0000000000000001e-05,"gelu":"tanh",)"
     R"("norm_position":"pre"},)"
     R"("schedule":{"name":"gpipe","microbatches":2,"devices":1,)"
     R"("data_parallel":1,"world_size":1,"transfer_streams":"channel",)"
-    R"("channels":[]},)"
+    R"("channels":[],"gradient_sync":"flat"},)"
     R"("params":[{"name":"w","shape":[16,8],)"
     R"("init":{"kind":"normal","std":0.02},"decay":true}],)"
     R"("functions":[{"name":"tiny_stage0","kind":"forward","stage":0,)"
@@ -89,7 +89,7 @@ const char *const kSmallManifest =
     R"("params":["w"],"buckets":[]}]})";
 
 TEST(ManifestFormatTest, WritesCompactJsonInProgramHsOrder) {
-  static_assert(BP_MANIFEST_VERSION == 5,
+  static_assert(BP_MANIFEST_VERSION == 6,
                 "kSmallManifest spells the version: update it with it");
   EXPECT_EQ(writeManifest(smallManifest()), kSmallManifest);
 }
@@ -175,9 +175,12 @@ TEST(ManifestFormatTest, ErrorsNameThePathTheKeyAndWhatWasExpected) {
   struct Case {
     std::string from, to, message;
   } cases[] = {
-      {R"("version":5)", R"("version":4)",
-       "manifest: version: the program's manifest is version 4, but this "
-       "runtime reads version 5 only"},
+      {R"("version":6)", R"("version":5)",
+       "manifest: version: the program's manifest is version 5, but this "
+       "runtime reads version 6 only"},
+      {R"("gradient_sync":"flat")", R"("gradient_sync":"ring")",
+       "manifest: schedule.gradient_sync: unknown gradient sync 'ring' "
+       "(expected one of flat"},
       {R"("target":{)", R"("targets":{)", "manifest: missing \"target\""},
       {R"("vocab":16)", R"("vocab":"16")",
        "manifest: model.vocab: expected an integer"},

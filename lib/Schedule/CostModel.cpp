@@ -2,9 +2,12 @@
 
 #include "bitpipe/Schedule/CostModel.h"
 
+#include "bitpipe/base/GradientSyncGroups.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace bitpipe::sched {
 
@@ -87,39 +90,114 @@ CostModel::allReduceGroup(const std::vector<int> &members) const {
   return deployment ? worldGroup(members, deployment->world) : members;
 }
 
+bool CostModel::syncsInTwoLevels(const std::vector<int> &members) const {
+  return deployment &&
+         sched::syncsInTwoLevels(gradientSync, static_cast<int>(members.size()),
+                                 deployment->world);
+}
+
+namespace {
+
+/// One all-reduce over world ranks `group` on `cluster`: the algorithm it
+/// runs, its time and the bytes each member sends.
+struct FlatAllReduce {
+  AllReduceAlgorithm algorithm = AllReduceAlgorithm::Ring;
+  double time = 0, bytesPerRank = 0, interNodeBytesPerRank = 0;
+};
+
+/// The share of a collective's traffic over `group` that crosses nodes:
+/// NCCL's ring visits each node's members in a row, so k of its n hops
+/// leave a node (k nodes); the tree's inter-node part carries its 2b per
+/// node, the same 1/m of its bytes per rank.
+double interNodeShare(const Cluster &cluster, const std::vector<int> &group) {
+  std::set<int> nodes;
+  for (int r : group)
+    nodes.insert(cluster.nodeOf(r));
+  if (nodes.size() <= 1 || group.empty())
+    return 0.0;
+  return static_cast<double>(nodes.size()) / group.size();
+}
+
+FlatAllReduce flatAllReduce(const Cluster &cluster, AllReduceAlgorithm wanted,
+                            double bytes, const std::vector<int> &group) {
+  FlatAllReduce f;
+  const int n = static_cast<int>(group.size());
+  if (n <= 1)
+    return f;
+  double ring = ringAllReduceTime(cluster, bytes, group);
+  double tree = treeAllReduceTime(cluster, bytes, group);
+  // Ties go to the ring, NCCL's default, which also sends fewer bytes.
+  f.algorithm = wanted != AllReduceAlgorithm::Cheapest ? wanted
+                : tree < ring ? AllReduceAlgorithm::Tree
+                              : AllReduceAlgorithm::Ring;
+  const bool isTree = f.algorithm == AllReduceAlgorithm::Tree;
+  f.time = isTree ? tree : ring;
+  f.bytesPerRank =
+      isTree ? 2.0 * bytes : CostModel::allReduceBytesPerRank(bytes, n);
+  f.interNodeBytesPerRank = f.bytesPerRank * interNodeShare(cluster, group);
+  return f;
+}
+
+/// The sum among pipeline ranks `members` as CostModel charges it, with a
+/// deployment: one flat all-reduce over every copy, or two levels.
+FlatAllReduce deployedSum(const CostModel &cost, double bytes,
+                          const std::vector<int> &members) {
+  const Deployment &d = *cost.deployment;
+  if (!cost.syncsInTwoLevels(members))
+    return flatAllReduce(d.cluster, cost.allReduceAlgorithm, bytes,
+                         worldGroup(members, d.world));
+  base::TwoLevelGroups groups = base::twoLevelGroups(
+      members, d.world.pipelineDevices, d.world.dataParallel);
+  // Reduce-scatter and all-gather among the copy's members: NCCL's ring
+  // ones, each half a ring all-reduce's steps.
+  FlatAllReduce sum = flatAllReduce(d.cluster, AllReduceAlgorithm::Ring, bytes,
+                                    groups.withinCopy[d.copy]);
+  // Then each member's shard across the copies, the slowest setting the
+  // pace (the all-gather needs every shard).
+  const double shard = bytes / static_cast<double>(members.size());
+  FlatAllReduce across;
+  for (const std::vector<int> &copies : groups.acrossCopies) {
+    FlatAllReduce f =
+        flatAllReduce(d.cluster, cost.allReduceAlgorithm, shard, copies);
+    if (f.time >= across.time)
+      across = f;
+  }
+  sum.algorithm = across.algorithm;
+  sum.time += across.time;
+  sum.bytesPerRank += across.bytesPerRank;
+  sum.interNodeBytesPerRank += across.interNodeBytesPerRank;
+  return sum;
+}
+
+} // namespace
+
 AllReduceAlgorithm
 CostModel::allReduceAlgorithmFor(double bytes,
                                  const std::vector<int> &members) const {
   if (!deployment)
     return AllReduceAlgorithm::Ring;
-  if (allReduceAlgorithm != AllReduceAlgorithm::Cheapest)
-    return allReduceAlgorithm;
-  std::vector<int> group = allReduceGroup(members);
-  // Ties go to the ring, NCCL's default, which also sends fewer bytes.
-  return treeAllReduceTime(deployment->cluster, bytes, group) <
-                 ringAllReduceTime(deployment->cluster, bytes, group)
-             ? AllReduceAlgorithm::Tree
-             : AllReduceAlgorithm::Ring;
+  return deployedSum(*this, bytes, members).algorithm;
 }
 
 double CostModel::allReduceTime(double bytes,
                                 const std::vector<int> &members) const {
   if (!deployment)
     return allReduceTime(bytes, static_cast<int>(members.size()));
-  std::vector<int> group = allReduceGroup(members);
-  return allReduceAlgorithmFor(bytes, members) == AllReduceAlgorithm::Tree
-             ? treeAllReduceTime(deployment->cluster, bytes, group)
-             : ringAllReduceTime(deployment->cluster, bytes, group);
+  return deployedSum(*this, bytes, members).time;
 }
 
 double CostModel::allReduceBytesPerRank(double bytes,
                                         const std::vector<int> &members) const {
-  int n = static_cast<int>(allReduceGroup(members).size());
-  if (n <= 1)
+  if (!deployment)
+    return allReduceBytesPerRank(bytes, static_cast<int>(members.size()));
+  return deployedSum(*this, bytes, members).bytesPerRank;
+}
+
+double CostModel::allReduceInterNodeBytesPerRank(
+    double bytes, const std::vector<int> &members) const {
+  if (!deployment)
     return 0.0;
-  return allReduceAlgorithmFor(bytes, members) == AllReduceAlgorithm::Tree
-             ? 2.0 * bytes
-             : allReduceBytesPerRank(bytes, n);
+  return deployedSum(*this, bytes, members).interNodeBytesPerRank;
 }
 
 } // namespace bitpipe::sched

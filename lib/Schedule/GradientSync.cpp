@@ -2,11 +2,41 @@
 
 #include "bitpipe/Schedule/GradientSync.h"
 
+#include "bitpipe/base/GradientSyncGroups.h"
+#include "bitpipe/program.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
 
 namespace bitpipe::sched {
+
+static_assert(static_cast<int>(GradientSync::Flat) == BP_GRADIENT_SYNC_FLAT &&
+                  static_cast<int>(GradientSync::Hierarchical) ==
+                      BP_GRADIENT_SYNC_HIERARCHICAL &&
+                  BP_NUM_GRADIENT_SYNCS == 2,
+              "GradientSync must number the schemes as program.h does");
+
+const char *gradientSyncName(GradientSync sync) {
+  return bp_gradient_sync_names[static_cast<int>(sync)];
+}
+
+std::optional<GradientSync> parseGradientSync(std::string_view name) {
+  for (GradientSync s : {GradientSync::Flat, GradientSync::Hierarchical})
+    if (name == gradientSyncName(s))
+      return s;
+  return std::nullopt;
+}
+
+std::string gradientSyncChoices() {
+  return std::string("'") + gradientSyncName(GradientSync::Flat) + "' or '" +
+         gradientSyncName(GradientSync::Hierarchical) + "'";
+}
+
+bool syncsInTwoLevels(GradientSync sync, int members, const World &world) {
+  return base::syncsInTwoLevels(static_cast<bp_gradient_sync>(sync), members,
+                                world.dataParallel);
+}
 
 std::vector<int> stageReplicaRanks(const Placement &placement, int stage,
                                    const World &world) {

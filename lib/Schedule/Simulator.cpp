@@ -548,9 +548,11 @@ void Simulation::startCollective(int id) {
     start = std::max(start, lane(m));
   // With a deployment the collective spans every data-parallel copy, and
   // each member sends its algorithm's share of the whole group (the ring's
-  // or the tree's, CostModel::allReduceAlgorithmFor).
+  // or the tree's, CostModel::allReduceAlgorithmFor), or in two levels its
+  // copy's ring and its shard's all-reduce (CostModel::gradientSync).
   double dur = cost_.allReduceTime(c.bytes, c.members);
   double perRank = cost_.allReduceBytesPerRank(c.bytes, c.members);
+  double interNode = cost_.allReduceInterNodeBytesPerRank(c.bytes, c.members);
   out_.allReduceTime += dur;
   for (int m : c.members) {
     lane(m) = start + dur;
@@ -567,6 +569,7 @@ void Simulation::startCollective(int id) {
     RankStats &st = out_.ranks[m];
     st.allReduceTime += dur;
     st.allReduceBytesSent += perRank;
+    st.allReduceInterNodeBytes += interNode;
     arIntervals_[m].push_back({start, start + dur});
   }
 }

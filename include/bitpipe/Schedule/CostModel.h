@@ -107,6 +107,12 @@ struct CostModel {
   /// With a deployment: which algorithm an all-reduce costs. Cheapest (the
   /// default) takes the ring unless the tree is strictly faster.
   AllReduceAlgorithm allReduceAlgorithm = AllReduceAlgorithm::Cheapest;
+  /// With a deployment: how a group of several pipeline ranks sums across
+  /// the copies (GradientSync.h). Hierarchical: a ring reduce-scatter and
+  /// all-gather among this copy's members, and the shards' all-reduce
+  /// across copies (allReduceAlgorithm's, the slowest member's), one after
+  /// another.
+  GradientSync gradientSync = GradientSync::Flat;
 
   double forwardTime(int stage) const;
   double backwardTime(int stage) const;
@@ -126,20 +132,32 @@ struct CostModel {
   /// The ranks an all-reduce among pipeline ranks `members` really spans:
   /// with a deployment, every copy's (worldGroup), else `members`.
   std::vector<int> allReduceGroup(const std::vector<int> &members) const;
+  /// Whether the sum among pipeline ranks `members` runs in two levels
+  /// (gradientSync, with a deployment).
+  bool syncsInTwoLevels(const std::vector<int> &members) const;
   /// The algorithm an all-reduce of `bytes` among pipeline ranks `members`
   /// runs: with a deployment, allReduceAlgorithm resolved for the message
-  /// and allReduceGroup(members) (Cheapest becomes Ring or Tree); the ring
+  /// and allReduceGroup(members) (Cheapest becomes Ring or Tree), in two
+  /// levels that of the shards' all-reduce across copies; the ring
   /// without one.
   AllReduceAlgorithm
   allReduceAlgorithmFor(double bytes, const std::vector<int> &members) const;
-  /// Time of one all-reduce of `bytes` among pipeline ranks `members`: that
-  /// algorithm over allReduceGroup(members) with a deployment,
-  /// allReduceTime(bytes, members.size()) without.
+  /// Time of one sum of `bytes` among pipeline ranks `members`: that
+  /// algorithm over allReduceGroup(members) with a deployment, or the two
+  /// levels' steps one after another; allReduceTime(bytes,
+  /// members.size()) without one.
   double allReduceTime(double bytes, const std::vector<int> &members) const;
-  /// Bytes each rank sends in that all-reduce: the ring's share, or the
-  /// tree's 2 * bytes, over allReduceGroup(members).
+  /// Bytes each rank sends in that sum: the ring's share, or the tree's
+  /// 2 * bytes, over allReduceGroup(members); in two levels the ring's
+  /// share among the copy's members twice over (reduce-scatter and
+  /// all-gather) and the shard's all-reduce across copies.
   double allReduceBytesPerRank(double bytes,
                                const std::vector<int> &members) const;
+  /// Of those, the bytes that leave the rank's node, on average over the
+  /// group's ranks: each ring step's share, times the fraction of the
+  /// ring's hops between nodes (the tree's alike); 0 without a deployment.
+  double allReduceInterNodeBytesPerRank(double bytes,
+                                        const std::vector<int> &members) const;
   /// Bytes each rank sends in a ring all-reduce among `ranks`.
   static double allReduceBytesPerRank(double bytes, int ranks);
 };

@@ -19,7 +19,9 @@
 #include "bitpipe/Schedule/Schedule.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bitpipe::sched {
@@ -37,6 +39,30 @@ struct World {
   int device(int rank) const { return rank % pipelineDevices; }
   int copy(int rank) const { return rank / pipelineDevices; }
 };
+
+/// How a group of pipeline ranks sums its gradients across the
+/// data-parallel copies (docs/data-parallel.md, "Two levels"). The numbering
+/// and the names are the manifest's ("gradient_sync", bp_gradient_sync),
+/// the rule of which groups have two levels and their shards
+/// bitpipe/base/GradientSyncGroups.h's.
+enum class GradientSync {
+  /// One all-reduce over every replica of the group's stages.
+  Flat,
+  /// A group of two or more pipeline ranks in two or more copies:
+  /// reduce-scatter among its members in each copy, all-reduce of each
+  /// member's shard across the copies, all-gather in each copy. A rank
+  /// sends across copies only its shard. Other groups sum flat.
+  Hierarchical,
+};
+
+/// "flat", "hierarchical": the manifest's words.
+const char *gradientSyncName(GradientSync sync);
+std::optional<GradientSync> parseGradientSync(std::string_view name);
+/// "'flat' or 'hierarchical'", for messages that list what is accepted.
+std::string gradientSyncChoices();
+/// Whether a group of `members` pipeline ranks sums in two levels under
+/// `sync` in `world`.
+bool syncsInTwoLevels(GradientSync sync, int members, const World &world);
 
 /// Every rank holding a copy of `stage`, sorted: the placement's holders in
 /// each data-parallel copy.

@@ -77,6 +77,9 @@ struct RankStats {
   double peakInFlightBytes = 0; ///< Same, weighted by CostModel::stash.
   double bytesSent = 0; ///< Point-to-point bytes (local copies excluded).
   double allReduceBytesSent = 0; ///< Ring all-reduce bytes this rank sends.
+  /// Of those, the bytes that leave its node (with a deployment;
+  /// CostModel::allReduceInterNodeBytesPerRank).
+  double allReduceInterNodeBytes = 0;
   double allReduceTime = 0;      ///< Sum of this rank's collectives' durations.
   double allReduceHidden = 0;    ///< Part of that before the rank's computeEnd.
 };

@@ -90,7 +90,7 @@ extern const int64_t bitpipe_manifest_size;
  * compiler uses and the one reader the runtime uses):
  *
  * {
- *   "version": 5,                   // BP_MANIFEST_VERSION
+ *   "version": 6,                   // BP_MANIFEST_VERSION
  *   "target": {"name": "cpu" | "cuda",       // which runtime library the
  *              "precision": "fp32" | "bf16"},// stage functions were built
  *                                   // for, and their element type: with
@@ -112,7 +112,8 @@ extern const int64_t bitpipe_manifest_size;
  *   "schedule": {"name": "bitpipe", "microbatches": 8, "devices": 4,
  *                "data_parallel": 1, "world_size": 4,
  *                "transfer_streams": "channel" | "shared",
- *                "channels": [[0, 1], [1, 0], ...]},
+ *                "channels": [[0, 1], [1, 0], ...],
+ *                "gradient_sync": "flat" | "hierarchical"},
  *                                   // microbatches: per data-parallel copy
  *                                   // (a rank program's mb are in [0, 8));
  *                                   // devices: pipeline ranks D (= the
@@ -125,7 +126,14 @@ extern const int64_t bitpipe_manifest_size;
  *                                   // every [sender, receiver] pair of
  *                                   // PIPELINE ranks that some transfer
  *                                   // crosses, distinct, sorted, in every
- *                                   // copy alike
+ *                                   // copy alike; gradient_sync: how a
+ *                                   // group of two or more pipeline
+ *                                   // ranks sums across copies when
+ *                                   // data_parallel > 1 (one all-reduce,
+ *                                   // or reduce-scatter in the copy,
+ *                                   // all-reduce of the shards across
+ *                                   // copies, all-gather in the copy:
+ *                                   // docs/data-parallel.md)
  *   "params": [                     // every parameter of the model, once
  *     {"name": "embed.tokens", "shape": [256, 64],
  *      "init": {"kind": "normal", "std": 0.02} | {"kind": "zeros"} |
@@ -203,7 +211,7 @@ extern const int64_t bitpipe_manifest_size;
 /* The version of the manifest's grammar above. The compiler writes it and
  * the runtime reads no other (it stops, naming both versions): change it
  * with any change of the grammar that an older reader would misread. */
-#define BP_MANIFEST_VERSION 5
+#define BP_MANIFEST_VERSION 6
 
 /* The manifest's vocabularies, from bitpipe/abi/ManifestKeys.def: one
  * spelling for the compiler that writes them and the runtime that reads
@@ -306,6 +314,16 @@ typedef enum bp_transfer_streams {
 } bp_transfer_streams;
 static const char *const bp_transfer_streams_names[BP_NUM_TRANSFER_STREAMS] = {
 #define BP_TRANSFER_STREAMS(id, word) word,
+#include "bitpipe/abi/ManifestKeys.def"
+};
+
+typedef enum bp_gradient_sync {
+#define BP_GRADIENT_SYNC(id, word) BP_GRADIENT_SYNC_##id,
+#include "bitpipe/abi/ManifestKeys.def"
+  BP_NUM_GRADIENT_SYNCS
+} bp_gradient_sync;
+static const char *const bp_gradient_sync_names[BP_NUM_GRADIENT_SYNCS] = {
+#define BP_GRADIENT_SYNC(id, word) word,
 #include "bitpipe/abi/ManifestKeys.def"
 };
 

@@ -257,7 +257,8 @@ void maybeDie(int rank) {
 #define FAKE_STREAMS_JSON " \"transfer_streams\": \"channel\","
 #endif
 // The two ranks' channels: activations 0 -> 1, their gradients 1 -> 0.
-#define FAKE_PIPE2_CHANNELS_JSON " \"channels\": [[0, 1], [1, 0]]},"
+#define FAKE_PIPE2_CHANNELS_JSON                                               \
+  " \"channels\": [[0, 1], [1, 0]], \"gradient_sync\": \"flat\"},"
 
 #if defined(FAKE_SINGLE)
 void rank0(bp_rt_context *c) { bothStages(c, 0, 4, 4, 0); }
@@ -265,7 +266,7 @@ void rank0(bp_rt_context *c) { bothStages(c, 0, 4, 4, 0); }
 #define FAKE_TAIL_JSON                                                         \
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 4, \"devices\": 1,"   \
   " \"data_parallel\": 1, \"world_size\": 1," FAKE_STREAMS_JSON                \
-  " \"channels\": []},"                                                        \
+  " \"channels\": [], \"gradient_sync\": \"flat\"},"                           \
   "\"groups\": [],"                                                            \
   "\"ranks\": [{\"num_values\": 28,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
@@ -307,7 +308,7 @@ void rank0(bp_rt_context *c) { bothStages(c, 0, 2, 4, 2); }
 #define FAKE_TAIL_JSON                                                         \
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, \"devices\": 1,"   \
   " \"data_parallel\": 2, \"world_size\": 2," FAKE_STREAMS_JSON                \
-  " \"channels\": []},"                                                        \
+  " \"channels\": [], \"gradient_sync\": \"flat\"},"                           \
   "\"groups\": [[0]],"                                                         \
   "\"ranks\": [{\"num_values\": 16,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \

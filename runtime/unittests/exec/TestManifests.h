@@ -22,7 +22,8 @@ inline std::string modelJson(const char *family = "gpt") {
          "\", \"vocab\": 32, \"seq_len\": 8, \"microbatch_size\": 2},";
 }
 
-inline std::string pipeDpTailJson() {
+/// \p gradientSync: the schedule's "gradient_sync" word.
+inline std::string pipeDpTailJson(const char *gradientSync = "flat") {
   const char *first = "\"params\": [\"embed.tokens\", \"embed.pos\", "
                       "\"hidden.weight\", \"hidden.bias\"], \"buckets\": ["
                       "{\"group\": 1, \"params\": [\"hidden.weight\", "
@@ -36,16 +37,17 @@ inline std::string pipeDpTailJson() {
   return std::string("\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, "
                      "\"devices\": 2, \"data_parallel\": 2, \"world_size\": 4, "
                      "\"transfer_streams\": \"channel\", "
-                     "\"channels\": [[0, 1], [1, 0]]},"
-                     "\"groups\": [[0, 1], [0]], \"ranks\": [") +
+                     "\"channels\": [[0, 1], [1, 0]], "
+                     "\"gradient_sync\": \"") +
+         gradientSync + "\"}, \"groups\": [[0, 1], [0]], \"ranks\": [" +
          "{\"num_values\": 10, " + first + "," + "{\"num_values\": 11, " +
          last + "]";
 }
 
-inline std::string pipeDpManifest() {
+inline std::string pipeDpManifest(const char *gradientSync = "flat") {
   return "{\"version\": " + std::to_string(BP_MANIFEST_VERSION) + "," +
-         FAKE_TARGET_JSON + modelJson() + FAKE_PARAMS_JSON + FAKE_FUNCTIONS_JSON +
-         pipeDpTailJson() + "}";
+         FAKE_TARGET_JSON + modelJson() + FAKE_PARAMS_JSON +
+         FAKE_FUNCTIONS_JSON + pipeDpTailJson(gradientSync) + "}";
 }
 
 /// \p text with the first occurrence of \p from replaced by \p to.

@@ -87,6 +87,7 @@ struct Schedule {
   bp_transfer_streams transferStreams = BP_TRANSFER_STREAMS_CHANNEL;
   /// [sender, receiver] pairs of pipeline ranks.
   std::vector<std::pair<int64_t, int64_t>> channels;
+  bp_gradient_sync gradientSync = BP_GRADIENT_SYNC_FLAT;
 };
 
 /// One entry of "params".
