@@ -244,6 +244,7 @@ evaluateStages(PlanConfig config, const ModelProfile &model,
   }
   cost.deployment = sched::Deployment{cluster, sched::World{D, dp}, 0};
   cost.transport = request.transport;
+  cost.gradientSync = request.gradientSync;
   sched::Result<sched::SimResult> sim = sched::simulate(*schedule, cost);
   if (!sim)
     return reject(Rejection::Simulation, sim.error);
@@ -267,8 +268,11 @@ evaluateStages(PlanConfig config, const ModelProfile &model,
       modelFlopsPerMicrobatch(model) * config.microbatches * dp, e.stepTime,
       config.gpus(), cluster.peakBf16Flops);
   double allReduce = 0;
-  for (const sched::RankStats &r : sim->ranks)
+  for (const sched::RankStats &r : sim->ranks) {
     allReduce += r.allReduceBytesSent;
+    e.allReduceInterNodeBytesPerRank =
+        std::max(e.allReduceInterNodeBytesPerRank, r.allReduceInterNodeBytes);
+  }
   e.p2pBytes = sim->totalBytesSent * dp;
   e.allReduceBytes = allReduce * dp;
   for (int d = 0; d < D; ++d) {

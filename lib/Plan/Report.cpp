@@ -89,6 +89,9 @@ std::string compileCommand(const PlanConfig &c, const CommandContext &ctx) {
     cmd += std::string(" --recompute ") + sched::recomputeName(c.recompute);
   if (c.units != sched::PartitionUnits::Layers)
     cmd += std::string(" --units ") + sched::partitionUnitsName(c.units);
+  if (ctx.gradientSync != sched::GradientSync::Hierarchical)
+    cmd += std::string(" --gradient-sync ") +
+           sched::gradientSyncName(ctx.gradientSync);
   cmd += " --target " + ctx.target + " --precision " + ctx.precision;
   return cmd + " -o " + shellWord(base + "_train");
 }
@@ -308,6 +311,8 @@ std::string formatJson(const PlanResult &result, int topK,
            ", \"communication\": " + num(m.communication) + "}" +
            ", \"p2p_bytes\": " + num(e.p2pBytes) +
            ", \"allreduce_bytes\": " + num(e.allReduceBytes) +
+           ", \"allreduce_inter_node_bytes_per_rank\": " +
+           num(e.allReduceInterNodeBytesPerRank) +
            ", \"allreduce_overlap\": " + num(e.allReduceOverlap) +
            ", \"compile_command\": " + quote(compileCommand(c, ctx)) + "}";
   };

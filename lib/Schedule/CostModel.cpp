@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 
 namespace bitpipe::sched {
 
@@ -105,17 +104,15 @@ struct FlatAllReduce {
   double time = 0, bytesPerRank = 0, interNodeBytesPerRank = 0;
 };
 
-/// The share of a collective's traffic over `group` that crosses nodes:
-/// NCCL's ring visits each node's members in a row, so k of its n hops
-/// leave a node (k nodes); the tree's inter-node part carries its 2b per
-/// node, the same 1/m of its bytes per rank.
-double interNodeShare(const Cluster &cluster, const std::vector<int> &group) {
-  std::set<int> nodes;
+/// Whether a collective over `group` runs at the inter-node link's rate:
+/// the cost model times a group that spans nodes at the inter-node link's
+/// per-GPU share (Cluster::cost of its span), every byte of it, however the
+/// ring orders its members; so those are the bytes that count as crossing.
+bool spansNodes(const Cluster &cluster, const std::vector<int> &group) {
   for (int r : group)
-    nodes.insert(cluster.nodeOf(r));
-  if (nodes.size() <= 1 || group.empty())
-    return 0.0;
-  return static_cast<double>(nodes.size()) / group.size();
+    if (cluster.nodeOf(r) != cluster.nodeOf(group.front()))
+      return true;
+  return false;
 }
 
 FlatAllReduce flatAllReduce(const Cluster &cluster, AllReduceAlgorithm wanted,
@@ -134,7 +131,7 @@ FlatAllReduce flatAllReduce(const Cluster &cluster, AllReduceAlgorithm wanted,
   f.time = isTree ? tree : ring;
   f.bytesPerRank =
       isTree ? 2.0 * bytes : CostModel::allReduceBytesPerRank(bytes, n);
-  f.interNodeBytesPerRank = f.bytesPerRank * interNodeShare(cluster, group);
+  f.interNodeBytesPerRank = spansNodes(cluster, group) ? f.bytesPerRank : 0.0;
   return f;
 }
 

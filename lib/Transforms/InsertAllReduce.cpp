@@ -271,6 +271,8 @@ struct InsertAllReducePass
       if (failed(rewrite(plan, schedule->numMicrobatches *
                                    static_cast<int64_t>(world->dataParallel))))
         return failure();
+    module->setAttr(bp::BitPipeDialect::kGradientSyncAttrName,
+                    bp::GradientSyncAttr::get(module.getContext(), sync));
 
     // The library's verifier on the result: every replicated stage
     // all-reduced on each holder, every all-reduce after the last gradient

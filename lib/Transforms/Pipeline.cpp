@@ -147,6 +147,7 @@ void addCommunicationPasses(OpPassManager &pm, const PipelineConfig &config) {
   InsertAllReduceOptions allReduce;
   allReduce.bucketMb = config.bucketMb;
   allReduce.checkResult = false;
+  allReduce.sync = config.gradientSync;
   pm.addPass(createInsertAllReduce(allReduce));
 }
 
@@ -180,6 +181,7 @@ bitpipe::PipelineConfig bitpipe::PipelineOptions::toConfig() const {
   config.recompute = recompute;
   config.loops = loops;
   config.streams = transferStreams;
+  config.gradientSync = gradientSync;
   return config;
 }
 

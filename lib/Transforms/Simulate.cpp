@@ -194,6 +194,9 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
           !misfit.empty())
         return module.emitError() << "bitpipe-simulate: " << misfit;
       cost.deployment = std::move(deployment);
+      // The scheme the runtime will run (docs/data-parallel.md).
+      gradientSync_ = readGradientSync(module);
+      cost.gradientSync = gradientSync_;
       return costModelFromIR(module, schedule, cost, StageTimes::Cluster, 0,
                              &*cluster_);
     }
@@ -243,6 +246,15 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
     os << "bytes sent: " << num(sim.totalBytesSent) << "\n";
     os << "all-reduce: time " << num(sim.allReduceTime) << unitSuffix()
        << ", overlap " << ratio(sim.allReduceOverlap) << "\n";
+    if (cluster_) {
+      // Across copies the sums cross nodes: what a two-level sync saves.
+      double interNode = 0;
+      for (const sched::RankStats &st : sim.ranks)
+        interNode = std::max(interNode, st.allReduceInterNodeBytes);
+      os << "gradient sync: " << sched::gradientSyncName(gradientSync_)
+         << ", at most " << num(interNode)
+         << " all-reduce bytes a rank sends across nodes\n";
+    }
     os << "time unit: ";
     if (costs == "unit")
       os << "one slot per forward of any stage, whatever its size (f-cost, "
@@ -266,6 +278,8 @@ struct SimulatePass : public bitpipe::impl::SimulateBase<SimulatePass> {
 
   /// cluster=, once read.
   std::optional<sched::Cluster> cluster_;
+  /// The module's bitpipe.gradient_sync, charged with a cluster.
+  sched::GradientSync gradientSync_ = sched::GradientSync::Flat;
 
   /// Written as every tool writes its outputs (docs/files.md): replaced
   /// only by a complete file, never through a link or over a directory.

@@ -45,8 +45,14 @@
 // micro-batches. The module still holds one program per pipeline rank,
 // which both copies run; a group names pipeline ranks and stands for them
 // in every copy (docs/data-parallel.md): [0, 3] is world ranks {0,3,4,7}.
-// RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=bidirectional-v devices=4 dp=2" --bitpipe-schedule="schedule=bitpipe microbatches=4" --bitpipe-insert-allreduce | FileCheck %s --check-prefix=DP
+// By default a group of two pipeline ranks sums in two levels at run time
+// (docs/data-parallel.md, "Two levels"): the module says so, the buckets
+// are the same; sync=flat writes the one all-reduce.
+// RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=bidirectional-v devices=4 dp=2" --bitpipe-schedule="schedule=bitpipe microbatches=4" --bitpipe-insert-allreduce | FileCheck %s --check-prefixes=DP,DP-TWO-LEVEL
+// RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=bidirectional-v devices=4 dp=2" --bitpipe-schedule="schedule=bitpipe microbatches=4" --bitpipe-insert-allreduce=sync=flat | FileCheck %s --check-prefixes=DP,DP-FLAT
 // DP:          bitpipe.data_parallel = 2 : i64
+// DP-TWO-LEVEL-SAME: bitpipe.gradient_sync = #bitpipe.gradient_sync<hierarchical>
+// DP-FLAT-SAME: bitpipe.gradient_sync = #bitpipe.gradient_sync<flat>
 // DP-SAME:     bitpipe.world_size = 8 : i64
 // DP-LABEL: bitpipe.program @rank0 rank 0 {
 // DP:            backward(%{{.*}}) stage 0 microbatch 0

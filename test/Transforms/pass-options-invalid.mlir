@@ -61,7 +61,7 @@
 // instance prints). One that MLIR takes is not refused: canonicalize's
 // empty list options print nothing, yet are options.
 // RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-pipeline="device=2 schedule=1f1b" 2>&1 | FileCheck %s --check-prefix=NAME-PIPELINE
-// NAME-PIPELINE: bitpipe-opt: error: --bitpipe-pipeline: no such option 'device' (did you mean 'devices'?); its options: bucket-mb, chunks-per-device, devices, dp, loops, max-in-flight, microbatches, recompute, schedule, split-backward, transfer-streams{{$}}
+// NAME-PIPELINE: bitpipe-opt: error: --bitpipe-pipeline: no such option 'device' (did you mean 'devices'?); its options: bucket-mb, chunks-per-device, devices, dp, gradient-sync, loops, max-in-flight, microbatches, recompute, schedule, split-backward, transfer-streams{{$}}
 // NAME-PIPELINE-NOT: Pass-Options-Parser
 // RUN: not bitpipe-opt %S/Inputs/gpt-2-stages.mlir --bitpipe-lower-to-runtime="precison=bf16" 2>&1 | FileCheck %s --check-prefix=NAME-LOWER
 // NAME-LOWER: error: --bitpipe-lower-to-runtime: no such option 'precison' (did you mean 'precision'?); its options: loops, nccl-rules, precision, target{{$}}

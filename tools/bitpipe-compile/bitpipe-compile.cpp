@@ -162,6 +162,14 @@ cl::opt<bitpipe::sched::TransferStreams> transferStreams(
              "and streams (default: channel; docs/nccl-transfers.md)"),
     cl::init(bitpipe::sched::TransferStreams::Channel),
     bitpipe::transferStreamsValues(), cl::cat(category));
+cl::opt<bitpipe::sched::GradientSync> gradientSync(
+    "gradient-sync",
+    cl::desc("How a stage held by several pipeline ranks (BitPipe's and "
+             "Chimera's mirror pairs) sums its gradients across the "
+             "data-parallel copies (default: hierarchical; "
+             "docs/data-parallel.md, \"Two levels\")"),
+    cl::init(bitpipe::sched::GradientSync::Hierarchical),
+    bitpipe::gradientSyncValues(), cl::cat(category));
 cl::opt<bool> ncclRules("nccl-rules",
                         cl::desc("Check a --target cpu program under NCCL's "
                                  "rules too (--target cuda always is): for "
@@ -224,6 +232,7 @@ bitpipe::PipelineConfig pipelineConfig() {
   config.request.splitBackward = splitBackward;
   config.recompute = recompute;
   config.streams = transferStreams;
+  config.gradientSync = gradientSync;
   return config;
 }
 

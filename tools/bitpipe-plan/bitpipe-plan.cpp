@@ -32,6 +32,7 @@
 #include "bitpipe/Schedule/Cluster.h"
 #include "bitpipe/Schedule/Export.h"
 #include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Support/GradientSyncOptions.h"
 #include "bitpipe/Support/PartitionUnitsOptions.h"
 #include "bitpipe/Support/RecomputeOptions.h"
 
@@ -98,6 +99,13 @@ cl::opt<sched::Recompute> recompute(
              "(default) or full (docs/recompute.md; selective is not "
              "modelled)"),
     cl::init(sched::Recompute::None), bitpipe::recomputeValues(),
+    cl::cat(category));
+cl::opt<sched::GradientSync> gradientSync(
+    "gradient-sync",
+    cl::desc("How a stage held by several pipeline ranks sums across the "
+             "data-parallel copies, as bitpipe-compile --gradient-sync "
+             "(default: hierarchical)"),
+    cl::init(sched::GradientSync::Hierarchical), bitpipe::gradientSyncValues(),
     cl::cat(category));
 cl::opt<bool> recomputeToFit(
     "recompute-to-fit",
@@ -296,6 +304,7 @@ int main(int argc, char **argv) {
   request.gpus = gpus;
   request.allowIdleGpus = allowIdle;
   request.recompute = recompute;
+  request.gradientSync = gradientSync;
   request.recomputeToFit = recomputeToFit;
   request.schedules.assign(scheduleList.begin(), scheduleList.end());
   request.devices.assign(depths.begin(), depths.end());
@@ -374,6 +383,7 @@ int main(int argc, char **argv) {
   context.modelName = source.name();
   context.target = bitpipe::stringifyTargetKind(target).str();
   context.precision = bitpipe::stringifyPrecision(trainPrecision).str();
+  context.gradientSync = gradientSync;
 
   if (!timelinesPath.empty() && !result->ranked.empty())
     if (Error e = writeTimelines(*result, request, *cluster, source))

@@ -80,6 +80,9 @@ struct PlanRequest {
   /// waits for its receive; each channel and group on its own stream, as
   /// the CUDA runtime issues them), MPI's on CPUs (docs/nccl-transfers.md).
   sched::Transport transport = sched::Transport::Nccl;
+  /// How a stage held by several pipeline ranks sums across the copies:
+  /// the compiler's default, two levels (docs/data-parallel.md).
+  sched::GradientSync gradientSync = sched::GradientSync::Hierarchical;
   /// Threads that simulate candidates (0: one per hardware thread). The
   /// result is the same for any number.
   int jobs = 0;
@@ -118,6 +121,10 @@ struct Estimate {
   /// whichever each all-reduce runs).
   double p2pBytes = 0;
   double allReduceBytes = 0;
+  /// Of the all-reduces' bytes, the most that one rank sends across nodes
+  /// in a step (CostModel::allReduceInterNodeBytesPerRank): what a
+  /// two-level sync halves for a mirror pair.
+  double allReduceInterNodeBytesPerRank = 0;
   double allReduceOverlap = 1; ///< SimResult::allReduceOverlap.
   /// Model FLOP utilisation: the model's forward and backward FLOPs per
   /// step over stepTime and the peak of the GPUs the configuration uses

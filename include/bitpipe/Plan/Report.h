@@ -25,6 +25,8 @@ struct CommandContext {
   std::string modelName;           ///< For the output's file name.
   std::string target = "cuda";     ///< bitpipe-compile --target.
   std::string precision = "bf16";  ///< bitpipe-compile --precision.
+  /// bitpipe-compile --gradient-sync (written where it is not the default).
+  sched::GradientSync gradientSync = sched::GradientSync::Hierarchical;
 };
 
 /// `bytes` with a binary unit and two decimals: "512.00 MiB", "80.00 GiB".

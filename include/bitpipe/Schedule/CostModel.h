@@ -153,9 +153,10 @@ struct CostModel {
   /// all-gather) and the shard's all-reduce across copies.
   double allReduceBytesPerRank(double bytes,
                                const std::vector<int> &members) const;
-  /// Of those, the bytes that leave the rank's node, on average over the
-  /// group's ranks: each ring step's share, times the fraction of the
-  /// ring's hops between nodes (the tree's alike); 0 without a deployment.
+  /// Of those, the bytes sent in steps whose group spans nodes, which the
+  /// model moves at the inter-node link's per-GPU share: all of a flat
+  /// all-reduce's across nodes, only the shard's across copies in two
+  /// levels when the copy's members share a node; 0 without a deployment.
   double allReduceInterNodeBytesPerRank(double bytes,
                                         const std::vector<int> &members) const;
   /// Bytes each rank sends in a ring all-reduce among `ranks`.

@@ -5,6 +5,7 @@
 
 #include "bitpipe/Dialect/BitPipe/IR/BitPipeDialect.h"
 #include "bitpipe/Dialect/NN/IR/NNDialect.h"
+#include "bitpipe/Support/GradientSyncOptions.h"
 #include "bitpipe/Support/RecomputeOptions.h"
 #include "bitpipe/Support/TransportOptions.h"
 

@@ -279,6 +279,15 @@ def InsertAllReduce : Pass<"bitpipe-insert-allreduce", "mlir::ModuleOp"> {
       gradients are sums, and the update is that of one process training
       on all N * K micro-batches.
 
+    * *In how many steps.* With `sync=hierarchical` (the default) a group
+      of two or more pipeline ranks in two or more copies sums each bucket
+      in two levels at run time: a reduce-scatter among its members of one
+      copy, an all-reduce of each member's shard across the copies, an
+      all-gather in the copy; a rank then sends across copies only its
+      shard (docs/data-parallel.md, "Two levels"). The scheme is the
+      module's `bitpipe.gradient_sync`; the buckets are the same either
+      way.
+
     Every member of a group must issue the same buckets in the same order;
     the pass checks it across programs and names both ranks when they
     disagree. Programs must come from bitpipe-schedule (markers, not
@@ -294,6 +303,12 @@ def InsertAllReduce : Pass<"bitpipe-insert-allreduce", "mlir::ModuleOp"> {
     Option<"checkResult", "check-result", "bool", /*default=*/"true",
            "Verify the programs with their buckets (false: a later "
            "bitpipe-verify or the lowering does)">,
+    Option<"sync", "sync", "::bitpipe::sched::GradientSync",
+           /*default=*/"::bitpipe::sched::GradientSync::Hierarchical",
+           "How a group of several pipeline ranks sums across the "
+           "data-parallel copies (flat | hierarchical), written as "
+           "bitpipe.gradient_sync",
+           "::bitpipe::gradientSyncValues()">,
   ];
 }
 

@@ -10,6 +10,7 @@
 #define BITPIPE_TRANSFORMS_PIPELINE_H
 
 #include "bitpipe/Schedule/Registry.h"
+#include "bitpipe/Support/GradientSyncOptions.h"
 #include "bitpipe/Support/RecomputeOptions.h"
 #include "bitpipe/Support/TransportOptions.h"
 
@@ -47,6 +48,9 @@ struct PipelineConfig {
   /// How the CUDA runtime lays the transfers on NCCL communicators and
   /// streams (bitpipe-insert-transfers' `streams`).
   sched::TransferStreams streams = sched::TransferStreams::Channel;
+  /// How a group of several pipeline ranks sums across the copies
+  /// (bitpipe-insert-allreduce's `sync`).
+  sched::GradientSync gradientSync = sched::GradientSync::Hierarchical;
 };
 
 /// The textual options of `bitpipe-pipeline`, under the names
@@ -105,6 +109,11 @@ struct PipelineOptions : public mlir::PassPipelineOptions<PipelineOptions> {
                      "communicators and streams (channel | shared)"),
       llvm::cl::init(sched::TransferStreams::Channel),
       transferStreamsValues()};
+  Option<sched::GradientSync> gradientSync{
+      *this, "gradient-sync",
+      llvm::cl::desc("How a stage held by several pipeline ranks sums its "
+                     "gradients across the copies (flat | hierarchical)"),
+      llvm::cl::init(sched::GradientSync::Hierarchical), gradientSyncValues()};
 
   /// The one conversion into a PipelineConfig: options not given are left
   /// to the registry's defaults.

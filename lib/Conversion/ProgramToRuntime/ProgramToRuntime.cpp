@@ -617,6 +617,9 @@ LowerProgramToRuntimePass::readSchedule(const sched::World &world,
   // The layout's numbering is program.h's (sched/Transport.cpp checks).
   s.transferStreams =
       static_cast<bp_transfer_streams>(readTransferStreams(getOperation()));
+  // So is the sync scheme's (sched/GradientSync.cpp checks).
+  s.gradientSync =
+      static_cast<bp_gradient_sync>(readGradientSync(getOperation()));
   // Every channel a send crosses, whichever layout: the runtime connects
   // exactly these at start-up.
   std::set<std::pair<int64_t, int64_t>> channels;
@@ -791,6 +794,7 @@ LogicalResult LowerProgramToRuntimePass::lower() {
   for (StringRef name :
        {BitPipeDialect::kPlacementAttrName, BitPipeDialect::kScheduleAttrName,
         BitPipeDialect::kTransferStreamsAttrName,
+        BitPipeDialect::kGradientSyncAttrName,
         BitPipeDialect::kWorldSizeAttrName,
         BitPipeDialect::kDataParallelAttrName, ::bitpipe::attr::kPartition})
     module->removeAttr(name);

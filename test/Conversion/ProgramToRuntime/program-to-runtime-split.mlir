@@ -105,7 +105,7 @@ module attributes {
 // CHECK-NOT: func.func @bitpipe_rank1(
 
 // MANIFEST:      "model":{"name":"tiny","family":"bert","vocab":8,"seq_len":4,"microbatch_size":2,"mask_token":7,"heads":1,"max_positions":4,"norm_position":"pre"},
-// MANIFEST-SAME: "schedule":{"name":"zb-h1","microbatches":1,"devices":1,"data_parallel":2,"world_size":2,"transfer_streams":"shared","channels":[]},
+// MANIFEST-SAME: "schedule":{"name":"zb-h1","microbatches":1,"devices":1,"data_parallel":2,"world_size":2,"transfer_streams":"shared","channels":[],"gradient_sync":"flat"},
 // MANIFEST-SAME: "params":[{"name":"wte",{{.*}}},{"name":"head.weight",{{.*}}"decay":true},{"name":"head.bias",{{.*}}"decay":false}],
 // MANIFEST-SAME: "functions":[{"name":"s0","kind":"forward","stage":0,
 // MANIFEST-SAME:   {"name":"s0_bwd_input","kind":"backward_input","stage":0,

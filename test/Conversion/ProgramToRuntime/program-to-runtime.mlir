@@ -180,18 +180,18 @@ module attributes {
 // i8 as the string has bytes, is implied) with its size: 2123 bytes, the
 // file's text less its newline.
 // CHECK:       llvm.mlir.global external constant @bitpipe_manifest("{\22version\22:{{[0-9]+}},\22target\22:{{.*}}]}") {addr_space = 0 : i32}{{$}}
-// CHECK:       llvm.mlir.global external constant @bitpipe_manifest_size(2176 : i64) {addr_space = 0 : i32} : i64
+// CHECK:       llvm.mlir.global external constant @bitpipe_manifest_size(2199 : i64) {addr_space = 0 : i32} : i64
 // RUN: wc -c < %t.json | FileCheck %s --check-prefix=BYTES
-// BYTES: {{^}}2177{{$}}
+// BYTES: {{^}}2200{{$}}
 
 // The same text (compact JSON, program.h's key order). Parameters once, in
 // order of first appearance; only matrices decay. The backward's parameter
 // argument is a forward_arg (bound from the handle), its parameter result a
 // "param" gradient. Rank 1 holds only "wte".
-// MANIFEST:      {"version":5,
+// MANIFEST:      {"version":6,
 // MANIFEST-SAME: "target":{"name":"cpu","precision":"fp32"},
 // MANIFEST-SAME: "model":{"name":"m","family":"gpt","vocab":8,"seq_len":4,"microbatch_size":2,"mask_token":7,"heads":1,"max_positions":4,"norm_position":"pre"},
-// MANIFEST-SAME: "schedule":{"name":"gpipe","microbatches":2,"devices":2,"data_parallel":1,"world_size":2,"transfer_streams":"shared","channels":{{\[\[0,1\],\[1,0\]\]}}},
+// MANIFEST-SAME: "schedule":{"name":"gpipe","microbatches":2,"devices":2,"data_parallel":1,"world_size":2,"transfer_streams":"shared","channels":{{\[\[0,1\],\[1,0\]\]}},"gradient_sync":"flat"},
 // MANIFEST-SAME: "params":[{"name":"wte","shape":[8,4],"init":{"kind":"normal","std":0.02},"decay":true},
 // MANIFEST-SAME:           {"name":"ln.bias","shape":[4],"init":{"kind":"zeros"},"decay":false}],
 // MANIFEST-SAME: "functions":[
@@ -229,7 +229,7 @@ module attributes {
 // The saved bytes in flight halve.
 // RUN: bitpipe-opt %s --bitpipe-lower-program-to-runtime="manifest-file=%t.bf16.json target=cuda precision=bf16" -o /dev/null
 // RUN: FileCheck %s --input-file=%t.bf16.json --check-prefix=BF16
-// BF16:      {"version":5,
+// BF16:      {"version":6,
 // BF16-SAME: "target":{"name":"cuda","precision":"bf16"},
 // BF16-SAME:   {"name":"m_stage0","kind":"forward","stage":0,
 // BF16-SAME:    "args":[{"role":"param","param":"wte","shape":[8,4],"dtype":"bf16"},
@@ -251,5 +251,5 @@ module attributes {
 // The CUDA target in fp32: only the target differs.
 // RUN: bitpipe-opt %s --bitpipe-lower-program-to-runtime="manifest-file=%t.cuda.json target=cuda" -o /dev/null
 // RUN: FileCheck %s --input-file=%t.cuda.json --check-prefix=CUDA-FP32
-// CUDA-FP32:     {"version":5,"target":{"name":"cuda","precision":"fp32"},
+// CUDA-FP32:     {"version":6,"target":{"name":"cuda","precision":"fp32"},
 // CUDA-FP32-NOT: bf16

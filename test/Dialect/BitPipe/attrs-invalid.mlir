@@ -82,3 +82,14 @@ module attributes {bitpipe.recompute = #bitpipe.recompute<some>} {}
 
 // expected-error @+1 {{'bitpipe.recompute' expects a #bitpipe.recompute, got "full"}}
 module attributes {bitpipe.recompute = "full"} {}
+
+// -----
+
+// expected-error @+2 {{#bitpipe.gradient_sync: unknown scheme 'ring'; expected 'flat' or 'hierarchical'}}
+// expected-error @+1 {{failed to parse BitPipe_GradientSyncAttr parameter 'value'}}
+module attributes {bitpipe.gradient_sync = #bitpipe.gradient_sync<ring>} {}
+
+// -----
+
+// expected-error @+1 {{'bitpipe.gradient_sync' expects a #bitpipe.gradient_sync, got "flat"}}
+module attributes {bitpipe.gradient_sync = "flat"} {}

@@ -43,3 +43,17 @@ module attributes {
 // CHECK-LABEL: module attributes
 // CHECK-SAME: bitpipe.recompute = #bitpipe.recompute<selective>
 module attributes {bitpipe.recompute = #bitpipe.recompute<selective>} {}
+
+// -----
+
+// #bitpipe.gradient_sync: bitpipe-insert-allreduce's record of how a group
+// of several pipeline ranks sums across the copies.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: bitpipe.gradient_sync = #bitpipe.gradient_sync<hierarchical>
+module attributes {bitpipe.gradient_sync = #bitpipe.gradient_sync<hierarchical>} {}
+
+// -----
+
+// CHECK-LABEL: module attributes
+// CHECK-SAME: bitpipe.gradient_sync = #bitpipe.gradient_sync<flat>
+module attributes {bitpipe.gradient_sync = #bitpipe.gradient_sync<flat>} {}

@@ -63,6 +63,19 @@ bitpipe::bp::parseTransferStreams(AsmParser &parser) {
   return failure();
 }
 
+FailureOr<sched::GradientSync>
+bitpipe::bp::parseGradientSync(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef name;
+  if (parser.parseKeyword(&name))
+    return failure();
+  if (std::optional<sched::GradientSync> sync = sched::parseGradientSync(name))
+    return *sync;
+  parser.emitError(loc) << "#bitpipe.gradient_sync: unknown scheme '" << name
+                        << "'; expected " << sched::gradientSyncChoices();
+  return failure();
+}
+
 FailureOr<sched::Recompute> bitpipe::bp::parseRecompute(AsmParser &parser) {
   SMLoc loc = parser.getCurrentLocation();
   StringRef name;

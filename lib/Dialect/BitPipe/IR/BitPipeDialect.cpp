@@ -88,6 +88,14 @@ LogicalResult BitPipeDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
 
+  if (attr.getName() == kGradientSyncAttrName) {
+    if (!isa<GradientSyncAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kGradientSyncAttrName
+             << "' expects a #bitpipe.gradient_sync, got " << attr.getValue();
+    return success();
+  }
+
   if (attr.getName() == kRecomputeAttrName) {
     if (!isa<RecomputeAttr>(attr.getValue()))
       return op->emitError()

@@ -243,6 +243,13 @@ sched::TransferStreams bitpipe::readTransferStreams(ModuleOp module) {
   return sched::TransferStreams::Shared;
 }
 
+sched::GradientSync bitpipe::readGradientSync(ModuleOp module) {
+  if (auto sync = module->getAttrOfType<bp::GradientSyncAttr>(
+          bp::BitPipeDialect::kGradientSyncAttrName))
+    return sync.getValue();
+  return sched::GradientSync::Flat;
+}
+
 bool bitpipe::hasBoundPrograms(ModuleOp module) {
   for (auto program : module.getOps<bp::ProgramOp>()) {
     WalkResult bound = program.walk([](Operation *op) {

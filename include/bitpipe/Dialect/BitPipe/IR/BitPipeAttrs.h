@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include "bitpipe/Schedule/GradientSync.h"
 #include "bitpipe/Schedule/Recompute.h"
 #include "bitpipe/Schedule/Schedule.h"
 #include "bitpipe/Schedule/Transport.h"
@@ -35,6 +36,9 @@ void printIntList(mlir::AsmPrinter &printer, llvm::ArrayRef<int64_t> values);
 /// library names (sched::transferStreamsName).
 mlir::FailureOr<sched::TransferStreams>
 parseTransferStreams(mlir::AsmParser &parser);
+/// The parameter of #bitpipe.gradient_sync: a keyword the schedule library
+/// names (sched::gradientSyncName).
+mlir::FailureOr<sched::GradientSync> parseGradientSync(mlir::AsmParser &parser);
 /// A recomputation mode by its name (none, selective, full).
 mlir::FailureOr<sched::Recompute> parseRecompute(mlir::AsmParser &parser);
 } // namespace bitpipe::bp

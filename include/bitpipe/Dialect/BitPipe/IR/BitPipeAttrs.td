@@ -203,6 +203,41 @@ def BitPipe_TransferStreamsAttr
   let assemblyFormat = "`<` $value `>`";
 }
 
+//===----------------------------------------------------------------------===//
+// Gradient sync
+//===----------------------------------------------------------------------===//
+
+// The schedule library's scheme (its one definition, whose names are the
+// manifest's words), printed as a bare keyword.
+def BitPipe_GradientSyncParameter
+    : AttrOrTypeParameter<"::bitpipe::sched::GradientSync", "gradient sync"> {
+  let parser = "::bitpipe::bp::parseGradientSync($_parser)";
+  let printer = "$_printer << ::bitpipe::sched::gradientSyncName($_self)";
+}
+
+def BitPipe_GradientSyncAttr : BitPipe_Attr<"GradientSync", "gradient_sync"> {
+  let summary = "how a group of several pipeline ranks sums across copies";
+  let description = [{
+    Written by bitpipe-insert-allreduce on the module
+    (`bitpipe.gradient_sync`, its `sync` option); read by bitpipe-simulate,
+    which charges it, and by the lowering, which passes it to the runtime
+    in the manifest (docs/data-parallel.md, "Two levels").
+
+    - `flat`: each bucket is one all-reduce over its group in every copy.
+    - `hierarchical`: a group of two or more pipeline ranks (BitPipe's and
+      Chimera's mirror pairs, a tied embedding's first and last rank) with
+      two or more data-parallel copies reduce-scatters each bucket among
+      its members of one copy, all-reduces each member's shard across the
+      copies, and all-gathers in the copy; other groups sum flat. A
+      module without the attribute means `flat`.
+    ```mlir
+    bitpipe.gradient_sync = #bitpipe.gradient_sync<hierarchical>
+    ```
+  }];
+  let parameters = (ins BitPipe_GradientSyncParameter:$value);
+  let assemblyFormat = "`<` $value `>`";
+}
+
 // The schedule library's recomputation mode (its one definition), printed
 // as a bare keyword.
 def BitPipe_RecomputeParameter

@@ -94,6 +94,8 @@ def BitPipe_Dialect : Dialect {
         "bitpipe.schedule";
     static constexpr ::llvm::StringLiteral kTransferStreamsAttrName =
         "bitpipe.transfer_streams";
+    static constexpr ::llvm::StringLiteral kGradientSyncAttrName =
+        "bitpipe.gradient_sync";
     static constexpr ::llvm::StringLiteral kRecomputeAttrName =
         "bitpipe.recompute";
     static constexpr ::llvm::StringLiteral kDataParallelAttrName =

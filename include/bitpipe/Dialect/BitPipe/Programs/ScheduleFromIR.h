@@ -106,6 +106,9 @@ readProgramSteps(const bp::ProgramTrace &trace,
 /// How the module's transfers are laid on streams: its
 /// `bitpipe.transfer_streams`, or `shared` when it has none.
 sched::TransferStreams readTransferStreams(mlir::ModuleOp module);
+/// How the module's gradient groups sum across copies: its
+/// `bitpipe.gradient_sync`, or `flat` when it has none.
+sched::GradientSync readGradientSync(mlir::ModuleOp module);
 
 /// True once bitpipe-insert-transfers has bound the programs: some compute
 /// op names its callee. Bound programs carry their transfers; unbound ones
