@@ -15,7 +15,15 @@
 // Groups are created once, at start-up, collectively: every rank calls
 // createGroup() with the same rank lists in the same order (the compiler
 // emits the full list into every rank's program), and gets the same ids back.
-// A rank that is not in a group may hold its id but cannot use it.
+// A rank that is not in a group may hold its id but cannot use it. A
+// partition (createPartition) is one such call for several disjoint groups
+// at once: its one id stands on each rank for the part that holds it.
+//
+// A group whose gradients sum in two levels (docs/data-parallel.md, "Two
+// levels") is the whole group and two partitions of it: its members within
+// each data-parallel copy, and each pipeline rank's copies.
+// hierarchicalAllReduceStart sums a bucket over the whole group through
+// them.
 //
 // Channels are opened once, after the groups and before any transfer,
 // collectively (openChannels): every rank passes the program's layout and
@@ -42,6 +50,20 @@ namespace bitpipe::runtime {
 using GroupId = int32_t;
 constexpr GroupId kWorldGroup = 0;
 
+/// A group that sums in two levels (docs/data-parallel.md, "Two levels";
+/// the layout is bitpipe/base/GradientSyncGroups.h's): the ids of the whole
+/// group and of the two partitions of it that createPartition made. Each
+/// stands on a member for the part that holds it.
+struct TwoLevelGroup {
+  /// Every world rank of the group: where the tail is summed.
+  GroupId whole = -1;
+  /// The group's members in this rank's copy, in the group's order: the
+  /// reduce-scatter and the all-gather. Member i holds shard i.
+  GroupId withinCopy = -1;
+  /// This rank's pipeline rank in every copy: the shard's all-reduce.
+  GroupId acrossCopies = -1;
+};
+
 /// A pending non-blocking operation. Ids are never reused within a run, so a
 /// stale handle is reported instead of silently matching a newer request.
 struct RequestHandle {
@@ -60,8 +82,17 @@ public:
   /// ranks, distinct, in [0, size()); their order defines ranks within the
   /// group: ranks[0] is the group's first rank, the broadcast root.
   virtual Expected<GroupId> createGroup(const std::vector<int> &ranks) = 0;
+  /// Collective over every rank, as createGroup: \p parts are disjoint
+  /// lists of world ranks (each as createGroup takes it), the same on every
+  /// rank. The one id returned stands on each rank for the part that holds
+  /// it (ranked as listed); a rank in no part holds it as a non-member. One
+  /// call where a group per part would take one each: every rank joins
+  /// every createGroup, member or not.
+  virtual Expected<GroupId>
+  createPartition(const std::vector<std::vector<int>> &parts) = 0;
   virtual bool isMember(GroupId group) const = 0;
-  /// The world ranks of \p group, in group order.
+  /// The world ranks of \p group, in group order; of a partition, the part
+  /// that holds this rank (none on a rank in no part).
   virtual const std::vector<int> &groupRanks(GroupId group) const = 0;
 
   /// Collective over every rank, once, after the groups and before any
@@ -89,6 +120,21 @@ public:
   virtual Expected<RequestHandle> allReduceStart(void *buf, int64_t count,
                                                  DType dtype,
                                                  GroupId group) = 0;
+  /// Starts an in-place sum of \p buf over \p group.whole in two levels
+  /// (docs/data-parallel.md, "Two levels"), bitpipe/base/GradientSyncGroups.h's
+  /// shardLayout(count, members of the copy) cutting the buffer: a
+  /// reduce-scatter within the copy leaves member i the copy's sum of shard
+  /// i, an all-reduce across the copies sums that shard over the group, an
+  /// all-gather within the copy hands every member every shard; the tail
+  /// after the shards is all-reduced over the whole group beside them. The
+  /// result is the flat all-reduce's up to the order of the sums, and the
+  /// same bits on every member. One request for all of it: wait, test,
+  /// waitOnDevice and the deadline work as for allReduceStart, and a
+  /// timeout names the step that did not end and its group. Every member
+  /// starts its sums on a group in the same order, as allReduceStart's.
+  virtual Expected<RequestHandle>
+  hierarchicalAllReduceStart(void *buf, int64_t count, DType dtype,
+                             const TwoLevelGroup &group) = 0;
   /// Waits for an all-reduce; the same as wait(), named for symmetry.
   Status allReduceWait(RequestHandle h) { return wait(h); }
 

@@ -39,11 +39,30 @@ struct PendingOp {
   /// What reads the result on the device (Communicator::waitOnDeviceFor),
   /// for an error reported after the wait was handed over; may be empty.
   std::string reader;
+  /// Where an operation of several steps stands (describeTwoLevelStep);
+  /// empty for one of a single step.
+  std::string step;
 };
+
+/// The steps of a two-level all-reduce (Communicator::
+/// hierarchicalAllReduceStart; docs/data-parallel.md, "Two levels"): the
+/// three of the shards, in the order they run, and the tail, which runs
+/// beside them.
+enum class TwoLevelStep { ReduceScatter, AllReduceAcross, AllGather, Tail };
+
+/// \p step of a two-level all-reduce as a message names it after the
+/// operation: "step 2 of 3: allreduce across copies over group 5 (ranks
+/// 1,3, 4 x f32)", "the tail: allreduce over group 1 (ranks 0,1,2,3, 1 x
+/// f32)". \p group, its \p groupRanks and \p count (elements of \p dtype)
+/// are the step's own.
+std::string describeTwoLevelStep(TwoLevelStep step, GroupId group,
+                                 const std::vector<int> &groupRanks,
+                                 int64_t count, DType dtype);
 
 /// \p op in a message: "recv with rank 1 (tag 4, 16 x f32)", "allreduce
 /// over group 2 (ranks 0,2, 64 x f32)", "warm-up of the channels (to rank
-/// 1) (1 x i32)", followed by ", read by READER" where it names a reader.
+/// 1) (1 x i32)", followed by ", STEP" where it names a step and ", read by
+/// READER" where it names a reader.
 /// \p groupRanks are the world ranks of op.group, read only where it has
 /// one.
 std::string describePendingOp(const PendingOp &op,

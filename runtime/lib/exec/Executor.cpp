@@ -21,8 +21,10 @@ Executor::Executor(ExecutorParts parts)
     : manifest_(*parts.manifest), entries_(parts.entries), comm_(*parts.comm),
       backend_(*parts.backend), params_(*parts.params), inputs_(parts.inputs),
       optimizer_(*parts.optimizer), trace_(*parts.trace),
-      groupIds_(std::move(parts.groupIds)), rank_(parts.comm->rank()),
-      spec_(manifest_.rankSpec(rank_)), copy_(manifest_.copyOf(rank_)) {
+      groupIds_(std::move(parts.groupIds)),
+      twoLevelGroups_(std::move(parts.twoLevelGroups)),
+      rank_(parts.comm->rank()), spec_(manifest_.rankSpec(rank_)),
+      copy_(manifest_.copyOf(rank_)) {
   values_.reset(spec_.numValues);
 }
 
@@ -796,15 +798,24 @@ Status Executor::allreduceStart(int32_t bucket, int32_t token) {
   noteDeviceWork("allreduce_start");
   // The bucket's sum must hold every micro-batch's gradient.
   const ElementRange &range = params_.bucketRange(bucket);
-  GroupId group = groupIds_[spec.buckets[bucket].group];
+  const int group = spec.buckets[bucket].group;
   TraceRecorder::Scope scope(trace_,
                              formatString(trace::kAllReducePostFormat, bucket),
                              TraceCategory::AllReduce);
   ParamArrays &arrays = params_.arrays();
   const DType dtype = arrays.gradDType();
-  char *base = static_cast<char *>(arrays.gradData());
-  BP_ASSIGN(r, comm_.allReduceStart(base + range.offset * dtypeSize(dtype),
-                                    range.count, dtype, group));
+  char *sum =
+      static_cast<char *>(arrays.gradData()) + range.offset * dtypeSize(dtype);
+  // A group of the manifest's "hierarchical" sync with two levels to use
+  // sums through them (docs/data-parallel.md, "Two levels").
+  const std::optional<TwoLevelGroup> twoLevel =
+      static_cast<size_t>(group) < twoLevelGroups_.size()
+          ? twoLevelGroups_[group]
+          : std::nullopt;
+  BP_ASSIGN(r, twoLevel ? comm_.hierarchicalAllReduceStart(sum, range.count,
+                                                           dtype, *twoLevel)
+                        : comm_.allReduceStart(sum, range.count, dtype,
+                                               groupIds_[group]));
   return values_.defineToken(token, r, bucket);
 }
 

@@ -41,6 +41,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,9 @@ struct ExecutorParts {
   TraceRecorder *trace = nullptr;
   /// Communicator group id of each manifest group.
   std::vector<GroupId> groupIds;
+  /// By manifest group: its two levels where it sums in two
+  /// (Manifest::syncsInTwoLevels), else none. Empty: every group sums flat.
+  std::vector<std::optional<TwoLevelGroup>> twoLevelGroups;
 };
 
 class Executor {
@@ -222,6 +226,7 @@ private:
   AdamW &optimizer_;
   TraceRecorder &trace_;
   std::vector<GroupId> groupIds_;
+  std::vector<std::optional<TwoLevelGroup>> twoLevelGroups_;
   // Saved activations in flight (see peakHandles).
   int64_t liveHandles_ = 0, liveSavedBytes_ = 0;
   int64_t peakHandles_ = 0, peakSavedBytes_ = 0;

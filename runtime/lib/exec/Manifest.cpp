@@ -64,6 +64,18 @@ std::vector<int> Manifest::worldGroup(int g) const {
   return world;
 }
 
+bool Manifest::syncsInTwoLevels(int g) const {
+  return base::syncsInTwoLevels(
+      schedule.gradientSync,
+      static_cast<int64_t>(groups[static_cast<size_t>(g)].size()),
+      schedule.dataParallel);
+}
+
+base::TwoLevelGroups Manifest::twoLevelGroups(int g) const {
+  return base::twoLevelGroups(groups[static_cast<size_t>(g)], pipelineRanks(),
+                              static_cast<int>(schedule.dataParallel));
+}
+
 std::vector<Channel> Manifest::worldChannels() const {
   std::vector<Channel> world;
   world.reserve(schedule.channels.size() *
@@ -194,6 +206,7 @@ Status checkSchedule(const manifest::Schedule &doc, ScheduleSpec *s) {
                             static_cast<long long>(s->devices),
                             static_cast<long long>(s->dataParallel)));
   s->transferStreams = static_cast<TransferStreams>(doc.transferStreams);
+  s->gradientSync = doc.gradientSync;
   return checkChannels(doc.channels, s->devices, &s->channels);
 }
 

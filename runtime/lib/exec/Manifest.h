@@ -35,6 +35,7 @@
 #include "core/DType.h"
 #include "core/Status.h"
 
+#include "bitpipe/base/GradientSyncGroups.h"
 #include "bitpipe/program.h"
 
 #include <cstdint>
@@ -139,6 +140,9 @@ struct ScheduleSpec {
   /// transfer crosses, in every copy alike: distinct, sorted, sender !=
   /// receiver.
   std::vector<Channel> channels;
+  /// How a group sums across the copies (docs/data-parallel.md, "Two
+  /// levels"): Manifest::syncsInTwoLevels says which groups take two.
+  bp_gradient_sync gradientSync = BP_GRADIENT_SYNC_FLAT;
 };
 
 /// program.h's initialisers (values: its bp_init_kind).
@@ -271,6 +275,14 @@ struct Manifest {
   /// The world ranks of group \p g: its pipeline ranks in every copy, in
   /// increasing order ({c * devices + p : c < data_parallel, p in g}).
   std::vector<int> worldGroup(int g) const;
+  /// Whether group \p g sums in two levels: schedule.gradientSync says
+  /// "hierarchical" and the group has two levels to use
+  /// (bitpipe/base/GradientSyncGroups.h's rule).
+  bool syncsInTwoLevels(int g) const;
+  /// Group \p g's two levels as world ranks (GradientSyncGroups.h's
+  /// layout): its members in each copy, and each member's copies; each
+  /// level is what Communicator::createPartition takes.
+  base::TwoLevelGroups twoLevelGroups(int g) const;
   /// The schedule's channels as world ranks, in every copy: {(c * devices
   /// + s, c * devices + r) : c < data_parallel, [s, r] in channels}, copy
   /// by copy (so still sorted). What Communicator::openChannels takes.

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -661,19 +662,40 @@ void Trainer::report(int64_t step, double seconds, const StepReport &mine) {
   }
 }
 
-int Trainer::run() {
-  // Groups first: createGroup is collective over every rank, in order.
-  std::vector<GroupId> groupIds;
-  // The manifest's groups are pipeline ranks: each is created as the world
-  // group of every copy of them (Manifest::worldGroup).
-  for (size_t g = 0; g < manifest_.groups.size(); ++g) {
-    Expected<GroupId> id =
-        comm_.createGroup(manifest_.worldGroup(static_cast<int>(g)));
-    if (!id.isOk())
-      comm_.abort(1, "creating the manifest's groups: " +
-                         id.status().message());
-    groupIds.push_back(*id);
+/// The communicator's groups of the manifest's, collectively (every rank
+/// in the same order): each group as the world group of every copy of its
+/// pipeline ranks (Manifest::worldGroup), in manifest order, into
+/// \p groupIds; then, for each group that sums in two levels, its two
+/// partitions (docs/data-parallel.md, "Two levels"), in manifest order
+/// again, into \p twoLevel. After every manifest group, so that those keep
+/// the ids a flat run gives them.
+Status createGroups(Communicator &comm, const Manifest &manifest,
+                    std::vector<GroupId> *groupIds,
+                    std::vector<std::optional<TwoLevelGroup>> *twoLevel) {
+  const int numGroups = static_cast<int>(manifest.groups.size());
+  for (int g = 0; g < numGroups; ++g) {
+    BP_ASSIGN(id, comm.createGroup(manifest.worldGroup(g)));
+    groupIds->push_back(id);
   }
+  twoLevel->assign(manifest.groups.size(), std::nullopt);
+  for (int g = 0; g < numGroups; ++g) {
+    if (!manifest.syncsInTwoLevels(g))
+      continue;
+    const base::TwoLevelGroups parts = manifest.twoLevelGroups(g);
+    BP_ASSIGN(within, comm.createPartition(parts.withinCopy));
+    BP_ASSIGN(across, comm.createPartition(parts.acrossCopies));
+    (*twoLevel)[g] = TwoLevelGroup{(*groupIds)[g], within, across};
+  }
+  return Status::ok();
+}
+
+int Trainer::run() {
+  // Groups first: creating one is collective over every rank, in order.
+  std::vector<GroupId> groupIds;
+  std::vector<std::optional<TwoLevelGroup>> twoLevel;
+  Status groups = createGroups(comm_, manifest_, &groupIds, &twoLevel);
+  if (!groups.isOk())
+    comm_.abort(1, "creating the manifest's groups: " + groups.message());
   // Then the channels, as world ranks, before anything else transfers: a
   // device transport connects them here (Communicator::openChannels).
   Status channels = comm_.openChannels(manifest_.schedule.transferStreams,
@@ -758,6 +780,7 @@ int Trainer::run() {
   parts.optimizer = &adam_;
   parts.trace = &trace_;
   parts.groupIds = groupIds;
+  parts.twoLevelGroups = twoLevel;
   bp_rt_context ctx(std::move(parts));
   // Every data-parallel copy runs its pipeline rank's program.
   bp_rank_program_t program =

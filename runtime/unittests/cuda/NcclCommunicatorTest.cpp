@@ -15,8 +15,9 @@
 // own streams ("channel"; on one stream they would deadlock), all-reduces
 // over split groups, transfers and an all-reduce captured into a CUDA
 // graph (--cuda-graphs' protocol: the streams forked into the capture and
-// joined back) and launched again on new data, and the timeout on a peer
-// that never sends.
+// joined back) and launched again on new data, two-level sums over
+// partitions (eagerly and in a graph), and the timeout on a peer that
+// never sends.
 //
 // bench/gpu/check.sh runs it on a GPU, under mpirun -np 2 and -np 4.
 //
@@ -338,6 +339,85 @@ TEST(NcclCommunicator, TransfersCapturedIntoAGraphRunAgainOnNewData) {
           << "launch " << launch << " at " << i;
       ASSERT_EQ(total[i], want) << "launch " << launch << " at " << i;
     }
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(c.numPending(), 0u);
+  EXPECT_EQ(c.numDeviceWaits(), 0u);
+}
+
+// A two-level sum (docs/data-parallel.md, "Two levels") over the world as
+// n / 2 copies of 2 pipeline ranks: the copies' partition {2c, 2c + 1},
+// the pipeline ranks' {p, p + 2, ...}. Small integers, so that every sum
+// is exact: equal to the flat all-reduce's on every rank. Eagerly, then
+// captured into a graph (three streams forked into the capture by its
+// events and joined back) and launched twice on new data.
+TEST(NcclCommunicator, TwoLevelSumsEqualTheFlatSumEagerlyAndInAGraph) {
+  REQUIRE_WORLD();
+  NcclCommunicator &c = *world->channel;
+  const int r = c.rank(), n = c.size();
+  ASSERT_EQ(n % 2, 0) << "two pipeline ranks per copy";
+  std::vector<int> all;
+  std::vector<std::vector<int>> copies, pipeline(2);
+  for (int k = 0; k < n; ++k) {
+    all.push_back(k);
+    if (k % 2 == 0)
+      copies.push_back({k, k + 1});
+    pipeline[k % 2].push_back(k);
+  }
+  auto whole = c.createGroup(all);
+  auto within = c.createPartition(copies);
+  auto across = c.createPartition(pipeline);
+  ASSERT_TRUE(whole.isOk() && within.isOk() && across.isOk());
+  const TwoLevelGroup group{*whole, *within, *across};
+  EXPECT_EQ(c.groupRanks(*within), copies[r / 2]);
+  EXPECT_EQ(c.groupRanks(*across), pipeline[r % 2]);
+
+  // Two shards of 3 << 17 and a tail of 1.
+  const size_t count = (3 << 18) + 1;
+  DeviceArray<float> sum(count);
+  auto values = [&](int rank, int round) {
+    std::vector<float> v(count);
+    for (size_t i = 0; i < count; ++i)
+      v[i] = static_cast<float>((rank + 1) * (round + 1) + i % 7);
+    return v;
+  };
+  auto check = [&](int round) {
+    std::vector<float> got = sum.download(c);
+    auto expectAt = [&](size_t i) {
+      float want = 0;
+      for (int k = 0; k < n; ++k)
+        want += static_cast<float>((k + 1) * (round + 1) + i % 7);
+      EXPECT_EQ(got[i], want) << "round " << round << " at " << i;
+    };
+    for (size_t i = 0; i < count; i += 997)
+      expectAt(i);
+    expectAt(count - 1); // the tail
+  };
+  sum.upload(values(r, 0));
+  auto h = c.hierarchicalAllReduceStart(sum.data, count, DType::F32, group);
+  ASSERT_TRUE(h.isOk()) << h.status().message();
+  ASSERT_TRUE(c.waitOnDevice(*h).isOk());
+  check(0);
+
+  ASSERT_TRUE(c.beginCapture().isOk());
+  ASSERT_EQ(
+      cudaStreamBeginCapture(world->compute, cudaStreamCaptureModeThreadLocal),
+      cudaSuccess);
+  auto g = c.hierarchicalAllReduceStart(sum.data, count, DType::F32, group);
+  ASSERT_TRUE(g.isOk()) << g.status().message();
+  ASSERT_TRUE(c.waitOnDevice(*g).isOk());
+  Status joined = c.endCapture();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(world->compute, &graph), cudaSuccess);
+  ASSERT_TRUE(joined.isOk()) << joined.message();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  for (int round = 1; round <= 2; ++round) {
+    sum.upload(values(r, round));
+    ASSERT_EQ(cudaGraphLaunch(exec, world->compute), cudaSuccess);
+    ASSERT_TRUE(c.graphLaunched("the test's graph").isOk());
+    check(round);
   }
   EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
   EXPECT_EQ(c.numPending(), 0u);

@@ -30,7 +30,10 @@
 //                   under MPI's rules, it runs.
 // FAKE_BERT switches the model family (masked-LM data) for any of them.
 // The manifests list the channels and say "channel" transfer streams;
-// FAKE_SHARED_STREAMS says "shared" instead (one stream per rank).
+// FAKE_SHARED_STREAMS says "shared" instead (one stream per rank). They
+// say "flat" gradient sync; FAKE_HIERARCHICAL says "hierarchical" instead
+// (docs/data-parallel.md, "Two levels": FAKE_PIPE2_DP2's embedding group
+// of both pipeline ranks in two copies then sums in two levels).
 // FAKE_WORLD_PROGRAMS lists one program per WORLD rank instead (what a
 // version-2 compiler emitted), which the runtime must refuse.
 //
@@ -43,14 +46,19 @@
 // as a miscompiled program would: the executor must stop the whole job.
 // BITPIPE_FAKE_BAD_PEER=P makes it send its first activation to pipeline
 // rank P instead of its partner (P = 2 with 2 pipeline ranks: no such rank).
+// BITPIPE_FAKE_STALL=W makes WORLD rank W (Open MPI's OMPI_COMM_WORLD_RANK)
+// sleep for a minute in step 2 before it starts its all-reduces, as a
+// stuck peer would: its group's members must time out naming the sum.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FakeModel.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #ifdef FAKE_BERT
 #define FAKE_MODEL_JSON                                                        \
@@ -77,6 +85,17 @@ void maybeDie(int rank) {
                  rank, stepNumber);
     std::fflush(stderr);
     std::raise(SIGKILL);
+  }
+}
+
+/// BITPIPE_FAKE_STALL=W: world rank W is stuck in step 2.
+void maybeStall() {
+  const char *stalled = std::getenv("BITPIPE_FAKE_STALL");
+  const char *me = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (stalled && me && std::atoi(stalled) == std::atoi(me) && stepNumber == 2) {
+    std::fprintf(stderr, "fake program: world rank %s stalls in step 2\n", me);
+    std::fflush(stderr);
+    std::this_thread::sleep_for(std::chrono::seconds(60));
   }
 }
 
@@ -150,6 +169,7 @@ void maybeDie(int rank) {
     bp_rt_backward(ctx, kStage0Bwd, mb, id(mb, kSaved), id(mb, kGrad), -1);
     bp_rt_release(ctx, id(mb, kGrad));
   }
+  maybeStall();
   for (int b = 0; b < buckets; ++b)
     bp_rt_allreduce_start(ctx, b, n * kPerMb + b);
   for (int b = 0; b < buckets; ++b)
@@ -246,6 +266,7 @@ void maybeDie(int rank) {
   // The deferred weight halves (zero-bubble schedules fill bubbles so).
   for (int mb = 0; mb < n; ++mb)
     bp_rt_weight_grad(ctx, kStage1BwdWeight, mb, id(mb, kSaved));
+  maybeStall();
   bp_rt_allreduce_start(ctx, 0, n * kPerMb);
   bp_rt_allreduce_wait(ctx, n * kPerMb);
   bp_rt_optimizer_step(ctx, world_mbs);
@@ -256,9 +277,14 @@ void maybeDie(int rank) {
 #else
 #define FAKE_STREAMS_JSON " \"transfer_streams\": \"channel\","
 #endif
+#ifdef FAKE_HIERARCHICAL
+#define FAKE_GRADIENT_SYNC_JSON " \"gradient_sync\": \"hierarchical\"},"
+#else
+#define FAKE_GRADIENT_SYNC_JSON " \"gradient_sync\": \"flat\"},"
+#endif
 // The two ranks' channels: activations 0 -> 1, their gradients 1 -> 0.
 #define FAKE_PIPE2_CHANNELS_JSON                                               \
-  " \"channels\": [[0, 1], [1, 0]], \"gradient_sync\": \"flat\"},"
+  " \"channels\": [[0, 1], [1, 0]]," FAKE_GRADIENT_SYNC_JSON
 
 #if defined(FAKE_SINGLE)
 void rank0(bp_rt_context *c) { bothStages(c, 0, 4, 4, 0); }
@@ -266,8 +292,7 @@ void rank0(bp_rt_context *c) { bothStages(c, 0, 4, 4, 0); }
 #define FAKE_TAIL_JSON                                                         \
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 4, \"devices\": 1,"   \
   " \"data_parallel\": 1, \"world_size\": 1," FAKE_STREAMS_JSON                \
-  " \"channels\": [], \"gradient_sync\": \"flat\"},"                           \
-  "\"groups\": [],"                                                            \
+  " \"channels\": []," FAKE_GRADIENT_SYNC_JSON "\"groups\": [],"               \
   "\"ranks\": [{\"num_values\": 28,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
   " \"hidden.bias\"], \"buckets\": []}]"
@@ -308,8 +333,7 @@ void rank0(bp_rt_context *c) { bothStages(c, 0, 2, 4, 2); }
 #define FAKE_TAIL_JSON                                                         \
   "\"schedule\": {\"name\": \"gpipe\", \"microbatches\": 2, \"devices\": 1,"   \
   " \"data_parallel\": 2, \"world_size\": 2," FAKE_STREAMS_JSON                \
-  " \"channels\": [], \"gradient_sync\": \"flat\"},"                           \
-  "\"groups\": [[0]],"                                                         \
+  " \"channels\": []," FAKE_GRADIENT_SYNC_JSON "\"groups\": [[0]],"            \
   "\"ranks\": [{\"num_values\": 16,"                                           \
   " \"params\": [\"embed.tokens\", \"embed.pos\", \"hidden.weight\","          \
   " \"hidden.bias\"], \"buckets\": ["                                          \

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <iterator>
@@ -39,19 +40,46 @@ Status mpiStatus(int err, const char *what) {
 
 /// Starts one MPI operation into its request.
 using Start = std::function<int(MPI_Request *)>;
+/// What an operation does once it is done (a reduce-scatter's copy into
+/// place); may be empty.
+using Finish = std::function<void()>;
+
+struct Unit;
+using UnitRef = std::shared_ptr<Unit>;
 
 /// What a stream runs as one (the file comment of HostNcclCalls.h).
 struct Unit {
   std::vector<Start> starts;
+  std::vector<Finish> finishes;
+  /// Other streams' units it must not be posted before (their events'
+  /// units, which its stream waited for).
+  std::vector<UnitRef> after;
   std::vector<MPI_Request> requests; // once posted
   bool done = false;
-};
-using UnitRef = std::shared_ptr<Unit>;
 
-/// A communicator and its stream: the units not yet done, in issue order.
+  bool ready() const {
+    for (const UnitRef &u : after)
+      if (!u->done)
+        return false;
+    return true;
+  }
+};
+
+/// \p units without the ones done.
+void dropDone(std::vector<UnitRef> *units) {
+  std::vector<UnitRef> left;
+  for (UnitRef &u : *units)
+    if (!u->done)
+      left.push_back(std::move(u));
+  units->swap(left);
+}
+
+/// A communicator and its stream: the units not yet done, in issue order,
+/// and the other streams' units it was told to wait for, not yet done.
 struct Stream {
   MPI_Comm comm = MPI_COMM_NULL;
   std::deque<UnitRef> units;
+  std::vector<UnitRef> waits;
 };
 
 class HostNcclCalls final : public NcclDeviceCalls {
@@ -67,7 +95,7 @@ public:
   Status initWorld(const std::string &, int, int) override {
     MPI_Comm world = MPI_COMM_NULL;
     BP_TRY(mpiStatus(MPI_Comm_dup(MPI_COMM_WORLD, &world), "MPI_Comm_dup"));
-    streams_.push_back({world, {}});
+    streams_.push_back({world, {}, {}});
     return Status::ok();
   }
   Expected<int> split(int color, int key) override {
@@ -78,7 +106,7 @@ public:
                      "MPI_Comm_split"));
     if (color < 0)
       return -1;
-    streams_.push_back({c, {}});
+    streams_.push_back({c, {}, {}});
     return static_cast<int>(streams_.size() - 1);
   }
   Expected<void *> scratch(int64_t count) override {
@@ -100,8 +128,11 @@ public:
                            "host NCCL: a group ends that did not start");
     inGroup_ = false;
     std::vector<Start> group;
+    std::vector<Finish> finishes;
     group.swap(group_);
-    return group.empty() ? Status::ok() : enqueue(groupComm_, group);
+    finishes.swap(groupFinishes_);
+    return group.empty() ? Status::ok()
+                         : enqueue(groupComm_, group, std::move(finishes));
   }
   Status send(int comm, const void *buf, int64_t count, NcclElement type,
               int peer) override {
@@ -134,11 +165,56 @@ public:
                             mpiTypeOf(type), MPI_SUM, c, r);
     });
   }
+  Status reduceScatter(int comm, void *buf, int64_t shardCount,
+                       NcclElement type) override {
+    if (inGroup_)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "host NCCL: a reduce-scatter inside a p2p group");
+    MPI_Comm c = streams_[comm].comm;
+    int rank = 0;
+    BP_TRY(mpiStatus(MPI_Comm_rank(c, &rank), "MPI_Comm_rank"));
+    const size_t bytes =
+        static_cast<size_t>(shardCount) * ncclElementSize(type);
+    // The unit's own: MPI writes it, the finish copies it to the shard.
+    auto shard = std::make_shared<std::vector<char>>(bytes);
+    char *mine = static_cast<char *>(buf) + static_cast<size_t>(rank) * bytes;
+    return issue(
+        comm,
+        [=](MPI_Request *r) {
+          return MPI_Ireduce_scatter_block(buf, shard->data(),
+                                           static_cast<int>(shardCount),
+                                           mpiTypeOf(type), MPI_SUM, c, r);
+        },
+        [=] { std::memcpy(mine, shard->data(), bytes); });
+  }
+  Status allGather(int comm, void *buf, int64_t shardCount,
+                   NcclElement type) override {
+    if (inGroup_)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "host NCCL: an all-gather inside a p2p group");
+    MPI_Comm c = streams_[comm].comm;
+    return issue(comm, [=](MPI_Request *r) {
+      return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf,
+                            static_cast<int>(shardCount), mpiTypeOf(type), c,
+                            r);
+    });
+  }
   Status streamWaitsForCompute(int) override { return Status::ok(); }
+  Status streamWaitsForEvent(int comm, int event) override {
+    // Copied: the slot may be released and recorded again.
+    std::vector<UnitRef> &waits = streams_[comm].waits;
+    waits.insert(waits.end(), events_[event].begin(), events_[event].end());
+    dropDone(&waits);
+    return Status::ok();
+  }
   Expected<int> recordEvent(int comm) override {
     BP_TRY(progress());
-    std::vector<UnitRef> units(streams_[comm].units.begin(),
-                               streams_[comm].units.end());
+    // The stream's units, and what it waits for: a CUDA event recorded
+    // after a wait completes only once the wait is met.
+    Stream &stream = streams_[comm];
+    dropDone(&stream.waits);
+    std::vector<UnitRef> units(stream.units.begin(), stream.units.end());
+    units.insert(units.end(), stream.waits.begin(), stream.waits.end());
     int slot;
     if (!free_.empty()) {
       slot = free_.back();
@@ -193,9 +269,12 @@ public:
 
 private:
   /// An operation on \p comm: into the open group, or a unit of its own.
-  Status issue(int comm, Start start) {
+  Status issue(int comm, Start start, Finish finish = nullptr) {
+    std::vector<Finish> finishes;
+    if (finish)
+      finishes.push_back(std::move(finish));
     if (!inGroup_)
-      return enqueue(comm, {std::move(start)});
+      return enqueue(comm, {std::move(start)}, std::move(finishes));
     // NcclCommunicator never spans communicators with a group (a batch is
     // one channel's, a warm-up one communicator's); the fake relies on it.
     if (groupComm_ >= 0 && groupComm_ != comm)
@@ -205,13 +284,23 @@ private:
                                         groupComm_, comm));
     groupComm_ = comm;
     group_.push_back(std::move(start));
+    for (Finish &f : finishes)
+      groupFinishes_.push_back(std::move(f));
     return Status::ok();
   }
 
-  Status enqueue(int comm, std::vector<Start> starts) {
+  Status enqueue(int comm, std::vector<Start> starts,
+                 std::vector<Finish> finishes) {
     auto unit = std::make_shared<Unit>();
     unit->starts = std::move(starts);
-    streams_[comm].units.push_back(std::move(unit));
+    unit->finishes = std::move(finishes);
+    // Behind every wait of its stream so far (a CUDA stream's wait holds
+    // all later work; under loose rules the units of a stream do not hold
+    // each other, so each must carry them).
+    Stream &stream = streams_[comm];
+    dropDone(&stream.waits);
+    unit->after = stream.waits;
+    stream.units.push_back(std::move(unit));
     return progress();
   }
 
@@ -227,6 +316,9 @@ private:
                                  u.requests.data(), &flag,
                                  MPI_STATUSES_IGNORE),
                      "MPI_Testall"));
+    if (flag != 0 && !u.done)
+      for (Finish &f : u.finishes)
+        f();
     u.done = flag != 0;
     return u.done;
   }
@@ -237,11 +329,18 @@ private:
   Status progress() {
     for (Stream &s : streams_) {
       if (rules_ == HostNcclRules::Loose) {
-        // Every unit posted at once; they end in any order.
+        // Every unit posted once its waits are met; they end in any order.
+        // A later unit waits for all an earlier one does, so the units of
+        // a communicator are still posted in issue order, as MPI's
+        // collectives must be.
         for (const UnitRef &u : s.units)
-          if (u->requests.empty())
+          if (u->requests.empty() && u->ready())
             BP_TRY(post(*u));
         for (auto it = s.units.begin(); it != s.units.end();) {
+          if ((*it)->requests.empty()) {
+            ++it;
+            continue;
+          }
           BP_ASSIGN(done, test(**it));
           it = done ? s.units.erase(it) : std::next(it);
         }
@@ -251,6 +350,8 @@ private:
       // done, as a stream runs its kernels one after another.
       while (!s.units.empty()) {
         Unit &head = *s.units.front();
+        if (head.requests.empty() && !head.ready())
+          break;
         if (head.requests.empty())
           BP_TRY(post(head));
         BP_ASSIGN(done, test(head));
@@ -268,6 +369,7 @@ private:
   bool inGroup_ = false;
   int groupComm_ = -1;
   std::vector<Start> group_;
+  std::vector<Finish> groupFinishes_;
   std::vector<std::vector<UnitRef>> events_;
   std::vector<int> free_;
   int timingSlots_ = 0;

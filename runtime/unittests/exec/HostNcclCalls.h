@@ -1,4 +1,5 @@
-//===- HostNcclCalls.h - NcclDeviceCalls over MPI, in host memory -*- C++ -*-===//
+//===- HostNcclCalls.h - NcclDeviceCalls over MPI, in host memory -*- C++
+//-*-===//
 //
 // Test-only: the NCCL communicator's device layer played by MPI on host
 // memory, so that the executor runs its NCCL path (channels, batches as
@@ -13,7 +14,13 @@
 // group is on the stream yet (as before ncclGroupEnd). The fake device
 // computes synchronously on the host (hostComputes): a stream waiting for
 // compute waits for nothing, and compute waiting for an event is a host
-// wait.
+// wait. A stream waiting for another's event (streamWaitsForEvent) holds
+// every unit issued on it afterwards until the event's units are done, and
+// an event recorded on it afterwards covers them too, as a CUDA stream's
+// wait does. A reduce-scatter goes through a scratch buffer of its unit
+// (MPI's in-place form leaves the result at the buffer's start, NCCL's at
+// the rank's shard), copied into place when the unit is done; an
+// all-gather is MPI's in place.
 //
 // Two sets of rules:
 //  - strict (the default) plays NCCL's: a send is MPI_Issend, done only once
@@ -26,7 +33,9 @@
 //    wait for each other. An event still covers every earlier unit of its
 //    stream, sends included, and MPI completes a large MPI_Isend only once
 //    it is matched: loose relaxes the streams' order, not the rendezvous
-//    (the CPU runtime's MpiCommunicator is MPI's rules).
+//    (the CPU runtime's MpiCommunicator is MPI's rules). Nor does it relax
+//    a wait for another stream's event: what follows the wait is posted
+//    only once the event's units are done, under both rules.
 // Who makes the calls chooses the rules from an environment variable
 // (hostNcclRulesFromEnv): FakeDeviceBackend.cpp from
 // BITPIPE_FAKE_DEVICE_NCCL (unset: no NCCL at all), HostNcclTarget.cpp

@@ -83,6 +83,42 @@ std::string errorOf(const std::string &text) {
   return m.isOk() ? "" : m.status().message();
 }
 
+TEST(ExecManifest, ReadsTheGradientSyncAndWhichGroupsTakeTwoLevels) {
+  Expected<Manifest> flat = parseManifest(pipeDpManifest());
+  ASSERT_TRUE(flat.isOk()) << flat.status().message();
+  EXPECT_EQ(flat->schedule.gradientSync, BP_GRADIENT_SYNC_FLAT);
+  EXPECT_FALSE(flat->syncsInTwoLevels(0));
+  EXPECT_FALSE(flat->syncsInTwoLevels(1));
+
+  Expected<Manifest> m = parseManifest(pipeDpManifest("hierarchical"));
+  ASSERT_TRUE(m.isOk()) << m.status().message();
+  EXPECT_EQ(m->schedule.gradientSync, BP_GRADIENT_SYNC_HIERARCHICAL);
+  // Group 0 (pipeline ranks 0 and 1, two copies) has two levels; group 1
+  // (pipeline rank 0 alone) has only the copies, and sums flat.
+  EXPECT_TRUE(m->syncsInTwoLevels(0));
+  EXPECT_FALSE(m->syncsInTwoLevels(1));
+  EXPECT_EQ(m->twoLevelGroups(0).withinCopy,
+            (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(m->twoLevelGroups(0).acrossCopies,
+            (std::vector<std::vector<int>>{{0, 2}, {1, 3}}));
+
+  // D = 4, K = 3: group {1, 3}.
+  Manifest wide;
+  wide.schedule.devices = 4;
+  wide.schedule.dataParallel = 3;
+  wide.schedule.gradientSync = BP_GRADIENT_SYNC_HIERARCHICAL;
+  wide.groups = {{1, 3}};
+  EXPECT_TRUE(wide.syncsInTwoLevels(0));
+  EXPECT_EQ(wide.twoLevelGroups(0).withinCopy,
+            (std::vector<std::vector<int>>{{1, 3}, {5, 7}, {9, 11}}));
+  EXPECT_EQ(wide.twoLevelGroups(0).acrossCopies,
+            (std::vector<std::vector<int>>{{1, 5, 9}, {3, 7, 11}}));
+
+  EXPECT_NE(errorOf(pipeDpManifest("tree")).find("gradient_sync"),
+            std::string::npos)
+      << errorOf(pipeDpManifest("tree"));
+}
+
 TEST(ExecManifest, NamesWhatIsWrongAndWhere) {
   const std::string good = pipeDpManifest();
   struct Case {

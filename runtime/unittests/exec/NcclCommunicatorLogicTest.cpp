@@ -10,8 +10,11 @@
 // communicator and stream, transfers on unlisted channels and batches that
 // mix channels refused; batches opened lazily and closed by endBatch / a
 // wait / an all-reduce, the event a batch shares, the streams' waits for
-// compute, all-reduces on their group's stream, device waits and their
-// drain (and the host's deadline first where compute runs on the host),
+// compute, all-reduces on their group's stream, partitions (one split
+// coloured by part), two-level all-reduces (their steps on three streams
+// ordered by events, the tail joined back, the step a timeout blames),
+// device waits and their drain (and the host's deadline first where
+// compute runs on the host),
 // the timeout and async-error paths (abort once, message naming the rank,
 // op and peer), request ids, dtypes; the device spans (a pair of timing
 // events per operation on its stream, a batch's pair around its group's
@@ -55,6 +58,8 @@ public:
   int comms = 1; // the world's
   bool onHost = false;
   int32_t scratchMemory[64] = {};
+  /// The test's data buffer, whose offsets the log names.
+  const char *dataBase = nullptr;
 
   explicit FakeCalls(std::vector<std::string> *log) : log(log) {}
 
@@ -108,13 +113,41 @@ public:
                                 static_cast<long long>(count), name(t), peer));
     return Status::ok();
   }
-  Status allReduce(int comm, void *, int64_t count, NcclElement t) override {
-    log->push_back(formatString("allReduce c%d n%lld %s", comm,
-                                static_cast<long long>(count), name(t)));
+  Status allReduce(int comm, void *buf, int64_t count, NcclElement t) override {
+    // Where in the test's data buffer, for the two-level sums' shards.
+    const std::ptrdiff_t at = offsetOf(buf);
+    log->push_back(at > 0
+                       ? formatString("allReduce c%d at %td n%lld %s", comm, at,
+                                      static_cast<long long>(count), name(t))
+                       : formatString("allReduce c%d n%lld %s", comm,
+                                      static_cast<long long>(count), name(t)));
+    return Status::ok();
+  }
+  /// The byte offset of \p buf in dataBase's buffer (0 elsewhere).
+  std::ptrdiff_t offsetOf(const void *buf) const {
+    const char *p = static_cast<const char *>(buf);
+    return dataBase && p >= dataBase && p < dataBase + 1024 ? p - dataBase : 0;
+  }
+  Status reduceScatter(int comm, void *buf, int64_t count,
+                       NcclElement t) override {
+    log->push_back(formatString("reduceScatter c%d at %td n%lld %s", comm,
+                                offsetOf(buf), static_cast<long long>(count),
+                                name(t)));
+    return Status::ok();
+  }
+  Status allGather(int comm, void *buf, int64_t count, NcclElement t) override {
+    log->push_back(formatString("allGather c%d at %td n%lld %s", comm,
+                                offsetOf(buf), static_cast<long long>(count),
+                                name(t)));
     return Status::ok();
   }
   Status streamWaitsForCompute(int comm) override {
     log->push_back(formatString("c%d waits for compute", comm));
+    return Status::ok();
+  }
+  Status streamWaitsForEvent(int comm, int event) override {
+    EXPECT_TRUE(liveEvents.count(event)) << "wait for released event " << event;
+    log->push_back(formatString("c%d waits for e%d", comm, event));
     return Status::ok();
   }
   Expected<int> recordEvent(int comm) override {
@@ -209,6 +242,16 @@ public:
     groups_.push_back(ranks);
     return static_cast<GroupId>(groups_.size() - 1);
   }
+  Expected<GroupId>
+  createPartition(const std::vector<std::vector<int>> &parts) override {
+    std::vector<int> mine;
+    for (const std::vector<int> &part : parts)
+      for (int r : part)
+        if (r == rank_)
+          mine = part;
+    groups_.push_back(mine);
+    return static_cast<GroupId>(groups_.size() - 1);
+  }
   bool isMember(GroupId g) const override {
     for (int r : groups_[g])
       if (r == rank_)
@@ -230,6 +273,11 @@ public:
   }
   Expected<RequestHandle> allReduceStart(void *, int64_t, DType,
                                          GroupId) override {
+    return Status::error(ErrorCode::InvalidArgument, "not in this test");
+  }
+  Expected<RequestHandle>
+  hierarchicalAllReduceStart(void *, int64_t, DType,
+                             const TwoLevelGroup &) override {
     return Status::error(ErrorCode::InvalidArgument, "not in this test");
   }
   Status waitFor(RequestHandle, double) override {
@@ -321,6 +369,14 @@ struct Fixture {
     settle();
     return g.isOk() ? *g : -1;
   }
+  /// createPartition, as group().
+  GroupId partition(const std::vector<std::vector<int>> &parts) {
+    calls->everyEventDone = true;
+    Expected<GroupId> g = comm->createPartition(parts);
+    EXPECT_TRUE(g.isOk()) << g.status().message();
+    settle();
+    return g.isOk() ? *g : -1;
+  }
   void settle() {
     EXPECT_TRUE(calls->liveEvents.empty());
     calls->everyEventDone = false;
@@ -338,6 +394,20 @@ struct Fixture {
 };
 
 float data[16];
+
+/// 2 copies of 2 pipeline ranks (world ranks 0-3), the group of both in two
+/// levels as the trainer makes it: the whole group (group 1, communicator
+/// c1), the copies' partition (group 2, c2: {0, 1}, {2, 3}) and the
+/// pipeline ranks' (group 3, c3: {0, 2}, {1, 3}). The log names offsets in
+/// `data`.
+TwoLevelGroup twoLevelGroupOf(Fixture &f) {
+  TwoLevelGroup g;
+  g.whole = f.group({0, 1, 2, 3});
+  g.withinCopy = f.partition({{0, 1}, {2, 3}});
+  g.acrossCopies = f.partition({{0, 2}, {1, 3}});
+  f.calls->dataBase = reinterpret_cast<const char *>(data);
+  return g;
+}
 
 } // namespace
 
@@ -720,6 +790,202 @@ TEST(NcclCommunicatorLogic, AnAllReduceEndsTheOpenBatchAndRunsOnItsGroup) {
   f.log.clear();
   ASSERT_TRUE(f.comm->waitOnDevice(*a).isOk());
   EXPECT_EQ(f.log, (std::vector<std::string>{"compute waits for e1"}));
+}
+
+TEST(NcclCommunicatorLogic, APartitionIsOneSplitColouredByItsParts) {
+  Fixture f(2, 4);
+  f.calls->everyEventDone = true;
+  auto g = f.comm->createPartition({{0, 1}, {2, 3}});
+  ASSERT_TRUE(g.isOk()) << g.status().message();
+  EXPECT_EQ(*g, 1); // the bootstrap's id
+  // Colour = the part's index, key = the place in it; the part warmed up
+  // among its own members.
+  EXPECT_EQ(f.log, (std::vector<std::string>{"split color 1 key 0",
+                                             "allReduce c1 n1 i32",
+                                             "record e0 on c1"}));
+  EXPECT_TRUE(f.comm->isMember(*g));
+  EXPECT_EQ(f.comm->groupRanks(*g), (std::vector<int>{2, 3}));
+  f.settle();
+
+  // A rank in no part joins the split with no colour, and is no member.
+  auto none = f.comm->createPartition({{1, 0}});
+  ASSERT_TRUE(none.isOk());
+  EXPECT_EQ(f.log, (std::vector<std::string>{"split color -1 key 0"}));
+  EXPECT_FALSE(f.comm->isMember(*none));
+  EXPECT_TRUE(f.comm->groupRanks(*none).empty());
+  float x[4] = {};
+  TwoLevelGroup foreign{*g, *none, *g};
+  auto refused = f.comm->hierarchicalAllReduceStart(x, 4, DType::F32, foreign);
+  ASSERT_FALSE(refused.isOk());
+  EXPECT_NE(refused.status().message().find(
+                "rank 2: hierarchical allreduce on group 2, which does not "
+                "contain this rank"),
+            std::string::npos)
+      << refused.status().message();
+}
+
+TEST(NcclCommunicatorLogic, ATwoLevelSumOrdersItsStepsAcrossThreeStreams) {
+  Fixture f(1, 4);
+  TwoLevelGroup g = twoLevelGroupOf(f);
+  // An open batch is closed first: a collective must not join its group.
+  auto s = f.comm->send(data, 4, DType::F32, 0, 1);
+  ASSERT_TRUE(s.isOk());
+  auto h = f.comm->hierarchicalAllReduceStart(data, 9, DType::F32, g);
+  ASSERT_TRUE(h.isOk()) << h.status().message();
+  // Rank 1 sums 9 f32 as two shards of 4 (its own at byte 16) and a tail
+  // of 1 (at byte 32): the reduce-scatter, the shard's all-reduce across
+  // copies after it, the all-gather after that; the tail on the whole
+  // group's stream beside them, joined back; the request's event last on
+  // the copy's stream.
+  EXPECT_EQ(
+      f.log,
+      (std::vector<std::string>{
+          "groupStart", "c0 waits for compute", "send c0 n4 f32 to 0",
+          "groupEnd", "record e0 on c0", "c2 waits for compute",
+          "reduceScatter c2 at 0 n4 f32", "record e1 on c2", "c3 waits for e1",
+          "allReduce c3 at 16 n4 f32", "record e2 on c3", "c2 waits for e2",
+          "allGather c2 at 0 n4 f32", "c1 waits for compute",
+          "allReduce c1 at 32 n1 f32", "record e3 on c1", "c2 waits for e3",
+          "record e4 on c2"}));
+  f.log.clear();
+  ASSERT_TRUE(f.comm->waitOnDevice(*h).isOk());
+  EXPECT_EQ(f.log, (std::vector<std::string>{"compute waits for e4"}));
+  // The steps' events stay with the request until it is done, then go
+  // back with it.
+  EXPECT_EQ(f.calls->liveEvents, (std::set<int>{0, 1, 2, 3, 4}));
+  f.calls->doneEvents = {0, 1, 2, 3, 4};
+  ASSERT_TRUE(f.comm->drainDeviceWaits().isOk());
+  ASSERT_TRUE(f.comm->wait(*s).isOk());
+  EXPECT_TRUE(f.calls->liveEvents.empty());
+  EXPECT_EQ(f.comm->numPending(), 0u);
+}
+
+TEST(NcclCommunicatorLogic, ABucketSmallerThanTheCopyIsATailAlone) {
+  Fixture f(1, 4);
+  TwoLevelGroup g = twoLevelGroupOf(f);
+  auto h = f.comm->hierarchicalAllReduceStart(data, 1, DType::F32, g);
+  ASSERT_TRUE(h.isOk());
+  EXPECT_EQ(f.log, (std::vector<std::string>{
+                       "c2 waits for compute", "c1 waits for compute",
+                       "allReduce c1 n1 f32", "record e0 on c1",
+                       "c2 waits for e0", "record e1 on c2"}));
+  f.calls->everyEventDone = true;
+  ASSERT_TRUE(f.comm->wait(*h).isOk());
+  f.settle();
+
+  // Shards and no tail: the whole group's stream is not used.
+  h = f.comm->hierarchicalAllReduceStart(data, 8, DType::F32, g);
+  ASSERT_TRUE(h.isOk());
+  EXPECT_TRUE(f.linesOf("c1").empty());
+  EXPECT_EQ(f.log.back(), "record e2 on c2");
+  f.calls->everyEventDone = true;
+  ASSERT_TRUE(f.comm->wait(*h).isOk());
+  EXPECT_TRUE(f.calls->liveEvents.empty());
+}
+
+TEST(NcclCommunicatorLogic, ATwoLevelSumsTimeoutNamesTheStepThatDidNotEnd) {
+  // Which of rank 1's events are done (e0 after its reduce-scatter, e1
+  // after the shard's all-reduce, e2 after the tail, e3 the request's),
+  // and the step a timeout then blames.
+  const std::vector<std::pair<std::set<int>, std::string>> cases = {
+      {{},
+       "step 1 of 3: reduce-scatter within the copy over group 2 "
+       "(ranks 0,1, 8 x f32)"},
+      {{0},
+       "step 2 of 3: allreduce across copies over group 3 (ranks 1,3, "
+       "4 x f32)"},
+      {{0, 1}, "the tail: allreduce over group 1 (ranks 0,1,2,3, 1 x f32)"},
+      {{0, 1, 2},
+       "step 3 of 3: allgather within the copy over group 2 "
+       "(ranks 0,1, 8 x f32)"},
+  };
+  for (const auto &[done, step] : cases) {
+    Fixture f(1, 4);
+    TwoLevelGroup g = twoLevelGroupOf(f);
+    f.comm->setTimeout(0.02);
+    auto h = f.comm->hierarchicalAllReduceStart(data, 9, DType::F32, g);
+    ASSERT_TRUE(h.isOk());
+    f.calls->doneEvents = done;
+    f.calls->asyncAsked.clear();
+    Status w = f.comm->wait(*h);
+    ASSERT_EQ(w.code(), ErrorCode::Timeout);
+    EXPECT_NE(w.message().find("rank 1: timeout after 0.0 s waiting for "
+                               "hierarchical allreduce over group 1 (ranks "
+                               "0,1,2,3, 9 x f32), " +
+                               step + "; the peer"),
+              std::string::npos)
+        << w.message();
+    // Every communicator of the sum is asked for its asynchronous error.
+    EXPECT_EQ(f.calls->asyncAsked, (std::set<int>{1, 2, 3}));
+    EXPECT_EQ(f.calls->aborts, 1);
+  }
+
+  // An asynchronous error names the step too.
+  Fixture f(1, 4);
+  TwoLevelGroup g = twoLevelGroupOf(f);
+  auto h = f.comm->hierarchicalAllReduceStart(data, 9, DType::F32, g);
+  ASSERT_TRUE(h.isOk());
+  f.calls->doneEvents = {0};
+  f.calls->nextAsyncError =
+      Status::error(ErrorCode::CommFailure, "remote process exited");
+  Status w = f.comm->wait(*h);
+  ASSERT_EQ(w.code(), ErrorCode::CommFailure);
+  EXPECT_NE(w.message().find("NCCL error during hierarchical allreduce over "
+                             "group 1 (ranks 0,1,2,3, 9 x f32), step 2 of 3: "
+                             "allreduce across copies"),
+            std::string::npos)
+      << w.message();
+}
+
+TEST(NcclCommunicatorLogic, ATwoLevelSumIsTimedOnTheCopysStream) {
+  Fixture f(1, 4);
+  TwoLevelGroup g = twoLevelGroupOf(f);
+  f.comm->setDeviceTiming(true);
+  ASSERT_TRUE(
+      f.comm->hierarchicalAllReduceStart(data, 9, DType::F32, g).isOk());
+  // From after the wait for compute to after the tail's join.
+  EXPECT_EQ(f.log[0], "c2 waits for compute");
+  EXPECT_EQ(f.log[1], "time t0 on c2");
+  ASSERT_GE(f.log.size(), 3u);
+  EXPECT_EQ(f.log[f.log.size() - 3], "c2 waits for e2");
+  EXPECT_EQ(f.log[f.log.size() - 2], "time t1 on c2");
+  EXPECT_EQ(f.log.back(), "record e3 on c2");
+  f.calls->timingMs = {{0, 1.0f}, {1, 4.0f}};
+  std::vector<DeviceSpan> spans = f.comm->takeDeviceSpans(&f.calls->stepStart);
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(spans[0].name, "allreduce");
+  EXPECT_EQ(spans[0].category, TraceCategory::AllReduce);
+  EXPECT_EQ(spans[0].row, kAllReduceStreamRow);
+  EXPECT_FLOAT_EQ(spans[0].durationMs, 3.0f);
+}
+
+TEST(NcclCommunicatorLogic, ACaptureJoinsEveryStreamATwoLevelSumForked) {
+  Fixture f(1, 4);
+  TwoLevelGroup g = twoLevelGroupOf(f);
+  f.comm->setDeviceTiming(true);
+  f.calls->queries = 0;
+  ASSERT_TRUE(f.comm->beginCapture().isOk());
+  auto h = f.comm->hierarchicalAllReduceStart(data, 9, DType::F32, g);
+  ASSERT_TRUE(h.isOk());
+  ASSERT_TRUE(f.comm->waitOnDevice(*h).isOk());
+  EXPECT_EQ(f.calls->queries, 0);
+  EXPECT_TRUE(f.linesOf("time").empty());
+  f.log.clear();
+  ASSERT_TRUE(f.comm->endCapture().isOk());
+  // The copy's stream, the one across copies and the whole group's, in the
+  // order they were forked.
+  EXPECT_EQ(f.log, (std::vector<std::string>{
+                       "record e4 on c2", "compute waits for e4",
+                       "record e5 on c3", "compute waits for e5",
+                       "record e6 on c1", "compute waits for e6"}));
+  ASSERT_TRUE(f.comm->graphLaunched("the CUDA graph of step 2").isOk());
+  // The steps' events were the capture's: back to the pool, the graph's
+  // event standing for all of them.
+  EXPECT_EQ(f.calls->liveEvents, (std::set<int>{7}));
+  f.calls->doneEvents = {7};
+  ASSERT_TRUE(f.comm->drainDeviceWaits().isOk());
+  EXPECT_TRUE(f.calls->liveEvents.empty());
+  EXPECT_EQ(f.comm->numDeviceWaits(), 0u);
 }
 
 TEST(NcclCommunicatorLogic, WithoutDeviceTimingNoTimingEventIsRecorded) {

@@ -75,6 +75,32 @@ TEST(CommPendingOps, ACollectiveNamesItsGroupAndRanks) {
             "barrier over group 0 (ranks 0,1,2,3, 0 x f32)");
 }
 
+TEST(CommPendingOps, ATwoLevelSumNamesItsStepBeforeItsReader) {
+  PendingOp p;
+  p.op = "hierarchical allreduce";
+  p.group = 1;
+  p.count = 9;
+  p.dtype = DType::F32;
+  p.step = describeTwoLevelStep(TwoLevelStep::AllReduceAcross, 3, {1, 3}, 4,
+                                DType::F32);
+  p.reader = "the optimizer step";
+  EXPECT_EQ(describePendingOp(p, {0, 1, 2, 3}),
+            "hierarchical allreduce over group 1 (ranks 0,1,2,3, 9 x f32), "
+            "step 2 of 3: allreduce across copies over group 3 (ranks 1,3, 4 "
+            "x f32), read by the optimizer step");
+  EXPECT_EQ(describeTwoLevelStep(TwoLevelStep::ReduceScatter, 2, {0, 1}, 8,
+                                 DType::F64),
+            "step 1 of 3: reduce-scatter within the copy over group 2 (ranks "
+            "0,1, 8 x f64)");
+  EXPECT_EQ(
+      describeTwoLevelStep(TwoLevelStep::AllGather, 2, {2, 3}, 8, DType::F32),
+      "step 3 of 3: allgather within the copy over group 2 (ranks 2,3, "
+      "8 x f32)");
+  EXPECT_EQ(
+      describeTwoLevelStep(TwoLevelStep::Tail, 1, {0, 1, 2, 3}, 1, DType::F32),
+      "the tail: allreduce over group 1 (ranks 0,1,2,3, 1 x f32)");
+}
+
 TEST(CommPendingOps, AnOperationWithNeitherPeerNorGroupIsItsName) {
   PendingOp warm;
   warm.op = "warm-up of the channels (from rank 0, to rank 2)";

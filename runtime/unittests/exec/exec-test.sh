@@ -123,6 +123,43 @@ want = {(0, "send", 1), (1, "recv", 0), (1, "send", 0), (0, "recv", 1),
         (2, "send", 3), (3, "recv", 2), (3, "send", 2), (2, "recv", 3)}
 assert seen == want, sorted(seen)' "$tmp/trace.json" ||
     fail "the copies do not talk to their own pipeline peers" ;;
+pipeline-dp-hierarchical) # two-level gradient sums (docs/data-parallel.md)
+  # pipeline-dp's programs under "gradient_sync": "hierarchical": the
+  # embedding's group (pipeline ranks 0 and 1, two copies) sums by a
+  # reduce-scatter in each copy, an all-reduce of each shard across the
+  # copies and an all-gather; the group of pipeline rank 0 alone stays
+  # flat. Over MPI, and over the NCCL communicator on the stand-in under
+  # NCCL's rules and loose ones (the fake device): the
+  # one-rank run's result, and every replica of a parameter the same bits.
+  initial
+  same_replicas() {
+    same_tensors "$tmp/run/rank0.safetensors" "$tmp/run/rank2.safetensors" 0
+    same_tensors "$tmp/run/rank1.safetensors" "$tmp/run/rank3.safetensors" 0
+    same_tensors "$tmp/run/rank0.safetensors" "$tmp/run/rank1.safetensors" 0
+  }
+  equivalent 4 FakePipe2Dp2Hierarchical FakeSingle
+  same_replicas
+  base=("${mpirun[@]}")
+  for rules in 1 loose; do
+    mpirun=("${base[@]}" -x BITPIPE_FAKE_DEVICE_NCCL=$rules)
+    equivalent 4 FakeDevicePipe2Dp2Hierarchical FakeSingle
+    same_replicas
+  done
+  # World rank 3 stuck before its sums in step 2: the others time out on
+  # a step of the two-level sum of group 0 (the communicator's group 1),
+  # never on a flat all-reduce.
+  for prog in FakePipe2Dp2Hierarchical FakeDevicePipe2Dp2Hierarchical; do
+    mpirun=("${base[@]}" -x BITPIPE_FAKE_DEVICE_NCCL=1 -x BITPIPE_FAKE_STALL=3)
+    start=$(date +%s)
+    run 4 "$prog" "${common[@]}" --steps 3 --timeout 3
+    rc=$?
+    [ "$rc" -ne 0 ] || fail "$prog: a stuck peer's group exited 0"
+    [ "$rc" -ne 124 ] || fail "$prog: hung instead of timing out"
+    [ $(( $(date +%s) - start )) -le 60 ] || fail "$prog: took too long to stop"
+    grep -Eq 'rank [0-2]: timeout after 3.0 s waiting for hierarchical allreduce over group 1 \(ranks 0,1,2,3, 512 x f64\), step [12] of 3: (reduce-scatter within the copy|allreduce across copies) over group' \
+      "$tmp/out.txt" || fail "$prog: no timeout naming the step of the two-level sum"
+  done
+  mpirun=("${base[@]}") ;;
 bert)          # masked-LM data: the two stages' ranks agree on the masks
   initial; equivalent 2 FakeBertPipe2 FakeBertSingle ;;
 clipping)      # global norm over unique parameters across ranks

@@ -2,8 +2,10 @@
 
 #include "MpiCommunicator.h"
 
+#include "bitpipe/base/GradientSyncGroups.h"
 #include "core/Random.h"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -32,6 +34,31 @@ static MPI_Datatype mpiType(DType t) {
   }
   return MPI_DATATYPE_NULL;
 }
+
+struct MpiCommunicator::TwoLevelSum {
+  static constexpr int kSteps = 3;
+  TwoLevelGroup groups;
+  char *buf = nullptr;
+  base::ShardLayout layout;
+  int member = 0; // this rank's shard: its place in the copy
+  /// The chain's steps posted so far (0 to kSteps).
+  int posted = 0;
+  /// Each step's place in its communicator's order (order_).
+  int64_t tickets[kSteps] = {0, 0, 0};
+  /// This member's summed shard between the steps: MPI's in-place
+  /// reduce-scatter would leave it at the buffer's start, where member 0's
+  /// shard lives, not at the member's own offset.
+  std::vector<char> shard;
+  MPI_Request tail = MPI_REQUEST_NULL;
+  /// A failure found while another request's poll moved it on: reported by
+  /// this request's own wait.
+  Status failed = Status::ok();
+
+  /// The group of each step of the chain: within, across, within.
+  GroupId stepGroup(int step) const {
+    return step == 1 ? groups.acrossCopies : groups.withinCopy;
+  }
+};
 
 Expected<std::unique_ptr<MpiCommunicator>>
 MpiCommunicator::create(int *argc, char ***argv) {
@@ -115,60 +142,110 @@ Status MpiCommunicator::checkGroup(const char *op, GroupId group) const {
   return Status::ok();
 }
 
-Expected<GroupId> MpiCommunicator::createGroup(const std::vector<int> &ranks) {
+Status MpiCommunicator::checkRankList(const char *op,
+                                      const std::vector<int> &ranks,
+                                      std::vector<bool> *seen, uint64_t *hash,
+                                      int *position) const {
   if (ranks.empty())
     return Status::error(ErrorCode::InvalidArgument,
-                         formatString("rank %d: createGroup of no ranks",
-                                      rank_));
-  std::vector<bool> seen(size_, false);
-  int position = -1;
-  uint64_t hash = mix64(ranks.size());
+                         formatString("rank %d: %s of no ranks", rank_, op));
+  *hash = mix64(*hash ^ ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
     int r = ranks[i];
-    if (r < 0 || r >= size_ || seen[r])
+    if (r < 0 || r >= size_ || (*seen)[r])
       return Status::error(
           ErrorCode::InvalidArgument,
-          formatString("rank %d: createGroup: rank %d is out of range [0, %d) "
-                       "or listed twice",
-                       rank_, r, size_));
-    seen[r] = true;
+          formatString("rank %d: %s: rank %d is out of range [0, %d) or "
+                       "listed twice",
+                       rank_, op, r, size_));
+    (*seen)[r] = true;
     if (r == rank_)
-      position = static_cast<int>(i);
-    hash = mix64(hash ^ static_cast<uint64_t>(r));
+      *position = static_cast<int>(i);
+    *hash = mix64(*hash ^ static_cast<uint64_t>(r));
   }
-  // Every rank must pass the same list: compare a hash of it (min == max),
-  // so that a compiler bug shows up here and not as a hang later.
+  return Status::ok();
+}
+
+Status MpiCommunicator::checkSameOnEveryRank(const char *op, uint64_t hash) {
+  // min == max of the hash over the world.
   int64_t h = static_cast<int64_t>(hash >> 1);
   int64_t minMax[2] = {h, -h};
   MPI_Request req;
   int err = MPI_Iallreduce(MPI_IN_PLACE, minMax, 2, MPI_INT64_T, MPI_MIN,
                            world_, &req);
   if (err != MPI_SUCCESS)
-    return mpiError(err, "createGroup consistency check");
+    return mpiError(err, formatString("%s consistency check", op));
   Pending check;
   check.request = req;
-  check.op = "createGroup";
+  check.op = op;
   check.group = kWorldGroup;
-  Status s = waitFor(pending_.add(check), timeout());
-  if (!s.isOk())
-    return s;
+  BP_TRY(waitFor(pending_.add(check), timeout()));
   if (minMax[0] != -minMax[1])
     return Status::error(ErrorCode::InvalidArgument,
-                         formatString("rank %d: createGroup was called with "
-                                      "different rank lists on different ranks",
-                                      rank_));
+                         formatString("rank %d: %s was called with different "
+                                      "rank lists on different ranks",
+                                      rank_, op));
+  return Status::ok();
+}
 
+Expected<GroupId> MpiCommunicator::splitWorld(const char *op, int colour,
+                                              int key, std::vector<int> ranks) {
   Group g;
-  g.ranks = ranks;
-  // Split keyed by position so that group rank i is ranks[i].
-  err = MPI_Comm_split(world_, position >= 0 ? 0 : MPI_UNDEFINED,
-                       position >= 0 ? position : 0, &g.comm);
+  g.ranks = std::move(ranks);
+  int err = MPI_Comm_split(world_, colour, key, &g.comm);
   if (err != MPI_SUCCESS)
-    return mpiError(err, "createGroup (MPI_Comm_split)");
+    return mpiError(err, formatString("%s (MPI_Comm_split)", op));
   if (g.comm != MPI_COMM_NULL)
     MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN);
-  groups_.push_back(g);
+  groups_.push_back(std::move(g));
   return static_cast<GroupId>(groups_.size() - 1);
+}
+
+Status MpiCommunicator::checkSummable(const char *op, DType dtype) const {
+  if (dtype == DType::BF16 || dtype == DType::F16 || dtype == DType::U8)
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        formatString("rank %d: MPI %s of %s is not supported (sum "
+                     "gradients in f32 on the CPU)",
+                     rank_, op, dtypeName(dtype)));
+  return Status::ok();
+}
+
+Expected<GroupId> MpiCommunicator::createGroup(const std::vector<int> &ranks) {
+  std::vector<bool> seen(size_, false);
+  uint64_t hash = mix64(0);
+  int position = -1;
+  BP_TRY(checkRankList("createGroup", ranks, &seen, &hash, &position));
+  BP_TRY(checkSameOnEveryRank("createGroup", hash));
+  // Keyed by position so that group rank i is ranks[i].
+  return splitWorld("createGroup", position >= 0 ? 0 : MPI_UNDEFINED,
+                    position >= 0 ? position : 0, ranks);
+}
+
+Expected<GroupId>
+MpiCommunicator::createPartition(const std::vector<std::vector<int>> &parts) {
+  if (parts.empty())
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        formatString("rank %d: createPartition of no parts", rank_));
+  // Disjoint: one list of seen ranks over every part.
+  std::vector<bool> seen(size_, false);
+  // Unlike createGroup's, so that a rank calling one while another calls
+  // the other is caught too.
+  uint64_t hash = mix64(parts.size() + 1);
+  int colour = MPI_UNDEFINED, key = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    int position = -1;
+    BP_TRY(checkRankList("createPartition", parts[i], &seen, &hash, &position));
+    if (position >= 0) {
+      colour = static_cast<int>(i);
+      key = position;
+    }
+  }
+  BP_TRY(checkSameOnEveryRank("createPartition", hash));
+  return splitWorld("createPartition", colour, key,
+                    colour == MPI_UNDEFINED ? std::vector<int>()
+                                            : parts[colour]);
 }
 
 bool MpiCommunicator::isMember(GroupId group) const {
@@ -244,12 +321,7 @@ Expected<RequestHandle> MpiCommunicator::allReduceStart(void *buf,
   s = checkGroup("allreduce", group);
   if (!s.isOk())
     return s;
-  if (dtype == DType::BF16 || dtype == DType::F16 || dtype == DType::U8)
-    return Status::error(
-        ErrorCode::InvalidArgument,
-        formatString("rank %d: MPI all-reduce of %s is not supported (sum "
-                     "gradients in f32 on the CPU)",
-                     rank_, dtypeName(dtype)));
+  BP_TRY(checkSummable("all-reduce", dtype));
   Pending p;
   p.op = "allreduce";
   p.group = group;
@@ -263,13 +335,169 @@ Expected<RequestHandle> MpiCommunicator::allReduceStart(void *buf,
   return pending_.add(p);
 }
 
+Expected<RequestHandle> MpiCommunicator::hierarchicalAllReduceStart(
+    void *buf, int64_t count, DType dtype, const TwoLevelGroup &group) {
+  const char *op = "hierarchical allreduce";
+  BP_TRY(checkBuffer(op, buf, count, dtype));
+  for (GroupId g : {group.whole, group.withinCopy, group.acrossCopies})
+    BP_TRY(checkGroup(op, g));
+  BP_TRY(checkSummable("all-reduce", dtype));
+  const std::vector<int> &copy = groupRanks(group.withinCopy);
+  auto self = std::find(copy.begin(), copy.end(), rank_);
+  auto s = std::make_shared<TwoLevelSum>();
+  s->groups = group;
+  s->buf = static_cast<char *>(buf);
+  s->layout = base::shardLayout(count, static_cast<int>(copy.size()));
+  s->member = static_cast<int>(self - copy.begin());
+  s->shard.resize(static_cast<size_t>(s->layout.shard) * dtypeSize(dtype));
+
+  Pending p;
+  p.op = op;
+  p.group = group.whole;
+  p.count = count;
+  p.dtype = dtype;
+  p.twoLevel = s;
+  // The tail has nothing to wait for: at once, beside the chain.
+  if (s->layout.tail > 0) {
+    int err = MPI_Iallreduce(MPI_IN_PLACE,
+                             s->buf + s->layout.sharded() * dtypeSize(dtype),
+                             static_cast<int>(s->layout.tail), mpiType(dtype),
+                             MPI_SUM, groups_[group.whole].comm, &s->tail);
+    if (err != MPI_SUCCESS)
+      return mpiError(err, describe(p) + ", its tail");
+  }
+  // A bucket smaller than the copy has no shards: its tail is all of it.
+  // Every member skips alike (the same count), and so takes no tickets.
+  if (s->layout.shard == 0)
+    s->posted = TwoLevelSum::kSteps;
+  for (int step = s->posted; step < TwoLevelSum::kSteps; ++step)
+    s->tickets[step] = order_[s->stepGroup(step)].issued++;
+  RequestHandle h = pending_.add(p);
+  twoLevelOps_.push_back(h.id);
+  // The first step now, where the communicator's earlier steps allow.
+  Status started = poll(*pending_.find(h));
+  if (!started.isOk()) {
+    pending_.erase(h);
+    return started;
+  }
+  return h;
+}
+
+Expected<bool> MpiCommunicator::postStep(Pending &p) {
+  TwoLevelSum &s = *p.twoLevel;
+  const int step = s.posted;
+  const GroupId group = s.stepGroup(step);
+  CollectiveOrder &order = order_[group];
+  if (s.tickets[step] != order.posted)
+    return false; // an earlier step on its communicator goes first
+  const MPI_Comm comm = groups_[group].comm;
+  const MPI_Datatype type = mpiType(p.dtype);
+  const int shard = static_cast<int>(s.layout.shard);
+  int err = MPI_SUCCESS;
+  switch (step) {
+  case 0:
+    // Member i's part of the copy's sum: elements [i * shard, (i + 1) *
+    // shard), into the scratch (see TwoLevelSum::shard).
+    err = MPI_Ireduce_scatter_block(s.buf, s.shard.data(), shard, type, MPI_SUM,
+                                    comm, &p.request);
+    break;
+  case 1:
+    err = MPI_Iallreduce(MPI_IN_PLACE, s.shard.data(), shard, type, MPI_SUM,
+                         comm, &p.request);
+    break;
+  default:
+    // Every member's shard, each at its offset, over the whole buffer.
+    err = MPI_Iallgather(s.shard.data(), shard, type, s.buf, shard, type, comm,
+                         &p.request);
+    break;
+  }
+  // Posted or failed, later steps on the communicator are free to go: a
+  // failure ends the job.
+  ++order.posted;
+  ++s.posted;
+  noteStep(p);
+  if (err != MPI_SUCCESS)
+    return mpiError(err, describe(p));
+  return true;
+}
+
+void MpiCommunicator::noteStep(Pending &p) const {
+  const TwoLevelSum &s = *p.twoLevel;
+  const DType t = p.dtype;
+  if (p.request != MPI_REQUEST_NULL || s.posted < TwoLevelSum::kSteps) {
+    // The step in flight, or the next one, waiting for its turn.
+    const int step = p.request != MPI_REQUEST_NULL ? s.posted - 1 : s.posted;
+    const GroupId g = s.stepGroup(step);
+    const int64_t count = step == 1 ? s.layout.shard : s.layout.sharded();
+    p.step = describeTwoLevelStep(static_cast<TwoLevelStep>(step), g,
+                                  groupRanks(g), count, t);
+    return;
+  }
+  p.step =
+      s.tail == MPI_REQUEST_NULL
+          ? ""
+          : describeTwoLevelStep(TwoLevelStep::Tail, s.groups.whole,
+                                 groupRanks(s.groups.whole), s.layout.tail, t);
+}
+
+Status MpiCommunicator::advance(Pending &p) {
+  TwoLevelSum &s = *p.twoLevel;
+  int flag = 0;
+  // The chain, as far as it goes: MPI_Test nulls a request it completes.
+  for (;;) {
+    if (p.request != MPI_REQUEST_NULL) {
+      int err = MPI_Test(&p.request, &flag, MPI_STATUS_IGNORE);
+      if (err != MPI_SUCCESS)
+        return mpiError(err, describe(p));
+      if (!flag)
+        break;
+    }
+    if (s.posted == TwoLevelSum::kSteps)
+      break;
+    BP_ASSIGN(posted, postStep(p));
+    if (!posted)
+      break;
+  }
+  if (s.tail != MPI_REQUEST_NULL) {
+    int err = MPI_Test(&s.tail, &flag, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS)
+      return mpiError(err, describe(p));
+  }
+  noteStep(p);
+  p.done = s.posted == TwoLevelSum::kSteps && p.request == MPI_REQUEST_NULL &&
+           s.tail == MPI_REQUEST_NULL;
+  return Status::ok();
+}
+
+void MpiCommunicator::progressTwoLevel() {
+  size_t kept = 0;
+  for (int64_t id : twoLevelOps_) {
+    Pending *p = pending_.find(RequestHandle{id});
+    if (!p || p->done)
+      continue;
+    // Its error waits for its own wait (TwoLevelSum::failed).
+    (void)poll(*p);
+    if (!p->done)
+      twoLevelOps_[kept++] = id;
+  }
+  twoLevelOps_.resize(kept);
+}
+
 std::string MpiCommunicator::describe(const Pending &p) const {
   return describePendingOp(p, groupRanks(p.group.value_or(kWorldGroup)));
 }
 
 Status MpiCommunicator::poll(Pending &p) {
   if (p.done)
-    return Status::ok();
+    return p.twoLevel ? p.twoLevel->failed : Status::ok();
+  if (p.twoLevel) {
+    Status s = advance(p);
+    if (!s.isOk()) {
+      p.done = true;
+      p.twoLevel->failed = s;
+    }
+    return s;
+  }
   int flag = 0;
   int err = MPI_Test(&p.request, &flag, &p.status);
   if (err != MPI_SUCCESS) {
@@ -308,6 +536,9 @@ Status MpiCommunicator::waitFor(RequestHandle h, double timeoutSeconds) {
   // microseconds), then back off to short sleeps so that a waiting rank does
   // not steal the core its peers need on an oversubscribed node.
   for (int polls = 0;; ++polls) {
+    // Every two-level all-reduce moves on while this rank waits, for
+    // whatever it waits (the file comment of MpiCommunicator.h).
+    progressTwoLevel();
     Status s = poll(p);
     if (!s.isOk() || p.done) {
       if (s.isOk())
@@ -336,6 +567,7 @@ Expected<bool> MpiCommunicator::test(RequestHandle h) {
   Pending *p = pending_.find(h);
   if (!p)
     return unknownRequest(rank_, "test of", h);
+  progressTwoLevel();
   Status s = poll(*p);
   if (!s.isOk())
     return s;

@@ -8,6 +8,20 @@
 // Error handling is MPI_ERRORS_RETURN on our communicators: an MPI failure
 // becomes a Status naming the operation, not an abort inside the library.
 //
+// A two-level all-reduce (hierarchicalAllReduceStart; docs/data-parallel.md,
+// "Two levels") is one request for three collectives that run one after
+// another (MPI_Ireduce_scatter_block, MPI_Iallreduce, MPI_Iallgather on
+// the group's partitions) and the tail's MPI_Iallreduce beside them. MPI
+// has no way to chain them, so the communicator posts each step when a poll
+// finds the one before done, and every poll moves every such request on,
+// whichever request it was for: a rank waiting for a receive must still
+// post the steps its peers wait for. One rule keeps the steps in line with
+// MPI's: the collectives of a communicator are matched in the order they
+// are posted, and steps become ready in whatever order the network ends
+// them, so a step is posted only after every step issued before it on the
+// same communicator (its ticket; issue order is program order, the same on
+// every member). That is NCCL's order too: one queue per communicator.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef BITPIPE_RUNTIME_COMM_MPI_MPICOMMUNICATOR_H
@@ -17,6 +31,7 @@
 #include "comm/PendingOps.h"
 
 #include <memory>
+#include <unordered_map>
 
 #include <mpi.h>
 
@@ -34,6 +49,9 @@ public:
   int size() const override { return size_; }
 
   Expected<GroupId> createGroup(const std::vector<int> &ranks) override;
+  /// One MPI_Comm_split, colour = the part's index.
+  Expected<GroupId>
+  createPartition(const std::vector<std::vector<int>> &parts) override;
   bool isMember(GroupId group) const override;
   const std::vector<int> &groupRanks(GroupId group) const override;
   /// Checks the list; nothing to open (MPI matches by tag).
@@ -46,6 +64,10 @@ public:
                                int tag) override;
   Expected<RequestHandle> allReduceStart(void *buf, int64_t count, DType dtype,
                                          GroupId group) override;
+  /// Steps posted as the polls find the ones before done (file comment).
+  Expected<RequestHandle>
+  hierarchicalAllReduceStart(void *buf, int64_t count, DType dtype,
+                             const TwoLevelGroup &group) override;
   Status waitFor(RequestHandle h, double timeoutSeconds) override;
   Expected<bool> test(RequestHandle h) override;
   Status broadcast(void *buf, int64_t count, DType dtype,
@@ -63,10 +85,22 @@ private:
     MPI_Comm comm = MPI_COMM_NULL; // MPI_COMM_NULL on non-members
     std::vector<int> ranks;
   };
+  /// A two-level all-reduce's state between its steps (the file comment;
+  /// MpiCommunicator.cpp).
+  struct TwoLevelSum;
   struct Pending : PendingOp {
+    /// A two-level all-reduce's: the step in flight (null between steps).
     MPI_Request request = MPI_REQUEST_NULL;
     bool done = false;
     MPI_Status status;
+    /// Set on a two-level all-reduce only; shared, so that a copy of the
+    /// request still finds the shard MPI writes into where it was.
+    std::shared_ptr<TwoLevelSum> twoLevel;
+  };
+  /// How many collectives of two-level all-reduces were issued on one
+  /// communicator, and how many of them posted (the file comment).
+  struct CollectiveOrder {
+    int64_t issued = 0, posted = 0;
   };
 
   MpiCommunicator() = default;
@@ -74,8 +108,35 @@ private:
   Status checkBuffer(const char *op, const void *buf, int64_t count,
                      DType dtype) const;
   Status checkGroup(const char *op, GroupId group) const;
-  /// One MPI_Test of \p p; sets p.done. A failure names the operation.
+  /// Refuses an all-reduce of a dtype MPI moves as raw bits (\p op names
+  /// it).
+  Status checkSummable(const char *op, DType dtype) const;
+  /// \p ranks as createGroup and createPartition take them, marked in
+  /// \p seen (a rank seen already is an error), mixed into \p hash, with
+  /// this rank's position among them (or -1) in \p position.
+  Status checkRankList(const char *op, const std::vector<int> &ranks,
+                       std::vector<bool> *seen, uint64_t *hash,
+                       int *position) const;
+  /// Whether every rank passed the lists that hash to \p hash: a
+  /// world-wide comparison, so that a compiler bug shows up as an error
+  /// and not as a hang later.
+  Status checkSameOnEveryRank(const char *op, uint64_t hash);
+  /// MPI_Comm_split of the world into \p colour (MPI_UNDEFINED: none),
+  /// ranked by \p key; the new group has \p ranks.
+  Expected<GroupId> splitWorld(const char *op, int colour, int key,
+                               std::vector<int> ranks);
+  /// One MPI_Test of \p p (a two-level all-reduce: its steps moved on as
+  /// far as they can); sets p.done. A failure names the operation.
   Status poll(Pending &p);
+  /// A two-level all-reduce's poll.
+  Status advance(Pending &p);
+  /// Posts the chain's next step where its communicator's order allows
+  /// (tickets); whether it did.
+  Expected<bool> postStep(Pending &p);
+  /// Sets p.step to where a two-level all-reduce stands.
+  void noteStep(Pending &p) const;
+  /// Polls every two-level all-reduce not yet done, in issue order.
+  void progressTwoLevel();
   /// Completes the status check of a finished request (recv sizes).
   Status finish(const Pending &p) const;
   std::string describe(const Pending &p) const;
@@ -87,6 +148,10 @@ private:
   int size_ = 1;
   std::vector<Group> groups_;
   PendingOps<Pending> pending_;
+  /// The two-level all-reduces not known to be done, oldest first.
+  std::vector<int64_t> twoLevelOps_;
+  /// By group: the order of the two-level steps on its communicator.
+  std::unordered_map<GroupId, CollectiveOrder> order_;
 };
 
 /// The caller's place among the run's ranks on its node (those that share

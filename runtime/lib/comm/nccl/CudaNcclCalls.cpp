@@ -125,6 +125,36 @@ public:
                                     streams_[comm]),
                       "ncclAllReduce");
   }
+  Status reduceScatter(int comm, void *buf, int64_t shardCount,
+                       NcclElement type) override {
+    BP_ASSIGN(rank, rankIn(comm));
+    char *mine = static_cast<char *>(buf) +
+                 static_cast<size_t>(rank) * static_cast<size_t>(shardCount) *
+                     ncclElementSize(type);
+    return ncclStatus(ncclReduceScatter(buf, mine,
+                                        static_cast<size_t>(shardCount),
+                                        ncclTypeOf(type), ncclSum, comms_[comm],
+                                        streams_[comm]),
+                      "ncclReduceScatter");
+  }
+  Status allGather(int comm, void *buf, int64_t shardCount,
+                   NcclElement type) override {
+    BP_ASSIGN(rank, rankIn(comm));
+    const char *mine =
+        static_cast<const char *>(buf) + static_cast<size_t>(rank) *
+                                             static_cast<size_t>(shardCount) *
+                                             ncclElementSize(type);
+    return ncclStatus(ncclAllGather(mine, buf, static_cast<size_t>(shardCount),
+                                    ncclTypeOf(type), comms_[comm],
+                                    streams_[comm]),
+                      "ncclAllGather");
+  }
+  Status streamWaitsForEvent(int comm, int event) override {
+    BP_TRY(checkSlot(event));
+    return cudaCall(cudaStreamWaitEvent(streams_[comm], events_[event], 0),
+                    "cudaStreamWaitEvent (a step after another "
+                    "communicator's)");
+  }
   Status streamWaitsForCompute(int comm) override {
     BP_ASSIGN(slot, recordOn(compute_));
     Status s = cudaCall(cudaStreamWaitEvent(streams_[comm], events_[slot], 0),
@@ -217,6 +247,14 @@ private:
                            formatString("event slot %d of %zu", event,
                                         events_.size()));
     return Status::ok();
+  }
+  /// This rank's rank in \p comm: where its shard is in a reduce-scatter's
+  /// or an all-gather's buffer.
+  Expected<int> rankIn(int comm) const {
+    int rank = 0;
+    BP_TRY(
+        ncclStatus(ncclCommUserRank(comms_[comm], &rank), "ncclCommUserRank"));
+    return rank;
   }
   /// Keeps \p comm, with a stream of its own (NcclDeviceCalls.h), as the
   /// next index.

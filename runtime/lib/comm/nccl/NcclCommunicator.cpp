@@ -2,6 +2,7 @@
 
 #include "NcclCommunicator.h"
 
+#include "bitpipe/base/GradientSyncGroups.h"
 #include "bitpipe/base/TraceFormat.h"
 
 #include <algorithm>
@@ -98,22 +99,43 @@ Expected<GroupId> NcclCommunicator::createGroup(const std::vector<int> &ranks) {
   // out the id; the split follows in the same order on every rank, as
   // ncclCommSplit is collective over the world.
   BP_ASSIGN(id, bootstrap_.createGroup(ranks));
+  int key = -1;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i] == rank())
+      key = static_cast<int>(i);
+  // Group rank i is ranks[i] (the key), as on the bootstrap.
+  return splitGroup(id, key >= 0 ? 0 : -1, key >= 0 ? key : 0);
+}
+
+Expected<GroupId>
+NcclCommunicator::createPartition(const std::vector<std::vector<int>> &parts) {
+  BP_ASSIGN(id, bootstrap_.createPartition(parts));
+  // One split for every part: the colour is the part's index, the key the
+  // rank's place in it.
+  int colour = -1, key = 0;
+  for (size_t i = 0; i < parts.size(); ++i)
+    for (size_t k = 0; k < parts[i].size(); ++k)
+      if (parts[i][k] == rank()) {
+        colour = static_cast<int>(i);
+        key = static_cast<int>(k);
+      }
+  return splitGroup(id, colour, key);
+}
+
+Expected<GroupId> NcclCommunicator::splitGroup(GroupId id, int colour,
+                                               int key) {
   if (static_cast<size_t>(id) != groupComms_.size())
     return Status::error(ErrorCode::InvalidArgument,
                          formatString("rank %d: group %d was created on the "
                                       "bootstrap communicator alone; NCCL has "
                                       "%zu groups",
                                       rank(), id, groupComms_.size()));
-  int key = -1;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    if (ranks[i] == rank())
-      key = static_cast<int>(i);
-  // Group rank i is ranks[i] (the key), as on the bootstrap.
-  BP_ASSIGN(comm, calls_->split(key >= 0 ? 0 : -1, key >= 0 ? key : 0));
+  BP_ASSIGN(comm, calls_->split(colour, key));
   groupComms_.push_back(comm);
   if (comm < 0)
     return id;
-  // Connected now, while every member is here (file comment).
+  // Connected now, while every member is here (file comment). The parts
+  // of a partition warm up side by side, each among its own members.
   Pending warm;
   warm.op = "warm-up allreduce";
   warm.group = id;
@@ -416,20 +438,25 @@ Status NcclCommunicator::closeBatch() {
 
 Status NcclCommunicator::endBatch() { return closeBatch(); }
 
+Status NcclCommunicator::checkMember(const char *op, GroupId group) const {
+  if (group < 0 || static_cast<size_t>(group) >= groupComms_.size())
+    return Status::error(
+        ErrorCode::InvalidArgument,
+        formatString("rank %d: %s on unknown group %d", rank(), op, group));
+  if (groupComms_[group] < 0)
+    return Status::error(ErrorCode::InvalidArgument,
+                         formatString("rank %d: %s on group %d, which "
+                                      "does not contain this rank",
+                                      rank(), op, group));
+  return Status::ok();
+}
+
 Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
                                                          int64_t count,
                                                          DType dtype,
                                                          GroupId group) {
   BP_TRY(checkBuffer("allreduce", buf, count, dtype));
-  if (group < 0 || static_cast<size_t>(group) >= groupComms_.size())
-    return Status::error(ErrorCode::InvalidArgument,
-                         formatString("rank %d: allreduce on unknown group %d",
-                                      rank(), group));
-  if (groupComms_[group] < 0)
-    return Status::error(ErrorCode::InvalidArgument,
-                         formatString("rank %d: allreduce on group %d, which "
-                                      "does not contain this rank",
-                                      rank(), group));
+  BP_TRY(checkMember("allreduce", group));
   BP_ASSIGN(type, ncclElementOf(dtype));
   // A collective inside the transfers' group would join it; end it first.
   BP_TRY(closeBatch());
@@ -461,6 +488,96 @@ Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
   p.dtype = dtype;
   p.event = event;
   return pending_.add(p);
+}
+
+Expected<RequestHandle> NcclCommunicator::hierarchicalAllReduceStart(
+    void *buf, int64_t count, DType dtype, const TwoLevelGroup &group) {
+  const char *op = "hierarchical allreduce";
+  BP_TRY(checkBuffer(op, buf, count, dtype));
+  for (GroupId g : {group.whole, group.withinCopy, group.acrossCopies})
+    BP_TRY(checkMember(op, g));
+  BP_ASSIGN(type, ncclElementOf(dtype));
+  // Collectives inside the transfers' group would join it; end it first.
+  BP_TRY(closeBatch());
+  Pending p;
+  p.op = op;
+  p.group = group.whole;
+  p.comm = groupComms_[group.withinCopy];
+  p.count = count;
+  p.dtype = dtype;
+  Status issued = issueTwoLevel(p, static_cast<char *>(buf), type, group);
+  if (!issued.isOk()) {
+    releaseEventOf(p); // the steps' events recorded so far
+    return issued;
+  }
+  BP_ASSIGN(event, recordOpEvent(p.comm));
+  eventUsers_[event] = 1;
+  p.event = event;
+  return pending_.add(p);
+}
+
+Status NcclCommunicator::issueTwoLevel(Pending &p, char *buf, NcclElement type,
+                                       const TwoLevelGroup &group) {
+  const std::vector<int> &copy = groupRanks(group.withinCopy);
+  const int member = static_cast<int>(
+      std::find(copy.begin(), copy.end(), rank()) - copy.begin());
+  const base::ShardLayout layout =
+      base::shardLayout(p.count, static_cast<int>(copy.size()));
+  const size_t size = ncclElementSize(type);
+  const int within = p.comm;
+  const int across = groupComms_[group.acrossCopies];
+  const int whole = groupComms_[group.whole];
+  // Each step's event, kept with the request (file comment).
+  auto stepDone = [&](TwoLevelStep what, GroupId g, int comm,
+                      int64_t count) -> Status {
+    BP_ASSIGN(event, recordOpEvent(comm));
+    eventUsers_[event] = 1;
+    p.steps.push_back({what, g, comm, event, count});
+    return Status::ok();
+  };
+
+  // The bucket's last gradient was accumulated on the compute stream.
+  BP_TRY(calls_->streamWaitsForCompute(within));
+  forked(within);
+  // A graph records no timing (the file comment).
+  const bool timeIt = timing_ && !capturing_;
+  TimedOp timed;
+  if (timeIt)
+    timed.begin = timingEvent(within);
+  if (layout.shard > 0) {
+    BP_TRY(calls_->reduceScatter(within, buf, layout.shard, type));
+    BP_TRY(stepDone(TwoLevelStep::ReduceScatter, group.withinCopy, within,
+                    layout.sharded()));
+    BP_TRY(calls_->streamWaitsForEvent(across, p.steps.back().event));
+    forked(across);
+    BP_TRY(calls_->allReduce(across, buf + layout.offset(member) * size,
+                             layout.shard, type));
+    BP_TRY(stepDone(TwoLevelStep::AllReduceAcross, group.acrossCopies, across,
+                    layout.shard));
+    BP_TRY(calls_->streamWaitsForEvent(within, p.steps.back().event));
+    BP_TRY(calls_->allGather(within, buf, layout.shard, type));
+    // The request's event, recorded last on this stream, is its own.
+    p.steps.push_back({TwoLevelStep::AllGather, group.withinCopy, within, -1,
+                       layout.sharded()});
+  }
+  if (layout.tail > 0) {
+    // Beside the shards, on the whole group's stream; joined back to the
+    // copy's stream, so that the request's event covers it too.
+    BP_TRY(calls_->streamWaitsForCompute(whole));
+    forked(whole);
+    BP_TRY(calls_->allReduce(whole, buf + layout.sharded() * size, layout.tail,
+                             type));
+    BP_TRY(stepDone(TwoLevelStep::Tail, group.whole, whole, layout.tail));
+    BP_TRY(calls_->streamWaitsForEvent(within, p.steps.back().event));
+  }
+  if (timeIt) {
+    timed.end = timingEvent(within);
+    timed.name = "allreduce"; // the executor names the bucket (Trace.h)
+    timed.category = TraceCategory::AllReduce;
+    timed.row = kAllReduceStreamRow;
+    timedOps_.push_back(std::move(timed));
+  }
+  return Status::ok();
 }
 
 int NcclCommunicator::timingEvent(int comm) {
@@ -502,13 +619,18 @@ std::vector<DeviceSpan> NcclCommunicator::takeDeviceSpans(void *stepStart) {
 }
 
 void NcclCommunicator::releaseEventOf(const Pending &p) {
-  auto it = eventUsers_.find(p.event);
-  if (it == eventUsers_.end())
-    return;
-  if (--it->second == 0) {
-    calls_->releaseEvent(p.event);
-    eventUsers_.erase(it);
-  }
+  auto release = [&](int event) {
+    auto it = eventUsers_.find(event);
+    if (it == eventUsers_.end())
+      return;
+    if (--it->second == 0) {
+      calls_->releaseEvent(event);
+      eventUsers_.erase(it);
+    }
+  };
+  release(p.event);
+  for (const Step &step : p.steps)
+    release(step.event);
 }
 
 std::string NcclCommunicator::describe(const Pending &p) const {
@@ -517,9 +639,44 @@ std::string NcclCommunicator::describe(const Pending &p) const {
   return describePendingOp(p, groupRanks(p.group.value_or(kWorldGroup)));
 }
 
+std::string NcclCommunicator::describeWaiting(const Pending &p) {
+  // The first step whose own event is not done; past those, the step the
+  // request's event ends. A request whose steps have no events of their
+  // own (a graph's event stands for all of them) names none, nor does one
+  // in a capture, whose events are not the host's to ask.
+  if (capturing_)
+    return describe(p);
+  const Step *blamed = nullptr;
+  bool ownEvents = false;
+  for (const Step &step : p.steps) {
+    if (step.event < 0)
+      continue;
+    ownEvents = true;
+    Expected<bool> done = calls_->eventDone(step.event);
+    if (done.isOk() && !*done) {
+      blamed = &step;
+      break;
+    }
+  }
+  for (size_t i = 0; !blamed && ownEvents && i < p.steps.size(); ++i)
+    if (p.steps[i].event < 0)
+      blamed = &p.steps[i];
+  if (!blamed)
+    return describe(p);
+  Pending named = p;
+  named.step =
+      describeTwoLevelStep(blamed->what, blamed->group,
+                           groupRanks(blamed->group), blamed->count, p.dtype);
+  return describe(named);
+}
+
 Status NcclCommunicator::asyncErrorOf(const Pending &p) {
-  if (p.comm != kGraphComms)
-    return calls_->asyncError(p.comm);
+  if (p.comm != kGraphComms) {
+    BP_TRY(calls_->asyncError(p.comm));
+    for (const Step &step : p.steps)
+      BP_TRY(calls_->asyncError(step.comm));
+    return Status::ok();
+  }
   for (int comm : graphComms_)
     BP_TRY(calls_->asyncError(comm));
   return Status::ok();
@@ -602,12 +759,19 @@ Status NcclCommunicator::graphLaunched(const std::string &what) {
   BP_ASSIGN(done, calls_->recordComputeEvent());
   // The graph's wait, and every operation recorded in the capture.
   int users = 1;
+  auto captured = [&](int event) {
+    return std::find(capturedEvents_.begin(), capturedEvents_.end(), event) !=
+           capturedEvents_.end();
+  };
   auto adopt = [&](Pending &p) {
-    if (std::find(capturedEvents_.begin(), capturedEvents_.end(), p.event) !=
-        capturedEvents_.end()) {
+    if (captured(p.event)) {
       p.event = done;
       ++users;
     }
+    // Its steps end with the graph too: none has an event of its own.
+    for (Step &step : p.steps)
+      if (captured(step.event))
+        step.event = -1;
   };
   pending_.forEach(adopt);
   for (Pending &p : deviceWaits_)
@@ -669,7 +833,8 @@ Status NcclCommunicator::pollUntilDone(const Pending &p,
     if (!async.isOk())
       return fail(ErrorCode::CommFailure,
                   formatString("rank %d: NCCL error during %s: %s", rank(),
-                               describe(p).c_str(), async.message().c_str()));
+                               describeWaiting(p).c_str(),
+                               async.message().c_str()));
     Expected<bool> done = calls_->eventDone(p.event);
     if (!done.isOk())
       return fail(done.status().code(),
@@ -686,7 +851,7 @@ Status NcclCommunicator::pollUntilDone(const Pending &p,
   return fail(ErrorCode::Timeout,
               formatString("rank %d: timeout after %.1f s waiting for %s; the "
                            "peer may have died or be stuck",
-                           rank(), timeoutSeconds, describe(p).c_str()));
+                           rank(), timeoutSeconds, describeWaiting(p).c_str()));
 }
 
 Status NcclCommunicator::waitFor(RequestHandle h, double timeoutSeconds) {
@@ -718,7 +883,8 @@ Expected<bool> NcclCommunicator::test(RequestHandle h) {
   if (!async.isOk())
     return fail(ErrorCode::CommFailure,
                 formatString("rank %d: NCCL error during %s: %s", rank(),
-                             describe(p).c_str(), async.message().c_str()));
+                             describeWaiting(p).c_str(),
+                             async.message().c_str()));
   return calls_->eventDone(p.event);
 }
 
@@ -741,7 +907,8 @@ Status NcclCommunicator::waitOnDeviceFor(RequestHandle h,
   if (!async.isOk())
     return fail(ErrorCode::CommFailure,
                 formatString("rank %d: NCCL error during %s: %s", rank(),
-                             describe(p).c_str(), async.message().c_str()));
+                             describeWaiting(p).c_str(),
+                             async.message().c_str()));
   BP_TRY(calls_->computeWaitsFor(p.event));
   pending_.erase(h);
   // Keep the list short on long steps: what is done already needs no drain

@@ -52,6 +52,18 @@
 //  - allReduceStart: the group's stream waits for the compute stream (the
 //    bucket's last gradient was accumulated there), ncclAllReduce sums in
 //    place on the group's communicator, an event follows;
+//  - hierarchicalAllReduceStart (docs/data-parallel.md, "Two levels"):
+//    the stream of the copy's part waits for the compute stream,
+//    ncclReduceScatter, an event; the stream of the rank's part across
+//    copies waits for that event, ncclAllReduce of this member's shard, an
+//    event; the copy's stream waits for it, ncclAllGather. The tail's
+//    ncclAllReduce runs on the whole group's stream, after its own wait
+//    for compute, beside them, and the copy's stream waits for its event
+//    too: the event recorded last on the copy's stream, the request's,
+//    then covers every step. The steps' own events stay with the request
+//    until it completes, so that a timeout names the first step not done
+//    and its group, and a wait asks every communicator involved for its
+//    asynchronous error;
 //  - waitOnDevice: the compute stream waits for the operation's event;
 //    drainDeviceWaits() then bounds, on the host, what the compute stream
 //    was told to wait for, so that a dead peer is a timeout and not a
@@ -66,7 +78,9 @@
 // Device spans (setDeviceTiming; the CUDA backend turns it on): a timing
 // event on the operation's stream right before and right after it, kept
 // until takeDeviceSpans measures them from the step's start event. An
-// all-reduce's pair brackets its ncclAllReduce. A batch's transfers run
+// all-reduce's pair brackets its ncclAllReduce; a two-level one's, on the
+// copy's stream, every step from the reduce-scatter to the join of the
+// tail. A batch's transfers run
 // as one NCCL launch at ncclGroupEnd (nothing of the group is on the
 // stream before), so its pair brackets the group's end: every transfer of
 // the batch gets that span, from when the stream could start the group
@@ -130,6 +144,10 @@ public:
   /// The bootstrap's group (same ids, same checks), then its NCCL
   /// communicator split from the world's, warmed up (file comment).
   Expected<GroupId> createGroup(const std::vector<int> &ranks) override;
+  /// The bootstrap's partition, then one split of the world's NCCL
+  /// communicator, colour = the part's index, each part's warmed up.
+  Expected<GroupId>
+  createPartition(const std::vector<std::vector<int>> &parts) override;
   bool isMember(GroupId group) const override;
   const std::vector<int> &groupRanks(GroupId group) const override;
   /// The channels' communicators, connected (file comment); once.
@@ -142,6 +160,10 @@ public:
                                int tag) override;
   Expected<RequestHandle> allReduceStart(void *buf, int64_t count, DType dtype,
                                          GroupId group) override;
+  /// On three streams, ordered by events (file comment).
+  Expected<RequestHandle>
+  hierarchicalAllReduceStart(void *buf, int64_t count, DType dtype,
+                             const TwoLevelGroup &group) override;
   Status waitOnDevice(RequestHandle h) override {
     return waitOnDeviceFor(h, "");
   }
@@ -195,9 +217,22 @@ public:
   bool batchOpen() const { return batchOpen_; }
 
 private:
+  /// One step of a two-level all-reduce: its group and communicator, and
+  /// the event after it on that communicator's stream (-1: none of its
+  /// own, the request's event covers it).
+  struct Step {
+    TwoLevelStep what = TwoLevelStep::ReduceScatter;
+    GroupId group = -1;
+    int comm = 0;
+    int event = -1;
+    int64_t count = 0;
+  };
   struct Pending : PendingOp {
     int comm = 0;   // the NCCL communicator it runs on; kGraphComms: a graph
     int event = -1; // -1 while its batch's group is still open
+    /// A two-level all-reduce's steps, in the order they are issued; none
+    /// for an operation of one step.
+    std::vector<Step> steps;
   };
   /// Pending::comm of a launched graph: every communicator in graphComms_.
   static constexpr int kGraphComms = -1;
@@ -213,6 +248,16 @@ private:
 
   Status checkBuffer(const char *op, const void *buf, int64_t count,
                      DType dtype) const;
+  /// Whether this rank may run \p op on \p group.
+  Status checkMember(const char *op, GroupId group) const;
+  /// The NCCL communicator of the bootstrap's new group \p id: a split of
+  /// the world's (this rank's \p colour, -1 for none, ranked by \p key),
+  /// connected by a one-element all-reduce among its members.
+  Expected<GroupId> splitGroup(GroupId id, int colour, int key);
+  /// Enqueues a two-level all-reduce's steps on their streams, noting them
+  /// (and their events) in \p p; the request's own event is the caller's.
+  Status issueTwoLevel(Pending &p, char *buf, NcclElement type,
+                       const TwoLevelGroup &group);
   Expected<RequestHandle> postTransfer(Pending p, void *buf);
   /// The route of a transfer \p op with world rank \p peer; an error naming
   /// both ranks when no channel was listed for it.
@@ -248,6 +293,9 @@ private:
   /// Aborts the NCCL communicators once and turns \p cause into the error.
   Status fail(ErrorCode code, const std::string &message);
   std::string describe(const Pending &p) const;
+  /// describe(), with the first step of a two-level all-reduce whose event
+  /// is not done (what a timeout blames): asks the device.
+  std::string describeWaiting(const Pending &p);
 
   /// An operation timed on the device: slots of its timing events, -1
   /// while its batch is open or where recording failed.

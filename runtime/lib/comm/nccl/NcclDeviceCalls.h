@@ -38,6 +38,20 @@ enum class NcclElement { Float32, BFloat16, Float64, Int32 };
 /// ones the runtime never transfers.
 Expected<NcclElement> ncclElementOf(DType dtype);
 
+/// The bytes of one element of \p type.
+inline size_t ncclElementSize(NcclElement type) {
+  switch (type) {
+  case NcclElement::BFloat16:
+    return 2;
+  case NcclElement::Float64:
+    return 8;
+  case NcclElement::Float32:
+  case NcclElement::Int32:
+    return 4;
+  }
+  return 4;
+}
+
 class NcclDeviceCalls {
 public:
   virtual ~NcclDeviceCalls();
@@ -67,10 +81,27 @@ public:
                       int peer) = 0;
   virtual Status allReduce(int comm, void *buf, int64_t count,
                            NcclElement type) = 0;
+  /// ncclReduceScatter (sum) in place on \p comm's stream: \p buf holds
+  /// one shard of \p shardCount elements per rank of \p comm, and rank r
+  /// ends up with the sum of everyone's shard r in its own shard r (NCCL's
+  /// in-place form: recvbuff = sendbuff + r * recvcount); its other shards
+  /// are left as they were.
+  virtual Status reduceScatter(int comm, void *buf, int64_t shardCount,
+                               NcclElement type) = 0;
+  /// ncclAllGather in place on \p comm's stream: rank r's shard of
+  /// \p shardCount elements at buf + r * shardCount goes to every rank's
+  /// same place (sendbuff = recvbuff + r * sendcount).
+  virtual Status allGather(int comm, void *buf, int64_t shardCount,
+                           NcclElement type) = 0;
 
   /// \p comm's stream waits (on the device) for the compute stream's work
   /// so far.
   virtual Status streamWaitsForCompute(int comm) = 0;
+  /// \p comm's stream waits (on the device) for \p event, recorded on
+  /// another communicator's stream: how one step of a two-level all-reduce
+  /// follows the step before on another communicator. The event's slot
+  /// may be released right after.
+  virtual Status streamWaitsForEvent(int comm, int event) = 0;
   /// An event recorded on \p comm's stream now: its slot.
   virtual Expected<int> recordEvent(int comm) = 0;
   /// Whether the event's work is done (cudaEventQuery); never blocks.
