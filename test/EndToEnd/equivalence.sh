@@ -21,15 +21,16 @@
 #       compiles and runs the 1-rank reference (a ctest fixture);
 #   equivalence.sh case MODEL SCHEDULE D K N WORKDIR [--chunks-per-device V]
 #                  [--max-in-flight C] [--recompute MODE] [--units U]
-#                  [--host-nccl]
+#                  [--gradient-sync S] [--host-nccl]
 #                  [RUN FLAG...]
 #       compiles and runs one case and compares it with the reference of
 #       MODEL, N*K and the same run flags, which must exist in WORKDIR;
-#       --chunks-per-device, --max-in-flight, --recompute, --units and
-#       --host-nccl (first, if given) go to bitpipe-compile only
+#       --chunks-per-device, --max-in-flight, --recompute, --units,
+#       --gradient-sync and --host-nccl (first, if given) go to
+#       bitpipe-compile only
 #       (interleaved-1f1b's v, 1f1b's cap on micro-batches in flight, what
-#       the backward computes again, the units stages are cut from; the
-#       reference has none of them). --host-nccl
+#       the backward computes again, the units stages are cut from, how
+#       groups sum across copies; the reference has none of them). --host-nccl
 #       checks the programs under NCCL's rules and links them with the NCCL
 #       communicator over the strict MPI stand-in for NCCL
 #       (docs/nccl-transfers.md, "Tested without a GPU"): the run then
@@ -82,7 +83,7 @@ case)
   compile_flags=() tag_flags=() case_flags=() host_nccl=
   while :; do
     case "${1:-}" in
-    --chunks-per-device | --max-in-flight | --recompute | --units)
+    --chunks-per-device | --max-in-flight | --recompute | --units | --gradient-sync)
       compile_flags+=("$1" "$2") tag_flags+=("$1" "$2")
       shift 2
       ;;
@@ -125,6 +126,29 @@ case)
   if [ -n "$host_nccl" ] && ! grep -q '^bitpipe: warm-up: [1-9][0-9]* stage calls' "$dir/run.log"; then
     echo "equivalence: $dir/train did not warm up (--warm-up on)" >&2
     exit 1
+  fi
+  # With copies, the run says how its groups sum; a schedule whose stages
+  # live on two ranks of a pipeline sums them in two levels unless told
+  # flat (docs/data-parallel.md, "Two levels"), so that the two-level path
+  # is what these cases check.
+  if ((k > 1)); then
+    case " ${compile_flags[*]} " in
+    *" --gradient-sync flat "*) want='flat; 0 of' ;;
+    *) want='hierarchical;' ;;
+    esac
+    grep -q "^bitpipe: gradient sync: $want" "$dir/run.log" || {
+      echo "equivalence: $dir/run.log does not say 'gradient sync: $want'" >&2
+      exit 1
+    }
+    case $schedule in
+    bitpipe | bitpipe-zb | chimera)
+      if [[ $want == hierarchical* ]] &&
+        grep -q '^bitpipe: gradient sync: hierarchical; 0 of' "$dir/run.log"; then
+        echo "equivalence: $schedule with $k copies summed no group in two levels" >&2
+        exit 1
+      fi
+      ;;
+    esac
   fi
   # The saved activations in flight peaked where the compiler predicted
   # from the schedule, on every rank.

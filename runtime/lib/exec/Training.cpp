@@ -137,6 +137,17 @@ void printRunSummary(const TrainOptions &o, const Manifest &m) {
           .c_str(),
       precisionName(m.target.precision), targetKindName(m.target.kind),
       threads.c_str());
+  // Which groups sum in two levels: the schedule's choice, applied where it
+  // has two levels to use (docs/data-parallel.md, "Two levels").
+  if (s.dataParallel > 1) {
+    int twoLevel = 0;
+    for (size_t g = 0; g < m.groups.size(); ++g)
+      twoLevel += m.syncsInTwoLevels(static_cast<int>(g)) ? 1 : 0;
+    std::printf("bitpipe: gradient sync: %s; %d of %zu all-reduce groups in "
+                "two levels\n",
+                bp_gradient_sync_names[s.gradientSync], twoLevel,
+                m.groups.size());
+  }
   std::string outputs;
   auto add = [&](const std::string &what) {
     outputs += (outputs.empty() ? "" : ", ") + what;
