@@ -21,16 +21,17 @@
 #       compiles and runs the 1-rank reference (a ctest fixture);
 #   equivalence.sh case MODEL SCHEDULE D K N WORKDIR [--chunks-per-device V]
 #                  [--max-in-flight C] [--recompute MODE] [--units U]
-#                  [--gradient-sync S] [--host-nccl]
+#                  [--gradient-sync S] [--bucket-mb M] [--host-nccl]
 #                  [RUN FLAG...]
 #       compiles and runs one case and compares it with the reference of
 #       MODEL, N*K and the same run flags, which must exist in WORKDIR;
 #       --chunks-per-device, --max-in-flight, --recompute, --units,
-#       --gradient-sync and --host-nccl (first, if given) go to
-#       bitpipe-compile only
+#       --gradient-sync, --bucket-mb and --host-nccl (first, if given) go
+#       to bitpipe-compile only
 #       (interleaved-1f1b's v, 1f1b's cap on micro-batches in flight, what
 #       the backward computes again, the units stages are cut from, how
-#       groups sum across copies; the reference has none of them). --host-nccl
+#       groups sum across copies, the gradient buckets' capacity; the
+#       reference has none of them). --host-nccl
 #       checks the programs under NCCL's rules and links them with the NCCL
 #       communicator over the strict MPI stand-in for NCCL
 #       (docs/nccl-transfers.md, "Tested without a GPU"): the run then
@@ -83,7 +84,7 @@ case)
   compile_flags=() tag_flags=() case_flags=() host_nccl=
   while :; do
     case "${1:-}" in
-    --chunks-per-device | --max-in-flight | --recompute | --units | --gradient-sync)
+    --chunks-per-device | --max-in-flight | --recompute | --units | --gradient-sync | --bucket-mb)
       compile_flags+=("$1" "$2") tag_flags+=("$1" "$2")
       shift 2
       ;;

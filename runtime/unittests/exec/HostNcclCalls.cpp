@@ -11,6 +11,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace bitpipe::runtime {
@@ -72,6 +73,19 @@ void dropDone(std::vector<UnitRef> *units) {
     if (!u->done)
       left.push_back(std::move(u));
   units->swap(left);
+}
+
+/// Adds to \p units those of \p more that are not done and not there yet.
+/// Each: streams wait for each other's events over and over (a two-level
+/// sum's steps alternate between two streams), and an event holds its
+/// stream's waits, so lists copied without it would double at every step.
+void addPending(std::vector<UnitRef> *units, const std::vector<UnitRef> &more) {
+  std::unordered_set<const Unit *> there;
+  for (const UnitRef &u : *units)
+    there.insert(u.get());
+  for (const UnitRef &u : more)
+    if (!u->done && there.insert(u.get()).second)
+      units->push_back(u);
 }
 
 /// A communicator and its stream: the units not yet done, in issue order,
@@ -203,8 +217,8 @@ public:
   Status streamWaitsForEvent(int comm, int event) override {
     // Copied: the slot may be released and recorded again.
     std::vector<UnitRef> &waits = streams_[comm].waits;
-    waits.insert(waits.end(), events_[event].begin(), events_[event].end());
     dropDone(&waits);
+    addPending(&waits, events_[event]);
     return Status::ok();
   }
   Expected<int> recordEvent(int comm) override {
@@ -214,7 +228,7 @@ public:
     Stream &stream = streams_[comm];
     dropDone(&stream.waits);
     std::vector<UnitRef> units(stream.units.begin(), stream.units.end());
-    units.insert(units.end(), stream.waits.begin(), stream.waits.end());
+    addPending(&units, stream.waits);
     int slot;
     if (!free_.empty()) {
       slot = free_.back();
@@ -305,6 +319,8 @@ private:
   }
 
   static Status post(Unit &u) {
+    // Its waits are met: holding them would keep every unit before it.
+    u.after.clear();
     u.requests.assign(u.starts.size(), MPI_REQUEST_NULL);
     for (size_t i = 0; i < u.starts.size(); ++i)
       BP_TRY(mpiStatus(u.starts[i](&u.requests[i]), "posting an operation"));
