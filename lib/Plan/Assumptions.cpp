@@ -100,6 +100,16 @@ std::string formatAssumptions(const PlanResult &result,
          provenance(cluster.linkCalibration, "links",
                     "transfer and all-reduce times are the file's figures") +
          "\n";
+  // What the compile commands get: a mirror pair's sum is charged as it
+  // will run (docs/data-parallel.md, "Two levels").
+  out += std::string("sync:    ") +
+         (result.gradientSync == sched::GradientSync::Hierarchical
+              ? "a stage held by two ranks of a pipeline sums in two levels "
+                "(reduce-scatter in the copy, its halves across the copies, "
+                "all-gather)"
+              : "one all-reduce over every holder of a stage") +
+         " (--gradient-sync " + sched::gradientSyncName(result.gradientSync) +
+         ")\n";
   return out;
 }
 

@@ -161,6 +161,7 @@ sched::Result<PlanResult> search(const PlanRequest &request,
   PlanResult result;
   result.gpus = request.gpus ? request.gpus : cluster.size();
   result.memoryCapBytes = memoryCap(request, cluster);
+  result.gradientSync = request.gradientSync;
   result.memoryHeadroomBytes = memoryHeadroom(request, cluster);
   std::vector<RejectionCount> noRejections;
   for (int r = 0; r < kNumRejections; ++r)

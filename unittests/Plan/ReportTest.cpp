@@ -165,7 +165,15 @@ TEST(Report, AssumptionsSayWhatIsAssumedAndWhatCalibrated) {
             "communication)\n"
             "links:   assumed, not calibrated on this cluster (its file has no "
             "calibration.links; docs/calibration.md): transfer and all-reduce "
-            "times are the file's figures\n");
+            "times are the file's figures\n"
+            "sync:    a stage held by two ranks of a pipeline sums in two "
+            "levels (reduce-scatter in the copy, its halves across the "
+            "copies, all-gather) (--gradient-sync hierarchical)\n");
+  r.gradientSync = bitpipe::sched::GradientSync::Flat;
+  EXPECT_NE(formatAssumptions(r, c, {"a100.json", 4, 8})
+                .find("sync:    one all-reduce over every holder of a stage "
+                      "(--gradient-sync flat)\n"),
+            std::string::npos);
   c.computeCalibration = "fitted on run 7";
   c.linkCalibration = "fitted on run 8";
   c.nodes = 1;

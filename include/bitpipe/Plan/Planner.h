@@ -189,6 +189,8 @@ struct PlanResult {
   /// The model's forward and backward FLOPs per token (0 when no profile
   /// could be built).
   double modelFlopsPerToken = 0;
+  /// How the plans' mirror pairs sum across copies (the request's).
+  sched::GradientSync gradientSync = sched::GradientSync::Hierarchical;
 
   int64_t rejected() const { return considered - int64_t(ranked.size()); }
   /// What a rank may use: the cap less the headroom.
