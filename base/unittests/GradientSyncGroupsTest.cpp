@@ -40,5 +40,38 @@ TEST(GradientSyncGroupsTest, ShardsAreEqualWithATailBelowTheParts) {
   EXPECT_EQ(l.tail, 0);
 }
 
+TEST(GradientSyncGroupsTest, BucketsArePaddedToAMultipleOfTheShards) {
+  EXPECT_EQ(optimizerShards(2, 3), 6);
+  EXPECT_EQ(optimizerShards(1, 2), 2);
+  EXPECT_EQ(padForShards(11, 4), 12);
+  EXPECT_EQ(padForShards(12, 4), 12);
+  EXPECT_EQ(padForShards(0, 4), 0);
+  EXPECT_EQ(padForShards(5, 1), 5);
+}
+
+/// Which shard index each (member, copy) of 2 members in 3 copies holds of
+/// a bucket of 24 elements (shards of 4).
+std::vector<int64_t> shardOffsets(bool twoLevels) {
+  std::vector<int64_t> offsets;
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < 2; ++i) {
+      OptimizerShard s = optimizerShard(24, 2, 3, i, c, twoLevels);
+      EXPECT_EQ(s.count, 4);
+      offsets.push_back(s.offset);
+    }
+  return offsets;
+}
+
+TEST(GradientSyncGroupsTest, FlatShardsFollowTheWorldRanks) {
+  // World ranks in increasing order (copy-major): position c * 2 + i.
+  EXPECT_EQ(shardOffsets(false), (std::vector<int64_t>{0, 4, 8, 12, 16, 20}));
+}
+
+TEST(GradientSyncGroupsTest, TwoLevelShardsCutTheMembersShardAcrossCopies) {
+  // Member i's shard of the copy is [12 i, 12 i + 12); copy c holds
+  // [12 i + 4 c, + 4) of it.
+  EXPECT_EQ(shardOffsets(true), (std::vector<int64_t>{0, 12, 4, 16, 8, 20}));
+}
+
 } // namespace
 } // namespace bitpipe::base

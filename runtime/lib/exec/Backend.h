@@ -90,6 +90,18 @@ struct ParamSegment {
   double stddev = 0.0;
 };
 
+/// A part of a parameter whose AdamW state a rank holds under a sharded
+/// optimizer (docs/data-parallel.md, "Sharded optimizer"): elements
+/// [offset, offset + count) of the weights and gradients, kept at
+/// [moment, moment + count) of the rank's compact moment arrays.
+struct OptimizerPart {
+  /// The parameter's index in ParamLayout::all.
+  int segment = 0;
+  int64_t offset = 0;
+  int64_t count = 0;
+  int64_t moment = 0;
+};
+
 /// Where a rank's parameters lie in its flat arrays (ParamStore.h says
 /// why in this order). Fixed for the run: targets build their tables from
 /// it once.
@@ -97,9 +109,18 @@ struct ParamLayout {
   int64_t numFloats = 0;
   /// Every parameter held, in layout order (the optimizer's order).
   std::vector<ParamSegment> all;
-  /// The parameters this rank counts in the global gradient norm (it is the
-  /// lowest rank holding them), in layout order.
+  /// The elements this rank counts in the global gradient norm, in layout
+  /// order: each parameter's by the lowest rank holding it, except that
+  /// under a sharded optimizer a bucket's elements are counted by the rank
+  /// whose shard holds them.
   std::vector<ParamSegment> norm;
+  /// Whether the optimizer is sharded: then `owned` lists, in layout order,
+  /// the parts whose AdamW state this rank holds and updates, and the
+  /// moments hold numMoments elements. Otherwise every held parameter is
+  /// updated whole, its moments at its weights' offsets.
+  bool shardedOptimizer = false;
+  std::vector<OptimizerPart> owned;
+  int64_t numMoments = 0;
 };
 
 /// A parameter store's arrays on its target: fp32 master weights, gradient

@@ -4,14 +4,16 @@
 #include "ParamStore.h"
 
 #include "bitpipe/base/CheckedArithmetic.h"
+#include "bitpipe/base/GradientSyncGroups.h"
 
 #include <algorithm>
 #include <limits>
 
 namespace bitpipe::runtime {
 
-ParamStore::ParamStore(const Manifest &manifest, int rank)
-    : manifest_(manifest), offset_(manifest.params.size(), -1) {
+ParamStore::ParamStore(const Manifest &manifest, int rank, bool shardOptimizer)
+    : manifest_(manifest), offset_(manifest.params.size(), -1),
+      bucketOf_(manifest.params.size(), -1) {
   const RankSpec &spec = manifest.rankSpec(rank);
   int64_t next = 0;
   // Every tensor starts on a kParamAlignment-element boundary: on the CUDA
@@ -59,13 +61,31 @@ ParamStore::ParamStore(const Manifest &manifest, int rank)
   // parameter is in at most one bucket and held by the rank).
   // A bucket starts aligned, so its internal gaps are the same on every
   // replica and the ranges line up element by element.
+  // Sharded, a bucket ends padded to a multiple of its shards (zeros, as
+  // the gaps): equal shards, no tail (docs/data-parallel.md).
+  auto pad = [&](const BucketSpec &b, ElementRange &range) {
+    const int64_t shards = base::optimizerShards(
+        static_cast<int64_t>(manifest.groups[b.group].size()),
+        manifest.schedule.dataParallel);
+    const int64_t padded = base::padForShards(range.count, shards);
+    if (padded > limit - range.offset) {
+      overflow(b.params.back());
+      return;
+    }
+    range.count = padded;
+    next = range.offset + padded;
+  };
   for (const BucketSpec &b : spec.buckets) {
     if (!align() && !b.params.empty())
       overflow(b.params.front());
     ElementRange range{next, 0};
-    for (int p : b.params)
+    for (int p : b.params) {
       place(p);
+      bucketOf_[p] = static_cast<int>(buckets_.size());
+    }
     range.count = next - range.offset;
+    if (shardOptimizer && !b.params.empty())
+      pad(b, range);
     buckets_.push_back(range);
   }
   for (int p : spec.params)
@@ -81,9 +101,55 @@ ParamStore::ParamStore(const Manifest &manifest, int rank)
     layout_.all.push_back(seg);
     // Each parameter is counted once in the global norm, by the lowest rank
     // holding it (replicas hold the same summed gradient).
-    if (manifest.ownerRank(p) == rank)
+    if (manifest.ownerRank(p) == rank && !shardOptimizer)
       layout_.norm.push_back(seg);
   }
+  shards_ = buckets_;
+  if (shardOptimizer)
+    this->shardOptimizer(rank);
+}
+
+void ParamStore::shardOptimizer(int rank) {
+  const int pipeline = manifest_.pipelineRank(rank);
+  const int copy = manifest_.copyOf(rank);
+  const int copies = static_cast<int>(manifest_.schedule.dataParallel);
+  const RankSpec &spec = manifest_.rankSpec(rank);
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const int g = spec.buckets[b].group;
+    const std::vector<int> &members = manifest_.groups[g];
+    const int member = static_cast<int>(
+        std::find(members.begin(), members.end(), pipeline) - members.begin());
+    const base::OptimizerShard s = base::optimizerShard(
+        buckets_[b].count, static_cast<int>(members.size()), copies, member,
+        copy, manifest_.syncsInTwoLevels(g));
+    shards_[b] = ElementRange{buckets_[b].offset + s.offset, s.count};
+  }
+  layout_.shardedOptimizer = true;
+  int64_t moment = 0;
+  for (size_t k = 0; k < layout_.all.size(); ++k) {
+    const int p = order_[k];
+    ParamSegment part = layout_.all[k];
+    if (bucketOf_[p] >= 0) {
+      // A bucket's elements are updated, and counted in the norm, by the
+      // rank whose shard holds them.
+      const ElementRange &shard = shards_[bucketOf_[p]];
+      const int64_t begin = std::max(part.offset, shard.offset);
+      const int64_t end =
+          std::min(part.offset + part.count, shard.offset + shard.count);
+      if (end <= begin)
+        continue;
+      part.offset = begin;
+      part.count = end - begin;
+      layout_.norm.push_back(part);
+    } else if (manifest_.ownerRank(p) == rank) {
+      // In no bucket: held by one rank only, whole.
+      layout_.norm.push_back(part);
+    }
+    layout_.owned.push_back(
+        OptimizerPart{static_cast<int>(k), part.offset, part.count, moment});
+    moment += part.count;
+  }
+  layout_.numMoments = moment;
 }
 
 Status ParamStore::attach(Backend &backend) {

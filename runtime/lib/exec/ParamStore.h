@@ -15,6 +15,11 @@
 // ranges line up element by element across the group. Each tensor starts
 // on a kParamAlignment-element boundary (zero-filled gaps between them).
 //
+// Under a sharded optimizer (docs/data-parallel.md, "Sharded optimizer")
+// each bucket's range is padded with zeros to a multiple of its group's
+// world ranks, and the rank holds AdamW's state of its shard of each bucket
+// only (ParamLayout::owned), plus the parameters in no bucket.
+//
 // The layout is known at construction; the arrays come from the target's
 // backend (attach), which may fail (device memory).
 //
@@ -46,7 +51,9 @@ struct ElementRange {
 
 class ParamStore {
 public:
-  ParamStore(const Manifest &manifest, int rank);
+  /// The layout of world rank \p rank; \p shardOptimizer shards AdamW's
+  /// state across each bucket's replicas (the same on every rank).
+  ParamStore(const Manifest &manifest, int rank, bool shardOptimizer = false);
 
   /// Allocates the arrays on \p backend's target, zeroed. Fails, naming
   /// what and how many bytes, when the layout overflows 64-bit offsets or
@@ -87,6 +94,11 @@ public:
 
   /// The gradient (or parameter) range of the rank's bucket \p bucket.
   const ElementRange &bucketRange(int bucket) const { return buckets_[bucket]; }
+  /// Under a sharded optimizer, the part of bucket \p bucket's range whose
+  /// optimizer state the rank holds (absolute offsets); the whole range
+  /// otherwise.
+  const ElementRange &bucketShard(int bucket) const { return shards_[bucket]; }
+  bool shardsOptimizer() const { return layout_.shardedOptimizer; }
   int64_t numFloats() const { return layout_.numFloats; }
 
   /// Initial values from \p seed, made on the target (ParamArrays::
@@ -104,11 +116,16 @@ public:
   std::vector<CheckpointParam> checkpointParams();
 
 private:
+  /// The optimizer's parts and the norm's segments of a sharded layout.
+  void shardOptimizer(int rank);
+
   const Manifest &manifest_;
   std::vector<int> order_;
   std::vector<int64_t> offset_; // by manifest index; -1 if not held
   std::vector<int> segment_;    // by manifest index: its index in layout_.all
   std::vector<ElementRange> buckets_;
+  std::vector<ElementRange> shards_;
+  std::vector<int> bucketOf_; // by manifest index; -1 if in no bucket
   ParamLayout layout_;
   Status layoutError_ = Status::ok(); // set when the layout overflows
   std::unique_ptr<ParamArrays> arrays_;

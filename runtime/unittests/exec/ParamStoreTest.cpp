@@ -60,6 +60,103 @@ TEST(ExecParamStore, BucketsAreContiguousInManifestOrder) {
   EXPECT_TRUE(copy1.layout().norm.empty());
 }
 
+/// pipeDpManifest in three copies: group 0 (pipeline ranks 0 and 1) makes
+/// six shards, group 1 (pipeline rank 0) three, and neither divides a
+/// bucket (512 elements each).
+Manifest threeCopies(const char *gradientSync) {
+  std::string text = replaced(pipeDpManifest(gradientSync),
+                              "\"data_parallel\": 2, \"world_size\": 4",
+                              "\"data_parallel\": 3, \"world_size\": 6");
+  Expected<Manifest> m = parseManifest(text);
+  EXPECT_TRUE(m.isOk()) << m.status().message();
+  return std::move(*m);
+}
+
+TEST(ExecParamStore, ShardedBucketsArePaddedToTheirShards) {
+  Manifest m = threeCopies("flat");
+  ParamStore whole(m, 0);
+  EXPECT_FALSE(whole.shardsOptimizer());
+  EXPECT_EQ(whole.bucketRange(0).count, 512);
+  ParamStore store(m, 0, /*shardOptimizer=*/true);
+  ASSERT_TRUE(store.shardsOptimizer());
+  // 512 -> 513 (3 shards of 171) and 512 -> 516 (6 of 86); the next
+  // bucket still starts aligned.
+  EXPECT_EQ(store.bucketRange(0).offset, 0);
+  EXPECT_EQ(store.bucketRange(0).count, 513);
+  EXPECT_EQ(store.bucketRange(1).offset, 640);
+  EXPECT_EQ(store.bucketRange(1).count, 516);
+  EXPECT_EQ(store.numFloats(), 640 + 516);
+  // The tensors stay where the unsharded layout has them.
+  for (int p : whole.layoutOrder())
+    EXPECT_EQ(store.offset(p),
+              p == m.findParam("embed.tokens") ? 640 : whole.offset(p));
+}
+
+TEST(ExecParamStore, ARankHoldsTheOptimizerStateOfItsShards) {
+  Manifest m = threeCopies("flat");
+  const int b = m.findParam("hidden.bias"), pos = m.findParam("embed.pos");
+  // Copy 0 holds [0, 171) of bucket 0 (hidden.weight's first 171) and
+  // [0, 86) of bucket 1 (embed.tokens'), compactly.
+  ParamStore first(m, 0, true);
+  EXPECT_EQ(first.bucketShard(0).offset, 0);
+  EXPECT_EQ(first.bucketShard(0).count, 171);
+  EXPECT_EQ(first.bucketShard(1).offset, 640);
+  EXPECT_EQ(first.bucketShard(1).count, 86);
+  const ParamLayout &l = first.layout();
+  ASSERT_EQ(l.owned.size(), 2u);
+  EXPECT_EQ(l.all[l.owned[0].segment].name, "hidden.weight");
+  EXPECT_EQ(l.owned[0].offset, 0);
+  EXPECT_EQ(l.owned[0].count, 171);
+  EXPECT_EQ(l.owned[0].moment, 0);
+  EXPECT_EQ(l.all[l.owned[1].segment].name, "embed.tokens");
+  EXPECT_EQ(l.owned[1].offset, 640);
+  EXPECT_EQ(l.owned[1].count, 86);
+  EXPECT_EQ(l.owned[1].moment, 171);
+  EXPECT_EQ(l.numMoments, 171 + 86);
+  // The norm counts exactly the owned elements.
+  ASSERT_EQ(l.norm.size(), 2u);
+  EXPECT_EQ(l.norm[0].count, 171);
+  EXPECT_EQ(l.norm[1].count, 86);
+
+  // Pipeline rank 0 of copy 1 (world rank 2): [171, 342) of bucket 0, the
+  // rest of hidden.weight and all of hidden.bias (the gap after it is
+  // nobody's parameter).
+  ParamStore second(m, 2, true);
+  const ParamLayout &l2 = second.layout();
+  ASSERT_EQ(l2.owned.size(), 3u);
+  EXPECT_EQ(l2.owned[0].offset, 171);
+  EXPECT_EQ(l2.owned[0].count, 256 - 171);
+  EXPECT_EQ(l2.owned[1].offset, second.offset(b));
+  EXPECT_EQ(l2.owned[1].count, 16);
+  EXPECT_EQ(l2.owned[1].moment, 256 - 171);
+  // Copy 2: [342, 513), embed.pos whole.
+  ParamStore third(m, 4, true);
+  ASSERT_GE(third.layout().owned.size(), 1u);
+  EXPECT_EQ(third.layout().owned[0].offset, third.offset(pos));
+  EXPECT_EQ(third.layout().owned[0].count, 8 * 16);
+
+  // Every element of a bucket is some rank's, once: the shards of bucket
+  // 1 over the six ranks tile its range.
+  int64_t next = 640;
+  for (int rank : {0, 1, 2, 3, 4, 5}) {
+    ParamStore s(m, rank, true);
+    const int bucket = m.pipelineRank(rank) == 0 ? 1 : 0;
+    EXPECT_EQ(s.bucketShard(bucket).offset - s.bucketRange(bucket).offset,
+              next - 640)
+        << rank;
+    next += s.bucketShard(bucket).count;
+  }
+  EXPECT_EQ(next, 640 + 516);
+}
+
+TEST(ExecParamStore, TwoLevelShardsFollowTheReduceScatters) {
+  // Group 0 in two levels: member i of copy c holds shard i * 3 + c.
+  Manifest m = threeCopies("hierarchical");
+  ParamStore member1copy0(m, 1, true), member0copy1(m, 2, true);
+  EXPECT_EQ(member1copy0.bucketShard(0).offset, 3 * 86);
+  EXPECT_EQ(member0copy1.bucketShard(1).offset, 640 + 86);
+}
+
 TEST(ExecParamStore, ReplicasInitializeIdentically) {
   Expected<Manifest> m = parseManifest(pipeDpManifest());
   ASSERT_TRUE(m.isOk()) << m.status().message();

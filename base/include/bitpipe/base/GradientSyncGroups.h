@@ -66,6 +66,32 @@ struct ShardLayout {
 };
 ShardLayout shardLayout(int64_t count, int parts);
 
+/// Under a sharded optimizer (docs/data-parallel.md, "Sharded optimizer")
+/// every world rank of a group holds AdamW's state of one equal part of
+/// each of the group's buckets: \p members pipeline ranks in \p copies
+/// copies make members * copies shards. A bucket is padded (with zeros)
+/// to a multiple of that, so that no shard has a tail.
+int64_t optimizerShards(int64_t members, int64_t copies);
+/// \p count rounded up to a multiple of \p shards (>= 1).
+int64_t padForShards(int64_t count, int64_t shards);
+
+/// The elements [offset, offset + count) of a padded bucket whose optimizer
+/// state member \p member (the group's member-th pipeline rank) of copy
+/// \p copy holds. It is the part of the bucket's sum that the
+/// reduce-scatter leaves that rank: summed flat, over the group's world
+/// ranks in increasing order, the rank at position copy * members + member
+/// gets the shard of that index; in two levels, member i of copy c first
+/// gets [i * s, (i + 1) * s) of the copy's sum (s = count / members), and
+/// the reduce-scatter across the copies leaves it [i * s + c * s2, + s2)
+/// of that (s2 = s / copies). \p count must be a multiple of
+/// optimizerShards(members, copies).
+struct OptimizerShard {
+  int64_t offset = 0;
+  int64_t count = 0;
+};
+OptimizerShard optimizerShard(int64_t count, int members, int copies,
+                              int member, int copy, bool twoLevels);
+
 } // namespace bitpipe::base
 
 #endif // BITPIPE_BASE_GRADIENTSYNCGROUPS_H
