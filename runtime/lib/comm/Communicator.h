@@ -135,6 +135,15 @@ public:
   virtual Expected<RequestHandle>
   hierarchicalAllReduceStart(void *buf, int64_t count, DType dtype,
                              const TwoLevelGroup &group) = 0;
+  /// Starts an in-place all-gather over \p group (the caller must be a
+  /// member): \p buf holds one part of \p count elements per member of the
+  /// group, the j-th member's at j * count; each member's own part is its
+  /// input, and afterwards every member holds every part. What a sharded
+  /// optimizer (docs/data-parallel.md, "Sharded optimizer") hands each
+  /// replica its peers' updated weights with. Waited for, ordered and
+  /// timed out as allReduceStart.
+  virtual Expected<RequestHandle>
+  allGatherStart(void *buf, int64_t count, DType dtype, GroupId group) = 0;
   /// Waits for an all-reduce; the same as wait(), named for symmetry.
   Status allReduceWait(RequestHandle h) { return wait(h); }
 

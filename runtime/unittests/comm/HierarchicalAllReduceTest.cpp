@@ -25,6 +25,8 @@
 //  - a sum moves on while a rank waits for something else: rank 0 waits
 //    for a receive that rank 1 sends only after its own sum is done, which
 //    needs rank 0's steps;
+//  - a sharded optimizer's all-gathers of the weights, flat and in two
+//    levels, hand every rank every shard;
 //  - a rank outside the group, and bf16, are refused.
 //
 // stall COUNT: the last world rank never starts its sum of COUNT f32;
@@ -145,6 +147,54 @@ template <typename T> void checkExactSums(Setup &t, int64_t count) {
                    dtypeName(dtypeOf<T>()), static_cast<long long>(count),
                    static_cast<long long>(i), double(twoLevel[i]),
                    double(flat[i]));
+}
+
+/// A sharded optimizer's weights gathered back (docs/data-parallel.md,
+/// "Sharded optimizer"): every rank writes its shard of the bucket
+/// (bitpipe::base::optimizerShard), the rest garbage; after an all-gather
+/// over the whole group (flat), or one across the copies and one within the
+/// copy (two levels), every rank holds every rank's values, exactly.
+void checkShardGather(Setup &t, int64_t perShard, bool twoLevels) {
+  Communicator &c = *t.comm;
+  const int member = c.rank() % t.devices;
+  const int64_t count =
+      bitpipe::base::optimizerShards(t.devices, t.copies) * perShard;
+  auto valueOf = [&](int rank, int64_t i) {
+    return static_cast<float>(rank * 1000 + i % 997);
+  };
+  std::vector<float> buf(static_cast<size_t>(count), -1.0f);
+  auto shardOf = [&](int rank) {
+    return bitpipe::base::optimizerShard(count, t.devices, t.copies,
+                                         rank % t.devices, rank / t.devices,
+                                         twoLevels);
+  };
+  const bitpipe::base::OptimizerShard mine = shardOf(c.rank());
+  for (int64_t i = mine.offset; i < mine.offset + mine.count; ++i)
+    buf[i] = valueOf(c.rank(), i);
+  auto gather = [&](float *at, int64_t n, GroupId g) {
+    auto h = c.allGatherStart(at, n, DType::F32, g);
+    MPI_TEST_CHECK(*t.mpi, h.isOk(), "allgather: %s",
+                   h.status().message().c_str());
+    MPI_TEST_OK(*t.mpi, c.wait(*h));
+  };
+  if (twoLevels) {
+    // Member i's part of the copy, [i * s, (i + 1) * s), from its copies;
+    // then the copy's members' parts.
+    const int64_t s = count / t.devices;
+    gather(buf.data() + member * s, mine.count, t.group.acrossCopies);
+    gather(buf.data(), s, t.group.withinCopy);
+  } else {
+    gather(buf.data(), mine.count, t.group.whole);
+  }
+  for (int r = 0; r < c.size(); ++r) {
+    const bitpipe::base::OptimizerShard theirs = shardOf(r);
+    for (int64_t i = theirs.offset; i < theirs.offset + theirs.count; ++i)
+      MPI_TEST_CHECK(*t.mpi, buf[i] == valueOf(r, i),
+                     "%s gather: element %lld is %g, rank %d wrote %g",
+                     twoLevels ? "two-level" : "flat",
+                     static_cast<long long>(i), double(buf[i]), r,
+                     double(valueOf(r, i)));
+  }
 }
 
 /// Random values: every rank the same bits, within rounding of the flat
@@ -325,6 +375,9 @@ int main(int argc, char **argv) {
     checkExactSums<float>(t, count);
     checkExactSums<double>(t, count);
   }
+  for (bool twoLevels : {false, true})
+    for (int64_t perShard : {int64_t(1), int64_t(37)})
+      checkShardGather(t, perShard, twoLevels);
   checkReplicasAgree(t, 1 << 12);
   checkReplicasAgree(t, parts * 100 + 1);
   checkSeveralInFlight(t);

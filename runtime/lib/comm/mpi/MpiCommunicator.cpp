@@ -335,6 +335,26 @@ Expected<RequestHandle> MpiCommunicator::allReduceStart(void *buf,
   return pending_.add(p);
 }
 
+Expected<RequestHandle> MpiCommunicator::allGatherStart(void *buf,
+                                                        int64_t count,
+                                                        DType dtype,
+                                                        GroupId group) {
+  BP_TRY(checkBuffer("allgather", buf, count, dtype));
+  BP_TRY(checkGroup("allgather", group));
+  Pending p;
+  p.op = "allgather";
+  p.group = group;
+  p.count = count;
+  p.dtype = dtype;
+  // In place: each member's own part is already where MPI puts it.
+  int err = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf,
+                           static_cast<int>(count), mpiType(dtype),
+                           groups_[group].comm, &p.request);
+  if (err != MPI_SUCCESS)
+    return mpiError(err, describe(p));
+  return pending_.add(p);
+}
+
 Expected<RequestHandle> MpiCommunicator::hierarchicalAllReduceStart(
     void *buf, int64_t count, DType dtype, const TwoLevelGroup &group) {
   const char *op = "hierarchical allreduce";

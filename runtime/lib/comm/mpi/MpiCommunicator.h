@@ -68,6 +68,8 @@ public:
   Expected<RequestHandle>
   hierarchicalAllReduceStart(void *buf, int64_t count, DType dtype,
                              const TwoLevelGroup &group) override;
+  Expected<RequestHandle> allGatherStart(void *buf, int64_t count, DType dtype,
+                                         GroupId group) override;
   Status waitFor(RequestHandle h, double timeoutSeconds) override;
   Expected<bool> test(RequestHandle h) override;
   Status broadcast(void *buf, int64_t count, DType dtype,

@@ -164,6 +164,8 @@ public:
   Expected<RequestHandle>
   hierarchicalAllReduceStart(void *buf, int64_t count, DType dtype,
                              const TwoLevelGroup &group) override;
+  Expected<RequestHandle> allGatherStart(void *buf, int64_t count, DType dtype,
+                                         GroupId group) override;
   Status waitOnDevice(RequestHandle h) override {
     return waitOnDeviceFor(h, "");
   }
