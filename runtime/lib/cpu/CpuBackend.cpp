@@ -72,19 +72,22 @@ public:
       return fail("fp32 master weights", sizeof(float));
     if (!a->grads_.allocate(n))
       return fail("fp64 gradient accumulators", sizeof(double));
-    if (!a->m_.allocate(n))
+    // Sharded, a rank keeps the moments of what it owns only, compactly.
+    const int64_t moments = layout.shardedOptimizer ? layout.numMoments : n;
+    if (!a->m_.allocate(moments))
       return fail("AdamW first moments", sizeof(float));
-    if (!a->v_.allocate(n))
+    if (!a->v_.allocate(moments))
       return fail("AdamW second moments", sizeof(float));
     a->layout_ = layout;
-    a->all_ = a->view(layout.all);
+    a->all_ = layout.shardedOptimizer ? a->ownedView() : a->view(layout.all);
     a->norm_ = a->view(layout.norm);
     return std::unique_ptr<ParamArrays>(std::move(a));
   }
 
   int64_t targetBytes() const override {
     return layout_.numFloats *
-           static_cast<int64_t>(3 * sizeof(float) + sizeof(double));
+               static_cast<int64_t>(sizeof(float) + sizeof(double)) +
+           m_.count * static_cast<int64_t>(2 * sizeof(float));
   }
   float *hostParams() override { return params_.get(); }
   float *hostM() override { return m_.get(); }
@@ -106,6 +109,10 @@ public:
 
   void *computeParams(int64_t offset) override {
     return params_.get() + offset;
+  }
+
+  float *shardedWeights() override {
+    return layout_.shardedOptimizer ? params_.get() : nullptr;
   }
 
   void *gradData() override { return grads_.get(); }
@@ -137,6 +144,18 @@ private:
       out.push_back({s.name, params_.get() + s.offset, grads_.get() + s.offset,
                      m_.get() + s.offset, v_.get() + s.offset, s.count,
                      s.decay});
+    return out;
+  }
+
+  /// The owned parts of a sharded optimizer, their moments compact.
+  std::vector<AdamWParam> ownedView() {
+    std::vector<AdamWParam> out;
+    for (const OptimizerPart &p : layout_.owned) {
+      const ParamSegment &s = layout_.all[p.segment];
+      out.push_back({s.name, params_.get() + p.offset, grads_.get() + p.offset,
+                     m_.get() + p.moment, v_.get() + p.moment, p.count,
+                     s.decay});
+    }
     return out;
   }
 

@@ -133,7 +133,9 @@ public:
   /// The host image of the master weights and moments (fp32, layout
   /// order): what initialisation writes and checkpoints read and write. On
   /// the CPU these are the arrays themselves; on a device a staging copy
-  /// that exists between toHost() and toTarget().
+  /// that exists between toHost() and toTarget(). Under a sharded
+  /// optimizer the moments are the compact ones (ParamLayout::owned's
+  /// `moment` offsets): ParamStore makes the whole image.
   virtual float *hostParams() = 0;
   virtual float *hostM() = 0;
   virtual float *hostV() = 0;
@@ -173,10 +175,17 @@ public:
   virtual DType gradDType() const = 0;
   virtual Status zeroGradients() = 0;
 
+  /// Under a sharded optimizer: the fp32 master weights in target memory,
+  /// which the ranks all-gather after each update (ParamStore::
+  /// gatherWeights). A target that does not shard the optimizer refuses
+  /// such a layout in createParamArrays and returns null here.
+  virtual float *shardedWeights() { return nullptr; }
+
   /// Sum over the layout's `norm` segments of (grad / numMicroBatches)^2, in
   /// double (the one number besides the losses that crosses the bus).
   virtual Expected<double> sumSquaredGradients(int numMicroBatches) = 0;
-  /// The AdamW update of every held parameter with the global norm's
+  /// The AdamW update of every held parameter (of the owned parts under a
+  /// sharded optimizer) with the global norm's
   /// square \p globalSumSquares (AdamW::beginStep forms the constants).
   virtual Status adamwStep(AdamW &optimizer, int numMicroBatches,
                            double globalSumSquares) = 0;
@@ -246,7 +255,9 @@ public:
   /// device, too many ranks.
   virtual Status configure(const Manifest &manifest) = 0;
 
-  /// The arrays of a parameter store of \p layout, zeroed.
+  /// The arrays of a parameter store of \p layout, zeroed. A target that
+  /// cannot shard the optimizer refuses a layout with shardedOptimizer,
+  /// saying so ("--shard-optimizer: not yet supported on the ... target").
   virtual Expected<std::unique_ptr<ParamArrays>>
   createParamArrays(const ParamLayout &layout) = 0;
 

@@ -881,8 +881,9 @@ Status Executor::optimizerStep(int64_t microbatches) {
   // The global gradient norm, every step (clipping needs it, and the step's
   // metrics report it: unlike the loss, it shows a mis-scaled gradient at
   // once, which AdamW's normalised update hides). It is over the whole
-  // model: each parameter counted once, by the lowest rank holding it
-  // (replicas hold the same summed gradient; ParamLayout::norm).
+  // model: each element counted once, by the lowest rank holding it or,
+  // under a sharded optimizer, by its shard's (replicas hold the same
+  // summed gradient; ParamLayout::norm).
   BP_ASSIGN(sum, arrays.sumSquaredGradients(n));
   double total = sum;
   // One double in host memory: the host transport's.
@@ -908,6 +909,11 @@ Status Executor::optimizerStep(int64_t microbatches) {
     optimizer_.setStepCount(optimizer_.stepCount() + 1);
   } else {
     BP_TRY(arrays.adamwStep(optimizer_, n, nonFiniteGradNorm_ ? 0.0 : total));
+    // Sharded, each replica updated its shards only: the others' come
+    // back before the step ends (docs/data-parallel.md, "Sharded
+    // optimizer").
+    if (params_.shardsOptimizer())
+      BP_TRY(params_.gatherWeights(comm_));
   }
   BP_TRY(arrays.zeroGradients());
   stepped_ = true;

@@ -23,6 +23,10 @@ Status gatherModelState(Communicator &comm, const Manifest &manifest,
   Status current = store.toHost();
   if (!current.isOk())
     return current;
+  // A sharded optimizer's moments are whole in the file: the owner gathers
+  // its replicas' shards first (every replica joins).
+  if (moments)
+    BP_TRY(store.gatherMoments(comm));
   std::string mine;
   for (size_t p = 0; p < manifest.params.size(); ++p) {
     if (manifest.ownerRank(static_cast<int>(p)) != comm.rank())

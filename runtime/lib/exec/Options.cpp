@@ -187,6 +187,11 @@ FlagSet flags(TrainOptions &o) {
             "skip the update of a step whose gradients are not finite, at "
             "most K steps in a row (default 0: stop at the first)",
             &o.skipNonFiniteSteps, 0);
+  f.toggle("--shard-optimizer",
+           "shard AdamW's moments across the ranks that hold a replica of "
+           "the same parameters, each updating its shard "
+           "(docs/data-parallel.md, \"Sharded optimizer\"; CPU target)",
+           &o.shardOptimizer);
   f.toggle("--help", "this text", &o.help);
   return f;
 }

@@ -78,6 +78,10 @@ struct TrainOptions {
   /// gradients before training stops (0: none; docs/training-semantics.md,
   /// "Non-finite values").
   int64_t skipNonFiniteSteps = 0;
+  /// --shard-optimizer: AdamW's state sharded across each bucket's
+  /// replicas (docs/data-parallel.md, "Sharded optimizer"); the same on
+  /// every rank (checked at start-up).
+  bool shardOptimizer = false;
   bool help = false;
   /// The name of every flag given ("--lr", ...): a resume takes each
   /// optimizer setting from the checkpoint unless its flag is here.

@@ -12,7 +12,7 @@
 namespace bitpipe::runtime {
 
 ParamStore::ParamStore(const Manifest &manifest, int rank, bool shardOptimizer)
-    : manifest_(manifest), offset_(manifest.params.size(), -1),
+    : manifest_(manifest), rank_(rank), offset_(manifest.params.size(), -1),
       bucketOf_(manifest.params.size(), -1) {
   const RankSpec &spec = manifest.rankSpec(rank);
   int64_t next = 0;
@@ -106,22 +106,28 @@ ParamStore::ParamStore(const Manifest &manifest, int rank, bool shardOptimizer)
   }
   shards_ = buckets_;
   if (shardOptimizer)
-    this->shardOptimizer(rank);
+    this->shardOptimizer();
 }
 
-void ParamStore::shardOptimizer(int rank) {
-  const int pipeline = manifest_.pipelineRank(rank);
-  const int copy = manifest_.copyOf(rank);
+/// Where world rank \p rank stands in group \p g: its member index (the
+/// group's pipeline ranks) and its copy.
+static std::pair<int, int> memberAndCopy(const Manifest &m, int g, int rank) {
+  const std::vector<int> &members = m.groups[g];
+  const int pipeline = m.pipelineRank(rank);
+  return {static_cast<int>(std::find(members.begin(), members.end(), pipeline) -
+                           members.begin()),
+          m.copyOf(rank)};
+}
+
+void ParamStore::shardOptimizer() {
   const int copies = static_cast<int>(manifest_.schedule.dataParallel);
-  const RankSpec &spec = manifest_.rankSpec(rank);
+  const RankSpec &spec = manifest_.rankSpec(rank_);
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const int g = spec.buckets[b].group;
-    const std::vector<int> &members = manifest_.groups[g];
-    const int member = static_cast<int>(
-        std::find(members.begin(), members.end(), pipeline) - members.begin());
+    const auto [member, copy] = memberAndCopy(manifest_, g, rank_);
     const base::OptimizerShard s = base::optimizerShard(
-        buckets_[b].count, static_cast<int>(members.size()), copies, member,
-        copy, manifest_.syncsInTwoLevels(g));
+        buckets_[b].count, static_cast<int>(manifest_.groups[g].size()), copies,
+        member, copy, manifest_.syncsInTwoLevels(g));
     shards_[b] = ElementRange{buckets_[b].offset + s.offset, s.count};
   }
   layout_.shardedOptimizer = true;
@@ -141,7 +147,7 @@ void ParamStore::shardOptimizer(int rank) {
       part.offset = begin;
       part.count = end - begin;
       layout_.norm.push_back(part);
-    } else if (manifest_.ownerRank(p) == rank) {
+    } else if (manifest_.ownerRank(p) == rank_) {
       // In no bucket: held by one rank only, whole.
       layout_.norm.push_back(part);
     }
@@ -150,6 +156,94 @@ void ParamStore::shardOptimizer(int rank) {
     moment += part.count;
   }
   layout_.numMoments = moment;
+}
+
+float *ParamStore::hostMoments(int which) {
+  if (layout_.shardedOptimizer)
+    return wholeMoments_[which].data();
+  return which == 0 ? arrays_->hostM() : arrays_->hostV();
+}
+
+Status ParamStore::toHost() {
+  BP_TRY(arrays_->toHost());
+  if (!layout_.shardedOptimizer)
+    return Status::ok();
+  // The owned parts where the whole layout has them; the rest zero until
+  // gatherMoments (or a checkpoint's load) fills it.
+  const float *compact[2] = {arrays_->hostM(), arrays_->hostV()};
+  for (int which : {0, 1}) {
+    std::vector<float> &whole = wholeMoments_[which];
+    whole.assign(static_cast<size_t>(layout_.numFloats), 0.0f);
+    for (const OptimizerPart &p : layout_.owned)
+      std::copy_n(compact[which] + p.moment, p.count, whole.data() + p.offset);
+  }
+  return Status::ok();
+}
+
+Status ParamStore::toTarget() {
+  if (layout_.shardedOptimizer && !wholeMoments_[0].empty()) {
+    float *compact[2] = {arrays_->hostM(), arrays_->hostV()};
+    for (int which : {0, 1})
+      for (const OptimizerPart &p : layout_.owned)
+        std::copy_n(wholeMoments_[which].data() + p.offset, p.count,
+                    compact[which] + p.moment);
+  }
+  return arrays_->toTarget();
+}
+
+void ParamStore::releaseHost() {
+  arrays_->releaseHost();
+  for (std::vector<float> &whole : wholeMoments_)
+    std::vector<float>().swap(whole);
+}
+
+void ParamStore::useGroups(std::vector<GroupId> groups,
+                           std::vector<std::optional<TwoLevelGroup>> twoLevel) {
+  groups_ = std::move(groups);
+  twoLevel_ = std::move(twoLevel);
+}
+
+Status ParamStore::gatherShards(Communicator &comm, float *array) {
+  // The reverse of the reduce-scatters that leave each rank its shard
+  // (base::optimizerShard): flat, one all-gather over the group's world
+  // ranks; in two levels, the member's part from its copies, then the
+  // copy's members' parts.
+  const RankSpec &spec = manifest_.rankSpec(rank_);
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const int g = spec.buckets[b].group;
+    const ElementRange &range = buckets_[b];
+    const int members = static_cast<int>(manifest_.groups[g].size());
+    const int64_t shard = shards_[b].count;
+    float *bucket = array + range.offset;
+    if (static_cast<size_t>(g) < twoLevel_.size() && twoLevel_[g]) {
+      const int64_t part = range.count / members;
+      const int member = memberAndCopy(manifest_, g, rank_).first;
+      BP_ASSIGN(across,
+                comm.allGatherStart(bucket + member * part, shard, DType::F32,
+                                    twoLevel_[g]->acrossCopies));
+      BP_TRY(comm.wait(across));
+      BP_ASSIGN(within, comm.allGatherStart(bucket, part, DType::F32,
+                                            twoLevel_[g]->withinCopy));
+      BP_TRY(comm.wait(within));
+    } else {
+      BP_ASSIGN(all, comm.allGatherStart(bucket, shard, DType::F32,
+                                         groups_[static_cast<size_t>(g)]));
+      BP_TRY(comm.wait(all));
+    }
+  }
+  return Status::ok();
+}
+
+Status ParamStore::gatherWeights(Communicator &comm) {
+  return gatherShards(comm, arrays_->shardedWeights());
+}
+
+Status ParamStore::gatherMoments(Communicator &comm) {
+  if (!layout_.shardedOptimizer)
+    return Status::ok();
+  for (std::vector<float> &whole : wholeMoments_)
+    BP_TRY(gatherShards(comm.hostCommunicator(), whole.data()));
+  return Status::ok();
 }
 
 Status ParamStore::attach(Backend &backend) {

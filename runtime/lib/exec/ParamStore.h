@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace bitpipe::runtime {
@@ -71,14 +72,34 @@ public:
   /// The host image of parameter \p param's master weights and moments
   /// (ParamArrays::hostParams: current between toHost() and toTarget()).
   float *hostParam(int param) { return arrays_->hostParams() + offset_[param]; }
-  float *hostM(int param) { return arrays_->hostM() + offset_[param]; }
-  float *hostV(int param) { return arrays_->hostV() + offset_[param]; }
+  /// Under a sharded optimizer the moments' host image is the whole one
+  /// (layout order) that ParamStore keeps between toHost() and toTarget():
+  /// the rank's own parts, and its peers' after gatherMoments().
+  float *hostM(int param) { return hostMoments(0) + offset_[param]; }
+  float *hostV(int param) { return hostMoments(1) + offset_[param]; }
   float *hostParamsData() { return arrays_->hostParams(); }
   /// ParamArrays::targetBytes.
   int64_t targetBytes() const { return arrays_->targetBytes(); }
-  Status toHost() { return arrays_->toHost(); }
-  Status toTarget() { return arrays_->toTarget(); }
-  void releaseHost() { arrays_->releaseHost(); }
+  Status toHost();
+  /// Sharded, the owned parts of the whole moments' image go back to the
+  /// compact moments (a loaded checkpoint's: every rank reads it whole).
+  Status toTarget();
+  void releaseHost();
+
+  /// Under a sharded optimizer, collectively over every rank: the
+  /// communicator's groups of the manifest's (Trainer's createGroups:
+  /// each group's id and, for one that sums in two levels, its levels),
+  /// which gatherWeights and gatherMoments gather over.
+  void useGroups(std::vector<GroupId> groups,
+                 std::vector<std::optional<TwoLevelGroup>> twoLevel);
+  /// Collective over every replica, after a sharded optimizer's update:
+  /// every bucket's updated shards (ParamArrays::shardedWeights) from
+  /// every replica, so that all hold the same weights.
+  Status gatherWeights(Communicator &comm);
+  /// Collective, between toHost() and toTarget(): the whole moments of
+  /// every bucket into the host image (a checkpoint's save). Nothing to do
+  /// unsharded.
+  Status gatherMoments(Communicator &comm);
 
   /// What a stage function reads for parameter \p param (held).
   void *computeParam(int param) {
@@ -117,9 +138,14 @@ public:
 
 private:
   /// The optimizer's parts and the norm's segments of a sharded layout.
-  void shardOptimizer(int rank);
+  void shardOptimizer();
+  float *hostMoments(int which);
+  /// In place over \p array (f32, this store's layout), bucket by bucket:
+  /// each replica's shard to every replica of the bucket.
+  Status gatherShards(Communicator &comm, float *array);
 
   const Manifest &manifest_;
+  int rank_;
   std::vector<int> order_;
   std::vector<int64_t> offset_; // by manifest index; -1 if not held
   std::vector<int> segment_;    // by manifest index: its index in layout_.all
@@ -129,6 +155,10 @@ private:
   ParamLayout layout_;
   Status layoutError_ = Status::ok(); // set when the layout overflows
   std::unique_ptr<ParamArrays> arrays_;
+  /// Sharded: the moments' whole host image (m, v) while one exists.
+  std::vector<float> wholeMoments_[2];
+  std::vector<GroupId> groups_;
+  std::vector<std::optional<TwoLevelGroup>> twoLevel_;
 };
 
 } // namespace bitpipe::runtime

@@ -2,6 +2,8 @@
 
 #include "Training.h"
 
+#include "bitpipe/base/GradientSyncGroups.h"
+
 #include "Backend.h"
 #include "Executor.h"
 #include "HuggingFaceCheckpoint.h"
@@ -292,18 +294,47 @@ int64_t pageFaultCount() {
          static_cast<int64_t>(usage.ru_majflt);
 }
 
+/// What --shard-optimizer shards (docs/data-parallel.md, "Sharded
+/// optimizer"): "moments of N of M parameters sharded over 2 to 4 ranks
+/// each": the parameters in a bucket, over their group's world ranks.
+std::string describeSharding(const Manifest &m) {
+  std::vector<int> shards(m.params.size(), 0);
+  for (const RankSpec &rank : m.ranks)
+    for (const BucketSpec &b : rank.buckets)
+      for (int p : b.params)
+        shards[p] = static_cast<int>(base::optimizerShards(
+            static_cast<int64_t>(m.groups[b.group].size()),
+            m.schedule.dataParallel));
+  int sharded = 0, fewest = 0, most = 0;
+  for (int n : shards) {
+    if (n == 0)
+      continue;
+    fewest = sharded == 0 ? n : std::min(fewest, n);
+    most = std::max(most, n);
+    ++sharded;
+  }
+  std::string over = fewest == most ? std::to_string(most)
+                                    : formatString("%d to %d", fewest, most);
+  return formatString("moments of %d of %zu parameters sharded over %s ranks "
+                      "each",
+                      sharded, m.params.size(), over.c_str());
+}
+
 class Trainer {
 public:
   Trainer(const CompiledProgram &program, Communicator &comm, Backend &backend,
           const TrainOptions &o, const Manifest &m,
           std::chrono::steady_clock::time_point started)
       : program_(program), comm_(comm), backend_(backend), o_(o), manifest_(m),
-        rank_(comm.rank()), store_(m, comm.rank()), adam_(o.optimizer.adam),
-        started_(started) {}
+        rank_(comm.rank()), store_(m, comm.rank(), o.shardOptimizer),
+        adam_(o.optimizer.adam), started_(started) {}
 
   int run();
 
 private:
+  /// Collective: an error on every rank unless every rank was given
+  /// --shard-optimizer alike (the replicas' layouts must match).
+  Status sameShardingOnEveryRank();
   Status save(const std::string &path, int64_t step);
   /// Collective: --eval-data's batches through the program, with the
   /// update off (Executor::setEvaluationInputs); adds this rank's losses
@@ -700,6 +731,20 @@ Status createGroups(Communicator &comm, const Manifest &manifest,
   return Status::ok();
 }
 
+Status Trainer::sameShardingOnEveryRank() {
+  std::vector<int32_t> all = gatherFromEveryRank(
+      comm_, o_.shardOptimizer ? 1 : 0, "the --shard-optimizer check");
+  for (size_t r = 0; r < all.size(); ++r)
+    if (all[r] != all[0])
+      return Status::error(
+          ErrorCode::InvalidArgument,
+          formatString("--shard-optimizer was given to rank %d but not to "
+                       "rank %d; every rank must run with the same flags",
+                       all[0] ? 0 : static_cast<int>(r),
+                       all[0] ? static_cast<int>(r) : 0));
+  return Status::ok();
+}
+
 int Trainer::run() {
   // Groups first: creating one is collective over every rank, in order.
   std::vector<GroupId> groupIds;
@@ -713,6 +758,13 @@ int Trainer::run() {
                                        manifest_.worldChannels());
   if (!channels.isOk())
     comm_.abort(1, "opening the program's channels: " + channels.message());
+
+  if (!agreeAllOk(comm_, sameShardingOnEveryRank()))
+    return 1;
+  store_.useGroups(groupIds, twoLevel);
+  if (o_.shardOptimizer && rank_ == 0)
+    std::printf("bitpipe: optimizer: %s\n",
+                describeSharding(manifest_).c_str());
 
   // The parameters are initialised where they live (on a device, drawn
   // there: no host image). Only a --load passes through the host image:

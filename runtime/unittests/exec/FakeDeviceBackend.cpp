@@ -219,6 +219,10 @@ public:
   }
   Expected<std::unique_ptr<ParamArrays>>
   createParamArrays(const ParamLayout &layout) override {
+    if (layout.shardedOptimizer)
+      return Status::error(ErrorCode::InvalidArgument,
+                           "--shard-optimizer: not supported by the fake "
+                           "device");
     return std::unique_ptr<ParamArrays>(
         new FakeDeviceArrays(layout, bus_, copies_));
   }
