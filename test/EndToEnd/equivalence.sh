@@ -151,6 +151,17 @@ case)
       ;;
     esac
   fi
+  # --shard-optimizer (a run flag: the one-rank reference has no replicas
+  # and shards nothing) shards every parameter that has replicas
+  # (docs/data-parallel.md, "Sharded optimizer").
+  case " $* " in
+  *" --shard-optimizer "*)
+    if ((k > 1)) && ! grep -q '^bitpipe: optimizer: moments of [1-9][0-9]* of [0-9]* parameters sharded' "$dir/run.log"; then
+      echo "equivalence: $dir/run.log does not say which moments it sharded" >&2
+      exit 1
+    fi
+    ;;
+  esac
   # The saved activations in flight peaked where the compiler predicted
   # from the schedule, on every rank.
   grep -q "saved activations in flight.*as the schedule predicts" "$dir/run.log"

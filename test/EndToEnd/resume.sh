@@ -6,14 +6,27 @@
 # micro-batches per step): a checkpoint is the whole model, whatever wrote
 # it.
 #
-#   resume.sh MODEL SCHEDULE D K N WORKDIR [SCHEDULE2 D2 K2 N2]
+#   resume.sh MODEL SCHEDULE D K N WORKDIR [SCHEDULE2 D2 K2 N2] [-- FLAG...]
+# FLAGs (e.g. --shard-optimizer) go to the two halves, not to the run
+# without a stop: the halves must still match it bit for bit.
 # BITPIPE_BIN: the build's bin directory.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 k_steps=2 total=4
 
+args=() half_flags=()
+while (($#)); do
+  if [ "$1" = -- ]; then
+    shift
+    half_flags=("$@")
+    break
+  fi
+  args+=("$1")
+  shift
+done
+set -- "${args[@]}"
 [ $# -eq 6 ] || [ $# -eq 10 ] ||
-  { echo "usage: $0 MODEL SCHEDULE D K N WORKDIR [SCHEDULE2 D2 K2 N2]" >&2; exit 2; }
+  { echo "usage: $0 MODEL SCHEDULE D K N WORKDIR [SCHEDULE2 D2 K2 N2] [-- FLAG...]" >&2; exit 2; }
 model=$1 s1=$2 d1=$3 k1=$4 n1=$5 work=$6
 s2=${7:-$s1} d2=${8:-$d1} k2=${9:-$k1} n2=${10:-$n1}
 if [ $((n1 * k1)) -ne $((n2 * k2)) ]; then
@@ -21,7 +34,7 @@ if [ $((n1 * k1)) -ne $((n2 * k2)) ]; then
   exit 2
 fi
 name=$(basename "$model" .json)
-dir=$work/resume-$name-$s1-d$d1-dp$k1-n$n1-then-$s2-d$d2-dp$k2-n$n2
+dir=$work/resume-$name-$s1-d$d1-dp$k1-n$n1-then-$s2-d$d2-dp$k2-n$n2$(flags_tag "${half_flags[@]}")
 rm -rf "$dir" && mkdir -p "$dir"
 data=$(tokens "$work")
 "$bin/bitpipe-compile" "$model" --devices "$d1" --dp "$k1" \
@@ -34,15 +47,25 @@ flags=(--data "$data" "${base_flags[@]}")
 run $((d1 * k1)) "$dir/first" "${flags[@]}" --steps "$total" \
   --metrics "$dir/whole.jsonl" --save "$dir/whole.safetensors"
 # With one: the second run appends its steps to the first's metrics.
-run $((d1 * k1)) "$dir/first" "${flags[@]}" --steps "$k_steps" \
-  --metrics "$dir/resumed.jsonl" --save "$dir/half.safetensors"
-run $((d2 * k2)) "$dir/second" "${flags[@]}" --steps "$total" \
+run $((d1 * k1)) "$dir/first" "${flags[@]}" "${half_flags[@]}" \
+  --steps "$k_steps" --metrics "$dir/resumed.jsonl" \
+  --save "$dir/half.safetensors"
+run $((d2 * k2)) "$dir/second" "${flags[@]}" "${half_flags[@]}" \
+  --steps "$total" \
   --load "$dir/half.safetensors" --metrics "$dir/resumed.jsonl" \
   --save "$dir/resumed.safetensors" | tee "$dir/second.log"
 grep -q "^bitpipe: resumed .*step $k_steps" "$dir/second.log" || {
   echo "resume.sh: the second run did not say it resumed at step $k_steps" >&2
   exit 1
 }
+case " ${half_flags[*]} " in
+*" --shard-optimizer "*)
+  grep -q "^bitpipe: optimizer: moments of [1-9][0-9]* of" "$dir/second.log" || {
+    echo "resume.sh: the second run sharded no moments" >&2
+    exit 1
+  }
+  ;;
+esac
 
 # Every step, every weight and both AdamW moments: exactly equal.
 "$bin/bitpipe-compare" --rtol 0 --metrics "$dir/resumed.jsonl" "$dir/whole.jsonl"

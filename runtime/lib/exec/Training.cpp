@@ -313,6 +313,10 @@ std::string describeSharding(const Manifest &m) {
     most = std::max(most, n);
     ++sharded;
   }
+  if (sharded == 0)
+    return formatString("moments of 0 of %zu parameters sharded (no "
+                        "parameter has a replica)",
+                        m.params.size());
   std::string over = fewest == most ? std::to_string(most)
                                     : formatString("%d to %d", fewest, most);
   return formatString("moments of %d of %zu parameters sharded over %s ranks "
