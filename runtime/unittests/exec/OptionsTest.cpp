@@ -122,6 +122,16 @@ TEST(ExecOptions, SkipNonFiniteStepsIsACountFromZero) {
       << o.status().message();
 }
 
+TEST(ExecOptions, TheOptimizerIsShardedOnlyWhenAsked) {
+  Expected<TrainOptions> o = parse({"--data", "t.bin", "--steps", "1"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_FALSE(o->shardOptimizer);
+  o = parse({"--data", "t.bin", "--steps", "1", "--shard-optimizer"});
+  ASSERT_TRUE(o.isOk()) << o.status().message();
+  EXPECT_TRUE(o->shardOptimizer);
+  EXPECT_NE(trainUsage("train").find("--shard-optimizer"), std::string::npos);
+}
+
 TEST(ExecOptions, CudaGraphsAreOffUnlessAskedTheLastFlagWinning) {
   Expected<TrainOptions> o = parse({"--data", "t.bin", "--steps", "1"});
   ASSERT_TRUE(o.isOk()) << o.status().message();
