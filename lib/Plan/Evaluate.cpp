@@ -166,18 +166,23 @@ evaluateStages(PlanConfig config, const ModelProfile &model,
       }
     }
   std::vector<std::vector<int>> replicas = placement.replicaGroups();
-  std::vector<double> parameters(D, 0), buffers(D, 0);
+  std::vector<double> parameters(D, 0), optimizerParameters(D, 0),
+      buffers(D, 0);
   for (int d = 0; d < D; ++d) {
     int ringPeers = 0;
     for (int s : held[d]) {
       parameters[d] += stages[s].parameters;
       int group = static_cast<int>(replicas[s].size()) * dp;
+      optimizerParameters[d] += request.shardOptimizer
+                                    ? stages[s].parameters / group
+                                    : stages[s].parameters;
       ringPeers = std::max(ringPeers, std::min(2, group - 1));
     }
     buffers[d] = kCommBufferBytesPerPeer *
                  static_cast<double>(peers[d].size() + ringPeers);
     sched::RankMemory states =
-        sched::rankMemory(parameters[d], request.precision, 0, buffers[d]);
+        sched::rankMemory(parameters[d], optimizerParameters[d],
+                          request.precision, 0, buffers[d]);
     if (states.total() > memoryBudget)
       return reject(Rejection::MemoryStates,
                     "rank " + std::to_string(d) + " holds " +
@@ -276,9 +281,9 @@ evaluateStages(PlanConfig config, const ModelProfile &model,
   e.p2pBytes = sim->totalBytesSent * dp;
   e.allReduceBytes = allReduce * dp;
   for (int d = 0; d < D; ++d) {
-    sched::RankMemory m =
-        sched::rankMemory(parameters[d], request.precision,
-                          sim->ranks[d].peakInFlightBytes, buffers[d]);
+    sched::RankMemory m = sched::rankMemory(
+        parameters[d], optimizerParameters[d], request.precision,
+        sim->ranks[d].peakInFlightBytes, buffers[d]);
     if (d == 0 || m.total() > e.peakMemory.total()) {
       e.peakMemory = m;
       e.peakRank = d;

@@ -96,6 +96,10 @@ std::string compileCommand(const PlanConfig &c, const CommandContext &ctx) {
   return cmd + " -o " + shellWord(base + "_train");
 }
 
+std::string runFlags(const CommandContext &ctx) {
+  return ctx.shardOptimizer ? "--shard-optimizer" : "";
+}
+
 namespace {
 
 /// The table's columns; `vs_best` only in the best of each schedule.
@@ -314,7 +318,8 @@ std::string formatJson(const PlanResult &result, int topK,
            ", \"allreduce_inter_node_bytes_per_rank\": " +
            num(e.allReduceInterNodeBytesPerRank) +
            ", \"allreduce_overlap\": " + num(e.allReduceOverlap) +
-           ", \"compile_command\": " + quote(compileCommand(c, ctx)) + "}";
+           ", \"compile_command\": " + quote(compileCommand(c, ctx)) +
+           ", \"run_flags\": " + quote(runFlags(ctx)) + "}";
   };
   out += "  \"considered\": " + std::to_string(result.considered) + ",\n";
   out += "  \"feasible\": " + std::to_string(result.ranked.size()) + ",\n";

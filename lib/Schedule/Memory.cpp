@@ -20,10 +20,17 @@ double bytesPerParameter(ComputePrecision precision) {
 
 RankMemory rankMemory(double parameters, ComputePrecision precision,
                       double peakActivationBytes, double communicationBytes) {
+  return rankMemory(parameters, parameters, precision, peakActivationBytes,
+                    communicationBytes);
+}
+
+RankMemory rankMemory(double parameters, double optimizerParameters,
+                      ComputePrecision precision, double peakActivationBytes,
+                      double communicationBytes) {
   RankMemory m;
   m.weights = parameters * weightBytes(precision);
   m.gradients = parameters * kFp32;
-  m.optimizer = parameters * 2 * kFp32;
+  m.optimizer = optimizerParameters * 2 * kFp32;
   m.activations = peakActivationBytes;
   m.communication = communicationBytes;
   return m;

@@ -107,6 +107,12 @@ cl::opt<sched::GradientSync> gradientSync(
              "(default: hierarchical)"),
     cl::init(sched::GradientSync::Hierarchical), bitpipe::gradientSyncValues(),
     cl::cat(category));
+cl::opt<bool> shardOptimizer(
+    "shard-optimizer",
+    cl::desc("Plan for executables run with --shard-optimizer: each "
+             "stage's optimizer state divided by the ranks holding it "
+             "(docs/data-parallel.md, \"Sharded optimizer\")"),
+    cl::init(false), cl::cat(category));
 cl::opt<bool> recomputeToFit(
     "recompute-to-fit",
     cl::desc("Try a configuration over the memory cap again with full "
@@ -305,6 +311,7 @@ int main(int argc, char **argv) {
   request.allowIdleGpus = allowIdle;
   request.recompute = recompute;
   request.gradientSync = gradientSync;
+  request.shardOptimizer = shardOptimizer;
   request.recomputeToFit = recomputeToFit;
   request.schedules.assign(scheduleList.begin(), scheduleList.end());
   request.devices.assign(depths.begin(), depths.end());
@@ -384,6 +391,7 @@ int main(int argc, char **argv) {
   context.target = bitpipe::stringifyTargetKind(target).str();
   context.precision = bitpipe::stringifyPrecision(trainPrecision).str();
   context.gradientSync = gradientSync;
+  context.shardOptimizer = shardOptimizer;
 
   if (!timelinesPath.empty() && !result->ranked.empty())
     if (Error e = writeTimelines(*result, request, *cluster, source))
@@ -405,11 +413,15 @@ int main(int argc, char **argv) {
     os << bitpipe::plan::formatTable(*result, top);
     os << bitpipe::plan::formatBestPerSchedule(*result);
     os << bitpipe::plan::formatRejections(*result);
-    if (!result->ranked.empty())
+    if (!result->ranked.empty()) {
       os << "best: "
          << bitpipe::plan::compileCommand(result->ranked.front().config,
                                           context)
          << "\n";
+      if (context.shardOptimizer)
+        os << "run the executable with " << bitpipe::plan::runFlags(context)
+           << ": the memory above assumes the optimizer sharded\n";
+    }
     os.flush();
   }
   if (result->ranked.empty())

@@ -337,6 +337,35 @@ TEST(Planner, CountsWhatTheScheduleOrTheModelCannotDo) {
       << r->rejections[int(Rejection::Schedule)].example;
 }
 
+TEST(Planner, AShardedOptimizerDividesTheMomentsByTheStagesRanks) {
+  // BitPipe on 2 devices x 2 copies: each stage on both devices of a copy
+  // (the mirror pair), so on 4 world ranks; 1F1B on 2 x 2: each stage on
+  // one device of a copy, 2 world ranks.
+  for (auto [schedule, ranks] : {std::pair{"bitpipe", 4.0}, {"1f1b", 2.0}}) {
+    PlanConfig config;
+    config.schedule = schedule;
+    config.devices = 2;
+    config.dataParallel = 2;
+    config.microbatchSize = 1;
+    config.microbatches = 4;
+    PlanRequest req = request(8);
+    sched::Result<Estimate> whole =
+        evaluate(config, uniformModel(4, 1, 1e6, 0), freeCluster(4), req);
+    ASSERT_TRUE(whole) << whole.error;
+    req.shardOptimizer = true;
+    sched::Result<Estimate> sharded =
+        evaluate(config, uniformModel(4, 1, 1e6, 0), freeCluster(4), req);
+    ASSERT_TRUE(sharded) << sharded.error;
+    EXPECT_DOUBLE_EQ(sharded->peakMemory.optimizer,
+                     whole->peakMemory.optimizer / ranks)
+        << schedule;
+    // Only the moments: the weights and gradients stay whole.
+    EXPECT_DOUBLE_EQ(sharded->peakMemory.weights, whole->peakMemory.weights);
+    EXPECT_DOUBLE_EQ(sharded->peakMemory.gradients,
+                     whole->peakMemory.gradients);
+  }
+}
+
 TEST(Planner, ChargesDataParallelAllReducesForEverySchedule) {
   sched::Cluster c = freeCluster(2);
   c.intraNode = {1e-3, 1e9};

@@ -83,6 +83,10 @@ struct PlanRequest {
   /// How a stage held by several pipeline ranks sums across the copies:
   /// the compiler's default, two levels (docs/data-parallel.md).
   sched::GradientSync gradientSync = sched::GradientSync::Hierarchical;
+  /// Plan for runs with --shard-optimizer (docs/data-parallel.md, "Sharded
+  /// optimizer"): a stage's optimizer state is divided by the world ranks
+  /// holding it (its replicas in the pipeline times the copies).
+  bool shardOptimizer = false;
   /// Threads that simulate candidates (0: one per hardware thread). The
   /// result is the same for any number.
   int jobs = 0;

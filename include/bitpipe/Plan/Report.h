@@ -27,7 +27,13 @@ struct CommandContext {
   std::string precision = "bf16";  ///< bitpipe-compile --precision.
   /// bitpipe-compile --gradient-sync (written where it is not the default).
   sched::GradientSync gradientSync = sched::GradientSync::Hierarchical;
+  /// bitpipe-plan --shard-optimizer: the executable must run with it.
+  bool shardOptimizer = false;
 };
+
+/// The flags the compiled executable must run with for the plan's memory
+/// to hold ("--shard-optimizer"), "" for none.
+std::string runFlags(const CommandContext &context);
 
 /// `bytes` with a binary unit and two decimals: "512.00 MiB", "80.00 GiB".
 std::string formatBytes(double bytes);

@@ -45,6 +45,13 @@ double bytesPerParameter(ComputePrecision precision);
 /// transport buffers.
 RankMemory rankMemory(double parameters, ComputePrecision precision,
                       double peakActivationBytes, double communicationBytes);
+/// rankMemory with AdamW's moments kept for `optimizerParameters` of them
+/// only: under a sharded optimizer (docs/data-parallel.md, "Sharded
+/// optimizer") a stage's moments are split over the world ranks that hold
+/// it, and a rank keeps its share.
+RankMemory rankMemory(double parameters, double optimizerParameters,
+                      ComputePrecision precision, double peakActivationBytes,
+                      double communicationBytes);
 
 } // namespace bitpipe::sched
 
