@@ -135,6 +135,15 @@ public:
   virtual Expected<RequestHandle>
   hierarchicalAllReduceStart(void *buf, int64_t count, DType dtype,
                              const TwoLevelGroup &group) = 0;
+  /// Starts an in-place sum reduce-scatter over \p group (the caller must
+  /// be a member): \p buf holds one part of \p count elements per member,
+  /// the j-th member's at j * count, and the j-th member ends with the
+  /// group's sum of part j there; its other parts are left undefined. What
+  /// a sharded optimizer (docs/data-parallel.md, "Sharded optimizer") sums
+  /// a bucket's gradients with. Waited for, ordered and timed out as
+  /// allReduceStart.
+  virtual Expected<RequestHandle>
+  reduceScatterStart(void *buf, int64_t count, DType dtype, GroupId group) = 0;
   /// Starts an in-place all-gather over \p group (the caller must be a
   /// member): \p buf holds one part of \p count elements per member of the
   /// group, the j-th member's at j * count; each member's own part is its

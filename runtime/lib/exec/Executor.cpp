@@ -808,15 +808,63 @@ Status Executor::allreduceStart(int32_t bucket, int32_t token) {
       static_cast<char *>(arrays.gradData()) + range.offset * dtypeSize(dtype);
   // A group of the manifest's "hierarchical" sync with two levels to use
   // sums through them (docs/data-parallel.md, "Two levels").
-  const std::optional<TwoLevelGroup> twoLevel =
-      static_cast<size_t>(group) < twoLevelGroups_.size()
-          ? twoLevelGroups_[group]
-          : std::nullopt;
+  const std::optional<TwoLevelGroup> twoLevel = twoLevelGroup(group);
+  if (params_.shardsOptimizer()) {
+    BP_ASSIGN(r, shardedSumStart(bucket));
+    return values_.defineToken(token, r, bucket);
+  }
   BP_ASSIGN(r, twoLevel ? comm_.hierarchicalAllReduceStart(sum, range.count,
                                                            dtype, *twoLevel)
                         : comm_.allReduceStart(sum, range.count, dtype,
                                                groupIds_[group]));
   return values_.defineToken(token, r, bucket);
+}
+
+std::optional<TwoLevelGroup> Executor::twoLevelGroup(int group) const {
+  return static_cast<size_t>(group) < twoLevelGroups_.size()
+             ? twoLevelGroups_[group]
+             : std::nullopt;
+}
+
+// A sharded optimizer's rank needs the sum of its own shard only
+// (docs/data-parallel.md, "Sharded optimizer"): a reduce-scatter, over the
+// whole group or, in two levels, within the copy here and across the
+// copies of the member's part in shardedSumEnd.
+Expected<RequestHandle> Executor::shardedSumStart(int32_t bucket) {
+  const ElementRange &range = params_.bucketRange(bucket);
+  const int group = spec_.buckets[bucket].group;
+  ParamArrays &arrays = params_.arrays();
+  const DType dtype = arrays.gradDType();
+  char *sum =
+      static_cast<char *>(arrays.gradData()) + range.offset * dtypeSize(dtype);
+  if (std::optional<TwoLevelGroup> twoLevel = twoLevelGroup(group)) {
+    const int64_t members =
+        static_cast<int64_t>(manifest_.groups[group].size());
+    return comm_.reduceScatterStart(sum, range.count / members, dtype,
+                                    twoLevel->withinCopy);
+  }
+  return comm_.reduceScatterStart(sum, params_.bucketShard(bucket).count, dtype,
+                                  groupIds_[group]);
+}
+
+Status Executor::shardedSumEnd(int32_t bucket) {
+  const int group = spec_.buckets[bucket].group;
+  std::optional<TwoLevelGroup> twoLevel = twoLevelGroup(group);
+  if (!twoLevel)
+    return Status::ok();
+  const ElementRange &range = params_.bucketRange(bucket);
+  const ElementRange &shard = params_.bucketShard(bucket);
+  const int64_t part =
+      range.count / static_cast<int64_t>(manifest_.groups[group].size());
+  // The member's part of the copy's sum, which holds the rank's shard.
+  const int64_t member = (shard.offset - range.offset) / part;
+  ParamArrays &arrays = params_.arrays();
+  const DType dtype = arrays.gradDType();
+  char *memberPart = static_cast<char *>(arrays.gradData()) +
+                     (range.offset + member * part) * dtypeSize(dtype);
+  BP_ASSIGN(r, comm_.reduceScatterStart(memberPart, shard.count, dtype,
+                                        twoLevel->acrossCopies));
+  return comm_.waitOnDevice(r);
 }
 
 Status Executor::allreduceWait(int32_t token) {
@@ -832,6 +880,8 @@ Status Executor::allreduceWait(int32_t token) {
                                              "bp_rt_allreduce_wait of bucket "
                                              "%d",
                                              t.bucket)));
+    if (s.isOk() && params_.shardsOptimizer())
+      s = shardedSumEnd(t.bucket);
     if (!s.isOk())
       return Status::error(s.code(),
                            formatString("all-reduce of bucket %d: %s",

@@ -215,6 +215,14 @@ private:
   Expected<int> worldPeer(int32_t peer) const;
   /// describePeer of world rank \p world (of this rank's copy).
   std::string describeWorldPeer(int world) const;
+  /// The two levels of manifest group \p group, where it sums in them.
+  std::optional<TwoLevelGroup> twoLevelGroup(int group) const;
+  /// A sharded optimizer's sum of bucket \p bucket's gradients into the
+  /// rank's shard (docs/data-parallel.md, "Sharded optimizer"): the
+  /// request started by bp_rt_allreduce_start, and what remains after it
+  /// (in two levels, the copies' reduce-scatter), at its wait.
+  Expected<RequestHandle> shardedSumStart(int32_t bucket);
+  Status shardedSumEnd(int32_t bucket);
 
   const Manifest &manifest_;
   const bp_stage_entry_t *entries_;

@@ -25,8 +25,9 @@
 //  - a sum moves on while a rank waits for something else: rank 0 waits
 //    for a receive that rank 1 sends only after its own sum is done, which
 //    needs rank 0's steps;
-//  - a sharded optimizer's all-gathers of the weights, flat and in two
-//    levels, hand every rank every shard;
+//  - a sharded optimizer's reduce-scatters of the gradients leave every
+//    rank its shard's sum, and its all-gathers of the weights hand every
+//    rank every shard, flat and in two levels;
 //  - a rank outside the group, and bf16, are refused.
 //
 // stall COUNT: the last world rank never starts its sum of COUNT f32;
@@ -194,6 +195,42 @@ void checkShardGather(Setup &t, int64_t perShard, bool twoLevels) {
                      twoLevels ? "two-level" : "flat",
                      static_cast<long long>(i), double(buf[i]), r,
                      double(valueOf(r, i)));
+  }
+}
+
+/// A sharded optimizer's gradient sums: a reduce-scatter over the whole
+/// group (flat), or one within the copy and one across the copies of the
+/// member's part (two levels), leaves every rank the group's sum of its
+/// own shard (bitpipe::base::optimizerShard), exactly (small integers).
+void checkShardReduceScatter(Setup &t, int64_t perShard, bool twoLevels) {
+  Communicator &c = *t.comm;
+  const int member = c.rank() % t.devices, copy = c.rank() / t.devices;
+  const int64_t count =
+      bitpipe::base::optimizerShards(t.devices, t.copies) * perShard;
+  std::vector<double> buf = integers<double>(c.rank(), count, 5);
+  auto scatter = [&](double *at, int64_t n, GroupId g) {
+    auto h = c.reduceScatterStart(at, n, DType::F64, g);
+    MPI_TEST_CHECK(*t.mpi, h.isOk(), "reducescatter: %s",
+                   h.status().message().c_str());
+    MPI_TEST_OK(*t.mpi, c.wait(*h));
+  };
+  if (twoLevels) {
+    const int64_t s = count / t.devices;
+    scatter(buf.data(), s, t.group.withinCopy);
+    scatter(buf.data() + member * s, s / t.copies, t.group.acrossCopies);
+  } else {
+    scatter(buf.data(), count / c.size(), t.group.whole);
+  }
+  const bitpipe::base::OptimizerShard mine = bitpipe::base::optimizerShard(
+      count, t.devices, t.copies, member, copy, twoLevels);
+  for (int64_t i = mine.offset; i < mine.offset + mine.count; ++i) {
+    double sum = 0;
+    for (int r = 0; r < c.size(); ++r)
+      sum += integers<double>(r, count, 5)[i];
+    MPI_TEST_CHECK(*t.mpi, buf[i] == sum,
+                   "%s reduce-scatter: element %lld is %g, the sum %g",
+                   twoLevels ? "two-level" : "flat", static_cast<long long>(i),
+                   buf[i], sum);
   }
 }
 
@@ -376,8 +413,10 @@ int main(int argc, char **argv) {
     checkExactSums<double>(t, count);
   }
   for (bool twoLevels : {false, true})
-    for (int64_t perShard : {int64_t(1), int64_t(37)})
+    for (int64_t perShard : {int64_t(1), int64_t(37)}) {
+      checkShardReduceScatter(t, perShard, twoLevels);
       checkShardGather(t, perShard, twoLevels);
+    }
   checkReplicasAgree(t, 1 << 12);
   checkReplicasAgree(t, parts * 100 + 1);
   checkSeveralInFlight(t);

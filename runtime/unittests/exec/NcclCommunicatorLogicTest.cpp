@@ -284,6 +284,10 @@ public:
                                          GroupId) override {
     return Status::error(ErrorCode::InvalidArgument, "not in this test");
   }
+  Expected<RequestHandle> reduceScatterStart(void *, int64_t, DType,
+                                             GroupId) override {
+    return Status::error(ErrorCode::InvalidArgument, "not in this test");
+  }
   Status waitFor(RequestHandle, double) override {
     return Status::error(ErrorCode::InvalidArgument, "not in this test");
   }
@@ -872,6 +876,23 @@ TEST(NcclCommunicatorLogic, AnAllGatherRunsInPlaceOnItsGroupsStream) {
   ASSERT_TRUE(h.isOk()) << h.status().message();
   EXPECT_EQ(f.log, (std::vector<std::string>{"c2 waits for compute",
                                              "allGather c2 at 0 n4 f32",
+                                             "record e0 on c2"}));
+  f.log.clear();
+  ASSERT_TRUE(f.comm->waitOnDevice(*h).isOk());
+  EXPECT_EQ(f.log, (std::vector<std::string>{"compute waits for e0"}));
+  f.calls->doneEvents = {0};
+  ASSERT_TRUE(f.comm->drainDeviceWaits().isOk());
+  EXPECT_EQ(f.comm->numPending(), 0u);
+}
+
+TEST(NcclCommunicatorLogic, AReduceScatterRunsInPlaceOnItsGroupsStream) {
+  Fixture f(1, 4);
+  TwoLevelGroup g = twoLevelGroupOf(f);
+  // A sharded optimizer's gradients: 2 parts of 4 over the copy's members.
+  auto h = f.comm->reduceScatterStart(data, 4, DType::F32, g.withinCopy);
+  ASSERT_TRUE(h.isOk()) << h.status().message();
+  EXPECT_EQ(f.log, (std::vector<std::string>{"c2 waits for compute",
+                                             "reduceScatter c2 at 0 n4 f32",
                                              "record e0 on c2"}));
   f.log.clear();
   ASSERT_TRUE(f.comm->waitOnDevice(*h).isOk());

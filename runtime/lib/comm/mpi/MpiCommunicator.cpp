@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 namespace bitpipe::runtime {
@@ -335,6 +336,34 @@ Expected<RequestHandle> MpiCommunicator::allReduceStart(void *buf,
   return pending_.add(p);
 }
 
+Expected<RequestHandle> MpiCommunicator::reduceScatterStart(void *buf,
+                                                            int64_t count,
+                                                            DType dtype,
+                                                            GroupId group) {
+  BP_TRY(checkBuffer("reducescatter", buf, count, dtype));
+  BP_TRY(checkGroup("reducescatter", group));
+  BP_TRY(checkSummable("reduce-scatter", dtype));
+  const std::vector<int> &members = groupRanks(group);
+  const int64_t member =
+      std::find(members.begin(), members.end(), rank_) - members.begin();
+  const size_t bytes = static_cast<size_t>(count) * dtypeSize(dtype);
+  Pending p;
+  p.op = "reducescatter";
+  p.group = group;
+  p.count = count;
+  p.dtype = dtype;
+  // MPI's in-place form leaves the sum at the buffer's start: the sum goes
+  // to a scratch and, once done, to the member's own part (poll).
+  p.scratch = std::make_shared<std::vector<char>>(bytes);
+  p.landing = static_cast<char *>(buf) + member * bytes;
+  int err = MPI_Ireduce_scatter_block(buf, p.scratch->data(),
+                                      static_cast<int>(count), mpiType(dtype),
+                                      MPI_SUM, groups_[group].comm, &p.request);
+  if (err != MPI_SUCCESS)
+    return mpiError(err, describe(p));
+  return pending_.add(p);
+}
+
 Expected<RequestHandle> MpiCommunicator::allGatherStart(void *buf,
                                                         int64_t count,
                                                         DType dtype,
@@ -525,6 +554,10 @@ Status MpiCommunicator::poll(Pending &p) {
     return mpiError(err, describe(p));
   }
   p.done = flag != 0;
+  if (p.done && p.scratch) {
+    std::memcpy(p.landing, p.scratch->data(), p.scratch->size());
+    p.scratch.reset();
+  }
   return Status::ok();
 }
 

@@ -70,6 +70,9 @@ public:
                              const TwoLevelGroup &group) override;
   Expected<RequestHandle> allGatherStart(void *buf, int64_t count, DType dtype,
                                          GroupId group) override;
+  Expected<RequestHandle> reduceScatterStart(void *buf, int64_t count,
+                                             DType dtype,
+                                             GroupId group) override;
   Status waitFor(RequestHandle h, double timeoutSeconds) override;
   Expected<bool> test(RequestHandle h) override;
   Status broadcast(void *buf, int64_t count, DType dtype,
@@ -98,6 +101,10 @@ private:
     /// Set on a two-level all-reduce only; shared, so that a copy of the
     /// request still finds the shard MPI writes into where it was.
     std::shared_ptr<TwoLevelSum> twoLevel;
+    /// Set on a reduce-scatter only: MPI leaves the member's sum in
+    /// `scratch`, copied to `landing` (its part of the buffer) once done.
+    std::shared_ptr<std::vector<char>> scratch;
+    char *landing = nullptr;
   };
   /// How many collectives of two-level all-reduces were issued on one
   /// communicator, and how many of them posted (the file comment).

@@ -490,6 +490,32 @@ Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
   return pending_.add(p);
 }
 
+Expected<RequestHandle> NcclCommunicator::reduceScatterStart(void *buf,
+                                                             int64_t count,
+                                                             DType dtype,
+                                                             GroupId group) {
+  BP_TRY(checkBuffer("reducescatter", buf, count, dtype));
+  BP_TRY(checkMember("reducescatter", group));
+  BP_ASSIGN(type, ncclElementOf(dtype));
+  // A collective inside the transfers' group would join it; end it first.
+  BP_TRY(closeBatch());
+  const int comm = groupComms_[group];
+  BP_TRY(calls_->streamWaitsForCompute(comm));
+  forked(comm);
+  // NCCL's in-place form is the member's own part (NcclDeviceCalls.h).
+  BP_TRY(calls_->reduceScatter(comm, buf, count, type));
+  BP_ASSIGN(event, recordOpEvent(comm));
+  eventUsers_[event] = 1;
+  Pending p;
+  p.op = "reducescatter";
+  p.group = group;
+  p.comm = comm;
+  p.count = count;
+  p.dtype = dtype;
+  p.event = event;
+  return pending_.add(p);
+}
+
 Expected<RequestHandle> NcclCommunicator::allGatherStart(void *buf,
                                                          int64_t count,
                                                          DType dtype,

@@ -166,6 +166,9 @@ public:
                              const TwoLevelGroup &group) override;
   Expected<RequestHandle> allGatherStart(void *buf, int64_t count, DType dtype,
                                          GroupId group) override;
+  Expected<RequestHandle> reduceScatterStart(void *buf, int64_t count,
+                                             DType dtype,
+                                             GroupId group) override;
   Status waitOnDevice(RequestHandle h) override {
     return waitOnDeviceFor(h, "");
   }
