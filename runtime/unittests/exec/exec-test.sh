@@ -365,7 +365,11 @@ fake-nccl)      # the executor's NCCL path (comm/nccl) on the fake device
   # match the one-rank run.
   mpirun+=(-x BITPIPE_FAKE_DEVICE_NCCL=1)
   equivalent 2 FakeDevicePipe2 FakeSingle
-  equivalent 4 FakeDevicePipe2Dp2 FakeSingle ;;
+  equivalent 4 FakeDevicePipe2Dp2 FakeSingle
+  # A device target that does not shard the optimizer refuses
+  # --shard-optimizer at start-up, on every rank, none left waiting.
+  expect_failure 4 FakeDevicePipe2Dp2 "--shard-optimizer: not supported by the fake device" \
+    "${common[@]}" --steps 1 --shard-optimizer ;;
 nccl-rules)     # the stand-in's strict rules matter (FAKE_PIPE2_CROSSED)
   # Each rank sends in one batch, then receives in the next, crossed with
   # the other's. With buffered sends (MPI itself, or the stand-in's loose
