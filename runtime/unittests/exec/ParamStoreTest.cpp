@@ -256,4 +256,53 @@ TEST(ExecParamStore, LayoutPastSixtyFourBitOffsetsIsAnError) {
       << s.message();
 }
 
+TEST(ExecParamStore, AShardedStoreKeepsItsMomentsCompactly) {
+  Manifest m = threeCopies("flat");
+  std::unique_ptr<Backend> cpu = createTargetBackend();
+  ParamStore whole(m, 2), sharded(m, 2, true);
+  ASSERT_TRUE(whole.attach(*cpu).isOk());
+  ASSERT_TRUE(sharded.attach(*cpu).isOk());
+  // fp32 weights and fp64 accumulators whole, the two fp32 moments of the
+  // owned elements only.
+  EXPECT_EQ(whole.targetBytes(), whole.numFloats() * (4 + 8 + 8));
+  EXPECT_EQ(sharded.targetBytes(),
+            sharded.numFloats() * (4 + 8) + sharded.layout().numMoments * 8);
+  EXPECT_LT(sharded.targetBytes(), whole.targetBytes());
+  ASSERT_TRUE(sharded.initialize(3).isOk());
+  ASSERT_TRUE(sharded.shardsOptimizer());
+}
+
+TEST(ExecParamStore, AShardedStoresHostImageHoldsTheWholeMoments) {
+  // World rank 2 owns hidden.weight's elements [171, 256) and hidden.bias.
+  Manifest m = threeCopies("flat");
+  std::unique_ptr<Backend> cpu = createTargetBackend();
+  ParamStore store(m, 2, true);
+  ASSERT_TRUE(store.attach(*cpu).isOk());
+  ASSERT_TRUE(store.initialize(3).isOk());
+  const int w = m.findParam("hidden.weight"), b = m.findParam("hidden.bias");
+  // A checkpoint's load writes the whole image; the target keeps the owned
+  // parts, and a later image has them where they were, zero elsewhere (no
+  // peer to gather from here).
+  ASSERT_TRUE(store.toHost().isOk());
+  for (int64_t i = 0; i < 256; ++i)
+    store.hostM(w)[i] = static_cast<float>(i);
+  store.hostV(b)[3] = 7.0f;
+  ASSERT_TRUE(store.toTarget().isOk());
+  store.releaseHost();
+  ASSERT_TRUE(store.toHost().isOk());
+  EXPECT_EQ(store.hostM(w)[170], 0.0f);
+  EXPECT_EQ(store.hostM(w)[171], 171.0f);
+  EXPECT_EQ(store.hostM(w)[255], 255.0f);
+  EXPECT_EQ(store.hostV(b)[3], 7.0f);
+  // A bad moment is reported at its index in the parameter.
+  store.hostV(w)[200] = -1.0f;
+  ASSERT_TRUE(store.toTarget().isOk());
+  Expected<std::pair<int, Status>> bad = store.firstInvalidParam();
+  ASSERT_TRUE(bad.isOk());
+  EXPECT_EQ(bad->first, w);
+  EXPECT_NE(bad->second.message().find("optim.v.hidden.weight' element 200"),
+            std::string::npos)
+      << bad->second.message();
+}
+
 } // namespace
