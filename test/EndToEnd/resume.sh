@@ -6,24 +6,30 @@
 # micro-batches per step): a checkpoint is the whole model, whatever wrote
 # it.
 #
-#   resume.sh MODEL SCHEDULE D K N WORKDIR [SCHEDULE2 D2 K2 N2] [-- FLAG...]
-# FLAGs (e.g. --shard-optimizer) go to the two halves, not to the run
-# without a stop: the halves must still match it bit for bit.
+#   resume.sh MODEL SCHEDULE D K N WORKDIR [SCHEDULE2 D2 K2 N2]
+#             [-- FLAG... [-- FLAG...]]
+# FLAGs (e.g. --shard-optimizer) go to the halves, not to the run without
+# a stop, which the halves must still match bit for bit: one list to both
+# halves, two lists to the first half and the second.
 # BITPIPE_BIN: the build's bin directory.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 k_steps=2 total=4
 
-args=() half_flags=()
+args=() first_flags=() second_flags=() lists=0
 while (($#)); do
   if [ "$1" = -- ]; then
-    shift
-    half_flags=("$@")
-    break
+    lists=$((lists + 1))
+  elif ((lists == 0)); then
+    args+=("$1")
+  elif ((lists == 1)); then
+    first_flags+=("$1")
+  else
+    second_flags+=("$1")
   fi
-  args+=("$1")
   shift
 done
+((lists >= 2)) || second_flags=("${first_flags[@]}")
 set -- "${args[@]}"
 [ $# -eq 6 ] || [ $# -eq 10 ] ||
   { echo "usage: $0 MODEL SCHEDULE D K N WORKDIR [SCHEDULE2 D2 K2 N2] [-- FLAG...]" >&2; exit 2; }
@@ -34,7 +40,7 @@ if [ $((n1 * k1)) -ne $((n2 * k2)) ]; then
   exit 2
 fi
 name=$(basename "$model" .json)
-dir=$work/resume-$name-$s1-d$d1-dp$k1-n$n1-then-$s2-d$d2-dp$k2-n$n2$(flags_tag "${half_flags[@]}")
+dir=$work/resume-$name-$s1-d$d1-dp$k1-n$n1$(flags_tag "${first_flags[@]}")-then-$s2-d$d2-dp$k2-n$n2$(flags_tag "${second_flags[@]}")
 rm -rf "$dir" && mkdir -p "$dir"
 data=$(tokens "$work")
 "$bin/bitpipe-compile" "$model" --devices "$d1" --dp "$k1" \
@@ -47,10 +53,10 @@ flags=(--data "$data" "${base_flags[@]}")
 run $((d1 * k1)) "$dir/first" "${flags[@]}" --steps "$total" \
   --metrics "$dir/whole.jsonl" --save "$dir/whole.safetensors"
 # With one: the second run appends its steps to the first's metrics.
-run $((d1 * k1)) "$dir/first" "${flags[@]}" "${half_flags[@]}" \
+run $((d1 * k1)) "$dir/first" "${flags[@]}" "${first_flags[@]}" \
   --steps "$k_steps" --metrics "$dir/resumed.jsonl" \
   --save "$dir/half.safetensors"
-run $((d2 * k2)) "$dir/second" "${flags[@]}" "${half_flags[@]}" \
+run $((d2 * k2)) "$dir/second" "${flags[@]}" "${second_flags[@]}" \
   --steps "$total" \
   --load "$dir/half.safetensors" --metrics "$dir/resumed.jsonl" \
   --save "$dir/resumed.safetensors" | tee "$dir/second.log"
@@ -58,7 +64,7 @@ grep -q "^bitpipe: resumed .*step $k_steps" "$dir/second.log" || {
   echo "resume.sh: the second run did not say it resumed at step $k_steps" >&2
   exit 1
 }
-case " ${half_flags[*]} " in
+case " ${second_flags[*]} " in
 *" --shard-optimizer "*)
   grep -q "^bitpipe: optimizer: moments of [1-9][0-9]* of" "$dir/second.log" || {
     echo "resume.sh: the second run sharded no moments" >&2
