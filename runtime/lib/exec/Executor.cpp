@@ -802,6 +802,10 @@ Status Executor::allreduceStart(int32_t bucket, int32_t token) {
   TraceRecorder::Scope scope(trace_,
                              formatString(trace::kAllReducePostFormat, bucket),
                              TraceCategory::AllReduce);
+  if (params_.shardsOptimizer()) {
+    BP_ASSIGN(r, shardedSumStart(bucket));
+    return values_.defineToken(token, r, bucket);
+  }
   ParamArrays &arrays = params_.arrays();
   const DType dtype = arrays.gradDType();
   char *sum =
@@ -809,10 +813,6 @@ Status Executor::allreduceStart(int32_t bucket, int32_t token) {
   // A group of the manifest's "hierarchical" sync with two levels to use
   // sums through them (docs/data-parallel.md, "Two levels").
   const std::optional<TwoLevelGroup> twoLevel = twoLevelGroup(group);
-  if (params_.shardsOptimizer()) {
-    BP_ASSIGN(r, shardedSumStart(bucket));
-    return values_.defineToken(token, r, bucket);
-  }
   BP_ASSIGN(r, twoLevel ? comm_.hierarchicalAllReduceStart(sum, range.count,
                                                            dtype, *twoLevel)
                         : comm_.allReduceStart(sum, range.count, dtype,
