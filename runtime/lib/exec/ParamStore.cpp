@@ -207,30 +207,49 @@ Status ParamStore::gatherShards(Communicator &comm, float *array) {
   // The reverse of the reduce-scatters that leave each rank its shard
   // (base::optimizerShard): flat, one all-gather over the group's world
   // ranks; in two levels, the member's part from its copies, then the
-  // copy's members' parts.
+  // copy's members' parts. Every bucket's first gather is in flight before
+  // any is waited for: ranks that share several groups may list their
+  // buckets in another order (only a group's own buckets are in the same
+  // order on all of its members), and a wait for one must not hold up the
+  // other's.
   const RankSpec &spec = manifest_.rankSpec(rank_);
+  std::vector<RequestHandle> pending;
+  std::vector<size_t> secondLevel;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const int g = spec.buckets[b].group;
     const ElementRange &range = buckets_[b];
-    const int members = static_cast<int>(manifest_.groups[g].size());
     const int64_t shard = shards_[b].count;
     float *bucket = array + range.offset;
     if (static_cast<size_t>(g) < twoLevel_.size() && twoLevel_[g]) {
-      const int64_t part = range.count / members;
+      const int64_t part =
+          range.count / static_cast<int64_t>(manifest_.groups[g].size());
       const int member = memberAndCopy(manifest_, g, rank_).first;
       BP_ASSIGN(across,
                 comm.allGatherStart(bucket + member * part, shard, DType::F32,
                                     twoLevel_[g]->acrossCopies));
-      BP_TRY(comm.wait(across));
-      BP_ASSIGN(within, comm.allGatherStart(bucket, part, DType::F32,
-                                            twoLevel_[g]->withinCopy));
-      BP_TRY(comm.wait(within));
+      pending.push_back(across);
+      secondLevel.push_back(b);
     } else {
       BP_ASSIGN(all, comm.allGatherStart(bucket, shard, DType::F32,
                                          groups_[static_cast<size_t>(g)]));
-      BP_TRY(comm.wait(all));
+      pending.push_back(all);
     }
   }
+  for (RequestHandle h : pending)
+    BP_TRY(comm.wait(h));
+  pending.clear();
+  for (size_t b : secondLevel) {
+    const int g = spec.buckets[b].group;
+    const ElementRange &range = buckets_[b];
+    const int64_t part =
+        range.count / static_cast<int64_t>(manifest_.groups[g].size());
+    BP_ASSIGN(within,
+              comm.allGatherStart(array + range.offset, part, DType::F32,
+                                  twoLevel_[g]->withinCopy));
+    pending.push_back(within);
+  }
+  for (RequestHandle h : pending)
+    BP_TRY(comm.wait(h));
   return Status::ok();
 }
 
