@@ -30,6 +30,9 @@
 //    rank every shard, flat and in two levels;
 //  - a rank outside the group, and bf16, are refused.
 //
+// stall-reduce-scatter COUNT, stall-all-gather COUNT: the same for a
+// sharded optimizer's reduce-scatter and all-gather over the whole group,
+// COUNT f32 a member.
 // stall COUNT: the last world rank never starts its sum of COUNT f32;
 // world rank 1 waits with a 2 s deadline (the others' is long), times out
 // and aborts the job. The ctest wrapper (expect-abort.sh) checks that its
@@ -352,7 +355,7 @@ void checkRefusals(Setup &t) {
 }
 
 /// stall COUNT (the file comment).
-void stall(Setup &t, int64_t count) {
+void stall(Setup &t, int64_t count, const std::string &op) {
   Communicator &c = *t.comm;
   const int r = c.rank();
   std::vector<float> buf(static_cast<size_t>(count), 1.0f);
@@ -360,7 +363,18 @@ void stall(Setup &t, int64_t count) {
     std::this_thread::sleep_for(std::chrono::seconds(40));
     return;
   }
-  auto h = c.hierarchicalAllReduceStart(buf.data(), count, DType::F32, t.group);
+  // A sharded optimizer's reduce-scatter and all-gather over the whole
+  // group, COUNT elements a member.
+  const int64_t whole = count * c.size();
+  if (op != "stall")
+    buf.resize(static_cast<size_t>(whole), 1.0f);
+  auto h =
+      op == "stall-reduce-scatter"
+          ? c.reduceScatterStart(buf.data(), count, DType::F32, t.group.whole)
+      : op == "stall-all-gather"
+          ? c.allGatherStart(buf.data(), count, DType::F32, t.group.whole)
+          : c.hierarchicalAllReduceStart(buf.data(), count, DType::F32,
+                                         t.group);
   MPI_TEST_CHECK(*t.mpi, h.isOk(), "start");
   Status s = c.waitFor(*h, r == 1 ? 2.0 : 30.0);
   t.mpi->abort(s.code() == ErrorCode::Timeout ? 3 : 6,
@@ -398,8 +412,8 @@ int main(int argc, char **argv) {
     t.comm = t.nccl.get();
   }
   makeGroups(t);
-  if (argc >= 5 && std::strcmp(argv[3], "stall") == 0) {
-    stall(t, std::atoll(argv[4]));
+  if (argc >= 5 && std::strncmp(argv[3], "stall", 5) == 0) {
+    stall(t, std::atoll(argv[4]), argv[3]);
     return 0;
   }
   // Rank 0's receive from rank 1 (checkProgressWhileWaitingForAnother).
