@@ -451,94 +451,75 @@ Status NcclCommunicator::checkMember(const char *op, GroupId group) const {
   return Status::ok();
 }
 
-Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
-                                                         int64_t count,
-                                                         DType dtype,
-                                                         GroupId group) {
-  BP_TRY(checkBuffer("allreduce", buf, count, dtype));
-  BP_TRY(checkMember("allreduce", group));
+Expected<RequestHandle>
+NcclCommunicator::startCollective(const char *op, void *buf, int64_t count,
+                                  DType dtype, GroupId group, bool timed,
+                                  const CollectiveCall &call) {
+  BP_TRY(checkBuffer(op, buf, count, dtype));
+  BP_TRY(checkMember(op, group));
   BP_ASSIGN(type, ncclElementOf(dtype));
   // A collective inside the transfers' group would join it; end it first.
   BP_TRY(closeBatch());
   const int comm = groupComms_[group];
+  // Its buffer's last writer ran on the compute stream.
   BP_TRY(calls_->streamWaitsForCompute(comm));
   forked(comm);
   // A graph records no timing (the file comment).
-  const bool timeIt = timing_ && !capturing_;
-  TimedOp timed;
+  const bool timeIt = timed && timing_ && !capturing_;
+  TimedOp span;
   if (timeIt)
-    timed.begin = timingEvent(comm);
-  BP_TRY(calls_->allReduce(comm, buf, count, type));
+    span.begin = timingEvent(comm);
+  BP_TRY(call(comm, type));
   if (timeIt) {
-    timed.end = timingEvent(comm);
+    span.end = timingEvent(comm);
     // The bucket is the executor's: it names the spans (Trace.h,
     // recordDeviceSpans).
-    timed.name = "allreduce";
-    timed.category = TraceCategory::AllReduce;
-    timed.row = kAllReduceStreamRow;
-    timedOps_.push_back(std::move(timed));
+    span.name = op;
+    span.category = TraceCategory::AllReduce;
+    span.row = kAllReduceStreamRow;
+    timedOps_.push_back(std::move(span));
   }
   BP_ASSIGN(event, recordOpEvent(comm));
   eventUsers_[event] = 1;
   Pending p;
-  p.op = "allreduce";
+  p.op = op;
   p.group = group;
   p.comm = comm;
   p.count = count;
   p.dtype = dtype;
   p.event = event;
   return pending_.add(p);
+}
+
+Expected<RequestHandle> NcclCommunicator::allReduceStart(void *buf,
+                                                         int64_t count,
+                                                         DType dtype,
+                                                         GroupId group) {
+  return startCollective("allreduce", buf, count, dtype, group, /*timed=*/true,
+                         [&](int comm, NcclElement type) {
+                           return calls_->allReduce(comm, buf, count, type);
+                         });
 }
 
 Expected<RequestHandle> NcclCommunicator::reduceScatterStart(void *buf,
                                                              int64_t count,
                                                              DType dtype,
                                                              GroupId group) {
-  BP_TRY(checkBuffer("reducescatter", buf, count, dtype));
-  BP_TRY(checkMember("reducescatter", group));
-  BP_ASSIGN(type, ncclElementOf(dtype));
-  // A collective inside the transfers' group would join it; end it first.
-  BP_TRY(closeBatch());
-  const int comm = groupComms_[group];
-  BP_TRY(calls_->streamWaitsForCompute(comm));
-  forked(comm);
   // NCCL's in-place form is the member's own part (NcclDeviceCalls.h).
-  BP_TRY(calls_->reduceScatter(comm, buf, count, type));
-  BP_ASSIGN(event, recordOpEvent(comm));
-  eventUsers_[event] = 1;
-  Pending p;
-  p.op = "reducescatter";
-  p.group = group;
-  p.comm = comm;
-  p.count = count;
-  p.dtype = dtype;
-  p.event = event;
-  return pending_.add(p);
+  return startCollective("reducescatter", buf, count, dtype, group,
+                         /*timed=*/false, [&](int comm, NcclElement type) {
+                           return calls_->reduceScatter(comm, buf, count, type);
+                         });
 }
 
 Expected<RequestHandle> NcclCommunicator::allGatherStart(void *buf,
                                                          int64_t count,
                                                          DType dtype,
                                                          GroupId group) {
-  BP_TRY(checkBuffer("allgather", buf, count, dtype));
-  BP_TRY(checkMember("allgather", group));
-  BP_ASSIGN(type, ncclElementOf(dtype));
-  // A collective inside the transfers' group would join it; end it first.
-  BP_TRY(closeBatch());
-  const int comm = groupComms_[group];
-  BP_TRY(calls_->streamWaitsForCompute(comm));
-  forked(comm);
-  BP_TRY(calls_->allGather(comm, buf, count, type));
-  BP_ASSIGN(event, recordOpEvent(comm));
-  eventUsers_[event] = 1;
-  Pending p;
-  p.op = "allgather";
-  p.group = group;
-  p.comm = comm;
-  p.count = count;
-  p.dtype = dtype;
-  p.event = event;
-  return pending_.add(p);
+  return startCollective("allgather", buf, count, dtype, group,
+                         /*timed=*/false, [&](int comm, NcclElement type) {
+                           return calls_->allGather(comm, buf, count, type);
+                         });
 }
 
 Expected<RequestHandle> NcclCommunicator::hierarchicalAllReduceStart(

@@ -253,6 +253,16 @@ private:
 
   Status checkBuffer(const char *op, const void *buf, int64_t count,
                      DType dtype) const;
+  /// Issues one collective on \p group's communicator.
+  using CollectiveCall = std::function<Status(int comm, NcclElement type)>;
+  /// A collective over one group (all-reduce, reduce-scatter, all-gather):
+  /// the checks, the batch closed, the group's stream ordered after the
+  /// compute stream, \p call, and the request's event; a device span
+  /// where \p timed (the all-reduce's, which the executor names by bucket).
+  Expected<RequestHandle> startCollective(const char *op, void *buf,
+                                          int64_t count, DType dtype,
+                                          GroupId group, bool timed,
+                                          const CollectiveCall &call);
   /// Whether this rank may run \p op on \p group.
   Status checkMember(const char *op, GroupId group) const;
   /// The NCCL communicator of the bootstrap's new group \p id: a split of
