@@ -11,7 +11,9 @@ size and count at the scenario's global batch and memory cap
 (`--schedules S --top 1 --json`), and again at the paper's regime (D = 8,
 N = D), then prints, per scenario, BitPipe's throughput over each
 baseline's next to the paper's 1.05-1.28x and the configuration the planner
-picks over all schedules. Writes:
+picks over all schedules, and last in how many free searches a
+BitPipe-family schedule (bitpipe, bitpipe-zb) is the pick or within 2 % of
+it, with every search it misses. Writes:
 
   OUT/paper-comparison.md    the tables printed
   OUT/paper-comparison.svg   BitPipe / baseline per scenario, a plain SVG
