@@ -15,14 +15,9 @@
 # is what their extra collectives cost (docs/data-parallel.md, "Two
 # levels"); on a cluster the planner's model says what they save.
 set -euo pipefail
-build=$1 model=$2 schedule=$3 d=$4 k=$5 n=$6 work=$7 steps=${8:-6} rounds=${9:-3}
-bin=$build/bin
-mkdir -p "$work"
-tokens=$work/tokens.bin
-[ -f "$tokens" ] ||
-  "$bin/bitpipe-tokenize" -o "$tokens" /usr/share/common-licenses/* >/dev/null
-mpirun_flags=(--oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1)
-[ "$(id -u)" = 0 ] && mpirun_flags+=(--allow-run-as-root)
+source "$(dirname "$0")/alternate.sh"
+build=$1 model=$2 schedule=$3 d=$4 k=$5 n=$6 steps=${8:-6} rounds=${9:-3}
+comm_setup "$build" "$7"
 
 for sync in flat hierarchical; do
   "$bin/bitpipe-compile" "$model" --schedule "$schedule" --devices "$d" \
@@ -30,28 +25,5 @@ for sync in flat hierarchical; do
     -o "$work/train-$sync" >/dev/null
 done
 
-# median_seconds METRICS: the median step time past the first two steps
-# (start-up and the first step's allocations), and the last loss.
-median_seconds() {
-  python3 - "$1" <<'PY'
-import json, statistics, sys
-steps = [json.loads(line) for line in open(sys.argv[1])][2:]
-print(f"{statistics.median(s['seconds'] for s in steps):.4f} {steps[-1]['loss']:.6f}")
-PY
-}
-
-ratios=()
-for ((round = 1; round <= rounds; ++round)); do
-  declare -A secs=() loss=()
-  for sync in flat hierarchical; do
-    metrics=$work/metrics-$sync-$round.jsonl
-    mpirun "${mpirun_flags[@]}" -np $((d * k)) "$work/train-$sync" \
-      --data "$tokens" --steps "$steps" --seed 1 --metrics "$metrics" \
-      >"$work/run-$sync-$round.log"
-    read -r secs[$sync] loss[$sync] < <(median_seconds "$metrics")
-  done
-  ratio=$(python3 -c "print(f'{${secs[hierarchical]} / ${secs[flat]}:.3f}')")
-  ratios+=("$ratio")
-  echo "round $round: flat ${secs[flat]} s, hierarchical ${secs[hierarchical]} s per step: ratio $ratio (last loss ${loss[flat]} / ${loss[hierarchical]})"
-done
-python3 -c "import statistics,sys; print('median ratio hierarchical / flat:', sorted(sys.argv[1:])[len(sys.argv[1:])//2])" "${ratios[@]}"
+command_of() { cmd=("$work/train-$1"); }
+alternate $((d * k)) "$steps" "$rounds" flat hierarchical

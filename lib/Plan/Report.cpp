@@ -4,6 +4,7 @@
 
 #include "bitpipe/Schedule/Registry.h"
 #include "bitpipe/base/JsonTree.h"
+#include "bitpipe/base/RunFlags.h"
 
 #include <algorithm>
 #include <cctype>
@@ -97,7 +98,7 @@ std::string compileCommand(const PlanConfig &c, const CommandContext &ctx) {
 }
 
 std::string runFlags(const CommandContext &ctx) {
-  return ctx.shardOptimizer ? "--shard-optimizer" : "";
+  return ctx.shardOptimizer ? base::run_flag::kShardOptimizer : "";
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include "bitpipe/base/AtomicFile.h"
 #include "bitpipe/base/OutputDestination.h"
+#include "bitpipe/base/RunFlags.h"
 #include "comm/Communicator.h"
 #include "core/Flags.h"
 
@@ -187,7 +188,7 @@ FlagSet flags(TrainOptions &o) {
             "skip the update of a step whose gradients are not finite, at "
             "most K steps in a row (default 0: stop at the first)",
             &o.skipNonFiniteSteps, 0);
-  f.toggle("--shard-optimizer",
+  f.toggle(base::run_flag::kShardOptimizer,
            "shard AdamW's moments across the ranks that hold a replica of "
            "the same parameters, each updating its shard "
            "(docs/data-parallel.md, \"Sharded optimizer\"; CPU target)",
