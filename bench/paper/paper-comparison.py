@@ -12,7 +12,8 @@ size and count at the scenario's global batch and memory cap
 N = D), then prints, per scenario, BitPipe's throughput over each
 baseline's next to the paper's 1.05-1.28x and the configuration the planner
 picks over all schedules, and last in how many free searches a
-BitPipe-family schedule (bitpipe, bitpipe-zb) is the pick or within 2 % of
+BitPipe-family schedule (bitpipe, bitpipe-zb, bitpipe-periodic,
+bitpipe-periodic-zb) is the pick or within 2 % of
 it, with every search it misses. Writes:
 
   OUT/paper-comparison.md    the tables printed
@@ -52,10 +53,13 @@ VARIANTS = {
     "zb-h1": ("zb-h1", []),
     "zbv": ("zbv", []),
     "bitpipe-zb": ("bitpipe-zb", []),
+    "bitpipe-periodic": ("bitpipe-periodic", []),
+    "bitpipe-periodic-zb": ("bitpipe-periodic-zb", []),
 }
 # The paper's synchronous baselines, then the extra rows.
 BASELINES = ["1f1b", "interleaved", "interleaved-v2", "chimera"]
-EXTRA = ["gpipe", "zb-h1", "zbv", "bitpipe-zb"]
+EXTRA = ["gpipe", "zb-h1", "zbv", "bitpipe-zb", "bitpipe-periodic",
+         "bitpipe-periodic-zb"]
 SCHEDULES = ["bitpipe"] + BASELINES + EXTRA
 
 PAPER = (1.05, 1.28)  # BitPipe over the best synchronous baseline.
@@ -202,7 +206,7 @@ def tables(results):
     return "\n".join(lines) + "\n"
 
 
-FAMILY = ("bitpipe", "bitpipe-zb")
+FAMILY = ("bitpipe", "bitpipe-zb", "bitpipe-periodic", "bitpipe-periodic-zb")
 WITHIN = 0.98  # "the pick, or within 2 % of it"
 
 

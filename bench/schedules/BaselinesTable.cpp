@@ -20,9 +20,9 @@
 // chimera is the registered order (ChimeraOrder::Best); its two candidate
 // orders are listed too, so what it gains over each can be read off, and
 // bitpipe, which the baselines are compared with, closes the table with the
-// schedules that split the backward (zb-h1, bitpipe-zb, zbv), at B = W = 1
-// per stage: the same work, B + W = 2 (docs/zero-bubble.md has their own
-// table, in its slot units).
+// schedules that split the backward (zb-h1, bitpipe-zb, bitpipe-periodic-zb,
+// zbv), at B = W = 1 per stage: the same work, B + W = 2 (docs/zero-bubble.md
+// has their own table, in its slot units).
 //
 //===----------------------------------------------------------------------===//
 
@@ -85,8 +85,10 @@ std::vector<Row> rows() {
       {"chimera (registered)", registered("chimera", 0)},
       // What they are compared with: 2D chunks of half a stage each.
       {"bitpipe", registered("bitpipe", 0)},
+      {"bitpipe-periodic", registered("bitpipe-periodic", 0)},
       {"zb-h1", registered("zb-h1", 0)},
       {"bitpipe-zb", registered("bitpipe-zb", 0)},
+      {"bitpipe-periodic-zb", registered("bitpipe-periodic-zb", 0)},
       {"zbv", registered("zbv", 0)},
   };
 }

@@ -43,6 +43,12 @@ Result<Schedule> zbH1(const ScheduleOptions &o) {
 Result<Schedule> bitPipeZb(const ScheduleOptions &o) {
   return generateBitPipeZeroBubble(devicesOf(o), microbatchesOf(o));
 }
+Result<Schedule> bitPipePeriodic(const ScheduleOptions &o) {
+  return generateBitPipePeriodic(devicesOf(o), microbatchesOf(o));
+}
+Result<Schedule> bitPipePeriodicZb(const ScheduleOptions &o) {
+  return generateBitPipePeriodicZeroBubble(devicesOf(o), microbatchesOf(o));
+}
 Result<Schedule> zbV(const ScheduleOptions &o) {
   return generateZeroBubbleV(devicesOf(o), microbatchesOf(o));
 }
@@ -65,10 +71,14 @@ const std::vector<ScheduleInfo> &schedules() {
      PlacementKind::Bidirectional, false, true, 0, 0, 0, 1, 2, false, chimera},
     {"bitpipe", "two mirrored V-shaped pipelines, eager all-reduce (BitPipe)",
      PlacementKind::BidirectionalV, false, true, 0, 0, 0, 1, 2, false, bitPipe},
+    {"bitpipe-periodic", "BitPipe's placement in one steady state: its bubble falls with N",
+     PlacementKind::BidirectionalV, false, true, 0, 0, 0, 1, 8, false, bitPipePeriodic},
     {"zb-h1", "1F1B with the weight gradient split off and deferred (ZB-H1)",
      PlacementKind::Loop, true, false, 1, 1, 1, 1, 2, false, zbH1},
     {"bitpipe-zb", "BitPipe with the weight gradient split off into its idle slots",
      PlacementKind::BidirectionalV, true, true, 0, 0, 0, 1, 2, false, bitPipeZb},
+    {"bitpipe-periodic-zb", "bitpipe-periodic with the weight gradient split off into its idle slots",
+     PlacementKind::BidirectionalV, true, true, 0, 0, 0, 1, 8, false, bitPipePeriodicZb},
     {"zbv", "V-shaped pipeline, weight gradient split off and deferred (ZB-V)",
      PlacementKind::V, true, false, 0, 0, 0, 1, 2, false, zbV},
   };

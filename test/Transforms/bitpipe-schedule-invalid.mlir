@@ -21,8 +21,8 @@
 // A request the registry refuses: the option and what it expects.
 // ZERO: error: cannot build schedule 'bitpipe' for the module's bidirectional-v placement (8 stages on 4 devices): microbatches must be at least 1, got 0{{$}}
 
-// UNKNOWN: error: bitpipe-schedule: unknown schedule 'zigzag' (expected one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1, bitpipe-zb, zbv){{$}}
-// NONAME: error: bitpipe-schedule: schedule is required (one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1, bitpipe-zb, zbv){{$}}
+// UNKNOWN: error: bitpipe-schedule: unknown schedule 'zigzag' (expected one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, bitpipe-periodic, zb-h1, bitpipe-zb, bitpipe-periodic-zb, zbv){{$}}
+// NONAME: error: bitpipe-schedule: schedule is required (one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, bitpipe-periodic, zb-h1, bitpipe-zb, bitpipe-periodic-zb, zbv){{$}}
 
 // An N for which the generator's order cannot run: the generator checks its
 // own result with the library's verifier and refuses, naming the channel the
@@ -75,4 +75,4 @@ module attributes {
 
 // A misspelt schedule gets the closest name when there is a clear one.
 // RUN: not bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-place="placement=loop devices=4" --bitpipe-schedule="schedule=chimrea microbatches=4" 2>&1 | FileCheck %s --check-prefix=TYPO
-// TYPO: error: bitpipe-schedule: unknown schedule 'chimrea' (did you mean 'chimera'?) (expected one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1, bitpipe-zb, zbv){{$}}
+// TYPO: error: bitpipe-schedule: unknown schedule 'chimrea' (did you mean 'chimera'?) (expected one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, bitpipe-periodic, zb-h1, bitpipe-zb, bitpipe-periodic-zb, zbv){{$}}

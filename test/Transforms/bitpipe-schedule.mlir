@@ -15,6 +15,7 @@
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe microbatches=8" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=BITPIPE8
 // Without microbatches the schedule registry's default, N = 2 D: the same.
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=BITPIPE8
+// RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe-periodic microbatches=4" --bitpipe-simulate=grid -o /dev/null | FileCheck %s --check-prefix=PERIODIC
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-place="placement=loop devices=4" --bitpipe-schedule="schedule=zb-h1 microbatches=4" --bitpipe-simulate="grid b-cost=1" -o /dev/null | FileCheck %s --check-prefix=ZBH1
 
 // BitPipe on 2 devices, 2 micro-batches (one down, one up). Grid:
@@ -122,6 +123,15 @@ module {
 // BITPIPE-NEXT: P2: F2.s1 F0.s2 F3.s1 F1.s2 F0.s5 F2.s6 F1.s5 F3.s6 B2.s6 B0.s5 B3.s6 B1.s5 B0.s2 B2.s1 B1.s2 B3.s1 AR(5,6) AR(1,2){{$}}
 // BITPIPE-NEXT: P3: F2.s0 F3.s0 F0.s3 F0.s4 F1.s3 F1.s4 F2.s7 B2.s7 F3.s7 B3.s7 B0.s4 B0.s3 B1.s4 B1.s3 B2.s0 AR(4,7) B3.s0 AR(0,3){{$}}
 // BITPIPE-NEXT: schedule bitpipe: 4 devices, bidirectional-v placement, 8 stages, 4 micro-batches
+
+// docs/bitpipe-order.md's periodic order at D=4, N=4: pair 0 is micro-batches
+// 0 (down) and 2 (up), pair 1 is 1 and 3; ranks 0 and 3 run the same steps
+// at the same times, mirrored.
+// PERIODIC:      P0: F0.s0 F2.s3 F1.s0 F2.s4 F3.s3 F0.s7 B0.s7 F3.s4 B2.s4 B2.s3 F1.s7 B1.s7 B0.s0 B3.s4 AR(4,7) B3.s3 B1.s0 AR(0,3){{$}}
+// PERIODIC-NEXT: P1: F0.s1 F2.s2 F1.s1 F3.s2 F2.s5 F0.s6 B0.s6 B2.s5 F3.s5 F1.s6 B2.s2 B0.s1 B1.s6 B3.s5 AR(5,6) B3.s2 B1.s1 AR(1,2){{$}}
+// PERIODIC-NEXT: P2: F2.s1 F0.s2 F3.s1 F1.s2 F0.s5 F2.s6 B2.s6 B0.s5 F1.s5 F3.s6 B0.s2 B2.s1 B3.s6 B1.s5 AR(5,6) B1.s2 B3.s1 AR(1,2){{$}}
+// PERIODIC-NEXT: P3: F2.s0 F0.s3 F3.s0 F0.s4 F1.s3 F2.s7 B2.s7 F1.s4 B0.s4 B0.s3 F3.s7 B3.s7 B2.s0 B1.s4 AR(4,7) B1.s3 B3.s0 AR(0,3){{$}}
+// PERIODIC-NEXT: schedule bitpipe-periodic: 4 devices, bidirectional-v placement, 8 stages, 4 micro-batches
 
 // docs/bitpipe-order.md, N=8: rank 0 from the reference implementation; ranks 1-3 worked by hand from its
 // rules (D=4, h=2, N/D=2 units, loops=1, mid=8):

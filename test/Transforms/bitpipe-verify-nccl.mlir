@@ -50,6 +50,10 @@
 // RUN: bitpipe-opt %S/Inputs/gpt-4-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=bidirectional devices=4" --bitpipe-schedule="schedule=chimera microbatches=8" --bitpipe-insert-transfers --bitpipe-verify -o /dev/null
 // RUN: not bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-generate-backward=split --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe-zb microbatches=8" --bitpipe-insert-transfers="streams=shared check-result=false" --bitpipe-verify -o /dev/null 2>&1 | FileCheck %s --check-prefix=CYCLE
 // RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-generate-backward=split --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe-zb microbatches=8" --bitpipe-insert-transfers --bitpipe-verify -o /dev/null
+// The periodic order and its split form, under NCCL's rules and MPI's.
+// RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe-periodic microbatches=9" --bitpipe-insert-transfers --bitpipe-verify -o /dev/null
+// RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-generate-backward --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe-periodic microbatches=16" --bitpipe-insert-transfers --bitpipe-verify="transport=mpi" -o /dev/null
+// RUN: bitpipe-opt %S/Inputs/gpt-8-stages.mlir --bitpipe-generate-backward=split --bitpipe-place="placement=bidirectional-v devices=4" --bitpipe-schedule="schedule=bitpipe-periodic-zb microbatches=16" --bitpipe-insert-transfers --bitpipe-verify -o /dev/null
 // CYCLE: error: deadlock under nccl's rules (transfers on shared streams): no rank can make progress; a cycle of
 // CYCLE: note: rank {{[0-9]+}}{{.*}} batch {{[0-9]+}}
 // CYCLE: note: blocked: rank {{[0-9]+}}: 

@@ -240,7 +240,7 @@ TEST(NcclRules, OnOneStreamPerRankSomeSchedulesDeadlock) {
   // NCCL_BUFFSIZE is what such programs would rely on. Pinned here so that
   // a change of either side is seen; docs/nccl-transfers.md lists them.
   const std::set<std::string> cycle = {"interleaved-1f1b", "chimera",
-                                       "bitpipe-zb"};
+                                       "bitpipe-zb", "bitpipe-periodic-zb"};
   for (const ScheduleInfo &info : schedules()) {
     Result<Schedule> s = registered(info.name, 4, 8);
     ASSERT_TRUE(s) << info.name << ": " << s.error;

@@ -39,7 +39,8 @@ TEST(Registry, EveryEntryDescribesItsGenerator) {
       Result<Schedule> s = generateSchedule(request);
       ASSERT_TRUE(s.ok()) << s.error;
       EXPECT_EQ(s->name, info.name);
-      EXPECT_EQ(s->numMicrobatches, 2 * devices);
+      EXPECT_EQ(s->numMicrobatches,
+                info.defaultMicrobatchesPerDevice * devices);
       EXPECT_EQ(s->placement.kind, info.placement);
       EXPECT_EQ(s->splitBackward, info.splitsBackward);
       Result<Placement> p = schedulePlacement(request);
@@ -59,15 +60,15 @@ TEST(Registry, NamesAreUniqueAndListedInOrder) {
   }
   EXPECT_EQ(scheduleNames().size(), schedules().size());
   EXPECT_EQ(scheduleNameList(),
-            "gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1, "
-            "bitpipe-zb, zbv");
+            "gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, "
+            "bitpipe-periodic, zb-h1, bitpipe-zb, bitpipe-periodic-zb, zbv");
   EXPECT_EQ(findSchedule("pipedream"), nullptr);
 }
 
 TEST(Registry, ValidateNamesTheOptionAndWhatItExpects) {
   const std::string names =
-      "gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1, "
-      "bitpipe-zb, zbv";
+      "gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, bitpipe-periodic, "
+      "zb-h1, bitpipe-zb, bitpipe-periodic-zb, zbv";
   EXPECT_EQ(errorOf({"", 4}), "schedule is required (one of " + names + ")");
   EXPECT_EQ(errorOf({"zigzag", 4}, "--"),
             "unknown --schedule 'zigzag' (expected one of " + names + ")");

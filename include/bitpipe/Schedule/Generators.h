@@ -75,6 +75,14 @@ Result<Schedule> generateChimera(int devices, int microbatches,
 /// per-rank order of docs/bitpipe-order.md when N is a multiple of D.
 Result<Schedule> generateBitPipe(int devices, int microbatches);
 
+/// bitpipe-periodic on bidirectionalVPlacement(D), D even: one steady state
+/// in which every rank repeats a 12-slot pattern per (down, up) pair of
+/// micro-batches (F = 1, B = 2), so that its bubble falls with N as 1F1B's
+/// does, at no more than the reference order's peak of stashes; eager
+/// all-reduces after each rank's last backwards. Any N >= 1
+/// (docs/bitpipe-order.md, "The periodic order").
+Result<Schedule> generateBitPipePeriodic(int devices, int microbatches);
+
 /// ZB-H1 (Qi et al. 2023): 1F1B with backward split into B (input gradient)
 /// and W (weight gradient); W passes are deferred to fill the cool-down
 /// bubble, with 1F1B's number of in-flight forwards.
@@ -85,6 +93,11 @@ Result<Schedule> generateZeroBubbleH1(int devices, int microbatches);
 /// holding no more stashes (F to W) than BitPipe holds (F to B); eager
 /// all-reduces after the last W. Any N >= 1 (docs/zero-bubble.md).
 Result<Schedule> generateBitPipeZeroBubble(int devices, int microbatches);
+
+/// bitpipe-periodic-zb: bitpipe-periodic's order split and filled as
+/// bitpipe-zb splits the reference's, under the same cap.
+Result<Schedule> generateBitPipePeriodicZeroBubble(int devices,
+                                                   int microbatches);
 
 /// ZB-V on vPlacement(D): one V-shaped pipeline, backward split, list-
 /// scheduled under F = B = W = 1 with at most 2D stashes (1F1B's memory)

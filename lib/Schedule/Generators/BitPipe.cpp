@@ -177,12 +177,8 @@ Result<Schedule> generateBitPipe(int devices, int microbatches) {
   for (int m = fullUnits * D; m < microbatches; ++m)
     tail.push_back(m);
   detail::appendListSchedule(s, tail, s.ranks);
-  detail::insertAllReducesAfterLastBackward(s, [D](int r) {
-    std::vector<int> second = {std::min(2 * D - 1 - r, D + r),
-                               std::max(2 * D - 1 - r, D + r)};
-    std::vector<int> first = {std::min(r, D - 1 - r), std::max(r, D - 1 - r)};
-    return std::vector<std::vector<int>>{second, first};
-  });
+  detail::insertAllReducesAfterLastBackward(
+      s, detail::bitPipeSyncGroups(s.placement));
   std::string tailDesc = quantity(rest, "micro-batch", "micro-batches") + " (" +
                          std::to_string((rest + 1) / 2) + " down, " +
                          std::to_string(rest / 2) + " up)";

@@ -1,12 +1,13 @@
 //===- BitPipeZeroBubble.cpp - BitPipe with the weight gradient deferred --===//
 //
-// bitpipe-zb: BitPipe's bidirectional-V placement and per-rank order
-// (docs/bitpipe-order.md), with every backward split into its input-gradient
-// half B, which keeps BitPipe's place, and its weight-gradient half W, which
-// fills the slots where BitPipe's rank would wait (docs/zero-bubble.md). A
-// rank never holds more stashes (from F to W, since W reads them) than
-// BitPipe's rank holds from F to B: where the cap binds, a waiting W runs
-// before the next F. The all-reduces stay eager: each follows the rank's
+// bitpipe-zb and bitpipe-periodic-zb: an order on BitPipe's bidirectional-V
+// placement (the reference's, docs/bitpipe-order.md, or the periodic one),
+// with every backward split into its input-gradient half B, which keeps the
+// backward's place, and its weight-gradient half W, which fills the slots
+// where the rank would wait (docs/zero-bubble.md). A rank never holds more
+// stashes (from F to W, since W reads them) than the unsplit order holds on
+// that rank from F to B: where the cap binds, a waiting W runs before the
+// next F. The all-reduces stay eager: each follows the rank's
 // last W of the stages it carries, since gradients are final only then.
 //
 //===----------------------------------------------------------------------===//
@@ -18,40 +19,46 @@
 
 namespace bitpipe::sched {
 
-Result<Schedule> generateBitPipeZeroBubble(int devices, int microbatches) {
-  const std::string name = "bitpipe-zb";
+namespace {
+
+/// The order of `generate` with its backwards split and W filled in under
+/// that order's own per-rank peak, renamed `name`.
+Result<Schedule>
+splitBitPipeOrder(const std::string &name, int devices, int microbatches,
+                  Result<Schedule> (*generate)(int devices, int microbatches)) {
   std::string err = detail::checkArguments(name, devices, microbatches, 0);
   if (!err.empty())
     return Result<Schedule>::failure(err);
-  Result<Schedule> bitpipe = generateBitPipe(devices, microbatches);
-  if (!bitpipe)
-    return bitpipe;
+  Result<Schedule> unsplit = generate(devices, microbatches);
+  if (!unsplit)
+    return unsplit;
 
-  Schedule s = *bitpipe;
+  Schedule s = *unsplit;
   s.name = name;
   s.splitBackward = true;
   std::vector<int> cap(devices);
   for (int r = 0; r < devices; ++r)
-    cap[r] = peakStashes(bitpipe->ranks[r], /*splitBackward=*/false);
-  s.ranks = detail::splitAndFillWeightGrads(*bitpipe, cap);
-
-  // BitPipe's two all-reduces per rank: the stages of the second halves of
-  // the two pipelines (nearest the losses, final first), then the first
-  // halves'. Each rank holds one stage of each half of each pipeline.
-  const int half = s.placement.numStages / 2;
-  const Placement &pl = s.placement;
-  detail::insertAllReducesAfterLastBackward(s, [&pl, half](int r) {
-    std::vector<int> first, second;
-    for (int stage = 0; stage < pl.numStages; ++stage)
-      for (const Pipeline &p : pl.pipelines)
-        if (p.stageDevice[stage] == r)
-          (stage < half ? first : second).push_back(stage);
-    return std::vector<std::vector<int>>{second, first};
-  });
+    cap[r] = peakStashes(unsplit->ranks[r], /*splitBackward=*/false);
+  s.ranks = detail::splitAndFillWeightGrads(*unsplit, cap);
+  detail::insertAllReducesAfterLastBackward(
+      s, detail::bitPipeSyncGroups(s.placement));
   if (!s.note.empty())
     s.note += "; then every backward is split and its W placed as for "
               "whole units (docs/zero-bubble.md)";
   return Result<Schedule>::success(std::move(s));
+}
+
+} // namespace
+
+Result<Schedule> generateBitPipeZeroBubble(int devices, int microbatches) {
+  return splitBitPipeOrder("bitpipe-zb", devices, microbatches,
+                           generateBitPipe);
+}
+
+Result<Schedule> generateBitPipePeriodicZeroBubble(int devices,
+                                                   int microbatches) {
+  return splitBitPipeOrder("bitpipe-periodic-zb", devices, microbatches,
+                           generateBitPipePeriodic);
 }
 
 } // namespace bitpipe::sched

@@ -224,4 +224,17 @@ void appendListSchedule(const Schedule &shape,
   }
 }
 
+std::function<std::vector<std::vector<int>>(int rank)>
+bitPipeSyncGroups(const Placement &placement) {
+  return [placement](int r) {
+    const int half = placement.numStages / 2;
+    std::vector<int> first, second;
+    for (int stage = 0; stage < placement.numStages; ++stage)
+      for (const Pipeline &p : placement.pipelines)
+        if (p.stageDevice[stage] == r)
+          (stage < half ? first : second).push_back(stage);
+    return std::vector<std::vector<int>>{second, first};
+  };
+}
+
 } // namespace bitpipe::sched::detail

@@ -67,6 +67,14 @@ void insertAllReducesAfterLastBackward(
     Schedule &schedule,
     const std::function<std::vector<std::vector<int>>(int rank)> &groupsOfRank);
 
+/// The all-reduces of a rank of the bidirectional-V placement, as
+/// insertAllReducesAfterLastBackward takes them: the stages it holds of the
+/// second halves of the two pipelines (nearest the losses, final first),
+/// then those of the first halves. Each rank holds one stage of each half
+/// of each pipeline, shared with its mirror D-1-r.
+std::function<std::vector<std::vector<int>>(int rank)>
+bitPipeSyncGroups(const Placement &placement);
+
 /// Greedy list scheduling of the forwards and (unsplit) backwards of
 /// `microbatches` under unit costs F=1, B=2 and free communication, with the
 /// dependencies of Dependencies.h: whenever

@@ -3,7 +3,7 @@
 // #bitpipe.schedule checks its own fields when it is built (parsed or
 // created); the dialect checks it against the module's placement.
 
-// expected-error @+1 {{#bitpipe.schedule names unknown schedule 'zigzag'; expected one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, zb-h1}}
+// expected-error @+1 {{#bitpipe.schedule names unknown schedule 'zigzag'; expected one of gpipe, 1f1b, interleaved-1f1b, chimera, bitpipe, bitpipe-periodic, zb-h1}}
 module attributes {bitpipe.placement = #bitpipe.placement<kind = "loop", devices = 1, pipelines = [[0]]>, bitpipe.schedule = #bitpipe.schedule<name = "zigzag", microbatches = 1, microbatch_pipelines = [0], split_backward = false>} {}
 
 // -----
