@@ -183,11 +183,20 @@ bp_status_t bp_cuda_cast_bf16_to_f32(const bp_bf16_t *in, float *out,
 bp_status_t bp_cuda_accumulate_f32(float *acc, const float *g, int64_t n,
                                    void *stream);
 
-/* A run of consecutive elements of the parameter store's flat arrays: one
- * parameter tensor (decay: whether AdamW's weight decay applies to it). */
+/* A run of `count` consecutive elements of the parameter store: one
+ * parameter tensor, or the part of one whose optimizer state a rank holds
+ * under a sharded optimizer (docs/data-parallel.md, "Sharded optimizer").
+ * Element k of the run is at offset + k of the gradients and of the bf16
+ * copy of the weights, at master + k of the fp32 master weights and at
+ * moment + k of the moments: all three are equal for a whole store; a
+ * sharded one keeps its moments (and, under bf16, its master weights)
+ * compactly. decay: whether AdamW's weight decay applies to it. The
+ * norm's sum of squares reads the gradients only (offset). */
 typedef struct bp_cuda_segment {
   int64_t offset;
   int64_t count;
+  int64_t master;
+  int64_t moment;
   int32_t decay;
   int32_t reserved; /* 0 */
 } bp_cuda_segment;
@@ -214,11 +223,12 @@ typedef struct bp_cuda_adamw_constants {
 } bp_cuda_adamw_constants;
 
 /* One fused AdamW step over every segment (a multi-tensor launch): updates
- * the fp32 master weights `params` and the moments m and v in place from
- * the fp32 gradients, and, when params_bf16 is not NULL, writes the bf16
- * copy of each updated weight there (same offsets) for the next step's
- * stage functions. segments: a device array; c: host memory, read before
- * the call returns. */
+ * the fp32 master weights `params` (at each segment's `master`) and the
+ * moments m and v (at its `moment`) in place from the fp32 gradients (at
+ * its `offset`), and, when params_bf16 is not NULL, writes the bf16 copy
+ * of each updated weight there (at `offset`) for the next step's stage
+ * functions. Elements outside the segments are not touched. segments: a
+ * device array; c: host memory, read before the call returns. */
 bp_status_t bp_cuda_adamw_step(float *params, const float *grads, float *m,
                                float *v, bp_bf16_t *params_bf16,
                                const bp_cuda_segment *segments,
@@ -235,10 +245,11 @@ bp_status_t bp_cuda_init_normal(float *out, int64_t n, double stddev,
 
 /* The first element of each segment that a checkpoint may not hold, in
  * the order a host check reports it: per segment s, first[3 s + 0] the
- * first non-finite weight, first[3 s + 1] the first non-finite first
- * moment, first[3 s + 2] the first non-finite or negative second moment,
- * each an index within the segment or INT64_MAX for none. first: a device
- * array of 3 num_segments, overwritten. */
+ * first non-finite weight (params at `master`), first[3 s + 1] the first
+ * non-finite first moment, first[3 s + 2] the first non-finite or
+ * negative second moment (m and v at `moment`), each an index within the
+ * segment or INT64_MAX for none. first: a device array of 3 num_segments,
+ * overwritten. */
 bp_status_t bp_cuda_find_invalid(const float *params, const float *m,
                                  const float *v,
                                  const bp_cuda_segment *segments,

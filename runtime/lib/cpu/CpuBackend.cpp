@@ -111,8 +111,10 @@ public:
     return params_.get() + offset;
   }
 
-  float *shardedWeights() override {
-    return layout_.shardedOptimizer ? params_.get() : nullptr;
+  GatheredWeights shardedWeights() override {
+    if (!layout_.shardedOptimizer)
+      return {};
+    return {params_.get(), DType::F32};
   }
 
   void *gradData() override { return grads_.get(); }

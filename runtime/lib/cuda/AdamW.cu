@@ -3,7 +3,9 @@
 // bp_cuda_adamw_step: a multi-tensor launch (MultiTensor.cuh) that updates
 // the fp32 master weights and both moments in place and, under bf16, writes
 // the weights' bf16 copy in the same pass (one read and one write of each
-// array per step, instead of a separate cast).
+// array per step, instead of a separate cast). Each segment says where its
+// master weights and moments lie (bitpipe/cuda.h): a sharded optimizer's
+// rank passes the parts it owns, their state kept compactly.
 //
 // The arithmetic per element is the CPU optimizer's
 // (runtime/lib/train/AdamW.cpp), operation for operation, with the same
@@ -58,15 +60,16 @@ __global__ void __launch_bounds__(kMultiTensorThreads)
     const float decay = seg.decay ? c.decay_factor : 1.0f;
     forChunk(r, packs && r.packable, [&](int64_t i, auto width) {
       constexpr int W = decltype(width)::value;
-      Pack<float, W> p = loadPack<W>(params, i);
+      const int64_t master = i + r.toMaster, moment = i + r.toMoment;
+      Pack<float, W> p = loadPack<W>(params, master);
       const Pack<float, W> g = loadPack<W>(grads, i);
-      Pack<float, W> mm = loadPack<W>(m, i);
-      Pack<float, W> vv = loadPack<W>(v, i);
+      Pack<float, W> mm = loadPack<W>(m, moment);
+      Pack<float, W> vv = loadPack<W>(v, moment);
       for (int k = 0; k < W; ++k)
         adamwElement(p.v[k], g.v[k], mm.v[k], vv.v[k], decay, c);
-      storePack(params, i, p);
-      storePack(m, i, mm);
-      storePack(v, i, vv);
+      storePack(params, master, p);
+      storePack(m, moment, mm);
+      storePack(v, moment, vv);
       if (paramsBf16) {
         Pack<bf16, W> b;
         for (int k = 0; k < W; ++k)

@@ -51,12 +51,11 @@ __global__ void findInvalidKernel(const float *params, const float *m,
     const bp_cuda_segment seg = segments[s];
     auto *slot = reinterpret_cast<unsigned long long *>(first + 3 * s);
     for (int64_t i = threadIdx.x; i < seg.count; i += blockDim.x) {
-      const int64_t at = seg.offset + i;
-      if (invalid(params[at], false))
+      if (invalid(params[seg.master + i], false))
         atomicMin(slot + 0, static_cast<unsigned long long>(i));
-      if (invalid(m[at], false))
+      if (invalid(m[seg.moment + i], false))
         atomicMin(slot + 1, static_cast<unsigned long long>(i));
-      if (invalid(v[at], true))
+      if (invalid(v[seg.moment + i], true))
         atomicMin(slot + 2, static_cast<unsigned long long>(i));
     }
   }

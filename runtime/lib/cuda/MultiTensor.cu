@@ -18,7 +18,8 @@ namespace {
 constexpr int kScanThreads = 1024;
 
 __device__ bool wellFormed(const bp_cuda_segment &seg) {
-  return seg.offset >= 0 && seg.count >= 0 && seg.reserved == 0;
+  return seg.offset >= 0 && seg.master >= 0 && seg.moment >= 0 &&
+         seg.count >= 0 && seg.reserved == 0;
 }
 
 __device__ int64_t chunksOf(const bp_cuda_segment &seg) {

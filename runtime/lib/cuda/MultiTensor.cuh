@@ -37,7 +37,8 @@ constexpr int kMultiTensorBlocks = 1056;
 
 /// Enqueues the kernel that writes table[s] = the first chunk of segment s
 /// (num_segments + 1 entries, the last the total). A segment with a
-/// negative offset or count, or a nonzero reserved field, gets no chunks
+/// negative offset, master, moment or count, or a nonzero reserved field,
+/// gets no chunks
 /// and is recorded as \p reporter in the index-error word.
 bp_status_t launchChunkTable(const bp_cuda_segment *segments,
                              int32_t numSegments, int64_t *table,
@@ -60,17 +61,26 @@ __device__ inline int32_t segmentOfChunk(const int64_t *table,
   return lo;
 }
 
-/// Element range [begin, end) of the flat arrays that chunk \p c covers.
+/// Element range [begin, end) of the gradients (the segment's `offset`)
+/// that chunk \p c covers; the same elements of the master weights and
+/// the moments are `toMaster` and `toMoment` further on (negative where a
+/// sharded store keeps them compactly).
 struct ChunkRange {
   int64_t begin, end;
-  bool packable; // begin is a multiple of 4 elements (the offset is)
+  int64_t toMaster, toMoment;
+  // begin is a multiple of 4 elements in every array (the segment's
+  // offsets are): a sharded store's parts start where the shards cut the
+  // buckets, which need not be, and run one element at a time.
+  bool packable;
 };
 
 __device__ inline ChunkRange chunkRange(const bp_cuda_segment &seg,
                                         int64_t chunkInSegment) {
   const int64_t first = chunkInSegment * kChunk;
   const int64_t last = min(seg.count, first + kChunk);
-  return {seg.offset + first, seg.offset + last, seg.offset % 4 == 0};
+  return {seg.offset + first, seg.offset + last, seg.master - seg.offset,
+          seg.moment - seg.offset,
+          (seg.offset | seg.master | seg.moment) % 4 == 0};
 }
 
 /// Calls op(i, Width<W>()) for [r.begin, r.end) across the block's threads:

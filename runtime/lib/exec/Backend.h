@@ -135,7 +135,8 @@ public:
   /// the CPU these are the arrays themselves; on a device a staging copy
   /// that exists between toHost() and toTarget(). Under a sharded
   /// optimizer the moments are the compact ones (ParamLayout::owned's
-  /// `moment` offsets): ParamStore makes the whole image.
+  /// `moment` offsets): ParamStore makes the whole image. The master
+  /// weights' image is whole (but see shardsMasterWeights).
   virtual float *hostParams() = 0;
   virtual float *hostM() = 0;
   virtual float *hostV() = 0;
@@ -175,11 +176,25 @@ public:
   virtual DType gradDType() const = 0;
   virtual Status zeroGradients() = 0;
 
-  /// Under a sharded optimizer: the fp32 master weights in target memory,
-  /// which the ranks all-gather after each update (ParamStore::
-  /// gatherWeights). A target that does not shard the optimizer refuses
-  /// such a layout in createParamArrays and returns null here.
-  virtual float *shardedWeights() { return nullptr; }
+  /// Under a sharded optimizer: the weights the stage functions read, in
+  /// target memory (the layout's offsets, \p dtype elements), which the
+  /// ranks all-gather after each update (ParamStore::gatherWeights): each
+  /// replica's owned parts to every replica. The fp32 master weights on
+  /// the CPU and under CUDA's fp32; the bf16 copy under CUDA's bf16, whose
+  /// master weights are sharded (shardsMasterWeights). A target that does
+  /// not shard the optimizer refuses such a layout in createParamArrays
+  /// and returns a null \p data here.
+  struct GatheredWeights {
+    void *data = nullptr;
+    DType dtype = DType::F32;
+  };
+  virtual GatheredWeights shardedWeights() { return {}; }
+  /// Whether the target keeps only the owned parts of the fp32 master
+  /// weights (a sharded optimizer's whose stage functions read another
+  /// copy). Then toHost() fills the host image's master weights at the
+  /// owned parts only (the rest zero) until ParamStore gathers them from
+  /// the replicas (gatherHostImage), and toTarget() reads them whole.
+  virtual bool shardsMasterWeights() const { return false; }
 
   /// Sum over the layout's `norm` segments of (grad / numMicroBatches)^2, in
   /// double (the one number besides the losses that crosses the bus).

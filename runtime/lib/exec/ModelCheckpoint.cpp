@@ -23,10 +23,10 @@ Status gatherModelState(Communicator &comm, const Manifest &manifest,
   Status current = store.toHost();
   if (!current.isOk())
     return current;
-  // A sharded optimizer's moments are whole in the file: the owner gathers
-  // its replicas' shards first (every replica joins).
-  if (moments)
-    BP_TRY(store.gatherMoments(comm));
+  // A sharded optimizer's moments (and master weights, where the target
+  // shards them) are whole in the file: the owner gathers its replicas'
+  // shards first (every replica joins).
+  BP_TRY(store.gatherHostImage(comm, moments));
   std::string mine;
   for (size_t p = 0; p < manifest.params.size(); ++p) {
     if (manifest.ownerRank(static_cast<int>(p)) != comm.rank())
@@ -98,11 +98,15 @@ Status loadModelCheckpoint(const Manifest &manifest, ParamStore &store,
                         manifestFingerprint(manifest), info);
 }
 
-Status dumpRankParams(const Manifest &manifest, ParamStore &store,
-                      const std::string &path, int64_t step) {
+Status dumpRankParams(Communicator &comm, const Manifest &manifest,
+                      ParamStore &store, const std::string &path,
+                      int64_t step) {
   Status current = store.toHost();
   if (!current.isOk())
     return current;
+  // Every weight the rank holds, also where the target keeps only its own
+  // parts in fp32.
+  BP_TRY(store.gatherHostImage(comm, /*moments=*/false));
   std::vector<SafetensorsTensor> tensors;
   for (int p : store.layoutOrder())
     tensors.push_back({manifest.params[p].name, store.hostParam(p),

@@ -57,9 +57,10 @@ Status loadModelCheckpoint(const Manifest &manifest, ParamStore &store,
                            const std::string &path, CheckpointInfo *info);
 
 /// Writes \p path with the parameters \p store holds (no moments), for
-/// tests that compare every rank's copy.
-Status dumpRankParams(const Manifest &manifest, ParamStore &store,
-                      const std::string &path, int64_t step);
+/// tests that compare every rank's copy. Collective over every rank (a
+/// target that shards the master weights gathers them first).
+Status dumpRankParams(Communicator &comm, const Manifest &manifest,
+                      ParamStore &store, const std::string &path, int64_t step);
 
 } // namespace bitpipe::runtime
 

@@ -2,6 +2,7 @@
 //-*-===//
 
 #include "ParamStore.h"
+#include "OwnedParts.h"
 
 #include "bitpipe/base/CheckedArithmetic.h"
 #include "bitpipe/base/GradientSyncGroups.h"
@@ -169,13 +170,12 @@ Status ParamStore::toHost() {
   if (!layout_.shardedOptimizer)
     return Status::ok();
   // The owned parts where the whole layout has them; the rest zero until
-  // gatherMoments (or a checkpoint's load) fills it.
+  // gatherHostImage (or a checkpoint's load) fills it.
   const float *compact[2] = {arrays_->hostM(), arrays_->hostV()};
   for (int which : {0, 1}) {
     std::vector<float> &whole = wholeMoments_[which];
     whole.assign(static_cast<size_t>(layout_.numFloats), 0.0f);
-    for (const OptimizerPart &p : layout_.owned)
-      std::copy_n(compact[which] + p.moment, p.count, whole.data() + p.offset);
+    expandOwnedParts(layout_, compact[which], whole.data());
   }
   return Status::ok();
 }
@@ -184,9 +184,7 @@ Status ParamStore::toTarget() {
   if (layout_.shardedOptimizer && !wholeMoments_[0].empty()) {
     float *compact[2] = {arrays_->hostM(), arrays_->hostV()};
     for (int which : {0, 1})
-      for (const OptimizerPart &p : layout_.owned)
-        std::copy_n(wholeMoments_[which].data() + p.offset, p.count,
-                    compact[which] + p.moment);
+      compactOwnedParts(layout_, wholeMoments_[which].data(), compact[which]);
   }
   return arrays_->toTarget();
 }
@@ -203,7 +201,7 @@ void ParamStore::useGroups(std::vector<GroupId> groups,
   twoLevel_ = std::move(twoLevel);
 }
 
-Status ParamStore::gatherShards(Communicator &comm, float *array) {
+Status ParamStore::gatherShards(Communicator &comm, void *array, DType dtype) {
   // The reverse of the reduce-scatters that leave each rank its shard
   // (base::optimizerShard): flat, one all-gather over the group's world
   // ranks; in two levels, the member's part from its copies, then the
@@ -213,24 +211,27 @@ Status ParamStore::gatherShards(Communicator &comm, float *array) {
   // order on all of its members), and a wait for one must not hold up the
   // other's.
   const RankSpec &spec = manifest_.rankSpec(rank_);
+  const int64_t width = static_cast<int64_t>(dtypeSize(dtype));
+  auto at = [&](int64_t element) {
+    return static_cast<char *>(array) + element * width;
+  };
   std::vector<RequestHandle> pending;
   std::vector<size_t> secondLevel;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const int g = spec.buckets[b].group;
     const ElementRange &range = buckets_[b];
     const int64_t shard = shards_[b].count;
-    float *bucket = array + range.offset;
     if (static_cast<size_t>(g) < twoLevel_.size() && twoLevel_[g]) {
       const int64_t part =
           range.count / static_cast<int64_t>(manifest_.groups[g].size());
       const int member = memberAndCopy(manifest_, g, rank_).first;
       BP_ASSIGN(across,
-                comm.allGatherStart(bucket + member * part, shard, DType::F32,
-                                    twoLevel_[g]->acrossCopies));
+                comm.allGatherStart(at(range.offset + member * part), shard,
+                                    dtype, twoLevel_[g]->acrossCopies));
       pending.push_back(across);
       secondLevel.push_back(b);
     } else {
-      BP_ASSIGN(all, comm.allGatherStart(bucket, shard, DType::F32,
+      BP_ASSIGN(all, comm.allGatherStart(at(range.offset), shard, dtype,
                                          groups_[static_cast<size_t>(g)]));
       pending.push_back(all);
     }
@@ -243,9 +244,8 @@ Status ParamStore::gatherShards(Communicator &comm, float *array) {
     const ElementRange &range = buckets_[b];
     const int64_t part =
         range.count / static_cast<int64_t>(manifest_.groups[g].size());
-    BP_ASSIGN(within,
-              comm.allGatherStart(array + range.offset, part, DType::F32,
-                                  twoLevel_[g]->withinCopy));
+    BP_ASSIGN(within, comm.allGatherStart(at(range.offset), part, dtype,
+                                          twoLevel_[g]->withinCopy));
     pending.push_back(within);
   }
   for (RequestHandle h : pending)
@@ -254,14 +254,24 @@ Status ParamStore::gatherShards(Communicator &comm, float *array) {
 }
 
 Status ParamStore::gatherWeights(Communicator &comm) {
-  return gatherShards(comm, arrays_->shardedWeights());
+  const ParamArrays::GatheredWeights weights = arrays_->shardedWeights();
+  if (!weights.data)
+    return Status::error(ErrorCode::InvalidArgument,
+                         "internal: a sharded optimizer's arrays have no "
+                         "weights to gather (ParamArrays::shardedWeights)");
+  return gatherShards(comm, weights.data, weights.dtype);
 }
 
-Status ParamStore::gatherMoments(Communicator &comm) {
+Status ParamStore::gatherHostImage(Communicator &comm, bool moments) {
   if (!layout_.shardedOptimizer)
     return Status::ok();
-  for (std::vector<float> &whole : wholeMoments_)
-    BP_TRY(gatherShards(comm.hostCommunicator(), whole.data()));
+  // On the host, in the host image: the host transport's.
+  Communicator &host = comm.hostCommunicator();
+  if (arrays_->shardsMasterWeights())
+    BP_TRY(gatherShards(host, arrays_->hostParams(), DType::F32));
+  if (moments)
+    for (std::vector<float> &whole : wholeMoments_)
+      BP_TRY(gatherShards(host, whole.data(), DType::F32));
   return Status::ok();
 }
 

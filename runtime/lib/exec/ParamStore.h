@@ -74,7 +74,7 @@ public:
   float *hostParam(int param) { return arrays_->hostParams() + offset_[param]; }
   /// Under a sharded optimizer the moments' host image is the whole one
   /// (layout order) that ParamStore keeps between toHost() and toTarget():
-  /// the rank's own parts, and its peers' after gatherMoments().
+  /// the rank's own parts, and its peers' after gatherHostImage().
   float *hostM(int param) { return hostMoments(0) + offset_[param]; }
   float *hostV(int param) { return hostMoments(1) + offset_[param]; }
   float *hostParamsData() { return arrays_->hostParams(); }
@@ -89,17 +89,20 @@ public:
   /// Under a sharded optimizer, collectively over every rank: the
   /// communicator's groups of the manifest's (Trainer's createGroups:
   /// each group's id and, for one that sums in two levels, its levels),
-  /// which gatherWeights and gatherMoments gather over.
+  /// which gatherWeights and gatherHostImage gather over.
   void useGroups(std::vector<GroupId> groups,
                  std::vector<std::optional<TwoLevelGroup>> twoLevel);
   /// Collective over every replica, after a sharded optimizer's update:
   /// every bucket's updated shards (ParamArrays::shardedWeights) from
   /// every replica, so that all hold the same weights.
   Status gatherWeights(Communicator &comm);
-  /// Collective, between toHost() and toTarget(): the whole moments of
-  /// every bucket into the host image (a checkpoint's save). Nothing to do
-  /// unsharded.
-  Status gatherMoments(Communicator &comm);
+  /// Collective over every rank, between toHost() and toTarget(): makes
+  /// the host image whole where a sharded optimizer left it in parts
+  /// (what a checkpoint's save or a dump reads): the master weights of
+  /// every bucket where the target shards them
+  /// (ParamArrays::shardsMasterWeights) and, with \p moments, the moments.
+  /// Nothing to do unsharded.
+  Status gatherHostImage(Communicator &comm, bool moments);
 
   /// What a stage function reads for parameter \p param (held).
   void *computeParam(int param) {
@@ -140,9 +143,10 @@ private:
   /// The optimizer's parts and the norm's segments of a sharded layout.
   void shardOptimizer();
   float *hostMoments(int which);
-  /// In place over \p array (f32, this store's layout), bucket by bucket:
-  /// each replica's shard to every replica of the bucket.
-  Status gatherShards(Communicator &comm, float *array);
+  /// In place over \p array (this store's layout, \p dtype elements),
+  /// bucket by bucket: each replica's shard to every replica of the
+  /// bucket.
+  Status gatherShards(Communicator &comm, void *array, DType dtype);
 
   const Manifest &manifest_;
   int rank_;

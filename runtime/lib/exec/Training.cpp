@@ -1015,8 +1015,8 @@ int Trainer::run() {
       saved("the trace of every rank to " + o_.tracePath);
   }
   if (!o_.dumpRankParamsDir.empty()) {
-    Status d =
-        dumpRankParams(manifest_, store_, rankParamsPath(o_, rank_), last);
+    Status d = dumpRankParams(comm_, manifest_, store_,
+                              rankParamsPath(o_, rank_), last);
     if (!agreeAllOk(comm_, d.isOk() ? d
                                     : Status::error(d.code(),
                                                     "--dump-rank-params: " +

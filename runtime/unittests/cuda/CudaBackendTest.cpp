@@ -257,6 +257,137 @@ TEST_F(CudaBackendTest, FindsTheFirstInvalidValueOnTheDevice) {
   EXPECT_EQ((*found)[2]->value, -1.0f);
 }
 
+/// initLayout() under a sharded optimizer, as one rank sees it: it owns
+/// the middle of "a", all of "b" and most of "c" (from an element that is
+/// no multiple of 4), their moments compactly.
+ParamLayout shardedLayout() {
+  ParamLayout l = initLayout();
+  l.shardedOptimizer = true;
+  l.owned = {{0, l.all[0].offset + 300, 400, 0},
+             {1, l.all[1].offset, 77, 400},
+             {2, l.all[2].offset + 5, 2001, 477}};
+  l.numMoments = 400 + 77 + 2001;
+  return l;
+}
+
+/// The owned parts of a sharded store against a whole store on the same
+/// device: the same draws, and after an AdamW step the same bits on the
+/// owned elements; elsewhere the sharded store keeps what it had until the
+/// ranks' all-gather (ParamStore::gatherWeights) brings the owners' values.
+void runShardedStoreAgainstWhole(Precision precision, void *stream) {
+  const ParamLayout whole = initLayout(), sharded = shardedLayout();
+  const int64_t n = whole.numFloats;
+  auto made = [&](const ParamLayout &l) {
+    Expected<std::unique_ptr<ParamArrays>> a = CudaParamArrays::create(
+        l, precision, static_cast<cudaStream_t>(stream));
+    EXPECT_TRUE(a.isOk()) << a.status().message();
+    return a.isOk() ? a.take() : nullptr;
+  };
+  std::unique_ptr<ParamArrays> w = made(whole), s = made(sharded);
+  ASSERT_TRUE(w && s);
+  const bool bf16 = precision == Precision::Bf16;
+  EXPECT_EQ(s->shardsMasterWeights(), bf16);
+  const ParamArrays::GatheredWeights gathered = s->shardedWeights();
+  EXPECT_EQ(gathered.data, s->computeParams(0));
+  EXPECT_EQ(gathered.dtype, bf16 ? DType::BF16 : DType::F32);
+  EXPECT_EQ(w->shardedWeights().data, nullptr);
+  EXPECT_LT(s->targetBytes(), w->targetBytes());
+  ASSERT_TRUE(w->initialize(7).isOk());
+  ASSERT_TRUE(s->initialize(7).isOk());
+  std::vector<float> drawn(n);
+  initializeHostWeights(whole, 7, drawn.data());
+  std::vector<bool> owned(n, false);
+  for (const OptimizerPart &p : sharded.owned)
+    std::fill_n(owned.begin() + p.offset, p.count, true);
+
+  auto computeCopy = [&](ParamArrays &a) {
+    std::vector<uint16_t> out(n * (bf16 ? 1 : 2));
+    EXPECT_EQ(cudaMemcpy(out.data(), a.computeParams(0),
+                         out.size() * sizeof(uint16_t), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    return out;
+  };
+  // Drawn: the owned master weights are the host's draws (under bf16 the
+  // rest is the owners', zero until gathered), the copy the stage
+  // functions read is whole.
+  ASSERT_TRUE(s->toHost().isOk());
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(s->hostParams()[i], owned[i] || !bf16 ? drawn[i] : 0.0f) << i;
+  s->releaseHost();
+  EXPECT_EQ(computeCopy(*s), computeCopy(*w));
+
+  const int micro = 2;
+  for (int mb = 0; mb < micro; ++mb) {
+    DeviceBuffer<float> g(gradient(n, mb));
+    for (ParamArrays *a : {w.get(), s.get()})
+      ASSERT_EQ(bp_cuda_accumulate_f32(static_cast<float *>(a->gradData()),
+                                       g.get(), n, stream),
+                BP_OK);
+  }
+  Expected<double> norm = w->sumSquaredGradients(micro);
+  ASSERT_TRUE(norm.isOk()) << norm.status().message();
+  AdamWConfig config;
+  config.lr = 1e-2;
+  config.weightDecay = 0.1;
+  AdamW forWhole(config), forShard(config);
+  ASSERT_TRUE(w->adamwStep(forWhole, micro, *norm).isOk());
+  ASSERT_TRUE(s->adamwStep(forShard, micro, *norm).isOk());
+
+  BP_CUDA_OK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  const std::vector<uint16_t> wCopy = computeCopy(*w), sCopy = computeCopy(*s);
+  ASSERT_TRUE(w->toHost().isOk());
+  ASSERT_TRUE(s->toHost().isOk());
+  const int width = bf16 ? 1 : 2; // 16-bit words per element of the copy
+  int64_t wrong = 0, moved = 0;
+  for (const OptimizerPart &p : sharded.owned)
+    for (int64_t k = 0; k < p.count; ++k) {
+      const int64_t i = p.offset + k;
+      wrong += std::memcmp(&s->hostParams()[i], &w->hostParams()[i], 4) != 0;
+      wrong += std::memcmp(&s->hostM()[p.moment + k], &w->hostM()[i], 4) != 0;
+      wrong += std::memcmp(&s->hostV()[p.moment + k], &w->hostV()[i], 4) != 0;
+      wrong += std::memcmp(&sCopy[i * width], &wCopy[i * width], 2 * width);
+    }
+  EXPECT_EQ(wrong, 0) << "the owned parts differ from the whole step's";
+  // Not owned: not updated here (the copy as drawn: a fresh store's of
+  // the same seed).
+  const std::vector<uint16_t> refCopy = [&] {
+    std::unique_ptr<ParamArrays> r = made(whole);
+    EXPECT_TRUE(r->initialize(7).isOk());
+    return computeCopy(*r);
+  }();
+  for (int64_t i = 0; i < n; ++i)
+    if (!owned[i])
+      moved +=
+          std::memcmp(&sCopy[i * width], &refCopy[i * width], 2 * width) != 0;
+  EXPECT_EQ(moved, 0) << "elements outside the owned parts were updated";
+
+  // A checkpoint's load: the whole image in, each part kept, the copy the
+  // stage functions read made from all of it; a bad second moment is
+  // found at its index in the parameter.
+  for (int64_t i = 0; i < n; ++i)
+    s->hostParams()[i] = w->hostParams()[i];
+  s->hostV()[sharded.owned[2].moment + 10] = -1.0f;
+  ASSERT_TRUE(s->toTarget().isOk());
+  w->releaseHost();
+  EXPECT_EQ(computeCopy(*s), wCopy);
+  Expected<std::vector<std::optional<InvalidState>>> found = s->findInvalid();
+  ASSERT_TRUE(found.isOk()) << found.status().message();
+  EXPECT_FALSE((*found)[0]);
+  EXPECT_FALSE((*found)[1]);
+  ASSERT_TRUE((*found)[2]);
+  EXPECT_EQ((*found)[2]->array, StateArray::SecondMoments);
+  EXPECT_EQ((*found)[2]->index, 5 + 10);
+  EXPECT_EQ((*found)[2]->value, -1.0f);
+}
+
+TEST_F(CudaBackendTest, AShardedStoreUpdatesItsPartsAsAWholeOneInFp32) {
+  runShardedStoreAgainstWhole(Precision::Fp32, stream());
+}
+
+TEST_F(CudaBackendTest, AShardedBf16StoreKeepsOnlyItsPartsInFp32) {
+  runShardedStoreAgainstWhole(Precision::Bf16, stream());
+}
+
 Manifest oneRankManifest(int64_t worldSize) {
   Manifest m;
   m.target.kind = TargetKind::Cuda;

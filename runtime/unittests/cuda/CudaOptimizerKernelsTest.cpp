@@ -266,7 +266,8 @@ Layout makeLayout() {
   Layout l;
   for (const Piece &p : pieces) {
     l.total += p.gapBefore;
-    l.segments.push_back({l.total, p.count, p.decay ? 1 : 0, 0});
+    l.segments.push_back(
+        {l.total, p.count, l.total, l.total, p.decay ? 1 : 0, 0});
     l.total += p.count;
   }
   l.total += 4; // A gap at the end too.
@@ -486,12 +487,16 @@ TEST_F(CudaOptimizerKernels, MalformedSegmentsAreReportedAndSkipped) {
   // The segment table is device memory: checked there, reported by
   // bp_cuda_synchronize, the other segments still done.
   std::vector<float> g = {1.0f, 2.0f, 3.0f, 4.0f};
-  std::vector<bp_cuda_segment> segs = {{0, 2, 1, 0}, {2, -1, 1, 0},
-                                       {-4, 2, 1, 0}, {2, 1, 0, 7}};
+  // offset, count, master, moment, decay, reserved: a good one, then a
+  // negative count, offset, master and moment, and a reserved field set.
+  std::vector<bp_cuda_segment> segs = {
+      {0, 2, 0, 0, 1, 0},  {2, -1, 2, 2, 1, 0}, {-4, 2, -4, -4, 1, 0},
+      {2, 1, -1, 2, 1, 0}, {2, 1, 2, -3, 1, 0}, {2, 1, 2, 2, 0, 7}};
   DeviceBuffer<float> dG(g);
   DeviceBuffer<bp_cuda_segment> dSeg(segs);
   DeviceBuffer<double> dOut(1);
-  ASSERT_EQ(bp_cuda_sum_squares(dG.get(), dSeg.get(), 4, 1.0, dOut.get(),
+  const int32_t numSegs = static_cast<int32_t>(segs.size());
+  ASSERT_EQ(bp_cuda_sum_squares(dG.get(), dSeg.get(), numSegs, 1.0, dOut.get(),
                                 stream()),
             BP_OK);
   EXPECT_EQ(bp_cuda_synchronize(stream()), BP_ERR_INVALID_ARGUMENT);
@@ -502,7 +507,7 @@ TEST_F(CudaOptimizerKernels, MalformedSegmentsAreReportedAndSkipped) {
   AdamWConfig config;
   const bp_cuda_adamw_constants c = cpuConstants(config, 1, 1.0, 1);
   ASSERT_EQ(bp_cuda_adamw_step(dP.get(), dG.get(), dM.get(), dV.get(), nullptr,
-                               dSeg.get(), 4, &c, stream()),
+                               dSeg.get(), numSegs, &c, stream()),
             BP_OK);
   EXPECT_EQ(bp_cuda_synchronize(stream()), BP_ERR_INVALID_ARGUMENT);
   auto p = dP.download();

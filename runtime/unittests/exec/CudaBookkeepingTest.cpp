@@ -40,6 +40,8 @@ TEST(ExecCudaBookkeeping, SegmentTablesTileTheStoreInLayoutOrder) {
     EXPECT_EQ(all[i].offset % kParamAlignment, 0) << spec.name;
     EXPECT_EQ(all[i].count, spec.numel) << spec.name;
     EXPECT_EQ(all[i].decay, spec.decay ? 1 : 0) << spec.name;
+    EXPECT_EQ(all[i].master, all[i].offset);
+    EXPECT_EQ(all[i].moment, all[i].offset);
     EXPECT_EQ(all[i].reserved, 0);
     next = all[i].offset + all[i].count;
   }
@@ -113,6 +115,134 @@ TEST(ExecCudaBookkeeping, AdamWConstantsReproduceTheCpuStep) {
     }
     EXPECT_EQ(device.stepCount(), cpu.stepCount());
   }
+}
+
+Manifest threeCopies() {
+  Expected<Manifest> m = parseManifest(threeCopiesManifest("flat"));
+  EXPECT_TRUE(m.isOk()) << m.status().message();
+  return std::move(*m);
+}
+
+TEST(ExecCudaBookkeeping, AWholeStoresUpdateTableIsItsSegments) {
+  Manifest m = threeCopies();
+  ParamStore store(m, 2);
+  const ParamLayout &l = store.layout();
+  EXPECT_FALSE(masterWeightsSharded(l, Precision::Bf16));
+  const OptimizerTable t = cudaOptimizerTable(l, false);
+  const std::vector<bp_cuda_segment> all = cudaSegments(l.all);
+  ASSERT_EQ(t.segments.size(), all.size());
+  for (size_t k = 0; k < all.size(); ++k) {
+    EXPECT_EQ(t.segments[k].offset, all[k].offset);
+    EXPECT_EQ(t.segments[k].master, all[k].offset);
+    EXPECT_EQ(t.segments[k].moment, all[k].offset);
+    EXPECT_EQ(t.segments[k].count, all[k].count);
+    EXPECT_EQ(t.param[k], static_cast<int>(k));
+    EXPECT_EQ(t.firstElement[k], 0);
+  }
+  const StoreSizes sizes = cudaStoreSizes(l, false);
+  EXPECT_EQ(sizes.whole, l.numFloats);
+  EXPECT_EQ(sizes.master, l.numFloats);
+  EXPECT_EQ(sizes.moments, l.numFloats);
+}
+
+TEST(ExecCudaBookkeeping, AShardedStoreUpdatesItsOwnedPartsCompactly) {
+  // World rank 2 owns [171, 256) of hidden.weight and hidden.bias whole
+  // (ParamStoreTest): its moments compact, its master weights compact
+  // too under bf16 (the stage functions read the bf16 copy) and whole
+  // under fp32 (they read the master weights).
+  Manifest m = threeCopies();
+  ParamStore store(m, 2, /*shardOptimizer=*/true);
+  const ParamLayout &l = store.layout();
+  ASSERT_EQ(l.owned.size(), 3u);
+  EXPECT_TRUE(masterWeightsSharded(l, Precision::Bf16));
+  EXPECT_FALSE(masterWeightsSharded(l, Precision::Fp32));
+  for (bool compactMaster : {false, true}) {
+    const OptimizerTable t = cudaOptimizerTable(l, compactMaster);
+    ASSERT_EQ(t.segments.size(), l.owned.size());
+    for (size_t k = 0; k < l.owned.size(); ++k) {
+      const OptimizerPart &part = l.owned[k];
+      const bp_cuda_segment &s = t.segments[k];
+      EXPECT_EQ(s.offset, part.offset);
+      EXPECT_EQ(s.count, part.count);
+      EXPECT_EQ(s.moment, part.moment);
+      EXPECT_EQ(s.master, compactMaster ? part.moment : part.offset);
+      EXPECT_EQ(s.decay, l.all[part.segment].decay ? 1 : 0);
+      EXPECT_EQ(s.reserved, 0);
+      EXPECT_EQ(t.param[k], part.segment);
+      EXPECT_EQ(t.firstElement[k], part.offset - l.all[part.segment].offset);
+    }
+    EXPECT_EQ(t.firstElement[0], 171); // hidden.weight's part
+    const StoreSizes sizes = cudaStoreSizes(l, compactMaster);
+    EXPECT_EQ(sizes.whole, l.numFloats);
+    EXPECT_EQ(sizes.moments, l.numMoments);
+    EXPECT_EQ(sizes.master, compactMaster ? l.numMoments : l.numFloats);
+    EXPECT_LT(sizes.moments, sizes.whole);
+  }
+}
+
+TEST(ExecCudaBookkeeping, TheRanksUpdateTablesCoverEveryElementOnce) {
+  // Over the six world ranks, each element of every parameter is in
+  // exactly one rank's update table: each replica updates its shard and
+  // the all-gather brings the rest.
+  Manifest m = threeCopies();
+  for (bool twoLevels : {false, true}) {
+    Expected<Manifest> parsed =
+        parseManifest(threeCopiesManifest(twoLevels ? "hierarchical" : "flat"));
+    ASSERT_TRUE(parsed.isOk()) << parsed.status().message();
+    std::vector<std::vector<int>> updates(m.params.size());
+    for (size_t p = 0; p < m.params.size(); ++p)
+      updates[p].assign(static_cast<size_t>(m.params[p].numel), 0);
+    for (int rank = 0; rank < 6; ++rank) {
+      ParamStore store(*parsed, rank, true);
+      const OptimizerTable t = cudaOptimizerTable(store.layout(), true);
+      for (size_t k = 0; k < t.segments.size(); ++k) {
+        const int p = store.layoutOrder()[t.param[k]];
+        for (int64_t e = 0; e < t.segments[k].count; ++e)
+          ++updates[p][t.firstElement[k] + e];
+      }
+    }
+    for (size_t p = 0; p < m.params.size(); ++p)
+      for (size_t e = 0; e < updates[p].size(); ++e)
+        ASSERT_EQ(updates[p][e], 1)
+            << m.params[p].name << " element " << e
+            << (twoLevels ? " (two levels)" : " (flat)");
+  }
+}
+
+TEST(ExecCudaBookkeeping, StateFindingsNameTheParameterAndTheIndexInIt) {
+  Manifest m = threeCopies();
+  ParamStore store(m, 2, true);
+  const ParamLayout &l = store.layout();
+  const OptimizerTable t = cudaOptimizerTable(l, true);
+  // bp_cuda_find_invalid's answer: part 0 (hidden.weight from element
+  // 171) has a bad first moment at 9 and a bad second moment at 4; part 1
+  // (hidden.bias) a bad weight at 3; part 2 nothing.
+  std::vector<int64_t> first(3 * t.segments.size(), INT64_MAX);
+  first[0 * 3 + 1] = 9;
+  first[0 * 3 + 2] = 4;
+  first[1 * 3 + 0] = 3;
+  const std::vector<std::optional<StateFinding>> found =
+      stateFindings(t, l.all.size(), first);
+  ASSERT_EQ(found.size(), l.all.size());
+  const std::optional<StateFinding> &w = found[t.param[0]];
+  ASSERT_TRUE(w.has_value());
+  // The first moment before the second (checkCheckpointValues' order),
+  // at its index in the parameter.
+  EXPECT_EQ(w->array, StateArray::FirstMoments);
+  EXPECT_EQ(w->index, 171 + 9);
+  EXPECT_EQ(w->segment, 0);
+  EXPECT_EQ(w->element, 9);
+  const std::optional<StateFinding> &b = found[t.param[1]];
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->array, StateArray::Weights);
+  EXPECT_EQ(b->index, 3);
+  EXPECT_FALSE(found[t.param[2]].has_value());
+  // Nothing for the parameters without a finding, or without an owned
+  // part (their owners check them).
+  int none = 0;
+  for (size_t p = 0; p < l.all.size(); ++p)
+    none += !found[p].has_value();
+  EXPECT_EQ(none, static_cast<int>(l.all.size()) - 2);
 }
 
 TEST(ExecCudaBookkeeping, BeginStepRefusesABadNormWithoutCounting) {

@@ -33,6 +33,12 @@
 // each communicator's units in order), `loose` buffers sends as MPI does.
 // Unset, MPI carries the steps.
 //
+// Under --shard-optimizer the arrays keep the CUDA target's books
+// (cuda/backend/SegmentTable.h's tables and sizes): compact moments of the
+// owned parts and, with BITPIPE_FAKE_DEVICE_COMPACT_MASTER=1, compact
+// master weights beside a whole copy for the stage functions, which the
+// ranks all-gather (the bf16 copy's role on CUDA, in fp32 here).
+//
 // Linked instead of the CPU backend into FakeDeviceSingle, FakeDevicePipe2
 // and FakeDevicePipe2Dp2 (CMakeLists.txt); exec-test.sh's fake-device and
 // fake-nccl cases run them against the CPU's FakeSingle.
@@ -43,6 +49,7 @@
 #include "HostNcclCalls.h"
 #include "HostParamState.h"
 #include "InputStaging.h"
+#include "OwnedParts.h"
 #include "SegmentTable.h"
 
 #include "comm/mpi/MpiCommunicator.h"
@@ -82,29 +89,67 @@ struct StoreCopies {
 
 class FakeDeviceArrays final : public ParamArrays {
 public:
-  FakeDeviceArrays(const ParamLayout &layout, BusCounts &bus,
-                   StoreCopies &copies)
+  /// \p compactMaster: keep the master weights of the owned parts only, as
+  /// the CUDA target does under bf16, with a copy of the whole weights for
+  /// the stage functions (fp32 here: the fake stage functions are the
+  /// CPU's).
+  FakeDeviceArrays(const ParamLayout &layout, bool compactMaster,
+                   BusCounts &bus, StoreCopies &copies)
       : bus_(bus), copies_(copies), layout_(layout),
         n_(static_cast<size_t>(layout.numFloats)),
-        all_(cudaSegments(layout.all)), norm_(cudaSegments(layout.norm)),
-        master_(n_, 0.0f), m_(n_, 0.0f), v_(n_, 0.0f), grads_(n_, 0.0) {}
+        compactMaster_(compactMaster && layout.shardedOptimizer),
+        sizes_(cudaStoreSizes(layout, compactMaster_)),
+        optimizer_(cudaOptimizerTable(layout, compactMaster_)),
+        norm_(cudaSegments(layout.norm)),
+        master_(static_cast<size_t>(sizes_.master), 0.0f),
+        m_(static_cast<size_t>(sizes_.moments), 0.0f),
+        v_(static_cast<size_t>(sizes_.moments), 0.0f), grads_(n_, 0.0),
+        compute_(compactMaster_ ? n_ : 0, 0.0f) {}
 
   // Drawn "on the device", with the generator the CUDA kernel runs
   // (core/Random.h: the same bits on host and device).
   Status initialize(uint64_t seed) override {
-    initializeHostWeights(layout_, seed, master_.data());
+    std::vector<float> whole(n_);
+    initializeHostWeights(layout_, seed, whole.data());
+    keepWholeWeights(whole);
     std::fill(m_.begin(), m_.end(), 0.0f);
     std::fill(v_.begin(), v_.end(), 0.0f);
     std::fill(grads_.begin(), grads_.end(), 0.0);
     uploaded_ = true;
     return Status::ok();
   }
+  // bp_cuda_find_invalid over the update's table, then what
+  // CudaParamArrays makes of its answer.
   Expected<std::vector<std::optional<InvalidState>>> findInvalid() override {
-    return findInvalidOnHost(layout_, master_.data(), m_.data(), v_.data());
+    std::vector<int64_t> first;
+    for (const bp_cuda_segment &s : optimizer_.segments) {
+      const std::optional<InvalidState> bad =
+          firstInvalidState(master_.data() + s.master, m_.data() + s.moment,
+                            v_.data() + s.moment, s.count);
+      for (StateArray a : {StateArray::Weights, StateArray::FirstMoments,
+                           StateArray::SecondMoments})
+        first.push_back(bad && bad->array == a ? bad->index : INT64_MAX);
+    }
+    std::vector<std::optional<InvalidState>> found(layout_.all.size());
+    const std::vector<std::optional<StateFinding>> findings =
+        stateFindings(optimizer_, found.size(), first);
+    for (size_t p = 0; p < found.size(); ++p) {
+      if (!findings[p])
+        continue;
+      const StateFinding &f = *findings[p];
+      const bp_cuda_segment &s = optimizer_.segments[f.segment];
+      const float *at = f.array == StateArray::Weights ? &master_[s.master]
+                        : f.array == StateArray::FirstMoments ? &m_[s.moment]
+                                                              : &v_[s.moment];
+      found[p] = InvalidState{f.array, f.index, at[f.element]};
+    }
+    return found;
   }
 
   int64_t targetBytes() const override {
-    return static_cast<int64_t>(4 * n_ * sizeof(float));
+    return static_cast<int64_t>(
+        (master_.size() + n_ + m_.size() + v_.size() + compute_.size()) *
+        sizeof(float));
   }
   float *hostParams() override { return image(hostParams_); }
   float *hostM() override { return image(hostM_); }
@@ -112,7 +157,10 @@ public:
   Status toHost() override {
     ++copies_.downloads;
     allocateImage();
-    hostParams_ = master_;
+    if (compactMaster_)
+      expandOwnedParts(layout_, master_.data(), hostParams_.data());
+    else
+      hostParams_ = master_;
     hostM_ = m_;
     hostV_ = v_;
     return Status::ok();
@@ -121,7 +169,7 @@ public:
     if (!hasImage_)
       broken("toTarget without a host image");
     ++copies_.uploads;
-    master_ = hostParams_;
+    keepWholeWeights(hostParams_);
     m_ = hostM_;
     v_ = hostV_;
     std::fill(grads_.begin(), grads_.end(), 0.0);
@@ -139,12 +187,18 @@ public:
   void *computeParams(int64_t offset) override {
     if (!uploaded_)
       broken("a stage function reads weights that were never uploaded");
-    return master_.data() + offset;
+    return (compactMaster_ ? compute_.data() : master_.data()) + offset;
   }
   // The target the fake device claims is the CPU (target()), whose stage
   // functions add into float64 accumulators.
   void *gradData() override { return grads_.data(); }
   DType gradDType() const override { return DType::F64; }
+  GatheredWeights shardedWeights() override {
+    if (!layout_.shardedOptimizer)
+      return {};
+    return {compactMaster_ ? compute_.data() : master_.data(), DType::F32};
+  }
+  bool shardsMasterWeights() const override { return compactMaster_; }
   Status zeroGradients() override {
     ++bus_.zeroings;
     std::fill(grads_.begin(), grads_.end(), 0.0);
@@ -167,15 +221,20 @@ public:
     BP_ASSIGN(constants, optimizer.beginStep(numMicroBatches,
                                              globalSumSquares));
     const bp_cuda_adamw_constants c = cudaConstants(constants);
-    // bitpipe/cuda.h's bp_cuda_adamw_step, element by element.
-    for (const bp_cuda_segment &s : all_)
-      for (int64_t i = s.offset; i < s.offset + s.count; ++i) {
-        float g = static_cast<float>(grads_[i] * c.grad_scale);
-        m_[i] = c.beta1 * m_[i] + c.one_minus_beta1 * g;
-        v_[i] = c.beta2 * v_[i] + c.one_minus_beta2 * g * g;
-        master_[i] = master_[i] * (s.decay ? c.decay_factor : 1.0f) -
-                     c.step_size * m_[i] / (std::sqrt(v_[i]) / c.root_bc2 +
-                                            c.eps);
+    // bitpipe/cuda.h's bp_cuda_adamw_step, element by element: gradients
+    // (and the stage functions' copy) at the segment's offset, master
+    // weights at its master, moments at its moment.
+    for (const bp_cuda_segment &s : optimizer_.segments)
+      for (int64_t k = 0; k < s.count; ++k) {
+        float &p = master_[s.master + k], &m = m_[s.moment + k],
+              &v = v_[s.moment + k];
+        float g = static_cast<float>(grads_[s.offset + k] * c.grad_scale);
+        m = c.beta1 * m + c.one_minus_beta1 * g;
+        v = c.beta2 * v + c.one_minus_beta2 * g * g;
+        p = p * (s.decay ? c.decay_factor : 1.0f) -
+            c.step_size * m / (std::sqrt(v) / c.root_bc2 + c.eps);
+        if (compactMaster_)
+          compute_[s.offset + k] = p;
       }
     return Status::ok();
   }
@@ -189,18 +248,32 @@ private:
   }
   void allocateImage() {
     hostParams_.assign(n_, 0.0f);
-    hostM_.assign(n_, 0.0f);
-    hostV_.assign(n_, 0.0f);
+    hostM_.assign(m_.size(), 0.0f);
+    hostV_.assign(v_.size(), 0.0f);
     hasImage_ = true;
+  }
+  /// As CudaParamArrays::keepWholeWeights: the stage functions' copy of
+  /// all of \p whole, the master weights of the owned parts.
+  void keepWholeWeights(const std::vector<float> &whole) {
+    if (!compactMaster_) {
+      master_ = whole;
+      return;
+    }
+    compute_ = whole;
+    compactOwnedParts(layout_, whole.data(), master_.data());
   }
 
   BusCounts &bus_;
   StoreCopies &copies_;
   ParamLayout layout_;
   size_t n_;
-  std::vector<bp_cuda_segment> all_, norm_;
+  bool compactMaster_;
+  StoreSizes sizes_;
+  OptimizerTable optimizer_;
+  std::vector<bp_cuda_segment> norm_;
   std::vector<float> master_, m_, v_;
   std::vector<double> grads_;
+  std::vector<float> compute_;
   std::vector<float> hostParams_, hostM_, hostV_;
   bool hasImage_ = false, uploaded_ = false;
 };
@@ -219,12 +292,9 @@ public:
   }
   Expected<std::unique_ptr<ParamArrays>>
   createParamArrays(const ParamLayout &layout) override {
-    if (layout.shardedOptimizer)
-      return Status::error(ErrorCode::InvalidArgument,
-                           "--shard-optimizer: not supported by the fake "
-                           "device");
-    return std::unique_ptr<ParamArrays>(
-        new FakeDeviceArrays(layout, bus_, copies_));
+    const char *compact = std::getenv("BITPIPE_FAKE_DEVICE_COMPACT_MASTER");
+    return std::unique_ptr<ParamArrays>(new FakeDeviceArrays(
+        layout, compact && std::strcmp(compact, "1") == 0, bus_, copies_));
   }
   Expected<std::unique_ptr<Communicator>>
   createCommunicator(MpiCommunicator &bootstrap) override {

@@ -60,14 +60,9 @@ TEST(ExecParamStore, BucketsAreContiguousInManifestOrder) {
   EXPECT_TRUE(copy1.layout().norm.empty());
 }
 
-/// pipeDpManifest in three copies: group 0 (pipeline ranks 0 and 1) makes
-/// six shards, group 1 (pipeline rank 0) three, and neither divides a
-/// bucket (512 elements each).
+/// threeCopiesManifest, parsed.
 Manifest threeCopies(const char *gradientSync) {
-  std::string text = replaced(pipeDpManifest(gradientSync),
-                              "\"data_parallel\": 2, \"world_size\": 4",
-                              "\"data_parallel\": 3, \"world_size\": 6");
-  Expected<Manifest> m = parseManifest(text);
+  Expected<Manifest> m = parseManifest(threeCopiesManifest(gradientSync));
   EXPECT_TRUE(m.isOk()) << m.status().message();
   return std::move(*m);
 }

@@ -59,6 +59,15 @@ inline std::string replaced(std::string text, const std::string &from,
   return text;
 }
 
+/// pipeDpManifest in three copies: group 0 (pipeline ranks 0 and 1) makes
+/// six optimizer shards, group 1 (pipeline rank 0) three, and neither
+/// divides a bucket (512 elements each).
+inline std::string threeCopiesManifest(const char *gradientSync = "flat") {
+  return replaced(pipeDpManifest(gradientSync),
+                  "\"data_parallel\": 2, \"world_size\": 4",
+                  "\"data_parallel\": 3, \"world_size\": 6");
+}
+
 /// pipeDpManifest with stage 0's forward also taking the micro-batch's
 /// dropout key, of shape \p keyShape, after its tokens (argument 5).
 inline std::string dropoutKeyManifest(const std::string &keyShape = "[4]") {

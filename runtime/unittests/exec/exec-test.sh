@@ -362,14 +362,33 @@ fake-nccl)      # the executor's NCCL path (comm/nccl) on the fake device
   # channels connected at start-up, batches as groups posted at their end,
   # transfers matched in posting order, device waits and their drain, host
   # memory over MPI. A pipeline and a pipeline of two data-parallel copies
-  # match the one-rank run.
+  # match the one-rank run, also under --shard-optimizer.
   mpirun+=(-x BITPIPE_FAKE_DEVICE_NCCL=1)
   equivalent 2 FakeDevicePipe2 FakeSingle
   equivalent 4 FakeDevicePipe2Dp2 FakeSingle
-  # A device target that does not shard the optimizer refuses
-  # --shard-optimizer at start-up, on every rank, none left waiting.
-  expect_failure 4 FakeDevicePipe2Dp2 "--shard-optimizer: not supported by the fake device" \
-    "${common[@]}" --steps 1 --shard-optimizer ;;
+  # The sharded optimizer on the CUDA target's books (FakeDeviceBackend.cpp,
+  # cuda/backend/SegmentTable.h): compact moments, flat and in two levels,
+  # then compact master weights whose stage-function copy is all-gathered
+  # (the bf16 copy's role on CUDA); each equals the one-rank run.
+  equivalent 4 FakeDevicePipe2Dp2 FakeSingle --shard-optimizer
+  equivalent 4 FakeDevicePipe2Dp2Hierarchical FakeSingle --shard-optimizer
+  base=("${mpirun[@]}")
+  mpirun+=(-x BITPIPE_FAKE_DEVICE_COMPACT_MASTER=1)
+  equivalent 4 FakeDevicePipe2Dp2Hierarchical FakeSingle --shard-optimizer
+  # Its checkpoint holds whole weights and moments (gathered from the
+  # owners' parts); loaded, each rank keeps its parts, and the third step
+  # lands where the one-rank run's does.
+  must_run 4 FakeDevicePipe2Dp2Hierarchical "${common[@]}" --steps 2 \
+    --shard-optimizer --save "$tmp/sharded.safetensors"
+  must_run 4 FakeDevicePipe2Dp2Hierarchical "${common[@]}" --steps 3 \
+    --shard-optimizer --load "$tmp/sharded.safetensors" \
+    --dump-rank-params "$tmp/resumed"
+  grep -q "resumed from $tmp/sharded.safetensors at step 2" "$tmp/out.txt" \
+    || fail "the sharded run did not resume from its checkpoint"
+  for r in 0 1 2 3; do
+    same_tensors "$tmp/ref/rank0.safetensors" "$tmp/resumed/rank$r.safetensors" 1e-5
+  done
+  mpirun=("${base[@]}") ;;
 nccl-rules)     # the stand-in's strict rules matter (FAKE_PIPE2_CROSSED)
   # Each rank sends in one batch, then receives in the next, crossed with
   # the other's. With buffered sends (MPI itself, or the stand-in's loose

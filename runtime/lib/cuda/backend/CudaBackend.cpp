@@ -94,13 +94,6 @@ public:
   createCommunicator(MpiCommunicator &bootstrap) override;
   Expected<std::unique_ptr<ParamArrays>>
   createParamArrays(const ParamLayout &layout) override {
-    if (layout.shardedOptimizer)
-      return Status::error(
-          ErrorCode::InvalidArgument,
-          "--shard-optimizer: not yet supported on the cuda target (its "
-          "parameter arrays keep whole moments and fp32 master weights, "
-          "and have no all-gather of the updated weights into the compute "
-          "copy); run without it");
     return CudaParamArrays::create(layout, precision_, stream_);
   }
   Expected<BufferRef>

@@ -8,6 +8,7 @@
 #include "CudaParamArrays.h"
 
 #include "DeviceErrors.h"
+#include "OwnedParts.h"
 #include "SegmentTable.h"
 
 #include "core/Random.h"
@@ -36,10 +37,9 @@ Status CudaParamArrays::allocate(void **out, size_t bytes, const char *what) {
 }
 
 void CudaParamArrays::allocateHostImage() {
-  size_t n = static_cast<size_t>(n_);
-  hostParams_.assign(n, 0.0f);
-  hostM_.assign(n, 0.0f);
-  hostV_.assign(n, 0.0f);
+  hostParams_.assign(static_cast<size_t>(n_), 0.0f);
+  hostM_.assign(static_cast<size_t>(sizes_.moments), 0.0f);
+  hostV_.assign(static_cast<size_t>(sizes_.moments), 0.0f);
 }
 
 Expected<std::unique_ptr<ParamArrays>>
@@ -48,46 +48,53 @@ CudaParamArrays::create(const ParamLayout &layout, Precision precision,
   std::unique_ptr<CudaParamArrays> a(new CudaParamArrays);
   a->layout_ = layout;
   a->n_ = layout.numFloats;
+  a->compactMaster_ = masterWeightsSharded(layout, precision);
+  a->sizes_ = cudaStoreSizes(layout, a->compactMaster_);
   a->stream_ = stream;
-  if (layout.all.size() >
-      static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+  a->optimizer_ = cudaOptimizerTable(layout, a->compactMaster_);
+  const std::vector<bp_cuda_segment> &update = a->optimizer_.segments;
+  if (update.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
     return Status::error(ErrorCode::InvalidArgument,
                          "too many parameter tensors for one segment table");
   const size_t floats = static_cast<size_t>(a->n_) * sizeof(float);
-  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->master_), floats,
-                     "fp32 master weights"));
+  const size_t masterBytes =
+      static_cast<size_t>(a->sizes_.master) * sizeof(float);
+  const size_t momentBytes =
+      static_cast<size_t>(a->sizes_.moments) * sizeof(float);
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->master_), masterBytes,
+                     a->compactMaster_ ? "fp32 master weights (owned parts)"
+                                       : "fp32 master weights"));
   BP_TRY(a->allocate(reinterpret_cast<void **>(&a->grads_), floats,
                      "fp32 gradient accumulators"));
-  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->m_), floats,
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->m_), momentBytes,
                      "first moments"));
-  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->v_), floats,
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->v_), momentBytes,
                      "second moments"));
   if (precision == Precision::Bf16)
     BP_TRY(a->allocate(reinterpret_cast<void **>(&a->compute_),
                        static_cast<size_t>(a->n_) * sizeof(bp_bf16_t),
                        "bf16 weights"));
   // The segment tables, once: the layout is fixed for the run.
-  std::vector<bp_cuda_segment> all = cudaSegments(layout.all);
   std::vector<bp_cuda_segment> norm = cudaSegments(layout.norm);
-  a->numAll_ = static_cast<int32_t>(all.size());
+  a->numOptimizer_ = static_cast<int32_t>(update.size());
   a->numNorm_ = static_cast<int32_t>(norm.size());
-  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->allSegments_),
-                     all.size() * sizeof(bp_cuda_segment), "segment table"));
+  BP_TRY(a->allocate(reinterpret_cast<void **>(&a->optimizerSegments_),
+                     update.size() * sizeof(bp_cuda_segment), "segment table"));
   BP_TRY(a->allocate(reinterpret_cast<void **>(&a->normSegments_),
                      norm.size() * sizeof(bp_cuda_segment), "segment table"));
   BP_TRY(a->allocate(reinterpret_cast<void **>(&a->normDevice_), sizeof(double),
                      "norm"));
   BP_TRY(a->allocate(reinterpret_cast<void **>(&a->invalidDevice_),
-                     3 * all.size() * sizeof(int64_t), "state check"));
+                     3 * update.size() * sizeof(int64_t), "state check"));
   // Host-waiting call: start-up.
   BP_TRY(cudaStatus(cudaMallocHost(reinterpret_cast<void **>(&a->normPinned_),
                                    sizeof(double)),
                     "allocating the norm's pinned slot"));
   // Everything on the store's stream, which does not synchronise with the
   // legacy default stream (cudaMemset / cudaMemcpy would race with it).
-  if (!all.empty())
-    BP_TRY(cudaStatus(cudaMemcpyAsync(a->allSegments_, all.data(),
-                                      all.size() * sizeof(bp_cuda_segment),
+  if (!update.empty())
+    BP_TRY(cudaStatus(cudaMemcpyAsync(a->optimizerSegments_, update.data(),
+                                      update.size() * sizeof(bp_cuda_segment),
                                       cudaMemcpyHostToDevice, stream),
                       "uploading the segment table"));
   if (!norm.empty())
@@ -95,11 +102,16 @@ CudaParamArrays::create(const ParamLayout &layout, Precision precision,
                                       norm.size() * sizeof(bp_cuda_segment),
                                       cudaMemcpyHostToDevice, stream),
                       "uploading the segment table"));
-  if (floats)
-    for (float *p : {a->master_, a->grads_, a->m_, a->v_})
-      BP_TRY(cudaStatus(cudaMemsetAsync(p, 0, floats, stream),
+  const std::pair<float *, size_t> arrays[] = {{a->master_, masterBytes},
+                                               {a->grads_, floats},
+                                               {a->m_, momentBytes},
+                                               {a->v_, momentBytes}};
+  for (const auto &[p, bytes] : arrays)
+    if (bytes)
+      BP_TRY(cudaStatus(cudaMemsetAsync(p, 0, bytes, stream),
                         "zeroing the parameter store"));
-  // The tables' host vectors go out of scope here.
+  // The norm's table goes out of scope here; the update's stays (its host
+  // copy names the state check's findings).
   BP_TRY(cudaStatus(cudaStreamSynchronize(stream),
                     "initialising the parameter store"));
   return std::unique_ptr<ParamArrays>(std::move(a));
@@ -112,7 +124,7 @@ CudaParamArrays::~CudaParamArrays() {
   for (void *p :
        {static_cast<void *>(master_), static_cast<void *>(grads_),
         static_cast<void *>(m_), static_cast<void *>(v_),
-        static_cast<void *>(compute_), static_cast<void *>(allSegments_),
+        static_cast<void *>(compute_), static_cast<void *>(optimizerSegments_),
         static_cast<void *>(normSegments_), static_cast<void *>(normDevice_),
         static_cast<void *>(invalidDevice_)})
     if (p)
@@ -121,21 +133,13 @@ CudaParamArrays::~CudaParamArrays() {
     (void)cudaFreeHost(normPinned_); // Host-waiting call: teardown.
 }
 
-Status CudaParamArrays::initialize(uint64_t seed) {
-  const size_t bytes = static_cast<size_t>(n_) * sizeof(float);
-  if (bytes == 0)
-    return Status::ok();
-  // Zero everywhere first: the alignment gaps, the zero-initialised
-  // tensors, the moments and the accumulators.
-  for (float *p : {master_, grads_, m_, v_})
-    BP_TRY(cudaStatus(cudaMemsetAsync(p, 0, bytes, stream_),
-                      "zeroing the parameter store"));
+Status CudaParamArrays::drawWeights(float *whole, uint64_t seed) {
   for (const ParamSegment &seg : layout_.all) {
     if (seg.count == 0)
       continue;
     switch (seg.init) {
     case InitKind::Normal:
-      BP_TRY(kernelStatus(bp_cuda_init_normal(master_ + seg.offset, seg.count,
+      BP_TRY(kernelStatus(bp_cuda_init_normal(whole + seg.offset, seg.count,
                                               seg.stddev, seed,
                                               hashName(seg.name), 0, stream_),
                           "drawing the initial weights of '" + seg.name + "'"));
@@ -144,72 +148,124 @@ Status CudaParamArrays::initialize(uint64_t seed) {
       break;
     case InitKind::Ones:
       BP_TRY(kernelStatus(
-          bp_cuda_fill_f32(master_ + seg.offset, 1.0f, seg.count, stream_),
+          bp_cuda_fill_f32(whole + seg.offset, 1.0f, seg.count, stream_),
           "initialising '" + seg.name + "'"));
       break;
     }
   }
+  return Status::ok();
+}
+
+Status CudaParamArrays::keepWholeWeights(const float *whole) {
   if (compute_)
-    BP_TRY(
-        kernelStatus(bp_cuda_cast_f32_to_bf16(master_, compute_, n_, stream_),
-                     "the bf16 copy of the weights"));
+    BP_TRY(kernelStatus(bp_cuda_cast_f32_to_bf16(whole, compute_, n_, stream_),
+                        "the bf16 copy of the weights"));
+  if (!compactMaster_)
+    return Status::ok();
+  for (const OptimizerPart &p : layout_.owned)
+    if (p.count > 0)
+      BP_TRY(cudaStatus(
+          cudaMemcpyAsync(master_ + p.moment, whole + p.offset,
+                          static_cast<size_t>(p.count) * sizeof(float),
+                          cudaMemcpyDeviceToDevice, stream_),
+          "keeping the owned parts of the master weights"));
+  return Status::ok();
+}
+
+Status CudaParamArrays::initialize(uint64_t seed) {
+  const size_t bytes = static_cast<size_t>(n_) * sizeof(float);
+  if (bytes == 0)
+    return Status::ok();
+  // Zero everywhere first: the alignment gaps, the zero-initialised
+  // tensors, the moments and the accumulators.
+  const std::pair<float *, int64_t> arrays[] = {{master_, sizes_.master},
+                                                {grads_, n_},
+                                                {m_, sizes_.moments},
+                                                {v_, sizes_.moments}};
+  for (const auto &[p, count] : arrays)
+    if (count > 0)
+      BP_TRY(cudaStatus(
+          cudaMemsetAsync(p, 0, static_cast<size_t>(count) * sizeof(float),
+                          stream_),
+          "zeroing the parameter store"));
+  // Compact master weights are drawn whole in the accumulators (zero until
+  // the first backward), each rank keeping its parts, so that every
+  // element has the bits of an unsharded draw.
+  float *whole = compactMaster_ ? grads_ : master_;
+  BP_TRY(drawWeights(whole, seed));
+  BP_TRY(keepWholeWeights(whole));
+  if (compactMaster_)
+    BP_TRY(cudaStatus(cudaMemsetAsync(grads_, 0, bytes, stream_),
+                      "zeroing the gradient accumulators"));
   return cudaStatus(cudaStreamSynchronize(stream_),
                     "initialising the parameters");
 }
 
 Expected<std::vector<std::optional<InvalidState>>> CudaParamArrays::findInvalid() {
   std::vector<std::optional<InvalidState>> found(layout_.all.size());
-  if (found.empty())
+  if (numOptimizer_ == 0)
     return found;
-  BP_TRY(kernelStatus(bp_cuda_find_invalid(master_, m_, v_, allSegments_,
-                                           numAll_, invalidDevice_, stream_),
-                      "checking the parameters"));
-  std::vector<int64_t> first(3 * found.size());
+  BP_TRY(
+      kernelStatus(bp_cuda_find_invalid(master_, m_, v_, optimizerSegments_,
+                                        numOptimizer_, invalidDevice_, stream_),
+                   "checking the parameters"));
+  std::vector<int64_t> first(3 * static_cast<size_t>(numOptimizer_));
   BP_TRY(cudaStatus(cudaMemcpyAsync(first.data(), invalidDevice_,
                                     first.size() * sizeof(int64_t),
                                     cudaMemcpyDeviceToHost, stream_),
                     "reading the parameter check"));
   BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),
                     "reading the parameter check"));
-  const StateArray arrays[3] = {StateArray::Weights, StateArray::FirstMoments,
-                                StateArray::SecondMoments};
-  const float *data[3] = {master_, m_, v_};
-  for (size_t s = 0; s < found.size(); ++s)
-    for (int k = 0; k < 3; ++k) {
-      const int64_t index = first[3 * s + k];
-      if (index == INT64_MAX)
-        continue;
-      // The one value, for the message (on the store's stream: a peer's
-      // NCCL kernels may still run, so nothing device-wide).
-      float value = 0.0f;
-      BP_TRY(cudaStatus(
-          cudaMemcpyAsync(&value, data[k] + layout_.all[s].offset + index,
-                          sizeof(float), cudaMemcpyDeviceToHost, stream_),
-          "reading an invalid parameter value"));
-      BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),
-                        "reading an invalid parameter value"));
-      found[s] = InvalidState{arrays[k], index, value};
-      break;
-    }
+  const std::vector<std::optional<StateFinding>> findings =
+      stateFindings(optimizer_, found.size(), first);
+  for (size_t p = 0; p < found.size(); ++p) {
+    if (!findings[p])
+      continue;
+    const StateFinding &f = *findings[p];
+    const bp_cuda_segment &seg = optimizer_.segments[f.segment];
+    const float *at = f.array == StateArray::Weights ? master_ + seg.master
+                      : f.array == StateArray::FirstMoments ? m_ + seg.moment
+                                                            : v_ + seg.moment;
+    // The one value, for the message (on the store's stream: a peer's
+    // NCCL kernels may still run, so nothing device-wide).
+    float value = 0.0f;
+    BP_TRY(cudaStatus(cudaMemcpyAsync(&value, at + f.element, sizeof(float),
+                                      cudaMemcpyDeviceToHost, stream_),
+                      "reading an invalid parameter value"));
+    BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),
+                      "reading an invalid parameter value"));
+    found[p] = InvalidState{f.array, f.index, value};
+  }
   return found;
 }
 
 Status CudaParamArrays::toHost() {
   allocateHostImage();
-  const size_t bytes = static_cast<size_t>(n_) * sizeof(float);
-  if (bytes) {
-    BP_TRY(cudaStatus(cudaMemcpyAsync(hostParams_.data(), master_, bytes,
+  // Compact master weights land in a staging vector first, then at their
+  // parts of the whole image (ParamStore gathers the rest from the
+  // replicas).
+  std::vector<float> compact(compactMaster_ ? sizes_.master : 0);
+  float *masterImage = compactMaster_ ? compact.data() : hostParams_.data();
+  const size_t masterBytes = static_cast<size_t>(sizes_.master) * sizeof(float);
+  const size_t momentBytes =
+      static_cast<size_t>(sizes_.moments) * sizeof(float);
+  if (masterBytes)
+    BP_TRY(cudaStatus(cudaMemcpyAsync(masterImage, master_, masterBytes,
                                       cudaMemcpyDeviceToHost, stream_),
                       "downloading the master weights"));
-    BP_TRY(cudaStatus(cudaMemcpyAsync(hostM_.data(), m_, bytes,
+  if (momentBytes) {
+    BP_TRY(cudaStatus(cudaMemcpyAsync(hostM_.data(), m_, momentBytes,
                                       cudaMemcpyDeviceToHost, stream_),
                       "downloading the first moments"));
-    BP_TRY(cudaStatus(cudaMemcpyAsync(hostV_.data(), v_, bytes,
+    BP_TRY(cudaStatus(cudaMemcpyAsync(hostV_.data(), v_, momentBytes,
                                       cudaMemcpyDeviceToHost, stream_),
                       "downloading the second moments"));
   }
-  return cudaStatus(cudaStreamSynchronize(stream_),
-                    "downloading the parameter store");
+  BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),
+                    "downloading the parameter store"));
+  if (compactMaster_)
+    expandOwnedParts(layout_, compact.data(), hostParams_.data());
+  return Status::ok();
 }
 
 Status CudaParamArrays::toTarget() {
@@ -218,22 +274,26 @@ Status CudaParamArrays::toTarget() {
                          "internal: the parameter store's host image is gone "
                          "(toTarget without toHost)");
   const size_t bytes = static_cast<size_t>(n_) * sizeof(float);
+  const size_t momentBytes =
+      static_cast<size_t>(sizes_.moments) * sizeof(float);
   if (bytes) {
-    BP_TRY(cudaStatus(cudaMemcpyAsync(master_, hostParams_.data(), bytes,
+    // The whole image goes where the stage functions' copy is made from:
+    // the master weights, or (compact) the accumulators, zeroed after.
+    float *whole = compactMaster_ ? grads_ : master_;
+    BP_TRY(cudaStatus(cudaMemcpyAsync(whole, hostParams_.data(), bytes,
                                       cudaMemcpyHostToDevice, stream_),
                       "uploading the master weights"));
-    BP_TRY(cudaStatus(cudaMemcpyAsync(m_, hostM_.data(), bytes,
-                                      cudaMemcpyHostToDevice, stream_),
-                      "uploading the first moments"));
-    BP_TRY(cudaStatus(cudaMemcpyAsync(v_, hostV_.data(), bytes,
-                                      cudaMemcpyHostToDevice, stream_),
-                      "uploading the second moments"));
+    BP_TRY(keepWholeWeights(whole));
+    if (momentBytes) {
+      BP_TRY(cudaStatus(cudaMemcpyAsync(m_, hostM_.data(), momentBytes,
+                                        cudaMemcpyHostToDevice, stream_),
+                        "uploading the first moments"));
+      BP_TRY(cudaStatus(cudaMemcpyAsync(v_, hostV_.data(), momentBytes,
+                                        cudaMemcpyHostToDevice, stream_),
+                        "uploading the second moments"));
+    }
     BP_TRY(cudaStatus(cudaMemsetAsync(grads_, 0, bytes, stream_),
                       "zeroing the gradient accumulators"));
-    if (compute_)
-      BP_TRY(kernelStatus(bp_cuda_cast_f32_to_bf16(master_, compute_, n_,
-                                                   stream_),
-                          "the bf16 copy of the weights"));
   }
   // Pageable host memory: the copies must finish before it goes.
   BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),
@@ -246,6 +306,21 @@ void CudaParamArrays::releaseHost() {
   std::vector<float>().swap(hostParams_);
   std::vector<float>().swap(hostM_);
   std::vector<float>().swap(hostV_);
+}
+
+CudaParamArrays::GatheredWeights CudaParamArrays::shardedWeights() {
+  if (!layout_.shardedOptimizer)
+    return {};
+  // Under bf16 the replicas gather the bf16 copy, not fp32 weights: only
+  // the owner of a part holds its fp32 master weights, and the copy it
+  // wrote in the update is exactly their rounding (round to nearest even),
+  // which every replica would compute alike from gathered fp32 weights.
+  // Gathering the rounded bits gives every replica the same bits as that,
+  // and as an unsharded step, for half the bytes and with no whole fp32
+  // array. Under fp32 the master weights are what the stage functions read.
+  if (compute_)
+    return {compute_, DType::BF16};
+  return {master_, DType::F32};
 }
 
 void *CudaParamArrays::computeParams(int64_t offset) {
@@ -288,12 +363,12 @@ Status CudaParamArrays::adamwStep(AdamW &optimizer, int numMicroBatches,
                                   double globalSumSquares) {
   // The step counts on every rank, whether or not it holds parameters.
   BP_ASSIGN(c, optimizer.beginStep(numMicroBatches, globalSumSquares));
-  if (numAll_ == 0)
+  if (numOptimizer_ == 0)
     return Status::ok();
   bp_cuda_adamw_constants constants = cudaConstants(c);
   return kernelStatus(bp_cuda_adamw_step(master_, grads_, m_, v_, compute_,
-                                         allSegments_, numAll_, &constants,
-                                         stream_),
+                                         optimizerSegments_, numOptimizer_,
+                                         &constants, stream_),
                       "the AdamW step");
 }
 
