@@ -9,17 +9,17 @@
 #     bench/gpu/check.sh [--quick] [--skip-sanitize] [--no-torch]
 # With the device tool (start-up costs 1-2 of its 15 minutes; timeout_s
 # leaves a minute above the budget for `timeout`'s kill delays):
-#     run(command="bench/gpu/check.sh", carry=["build/gpu-check"], timeout_s=450)
-#     run(command="bench/gpu/check.sh --quick", carry=["build/gpu-check"], timeout_s=240)
+#     run(command="bench/gpu/check.sh", carry=["build/gpu-check"], timeout_s=460)
+#     run(command="bench/gpu/check.sh --quick", carry=["build/gpu-check"], timeout_s=250)
 # so that a full run and a --quick rerun fit in one session.
 #
 # It unpacks build/gpu-check/payload.tar.xz (prepare.sh's header lists it)
 # into a temporary folder and runs the programs directly: no absolute build
 # paths, no ctest, no compiler. Every part runs under `timeout`, within one
-# budget of wall time that includes the unpacking: 390 s, --quick 180 s
+# budget of wall time that includes the unpacking: 400 s, --quick 190 s
 # (BITPIPE_CHECK_BUDGET overrides). Each part has a minimum and a cap
 # (bench/gpu/lib/parts.sh: the list, and the arithmetic by which the
-# minimums add up to 365 s and 171 s); a part gets min(cap, time left -
+# minimums add up to 395 s and 181 s); a part gets min(cap, time left -
 # the minimums of the parts after it), and a part left less than its
 # minimum, or stopped below its cap, is a SKIP that says so, not a FAIL
 # (bench/gpu/lib/budget.sh). The parts, in order (--quick: the correctness
@@ -68,7 +68,9 @@
 #      the GPU, NCCL over loopback): for gpt-tiny and bert-tiny the 1-rank
 #      CUDA fp32 reference (run twice: the floor two runs differ by), then
 #      every schedule on 4 ranks and BitPipe on 2 x --dp 2 against it, to
-#      1e-5 (two cases at a time);
+#      1e-5 (two cases at a time); then the same executables with run flags
+#      against it: --shard-optimizer (gpt-tiny, BitPipe 2 x 2: in two
+#      levels; bert-tiny, BitPipe on 4: flat, with --cuda-graphs);
 #   7. a SIGKILLed rank ends the 4-rank job non-zero within its --timeout;
 #   8. the measurements (bench/gpu/ranks-bench.sh, bench/gpu/gpt-ranks.json
 #      on 4 ranks, bf16, 6 steps, 2 rounds): BitPipe's and 1F1B's step
@@ -861,8 +863,16 @@ part_nccl_tests() {
   done
 }
 
+# flags_suffix "FLAGS": the words of run flags as a name's tail
+# ("--shard-optimizer --cuda-graphs" -> "-shard-optimizer-cuda-graphs").
+flags_suffix() {
+  local word out=""
+  for word in $1; do out+="-${word#--}"; done
+  echo "$out"
+}
+
 part_ranks_match() {
-  local model name log rdir rc floor c i w schedule d k pids
+  local model name log rdir rc floor c i w schedule d k flags pids
   local ready_models=() cases=() wave=()
   echo "== multi-rank match (test/EndToEnd/cuda-ranks.sh)"
   for model in "${rank_models[@]}"; do
@@ -890,32 +900,36 @@ part_ranks_match() {
   for model in "${ready_models[@]}"; do
     for c in "${rank_schedules[@]}"; do cases+=("$model $c"); done
   done
+  for c in "${rank_flag_cases[@]}"; do
+    [[ " ${ready_models[*]} " == *" ${c%% *} "* ]] && cases+=("$c")
+  done
   for ((i = 0, w = 1; i < ${#cases[@]}; i += rank_wave_size, w++)); do
     wave=("${cases[@]:i:rank_wave_size}")
     rc=0
     budget_grant "ranks wave $w" || rc=$?
     if [ "$rc" != 0 ]; then
       for c in "${wave[@]}"; do
-        read -r model schedule d k <<<"$c"
-        row "r$((d * k)) $model $schedule d$d dp$k" "$([ "$rc" = 1 ] && echo SKIP || echo FAIL)" "$budget_reason"
+        read -r model schedule d k flags <<<"$c"
+        row "r$((d * k)) $model $schedule d$d dp$k${flags:+ $flags}" "$([ "$rc" = 1 ] && echo SKIP || echo FAIL)" "$budget_reason"
       done
       continue
     fi
     pids=()
     for c in "${wave[@]}"; do
-      read -r model schedule d k <<<"$c"
-      log=$logs/ranks-$model-$schedule-d$d-dp$k.log
+      read -r model schedule d k flags <<<"$c"
+      log=$logs/ranks-$model-$schedule-d$d-dp$k$(flags_suffix "$flags").log
+      # shellcheck disable=SC2086 # the flags are words
       ( rc=0
         timed "$budget_limit" "$log" "$ranks_sh" case "$root/examples/$model.json" \
-          "$schedule" "$d" "$k" "$payload/e2e" || rc=$?
+          "$schedule" "$d" "$k" "$payload/e2e" $flags || rc=$?
         echo "$rc" >"$log.rc" ) &
       pids+=($!)
     done
     wait "${pids[@]}"
     for c in "${wave[@]}"; do
-      read -r model schedule d k <<<"$c"
-      log=$logs/ranks-$model-$schedule-d$d-dp$k.log
-      ranks_row "r$((d * k)) $model $schedule d$d dp$k" "$(cat "$log.rc" 2>/dev/null || echo 1)" "$log"
+      read -r model schedule d k flags <<<"$c"
+      log=$logs/ranks-$model-$schedule-d$d-dp$k$(flags_suffix "$flags").log
+      ranks_row "r$((d * k)) $model $schedule d$d dp$k${flags:+ $flags}" "$(cat "$log.rc" 2>/dev/null || echo 1)" "$log"
       rm -f "$log.rc"
     done
   done

@@ -41,8 +41,11 @@
 #   cuda-ranks.sh reference MODEL WORKDIR [--if-device]
 #       the 1-rank CUDA run, twice (init and compile first where WORKDIR
 #       lacks them; --if-device: skip unless there is a device);
-#   cuda-ranks.sh case MODEL SCHEDULE D K WORKDIR
+#   cuda-ranks.sh case MODEL SCHEDULE D K WORKDIR [RUN-FLAG...]
 #       train D*K ranks and compare with the reference, which must exist;
+#       run flags (--shard-optimizer, --cuda-graphs) go to every rank of
+#       the same executable, trained in a folder of their own (the case's
+#       name with the flags: bitpipe-d2-dp2-shard-optimizer/);
 #   cuda-ranks.sh kill MODEL WORKDIR
 #       BitPipe on 4 ranks, rank 1 SIGKILLed once training runs: the job
 #       must end non-zero within --timeout (10 s) + 20 s (faults.sh's case,
@@ -84,12 +87,14 @@ explicit)
   ;;
 esac
 rtol=1e-5
+# The case's run flags (after WORKDIR), given to every rank.
+run_flags=()
 
 usage() {
   echo "usage: $0 init MODEL WORKDIR |" \
     "compile MODEL SCHEDULE D K WORKDIR [fp32|bf16] |" \
     "reference MODEL WORKDIR [--if-device] |" \
-    "case MODEL SCHEDULE D K WORKDIR | kill MODEL WORKDIR" >&2
+    "case MODEL SCHEDULE D K WORKDIR [RUN-FLAG...] | kill MODEL WORKDIR" >&2
   exit 2
 }
 
@@ -141,7 +146,7 @@ train() {
   local command=("$dir/train")
   [ "$np" = 1 ] || command=("${rank_command[@]}" "$dir/train")
   if ! run "$np" "${command[@]}" --data "$data" --steps "$steps" \
-    "${base_flags[@]}" --load "$ranks/init.safetensors" \
+    "${base_flags[@]}" "${run_flags[@]}" --load "$ranks/init.safetensors" \
     --metrics "$dir/metrics.jsonl" --dump-rank-params "$dir/params" \
     2>&1 | tee "$dir/run.log"; then
     echo "cuda-ranks: the run in $dir ($np rank(s)) failed (above)" >&2
@@ -214,8 +219,15 @@ reference)
   compare "$ranks/ref-again" "$ranks/ref" || true
   ;;
 case)
-  [ $# -eq 6 ] || usage
+  [ $# -ge 6 ] || usage
   schedule=$3 d=$4 k=$5 work=$6
+  run_flags=("${@:7}")
+  for flag in "${run_flags[@]}"; do
+    [[ $flag =~ ^--[a-z][a-z-]*$ ]] || {
+      echo "cuda-ranks: a case's run flags are words like --shard-optimizer, not '$flag'" >&2
+      usage
+    }
+  done
   schedule_ok "$schedule" && positive "$d" && positive "$k" || usage
   require_device_and_mpirun
   ranks=$work/$name/ranks ref=$work/$name/ranks/ref
@@ -227,6 +239,13 @@ case)
   done
   dir=$(case_dir "$ranks" "$schedule" "$d" "$k")
   [ -x "$dir/train" ] || compile_cuda "$model" "$schedule" "$d" "$k" "$dir" fp32
+  if [ ${#run_flags[@]} -gt 0 ]; then
+    # The same executable, its outputs apart from the plain case's.
+    exe=$dir/train
+    for flag in "${run_flags[@]}"; do dir+=-${flag#--}; done
+    mkdir -p "$dir"
+    ln -sfn "$exe" "$dir/train"
+  fi
   data=$(tokens "$work")
   status=0
   train "$dir" $((d * k)) || exit 1
@@ -243,9 +262,9 @@ case)
   "$python" "$reference_dir/check_progress.py" "$dir/metrics.jsonl" \
     "$ranks/init.safetensors" "${dumps[@]}" || status=1
   if [ "$status" = 0 ]; then
-    echo "cuda-ranks: $name $schedule d$d dp$k: PASS"
+    echo "cuda-ranks: $name $schedule d$d dp$k ${run_flags[*]}: PASS"
   else
-    echo "cuda-ranks: $name $schedule d$d dp$k: FAIL"
+    echo "cuda-ranks: $name $schedule d$d dp$k ${run_flags[*]}: FAIL"
   fi
   exit "$status"
   ;;

@@ -6,16 +6,16 @@
 # The minimums add up to at most the budget less 5 s, the script's own
 # start before its first part, so every part that is reached gets its
 # minimum even when the parts before it ran to their caps:
-#   full, 390 s:  setup 15 + GPU tests 30 + 1-rank match 5 x 6 + diverging
+#   full, 400 s:  setup 15 + GPU tests 30 + 1-rank match 5 x 6 + diverging
 #     runs 2 x 5 + block benchmark 8 + 8 + kernel rates 20 + step benchmark
 #     15 + plan cache 8 + step with CUDA graphs 10 + 20 + NCCL communicator
 #     tests 6 + 8 +
-#     multi-rank references 2 x 8 + multi-rank waves 7 x 10 + killed rank
+#     multi-rank references 2 x 8 + multi-rank waves 8 x 10 + killed rank
 #     20 + ranks-bench 32 + NCCL rules 5 x 5 + memcheck 8 + 2 x 8 + wrap-up
-#     10 = 385 s;
-#   quick, 180 s: setup 15 + GPU tests 30 + 1-rank match 5 x 6 +
-#     multi-rank references 2 x 8 + multi-rank waves 7 x 10 + wrap-up 10
-#     = 171 s.
+#     10 = 395 s;
+#   quick, 190 s: setup 15 + GPU tests 30 + 1-rank match 5 x 6 +
+#     multi-rank references 2 x 8 + multi-rank waves 8 x 10 + wrap-up 10
+#     = 181 s.
 # setup (unpacking, the libraries, the probe) and wrap-up (packing the
 # logs, the table) hold their time without a timeout of their own: setup
 # is what the clock shows when the first part starts, wrap-up is never
@@ -32,12 +32,19 @@
 # The multi-rank match (test/EndToEnd/cuda-ranks.sh): for each model its
 # 1-rank reference, then every case (SCHEDULE D K) on D*K ranks, two cases
 # at a time: 8 ranks, each with a host thread and an NCCL proxy thread
-# that poll, on the 16 cores; more would slow each other down.
+# that poll, on the 16 cores; more would slow each other down. Then the
+# cases with run flags (MODEL SCHEDULE D K FLAGS...), the same executables
+# run differently: the sharded optimizer in two levels (BitPipe on 2 x 2)
+# and flat over mirror pairs (BitPipe on 4), that one with its third step
+# captured into a CUDA graph (when steady).
 rank_models=(gpt-tiny bert-tiny)
 rank_schedules=("gpipe 4 1" "1f1b 4 1" "interleaved-1f1b 4 1" "chimera 4 1"
   "bitpipe 4 1" "zb-h1 4 1" "bitpipe 2 2")
+rank_flag_cases=("gpt-tiny bitpipe 2 2 --shard-optimizer"
+  "bert-tiny bitpipe 4 1 --shard-optimizer --cuda-graphs")
 rank_wave_size=2
-rank_waves=$(((${#rank_models[@]} * ${#rank_schedules[@]} + rank_wave_size - 1) / rank_wave_size))
+rank_cases=$((${#rank_models[@]} * ${#rank_schedules[@]} + ${#rank_flag_cases[@]}))
+rank_waves=$(((rank_cases + rank_wave_size - 1) / rank_wave_size))
 
 # The schedules that ranks-bench.sh does not run, under NCCL's rules at
 # megabytes per transfer.
@@ -63,11 +70,11 @@ plan_ranks_match() {
 check_plan() { # full|quick: budget_start, then the plan of that mode
   local s
   if [ "$1" = quick ]; then
-    budget_start "${BITPIPE_CHECK_BUDGET:-180}"
+    budget_start "${BITPIPE_CHECK_BUDGET:-190}"
     plan_correctness_head
     plan_ranks_match
   else
-    budget_start "${BITPIPE_CHECK_BUDGET:-390}"
+    budget_start "${BITPIPE_CHECK_BUDGET:-400}"
     plan_correctness_head
     budget_plan "e2e gpt-tiny diverge" 5 15
     budget_plan "e2e bert-tiny diverge" 5 15
