@@ -345,7 +345,8 @@ void runShardedStoreAgainstWhole(Precision precision, void *stream) {
       wrong += std::memcmp(&s->hostParams()[i], &w->hostParams()[i], 4) != 0;
       wrong += std::memcmp(&s->hostM()[p.moment + k], &w->hostM()[i], 4) != 0;
       wrong += std::memcmp(&s->hostV()[p.moment + k], &w->hostV()[i], 4) != 0;
-      wrong += std::memcmp(&sCopy[i * width], &wCopy[i * width], 2 * width);
+      wrong +=
+          std::memcmp(&sCopy[i * width], &wCopy[i * width], 2 * width) != 0;
     }
   EXPECT_EQ(wrong, 0) << "the owned parts differ from the whole step's";
   // Not owned: not updated here (the copy as drawn: a fresh store's of
