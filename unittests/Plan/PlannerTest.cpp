@@ -337,7 +337,7 @@ TEST(Planner, CountsWhatTheScheduleOrTheModelCannotDo) {
       << r->rejections[int(Rejection::Schedule)].example;
 }
 
-TEST(Planner, AShardedOptimizerDividesTheMomentsByTheStagesRanks) {
+TEST(Planner, AShardedOptimizerDividesItsStateByTheStagesRanks) {
   // BitPipe on 2 devices x 2 copies: each stage on both devices of a copy
   // (the mirror pair), so on 4 world ranks; 1F1B on 2 x 2: each stage on
   // one device of a copy, 2 world ranks.
@@ -359,10 +359,23 @@ TEST(Planner, AShardedOptimizerDividesTheMomentsByTheStagesRanks) {
     EXPECT_DOUBLE_EQ(sharded->peakMemory.optimizer,
                      whole->peakMemory.optimizer / ranks)
         << schedule;
-    // Only the moments: the weights and gradients stay whole.
+    // Under fp32 only the moments: the weights (what the stages read) and
+    // gradients stay whole.
     EXPECT_DOUBLE_EQ(sharded->peakMemory.weights, whole->peakMemory.weights);
     EXPECT_DOUBLE_EQ(sharded->peakMemory.gradients,
                      whole->peakMemory.gradients);
+
+    // Under bf16 the fp32 master weights too (4 of a parameter's 6 weight
+    // bytes); the bf16 copy the stages read stays whole.
+    req.precision = sched::ComputePrecision::Bf16;
+    sched::Result<Estimate> bf16 =
+        evaluate(config, uniformModel(4, 1, 1e6, 0), freeCluster(4), req);
+    ASSERT_TRUE(bf16) << bf16.error;
+    const double params = whole->peakMemory.weights / 4;
+    EXPECT_DOUBLE_EQ(bf16->peakMemory.weights, params * (2 + 4 / ranks))
+        << schedule;
+    EXPECT_DOUBLE_EQ(bf16->peakMemory.optimizer,
+                     whole->peakMemory.optimizer / ranks);
   }
 }
 

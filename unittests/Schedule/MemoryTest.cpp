@@ -36,13 +36,19 @@ TEST(Memory, ARankSumsItsStateAndTheSchedulesPeakActivations) {
   EXPECT_EQ(m.activations, 2e6);
   EXPECT_EQ(m.communication, 4194304);
   EXPECT_EQ(m.total(), 24194304);
-  // A sharded optimizer keeps a quarter of the moments: 6e6 bytes less.
+  // A sharded optimizer keeps a quarter of the moments (6e6 bytes less)
+  // and, under bf16, a quarter of the fp32 master weights (3e6 less).
   RankMemory sharded =
       rankMemory(1e6, 0.25e6, ComputePrecision::Bf16, peak, 4194304);
   EXPECT_EQ(sharded.optimizer, 2e6);
-  EXPECT_EQ(sharded.weights, 6e6);
-  EXPECT_EQ(sharded.total(), 24194304 - 6e6);
-  // Under fp32 the weights lose their 2-byte copy: 2e6 bytes less.
+  EXPECT_EQ(sharded.weights, 1e6 * 2 + 0.25e6 * 4);
+  EXPECT_EQ(sharded.total(), 24194304 - 6e6 - 3e6);
+  // Under fp32 the weights lose their 2-byte copy: 2e6 bytes less; the
+  // master weights stay whole when sharded, since the stages read them.
   EXPECT_EQ(rankMemory(1e6, ComputePrecision::Fp32, peak, 4194304).total(),
             22194304);
+  RankMemory shardedFp32 =
+      rankMemory(1e6, 0.25e6, ComputePrecision::Fp32, peak, 4194304);
+  EXPECT_EQ(shardedFp32.weights, 4e6);
+  EXPECT_EQ(shardedFp32.total(), 22194304 - 6e6);
 }

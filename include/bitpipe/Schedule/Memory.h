@@ -45,10 +45,10 @@ double bytesPerParameter(ComputePrecision precision);
 /// transport buffers.
 RankMemory rankMemory(double parameters, ComputePrecision precision,
                       double peakActivationBytes, double communicationBytes);
-/// rankMemory with AdamW's moments kept for `optimizerParameters` of them
+/// rankMemory with AdamW's state kept for `optimizerParameters` of them
 /// only: under a sharded optimizer (docs/data-parallel.md, "Sharded
-/// optimizer") a stage's moments are split over the world ranks that hold
-/// it, and a rank keeps its share.
+/// optimizer") a stage's moments, and under bf16 its fp32 master weights,
+/// are split over the world ranks that hold it, and a rank keeps its share.
 RankMemory rankMemory(double parameters, double optimizerParameters,
                       ComputePrecision precision, double peakActivationBytes,
                       double communicationBytes);
