@@ -29,8 +29,10 @@ cases=(
   "interleaved-1f1b v=2|--schedule interleaved-1f1b --chunks-per-device 2"
   "chimera|--schedule chimera"
   "bitpipe|--schedule bitpipe"
+  "bitpipe-periodic|--schedule bitpipe-periodic"
   "zb-h1|--schedule zb-h1"
   "bitpipe-zb|--schedule bitpipe-zb"
+  "bitpipe-periodic-zb|--schedule bitpipe-periodic-zb"
   "zbv|--schedule zbv"
 )
 for c in "${cases[@]}"; do
