@@ -28,13 +28,14 @@ double activationScale(sched::ComputePrecision precision) {
 }
 
 /// The seconds a stage's forward and the two halves of its backward take
-/// on one of \p cluster's GPUs: by kernel shape where the profile has its
-/// work (at the cluster's measured rates, if it has them), else its FLOPs
-/// at the cluster's one rate, B and W half the backward each.
+/// on one of \p cluster's GPUs (\p splitBackward: the halves run as
+/// separate steps): by kernel shape where the profile has its work (at the
+/// cluster's measured rates, if it has them), else its FLOPs at the
+/// cluster's one rate, B and W half the backward each.
 sched::ComputeTimes stageTimes(const sched::Cluster &cluster,
-                               const StageProfile &st) {
+                               const StageProfile &st, bool splitBackward) {
   if (!st.work.empty())
-    return cluster.computeTimes(st.work);
+    return cluster.computeTimes(st.work, splitBackward);
   const double rate = cluster.achievableFlops();
   return {st.forwardFlops / rate, st.backwardFlops / 2 / rate,
           st.backwardFlops / 2 / rate};
@@ -227,7 +228,8 @@ evaluateStages(PlanConfig config, const ModelProfile &model,
         s == 0 ? tokenBytes : stages[s - 1].boundaryBytes * scale;
     sched::RecomputedStage recomputed =
         sched::recomputedStage(config.recompute, keeping);
-    const sched::ComputeTimes t = stageTimes(cluster, st);
+    const sched::ComputeTimes t =
+        stageTimes(cluster, st, schedule->splitBackward);
     // What recomputation adds is forward work again, at the stage's
     // forward rate, before the input gradients (B) can start.
     const double again = st.forwardFlops > 0

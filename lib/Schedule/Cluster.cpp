@@ -18,9 +18,16 @@ namespace bitpipe::sched {
 
 using json::JsonValue;
 
-ComputeTimes Cluster::computeTimes(const ComputeWork &work) const {
-  if (kernelRates)
-    return kernelRates->timesOf(work);
+ComputeTimes Cluster::computeTimes(const ComputeWork &work,
+                                   bool splitBackward) const {
+  if (kernelRates) {
+    ComputeTimes t = kernelRates->timesOf(work);
+    if (splitBackward) {
+      t.inputGrad /= kernelRates->splitFraction;
+      t.weightGrad /= kernelRates->splitFraction;
+    }
+    return t;
+  }
   const double rate = achievableFlops();
   return {work.forwardFlops() / rate, work.inputGradFlops() / rate,
           work.weightGradFlops() / rate};
@@ -150,7 +157,7 @@ constexpr FieldRange kNodeBandwidth{
 // GPU's peak).
 constexpr FieldRange kShapeSize{1, 1e9, false, "an integer"};
 constexpr FieldRange kRate{1e3, 1e18, false, "a number of FLOP per second"};
-constexpr FieldRange kRunFraction{0, 1, true, "a fraction"};
+constexpr FieldRange kFraction{0, 1, true, "a fraction"};
 
 /// Reads the members of one JSON object, each exactly once, and reports
 /// missing, ill-typed and unknown members by their dotted path.
@@ -328,11 +335,15 @@ std::optional<KernelRates> parseKernelRates(const std::string &file,
       attention.push_back(r);
     }
   const double other = f.ranged(k::kOther, kRate);
-  double runFraction = 1;
+  double runFraction = 1, splitFraction = 1;
   if (f.has(k::kRunFraction))
-    runFraction = f.ranged(k::kRunFraction, kRunFraction);
+    runFraction = f.ranged(k::kRunFraction, kFraction);
   else
     f.expectOptional(k::kRunFraction);
+  if (f.has(k::kSplitFraction))
+    splitFraction = f.ranged(k::kSplitFraction, kFraction);
+  else
+    f.expectOptional(k::kSplitFraction);
   f.finish();
   if (!error.empty())
     return std::nullopt;
@@ -344,6 +355,7 @@ std::optional<KernelRates> parseKernelRates(const std::string &file,
     return std::nullopt;
   }
   rates->runFraction = runFraction;
+  rates->splitFraction = splitFraction;
   return std::move(*rates);
 }
 

@@ -276,6 +276,8 @@ std::string KernelRates::toJson() const {
   out += "\n  ],\n  " + field(f::kOther, number(other_));
   if (runFraction != 1)
     out += ",\n  " + field(f::kRunFraction, number(runFraction));
+  if (splitFraction != 1)
+    out += ",\n  " + field(f::kSplitFraction, number(splitFraction));
   return out + "\n}\n";
 }
 

@@ -146,6 +146,33 @@ TEST(Planner, SmallMicrobatchesPayForTheirSmallProducts) {
   EXPECT_NEAR(best.stepTime, 11 * 0.048, 1e-9);
 }
 
+// A split backward's halves run at the cluster's split_fraction of the
+// rates; an unsplit one does not. On one device (no bubble) zb-h1's step is
+// N (F + (B + W) / fraction): halving the fraction twice adds twice as
+// much the second time.
+TEST(Planner, ASplitBackwardRunsAtTheClustersSplitFraction) {
+  auto step = [](const char *schedule, double fraction) {
+    PlanConfig config;
+    config.schedule = schedule;
+    config.devices = 1;
+    config.dataParallel = 1;
+    config.microbatchSize = 1;
+    config.microbatches = 4;
+    sched::Cluster c = measuredCluster(1);
+    c.kernelRates->splitFraction = fraction;
+    sched::Result<Estimate> e =
+        evaluate(config, uniformModel(4, 1, 1e6, 0), c, request(4));
+    EXPECT_TRUE(e) << e.error;
+    return e ? e->stepTime : -1.0;
+  };
+  const double whole = step("zb-h1", 1), half = step("zb-h1", 0.5),
+               quarter = step("zb-h1", 0.25);
+  EXPECT_GT(half, whole);
+  EXPECT_NEAR(quarter - half, 2 * (half - whole), 1e-12);
+  EXPECT_DOUBLE_EQ(step("1f1b", 0.5), step("1f1b", 1));
+  EXPECT_NEAR(step("1f1b", 1), whole, 1e-12);
+}
+
 // Two GPUs, global batch 4, micro-batches of one sequence, 4 units of
 // F = 1 ms and B = 2 ms. Data parallel (D=1, dp=2, N=2): each copy runs
 // 2 x (4 + 8) ms = 24 ms, and the free all-reduce adds nothing. Pipelined

@@ -317,19 +317,27 @@ TEST(ClusterKernelRates, WorkIsTimedAtItsShapesRates) {
   w.otherForwardFlops = 1e6;            // at 5e8
   w.otherBackwardFlops = 2e6;
   w.otherWeightGradFlops = 3e5;
-  ComputeTimes t = c->computeTimes(w);
+  ComputeTimes t = c->computeTimes(w, /*splitBackward=*/false);
   EXPECT_DOUBLE_EQ(t.forward, 16e6 / 6e9 + 4e6 / 2e9 + 1e6 / 5e8);
   EXPECT_DOUBLE_EQ(t.inputGrad, 16e6 / 12e9 + 8e6 / 1e9 + 2e6 / 5e8);
   EXPECT_DOUBLE_EQ(t.weightGrad, 16e6 / 24e9 + 3e5 / 5e8);
   // A run reaching 80 % of the measured rates: every time / 0.8.
   c->kernelRates->runFraction = 0.8;
-  ComputeTimes slower = c->computeTimes(w);
+  ComputeTimes slower = c->computeTimes(w, false);
   EXPECT_DOUBLE_EQ(slower.forward, t.forward / 0.8);
   EXPECT_DOUBLE_EQ(slower.inputGrad, t.inputGrad / 0.8);
   EXPECT_DOUBLE_EQ(slower.weightGrad, t.weightGrad / 0.8);
+  // A split backward's halves at 90 % of that, where a schedule splits it;
+  // the forward and an unsplit backward as before.
+  c->kernelRates->splitFraction = 0.9;
+  ComputeTimes split = c->computeTimes(w, /*splitBackward=*/true);
+  EXPECT_DOUBLE_EQ(split.forward, slower.forward);
+  EXPECT_DOUBLE_EQ(split.inputGrad, slower.inputGrad / 0.9);
+  EXPECT_DOUBLE_EQ(split.weightGrad, slower.weightGrad / 0.9);
+  EXPECT_DOUBLE_EQ(c->computeTimes(w, false).inputGrad, slower.inputGrad);
   // Without rates: the one achievable rate (5e11), the same split.
   c->kernelRates.reset();
-  t = c->computeTimes(w);
+  t = c->computeTimes(w, true);
   EXPECT_DOUBLE_EQ(t.forward, (16e6 + 4e6 + 1e6) / 5e11);
   EXPECT_DOUBLE_EQ(t.inputGrad, (16e6 + 8e6 + 2e6) / 5e11);
   EXPECT_DOUBLE_EQ(t.weightGrad, (16e6 + 3e5) / 5e11);
@@ -364,12 +372,16 @@ TEST(ClusterKernelRates, ErrorsNameTheEntryAndWhatIsMissing) {
             "FLOP per second from 1000 to 1e+18, got 0");
   EXPECT_EQ(error(withRates(linearGrid(), kAttention, ", \"gemm\": 1")),
             "c.json: kernel_rates.gemm: expected one of measured, linear, "
-            "attention, other or run_fraction, got the unknown field "
-            "\"gemm\"");
+            "attention, other, run_fraction or split_fraction, got the "
+            "unknown field \"gemm\"");
   EXPECT_EQ(error(withRates(linearGrid(), kAttention,
                             ", \"run_fraction\": 1.5")),
             "c.json: kernel_rates.run_fraction: expected a fraction above 0, "
             "at most 1, got 1.5");
+  EXPECT_EQ(
+      error(withRates(linearGrid(), kAttention, ", \"split_fraction\": 0")),
+      "c.json: kernel_rates.split_fraction: expected a fraction above "
+      "0, at most 1, got 0");
   Result<Cluster> fitted = parseCluster(
       withRates(linearGrid(), kAttention, ", \"run_fraction\": 0.9"), "c");
   ASSERT_TRUE(fitted) << fitted.error;
@@ -377,10 +389,12 @@ TEST(ClusterKernelRates, ErrorsNameTheEntryAndWhatIsMissing) {
 }
 
 /// What bench-kernel-rates writes (KernelRates::toJson) is what the parser
-/// reads: the same grid, rates and run_fraction back.
+/// reads: the same grid, rates and fractions back.
 TEST(ClusterKernelRates, ToJsonReadsBackAsTheSameRates) {
   Result<Cluster> c = parseCluster(
-      withRates(linearGrid(), kAttention, ", \"run_fraction\": 0.9"), "c");
+      withRates(linearGrid(), kAttention,
+                ", \"run_fraction\": 0.9, \"split_fraction\": 0.95"),
+      "c");
   ASSERT_TRUE(c) << c.error;
   std::string text = kGood;
   text.insert(text.rfind('}'),
@@ -390,6 +404,7 @@ TEST(ClusterKernelRates, ToJsonReadsBackAsTheSameRates) {
   const KernelRates &a = *c->kernelRates, &b = *again->kernelRates;
   EXPECT_EQ(b.measured(), a.measured());
   EXPECT_DOUBLE_EQ(b.runFraction, 0.9);
+  EXPECT_DOUBLE_EQ(b.splitFraction, 0.95);
   EXPECT_DOUBLE_EQ(b.other(), a.other());
   ASSERT_EQ(b.linearEntries().size(), a.linearEntries().size());
   for (size_t i = 0; i < a.linearEntries().size(); ++i) {

@@ -84,8 +84,10 @@ struct Cluster {
   std::optional<KernelRates> kernelRates;
 
   /// The seconds one GPU takes for \p work: at kernelRates where the file
-  /// has them, else at achievableFlops().
-  ComputeTimes computeTimes(const ComputeWork &work) const;
+  /// has them (its backward's halves at KernelRates::splitFraction of that
+  /// when \p splitBackward: a schedule runs them as separate steps), else
+  /// at achievableFlops().
+  ComputeTimes computeTimes(const ComputeWork &work, bool splitBackward) const;
 };
 
 /// "local", "intra_node", "inter_node".

@@ -31,6 +31,7 @@ inline constexpr const char *kLinear = "linear";
 inline constexpr const char *kAttention = "attention";
 inline constexpr const char *kOther = "other";
 inline constexpr const char *kRunFraction = "run_fraction";
+inline constexpr const char *kSplitFraction = "split_fraction";
 inline constexpr const char *kTokens = "tokens";
 inline constexpr const char *kIn = "in";
 inline constexpr const char *kOut = "out";
@@ -75,6 +76,14 @@ public:
   /// cold in cache, the executor's work between calls): fitted on a real
   /// run (docs/calibration.md), 1 until then. Every time is divided by it.
   double runFraction = 1;
+  /// The share of those times' speed that a backward split into its two
+  /// halves reaches, B and W each on its own (they read the stage's
+  /// activations and gradients twice, and the kernels run as separate
+  /// calls): fitted on a split schedule's real run against the same
+  /// schedule unsplit (docs/calibration.md), 1 until then. The backward's
+  /// halves are divided by it where a schedule splits them
+  /// (Cluster::computeTimes).
+  double splitFraction = 1;
 
   LinearRate linear(const LinearShape &shape) const;
   AttentionRate attention(const AttentionShape &shape) const;
@@ -90,7 +99,7 @@ public:
 
   /// The rates as a cluster file's kernel_rates object, one entry a line,
   /// rates to four significant digits (what a measurement repeats to);
-  /// run_fraction only where it is not 1.
+  /// run_fraction and split_fraction only where they are not 1.
   std::string toJson() const;
 
   /// The entries of a full grid over sorted axes.

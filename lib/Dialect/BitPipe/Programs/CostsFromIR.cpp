@@ -124,7 +124,8 @@ bitpipe::costModelFromIR(ModuleOp module, const sched::Schedule &schedule,
   }
   if (times == StageTimes::Cluster) {
     for (auto [c, again] : llvm::zip_equal(stageCosts, recomputed)) {
-      const sched::ComputeTimes t = cluster->computeTimes(c.work);
+      const sched::ComputeTimes t =
+          cluster->computeTimes(c.work, schedule.splitBackward);
       // Recomputation is forward work again, at the stage's forward rate,
       // before the input gradients can start (as the planner charges it).
       const double extra = (again.backwardFlops - c.keeping.backwardFlops) *
