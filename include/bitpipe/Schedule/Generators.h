@@ -78,8 +78,8 @@ Result<Schedule> generateBitPipe(int devices, int microbatches);
 /// bitpipe-periodic on bidirectionalVPlacement(D), D even: one steady state
 /// in which every rank repeats a 12-slot pattern per (down, up) pair of
 /// micro-batches (F = 1, B = 2), so that its bubble falls with N as 1F1B's
-/// does, at no more than the reference order's peak of stashes; eager
-/// all-reduces after each rank's last backwards. Any N >= 1
+/// does, no rank holding more stashes than the reference order's busiest
+/// (2D); eager all-reduces after each rank's last backwards. Any N >= 1
 /// (docs/bitpipe-order.md, "The periodic order").
 Result<Schedule> generateBitPipePeriodic(int devices, int microbatches);
 
