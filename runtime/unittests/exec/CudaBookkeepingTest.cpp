@@ -237,6 +237,17 @@ TEST(ExecCudaBookkeeping, StateFindingsNameTheParameterAndTheIndexInIt) {
   EXPECT_EQ(b->array, StateArray::Weights);
   EXPECT_EQ(b->index, 3);
   EXPECT_FALSE(found[t.param[2]].has_value());
+  // Where each value lies: the moment in m at part 0's moment offset, the
+  // weight in the (compact) master weights at part 1's master offset.
+  std::vector<float> master(l.numMoments), mm(l.numMoments), vv(l.numMoments);
+  EXPECT_EQ(findingValue(t, *w, master.data(), mm.data(), vv.data()),
+            mm.data() + t.segments[0].moment + 9);
+  EXPECT_EQ(findingValue(t, *b, master.data(), mm.data(), vv.data()),
+            master.data() + t.segments[1].master + 3);
+  StateFinding second = *w;
+  second.array = StateArray::SecondMoments;
+  EXPECT_EQ(findingValue(t, second, master.data(), mm.data(), vv.data()),
+            vv.data() + t.segments[0].moment + 9);
   // Nothing for the parameters without a finding, or without an owned
   // part (their owners check them).
   int none = 0;

@@ -137,11 +137,9 @@ public:
       if (!findings[p])
         continue;
       const StateFinding &f = *findings[p];
-      const bp_cuda_segment &s = optimizer_.segments[f.segment];
-      const float *at = f.array == StateArray::Weights ? &master_[s.master]
-                        : f.array == StateArray::FirstMoments ? &m_[s.moment]
-                                                              : &v_[s.moment];
-      found[p] = InvalidState{f.array, f.index, at[f.element]};
+      const float *at = findingValue<const float>(optimizer_, f, master_.data(),
+                                                  m_.data(), v_.data());
+      found[p] = InvalidState{f.array, f.index, *at};
     }
     return found;
   }

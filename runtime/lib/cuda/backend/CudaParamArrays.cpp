@@ -222,14 +222,11 @@ Expected<std::vector<std::optional<InvalidState>>> CudaParamArrays::findInvalid(
     if (!findings[p])
       continue;
     const StateFinding &f = *findings[p];
-    const bp_cuda_segment &seg = optimizer_.segments[f.segment];
-    const float *at = f.array == StateArray::Weights ? master_ + seg.master
-                      : f.array == StateArray::FirstMoments ? m_ + seg.moment
-                                                            : v_ + seg.moment;
+    const float *at = findingValue<const float>(optimizer_, f, master_, m_, v_);
     // The one value, for the message (on the store's stream: a peer's
     // NCCL kernels may still run, so nothing device-wide).
     float value = 0.0f;
-    BP_TRY(cudaStatus(cudaMemcpyAsync(&value, at + f.element, sizeof(float),
+    BP_TRY(cudaStatus(cudaMemcpyAsync(&value, at, sizeof(float),
                                       cudaMemcpyDeviceToHost, stream_),
                       "reading an invalid parameter value"));
     BP_TRY(cudaStatus(cudaStreamSynchronize(stream_),

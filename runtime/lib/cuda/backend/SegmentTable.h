@@ -104,6 +104,24 @@ struct StateFinding {
   int64_t element = 0;
 };
 
+/// The value a finding points at, in a store whose fp32 master weights
+/// and moments are \p master, \p m and \p v (each as the table's
+/// segments address them).
+template <typename T>
+T *findingValue(const OptimizerTable &table, const StateFinding &f, T *master,
+                T *m, T *v) {
+  const bp_cuda_segment &seg = table.segments[f.segment];
+  switch (f.array) {
+  case StateArray::Weights:
+    return master + seg.master + f.element;
+  case StateArray::FirstMoments:
+    return m + seg.moment + f.element;
+  case StateArray::SecondMoments:
+    break;
+  }
+  return v + seg.moment + f.element;
+}
+
 /// Per parameter of a layout of \p numParams, from bp_cuda_find_invalid's
 /// \p first over \p table (3 per segment): the first finding in
 /// checkCheckpointValues' order (a weight before a first moment before a
